@@ -1,0 +1,118 @@
+/**
+ * The ISO 3166-1 alpha-3 country codes the service accepts (the 249 values of the interface's `country_code`),
+ * as a Schema literal, and conversion from and to alpha-2.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { RequestValidationError } from "./FinError.js"
+
+/**
+ * The 249 alpha-3 codes, in the order the interface lists them.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const alpha3Codes = [
+  "AFG", "ALB", "DZA", "ASM", "AND", "AGO", "AIA", "ATA", "ATG", "ARG", "ARM", "ABW", "AUS", "AUT", "AZE", "BHS",
+  "BHR", "BGD", "BRB", "BLR", "BEL", "BLZ", "BEN", "BMU", "BTN", "BOL", "BES", "BIH", "BWA", "BVT", "BRA", "IOT",
+  "BRN", "BGR", "BFA", "BDI", "CPV", "KHM", "CMR", "CAN", "CYM", "CAF", "TCD", "CHL", "CHN", "CXR", "CCK", "COL",
+  "COM", "COD", "COG", "COK", "CRI", "HRV", "CUB", "CUW", "CYP", "CZE", "CIV", "DNK", "DJI", "DMA", "DOM", "ECU",
+  "EGY", "SLV", "GNQ", "ERI", "EST", "SWZ", "ETH", "FLK", "FRO", "FJI", "FIN", "FRA", "GUF", "PYF", "ATF", "GAB",
+  "GMB", "GEO", "DEU", "GHA", "GIB", "GRC", "GRL", "GRD", "GLP", "GUM", "GTM", "GGY", "GIN", "GNB", "GUY", "HTI",
+  "HMD", "VAT", "HND", "HKG", "HUN", "ISL", "IND", "IDN", "IRN", "IRQ", "IRL", "IMN", "ISR", "ITA", "JAM", "JPN",
+  "JEY", "JOR", "KAZ", "KEN", "KIR", "PRK", "KOR", "KWT", "KGZ", "LAO", "LVA", "LBN", "LSO", "LBR", "LBY", "LIE",
+  "LTU", "LUX", "MAC", "MDG", "MWI", "MYS", "MDV", "MLI", "MLT", "MHL", "MTQ", "MRT", "MUS", "MYT", "MEX", "FSM",
+  "MDA", "MCO", "MNG", "MNE", "MSR", "MAR", "MOZ", "MMR", "NAM", "NRU", "NPL", "NLD", "NCL", "NZL", "NIC", "NER",
+  "NGA", "NIU", "NFK", "MNP", "NOR", "OMN", "PAK", "PLW", "PSE", "PAN", "PNG", "PRY", "PER", "PHL", "PCN", "POL",
+  "PRT", "PRI", "QAT", "MKD", "ROU", "RUS", "RWA", "REU", "BLM", "SHN", "KNA", "LCA", "MAF", "SPM", "VCT", "WSM",
+  "SMR", "STP", "SAU", "SEN", "SRB", "SYC", "SLE", "SGP", "SXM", "SVK", "SVN", "SLB", "SOM", "ZAF", "SGS", "SSD",
+  "ESP", "LKA", "SDN", "SUR", "SJM", "SWE", "CHE", "SYR", "TWN", "TJK", "TZA", "THA", "TLS", "TGO", "TKL", "TON",
+  "TTO", "TUN", "TUR", "TKM", "TCA", "TUV", "UGA", "UKR", "ARE", "GBR", "UMI", "USA", "URY", "UZB", "VUT", "VEN",
+  "VNM", "VGB", "VIR", "WLF", "ESH", "YEM", "ZMB", "ZWE", "ALA"
+] as const
+
+// alpha-2 codes, index-aligned with `alpha3Codes` (from iso-codes 4.20's iso_3166-1.json).
+const alpha2Codes: ReadonlyArray<string> = [
+  "AF", "AL", "DZ", "AS", "AD", "AO", "AI", "AQ", "AG", "AR", "AM", "AW", "AU", "AT", "AZ", "BS",
+  "BH", "BD", "BB", "BY", "BE", "BZ", "BJ", "BM", "BT", "BO", "BQ", "BA", "BW", "BV", "BR", "IO",
+  "BN", "BG", "BF", "BI", "CV", "KH", "CM", "CA", "KY", "CF", "TD", "CL", "CN", "CX", "CC", "CO",
+  "KM", "CD", "CG", "CK", "CR", "HR", "CU", "CW", "CY", "CZ", "CI", "DK", "DJ", "DM", "DO", "EC",
+  "EG", "SV", "GQ", "ER", "EE", "SZ", "ET", "FK", "FO", "FJ", "FI", "FR", "GF", "PF", "TF", "GA",
+  "GM", "GE", "DE", "GH", "GI", "GR", "GL", "GD", "GP", "GU", "GT", "GG", "GN", "GW", "GY", "HT",
+  "HM", "VA", "HN", "HK", "HU", "IS", "IN", "ID", "IR", "IQ", "IE", "IM", "IL", "IT", "JM", "JP",
+  "JE", "JO", "KZ", "KE", "KI", "KP", "KR", "KW", "KG", "LA", "LV", "LB", "LS", "LR", "LY", "LI",
+  "LT", "LU", "MO", "MG", "MW", "MY", "MV", "ML", "MT", "MH", "MQ", "MR", "MU", "YT", "MX", "FM",
+  "MD", "MC", "MN", "ME", "MS", "MA", "MZ", "MM", "NA", "NR", "NP", "NL", "NC", "NZ", "NI", "NE",
+  "NG", "NU", "NF", "MP", "NO", "OM", "PK", "PW", "PS", "PA", "PG", "PY", "PE", "PH", "PN", "PL",
+  "PT", "PR", "QA", "MK", "RO", "RU", "RW", "RE", "BL", "SH", "KN", "LC", "MF", "PM", "VC", "WS",
+  "SM", "ST", "SA", "SN", "RS", "SC", "SL", "SG", "SX", "SK", "SI", "SB", "SO", "ZA", "GS", "SS",
+  "ES", "LK", "SD", "SR", "SJ", "SE", "CH", "SY", "TW", "TJ", "TZ", "TH", "TL", "TG", "TK", "TO",
+  "TT", "TN", "TR", "TM", "TC", "TV", "UG", "UA", "AE", "GB", "UM", "US", "UY", "UZ", "VU", "VE",
+  "VN", "VG", "VI", "WF", "EH", "YE", "ZM", "ZW", "AX"
+]
+
+/**
+ * An alpha-3 code the service accepts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CountryCode = (typeof alpha3Codes)[number]
+
+/**
+ * Schema of `CountryCode`: exactly one of the 249 upper-case alpha-3 codes (no trimming, no case folding), so that a
+ * path built from it can never carry anything else.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CountryCode: Schema.Literal<typeof alpha3Codes> = Schema.Literal(...alpha3Codes).annotations({
+  title: "an ISO 3166-1 alpha-3 country code of the service"
+})
+
+const alpha3Set: ReadonlySet<string> = new Set(alpha3Codes)
+const toAlpha2Map = new Map<string, string>(alpha3Codes.map((code, i) => [code, alpha2Codes[i]!]))
+const toAlpha3Map = new Map<string, CountryCode>(alpha3Codes.map((code, i) => [alpha2Codes[i]!, code]))
+
+/**
+ * Whether `input` is one of the 249 codes.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isCountryCode = (input: unknown): input is CountryCode => typeof input === "string" && alpha3Set.has(input)
+
+/**
+ * The alpha-2 code of an alpha-3 code (`"USA"` -> `"US"`).
+ *
+ * @since 0.1.0
+ * @category conversions
+ */
+export const toAlpha2 = (code: CountryCode): string => toAlpha2Map.get(code)!
+
+/**
+ * The alpha-3 code of an alpha-2 code (`"US"` -> `Some("USA")`), case-sensitive; `None` when unknown.
+ *
+ * @since 0.1.0
+ * @category conversions
+ */
+export const fromAlpha2 = (alpha2: string): Option.Option<CountryCode> => Option.fromNullable(toAlpha3Map.get(alpha2))
+
+/**
+ * Checks untrusted input before it reaches a request path: a `CountryCode`, or `RequestValidationError`.
+ *
+ * @since 0.1.0
+ * @category validation
+ */
+export const validate = (input: unknown): Effect.Effect<CountryCode, RequestValidationError> =>
+  isCountryCode(input)
+    ? Effect.succeed(input)
+    : Effect.fail(
+      new RequestValidationError({
+        message: `Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")`,
+        issues: [{ path: "country", expected: "an ISO 3166-1 alpha-3 country code of the service" }]
+      })
+    )

@@ -1,0 +1,244 @@
+/**
+ * The closed set of errors of effect-fin.
+ *
+ * Every error is a `Schema.TaggedError`, so users can `Effect.catchTag` on it and serialise it. None of them holds a
+ * request object, a header set, a token, a secret, or a value taken from a failed decode: only what is safe to log.
+ *
+ * @since 0.1.0
+ */
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+
+/**
+ * Where a value failed its schema, and what was expected there; never the value itself.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Issue extends Schema.Class<Issue>("effect-fin/Issue")({
+  /** Dotted path from the root, e.g. `data.fee.total` or `source_amount`; empty for the root. */
+  path: Schema.String,
+  /** What the schema expected there, e.g. `number` or `a currency code (three upper-case letters)`. */
+  expected: Schema.String
+}) {}
+
+// Fields that say which call failed and how far it got; shared by the errors of API calls.
+const callFields = {
+  /** HTTP method and path of the call, e.g. `POST /v1/fee-calculation`. */
+  operation: Schema.optional(Schema.String),
+  /** Attempts made before giving up (the 401 refresh-retry included). */
+  attempts: Schema.optional(Schema.Number),
+  /** The service's request id, when the response carried one. */
+  requestId: Schema.optional(Schema.String)
+}
+
+/**
+ * The input was rejected before any request was sent.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RequestValidationError extends Schema.TaggedError<RequestValidationError>(
+  "effect-fin/RequestValidationError"
+)("RequestValidationError", {
+  message: Schema.String,
+  issues: Schema.Array(Issue)
+}) {}
+
+/**
+ * The service refused the credentials or the token (401), after the single refresh-and-retry.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AuthenticationError extends Schema.TaggedError<AuthenticationError>("effect-fin/AuthenticationError")(
+  "AuthenticationError",
+  {
+    message: Schema.String,
+    status: Schema.optional(Schema.Number),
+    ...callFields
+  }
+) {}
+
+/**
+ * A field-level message from an error body (`errors[]` of a 422, `data` of a 400).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class FieldError extends Schema.Class<FieldError>("effect-fin/FieldError")({
+  field: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * The service answered with an error status that is not retried (or was retried until the policy ran out).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError")("ApiError", {
+  status: Schema.Number,
+  message: Schema.String,
+  /** `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`) or a numeric `status` field. */
+  code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
+  fieldErrors: Schema.optional(Schema.Array(FieldError)),
+  /** The start of the raw body (at most 1 KiB), for bodies no documented shape explains. */
+  body: Schema.optional(Schema.String),
+  ...callFields
+}) {}
+
+/**
+ * The service answered 429 and either the retries were spent or it asked to wait longer than `maxRetryAfter`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-fin/RateLimitError")(
+  "RateLimitError",
+  {
+    message: Schema.String,
+    retryAfter: Schema.optional(Schema.DurationFromSelf),
+    ...callFields
+  }
+) {}
+
+/**
+ * The request could not be sent or the response body could not be read (refused, reset, DNS, aborted body).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TransportError extends Schema.TaggedError<TransportError>("effect-fin/TransportError")(
+  "TransportError",
+  {
+    message: Schema.String,
+    reason: Schema.Literal("RequestFailed", "BodyReadFailed"),
+    ...callFields
+  }
+) {}
+
+/**
+ * An attempt outlived `timeout` (or the token call `tokenTimeout`), or the whole call outlived `deadline`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/TimeoutError")("TimeoutError", {
+  message: Schema.String,
+  kind: Schema.Literal("attempt", "deadline", "token"),
+  timeout: Schema.DurationFromSelf,
+  ...callFields
+}) {}
+
+/**
+ * A response did not match its schema (malformed JSON, a missing field, a wrong type). Names the paths and the
+ * expected types, never the values received.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>("effect-fin/ResponseDecodeError")(
+  "ResponseDecodeError",
+  {
+    message: Schema.String,
+    status: Schema.Number,
+    issues: Schema.Array(Issue),
+    ...callFields
+  }
+) {}
+
+/**
+ * Why a webhook delivery was refused.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const WebhookFailureReason = Schema.Literal(
+  "missing_signature",
+  "bad_signature",
+  "unsupported_algorithm",
+  "no_secret",
+  "malformed_body",
+  "too_old",
+  "wrong_environment",
+  "body_too_large"
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type WebhookFailureReason = typeof WebhookFailureReason.Type
+
+/**
+ * A webhook delivery failed verification or decoding.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class WebhookVerificationError extends Schema.TaggedError<WebhookVerificationError>(
+  "effect-fin/WebhookVerificationError"
+)("WebhookVerificationError", {
+  reason: WebhookFailureReason,
+  message: Schema.String,
+  issues: Schema.optional(Schema.Array(Issue))
+}) {}
+
+/**
+ * The error channel of every API call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type FinError =
+  | RequestValidationError
+  | AuthenticationError
+  | ApiError
+  | RateLimitError
+  | TransportError
+  | TimeoutError
+  | ResponseDecodeError
+
+/**
+ * Schema of `FinError`, for users who persist or send errors.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const FinError: Schema.Union<[
+  typeof RequestValidationError,
+  typeof AuthenticationError,
+  typeof ApiError,
+  typeof RateLimitError,
+  typeof TransportError,
+  typeof TimeoutError,
+  typeof ResponseDecodeError
+]> = Schema.Union(
+  RequestValidationError,
+  AuthenticationError,
+  ApiError,
+  RateLimitError,
+  TransportError,
+  TimeoutError,
+  ResponseDecodeError
+)
+
+const finErrorTags: ReadonlySet<string> = new Set([
+  "RequestValidationError",
+  "AuthenticationError",
+  "ApiError",
+  "RateLimitError",
+  "TransportError",
+  "TimeoutError",
+  "ResponseDecodeError"
+])
+
+/**
+ * Whether `u` is one of the seven `FinError`s.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isFinError = (u: unknown): u is FinError =>
+  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && finErrorTags.has(u._tag)

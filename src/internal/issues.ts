@@ -1,0 +1,59 @@
+/**
+ * Turns Schema parse issues into safe `Issue`s: the path and the expected type, never the actual value (a decode
+ * failure on a token response must not copy the token into an error).
+ *
+ * @internal
+ */
+import type * as ParseResult from "effect/ParseResult"
+import * as SchemaAST from "effect/SchemaAST"
+import { Issue } from "../FinError.js"
+
+const describe = (ast: SchemaAST.AST | SchemaAST.Type): string => String(ast)
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
+
+const collect = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Array<Issue>): void => {
+  switch (issue._tag) {
+    case "Pointer":
+      collect(issue.issue, path.concat(issue.path), out)
+      return
+    case "Composite":
+      if (Array.isArray(issue.issues)) {
+        for (const inner of issue.issues) collect(inner, path, out)
+      } else {
+        collect(issue.issues as ParseResult.ParseIssue, path, out)
+      }
+      return
+    case "Refinement":
+      if (issue.kind === "From") collect(issue.issue, path, out)
+      else out.push(new Issue({ path: formatPath(path), expected: describe(issue.ast) }))
+      return
+    case "Transformation":
+      collect(issue.issue, path, out)
+      return
+    case "Type":
+      out.push(new Issue({ path: formatPath(path), expected: describe(issue.ast) }))
+      return
+    case "Missing":
+      out.push(new Issue({ path: formatPath(path), expected: `${describe(issue.ast)} (missing)` }))
+      return
+    case "Unexpected":
+      out.push(new Issue({ path: formatPath(path), expected: "no such key" }))
+      return
+    case "Forbidden":
+      out.push(new Issue({ path: formatPath(path), expected: "a synchronous value" }))
+      return
+  }
+}
+
+/** The safe issues of a parse failure, at most `limit` of them. */
+export const fromParseIssue = (issue: ParseResult.ParseIssue, limit = 20): ReadonlyArray<Issue> => {
+  const out: Array<Issue> = []
+  collect(issue, [], out)
+  return out.slice(0, limit)
+}
+
+/** One readable line: `source_amount: expected a positive finite number; ...`. */
+export const summarize = (issues: ReadonlyArray<Issue>): string =>
+  issues.map((i) => (i.path === "" ? `expected ${i.expected}` : `${i.path}: expected ${i.expected}`)).join("; ")
