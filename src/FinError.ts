@@ -85,6 +85,8 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
   fieldErrors: Schema.optional(Schema.Array(FieldError)),
   /** The start of the raw body (at most 1 KiB), for bodies no documented shape explains. */
   body: Schema.optional(Schema.String),
+  /** The wait the service asked for (`Retry-After` / `retry-after-ms`), e.g. on a 503. */
+  retryAfter: Schema.optional(Schema.DurationFromSelf),
   ...callFields
 }) {}
 

@@ -13,10 +13,17 @@ const describe = (ast: SchemaAST.AST | SchemaAST.Type): string => String(ast)
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
 
-const collect = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Array<Issue>): void => {
+// `trusted` is set below a refinement: the messages of filters are ours (or the user's schema's), written without the
+// value, whereas other messages (JSON parsing, say) may quote the input.
+const collect = (
+  issue: ParseResult.ParseIssue,
+  path: ReadonlyArray<PropertyKey>,
+  out: Array<Issue>,
+  trusted = false
+): void => {
   switch (issue._tag) {
     case "Pointer":
-      collect(issue.issue, path.concat(issue.path), out)
+      collect(issue.issue, path.concat(issue.path), out, trusted)
       return
     case "Composite":
       if (Array.isArray(issue.issues)) {
@@ -26,14 +33,18 @@ const collect = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>
       }
       return
     case "Refinement":
-      if (issue.kind === "From") collect(issue.issue, path, out)
-      else out.push(new Issue({ path: formatPath(path), expected: describe(issue.ast) }))
+      collect(issue.issue, path, out, issue.kind === "Predicate")
       return
     case "Transformation":
       collect(issue.issue, path, out)
       return
     case "Type":
-      out.push(new Issue({ path: formatPath(path), expected: describe(issue.ast) }))
+      out.push(
+        new Issue({
+          path: formatPath(path),
+          expected: trusted && issue.message !== undefined ? issue.message : describe(issue.ast)
+        })
+      )
       return
     case "Missing":
       out.push(new Issue({ path: formatPath(path), expected: `${describe(issue.ast)} (missing)` }))

@@ -1,0 +1,233 @@
+/**
+ * `POST /v1/fee-calculation`: the exchange rate and fees of a transfer, checked before anything is sent.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { RequestValidationError } from "./FinError.js"
+import type { FinError } from "./FinError.js"
+import * as HttpTransport from "./HttpTransport.js"
+import * as Issues from "./internal/issues.js"
+
+/**
+ * An ISO 4217-shaped currency code: three upper-case letters.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CurrencyCode = Schema.String.pipe(
+  Schema.pattern(/^[A-Z]{3}$/, { message: () => "a currency code of three upper-case letters" })
+).annotations({ title: "a currency code of three upper-case letters" })
+
+/**
+ * An amount: a finite number greater than zero. Units are not documented, so amounts pass through untouched.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Amount = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite number greater than 0" })
+).annotations({ title: "a finite number greater than 0" })
+
+/**
+ * A beneficiary id: a UUID.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryId = Schema.UUID.annotations({ title: "a UUID" })
+
+const RequestFields = Schema.Struct({
+  source_currency: Schema.optional(CurrencyCode),
+  source_amount: Schema.optional(Amount),
+  destination_amount: Schema.optional(Amount),
+  destination_currency: Schema.optional(CurrencyCode),
+  beneficiary_id: Schema.optional(BeneficiaryId)
+})
+
+/**
+ * Schema of a fee-calculation request, with the rules of the endpoint: exactly one of `source_amount` /
+ * `destination_amount`; `destination_currency` or `beneficiary_id` (or both); `source_currency` unless
+ * `beneficiary_id` is given.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const FeeCalculationRequestSchema = RequestFields.pipe(
+  Schema.filter((r) => {
+    const issues: Array<Schema.FilterIssue> = []
+    const hasSource = r.source_amount !== undefined
+    if (hasSource === (r.destination_amount !== undefined)) {
+      issues.push({
+        path: [hasSource ? "destination_amount" : "source_amount"],
+        message: "exactly one of source_amount and destination_amount"
+      })
+    }
+    if (r.destination_currency === undefined && r.beneficiary_id === undefined) {
+      issues.push({ path: ["destination_currency"], message: "destination_currency or beneficiary_id" })
+    }
+    if (r.source_currency === undefined && r.beneficiary_id === undefined) {
+      issues.push({ path: ["source_currency"], message: "source_currency (required unless beneficiary_id is given)" })
+    }
+    return issues
+  })
+)
+
+type Amounts =
+  | { readonly source_amount: number; readonly destination_amount?: never }
+  | { readonly destination_amount: number; readonly source_amount?: never }
+
+type Target =
+  | { readonly destination_currency: string; readonly beneficiary_id?: string; readonly source_currency: string }
+  | { readonly beneficiary_id: string; readonly destination_currency?: string; readonly source_currency?: string }
+
+/**
+ * A fee-calculation request. The type already rules out both amounts or neither, and a request with neither a
+ * destination currency nor a beneficiary; the schema checks the rest at run time.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type FeeCalculationRequest = Amounts & Target
+
+/**
+ * The fee breakdown of a quote.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
+  fixed: Schema.Number,
+  percentage: Schema.Number,
+  total: Schema.Number,
+  is_fee_applied: Schema.Boolean
+}) {}
+
+/**
+ * A quote from the service. `valid_till` is `None` for the older response shape that lacks it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
+  source_currency: Schema.String,
+  destination_currency: Schema.String,
+  source_amount: Schema.Number,
+  exchange_rate: Schema.Number,
+  destination_amount: Schema.Number,
+  valid_till: Schema.optionalWith(Schema.DateTimeUtc, { as: "Option", exact: true }),
+  fee: Fee
+}) {
+  /**
+   * Whether the quote still holds at `now`. A quote without `valid_till` is never assumed valid.
+   *
+   * @since 0.1.0
+   */
+  static isValidAt(quote: FeeQuote, now: DateTime.DateTime): boolean {
+    return Option.match(quote.valid_till, {
+      onNone: () => false,
+      onSome: (till) => DateTime.lessThan(now, till)
+    })
+  }
+
+  /**
+   * How long the quote still holds at `now` (zero once expired); `None` when the service gave no `valid_till`.
+   *
+   * @since 0.1.0
+   */
+  static timeLeft(quote: FeeQuote, now: DateTime.DateTime): Option.Option<Duration.Duration> {
+    return Option.map(quote.valid_till, (till) =>
+      Duration.millis(Math.max(0, DateTime.toEpochMillis(till) - DateTime.toEpochMillis(now))))
+  }
+}
+
+/**
+ * The response envelope: `{ "data": FeeQuote }`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const FeeCalculationResponse = Schema.Struct({ data: FeeQuote })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  readonly calculate: (request: FeeCalculationRequest) => Effect.Effect<FeeQuote, FinError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class FeeService extends Context.Tag("effect-fin/FeeService")<FeeService, Service>() {}
+
+const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, { errors: "all" })
+
+/**
+ * Checks a request (as a user's untyped input may be) without sending it.
+ *
+ * @since 0.1.0
+ * @category validation
+ */
+export const validate = (input: unknown): Effect.Effect<typeof RequestFields.Type, RequestValidationError> =>
+  Either.match(validateRequest(input, { onExcessProperty: "error" }), {
+    onLeft: (error) => {
+      const issues = Issues.fromParseIssue(error.issue)
+      return Effect.fail(
+        new RequestValidationError({ message: `Invalid fee calculation request: ${Issues.summarize(issues)}`, issues })
+      )
+    },
+    onRight: Effect.succeed
+  })
+
+/**
+ * Builds the service on the transport in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Service, never, HttpTransport.HttpTransport> = Effect.map(
+  HttpTransport.HttpTransport,
+  (transport) =>
+    FeeService.of({
+      calculate: (request) =>
+        validate(request).pipe(
+          Effect.flatMap((body) =>
+            transport.request({
+              method: "POST",
+              path: "/v1/fee-calculation",
+              body,
+              response: FeeCalculationResponse,
+              // A quote changes nothing on the service, so sending it twice is harmless.
+              safe: true,
+              name: "fee-calculation"
+            })
+          ),
+          Effect.map((response) => response.data)
+        )
+    })
+)
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<FeeService, never, HttpTransport.HttpTransport> = Layer.effect(FeeService, make)
+
+/**
+ * Calculates a quote with the service in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const calculate = (request: FeeCalculationRequest): Effect.Effect<FeeQuote, FinError, FeeService> =>
+  Effect.flatMap(FeeService, (service) => service.calculate(request))

@@ -1,0 +1,245 @@
+/**
+ * Options of the client, their validation and defaults.
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { version } from "./internal/version.js"
+
+/**
+ * What a user passes to `FinClient.layer`. Every field but the credentials has a default.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  readonly clientId: string
+  readonly clientSecret: Redacted.Redacted<string> | string
+  /** Default `"sandbox"`. */
+  readonly environment?: Environment | undefined
+  /** Overrides `environment`; https required unless the host is loopback. */
+  readonly baseUrl?: string | undefined
+  /** Per attempt (request + body + decode). Default 30 s. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Whole call, retries and waits included. Default 60 s. */
+  readonly deadline?: Duration.DurationInput | undefined
+  /** Default 2 (3 attempts); 0 disables. The 401 refresh-retry is extra. */
+  readonly maxRetries?: number | undefined
+  /** Longest `Retry-After` honoured (also capped by what is left of the deadline). Default 60 s. */
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  /** Per attempt of a token call. Default 10 s. */
+  readonly tokenTimeout?: Duration.DurationInput | undefined
+  /** Refresh this long before expiry (10% of the token's lifetime if that is shorter). Default 60 s. */
+  readonly refreshMargin?: Duration.DurationInput | undefined
+  /** Send b3/traceparent headers. Default false. */
+  readonly tracePropagation?: boolean | undefined
+  /** Appended to `effect-fin/<version>`. */
+  readonly userAgent?: string | undefined
+  /** Default `"fallback"`. */
+  readonly subdivisionMode?: SubdivisionMode | undefined
+  /** How long API results are cached. Default 24 h. */
+  readonly subdivisionCacheTtl?: Duration.DurationInput | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Environment = "sandbox" | "production"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SubdivisionMode = "online" | "offline" | "fallback"
+
+/**
+ * Options after validation, with every default filled in.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Resolved {
+  readonly clientId: string
+  readonly clientSecret: Redacted.Redacted<string>
+  /** Origin and optional path prefix, no trailing slash. */
+  readonly baseUrl: string
+  readonly timeout: Duration.Duration
+  readonly deadline: Duration.Duration
+  readonly maxRetries: number
+  readonly maxRetryAfter: Duration.Duration
+  readonly tokenTimeout: Duration.Duration
+  readonly refreshMargin: Duration.Duration
+  readonly tracePropagation: boolean
+  readonly userAgent: string
+  readonly subdivisionMode: SubdivisionMode
+  readonly subdivisionCacheTtl: Duration.Duration
+}
+
+/**
+ * The base URLs of the two documented environments.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const baseUrls: Readonly<Record<Environment, string>> = {
+  sandbox: "https://sandbox.api.fin.com",
+  production: "https://api.fin.com"
+}
+
+/**
+ * The resolved options of one client.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class FinConfig extends Context.Tag("effect-fin/FinConfig")<FinConfig, Resolved>() {}
+
+const invalid = (path: string, message: string) => ConfigError.InvalidData([path], message)
+
+const isLoopback = (hostname: string): boolean =>
+  hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname)
+
+const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigError> => {
+  let url: URL
+  try {
+    url = new URL(input)
+  } catch {
+    return Either.left(invalid("baseUrl", "baseUrl is not a valid absolute URL"))
+  }
+  if (url.username !== "" || url.password !== "") {
+    return Either.left(invalid("baseUrl", "baseUrl must not carry credentials"))
+  }
+  if (url.search !== "" || url.hash !== "") {
+    return Either.left(invalid("baseUrl", "baseUrl must not have a query or fragment"))
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url.hostname))) {
+    return Either.left(invalid("baseUrl", `baseUrl must use https (plain http is allowed only on loopback)`))
+  }
+  return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
+}
+
+const duration = (
+  path: string,
+  input: Duration.DurationInput | undefined,
+  fallback: Duration.DurationInput,
+  allowZero: boolean
+): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
+  const decoded = Duration.decodeUnknown(input ?? fallback)
+  if (Option.isNone(decoded)) return Either.left(invalid(path, `${path} is not a valid duration`))
+  const d = decoded.value
+  if (!Duration.isFinite(d)) return Either.left(invalid(path, `${path} must be finite`))
+  if (Duration.toMillis(d) < 0 || (!allowZero && Duration.toMillis(d) === 0)) {
+    return Either.left(invalid(path, `${path} must be ${allowZero ? "zero or more" : "greater than zero"}`))
+  }
+  return Either.right(d)
+}
+
+/**
+ * Validates options and fills in defaults; every problem is a `ConfigError` naming the option.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> =>
+  Effect.gen(function*() {
+    if (typeof options.clientId !== "string" || options.clientId.trim() === "") {
+      return yield* Effect.fail(invalid("clientId", "clientId must be a non-empty string"))
+    }
+    const clientSecret = Redacted.isRedacted(options.clientSecret)
+      ? options.clientSecret as Redacted.Redacted<string>
+      : Redacted.make(options.clientSecret)
+    if (typeof Redacted.value(clientSecret) !== "string" || Redacted.value(clientSecret) === "") {
+      return yield* Effect.fail(invalid("clientSecret", "clientSecret must be a non-empty string"))
+    }
+    const environment = options.environment ?? "sandbox"
+    if (environment !== "sandbox" && environment !== "production") {
+      return yield* Effect.fail(invalid("environment", `environment must be "sandbox" or "production"`))
+    }
+    const baseUrl = yield* parseBaseUrl(options.baseUrl ?? baseUrls[environment])
+    const maxRetries = options.maxRetries ?? 2
+    if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
+      return yield* Effect.fail(invalid("maxRetries", "maxRetries must be a whole number from 0 to 10"))
+    }
+    const mode = options.subdivisionMode ?? "fallback"
+    if (mode !== "online" && mode !== "offline" && mode !== "fallback") {
+      return yield* Effect.fail(invalid("subdivisionMode", `subdivisionMode must be "online", "offline" or "fallback"`))
+    }
+    const userAgent = options.userAgent
+    if (userAgent !== undefined && !/^[\x20-\x7e]*$/.test(userAgent)) {
+      return yield* Effect.fail(invalid("userAgent", "userAgent must be printable ASCII"))
+    }
+    return {
+      clientId: options.clientId,
+      clientSecret,
+      baseUrl,
+      timeout: yield* duration("timeout", options.timeout, "30 seconds", false),
+      deadline: yield* duration("deadline", options.deadline, "60 seconds", false),
+      maxRetries,
+      maxRetryAfter: yield* duration("maxRetryAfter", options.maxRetryAfter, "60 seconds", true),
+      tokenTimeout: yield* duration("tokenTimeout", options.tokenTimeout, "10 seconds", false),
+      refreshMargin: yield* duration("refreshMargin", options.refreshMargin, "60 seconds", true),
+      tracePropagation: options.tracePropagation ?? false,
+      userAgent: userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
+      subdivisionMode: mode,
+      subdivisionCacheTtl: yield* duration("subdivisionCacheTtl", options.subdivisionCacheTtl, "24 hours", true)
+    }
+  })
+
+/**
+ * A layer of the resolved options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.ConfigError> =>
+  Layer.effect(FinConfig, resolve(options))
+
+/**
+ * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
+ * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
+ * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
+ * `FIN_SUBDIVISION_CACHE_TTL`. Durations are written like `30 seconds` or `500 millis`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const fromEnv: Config.Config<Options> = Config.all({
+  clientId: Config.nonEmptyString("FIN_CLIENT_ID"),
+  clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
+  environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
+  baseUrl: Config.option(Config.string("FIN_BASE_URL")),
+  timeout: Config.option(Config.duration("FIN_TIMEOUT")),
+  deadline: Config.option(Config.duration("FIN_DEADLINE")),
+  maxRetries: Config.option(Config.integer("FIN_MAX_RETRIES")),
+  maxRetryAfter: Config.option(Config.duration("FIN_MAX_RETRY_AFTER")),
+  tokenTimeout: Config.option(Config.duration("FIN_TOKEN_TIMEOUT")),
+  refreshMargin: Config.option(Config.duration("FIN_REFRESH_MARGIN")),
+  tracePropagation: Config.option(Config.boolean("FIN_TRACE_PROPAGATION")),
+  userAgent: Config.option(Config.string("FIN_USER_AGENT")),
+  subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
+  subdivisionCacheTtl: Config.option(Config.duration("FIN_SUBDIVISION_CACHE_TTL"))
+}).pipe(Config.map(({ clientId, clientSecret, ...rest }): Options => ({
+  clientId,
+  clientSecret,
+  environment: Option.getOrUndefined(rest.environment),
+  baseUrl: Option.getOrUndefined(rest.baseUrl),
+  timeout: Option.getOrUndefined(rest.timeout),
+  deadline: Option.getOrUndefined(rest.deadline),
+  maxRetries: Option.getOrUndefined(rest.maxRetries),
+  maxRetryAfter: Option.getOrUndefined(rest.maxRetryAfter),
+  tokenTimeout: Option.getOrUndefined(rest.tokenTimeout),
+  refreshMargin: Option.getOrUndefined(rest.refreshMargin),
+  tracePropagation: Option.getOrUndefined(rest.tracePropagation),
+  userAgent: Option.getOrUndefined(rest.userAgent),
+  subdivisionMode: Option.getOrUndefined(rest.subdivisionMode),
+  subdivisionCacheTtl: Option.getOrUndefined(rest.subdivisionCacheTtl)
+})))

@@ -1,0 +1,290 @@
+/**
+ * Authenticated calls to the service: bearer token, retry schedule, `Retry-After`, the overall deadline, one
+ * refresh-and-retry on 401, a span and metrics per call, and per-call overrides.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import { dual } from "effect/Function"
+import { globalValue } from "effect/GlobalValue"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type * as Schema from "effect/Schema"
+import * as FinConfig from "./FinConfig.js"
+import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
+import type { FinError } from "./FinError.js"
+import * as Http from "./internal/http.js"
+import * as Retry from "./internal/retry.js"
+import * as TokenProvider from "./TokenProvider.js"
+
+/**
+ * One call: method, path (under the base URL), optional JSON body and query, and the schema of a 2xx body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RequestSpec<A, I> {
+  readonly method: "GET" | "POST"
+  /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
+  readonly path: string
+  readonly query?: Readonly<Record<string, string>> | undefined
+  readonly body?: unknown
+  readonly response: Schema.Schema<A, I, never>
+  /**
+   * Whether the call may be sent more than once (GET always is; a POST only when it changes nothing, like a fee
+   * quote). Unsafe calls are never retried, so a retry can never double-charge. Default: `true` for GET only.
+   */
+  readonly safe?: boolean | undefined
+  /** Span name suffix and metric tag, e.g. `fee-calculation`. Default `request`. */
+  readonly name?: string | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  readonly request: <A, I>(spec: RequestSpec<A, I>) => Effect.Effect<A, FinError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class HttpTransport extends Context.Tag("effect-fin/HttpTransport")<HttpTransport, Service>() {}
+
+/**
+ * Overrides of the client's options for the calls inside one effect.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallOptions {
+  readonly timeout?: Duration.DurationInput | undefined
+  readonly deadline?: Duration.DurationInput | undefined
+  readonly maxRetries?: number | undefined
+}
+
+const currentOptions = globalValue(
+  "effect-fin/HttpTransport/currentOptions",
+  () => FiberRef.unsafeMake<CallOptions>({})
+)
+
+/**
+ * Runs `self` with per-call overrides (`timeout`, `deadline`, `maxRetries`), like effect-aws's `withServiceConfig`.
+ *
+ * @since 0.1.0
+ * @category combinators
+ * @example
+ * ```ts
+ * fees.calculate(request).pipe(HttpTransport.withOptions({ deadline: "5 seconds", maxRetries: 0 }))
+ * ```
+ */
+export const withOptions: {
+  (options: CallOptions): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, options: CallOptions): Effect.Effect<A, E, R>
+} = dual(
+  2,
+  <A, E, R>(self: Effect.Effect<A, E, R>, options: CallOptions): Effect.Effect<A, E, R> =>
+    Effect.locallyWith(self, currentOptions, (current) => ({ ...current, ...options }))
+)
+
+const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
+
+const invalidRequest = (path: string, message: string, expected: string) =>
+  new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
+
+const validateSpec = (
+  path: string,
+  config: FinConfig.Resolved,
+  options: CallOptions
+) =>
+  Effect.gen(function*() {
+    if (!PATH.test(path) || path.split("/").some((s) => s === "." || s === "..")) {
+      return yield* invalidRequest("path", "Invalid request path", "an absolute path of plain segments")
+    }
+    const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) => {
+      if (input === undefined) return Effect.succeed(fallback)
+      const decoded = Duration.decodeUnknown(input)
+      return Option.isSome(decoded) && Duration.toMillis(decoded.value) > 0 && Duration.isFinite(decoded.value)
+        ? Effect.succeed(decoded.value)
+        : invalidRequest(name, `Invalid ${name} override`, "a finite duration greater than zero")
+    }
+    const maxRetries = options.maxRetries ?? config.maxRetries
+    if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
+      return yield* invalidRequest("maxRetries", "Invalid maxRetries override", "a whole number from 0 to 10")
+    }
+    return {
+      timeout: yield* duration("timeout", options.timeout, config.timeout),
+      deadline: yield* duration("deadline", options.deadline, config.deadline),
+      maxRetries
+    }
+  })
+
+const requests = Metric.counter("effect_fin_requests_total", {
+  description: "Calls made through effect-fin, by operation and outcome",
+  incremental: true
+})
+const retries = Metric.counter("effect_fin_retries_total", {
+  description: "Retries made by effect-fin, by operation",
+  incremental: true
+})
+const latency = Metric.histogram(
+  "effect_fin_request_duration_ms",
+  MetricBoundaries.exponential({ start: 5, factor: 2, count: 14 }),
+  "Duration of whole calls (retries included) in milliseconds"
+)
+
+/**
+ * Builds the transport of a client.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProvider.TokenProvider | Http.Client> =
+  Effect.gen(function*() {
+    const config = yield* FinConfig.FinConfig
+    const tokens = yield* TokenProvider.TokenProvider
+    const client = Http.configure(yield* Http.Client, config.tracePropagation)
+    const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
+
+    const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
+      Effect.gen(function*() {
+        const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions))
+        const name = spec.name ?? "request"
+        const operation = `${spec.method} ${spec.path}`
+        const query = spec.query === undefined ? "" : `?${new URLSearchParams(spec.query).toString()}`
+        const url = config.baseUrl + spec.path + query
+        const decode = Http.decoderFor(spec.response)
+        const safe = spec.safe ?? spec.method === "GET"
+        const started = yield* Clock.currentTimeMillis
+        let attempts = 0
+
+        const send = (token: Redacted.Redacted<string>) =>
+          Effect.suspend(() => {
+            attempts += 1
+            return Http.execute(client, {
+              method: spec.method,
+              url,
+              headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
+              body: spec.body,
+              decode,
+              timeout: options.timeout,
+              timeoutKind: "attempt",
+              operation,
+              attempt: attempts,
+              keepBody: true
+            })
+          })
+
+        const getToken = Effect.mapError(tokens.get, (error) => new Retry.NotRetryable(error))
+
+        // One scheduled attempt; a 401 clears that token and tries once more with a fresh one, outside `maxRetries`.
+        const attempt = Effect.flatMap(getToken, (token) =>
+          send(token).pipe(
+            Effect.catchIf(
+              (e) => e._tag === "AuthenticationError" && e.status === 401,
+              () =>
+                Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
+                  Effect.zipRight(tokens.invalidate(token)),
+                  Effect.zipRight(getToken),
+                  Effect.flatMap(send)
+                )
+            )
+          ))
+
+        const remaining = Effect.map(
+          Clock.currentTimeMillis,
+          (now) => Duration.millis(Math.max(0, Duration.toMillis(options.deadline) - (now - started)))
+        )
+
+        const schedule = Retry.policy<Retry.Retried>({
+          maxRetries: safe ? options.maxRetries : 0,
+          waitCap: Effect.map(remaining, (left) => Duration.min(left, config.maxRetryAfter)),
+          onRetry: (error, retry) =>
+            Effect.logDebug(
+              `effect-fin: retrying ${operation} after ${error._tag}${
+                error._tag === "ApiError" ? ` ${error.status}` : ""
+              } (retry ${retry} of ${options.maxRetries})`
+            ).pipe(Effect.zipRight(Metric.increment(Metric.tagged(retries, "operation", name))))
+        })
+
+        const result = yield* attempt.pipe(
+          Effect.retry(schedule),
+          Effect.map((success) => success.value),
+          Effect.mapError((e): FinError => (e._tag === "NotRetryable" ? e.error : e)),
+          Effect.timeoutFail({
+            duration: options.deadline,
+            onTimeout: () =>
+              new TimeoutError({
+                message: `${operation}: the call did not finish within its deadline of ${
+                  Duration.format(options.deadline)
+                }`,
+                kind: "deadline",
+                timeout: options.deadline,
+                operation,
+                attempts
+              })
+          }),
+          Effect.tapBoth({
+            onSuccess: () => Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": "success" }),
+            onFailure: (e) =>
+              Effect.annotateCurrentSpan({
+                "effect_fin.attempts": attempts,
+                "effect_fin.outcome": e._tag,
+                ...(e._tag === "ApiError" ? { "http.response.status_code": e.status } : {})
+              })
+          }),
+          Effect.onExit((exit) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.all([
+                Metric.update(Metric.tagged(latency, "operation", name), now - started),
+                Metric.increment(
+                  Metric.tagged(
+                    Metric.tagged(requests, "operation", name),
+                    "outcome",
+                    exit._tag === "Success" ? "success" : exitTag(exit.cause)
+                  )
+                )
+              ], { discard: true }))
+          )
+        )
+        return result
+      }).pipe(
+        Effect.withSpan(`effect-fin.${spec.name ?? "request"}`, {
+          kind: "client",
+          attributes: { "http.request.method": spec.method, "url.path": spec.path }
+        })
+      )
+
+    return HttpTransport.of({ request })
+  })
+
+const exitTag = (cause: Cause.Cause<FinError>): string =>
+  Option.match(Cause.failureOption(cause), { onNone: () => "interrupted", onSome: (e) => e._tag })
+
+/**
+ * The transport of a client; requires its options, its token provider and the platform `HttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<HttpTransport, never, FinConfig.FinConfig | TokenProvider.TokenProvider | Http.Client> =
+  Layer.effect(HttpTransport, make)
+
+/**
+ * Calls `spec` through the transport in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError, HttpTransport> =>
+  Effect.flatMap(HttpTransport, (transport) => transport.request(spec))

@@ -1,0 +1,278 @@
+/**
+ * Access tokens for the service's modified client-credential flow: issued with JSON credentials, cached, refreshed
+ * `refreshMargin` before expiry (through the refresh token while it is valid), one request in flight however many
+ * callers wait, failures never cached.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as SynchronizedRef from "effect/SynchronizedRef"
+import * as FinConfig from "./FinConfig.js"
+import { Issue, ResponseDecodeError } from "./FinError.js"
+import type { FinError } from "./FinError.js"
+import * as Http from "./internal/http.js"
+import * as Retry from "./internal/retry.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /** A valid access token: the cached one, or one fetched now (a single fetch shared by all callers). */
+  readonly get: Effect.Effect<Redacted.Redacted<string>, FinError>
+  /** Forgets `token` if it is still the cached one (compare-and-clear), so the next `get` fetches a new one. */
+  readonly invalidate: (token: Redacted.Redacted<string>) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<TokenProvider, Service>() {}
+
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}(?::?\d{2})?)$/i
+
+/**
+ * Parses the service's expiry timestamps (`2025-12-28 10:34:45+00`, not ISO 8601) and ISO 8601 ones into epoch
+ * milliseconds; `undefined` when the text is neither.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const parseTimestamp = (text: string): number | undefined => {
+  const m = TIMESTAMP.exec(text.trim())
+  if (m === null) return undefined
+  const [, y, mo, d, h, mi, s, frac, zone] = m
+  const millis = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) +
+    (frac === undefined ? 0 : Math.floor(Number(`0.${frac}`) * 1000))
+  const check = new Date(millis)
+  // Date.UTC silently rolls 2025-02-30 into March; such input is rejected instead.
+  if (check.getUTCDate() !== Number(d) || check.getUTCMonth() !== Number(mo) - 1 || Number(h) > 23) return undefined
+  if (zone === undefined || zone.toUpperCase() === "Z") return millis
+  const sign = zone.startsWith("-") ? -1 : 1
+  const digits = zone.slice(1).replace(":", "")
+  const offset = (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || "0")) * 60_000
+  return millis - sign * offset
+}
+
+const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const millis = parseTimestamp(text)
+    return millis === undefined ? ParseResult.fail(new ParseResult.Type(ast, text)) : ParseResult.succeed(millis)
+  },
+  encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
+}).annotations({ title: "a timestamp like 2025-12-28 10:34:45+00 or ISO 8601" })
+
+const TokenFields = Schema.Struct({
+  access_token: Schema.Redacted(Schema.NonEmptyString),
+  access_token_ttl: Timestamp,
+  refresh_token: Schema.optional(Schema.Redacted(Schema.NonEmptyString)),
+  refresh_token_ttl: Schema.optional(Timestamp),
+  current_time: Schema.optional(Timestamp)
+})
+
+/**
+ * The token response in either documented envelope (top level, or wrapped in `data`), decoded with the token
+ * already `Redacted` and the timestamps as epoch milliseconds.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: TokenFields })).pipe(
+  Schema.transform(Schema.typeSchema(TokenFields), {
+    strict: true,
+    decode: (response) => ("data" in response ? response.data : response),
+    encode: (fields) => fields
+  })
+)
+
+const decodeTokenResponse = Http.decoderFor(TokenResponse)
+
+interface Access {
+  readonly token: Redacted.Redacted<string>
+  readonly refreshAt: number
+}
+
+interface Refresh {
+  readonly token: Redacted.Redacted<string>
+  readonly usableUntil: number
+}
+
+interface State {
+  readonly access: Option.Option<Access>
+  readonly refresh: Option.Option<Refresh>
+  readonly pending: Option.Option<Deferred.Deferred<Redacted.Redacted<string>, FinError>>
+}
+
+const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
+  description: "Token issue and refresh calls made by effect-fin",
+  incremental: true
+})
+
+/**
+ * Builds the provider; its fetches run in the scope of the layer, so a caller who is interrupted does not fail the
+ * others waiting for the same fetch.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Client | Scope.Scope> = Effect.gen(
+  function*() {
+    const config = yield* FinConfig.FinConfig
+    const client = Http.configure(yield* Http.Client, config.tracePropagation)
+    const scope = yield* Effect.scope
+    const ref = yield* SynchronizedRef.make<State>({
+      access: Option.none(),
+      refresh: Option.none(),
+      pending: Option.none()
+    })
+    const headers = { accept: "application/json", "user-agent": config.userAgent }
+
+    const call = (path: string, body: unknown) => {
+      const operation = `POST ${path}`
+      let attempt = 0
+      return Effect.suspend(() => {
+        attempt += 1
+        return Http.execute(client, {
+          method: "POST",
+          url: config.baseUrl + path,
+          headers,
+          body,
+          decode: decodeTokenResponse,
+          timeout: config.tokenTimeout,
+          timeoutKind: "token",
+          operation,
+          attempt,
+          keepBody: false
+        })
+      }).pipe(
+        Effect.map((success) => success.value),
+        Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
+        Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
+        Effect.retry(Retry.policy({
+          maxRetries: config.maxRetries,
+          waitCap: Effect.succeed(config.maxRetryAfter),
+          onRetry: (error, retry) =>
+            Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`)
+        })),
+        Effect.withSpan("effect-fin.token", { kind: "client", attributes: { "url.path": path } })
+      )
+    }
+
+    const toState = Effect.fn(function*(response: typeof TokenResponse.Type, operation: string) {
+      const now = yield* Clock.currentTimeMillis
+      // Lifetimes are measured on the server's clock (`current_time`) and applied to ours: this corrects skew.
+      const serverNow = response.current_time ?? now
+      const lifetime = response.access_token_ttl - serverNow
+      if (lifetime <= 0) {
+        return yield* new ResponseDecodeError({
+          message: `Unexpected response from ${operation}: access_token_ttl is not after current_time`,
+          status: 200,
+          issues: [new Issue({ path: "access_token_ttl", expected: "a time after current_time" })],
+          operation
+        })
+      }
+      const margin = Math.min(Duration.toMillis(config.refreshMargin), lifetime * 0.1)
+      const access: Access = { token: response.access_token, refreshAt: now + lifetime - margin }
+      const refresh = response.refresh_token !== undefined && response.refresh_token_ttl !== undefined
+        ? Option.some<Refresh>({
+          token: response.refresh_token,
+          usableUntil: now + (response.refresh_token_ttl - serverNow) - margin
+        })
+        : Option.none()
+      yield* Effect.logDebug(`effect-fin: access token ready (valid ${Duration.format(Duration.millis(lifetime))})`)
+      return { access, refresh }
+    })
+
+    const issue = Effect.gen(function*() {
+      yield* Effect.logDebug("effect-fin: issuing an access token")
+      const body = { client_id: config.clientId, client_secret: Redacted.value(config.clientSecret) }
+      return yield* toState(yield* call("/v1/oauth/token", body), "POST /v1/oauth/token")
+    })
+
+    const refresh = (token: Redacted.Redacted<string>) =>
+      Effect.gen(function*() {
+        yield* Effect.logDebug("effect-fin: refreshing the access token")
+        const response = yield* call("/v1/oauth/refresh-token", { refresh_token: Redacted.value(token) })
+        return yield* toState(response, "POST /v1/oauth/refresh-token")
+      }).pipe(
+        // A refused refresh token (401 or another 4xx) means: issue anew. Transient failures were already retried.
+        Effect.catchIf(
+          (e) => e._tag === "AuthenticationError" || (e._tag === "ApiError" && e.status >= 400 && e.status < 500),
+          (e) =>
+            Effect.logDebug(`effect-fin: refresh refused (${e._tag}); issuing a new token`).pipe(Effect.zipRight(issue))
+        )
+      )
+
+    const fetch = (previous: Option.Option<Refresh>, now: number) =>
+      Option.isSome(previous) && now < previous.value.usableUntil ? refresh(previous.value.token) : issue
+
+    const get: Service["get"] = Effect.flatten(
+      SynchronizedRef.modifyEffect(ref, (state) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          if (Option.isSome(state.access) && now < state.access.value.refreshAt) {
+            return [Effect.succeed(state.access.value.token), state] as const
+          }
+          if (Option.isSome(state.pending)) return [Deferred.await(state.pending.value), state] as const
+          const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
+          yield* fetch(state.refresh, now).pipe(
+            Effect.onExit((exit) =>
+              SynchronizedRef.update(ref, (current): State =>
+                Exit.isSuccess(exit)
+                  ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
+                  // Failures are not cached: the next caller starts a new fetch.
+                  : { ...current, pending: Option.none() }).pipe(
+                  Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
+                )
+            ),
+            Effect.forkIn(scope)
+          )
+          return [Deferred.await(deferred), { ...state, access: Option.none(), pending: Option.some(deferred) }] as const
+        }))
+    )
+
+    const invalidate: Service["invalidate"] = (token) =>
+      SynchronizedRef.update(ref, (state) =>
+        Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
+          ? { ...state, access: Option.none() }
+          : state)
+
+    return TokenProvider.of({ get, invalidate })
+  }
+)
+
+/**
+ * The provider of a client; requires its options and the platform `HttpClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<TokenProvider, never, FinConfig.FinConfig | Http.Client> = Layer.scoped(
+  TokenProvider,
+  make
+)
+
+/**
+ * A provider that always returns `token` and never calls the service: for tests.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.Layer<TokenProvider> => {
+  const redacted = Redacted.isRedacted(token) ? token as Redacted.Redacted<string> : Redacted.make(token)
+  return Layer.succeed(TokenProvider, TokenProvider.of({ get: Effect.succeed(redacted), invalidate: () => Effect.void }))
+}

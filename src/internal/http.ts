@@ -1,0 +1,270 @@
+/**
+ * The one place that executes HTTP. One attempt = send the request, read the whole body once as text, decode it,
+ * all under one timeout; every outcome is mapped to a typed error that holds no request, header, token or value.
+ *
+ * Only this module imports the platform's HTTP client modules, so a port to another HTTP layer touches one file.
+ *
+ * @internal
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import {
+  ApiError,
+  AuthenticationError,
+  FieldError,
+  Issue,
+  RateLimitError,
+  ResponseDecodeError,
+  TimeoutError,
+  TransportError
+} from "../FinError.js"
+import * as Issues from "./issues.js"
+
+/** The platform client a user provides. */
+export type Client = HttpClient.HttpClient
+
+/** The tag of the platform client, so layers outside this module can require it without importing the platform. */
+export const Client = HttpClient.HttpClient
+
+/** A decoder built once per schema (building one per call is a measurable cost on the hot path). */
+export type Decoder<A> = (u: unknown) => Either.Either<A, ParseResult.ParseError>
+
+const decoders = new WeakMap<Schema.Schema.Any, Decoder<unknown>>()
+
+/** The cached decoder of `schema`. */
+export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A> => {
+  let decoder = decoders.get(schema)
+  if (decoder === undefined) {
+    decoder = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })
+    decoders.set(schema, decoder)
+  }
+  return decoder as Decoder<A>
+}
+
+/** What one attempt sends and how it reads the answer. */
+export interface Attempt<A> {
+  readonly method: "GET" | "POST"
+  /** Absolute URL. */
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body?: unknown
+  readonly decode: Decoder<A>
+  readonly timeout: Duration.Duration
+  readonly timeoutKind: "attempt" | "token"
+  /** `METHOD /path`, for errors and spans. */
+  readonly operation: string
+  /** 1-based number of this attempt, recorded in errors. */
+  readonly attempt: number
+  /** Whether the start of an unexplained error body may be kept in `ApiError.body` (never for token calls). */
+  readonly keepBody: boolean
+}
+
+/** A decoded answer. */
+export interface Success<A> {
+  readonly value: A
+  readonly status: number
+  readonly requestId: string | undefined
+}
+
+/** Every way one attempt can fail. */
+export type AttemptError =
+  | AuthenticationError
+  | ApiError
+  | RateLimitError
+  | TransportError
+  | TimeoutError
+  | ResponseDecodeError
+
+const MAX_BODY_IN_ERROR = 1024
+
+// The documented error bodies (service-facts 5) have no single envelope; this accepts all of them at once.
+const ErrorBody = Schema.Struct({
+  message: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.Number),
+  errors: Schema.optional(Schema.Array(Schema.Unknown)),
+  data: Schema.optional(Schema.Unknown),
+  error: Schema.optional(Schema.Unknown)
+})
+const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
+
+const NestedError = Schema.Struct({
+  code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
+  message: Schema.optional(Schema.String)
+})
+const decodeNestedError = Schema.decodeUnknownOption(NestedError)
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+// `{"field": "msg"}` or `{"field": ["msg", ...]}`, as found in `errors[]` items and in a 400's `data`.
+const fieldErrorsOf = (record: Record<string, unknown>): Array<FieldError> => {
+  const out: Array<FieldError> = []
+  for (const [field, value] of Object.entries(record)) {
+    if (typeof value === "string") out.push(new FieldError({ field, message: value }))
+    else if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === "string") out.push(new FieldError({ field, message: item }))
+    }
+  }
+  return out
+}
+
+interface ParsedErrorBody {
+  readonly message: string | undefined
+  readonly code: string | number | undefined
+  readonly fieldErrors: ReadonlyArray<FieldError> | undefined
+  /** Whether a documented shape explained the body. */
+  readonly understood: boolean
+}
+
+/** Maps any documented error body into `ApiError` fields. */
+export const parseErrorBody = (text: string): ParsedErrorBody => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
+  }
+  const body = decodeErrorBody(json)
+  if (body._tag === "None") return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
+  const { data, error, errors, message, status } = body.value
+  const nested = error === undefined ? undefined : decodeNestedError(error)
+  const fields: Array<FieldError> = []
+  if (errors !== undefined) for (const item of errors) if (isRecord(item)) fields.push(...fieldErrorsOf(item))
+  if (isRecord(data)) fields.push(...fieldErrorsOf(data))
+  const nestedValue = nested?._tag === "Some" ? nested.value : undefined
+  return {
+    message: message ?? nestedValue?.message,
+    code: nestedValue?.code ?? status,
+    fieldErrors: fields.length > 0 ? fields : undefined,
+    understood: message !== undefined || nestedValue?.message !== undefined
+  }
+}
+
+/** `retry-after-ms` (milliseconds), else `Retry-After` as seconds or an HTTP date. */
+export const parseRetryAfter = (
+  headers: Readonly<Record<string, string>>,
+  nowMillis: number
+): Duration.Duration | undefined => {
+  const ms = headers["retry-after-ms"]
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Duration.millis(Number(ms.trim()))
+  const value = headers["retry-after"]?.trim()
+  if (value === undefined || value === "") return undefined
+  if (/^\d+$/.test(value)) return Duration.seconds(Number(value))
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - nowMillis))
+}
+
+const requestIdOf = (headers: Readonly<Record<string, string>>): string | undefined =>
+  headers["x-request-id"] ?? headers["request-id"] ?? headers["x-correlation-id"]
+
+const transportMessage = (error: HttpClientError.HttpClientError): string => {
+  switch (error._tag) {
+    case "RequestError":
+      return `could not send the request (${error.reason})`
+    case "ResponseError":
+      return `could not read the response body (${error.reason})`
+  }
+}
+
+const statusError = (
+  spec: Attempt<unknown>,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  text: string,
+  nowMillis: number
+): AttemptError => {
+  const requestId = requestIdOf(headers)
+  const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
+  const parsed = parseErrorBody(text)
+  const retryAfter = parseRetryAfter(headers, nowMillis)
+  if (status === 401) {
+    return new AuthenticationError({
+      message: `Authentication failed (401) on ${spec.operation}${parsed.message ? `: ${parsed.message}` : ""}`,
+      status,
+      ...common
+    })
+  }
+  if (status === 429) {
+    return new RateLimitError({
+      message: `Rate limited (429) on ${spec.operation}`,
+      ...(retryAfter ? { retryAfter } : {}),
+      ...common
+    })
+  }
+  return new ApiError({
+    status,
+    message: parsed.message ?? `The service answered ${status} on ${spec.operation}`,
+    ...(parsed.code !== undefined ? { code: parsed.code } : {}),
+    ...(parsed.fieldErrors ? { fieldErrors: parsed.fieldErrors } : {}),
+    ...(!parsed.understood && spec.keepBody && text !== "" ? { body: text.slice(0, MAX_BODY_IN_ERROR) } : {}),
+    ...(retryAfter ? { retryAfter } : {}),
+    ...common
+  })
+}
+
+const decodeError = (spec: Attempt<unknown>, status: number, requestId: string | undefined, issues: ReadonlyArray<Issue>) =>
+  new ResponseDecodeError({
+    message: `Unexpected response from ${spec.operation}: ${Issues.summarize(issues)}`,
+    status,
+    issues,
+    operation: spec.operation,
+    attempts: spec.attempt,
+    ...(requestId ? { requestId } : {})
+  })
+
+/** Runs one attempt with `client`. */
+export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
+  let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
+  if (spec.body !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, spec.body)
+  return client.execute(request).pipe(
+    Effect.flatMap((response) =>
+      Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))
+    ),
+    Effect.mapError((error) =>
+      new TransportError({
+        message: `${spec.operation}: ${transportMessage(error)}`,
+        reason: error._tag === "RequestError" ? "RequestFailed" : "BodyReadFailed",
+        operation: spec.operation,
+        attempts: spec.attempt
+      })
+    ),
+    Effect.timeoutFail({
+      duration: spec.timeout,
+      onTimeout: () =>
+        new TimeoutError({
+          message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
+          kind: spec.timeoutKind,
+          timeout: spec.timeout,
+          operation: spec.operation,
+          attempts: spec.attempt
+        })
+    }),
+    Effect.flatMap(({ headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
+      if (status < 200 || status > 299) {
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(statusError(spec, status, headers, text, now)))
+      }
+      const requestId = requestIdOf(headers)
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch {
+        // The parser's own message quotes the body (possibly a token), so it is not kept.
+        return Effect.fail(decodeError(spec, status, requestId, [new Issue({ path: "", expected: "a JSON document" })]))
+      }
+      const decoded = spec.decode(json)
+      return Either.isRight(decoded)
+        ? Effect.succeed({ value: decoded.right, status, requestId })
+        : Effect.fail(decodeError(spec, status, requestId, Issues.fromParseIssue(decoded.left.issue)))
+    })
+  )
+}
+
+/** The user's client, with trace headers on or off. */
+export const configure = (client: Client, tracePropagation: boolean): Client =>
+  HttpClient.withTracerPropagation(client, tracePropagation)
