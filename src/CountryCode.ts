@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { RequestValidationError } from "./FinError.js"
+import { Issue, RequestValidationError } from "./FinError.js"
 
 /**
  * The 249 alpha-3 codes, in the order the interface lists them.
@@ -113,6 +113,6 @@ export const validate = (input: unknown): Effect.Effect<CountryCode, RequestVali
     : Effect.fail(
       new RequestValidationError({
         message: `Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")`,
-        issues: [{ path: "country", expected: "an ISO 3166-1 alpha-3 country code of the service" }]
+        issues: [new Issue({ path: "country", expected: "an ISO 3166-1 alpha-3 country code of the service" })]
       })
     )
