@@ -1,0 +1,86 @@
+/**
+ * Wiring: every service of one client (one account) from one set of options.
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import * as FeeService from "./FeeService.js"
+import * as FinConfig from "./FinConfig.js"
+import * as HttpTransport from "./HttpTransport.js"
+import type * as Http from "./internal/http.js"
+import * as TokenProvider from "./TokenProvider.js"
+
+/**
+ * The services a client layer provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Services = TokenProvider.TokenProvider | HttpTransport.HttpTransport | FeeService.FeeService
+
+/**
+ * The services of one client as plain values, for programs that talk to several accounts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Client {
+  readonly tokens: TokenProvider.Service
+  readonly transport: HttpTransport.Service
+  readonly fees: FeeService.Service
+}
+
+/**
+ * Every service of a client. The platform `HttpClient` comes from the application (`FetchHttpClient.layer`,
+ * `NodeHttpClient.layerUndici`, ...), so it is shared and configured there.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: FinConfig.Options): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
+  FeeService.layer.pipe(
+    Layer.provideMerge(HttpTransport.layer),
+    Layer.provideMerge(TokenProvider.layer),
+    Layer.provide(FinConfig.layer(options))
+  )
+
+/**
+ * Like `layer`, with the options read from `Config` (e.g. `Config.redacted` for the secret).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<FinConfig.Options>
+): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+
+/**
+ * Like `layer`, with the options read from the `FIN_*` environment variables (see `FinConfig.fromEnv`); a missing
+ * `FIN_CLIENT_ID` or `FIN_CLIENT_SECRET` is a `ConfigError`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromEnv = (): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
+  Layer.unwrapEffect(Effect.map(FinConfig.fromEnv, layer))
+
+/**
+ * The services of a client as values, living as long as the scope: call it once per account.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  options: FinConfig.Options
+): Effect.Effect<Client, ConfigError.ConfigError, Http.Client | Scope.Scope> =>
+  Effect.map(Layer.build(layer(options)), (context) => ({
+    tokens: Context.get(context, TokenProvider.TokenProvider),
+    transport: Context.get(context, HttpTransport.HttpTransport),
+    fees: Context.get(context, FeeService.FeeService)
+  }))

@@ -1,0 +1,376 @@
+/**
+ * Test layers for users (subpath `effect-fin/test`): a static token, an in-memory `HttpClient` that answers from
+ * handler functions and records every request, and a `FeeService` with deterministic quotes. No network needed.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Clock from "effect/Clock"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as FeeService from "./FeeService.js"
+import * as FinClient from "./FinClient.js"
+import type * as FinConfig from "./FinConfig.js"
+import { ApiError } from "./FinError.js"
+import * as Quote from "./internal/quote.js"
+import * as TokenProvider from "./TokenProvider.js"
+
+/**
+ * A static token provider (re-exported from `TokenProvider.layerStatic`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerStaticToken: typeof TokenProvider.layerStatic = TokenProvider.layerStatic
+
+/**
+ * A request as the in-memory client saw it. `body` is the parsed JSON body (or the raw text if it was not JSON).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RecordedRequest {
+  readonly method: string
+  readonly url: string
+  /** Path of the URL, e.g. `/v1/fee-calculation`. */
+  readonly path: string
+  /** Lower-case header names. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+}
+
+/**
+ * How the in-memory client answers one request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Reply =
+  | {
+    readonly _tag: "Respond"
+    readonly status: number
+    readonly body: string
+    readonly headers: Readonly<Record<string, string>>
+    /** The body never finishes (headers are sent). */
+    readonly stallBody: boolean
+  }
+  | { readonly _tag: "Fail"; readonly description: string }
+  | { readonly _tag: "Stall" }
+
+/**
+ * A JSON answer.
+ *
+ * @since 0.1.0
+ * @category replies
+ */
+export const json = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): Reply => ({
+  _tag: "Respond",
+  status,
+  body: JSON.stringify(body),
+  headers: { "content-type": "application/json", ...headers },
+  stallBody: false
+})
+
+/**
+ * An answer with a raw body (for malformed or truncated JSON).
+ *
+ * @since 0.1.0
+ * @category replies
+ */
+export const text = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): Reply => ({
+  _tag: "Respond",
+  status,
+  body,
+  headers,
+  stallBody: false
+})
+
+/**
+ * Headers arrive, the body never finishes.
+ *
+ * @since 0.1.0
+ * @category replies
+ */
+export const stallBody = (status = 200): Reply => ({ _tag: "Respond", status, body: "", headers: {}, stallBody: true })
+
+/**
+ * No answer at all, ever (until the client gives up).
+ *
+ * @since 0.1.0
+ * @category replies
+ */
+export const stall: Reply = { _tag: "Stall" }
+
+/**
+ * A transport failure, as a refused or reset connection.
+ *
+ * @since 0.1.0
+ * @category replies
+ */
+export const fail = (description = "connection refused"): Reply => ({ _tag: "Fail", description })
+
+/**
+ * Answers a request; may use `Clock`, `Ref`s, anything without requirements.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
+
+/**
+ * A handler that gives `replies` in turn, then repeats the last one.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const sequence = (...replies: ReadonlyArray<Reply>): Handler => {
+  let i = 0
+  return () => replies[Math.min(i++, replies.length - 1)] ?? text(500, "no reply")
+}
+
+/**
+ * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's
+ * timestamp format, expiring `lifetime` after the current `Clock` time.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const tokenHandler = (options: {
+  readonly lifetime?: Duration.DurationInput
+  readonly refreshLifetime?: Duration.DurationInput
+  readonly envelope?: "top" | "data"
+} = {}): Handler => {
+  let issued = 0
+  const lifetime = Duration.toMillis(options.lifetime ?? "1 hour")
+  const refreshLifetime = Duration.toMillis(options.refreshLifetime ?? "7 days")
+  return () =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      issued += 1
+      const fields = {
+        access_token: `token-${issued}`,
+        access_token_ttl: formatServiceTimestamp(now + lifetime),
+        refresh_token: `refresh-${issued}`,
+        refresh_token_ttl: formatServiceTimestamp(now + refreshLifetime),
+        current_time: formatServiceTimestamp(now)
+      }
+      return json(200, options.envelope === "data" ? { data: fields } : fields)
+    })
+}
+
+/**
+ * Formats epoch milliseconds the way the token endpoint does: `2025-12-28 10:34:45+00`.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const formatServiceTimestamp = (millis: number): string =>
+  new Date(millis).toISOString().slice(0, 19).replace("T", " ") + "+00"
+
+/**
+ * What the in-memory client recorded.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InMemoryHttpService {
+  readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
+  /** Requests whose `METHOD /path` matches `route` (same pattern syntax as the routes). */
+  readonly count: (route: string) => Effect.Effect<number>
+  readonly clear: Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class InMemoryHttp extends Context.Tag("effect-fin/test/InMemoryHttp")<InMemoryHttp, InMemoryHttpService>() {}
+
+/**
+ * Routes keyed `METHOD /path`, where a `*` segment matches any one segment: `"GET /v1/countries/* /subdivisions"`
+ * (without the space). Unmatched requests get a 404.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Routes = Readonly<Record<string, Handler>>
+
+const matches = (route: string, method: string, path: string): boolean => {
+  const [routeMethod, routePath = ""] = route.split(" ", 2)
+  if (routeMethod !== method) return false
+  const want = routePath.split("/")
+  const have = path.split("/")
+  return want.length === have.length && want.every((segment, i) => segment === "*" || segment === have[i])
+}
+
+const decoder = new TextDecoder()
+
+const bodyOf = (request: HttpClientRequest.HttpClientRequest): unknown => {
+  const body = request.body
+  const raw = body._tag === "Uint8Array" ? decoder.decode(body.body) : undefined
+  if (raw === undefined) return undefined
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
+  }
+}
+
+const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, signal: AbortSignal) => {
+  switch (reply._tag) {
+    case "Stall":
+      return Effect.never
+    case "Fail":
+      return Effect.fail(
+        new HttpClientError.RequestError({ request, reason: "Transport", description: reply.description })
+      )
+    case "Respond": {
+      const bytes = new TextEncoder().encode(reply.body)
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          if (reply.stallBody) {
+            // Headers are out; the body hangs until the client aborts.
+            signal.addEventListener("abort", () => controller.error(new Error("aborted")))
+            return
+          }
+          if (bytes.length > 0) controller.enqueue(bytes)
+          controller.close()
+        }
+      })
+      const status = reply.status
+      const nullBody = status === 204 || status === 205 || status === 304
+      return Effect.succeed(
+        HttpClientResponse.fromWeb(
+          request,
+          new Response(nullBody ? null : stream, { status, headers: reply.headers })
+        )
+      )
+    }
+  }
+}
+
+/**
+ * An in-memory `HttpClient` answering from `routes` (or one handler for everything), plus `InMemoryHttp` to read
+ * what was sent.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
+    const client = HttpClient.make((request, url, signal) =>
+      Effect.gen(function*() {
+        const headers: Record<string, string> = {}
+        for (const [key, value] of Object.entries(request.headers)) headers[key.toLowerCase()] = value
+        const seen: RecordedRequest = {
+          method: request.method,
+          url: url.toString(),
+          path: url.pathname,
+          headers,
+          body: bodyOf(request)
+        }
+        yield* Ref.update(recorded, (all) => [...all, seen])
+        const handler = typeof routes === "function"
+          ? routes
+          : Object.entries(routes).find(([route]) => matches(route, seen.method, seen.path))?.[1]
+        const answer = handler === undefined ? json(404, { message: "Resource not found" }) : handler(seen)
+        const reply = Effect.isEffect(answer) ? yield* answer : answer
+        return yield* toResponse(request, reply, signal)
+      })
+    )
+    const service: InMemoryHttpService = {
+      requests: Ref.get(recorded),
+      count: (route) =>
+        Effect.map(Ref.get(recorded), (all) => all.filter((r) => matches(route, r.method, r.path)).length),
+      clear: Ref.set(recorded, [])
+    }
+    return Layer.merge(Layer.succeed(HttpClient.HttpClient, client), Layer.succeed(InMemoryHttp, service))
+  }))
+
+/**
+ * The real client (`FinClient.layer`) on the in-memory `HttpClient`, with test credentials and a loopback base URL
+ * unless `options` says otherwise. A `POST /v1/oauth/token` route is added when `routes` has none.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerClient = (
+  routes: Routes,
+  options: Partial<FinConfig.Options> = {}
+): Layer.Layer<FinClient.Services | InMemoryHttp, ConfigError.ConfigError> => {
+  const withToken: Routes = "POST /v1/oauth/token" in routes ? routes : { "POST /v1/oauth/token": tokenHandler(), ...routes }
+  return FinClient.layer({
+    clientId: "test-client",
+    clientSecret: "test-secret",
+    baseUrl: "http://127.0.0.1:4010",
+    ...options
+  }).pipe(Layer.provideMerge(layerHttpClient(withToken)))
+}
+
+/**
+ * Options of the deterministic fee service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FeeServiceOptions {
+  /** Rates keyed `"USD/CAD"`; the inverse pair is derived when missing. */
+  readonly rates: Readonly<Record<string, number>>
+  /** Default `{ fixed: 0, percentage: 0 }`. */
+  readonly fee?: Quote.FeeRule
+  /** Default 15 minutes from the current `Clock` time. */
+  readonly quoteLifetime?: Duration.DurationInput
+  /** Known beneficiaries: their currency and developer fee (added to the base fee). */
+  readonly beneficiaries?: Readonly<Record<string, { readonly currency: string; readonly developerFee?: Quote.FeeRule }>>
+}
+
+/**
+ * A `FeeService` that computes quotes from a rate table with no network: requests are validated exactly like the
+ * real service's (a bad one is a `RequestValidationError`), an unknown pair or beneficiary is an `ApiError` 422/404.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeService.FeeService> =>
+  Layer.succeed(
+    FeeService.FeeService,
+    FeeService.FeeService.of({
+      calculate: (request) =>
+        Effect.gen(function*() {
+          const valid = yield* FeeService.validate(request)
+          const beneficiary = valid.beneficiary_id === undefined ? undefined : options.beneficiaries?.[valid.beneficiary_id]
+          if (valid.beneficiary_id !== undefined && beneficiary === undefined) {
+            return yield* new ApiError({ status: 404, message: "Resource not found", operation: "POST /v1/fee-calculation" })
+          }
+          const destination = valid.destination_currency ?? beneficiary!.currency
+          const source = valid.source_currency ?? "USD"
+          const rate = Quote.rateOf(options.rates, source, destination)
+          if (rate === undefined) {
+            return yield* new ApiError({
+              status: 422,
+              message: `Unsupported currency pair ${source}/${destination}`,
+              operation: "POST /v1/fee-calculation"
+            })
+          }
+          const base = options.fee ?? { fixed: 0, percentage: 0 }
+          const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
+          const figures = Quote.compute(
+            { ...valid, source_currency: source, destination_currency: destination },
+            rate,
+            { fixed: base.fixed + developer.fixed, percentage: base.percentage + developer.percentage }
+          )
+          const now = yield* Clock.currentTimeMillis
+          const till = DateTime.unsafeMake(now + Duration.toMillis(options.quoteLifetime ?? "15 minutes"))
+          return new FeeService.FeeQuote({ ...figures, valid_till: Option.some(till), fee: new FeeService.Fee(figures.fee) })
+        })
+    })
+  )

@@ -1,0 +1,64 @@
+/**
+ * Deterministic quotes from a rate table: used by `FinTest.layerFeeService` and by the emulator, so both compute
+ * the same figures.
+ *
+ * @internal
+ */
+
+/** A fee: a fixed part plus a percentage (4 = 4 %) of the source amount. */
+export interface FeeRule {
+  readonly fixed: number
+  readonly percentage: number
+}
+
+/** What a quote is computed from. */
+export interface QuoteInput {
+  readonly source_currency: string
+  readonly destination_currency: string
+  readonly source_amount?: number | undefined
+  readonly destination_amount?: number | undefined
+}
+
+/** The fields of a quote other than `valid_till`. */
+export interface QuoteFigures {
+  readonly source_currency: string
+  readonly destination_currency: string
+  readonly source_amount: number
+  readonly exchange_rate: number
+  readonly destination_amount: number
+  readonly fee: { readonly fixed: number; readonly percentage: number; readonly total: number; readonly is_fee_applied: boolean }
+}
+
+const round2 = (n: number): number => Math.round(n * 100) / 100
+
+/**
+ * The rate of `from` -> `to` from a table keyed `"USD/CAD"`, using the inverse pair when only that is listed and 1
+ * for a currency to itself.
+ */
+export const rateOf = (rates: Readonly<Record<string, number>>, from: string, to: string): number | undefined => {
+  if (from === to) return 1
+  const direct = rates[`${from}/${to}`]
+  if (direct !== undefined) return direct
+  const inverse = rates[`${to}/${from}`]
+  return inverse === undefined || inverse === 0 ? undefined : 1 / inverse
+}
+
+/**
+ * The fee is taken from the source amount: destination = (source - fee) x rate. Given the destination, the source is
+ * solved from the same equation. Figures are rounded to 2 decimals.
+ */
+export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
+  let source: number
+  if (input.source_amount !== undefined) source = input.source_amount
+  else source = (input.destination_amount! / rate + fee.fixed) / (1 - fee.percentage / 100)
+  const total = round2(fee.fixed + source * fee.percentage / 100)
+  const destination = input.destination_amount ?? round2(Math.max(0, source - total) * rate)
+  return {
+    source_currency: input.source_currency,
+    destination_currency: input.destination_currency,
+    source_amount: round2(source),
+    exchange_rate: rate,
+    destination_amount: destination,
+    fee: { fixed: fee.fixed, percentage: fee.percentage, total, is_fee_applied: total > 0 }
+  }
+}
