@@ -138,6 +138,21 @@ export const sequence = (...replies: ReadonlyArray<Reply>): Handler => {
 }
 
 /**
+ * Answers like `handler`, after `duration` of (test) clock time.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const delayed = (duration: Duration.DurationInput, handler: Handler): Handler => (request) =>
+  Effect.zipRight(
+    Effect.sleep(duration),
+    Effect.suspend(() => {
+      const answer = handler(request)
+      return Effect.isEffect(answer) ? answer : Effect.succeed(answer)
+    })
+  )
+
+/**
  * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's
  * timestamp format, expiring `lifetime` after the current `Clock` time.
  *

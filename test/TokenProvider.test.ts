@@ -1,0 +1,232 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as FeeService from "../src/FeeService.js"
+import * as FinTest from "../src/FinTest.js"
+import * as TokenProvider from "../src/TokenProvider.js"
+import { advance, provideClient, quoteBody, quoteRequest } from "./support.js"
+
+const HOUR = 3_600_000
+const MIN = 60_000
+
+const fee = () => FinTest.json(200, quoteBody)
+const getToken = Effect.flatMap(TokenProvider.TokenProvider, (p) => p.get)
+const tokenValue = Effect.map(getToken, Redacted.value)
+const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
+const requestsTo = (path: string) =>
+  Effect.map(Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests), (all) => all.filter((r) => r.path === path))
+
+// One issuer behind both token routes, so issued and refreshed tokens are numbered in one sequence.
+const bothTokenRoutes = (handler: FinTest.Handler): FinTest.Routes => ({
+  "POST /v1/oauth/token": handler,
+  "POST /v1/oauth/refresh-token": handler
+})
+
+describe("TokenProvider", () => {
+  describe("parseTimestamp", () => {
+    it("parses the service's non-ISO format", () => {
+      expect(TokenProvider.parseTimestamp("2025-12-28 10:34:45+00")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
+    })
+    it("parses ISO 8601 with Z, offsets and fractions", () => {
+      expect(TokenProvider.parseTimestamp("2025-12-28T10:34:45Z")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
+      expect(TokenProvider.parseTimestamp("2025-12-28T12:34:45.250+02:00")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45, 250))
+      expect(TokenProvider.parseTimestamp("2025-12-28 05:34:45-0500")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
+    })
+    it("rejects impossible dates and other text", () => {
+      expect(TokenProvider.parseTimestamp("2025-02-30 10:00:00+00")).toBeUndefined()
+      expect(TokenProvider.parseTimestamp("tomorrow")).toBeUndefined()
+      expect(TokenProvider.parseTimestamp("2025-12-28")).toBeUndefined()
+    })
+  })
+
+  describe("TokenResponse", () => {
+    const fields = {
+      access_token: "abc",
+      access_token_ttl: "2025-12-28 10:34:45+00",
+      refresh_token: "def",
+      refresh_token_ttl: "2025-12-28 10:34:45+00",
+      current_time: "2025-12-21 10:34:45+00"
+    }
+    it("accepts the top-level and the data-wrapped envelope", () => {
+      const decode = Schema.decodeUnknownSync(TokenProvider.TokenResponse)
+      for (const body of [fields, { data: fields }]) {
+        const decoded = decode(body)
+        expect(Redacted.value(decoded.access_token)).toBe("abc")
+        expect(decoded.access_token_ttl).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
+        expect(decoded.current_time).toBe(Date.UTC(2025, 11, 21, 10, 34, 45))
+      }
+    })
+  })
+
+  it.effect("uses the data-wrapped envelope to authenticate calls", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      const [call] = yield* requestsTo("/v1/fee-calculation")
+      expect(call?.headers.authorization).toBe("Bearer token-1")
+      const [issue] = yield* requestsTo("/v1/oauth/token")
+      expect(issue?.body).toEqual({ client_id: "test-client", client_secret: "test-secret" })
+      expect(issue?.headers["content-type"]).toBe("application/json")
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ envelope: "data" }),
+      "POST /v1/fee-calculation": fee
+    })))
+
+  it.effect("refreshes refreshMargin before expiry, at the right virtual time, with the refresh token", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR - MIN - 1)
+      expect(yield* tokenValue).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/*")).toBe(1)
+      yield* advance(1)
+      expect(yield* tokenValue).toBe("token-2")
+      const [refresh] = yield* requestsTo("/v1/oauth/refresh-token")
+      expect(refresh?.body).toEqual({ refresh_token: "refresh-1" })
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour" })))))
+
+  it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(270_000 - 1) // 5 min lifetime - 30 s
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(1)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1)
+      yield* tokenValue
+      expect(yield* count("POST /v1/oauth/*")).toBe(2)
+    }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "5 minutes" })))))
+
+  it.effect("corrects for clock skew with current_time", () =>
+    Effect.gen(function*() {
+      // The server's clock runs 3 hours ahead of ours; its token lives 10 minutes from its own now.
+      yield* tokenValue
+      yield* advance(9 * MIN - 1)
+      yield* tokenValue
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      yield* advance(1)
+      yield* tokenValue
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        Effect.map(Effect.clockWith((c) => c.currentTimeMillis), (now) => {
+          const server = now + 3 * HOUR
+          return FinTest.json(200, {
+            access_token: "skewed",
+            access_token_ttl: FinTest.formatServiceTimestamp(server + 10 * MIN),
+            current_time: FinTest.formatServiceTimestamp(server)
+          })
+        })
+    })))
+
+  it.effect("issues anew when the refresh call gets 401", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(HOUR)
+      expect(yield* tokenValue).toBe("token-2")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
+    })))
+
+  it.effect("retries a 503 from the token call", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(tokenValue)
+      yield* advance(500)
+      expect(yield* Fiber.join(fiber)).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        const tokens = FinTest.tokenHandler()
+        let calls = 0
+        return (request) => (calls++ === 0 ? FinTest.json(503, { message: "unavailable" }) : tokens(request))
+      })()
+    })))
+
+  const slowTokens = () => FinTest.delayed("100 millis", FinTest.tokenHandler())
+
+  it.effect("100 concurrent callers on a cold cache make exactly one token request", () =>
+    Effect.gen(function*() {
+      const fibers = yield* Effect.forEach(Array.from({ length: 100 }), () => Effect.fork(tokenValue))
+      yield* advance(100)
+      const values = yield* Fiber.joinAll(fibers)
+      expect(new Set(values)).toEqual(new Set(["token-1"]))
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({ "POST /v1/oauth/token": slowTokens() })))
+
+  it.effect("interrupting the caller that started the fetch does not fail the other 99", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.fork(tokenValue)
+      yield* Effect.yieldNow()
+      const others = yield* Effect.forEach(Array.from({ length: 99 }), () => Effect.fork(tokenValue))
+      yield* Fiber.interrupt(first)
+      yield* advance(100)
+      const values = yield* Fiber.joinAll(others)
+      expect(values.every((v) => v === "token-1")).toBe(true)
+      expect(values).toHaveLength(99)
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({ "POST /v1/oauth/token": slowTokens() })))
+
+  it.effect("does not cache a failed token call", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.exit(tokenValue)
+      expect(Exit.isFailure(first)).toBe(true)
+      expect(yield* tokenValue).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        const tokens = FinTest.tokenHandler()
+        let calls = 0
+        return (request) => (calls++ === 0 ? FinTest.json(422, { message: "bad", errors: [] }) : tokens(request))
+      })()
+    })))
+
+  it.effect("401 from the issue call is AuthenticationError, not retried", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect(error._tag).toBe("AuthenticationError")
+      expect(error.message).toContain("Authentication failed")
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "Authentication failed" }) })))
+
+  it.effect("a token call that stalls past tokenTimeout is a TimeoutError of kind token", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(getToken))
+      yield* advance(1000)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("TimeoutError")
+      if (error._tag === "TimeoutError") expect(error.kind).toBe("token")
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.stall }, { tokenTimeout: "1 second", maxRetries: 0 })))
+
+  it.effect("invalidate clears only the token it was given (compare-and-clear)", () =>
+    Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      const first = yield* provider.get
+      yield* provider.invalidate(Redacted.make("some-older-token"))
+      expect(Redacted.value(yield* provider.get)).toBe("token-1")
+      yield* provider.invalidate(first)
+      expect(Redacted.value(yield* provider.get)).toBe("token-2")
+    }).pipe(provideClient({ "POST /v1/oauth/token": FinTest.tokenHandler() })))
+
+  it.effect("rejects a token response that is already expired", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect(error._tag).toBe("ResponseDecodeError")
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        FinTest.json(200, {
+          access_token: "x",
+          access_token_ttl: "1970-01-01 00:00:00+00",
+          current_time: "1970-01-01 00:00:00+00"
+        })
+    })))
+
+  it.effect("layerStatic answers a fixed token", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("static")
+    }).pipe(Effect.provide(TokenProvider.layerStatic("static"))))
+})

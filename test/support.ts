@@ -1,0 +1,61 @@
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Random from "effect/Random"
+import * as Ref from "effect/Ref"
+import * as TestClock from "effect/TestClock"
+import * as Tracer from "effect/Tracer"
+import * as FinTest from "../src/FinTest.js"
+import type * as FinConfig from "../src/FinConfig.js"
+
+/** Jitter factor exactly 1 (0.8 * 0.5 + 1.2 * 0.5), so scheduled delays are the nominal ones. */
+export const fixedRandom = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withRandom(self, Random.fixed([0.5]))
+
+/** A fresh client on the in-memory HTTP client for one test. */
+export const provideClient = (routes: FinTest.Routes, options: Partial<FinConfig.Options> = {}) =>
+<A, E, R>(self: Effect.Effect<A, E, R>) =>
+  self.pipe(Effect.provide(FinTest.layerClient(routes, options)), fixedRandom)
+
+/** The quote of the documented current example. */
+export const quoteBody = {
+  data: {
+    source_currency: "USD",
+    destination_currency: "CAD",
+    source_amount: 3508679,
+    exchange_rate: 1.45,
+    destination_amount: 508679,
+    valid_till: "2026-01-19T09:59:29Z",
+    fee: { fixed: 25, percentage: 4, total: 29, is_fee_applied: true }
+  }
+}
+
+/** The older documented example, without `valid_till`. */
+export const olderQuoteBody = {
+  data: {
+    source_currency: "USD",
+    destination_currency: "AUD",
+    source_amount: 350,
+    exchange_rate: 145,
+    destination_amount: 465,
+    fee: { fixed: 25, percentage: 4, total: 29, is_fee_applied: true }
+  }
+}
+
+export const quoteRequest = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
+
+/** Advances the TestClock in steps, letting forked fibers run between them. */
+export const advance = (millis: number) => TestClock.adjust(`${millis} millis`)
+
+/** A tracer that records every span (on top of the native one) so tests can read their attributes. */
+export const recordingTracer = Effect.gen(function*() {
+  const spans = yield* Ref.make<ReadonlyArray<Tracer.Span>>([])
+  const native = yield* Effect.tracer
+  const tracer = Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const span = native.span(name, parent, context, links, startTime, kind, options)
+      Effect.runSync(Ref.update(spans, (all) => [...all, span]))
+      return span
+    },
+    context: (f) => f()
+  })
+  return { spans: Ref.get(spans), layer: Layer.setTracer(tracer) }
+})
