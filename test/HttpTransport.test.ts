@@ -1,0 +1,333 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Schema from "effect/Schema"
+import * as FeeService from "../src/FeeService.js"
+import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
+import { parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
+import { advance, provideClient, quoteBody, quoteRequest } from "./support.js"
+
+const FEE = "POST /v1/fee-calculation"
+const calculate = FeeService.calculate(quoteRequest)
+const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
+const tokenRequests = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/oauth/token"))
+const ok = FinTest.json(200, quoteBody)
+const status = (code: number, headers: Record<string, string> = {}) =>
+  FinTest.json(code, { message: `status ${code}` }, headers)
+
+describe("HttpTransport", () => {
+  it.effect("503, 503, 200: success after 3 attempts at the scheduled delays (500 ms, then 1 s)", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(0)
+      expect(yield* attempts).toBe(1)
+      yield* advance(499)
+      expect(yield* attempts).toBe(1)
+      yield* advance(1)
+      expect(yield* attempts).toBe(2)
+      yield* advance(999)
+      expect(yield* attempts).toBe(2)
+      yield* advance(1)
+      const quote = yield* Fiber.join(fiber)
+      expect(quote.exchange_rate).toBe(1.45)
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })))
+
+  it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      yield* advance(1500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("ApiError")
+      if (error._tag === "ApiError") {
+        expect(error.status).toBe(503)
+        expect(error.attempts).toBe(3)
+        expect(error.message).toBe("status 503")
+      }
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: () => status(503) })))
+
+  it.effect("429 with Retry-After: 2 waits 2 s of virtual time", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(1999)
+      expect(yield* attempts).toBe(1)
+      yield* advance(1)
+      yield* Fiber.join(fiber)
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "2" }), ok) })))
+
+  it.effect("retry-after-ms is honoured", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(249)
+      expect(yield* attempts).toBe(1)
+      yield* advance(1)
+      yield* Fiber.join(fiber)
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "250" }), ok) })))
+
+  it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag).toBe("RateLimitError")
+      if (error._tag === "RateLimitError") {
+        expect(error.retryAfter && Duration.toSeconds(error.retryAfter)).toBe(120)
+      }
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
+
+  it.effect("Retry-After beyond what is left of the deadline: RateLimitError at once", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag).toBe("RateLimitError")
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "30" }) }, { deadline: "10 seconds" })))
+
+  it.effect("429 x3: RateLimitError after the last retry", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      yield* advance(2000)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("RateLimitError")
+      expect(error._tag === "RateLimitError" && error.attempts).toBe(3)
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "0" }) })))
+
+  for (const code of [400, 403, 404, 409, 422]) {
+    it.effect(`${code} is not retried`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag).toBe("ApiError")
+        expect(error._tag === "ApiError" && error.status).toBe(code)
+        expect(yield* attempts).toBe(1)
+      }).pipe(provideClient({ [FEE]: () => status(code) })))
+  }
+
+  it.effect("401 then 200: one fresh token and exactly 2 attempts", () =>
+    Effect.gen(function*() {
+      yield* calculate
+      expect(yield* attempts).toBe(2)
+      expect(yield* tokenRequests).toBe(2)
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      const auth = requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.headers.authorization)
+      expect(auth).toEqual(["Bearer token-1", "Bearer token-2"])
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.json(401, { message: "Authentication failed" }), ok) })))
+
+  it.effect("401 twice: AuthenticationError, no loop", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag).toBe("AuthenticationError")
+      expect(error._tag === "AuthenticationError" && error.attempts).toBe(2)
+      expect(yield* attempts).toBe(2)
+      expect(yield* tokenRequests).toBe(2)
+    }).pipe(provideClient({ [FEE]: () => FinTest.json(401, { message: "Authentication failed" }) })))
+
+  it.effect("a transport failure is retried, then surfaces as TransportError", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      yield* advance(1500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("TransportError")
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: () => FinTest.fail("ECONNRESET") })))
+
+  it.effect("a stalled body is cut by the attempt timeout, retried, then TimeoutError", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      yield* advance(1000) // attempt 1 times out
+      yield* advance(500)
+      yield* advance(1000) // attempt 2
+      yield* advance(1000)
+      yield* advance(1000) // attempt 3
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("TimeoutError")
+      expect(error._tag === "TimeoutError" && error.kind).toBe("attempt")
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stallBody(200) }, { timeout: "1 second" })))
+
+  it.effect("a stalled response then success", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(1000)
+      yield* advance(500)
+      yield* Fiber.join(fiber)
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.stall, ok) }, { timeout: "1 second" })))
+
+  it.effect("the deadline cuts a long retry sequence short", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      for (let i = 0; i < 20; i++) yield* advance(500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("TimeoutError")
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      // 500 + 1000 + 2000 ms of waits fit in 5 s; the 4 s wait does not.
+      expect(yield* attempts).toBe(4)
+    }).pipe(provideClient({ [FEE]: () => status(503) }, { deadline: "5 seconds", maxRetries: 10 })))
+
+  it.effect("withOptions overrides maxRetries for one call", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: 0 })))
+      expect(error._tag).toBe("ApiError")
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(503) })))
+
+  it.effect("withOptions overrides the timeout and deadline for one call", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(
+        Effect.flip(HttpTransport.withOptions(calculate, { timeout: "100 millis", deadline: "150 millis" }))
+      )
+      yield* advance(150)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
+
+  it.effect("an invalid override is a RequestValidationError and sends nothing", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: -1 })))
+      expect(error._tag).toBe("RequestValidationError")
+      expect(yield* attempts).toBe(0)
+    }).pipe(provideClient({ [FEE]: () => ok })))
+
+  it.effect("a 200 with malformed JSON: ResponseDecodeError, not retried", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag).toBe("ResponseDecodeError")
+      if (error._tag === "ResponseDecodeError") {
+        expect(error.issues).toEqual([{ path: "", expected: "a JSON document" }])
+        expect(error.message).not.toContain("data")
+      }
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.text(200, `{"data": {"source_currency": "US`) })))
+
+  it.effect("a 200 with a wrong field type: ResponseDecodeError naming the path, not the value", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag).toBe("ResponseDecodeError")
+      if (error._tag === "ResponseDecodeError") {
+        expect(error.issues.map((i) => i.path)).toEqual(["data.exchange_rate"])
+        expect(error.issues[0]?.expected).toBe("number")
+        expect(error.message).toContain("data.exchange_rate")
+        expect(JSON.stringify(error)).not.toContain("one point four")
+      }
+    }).pipe(provideClient({
+      [FEE]: () => FinTest.json(200, { data: { ...quoteBody.data, exchange_rate: "one point four" } })
+    })))
+
+  it.effect("a POST not marked safe is never retried", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(HttpTransport.request({
+        method: "POST",
+        path: "/v1/transactions/transfer-payout",
+        body: { amount: 500 },
+        response: Schema.Unknown
+      }))
+      expect(error._tag).toBe("ApiError")
+      const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/transactions/transfer-payout"))
+      expect(sent).toBe(1)
+    }).pipe(provideClient({ "POST /v1/transactions/transfer-payout": () => status(503) })))
+
+  it.effect("a path that could escape is refused before sending", () =>
+    Effect.gen(function*() {
+      for (const path of ["/v1/../admin", "v1/x", "/v1/a?b=c", "/v1//x", "/v1/%2e%2e"]) {
+        const error = yield* Effect.flip(HttpTransport.request({ method: "GET", path, response: Schema.Unknown }))
+        expect(error._tag).toBe("RequestValidationError")
+      }
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests).toHaveLength(0)
+    }).pipe(provideClient({})))
+
+  it.effect("sends User-Agent, JSON headers and no trace headers by default", () =>
+    Effect.gen(function*() {
+      yield* calculate
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      const call = requests.find((r) => r.path === "/v1/fee-calculation")!
+      expect(call.headers["user-agent"]).toBe("effect-fin/0.1.0 my-app/2")
+      expect(call.headers["content-type"]).toBe("application/json")
+      expect(call.headers.accept).toBe("application/json")
+      expect(call.headers.traceparent).toBeUndefined()
+      expect(call.headers.b3).toBeUndefined()
+      expect(call.body).toEqual(quoteRequest)
+    }).pipe(provideClient({ [FEE]: () => ok }, { userAgent: "my-app/2" })))
+
+  it.effect("sends trace headers when tracePropagation is on", () =>
+    Effect.gen(function*() {
+      yield* calculate
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.find((r) => r.path === "/v1/fee-calculation")?.headers.traceparent).toMatch(/^00-/)
+    }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
+
+  it.effect("keeps the request id the service sent", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "ApiError" && error.requestId).toBe("req-123")
+    }).pipe(provideClient({ [FEE]: () => status(404, { "x-request-id": "req-123" }) })))
+
+  describe("error bodies (every documented shape)", () => {
+    it("{message}", () => {
+      expect(parseErrorBody(`{"message":"Authentication failed"}`)).toMatchObject({ message: "Authentication failed" })
+    })
+    it("422 {message, errors[{field: msg}]}", () => {
+      const parsed = parseErrorBody(`{"message":"Invalid","errors":[{"source_amount":"must be positive"}]}`)
+      expect(parsed.message).toBe("Invalid")
+      expect(parsed.fieldErrors).toEqual([{ field: "source_amount", message: "must be positive" }])
+    })
+    it("400 {errors[object], message: 'Validation failed!'} with array messages", () => {
+      const parsed = parseErrorBody(`{"errors":[{"name":["is required","too short"]}],"message":"Validation failed!"}`)
+      expect(parsed.fieldErrors).toEqual([
+        { field: "name", message: "is required" },
+        { field: "name", message: "too short" }
+      ])
+    })
+    it("409 {message, error: {beneficiary_id}}", () => {
+      const parsed = parseErrorBody(
+        `{"message":"A beneficiary with the same account details already exists.","error":{"beneficiary_id":"b1"}}`
+      )
+      expect(parsed.message).toBe("A beneficiary with the same account details already exists.")
+      expect(parsed.code).toBeUndefined()
+    })
+    it("400 {status, message, data: {path: msg}} with a numeric code", () => {
+      const parsed = parseErrorBody(
+        `{"status":400,"message":"Validation failed","data":{"basic_info.email":"Must be a valid email address"}}`
+      )
+      expect(parsed.code).toBe(400)
+      expect(parsed.fieldErrors).toEqual([{ field: "basic_info.email", message: "Must be a valid email address" }])
+    })
+    it("423/500 {status, message}", () => {
+      expect(parseErrorBody(`{"status":423,"message":"RELIANCE is not available for your client"}`)).toMatchObject({
+        code: 423,
+        message: "RELIANCE is not available for your client"
+      })
+    })
+    it("403/409 {error: {code, message}} with a string code", () => {
+      expect(parseErrorBody(`{"error":{"code":"forbidden","message":"Customer is not eligible for this operation"}}`))
+        .toMatchObject({ code: "forbidden", message: "Customer is not eligible for this operation" })
+    })
+    it.effect("an unknown body is kept (truncated) in ApiError.body", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && error.body).toBe("<html>" + "x".repeat(1018))
+        expect(error._tag === "ApiError" && error.message).toContain("400")
+      }).pipe(provideClient({ [FEE]: () => FinTest.text(400, "<html>" + "x".repeat(5000)) })))
+    it.effect("a 422 from the service reaches the caller with its field errors", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && error.fieldErrors).toEqual([{ field: "source_amount", message: "too big" }])
+      }).pipe(provideClient({ [FEE]: () => FinTest.json(422, { message: "Invalid", errors: [{ source_amount: "too big" }] }) })))
+  })
+
+  describe("Retry-After parsing", () => {
+    it("seconds, HTTP dates and retry-after-ms", () => {
+      const now = Date.UTC(2026, 0, 1, 0, 0, 0)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after": "3" }, now)!)).toBe(3000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thu, 01 Jan 2026 00:00:05 GMT" }, now)!)).toBe(5000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(150)
+      expect(parseRetryAfter({ "retry-after": "soon" }, now)).toBeUndefined()
+      expect(parseRetryAfter({}, now)).toBeUndefined()
+    })
+  })
+})
