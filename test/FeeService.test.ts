@@ -1,0 +1,127 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
+import * as FeeService from "../src/FeeService.js"
+import * as FinTest from "../src/FinTest.js"
+import { olderQuoteBody, provideClient, quoteBody } from "./support.js"
+
+const UUID = "ceb7e6c9-ef2a-41c2-8459-38d67ec3c655"
+
+const invalid: ReadonlyArray<[string, unknown, string]> = [
+  ["both amounts", { source_currency: "USD", source_amount: 1, destination_amount: 2, destination_currency: "CAD" }, "destination_amount"],
+  ["neither amount", { source_currency: "USD", destination_currency: "CAD" }, "source_amount"],
+  ["amount 0", { source_currency: "USD", source_amount: 0, destination_currency: "CAD" }, "source_amount"],
+  ["negative amount", { source_currency: "USD", destination_amount: -5, destination_currency: "CAD" }, "destination_amount"],
+  ["NaN", { source_currency: "USD", source_amount: NaN, destination_currency: "CAD" }, "source_amount"],
+  ["Infinity", { source_currency: "USD", source_amount: Infinity, destination_currency: "CAD" }, "source_amount"],
+  ["amount as string", { source_currency: "USD", source_amount: "100", destination_currency: "CAD" }, "source_amount"],
+  ["lower-case currency", { source_currency: "usd", source_amount: 1, destination_currency: "CAD" }, "source_currency"],
+  ["4-letter currency", { source_currency: "USD", source_amount: 1, destination_currency: "CADX" }, "destination_currency"],
+  ["neither destination nor beneficiary", { source_currency: "USD", source_amount: 1 }, "destination_currency"],
+  ["malformed UUID", { source_currency: "USD", source_amount: 1, beneficiary_id: "not-a-uuid" }, "beneficiary_id"],
+  ["no source currency without beneficiary", { source_amount: 1, destination_currency: "CAD" }, "source_currency"],
+  ["an unknown field", { source_currency: "USD", source_amount: 1, destination_currency: "CAD", amount: 1 }, "amount"],
+  ["not an object", "USD->CAD", ""]
+]
+
+describe("FeeService", () => {
+  describe("invalid requests fail with RequestValidationError and send nothing", () => {
+    for (const [name, request, path] of invalid) {
+      it.effect(name, () =>
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(FeeService.calculate(request as FeeService.FeeCalculationRequest))
+          expect(error._tag).toBe("RequestValidationError")
+          if (error._tag === "RequestValidationError") {
+            expect(error.issues.map((i) => i.path)).toContain(path)
+            expect(error.message).toMatch(/^Invalid fee calculation request: /)
+          }
+          const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+          expect(requests).toHaveLength(0)
+        }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+    }
+  })
+
+  it("the request type rejects both amounts and a missing destination at compile time", () => {
+    // @ts-expect-error both amounts
+    const both: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1, destination_amount: 1, destination_currency: "CAD" }
+    // @ts-expect-error no destination currency and no beneficiary
+    const nowhere: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1 }
+    const byBeneficiary: FeeService.FeeCalculationRequest = { destination_amount: 10, beneficiary_id: UUID }
+    expect([both, nowhere, byBeneficiary]).toHaveLength(3)
+  })
+
+  it.effect("accepts a beneficiary request without currencies", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate({ destination_amount: 59456, beneficiary_id: UUID })
+      const [request] = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests).pipe(
+        Effect.map((all) => all.filter((r) => r.path === "/v1/fee-calculation"))
+      )
+      expect(request?.body).toEqual({ destination_amount: 59456, beneficiary_id: UUID })
+    }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+
+  it.effect("decodes the documented current example", () =>
+    Effect.gen(function*() {
+      const quote = yield* FeeService.calculate({ source_currency: "USD", source_amount: 3508679, destination_currency: "CAD" })
+      expect(quote.source_amount).toBe(3508679)
+      expect(quote.destination_amount).toBe(508679)
+      expect(quote.fee).toEqual(new FeeService.Fee({ fixed: 25, percentage: 4, total: 29, is_fee_applied: true }))
+      expect(Option.map(quote.valid_till, DateTime.formatIso)).toEqual(Option.some("2026-01-19T09:59:29.000Z"))
+    }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+
+  it.effect("decodes the older example without valid_till", () =>
+    Effect.gen(function*() {
+      const quote = yield* FeeService.calculate({ source_currency: "USD", source_amount: 350, destination_currency: "AUD" })
+      expect(quote.exchange_rate).toBe(145)
+      expect(Option.isNone(quote.valid_till)).toBe(true)
+    }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, olderQuoteBody) })))
+
+  describe("FeeQuote helpers", () => {
+    const quote = Schema.decodeUnknownSync(FeeService.FeeCalculationResponse)(quoteBody).data
+    const older = Schema.decodeUnknownSync(FeeService.FeeCalculationResponse)(olderQuoteBody).data
+    const at = (iso: string) => DateTime.unsafeMake(iso)
+    it("isValidAt", () => {
+      expect(FeeService.FeeQuote.isValidAt(quote, at("2026-01-19T09:59:28Z"))).toBe(true)
+      expect(FeeService.FeeQuote.isValidAt(quote, at("2026-01-19T09:59:29Z"))).toBe(false)
+      expect(FeeService.FeeQuote.isValidAt(older, at("2020-01-01T00:00:00Z"))).toBe(false)
+    })
+    it("timeLeft", () => {
+      expect(FeeService.FeeQuote.timeLeft(quote, at("2026-01-19T09:58:29Z"))).toEqual(Option.some(Duration.minutes(1)))
+      expect(FeeService.FeeQuote.timeLeft(quote, at("2026-01-20T00:00:00Z"))).toEqual(Option.some(Duration.zero))
+      expect(Option.isNone(FeeService.FeeQuote.timeLeft(older, at("2026-01-20T00:00:00Z")))).toBe(true)
+    })
+  })
+
+  describe("FinTest.layerFeeService", () => {
+    const layer = FinTest.layerFeeService({
+      rates: { "USD/CAD": 1.25 },
+      fee: { fixed: 1, percentage: 2 },
+      quoteLifetime: "10 minutes",
+      beneficiaries: { [UUID]: { currency: "CAD", developerFee: { fixed: 1, percentage: 0 } } }
+    })
+    it.effect("computes deterministic quotes both ways", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(Date.UTC(2026, 0, 1))
+        const send = yield* FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
+        expect(send.fee.total).toBe(3)
+        expect(send.destination_amount).toBe(121.25)
+        expect(Option.map(send.valid_till, DateTime.formatIso)).toEqual(Option.some("2026-01-01T00:10:00.000Z"))
+        const receive = yield* FeeService.calculate({ source_currency: "USD", destination_amount: 121.25, destination_currency: "CAD" })
+        expect(receive.source_amount).toBe(100)
+        const inverse = yield* FeeService.calculate({ source_currency: "CAD", source_amount: 125, destination_currency: "USD" })
+        expect(inverse.exchange_rate).toBe(0.8)
+        const developer = yield* FeeService.calculate({ source_currency: "USD", source_amount: 100, beneficiary_id: UUID })
+        expect(developer.fee.total).toBe(4)
+      }).pipe(Effect.provide(layer)))
+    it.effect("validates like the real service and fails on unknown pairs", () =>
+      Effect.gen(function*() {
+        const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))
+        expect(bad._tag).toBe("RequestValidationError")
+        const pair = yield* Effect.flip(FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "JPY" }))
+        expect(pair._tag === "ApiError" && pair.status).toBe(422)
+      }).pipe(Effect.provide(layer)))
+  })
+})
