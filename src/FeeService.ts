@@ -50,7 +50,7 @@ const RequestFields = Schema.Struct({
   destination_amount: Schema.optional(Amount),
   destination_currency: Schema.optional(CurrencyCode),
   beneficiary_id: Schema.optional(BeneficiaryId)
-})
+}).annotations({ title: "a fee calculation request object" })
 
 /**
  * Schema of a fee-calculation request, with the rules of the endpoint: exactly one of `source_amount` /

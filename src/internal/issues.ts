@@ -27,9 +27,12 @@ const collect = (
       return
     case "Composite":
       if (Array.isArray(issue.issues)) {
-        for (const inner of issue.issues) collect(inner, path, out)
+        // An optional field's union with `undefined` would add a useless "expected undefined" beside the real issue.
+        const inners = issue.issues as ReadonlyArray<ParseResult.ParseIssue>
+        const useful = inners.filter((inner) => !(inner._tag === "Type" && inner.ast._tag === "UndefinedKeyword"))
+        for (const inner of useful.length > 0 ? useful : inners) collect(inner, path, out, trusted)
       } else {
-        collect(issue.issues as ParseResult.ParseIssue, path, out)
+        collect(issue.issues as ParseResult.ParseIssue, path, out, trusted)
       }
       return
     case "Refinement":

@@ -1,0 +1,158 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { readFileSync } from "node:fs"
+import * as FeeService from "../src/FeeService.js"
+import * as FinClient from "../src/FinClient.js"
+import * as FinConfig from "../src/FinConfig.js"
+import * as FinTest from "../src/FinTest.js"
+import { version } from "../src/internal/version.js"
+import * as TokenProvider from "../src/TokenProvider.js"
+import { quoteBody, quoteRequest } from "./support.js"
+
+const base = { clientId: "id", clientSecret: "secret" }
+const configError = (options: FinConfig.Options) =>
+  Effect.map(Effect.flip(FinConfig.resolve(options)), (e) => String(e))
+
+describe("FinConfig", () => {
+  it.effect("fills in the documented defaults", () =>
+    Effect.gen(function*() {
+      const config = yield* FinConfig.resolve(base)
+      expect(config.baseUrl).toBe("https://sandbox.api.fin.com")
+      expect(Duration.toMillis(config.timeout)).toBe(30_000)
+      expect(Duration.toMillis(config.deadline)).toBe(60_000)
+      expect(config.maxRetries).toBe(2)
+      expect(Duration.toMillis(config.maxRetryAfter)).toBe(60_000)
+      expect(Duration.toMillis(config.tokenTimeout)).toBe(10_000)
+      expect(Duration.toMillis(config.refreshMargin)).toBe(60_000)
+      expect(config.tracePropagation).toBe(false)
+      expect(config.subdivisionMode).toBe("fallback")
+      expect(Duration.toHours(config.subdivisionCacheTtl)).toBe(24)
+      expect(config.userAgent).toBe(`effect-fin/${version}`)
+      expect(Redacted.isRedacted(config.clientSecret)).toBe(true)
+      expect((yield* FinConfig.resolve({ ...base, environment: "production" })).baseUrl).toBe("https://api.fin.com")
+    }))
+
+  it("the version sent in User-Agent is package.json's", () => {
+    expect(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version).toBe(version)
+  })
+
+  it.effect("accepts https anywhere and http on loopback only", () =>
+    Effect.gen(function*() {
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://127.0.0.1:8080/" })).baseUrl).toBe("http://127.0.0.1:8080")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://localhost:1" })).baseUrl).toBe("http://localhost:1")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://[::1]:1" })).baseUrl).toBe("http://[::1]:1")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "https://proxy.example/fin/" })).baseUrl).toBe("https://proxy.example/fin")
+      expect(yield* configError({ ...base, baseUrl: "http://sandbox.api.fin.com" })).toContain("must use https")
+      expect(yield* configError({ ...base, baseUrl: "ftp://x" })).toContain("must use https")
+      expect(yield* configError({ ...base, baseUrl: "not a url" })).toContain("not a valid absolute URL")
+      expect(yield* configError({ ...base, baseUrl: "https://u:p@x.example" })).toContain("credentials")
+      expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
+    }))
+
+  it.effect("rejects bad numbers, durations and credentials with a ConfigError naming the option", () =>
+    Effect.gen(function*() {
+      expect(yield* configError({ ...base, maxRetries: -1 })).toContain("maxRetries")
+      expect(yield* configError({ ...base, maxRetries: 1.5 })).toContain("maxRetries")
+      expect(yield* configError({ ...base, timeout: 0 })).toContain("timeout must be greater than zero")
+      expect(yield* configError({ ...base, deadline: "0 seconds" })).toContain("deadline")
+      expect(yield* configError({ ...base, tokenTimeout: Duration.infinity })).toContain("finite")
+      expect(yield* configError({ ...base, timeout: "soon" as Duration.DurationInput })).toContain("timeout")
+      expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
+      expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
+      expect(yield* configError({ ...base, environment: "prod" as FinConfig.Environment })).toContain("environment")
+      expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")
+      expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
+    }))
+
+  it.effect("layerFromEnv reads FIN_* variables, with the secret redacted", () =>
+    Effect.gen(function*() {
+      const options = yield* FinConfig.fromEnv.pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([
+            ["FIN_CLIENT_ID", "env-id"],
+            ["FIN_CLIENT_SECRET", "env-secret"],
+            ["FIN_BASE_URL", "http://127.0.0.1:9"],
+            ["FIN_MAX_RETRIES", "4"],
+            ["FIN_TIMEOUT", "5 seconds"]
+          ])
+        ))
+      )
+      expect(options.clientId).toBe("env-id")
+      expect(Redacted.isRedacted(options.clientSecret)).toBe(true)
+      expect(String(options.clientSecret)).not.toContain("env-secret")
+      const config = yield* FinConfig.resolve(options)
+      expect(config.maxRetries).toBe(4)
+      expect(Duration.toSeconds(config.timeout)).toBe(5)
+    }))
+
+  it.effect("layerFromEnv fails with a ConfigError when FIN_CLIENT_ID is missing", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Layer.build(FinClient.layerFromEnv()).pipe(
+          Effect.provide(FinTest.layerHttpClient({})),
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["FIN_CLIENT_SECRET", "s"]]))),
+          Effect.scoped
+        )
+      )
+      expect(String(error)).toContain("FIN_CLIENT_ID")
+    }))
+})
+
+describe("FinClient", () => {
+  const routes: FinTest.Routes = {
+    "POST /v1/oauth/token": (request) => {
+      const body = request.body as { client_id: string }
+      return FinTest.json(200, {
+        access_token: `token-of-${body.client_id}`,
+        access_token_ttl: "2099-01-01 00:00:00+00",
+        current_time: "1970-01-01 00:00:00+00"
+      })
+    },
+    "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody)
+  }
+
+  it.effect("make: two accounts in one program keep separate tokens", () =>
+    Effect.gen(function*() {
+      const a = yield* FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1" })
+      const b = yield* FinClient.make({ clientId: "bob", clientSecret: "b", baseUrl: "http://127.0.0.1:1" })
+      yield* a.fees.calculate(quoteRequest)
+      yield* b.fees.calculate(quoteRequest)
+      expect(Redacted.value(yield* a.tokens.get)).toBe("token-of-alice")
+      expect(Redacted.value(yield* b.tokens.get)).toBe("token-of-bob")
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.headers.authorization)).toEqual([
+        "Bearer token-of-alice",
+        "Bearer token-of-bob"
+      ])
+    }).pipe(Effect.scoped, Effect.provide(FinTest.layerHttpClient(routes))))
+
+  it.effect("layerConfig takes Config values", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      expect(Redacted.value(yield* Effect.flatMap(TokenProvider.TokenProvider, (t) => t.get))).toBe("token-of-cfg")
+    }).pipe(
+      Effect.provide(
+        FinClient.layerConfig({
+          clientId: Config.succeed("cfg"),
+          clientSecret: Config.redacted(Config.succeed("s")),
+          baseUrl: Config.succeed("http://localhost:1")
+        }).pipe(Layer.provide(FinTest.layerHttpClient(routes)))
+      )
+    ))
+
+  it.effect("a bad option fails the layer with a ConfigError before any request", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Layer.build(FinClient.layer({ clientId: "x", clientSecret: "y", baseUrl: "http://evil.example" })).pipe(Effect.scoped)
+      )
+      expect(ConfigError.isInvalidData(error)).toBe(true)
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests).toHaveLength(0)
+    }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
+})
