@@ -1,0 +1,654 @@
+/**
+ * The logic of `scripts/snapshot-subdivisions.ts`, importable by tests and later tools: read and validate a source,
+ * build the normalised snapshot, serialise it deterministically, diff it against the committed one, write atomically.
+ *
+ * Pure parts return `Either`; everything that touches files or the network is an `Effect` failing with
+ * `SnapshotError`. Nothing here is part of the library: the library only sees the generated files.
+ */
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { createHash } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import * as CountryCode from "../../src/CountryCode.js"
+import { fromParseIssue, summarize } from "../../src/internal/issues.js"
+import {
+  compareEntries,
+  type EntriesDiff,
+  isEmptyDiff,
+  SnapshotSubdivision,
+  type Subdivision
+} from "../../src/internal/subdivisions.js"
+
+import { ExitCode, files } from "./files.js"
+
+export { crossCheck, crossCheckCountry } from "../../src/internal/subdivisions.js"
+export { defaultModulePath, ExitCode, files } from "./files.js"
+
+/** Why the script stopped: always names the file (or URL), and for invalid data the path and what was expected. */
+export class SnapshotError extends Data.TaggedError("SnapshotError")<{ readonly message: string }> {}
+
+/** Country (alpha-3) -> its subdivisions. A full snapshot has all 249 countries, sorted, entries sorted by code. */
+export type Snapshot = Readonly<Record<string, ReadonlyArray<SnapshotSubdivision>>>
+
+
+const generator = "scripts/snapshot-subdivisions.ts"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Validation of inputs
+// ---------------------------------------------------------------------------------------------------------------
+
+const Alpha2 = Schema.String.pipe(Schema.pattern(/^[A-Z]{2}$/, { title: "an ISO 3166-1 alpha-2 code" }))
+const Alpha3 = Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/, { title: "an ISO 3166-1 alpha-3 code" }))
+
+/** `iso_3166-1.json` of Debian iso-codes: only the fields the snapshot needs; others are ignored. */
+export const IsoCodes31661 = Schema.Struct({
+  "3166-1": Schema.Array(
+    Schema.Struct({ alpha_2: Alpha2, alpha_3: Alpha3 }).annotations({ title: "a country {alpha_2, alpha_3, ...}" })
+  ).annotations({ title: "an array of countries" })
+}).annotations({ title: "an iso-codes ISO 3166-1 file {\"3166-1\": [...]}" })
+
+/** `iso_3166-2.json` of Debian iso-codes. */
+export const IsoCodes31662 = Schema.Struct({
+  "3166-2": Schema.Array(SnapshotSubdivision).annotations({ title: "an array of subdivisions" })
+}).annotations({ title: "an iso-codes ISO 3166-2 file {\"3166-2\": [...]}" })
+
+/** The committed snapshot file, read leniently (any country keys) so that it can be diffed even when incomplete. */
+export const SnapshotFile = Schema.Record({ key: Schema.String, value: Schema.Array(SnapshotSubdivision) })
+  .annotations({ title: "a snapshot {ALPHA3: [subdivision, ...]}" })
+
+/** `subdivisions.meta.json`. */
+export const SnapshotMeta = Schema.Struct({
+  source: Schema.String,
+  sourceLocation: Schema.String,
+  sourceVersion: Schema.String,
+  sourceFiles: Schema.Record({ key: Schema.String, value: Schema.String }),
+  generatedAt: Schema.String,
+  generator: Schema.String,
+  dataFile: Schema.String,
+  sha256: Schema.String,
+  countries: Schema.Number,
+  subdivisions: Schema.Number,
+  countriesWithout: Schema.Number,
+  counts: Schema.Record({ key: Schema.String, value: Schema.Number })
+})
+
+/** @see SnapshotMeta */
+export type SnapshotMeta = typeof SnapshotMeta.Type
+
+const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+/** JSON text -> value, or an error naming the file. */
+export const parseJsonText = (text: string, label: string): Either.Either<unknown, SnapshotError> => {
+  try {
+    return Either.right(JSON.parse(text) as unknown)
+  } catch (e) {
+    return Either.left(new SnapshotError({ message: `${label}: not valid JSON (${errorText(e)})` }))
+  }
+}
+
+/** Decodes with `schema`, reporting every failing path of `label` with what was expected there. */
+export const decodeWith = <A, I>(
+  schema: Schema.Schema<A, I>,
+  value: unknown,
+  label: string
+): Either.Either<A, SnapshotError> =>
+  Schema.decodeUnknownEither(schema, { errors: "all" })(value).pipe(
+    Either.mapLeft((error) =>
+      new SnapshotError({ message: `${label}: invalid data: ${summarize(fromParseIssue(error.issue))}` })
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------------------------
+// Building the snapshot
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The normalised result of a source, whatever it was. */
+export interface SourceData {
+  readonly snapshot: Snapshot
+  /** Codes dropped because their country is not one of the 249 of the interface. */
+  readonly skipped: ReadonlyArray<string>
+  /** SHA-256 of each input file (file name -> hex), for the meta file. */
+  readonly inputs: Readonly<Record<string, string>>
+}
+
+const codeOrder = (a: { readonly code: string }, b: { readonly code: string }): number =>
+  a.code < b.code ? -1 : a.code > b.code ? 1 : 0
+
+// Fixed key order, `parent` only when present: the bytes of the output must not depend on the source's key order.
+const normaliseEntry = (entry: SnapshotSubdivision): SnapshotSubdivision =>
+  entry.parent === undefined
+    ? { code: entry.code, name: entry.name, type: entry.type }
+    : { code: entry.code, name: entry.name, type: entry.type, parent: entry.parent }
+
+/**
+ * Builds the snapshot from the two decoded-as-unknown iso-codes files. Checks beyond the shape: every country of the
+ * interface is in ISO 3166-1 with the alpha-2 `CountryCode` knows, no code twice, every code's prefix is a country,
+ * every parent exists and belongs to the same country.
+ */
+export const buildFromIsoCodes = (input: {
+  readonly iso31661: unknown
+  readonly iso31662: unknown
+  readonly label31661: string
+  readonly label31662: string
+}): Either.Either<Omit<SourceData, "inputs">, SnapshotError> =>
+  Either.gen(function*() {
+    const countries = yield* decodeWith(IsoCodes31661, input.iso31661, input.label31661)
+    const subdivisions = yield* decodeWith(IsoCodes31662, input.iso31662, input.label31662)
+    const invalid = (label: string, message: string) =>
+      Either.left(new SnapshotError({ message: `${label}: invalid data: ${message}` }))
+
+    const alpha2To3 = new Map<string, string>()
+    for (const country of countries["3166-1"]) alpha2To3.set(country.alpha_2, country.alpha_3)
+    const listed = new Map<string, string>(countries["3166-1"].map((c) => [c.alpha_3, c.alpha_2]))
+    for (const code of CountryCode.alpha3Codes) {
+      const alpha2 = listed.get(code)
+      if (alpha2 === undefined) {
+        return yield* invalid(input.label31661, `no entry with alpha_3 "${code}" (a country of the interface)`)
+      }
+      if (alpha2 !== CountryCode.toAlpha2(code)) {
+        const expected = CountryCode.toAlpha2(code)
+        return yield* invalid(input.label31661, `alpha_3 "${code}" has alpha_2 "${alpha2}", expected "${expected}"`)
+      }
+    }
+
+    const entries = subdivisions["3166-2"]
+    const firstIndex = new Map<string, number>()
+    for (let i = 0; i < entries.length; i++) {
+      const code = entries[i]!.code
+      const previous = firstIndex.get(code)
+      if (previous !== undefined) {
+        return yield* invalid(
+          input.label31662,
+          `3166-2[${i}].code: expected a code not used before (duplicate of 3166-2[${previous}])`
+        )
+      }
+      firstIndex.set(code, i)
+    }
+
+    const snapshot: Record<string, Array<SnapshotSubdivision>> = {}
+    for (const code of [...CountryCode.alpha3Codes].sort()) snapshot[code] = []
+    const skipped: Array<string> = []
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!
+      const prefix = entry.code.slice(0, 2)
+      const alpha3 = alpha2To3.get(prefix)
+      if (alpha3 === undefined) {
+        return yield* invalid(
+          input.label31662,
+          `3166-2[${i}].code: expected a code starting with an alpha-2 code of ${input.label31661}`
+        )
+      }
+      if (entry.parent !== undefined) {
+        if (!firstIndex.has(entry.parent) || !entry.parent.startsWith(`${prefix}-`)) {
+          return yield* invalid(
+            input.label31662,
+            `3166-2[${i}].parent: expected the code of another subdivision of the same country`
+          )
+        }
+      }
+      const list = snapshot[alpha3]
+      if (list === undefined) skipped.push(entry.code)
+      else list.push(normaliseEntry(entry))
+    }
+    for (const list of Object.values(snapshot)) list.sort(codeOrder)
+    return { snapshot, skipped }
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// Serialisation
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The bytes of `subdivisions.json`: countries sorted by alpha-3, entries sorted by code, one entry per line (readable
+ * diffs in review), keys in the order code, name, type, parent, UTF-8 without escapes, trailing newline.
+ */
+export const serializeSnapshot = (snapshot: Snapshot): string => {
+  const countries = Object.keys(snapshot).sort()
+  const lines: Array<string> = ["{"]
+  countries.forEach((country, i) => {
+    const comma = i < countries.length - 1 ? "," : ""
+    const entries = [...snapshot[country]!].sort(codeOrder).map(normaliseEntry)
+    if (entries.length === 0) {
+      lines.push(`  ${JSON.stringify(country)}: []${comma}`)
+      return
+    }
+    lines.push(`  ${JSON.stringify(country)}: [`)
+    entries.forEach((entry, j) => lines.push(`    ${JSON.stringify(entry)}${j < entries.length - 1 ? "," : ""}`))
+    lines.push(`  ]${comma}`)
+  })
+  lines.push("}")
+  return `${lines.join("\n")}\n`
+}
+
+/** Reads a snapshot file's text back (validated). */
+export const parseSnapshot = (text: string, label: string): Either.Either<Snapshot, SnapshotError> =>
+  Either.flatMap(parseJsonText(text, label), (value) => decodeWith(SnapshotFile, value, label))
+
+/** Hex SHA-256 of a UTF-8 string. */
+export const sha256 = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
+
+/** The meta record of a data file. */
+export const makeMeta = (options: {
+  readonly source: string
+  readonly sourceLocation: string
+  readonly sourceVersion: string
+  readonly inputs: Readonly<Record<string, string>>
+  readonly generatedAt: string
+  readonly snapshot: Snapshot
+  readonly dataText: string
+}): SnapshotMeta => {
+  const countries = Object.keys(options.snapshot).sort()
+  const counts: Record<string, number> = {}
+  let subdivisions = 0
+  let without = 0
+  for (const country of countries) {
+    const n = options.snapshot[country]!.length
+    counts[country] = n
+    subdivisions += n
+    if (n === 0) without++
+  }
+  const inputs: Record<string, string> = {}
+  for (const name of Object.keys(options.inputs).sort()) inputs[name] = options.inputs[name]!
+  return {
+    source: options.source,
+    sourceLocation: options.sourceLocation,
+    sourceVersion: options.sourceVersion,
+    sourceFiles: inputs,
+    generatedAt: options.generatedAt,
+    generator,
+    dataFile: files.data,
+    sha256: sha256(options.dataText),
+    countries: countries.length,
+    subdivisions,
+    countriesWithout: without,
+    counts
+  }
+}
+
+/** The bytes of `subdivisions.meta.json`. */
+export const serializeMeta = (meta: SnapshotMeta): string => `${JSON.stringify(meta, null, 2)}\n`
+
+/**
+ * The fields of two metas that must agree for the snapshot to count as unchanged: not `generatedAt` (time of the run)
+ * nor `sourceLocation` (the same files may sit at another path or URL).
+ */
+export const metaDifferences = (committed: SnapshotMeta, fresh: SnapshotMeta): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+  for (const key of ["source", "sourceVersion", "sourceFiles", "generator", "dataFile", "sha256", "counts"] as const) {
+    if (!same(committed[key], fresh[key])) out.push(key)
+  }
+  return out
+}
+
+// Non-ASCII as \uXXXX: the generated module stays plain ASCII whatever encoding a tool assumes.
+const toAsciiLiteral = (text: string): string =>
+  JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+
+/**
+ * The generated module `src/internal/subdivisionsData.ts`, made from the text of `subdivisions.json` (so it can only
+ * say what the data file says): one compact JSON string per country, in the data file's order.
+ *
+ * Measured on the reference machine (bench/subdivisions.ts): importing a module of one 400 kB string and parsing it
+ * at once costs about twice the 10 ms budget; per-country strings keep the import to a scan of the literals and make
+ * the first lookup parse only the country asked for.
+ */
+export const generatedModule = (dataText: string): string => {
+  const snapshot = JSON.parse(dataText) as Record<string, ReadonlyArray<SnapshotSubdivision>>
+  const countries = Object.keys(snapshot)
+  return [
+    "/**",
+    ` * The offline ISO 3166-2 snapshot: data/${files.data} as one compact JSON string per country (alpha-3).`,
+    ` * Generated by ${generator} from the data file with sha256`,
+    ` * ${sha256(dataText)}; do not edit.`,
+    " *",
+    " * Strings rather than object literals or a JSON import: the module loads fast (only the literals are scanned),",
+    " * each country is JSON.parse'd on its first lookup, and bundlers inline it into ESM and CommonJS alike (no fs).",
+    " *",
+    " * @internal",
+    " */",
+    "export const subdivisionsData: { readonly [alpha3: string]: string } = {",
+    ...countries.map((country, i) =>
+      `  ${country}: ${toAsciiLiteral(JSON.stringify(snapshot[country]))}${i < countries.length - 1 ? "," : ""}`
+    ),
+    "}",
+    ""
+  ].join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Diff
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Per-country changes between two snapshots, only countries that changed, sorted; plus totals. */
+export interface SnapshotDiff {
+  readonly countries: ReadonlyArray<EntriesDiff<SnapshotSubdivision> & { readonly country: string }>
+  readonly totals: {
+    readonly countries: number
+    readonly added: number
+    readonly removed: number
+    readonly renamed: number
+    readonly changed: number
+  }
+}
+
+/** Compares two snapshots country by country; a country absent on one side counts as empty there. */
+export const diffSnapshots = (before: Snapshot, after: Snapshot): SnapshotDiff => {
+  const countries = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()
+  const changed: Array<EntriesDiff<SnapshotSubdivision> & { readonly country: string }> = []
+  const totals = { countries: 0, added: 0, removed: 0, renamed: 0, changed: 0 }
+  for (const country of countries) {
+    const diff = compareEntries(before[country] ?? [], after[country] ?? [])
+    if (isEmptyDiff(diff)) continue
+    changed.push({ country, ...diff })
+    totals.countries++
+    totals.added += diff.added.length
+    totals.removed += diff.removed.length
+    totals.renamed += diff.renamed.length
+    totals.changed += diff.changed.length
+  }
+  return { countries: changed, totals }
+}
+
+const describeEntry = (e: SnapshotSubdivision): string =>
+  `${e.name} (${e.type || "no type"}${e.parent === undefined ? "" : `, in ${e.parent}`})`
+
+/** The diff as text: one block per country (`+` added, `-` removed, `~` renamed, `*` type or parent changed). */
+export const formatDiff = (diff: SnapshotDiff, options: { readonly listEntries?: boolean } = {}): string => {
+  const lines: Array<string> = []
+  const list = options.listEntries ?? true
+  for (const c of diff.countries) {
+    lines.push(
+      `${c.country}  +${c.added.length} -${c.removed.length} ~${c.renamed.length}${
+        c.changed.length > 0 ? ` *${c.changed.length}` : ""
+      }`
+    )
+    if (!list) continue
+    for (const e of c.added) lines.push(`  + ${e.code.padEnd(7)} ${describeEntry(e)}`)
+    for (const e of c.removed) lines.push(`  - ${e.code.padEnd(7)} ${describeEntry(e)}`)
+    for (const r of c.renamed) lines.push(`  ~ ${r.code.padEnd(7)} ${r.from} -> ${r.to}`)
+    for (const ch of c.changed) {
+      lines.push(`  * ${ch.code.padEnd(7)} ${describeEntry(ch.before)} -> ${describeEntry(ch.after)}`)
+    }
+  }
+  const t = diff.totals
+  const countries = `${t.countries} ${t.countries === 1 ? "country" : "countries"}`
+  lines.push(
+    `Total: ${countries} changed; ${t.added} added, ${t.removed} removed, ${t.renamed} renamed, ` +
+      `${t.changed} with another type or parent`
+  )
+  return lines.join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sources
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Where a snapshot comes from. Every source yields the same normalised `SourceData`, so the rest of the pipeline
+ * (diff, meta, write) does not care: iso-codes files today, the live API (`fromApi`) once the CLI can build a
+ * `SubdivisionService`.
+ */
+export interface SnapshotSource<R = never> {
+  /** Recorded as `source` in the meta, e.g. `"iso-codes"` or `"api"`. */
+  readonly source: string
+  /** Recorded as `sourceLocation`: the folder, base URL or API environment. */
+  readonly location: string
+  /** Recorded as `sourceVersion`. */
+  readonly version: string
+  readonly load: Effect.Effect<SourceData, SnapshotError, R>
+}
+
+const isUrl = (location: string): boolean => /^https?:\/\//i.test(location)
+
+/** Reads one file of a folder or an http(s) base URL as text. */
+export const readSourceFile = (location: string, file: string): Effect.Effect<string, SnapshotError> => {
+  if (isUrl(location)) {
+    const url = new URL(file, location.endsWith("/") ? location : `${location}/`).toString()
+    return Effect.tryPromise({
+      try: async (signal) => {
+        const response = await fetch(url, { signal })
+        if (!response.ok) throw new Error(`HTTP ${response.status}`)
+        return await response.text()
+      },
+      catch: (e) => new SnapshotError({ message: `${url}: cannot fetch (${errorText(e)})` })
+    })
+  }
+  const path = Path.join(location, file)
+  return Effect.tryPromise({
+    try: () => Fs.readFile(path, "utf8"),
+    catch: (e) =>
+      new SnapshotError({
+        message: `${path}: cannot read (${(e as NodeJS.ErrnoException).code ?? errorText(e)})`
+      })
+  })
+}
+
+// A folder inside the working directory is recorded relative to it, with `/`, so the meta does not depend on where
+// the repository was checked out.
+const recordedLocation = (location: string): string => {
+  if (isUrl(location)) return location
+  const relative = Path.relative(process.cwd(), Path.resolve(location))
+  return relative !== "" && !relative.startsWith("..") && !Path.isAbsolute(relative)
+    ? relative.split(Path.sep).join("/")
+    : location
+}
+
+/** Debian iso-codes' `iso_3166-1.json` and `iso_3166-2.json` in a folder or under an http(s) base URL. */
+export const fromIsoCodes = (location: string, version: string): SnapshotSource => ({
+  source: "iso-codes",
+  location: recordedLocation(location),
+  version,
+  load: Effect.gen(function*() {
+    const [text1, text2] = yield* Effect.all([
+      readSourceFile(location, files.iso31661),
+      readSourceFile(location, files.iso31662)
+    ], { concurrency: 2 })
+    const label = (file: string) =>
+      isUrl(location) ? new URL(file, `${location.replace(/\/$/, "")}/`).toString() : Path.join(location, file)
+    const iso31661 = yield* parseJsonText(text1, label(files.iso31661))
+    const iso31662 = yield* parseJsonText(text2, label(files.iso31662))
+    const built = yield* buildFromIsoCodes({
+      iso31661,
+      iso31662,
+      label31661: label(files.iso31661),
+      label31662: label(files.iso31662)
+    })
+    return { ...built, inputs: { [files.iso31661]: sha256(text1), [files.iso31662]: sha256(text2) } }
+  })
+})
+
+/**
+ * The seam for `--from-api`: a snapshot from the live service, given a way to list one country (in the CLI, later,
+ * `SubdivisionService.list` in mode `"online"`). The API returns only `code` and `name`, so `type` and `parent` are
+ * taken from the API when present, else from `previous` (the committed snapshot) for the same code, else `type` is
+ * empty and `parent` absent. Entries are validated like any other source.
+ */
+export const fromApi = <E, R>(options: {
+  readonly location: string
+  readonly version: string
+  readonly list: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivision>, E, R>
+  readonly previous?: Snapshot
+  readonly describeError?: (error: E) => string
+}): SnapshotSource<R> => ({
+  source: "api",
+  location: options.location,
+  version: options.version,
+  load: Effect.gen(function*() {
+    const snapshot: Record<string, ReadonlyArray<SnapshotSubdivision>> = {}
+    for (const country of [...CountryCode.alpha3Codes].sort()) {
+      const label = `${options.location} ${country}`
+      const listed = yield* options.list(country).pipe(
+        Effect.mapError((e) =>
+          new SnapshotError({ message: `${label}: ${options.describeError ? options.describeError(e) : String(e)}` })
+        )
+      )
+      const known = new Map((options.previous?.[country] ?? []).map((e) => [e.code, e]))
+      const merged = listed.map((e) => {
+        const parent = e.parent ?? known.get(e.code)?.parent
+        const type = e.type ?? known.get(e.code)?.type ?? ""
+        return parent === undefined
+          ? { code: e.code, name: e.name, type }
+          : { code: e.code, name: e.name, type, parent }
+      })
+      const entries = yield* decodeWith(Schema.Array(SnapshotSubdivision), merged, label)
+      snapshot[country] = [...entries].sort(codeOrder)
+    }
+    return { snapshot, skipped: [], inputs: {} }
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------------------------------------------
+
+/** What the CLI asks for. */
+export interface RunOptions<R = never> {
+  readonly source: SnapshotSource<R>
+  /** Folder of `subdivisions.json` and `subdivisions.meta.json`. */
+  readonly outDir: string
+  /** Path of the generated module. */
+  readonly modulePath: string
+  /** ISO 8601 time recorded in the meta. */
+  readonly generatedAt: string
+  /** Write nothing; exit 1 on any difference. */
+  readonly check: boolean
+  /** Write nothing; print the diff. */
+  readonly dryRun: boolean
+  /** Where the report goes (one call per block of text). */
+  readonly log: (text: string) => void
+}
+
+const readOptional = (path: string): Effect.Effect<string | undefined, SnapshotError> =>
+  Effect.tryPromise({
+    try: () => Fs.readFile(path, "utf8"),
+    catch: (e) => e as NodeJS.ErrnoException
+  }).pipe(
+    Effect.catchAll((e) =>
+      e.code === "ENOENT"
+        ? Effect.succeed(undefined)
+        : Effect.fail(new SnapshotError({ message: `${path}: cannot read (${e.code ?? e.message})` }))
+    )
+  )
+
+/**
+ * Writes every file to a temporary sibling first and renames only once all are written, so a failure leaves the
+ * committed files as they were (each rename is atomic on one file system).
+ */
+export const writeFilesAtomically = (
+  targets: ReadonlyArray<{ readonly path: string; readonly content: string }>
+): Effect.Effect<void, SnapshotError> => {
+  const temps = targets.map((t) => ({
+    ...t,
+    temp: Path.join(Path.dirname(t.path), `.${Path.basename(t.path)}.${process.pid}.tmp`)
+  }))
+  const cleanup = Effect.promise(() => Promise.all(temps.map((t) => Fs.rm(t.temp, { force: true }))))
+  return Effect.tryPromise({
+    try: async () => {
+      for (const t of temps) {
+        await Fs.mkdir(Path.dirname(t.path), { recursive: true })
+        await Fs.writeFile(t.temp, t.content, "utf8")
+      }
+      for (const t of temps) await Fs.rename(t.temp, t.path)
+    },
+    catch: (e) => new SnapshotError({ message: `cannot write the snapshot (${errorText(e)})` })
+  }).pipe(Effect.tapError(() => cleanup))
+}
+
+/**
+ * Loads the source, prints the diff against the committed snapshot, then writes (unless `check` or `dryRun`).
+ * Fails with `SnapshotError` (before writing anything) when the source or the output cannot be used.
+ */
+export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotError, R> =>
+  Effect.gen(function*() {
+    const loaded = yield* options.source.load
+    const dataText = serializeSnapshot(loaded.snapshot)
+    const meta = makeMeta({
+      source: options.source.source,
+      sourceLocation: options.source.location,
+      sourceVersion: options.source.version,
+      inputs: loaded.inputs,
+      generatedAt: options.generatedAt,
+      snapshot: loaded.snapshot,
+      dataText
+    })
+    const moduleText = generatedModule(dataText)
+
+    const dataPath = Path.join(options.outDir, files.data)
+    const metaPath = Path.join(options.outDir, files.meta)
+    const [committedData, committedMeta, committedModule] = yield* Effect.all([
+      readOptional(dataPath),
+      readOptional(metaPath),
+      readOptional(options.modulePath)
+    ])
+
+    const { log } = options
+    log(
+      `Source: ${meta.source} ${meta.sourceVersion} (${meta.sourceLocation}): ${meta.subdivisions} subdivisions, ${
+        meta.countries - meta.countriesWithout
+      } of ${meta.countries} countries with subdivisions`
+    )
+    if (loaded.skipped.length > 0) {
+      log(`Skipped ${loaded.skipped.length} subdivisions of countries outside the interface's list`)
+    }
+
+    // The diff is against what is committed; a missing or unreadable file is itself a difference.
+    let before: Snapshot = {}
+    let dataDiffers = committedData !== dataText
+    if (committedData === undefined) {
+      log(`No snapshot at ${dataPath}; every entry is new:`)
+    } else {
+      const parsed = parseSnapshot(committedData, dataPath)
+      if (Either.isLeft(parsed)) {
+        log(`The snapshot at ${dataPath} is unusable (${parsed.left.message}); diffing against an empty one:`)
+      } else {
+        before = parsed.right
+        log(`Changes against ${dataPath}:`)
+      }
+    }
+    const diff = diffSnapshots(before, loaded.snapshot)
+    log(formatDiff(diff, { listEntries: committedData !== undefined }))
+    if (dataDiffers && diff.totals.countries === 0) log(`${dataPath}: same entries, other bytes (formatting)`)
+
+    let metaDiffers = true
+    if (committedMeta !== undefined) {
+      const parsedMeta = Either.flatMap(
+        parseJsonText(committedMeta, metaPath),
+        (value) => decodeWith(SnapshotMeta, value, metaPath)
+      )
+      if (Either.isLeft(parsedMeta)) log(parsedMeta.left.message)
+      else {
+        const fields = metaDifferences(parsedMeta.right, meta)
+        metaDiffers = fields.length > 0
+        if (metaDiffers) log(`${metaPath}: differs in ${fields.join(", ")}`)
+      }
+    } else log(`No meta file at ${metaPath}`)
+    const moduleDiffers = committedModule !== moduleText
+    if (moduleDiffers) {
+      log(`${options.modulePath}: ${committedModule === undefined ? "missing" : "not in sync with the data"}`)
+    }
+
+    const differs = dataDiffers || metaDiffers || moduleDiffers
+    if (options.check) {
+      log(`Check: the committed snapshot ${differs ? "differs from the source" : "is up to date"}.`)
+      return differs ? ExitCode.differences : ExitCode.ok
+    }
+    if (!differs) {
+      log("Up to date; nothing written.")
+      return ExitCode.ok
+    }
+    if (options.dryRun) {
+      log("Dry run; nothing written.")
+      return ExitCode.ok
+    }
+    yield* writeFilesAtomically([
+      { path: dataPath, content: dataText },
+      { path: metaPath, content: serializeMeta(meta) },
+      { path: options.modulePath, content: moduleText }
+    ])
+    log(`Wrote ${dataPath}, ${metaPath}, ${options.modulePath}.`)
+    return ExitCode.ok
+  })

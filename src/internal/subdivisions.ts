@@ -1,0 +1,222 @@
+/**
+ * Schemas and pure comparisons of ISO 3166-2 subdivisions, shared by `Subdivisions` (the offline snapshot),
+ * `SubdivisionService` (API results, cross-checks) and the snapshot script.
+ *
+ * Kept apart from `Subdivisions.ts` on purpose: that module imports the generated data, and the script that generates
+ * the data must not depend on it.
+ *
+ * @internal
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * An ISO 3166-2 code: the alpha-2 country code, a hyphen, one to three letters or digits (`"US-CA"`, `"GB-BFS"`).
+ *
+ * @internal
+ */
+export const SubdivisionCode = Schema.String.pipe(
+  Schema.pattern(/^[A-Z]{2}-[A-Z0-9]{1,3}$/, {
+    title: "an ISO 3166-2 subdivision code",
+    description: "an ISO 3166-2 subdivision code (e.g. \"US-CA\")"
+  })
+)
+
+/**
+ * The common shape of a subdivision: what the API returns (`code`, `name`) and what the snapshot adds when known.
+ *
+ * @internal
+ */
+export const Subdivision = Schema.Struct({
+  /** Full ISO 3166-2 code, e.g. `"US-CA"`. */
+  code: Schema.String,
+  /** Name in the language of the source (iso-codes uses the ISO 3166-2 names, with diacritics). */
+  name: Schema.String,
+  /** Kind of subdivision, e.g. `"State"`; absent in API results. */
+  type: Schema.optional(Schema.String),
+  /** Full code of the parent subdivision, e.g. `"AZ-NX"`, for nested subdivisions. */
+  parent: Schema.optional(Schema.String)
+}).annotations({ title: "a subdivision {code, name, type?, parent?}" })
+
+/**
+ * An entry of the committed snapshot: the strict form, `type` always present (it may be empty only if a source had
+ * none), codes checked.
+ *
+ * @internal
+ */
+export const SnapshotSubdivision = Schema.Struct({
+  code: SubdivisionCode,
+  name: Schema.String.pipe(Schema.minLength(1, { title: "a non-empty name" })),
+  type: Schema.String,
+  parent: Schema.optional(SubdivisionCode)
+}).annotations({ title: "a subdivision {code, name, type, parent?}" })
+
+/** @internal */
+export type Subdivision = typeof Subdivision.Type
+
+/** @internal */
+export type SnapshotSubdivision = typeof SnapshotSubdivision.Type
+
+/**
+ * A code present on both sides whose name differs.
+ *
+ * @internal
+ */
+export interface Renamed {
+  readonly code: string
+  readonly from: string
+  readonly to: string
+}
+
+/**
+ * A code present on both sides with the same name but another `type` or `parent`.
+ *
+ * @internal
+ */
+export interface Changed<A> {
+  readonly code: string
+  readonly before: A
+  readonly after: A
+}
+
+/**
+ * How one list of subdivisions became another. Every array is sorted by code.
+ *
+ * @internal
+ */
+export interface EntriesDiff<A> {
+  readonly added: ReadonlyArray<A>
+  readonly removed: ReadonlyArray<A>
+  readonly renamed: ReadonlyArray<Renamed>
+  readonly changed: ReadonlyArray<Changed<A>>
+}
+
+// Code-unit order, not localeCompare: the result must not depend on the machine's locale.
+const byCode = <A extends Subdivision>(a: A, b: A): number => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0)
+
+/**
+ * Compares two lists of subdivisions by code: added (only in `after`), removed (only in `before`), renamed (same code,
+ * other name) and changed (same code and name, other `type` or `parent`; skipped when `compareDetails` is false, as
+ * for API results that carry neither).
+ *
+ * @internal
+ */
+export const compareEntries = <A extends Subdivision>(
+  before: ReadonlyArray<A>,
+  after: ReadonlyArray<A>,
+  compareDetails = true
+): EntriesDiff<A> => {
+  const old = new Map<string, A>()
+  for (const entry of before) old.set(entry.code, entry)
+  const added: Array<A> = []
+  const renamed: Array<Renamed> = []
+  const changed: Array<Changed<A>> = []
+  const seen = new Set<string>()
+  for (const entry of after) {
+    seen.add(entry.code)
+    const previous = old.get(entry.code)
+    if (previous === undefined) added.push(entry)
+    else if (previous.name !== entry.name) renamed.push({ code: entry.code, from: previous.name, to: entry.name })
+    else if (compareDetails && (previous.type !== entry.type || previous.parent !== entry.parent)) {
+      changed.push({ code: entry.code, before: previous, after: entry })
+    }
+  }
+  const removed = before.filter((entry) => !seen.has(entry.code))
+  const codeOrder = (a: { readonly code: string }, b: { readonly code: string }) =>
+    a.code < b.code ? -1 : a.code > b.code ? 1 : 0
+  return {
+    added: added.sort(byCode),
+    removed: removed.sort(byCode),
+    renamed: renamed.sort(codeOrder),
+    changed: changed.sort(codeOrder)
+  }
+}
+
+/**
+ * Whether a diff holds no change at all.
+ *
+ * @internal
+ */
+export const isEmptyDiff = (diff: EntriesDiff<unknown>): boolean =>
+  diff.added.length === 0 && diff.removed.length === 0 && diff.renamed.length === 0 && diff.changed.length === 0
+
+/**
+ * The snapshot measured against the API for one country: `missing` are codes the API lists and the snapshot lacks,
+ * `extra` are codes the snapshot has and the API does not list, `renamed` are codes both have under other names.
+ * Only codes and names are compared (the API has no `type` or `parent`).
+ *
+ * @internal
+ */
+export interface CrossCheck {
+  readonly missing: ReadonlyArray<Subdivision>
+  readonly extra: ReadonlyArray<Subdivision>
+  readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
+}
+
+/**
+ * Compares the snapshot's entries of one country with the API's (see `CrossCheck`).
+ *
+ * @internal
+ */
+export const crossCheckCountry = (
+  snapshotEntries: ReadonlyArray<Subdivision>,
+  apiEntries: ReadonlyArray<Subdivision>
+): CrossCheck => {
+  const diff = compareEntries(snapshotEntries, apiEntries, false)
+  return {
+    missing: diff.added,
+    extra: diff.removed,
+    renamed: diff.renamed.map((r) => ({ code: r.code, snapshotName: r.from, apiName: r.to }))
+  }
+}
+
+/**
+ * Cross-checks every country of `apiEntries` (country -> API list) against `snapshotEntries` (country -> snapshot
+ * list); a country the snapshot lacks counts as empty there. Sorted by country code.
+ *
+ * @internal
+ */
+export const crossCheck = (
+  snapshotEntries: Readonly<Record<string, ReadonlyArray<Subdivision>>>,
+  apiEntries: Readonly<Record<string, ReadonlyArray<Subdivision>>>
+): ReadonlyArray<CrossCheck & { readonly country: string }> =>
+  Object.keys(apiEntries)
+    .sort()
+    .map((country) => ({
+      country,
+      ...crossCheckCountry(
+        Object.prototype.hasOwnProperty.call(snapshotEntries, country) ? snapshotEntries[country]! : [],
+        apiEntries[country]!
+      )
+    }))
+
+// Letters that Unicode decomposition leaves alone but a user types as plain Latin.
+const foldMap: Readonly<Record<string, string>> = {
+  "ı": "i",
+  "ł": "l",
+  "ø": "o",
+  "đ": "d",
+  "ð": "d",
+  "ħ": "h",
+  "ŧ": "t",
+  "ŀ": "l",
+  "ß": "ss",
+  "æ": "ae",
+  "œ": "oe",
+  "þ": "th",
+  "ǝ": "e",
+  "ə": "e"
+}
+
+/**
+ * Case, diacritics and punctuation folded: `"São Paulo"` -> `"sao paulo"`, `"Ra’s al Khaymah"` ->
+ * `"ras al khaymah"`, `"Escaldes-Engordany"` -> `"escaldes engordany"`.
+ */
+export const normalize = (text: string): string =>
+  text
+    .toLowerCase()
+    .normalize("NFD")
+    .replace(/\p{M}+/gu, "")
+    .replace(/[ıłøđðħŧŀßæœþǝə]/g, (c) => foldMap[c] ?? c)
+    .replace(/['‘’ʻʼ`´]/g, "")
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim()

@@ -1,0 +1,477 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { execFile } from "node:child_process"
+import { createHash } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { parseCommandLine } from "../scripts/lib/cli.js"
+import {
+  buildFromIsoCodes,
+  crossCheck,
+  crossCheckCountry,
+  diffSnapshots,
+  formatDiff,
+  fromApi,
+  fromIsoCodes,
+  generatedModule,
+  run,
+  type RunOptions,
+  type Snapshot,
+  serializeSnapshot,
+  SnapshotMeta
+} from "../scripts/lib/snapshot.js"
+
+const inputs = "data/iso-codes-4.20"
+const read = (path: string) => Fs.readFile(path, "utf8")
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
+
+const loadInputs = async () => ({
+  iso31661: JSON.parse(await read(`${inputs}/iso_3166-1.json`)) as { "3166-1": Array<Record<string, string>> },
+  iso31662: JSON.parse(await read(`${inputs}/iso_3166-2.json`)) as { "3166-2": Array<Record<string, string>> },
+  label31661: "iso_3166-1.json",
+  label31662: "iso_3166-2.json"
+})
+
+const buildOrThrow = (input: Parameters<typeof buildFromIsoCodes>[0]) => {
+  const built = buildFromIsoCodes(input)
+  if (Either.isLeft(built)) throw new Error(built.left.message)
+  return built.right.snapshot
+}
+
+const tempDir = () => Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "effect-fin-snapshot-")))
+
+const options = (outDir: string, source = fromIsoCodes(inputs, "4.20")): RunOptions & { output: Array<string> } => {
+  const output: Array<string> = []
+  return {
+    source,
+    outDir,
+    modulePath: Path.join(outDir, "subdivisionsData.ts"),
+    generatedAt: "2025-01-01T00:00:00.000Z",
+    check: false,
+    dryRun: false,
+    log: (text) => output.push(text),
+    output
+  }
+}
+
+const listDir = (dir: string) => Effect.promise(() => Fs.readdir(dir).then((names) => names.sort()))
+const readAll = (dir: string) =>
+  Effect.promise(async () => {
+    const out: Record<string, string> = {}
+    for (const name of await Fs.readdir(dir)) out[name] = await read(Path.join(dir, name))
+    return out
+  })
+
+// A copy of the inputs in a temp folder, with iso_3166-2.json replaced by `broken`.
+const brokenSource = (broken: string) =>
+  Effect.promise(async () => {
+    const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "effect-fin-source-"))
+    await Fs.copyFile(`${inputs}/iso_3166-1.json`, Path.join(dir, "iso_3166-1.json"))
+    await Fs.writeFile(Path.join(dir, "iso_3166-2.json"), broken)
+    return dir
+  })
+
+const script = (args: ReadonlyArray<string>) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      Path.resolve("node_modules/.bin/tsx"),
+      ["scripts/snapshot-subdivisions.ts", ...args],
+      { env: { ...process.env, SOURCE_DATE_EPOCH: "" } },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr })
+    )
+  })
+
+const entry = (code: string, name: string, type = "State") => ({ code, name, type })
+
+describe("snapshot-subdivisions", () => {
+  describe("building", () => {
+    it("gives the same bytes for the same input, whatever its order", async () => {
+      const input = await loadInputs()
+      const first = serializeSnapshot(buildOrThrow(input))
+      expect(serializeSnapshot(buildOrThrow(input))).toBe(first)
+      const shuffled = {
+        ...input,
+        iso31661: { "3166-1": [...input.iso31661["3166-1"]].reverse() },
+        iso31662: {
+          "3166-2": [...input.iso31662["3166-2"]].reverse().map((e) =>
+            Object.fromEntries(Object.entries(e).reverse())
+          )
+        }
+      }
+      expect(serializeSnapshot(buildOrThrow(shuffled))).toBe(first)
+      expect(generatedModule(first)).toBe(generatedModule(serializeSnapshot(buildOrThrow(shuffled))))
+    })
+
+    it("the committed snapshot, meta and module are what the committed inputs give", async () => {
+      const dataText = serializeSnapshot(buildOrThrow(await loadInputs()))
+      const committed = await read("data/subdivisions.json")
+      expect(committed).toBe(dataText)
+      expect(await read("src/internal/subdivisionsData.ts")).toBe(generatedModule(committed))
+      const meta = Schema.decodeUnknownSync(SnapshotMeta)(JSON.parse(await read("data/subdivisions.meta.json")))
+      expect(meta.sha256).toBe(sha256(committed))
+      expect(meta.source).toBe("iso-codes")
+      expect(meta.sourceVersion).toBe("4.20")
+      expect(meta.sourceFiles).toEqual({
+        "iso_3166-1.json": sha256(await read(`${inputs}/iso_3166-1.json`)),
+        "iso_3166-2.json": sha256(await read(`${inputs}/iso_3166-2.json`))
+      })
+      expect([meta.countries, meta.subdivisions, meta.countriesWithout]).toEqual([249, 5046, 49])
+      expect(meta.counts["USA"]).toBe(57)
+      expect(Object.keys(meta.counts)).toHaveLength(249)
+    })
+
+    it("keys by alpha-3 in order, entries by code, one per line", () => {
+      const text = serializeSnapshot({
+        USA: [entry("US-NY", "New York"), entry("US-CA", "California")],
+        ABW: [],
+        AZE: [{ code: "AZ-BAB", type: "Rayon", parent: "AZ-NX", name: "Babək" }]
+      })
+      expect(text).toBe(
+        [
+          "{",
+          "  \"ABW\": [],",
+          "  \"AZE\": [",
+          "    {\"code\":\"AZ-BAB\",\"name\":\"Babək\",\"type\":\"Rayon\",\"parent\":\"AZ-NX\"}",
+          "  ],",
+          "  \"USA\": [",
+          "    {\"code\":\"US-CA\",\"name\":\"California\",\"type\":\"State\"},",
+          "    {\"code\":\"US-NY\",\"name\":\"New York\",\"type\":\"State\"}",
+          "  ]",
+          "}",
+          ""
+        ].join("\n")
+      )
+    })
+  })
+
+  describe("validation", () => {
+    const base = {
+      iso31661: { "3166-1": [] },
+      iso31662: { "3166-2": [] },
+      label31661: "src/iso_3166-1.json",
+      label31662: "src/iso_3166-2.json"
+    }
+    const failure = (input: Parameters<typeof buildFromIsoCodes>[0]) => {
+      const built = buildFromIsoCodes(input)
+      return Either.isLeft(built) ? built.left.message : "no failure"
+    }
+
+    it("names the file, the path and what was expected", async () => {
+      const input = await loadInputs()
+      const broken = structuredClone(input.iso31662)
+      ;(broken["3166-2"][3] as Record<string, unknown>)["name"] = 42
+      broken["3166-2"][7]!["code"] = "us-ca"
+      const message = failure({ ...input, iso31662: broken, label31662: "src/iso_3166-2.json" })
+      expect(message).toContain("src/iso_3166-2.json: invalid data")
+      expect(message).toContain("3166-2[3].name: expected")
+      expect(message).toContain("3166-2[7].code: expected an ISO 3166-2 subdivision code")
+      expect(failure({ ...base, iso31662: { "3166-2": "x" } })).toBe(
+        "src/iso_3166-2.json: invalid data: 3166-2: expected an array of subdivisions"
+      )
+      expect(failure({ ...base, iso31661: { "3166-1": [{ alpha_2: "us", alpha_3: "USA" }] } })).toBe(
+        "src/iso_3166-1.json: invalid data: 3166-1[0].alpha_2: expected an ISO 3166-1 alpha-2 code"
+      )
+    })
+
+    it("rejects duplicates, unknown prefixes, dangling parents and missing countries", async () => {
+      const input = await loadInputs()
+      const list = input.iso31662["3166-2"]
+      const withEntries = (...extra: Array<Record<string, string>>) => ({
+        ...input,
+        iso31662: { "3166-2": [...list, ...extra] }
+      })
+      expect(failure(withEntries({ code: "US-CA", name: "Again", type: "State" }))).toContain(
+        `3166-2[${list.length}].code: expected a code not used before`
+      )
+      expect(failure(withEntries({ code: "QQ-1", name: "Nowhere", type: "State" }))).toContain(
+        `3166-2[${list.length}].code: expected a code starting with an alpha-2 code`
+      )
+      expect(failure(withEntries({ code: "US-ZZ", name: "Orphan", type: "State", parent: "US-QQ" }))).toContain(
+        `3166-2[${list.length}].parent: expected the code of another subdivision of the same country`
+      )
+      expect(failure(withEntries({ code: "US-ZZ", name: "Abroad", type: "State", parent: "CA-ON" }))).toContain(
+        ".parent: expected the code of another subdivision of the same country"
+      )
+      const noUsa = { "3166-1": input.iso31661["3166-1"].filter((c) => c["alpha_3"] !== "USA") }
+      expect(failure({ ...input, iso31661: noUsa })).toContain("no entry with alpha_3 \"USA\"")
+    })
+  })
+
+  describe("diff", () => {
+    const before: Snapshot = {
+      ABW: [],
+      FRA: [entry("FR-01", "Ain", "Department"), entry("FR-02", "Aisne", "Department")],
+      USA: [entry("US-CA", "California"), entry("US-NY", "New York"), entry("US-ZZ", "Gone")]
+    }
+    const after: Snapshot = {
+      ABW: [],
+      FRA: [entry("FR-01", "Ain", "Department"), entry("FR-02", "Aisne", "Metropolitan department")],
+      USA: [entry("US-CA", "Californie"), entry("US-NY", "New York"), entry("US-TX", "Texas"), entry("US-AA", "A")]
+    }
+
+    it("counts added, removed, renamed and changed per country and in total", () => {
+      const diff = diffSnapshots(before, after)
+      expect(diff.countries.map((c) => c.country)).toEqual(["FRA", "USA"])
+      const usa = diff.countries[1]!
+      expect(usa.added.map((e) => e.code)).toEqual(["US-AA", "US-TX"])
+      expect(usa.removed.map((e) => e.code)).toEqual(["US-ZZ"])
+      expect(usa.renamed).toEqual([{ code: "US-CA", from: "California", to: "Californie" }])
+      expect(diff.countries[0]!.changed.map((c) => c.code)).toEqual(["FR-02"])
+      expect(diff.totals).toEqual({ countries: 2, added: 2, removed: 1, renamed: 1, changed: 1 })
+      expect(diffSnapshots(after, after).totals).toEqual({ countries: 0, added: 0, removed: 0, renamed: 0, changed: 0 })
+    })
+
+    it("prints one block per country and the totals", () => {
+      const text = formatDiff(diffSnapshots(before, after))
+      expect(text).toContain("USA  +2 -1 ~1")
+      expect(text).toContain("  + US-TX   Texas (State)")
+      expect(text).toContain("  - US-ZZ   Gone (State)")
+      expect(text).toContain("  ~ US-CA   California -> Californie")
+      expect(text).toContain("  * FR-02   Aisne (Department) -> Aisne (Metropolitan department)")
+      expect(text).toContain("Total: 2 countries changed; 2 added, 1 removed, 1 renamed, 1 with another type or parent")
+    })
+  })
+
+  describe("crossCheck", () => {
+    it("finds what the snapshot misses, what it has in excess and what the API names otherwise", () => {
+      const snapshot = [
+        entry("BD-01", "Bandarban", "District"),
+        entry("BD-02", "Barguna", "District"),
+        entry("BD-99", "Old")
+      ]
+      const api = [
+        { code: "BD-03", name: "Bogra" },
+        { code: "BD-02", name: "Borguna" },
+        { code: "BD-01", name: "Bandarban" }
+      ]
+      expect(crossCheckCountry(snapshot, api)).toEqual({
+        missing: [{ code: "BD-03", name: "Bogra" }],
+        extra: [entry("BD-99", "Old")],
+        renamed: [{ code: "BD-02", snapshotName: "Barguna", apiName: "Borguna" }]
+      })
+      // Only codes and names count: the API has no type.
+      expect(crossCheckCountry([entry("BD-01", "Bandarban", "District")], [{ code: "BD-01", name: "Bandarban" }]))
+        .toEqual({ missing: [], extra: [], renamed: [] })
+    })
+
+    it("covers every country of the API map, sorted", () => {
+      const report = crossCheck({ USA: [entry("US-CA", "California")] }, {
+        USA: [{ code: "US-CA", name: "California" }],
+        ABW: [{ code: "AW-01", name: "X" }]
+      })
+      expect(report.map((r) => r.country)).toEqual(["ABW", "USA"])
+      expect(report[0]!.missing).toEqual([{ code: "AW-01", name: "X" }])
+      expect(report[1]).toEqual({ country: "USA", missing: [], extra: [], renamed: [] })
+    })
+  })
+
+  describe("run", () => {
+    it.live("writes data, meta and module, then finds nothing to do", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        const first = options(dir)
+        expect(yield* run(first)).toBe(0)
+        expect(yield* listDir(dir)).toEqual(["subdivisions.json", "subdivisions.meta.json", "subdivisionsData.ts"])
+        const written = yield* readAll(dir)
+        expect(written["subdivisions.json"]).toBe(yield* Effect.promise(() => read("data/subdivisions.json")))
+        expect(written["subdivisionsData.ts"]).toBe(
+          yield* Effect.promise(() => read("src/internal/subdivisionsData.ts"))
+        )
+        expect(JSON.parse(written["subdivisions.meta.json"]!)).toMatchObject({
+          generatedAt: "2025-01-01T00:00:00.000Z",
+          sourceVersion: "4.20"
+        })
+        expect(first.output.join("\n")).toContain("No snapshot at")
+
+        const again = { ...options(dir), generatedAt: "2030-01-01T00:00:00.000Z" }
+        expect(yield* run(again)).toBe(0)
+        expect(again.output.join("\n")).toContain("Up to date; nothing written.")
+        expect(yield* readAll(dir)).toEqual(written)
+      }))
+
+    it.live("--check and --dry-run print the diff and write nothing", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        yield* run(options(dir))
+        const dataPath = Path.join(dir, "subdivisions.json")
+        const edited = (yield* Effect.promise(() => read(dataPath))).replace("\"California\"", "\"Kalifornien\"")
+        yield* Effect.promise(() => Fs.writeFile(dataPath, edited))
+        const before = yield* readAll(dir)
+
+        const check = { ...options(dir), check: true }
+        expect(yield* run(check)).toBe(1)
+        expect(check.output.join("\n")).toContain("  ~ US-CA   Kalifornien -> California")
+        const dry = { ...options(dir), dryRun: true }
+        expect(yield* run(dry)).toBe(0)
+        expect(dry.output.join("\n")).toContain("Dry run; nothing written.")
+        expect(yield* readAll(dir)).toEqual(before)
+      }))
+
+    it.live("a malformed source fails before anything is written", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        yield* run(options(dir))
+        const before = yield* readAll(dir)
+        for (
+          const [broken, expected] of [
+            ["{\"3166-2\": [{\"code\": \"US-CA\", \"name\": \"\", \"type\": \"State\"}]}", "3166-2[0].name: expected"],
+            ["{\"3166-2\": [", "iso_3166-2.json: not valid JSON"],
+            ["[]", "iso_3166-2.json: invalid data"]
+          ] as const
+        ) {
+          const source = yield* brokenSource(broken)
+          const error = yield* Effect.flip(run(options(dir, fromIsoCodes(source, "broken"))))
+          expect(error.message).toContain(expected)
+          expect(error.message).toContain(Path.join(source, "iso_3166-2.json"))
+        }
+        const missing = yield* Effect.flip(run(options(dir, fromIsoCodes(Path.join(dir, "nowhere"), "x"))))
+        expect(missing.message).toMatch(/iso_3166-1\.json: cannot read \(ENOENT\)/)
+        expect(yield* readAll(dir)).toEqual(before)
+      }))
+
+    it.live("reads the inputs from an http base URL", () =>
+      Effect.gen(function*() {
+        const server = Http.createServer((req, res) => {
+          const name = Path.basename(req.url ?? "")
+          if (req.url !== `/iso-codes/${name}` || !name.endsWith(".json")) {
+            res.writeHead(404).end()
+            return
+          }
+          Fs.readFile(Path.join(inputs, name)).then(
+            (body) => res.writeHead(200, { "content-type": "application/json" }).end(body),
+            () => res.writeHead(404).end()
+          )
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))),
+          () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+        )
+        const port = (server.address() as AddressInfo).port
+        const dir = yield* tempDir()
+        const opts = options(dir, fromIsoCodes(`http://127.0.0.1:${port}/iso-codes`, "4.20"))
+        expect(yield* run(opts)).toBe(0)
+        expect(yield* Effect.promise(() => read(Path.join(dir, "subdivisions.json")))).toBe(
+          yield* Effect.promise(() => read("data/subdivisions.json"))
+        )
+        const missing = yield* Effect.flip(run(options(dir, fromIsoCodes(`http://127.0.0.1:${port}/other`, "4.20"))))
+        expect(missing.message).toContain(`http://127.0.0.1:${port}/other/iso_3166-1.json: cannot fetch (HTTP 404)`)
+      }).pipe(Effect.scoped))
+
+    it.live("fromApi builds the same structure from per-country lists", () =>
+      Effect.gen(function*() {
+        const previous: Snapshot = { USA: [entry("US-CA", "California")] }
+        const source = fromApi({
+          location: "fake API",
+          version: "test",
+          previous,
+          list: (country) =>
+            Effect.succeed(
+              country === "USA" ? [{ code: "US-NY", name: "New York" }, { code: "US-CA", name: "California" }] : []
+            )
+        })
+        const loaded = yield* source.load
+        expect(Object.keys(loaded.snapshot)).toHaveLength(249)
+        // The type of a known code is kept from the previous snapshot; the API gives none for a new one.
+        expect(loaded.snapshot["USA"]).toEqual([
+          entry("US-CA", "California"),
+          { code: "US-NY", name: "New York", type: "" }
+        ])
+        const bad = fromApi({
+          location: "fake API",
+          version: "test",
+          list: () => Effect.succeed([{ code: "nope", name: "" }])
+        })
+        expect((yield* Effect.flip(bad.load)).message).toContain("fake API ABW: invalid data: [0].code: expected")
+      }))
+  })
+
+  describe("command line", () => {
+    const now = new Date("2025-06-01T12:00:00Z")
+    const parse = (args: ReadonlyArray<string>, sourceDateEpoch?: string) =>
+      parseCommandLine(args, { now, sourceDateEpoch })
+    const source = ["--from-iso-codes", inputs, "--source-version", "4.20"]
+
+    it("needs an explicit source and rejects what it cannot do yet", () => {
+      const usageError = (args: ReadonlyArray<string>, epoch?: string) => Either.getLeft(parse(args, epoch))
+      expect(usageError([])).toEqual(
+        Option.some("No source: pass --from-iso-codes DIR|URL with --source-version VERSION.")
+      )
+      expect(usageError(["--from-iso-codes", inputs])).toEqual(
+        Option.some("--source-version is required with --from-iso-codes.")
+      )
+      expect(Option.getOrThrow(usageError(["--from-api"]))).toContain("--from-api is not available yet")
+      expect(Option.getOrThrow(usageError([...source, "--cross-check"]))).toContain(
+        "--cross-check is not available yet"
+      )
+      expect(Option.getOrThrow(usageError([...source, "--check", "--dry-run"]))).toContain("exclude each other")
+      expect(Option.getOrThrow(usageError([...source, "--bogus"]))).toContain("--bogus")
+      expect(Option.getOrThrow(usageError([...source, "--generated-at", "soon"]))).toContain("--generated-at")
+      expect(Option.getOrThrow(usageError(source, "yesterday"))).toContain("SOURCE_DATE_EPOCH")
+      expect(parse(["--help"])).toEqual(Either.right({ _tag: "Help" }))
+    })
+
+    it("defaults to data/ and src/, and keeps everything in --out when given", () => {
+      expect(parse(source)).toEqual(Either.right({
+        _tag: "FromIsoCodes",
+        location: inputs,
+        version: "4.20",
+        outDir: "data",
+        modulePath: "src/internal/subdivisionsData.ts",
+        generatedAt: "2025-06-01T12:00:00.000Z",
+        check: false,
+        dryRun: false
+      }))
+      expect(parse([...source, "--out", "/tmp/x", "--check"])).toMatchObject(
+        Either.right({ outDir: "/tmp/x", modulePath: Path.join("/tmp/x", "subdivisionsData.ts"), check: true })
+      )
+      expect(parse([...source, "--generated-at", "2025-02-03T04:05:06Z"], "0")).toMatchObject(
+        Either.right({ generatedAt: "2025-02-03T04:05:06.000Z" })
+      )
+      expect(parse(source, "1700000000")).toMatchObject(Either.right({ generatedAt: "2023-11-14T22:13:20.000Z" }))
+    })
+
+    // The real script in child processes: exit codes as a CI job sees them.
+    it.live("exits 0 when up to date, 1 on differences under --check, 2 on usage errors and bad sources", () =>
+      Effect.gen(function*() {
+        const fresh = yield* tempDir()
+        yield* run(options(fresh))
+        const stale = yield* tempDir()
+        yield* run(options(stale))
+        const stalePath = Path.join(stale, "subdivisions.json")
+        yield* Effect.promise(async () =>
+          Fs.writeFile(stalePath, (await read(stalePath)).replace("\"Texas\"", "\"Tejas\""))
+        )
+        const broken = yield* brokenSource("{\"3166-2\": [{\"code\": 1}]}")
+        const target = yield* tempDir()
+        yield* run(options(target))
+        const before = yield* readAll(target)
+
+        const [upToDate, differs, noArgs, malformed] = yield* Effect.promise(() =>
+          Promise.all([
+            script([...source, "--out", fresh, "--check"]),
+            script([...source, "--out", stale, "--check"]),
+            script([]),
+            script(["--from-iso-codes", broken, "--source-version", "x", "--out", target])
+          ])
+        )
+        expect(upToDate.code).toBe(0)
+        expect(upToDate.stdout).toContain("Check: the committed snapshot is up to date.")
+        expect(differs.code).toBe(1)
+        expect(differs.stdout).toContain("  ~ US-TX   Tejas -> Texas")
+        expect(differs.stdout).toContain("Total: 1 country changed; 0 added, 0 removed, 1 renamed")
+        expect(noArgs.code).toBe(2)
+        expect(noArgs.stderr).toContain("Usage: npm run snapshot")
+        expect(malformed.code).toBe(2)
+        expect(malformed.stderr).toContain("iso_3166-2.json: invalid data: 3166-2[0].code: expected")
+        expect(malformed.stderr).toContain("Nothing was written.")
+        expect(yield* readAll(target)).toEqual(before)
+      }))
+  })
+})
