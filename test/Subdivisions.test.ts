@@ -1,0 +1,230 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { build } from "esbuild"
+import { readFileSync } from "node:fs"
+import * as Vm from "node:vm"
+import * as CountryCode from "../src/CountryCode.js"
+import { RequestValidationError } from "../src/FinError.js"
+import { normalize } from "../src/internal/subdivisions.js"
+import { subdivisionsData } from "../src/internal/subdivisionsData.js"
+import * as Subdivisions from "../src/Subdivisions.js"
+
+const right = <A, E>(either: Either.Either<A, E>): A => {
+  if (Either.isLeft(either)) throw new Error(`expected Right, got Left: ${String(either.left)}`)
+  return either.right
+}
+const codes = (either: Either.Either<ReadonlyArray<Subdivisions.SnapshotSubdivision>, unknown>) =>
+  right(either).map((e) => e.code)
+const names = (either: Either.Either<ReadonlyArray<Subdivisions.SnapshotSubdivision>, unknown>) =>
+  right(either).map((e) => e.name)
+
+const badCountries = ["usa", "XXX", "../v1", "", "US", "USA ", "__proto__"]
+
+describe("Subdivisions", () => {
+  describe("forCountry", () => {
+    it("lists a country's subdivisions sorted by code", () => {
+      const usa = right(Subdivisions.forCountry("USA"))
+      expect(usa).toHaveLength(57)
+      expect(usa.map((e) => e.code)).toEqual([...usa.map((e) => e.code)].sort())
+      expect(usa.find((e) => e.code === "US-CA")).toEqual({ code: "US-CA", name: "California", type: "State" })
+    })
+
+    it("gives an empty list, not an error, for a country without subdivisions", () => {
+      expect(right(Subdivisions.forCountry("ABW"))).toEqual([])
+      expect(right(Subdivisions.forCountry("ATA"))).toEqual([])
+    })
+
+    it("keeps the parent as a full code", () => {
+      const aze = right(Subdivisions.forCountry("AZE"))
+      expect(aze.find((e) => e.code === "AZ-BAB")).toEqual({
+        code: "AZ-BAB",
+        name: "Babək",
+        type: "Rayon",
+        parent: "AZ-NX"
+      })
+    })
+
+    it("rejects unknown countries with the RequestValidationError of CountryCode.validate", () => {
+      for (const input of badCountries) {
+        const result = Subdivisions.forCountry(input)
+        expect(Either.isLeft(result), input).toBe(true)
+        if (Either.isLeft(result)) {
+          expect(result.left).toBeInstanceOf(RequestValidationError)
+          expect(result.left._tag).toBe("RequestValidationError")
+          const expected = Effect.runSync(Effect.flip(CountryCode.validate(input)))
+          expect(result.left.message).toBe(expected.message)
+          expect(result.left.issues).toEqual(expected.issues)
+        }
+      }
+    })
+
+    it("hands out frozen entries, so no caller can change what the next one sees", () => {
+      const usa = right(Subdivisions.forCountry("USA"))
+      expect(Object.isFrozen(usa)).toBe(true)
+      expect(Object.isFrozen(usa[0])).toBe(true)
+      expect(right(Subdivisions.forCountry("USA"))).toBe(usa)
+    })
+  })
+
+  describe("byCode", () => {
+    it("finds a subdivision by its full code", () => {
+      expect(Subdivisions.byCode("US-CA")).toEqual(Option.some({ code: "US-CA", name: "California", type: "State" }))
+      expect(Option.map(Subdivisions.byCode("BR-SP"), (e) => e.name)).toEqual(Option.some("São Paulo"))
+      expect(Option.map(Subdivisions.byCode("AZ-NV"), (e) => e.parent)).toEqual(Option.some("AZ-NX"))
+    })
+
+    it("is None for codes the snapshot lacks, in any form", () => {
+      for (const code of ["us-ca", "US-ZZ", "XX-YY", "", "US", "USA-CA", "US_CA", " US-CA", "__proto__"]) {
+        expect(Option.isNone(Subdivisions.byCode(code)), code).toBe(true)
+      }
+    })
+  })
+
+  describe("isValid", () => {
+    it("tells whether a code belongs to a country", () => {
+      expect(Subdivisions.isValid("USA", "US-CA")).toEqual(Either.right(true))
+      expect(Subdivisions.isValid("CAN", "US-CA")).toEqual(Either.right(false))
+      expect(Subdivisions.isValid("USA", "us-ca")).toEqual(Either.right(false))
+      expect(Subdivisions.isValid("ABW", "AW-01")).toEqual(Either.right(false))
+      expect(Subdivisions.isValid("BGD", "BD-01")).toEqual(Either.right(true))
+    })
+
+    it("fails on an unknown country instead of answering false", () => {
+      for (const input of badCountries) {
+        const result = Subdivisions.isValid(input, "US-CA")
+        expect(Either.isLeft(result) && result.left._tag === "RequestValidationError", input).toBe(true)
+      }
+    })
+  })
+
+  describe("search", () => {
+    it("ignores case and diacritics", () => {
+      for (const query of ["sao paulo", "SAO PAULO", "São Paulo", "  são   paulo "]) {
+        expect(codes(Subdivisions.search("BRA", query))[0], query).toBe("BR-SP")
+      }
+      expect(codes(Subdivisions.search("USA", "new y"))).toEqual(["US-NY"])
+      expect(codes(Subdivisions.search("USA", "NEW Y"))).toEqual(["US-NY"])
+    })
+
+    it("folds apostrophes, punctuation and letters without a decomposition", () => {
+      expect(codes(Subdivisions.search("ARE", "ajman"))).toEqual(["AE-AJ"]) // ‘Ajmān
+      expect(codes(Subdivisions.search("ARE", "ras al khaymah"))).toEqual(["AE-RK"]) // Ra’s al Khaymah
+      expect(codes(Subdivisions.search("AND", "escaldes-engordany"))).toEqual(["AD-08"])
+      expect(codes(Subdivisions.search("ESP", "lerida"))).toEqual(["ES-L"]) // Lleida [Lérida]
+      expect(normalize("Bakı")).toBe("baki")
+      expect(normalize("Ærøskøbing ǝ")).toBe("aeroskobing e")
+    })
+
+    it("ranks exact, then prefix, then word prefix, then substring", () => {
+      expect(names(Subdivisions.search("FRA", "loire"))).toEqual([
+        "Loire", // exact
+        "Loire-Atlantique", // prefix
+        "Loiret",
+        "Centre-Val de Loire", // word prefix, by name
+        "Haute-Loire",
+        "Indre-et-Loire",
+        "Maine-et-Loire",
+        "Pays-de-la-Loire",
+        "Saône-et-Loire"
+      ])
+      expect(names(Subdivisions.search("POL", "pomorskie"))).toEqual([
+        "Pomorskie", // exact
+        "Kujawsko-Pomorskie", // word prefix
+        "Zachodniopomorskie" // substring
+      ])
+    })
+
+    it("treats the code as an exact match", () => {
+      expect(codes(Subdivisions.search("USA", "ny"))[0]).toBe("US-NY")
+      expect(codes(Subdivisions.search("USA", "us-ny"))[0]).toBe("US-NY")
+    })
+
+    it("matches nothing for blank text, honours limit, and rejects unknown countries", () => {
+      expect(right(Subdivisions.search("USA", ""))).toEqual([])
+      expect(right(Subdivisions.search("USA", " - "))).toEqual([])
+      expect(right(Subdivisions.search("ABW", "a"))).toEqual([])
+      expect(right(Subdivisions.search("USA", "a", { limit: 3 }))).toHaveLength(3)
+      expect(right(Subdivisions.search("USA", "zzz"))).toEqual([])
+      for (const input of badCountries) {
+        const result = Subdivisions.search(input, "a")
+        expect(Either.isLeft(result) && result.left._tag === "RequestValidationError", input).toBe(true)
+      }
+    })
+  })
+
+  describe("countriesWithout", () => {
+    it("lists the 49 countries without subdivisions, sorted", () => {
+      const without = Subdivisions.countriesWithout()
+      expect(without).toHaveLength(49)
+      expect([...without]).toEqual([...without].sort())
+      for (const country of without) expect(right(Subdivisions.forCountry(country))).toEqual([])
+      const withSome = CountryCode.alpha3Codes.filter((c) => right(Subdivisions.forCountry(c)).length > 0)
+      expect(withSome).toHaveLength(200)
+      expect(without).toContain("ATA")
+      expect(without).not.toContain("USA")
+    })
+  })
+
+  describe("the snapshot", () => {
+    it("covers all 249 countries with valid entries that byCode finds again", () => {
+      const decode = Schema.decodeUnknownSync(Schema.Array(Subdivisions.SnapshotSubdivision))
+      let total = 0
+      for (const country of CountryCode.alpha3Codes) {
+        const entries = right(Subdivisions.forCountry(country))
+        decode(entries)
+        for (const entry of entries) {
+          expect(entry.code.startsWith(`${CountryCode.toAlpha2(country)}-`)).toBe(true)
+          expect(Subdivisions.byCode(entry.code)).toEqual(Option.some(entry))
+          expect(Subdivisions.isValid(country, entry.code)).toEqual(Either.right(true))
+          if (entry.parent !== undefined) {
+            expect(Subdivisions.isValid(country, entry.parent)).toEqual(Either.right(true))
+          }
+        }
+        total += entries.length
+      }
+      expect(total).toBe(5046)
+    })
+
+    it("the generated module holds exactly the entries of data/subdivisions.json", () => {
+      const file = JSON.parse(readFileSync("data/subdivisions.json", "utf8")) as Record<string, unknown>
+      expect(Object.keys(subdivisionsData)).toEqual(Object.keys(file))
+      expect(Object.keys(subdivisionsData).sort()).toEqual([...CountryCode.alpha3Codes].sort())
+      for (const country of Object.keys(file)) expect(JSON.parse(subdivisionsData[country]!)).toEqual(file[country])
+    })
+
+    it("a snapshot entry is a Subdivision (the API shape, type and parent optional)", () => {
+      const decode = Schema.decodeUnknownSync(Subdivisions.Subdivision)
+      expect(decode({ code: "BD-01", name: "Bandarban" })).toEqual({ code: "BD-01", name: "Bandarban" })
+      const entry: Subdivisions.Subdivision = Option.getOrThrow(Subdivisions.byCode("BD-01"))
+      expect(decode(entry)).toEqual(entry)
+    })
+  })
+
+  describe("runs without Node", () => {
+    // Bundled for the browser (esbuild fails on any node: import) and evaluated with only the web globals an edge
+    // runtime has: no require, process, Buffer or fs.
+    it("as a browser CommonJS bundle in a bare VM context", async () => {
+      const result = await build({
+        entryPoints: ["src/Subdivisions.ts"],
+        bundle: true,
+        write: false,
+        format: "cjs",
+        platform: "browser",
+        logLevel: "silent"
+      })
+      const code = result.outputFiles[0]!.text
+      expect(code).not.toMatch(/require\(["'](node:)?fs["']\)/)
+      const module = { exports: {} as Record<string, unknown> }
+      const { clearTimeout, performance, queueMicrotask, setTimeout, TextDecoder, TextEncoder, URL } = globalThis
+      const web = { clearTimeout, performance, queueMicrotask, setTimeout, TextDecoder, TextEncoder, URL }
+      Vm.runInNewContext(code, { ...web, module, exports: module.exports })
+      const forCountry = module.exports["forCountry"] as typeof Subdivisions.forCountry
+      const search = module.exports["search"] as typeof Subdivisions.search
+      expect(codes(search("BRA", "sao paulo"))[0]).toBe("BR-SP")
+      expect(right(forCountry("USA"))).toHaveLength(57)
+    })
+  })
+})
