@@ -1,0 +1,1165 @@
+/**
+ * Fin webhooks: signature verification through a pluggable `WebhookCrypto`, event schemas, and an `HttpApp` handler
+ * that reads a bounded body, verifies it, de-duplicates deliveries and reports out-of-order events as stale.
+ *
+ * The service signs only the raw body (`x-fin-signature` = hex HMAC, algorithm in `x-fin-signature-algorithm`,
+ * default `sha256`); it sends no timestamp and promises no ordering, so the maximum age, the environment check and the
+ * ordering are added here. Nothing in this module imports a Node-only module: it runs on Node, Bun, Deno and edge
+ * runtimes. `effect-fin/node` adds a faster node:crypto verifier.
+ *
+ * @since 0.1.0
+ */
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
+import * as Issues from "./internal/issues.js"
+import * as KeyCache from "./internal/keyCache.js"
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Signature headers and algorithms
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * Header carrying the hex HMAC of the raw body.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const signatureHeader = "x-fin-signature"
+
+/**
+ * Header naming the HMAC algorithm; `sha256` when absent.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const algorithmHeader = "x-fin-signature-algorithm"
+
+/**
+ * The HMAC algorithms accepted; anything else is refused as `unsupported_algorithm`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const algorithms = ["sha256", "sha384", "sha512"] as const
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Algorithm = typeof algorithms[number]
+
+/**
+ * Digest length in bytes of each algorithm.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const digestLength: { readonly [A in Algorithm]: number } = { sha256: 32, sha384: 48, sha512: 64 }
+
+const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha384" || u === "sha512"
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Crypto
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * What `WebhookCrypto` implementations provide. `verify` must compare in constant time.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WebhookCryptoService {
+  /** Whether `signature` (raw digest bytes) is the HMAC of `body` under `secret`. */
+  readonly verify: (
+    algorithm: Algorithm,
+    secret: Redacted.Redacted<string>,
+    body: Uint8Array,
+    signature: Uint8Array
+  ) => Effect.Effect<boolean>
+  /** The HMAC of `body` under `secret` (raw digest bytes). */
+  readonly sign: (algorithm: Algorithm, secret: Redacted.Redacted<string>, body: Uint8Array) => Effect.Effect<Uint8Array>
+}
+
+/**
+ * The HMAC implementation used by `verify`, `sign` and `handler`. Optional: without it the portable WebCrypto
+ * implementation is used; `effect-fin/node` provides a faster node:crypto one.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class WebhookCrypto extends Context.Tag("effect-fin/WebhookCrypto")<WebhookCrypto, WebhookCryptoService>() {}
+
+const hashNames: { readonly [A in Algorithm]: string } = { sha256: "SHA-256", sha384: "SHA-384", sha512: "SHA-512" }
+
+const utf8 = new TextEncoder()
+
+/**
+ * The portable implementation: WebCrypto `subtle.verify` (constant time), each secret's key imported once per
+ * algorithm.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeWebCrypto = (): WebhookCryptoService => {
+  const subtle = globalThis.crypto.subtle
+  // The import promise is cached, so concurrent first calls share one import.
+  const keys = KeyCache.make((algorithm, secret): Promise<CryptoKey> =>
+    subtle.importKey("raw", utf8.encode(secret), { name: "HMAC", hash: hashNames[algorithm] }, false, [
+      "sign",
+      "verify"
+    ])
+  )
+  const keyFor = (algorithm: Algorithm, secret: Redacted.Redacted<string>) =>
+    keys.get(algorithm, secret).catch((error: unknown) => {
+      // A failed import is not kept: the next call tries again.
+      keys.forget(algorithm, secret)
+      throw error
+    })
+  return {
+    verify: (algorithm, secret, body, signature) =>
+      Effect.promise(() =>
+        keyFor(algorithm, secret).then((key) => subtle.verify("HMAC", key, asBuffer(signature), asBuffer(body)))
+      ),
+    sign: (algorithm, secret, body) =>
+      Effect.promise(() =>
+        keyFor(algorithm, secret).then((key) => subtle.sign("HMAC", key, asBuffer(body))).then((mac) =>
+          new Uint8Array(mac)
+        )
+      )
+  }
+}
+
+// WebCrypto's typings want an ArrayBuffer-backed view; bodies read from a request always are.
+const asBuffer = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => bytes as Uint8Array<ArrayBuffer>
+
+/**
+ * Provides the WebCrypto implementation explicitly (it is also the default when no `WebhookCrypto` is provided).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWebCrypto: Layer.Layer<WebhookCrypto> = Layer.sync(WebhookCrypto, makeWebCrypto)
+
+let defaultCrypto: WebhookCryptoService | undefined
+const currentCrypto: Effect.Effect<WebhookCryptoService> = Effect.map(
+  Effect.serviceOption(WebhookCrypto),
+  (crypto) => Option.isSome(crypto) ? crypto.value : (defaultCrypto ??= makeWebCrypto())
+)
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Secrets and headers
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * A webhook secret. Prefer `Redacted` so it cannot be logged by accident; plain strings are accepted.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Secret = Redacted.Redacted<string> | string
+
+/**
+ * One secret, or several during a rotation (a signature under any of them is accepted).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Secrets = Secret | ReadonlyArray<Secret>
+
+const toRedacted = (secret: Secret): Redacted.Redacted<string> =>
+  typeof secret === "string" ? Redacted.make(secret) : secret
+
+// Empty secrets are dropped: an HMAC under an empty key proves nothing.
+const secretList = (secrets: Secrets): ReadonlyArray<Redacted.Redacted<string>> => {
+  if (typeof secrets === "string" || Redacted.isRedacted(secrets)) {
+    const one = toRedacted(secrets)
+    return Redacted.value(one) === "" ? [] : [one]
+  }
+  const out: Array<Redacted.Redacted<string>> = []
+  for (const secret of secrets) {
+    const redacted = toRedacted(secret)
+    if (Redacted.value(redacted) !== "") out.push(redacted)
+  }
+  return out
+}
+
+/**
+ * Request headers in any of the usual forms: a plain record (header names in any case, Node's
+ * `IncomingHttpHeaders` included), `Headers` from `@effect/platform`, or web `Headers`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HeadersInput =
+  | Headers.Headers
+  | globalThis.Headers
+  | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
+  Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
+
+// `name` is lower case. Records are usually lower-cased already (Node, @effect/platform), so look that up first.
+const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+  if (isWebHeaders(headers)) return headers.get(name) ?? undefined
+  const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
+  const direct = record[name]
+  if (direct !== undefined) return direct
+  for (const key of Object.keys(record)) {
+    if (key.length === name.length && key.toLowerCase() === name) return record[key]
+  }
+  return undefined
+}
+
+const fail = (reason: WebhookFailureReason, message: string) => new WebhookVerificationError({ reason, message })
+
+interface SignatureHeaders {
+  readonly algorithm: Algorithm
+  readonly signature: Uint8Array
+}
+
+// Reads and checks both headers. A signature that is not hex of the algorithm's digest length can match no secret.
+const parseSignatureHeaders = (headers: HeadersInput): Either.Either<SignatureHeaders, WebhookVerificationError> => {
+  const signature = readHeader(headers, signatureHeader)
+  if (signature === undefined || signature === "") {
+    return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
+  }
+  const algorithmValue = readHeader(headers, algorithmHeader)
+  if (typeof algorithmValue !== "string" && algorithmValue !== undefined) {
+    return Either.left(fail("unsupported_algorithm", `the ${algorithmHeader} header is repeated`))
+  }
+  const algorithm = algorithmValue === undefined || algorithmValue.trim() === ""
+    ? "sha256"
+    : algorithmValue.trim().toLowerCase()
+  if (!isAlgorithm(algorithm)) {
+    return Either.left(
+      fail("unsupported_algorithm", `the signature algorithm is not one of ${algorithms.join(", ")}`)
+    )
+  }
+  const bytes = typeof signature === "string" ? hexToBytes(signature.trim(), digestLength[algorithm]) : undefined
+  if (bytes === undefined) {
+    return Either.left(
+      fail("bad_signature", `the ${signatureHeader} header is not a hex ${algorithm} digest`)
+    )
+  }
+  return Either.right({ algorithm, signature: bytes })
+}
+
+// Hex digit value of a char code, or -1; upper and lower case alike.
+const nibble = (c: number): number =>
+  c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1
+
+const hexToBytes = (hex: string, length: number): Uint8Array | undefined => {
+  if (hex.length !== length * 2) return undefined
+  const out = new Uint8Array(length)
+  for (let i = 0; i < length; i++) {
+    const hi = nibble(hex.charCodeAt(2 * i))
+    const lo = nibble(hex.charCodeAt(2 * i + 1))
+    if (hi < 0 || lo < 0) return undefined
+    out[i] = (hi << 4) | lo
+  }
+  return out
+}
+
+const hexDigits = "0123456789abcdef"
+
+const bytesToHex = (bytes: Uint8Array): string => {
+  let out = ""
+  for (const byte of bytes) out += hexDigits[byte >> 4]! + hexDigits[byte & 15]!
+  return out
+}
+
+const toBytes = (body: Uint8Array | string): Uint8Array => typeof body === "string" ? utf8.encode(body) : body
+
+// Tries each secret in turn (rotation); the first match wins.
+const checkSignature = (
+  crypto: WebhookCryptoService,
+  parsed: SignatureHeaders,
+  secrets: ReadonlyArray<Redacted.Redacted<string>>,
+  body: Uint8Array
+): Effect.Effect<void, WebhookVerificationError> => {
+  if (secrets.length === 0) return Effect.fail(fail("no_secret", "no webhook secret is configured"))
+  const tryFrom = (i: number): Effect.Effect<void, WebhookVerificationError> =>
+    Effect.flatMap(
+      crypto.verify(parsed.algorithm, secrets[i]!, body, parsed.signature),
+      (ok) =>
+        ok
+          ? Effect.void
+          : i + 1 < secrets.length
+          ? tryFrom(i + 1)
+          : Effect.fail(fail("bad_signature", "the signature matches none of the webhook secrets"))
+    )
+  return tryFrom(0)
+}
+
+/**
+ * Checks only the signature of a delivery: `x-fin-signature` must be the hex HMAC of the raw body bytes under one of
+ * `secrets`, with the algorithm of `x-fin-signature-algorithm` (default `sha256`). Pass the body exactly as received;
+ * a string is taken as its UTF-8 bytes.
+ *
+ * @since 0.1.0
+ * @category verification
+ */
+export const verifySignature = (
+  rawBody: Uint8Array | string,
+  headers: HeadersInput,
+  secrets: Secrets
+): Effect.Effect<void, WebhookVerificationError> =>
+  Effect.suspend(() => {
+    const parsed = parseSignatureHeaders(headers)
+    if (Either.isLeft(parsed)) return parsed.left
+    const list = secretList(secrets)
+    return Effect.flatMap(currentCrypto, (crypto) => checkSignature(crypto, parsed.right, list, toBytes(rawBody)))
+  })
+
+/**
+ * Headers the service sends with a delivery (a type literal, so it is usable wherever a header record is).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SignedHeaders = {
+  readonly "content-type": "application/json"
+  readonly "x-fin-signature": string
+  readonly "x-fin-signature-algorithm": Algorithm
+}
+
+/**
+ * Signs a body as the service would and returns the headers it would send: for users' tests.
+ *
+ * @since 0.1.0
+ * @category signing
+ */
+export const sign = (
+  rawBody: Uint8Array | string,
+  secret: Secret,
+  algorithm: Algorithm = "sha256"
+): Effect.Effect<SignedHeaders> =>
+  Effect.suspend(() => {
+    const redacted = toRedacted(secret)
+    if (Redacted.value(redacted) === "") return Effect.dieMessage("effect-fin: a webhook secret must not be empty")
+    return Effect.flatMap(currentCrypto, (crypto) =>
+      Effect.map(crypto.sign(algorithm, redacted, toBytes(rawBody)), (mac) => ({
+        "content-type": "application/json" as const,
+        "x-fin-signature": bytesToHex(mac),
+        "x-fin-signature-algorithm": algorithm
+      })))
+  })
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Timestamps
+// ---------------------------------------------------------------------------------------------------------------------
+
+const timestampPattern =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d{2}):?(\d{2}))$/
+
+// Epoch microseconds of an ISO 8601 date-time with a zone (`Z` or an offset), or undefined. Microseconds because the
+// service sends them (`2026-04-04T17:38:26.843132Z`) and ordering should not lose them; a `DateTime` keeps milliseconds.
+const parseTimestamp = (s: string): number | undefined => {
+  const m = timestampPattern.exec(s)
+  if (m === null) return undefined
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
+  const offsetHours = m[9] === undefined ? 0 : Number(m[9])
+  const offsetMinutes = m[10] === undefined ? 0 : Number(m[10])
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined
+  // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.
+  const midnight = new Date(0).setUTCFullYear(year, month - 1, day)
+  if (new Date(midnight).getUTCDate() !== day) return undefined
+  const offset = (m[8] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
+  const millis = midnight + ((hour * 60 + minute) * 60 + second) * 1000 - offset
+  const fraction = Number(((m[7] ?? "") + "000000").slice(0, 6))
+  return millis * 1000 + fraction
+}
+
+const TimestampString = Schema.String.pipe(
+  Schema.filter((s) => parseTimestamp(s) !== undefined, {
+    identifier: "Timestamp",
+    description: "an ISO 8601 date-time with a zone"
+  })
+)
+
+/**
+ * An ISO 8601 date-time with a zone (`Z` or an offset), up to nanosecond digits, as a `DateTime.Utc` (milliseconds).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transform(
+  TimestampString,
+  Schema.DateTimeUtcFromSelf,
+  {
+    strict: true,
+    decode: (s) => DateTime.unsafeMake(Math.floor(parseTimestamp(s)! / 1000)),
+    encode: (dt) => DateTime.formatIso(dt)
+  }
+).annotations({ identifier: "Timestamp" })
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * Any JSON value (present, of unknown shape): the `data` of events this library does not model.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const JsonValue: Schema.Schema<unknown> = Schema.declare(
+  (u: unknown): u is unknown => u !== undefined,
+  { identifier: "JsonValue", description: "a JSON value" }
+)
+
+const Id = Schema.String.pipe(Schema.minLength(1)).annotations({ identifier: "Id", description: "a non-empty id" })
+
+/**
+ * The documented event types, in the order of the service's `WebhookEventEnvelope.type` enum.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const documentedEventTypes = [
+  "customer.created",
+  "customer.status",
+  "customer.rfi",
+  "transaction.status",
+  "virtual_account.created",
+  "virtual_account.created.v2",
+  "virtual_account.status",
+  "virtual_account.status.v2",
+  "beneficiary.created",
+  "beneficiary.status",
+  "beneficiary.liquidation.deposit",
+  "batch.transaction.item.status",
+  "transit.payment.status"
+] as const
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type DocumentedEventType = typeof documentedEventTypes[number]
+
+const documented: ReadonlySet<string> = new Set(documentedEventTypes)
+
+/**
+ * The envelope exactly as sent: `{ event: { id, event_reference_id, type, created_at, sandbox_mode? }, data }`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Envelope = Schema.Struct({
+  event: Schema.Struct({
+    id: Id,
+    event_reference_id: Id,
+    type: Id,
+    created_at: TimestampString,
+    // The crypto-orchestration guide's envelope has no `sandbox_mode`.
+    sandbox_mode: Schema.optional(Schema.Boolean)
+  }),
+  data: JsonValue
+}).annotations({ identifier: "WebhookEnvelope" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Envelope = typeof Envelope.Type
+
+// Every decoded event is flat: `type` at the top, so `Match` and `switch` on `event.type` narrow.
+const eventFields = {
+  /** Unique per event; redeliveries of one event carry the same id. */
+  id: Id,
+  /** The resource the event is about (`beneficiary_id` for `beneficiary.status`, `payment_id` for transit). */
+  event_reference_id: Id,
+  created_at: Timestamp,
+  /** Absent in the crypto-orchestration envelope. */
+  sandbox_mode: Schema.optionalWith(Schema.Boolean, { as: "Option" })
+}
+
+const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(type: T, data: D) =>
+  Schema.Struct({ type: Schema.Literal(type), ...eventFields, data }).annotations({ identifier: type })
+
+/**
+ * `INDIVIDUAL` or `BUSINESS`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryType = Schema.Literal("INDIVIDUAL", "BUSINESS")
+
+/**
+ * A beneficiary status: one of the documented four, or a value the documentation does not list yet, kept as received
+ * (branded, so comparisons with the known values still narrow).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryStatus = Schema.Union(
+  Schema.Literal("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED"),
+  Schema.String.pipe(Schema.brand("effect-fin/UnlistedBeneficiaryStatus"))
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type BeneficiaryStatus = typeof BeneficiaryStatus.Type
+
+/**
+ * `data` of `beneficiary.status`. `status` is `None` in the older payload, which had no such field.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryStatusData = Schema.Struct({
+  beneficiary_id: Id,
+  customer_id: Id,
+  type: BeneficiaryType,
+  active: Schema.Boolean,
+  status: Schema.optionalWith(BeneficiaryStatus, { as: "Option" })
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryStatusEvent = event("beneficiary.status", BeneficiaryStatusData)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CustomerCreatedEvent = event("customer.created", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CustomerStatusEvent = event("customer.status", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CustomerRfiEvent = event("customer.rfi", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TransactionStatusEvent = event("transaction.status", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const VirtualAccountCreatedEvent = event("virtual_account.created", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const VirtualAccountCreatedV2Event = event("virtual_account.created.v2", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const VirtualAccountStatusEvent = event("virtual_account.status", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const VirtualAccountStatusV2Event = event("virtual_account.status.v2", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryCreatedEvent = event("beneficiary.created", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BeneficiaryLiquidationDepositEvent = event("beneficiary.liquidation.deposit", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BatchTransactionItemStatusEvent = event("batch.transaction.item.status", JsonValue)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TransitPaymentStatusEvent = event("transit.payment.status", JsonValue)
+
+/**
+ * An event whose type is not documented (yet): `type` is `"Unknown"` so matching on `type` still narrows;
+ * `received_type` holds the type as sent.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const UnknownEvent = Schema.Struct({
+  type: Schema.Literal("Unknown"),
+  received_type: Id,
+  ...eventFields,
+  data: JsonValue
+}).annotations({ identifier: "UnknownEvent" })
+
+/**
+ * A decoded event (flat; `type` is the discriminant).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const WebhookEvent = Schema.Union(
+  BeneficiaryStatusEvent,
+  CustomerCreatedEvent,
+  CustomerStatusEvent,
+  CustomerRfiEvent,
+  TransactionStatusEvent,
+  VirtualAccountCreatedEvent,
+  VirtualAccountCreatedV2Event,
+  VirtualAccountStatusEvent,
+  VirtualAccountStatusV2Event,
+  BeneficiaryCreatedEvent,
+  BeneficiaryLiquidationDepositEvent,
+  BatchTransactionItemStatusEvent,
+  TransitPaymentStatusEvent,
+  UnknownEvent
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type WebhookEvent = typeof WebhookEvent.Type
+
+/**
+ * `"Unknown"` or one of the documented types.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type EventType = WebhookEvent["type"]
+
+/**
+ * The event variant of one type, e.g. `WebhookEventOf<"beneficiary.status">`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WebhookEventOf<T extends EventType> = Extract<WebhookEvent, { readonly type: T }>
+
+/**
+ * From the envelope as sent to a flat `WebhookEvent` (and back).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const WebhookEventFromEnvelope: Schema.Schema<WebhookEvent, Envelope> = Schema.transform(
+  Envelope,
+  WebhookEvent,
+  {
+    // Not strict: the flat shape is chosen by `type` at run time, and `WebhookEvent` checks it right after.
+    strict: false,
+    decode: ({ data, event: { type, ...meta } }) =>
+      documented.has(type) ? { type, ...meta, data } : { type: "Unknown", received_type: type, ...meta, data },
+    encode: ({ data, type, ...rest }) => {
+      const { received_type, ...meta } = rest as typeof rest & { readonly received_type?: string }
+      return { event: { type: received_type ?? type, ...meta }, data }
+    }
+  }
+)
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Verification and decoding
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * Checks beyond the signature, which the service does not provide itself.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VerifyOptions {
+  /** Refuse events whose `created_at` is older than this (`too_old`). Off by default. */
+  readonly maxAge?: Duration.DurationInput | undefined
+  /** Refuse events whose `sandbox_mode` says otherwise (`wrong_environment`); events without the field pass. */
+  readonly environment?: "sandbox" | "production" | undefined
+}
+
+interface Decoded {
+  readonly event: WebhookEvent
+  /** `created_at` in epoch microseconds, for ordering. */
+  readonly createdAt: number
+}
+
+const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
+const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
+const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope)
+
+const malformed = (message: string, issue?: ParseResult.ParseIssue) =>
+  issue === undefined
+    ? fail("malformed_body", message)
+    : new WebhookVerificationError({
+      reason: "malformed_body",
+      message: `${message}: ${Issues.summarize(Issues.fromParseIssue(issue))}`,
+      issues: Issues.fromParseIssue(issue)
+    })
+
+const decodeBody = (body: Uint8Array, options: VerifyOptions): Effect.Effect<Decoded, WebhookVerificationError> =>
+  Effect.suspend(() => {
+    let json: unknown
+    try {
+      json = JSON.parse(fatalUtf8.decode(body))
+    } catch {
+      return Effect.fail(malformed("the body is not UTF-8 JSON"))
+    }
+    const envelope = decodeEnvelope(json)
+    if (Either.isLeft(envelope)) return Effect.fail(malformed("the body is not a webhook envelope", envelope.left.issue))
+    const decoded = decodeFlat(envelope.right)
+    if (Either.isLeft(decoded)) return Effect.fail(malformed("the event data is malformed", decoded.left.issue))
+    const event = decoded.right
+    const sandbox = event.sandbox_mode
+    if (options.environment !== undefined && Option.isSome(sandbox) && sandbox.value !== (options.environment === "sandbox")) {
+      return Effect.fail(fail("wrong_environment", `the event is not from the ${options.environment} environment`))
+    }
+    const result: Decoded = { event, createdAt: parseTimestamp(envelope.right.event.created_at)! }
+    if (options.maxAge === undefined) return Effect.succeed(result)
+    const maxAge = Duration.toMillis(Duration.decode(options.maxAge))
+    return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      now - DateTime.toEpochMillis(event.created_at) > maxAge
+        ? Effect.fail(fail("too_old", "the event is older than the maximum age"))
+        : Effect.succeed(result))
+  })
+
+const verifyWith = (
+  body: Uint8Array,
+  parsed: SignatureHeaders,
+  secrets: ReadonlyArray<Redacted.Redacted<string>>,
+  options: VerifyOptions
+): Effect.Effect<Decoded, WebhookVerificationError> =>
+  Effect.flatMap(
+    currentCrypto,
+    (crypto) => Effect.zipRight(checkSignature(crypto, parsed, secrets, body), decodeBody(body, options))
+  )
+
+/**
+ * Verifies a delivery (see `verifySignature`) and decodes its event. Fails with `WebhookVerificationError`, whose
+ * `reason` says why; no error or log carries a secret or a received value.
+ *
+ * @since 0.1.0
+ * @category verification
+ */
+export const verify = (
+  rawBody: Uint8Array | string,
+  headers: HeadersInput,
+  secrets: Secrets,
+  options: VerifyOptions = {}
+): Effect.Effect<WebhookEvent, WebhookVerificationError> =>
+  Effect.suspend(() => {
+    const parsed = parseSignatureHeaders(headers)
+    if (Either.isLeft(parsed)) return parsed.left
+    return Effect.map(verifyWith(toBytes(rawBody), parsed.right, secretList(secrets), options), (d) => d.event)
+  })
+
+// ---------------------------------------------------------------------------------------------------------------------
+// De-duplication store
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * The answer to a claim on an event id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Claim =
+  /** Handle it; pass the token to `complete` or `release`. */
+  | { readonly _tag: "Claimed"; readonly token: string }
+  /** Another delivery of the same event holds a live claim. */
+  | { readonly _tag: "InProgress" }
+  /** The event was handled before. */
+  | { readonly _tag: "Done" }
+
+/**
+ * What the handler remembers about a handled event, for ordering.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Handled {
+  readonly referenceId: string
+  /** `created_at` in epoch microseconds. */
+  readonly createdAt: number
+}
+
+/**
+ * Where the handler keeps which events were handled (by `event.id`) and, per `event_reference_id`, the newest
+ * `created_at` handled. Shaped for a shared store such as Redis: `claim` is `SET id pending NX PX ttl`, `complete` a
+ * `SET id done PX ttl` plus a max-update of the reference, `release` a compare-and-delete on the token.
+ * Store failures should be defects: the handler then answers 500 and the service redelivers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WebhookDedupeStoreService {
+  /** Claims `eventId` for `ttl` (a crashed handler's claim expires), unless claimed or handled already. */
+  readonly claim: (eventId: string, ttl: Duration.Duration) => Effect.Effect<Claim>
+  /** Marks `eventId` handled for `ttl` and records its `created_at` for its reference (keeping the newest). */
+  readonly complete: (eventId: string, token: string, handled: Handled, ttl: Duration.Duration) => Effect.Effect<void>
+  /** Drops a claim still held under `token`, so a redelivery runs the handler again; a no-op once completed. */
+  readonly release: (eventId: string, token: string) => Effect.Effect<void>
+  /** The newest `created_at` (epoch microseconds) handled for a reference. */
+  readonly lastHandled: (referenceId: string) => Effect.Effect<Option.Option<number>>
+}
+
+/**
+ * The de-duplication store the handler uses when its options name none. Without either, each handler keeps its own
+ * in-memory store.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeStore")<
+  WebhookDedupeStore,
+  WebhookDedupeStoreService
+>() {}
+
+type Entry =
+  | { readonly state: "pending"; readonly token: string; readonly expiresAt: number }
+  | { readonly state: "done"; readonly expiresAt: number }
+
+// A Map in insertion order whose entries expire; re-set keys move to the end, so the oldest are first. Bounded: past
+// `maxEntries` the oldest entries go first (expired or not).
+const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
+  const map = new Map<string, V>()
+  const sweep = (now: number) => {
+    for (const [key, value] of map) {
+      if (value.expiresAt > now && map.size <= maxEntries) break
+      map.delete(key)
+    }
+  }
+  return {
+    get: (key: string, now: number): V | undefined => {
+      const value = map.get(key)
+      return value !== undefined && value.expiresAt > now ? value : undefined
+    },
+    set: (key: string, value: V, now: number) => {
+      map.delete(key)
+      map.set(key, value)
+      sweep(now)
+    },
+    delete: (key: string) => map.delete(key)
+  }
+}
+
+/**
+ * An in-memory store for one process, bounded in size (default 10,000 events and as many references) and in time
+ * (the TTLs the handler passes).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | undefined } = {}): WebhookDedupeStoreService => {
+  const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
+  const events = expiringMap<Entry>(maxEntries)
+  const references = expiringMap<{ readonly createdAt: number; readonly expiresAt: number }>(maxEntries)
+  let counter = 0
+  return {
+    claim: (eventId, ttl) =>
+      Effect.map(Clock.currentTimeMillis, (now): Claim => {
+        const entry = events.get(eventId, now)
+        if (entry !== undefined) return entry.state === "done" ? { _tag: "Done" } : { _tag: "InProgress" }
+        const token = String(++counter)
+        events.set(eventId, { state: "pending", token, expiresAt: now + Duration.toMillis(ttl) }, now)
+        return { _tag: "Claimed", token }
+      }),
+    complete: (eventId, _token, handled, ttl) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const expiresAt = now + Duration.toMillis(ttl)
+        events.set(eventId, { state: "done", expiresAt }, now)
+        const last = references.get(handled.referenceId, now)
+        if (last === undefined || last.createdAt < handled.createdAt) {
+          references.set(handled.referenceId, { createdAt: handled.createdAt, expiresAt }, now)
+        }
+      }),
+    release: (eventId, token) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const entry = events.get(eventId, now)
+        if (entry !== undefined && entry.state === "pending" && entry.token === token) events.delete(eventId)
+      }),
+    lastHandled: (referenceId) =>
+      Effect.map(
+        Clock.currentTimeMillis,
+        (now) => Option.map(Option.fromNullable(references.get(referenceId, now)), (r) => r.createdAt)
+      )
+  }
+}
+
+/**
+ * Provides an in-memory `WebhookDedupeStore` (one per layer build).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryDedupeStore = (
+  options: { readonly maxEntries?: number | undefined } = {}
+): Layer.Layer<WebhookDedupeStore> => Layer.sync(WebhookDedupeStore, () => makeMemoryDedupeStore(options))
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Handler
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * What the handler tells a user's handler about the delivery.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Delivery {
+  /** An event newer than this one was already handled for the same `event_reference_id` (see `deliverStale`). */
+  readonly stale: boolean
+}
+
+/**
+ * The user's handlers, one per event type (all optional; events without a handler are acknowledged). `Unknown`
+ * receives events of undocumented types.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Handlers = {
+  readonly [T in EventType]?: (event: WebhookEventOf<T>, delivery: Delivery) => Effect.Effect<unknown, unknown, unknown>
+}
+
+/**
+ * The services the handlers of `H` require.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HandlersContext<H extends Handlers> = {
+  [K in keyof H]-?: NonNullable<H[K]> extends (...args: ReadonlyArray<never>) => Effect.Effect<infer _A, infer _E, infer R>
+    ? R
+    : never
+}[keyof H]
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
+  /** The webhook secret, or several during a rotation. */
+  readonly secrets: Secrets
+  readonly handlers: H
+  /** Largest body read, in bytes (default 1 MiB); larger deliveries get 413. */
+  readonly maxBodySize?: number | undefined
+  /** Also pass stale events to the handlers (with `delivery.stale`); by default they are only acknowledged. */
+  readonly deliverStale?: boolean | undefined
+  /** De-duplication store; default: the `WebhookDedupeStore` service if provided, else one in memory. */
+  readonly store?: WebhookDedupeStoreService | undefined
+  /** How long one delivery may hold an event before another may handle it (default 5 minutes). */
+  readonly claimTtl?: Duration.DurationInput | undefined
+  /** How long handled event ids and per-reference timestamps are remembered (default 24 hours). */
+  readonly dedupeTtl?: Duration.DurationInput | undefined
+}
+
+/**
+ * The default `maxBodySize`: 1 MiB.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultMaxBodySize = 1024 * 1024
+
+type Outcome = "handled" | "duplicate" | "stale" | "in_progress" | "rejected" | "failed"
+
+const respond = (status: number, outcome: Outcome) =>
+  Effect.as(
+    Effect.annotateCurrentSpan("fin.webhook.outcome", outcome),
+    HttpServerResponse.unsafeJson({ outcome }, { status })
+  )
+
+const statusOf: { readonly [R in WebhookFailureReason]: number } = {
+  missing_signature: 401,
+  bad_signature: 401,
+  unsupported_algorithm: 401,
+  no_secret: 500,
+  malformed_body: 400,
+  too_old: 400,
+  wrong_environment: 400,
+  body_too_large: 413
+}
+
+// 401 says nothing (the verification guide asks for no detail); 400 names the reason (the sender is authenticated by
+// then); 413 closes the connection rather than reading the rest of an oversized body.
+const reject = (error: WebhookVerificationError) => {
+  const status = statusOf[error.reason]
+  const response = status === 401 || status === 500
+    ? HttpServerResponse.empty({ status })
+    : status === 413
+    ? HttpServerResponse.empty({ status, headers: Headers.fromInput({ connection: "close" }) })
+    : HttpServerResponse.unsafeJson({ error: error.reason }, { status })
+  // A 500 here is our own misconfiguration (no secret), not the sender's fault.
+  const log = status === 500 ? Effect.logError : Effect.logWarning
+  return log("effect-fin: webhook delivery rejected").pipe(
+    Effect.annotateLogs({ reason: error.reason, status }),
+    Effect.zipRight(Effect.annotateCurrentSpan("fin.webhook.outcome", "rejected")),
+    Effect.as(response)
+  )
+}
+
+const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
+
+// Reads at most `limit` bytes. The stream is pulled in the request's scope, so on Node the platform closes the
+// request only after the response is written: ending it earlier would reset the connection before the 413 is sent.
+const readBody = <E>(
+  stream: Stream.Stream<Uint8Array, E>,
+  limit: number
+): Effect.Effect<Uint8Array, E | WebhookVerificationError, Scope.Scope> =>
+  Effect.flatMap(Stream.toPull(stream), (pull) =>
+    Effect.gen(function*() {
+      const chunks: Array<Uint8Array> = []
+      let size = 0
+      while (true) {
+        const next = yield* Effect.either(pull)
+        if (Either.isLeft(next)) {
+          if (Option.isSome(next.left)) return yield* Effect.fail(next.left.value)
+          break
+        }
+        for (const chunk of next.right) {
+          size += chunk.length
+          if (size > limit) return yield* Effect.fail(tooLarge(limit))
+          chunks.push(chunk)
+        }
+      }
+      if (chunks.length === 1) return chunks[0]!
+      const body = new Uint8Array(size)
+      let offset = 0
+      for (const chunk of chunks) {
+        body.set(chunk, offset)
+        offset += chunk.length
+      }
+      return body
+    }))
+
+/**
+ * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
+ *
+ * 1. checks `Content-Length` against `maxBodySize` (413), then reads at most that many bytes on every runtime (413);
+ * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
+ * 3. claims `event.id` in the store: 200 if it was handled before, 409 while another delivery handles it;
+ * 4. answers 200 without calling the handlers if a newer event was handled for the same `event_reference_id`
+ *    (stale), unless `deliverStale`;
+ * 5. calls the handler for `event.type`: 200 once it succeeds; 500 if it fails, and the event is not marked handled,
+ *    so a redelivery runs it again.
+ *
+ * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
+ * marked handled): handlers must be idempotent.
+ *
+ * @since 0.1.0
+ * @category handler
+ */
+export const handler = <const H extends Handlers>(
+  options: HandlerOptions<H>
+): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
+  const secrets = secretList(options.secrets)
+  const limit = options.maxBodySize ?? defaultMaxBodySize
+  const claimTtl = Duration.decode(options.claimTtl ?? Duration.minutes(5))
+  const dedupeTtl = Duration.decode(options.dedupeTtl ?? Duration.hours(24))
+  const verifyOptions: VerifyOptions = { maxAge: options.maxAge, environment: options.environment }
+  const ownStore = makeMemoryDedupeStore()
+  const storeFor: Effect.Effect<WebhookDedupeStoreService> = options.store !== undefined
+    ? Effect.succeed(options.store)
+    : Effect.map(Effect.serviceOption(WebhookDedupeStore), Option.getOrElse(() => ownStore))
+  const handlerFor = (event: WebhookEvent) =>
+    // Indexing by `event.type` picks the entry whose parameter is this very variant.
+    options.handlers[event.type] as
+      | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
+      | undefined
+
+  const handle = (decoded: Decoded) =>
+    Effect.gen(function*() {
+      const { createdAt, event } = decoded
+      yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
+      const store = yield* storeFor
+      const claim = yield* store.claim(event.id, claimTtl)
+      if (claim._tag === "Done") return yield* respond(200, "duplicate")
+      if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
+      const handled: Handled = { referenceId: event.event_reference_id, createdAt }
+      const run = Effect.gen(function*() {
+        const last = yield* store.lastHandled(event.event_reference_id)
+        const stale = Option.isSome(last) && last.value > createdAt
+        if (stale && options.deliverStale !== true) {
+          yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+          return yield* respond(200, "stale")
+        }
+        const userHandler = handlerFor(event)
+        const exit = yield* Effect.exit(userHandler === undefined ? Effect.void : userHandler(event, { stale }))
+        if (Exit.isFailure(exit)) {
+          yield* store.release(event.id, claim.token)
+          yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(
+            Effect.annotateLogs({ event_id: event.id, event_type: event.type })
+          )
+          return yield* respond(500, "failed")
+        }
+        yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+        return yield* respond(200, stale ? "stale" : "handled")
+      })
+      // A delivery interrupted mid-way (client gone, shutdown) must not hold the event until the claim expires.
+      return yield* Effect.onInterrupt(run, () => store.release(event.id, claim.token))
+    })
+
+  return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (request.method !== "POST") {
+      return HttpServerResponse.empty({ status: 405, headers: Headers.fromInput({ allow: "POST" }) })
+    }
+    const contentLength = request.headers["content-length"]
+    if (contentLength !== undefined) {
+      if (!/^\d+$/.test(contentLength)) return yield* reject(malformed("the Content-Length header is not a number"))
+      if (Number(contentLength) > limit) return yield* reject(tooLarge(limit))
+    }
+    // Checked before the body is read, so unsigned requests cost no body read.
+    const parsed = parseSignatureHeaders(request.headers)
+    if (Either.isLeft(parsed)) return yield* reject(parsed.left)
+    const body = yield* (contentLength === "0" ? Effect.succeed(new Uint8Array(0)) : readBody(request.stream, limit))
+      .pipe(Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read"))))
+    const decoded = yield* verifyWith(body, parsed.right, secrets, verifyOptions)
+    return yield* handle(decoded)
+  }).pipe(
+    Effect.catchTag("WebhookVerificationError", reject),
+    Effect.withSpan("effect-fin.webhook", { kind: "server" })
+  )
+}

@@ -1,0 +1,49 @@
+/**
+ * Prepared HMAC keys per algorithm and secret, for the `WebhookCrypto` implementations: a key is imported once per
+ * secret, not once per delivery.
+ *
+ * @internal
+ */
+import * as Redacted from "effect/Redacted"
+
+/** The HMAC algorithms of the webhooks (mirrors `Webhooks.Algorithm`, kept here so this module imports nothing). */
+export type Algorithm = "sha256" | "sha384" | "sha512"
+
+// Users usually hold one or two secrets, but a caller that builds a new secret per call must not grow the cache
+// without bound.
+const maxKeysPerAlgorithm = 64
+
+/** A cache of `prepare(algorithm, secret)` per algorithm and secret value. */
+export interface KeyCache<K> {
+  readonly get: (algorithm: Algorithm, secret: Redacted.Redacted<string>) => K
+  readonly forget: (algorithm: Algorithm, secret: Redacted.Redacted<string>) => void
+}
+
+export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): KeyCache<K> => {
+  const caches: { readonly [A in Algorithm]: Map<string, K> } = {
+    sha256: new Map(),
+    sha384: new Map(),
+    sha512: new Map()
+  }
+  return {
+    get: (algorithm, secret) => {
+      const cache = caches[algorithm]
+      const value = Redacted.value(secret)
+      let key = cache.get(value)
+      if (key === undefined) {
+        key = prepare(algorithm, value)
+        if (cache.size >= maxKeysPerAlgorithm) {
+          for (const oldest of cache.keys()) {
+            cache.delete(oldest)
+            break
+          }
+        }
+        cache.set(value, key)
+      }
+      return key
+    },
+    forget: (algorithm, secret) => {
+      caches[algorithm].delete(Redacted.value(secret))
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * Node-only extras of effect-fin (subpath `effect-fin/node`).
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The node:crypto webhook verifier: `Effect.provide(NodeWebhookCrypto.layer)`.
+ *
+ * @since 0.1.0
+ */
+export * as NodeWebhookCrypto from "./NodeWebhookCrypto.js"
