@@ -1,0 +1,158 @@
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Redacted from "effect/Redacted"
+import * as Http from "node:http"
+import { createHmac } from "node:crypto"
+import { NodeWebhookCrypto } from "../src/node/index.js"
+import * as Webhooks from "../src/Webhooks.js"
+
+const secret = Redacted.make("whsec_node_test")
+const body =
+  `{"event":{"id":"40061557-f125-4b39-97d6-c16a0f1230c1","event_reference_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31","type":"beneficiary.status","created_at":"2026-04-04T17:38:26.843132Z","sandbox_mode":true},` +
+  `"data":{"type":"INDIVIDUAL","active":false,"status":"PROCESSING","customer_id":"ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f","beneficiary_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"}}`
+
+describe("NodeWebhookCrypto", () => {
+  it.effect("signs like node:crypto's createHmac and agrees with the WebCrypto layer", () =>
+    Effect.gen(function*() {
+      const crypto = NodeWebhookCrypto.make()
+      const web = Webhooks.makeWebCrypto()
+      const bytes = new TextEncoder().encode(body)
+      for (const algorithm of Webhooks.algorithms) {
+        const mac = yield* crypto.sign(algorithm, secret, bytes)
+        expect(Buffer.from(mac).toString("hex")).toBe(
+          createHmac(algorithm, Redacted.value(secret)).update(body).digest("hex")
+        )
+        expect(yield* web.sign(algorithm, secret, bytes)).toEqual(mac)
+        expect(yield* crypto.verify(algorithm, secret, bytes, mac)).toBe(true)
+        expect(yield* web.verify(algorithm, secret, bytes, mac)).toBe(true)
+        // A digest of another length is a mismatch, not a thrown timingSafeEqual error.
+        expect(yield* crypto.verify(algorithm, secret, bytes, mac.subarray(1))).toBe(false)
+      }
+    }))
+
+  it.effect("keeps verifying correctly when more secrets are used than it caches", () =>
+    Effect.gen(function*() {
+      const crypto = NodeWebhookCrypto.make()
+      const bytes = new TextEncoder().encode(body)
+      for (let round = 0; round < 2; round++) {
+        for (let i = 0; i < 100; i++) {
+          const key = Redacted.make(`secret-${i}`)
+          const mac = createHmac("sha256", `secret-${i}`).update(bytes).digest()
+          expect(yield* crypto.verify("sha256", key, bytes, mac)).toBe(true)
+          expect(yield* crypto.verify("sha256", Redacted.make(`secret-${i + 1}`), bytes, mac)).toBe(false)
+        }
+      }
+    }))
+})
+
+// --- The handler on a real Node server (port 0) ----------------------------------------------------------------------
+
+interface Reply {
+  readonly status: number
+  readonly body: string
+}
+
+// Sends `chunks` pieces of `chunk` with node:http (chunked unless `contentLength` is given), respecting backpressure;
+// resolves with the response as soon as it arrives. Write errors after the server answered (it closes the
+// connection on 413) are expected and ignored.
+const request = (
+  port: number,
+  options: {
+    readonly headers: Readonly<Record<string, string>>
+    readonly chunk: Uint8Array
+    readonly chunks: number
+    readonly contentLength?: number
+  }
+) =>
+  Effect.async<Reply, Error>((resume) => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.contentLength !== undefined) headers["content-length"] = String(options.contentLength)
+    const req = Http.request({ port, host: "127.0.0.1", method: "POST", path: "/webhooks/fin", headers }, (res) => {
+      let text = ""
+      res.setEncoding("utf8")
+      res.on("data", (data: string) => (text += data))
+      res.on("end", () => resume(Effect.succeed({ status: res.statusCode ?? 0, body: text })))
+    })
+    let answered = false
+    req.on("response", () => (answered = true))
+    req.on("error", (error) => {
+      if (!answered) resume(Effect.fail(error))
+    })
+    let sent = 0
+    const write = () => {
+      while (!answered && sent < options.chunks) {
+        sent++
+        if (!req.write(options.chunk)) return void req.once("drain", write)
+      }
+      if (!answered) req.end()
+    }
+    write()
+  })
+
+const serve = Effect.gen(function*() {
+  let handled = 0
+  const app = HttpRouter.empty.pipe(
+    HttpRouter.post(
+      "/webhooks/fin",
+      Webhooks.handler({
+        secrets: secret,
+        maxBodySize: 64 * 1024,
+        handlers: { "beneficiary.status": () => Effect.sync(() => handled++) }
+      })
+    )
+  )
+  yield* HttpServer.serveEffect(app)
+  const address = yield* HttpServer.addressWith((address) =>
+    Effect.succeed(address._tag === "TcpAddress" ? address.port : 0)
+  )
+  return { port: address, handled: () => handled }
+})
+
+// The server lives as long as the test that provides this.
+const ServerLive = Layer.mergeAll(
+  NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" }),
+  NodeWebhookCrypto.layer,
+  Logger.remove(Logger.defaultLogger)
+)
+
+describe("Webhooks.handler on NodeHttpServer", () => {
+  it.live("handles deliveries and answers 413 to oversized bodies, chunked or not, on one server", () =>
+    Effect.gen(function*() {
+      const { handled, port } = yield* serve
+      const signed = yield* Webhooks.sign(body, secret)
+      const bytes = new TextEncoder().encode(body)
+
+      const ok = yield* request(port, { headers: signed, chunk: bytes, chunks: 1, contentLength: bytes.length })
+      expect(ok).toEqual({ status: 200, body: `{"outcome":"handled"}` })
+
+      // 8 MiB in 16 KiB chunks, no Content-Length: the server stops reading at 64 KiB and answers 413.
+      const chunk = new Uint8Array(16 * 1024).fill(0x20)
+      const chunked = yield* request(port, { headers: signed, chunk, chunks: 512 })
+      expect(chunked.status).toBe(413)
+
+      const declared = yield* request(port, { headers: signed, chunk, chunks: 512, contentLength: 512 * chunk.length })
+      expect(declared.status).toBe(413)
+
+      // The server is still fine, and remembers the event.
+      const again = yield* request(port, { headers: signed, chunk: bytes, chunks: 1 })
+      expect(again).toEqual({ status: 200, body: `{"outcome":"duplicate"}` })
+      expect(handled()).toBe(1)
+    }).pipe(Effect.scoped, Effect.provide(ServerLive)))
+
+  it.live("answers 401 to an unsigned delivery and 400 to a signed malformed one", () =>
+    Effect.gen(function*() {
+      const { port } = yield* serve
+      const bytes = new TextEncoder().encode(body)
+      const unsigned = yield* request(port, { headers: {}, chunk: bytes, chunks: 1 })
+      expect(unsigned).toEqual({ status: 401, body: "" })
+      const junk = new TextEncoder().encode("{\"event\":{}}")
+      const signed = yield* Webhooks.sign(junk, secret)
+      const malformed = yield* request(port, { headers: signed, chunk: junk, chunks: 1 })
+      expect(malformed).toEqual({ status: 400, body: `{"error":"malformed_body"}` })
+    }).pipe(Effect.scoped, Effect.provide(ServerLive)))
+})

@@ -1,0 +1,791 @@
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as PlatformHeaders from "@effect/platform/Headers"
+import { describe, expect, it } from "@effect/vitest"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FastCheck from "effect/FastCheck"
+import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Match from "effect/Match"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import { createHmac } from "node:crypto"
+import type { WebhookVerificationError } from "../src/FinError.js"
+import { NodeWebhookCrypto } from "../src/node/index.js"
+import * as Webhooks from "../src/Webhooks.js"
+
+// --- Fixtures -------------------------------------------------------------------------------------------------------
+
+const secretValue = "whsec_test_8c1f0b6e2a9d4c7f"
+const secret = Redacted.make(secretValue)
+
+// The current documented example (service-facts §7), byte for byte as one line.
+const currentBody =
+  `{"event":{"id":"40061557-f125-4b39-97d6-c16a0f1230c1","event_reference_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31","type":"beneficiary.status","created_at":"2026-04-04T17:38:26.843132Z","sandbox_mode":true},` +
+  `"data":{"type":"INDIVIDUAL","active":false,"status":"PROCESSING","customer_id":"ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f","beneficiary_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"}}`
+
+// The older page snapshot: no `status`. Its ids are cut short in the copy ("4d715f20-…"), so they are completed here;
+// the event fields around it are not shown there and are filled in the current envelope's shape.
+const olderBody = JSON.stringify({
+  event: {
+    id: "7b3c9a10-2f4e-4d1a-9c55-1e2f3a4b5c6d",
+    event_reference_id: "4d715f20-0000-4000-8000-000000000001",
+    type: "beneficiary.status",
+    created_at: "2025-12-10T10:36:19.055159Z",
+    sandbox_mode: true
+  },
+  data: {
+    active: true,
+    beneficiary_id: "4d715f20-0000-4000-8000-000000000001",
+    customer_id: "efb54adf-0000-4000-8000-000000000002",
+    type: "INDIVIDUAL"
+  }
+})
+
+interface EventSpec {
+  readonly id?: string
+  readonly type?: string
+  readonly referenceId?: string
+  readonly createdAt?: string
+  readonly sandbox?: boolean | undefined
+  readonly data?: unknown
+}
+
+const beneficiaryData = (status: string) => ({
+  beneficiary_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",
+  customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
+  type: "INDIVIDUAL",
+  active: status === "ACTIVE",
+  status
+})
+
+const makeBody = (spec: EventSpec = {}): string =>
+  JSON.stringify({
+    event: {
+      id: spec.id ?? "40061557-f125-4b39-97d6-c16a0f1230c1",
+      event_reference_id: spec.referenceId ?? "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",
+      type: spec.type ?? "beneficiary.status",
+      created_at: spec.createdAt ?? "2026-04-04T17:38:26.843132Z",
+      ...("sandbox" in spec ? spec.sandbox === undefined ? {} : { sandbox_mode: spec.sandbox } : { sandbox_mode: true })
+    },
+    data: "data" in spec ? spec.data : beneficiaryData("ACTIVE")
+  })
+
+const nodeHmacHex = (algorithm: string, key: string, body: string) =>
+  createHmac(algorithm, key).update(body, "utf8").digest("hex")
+
+const cryptoLayers = [
+  ["WebCrypto", Webhooks.layerWebCrypto],
+  ["node:crypto", NodeWebhookCrypto.layer]
+] as const
+
+const reasonOf = <A>(effect: Effect.Effect<A, WebhookVerificationError>) =>
+  Effect.map(Effect.flip(effect), (error) => error.reason)
+
+// --- Verification with both crypto layers ---------------------------------------------------------------------------
+
+for (const [name, cryptoLayer] of cryptoLayers) {
+  describe(`Webhooks.verify with ${name}`, () => {
+    it.effect("verifies and decodes the current documented example", () =>
+      Effect.gen(function*() {
+        const headers = yield* Webhooks.sign(currentBody, secret)
+        expect(headers["x-fin-signature"]).toBe(nodeHmacHex("sha256", secretValue, currentBody))
+        const event = yield* Webhooks.verify(currentBody, headers, secret)
+        expect(event.type).toBe("beneficiary.status")
+        if (event.type !== "beneficiary.status") return
+        expect(event.id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
+        expect(event.event_reference_id).toBe("e8fccaeb-fb9d-4fae-846e-ea7c97c70b31")
+        expect(DateTime.formatIso(event.created_at)).toBe("2026-04-04T17:38:26.843Z")
+        expect(event.sandbox_mode).toEqual(Option.some(true))
+        expect(event.data).toEqual({
+          beneficiary_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",
+          customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
+          type: "INDIVIDUAL",
+          active: false,
+          status: Option.some("PROCESSING")
+        })
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("verifies and decodes the older example without status", () =>
+      Effect.gen(function*() {
+        const headers = yield* Webhooks.sign(olderBody, secret)
+        const event = yield* Webhooks.verify(new TextEncoder().encode(olderBody), headers, secret)
+        if (event.type !== "beneficiary.status") return expect.fail(`decoded as ${event.type}`)
+        expect(event.data.status).toEqual(Option.none())
+        expect(event.data.active).toBe(true)
+        expect(DateTime.formatIso(event.created_at)).toBe("2025-12-10T10:36:19.055Z")
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("verifies a signature made by node:crypto directly, for every allowed algorithm", () =>
+      Effect.gen(function*() {
+        for (const algorithm of Webhooks.algorithms) {
+          const headers = {
+            "x-fin-signature": nodeHmacHex(algorithm, secretValue, currentBody),
+            "x-fin-signature-algorithm": algorithm
+          }
+          const event = yield* Webhooks.verify(currentBody, headers, secret)
+          expect(event.id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
+          const signed = yield* Webhooks.sign(currentBody, secret, algorithm)
+          expect(signed["x-fin-signature"]).toBe(headers["x-fin-signature"])
+        }
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("rejects a tampered byte", () =>
+      Effect.gen(function*() {
+        const headers = yield* Webhooks.sign(currentBody, secret)
+        const tampered = currentBody.replace("\"active\":false", "\"active\":true ")
+        expect(tampered.length).toBe(currentBody.length)
+        expect(yield* reasonOf(Webhooks.verify(tampered, headers, secret))).toBe("bad_signature")
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("rejects a wrong secret and accepts any secret of a rotation", () =>
+      Effect.gen(function*() {
+        const oldSecret = Redacted.make("whsec_old_secret")
+        const headers = yield* Webhooks.sign(currentBody, secret)
+        expect(yield* reasonOf(Webhooks.verify(currentBody, headers, oldSecret))).toBe("bad_signature")
+        const rotated = yield* Webhooks.verify(currentBody, headers, [oldSecret, secret])
+        expect(rotated.id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
+        const signedWithOld = yield* Webhooks.sign(currentBody, oldSecret)
+        expect((yield* Webhooks.verify(currentBody, signedWithOld, [oldSecret, secret])).id).toBe(rotated.id)
+        // Plain strings are accepted too.
+        expect((yield* Webhooks.verify(currentBody, headers, ["nope", secretValue])).id).toBe(rotated.id)
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("rejects a missing, empty or non-hex signature and an unsupported algorithm", () =>
+      Effect.gen(function*() {
+        const { "x-fin-signature": signature } = yield* Webhooks.sign(currentBody, secret)
+        expect(yield* reasonOf(Webhooks.verify(currentBody, {}, secret))).toBe("missing_signature")
+        expect(yield* reasonOf(Webhooks.verify(currentBody, { "x-fin-signature": "" }, secret))).toBe(
+          "missing_signature"
+        )
+        expect(yield* reasonOf(Webhooks.verify(currentBody, { "x-fin-signature": "zz" + signature.slice(2) }, secret)))
+          .toBe("bad_signature")
+        expect(yield* reasonOf(Webhooks.verify(currentBody, { "x-fin-signature": signature.slice(2) }, secret))).toBe(
+          "bad_signature"
+        )
+        for (const algorithm of ["md5", "sha1", "sha224", "sha3-256", "none"]) {
+          const headers = { "x-fin-signature": signature, "x-fin-signature-algorithm": algorithm }
+          expect(yield* reasonOf(Webhooks.verify(currentBody, headers, secret))).toBe("unsupported_algorithm")
+        }
+        // A sha256 signature announced as sha512 has the wrong length for it.
+        const announced512 = { "x-fin-signature": signature, "x-fin-signature-algorithm": "sha512" }
+        expect(yield* reasonOf(Webhooks.verify(currentBody, announced512, secret))).toBe("bad_signature")
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("reads header names and hex in any case, from records, platform Headers and web Headers", () =>
+      Effect.gen(function*() {
+        const signed = yield* Webhooks.sign(currentBody, secret, "sha384")
+        const upper = signed["x-fin-signature"].toUpperCase()
+        const forms: ReadonlyArray<Webhooks.HeadersInput> = [
+          { "X-Fin-Signature": upper, "X-FIN-SIGNATURE-ALGORITHM": "SHA384" },
+          PlatformHeaders.fromInput({ "X-Fin-Signature": upper, "x-fin-signature-algorithm": "sha384" }),
+          new Headers({ "X-Fin-Signature": upper, "X-Fin-Signature-Algorithm": "sha384" }),
+          { "x-fin-signature": ` ${upper} `, "x-fin-signature-algorithm": ["sha384"][0] }
+        ]
+        for (const headers of forms) {
+          expect((yield* Webhooks.verify(currentBody, headers, secret)).id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
+        }
+      }).pipe(Effect.provide(cryptoLayer)))
+  })
+}
+
+// --- Decoding and the checks the service lacks ----------------------------------------------------------------------
+
+const signedVerify = (body: string, options?: Webhooks.VerifyOptions) =>
+  Effect.flatMap(Webhooks.sign(body, secret), (headers) => Webhooks.verify(body, headers, secret, options))
+
+describe("Webhooks decoding", () => {
+  it.effect("decodes every documented type with its data kept as JSON", () =>
+    Effect.gen(function*() {
+      for (const type of Webhooks.documentedEventTypes) {
+        if (type === "beneficiary.status") continue
+        const data = { anything: [1, "two", { three: null }] }
+        const event = yield* signedVerify(makeBody({ type, data }))
+        expect(event.type).toBe(type)
+        expect(event.data).toEqual(data)
+      }
+    }))
+
+  it.effect("turns an undocumented type into the Unknown variant, and Match narrows on type", () =>
+    Effect.gen(function*() {
+      const describeEvent = Match.type<Webhooks.WebhookEvent>().pipe(
+        Match.when({ type: "beneficiary.status" }, (e) => `beneficiary ${e.data.beneficiary_id} ${e.data.type}`),
+        Match.when({ type: "Unknown" }, (e) => `unknown ${e.received_type}`),
+        Match.orElse((e) => `other ${e.type}`)
+      )
+      const unknown = yield* signedVerify(makeBody({ type: "payout.settled", data: { x: 1 } }))
+      expect(unknown.type).toBe("Unknown")
+      expect(describeEvent(unknown)).toBe("unknown payout.settled")
+      expect(describeEvent(yield* signedVerify(currentBody))).toBe(
+        "beneficiary e8fccaeb-fb9d-4fae-846e-ea7c97c70b31 INDIVIDUAL"
+      )
+      expect(describeEvent(yield* signedVerify(makeBody({ type: "customer.rfi", data: [] })))).toBe(
+        "other customer.rfi"
+      )
+    }))
+
+  it.effect("keeps an unlisted status value", () =>
+    Effect.gen(function*() {
+      const event = yield* signedVerify(makeBody({ data: beneficiaryData("SUSPENDED") }))
+      if (event.type !== "beneficiary.status") return expect.fail(`decoded as ${event.type}`)
+      expect(event.data.status).toEqual(Option.some("SUSPENDED"))
+    }))
+
+  it.effect("accepts a missing sandbox_mode and timestamps with offsets or without a fraction", () =>
+    Effect.gen(function*() {
+      const noSandbox = yield* signedVerify(makeBody({ sandbox: undefined }))
+      expect(noSandbox.sandbox_mode).toEqual(Option.none())
+      const offset = yield* signedVerify(makeBody({ createdAt: "2026-04-04T19:38:26.843132+02:00" }))
+      expect(DateTime.formatIso(offset.created_at)).toBe("2026-04-04T17:38:26.843Z")
+      const whole = yield* signedVerify(makeBody({ createdAt: "2026-04-04T17:38:26Z" }))
+      expect(DateTime.formatIso(whole.created_at)).toBe("2026-04-04T17:38:26.000Z")
+    }))
+
+  it.effect("rejects malformed bodies with safe issues: paths and expected types, never the values", () =>
+    Effect.gen(function*() {
+      const marker = "SENSITIVE-VALUE-42"
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        ["not json " + marker, ""],
+        [makeBody({ data: { ...beneficiaryData("ACTIVE"), type: marker } }), "data.type"],
+        [makeBody({ data: { ...beneficiaryData("ACTIVE"), beneficiary_id: undefined } }), "data.beneficiary_id"],
+        [makeBody({ createdAt: marker }), "event.created_at"],
+        [makeBody({ createdAt: "2026-02-30T10:00:00Z" }), "event.created_at"],
+        [makeBody({ createdAt: "2026-04-04" }), "event.created_at"],
+        [JSON.stringify({ event: { id: marker } }), "event.event_reference_id"],
+        [makeBody({ type: "customer.status", data: undefined }), "data"]
+      ]
+      for (const [body, path] of cases) {
+        const error = yield* Effect.flip(signedVerify(body))
+        expect(error.reason).toBe("malformed_body")
+        expect(JSON.stringify(error)).not.toContain(marker)
+        expect(error.message).not.toContain(marker)
+        if (path !== "") expect(error.issues?.map((issue) => issue.path)).toContain(path)
+      }
+      const notUtf8 = new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])
+      const headers = yield* Webhooks.sign(notUtf8, secret)
+      expect(yield* reasonOf(Webhooks.verify(notUtf8, headers, secret))).toBe("malformed_body")
+    }))
+
+  it.effect("fails with no_secret when no usable secret is given", () =>
+    Effect.gen(function*() {
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      expect(yield* reasonOf(Webhooks.verify(currentBody, headers, []))).toBe("no_secret")
+      expect(yield* reasonOf(Webhooks.verify(currentBody, headers, [""]))).toBe("no_secret")
+    }))
+
+  it.effect("never shows a secret in an error", () =>
+    Effect.gen(function*() {
+      const headers = yield* Webhooks.sign(currentBody, Redacted.make("another-secret-value"))
+      const error = yield* Effect.flip(Webhooks.verify(currentBody, headers, [secret, secretValue]))
+      for (const text of [JSON.stringify(error), String(error), error.message, JSON.stringify(error.toJSON())]) {
+        expect(text).not.toContain(secretValue)
+        expect(text).not.toContain("another-secret-value")
+      }
+    }))
+
+  it.effect("refuses events older than maxAge, on the Clock", () =>
+    Effect.gen(function*() {
+      const createdAt = DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:38:26.843Z"))
+      yield* TestClock.setTime(createdAt + 4 * 60_000)
+      expect((yield* signedVerify(currentBody, { maxAge: "5 minutes" })).type).toBe("beneficiary.status")
+      yield* TestClock.adjust("2 minutes")
+      expect(yield* reasonOf(signedVerify(currentBody, { maxAge: "5 minutes" }))).toBe("too_old")
+      // Off by default.
+      expect((yield* signedVerify(currentBody)).type).toBe("beneficiary.status")
+    }))
+
+  it.effect("checks sandbox_mode against the expected environment", () =>
+    Effect.gen(function*() {
+      expect(yield* reasonOf(signedVerify(currentBody, { environment: "production" }))).toBe("wrong_environment")
+      expect((yield* signedVerify(currentBody, { environment: "sandbox" })).type).toBe("beneficiary.status")
+      const live = makeBody({ sandbox: false })
+      expect(yield* reasonOf(signedVerify(live, { environment: "sandbox" }))).toBe("wrong_environment")
+      expect((yield* signedVerify(live, { environment: "production" })).type).toBe("beneficiary.status")
+      // The crypto-orchestration envelope has no sandbox_mode: nothing to check.
+      expect((yield* signedVerify(makeBody({ sandbox: undefined }), { environment: "production" })).type).toBe(
+        "beneficiary.status"
+      )
+    }))
+
+  it.effect("encodes an event back to its envelope", () =>
+    Effect.gen(function*() {
+      const unknown = yield* signedVerify(makeBody({ type: "payout.settled", data: { x: 1 } }))
+      const envelope = yield* Schema.encode(Webhooks.WebhookEventFromEnvelope)(unknown)
+      expect(envelope.event.type).toBe("payout.settled")
+      expect(envelope).not.toHaveProperty("received_type")
+    }))
+
+  it.effect.prop(
+    "rejects any change to the body or the signature",
+    {
+      change: FastCheck.constantFrom("flip body byte", "insert body byte", "drop body byte", "change hex digit", "cut signature"),
+      position: FastCheck.nat(),
+      byte: FastCheck.integer({ min: 1, max: 255 })
+    },
+    ({ byte, change, position }) =>
+      Effect.gen(function*() {
+        const body = new TextEncoder().encode(currentBody)
+        const headers = yield* Webhooks.sign(body, secret)
+        const signature = headers["x-fin-signature"]
+        const at = position % body.length
+        const i = position % signature.length
+        let tamperedBody = body
+        let tamperedSignature = signature
+        switch (change) {
+          case "flip body byte":
+            tamperedBody = body.slice()
+            tamperedBody[at] = body[at]! ^ byte
+            break
+          case "insert body byte":
+            tamperedBody = new Uint8Array([...body.subarray(0, at), byte, ...body.subarray(at)])
+            break
+          case "drop body byte":
+            tamperedBody = new Uint8Array([...body.subarray(0, at), ...body.subarray(at + 1)])
+            break
+          case "change hex digit":
+            tamperedSignature = signature.slice(0, i) +
+              ((parseInt(signature[i]!, 16) + (byte % 15) + 1) % 16).toString(16) + signature.slice(i + 1)
+            break
+          case "cut signature":
+            tamperedSignature = signature.slice(0, i)
+            break
+        }
+        const tampered = { ...headers, "x-fin-signature": tamperedSignature }
+        const error = yield* Effect.flip(Webhooks.verify(tamperedBody, tampered, secret))
+        expect(error.reason).toBe(tamperedSignature === "" ? "missing_signature" : "bad_signature")
+      }).pipe(Effect.provide(NodeWebhookCrypto.layer)),
+    { fastCheck: { numRuns: 200 } }
+  )
+})
+
+// --- The HttpApp handler ---------------------------------------------------------------------------------------------
+
+const url = "http://localhost/webhooks/fin"
+
+interface Answer {
+  readonly status: number
+  readonly body: string
+  readonly headers: globalThis.Headers
+}
+
+// Runs the app on the test's runtime, so its TestClock and logger apply.
+const webHandler = <E>(app: HttpApp.Default<E, Scope.Scope>) =>
+  Effect.map(Effect.runtime<never>(), (runtime) => HttpApp.toWebHandlerRuntime(runtime)(app))
+
+const send = (handle: (request: Request) => Promise<Response>, request: Request) =>
+  Effect.promise(async (): Promise<Answer> => {
+    const response = await handle(request)
+    return { status: response.status, body: await response.text(), headers: response.headers }
+  })
+
+const post = (body: string, headers: Record<string, string>) =>
+  new Request(url, { method: "POST", body, headers })
+
+const signedPost = (body: string, algorithm?: Webhooks.Algorithm) =>
+  Effect.map(Webhooks.sign(body, secret, algorithm), (headers) => post(body, { ...headers }))
+
+// Handlers that record what they saw.
+const recorder = Effect.gen(function*() {
+  const seen = yield* Ref.make(Chunk.empty<string>())
+  const record = (line: string) => Ref.update(seen, Chunk.append(line))
+  return { seen: Effect.map(Ref.get(seen), Chunk.toReadonlyArray), record }
+})
+
+describe("Webhooks.handler", () => {
+  it.effect("handles a delivery once and answers duplicates with 200", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": (event) =>
+            record(`${event.id} ${Option.getOrElse(event.data.status, () => "none")}`)
+        }
+      }))
+      const first = yield* send(handle, yield* signedPost(currentBody))
+      expect(first.status).toBe(200)
+      expect(JSON.parse(first.body)).toEqual({ outcome: "handled" })
+      const again = yield* send(handle, yield* signedPost(currentBody, "sha512"))
+      expect(again.status).toBe(200)
+      expect(JSON.parse(again.body)).toEqual({ outcome: "duplicate" })
+      expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1 PROCESSING"])
+    }))
+
+  it.effect("answers 401 without detail on a bad or missing signature, 400 on a malformed body", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": (event) => record(event.id) }
+      }))
+      const signed = yield* Webhooks.sign(currentBody, secret)
+      const wrongSecret = yield* Webhooks.sign(currentBody, "whsec_other")
+      for (
+        const headers of [
+          {},
+          { ...wrongSecret },
+          { ...signed, "x-fin-signature-algorithm": "md5" },
+          { "x-fin-signature": "not hex" }
+        ]
+      ) {
+        const answer = yield* send(handle, post(currentBody, headers))
+        expect(answer.status).toBe(401)
+        expect(answer.body).toBe("")
+      }
+      const tampered = yield* send(handle, post(currentBody.replace("PROCESSING", "ACTIVE\"  "), { ...signed }))
+      expect(tampered.status).toBe(401)
+      const malformed = yield* send(handle, yield* signedPost(makeBody({ data: { active: "yes" } })))
+      expect(malformed.status).toBe(400)
+      expect(JSON.parse(malformed.body)).toEqual({ error: "malformed_body" })
+      const badLength = yield* send(handle, new Request(url, { method: "POST", body: currentBody, headers: { ...signed, "content-length": "12x" } }))
+      expect(badLength.status).toBe(400)
+      expect(JSON.parse(badLength.body)).toEqual({ error: "malformed_body" })
+      const get = yield* send(handle, new Request(url, { method: "GET" }))
+      expect(get.status).toBe(405)
+      expect(yield* seen).toEqual([])
+    }))
+
+  it.effect("answers 413 for a Content-Length over the limit without reading the body", () =>
+    Effect.gen(function*() {
+      let pulls = 0
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {}, maxBodySize: 1024 }))
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulls++
+          controller.enqueue(new Uint8Array(512))
+          if (pulls === 4) controller.close()
+        }
+      })
+      const headers = { ...(yield* Webhooks.sign("x", secret)), "content-length": "2048" }
+      const init: RequestInit & { readonly duplex: "half" } = { method: "POST", body, headers, duplex: "half" }
+      const answer = yield* send(handle, new Request(url, init))
+      expect(answer.status).toBe(413)
+      expect(answer.headers.get("connection")).toBe("close")
+      // Only what the stream buffers ahead of any reader (its high-water mark) was produced.
+      expect(pulls).toBeLessThanOrEqual(1)
+    }))
+
+  it.effect("answers 413 for a chunked body over the limit, stopping at the limit", () =>
+    Effect.gen(function*() {
+      let pulls = 0
+      const chunk = new Uint8Array(64 * 1024).fill(0x20)
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} }))
+      // 100 chunks of 64 KiB (6.4 MiB) without Content-Length; the default limit is 1 MiB.
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulls++
+          controller.enqueue(chunk)
+          if (pulls === 100) controller.close()
+        }
+      })
+      const headers = yield* Webhooks.sign("x", secret)
+      const init: RequestInit & { readonly duplex: "half" } = { method: "POST", body, headers: { ...headers }, duplex: "half" }
+      const request = new Request(url, init)
+      expect(request.headers.get("content-length")).toBeNull()
+      const answer = yield* send(handle, request)
+      expect(answer.status).toBe(413)
+      expect(pulls).toBeGreaterThanOrEqual(16)
+      expect(pulls).toBeLessThan(30)
+    }))
+
+  it.effect("accepts a body right at the limit", () =>
+    Effect.gen(function*() {
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {},
+        maxBodySize: new TextEncoder().encode(currentBody).length
+      }))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+    }))
+
+  it.effect("answers 500 when the user's handler fails, and a redelivery runs it again", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": (event) =>
+            Effect.suspend(() => ++attempts === 1 ? Effect.fail("database down") : record(event.id))
+        }
+      }))
+      const failed = yield* send(handle, yield* signedPost(currentBody))
+      expect(failed.status).toBe(500)
+      const retried = yield* send(handle, yield* signedPost(currentBody))
+      expect(retried.status).toBe(200)
+      expect(JSON.parse(retried.body)).toEqual({ outcome: "handled" })
+      const third = yield* send(handle, yield* signedPost(currentBody))
+      expect(JSON.parse(third.body)).toEqual({ outcome: "duplicate" })
+      expect(attempts).toBe(2)
+      expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
+    }))
+
+  it.effect("a defect in the user's handler is a 500 too, and releases the event", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": () => Effect.sync(() => {
+            if (++attempts === 1) throw new Error("bug")
+          })
+        }
+      }))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect(attempts).toBe(2)
+    }))
+
+  it.effect("runs the handler once for concurrent deliveries of one event: 409 while it runs", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      let runs = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": () =>
+            Effect.gen(function*() {
+              runs++
+              yield* Deferred.succeed(started, undefined)
+              yield* Deferred.await(release)
+            })
+        }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(started)
+      const second = yield* send(handle, yield* signedPost(currentBody))
+      expect(second.status).toBe(409)
+      yield* Deferred.succeed(release, undefined)
+      const firstAnswer = yield* Fiber.join(first)
+      expect(firstAnswer.status).toBe(200)
+      expect(JSON.parse(firstAnswer.body)).toEqual({ outcome: "handled" })
+      const third = yield* send(handle, yield* signedPost(currentBody))
+      expect(JSON.parse(third.body)).toEqual({ outcome: "duplicate" })
+      expect(runs).toBe(1)
+    }))
+
+  it.effect("many concurrent deliveries of one event: one handled, the others 409 or duplicate", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => runs++)) }
+      }))
+      const requests = yield* Effect.all(Array.from({ length: 20 }, () => signedPost(currentBody)))
+      const answers = yield* Effect.all(requests.map((request) => send(handle, request)), { concurrency: "unbounded" })
+      const outcomes = answers.map((answer) => `${answer.status} ${answer.body}`)
+      expect(outcomes.filter((o) => o === `200 {"outcome":"handled"}`)).toHaveLength(1)
+      for (const outcome of outcomes) {
+        expect([`200 {"outcome":"handled"}`, `200 {"outcome":"duplicate"}`, `409 {"outcome":"in_progress"}`]).toContain(
+          outcome
+        )
+      }
+      expect(runs).toBe(1)
+    }))
+
+  it.effect("reports an older event for the same resource as stale, without calling the handler", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": (event, delivery) =>
+            record(`${Option.getOrElse(event.data.status, () => "none")}${delivery.stale ? " stale" : ""}`)
+        }
+      }))
+      const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:00.000002Z", data: beneficiaryData("ACTIVE") })
+      // One microsecond older than the ACTIVE event: only the microseconds tell them apart.
+      const processing = makeBody({
+        id: "e-1",
+        createdAt: "2026-04-04T17:40:00.000001Z",
+        data: beneficiaryData("PROCESSING")
+      })
+      const other = makeBody({
+        id: "e-3",
+        referenceId: "another-beneficiary",
+        createdAt: "2026-04-04T17:00:00Z",
+        data: beneficiaryData("REJECTED")
+      })
+      expect(JSON.parse((yield* send(handle, yield* signedPost(active))).body)).toEqual({ outcome: "handled" })
+      const stale = yield* send(handle, yield* signedPost(processing))
+      expect(stale.status).toBe(200)
+      expect(JSON.parse(stale.body)).toEqual({ outcome: "stale" })
+      // The stale event counts as answered: its redelivery is a duplicate.
+      expect(JSON.parse((yield* send(handle, yield* signedPost(processing))).body)).toEqual({ outcome: "duplicate" })
+      // Ordering is per event_reference_id.
+      expect(JSON.parse((yield* send(handle, yield* signedPost(other))).body)).toEqual({ outcome: "handled" })
+      expect(yield* seen).toEqual(["ACTIVE", "REJECTED"])
+    }))
+
+  it.effect("passes stale events to the handler when asked to", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        deliverStale: true,
+        handlers: {
+          "beneficiary.status": (event, delivery) =>
+            record(`${Option.getOrElse(event.data.status, () => "none")}${delivery.stale ? " stale" : ""}`)
+        }
+      }))
+      yield* send(handle, yield* signedPost(makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })))
+      const older = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
+      const answer = yield* send(handle, yield* signedPost(older))
+      expect(JSON.parse(answer.body)).toEqual({ outcome: "stale" })
+      expect(yield* seen).toEqual(["ACTIVE", "PROCESSING stale"])
+    }))
+
+  it.effect("routes each type to its handler; Unknown gets undocumented types; others are acknowledged", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: [Redacted.make("whsec_old"), secret],
+        handlers: {
+          "transit.payment.status": (event) => record(`transit ${JSON.stringify(event.data)}`),
+          Unknown: (event) => record(`unknown ${event.received_type}`)
+        }
+      }))
+      const transit = makeBody({ id: "t-1", type: "transit.payment.status", data: { status: "PAY_SUCCESS" } })
+      const unknown = makeBody({ id: "u-1", type: "payout.settled", data: {} })
+      const customer = makeBody({ id: "c-1", type: "customer.created", data: {} })
+      for (const body of [transit, unknown, customer]) {
+        expect((yield* send(handle, yield* signedPost(body))).status).toBe(200)
+      }
+      expect(yield* seen).toEqual([`transit {"status":"PAY_SUCCESS"}`, "unknown payout.settled"])
+    }))
+
+  it.effect("applies maxAge and environment: 400", () =>
+    Effect.gen(function*() {
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {},
+        maxAge: "10 minutes",
+        environment: "production"
+      }))
+      yield* TestClock.setTime(DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:40:00Z")))
+      const sandboxEvent = yield* send(handle, yield* signedPost(currentBody))
+      expect(sandboxEvent.status).toBe(400)
+      expect(JSON.parse(sandboxEvent.body)).toEqual({ error: "wrong_environment" })
+      yield* TestClock.adjust("1 hour")
+      const old = yield* send(handle, yield* signedPost(makeBody({ sandbox: false })))
+      expect(JSON.parse(old.body)).toEqual({ error: "too_old" })
+    }))
+
+  it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore()
+      const stuck = yield* store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", Duration.minutes(5))
+      expect(stuck._tag).toBe("Claimed")
+      let runs = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "1 minute",
+        dedupeTtl: "1 hour",
+        handlers: { "beneficiary.status": () => Effect.sync(() => runs++) }
+      }))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(409)
+      yield* TestClock.adjust("6 minutes")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
+      yield* TestClock.adjust("59 minutes")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
+      yield* TestClock.adjust("2 minutes")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
+      expect(runs).toBe(2)
+    }))
+
+  it.effect("the app requires what the user's handlers require", () =>
+    Effect.gen(function*() {
+      class Audit extends Context.Tag("test/Audit")<Audit, { readonly note: (line: string) => Effect.Effect<void> }>() {}
+      const notes: Array<string> = []
+      const app = Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": (event) => Effect.flatMap(Audit, (audit) => audit.note(event.id)) }
+      })
+      // @ts-expect-error Audit is required, so the app cannot be used where nothing but the request is provided
+      const _unprovided: Effect.Effect<unknown, never, HttpServerRequest.HttpServerRequest | Scope.Scope> = app
+      void _unprovided
+      const provided = Effect.provideService(app, Audit, { note: (line) => Effect.sync(() => notes.push(line)) })
+      const handle = yield* webHandler(provided)
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect(notes).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
+    }))
+
+  it.effect("uses the WebhookDedupeStore service when provided", () =>
+    Effect.gen(function*() {
+      const store = yield* Webhooks.WebhookDedupeStore
+      const app = Webhooks.handler({ secrets: secret, handlers: {} })
+      // Two handlers sharing the service's store see each other's deliveries.
+      const one = yield* webHandler(app)
+      const two = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} }))
+      expect(JSON.parse((yield* send(one, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
+      expect(JSON.parse((yield* send(two, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
+      const claim = yield* store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", Duration.minutes(1))
+      expect(claim._tag).toBe("Done")
+    }).pipe(Effect.provide(Webhooks.layerMemoryDedupeStore())))
+
+  it.effect("logs rejections and handler failures without secrets", () =>
+    Effect.gen(function*() {
+      const logs: Array<string> = []
+      const capture = Logger.make(({ annotations, message }) => {
+        logs.push(JSON.stringify({ message, annotations: [...annotations] }))
+      })
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.fail("handler error") }
+      })).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      yield* send(handle, post(currentBody, { ...(yield* Webhooks.sign(currentBody, "whsec_wrong")) }))
+      yield* send(handle, yield* signedPost(currentBody))
+      expect(logs.length).toBeGreaterThanOrEqual(2)
+      expect(logs.some((line) => line.includes("bad_signature"))).toBe(true)
+      expect(logs.some((line) => line.includes("webhook handler failed"))).toBe(true)
+      for (const line of logs) {
+        expect(line).not.toContain(secretValue)
+        expect(line).not.toContain("whsec_wrong")
+      }
+    }))
+})
+
+describe("Webhooks memory store", () => {
+  it.effect("is bounded in size", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 3 })
+      const ttl = Duration.hours(1)
+      for (const id of ["a", "b", "c", "d"]) {
+        const claim = yield* store.claim(id, ttl)
+        if (claim._tag === "Claimed") yield* store.complete(id, claim.token, { referenceId: id, createdAt: 1 }, ttl)
+      }
+      // "a" was the oldest and is gone; the newest three remain.
+      expect((yield* store.claim("a", ttl))._tag).toBe("Claimed")
+      expect((yield* store.claim("d", ttl))._tag).toBe("Done")
+      expect(Option.isNone(yield* store.lastHandled("a"))).toBe(true)
+      expect(yield* store.lastHandled("d")).toEqual(Option.some(1))
+    }))
+
+  it.effect("release only drops the caller's own pending claim", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore()
+      const ttl = Duration.minutes(1)
+      const first = yield* store.claim("x", ttl)
+      if (first._tag !== "Claimed") return expect.fail("not claimed")
+      yield* store.release("x", "not-the-token")
+      expect((yield* store.claim("x", ttl))._tag).toBe("InProgress")
+      yield* store.complete("x", first.token, { referenceId: "r", createdAt: 5 }, ttl)
+      yield* store.release("x", first.token)
+      expect((yield* store.claim("x", ttl))._tag).toBe("Done")
+    }))
+})
