@@ -1,0 +1,29 @@
+import { describe, expect, it } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const readme = readFileSync(join(root, "README.md"), "utf8")
+
+describe("README", () => {
+  it("gives the set-up as npm ci then npm test", () => {
+    expect(readme).toContain("```sh\nnpm ci\nnpm test\n```")
+  })
+
+  it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
+    const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
+    const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+    expect(block).toBe(example)
+    expect(example.trim().split("\n").length).toBeLessThanOrEqual(15)
+    const env: NodeJS.ProcessEnv = { ...process.env }
+    delete env.FIN_CLIENT_ID
+    const output = execFileSync(join(root, "node_modules", ".bin", "tsx"), ["examples/quickstart.ts"], {
+      cwd: root,
+      env,
+      encoding: "utf8"
+    })
+    expect(output.trim()).toBe("100 USD -> 134.95 CAD (fee 1.5)")
+  })
+})
