@@ -13,6 +13,7 @@ import * as FeeService from "./FeeService.js"
 import * as FinConfig from "./FinConfig.js"
 import * as HttpTransport from "./HttpTransport.js"
 import type * as Http from "./internal/http.js"
+import * as SubdivisionService from "./SubdivisionService.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -21,7 +22,11 @@ import * as TokenProvider from "./TokenProvider.js"
  * @since 0.1.0
  * @category models
  */
-export type Services = TokenProvider.TokenProvider | HttpTransport.HttpTransport | FeeService.FeeService
+export type Services =
+  | TokenProvider.TokenProvider
+  | HttpTransport.HttpTransport
+  | FeeService.FeeService
+  | SubdivisionService.SubdivisionService
 
 /**
  * The services of one client as plain values, for programs that talk to several accounts.
@@ -33,6 +38,7 @@ export interface Client {
   readonly tokens: TokenProvider.Service
   readonly transport: HttpTransport.Service
   readonly fees: FeeService.Service
+  readonly subdivisions: SubdivisionService.Service
 }
 
 /**
@@ -43,7 +49,7 @@ export interface Client {
  * @category layers
  */
 export const layer = (options: FinConfig.Options): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
-  FeeService.layer.pipe(
+  Layer.merge(FeeService.layer, SubdivisionService.layer).pipe(
     Layer.provideMerge(HttpTransport.layer),
     Layer.provideMerge(TokenProvider.layer),
     Layer.provide(FinConfig.layer(options))
@@ -82,5 +88,6 @@ export const make = (
   Effect.map(Layer.build(layer(options)), (context) => ({
     tokens: Context.get(context, TokenProvider.TokenProvider),
     transport: Context.get(context, HttpTransport.HttpTransport),
-    fees: Context.get(context, FeeService.FeeService)
+    fees: Context.get(context, FeeService.FeeService),
+    subdivisions: Context.get(context, SubdivisionService.SubdivisionService)
   }))

@@ -1,0 +1,164 @@
+/**
+ * `GET /v1/countries/{country_code}/subdivisions`, with the offline snapshot as fallback and a cross-check of the
+ * snapshot against the API.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as CountryCode from "./CountryCode.js"
+import * as FinConfig from "./FinConfig.js"
+import type { FinError } from "./FinError.js"
+import * as HttpTransport from "./HttpTransport.js"
+import * as KeyedCache from "./internal/keyedCache.js"
+import * as internal from "./internal/subdivisions.js"
+import * as Subdivisions from "./Subdivisions.js"
+
+/**
+ * The subdivisions of one country and where they came from.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubdivisionList {
+  readonly country: CountryCode.CountryCode
+  readonly subdivisions: ReadonlyArray<Subdivisions.Subdivision>
+  /** `"api"`: the service answered (possibly from the cache); `"snapshot"`: the committed offline data. */
+  readonly source: "api" | "snapshot"
+}
+
+/**
+ * The snapshot measured against the API for one country: `missing` are codes the API lists and the snapshot lacks,
+ * `extra` are codes only the snapshot has, `renamed` are codes both have under different names.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubdivisionDiff extends internal.CrossCheck {
+  readonly country: CountryCode.CountryCode
+}
+
+/**
+ * The response: `{ "data": { "subdivisions": [{ "name", "code" }] } }`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SubdivisionsResponse = Schema.Struct({
+  data: Schema.Struct({ subdivisions: Schema.Array(Subdivisions.Subdivision) })
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /** By `subdivisionMode`: the API (`online`), the snapshot (`offline`) or the API with the snapshot as fallback. */
+  readonly list: (country: string) => Effect.Effect<SubdivisionList, FinError>
+  /** Always asks the API, never cached. */
+  readonly crossCheck: (country: string) => Effect.Effect<SubdivisionDiff, FinError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class SubdivisionService extends Context.Tag("effect-fin/SubdivisionService")<SubdivisionService, Service>() {}
+
+// The snapshot stands in for an unreachable or failing service, never for a refusal: 401/403/4xx reach the caller.
+const canFallBack = (error: FinError): boolean =>
+  error._tag === "TransportError" || error._tag === "TimeoutError" || (error._tag === "ApiError" && error.status >= 500)
+
+const snapshotOf = (country: CountryCode.CountryCode): ReadonlyArray<Subdivisions.Subdivision> =>
+  // `country` is already validated, so the lookup cannot fail.
+  Either.getOrElse(Subdivisions.forCountry(country), () => [])
+
+/**
+ * Builds the service on the transport in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTransport.HttpTransport | Scope.Scope> =
+  Effect.gen(function*() {
+    const config = yield* FinConfig.FinConfig
+    const transport = yield* HttpTransport.HttpTransport
+
+    const fetch = (country: CountryCode.CountryCode) =>
+      Effect.map(
+        transport.request({
+          method: "GET",
+          path: `/v1/countries/${country}/subdivisions`,
+          response: SubdivisionsResponse,
+          name: "subdivisions"
+        }),
+        (response) => response.data.subdivisions
+      )
+
+    const cached = yield* KeyedCache.make({ lookup: fetch, timeToLive: config.subdivisionCacheTtl })
+
+    const fromSnapshot = (country: CountryCode.CountryCode): SubdivisionList => ({
+      country,
+      subdivisions: snapshotOf(country),
+      source: "snapshot"
+    })
+
+    const fromApi = (country: CountryCode.CountryCode) =>
+      Effect.map(cached(country), (subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
+
+    const list = (input: string) =>
+      Effect.flatMap(CountryCode.validate(input), (country): Effect.Effect<SubdivisionList, FinError> => {
+        switch (config.subdivisionMode) {
+          case "offline":
+            return Effect.succeed(fromSnapshot(country))
+          case "online":
+            return fromApi(country)
+          case "fallback":
+            return fromApi(country).pipe(
+              Effect.catchIf(canFallBack, (error) =>
+                Effect.as(
+                  Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag})`),
+                  fromSnapshot(country)
+                ))
+            )
+        }
+      })
+
+    const crossCheck = (input: string) =>
+      Effect.flatMap(CountryCode.validate(input), (country) =>
+        Effect.map(fetch(country), (api): SubdivisionDiff => ({
+          country,
+          ...internal.crossCheckCountry(snapshotOf(country), api)
+        })))
+
+    return SubdivisionService.of({ list, crossCheck })
+  })
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<SubdivisionService, never, FinConfig.FinConfig | HttpTransport.HttpTransport> = Layer
+  .scoped(SubdivisionService, make)
+
+/**
+ * Lists the subdivisions of `country` with the service in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const list = (country: string): Effect.Effect<SubdivisionList, FinError, SubdivisionService> =>
+  Effect.flatMap(SubdivisionService, (service) => service.list(country))
+
+/**
+ * Cross-checks the snapshot of `country` against the API with the service in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const crossCheck = (country: string): Effect.Effect<SubdivisionDiff, FinError, SubdivisionService> =>
+  Effect.flatMap(SubdivisionService, (service) => service.crossCheck(country))

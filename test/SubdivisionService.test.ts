@@ -1,0 +1,153 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import type * as FinConfig from "../src/FinConfig.js"
+import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
+import * as Subdivisions from "../src/Subdivisions.js"
+import * as SubdivisionService from "../src/SubdivisionService.js"
+import { advance, provideClient } from "./support.js"
+
+const ROUTE = "GET /v1/countries/*/subdivisions"
+const apiBody = (subdivisions: ReadonlyArray<{ code: string; name: string }>) => FinTest.json(200, { data: { subdivisions } })
+const usa = apiBody([{ code: "US-CA", name: "California" }, { code: "US-NY", name: "New York" }])
+const calls = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(ROUTE))
+const allRequests = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+const list = SubdivisionService.list
+// Most fallback cases need only one attempt to show the decision.
+const noRetries = HttpTransport.withOptions({ maxRetries: 0 })
+const snapshotUsa = Either.getOrThrow(Subdivisions.forCountry("USA"))
+
+const withMode = (mode: FinConfig.SubdivisionMode, routes: FinTest.Routes, options: Partial<FinConfig.Options> = {}) =>
+  provideClient(routes, { subdivisionMode: mode, ...options })
+
+describe("SubdivisionService", () => {
+  for (const input of ["usa", "XXX", "../v1", "", "US", "USA/../..", " USA"]) {
+    it.effect(`rejects ${JSON.stringify(input)} before sending anything`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(list(input))
+        expect(error._tag).toBe("RequestValidationError")
+        const crossError = yield* Effect.flip(SubdivisionService.crossCheck(input))
+        expect(crossError._tag).toBe("RequestValidationError")
+        expect(yield* allRequests).toHaveLength(0)
+      }).pipe(withMode("online", { [ROUTE]: () => usa })))
+  }
+
+  it.effect("online: the API's list, with its source", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA")
+      expect(result).toEqual({
+        country: "USA",
+        source: "api",
+        subdivisions: [{ code: "US-CA", name: "California" }, { code: "US-NY", name: "New York" }]
+      })
+      const [request] = (yield* allRequests).filter((r) => r.method === "GET")
+      expect(request?.path).toBe("/v1/countries/USA/subdivisions")
+    }).pipe(withMode("online", { [ROUTE]: () => usa })))
+
+  it.effect("online: a 503 reaches the caller after the retries", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(list("USA")))
+      yield* advance(1500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag === "ApiError" && error.status).toBe(503)
+    }).pipe(withMode("online", { [ROUTE]: () => FinTest.json(503, { message: "down" }) })))
+
+  it.effect("offline: the snapshot, with no request at all (not even a token)", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA")
+      expect(result.source).toBe("snapshot")
+      expect(result.subdivisions).toEqual(snapshotUsa)
+      expect((yield* list("ATA")).subdivisions).toEqual([])
+      expect(yield* allRequests).toHaveLength(0)
+    }).pipe(withMode("offline", { [ROUTE]: () => usa })))
+
+  it.effect("fallback: the snapshot on a 503 (after the retries), and the API is asked again next time", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(list("USA"))
+      yield* advance(1500)
+      const first = yield* Fiber.join(fiber)
+      expect(first.source).toBe("snapshot")
+      expect(first.subdivisions).toEqual(snapshotUsa)
+      expect(yield* calls).toBe(3)
+      const second = yield* list("USA")
+      expect(second.source).toBe("api")
+      expect(yield* calls).toBe(4)
+    }).pipe(withMode("fallback", {
+      [ROUTE]: FinTest.sequence(
+        FinTest.json(503, { message: "down" }),
+        FinTest.json(503, { message: "down" }),
+        FinTest.json(503, { message: "down" }),
+        usa
+      )
+    })))
+
+  it.effect("fallback: the snapshot on a refused connection", () =>
+    Effect.gen(function*() {
+      const result = yield* list("BRA").pipe(noRetries)
+      expect(result.source).toBe("snapshot")
+      expect(result.subdivisions.some((s) => s.code === "BR-SP")).toBe(true)
+    }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.fail("ECONNREFUSED") })))
+
+  it.effect("fallback: the snapshot on a timeout", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(list("USA"))
+      yield* advance(1000)
+      expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
+    }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall }, { timeout: "1 second", maxRetries: 0 })))
+
+  for (const status of [401, 403, 404, 422, 429]) {
+    it.effect(`fallback: never on ${status}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(list("USA").pipe(noRetries))
+        expect(error._tag).toBe(status === 401 ? "AuthenticationError" : status === 429 ? "RateLimitError" : "ApiError")
+      }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(status, { message: "no" }) })))
+  }
+
+  it.effect("caches API results for subdivisionCacheTtl, per country", () =>
+    Effect.gen(function*() {
+      yield* list("USA")
+      yield* list("USA")
+      expect(yield* calls).toBe(1)
+      yield* list("CAN")
+      expect(yield* calls).toBe(2)
+      yield* advance(59_999)
+      yield* list("USA")
+      expect(yield* calls).toBe(2)
+      yield* advance(1)
+      yield* list("USA")
+      expect(yield* calls).toBe(3)
+    }).pipe(withMode("online", { [ROUTE]: () => usa }, { subdivisionCacheTtl: "1 minute" })))
+
+  it.effect("never caches a failure", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(list("USA"))
+      expect(error._tag).toBe("ApiError")
+      expect((yield* list("USA")).source).toBe("api")
+      expect(yield* calls).toBe(2)
+    }).pipe(withMode("online", { [ROUTE]: FinTest.sequence(FinTest.json(404, { message: "Resource not found" }), usa) })))
+
+  it.effect("concurrent requests for one country share one call", () =>
+    Effect.gen(function*() {
+      const fibers = yield* Effect.forEach(Array.from({ length: 20 }), () => Effect.fork(list("USA")))
+      yield* advance(50)
+      const results = yield* Fiber.joinAll(fibers)
+      expect(results.every((r) => r.source === "api" && r.subdivisions.length === 2)).toBe(true)
+      expect(yield* calls).toBe(1)
+    }).pipe(withMode("online", { [ROUTE]: FinTest.delayed("50 millis", () => usa) })))
+
+  it.effect("crossCheck compares the API with the snapshot, always asking the API", () =>
+    Effect.gen(function*() {
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.country).toBe("USA")
+      expect(diff.missing).toEqual([{ code: "US-ZZ", name: "Nowhere" }])
+      expect(diff.renamed).toEqual([{ code: "US-CA", snapshotName: "California", apiName: "Kalifornia" }])
+      expect(diff.extra.map((s) => s.code)).toContain("US-NY")
+      expect(diff.extra).toHaveLength(snapshotUsa.length - 1)
+      yield* SubdivisionService.crossCheck("USA")
+      expect(yield* calls).toBe(2)
+    }).pipe(withMode("fallback", {
+      [ROUTE]: () => apiBody([{ code: "US-CA", name: "Kalifornia" }, { code: "US-ZZ", name: "Nowhere" }])
+    })))
+})
