@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+// Builds and packs the package, unpacks it into a scratch app that reuses this repo's installed peers (no registry
+// access), and loads every entry with `import` and with `require`.
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const bin = (name: string) => join(root, "node_modules", ".bin", name)
+let scratch = ""
+let app = ""
+
+const run = (file: string, args: ReadonlyArray<string>, cwd: string) =>
+  execFileSync(file, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } })
+
+const smoke = (load: (id: string) => string) => `
+const fin = ${load("effect-fin")}
+const finTest = ${load("effect-fin/test")}
+const finNode = ${load("effect-fin/node")}
+const { Effect } = ${load("effect")}
+const program = fin.FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" }).pipe(
+  Effect.provide(finTest.layerFeeService({ rates: { "USD/CAD": 2 } }))
+)
+Effect.runPromise(program).then((quote) => {
+  console.log(JSON.stringify({
+    namespaces: Object.keys(fin).sort(),
+    destination: quote.destination_amount,
+    country: fin.CountryCode.toAlpha2("USA"),
+    node: Object.keys(finNode).length > 0
+  }))
+})
+`
+
+describe("package", () => {
+  beforeAll(() => {
+    run("npm", ["run", "build"], root)
+    scratch = mkdtempSync(join(tmpdir(), "effect-fin-pack-"))
+    run("npm", ["pack", "--pack-destination", scratch], root)
+    const tarball = readdirSync(scratch).find((f) => f.endsWith(".tgz"))!
+    app = join(scratch, "app")
+    const installed = join(app, "node_modules", "effect-fin")
+    mkdirSync(installed, { recursive: true })
+    run("tar", ["xzf", join(scratch, tarball), "-C", installed, "--strip-components=1"], scratch)
+    mkdirSync(join(app, "node_modules", "@effect"), { recursive: true })
+    for (const peer of ["effect", "@effect/platform"]) {
+      symlinkSync(join(root, "node_modules", peer), join(app, "node_modules", peer), "dir")
+    }
+    writeFileSync(join(app, "esm.mjs"), smoke((id) => `await import(${JSON.stringify(id)})`))
+    writeFileSync(join(app, "cjs.cjs"), smoke((id) => `require(${JSON.stringify(id)})`))
+  }, 300_000)
+
+  afterAll(() => {
+    if (scratch !== "") rmSync(scratch, { recursive: true, force: true })
+  })
+
+  for (const file of ["esm.mjs", "cjs.cjs"]) {
+    it(`loads every entry with ${file.startsWith("esm") ? "import" : "require"}`, () => {
+      const output = JSON.parse(run(process.execPath, [file], app))
+      expect(output.namespaces).toEqual(expect.arrayContaining(["FeeService", "FinClient", "FinError", "TokenProvider"]))
+      expect(output.destination).toBe(200)
+      expect(output.country).toBe("US")
+      expect(output.node).toBe(true)
+    })
+  }
+
+  it("passes publint", () => {
+    expect(run(bin("publint"), [], root)).toContain("All good")
+  }, 120_000)
+
+  it("passes @arethetypeswrong/cli for node16 and bundlers", () => {
+    // Exits non-zero on any problem; node10 (no `exports` support) cannot see subpaths at all, by design.
+    const output = run(bin("attw"), ["--pack", ".", "--profile", "node16"], root)
+    expect(output).toContain(`"effect-fin/test"`)
+    expect(output).not.toContain("❌")
+  }, 120_000)
+})
