@@ -47,8 +47,29 @@ export * as FinError from "./FinError.js"
 export * as HttpTransport from "./HttpTransport.js"
 
 /**
+ * `GET /v1/countries/{alpha3}/subdivisions` with the offline fallback and cross-check.
+ *
+ * @since 0.1.0
+ */
+export * as SubdivisionService from "./SubdivisionService.js"
+
+/**
+ * Offline ISO 3166-2 lookups over the committed snapshot.
+ *
+ * @since 0.1.0
+ */
+export * as Subdivisions from "./Subdivisions.js"
+
+/**
  * Access tokens: cached, refreshed, single flight.
  *
  * @since 0.1.0
  */
 export * as TokenProvider from "./TokenProvider.js"
+
+/**
+ * Webhook verification, decoding and the `HttpApp` handler.
+ *
+ * @since 0.1.0
+ */
+export * as Webhooks from "./Webhooks.js"
