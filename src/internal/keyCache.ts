@@ -16,7 +16,9 @@ const maxKeysPerAlgorithm = 64
 /** A cache of `prepare(algorithm, secret)` per algorithm and secret value. */
 export interface KeyCache<K> {
   readonly get: (algorithm: Algorithm, secret: Redacted.Redacted<string>) => K
-  readonly forget: (algorithm: Algorithm, secret: Redacted.Redacted<string>) => void
+  /** Replaces the entry of a secret, e.g. a pending import by the key it resolved to. */
+  readonly set: (algorithm: Algorithm, secret: string, key: K) => void
+  readonly forget: (algorithm: Algorithm, secret: string) => void
 }
 
 export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): KeyCache<K> => {
@@ -42,8 +44,12 @@ export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): K
       }
       return key
     },
+    set: (algorithm, secret, key) => {
+      const cache = caches[algorithm]
+      if (cache.has(secret)) cache.set(secret, key)
+    },
     forget: (algorithm, secret) => {
-      caches[algorithm].delete(Redacted.value(secret))
+      caches[algorithm].delete(secret)
     }
   }
 }

@@ -4,11 +4,16 @@
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createHmac, createSecretKey, timingSafeEqual } from "node:crypto"
 import * as KeyCache from "../internal/keyCache.js"
-import { WebhookCrypto, type WebhookCryptoService } from "../Webhooks.js"
+import type { WebhookCrypto, WebhookCryptoService } from "../Webhooks.js"
+
+// The core's `WebhookCrypto` tag, by its key: importing the core's value here would bundle a second copy of the whole
+// Webhooks module into this entry (tags with one key are one service).
+const WebhookCryptoTag = Context.GenericTag<WebhookCrypto, WebhookCryptoService>("effect-fin/WebhookCrypto")
 
 /**
  * @since 0.1.0
@@ -17,12 +22,13 @@ import { WebhookCrypto, type WebhookCryptoService } from "../Webhooks.js"
 export const make = (): WebhookCryptoService => {
   // A KeyObject prepared once per secret (and algorithm): createHmac then skips converting the secret on every call.
   const keys = KeyCache.make((_algorithm, secret) => createSecretKey(Buffer.from(secret, "utf8")))
+  const verifySync: NonNullable<WebhookCryptoService["verifySync"]> = (algorithm, secret, body, signature) => {
+    const mac = createHmac(algorithm, keys.get(algorithm, secret)).update(body).digest()
+    return mac.length === signature.length && timingSafeEqual(mac, signature)
+  }
   return {
-    verify: (algorithm, secret, body, signature) =>
-      Effect.sync(() => {
-        const mac = createHmac(algorithm, keys.get(algorithm, secret)).update(body).digest()
-        return mac.length === signature.length && timingSafeEqual(mac, signature)
-      }),
+    verifySync,
+    verify: (algorithm, secret, body, signature) => Effect.sync(() => verifySync(algorithm, secret, body, signature)),
     sign: (algorithm, secret, body) =>
       Effect.sync(() => new Uint8Array(createHmac(algorithm, keys.get(algorithm, secret)).update(body).digest()))
   }
@@ -34,4 +40,4 @@ export const make = (): WebhookCryptoService => {
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<WebhookCrypto> = Layer.sync(WebhookCrypto, make)
+export const layer: Layer.Layer<WebhookCrypto> = Layer.sync(WebhookCryptoTag, make)
