@@ -35,6 +35,15 @@ describe("NodeWebhookCrypto", () => {
       }
     }))
 
+  it("is the WebhookCrypto the core uses once provided (it verifies synchronously, WebCrypto cannot)", () => {
+    const headers = { "x-fin-signature": createHmac("sha256", Redacted.value(secret)).update(body).digest("hex") }
+    const verified = Effect.runSync(
+      Webhooks.verify(body, headers, secret).pipe(Effect.provide(NodeWebhookCrypto.layer))
+    )
+    expect(verified.type).toBe("beneficiary.status")
+    expect(() => Effect.runSync(Webhooks.verify(body, headers, secret))).toThrow()
+  })
+
   it.effect("keeps verifying correctly when more secrets are used than it caches", () =>
     Effect.gen(function*() {
       const crypto = NodeWebhookCrypto.make()
