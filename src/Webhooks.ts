@@ -152,10 +152,11 @@ export const makeWebCrypto = (): WebhookCryptoService => {
     algorithm: Algorithm,
     secret: Redacted.Redacted<string>,
     use: (key: CryptoKey) => Promise<A>
-  ): Effect.Effect<A> => {
-    const key = keys.get(algorithm, secret)
-    return Effect.promise(() => key instanceof Promise ? key.then(use) : use(key))
-  }
+  ): Effect.Effect<A> =>
+    Effect.promise(() => {
+      const key = keys.get(algorithm, secret)
+      return key instanceof Promise ? key.then(use) : use(key)
+    })
   return {
     verify: (algorithm, secret, body, signature) =>
       withKey(algorithm, secret, (key) => subtle.verify("HMAC", key, asBuffer(signature), asBuffer(body))),
