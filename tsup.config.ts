@@ -1,17 +1,32 @@
 import { defineConfig } from "tsup"
 
-// ESM and CommonJS with declarations; esbuild inlines the snapshot data, so no format needs `fs` or JSON imports.
-export default defineConfig({
-  entry: {
-    index: "src/index.ts",
-    FinTest: "src/FinTest.ts",
-    "node/index": "src/node/index.ts"
-  },
-  format: ["esm", "cjs"],
+const shared = {
   dts: true,
-  clean: true,
   sourcemap: true,
   target: "es2022",
-  platform: "neutral",
   treeshake: true
-})
+} as const
+
+// ESM and CommonJS with declarations; esbuild inlines the snapshot data, so no format needs `fs` or JSON imports.
+// The executable is ESM only: it checks its optional peers with top-level await.
+export default defineConfig([
+  {
+    ...shared,
+    entry: {
+      index: "src/index.ts",
+      FinTest: "src/FinTest.ts",
+      "node/index": "src/node/index.ts",
+      "cli/index": "src/cli/main.ts"
+    },
+    format: ["esm", "cjs"],
+    clean: true,
+    platform: "neutral"
+  },
+  {
+    ...shared,
+    entry: { "cli/bin": "src/cli/bin.ts" },
+    format: ["esm"],
+    dts: false,
+    platform: "node"
+  }
+])

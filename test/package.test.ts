@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { execFile, execFileSync } from "node:child_process"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -15,10 +15,18 @@ let app = ""
 const run = (file: string, args: ReadonlyArray<string>, cwd: string) =>
   execFileSync(file, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } })
 
+// The build takes a while; a synchronous call would block the worker and time out vitest's own messages.
+const runAsync = (file: string, args: ReadonlyArray<string>, cwd: string) =>
+  new Promise<string>((resolve, reject) =>
+    execFile(file, args, { cwd, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout))
+  )
+
 const smoke = (load: (id: string) => string) => `
 const fin = ${load("effect-fin")}
 const finTest = ${load("effect-fin/test")}
 const finNode = ${load("effect-fin/node")}
+const subdivisions = fin.Subdivisions.forCountry("BRA")
 const { Effect } = ${load("effect")}
 const program = fin.FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" }).pipe(
   Effect.provide(finTest.layerFeeService({ rates: { "USD/CAD": 2 } }))
@@ -28,16 +36,17 @@ Effect.runPromise(program).then((quote) => {
     namespaces: Object.keys(fin).sort(),
     destination: quote.destination_amount,
     country: fin.CountryCode.toAlpha2("USA"),
-    node: Object.keys(finNode).length > 0
+    node: Object.keys(finNode).length > 0,
+    saoPaulo: subdivisions.right.find((s) => s.code === "BR-SP").name
   }))
 })
 `
 
 describe("package", () => {
-  beforeAll(() => {
-    run("npm", ["run", "build"], root)
+  beforeAll(async () => {
+    await runAsync("npm", ["run", "build"], root)
     scratch = mkdtempSync(join(tmpdir(), "effect-fin-pack-"))
-    run("npm", ["pack", "--pack-destination", scratch], root)
+    await runAsync("npm", ["pack", "--pack-destination", scratch], root)
     const tarball = readdirSync(scratch).find((f) => f.endsWith(".tgz"))!
     app = join(scratch, "app")
     const installed = join(app, "node_modules", "effect-fin")
@@ -62,16 +71,45 @@ describe("package", () => {
       expect(output.destination).toBe(200)
       expect(output.country).toBe("US")
       expect(output.node).toBe(true)
+      expect(output.saoPaulo).toBe("São Paulo")
     })
   }
 
-  it("passes publint", () => {
-    expect(run(bin("publint"), [], root)).toContain("All good")
+  it("the effect-fin command names the missing optional peers instead of crashing", () => {
+    const bin = join(app, "node_modules", "effect-fin", "dist", "cli", "bin.js")
+    let failure: { status: number; stderr: string } | undefined
+    try {
+      run(process.execPath, [bin, "--help"], app)
+    } catch (error) {
+      failure = error as { status: number; stderr: string }
+    }
+    expect(failure?.status).toBe(1)
+    expect(failure?.stderr.trim()).toBe(
+      "effect-fin: the command line needs @effect/cli and @effect/platform-node: npm install @effect/cli @effect/platform-node"
+    )
+  })
+
+  it("the effect-fin command runs from the package once its peers are installed", () => {
+    const withPeers = join(scratch, "with-peers")
+    mkdirSync(join(withPeers, "node_modules", "@effect"), { recursive: true })
+    // A copy, not a link: Node resolves a module's imports from its real path.
+    cpSync(join(app, "node_modules", "effect-fin"), join(withPeers, "node_modules", "effect-fin"), { recursive: true })
+    for (const peer of ["effect", "@effect/platform", "@effect/platform-node", "@effect/cli", "@effect/printer", "@effect/printer-ansi"]) {
+      symlinkSync(join(root, "node_modules", peer), join(withPeers, "node_modules", peer), "dir")
+    }
+    const bin = join(withPeers, "node_modules", "effect-fin", "dist", "cli", "bin.js")
+    const output = JSON.parse(run(process.execPath, [bin, "subdivisions", "USA", "--offline", "--json"], withPeers))
+    expect(output.source).toBe("snapshot")
+    expect(output.subdivisions.some((s: { code: string }) => s.code === "US-CA")).toBe(true)
+  })
+
+  it("passes publint", async () => {
+    expect(await runAsync(bin("publint"), [], root)).toContain("All good")
   }, 120_000)
 
-  it("passes @arethetypeswrong/cli for node16 and bundlers", () => {
+  it("passes @arethetypeswrong/cli for node16 and bundlers", async () => {
     // Exits non-zero on any problem; node10 (no `exports` support) cannot see subpaths at all, by design.
-    const output = run(bin("attw"), ["--pack", ".", "--profile", "node16"], root)
+    const output = await runAsync(bin("attw"), ["--pack", ".", "--profile", "node16"], root)
     expect(output).toContain(`"effect-fin/test"`)
     expect(output).not.toContain("❌")
   }, 120_000)

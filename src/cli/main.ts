@@ -1,0 +1,198 @@
+/**
+ * The `effect-fin` command line: quotes, subdivisions, webhook verification and the local emulator, configured from
+ * `FIN_*` variables. Human tables by default, `--json` for machines; every failure is one line starting with the error
+ * tag, and a non-zero exit code.
+ *
+ * @since 0.1.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as FeeService from "../FeeService.js"
+import * as FinClient from "../FinClient.js"
+import { version } from "../internal/version.js"
+import * as Subdivisions from "../Subdivisions.js"
+import * as SubdivisionService from "../SubdivisionService.js"
+import * as Webhooks from "../Webhooks.js"
+import * as Render from "./render.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of a table"))
+
+const print = (asJson: boolean, value: unknown, human: () => string) =>
+  Console.log(asJson ? JSON.stringify(value, null, 2) : human())
+
+/** The client of the `FIN_*` variables on undici; only built by commands that call the service. */
+const clientLayer = FinClient.layerFromEnv().pipe(Layer.provide(NodeHttpClient.layerUndici))
+
+// ---------------------------------------------------------------------------------------------------------------------
+// quote
+// ---------------------------------------------------------------------------------------------------------------------
+
+const quote = Command.make(
+  "quote",
+  {
+    from: Options.text("from").pipe(Options.withDescription("Source currency (ISO 4217, e.g. USD)"), Options.optional),
+    to: Options.text("to").pipe(Options.withDescription("Destination currency (e.g. CAD)"), Options.optional),
+    amount: Options.float("amount").pipe(Options.withDescription("Amount to send, in the source currency"), Options.optional),
+    receive: Options.float("receive").pipe(
+      Options.withDescription("Amount to receive, in the destination currency"),
+      Options.optional
+    ),
+    beneficiary: Options.text("beneficiary").pipe(
+      Options.withDescription("Beneficiary UUID (adds its developer fee; replaces --to)"),
+      Options.optional
+    ),
+    json
+  },
+  (args) =>
+    Effect.gen(function*() {
+      // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError.
+      const request = {
+        ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: v }) }),
+        ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: v }) }),
+        ...Option.match(args.amount, { onNone: () => ({}), onSome: (v) => ({ source_amount: v }) }),
+        ...Option.match(args.receive, { onNone: () => ({}), onSome: (v) => ({ destination_amount: v }) }),
+        ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
+      }
+      yield* FeeService.validate(request)
+      const result = yield* FeeService.calculate(request as FeeService.FeeCalculationRequest).pipe(
+        Effect.provide(clientLayer)
+      )
+      const validTill = Option.match(result.valid_till, { onNone: () => "(not given)", onSome: DateTime.formatIso })
+      yield* print(args.json, { ...result, valid_till: Option.getOrNull(Option.map(result.valid_till, DateTime.formatIso)) }, () =>
+        Render.pairs([
+          ["send", `${result.source_amount} ${result.source_currency}`],
+          ["receive", `${result.destination_amount} ${result.destination_currency}`],
+          ["exchange rate", String(result.exchange_rate)],
+          ["fee", `${result.fee.total} (fixed ${result.fee.fixed}, ${result.fee.percentage}%${result.fee.is_fee_applied ? "" : ", not applied"})`],
+          ["valid till", validTill]
+        ]))
+    })
+).pipe(Command.withDescription("Quote a transfer: POST /v1/fee-calculation"))
+
+// ---------------------------------------------------------------------------------------------------------------------
+// subdivisions
+// ---------------------------------------------------------------------------------------------------------------------
+
+const subdivisionRows = (list: ReadonlyArray<Subdivisions.Subdivision>) =>
+  Render.table(["code", "name", "type"], list.map((s) => [s.code, s.name, s.type ?? ""]))
+
+const count = (n: number) => `${n} subdivision${n === 1 ? "" : "s"}`
+
+const subdivisions = Command.make(
+  "subdivisions",
+  {
+    country: Args.text({ name: "country" }).pipe(Args.withDescription("ISO 3166-1 alpha-3 code, e.g. USA")),
+    offline: Options.boolean("offline").pipe(Options.withDescription("Use the bundled snapshot only (no network)")),
+    search: Options.text("search").pipe(
+      Options.withDescription("Search names in the snapshot (case and accents ignored), e.g. \"new y\""),
+      Options.optional
+    ),
+    json
+  },
+  (args) =>
+    Effect.gen(function*() {
+      if (args.offline || Option.isSome(args.search)) {
+        const list = yield* Option.isSome(args.search)
+          ? Subdivisions.search(args.country, args.search.value)
+          : Subdivisions.forCountry(args.country)
+        return yield* print(args.json, { country: args.country, source: "snapshot", subdivisions: list }, () =>
+          `${subdivisionRows(list)}\n\n${count(list.length)} of ${args.country} (offline snapshot)`)
+      }
+      const result = yield* SubdivisionService.list(args.country).pipe(Effect.provide(clientLayer))
+      yield* print(args.json, result, () =>
+        `${subdivisionRows(result.subdivisions)}\n\n${count(result.subdivisions.length)} of ${result.country} (${
+          result.source === "api" ? "from the API" : "offline snapshot: the API could not be reached"
+        })`)
+    })
+).pipe(Command.withDescription("List the ISO 3166-2 subdivisions of a country"))
+
+// ---------------------------------------------------------------------------------------------------------------------
+// webhook verify
+// ---------------------------------------------------------------------------------------------------------------------
+
+const readStdin = Stream.fromAsyncIterable(
+  process.stdin as AsyncIterable<Uint8Array>,
+  (cause) => new Error(`could not read standard input: ${String(cause)}`)
+).pipe(
+  Stream.runFold(new Uint8Array(0), (acc, chunk) => {
+    const next = new Uint8Array(acc.length + chunk.length)
+    next.set(acc)
+    next.set(chunk, acc.length)
+    return next
+  })
+)
+
+const verify = Command.make(
+  "verify",
+  {
+    signature: Options.text("signature").pipe(Options.withDescription("The x-fin-signature header (hex)")),
+    algorithm: Options.choice("algorithm", Webhooks.algorithms).pipe(
+      Options.withDescription("The x-fin-signature-algorithm header"),
+      Options.withDefault("sha256" as const)
+    ),
+    json
+  },
+  (args) =>
+    Effect.gen(function*() {
+      // The secret comes from the environment only: a command-line argument is visible to `ps`.
+      const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
+      const body = yield* readStdin
+      const event = yield* Webhooks.verify(
+        body,
+        { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm },
+        secret
+      )
+      yield* print(args.json, { verified: true, event: JSON.parse(new TextDecoder().decode(body)) }, () =>
+        Render.pairs([
+          ["verified", "yes"],
+          ["event", `${event.type} ${event.id}`],
+          ["reference", event.event_reference_id],
+          ["created at", DateTime.formatIso(event.created_at)]
+        ]))
+    })
+).pipe(Command.withDescription("Verify a webhook body read from standard input (secret from FIN_WEBHOOK_SECRET)"))
+
+const webhook = Command.make("webhook").pipe(
+  Command.withDescription("Webhook tools"),
+  Command.withSubcommands([verify])
+)
+
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * The `effect-fin` command and its subcommands.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const command = Command.make("effect-fin").pipe(
+  Command.withDescription("Fin Orchestration API from the command line (configured by FIN_* variables)"),
+  Command.withSubcommands([quote, subdivisions, webhook])
+)
+
+/**
+ * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const run = (argv: ReadonlyArray<string>) =>
+  Command.run(command, { name: "effect-fin", version })(argv).pipe(
+    Effect.tapErrorCause(() => Effect.sync(() => {
+      process.exitCode = 1
+    })),
+    Effect.catchAll((error) =>
+      // @effect/cli has already shown usage errors with help; ours are one line with the tag.
+      ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
+    )
+  )

@@ -1,0 +1,43 @@
+/**
+ * Plain-text tables and one-line errors for the command line.
+ *
+ * @internal
+ */
+import * as ConfigError from "effect/ConfigError"
+import * as Predicate from "effect/Predicate"
+
+// Config.redacted hides the whole message of a missing secret, so the variable names are listed here instead.
+const configProblems = (error: ConfigError.ConfigError): Array<string> => {
+  switch (error._op) {
+    case "And":
+    case "Or":
+      return [...configProblems(error.left), ...configProblems(error.right)]
+    case "MissingData":
+      return [`${error.path.join(".")} is not set`]
+    default:
+      return [`${error.path.join(".")}: ${error.message === "<redacted>" ? "invalid" : error.message}`]
+  }
+}
+
+/** A left-aligned table with a header row and a rule under it. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
+}
+
+/** Two columns: label and value. */
+export const pairs = (rows: ReadonlyArray<readonly [string, string]>): string => {
+  const width = Math.max(...rows.map(([label]) => label.length))
+  return rows.map(([label, value]) => `${label.padEnd(width)}  ${value}`).join("\n")
+}
+
+/** `effect-fin: ApiError: The service answered 503 ...`: the tag first, so scripts can match on it. */
+export const errorLine = (error: unknown): string => {
+  if (ConfigError.isConfigError(error)) return `effect-fin: ConfigError: ${[...new Set(configProblems(error))].join("; ")}`
+  if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {
+    const message = Predicate.hasProperty(error, "message") && typeof error.message === "string" ? error.message : ""
+    return `effect-fin: ${error._tag}: ${message.split("\n")[0]}`
+  }
+  return `effect-fin: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`
+}
