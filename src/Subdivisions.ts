@@ -2,8 +2,8 @@
  * Offline ISO 3166-2 subdivisions: synchronous lookups over the committed snapshot (Debian iso-codes 4.20, all 249
  * countries of the interface, 49 of them without subdivisions).
  *
- * No network, no file system: the snapshot is bundled as one JSON string per country, each parsed on its country's
- * first lookup. An unknown
+ * No network, no file system: the snapshot is bundled as one compact JSON string per country, each parsed on its
+ * country's first lookup. An unknown
  * country is a `RequestValidationError` (the same one `CountryCode.validate` gives), never `undefined`.
  *
  * @since 0.1.0
@@ -15,7 +15,7 @@ import type * as Schema from "effect/Schema"
 import * as CountryCode from "./CountryCode.js"
 import type { RequestValidationError } from "./FinError.js"
 import * as internal from "./internal/subdivisions.js"
-import { subdivisionsData } from "./internal/subdivisionsData.js"
+import { subdivisionsData, types } from "./internal/subdivisionsData.js"
 
 /**
  * Schema of an ISO 3166-2 code: two capital letters, a hyphen, one to three capital letters or digits (`"US-CA"`).
@@ -65,27 +65,35 @@ interface Country {
   // Built once: `forCountry` then allocates nothing.
   readonly right: Either.Either<ReadonlyArray<SnapshotSubdivision>>
   readonly byCode: ReadonlyMap<string, SnapshotSubdivision>
-  // Normalised names, built on the country's first search.
-  searchable?: ReadonlyArray<Searchable>
+  // Built on the country's first search.
+  search?: SearchIndex
 }
 
-interface Searchable {
-  readonly entry: SnapshotSubdivision
-  readonly name: string
-  readonly code: string
-  readonly suffix: string
+interface SearchIndex {
+  readonly names: ReadonlyArray<string>
+  readonly all: ReadonlyArray<number>
+  readonly trigrams: ReadonlyMap<string, ReadonlyArray<number>>
+  // Normalised full codes and code suffixes ("us ny", "ny") -> entry index.
+  readonly codes: ReadonlyMap<string, number>
 }
 
 const loaded = new Map<string, Country>()
 
-// `country` must be one of the 249 codes (all are keys of the data).
-const loadCountry = (country: string): Country => {
-  // The data was validated when generated (and again by the tests); a cast, not a decode, keeps the load fast.
-  const entries = JSON.parse(subdivisionsData[country]!) as Array<SnapshotSubdivision>
+// Every code of the loaded countries, with its `Some` made once: `byCode` is then one map read and no allocation.
+const someByCode = new Map<string, Option.Option<SnapshotSubdivision>>()
+
+const loadCountry = (country: CountryCode.CountryCode): Country => {
+  // The data was validated when generated (and again by the tests): no decode here, the load stays fast. Entries and
+  // arrays are frozen, as the same ones are handed to every caller.
+  const entries = Object.freeze(
+    internal.decodeRows(subdivisionsData[country]!, `${CountryCode.toAlpha2(country)}-`, types)
+  )
   const byCode = new Map<string, SnapshotSubdivision>()
-  // Frozen: the same arrays and objects are handed to every caller.
-  for (const entry of entries) byCode.set(entry.code, Object.freeze(entry))
-  const result: Country = { entries: Object.freeze(entries), right: Either.right(entries), byCode }
+  for (const entry of entries) {
+    byCode.set(entry.code, entry)
+    someByCode.set(entry.code, Option.some(entry))
+  }
+  const result: Country = { entries, right: Either.right(entries), byCode }
   loaded.set(country, result)
   return result
 }
@@ -137,8 +145,10 @@ export const forCountry = (
  * @category lookups
  */
 export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
-  const found = countryOfCode(code)?.byCode.get(code)
-  return found === undefined ? Option.none() : Option.some(found)
+  const known = someByCode.get(code)
+  if (known !== undefined) return known
+  // Not seen yet: its country may not be loaded. Loading it settles the answer.
+  return countryOfCode(code) === undefined ? Option.none() : someByCode.get(code) ?? Option.none()
 }
 
 /**
@@ -169,28 +179,47 @@ export const countriesWithout = (): ReadonlyArray<CountryCode.CountryCode> =>
 // Search
 // ---------------------------------------------------------------------------------------------------------------
 
-const searchableOf = (country: Country): ReadonlyArray<Searchable> =>
-  (country.searchable ??= country.entries.map((entry) => ({
-      entry,
-      name: internal.normalize(entry.name),
-      code: internal.normalize(entry.code),
-      suffix: internal.normalize(entry.code.slice(entry.code.indexOf("-") + 1))
-    })))
+// Normalised names, and for each three-character sequence the entries whose name holds it: a query of three or more
+// characters is then checked against the few names that can match, not against every name of the country.
+const searchIndexOf = (country: Country): SearchIndex => {
+  if (country.search !== undefined) return country.search
+  const names = country.entries.map((entry) => internal.normalize(entry.name))
+  const trigrams = new Map<string, Array<number>>()
+  names.forEach((name, i) => {
+    for (let at = 0; at + 3 <= name.length; at++) {
+      const key = name.slice(at, at + 3)
+      const list = trigrams.get(key)
+      if (list === undefined) trigrams.set(key, [i])
+      else if (list[list.length - 1] !== i) list.push(i)
+    }
+  })
+  const codes = new Map<string, number>()
+  country.entries.forEach((entry, i) => {
+    codes.set(internal.normalize(entry.code), i)
+    codes.set(internal.normalize(entry.code.slice(entry.code.indexOf("-") + 1)), i)
+  })
+  return (country.search = { names, all: names.map((_, i) => i), trigrams, codes })
+}
 
-// 0 exact (name, full code or code suffix), 1 prefix, 2 word prefix, 3 substring; -1 no match.
-const rankOf = (item: Searchable, query: string): number => {
-  if (item.name === query || item.code === query || item.suffix === query) return 0
-  const at = item.name.indexOf(query)
-  if (at === 0) return 1
-  if (at < 0) return -1
-  return item.name.includes(` ${query}`) ? 2 : 3
+// 0 exact, 1 prefix, 2 a word starts with the query, 3 elsewhere; -1 no match.
+const rankOf = (name: string, query: string): number => {
+  let at = name.indexOf(query)
+  if (at === 0) return name.length === query.length ? 0 : 1
+  while (at > 0) {
+    if (name.charCodeAt(at - 1) === 32 /* space */) return 2
+    const next = name.indexOf(query, at + 1)
+    if (next === -1) return 3
+    at = next
+  }
+  return -1
 }
 
 /**
  * Subdivisions of `country` whose name contains `text`, ignoring case, diacritics and punctuation (`"sao paulo"`
  * finds `BR-SP` São Paulo, `"new y"` finds `US-NY`); a query equal to the code (`"US-NY"`, `"ny"`) counts as exact.
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
- * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all).
+ * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; below
+ * 1, none).
  * Fails with `RequestValidationError` when `country` is unknown.
  *
  * @since 0.1.0
@@ -204,18 +233,37 @@ export const search = (
   const found = countryOf(country)
   if (found === undefined) return invalidCountry(country)
   const query = internal.normalize(text)
-  if (query === "") return Either.right([])
-  const hits: Array<{ readonly item: Searchable; readonly rank: number }> = []
-  for (const item of searchableOf(found)) {
-    const rank = rankOf(item, query)
-    if (rank >= 0) hits.push({ item, rank })
+  const limit = options?.limit === undefined ? Infinity : Math.floor(options.limit)
+  if (query === "" || !(limit >= 1)) return Either.right([])
+  const index = searchIndexOf(found)
+  const exactCode = index.codes.get(query)
+  const candidates = query.length >= 3 ? index.trigrams.get(query.slice(0, 3)) ?? [] : index.all
+  // Entry indexes and their ranks; an exact code match ranks 0 whatever its name.
+  const hits: Array<number> = []
+  const ranks: Array<number> = []
+  if (exactCode !== undefined) {
+    hits.push(exactCode)
+    ranks.push(0)
   }
-  hits.sort((a, b) =>
-    a.rank - b.rank ||
-    (a.item.name < b.item.name ? -1 : a.item.name > b.item.name ? 1 : 0) ||
-    (a.item.entry.code < b.item.entry.code ? -1 : 1)
-  )
-  const limit = options?.limit
-  const taken = limit === undefined ? hits : hits.slice(0, Math.max(0, limit))
-  return Either.right(taken.map((hit) => hit.item.entry))
+  for (const i of candidates) {
+    if (i === exactCode) continue
+    const rank = rankOf(index.names[i]!, query)
+    if (rank >= 0) {
+      hits.push(i)
+      ranks.push(rank)
+    }
+  }
+  if (hits.length === 0) return Either.right([])
+  if (hits.length === 1) return Either.right([found.entries[hits[0]!]!])
+  const { names } = index
+  const order = hits.map((_, k) => k).sort((a, b) => {
+    if (ranks[a] !== ranks[b]) return ranks[a]! - ranks[b]!
+    const nameA = names[hits[a]!]!
+    const nameB = names[hits[b]!]!
+    return nameA < nameB ? -1 : nameA > nameB ? 1 : hits[a]! - hits[b]!
+  })
+  const count = Math.min(order.length, limit)
+  const result: Array<SnapshotSubdivision> = new Array(count)
+  for (let k = 0; k < count; k++) result[k] = found.entries[hits[order[k]!]!]!
+  return Either.right(result)
 }

@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs"
 import * as Vm from "node:vm"
 import * as CountryCode from "../src/CountryCode.js"
 import { RequestValidationError } from "../src/FinError.js"
-import { normalize } from "../src/internal/subdivisions.js"
-import { subdivisionsData } from "../src/internal/subdivisionsData.js"
+import { decodeRows, encodeRows, normalize, typeTable } from "../src/internal/subdivisions.js"
+import { subdivisionsData, types } from "../src/internal/subdivisionsData.js"
 import * as Subdivisions from "../src/Subdivisions.js"
 
 const right = <A, E>(either: Either.Either<A, E>): A => {
@@ -137,6 +137,42 @@ describe("Subdivisions", () => {
       ])
     })
 
+    it("finds what a plain scan of every name finds, in the same order", () => {
+      // The reference: every entry checked, ranked as documented.
+      const reference = (country: string, text: string) => {
+        const query = normalize(text)
+        const entries = right(Subdivisions.forCountry(country))
+        const ranked = entries.flatMap((entry, i) => {
+          const name = normalize(entry.name)
+          const suffix = entry.code.slice(entry.code.indexOf("-") + 1)
+          const rank = query === normalize(entry.code) || query === normalize(suffix) || name === query
+            ? 0
+            : name.startsWith(query)
+            ? 1
+            : name.includes(` ${query}`)
+            ? 2
+            : name.includes(query)
+            ? 3
+            : -1
+          return rank < 0 ? [] : [{ rank, name, i, code: entry.code }]
+        })
+        ranked.sort((a, b) => a.rank - b.rank || (a.name < b.name ? -1 : a.name > b.name ? 1 : a.i - b.i))
+        return ranked.map((r) => r.code)
+      }
+      let queries = 0
+      for (const country of ["USA", "FRA", "GBR", "ESP", "AZE", "BRA", "SVN", "THA", "ARE", "MKD"]) {
+        for (const entry of right(Subdivisions.forCountry(country))) {
+          const name = normalize(entry.name)
+          for (const query of [name.slice(0, 1), name.slice(0, 2), name.slice(1, 4), name.slice(2, 7), name]) {
+            if (query.trim() === "") continue
+            expect(codes(Subdivisions.search(country, query)), `${country} ${query}`).toEqual(reference(country, query))
+            queries++
+          }
+        }
+      }
+      expect(queries).toBeGreaterThan(2000)
+    })
+
     it("treats the code as an exact match", () => {
       expect(codes(Subdivisions.search("USA", "ny"))[0]).toBe("US-NY")
       expect(codes(Subdivisions.search("USA", "us-ny"))[0]).toBe("US-NY")
@@ -147,6 +183,10 @@ describe("Subdivisions", () => {
       expect(right(Subdivisions.search("USA", " - "))).toEqual([])
       expect(right(Subdivisions.search("ABW", "a"))).toEqual([])
       expect(right(Subdivisions.search("USA", "a", { limit: 3 }))).toHaveLength(3)
+      expect(right(Subdivisions.search("USA", "a", { limit: 2.5 }))).toHaveLength(2)
+      expect(right(Subdivisions.search("USA", "new york", { limit: 0 }))).toEqual([])
+      expect(right(Subdivisions.search("USA", "new york", { limit: -1 }))).toEqual([])
+      expect(right(Subdivisions.search("USA", "new york", { limit: Number.NaN }))).toEqual([])
       expect(right(Subdivisions.search("USA", "zzz"))).toEqual([])
       for (const input of badCountries) {
         const result = Subdivisions.search(input, "a")
@@ -189,10 +229,20 @@ describe("Subdivisions", () => {
     })
 
     it("the generated module holds exactly the entries of data/subdivisions.json", () => {
-      const file = JSON.parse(readFileSync("data/subdivisions.json", "utf8")) as Record<string, unknown>
+      const file = JSON.parse(readFileSync("data/subdivisions.json", "utf8")) as Record<
+        string,
+        ReadonlyArray<Subdivisions.SnapshotSubdivision>
+      >
       expect(Object.keys(subdivisionsData)).toEqual(Object.keys(file))
       expect(Object.keys(subdivisionsData).sort()).toEqual([...CountryCode.alpha3Codes].sort())
-      for (const country of Object.keys(file)) expect(JSON.parse(subdivisionsData[country]!)).toEqual(file[country])
+      expect(types).toEqual(typeTable(file))
+      for (const country of CountryCode.alpha3Codes) {
+        const prefix = `${CountryCode.toAlpha2(country)}-`
+        const entries = decodeRows(subdivisionsData[country]!, prefix, types)
+        // toStrictEqual: same keys too (no `parent: undefined` where the file has none).
+        expect(entries).toStrictEqual(file[country])
+        expect(encodeRows(file[country]!, prefix, types)).toBe(subdivisionsData[country])
+      }
     })
 
     it("a snapshot entry is a Subdivision (the API shape, type and parent optional)", () => {
