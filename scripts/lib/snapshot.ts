@@ -23,7 +23,6 @@ import {
   type Subdivision,
   typeTable
 } from "../../src/internal/subdivisions.js"
-
 import { ExitCode, files } from "./files.js"
 
 export { crossCheck, crossCheckCountry } from "../../src/internal/subdivisions.js"
@@ -34,7 +33,6 @@ export class SnapshotError extends Data.TaggedError("SnapshotError")<{ readonly 
 
 /** Country (alpha-3) -> its subdivisions. A full snapshot has all 249 countries, sorted, entries sorted by code. */
 export type Snapshot = Readonly<Record<string, ReadonlyArray<SnapshotSubdivision>>>
-
 
 const generator = "scripts/snapshot-subdivisions.ts"
 
