@@ -408,16 +408,9 @@ const timestampPattern =
 const parseTimestamp = (s: string): number | undefined => {
   const m = timestampPattern.exec(s)
   if (m === null) return undefined
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number
-  ]
-  const offsetHours = m[9] === undefined ? 0 : Number(m[9])
-  const offsetMinutes = m[10] === undefined ? 0 : Number(m[10])
+  const group = (i: number): number => Number(m[i] ?? 0)
+  const [year, month, day, hour, minute, second] = [group(1), group(2), group(3), group(4), group(5), group(6)]
+  const [offsetHours, offsetMinutes] = [group(9), group(10)]
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
   if (offsetHours > 23 || offsetMinutes > 59) return undefined
   // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.

@@ -247,6 +247,8 @@ describe("Webhooks decoding", () => {
       expect(noSandbox.sandbox_mode).toEqual(Option.none())
       const offset = yield* signedVerify(makeBody({ createdAt: "2026-04-04T19:38:26.843132+02:00" }))
       expect(DateTime.formatIso(offset.created_at)).toBe("2026-04-04T17:38:26.843Z")
+      const negative = yield* signedVerify(makeBody({ createdAt: "2026-04-04T12:08:26.843999-0530" }))
+      expect(DateTime.formatIso(negative.created_at)).toBe("2026-04-04T17:38:26.843Z")
       const whole = yield* signedVerify(makeBody({ createdAt: "2026-04-04T17:38:26Z" }))
       expect(DateTime.formatIso(whole.created_at)).toBe("2026-04-04T17:38:26.000Z")
     }))
