@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { build } from "esbuild"
+import { execFile } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import * as Webhooks from "../src/Webhooks.js"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+let bin = ""
+
+// One bundle of the command (packages left external, resolved from the repo) instead of transpiling per run.
+beforeAll(async () => {
+  const dir = mkdtempSync(join(root, "node_modules", ".cache-effect-fin-cli-"))
+  bin = join(dir, "bin.mjs")
+  await build({
+    entryPoints: [join(root, "src", "cli", "bin.ts")],
+    bundle: true,
+    packages: "external",
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    outfile: bin,
+    logLevel: "silent"
+  })
+})
+
+afterAll(() => {
+  if (bin !== "") rmSync(dirname(bin), { recursive: true, force: true })
+})
+
+export interface CliResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `effect-fin ARGS` (bundled from the sources) as a child process, with only the given FIN_* variables. */
+export const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin?: string) =>
+  new Promise<CliResult>((resolve) => {
+    const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
+    const child = execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, env: clean, encoding: "utf8" },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+    )
+    child.stdin?.end(stdin ?? "")
+  })
+
+const body = JSON.stringify({
+  event: {
+    id: "40061557-f125-4b39-97d6-c16a0f1230c1",
+    event_reference_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",
+    type: "beneficiary.status",
+    created_at: "2026-04-04T17:38:26.843132Z",
+    sandbox_mode: true
+  },
+  data: {
+    type: "INDIVIDUAL",
+    active: false,
+    status: "PROCESSING",
+    customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
+    beneficiary_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
+  }
+})
+
+describe("effect-fin (offline commands)", () => {
+  it("subdivisions --offline prints a table", async () => {
+    const result = await cli(["subdivisions", "USA", "--offline"])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^code\s+name\s+type/)
+    expect(result.stdout).toContain("US-CA  California")
+    expect(result.stdout).toMatch(/57 subdivisions of USA \(offline snapshot\)/)
+  })
+
+  it("subdivisions --search ignores case and accents, --json for machines", async () => {
+    const result = await cli(["subdivisions", "BRA", "--search", "sao paulo", "--json"])
+    expect(result.code).toBe(0)
+    const parsed = JSON.parse(result.stdout)
+    expect(parsed.subdivisions[0]).toMatchObject({ code: "BR-SP", name: "São Paulo" })
+  })
+
+  it("an unknown country is one line with the error tag and exit 1", async () => {
+    const result = await cli(["subdivisions", "../v1", "--offline"])
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim().split("\n")).toEqual([
+      `effect-fin: RequestValidationError: Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")`
+    ])
+  })
+
+  it("quote validates its flags before reading any configuration", async () => {
+    const result = await cli(["quote", "--from", "usd", "--to", "CAD", "--amount", "100"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("effect-fin: RequestValidationError: Invalid fee calculation request: source_currency")
+    const both = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1", "--receive", "2"])
+    expect(both.stderr).toContain("exactly one of source_amount and destination_amount")
+    const nan = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "abc"])
+    expect(nan.code).toBe(1)
+  })
+
+  it("quote without credentials names the missing variables", async () => {
+    const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"])
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim()).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
+  })
+
+  it("a plain-http base URL off loopback is refused", async () => {
+    const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], {
+      FIN_CLIENT_ID: "id",
+      FIN_CLIENT_SECRET: "secret",
+      FIN_BASE_URL: "http://sandbox.api.fin.com"
+    })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("ConfigError: baseUrl: baseUrl must use https")
+    expect(result.stderr).not.toContain("secret")
+  })
+
+  it("webhook verify: accepts a signed body from stdin, secret from FIN_WEBHOOK_SECRET", async () => {
+    const headers = await Effect.runPromise(Webhooks.sign(body, "whsec_cli"))
+    const ok = await cli(
+      ["webhook", "verify", "--signature", headers["x-fin-signature"].toUpperCase()],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      body
+    )
+    expect(ok.code).toBe(0)
+    expect(ok.stdout).toContain("beneficiary.status 40061557-f125-4b39-97d6-c16a0f1230c1")
+    const tampered = await cli(
+      ["webhook", "verify", "--signature", headers["x-fin-signature"]],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      body.replace("PROCESSING", "ACTIVE")
+    )
+    expect(tampered.code).toBe(1)
+    expect(tampered.stderr).toMatch(/^effect-fin: WebhookVerificationError: /)
+    expect(tampered.stderr + tampered.stdout).not.toContain("whsec_cli")
+    const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
+    expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
+  })
+
+  it("--help works on every command", async () => {
+    for (const args of [["--help"], ["quote", "--help"], ["subdivisions", "--help"], ["webhook", "verify", "--help"]]) {
+      const result = await cli(args)
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain("USAGE")
+    }
+  })
+})
