@@ -293,9 +293,10 @@ const toAsciiLiteral = (text: string): string =>
  * say what the data file says): a table of the types, then one string per country, in the data file's order, holding
  * the JSON of its rows (see `Row` in src/internal/subdivisions.ts).
  *
- * Measured (bench/subdivisions.ts and the notes in bench/results/subdivisions.md): importing one 400 kB string and
- * parsing it whole takes longer than the 10 ms budget on a small machine; per-country strings let the first lookup
- * parse one country only, and compact rows halve the import.
+ * Chosen by measuring bundled variants in fresh processes (2-CPU Xeon, Node 20, medians): the data file as one string
+ * (326 kB bundled) imports in about 6 ms and parses in 6 more; one string of entry objects per country imports in
+ * about 6 ms and the first lookup parses one country (0.2 ms); these compact rows (137 kB) import in about 3.5 ms,
+ * first lookup 0.3 ms. bench/subdivisions.ts measures the result.
  */
 export const generatedModule = (dataText: string): string => {
   const snapshot = JSON.parse(dataText) as Record<string, ReadonlyArray<SnapshotSubdivision>>
