@@ -3,8 +3,8 @@
  * countries of the interface, 49 of them without subdivisions).
  *
  * No network, no file system: the snapshot is bundled as one compact JSON string per country, each parsed on its
- * country's first lookup. An unknown
- * country is a `RequestValidationError` (the same one `CountryCode.validate` gives), never `undefined`.
+ * country's first lookup. An unknown country is a `RequestValidationError` (the same one `CountryCode.validate`
+ * gives), never `undefined`.
  *
  * @since 0.1.0
  */
@@ -219,8 +219,7 @@ const rankOf = (name: string, query: string): number => {
  * finds `BR-SP` São Paulo, `"new y"` finds `US-NY`); a query equal to the code (`"US-NY"`, `"ny"`) counts as exact.
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
  * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; below
- * 1, none).
- * Fails with `RequestValidationError` when `country` is unknown.
+ * 1, none). Fails with `RequestValidationError` when `country` is unknown.
  *
  * @since 0.1.0
  * @category lookups
