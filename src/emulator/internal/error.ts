@@ -1,0 +1,12 @@
+/**
+ * The emulator's own error (re-exported as `Emulator.EmulatorError`).
+ *
+ * @internal
+ */
+import * as Schema from "effect/Schema"
+
+/** Invalid options or admin input, or a webhook that could not be delivered. */
+export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin/EmulatorError")("EmulatorError", {
+  reason: Schema.Literal("InvalidOptions", "InvalidInput", "WebhookNotRegistered", "WebhookDeliveryFailed"),
+  message: Schema.String
+}) {}

@@ -1,0 +1,200 @@
+/**
+ * Schemas and types of the emulator: routes, fault rules, counters, webhook requests and the data parts of the
+ * options. Re-exported (with their documentation) from `Emulator.ts`.
+ *
+ * @internal
+ */
+import * as Schema from "effect/Schema"
+import * as Webhooks from "../../Webhooks.js"
+
+/** The emulated operations, named as counters and fault rules name them. */
+export const routeNames = [
+  "POST /v1/oauth/token",
+  "POST /v1/oauth/refresh-token",
+  "POST /v1/fee-calculation",
+  "GET /v1/countries/{country_code}/subdivisions"
+] as const
+
+export type RouteName = typeof routeNames[number]
+
+/** A route of `routeNames`, or `*` for all of them (admin routes are never faulted). */
+export const RouteSelector = Schema.Literal("*", ...routeNames).annotations({
+  title: `"*" or one of ${routeNames.map((r) => JSON.stringify(r)).join(", ")}`
+})
+
+export const faultKinds = ["status", "latency", "stall", "stallBody", "reset", "malformed", "truncated"] as const
+
+export type FaultKind = typeof faultKinds[number]
+
+// Fields every fault rule has.
+const ruleFields = {
+  /** Which route the rule applies to; default `*`. */
+  route: Schema.optional(RouteSelector),
+  /** Probability (0..1) that a matching request gets the fault; default 1. */
+  rate: Schema.optional(
+    Schema.Number.pipe(Schema.between(0, 1, { message: () => "a number from 0 to 1" }))
+  ),
+  /** Inject at most this many times, then the rule stays inert (until reset or replaced); default unlimited. */
+  times: Schema.optional(Schema.Int.pipe(Schema.positive({ message: () => "a whole number greater than 0" })))
+}
+
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative({ message: () => "a whole number >= 0" }))
+
+export const StatusFault = Schema.Struct({
+  kind: Schema.Literal("status"),
+  /** An error status, 400 to 599. */
+  status: Schema.Int.pipe(Schema.between(400, 599, { message: () => "a whole number from 400 to 599" })),
+  /** Sent as `Retry-After` (seconds). */
+  retryAfter: Schema.optional(NonNegativeInt),
+  /** Sent as `retry-after-ms`. */
+  retryAfterMs: Schema.optional(NonNegativeInt),
+  /** JSON body to send instead of the documented one for the status. */
+  body: Schema.optional(Schema.Unknown),
+  ...ruleFields
+})
+
+export const LatencyFault = Schema.Struct({
+  kind: Schema.Literal("latency"),
+  /** Added before the request is handled (or before the next matching fault). */
+  millis: Schema.Int.pipe(Schema.between(0, 600_000, { message: () => "a whole number of milliseconds up to 600000" })),
+  ...ruleFields
+})
+
+const bare = <K extends string>(kind: K) => Schema.Struct({ kind: Schema.Literal(kind), ...ruleFields })
+
+export const StallFault = bare("stall")
+export const StallBodyFault = bare("stallBody")
+export const ResetFault = bare("reset")
+export const MalformedFault = bare("malformed")
+export const TruncatedFault = bare("truncated")
+
+export const FaultRule = Schema.Union(
+  StatusFault,
+  LatencyFault,
+  StallFault,
+  StallBodyFault,
+  ResetFault,
+  MalformedFault,
+  TruncatedFault
+).annotations({ title: "a fault rule" })
+
+export type FaultRule = typeof FaultRule.Type
+
+/** Body of `POST /__emulator/faults`. */
+export const SetFaultsBody = Schema.Struct({
+  faults: Schema.Array(FaultRule),
+  /** Add to the current rules instead of replacing them. */
+  append: Schema.optional(Schema.Boolean)
+})
+
+/** Body of `POST /__emulator/expire-tokens` (optional). */
+export const ExpireTokensBody = Schema.Struct({
+  /** Also expire the refresh tokens (default: access tokens only). */
+  refresh: Schema.optional(Schema.Boolean)
+})
+
+export const HttpUrl = Schema.String.pipe(
+  Schema.filter((s) => {
+    try {
+      const url = new URL(s)
+      return url.protocol === "http:" || url.protocol === "https:"
+    } catch {
+      return false
+    }
+  }, { message: () => "an absolute http(s) URL" })
+).annotations({ title: "an absolute http(s) URL" })
+
+const Uuid = Schema.UUID.annotations({ message: () => "a UUID" })
+
+/** What a `beneficiary.status` event says, and where and how it is sent. Everything has a default. */
+export const WebhookRequest = Schema.Struct({
+  /** Target; registered for later sends too. Default: the registered target. */
+  url: Schema.optional(HttpUrl),
+  beneficiaryId: Schema.optional(Uuid),
+  customerId: Schema.optional(Uuid),
+  type: Schema.optional(Webhooks.BeneficiaryType),
+  status: Schema.optional(Schema.Literal("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")),
+  /** Default: `status === "ACTIVE"`. */
+  active: Schema.optional(Schema.Boolean),
+  sandboxMode: Schema.optional(Schema.Boolean),
+  /** Sign with this secret instead of the configured one (to exercise a receiver's rejection). */
+  secret: Schema.optional(Schema.NonEmptyString),
+  algorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms))
+})
+
+export type WebhookRequest = typeof WebhookRequest.Type
+
+/** Body of `POST /__emulator/webhooks`: a `WebhookRequest`, plus `send: false` to only register `url`. */
+export const WebhookAdminBody = Schema.Struct({
+  ...WebhookRequest.fields,
+  send: Schema.optional(Schema.Boolean)
+})
+
+const CurrencyCode = Schema.String.pipe(
+  Schema.pattern(/^[A-Z]{3}$/, { message: () => "a currency code of three upper-case letters" })
+)
+
+const FiniteNonNegative = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n >= 0, { message: () => "a finite number >= 0" })
+)
+
+export const FeeRule = Schema.Struct({ fixed: FiniteNonNegative, percentage: FiniteNonNegative })
+
+export const Beneficiary = Schema.Struct({
+  /** The beneficiary's payout currency: the destination when a request names no `destination_currency`. */
+  currency: CurrencyCode,
+  /** The developer fee, added to the base fee. */
+  developerFee: Schema.optional(FeeRule)
+})
+
+/** The data parts of the options (durations are checked apart). */
+export const OptionsData = Schema.Struct({
+  port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
+  host: Schema.optional(Schema.NonEmptyString),
+  clientId: Schema.optional(Schema.NonEmptyString),
+  clientSecret: Schema.optional(Schema.NonEmptyString),
+  tokenEnvelope: Schema.optional(Schema.Literal("top", "data")),
+  revokeOnIssue: Schema.optional(Schema.Boolean),
+  rates: Schema.optional(Schema.Record({
+    key: Schema.String.pipe(
+      Schema.pattern(/^[A-Z]{3}\/[A-Z]{3}$/, { message: () => "a pair like USD/CAD" })
+    ),
+    value: Schema.Number.pipe(
+      Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite rate > 0" })
+    )
+  })),
+  fee: Schema.optional(FeeRule),
+  beneficiaries: Schema.optional(Schema.Record({ key: Uuid, value: Beneficiary })),
+  defaultSourceCurrency: Schema.optional(CurrencyCode),
+  faults: Schema.optional(Schema.Array(FaultRule)),
+  seed: Schema.optional(Schema.Int),
+  webhookSecret: Schema.optional(Schema.NonEmptyString),
+  webhookUrl: Schema.optional(HttpUrl),
+  webhookAlgorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms)),
+  sandboxMode: Schema.optional(Schema.Boolean),
+  // Checked apart (as `Duration` inputs); listed so that unknown option names are refused.
+  accessTokenLifetime: Schema.optional(Schema.Unknown),
+  refreshTokenLifetime: Schema.optional(Schema.Unknown),
+  quoteLifetime: Schema.optional(Schema.Unknown),
+  webhookTimeout: Schema.optional(Schema.Unknown)
+})
+
+/** What the emulator counted since it started (or since the last reset). */
+export interface Counters {
+  /** Requests per route (`unmatched`: any other path, admin routes excluded). */
+  readonly requests: Readonly<Record<RouteName | "unmatched", number>>
+  /** Responses per status code sent by the API routes (faults included; a stall or reset sends none). */
+  readonly statuses: Readonly<Record<string, number>>
+  /** Faults injected, by kind. */
+  readonly faults: Readonly<Record<FaultKind, number>>
+  /** Successful `POST /v1/oauth/token` calls. */
+  readonly tokensIssued: number
+  /** Successful `POST /v1/oauth/refresh-token` calls. */
+  readonly tokensRefreshed: number
+  /** Access tokens neither expired nor revoked, now. */
+  readonly activeTokens: number
+  /** Webhook deliveries that got an HTTP answer (any status). */
+  readonly webhooksSent: number
+  /** Webhook deliveries that got none (refused, reset, timed out). */
+  readonly webhooksFailed: number
+}

@@ -1,0 +1,285 @@
+/**
+ * The emulator's mutable state: tokens, fault rules, counters, the webhook target. Every change happens inside one
+ * `Effect.sync` block, so it is atomic (JavaScript runs one block at a time); times come from `Clock`, random
+ * choices from a `Random` (seeded when the options give a seed).
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
+import { formatServiceTimestamp } from "../../FinTest.js"
+import type * as Quote from "../../internal/quote.js"
+import type * as Webhooks from "../../Webhooks.js"
+import type { Counters, FaultKind, FaultRule, RouteName } from "./model.js"
+import { faultKinds, routeNames } from "./model.js"
+
+/** The options, validated and with their defaults. */
+export interface Settings {
+  readonly host: string
+  readonly port: number
+  readonly clientId: string
+  readonly clientSecret: string
+  readonly accessLifetime: number
+  readonly refreshLifetime: number
+  readonly tokenEnvelope: "top" | "data"
+  readonly revokeOnIssue: boolean
+  readonly rates: Readonly<Record<string, number>>
+  readonly fee: Quote.FeeRule
+  readonly quoteLifetime: number
+  readonly beneficiaries: Readonly<
+    Record<string, { readonly currency: string; readonly developerFee?: Quote.FeeRule | undefined }>
+  >
+  readonly defaultSourceCurrency: string
+  readonly faults: ReadonlyArray<FaultRule>
+  readonly seed: number | undefined
+  readonly webhookSecret: string
+  readonly webhookUrl: string | undefined
+  readonly webhookAlgorithm: Webhooks.Algorithm
+  readonly webhookTimeout: number
+  readonly sandboxMode: boolean
+}
+
+/** The fields of a token response (before the envelope). */
+export interface TokenFields {
+  readonly access_token: string
+  readonly access_token_ttl: string
+  readonly refresh_token: string
+  readonly refresh_token_ttl: string
+  readonly current_time: string
+}
+
+/** What the fault rules decided for one request. */
+export interface FaultDecision {
+  /** Added latency, in milliseconds (the sum of the latency rules that fired). */
+  readonly latency: number
+  /** The first non-latency rule that fired, if any. */
+  readonly terminal: FaultRule | undefined
+}
+
+interface Rule {
+  readonly rule: FaultRule
+  injected: number
+}
+
+type Unmatched = RouteName | "unmatched"
+
+const zeroRequests = (): Record<Unmatched, number> => {
+  const out = { unmatched: 0 } as Record<Unmatched, number>
+  for (const route of routeNames) out[route] = 0
+  return out
+}
+
+const zeroFaults = (): Record<FaultKind, number> => {
+  const out = {} as Record<FaultKind, number>
+  for (const kind of faultKinds) out[kind] = 0
+  return out
+}
+
+// Expired tokens are forgotten in sweeps, so a long benchmark does not grow the maps without bound.
+const SWEEP_EVERY = 1024
+
+const hex = (n: number, width: number) => n.toString(16).padStart(width, "0")
+
+/** The state of one emulator. */
+export interface State {
+  readonly settings: Settings
+  readonly countRequest: (route: Unmatched) => Effect.Effect<void>
+  readonly countStatus: (status: number) => Effect.Effect<void>
+  readonly decideFaults: (route: RouteName) => Effect.Effect<FaultDecision>
+  readonly issueTokens: (kind: "issue" | "refresh") => Effect.Effect<TokenFields>
+  readonly checkAccess: (token: string) => Effect.Effect<boolean>
+  readonly checkRefresh: (token: string) => Effect.Effect<boolean>
+  readonly revokeTokens: Effect.Effect<number>
+  readonly expireTokens: (refresh: boolean) => Effect.Effect<number>
+  readonly faults: Effect.Effect<ReadonlyArray<FaultRule>>
+  readonly setFaults: (rules: ReadonlyArray<FaultRule>, append: boolean) => Effect.Effect<ReadonlyArray<FaultRule>>
+  readonly counters: Effect.Effect<Counters>
+  readonly reset: Effect.Effect<void>
+  readonly webhookUrl: Effect.Effect<string | undefined>
+  readonly setWebhookUrl: (url: string) => Effect.Effect<void>
+  readonly countWebhook: (delivered: boolean) => Effect.Effect<void>
+  readonly uuid: Effect.Effect<string>
+}
+
+/** Builds the state; without a seed, random choices use the ambient `Random`. */
+export const make = (settings: Settings): Effect.Effect<State> =>
+  Effect.gen(function*() {
+    const ambient = yield* Effect.random
+    const newRandom = () => settings.seed === undefined ? ambient : Random.make(settings.seed)
+    let random = newRandom()
+    let rules: Array<Rule> = settings.faults.map((rule) => ({ rule, injected: 0 }))
+    let requests = zeroRequests()
+    let statuses: Record<string, number> = {}
+    let faultCounts = zeroFaults()
+    let tokensIssued = 0
+    let tokensRefreshed = 0
+    let webhooksSent = 0
+    let webhooksFailed = 0
+    let webhookUrl = settings.webhookUrl
+    // Token -> expiry (epoch ms). Revoking deletes; expiring sets the expiry to now.
+    const access = new Map<string, number>()
+    const refresh = new Map<string, number>()
+    // Never reset: a token string is never handed out twice in one process.
+    let serial = 0
+
+    const sweep = (now: number) => {
+      for (const [token, expiry] of access) if (expiry <= now) access.delete(token)
+      for (const [token, expiry] of refresh) if (expiry <= now) refresh.delete(token)
+    }
+
+    const activeAt = (now: number) => {
+      let n = 0
+      for (const expiry of access.values()) if (now < expiry) n += 1
+      return n
+    }
+
+    const tokenString = (prefix: string) =>
+      Effect.map(random.nextIntBetween(0, 0x7fffffff), (r) => `${prefix}_${serial}_${hex(r, 8)}`)
+
+    const matching = (route: RouteName) =>
+      rules.filter(({ injected, rule }) =>
+        (rule.route === undefined || rule.route === "*" || rule.route === route) &&
+        (rule.times === undefined || injected < rule.times) &&
+        rule.rate !== 0
+      )
+
+    const decideFaults = (route: RouteName): Effect.Effect<FaultDecision> =>
+      Effect.gen(function*() {
+        const candidates = matching(route)
+        if (candidates.length === 0) return { latency: 0, terminal: undefined }
+        // Rolled first, one per rule with a fractional rate, so a seeded run makes the same choices for the same
+        // sequence of requests; then decided in one synchronous block.
+        const rolls: Array<number> = []
+        for (const { rule } of candidates) {
+          rolls.push(rule.rate === undefined || rule.rate >= 1 ? 0 : yield* random.next)
+        }
+        return yield* Effect.sync(() => {
+          let latency = 0
+          for (let i = 0; i < candidates.length; i++) {
+            const candidate = candidates[i]!
+            const { rule } = candidate
+            if (rule.times !== undefined && candidate.injected >= rule.times) continue
+            if (rule.rate !== undefined && rule.rate < 1 && rolls[i]! >= rule.rate) continue
+            candidate.injected += 1
+            faultCounts[rule.kind] += 1
+            if (rule.kind === "latency") latency += rule.millis
+            else return { latency, terminal: rule }
+          }
+          return { latency, terminal: undefined }
+        })
+      })
+
+    const issueTokens = (kind: "issue" | "refresh") =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        serial += 1
+        const accessToken = yield* tokenString("emu_at")
+        const refreshToken = yield* tokenString("emu_rt")
+        return yield* Effect.sync((): TokenFields => {
+          if (settings.revokeOnIssue) {
+            access.clear()
+            refresh.clear()
+          } else if (serial % SWEEP_EVERY === 0) {
+            sweep(now)
+          }
+          const accessExpiry = now + settings.accessLifetime
+          const refreshExpiry = now + settings.refreshLifetime
+          access.set(accessToken, accessExpiry)
+          refresh.set(refreshToken, refreshExpiry)
+          if (kind === "issue") tokensIssued += 1
+          else tokensRefreshed += 1
+          return {
+            access_token: accessToken,
+            access_token_ttl: formatServiceTimestamp(accessExpiry),
+            refresh_token: refreshToken,
+            refresh_token_ttl: formatServiceTimestamp(refreshExpiry),
+            current_time: formatServiceTimestamp(now)
+          }
+        })
+      })
+
+    const valid = (map: Map<string, number>) => (token: string) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const expiry = map.get(token)
+        return expiry !== undefined && now < expiry
+      })
+
+    const reset = Effect.sync(() => {
+      random = newRandom()
+      rules = settings.faults.map((rule) => ({ rule, injected: 0 }))
+      requests = zeroRequests()
+      statuses = {}
+      faultCounts = zeroFaults()
+      tokensIssued = 0
+      tokensRefreshed = 0
+      webhooksSent = 0
+      webhooksFailed = 0
+      webhookUrl = settings.webhookUrl
+      access.clear()
+      refresh.clear()
+    })
+
+    const uuid = Effect.gen(function*() {
+      const words: Array<number> = []
+      for (let i = 0; i < 8; i++) words.push(yield* random.nextIntBetween(0, 0x10000))
+      const [a, b, c, d, e, f, g, h] = words as [number, number, number, number, number, number, number, number]
+      // Version 4, RFC 4122 variant.
+      return `${hex(a, 4)}${hex(b, 4)}-${hex(c, 4)}-${hex((d & 0x0fff) | 0x4000, 4)}-${
+        hex((e & 0x3fff) | 0x8000, 4)
+      }-${hex(f, 4)}${hex(g, 4)}${hex(h, 4)}`
+    })
+
+    const state: State = {
+      settings,
+      countRequest: (route) => Effect.sync(() => void (requests[route] += 1)),
+      countStatus: (status) => Effect.sync(() => void (statuses[String(status)] = (statuses[String(status)] ?? 0) + 1)),
+      decideFaults,
+      issueTokens,
+      checkAccess: valid(access),
+      checkRefresh: valid(refresh),
+      revokeTokens: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          const n = activeAt(now)
+          access.clear()
+          refresh.clear()
+          return n
+        })),
+      expireTokens: (alsoRefresh) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.sync(() => {
+            const n = activeAt(now)
+            for (const [token, expiry] of access) if (now < expiry) access.set(token, now)
+            if (alsoRefresh) for (const [token, expiry] of refresh) if (now < expiry) refresh.set(token, now)
+            return n
+          })),
+      faults: Effect.sync(() => rules.map(({ rule }) => rule)),
+      setFaults: (next, append) =>
+        Effect.sync(() => {
+          const fresh = next.map((rule) => ({ rule, injected: 0 }))
+          rules = append ? [...rules, ...fresh] : fresh
+          return rules.map(({ rule }) => rule)
+        }),
+      counters: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync((): Counters => ({
+          requests: { ...requests },
+          statuses: { ...statuses },
+          faults: { ...faultCounts },
+          tokensIssued,
+          tokensRefreshed,
+          activeTokens: activeAt(now),
+          webhooksSent,
+          webhooksFailed
+        }))),
+      reset,
+      webhookUrl: Effect.sync(() => webhookUrl),
+      setWebhookUrl: (url) => Effect.sync(() => void (webhookUrl = url)),
+      countWebhook: (delivered) =>
+        Effect.sync(() => {
+          if (delivered) webhooksSent += 1
+          else webhooksFailed += 1
+        }),
+      uuid
+    }
+    return state
+  })
