@@ -1,0 +1,402 @@
+/**
+ * The emulator's HTTP app: the documented API routes (behind the fault rules and the counters) and the admin routes
+ * under `/__emulator/`.
+ *
+ * @internal
+ */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { STATUS_CODES } from "node:http"
+import * as Quote from "../../internal/quote.js"
+import * as Subdivisions from "../../Subdivisions.js"
+import type { EmulatorError } from "./error.js"
+import type { Counters, FaultRule, RouteName, WebhookRequest } from "./model.js"
+import { ExpireTokensBody, SetFaultsBody, WebhookAdminBody } from "./model.js"
+import type { State } from "./state.js"
+import type { Delivery } from "./webhook.js"
+
+/** What the admin routes need besides the state. */
+export interface Admin {
+  readonly info: Effect.Effect<unknown>
+  readonly sendWebhook: (request: WebhookRequest) => Effect.Effect<Delivery, EmulatorError>
+}
+
+type Response = HttpServerResponse.HttpServerResponse
+
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
+  HttpServerResponse.unsafeJson(body, { status, headers })
+
+// The documented error bodies (service-facts 5).
+const unauthorized = json({ message: "Authentication failed" }, 401)
+const notFound = json({ message: "Resource not found" }, 404)
+const invalid = (errors: ReadonlyArray<Record<string, string>>, message = "Validation failed") =>
+  json({ message, errors }, 422)
+const malformedRequest = json({ status: 400, message: "Malformed request body" }, 400)
+
+/** The body a status fault sends when the rule gives none: the documented shape where there is one. */
+export const defaultErrorBody = (status: number): unknown => {
+  switch (status) {
+    case 400:
+      return { status: 400, message: "Malformed request body" }
+    case 401:
+      return { message: "Authentication failed" }
+    case 404:
+      return { message: "Resource not found" }
+    case 422:
+      return { message: "Validation failed", errors: [{ request: "rejected by an injected fault" }] }
+    case 423:
+      return { status: 423, message: "Locked" }
+    case 500:
+      return { status: 500, message: "Internal server error" }
+    default:
+      return { message: STATUS_CODES[status] ?? `Error ${status}` }
+  }
+}
+
+const encoder = new TextEncoder()
+
+/** The response of a terminal fault; `stall` and `reset` never produce one. */
+const injectFault = (rule: Exclude<FaultRule, { readonly kind: "latency" }>): Effect.Effect<
+  Response,
+  never,
+  HttpServerRequest.HttpServerRequest
+> => {
+  switch (rule.kind) {
+    case "status": {
+      const headers: Record<string, string> = {}
+      if (rule.retryAfter !== undefined) headers["retry-after"] = String(rule.retryAfter)
+      if (rule.retryAfterMs !== undefined) headers["retry-after-ms"] = String(rule.retryAfterMs)
+      const body = rule.body === undefined ? defaultErrorBody(rule.status) : rule.body
+      return Effect.succeed(json(body, rule.status, headers))
+    }
+    case "malformed":
+      return Effect.succeed(
+        HttpServerResponse.text("{\"data\": {\"source_currency\": \"USD\", <html>", {
+          status: 200,
+          contentType: "application/json"
+        })
+      )
+    case "stall":
+      // No status line, no headers, until the client gives up (its abort interrupts this fiber) or shutdown.
+      return Effect.never
+    case "stallBody":
+      // Headers and a first chunk go out (the platform flushes them with it); the rest never comes.
+      return Effect.succeed(
+        HttpServerResponse.stream(Stream.concat(Stream.make(encoder.encode("{\"data\":")), Stream.never), {
+          status: 200,
+          contentType: "application/json"
+        })
+      )
+    case "reset":
+      return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
+        // A TCP RST where the platform supports it (ECONNRESET on the client), else a plain close.
+        if (typeof socket.resetAndDestroy === "function") socket.resetAndDestroy()
+        else socket.destroy()
+        return Effect.never
+      })
+    case "truncated":
+      return Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+        const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
+        const partial = encoder.encode("{\"data\": {\"source_currency\": \"USD\", \"destination_")
+        // Content-Length promises more than is sent; after the partial body the connection ends.
+        const close = Stream.execute(Effect.async<void>((resume) => {
+          socket.end(() => {
+            socket.destroy()
+            resume(Effect.void)
+          })
+        }))
+        return HttpServerResponse.stream(Stream.concat(Stream.make(partial), close), {
+          status: 200,
+          contentType: "application/json",
+          contentLength: partial.length + 512
+        })
+      })
+  }
+}
+
+type Parsed = { readonly _tag: "Json"; readonly value: unknown } | { readonly _tag: "Empty" } | {
+  readonly _tag: "Invalid"
+}
+
+// The raw body: JSON, empty, or not JSON. A body that cannot be read at all fails with the response to send.
+const readBody: Effect.Effect<Parsed, Response, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
+  HttpServerRequest.HttpServerRequest,
+  (request) =>
+    Effect.map(Effect.mapError(request.text, () => malformedRequest), (text): Parsed => {
+      if (text.trim() === "") return { _tag: "Empty" }
+      try {
+        return { _tag: "Json", value: JSON.parse(text) }
+      } catch {
+        return { _tag: "Invalid" }
+      }
+    })
+)
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+// The body of an API POST as an object, or the 422 to answer.
+const readObject: Effect.Effect<Record<string, unknown>, Response, HttpServerRequest.HttpServerRequest> = Effect
+  .flatMap(readBody, (parsed) =>
+    parsed._tag === "Json" && isRecord(parsed.value)
+      ? Effect.succeed(parsed.value)
+      : Effect.fail(invalid([{ body: "must be a JSON object" }], "The request body is not a JSON object")))
+
+const CURRENCY = /^[A-Z]{3}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+interface FeeRequest {
+  readonly source_currency: string | undefined
+  readonly destination_currency: string | undefined
+  readonly source_amount: number | undefined
+  readonly destination_amount: number | undefined
+  readonly beneficiary_id: string | undefined
+}
+
+/** The rules of the endpoint (as `FeeService.validate` states them), as `{field: message}` items. */
+export const validateFee = (
+  body: Record<string, unknown>
+): Either.Either<FeeRequest, Array<Record<string, string>>> => {
+  const errors: Array<Record<string, string>> = []
+  const amount = (field: string): number | undefined => {
+    const value = body[field]
+    if (value === undefined) return undefined
+    if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+      errors.push({ [field]: `The ${field} must be a number greater than 0.` })
+    }
+    return typeof value === "number" ? value : undefined
+  }
+  const text = (field: string, pattern: RegExp, what: string): string | undefined => {
+    const value = body[field]
+    if (value === undefined) return undefined
+    if (typeof value !== "string" || !pattern.test(value)) {
+      errors.push({ [field]: `The ${field} must be ${what}.` })
+      return undefined
+    }
+    return value
+  }
+  const source_amount = amount("source_amount")
+  const destination_amount = amount("destination_amount")
+  const source_currency = text("source_currency", CURRENCY, "a currency code of three upper-case letters")
+  const destination_currency = text("destination_currency", CURRENCY, "a currency code of three upper-case letters")
+  const beneficiary_id = text("beneficiary_id", UUID, "a valid UUID")
+  const hasSource = body["source_amount"] !== undefined
+  const hasDestination = body["destination_amount"] !== undefined
+  if (hasSource && hasDestination) {
+    errors.push({ destination_amount: "Send either source_amount or destination_amount, not both." })
+  } else if (!hasSource && !hasDestination) {
+    errors.push({ source_amount: "The source_amount or destination_amount field is required." })
+  }
+  if (body["destination_currency"] === undefined && body["beneficiary_id"] === undefined) {
+    errors.push({ destination_currency: "The destination_currency or beneficiary_id field is required." })
+  }
+  if (body["source_currency"] === undefined && body["beneficiary_id"] === undefined) {
+    errors.push({ source_currency: "The source_currency field is required unless beneficiary_id is given." })
+  }
+  return errors.length > 0
+    ? Either.left(errors)
+    : Either.right({ source_currency, destination_currency, source_amount, destination_amount, beneficiary_id })
+}
+
+// `2026-01-19T09:59:29Z`: the documented `valid_till`, ISO 8601 in whole seconds.
+const isoSeconds = (millis: number) => new Date(millis).toISOString().slice(0, 19) + "Z"
+
+const formatIssues = (error: ParseResult.ParseError) =>
+  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+    path: issue.path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, ""),
+    message: issue.message
+  }))
+
+/** Decodes an admin body, or answers 400 naming every problem. */
+const adminBody = <A, I>(schema: Schema.Schema<A, I>, operation: string, emptyAs?: unknown) =>
+  Effect.flatMap(Effect.either(readBody), (parsed): Effect.Effect<A, Response> => {
+    if (Either.isLeft(parsed)) return Effect.fail(parsed.left)
+    const body = parsed.right
+    if (body._tag === "Invalid") {
+      return Effect.fail(json({ message: `Invalid body for ${operation}: not valid JSON` }, 400))
+    }
+    const value = body._tag === "Empty" ? emptyAs : body.value
+    return Either.match(Schema.decodeUnknownEither(schema)(value, { errors: "all", onExcessProperty: "error" }), {
+      onLeft: (error) => {
+        const errors = formatIssues(error)
+        const detail = errors.map((e) => (e.path === "" ? e.message : `${e.path}: ${e.message}`)).join("; ")
+        return Effect.fail(json({ message: `Invalid body for ${operation}: ${detail}`, errors }, 400))
+      },
+      onRight: Effect.succeed
+    })
+  })
+
+const respond = <R>(effect: Effect.Effect<Response, Response, R>): Effect.Effect<Response, never, R> =>
+  Effect.merge(effect)
+
+/** The whole app. */
+export const make = (state: State, admin: Admin): HttpApp.Default<never, never> => {
+  const { settings } = state
+
+  // Counts the request, applies the fault rules, counts the status sent.
+  const guarded = <R>(route: RouteName, handler: Effect.Effect<Response, never, R>) =>
+    Effect.gen(function*() {
+      yield* state.countRequest(route)
+      const decision = yield* state.decideFaults(route)
+      if (decision.latency > 0) yield* Effect.sleep(Duration.millis(decision.latency))
+      const response = decision.terminal === undefined || decision.terminal.kind === "latency"
+        ? yield* handler
+        : yield* injectFault(decision.terminal)
+      yield* state.countStatus(response.status)
+      return response
+    })
+
+  const authenticated = <R>(handler: Effect.Effect<Response, never, R>) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers["authorization"] ?? "")
+      if (match === null || !(yield* state.checkAccess(match[1]!))) return unauthorized
+      return yield* handler
+    })
+
+  const tokenResponse = (kind: "issue" | "refresh") =>
+    Effect.map(state.issueTokens(kind), (fields) => json(settings.tokenEnvelope === "data" ? { data: fields } : fields))
+
+  const issueToken = respond(Effect.gen(function*() {
+    const body = yield* readObject
+    const errors: Array<Record<string, string>> = []
+    for (const field of ["client_id", "client_secret"]) {
+      const value = body[field]
+      if (typeof value !== "string" || value === "") errors.push({ [field]: `The ${field} field is required.` })
+    }
+    if (errors.length > 0) return invalid(errors)
+    if (body["client_id"] !== settings.clientId || body["client_secret"] !== settings.clientSecret) {
+      return unauthorized
+    }
+    return yield* tokenResponse("issue")
+  }))
+
+  const refreshToken = respond(Effect.gen(function*() {
+    const body = yield* readObject
+    const token = body["refresh_token"]
+    if (typeof token !== "string" || token === "") {
+      return invalid([{ refresh_token: "The refresh_token field is required." }])
+    }
+    if (!(yield* state.checkRefresh(token))) return unauthorized
+    return yield* tokenResponse("refresh")
+  }))
+
+  const feeCalculation = respond(Effect.gen(function*() {
+    const body = yield* readObject
+    const validated = validateFee(body)
+    if (Either.isLeft(validated)) return invalid(validated.left)
+    const request = validated.right
+    const beneficiary = request.beneficiary_id === undefined
+      ? undefined
+      : settings.beneficiaries[request.beneficiary_id.toLowerCase()]
+    if (request.beneficiary_id !== undefined && beneficiary === undefined) return notFound
+    const source = request.source_currency ?? settings.defaultSourceCurrency
+    const destination = request.destination_currency ?? beneficiary!.currency
+    const rate = Quote.rateOf(settings.rates, source, destination)
+    if (rate === undefined) {
+      return invalid(
+        [{ destination_currency: `No rate for ${source}/${destination}.` }],
+        `Unsupported currency pair ${source}/${destination}`
+      )
+    }
+    const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
+    const figures = Quote.compute(
+      {
+        source_currency: source,
+        destination_currency: destination,
+        source_amount: request.source_amount,
+        destination_amount: request.destination_amount
+      },
+      rate,
+      { fixed: settings.fee.fixed + developer.fixed, percentage: settings.fee.percentage + developer.percentage }
+    )
+    const now = yield* Clock.currentTimeMillis
+    // Field order of the documented example.
+    return json({
+      data: {
+        source_currency: figures.source_currency,
+        destination_currency: figures.destination_currency,
+        source_amount: figures.source_amount,
+        exchange_rate: figures.exchange_rate,
+        destination_amount: figures.destination_amount,
+        valid_till: isoSeconds(now + settings.quoteLifetime),
+        fee: figures.fee
+      }
+    })
+  }))
+
+  const subdivisions = Effect.map(HttpRouter.params, (params) =>
+    Either.match(Subdivisions.forCountry(params["country_code"] ?? ""), {
+      onLeft: () => notFound,
+      onRight: (entries) => json({ data: { subdivisions: entries.map(({ code, name }) => ({ name, code })) } })
+    }))
+
+  const counters: Effect.Effect<Counters> = state.counters
+
+  const faultsResponse = Effect.map(state.faults, (faults) => json({ faults }))
+
+  const setFaults = respond(Effect.gen(function*() {
+    const body = yield* adminBody(SetFaultsBody, "POST /__emulator/faults")
+    const faults = yield* state.setFaults(body.faults, body.append ?? false)
+    return json({ faults })
+  }))
+
+  const expireTokens = respond(Effect.gen(function*() {
+    const body = yield* adminBody(ExpireTokensBody, "POST /__emulator/expire-tokens", {})
+    return json({ expired: yield* state.expireTokens(body.refresh ?? false) })
+  }))
+
+  const webhooks = respond(Effect.gen(function*() {
+    const { send, ...request } = yield* adminBody(WebhookAdminBody, "POST /__emulator/webhooks")
+    if (send === false) {
+      if (request.url === undefined) {
+        return json({ message: "Invalid body for POST /__emulator/webhooks: url is required when send is false" }, 400)
+      }
+      yield* state.setWebhookUrl(request.url)
+      return json({ url: request.url })
+    }
+    return yield* admin.sendWebhook(request).pipe(
+      Effect.map((delivery) => json({ url: delivery.url, status: delivery.status, event: delivery.event })),
+      Effect.catchAll((error) =>
+        Effect.succeed(json({ message: error.message }, error.reason === "WebhookDeliveryFailed" ? 502 : 400))
+      )
+    )
+  }))
+
+  const router = HttpRouter.empty.pipe(
+    HttpRouter.post("/v1/oauth/token", guarded("POST /v1/oauth/token", issueToken)),
+    HttpRouter.post("/v1/oauth/refresh-token", guarded("POST /v1/oauth/refresh-token", refreshToken)),
+    HttpRouter.post("/v1/fee-calculation", guarded("POST /v1/fee-calculation", authenticated(feeCalculation))),
+    HttpRouter.get(
+      "/v1/countries/:country_code/subdivisions",
+      guarded("GET /v1/countries/{country_code}/subdivisions", authenticated(subdivisions))
+    ),
+    HttpRouter.get("/__emulator", Effect.map(admin.info, (info) => json(info))),
+    HttpRouter.get("/__emulator/faults", faultsResponse),
+    HttpRouter.post("/__emulator/faults", setFaults),
+    HttpRouter.del("/__emulator/faults", Effect.as(state.setFaults([], false), json({ faults: [] }))),
+    HttpRouter.get("/__emulator/counters", Effect.map(counters, (c) => json(c))),
+    HttpRouter.post("/__emulator/reset", Effect.as(state.reset, json({ reset: true }))),
+    HttpRouter.post("/__emulator/revoke-tokens", Effect.map(state.revokeTokens, (revoked) => json({ revoked }))),
+    HttpRouter.post("/__emulator/expire-tokens", expireTokens),
+    HttpRouter.post("/__emulator/webhooks", webhooks)
+  )
+
+  // Any other path or method: the documented 404, counted apart.
+  return Effect.catchTags(router, {
+    RouteNotFound: (error) =>
+      error.request.url.startsWith("/__emulator")
+        ? Effect.succeed(json({ message: `No admin route ${error.request.method} ${error.request.url}` }, 404))
+        : Effect.as(Effect.zipRight(state.countRequest("unmatched"), state.countStatus(404)), notFound)
+  })
+}

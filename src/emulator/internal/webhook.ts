@@ -1,0 +1,129 @@
+/**
+ * The webhook sender: builds a `beneficiary.status` event in the documented envelope, signs the exact bytes it sends
+ * with `Webhooks.sign`, POSTs them to the target and reports the answer's status.
+ *
+ * @internal
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Webhooks from "../../Webhooks.js"
+import { EmulatorError } from "./error.js"
+import type { WebhookRequest } from "./model.js"
+import type { State } from "./state.js"
+
+/** The documented example ids (developer.fin.com, beneficiary.status). */
+export const exampleBeneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
+export const exampleCustomerId = "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f"
+
+/** One delivery. */
+export interface Delivery {
+  readonly url: string
+  /** The receiver's HTTP status. */
+  readonly status: number
+  /** The envelope as sent (`{ event, data }`). */
+  readonly event: BeneficiaryStatusEnvelope
+  /** The exact body that was signed and sent. */
+  readonly body: string
+}
+
+/** The documented `beneficiary.status` envelope. */
+export interface BeneficiaryStatusEnvelope {
+  readonly event: {
+    readonly id: string
+    readonly event_reference_id: string
+    readonly type: "beneficiary.status"
+    readonly created_at: string
+    readonly sandbox_mode: boolean
+  }
+  readonly data: {
+    readonly type: "INDIVIDUAL" | "BUSINESS"
+    readonly active: boolean
+    readonly status: "PROCESSING" | "ACTIVE" | "INACTIVE" | "REJECTED"
+    readonly customer_id: string
+    readonly beneficiary_id: string
+  }
+}
+
+// `2026-04-04T17:38:26.843132Z`: the service's timestamps carry microseconds.
+const microsecondIso = (nanos: bigint): string => {
+  const millis = nanos / 1_000_000n
+  const micros = (nanos / 1_000n) % 1_000_000n
+  return `${new Date(Number(millis)).toISOString().slice(0, 19)}.${micros.toString().padStart(6, "0")}Z`
+}
+
+/** Sends one event; the request has been validated. */
+export const send = (
+  state: State,
+  client: HttpClient.HttpClient,
+  request: WebhookRequest
+): Effect.Effect<Delivery, EmulatorError> =>
+  Effect.gen(function*() {
+    const { settings } = state
+    if (request.url !== undefined) yield* state.setWebhookUrl(request.url)
+    const url = yield* state.webhookUrl
+    if (url === undefined) {
+      return yield* new EmulatorError({
+        reason: "WebhookNotRegistered",
+        message: "No webhook target: pass a url (or register one first)"
+      })
+    }
+    const beneficiaryId = request.beneficiaryId ?? Object.keys(settings.beneficiaries)[0] ?? exampleBeneficiaryId
+    const status = request.status ?? "ACTIVE"
+    const event: BeneficiaryStatusEnvelope = {
+      event: {
+        id: yield* state.uuid,
+        event_reference_id: beneficiaryId,
+        type: "beneficiary.status",
+        created_at: microsecondIso(yield* Clock.currentTimeNanos),
+        sandbox_mode: request.sandboxMode ?? settings.sandboxMode
+      },
+      // Field order of the documented example.
+      data: {
+        type: request.type ?? "INDIVIDUAL",
+        active: request.active ?? status === "ACTIVE",
+        status,
+        customer_id: request.customerId ?? exampleCustomerId,
+        beneficiary_id: beneficiaryId
+      }
+    }
+    const body = JSON.stringify(event)
+    const bytes = new TextEncoder().encode(body)
+    const headers = yield* Webhooks.sign(
+      bytes,
+      request.secret ?? settings.webhookSecret,
+      request.algorithm ?? settings.webhookAlgorithm
+    )
+    const timeout = Duration.millis(settings.webhookTimeout)
+    const answer = yield* client.execute(
+      HttpClientRequest.post(url).pipe(
+        HttpClientRequest.setHeaders({ "user-agent": "effect-fin-emulator" }),
+        HttpClientRequest.setHeaders(headers),
+        HttpClientRequest.bodyUint8Array(bytes, "application/json")
+      )
+    ).pipe(
+      // The answer's body is read (and dropped) so the connection can be reused; a failure there keeps the status.
+      Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
+      Effect.mapError((error) =>
+        new EmulatorError({
+          reason: "WebhookDeliveryFailed",
+          message: `The webhook delivery to ${url} failed: ${error._tag === "RequestError" ? error.reason : "body"}`
+        })
+      ),
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () =>
+          new EmulatorError({
+            reason: "WebhookDeliveryFailed",
+            message: `The webhook delivery to ${url} got no answer within ${Duration.format(timeout)}`
+          })
+      }),
+      Effect.tapBoth({
+        onFailure: () => state.countWebhook(false),
+        onSuccess: () => state.countWebhook(true)
+      })
+    )
+    return { url, status: answer.status, event, body }
+  })
