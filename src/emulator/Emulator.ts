@@ -1,0 +1,545 @@
+/**
+ * A local emulator of the service, the way stripe-mock serves Stripe's SDKs: the documented token, fee-calculation
+ * and subdivision operations over real HTTP, a signed `beneficiary.status` webhook sender, fault injection per route
+ * (status codes with `Retry-After`, latency, stalls, resets, malformed and truncated bodies) and counters, all on
+ * one machine with no credentials.
+ *
+ * Start it from a test with `Emulator.layer(options)` (an ephemeral port on 127.0.0.1) or as a process with
+ * `Emulator.serve(options)`. Times come from Effect's `Clock` (tests can drive token and quote expiry), random
+ * choices from Effect's `Random` (or a seeded one with `seed`).
+ *
+ * @since 0.1.0
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Http from "node:http"
+import type * as Net from "node:net"
+import type * as Quote from "../internal/quote.js"
+import type * as Webhooks from "../Webhooks.js"
+import * as App from "./internal/app.js"
+import * as internalError from "./internal/error.js"
+import * as model from "./internal/model.js"
+import * as State from "./internal/state.js"
+import * as Webhook from "./internal/webhook.js"
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Models
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * The emulated operations, as counters and fault rules name them.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const routeNames: typeof model.routeNames = model.routeNames
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RouteName = model.RouteName
+
+/**
+ * The kinds of fault the emulator injects:
+ * - `status`: an error status (400-599) with the documented body for it (or `body`), optional `Retry-After`
+ *   (`retryAfter`, seconds) and `retry-after-ms` (`retryAfterMs`);
+ * - `latency`: `millis` added before the request is handled (several latency rules add up; other faults still apply);
+ * - `stall`: nothing is ever sent, not even headers;
+ * - `stallBody`: 200 and headers, then a body that never finishes;
+ * - `reset`: the connection is reset (TCP RST) before anything is sent;
+ * - `malformed`: 200 with a body that is not JSON;
+ * - `truncated`: 200 with a `Content-Length` larger than what is sent, then the connection closes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const faultKinds: typeof model.faultKinds = model.faultKinds
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type FaultKind = model.FaultKind
+
+/**
+ * Schema of a fault rule: a `kind` (see `faultKinds`) with its fields, plus `route` (one of `routeNames`, or `*`,
+ * the default), `rate` (0..1, default 1; drawn from a `Random` seeded by the `seed` option when given) and `times`
+ * (inject at most this many times; default unlimited). Rules are tried in order for each request: every latency
+ * rule that fires adds its delay, and the first other rule that fires decides the answer.
+ *
+ * @since 0.1.0
+ * @category schemas
+ * @example
+ * ```ts
+ * // The next fee calculation gets a 503 asking to wait 50 ms, then the service answers normally.
+ * emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "status", status: 503, retryAfterMs: 50, times: 1 }])
+ * ```
+ */
+export const FaultRule: typeof model.FaultRule = model.FaultRule
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type FaultRule = model.FaultRule
+
+/**
+ * What the emulator counted since it started or was last reset (admin routes are not counted).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Counters = model.Counters
+
+/**
+ * Schema of what a webhook send may set: the target `url` (registered for later sends), the event's
+ * `beneficiaryId`, `customerId`, `type`, `status`, `active`, `sandboxMode`, and a `secret` / `algorithm` to sign
+ * with instead of the configured ones. Everything is optional.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const WebhookRequest: typeof model.WebhookRequest = model.WebhookRequest
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type WebhookRequest = model.WebhookRequest
+
+/**
+ * One webhook delivery: the target, the receiver's HTTP status, the envelope and the exact body sent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WebhookDelivery = Webhook.Delivery
+
+/**
+ * The documented `beneficiary.status` envelope the sender builds.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type BeneficiaryStatusEnvelope = Webhook.BeneficiaryStatusEnvelope
+
+/**
+ * Invalid options or input (`InvalidOptions`, `InvalidInput`), no webhook target (`WebhookNotRegistered`), or a
+ * delivery that got no answer (`WebhookDeliveryFailed`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const EmulatorError: typeof internalError.EmulatorError = internalError.EmulatorError
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type EmulatorError = internalError.EmulatorError
+
+/**
+ * A beneficiary the emulator knows: its payout currency and developer fee.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Beneficiary {
+  /** The destination currency when a request names none. */
+  readonly currency: string
+  /** Added to the base fee when a request names this beneficiary. */
+  readonly developerFee?: Quote.FeeRule | undefined
+}
+
+/**
+ * Options of the emulator; every one has a default.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Port to listen on; default 0 (an ephemeral port) for `layer`/`make`, 4010 for `serve`. */
+  readonly port?: number | undefined
+  /** Host to listen on; default `127.0.0.1`. */
+  readonly host?: string | undefined
+  /** The accepted credentials; default `emulator-client` / `emulator-secret`. */
+  readonly clientId?: string | undefined
+  readonly clientSecret?: string | undefined
+  /** Lifetime of access tokens; default 1 day (the documented example's). Use whole seconds: expiries are sent so. */
+  readonly accessTokenLifetime?: Duration.DurationInput | undefined
+  /** Lifetime of refresh tokens; default 7 days. */
+  readonly refreshTokenLifetime?: Duration.DurationInput | undefined
+  /** Token response at top level (the newer documented shape, default) or wrapped in `data` (the older one). */
+  readonly tokenEnvelope?: "top" | "data" | undefined
+  /** Whether issuing or refreshing a token revokes every token issued before; default false. */
+  readonly revokeOnIssue?: boolean | undefined
+  /** Exchange rates keyed `"USD/CAD"` (inverse pairs are derived); default `defaultRates`. */
+  readonly rates?: Readonly<Record<string, number>> | undefined
+  /** The base fee: fixed part plus percentage of the source amount; default `{ fixed: 1, percentage: 1 }`. */
+  readonly fee?: Quote.FeeRule | undefined
+  /** How long a quote holds (`valid_till`); default 15 minutes. */
+  readonly quoteLifetime?: Duration.DurationInput | undefined
+  /** Known beneficiaries by id; default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
+  readonly beneficiaries?: Readonly<Record<string, Beneficiary>> | undefined
+  /** Source currency of a request that names a beneficiary but no `source_currency`; default `USD`. */
+  readonly defaultSourceCurrency?: string | undefined
+  /** Fault rules active from the start (and again after a reset). */
+  readonly faults?: ReadonlyArray<FaultRule> | undefined
+  /** Seed of the `Random` behind fault rates and ids, for runs that repeat exactly; default: Effect's `Random`. */
+  readonly seed?: number | undefined
+  /** Secret the webhook sender signs with; default `emulator-webhook-secret`. */
+  readonly webhookSecret?: string | undefined
+  /** Webhook target registered from the start. */
+  readonly webhookUrl?: string | undefined
+  /** HMAC algorithm of the webhook signatures; default `sha256`. */
+  readonly webhookAlgorithm?: Webhooks.Algorithm | undefined
+  /** How long a webhook delivery may take; default 10 seconds. */
+  readonly webhookTimeout?: Duration.DurationInput | undefined
+  /** `sandbox_mode` of the events sent; default true. */
+  readonly sandboxMode?: boolean | undefined
+}
+
+/**
+ * Default credentials.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultCredentials: { readonly clientId: string; readonly clientSecret: string } = {
+  clientId: "emulator-client",
+  clientSecret: "emulator-secret"
+}
+
+/**
+ * Default rate table (illustrative figures; USD/CAD and USD/EUR are the documented examples').
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultRates: Readonly<Record<string, number>> = {
+  "USD/CAD": 1.45,
+  "USD/EUR": 0.88,
+  "USD/GBP": 0.79,
+  "USD/AUD": 1.52,
+  "USD/MXN": 17.1,
+  "USD/INR": 83.2,
+  "USD/PHP": 56.3,
+  "USD/BRL": 5.1,
+  "USD/NGN": 1500,
+  "EUR/GBP": 0.86
+}
+
+/**
+ * Default beneficiaries: the documented example beneficiary, paid in CAD, with a developer fee.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultBeneficiaries: Readonly<Record<string, Beneficiary>> = {
+  [Webhook.exampleBeneficiaryId]: { currency: "CAD", developerFee: { fixed: 0.5, percentage: 0.5 } }
+}
+
+/**
+ * The running emulator.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /** `http://127.0.0.1:PORT`: the `baseUrl` to give the client. */
+  readonly url: string
+  readonly port: number
+  /** The credentials the token endpoint accepts. */
+  readonly credentials: { readonly clientId: string; readonly clientSecret: string }
+  /** The secret the webhook sender signs with. */
+  readonly webhookSecret: string
+  /** Replaces the fault rules (validated; counts of `times` start over). */
+  readonly setFaults: (faults: ReadonlyArray<FaultRule>) => Effect.Effect<void, EmulatorError>
+  /** Adds fault rules after the current ones. */
+  readonly addFaults: (faults: ReadonlyArray<FaultRule>) => Effect.Effect<void, EmulatorError>
+  /** Removes every fault rule. */
+  readonly clearFaults: Effect.Effect<void>
+  /** The current fault rules. */
+  readonly faults: Effect.Effect<ReadonlyArray<FaultRule>>
+  readonly counters: Effect.Effect<Counters>
+  /** Back to the start: no tokens, zero counters, the fault rules and webhook target of the options. */
+  readonly reset: Effect.Effect<void>
+  /** Revokes every access and refresh token; returns how many access tokens were active. */
+  readonly revokeTokens: Effect.Effect<number>
+  /** Expires every access token now (and the refresh tokens with `refresh: true`); returns how many were active. */
+  readonly expireTokens: (options?: { readonly refresh?: boolean | undefined }) => Effect.Effect<number>
+  /** Registers the webhook target. */
+  readonly registerWebhook: (url: string) => Effect.Effect<void, EmulatorError>
+  /** Sends one signed `beneficiary.status` event and returns the receiver's status. */
+  readonly sendWebhook: (request?: WebhookRequest) => Effect.Effect<WebhookDelivery, EmulatorError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Emulator extends Context.Tag("effect-fin/Emulator")<Emulator, Service>() {}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------------------------------
+
+const describeIssues = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`)
+    .join("; ")
+
+const invalidOptions = (message: string) => new internalError.EmulatorError({ reason: "InvalidOptions", message })
+
+const positiveDuration = (
+  name: string,
+  input: Duration.DurationInput | undefined,
+  fallback: Duration.DurationInput
+): Either.Either<number, EmulatorError> => {
+  const decoded = Duration.decodeUnknown(input ?? fallback)
+  return Option.isSome(decoded) && Duration.isFinite(decoded.value) && Duration.toMillis(decoded.value) > 0
+    ? Either.right(Duration.toMillis(decoded.value))
+    : Either.left(invalidOptions(`Invalid emulator option ${name}: expected a finite duration greater than zero`))
+}
+
+const decodeOptionsData = Schema.decodeUnknownEither(model.OptionsData, { errors: "all", onExcessProperty: "error" })
+
+const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Settings, EmulatorError> =>
+  Effect.gen(function*() {
+    const data = yield* Either.mapLeft(
+      decodeOptionsData(options),
+      (error) => invalidOptions(`Invalid emulator options: ${describeIssues(error)}`)
+    )
+    const beneficiaries: Record<string, Beneficiary> = {}
+    // Ids are matched without regard to case, as UUIDs are.
+    for (const [id, beneficiary] of Object.entries(data.beneficiaries ?? defaultBeneficiaries)) {
+      beneficiaries[id.toLowerCase()] = beneficiary
+    }
+    return {
+      host: data.host ?? "127.0.0.1",
+      port: data.port ?? defaultPort,
+      clientId: data.clientId ?? defaultCredentials.clientId,
+      clientSecret: data.clientSecret ?? defaultCredentials.clientSecret,
+      accessLifetime: yield* positiveDuration("accessTokenLifetime", options.accessTokenLifetime, "1 day"),
+      refreshLifetime: yield* positiveDuration("refreshTokenLifetime", options.refreshTokenLifetime, "7 days"),
+      tokenEnvelope: data.tokenEnvelope ?? "top",
+      revokeOnIssue: data.revokeOnIssue ?? false,
+      rates: data.rates ?? defaultRates,
+      fee: data.fee ?? { fixed: 1, percentage: 1 },
+      quoteLifetime: yield* positiveDuration("quoteLifetime", options.quoteLifetime, "15 minutes"),
+      beneficiaries,
+      defaultSourceCurrency: data.defaultSourceCurrency ?? "USD",
+      faults: data.faults ?? [],
+      seed: data.seed,
+      webhookSecret: data.webhookSecret ?? "emulator-webhook-secret",
+      webhookUrl: data.webhookUrl,
+      webhookAlgorithm: data.webhookAlgorithm ?? "sha256",
+      webhookTimeout: yield* positiveDuration("webhookTimeout", options.webhookTimeout, "10 seconds"),
+      sandboxMode: data.sandboxMode ?? true
+    }
+  })
+
+const decodeInput = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
+  return (input: unknown): Effect.Effect<A, EmulatorError> =>
+    Either.match(decode(input), {
+      onLeft: (error) =>
+        Effect.fail(
+          new internalError.EmulatorError({
+            reason: "InvalidInput",
+            message: `Invalid ${what}: ${describeIssues(error)}`
+          })
+        ),
+      onRight: Effect.succeed
+    })
+}
+
+const decodeFaults = decodeInput(Schema.Array(model.FaultRule), "fault rules")
+const decodeWebhookRequest = decodeInput(model.WebhookRequest, "webhook request")
+const decodeWebhookUrl = decodeInput(model.HttpUrl, "webhook url")
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------------------------------------------------
+
+const urlHost = (host: string): string =>
+  host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host
+
+// Stops listening, then ends every connection, in-flight ones included (a stalled request would otherwise hold
+// `server.close` forever); done once the server reports every connection closed.
+const shutdown = (server: Http.Server, sockets: Set<Net.Socket>) =>
+  Effect.async<void>((resume) => {
+    server.close(() => resume(Effect.void))
+    server.closeAllConnections()
+    for (const socket of sockets) socket.destroy()
+  })
+
+const makeWithDefaultPort = (
+  options: Options,
+  defaultPort: number
+): Effect.Effect<Service, ServeError | EmulatorError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const settings = yield* resolve(options, defaultPort)
+    const state = yield* State.make(settings)
+    // The webhook sender's own connection pool, closed with the emulator.
+    const client = NodeHttpClient.makeUndici(yield* NodeHttpClient.makeDispatcher)
+
+    const sockets = new Set<Net.Socket>()
+    const server = Http.createServer()
+    server.on("connection", (socket) => {
+      sockets.add(socket)
+      socket.once("close", () => sockets.delete(socket))
+    })
+    const httpServer = yield* NodeHttpServer.make(() => server, { port: settings.port, host: settings.host })
+    // Added after the server: finalizers run in reverse, so this runs before the platform's own close.
+    yield* Effect.addFinalizer(() => shutdown(server, sockets))
+    const port = httpServer.address._tag === "TcpAddress" ? httpServer.address.port : settings.port
+    const url = `http://${urlHost(settings.host)}:${port}`
+
+    const sendWebhook = (request: WebhookRequest) => Webhook.send(state, client, request)
+    const replaceFaults = (rules: ReadonlyArray<FaultRule>) => Effect.asVoid(state.setFaults(rules, false))
+    const appendFaults = (rules: ReadonlyArray<FaultRule>) => Effect.asVoid(state.setFaults(rules, true))
+
+    const service: Service = {
+      url,
+      port,
+      credentials: { clientId: settings.clientId, clientSecret: settings.clientSecret },
+      webhookSecret: settings.webhookSecret,
+      setFaults: (faults) => Effect.flatMap(decodeFaults(faults), replaceFaults),
+      addFaults: (faults) => Effect.flatMap(decodeFaults(faults), appendFaults),
+      clearFaults: Effect.asVoid(state.setFaults([], false)),
+      faults: state.faults,
+      counters: state.counters,
+      reset: state.reset,
+      revokeTokens: state.revokeTokens,
+      expireTokens: (options) => state.expireTokens(options?.refresh ?? false),
+      registerWebhook: (target) => Effect.flatMap(decodeWebhookUrl(target), (valid) => state.setWebhookUrl(valid)),
+      sendWebhook: (request = {}) => Effect.flatMap(decodeWebhookRequest(request), sendWebhook)
+    }
+
+    const info = Effect.map(state.webhookUrl, (webhookUrl) => ({
+      url,
+      credentials: service.credentials,
+      webhook: { url: webhookUrl ?? null, algorithm: settings.webhookAlgorithm },
+      routes: routeNames
+    }))
+
+    yield* HttpServer.serveEffect(App.make(state, { info, sendWebhook })).pipe(
+      Effect.provideService(HttpServer.HttpServer, httpServer)
+    )
+    return service
+  })
+
+/**
+ * Starts an emulator for the life of the scope; it stops (every connection closed) when the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, ServeError | EmulatorError, Scope.Scope> =>
+  makeWithDefaultPort(options, 0)
+
+/**
+ * An emulator on an ephemeral port of 127.0.0.1 (unless `options` say otherwise), for tests:
+ *
+ * @since 0.1.0
+ * @category layers
+ * @example
+ * ```ts
+ * import { FetchHttpClient } from "@effect/platform"
+ * import { Effect, Layer } from "effect"
+ * import { FeeService, FinClient } from "effect-fin"
+ * import { Emulator } from "effect-fin/emulator"
+ *
+ * const client = Layer.unwrapEffect(Effect.map(Emulator.Emulator, (emulator) =>
+ *   FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url })
+ * ))
+ * const program = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
+ * program.pipe(
+ *   Effect.provide(client),
+ *   Effect.provide(Layer.merge(Emulator.layer(), FetchHttpClient.layer))
+ * )
+ * ```
+ */
+export const layer = (options: Options = {}): Layer.Layer<Emulator, ServeError | EmulatorError> =>
+  Layer.scoped(Emulator, make(options))
+
+/**
+ * Runs an emulator as a process (for `effect-fin emulator --port`): listens on `port` (default 4010) and `host`
+ * (default 127.0.0.1), logs its URL and credentials with Effect's logger, and runs until interrupted, then closes
+ * every connection.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const serve = (options: Options = {}): Effect.Effect<never, ServeError | EmulatorError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const emulator = yield* makeWithDefaultPort(options, 4010)
+    yield* Effect.logInfo(`effect-fin emulator listening on ${emulator.url}`).pipe(
+      Effect.annotateLogs({
+        url: emulator.url,
+        clientId: emulator.credentials.clientId,
+        clientSecret: emulator.credentials.clientSecret,
+        admin: `${emulator.url}/__emulator`
+      })
+    )
+    return yield* Effect.never
+  }))
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Accessors
+// ---------------------------------------------------------------------------------------------------------------------
+
+/**
+ * The counters of the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const counters: Effect.Effect<Counters, never, Emulator> = Effect.flatMap(Emulator, (e) => e.counters)
+
+/**
+ * Replaces the fault rules of the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const setFaults = (faults: ReadonlyArray<FaultRule>): Effect.Effect<void, EmulatorError, Emulator> =>
+  Effect.flatMap(Emulator, (e) => e.setFaults(faults))
+
+/**
+ * Removes the fault rules of the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const clearFaults: Effect.Effect<void, never, Emulator> = Effect.flatMap(Emulator, (e) => e.clearFaults)
+
+/**
+ * Resets the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const reset: Effect.Effect<void, never, Emulator> = Effect.flatMap(Emulator, (e) => e.reset)
+
+/**
+ * Sends a signed `beneficiary.status` event from the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const sendWebhook = (request?: WebhookRequest): Effect.Effect<WebhookDelivery, EmulatorError, Emulator> =>
+  Effect.flatMap(Emulator, (e) => e.sendWebhook(request))
