@@ -1,0 +1,648 @@
+/**
+ * The emulator itself over loopback, with plain `fetch`: documented shapes and errors, bearer checks, fee
+ * validation, admin endpoints, counters, the webhook sender, `serve`, and a clean shutdown.
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as LogLevel from "effect/LogLevel"
+import * as Queue from "effect/Queue"
+import * as TestClock from "effect/TestClock"
+import * as Http from "node:http"
+import * as Net from "node:net"
+import { Emulator } from "../../src/emulator/index.js"
+import * as TokenProvider from "../../src/TokenProvider.js"
+import * as Webhooks from "../../src/Webhooks.js"
+
+interface Answer {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: unknown
+}
+
+/** One request with `fetch`; `body` is sent as JSON unless it is a string (sent as is). */
+const call = (
+  url: string,
+  method: string,
+  path: string,
+  options: { readonly body?: unknown; readonly token?: string } = {}
+): Effect.Effect<Answer> =>
+  Effect.promise(async () => {
+    const headers: Record<string, string> = { "content-type": "application/json" }
+    if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
+    const body = options.body === undefined
+      ? undefined
+      : typeof options.body === "string"
+      ? options.body
+      : JSON.stringify(options.body)
+    const response = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body }) })
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    return { status: response.status, headers: response.headers, text, json }
+  })
+
+const tokenOf = (emulator: Emulator.Service) =>
+  Effect.map(
+    call(emulator.url, "POST", "/v1/oauth/token", {
+      body: { client_id: emulator.credentials.clientId, client_secret: emulator.credentials.clientSecret }
+    }),
+    (answer) => answer.json as Record<string, string>
+  )
+
+const fee = (emulator: Emulator.Service, token: string, body: unknown) =>
+  call(emulator.url, "POST", "/v1/fee-calculation", { token, body })
+
+const refused = (port: number) =>
+  Effect.async<boolean>((resume) => {
+    const socket = Net.connect({ port, host: "127.0.0.1" })
+    socket.once("connect", () => {
+      socket.destroy()
+      resume(Effect.succeed(false))
+    })
+    socket.once("error", () => resume(Effect.succeed(true)))
+  })
+
+const SERVICE_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+00$/
+
+describe("Emulator", () => {
+  describe("tokens", () => {
+    it.scopedLive("issues tokens with the service's timestamps, top level by default", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const token = yield* tokenOf(emulator)
+        expect(Object.keys(token).sort()).toEqual([
+          "access_token",
+          "access_token_ttl",
+          "current_time",
+          "refresh_token",
+          "refresh_token_ttl"
+        ])
+        expect(token["access_token_ttl"]).toMatch(SERVICE_TIMESTAMP)
+        expect(token["refresh_token_ttl"]).toMatch(SERVICE_TIMESTAMP)
+        expect(token["current_time"]).toMatch(SERVICE_TIMESTAMP)
+        const now = TokenProvider.parseTimestamp(token["current_time"]!)!
+        expect(TokenProvider.parseTimestamp(token["access_token_ttl"]!)! - now).toBe(86_400_000)
+        expect(TokenProvider.parseTimestamp(token["refresh_token_ttl"]!)! - now).toBe(7 * 86_400_000)
+      }))
+
+    it.scopedLive("wraps in data when asked; checks credentials and fields", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ tokenEnvelope: "data", clientId: "id", clientSecret: "secret" })
+        const good = yield* call(emulator.url, "POST", "/v1/oauth/token", {
+          body: { client_id: "id", client_secret: "secret" }
+        })
+        expect(good.status).toBe(200)
+        expect(Object.keys(good.json as object)).toEqual(["data"])
+        const bad = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: { client_id: "id", client_secret: "x" } })
+        expect(bad.status).toBe(401)
+        expect(bad.json).toEqual({ message: "Authentication failed" })
+        const missing = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: { client_id: "id" } })
+        expect(missing.status).toBe(422)
+        expect(missing.json).toEqual({
+          message: "Validation failed",
+          errors: [{ client_secret: "The client_secret field is required." }]
+        })
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: "{nope" })).status).toBe(422)
+        const counters = yield* emulator.counters
+        expect(counters.tokensIssued).toBe(1)
+        expect(counters.statuses).toEqual({ "200": 1, "401": 1, "422": 2 })
+      }))
+
+    it.scopedLive("refreshes with a valid refresh token only", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const token = yield* tokenOf(emulator)
+        const refreshed = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: token["refresh_token"] }
+        })
+        expect(refreshed.status).toBe(200)
+        const fresh = refreshed.json as Record<string, string>
+        expect(fresh["access_token"]).not.toBe(token["access_token"])
+        const unknown = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: { refresh_token: "nope" } })
+        expect(unknown.status).toBe(401)
+        expect(unknown.json).toEqual({ message: "Authentication failed" })
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: {} })).status).toBe(422)
+        yield* emulator.expireTokens({ refresh: true })
+        const expired = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: fresh["refresh_token"] }
+        })
+        expect(expired.status).toBe(401)
+        expect((yield* emulator.counters).tokensRefreshed).toBe(1)
+      }))
+
+    it.scopedLive("answers 401 for a missing, unknown, revoked or expired bearer token", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const path = "/v1/countries/USA/subdivisions"
+        const expectRefused = (answer: Answer) => {
+          expect(answer.status).toBe(401)
+          expect(answer.json).toEqual({ message: "Authentication failed" })
+        }
+        expectRefused(yield* call(emulator.url, "GET", path))
+        expectRefused(yield* call(emulator.url, "GET", path, { token: "unknown" }))
+        const first = (yield* tokenOf(emulator))["access_token"]!
+        expect((yield* call(emulator.url, "GET", path, { token: first })).status).toBe(200)
+        expect(yield* emulator.revokeTokens).toBe(1)
+        expectRefused(yield* call(emulator.url, "GET", path, { token: first }))
+        const second = (yield* tokenOf(emulator))["access_token"]!
+        expect(yield* emulator.expireTokens()).toBe(1)
+        expectRefused(yield* call(emulator.url, "GET", path, { token: second }))
+        expect((yield* emulator.counters).activeTokens).toBe(0)
+      }))
+
+    it.scopedLive("with revokeOnIssue, a new token revokes the previous ones", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ revokeOnIssue: true })
+        const first = (yield* tokenOf(emulator))["access_token"]!
+        const second = (yield* tokenOf(emulator))["access_token"]!
+        const path = "/v1/countries/FRA/subdivisions"
+        expect((yield* call(emulator.url, "GET", path, { token: first })).status).toBe(401)
+        expect((yield* call(emulator.url, "GET", path, { token: second })).status).toBe(200)
+        expect((yield* emulator.counters).activeTokens).toBe(1)
+      }))
+
+    it.scoped("expiry and valid_till follow Effect's Clock (driven by the TestClock here)", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ accessTokenLifetime: "1 hour", quoteLifetime: "10 minutes" })
+        const token = yield* tokenOf(emulator)
+        // The TestClock starts at the epoch.
+        expect(token["current_time"]).toBe("1970-01-01 00:00:00+00")
+        expect(token["access_token_ttl"]).toBe("1970-01-01 01:00:00+00")
+        const quote = yield* fee(emulator, token["access_token"]!, {
+          source_currency: "USD",
+          source_amount: 10,
+          destination_currency: "EUR"
+        })
+        expect((quote.json as { data: { valid_till: string } }).data.valid_till).toBe("1970-01-01T00:10:00Z")
+        yield* TestClock.adjust("59 minutes")
+        expect((yield* emulator.counters).activeTokens).toBe(1)
+        yield* TestClock.adjust("1 minute")
+        expect((yield* emulator.counters).activeTokens).toBe(0)
+        const late = yield* fee(emulator, token["access_token"]!, {
+          source_currency: "USD",
+          source_amount: 10,
+          destination_currency: "EUR"
+        })
+        expect(late.status).toBe(401)
+      }))
+  })
+
+  describe("fee calculation", () => {
+    const check = (body: unknown, status: number, errors?: ReadonlyArray<Record<string, string>>) =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const answer = yield* fee(emulator, (yield* tokenOf(emulator))["access_token"]!, body)
+        expect(answer.status).toBe(status)
+        if (errors !== undefined) expect((answer.json as { errors: unknown }).errors).toEqual(errors)
+        return answer
+      })
+
+    it.scopedLive("answers the documented shape, with valid_till in ISO 8601 with Z", () =>
+      Effect.gen(function*() {
+        const answer = yield* check({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" }, 200)
+        const data = (answer.json as { data: Record<string, unknown> }).data
+        expect(Object.keys(data)).toEqual([
+          "source_currency",
+          "destination_currency",
+          "source_amount",
+          "exchange_rate",
+          "destination_amount",
+          "valid_till",
+          "fee"
+        ])
+        expect(data["valid_till"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/)
+        expect(data["fee"]).toEqual({ fixed: 1, percentage: 1, total: 2, is_fee_applied: true })
+      }))
+
+    it.scopedLive("uses the configured rate table and fee, inverse pairs included", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ rates: { "EUR/USD": 2 }, fee: { fixed: 0, percentage: 0 } })
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        const answer = yield* fee(emulator, token, {
+          source_currency: "USD",
+          source_amount: 10,
+          destination_currency: "EUR"
+        })
+        expect((answer.json as { data: unknown }).data).toMatchObject({
+          exchange_rate: 0.5,
+          destination_amount: 5,
+          fee: { total: 0, is_fee_applied: false }
+        })
+      }))
+
+    it.scopedLive("422 on bad JSON or a body that is not an object", () =>
+      Effect.gen(function*() {
+        const answer = yield* check("{\"source_amount\": ", 422, [{ body: "must be a JSON object" }])
+        expect(answer.json).toMatchObject({ message: "The request body is not a JSON object" })
+        yield* check([1, 2], 422, [{ body: "must be a JSON object" }])
+      }))
+
+    it.scopedLive("422 on both amounts or neither", () =>
+      Effect.gen(function*() {
+        yield* check({ source_currency: "USD", source_amount: 1, destination_amount: 2, destination_currency: "CAD" }, 422, [
+          { destination_amount: "Send either source_amount or destination_amount, not both." }
+        ])
+        yield* check({ source_currency: "USD", destination_currency: "CAD" }, 422, [
+          { source_amount: "The source_amount or destination_amount field is required." }
+        ])
+      }))
+
+    it.scopedLive("422 on non-positive or non-numeric amounts", () =>
+      Effect.gen(function*() {
+        const rule = { source_amount: "The source_amount must be a number greater than 0." }
+        yield* check({ source_currency: "USD", source_amount: 0, destination_currency: "CAD" }, 422, [rule])
+        yield* check({ source_currency: "USD", source_amount: -5, destination_currency: "CAD" }, 422, [rule])
+        yield* check({ source_currency: "USD", source_amount: "5", destination_currency: "CAD" }, 422, [rule])
+      }))
+
+    it.scopedLive("422 on bad currency codes, a bad UUID, and missing targets", () =>
+      Effect.gen(function*() {
+        yield* check({ source_currency: "usd", source_amount: 1, destination_currency: "CA" }, 422, [
+          { source_currency: "The source_currency must be a currency code of three upper-case letters." },
+          { destination_currency: "The destination_currency must be a currency code of three upper-case letters." }
+        ])
+        yield* check({ source_amount: 1, beneficiary_id: "not-a-uuid" }, 422, [
+          { beneficiary_id: "The beneficiary_id must be a valid UUID." }
+        ])
+        yield* check({ source_amount: 1 }, 422, [
+          { destination_currency: "The destination_currency or beneficiary_id field is required." },
+          { source_currency: "The source_currency field is required unless beneficiary_id is given." }
+        ])
+      }))
+
+    it.scopedLive("422 on an unsupported pair, 404 on an unknown beneficiary", () =>
+      Effect.gen(function*() {
+        const pair = yield* check({ source_currency: "USD", source_amount: 1, destination_currency: "XYZ" }, 422, [
+          { destination_currency: "No rate for USD/XYZ." }
+        ])
+        expect(pair.json).toMatchObject({ message: "Unsupported currency pair USD/XYZ" })
+        const unknown = yield* check({ source_amount: 1, beneficiary_id: "00000000-0000-4000-8000-000000000000" }, 404)
+        expect(unknown.json).toEqual({ message: "Resource not found" })
+      }))
+  })
+
+  describe("subdivisions and other paths", () => {
+    it.scopedLive("serves the snapshot as {data:{subdivisions:[{name, code}]}}; unknown countries are 404", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        const usa = yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions", { token })
+        const list = (usa.json as { data: { subdivisions: Array<{ name: string; code: string }> } }).data.subdivisions
+        expect(list).toContainEqual({ name: "California", code: "US-CA" })
+        expect(Object.keys(list[0]!)).toEqual(["name", "code"])
+        const ata = yield* call(emulator.url, "GET", "/v1/countries/ATA/subdivisions", { token })
+        expect(ata.json).toEqual({ data: { subdivisions: [] } })
+        for (const code of ["XYZ", "usa", "US"]) {
+          const answer = yield* call(emulator.url, "GET", `/v1/countries/${code}/subdivisions`, { token })
+          expect(answer.status).toBe(404)
+          expect(answer.json).toEqual({ message: "Resource not found" })
+        }
+        const other = yield* call(emulator.url, "GET", "/v1/nothing-here", { token })
+        expect(other.status).toBe(404)
+        expect(other.json).toEqual({ message: "Resource not found" })
+        const counters = yield* emulator.counters
+        expect(counters.requests["GET /v1/countries/{country_code}/subdivisions"]).toBe(5)
+        expect(counters.requests.unmatched).toBe(1)
+        expect(counters.statuses).toEqual({ "200": 3, "404": 4 })
+      }))
+  })
+
+  describe("faults", () => {
+    it.scopedLive("a status fault sends the documented body and the Retry-After headers", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({
+          faults: [{ route: "POST /v1/oauth/token", kind: "status", status: 503, retryAfter: 2, retryAfterMs: 1500 }]
+        })
+        const answer = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })
+        expect(answer.status).toBe(503)
+        expect(answer.headers.get("retry-after")).toBe("2")
+        expect(answer.headers.get("retry-after-ms")).toBe("1500")
+        expect(answer.json).toEqual({ message: "Service Unavailable" })
+        yield* emulator.setFaults([{ kind: "status", status: 500, body: { error: { code: "X", message: "custom" } } }])
+        const custom = yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions")
+        expect(custom.json).toEqual({ error: { code: "X", message: "custom" } })
+        yield* emulator.setFaults([{ kind: "status", status: 500 }])
+        const documented = yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions")
+        expect(documented.json).toEqual({ status: 500, message: "Internal server error" })
+      }))
+
+    it.scopedLive("a malformed body is a 200 that is not JSON", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ faults: [{ kind: "malformed" }] })
+        const answer = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })
+        expect(answer.status).toBe(200)
+        expect(answer.headers.get("content-type")).toContain("application/json")
+        expect(answer.json).toBeUndefined()
+      }))
+
+    it.scopedLive("a truncated body promises more than it sends, then the connection closes", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ faults: [{ kind: "truncated" }] })
+        const outcome = yield* Effect.promise(() =>
+          new Promise<{ readonly status: number; readonly length: string | undefined; readonly error: boolean }>(
+            (resolve) => {
+              const request = Http.request(`${emulator.url}/v1/oauth/token`, { method: "POST" }, (response) => {
+                response.on("data", () => {})
+                response.on("error", () =>
+                  resolve({ status: response.statusCode!, length: response.headers["content-length"], error: true }))
+                response.on("end", () =>
+                  resolve({ status: response.statusCode!, length: response.headers["content-length"], error: false }))
+              })
+              request.end("{}")
+            }
+          )
+        )
+        expect(outcome.status).toBe(200)
+        expect(Number(outcome.length)).toBeGreaterThan(512)
+        expect(outcome.error).toBe(true)
+      }))
+
+    it.scopedLive("rules apply to their route, at most `times` times, after the added latency", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        yield* emulator.setFaults([
+          { route: "POST /v1/oauth/token", kind: "latency", millis: 10 },
+          { route: "POST /v1/oauth/token", kind: "status", status: 502, times: 2 }
+        ])
+        const statuses: Array<number> = []
+        for (let i = 0; i < 3; i++) {
+          statuses.push((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status)
+        }
+        // Not this route.
+        statuses.push((yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions")).status)
+        expect(statuses).toEqual([502, 502, 422, 401])
+        const counters = yield* emulator.counters
+        expect(counters.faults).toMatchObject({ latency: 3, status: 2 })
+        yield* emulator.clearFaults
+        expect(yield* emulator.faults).toEqual([])
+      }))
+
+    it.scopedLive("with a seed, a fractional rate makes the same choices on every run", () =>
+      Effect.gen(function*() {
+        const run = Effect.scoped(Effect.gen(function*() {
+          const emulator = yield* Emulator.make({ seed: 42, faults: [{ kind: "status", status: 503, rate: 0.5 }] })
+          const statuses: Array<number> = []
+          for (let i = 0; i < 20; i++) {
+            statuses.push((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status)
+          }
+          const counters = yield* emulator.counters
+          expect(counters.faults.status).toBe(statuses.filter((s) => s === 503).length)
+          return statuses
+        }))
+        const first = yield* run
+        expect(yield* run).toEqual(first)
+        // Some of each.
+        expect(first).toContain(503)
+        expect(first).toContain(422)
+      }))
+
+    it.scopedLive("closing the emulator ends stalled requests and frees the port", () =>
+      Effect.gen(function*() {
+        const { inFlight, port } = yield* Effect.scoped(Effect.gen(function*() {
+          const emulator = yield* Emulator.make({ faults: [{ kind: "stall" }] })
+          const inFlight = yield* Effect.fork(
+            Effect.tryPromise(() => fetch(`${emulator.url}/v1/oauth/token`, { method: "POST", body: "{}" }))
+          )
+          // Until the server has the request.
+          while ((yield* emulator.counters).requests["POST /v1/oauth/token"] === 0) yield* Effect.sleep("5 millis")
+          expect(yield* refused(emulator.port)).toBe(false)
+          return { inFlight, port: emulator.port }
+        }))
+        expect(Exit.isFailure(yield* Fiber.await(inFlight))).toBe(true)
+        expect(yield* refused(port)).toBe(true)
+      }))
+  })
+
+  describe("admin endpoints", () => {
+    it.scopedLive("set, read and clear faults; counters; reset", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const rule = { route: "POST /v1/fee-calculation", kind: "status", status: 503, retryAfter: 1, times: 1 }
+        const set = yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule] } })
+        expect(set.status).toBe(200)
+        expect(set.json).toEqual({ faults: [rule] })
+        const appended = yield* call(emulator.url, "POST", "/__emulator/faults", {
+          body: { faults: [{ kind: "latency", millis: 1 }], append: true }
+        })
+        expect((appended.json as { faults: Array<unknown> }).faults).toHaveLength(2)
+        expect((yield* call(emulator.url, "GET", "/__emulator/faults")).json).toEqual(appended.json)
+        expect(yield* emulator.faults).toEqual((appended.json as { faults: unknown }).faults)
+        expect((yield* call(emulator.url, "DELETE", "/__emulator/faults")).json).toEqual({ faults: [] })
+        expect(yield* emulator.faults).toEqual([])
+
+        yield* tokenOf(emulator)
+        const counters = yield* call(emulator.url, "GET", "/__emulator/counters")
+        expect(counters.json).toEqual(yield* emulator.counters)
+        expect(counters.json).toMatchObject({ tokensIssued: 1, activeTokens: 1, requests: { "POST /v1/oauth/token": 1 } })
+
+        expect((yield* call(emulator.url, "POST", "/__emulator/expire-tokens", { body: {} })).json).toEqual({ expired: 1 })
+        yield* tokenOf(emulator)
+        expect((yield* call(emulator.url, "POST", "/__emulator/revoke-tokens")).json).toEqual({ revoked: 1 })
+        expect((yield* call(emulator.url, "POST", "/__emulator/expire-tokens")).json).toEqual({ expired: 0 })
+
+        expect((yield* call(emulator.url, "POST", "/__emulator/reset")).status).toBe(200)
+        const after = yield* emulator.counters
+        expect(after.tokensIssued).toBe(0)
+        expect(after.requests["POST /v1/oauth/token"]).toBe(0)
+        expect(after.statuses).toEqual({})
+
+        const info = yield* call(emulator.url, "GET", "/__emulator")
+        expect(info.json).toMatchObject({ url: emulator.url, credentials: emulator.credentials })
+      }))
+
+    it.scopedLive("reset restores the fault rules of the options", () =>
+      Effect.gen(function*() {
+        const initial = [{ kind: "status" as const, status: 500, times: 1 }]
+        const emulator = yield* Emulator.make({ faults: initial })
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(500)
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(422)
+        yield* emulator.reset
+        expect(yield* emulator.faults).toEqual(initial)
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(500)
+      }))
+
+    it.scopedLive("rejects invalid admin input with 400 and a message naming the problem", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const bad = (path: string, body: unknown) =>
+          Effect.map(call(emulator.url, "POST", path, { body }), (answer) => {
+            expect(answer.status).toBe(400)
+            return (answer.json as { message: string }).message
+          })
+        expect(yield* bad("/__emulator/faults", "{not json")).toContain("not valid JSON")
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "status", status: 500, rate: 2 }] })).toContain(
+          "faults[0].rate: a number from 0 to 1"
+        )
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "status", status: 200 }] })).toContain(
+          "faults[0].status: a whole number from 400 to 599"
+        )
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "explode" }] })).toContain("faults[0].kind")
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "stall", route: "GET /v2/x" }] })).toContain(
+          "faults[0].route"
+        )
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "stall", retry_after: 1 }] })).toContain(
+          "retry_after"
+        )
+        expect(yield* bad("/__emulator/faults", {})).toContain("faults")
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "latency", millis: -1 }] })).toContain(
+          "faults[0].millis"
+        )
+        expect(yield* bad("/__emulator/expire-tokens", { refresh: "yes" })).toContain("refresh")
+        expect(yield* bad("/__emulator/webhooks", { url: "ftp://x" })).toContain("url: an absolute http(s) URL")
+        expect(yield* bad("/__emulator/webhooks", { beneficiaryId: "nope" })).toContain("beneficiaryId")
+        expect(yield* bad("/__emulator/webhooks", {})).toContain("No webhook target")
+        expect(yield* emulator.faults).toEqual([])
+        const missing = yield* call(emulator.url, "GET", "/__emulator/nothing")
+        expect(missing.status).toBe(404)
+        // Admin traffic is not counted.
+        expect((yield* emulator.counters).statuses).toEqual({})
+      }))
+
+    it.scopedLive("programmatic input and options are validated too", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const rule = { kind: "status", status: 99 } as unknown as Emulator.FaultRule
+        const error = yield* Effect.flip(emulator.setFaults([rule]))
+        expect(error).toMatchObject({ _tag: "EmulatorError", reason: "InvalidInput" })
+        expect(error.message).toContain("a whole number from 400 to 599")
+        const options = yield* Effect.flip(Emulator.make({ rates: { "USD-CAD": 1 } }))
+        expect(options).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
+        const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: 0 }))
+        expect(duration.message).toContain("accessTokenLifetime")
+        const webhook = yield* Effect.flip(emulator.registerWebhook("not a url"))
+        expect(webhook.reason).toBe("InvalidInput")
+      }))
+  })
+
+  describe("webhooks", () => {
+    // A small receiver that verifies each delivery with Webhooks.verify and queues what it accepted.
+    const receiver = (secret: string) =>
+      Effect.gen(function*() {
+        const received = yield* Queue.unbounded<Webhooks.WebhookEvent>()
+        const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
+        const app = Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const body = new Uint8Array(yield* request.arrayBuffer)
+          return yield* Webhooks.verify(body, request.headers, secret).pipe(
+            Effect.flatMap((event) => Queue.offer(received, event)),
+            Effect.as(HttpServerResponse.empty({ status: 200 })),
+            Effect.catchTag("WebhookVerificationError", () => Effect.succeed(HttpServerResponse.empty({ status: 401 })))
+          )
+        }).pipe(Effect.orDie)
+        yield* HttpServer.serveEffect(app).pipe(Effect.provideService(HttpServer.HttpServer, server))
+        const address = server.address
+        const port = address._tag === "TcpAddress" ? address.port : 0
+        return { url: `http://127.0.0.1:${port}/hooks`, received }
+      })
+
+    it.scopedLive("delivers a signed beneficiary.status event that Webhooks.verify accepts", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver("whsec-test")
+        const emulator = yield* Emulator.make({ webhookSecret: "whsec-test", webhookUrl: target.url })
+        const delivery = yield* emulator.sendWebhook({ status: "REJECTED", type: "BUSINESS" })
+        expect(delivery.status).toBe(200)
+        expect(delivery.event.event.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
+        expect(delivery.event.event.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+        const event = yield* Queue.take(target.received)
+        expect(event.type).toBe("beneficiary.status")
+        expect(event.id).toBe(delivery.event.event.id)
+        if (event.type !== "beneficiary.status") throw new Error("narrowing")
+        expect(event.data).toMatchObject({
+          beneficiary_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",
+          customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
+          type: "BUSINESS",
+          active: false
+        })
+        expect(event.data.status).toEqual(Option.some("REJECTED"))
+        expect(event.event_reference_id).toBe(event.data.beneficiary_id)
+        expect(event.sandbox_mode).toEqual(Option.some(true))
+        // A wrong secret is refused by the receiver; the sender reports its status.
+        const forged = yield* emulator.sendWebhook({ secret: "other", algorithm: "sha512" })
+        expect(forged.status).toBe(401)
+        expect((yield* emulator.counters).webhooksSent).toBe(2)
+      }))
+
+    it.scopedLive("the admin endpoint registers a target and sends; failures are reported", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const target = yield* receiver(emulator.webhookSecret)
+        const registered = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
+          body: { url: target.url, send: false }
+        })
+        expect(registered.json).toEqual({ url: target.url })
+        const sent = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
+          body: { status: "ACTIVE", beneficiaryId: "4d715f20-0000-4000-8000-000000000001" }
+        })
+        expect(sent.status).toBe(200)
+        expect(sent.json).toMatchObject({
+          url: target.url,
+          status: 200,
+          event: { data: { active: true, status: "ACTIVE", beneficiary_id: "4d715f20-0000-4000-8000-000000000001" } }
+        })
+        const event = yield* Queue.take(target.received)
+        expect(event.event_reference_id).toBe("4d715f20-0000-4000-8000-000000000001")
+
+        // Nothing listens on a port that was just closed.
+        const closed = yield* Effect.scoped(Effect.map(Emulator.make(), (other) => other.port))
+        const failed = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
+          body: { url: `http://127.0.0.1:${closed}/hooks` }
+        })
+        expect(failed.status).toBe(502)
+        const error = yield* Effect.flip(emulator.sendWebhook())
+        expect(error.reason).toBe("WebhookDeliveryFailed")
+        const counters = yield* emulator.counters
+        expect(counters.webhooksSent).toBe(1)
+        expect(counters.webhooksFailed).toBe(2)
+      }))
+  })
+
+  describe("layer and serve", () => {
+    it.live("the layer provides the service; once closed, the port refuses connections", () =>
+      Effect.gen(function*() {
+        const port = yield* Effect.gen(function*() {
+          const emulator = yield* Emulator.Emulator
+          expect(emulator.url).toBe(`http://127.0.0.1:${emulator.port}`)
+          expect(emulator.credentials).toEqual(Emulator.defaultCredentials)
+          expect((yield* call(emulator.url, "GET", "/__emulator/counters")).status).toBe(200)
+          yield* Emulator.setFaults([{ kind: "stall" }])
+          yield* Emulator.clearFaults
+          expect((yield* Emulator.counters).tokensIssued).toBe(0)
+          return emulator.port
+        }).pipe(Effect.provide(Emulator.layer()))
+        expect(yield* refused(port)).toBe(true)
+      }))
+
+    it.live("serve logs its URL, runs until interrupted, then frees the port", () =>
+      Effect.gen(function*() {
+        const captured = yield* Queue.unbounded<{ readonly message: string; readonly url: string }>()
+        const capture = Logger.make(({ annotations, message }) => {
+          const url = [...annotations].find(([key]) => key === "url")?.[1]
+          Queue.unsafeOffer(captured, { message: String(Array.isArray(message) ? message[0] : message), url: String(url) })
+        })
+        const fiber = yield* Emulator.serve({ port: 0 }).pipe(
+          Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+          Logger.withMinimumLogLevel(LogLevel.Info),
+          Effect.fork
+        )
+        const logged = yield* Queue.take(captured)
+        expect(logged.message).toMatch(/^effect-fin emulator listening on http:\/\/127\.0\.0\.1:\d+$/)
+        const info = yield* call(logged.url, "GET", "/__emulator")
+        expect(info.json).toMatchObject({ url: logged.url })
+        yield* Fiber.interrupt(fiber)
+        expect(yield* refused(Number(new URL(logged.url).port))).toBe(true)
+      }))
+  })
+})
