@@ -1,0 +1,4 @@
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { clientSuite } from "./clientSuite.js"
+
+clientSuite("NodeHttpClient.layerUndici", NodeHttpClient.layerUndici)

@@ -1,0 +1,353 @@
+/**
+ * The real client (`FinClient.layer`) against the emulator over loopback, run once per platform `HttpClient`
+ * (client-fetch.test.ts, client-undici.test.ts). Real time throughout: short timeouts, short token lifetimes.
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Emulator } from "../../src/emulator/index.js"
+import * as FeeService from "../../src/FeeService.js"
+import * as FinClient from "../../src/FinClient.js"
+import type * as FinConfig from "../../src/FinConfig.js"
+import type { FinError } from "../../src/FinError.js"
+import * as HttpTransport from "../../src/HttpTransport.js"
+import * as SubdivisionService from "../../src/SubdivisionService.js"
+import * as Subdivisions from "../../src/Subdivisions.js"
+
+const beneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
+const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
+
+/** A fresh emulator and a fresh client on it for one test. */
+const withClient = (
+  httpClient: Layer.Layer<HttpClient.HttpClient>,
+  emulatorOptions: Emulator.Options = {},
+  clientOptions: Partial<FinConfig.Options> = {}
+) =>
+<A, E>(
+  body: (emulator: Emulator.Service) => Effect.Effect<A, E, FinClient.Services | HttpClient.HttpClient>
+): Effect.Effect<A, unknown> =>
+  Effect.scoped(Effect.gen(function*() {
+    const emulator = yield* Emulator.make(emulatorOptions)
+    const client = FinClient.layer({
+      ...emulator.credentials,
+      baseUrl: emulator.url,
+      timeout: "300 millis",
+      tokenTimeout: "1 second",
+      subdivisionMode: "online",
+      ...clientOptions
+    })
+    return yield* body(emulator).pipe(Effect.provide(client), Effect.provide(httpClient))
+  }))
+
+const quote = FeeService.calculate(usdToCad)
+
+const failureOf = <A>(effect: Effect.Effect<A, FinError, FinClient.Services>) =>
+  Effect.map(Effect.exit(effect), (exit) => {
+    if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+    const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    if (failure === undefined) throw new Error(`expected a typed failure, got ${exit.cause._tag}`)
+    return failure
+  })
+
+const noRetries = HttpTransport.withOptions({ maxRetries: 0 })
+
+export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.HttpClient>) => {
+  const run = (emulatorOptions?: Emulator.Options, clientOptions?: Partial<FinConfig.Options>) =>
+    withClient(httpClient, emulatorOptions, clientOptions)
+
+  describe(`FinClient against the emulator (${name})`, () => {
+    describe("happy paths", () => {
+      it.live("gets a token and quotes from the source amount", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            const result = yield* quote
+            expect(result.source_currency).toBe("USD")
+            expect(result.destination_currency).toBe("CAD")
+            expect(result.exchange_rate).toBe(1.45)
+            // Default fee 1 + 1 % of 100 = 2; (100 - 2) x 1.45.
+            expect(result.fee).toMatchObject({ fixed: 1, percentage: 1, total: 2, is_fee_applied: true })
+            expect(result.source_amount).toBe(100)
+            expect(result.destination_amount).toBe(142.1)
+            expect(Option.isSome(result.valid_till)).toBe(true)
+            const counters = yield* emulator.counters
+            expect(counters.tokensIssued).toBe(1)
+            expect(counters.activeTokens).toBe(1)
+            expect(counters.requests["POST /v1/oauth/token"]).toBe(1)
+            expect(counters.requests["POST /v1/fee-calculation"]).toBe(1)
+            expect(counters.statuses).toEqual({ "200": 2 })
+          })
+        ))
+
+      it.live("quotes from the destination amount, reusing the token", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            const result = yield* FeeService.calculate({
+              source_currency: "USD",
+              destination_amount: 142.1,
+              destination_currency: "CAD"
+            })
+            expect(result.destination_amount).toBe(142.1)
+            expect(result.source_amount).toBe(100)
+            expect(result.fee.total).toBe(2)
+            expect((yield* emulator.counters).tokensIssued).toBe(1)
+          })
+        ))
+
+      it.live("applies a beneficiary's developer fee and currency", () =>
+        run()(() =>
+          Effect.gen(function*() {
+            const result = yield* FeeService.calculate({ beneficiary_id: beneficiaryId, source_amount: 100 })
+            expect(result.source_currency).toBe("USD")
+            expect(result.destination_currency).toBe("CAD")
+            // Base 1 + 1 % plus developer 0.5 + 0.5 %: 1.5 + 1.5 % of 100 = 3; (100 - 3) x 1.45.
+            expect(result.fee).toMatchObject({ fixed: 1.5, percentage: 1.5, total: 3 })
+            expect(result.destination_amount).toBe(140.65)
+          })
+        ))
+
+      it.live("an unknown beneficiary is a 404 ApiError, not retried", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            const error = yield* failureOf(
+              FeeService.calculate({ beneficiary_id: "00000000-0000-4000-8000-000000000000", source_amount: 1 })
+            )
+            expect(error).toMatchObject({ _tag: "ApiError", status: 404, message: "Resource not found" })
+            expect((yield* emulator.counters).requests["POST /v1/fee-calculation"]).toBe(1)
+          })
+        ))
+
+      it.live("lists subdivisions from the API, a country without any, and cross-checks them", () =>
+        run()(() =>
+          Effect.gen(function*() {
+            const usa = yield* SubdivisionService.list("USA")
+            expect(usa.source).toBe("api")
+            expect(usa.subdivisions.map((s) => s.code)).toContain("US-CA")
+            expect(usa.subdivisions.find((s) => s.code === "US-CA")?.name).toBe("California")
+            const none = Subdivisions.countriesWithout()[0]!
+            const empty = yield* SubdivisionService.list(none)
+            expect(empty).toEqual({ country: none, subdivisions: [], source: "api" })
+            const diff = yield* SubdivisionService.crossCheck("FRA")
+            expect(diff).toMatchObject({ missing: [], extra: [], renamed: [] })
+          })
+        ))
+
+      it.live("an unknown country is a 404 ApiError", () =>
+        run()(() =>
+          Effect.gen(function*() {
+            // The client refuses unknown codes before sending, so the path is sent through the transport.
+            const error = yield* failureOf(HttpTransport.request({
+              method: "GET",
+              path: "/v1/countries/XYZ/subdivisions",
+              response: SubdivisionService.SubdivisionsResponse
+            }))
+            expect(error).toMatchObject({ _tag: "ApiError", status: 404, message: "Resource not found" })
+          })
+        ))
+
+      it.live("reads the data-wrapped token envelope", () =>
+        run({ tokenEnvelope: "data" })(() => Effect.map(quote, (q) => expect(q.destination_amount).toBe(142.1))))
+    })
+
+    describe("faults", () => {
+      it.live("a 500 is retried, then the call succeeds", () =>
+        run({ faults: [{ route: "POST /v1/fee-calculation", kind: "status", status: 500, times: 1 }] })((emulator) =>
+          Effect.gen(function*() {
+            expect((yield* quote).destination_amount).toBe(142.1)
+            const counters = yield* emulator.counters
+            expect(counters.requests["POST /v1/fee-calculation"]).toBe(2)
+            expect(counters.faults.status).toBe(1)
+            expect(counters.statuses["500"]).toBe(1)
+          })
+        ))
+
+      it.live("503s with retry-after-ms are retried after the wait asked for", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* emulator.setFaults([
+              { route: "POST /v1/fee-calculation", kind: "status", status: 503, retryAfterMs: 20, times: 2 }
+            ])
+            expect((yield* quote).destination_amount).toBe(142.1)
+            const counters = yield* emulator.counters
+            expect(counters.requests["POST /v1/fee-calculation"]).toBe(3)
+            expect(counters.statuses["503"]).toBe(2)
+          })
+        ))
+
+      it.live("a 429 with Retry-After is retried after it", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* emulator.setFaults([{ kind: "status", status: 429, retryAfter: 1, times: 1 }])
+            // The rule is on every route: the token call takes it and is retried.
+            expect((yield* quote).destination_amount).toBe(142.1)
+            const counters = yield* emulator.counters
+            expect(counters.requests["POST /v1/oauth/token"]).toBe(2)
+            expect(counters.statuses["429"]).toBe(1)
+          })
+        ))
+
+      it.live("a 429 after the last retry is a RateLimitError with the wait asked for", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* FeeService.calculate(usdToCad)
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "status", status: 429, retryAfter: 3 }])
+            const error = yield* failureOf(noRetries(quote))
+            expect(error._tag).toBe("RateLimitError")
+            expect(error._tag === "RateLimitError" && error.retryAfter && Duration.toMillis(error.retryAfter)).toBe(3000)
+          })
+        ))
+
+      it.live("400 and 422 are not retried", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "status", status: 400, times: 1 }])
+            expect(yield* failureOf(quote)).toMatchObject({
+              _tag: "ApiError",
+              status: 400,
+              message: "Malformed request body"
+            })
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "status", status: 422, times: 1 }])
+            const error = yield* failureOf(quote)
+            expect(error).toMatchObject({ _tag: "ApiError", status: 422, message: "Validation failed" })
+            expect(error._tag === "ApiError" && error.fieldErrors?.[0]?.field).toBe("request")
+            expect((yield* emulator.counters).requests["POST /v1/fee-calculation"]).toBe(2)
+          })
+        ))
+
+      it.live("a reset connection is a TransportError, and is retried", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "reset" }])
+            expect(yield* failureOf(noRetries(quote))).toMatchObject({ _tag: "TransportError" })
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "reset", times: 1 }])
+            expect((yield* quote).destination_amount).toBe(142.1)
+            expect((yield* emulator.counters).faults.reset).toBe(2)
+          })
+        ))
+
+      it.live("a stalled response is a TimeoutError", () =>
+        run({ faults: [{ route: "POST /v1/fee-calculation", kind: "stall" }] })((emulator) =>
+          Effect.gen(function*() {
+            const error = yield* failureOf(noRetries(quote))
+            expect(error).toMatchObject({ _tag: "TimeoutError", kind: "attempt" })
+            expect((yield* emulator.counters).faults.stall).toBe(1)
+          })
+        ))
+
+      it.live("a stalled body is a TimeoutError", () =>
+        run({ faults: [{ route: "POST /v1/fee-calculation", kind: "stallBody" }] })((emulator) =>
+          Effect.gen(function*() {
+            expect(yield* failureOf(noRetries(quote))).toMatchObject({ _tag: "TimeoutError", kind: "attempt" })
+            expect((yield* emulator.counters).statuses["200"]).toBe(2)
+          })
+        ))
+
+      it.live("a malformed body is a ResponseDecodeError, not retried", () =>
+        run({ faults: [{ route: "POST /v1/fee-calculation", kind: "malformed" }] })((emulator) =>
+          Effect.gen(function*() {
+            expect(yield* failureOf(quote)).toMatchObject({ _tag: "ResponseDecodeError", status: 200 })
+            expect((yield* emulator.counters).requests["POST /v1/fee-calculation"]).toBe(1)
+          })
+        ))
+
+      it.live("a truncated body is a TransportError or a TimeoutError", () =>
+        run({ faults: [{ route: "POST /v1/fee-calculation", kind: "truncated" }] })(() =>
+          Effect.gen(function*() {
+            const error = yield* failureOf(noRetries(quote))
+            expect(["TransportError", "TimeoutError"]).toContain(error._tag)
+          })
+        ))
+
+      it.live("added latency beyond the timeout is a TimeoutError; below it, a success", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "latency", millis: 600, times: 1 }])
+            expect(yield* failureOf(noRetries(quote))).toMatchObject({ _tag: "TimeoutError" })
+            yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "latency", millis: 50 }])
+            expect((yield* quote).destination_amount).toBe(142.1)
+          })
+        ))
+
+      it.live("wrong credentials are an AuthenticationError, not retried", () =>
+        withClient(httpClient, {}, { clientSecret: "wrong" })((emulator) =>
+          Effect.gen(function*() {
+            expect(yield* failureOf(quote)).toMatchObject({ _tag: "AuthenticationError", status: 401 })
+            expect((yield* emulator.counters).requests["POST /v1/oauth/token"]).toBe(1)
+          })
+        ))
+    })
+
+    describe("tokens", () => {
+      it.live("an access token near expiry is refreshed with the refresh token", () =>
+        run({ accessTokenLifetime: "1 second" })((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            yield* Effect.sleep("1100 millis")
+            yield* quote
+            const counters = yield* emulator.counters
+            expect(counters.tokensIssued).toBe(1)
+            expect(counters.tokensRefreshed).toBe(1)
+            expect(counters.statuses["401"]).toBeUndefined()
+          })
+        ))
+
+      it.live("once the refresh token has expired too, a new token is issued", () =>
+        run({ accessTokenLifetime: "1 second", refreshTokenLifetime: "2 seconds" })((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            yield* Effect.sleep("2100 millis")
+            yield* quote
+            const counters = yield* emulator.counters
+            expect(counters.tokensIssued).toBe(2)
+            expect(counters.tokensRefreshed).toBe(0)
+          })
+        ))
+
+      it.live("a token expired on the server: 401, one refresh, success", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            expect(yield* emulator.expireTokens()).toBe(1)
+            expect((yield* quote).destination_amount).toBe(142.1)
+            const counters = yield* emulator.counters
+            expect(counters.statuses["401"]).toBe(1)
+            expect(counters.tokensRefreshed).toBe(1)
+            expect(counters.requests["POST /v1/fee-calculation"]).toBe(3)
+          })
+        ))
+
+      it.live("revoked tokens: 401, the refresh is refused too, a new token, success", () =>
+        run()((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            expect(yield* emulator.revokeTokens).toBe(1)
+            expect((yield* quote).destination_amount).toBe(142.1)
+            const counters = yield* emulator.counters
+            expect(counters.requests["POST /v1/oauth/refresh-token"]).toBe(1)
+            expect(counters.statuses["401"]).toBe(2)
+            expect(counters.tokensIssued).toBe(2)
+            expect(counters.activeTokens).toBe(1)
+          })
+        ))
+
+      it.live("with revokeOnIssue, a second client's token revokes the first's, which recovers", () =>
+        run({ revokeOnIssue: true })((emulator) =>
+          Effect.gen(function*() {
+            yield* quote
+            const other = yield* FinClient.make({ ...emulator.credentials, baseUrl: emulator.url, timeout: "300 millis" })
+            yield* other.fees.calculate(usdToCad)
+            expect((yield* quote).destination_amount).toBe(142.1)
+            const counters = yield* emulator.counters
+            expect(counters.tokensIssued).toBe(3)
+            expect(counters.activeTokens).toBe(1)
+          }).pipe(Effect.scoped)
+        ))
+    })
+  })
+}
