@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -44,7 +44,16 @@ const buildOrThrow = (input: Parameters<typeof buildFromIsoCodes>[0]) => {
   return built.right.snapshot
 }
 
-const tempDir = () => Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "effect-fin-snapshot-")))
+// Every temporary folder, removed once the file is done.
+const created: Array<string> = []
+afterAll(() => Promise.all(created.map((dir) => Fs.rm(dir, { recursive: true, force: true }))))
+const mkdtemp = async (prefix: string) => {
+  const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), prefix))
+  created.push(dir)
+  return dir
+}
+
+const tempDir = () => Effect.promise(() => mkdtemp("effect-fin-snapshot-"))
 
 const options = (outDir: string, source = fromIsoCodes(inputs, "4.20")): RunOptions & { output: Array<string> } => {
   const output: Array<string> = []
@@ -71,7 +80,7 @@ const readAll = (dir: string) =>
 // A copy of the inputs in a temp folder, with iso_3166-2.json replaced by `broken`.
 const brokenSource = (broken: string) =>
   Effect.promise(async () => {
-    const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "effect-fin-source-"))
+    const dir = await mkdtemp("effect-fin-source-")
     await Fs.copyFile(`${inputs}/iso_3166-1.json`, Path.join(dir, "iso_3166-1.json"))
     await Fs.writeFile(Path.join(dir, "iso_3166-2.json"), broken)
     return dir
