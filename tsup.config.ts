@@ -16,7 +16,8 @@ export default defineConfig([
       index: "src/index.ts",
       FinTest: "src/FinTest.ts",
       "node/index": "src/node/index.ts",
-      "cli/index": "src/cli/main.ts"
+      "cli/index": "src/cli/main.ts",
+      "emulator/index": "src/emulator/index.ts"
     },
     format: ["esm", "cjs"],
     clean: true,

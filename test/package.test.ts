@@ -89,18 +89,24 @@ describe("package", () => {
     )
   })
 
-  it("the effect-fin command runs from the package once its peers are installed", () => {
+  it("the effect-fin command and the emulator run from the package once their peers are installed", () => {
     const withPeers = join(scratch, "with-peers")
     mkdirSync(join(withPeers, "node_modules", "@effect"), { recursive: true })
     // A copy, not a link: Node resolves a module's imports from its real path.
     cpSync(join(app, "node_modules", "effect-fin"), join(withPeers, "node_modules", "effect-fin"), { recursive: true })
-    for (const peer of ["effect", "@effect/platform", "@effect/platform-node", "@effect/cli", "@effect/printer", "@effect/printer-ansi"]) {
+    const peers = ["@effect/platform-node", "@effect/cli", "@effect/printer", "@effect/printer-ansi", "@effect/cluster", "@effect/rpc", "@effect/sql"]
+    for (const peer of ["effect", "@effect/platform", ...peers]) {
       symlinkSync(join(root, "node_modules", peer), join(withPeers, "node_modules", peer), "dir")
     }
     const bin = join(withPeers, "node_modules", "effect-fin", "dist", "cli", "bin.js")
     const output = JSON.parse(run(process.execPath, [bin, "subdivisions", "USA", "--offline", "--json"], withPeers))
     expect(output.source).toBe("snapshot")
     expect(output.subdivisions.some((s: { code: string }) => s.code === "US-CA")).toBe(true)
+    // The Node-only subpaths load in both formats once @effect/platform-node is there.
+    const esm = `import("effect-fin/emulator").then((m) => console.log(typeof m.Emulator.layer))`
+    expect(run(process.execPath, ["--input-type=module", "-e", esm], withPeers).trim()).toBe("function")
+    const cjs = `console.log(typeof require("effect-fin/emulator").Emulator.layer)`
+    expect(run(process.execPath, ["-e", cjs], withPeers).trim()).toBe("function")
   })
 
   it("passes publint", async () => {
