@@ -8,8 +8,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const readme = readFileSync(join(root, "README.md"), "utf8")
 
 describe("README", () => {
-  it("gives the set-up as npm ci then npm test", () => {
-    expect(readme).toContain("```sh\nnpm ci\nnpm test\n```")
+  it("gives the set-up as npm ci, then npm start (the main job), then npm test", () => {
+    expect(readme).toContain("```sh\nnpm ci\nnpm start\nnpm test\n```")
   })
 
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {

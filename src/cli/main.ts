@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
 import * as FinClient from "../FinClient.js"
 import { version } from "../internal/version.js"
@@ -168,6 +169,30 @@ const webhook = Command.make("webhook").pipe(
 )
 
 // ---------------------------------------------------------------------------------------------------------------------
+// emulator
+// ---------------------------------------------------------------------------------------------------------------------
+
+const emulator = Command.make(
+  "emulator",
+  {
+    port: Options.integer("port").pipe(Options.withDescription("Port to listen on (0: any free port)"), Options.withDefault(4010)),
+    host: Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.withDefault("127.0.0.1"))
+  },
+  (args) =>
+    Effect.scoped(Effect.gen(function*() {
+      const running = yield* Emulator.make({ port: args.port, host: args.host })
+      // The emulator's credentials are local test values, printed so another shell can point the client at it.
+      yield* Console.log(Render.pairs([
+        ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
+        ["admin", `${running.url}/__emulator`],
+        ["use it with", `FIN_BASE_URL=${running.url} FIN_CLIENT_ID=${running.credentials.clientId} FIN_CLIENT_SECRET=${running.credentials.clientSecret}`],
+        ["webhooks", `signed with FIN_WEBHOOK_SECRET=${running.webhookSecret}`]
+      ]))
+      return yield* Effect.never
+    }))
+).pipe(Command.withDescription("Run the local emulator of the service (no credentials needed)"))
+
+// ---------------------------------------------------------------------------------------------------------------------
 
 /**
  * The `effect-fin` command and its subcommands.
@@ -177,7 +202,7 @@ const webhook = Command.make("webhook").pipe(
  */
 export const command = Command.make("effect-fin").pipe(
   Command.withDescription("Fin Orchestration API from the command line (configured by FIN_* variables)"),
-  Command.withSubcommands([quote, subdivisions, webhook])
+  Command.withSubcommands([quote, subdivisions, webhook, emulator])
 )
 
 /**
