@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import { build } from "esbuild"
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -144,5 +147,58 @@ describe("effect-fin (offline commands)", () => {
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("USAGE")
     }
+  })
+})
+
+describe("effect-fin against the emulator", () => {
+  const scope = Effect.runSync(Scope.make())
+  let env: Record<string, string> = {}
+  let emulator: Emulator.Service
+
+  beforeAll(async () => {
+    emulator = await Effect.runPromise(Scope.extend(Emulator.make(), scope))
+    env = {
+      FIN_CLIENT_ID: emulator.credentials.clientId,
+      FIN_CLIENT_SECRET: emulator.credentials.clientSecret,
+      FIN_BASE_URL: emulator.url,
+      FIN_TIMEOUT: "2 seconds",
+      FIN_MAX_RETRIES: "1"
+    }
+  })
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+
+  it("quote --amount prints the quote; --receive and --beneficiary with --json", async () => {
+    const send = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)
+    expect(send.code).toBe(0)
+    expect(send.stdout).toMatch(/^send\s+100 USD$/m)
+    expect(send.stdout).toMatch(/^exchange rate\s+1\.45$/m)
+    const receive = JSON.parse((await cli(["quote", "--from", "USD", "--to", "CAD", "--receive", "100", "--json"], env)).stdout)
+    expect(receive.destination_amount).toBe(100)
+    expect(receive.valid_till).toMatch(/Z$/)
+    const [beneficiaryId] = Object.keys(Emulator.defaultBeneficiaries)
+    const plain = JSON.parse((await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100", "--json"], env)).stdout)
+    const beneficiary = await cli(["quote", "--amount", "100", "--beneficiary", beneficiaryId!, "--json"], env)
+    expect(beneficiary.code).toBe(0)
+    // The beneficiary's developer fee comes on top of the base fee.
+    expect(JSON.parse(beneficiary.stdout).fee.total).toBeGreaterThan(plain.fee.total)
+    expect(send.stdout + send.stderr).not.toContain(emulator.credentials.clientSecret)
+  })
+
+  it("subdivisions asks the API; a failing service ends in one line with the tag", async () => {
+    const online = await cli(["subdivisions", "USA"], env)
+    expect(online.code).toBe(0)
+    expect(online.stdout).toContain("57 subdivisions of USA (from the API)")
+    await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 503, route: "POST /v1/fee-calculation" }]))
+    const failing = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)
+    await Effect.runPromise(emulator.clearFaults)
+    expect(failing.code).toBe(1)
+    expect(failing.stderr.trim().split("\n")).toHaveLength(1)
+    expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)
+  })
+
+  it("subdivisions falls back to the snapshot when the service is unreachable", async () => {
+    const result = await cli(["subdivisions", "CAN"], { ...env, FIN_BASE_URL: "http://127.0.0.1:9" })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("13 subdivisions of CAN (offline snapshot: the API could not be reached)")
   })
 })
