@@ -1192,6 +1192,6 @@ export const handler = <const H extends Handlers>(
     return yield* handle(decoded)
   }).pipe(
     Effect.catchTag("WebhookVerificationError", reject),
-    Effect.withSpan("effect-fin.webhook", { kind: "server" })
+    Effect.withSpan("effect-fin.webhook")
   )
 }
