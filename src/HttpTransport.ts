@@ -187,17 +187,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
         const getToken = Effect.mapError(tokens.get, (error) => new Retry.NotRetryable(error))
 
-        // One scheduled attempt; a 401 clears that token and tries once more with a fresh one, outside `maxRetries`.
+        // One scheduled attempt. The first 401 of the call clears that token and tries once more with a fresh one,
+        // outside `maxRetries`; a later 401 is final, so a revoked client can never loop.
+        let refreshed = false
         const attempt = Effect.flatMap(getToken, (token) =>
           send(token).pipe(
             Effect.catchIf(
-              (e) => e._tag === "AuthenticationError" && e.status === 401,
-              () =>
-                Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
+              (e) => e._tag === "AuthenticationError" && e.status === 401 && !refreshed,
+              () => {
+                refreshed = true
+                return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
                   Effect.zipRight(tokens.invalidate(token)),
                   Effect.zipRight(getToken),
                   Effect.flatMap(send)
                 )
+              }
             )
           ))
 

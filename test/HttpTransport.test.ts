@@ -125,6 +125,25 @@ describe("HttpTransport", () => {
       expect(yield* tokenRequests).toBe(2)
     }).pipe(provideClient({ [FEE]: () => FinTest.json(401, { message: "Authentication failed" }) })))
 
+  it.effect("only the first 401 of a call refreshes: 401, 503, 401 ends in AuthenticationError", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      yield* advance(500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("AuthenticationError")
+      // 401 -> fresh token -> 503 -> scheduled retry -> 401 again: final, no second refresh.
+      expect(error._tag === "AuthenticationError" && error.attempts).toBe(3)
+      expect(yield* attempts).toBe(3)
+      expect(yield* tokenRequests).toBe(2)
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(
+        FinTest.json(401, { message: "Authentication failed" }),
+        status(503),
+        FinTest.json(401, { message: "Authentication failed" }),
+        ok
+      )
+    })))
+
   it.effect("a transport failure is retried, then surfaces as TransportError", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))
