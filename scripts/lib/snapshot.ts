@@ -402,8 +402,7 @@ export const formatDiff = (diff: SnapshotDiff, options: { readonly listEntries?:
 
 /**
  * Where a snapshot comes from. Every source yields the same normalised `SourceData`, so the rest of the pipeline
- * (diff, meta, write) does not care: iso-codes files today, the live API (`fromApi`) once the CLI can build a
- * `SubdivisionService`.
+ * (diff, meta, write) does not care: iso-codes files (`fromIsoCodes`) or the live API (`fromApi`).
  */
 export interface SnapshotSource<R = never> {
   /** Recorded as `source` in the meta, e.g. `"iso-codes"` or `"api"`. */
@@ -474,10 +473,12 @@ export const fromIsoCodes = (location: string, version: string): SnapshotSource 
 })
 
 /**
- * The seam for `--from-api`: a snapshot from the live service, given a way to list one country (in the CLI, later,
- * `SubdivisionService.list` in mode `"online"`). The API returns only `code` and `name`, so `type` and `parent` are
- * taken from the API when present, else from `previous` (the committed snapshot) for the same code, else `type` is
- * empty and `parent` absent. Entries are validated like any other source.
+ * A snapshot from the live service, given a way to list one country (in the script, `SubdivisionService.list` in mode
+ * `"online"`, see `api.ts`). The API returns only `code` and `name`, so `type` and `parent` are taken from the API when
+ * present, else from `previous` (the committed snapshot) for the same code (a parent only if the API still lists it),
+ * else `type` is empty and `parent` absent. Entries are validated like any other source: codes of the country's own
+ * alpha-2 prefix, none twice, parents of the same country. Countries are asked `concurrency` at a time (default 1);
+ * the first failure interrupts the others and fails the load, so a partial snapshot never reaches the writer.
  */
 export const fromApi = <E, R>(options: {
   readonly location: string
@@ -485,33 +486,74 @@ export const fromApi = <E, R>(options: {
   readonly list: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivision>, E, R>
   readonly previous?: Snapshot
   readonly describeError?: (error: E) => string
+  readonly concurrency?: number
+  /** Called after each country, with how many are done out of how many. */
+  readonly onProgress?: (done: number, total: number) => void
 }): SnapshotSource<R> => ({
   source: "api",
   location: options.location,
   version: options.version,
   load: Effect.gen(function*() {
+    const countries = [...CountryCode.alpha3Codes].sort()
+    let done = 0
+    const lists = yield* Effect.forEach(
+      countries,
+      (country) =>
+        Effect.gen(function*() {
+          const label = `${options.location} ${country}`
+          const listed = yield* options.list(country).pipe(
+            Effect.mapError((e) =>
+              new SnapshotError({
+                message: `${label}: ${options.describeError ? options.describeError(e) : String(e)}`
+              })
+            )
+          )
+          const entries = yield* mergeApiEntries(country, listed, options.previous?.[country] ?? [], label)
+          done++
+          options.onProgress?.(done, countries.length)
+          return [country, entries] as const
+        }),
+      { concurrency: options.concurrency ?? 1 }
+    )
     const snapshot: Record<string, ReadonlyArray<SnapshotSubdivision>> = {}
-    for (const country of [...CountryCode.alpha3Codes].sort()) {
-      const label = `${options.location} ${country}`
-      const listed = yield* options.list(country).pipe(
-        Effect.mapError((e) =>
-          new SnapshotError({ message: `${label}: ${options.describeError ? options.describeError(e) : String(e)}` })
-        )
-      )
-      const known = new Map((options.previous?.[country] ?? []).map((e) => [e.code, e]))
-      const merged = listed.map((e) => {
-        const parent = e.parent ?? known.get(e.code)?.parent
-        const type = e.type ?? known.get(e.code)?.type ?? ""
-        return parent === undefined
-          ? { code: e.code, name: e.name, type }
-          : { code: e.code, name: e.name, type, parent }
-      })
-      const entries = yield* decodeWith(Schema.Array(SnapshotSubdivision), merged, label)
-      snapshot[country] = [...entries].sort(codeOrder)
-    }
+    for (const [country, entries] of lists) snapshot[country] = entries
     return { snapshot, skipped: [], inputs: {} }
   })
 })
+
+/** One country of the API, completed from `known` (the previous snapshot's entries) and validated; sorted by code. */
+export const mergeApiEntries = (
+  country: CountryCode.CountryCode,
+  listed: ReadonlyArray<Subdivision>,
+  known: ReadonlyArray<SnapshotSubdivision>,
+  label: string
+): Either.Either<ReadonlyArray<SnapshotSubdivision>, SnapshotError> =>
+  Either.gen(function*() {
+    const codes = new Set(listed.map((e) => e.code))
+    const previous = new Map(known.map((e) => [e.code, e]))
+    const merged = listed.map((e) => {
+      const kept = previous.get(e.code)?.parent
+      const parent = e.parent ?? (kept !== undefined && codes.has(kept) ? kept : undefined)
+      const type = e.type ?? previous.get(e.code)?.type ?? ""
+      return parent === undefined
+        ? { code: e.code, name: e.name, type }
+        : { code: e.code, name: e.name, type, parent }
+    })
+    const entries = yield* decodeWith(Schema.Array(SnapshotSubdivision), merged, label)
+    const prefix = `${CountryCode.toAlpha2(country)}-`
+    const seen = new Set<string>()
+    for (const [i, entry] of entries.entries()) {
+      const invalid = (field: string, expected: string) =>
+        Either.left(new SnapshotError({ message: `${label}: invalid data: [${i}].${field}: expected ${expected}` }))
+      if (!entry.code.startsWith(prefix)) return yield* invalid("code", `a code starting with ${prefix}`)
+      if (seen.has(entry.code)) return yield* invalid("code", "a code not used before")
+      seen.add(entry.code)
+      if (entry.parent !== undefined && (!codes.has(entry.parent) || entry.parent === entry.code)) {
+        return yield* invalid("parent", "the code of another subdivision of the same country")
+      }
+    }
+    return [...entries].sort(codeOrder)
+  })
 
 // ---------------------------------------------------------------------------------------------------------------
 // The run
