@@ -407,23 +407,77 @@ describe("snapshot-subdivisions", () => {
       parseCommandLine(args, { now, sourceDateEpoch })
     const source = ["--from-iso-codes", inputs, "--source-version", "4.20"]
 
-    it("needs an explicit source and rejects what it cannot do yet", () => {
+    it("needs exactly one explicit source and rejects flags that do not go with it", () => {
       const usageError = (args: ReadonlyArray<string>, epoch?: string) => Either.getLeft(parse(args, epoch))
       expect(usageError([])).toEqual(
-        Option.some("No source: pass --from-iso-codes DIR|URL with --source-version VERSION.")
+        Option.some("No source: pass --from-iso-codes DIR|URL with --source-version VERSION, or --from-api.")
       )
       expect(usageError(["--from-iso-codes", inputs])).toEqual(
         Option.some("--source-version is required with --from-iso-codes.")
       )
-      expect(Option.getOrThrow(usageError(["--from-api"]))).toContain("--from-api is not available yet")
-      expect(Option.getOrThrow(usageError([...source, "--cross-check"]))).toContain(
-        "--cross-check is not available yet"
+      expect(usageError([...source, "--from-api"])).toEqual(
+        Option.some("--from-iso-codes and --from-api exclude each other: pass exactly one.")
       )
+      expect(Option.getOrThrow(usageError(["--from-api", "--cross-check"]))).toContain("exclude each other")
+      expect(Option.getOrThrow(usageError(["--from-api", "--countries", "USA"]))).toContain(
+        "--countries only goes with --cross-check."
+      )
+      expect(Option.getOrThrow(usageError(["--from-api", "--report", "r.json"]))).toContain("--report only goes")
+      expect(Option.getOrThrow(usageError([...source, "--base-url", "https://x.test"]))).toContain(
+        "--base-url only goes with --from-api or --cross-check."
+      )
+      expect(Option.getOrThrow(usageError([...source, "--concurrency", "2"]))).toContain("--concurrency only goes")
+      for (const n of ["0", "65", "two", "1.5"]) {
+        expect(Option.getOrThrow(usageError(["--from-api", "--concurrency", n]))).toContain(
+          "--concurrency: expected a whole number from 1 to 64"
+        )
+      }
+      expect(Option.getOrThrow(usageError(["--cross-check", "--check"]))).toContain("do not go with --cross-check")
+      expect(Option.getOrThrow(usageError(["--cross-check", "--countries", " , "]))).toContain("--countries: expected")
+      expect(Option.getOrThrow(usageError(["--cross-check", "--source-version", "1"]))).toContain("--source-version only")
+      expect(Option.getOrThrow(usageError(["--from-api", "--base-url", ""]))).toContain("--base-url must not be empty")
       expect(Option.getOrThrow(usageError([...source, "--check", "--dry-run"]))).toContain("exclude each other")
       expect(Option.getOrThrow(usageError([...source, "--bogus"]))).toContain("--bogus")
       expect(Option.getOrThrow(usageError([...source, "--generated-at", "soon"]))).toContain("--generated-at")
       expect(Option.getOrThrow(usageError(source, "yesterday"))).toContain("SOURCE_DATE_EPOCH")
       expect(parse(["--help"])).toEqual(Either.right({ _tag: "Help" }))
+    })
+
+    it("--from-api and --cross-check: defaults and options", () => {
+      expect(parse(["--from-api"])).toEqual(Either.right({
+        _tag: "FromApi",
+        version: "v1",
+        baseUrl: undefined,
+        concurrency: 8,
+        outDir: "data",
+        modulePath: "src/internal/subdivisionsData.ts",
+        generatedAt: "2025-06-01T12:00:00.000Z",
+        check: false,
+        dryRun: false
+      }))
+      expect(
+        parse(["--from-api", "--base-url", "http://127.0.0.1:4010", "--concurrency", "3", "--source-version", "2025-06",
+          "--out", "/tmp/x", "--check"])
+      ).toMatchObject(Either.right({
+        baseUrl: "http://127.0.0.1:4010",
+        concurrency: 3,
+        version: "2025-06",
+        modulePath: Path.join("/tmp/x", "subdivisionsData.ts"),
+        check: true
+      }))
+      expect(parse(["--cross-check"])).toEqual(Either.right({
+        _tag: "CrossCheck",
+        outDir: "data",
+        countries: undefined,
+        reportPath: "cross-check-report.json",
+        generatedAt: "2025-06-01T12:00:00.000Z",
+        baseUrl: undefined,
+        concurrency: 8
+      }))
+      // Codes are split and deduplicated here and checked against the 249 by the entry (before any request).
+      expect(parse(["--cross-check", "--countries", "USA, CAN,USA,xxx", "--report", "out/r.json"])).toMatchObject(
+        Either.right({ countries: ["USA", "CAN", "xxx"], reportPath: "out/r.json" })
+      )
     })
 
     it("defaults to data/ and src/, and keeps everything in --out when given", () => {

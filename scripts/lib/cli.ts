@@ -5,28 +5,51 @@
 import * as Either from "effect/Either"
 import * as Path from "node:path"
 import { parseArgs } from "node:util"
-import { defaultModulePath, files } from "./files.js"
+import { defaultModulePath, defaultReportPath, files } from "./files.js"
 
 /** Shown on `--help` and after every usage error. */
 export const usage = `Usage: npm run snapshot -- --from-iso-codes DIR|URL --source-version VERSION [options]
-       npm run snapshot -- --from-api            (not available yet)
+       npm run snapshot -- --from-api [--base-url URL] [--concurrency N] [options]
+       npm run snapshot -- --cross-check [--countries USA,CAN,...] [--base-url URL] [--report FILE]
 
 Source (exactly one, no default: a system's iso-codes may be older than the committed one):
   --from-iso-codes DIR|URL   folder or http(s) base URL holding iso_3166-1.json and iso_3166-2.json (Debian iso-codes)
-  --source-version VERSION   version of that source, recorded in the meta file (required with --from-iso-codes)
-  --from-api                 the live API (needs SubdivisionService; not available yet)
+  --source-version VERSION   version of that source, recorded in the meta file (required with --from-iso-codes;
+                             with --from-api default: v1, the API's path version)
+  --from-api                 the live API, through SubdivisionService in online mode (never the offline snapshot),
+                             all 249 countries; credentials from FIN_CLIENT_ID, FIN_CLIENT_SECRET (and the other
+                             FIN_* variables); the API has no type or parent, so those are kept from the snapshot in
+                             --out for codes it already has (empty type otherwise). Any country still failing after
+                             the client's retries stops the run: nothing is written
+
+Cross-check (writes only the report):
+  --cross-check              compare the API with the committed snapshot in --out (default data/${files.data});
+                             exit 1 on any disagreement (codes missing from the snapshot, extra in it, or renamed)
+  --countries A,B,...        only these alpha-3 codes (default: all 249); an unknown code is a usage error
+  --report FILE              JSON report of the comparison (default: ${defaultReportPath} in the current folder)
 
 Options:
   --out DIR                  folder of ${files.data} and ${files.meta} (default: data)
   --module FILE              generated module (default: ${defaultModulePath}, or DIR/${files.module} with --out)
   --check                    write nothing; exit 1 if the committed files differ from what the source gives
   --dry-run                  print the diff, write nothing
-  --generated-at ISO8601     time recorded in the meta (default: SOURCE_DATE_EPOCH if set, else now)
-  --cross-check              compare the API with the snapshot (not available yet)
+  --generated-at ISO8601     time recorded in the meta or report (default: SOURCE_DATE_EPOCH if set, else now)
+  --base-url URL             with --from-api / --cross-check: the API to ask instead of FIN_BASE_URL or
+                             FIN_ENVIRONMENT (https, or http on loopback, e.g. the emulator at http://127.0.0.1:4010)
+  --concurrency N            with --from-api / --cross-check: countries asked at once, 1-64 (default: 8)
   -h, --help                 this text
 
-The diff against the committed snapshot is always printed before anything is written.
-Exit codes: 0 done or up to date, 1 differences found (--check), 2 usage error or unusable source.`
+The diff against the committed snapshot is always printed before anything is written. Progress goes to stderr.
+Exit codes: 0 done or up to date (cross-check: all agree), 1 differences found (--check, --cross-check),
+2 usage or configuration error, unusable source, or an API call that failed.`
+
+/** Options shared by the commands that ask the API. */
+export interface ApiOptions {
+  /** `--base-url`, overriding `FIN_BASE_URL` / `FIN_ENVIRONMENT`. */
+  readonly baseUrl: string | undefined
+  /** Countries asked at once. */
+  readonly concurrency: number
+}
 
 /** What the command line asks for. */
 export type Command =
@@ -41,9 +64,30 @@ export type Command =
     readonly check: boolean
     readonly dryRun: boolean
   }
+  | ApiOptions & {
+    readonly _tag: "FromApi"
+    readonly version: string
+    readonly outDir: string
+    readonly modulePath: string
+    readonly generatedAt: string
+    readonly check: boolean
+    readonly dryRun: boolean
+  }
+  | ApiOptions & {
+    readonly _tag: "CrossCheck"
+    /** Folder of the snapshot compared with the API. */
+    readonly outDir: string
+    /** The codes as given (checked against the 249 by the caller), or `undefined` for all. */
+    readonly countries: ReadonlyArray<string> | undefined
+    readonly reportPath: string
+    readonly generatedAt: string
+  }
 
-const notYet = (flag: string) =>
-  `${flag} is not available yet: it needs SubdivisionService (the online client), which is being written.`
+/** The API's path version, recorded as the source version of a snapshot taken from it unless told otherwise. */
+export const defaultApiVersion = "v1"
+
+/** Default of `--concurrency`. */
+export const defaultConcurrency = 8
 
 /**
  * Parses the arguments (without `node` and the script path). `Left` is a usage error message; `now` and
@@ -64,6 +108,10 @@ export const parseCommandLine = (
         "source-version": { type: "string" },
         "from-api": { type: "boolean", default: false },
         "cross-check": { type: "boolean", default: false },
+        countries: { type: "string" },
+        report: { type: "string" },
+        "base-url": { type: "string" },
+        concurrency: { type: "string" },
         out: { type: "string" },
         module: { type: "string" },
         check: { type: "boolean", default: false },
@@ -76,16 +124,47 @@ export const parseCommandLine = (
     return Either.left(e instanceof Error ? e.message : String(e))
   }
   if (values.help) return Either.right({ _tag: "Help" })
-  if (values["cross-check"]) return Either.left(notYet("--cross-check"))
-  if (values["from-api"]) return Either.left(notYet("--from-api"))
+
   const location = values["from-iso-codes"]
-  if (location === undefined || location === "") {
-    return Either.left("No source: pass --from-iso-codes DIR|URL with --source-version VERSION.")
+  const modes = [
+    ...(location !== undefined ? ["--from-iso-codes"] : []),
+    ...(values["from-api"] ? ["--from-api"] : []),
+    ...(values["cross-check"] ? ["--cross-check"] : [])
+  ]
+  if (modes.length > 1) return Either.left(`${modes.join(" and ")} exclude each other: pass exactly one.`)
+  const mode = modes[0]
+  if (mode === undefined) {
+    return Either.left("No source: pass --from-iso-codes DIR|URL with --source-version VERSION, or --from-api.")
   }
+  const onlyWith = (flag: string, allowed: ReadonlyArray<string>) =>
+    `${flag} only goes with ${allowed.join(" or ")}.`
+  if (mode !== "--cross-check") {
+    if (values.countries !== undefined) {
+      return Either.left(`${onlyWith("--countries", ["--cross-check"])} A snapshot always has all 249 countries.`)
+    }
+    if (values.report !== undefined) return Either.left(onlyWith("--report", ["--cross-check"]))
+  }
+  if (mode === "--from-iso-codes") {
+    if (values["base-url"] !== undefined) return Either.left(onlyWith("--base-url", ["--from-api", "--cross-check"]))
+    if (values.concurrency !== undefined) {
+      return Either.left(onlyWith("--concurrency", ["--from-api", "--cross-check"]))
+    }
+  }
+  if (mode === "--cross-check") {
+    if (values.check || values["dry-run"]) {
+      return Either.left("--check and --dry-run do not go with --cross-check (it writes only its report).")
+    }
+    if (values.module !== undefined) return Either.left(onlyWith("--module", ["--from-iso-codes", "--from-api"]))
+    if (values["source-version"] !== undefined) {
+      return Either.left(onlyWith("--source-version", ["--from-iso-codes", "--from-api"]))
+    }
+  }
+  if (location === "") return Either.left("--from-iso-codes needs a folder or an http(s) base URL.")
   const version = values["source-version"]
-  if (version === undefined || version.trim() === "") {
+  if (mode === "--from-iso-codes" && (version === undefined || version.trim() === "")) {
     return Either.left("--source-version is required with --from-iso-codes.")
   }
+  if (version !== undefined && version.trim() === "") return Either.left("--source-version must not be empty.")
   if (values.check && values["dry-run"]) return Either.left("--check and --dry-run exclude each other.")
 
   let generatedAt = env.now.toISOString()
@@ -101,16 +180,43 @@ export const parseCommandLine = (
     generatedAt = new Date(Number(env.sourceDateEpoch) * 1000).toISOString()
   }
 
+  let concurrency = defaultConcurrency
+  if (values.concurrency !== undefined) {
+    if (!/^\d+$/.test(values.concurrency) || Number(values.concurrency) < 1 || Number(values.concurrency) > 64) {
+      return Either.left(`--concurrency: expected a whole number from 1 to 64, got "${values.concurrency}"`)
+    }
+    concurrency = Number(values.concurrency)
+  }
+  const baseUrl = values["base-url"]
+  if (baseUrl !== undefined && baseUrl.trim() === "") return Either.left("--base-url must not be empty.")
+
   const outDir = values.out ?? "data"
-  return Either.right({
-    _tag: "FromIsoCodes",
-    location,
-    version,
+  if (mode === "--cross-check") {
+    let countries: ReadonlyArray<string> | undefined
+    if (values.countries !== undefined) {
+      countries = [...new Set(values.countries.split(/[\s,]+/).filter((code) => code !== ""))]
+      if (countries.length === 0) return Either.left("--countries: expected alpha-3 codes separated by commas.")
+    }
+    if (values.report === "") return Either.left("--report needs a file name.")
+    return Either.right({
+      _tag: "CrossCheck",
+      outDir,
+      countries,
+      reportPath: values.report ?? defaultReportPath,
+      generatedAt,
+      baseUrl,
+      concurrency
+    })
+  }
+  const common = {
     outDir,
     // With --out the module goes next to the data, so a run into a temporary folder never touches src/.
     modulePath: values.module ?? (values.out === undefined ? defaultModulePath : Path.join(values.out, files.module)),
     generatedAt,
     check: values.check,
     dryRun: values["dry-run"]
-  })
+  }
+  return mode === "--from-api"
+    ? Either.right({ _tag: "FromApi", version: version ?? defaultApiVersion, baseUrl, concurrency, ...common })
+    : Either.right({ _tag: "FromIsoCodes", location: location!, version: version!, ...common })
 }

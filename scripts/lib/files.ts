@@ -17,3 +17,6 @@ export const defaultModulePath = "src/internal/subdivisionsData.ts"
 
 /** Exit codes, as `diff(1)`: 0 nothing to report or written, 1 differences under `--check`, 2 trouble. */
 export const ExitCode = { ok: 0, differences: 1, trouble: 2 } as const
+
+/** Where `--cross-check` writes its JSON report unless `--report` says otherwise (relative to the working folder). */
+export const defaultReportPath = "cross-check-report.json"

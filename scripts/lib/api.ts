@@ -1,0 +1,324 @@
+/**
+ * The online parts of `scripts/snapshot-subdivisions.ts`: the client (credentials from `FIN_*`, subdivisions always
+ * online), progress output, and the cross-check of the API against the committed snapshot with its table and report.
+ *
+ * Nothing here opens a connection by itself: the platform `HttpClient` is a parameter (undici in the script, an
+ * in-memory client in tests).
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { table } from "../../src/cli/render.js"
+import * as CountryCode from "../../src/CountryCode.js"
+import * as FinClient from "../../src/FinClient.js"
+import type { FinError } from "../../src/FinError.js"
+import * as FinConfig from "../../src/FinConfig.js"
+import { Subdivision, type Subdivision as SubdivisionType } from "../../src/internal/subdivisions.js"
+import * as SubdivisionService from "../../src/SubdivisionService.js"
+import { ExitCode, files } from "./files.js"
+import {
+  crossCheck,
+  parseSnapshot,
+  readSourceFile,
+  type Snapshot,
+  SnapshotError,
+  sha256,
+  writeFilesAtomically
+} from "./snapshot.js"
+
+// ---------------------------------------------------------------------------------------------------------------
+// The client
+// ---------------------------------------------------------------------------------------------------------------
+
+/** What the script needs to reach the API: the client's options and the base URL they resolve to (no secrets). */
+export interface ClientSettings {
+  readonly options: FinConfig.Options
+  /** The resolved base URL, as recorded in the meta and the report. */
+  readonly baseUrl: string
+}
+
+/**
+ * The client options of the `FIN_*` variables in `env` (as `FinClient.layerFromEnv` reads them), with
+ * `subdivisionMode` forced to `"online"` (a snapshot built from the snapshot would prove nothing) and `baseUrl`
+ * replaced by `--base-url` when given. Validated at once, so a bad variable or URL fails before any request.
+ */
+export const clientSettings = (
+  env: Readonly<Record<string, string | undefined>>,
+  baseUrl: string | undefined
+): Effect.Effect<ClientSettings, ConfigError.ConfigError> =>
+  Effect.gen(function*() {
+    const fromEnv = yield* FinConfig.fromEnv
+    const options: FinConfig.Options = {
+      ...fromEnv,
+      subdivisionMode: "online",
+      ...(baseUrl === undefined ? {} : { baseUrl })
+    }
+    const resolved = yield* FinConfig.resolve(options)
+    return { options, baseUrl: resolved.baseUrl }
+  }).pipe(Effect.withConfigProvider(providerOf(env)))
+
+const providerOf = (env: Readonly<Record<string, string | undefined>>): ConfigProvider.ConfigProvider => {
+  const map = new Map<string, string>()
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) map.set(key, value)
+  return ConfigProvider.fromMap(map)
+}
+
+/** `SubdivisionService` (online) of `settings` on the given platform client. */
+export const serviceLayer = (
+  settings: ClientSettings,
+  httpClient: Layer.Layer<HttpClient.HttpClient>
+): Layer.Layer<SubdivisionService.SubdivisionService, ConfigError.ConfigError> =>
+  FinClient.layer(settings.options).pipe(Layer.provide(httpClient))
+
+/**
+ * One country from the API. Online mode never answers from the snapshot; should it ever, the run stops rather than
+ * record the snapshot as if the API had said it.
+ */
+export const listOnline = (
+  country: CountryCode.CountryCode
+): Effect.Effect<ReadonlyArray<SubdivisionType>, FinError, SubdivisionService.SubdivisionService> =>
+  Effect.flatMap(SubdivisionService.list(country), (result) =>
+    result.source === "api"
+      ? Effect.succeed(result.subdivisions)
+      : Effect.dieMessage(`${country}: the service answered from the offline snapshot in online mode`))
+
+/**
+ * One line: the tag (with the status of an `ApiError`), the first line of the message, the attempts made, e.g.
+ * `ApiError 503: Service Unavailable (3 attempts)`.
+ */
+export const describeFinError = (error: FinError): string => {
+  const status = error._tag === "ApiError" ? ` ${error.status}` : ""
+  const attempts = "attempts" in error && error.attempts !== undefined
+    ? ` (${error.attempts} attempt${error.attempts === 1 ? "" : "s"})`
+    : ""
+  return `${error._tag}${status}: ${error.message.split("\n")[0]}${attempts}`
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Progress
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Reports `done` of `total` countries; `finish` ends a bar left unfinished by a failure. */
+export interface Progress {
+  readonly update: (done: number, total: number) => void
+  readonly finish: () => void
+}
+
+/**
+ * On a terminal, one bar redrawn in place (`\r`); otherwise a plain line every `every` countries and at the end, so
+ * a CI log stays short and readable.
+ */
+export const makeProgress = (options: {
+  readonly isTTY: boolean
+  readonly write: (text: string) => void
+  readonly label?: string
+  readonly every?: number
+  readonly width?: number
+}): Progress => {
+  const label = options.label ?? "Countries"
+  const every = options.every ?? 25
+  const width = options.width ?? 30
+  let open = false
+  return {
+    update: (done, total) => {
+      if (options.isTTY) {
+        const filled = total === 0 ? width : Math.round((done / total) * width)
+        options.write(`\r${label} [${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total}`)
+        open = done < total
+        if (!open) options.write("\n")
+      } else if (done % every === 0 || done === total) {
+        options.write(`${label}: ${done}/${total}\n`)
+      }
+    },
+    finish: () => {
+      if (open) options.write("\n")
+      open = false
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The codes of `--countries`, each one of the 249 (upper-case alpha-3, as `CountryCode.validate` wants them), in the
+ * order given; `Left` names every code that is not.
+ */
+export const parseCountries = (
+  codes: ReadonlyArray<string>
+): Either.Either<ReadonlyArray<CountryCode.CountryCode>, string> => {
+  const invalid = codes.filter((code) => !CountryCode.isCountryCode(code))
+  return invalid.length > 0
+    ? Either.left(
+      `--countries: not ${invalid.length === 1 ? "a country code" : "country codes"} of the service: ${
+        invalid.map((code) => JSON.stringify(code)).join(", ")
+      } (expected upper-case ISO 3166-1 alpha-3 codes, e.g. USA,CAN)`
+    )
+    : Either.right(codes.filter(CountryCode.isCountryCode))
+}
+
+/**
+ * The snapshot in `dir` to take `type` and `parent` from, or an empty one when it is missing or unusable (the run then
+ * reports it against the new one anyway).
+ */
+export const readPrevious = (dir: string): Effect.Effect<Snapshot> =>
+  Effect.promise(() => Fs.readFile(Path.join(dir, files.data), "utf8").catch(() => undefined)).pipe(
+    Effect.map((text) =>
+      text === undefined ? {} : Either.getOrElse(parseSnapshot(text, Path.join(dir, files.data)), () => ({}))
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cross-check
+// ---------------------------------------------------------------------------------------------------------------
+
+const ApiEntry = Schema.Struct({ code: Schema.String, name: Schema.String })
+
+/** One country that disagrees, as written in the report. */
+export const CrossCheckCountryReport = Schema.Struct({
+  country: Schema.String,
+  /** Listed by the API, absent from the snapshot. */
+  missing: Schema.Array(ApiEntry),
+  /** In the snapshot, not listed by the API (with the snapshot's type and parent). */
+  extra: Schema.Array(Subdivision),
+  /** Same code, another name. */
+  renamed: Schema.Array(Schema.Struct({ code: Schema.String, snapshotName: Schema.String, apiName: Schema.String }))
+})
+
+/** The JSON report of `--cross-check` (`--report FILE`). */
+export const CrossCheckReport = Schema.Struct({
+  generatedAt: Schema.String,
+  /** The API asked (never credentials). */
+  baseUrl: Schema.String,
+  /** The snapshot file compared, and the SHA-256 of its bytes. */
+  snapshot: Schema.String,
+  snapshotSha256: Schema.String,
+  /** Every country asked, sorted. */
+  checked: Schema.Array(Schema.String),
+  agree: Schema.Boolean,
+  totals: Schema.Struct({
+    countries: Schema.Number,
+    missing: Schema.Number,
+    extra: Schema.Number,
+    renamed: Schema.Number
+  }),
+  /** Only the countries that disagree, sorted. */
+  countries: Schema.Array(CrossCheckCountryReport)
+})
+
+/** @see CrossCheckReport */
+export type CrossCheckReport = typeof CrossCheckReport.Type
+
+/** What `runCrossCheck` needs. */
+export interface CrossCheckOptions<E, R> {
+  readonly countries: ReadonlyArray<CountryCode.CountryCode>
+  /** Folder of the snapshot (`subdivisions.json`) compared with the API. */
+  readonly snapshotDir: string
+  readonly reportPath: string
+  /** Recorded in the report. */
+  readonly baseUrl: string
+  readonly generatedAt: string
+  readonly concurrency: number
+  readonly list: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<SubdivisionType>, E, R>
+  readonly describeError: (error: E) => string
+  readonly onProgress?: (done: number, total: number) => void
+  readonly log: (text: string) => void
+}
+
+const firstCodes = (prefix: string, codes: ReadonlyArray<string>, shown = 3): ReadonlyArray<string> =>
+  codes.length === 0
+    ? []
+    : [
+      ...codes.slice(0, shown).map((code) => `${prefix}${code}`),
+      ...(codes.length > shown ? [`(${prefix}${codes.length - shown} more)`] : [])
+    ]
+
+/** The disagreements as a table: counts per country and its first codes of each kind. */
+export const formatCrossCheck = (report: CrossCheckReport): string => {
+  const rows = report.countries.map((c) => [
+    c.country,
+    String(c.missing.length),
+    String(c.extra.length),
+    String(c.renamed.length),
+    [
+      ...firstCodes("+", c.missing.map((e) => e.code)),
+      ...firstCodes("-", c.extra.map((e) => e.code)),
+      ...firstCodes("~", c.renamed.map((e) => e.code))
+    ].join(" ")
+  ])
+  const n = report.checked.length
+  const all = `${n} ${n === 1 ? "country" : "countries"}`
+  if (report.agree) return `All ${all} agree with ${report.snapshot}.`
+  const t = report.totals
+  return [
+    table(["country", "missing", "extra", "renamed", "first codes"], rows),
+    "(+ listed by the API, not in the snapshot; - only in the snapshot; ~ named otherwise by the API)",
+    `${t.countries} of ${all} disagree with ${report.snapshot}: ${t.missing} missing, ${t.extra} extra, ${t.renamed} renamed.`
+  ].join("\n")
+}
+
+/**
+ * Asks the API for every country of `countries` (`concurrency` at a time), compares each with the snapshot in
+ * `snapshotDir` (codes and names only: the API has no type or parent), prints the table, writes the JSON report, and
+ * returns 0 when all agree, 1 otherwise. An unreadable snapshot or a failed call is a `SnapshotError` (no report).
+ */
+export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Effect<number, SnapshotError, R> =>
+  Effect.gen(function*() {
+    const snapshotPath = Path.join(options.snapshotDir, files.data)
+    const text = yield* readSourceFile(options.snapshotDir, files.data)
+    const snapshot = yield* parseSnapshot(text, snapshotPath)
+    const countries = [...new Set(options.countries)].sort()
+    let done = 0
+    const lists = yield* Effect.forEach(
+      countries,
+      (country) =>
+        options.list(country).pipe(
+          Effect.mapError((e) =>
+            new SnapshotError({ message: `${options.baseUrl} ${country}: ${options.describeError(e)}` })
+          ),
+          Effect.map((list) => {
+            done++
+            options.onProgress?.(done, countries.length)
+            return [country, list] as const
+          })
+        ),
+      { concurrency: options.concurrency }
+    )
+    const api: Record<string, ReadonlyArray<SubdivisionType>> = {}
+    for (const [country, list] of lists) api[country] = list.map((e) => ({ code: e.code, name: e.name }))
+
+    const disagreeing = crossCheck(snapshot, api).filter((c) =>
+      c.missing.length > 0 || c.extra.length > 0 || c.renamed.length > 0
+    )
+    const report: CrossCheckReport = {
+      generatedAt: options.generatedAt,
+      baseUrl: options.baseUrl,
+      snapshot: snapshotPath.split(Path.sep).join("/"),
+      snapshotSha256: sha256(text),
+      checked: countries,
+      agree: disagreeing.length === 0,
+      totals: {
+        countries: disagreeing.length,
+        missing: disagreeing.reduce((n, c) => n + c.missing.length, 0),
+        extra: disagreeing.reduce((n, c) => n + c.extra.length, 0),
+        renamed: disagreeing.reduce((n, c) => n + c.renamed.length, 0)
+      },
+      countries: disagreeing.map((c) => ({
+        country: c.country,
+        missing: c.missing.map((e) => ({ code: e.code, name: e.name })),
+        extra: c.extra,
+        renamed: c.renamed
+      }))
+    }
+    options.log(formatCrossCheck(report))
+    yield* writeFilesAtomically([{ path: options.reportPath, content: `${JSON.stringify(report, null, 2)}\n` }])
+    options.log(`Report: ${options.reportPath}`)
+    return report.agree ? ExitCode.ok : ExitCode.differences
+  })

@@ -1,0 +1,157 @@
+/**
+ * The entry of `scripts/snapshot-subdivisions.ts` as a function, so other command lines (`effect-fin snapshot ...`,
+ * `effect-fin cross-check ...`) and tests can run it in-process: arguments in, exit code out, with the environment,
+ * the output streams and the platform `HttpClient` as parameters.
+ *
+ * Only the command line parser is loaded up front: a usage error or `--help` answers without loading Schema, the
+ * pipeline or the client.
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as Either from "effect/Either"
+import type * as Layer from "effect/Layer"
+import { type Command, parseCommandLine, usage } from "./cli.js"
+import { ExitCode } from "./files.js"
+
+/** Where the entry reads its settings and writes its output; every field has the process's own as default. */
+export interface MainOptions {
+  /** `FIN_*` client settings and `SOURCE_DATE_EPOCH`. Default: `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>
+  /** Diff, tables, results. Default: `process.stdout`. */
+  readonly stdout?: (text: string) => void
+  /** Usage and other errors, progress. Default: `process.stderr`. */
+  readonly stderr?: (text: string) => void
+  /** A progress bar when true, plain progress lines otherwise. Default: `process.stderr.isTTY`. */
+  readonly isTTY?: boolean
+  /** The default generation time (no `--generated-at`, no `SOURCE_DATE_EPOCH`). Default: now. */
+  readonly now?: Date
+  /** The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`. */
+  readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
+}
+
+/**
+ * Runs the snapshot command line on `argv` (the arguments only, without `node` and the script) and resolves to its
+ * exit code: 0 done, up to date, or (cross-check) all agree; 1 differences (`--check`, `--cross-check`); 2 usage or
+ * configuration error, unusable source or failed API call, with nothing written. Never rejects.
+ */
+export const main = async (argv: ReadonlyArray<string>, options: MainOptions = {}): Promise<number> => {
+  const env = options.env ?? process.env
+  const stdout = options.stdout ?? ((text: string) => void process.stdout.write(text))
+  const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
+  const parsed = parseCommandLine(argv, { now: options.now ?? new Date(), sourceDateEpoch: env["SOURCE_DATE_EPOCH"] })
+  if (Either.isLeft(parsed)) {
+    stderr(`${parsed.left}\n\n${usage}\n`)
+    return ExitCode.trouble
+  }
+  const command = parsed.right
+  if (command._tag === "Help") {
+    stdout(`${usage}\n`)
+    return ExitCode.ok
+  }
+  try {
+    return await execute(command, { ...options, env, stdout, stderr })
+  } catch (e) {
+    stderr(`${e instanceof Error ? e.stack ?? e.message : String(e)}\nNothing was written.\n`)
+    return ExitCode.trouble
+  }
+}
+
+const execute = async (
+  command: Exclude<Command, { readonly _tag: "Help" }>,
+  options: MainOptions & Required<Pick<MainOptions, "env" | "stdout" | "stderr">>
+): Promise<number> => {
+  const [Cause, Effect, Exit, Option, Snapshot, { errorLine }] = await Promise.all([
+    import("effect/Cause"),
+    import("effect/Effect"),
+    import("effect/Exit"),
+    import("effect/Option"),
+    import("./snapshot.js"),
+    import("../../src/cli/render.js")
+  ])
+  const { stderr, stdout } = options
+  const log = (text: string) => stdout(`${text}\n`)
+  const nothingWritten = command._tag === "CrossCheck" ? "No report was written." : "Nothing was written."
+
+  const report = <E>(exit: import("effect/Exit").Exit<number, E>): number => {
+    if (Exit.isSuccess(exit)) return exit.value
+    const failure = Cause.failureOption(exit.cause)
+    const message = Option.isNone(failure)
+      ? Cause.pretty(exit.cause)
+      : failure.value instanceof Snapshot.SnapshotError
+      ? failure.value.message
+      : errorLine(failure.value)
+    stderr(`${message}\n${nothingWritten}\n`)
+    return ExitCode.trouble
+  }
+
+  if (command._tag === "FromIsoCodes") {
+    return report(
+      await Effect.runPromiseExit(Snapshot.run({
+        source: Snapshot.fromIsoCodes(command.location, command.version),
+        outDir: command.outDir,
+        modulePath: command.modulePath,
+        generatedAt: command.generatedAt,
+        check: command.check,
+        dryRun: command.dryRun,
+        log
+      }))
+    )
+  }
+
+  const Api = await import("./api.js")
+  let countries: ReadonlyArray<import("../../src/CountryCode.js").CountryCode> = (
+    await import("../../src/CountryCode.js")
+  ).alpha3Codes
+  if (command._tag === "CrossCheck" && command.countries !== undefined) {
+    // Checked before the client is even configured: an invalid code sends nothing.
+    const checked = Api.parseCountries(command.countries)
+    if (Either.isLeft(checked)) {
+      stderr(`${checked.left}\n\n${usage}\n`)
+      return ExitCode.trouble
+    }
+    countries = checked.right
+  }
+  const httpClient = options.httpClient ?? (await import("@effect/platform-node/NodeHttpClient")).layerUndici
+  const progress = Api.makeProgress({
+    isTTY: options.isTTY ?? process.stderr.isTTY === true,
+    write: stderr,
+    label: "Subdivisions from the API"
+  })
+
+  const program = Effect.gen(function*() {
+    const settings = yield* Api.clientSettings(options.env, command.baseUrl)
+    const service = Api.serviceLayer(settings, httpClient)
+    if (command._tag === "FromApi") {
+      const previous = yield* Api.readPrevious(command.outDir)
+      return yield* Snapshot.run({
+        source: Snapshot.fromApi({
+          location: settings.baseUrl,
+          version: command.version,
+          list: Api.listOnline,
+          previous,
+          describeError: Api.describeFinError,
+          concurrency: command.concurrency,
+          onProgress: progress.update
+        }),
+        outDir: command.outDir,
+        modulePath: command.modulePath,
+        generatedAt: command.generatedAt,
+        check: command.check,
+        dryRun: command.dryRun,
+        log
+      }).pipe(Effect.provide(service))
+    }
+    return yield* Api.runCrossCheck({
+      countries,
+      snapshotDir: command.outDir,
+      reportPath: command.reportPath,
+      baseUrl: settings.baseUrl,
+      generatedAt: command.generatedAt,
+      concurrency: command.concurrency,
+      list: Api.listOnline,
+      describeError: Api.describeFinError,
+      onProgress: progress.update,
+      log
+    }).pipe(Effect.provide(service))
+  })
+  return report(await Effect.runPromiseExit(program.pipe(Effect.ensuring(Effect.sync(progress.finish)))))
+}
