@@ -1,0 +1,379 @@
+/**
+ * The online parts of the snapshot script (`--from-api`, `--cross-check`), run in-process through `main` on the
+ * in-memory HttpClient of `FinTest`: no network, no child process.
+ */
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { CrossCheckReport } from "../scripts/lib/api.js"
+import { main } from "../scripts/lib/main.js"
+import { type Snapshot, SnapshotMeta } from "../scripts/lib/snapshot.js"
+import * as FinTest from "../src/FinTest.js"
+
+const created: Array<string> = []
+afterAll(() => Promise.all(created.map((dir) => Fs.rm(dir, { recursive: true, force: true }))))
+const tempDir = async () => {
+  const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "effect-fin-snapshot-api-"))
+  created.push(dir)
+  return dir
+}
+
+const read = (path: string) => Fs.readFile(path, "utf8")
+const readAll = async (dir: string) => {
+  const out: Record<string, string> = {}
+  for (const name of (await Fs.readdir(dir)).sort()) out[name] = await read(Path.join(dir, name))
+  return out
+}
+/** A temporary --out holding a copy of the committed snapshot and its meta. */
+const committedCopy = async () => {
+  const dir = await tempDir()
+  for (const name of ["subdivisions.json", "subdivisions.meta.json"]) {
+    await Fs.copyFile(Path.join("data", name), Path.join(dir, name))
+  }
+  return dir
+}
+const exists = (path: string) => Fs.access(path).then(() => true, () => false)
+
+const committed = JSON.parse(await Fs.readFile("data/subdivisions.json", "utf8")) as Snapshot
+/** What the API would say for a country of the committed snapshot: codes and names only. */
+const apiOf = (country: string) => (committed[country] ?? []).map((e) => ({ code: e.code, name: e.name }))
+
+const env = {
+  FIN_CLIENT_ID: "snapshot-client",
+  FIN_CLIENT_SECRET: "snapshot-secret-value",
+  FIN_BASE_URL: "https://sandbox.example.test"
+}
+const baseUrl = "http://127.0.0.1:4999"
+
+type Served = Readonly<Record<string, ReadonlyArray<{ readonly code: string; readonly name: string }>>>
+
+/**
+ * `main` on an in-memory API: `served` per country ([] for the others), `replies` to answer some countries
+ * otherwise. Returns the exit code, both outputs and every request the client sent.
+ */
+const runMain = async (
+  args: ReadonlyArray<string>,
+  options: {
+    readonly served?: Served
+    readonly replies?: Readonly<Record<string, FinTest.Handler>>
+    readonly env?: Readonly<Record<string, string | undefined>>
+    readonly isTTY?: boolean
+  } = {}
+) => {
+  const requests: Array<string> = []
+  const token = FinTest.tokenHandler()
+  const handler: FinTest.Handler = (request) => {
+    requests.push(`${request.method} ${request.url}`)
+    if (request.method === "POST" && request.path === "/v1/oauth/token") return token(request)
+    const match = /^\/v1\/countries\/([A-Z]{3})\/subdivisions$/.exec(request.path)
+    if (request.method !== "GET" || match === null) return FinTest.json(404, { message: "Resource not found" })
+    const country = match[1]!
+    const reply = options.replies?.[country]
+    if (reply !== undefined) return reply(request)
+    return FinTest.json(200, { data: { subdivisions: options.served?.[country] ?? [] } })
+  }
+  let stdout = ""
+  let stderr = ""
+  const code = await main(args, {
+    env: options.env ?? env,
+    stdout: (text) => {
+      stdout += text
+    },
+    stderr: (text) => {
+      stderr += text
+    },
+    isTTY: options.isTTY ?? false,
+    now: new Date("2025-03-01T00:00:00Z"),
+    httpClient: FinTest.layerHttpClient(handler)
+  })
+  const subdivisionCalls = requests.filter((r) => r.includes("/subdivisions"))
+  return { code, stdout, stderr, requests, subdivisionCalls }
+}
+
+const fromApi = (out: string, ...more: ReadonlyArray<string>) => [
+  "--from-api",
+  "--base-url",
+  baseUrl,
+  "--out",
+  out,
+  "--generated-at",
+  "2025-01-01T00:00:00Z",
+  ...more
+]
+
+describe("snapshot script, online", () => {
+  describe("--from-api", () => {
+    const served: Served = {
+      USA: [{ code: "US-NY", name: "New York" }, { code: "US-CA", name: "California" }],
+      FRA: [{ code: "FR-75C", name: "Paris" }],
+      AZE: [{ code: "AZ-NX", name: "Naxçıvan" }, { code: "AZ-BAB", name: "Babək" }]
+    }
+
+    it("writes what the API served, records the API as source, prints progress lines", async () => {
+      const out = await tempDir()
+      // The mode of the environment is overridden: the snapshot script always asks the API.
+      const result = await runMain(fromApi(out), { served, env: { ...env, FIN_SUBDIVISION_MODE: "offline" } })
+      expect(result.stderr).not.toContain("Nothing was written")
+      expect(result.code).toBe(0)
+
+      const files = await readAll(out)
+      expect(Object.keys(files)).toEqual(["subdivisions.json", "subdivisions.meta.json", "subdivisionsData.ts"])
+      const written = JSON.parse(files["subdivisions.json"]!) as Snapshot
+      expect(Object.keys(written)).toHaveLength(249)
+      // Nothing to take types from in an empty folder: codes and names as served, sorted, type empty.
+      expect(written["USA"]).toEqual([
+        { code: "US-CA", name: "California", type: "" },
+        { code: "US-NY", name: "New York", type: "" }
+      ])
+      expect(written["FRA"]).toEqual([{ code: "FR-75C", name: "Paris", type: "" }])
+      expect(Object.entries(written).filter(([, list]) => list.length > 0).map(([c]) => c).sort()).toEqual([
+        "AZE",
+        "FRA",
+        "USA"
+      ])
+
+      const meta = Schema.decodeUnknownSync(SnapshotMeta)(JSON.parse(files["subdivisions.meta.json"]!))
+      expect(meta).toMatchObject({
+        source: "api",
+        sourceLocation: baseUrl,
+        sourceVersion: "v1",
+        sourceFiles: {},
+        generatedAt: "2025-01-01T00:00:00.000Z",
+        countries: 249,
+        subdivisions: 5,
+        countriesWithout: 246
+      })
+      for (const text of [...Object.values(files), result.stdout, result.stderr]) {
+        expect(text).not.toContain(env.FIN_CLIENT_SECRET)
+      }
+
+      // Every country once, from --base-url rather than FIN_BASE_URL, in online mode (nothing from the snapshot).
+      expect(result.subdivisionCalls).toHaveLength(249)
+      expect(new Set(result.subdivisionCalls).size).toBe(249)
+      expect(result.requests.every((r) => r.includes(baseUrl))).toBe(true)
+      expect(result.stdout).toContain(`Source: api v1 (${baseUrl}): 5 subdivisions, 3 of 249 countries`)
+      expect(result.stderr.split("\n").filter((line) => line !== "")).toEqual([
+        ...[25, 50, 75, 100, 125, 150, 175, 200, 225].map((n) => `Subdivisions from the API: ${n}/249`),
+        "Subdivisions from the API: 249/249"
+      ])
+    })
+
+    it("keeps type and parent from the snapshot in --out; --check exits 0 when up to date, 1 on differences", async () => {
+      const out = await tempDir()
+      await Fs.copyFile("data/subdivisions.json", Path.join(out, "subdivisions.json"))
+      const all: Record<string, ReadonlyArray<{ code: string; name: string }>> = {}
+      for (const country of Object.keys(committed)) all[country] = apiOf(country)
+
+      // The same codes and names as the committed snapshot: the entries do not change, only meta and module are new.
+      expect((await runMain(fromApi(out), { served: all })).code).toBe(0)
+      expect(await read(Path.join(out, "subdivisions.json"))).toBe(await read("data/subdivisions.json"))
+      const written = JSON.parse(await read(Path.join(out, "subdivisions.json"))) as Snapshot
+      expect(written["AZE"]!.find((e) => e.code === "AZ-BAB")).toEqual({
+        code: "AZ-BAB",
+        name: "Babək",
+        type: "Rayon",
+        parent: "AZ-NX"
+      })
+
+      const check = await runMain(fromApi(out, "--check"), { served: all })
+      expect(check.code).toBe(0)
+      expect(check.stdout).toContain("Check: the committed snapshot is up to date.")
+
+      const before = await readAll(out)
+      const changed = {
+        ...all,
+        USA: [...all["USA"]!.filter((e) => e.code !== "US-DC"), { code: "US-XX", name: "Nowhere" }].map((e) =>
+          e.code === "US-TX" ? { ...e, name: "Tejas" } : e
+        )
+      }
+      const stale = await runMain(fromApi(out, "--check"), { served: changed })
+      expect(stale.code).toBe(1)
+      expect(stale.stdout).toContain("USA  +1 -1 ~1")
+      expect(stale.stdout).toContain("  ~ US-TX   Texas -> Tejas")
+      expect(stale.stdout).toContain("Check: the committed snapshot differs from the source.")
+      expect(await readAll(out)).toEqual(before)
+    })
+
+    it("a country refused with 401 stops the run, names the country and the tag, writes nothing", async () => {
+      const out = await committedCopy()
+      const before = await readAll(out)
+
+      const refused = await runMain(fromApi(out), {
+        served: { ...served, USA: [{ code: "US-ZZ", name: "New" }] },
+        replies: { FRA: () => FinTest.json(401, { message: "Authentication failed" }) }
+      })
+      expect(refused.code).toBe(2)
+      const lines = refused.stderr.split("\n").filter((line) => line !== "" && !line.startsWith("Subdivisions from"))
+      expect(lines).toEqual([
+        `${baseUrl} FRA: AuthenticationError: Authentication failed (401) on GET /v1/countries/FRA/subdivisions: ` +
+        "Authentication failed (2 attempts)",
+        "Nothing was written."
+      ])
+      expect(refused.stdout).toBe("")
+      expect(await readAll(out)).toEqual(before)
+    })
+
+    it("a country answering 503 after every retry stops the run; an invalid answer too", async () => {
+      const out = await committedCopy()
+      const before = await readAll(out)
+
+      let attempts = 0
+      const unavailable = await runMain(fromApi(out), {
+        served,
+        // Never the offline snapshot in place of a failing country, whatever the environment says.
+        env: { ...env, FIN_SUBDIVISION_MODE: "fallback" },
+        replies: {
+          // Retry-After: 0 keeps the retries instant.
+          DEU: () => {
+            attempts++
+            return FinTest.json(503, { message: "Service Unavailable" }, { "retry-after": "0" })
+          }
+        }
+      })
+      expect(unavailable.code).toBe(2)
+      expect(unavailable.stderr).toContain(`${baseUrl} DEU: ApiError 503: Service Unavailable (3 attempts)\n`)
+      expect(unavailable.stderr).toContain("Nothing was written.")
+      expect(attempts).toBe(3)
+
+      const foreign = await runMain(fromApi(out), { served: { ...served, CAN: [{ code: "US-CA", name: "California" }] } })
+      expect(foreign.code).toBe(2)
+      expect(foreign.stderr).toContain(`${baseUrl} CAN: invalid data: [0].code: expected a code starting with CA-`)
+      expect(await readAll(out)).toEqual(before)
+    })
+
+    it("draws a progress bar on a terminal", async () => {
+      const out = await tempDir()
+      const result = await runMain(fromApi(out, "--dry-run", "--concurrency", "3"), { served, isTTY: true })
+      expect(result.code).toBe(0)
+      expect(result.stderr.startsWith("\rSubdivisions from the API [")).toBe(true)
+      expect(result.stderr.endsWith(`[${"#".repeat(30)}] 249/249\n`)).toBe(true)
+      expect(result.stderr.split("\n")).toHaveLength(2)
+      expect(await Fs.readdir(out)).toEqual([])
+    })
+
+    it("configuration errors exit 2 before any request", async () => {
+      const out = await tempDir()
+      const missing = await runMain(fromApi(out), { env: { FIN_CLIENT_SECRET: "x" } })
+      expect(missing.code).toBe(2)
+      expect(missing.stderr).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set\nNothing was written.\n")
+      const insecure = await runMain(["--from-api", "--base-url", "http://api.example.test", "--out", out])
+      expect(insecure.code).toBe(2)
+      expect(insecure.stderr).toContain("baseUrl must use https")
+      expect([...missing.requests, ...insecure.requests]).toEqual([])
+      expect(await Fs.readdir(out)).toEqual([])
+    })
+  })
+
+  describe("--cross-check", () => {
+    const crossCheck = (report: string, ...more: ReadonlyArray<string>) => [
+      "--cross-check",
+      "--base-url",
+      baseUrl,
+      "--report",
+      report,
+      "--generated-at",
+      "2025-01-01T00:00:00Z",
+      ...more
+    ]
+    const readReport = async (path: string) =>
+      Schema.decodeUnknownSync(CrossCheckReport)(JSON.parse(await read(path)))
+
+    it("counts missing, extra and renamed codes against the committed snapshot, writes the report, exits 1", async () => {
+      const report = Path.join(await tempDir(), "report.json")
+      const usa = [
+        ...apiOf("USA").filter((e) => e.code !== "US-DC" && e.code !== "US-UM"),
+        { code: "US-XX", name: "Nowhere" },
+        { code: "US-YY", name: "Elsewhere" }
+      ].map((e) => (e.code === "US-CA" ? { ...e, name: "Kalifornien" } : e))
+      const result = await runMain(crossCheck(report, "--countries", "USA,CAN,ABW"), {
+        served: { USA: usa, CAN: apiOf("CAN") }
+      })
+      expect(result.code).toBe(1)
+      expect(result.subdivisionCalls.map((r) => r.replace(baseUrl, ""))).toEqual(
+        expect.arrayContaining(["GET /v1/countries/USA/subdivisions", "GET /v1/countries/CAN/subdivisions"])
+      )
+      expect(result.subdivisionCalls).toHaveLength(3)
+      const lines = result.stdout.split("\n")
+      expect(lines.slice(0, 3)).toEqual([
+        "country  missing  extra  renamed  first codes",
+        "-------  -------  -----  -------  ----------------------------------",
+        "USA      2        2      1        +US-XX +US-YY -US-DC -US-UM ~US-CA"
+      ])
+      expect(result.stdout).toContain(
+        "1 of 3 countries disagree with data/subdivisions.json: 2 missing, 2 extra, 1 renamed."
+      )
+      expect(result.stdout).toContain(`Report: ${report}`)
+
+      const written = await readReport(report)
+      expect(written).toMatchObject({
+        generatedAt: "2025-01-01T00:00:00.000Z",
+        baseUrl,
+        snapshot: "data/subdivisions.json",
+        checked: ["ABW", "CAN", "USA"],
+        agree: false,
+        totals: { countries: 1, missing: 2, extra: 2, renamed: 1 }
+      })
+      expect(written.countries).toEqual([{
+        country: "USA",
+        missing: [{ code: "US-XX", name: "Nowhere" }, { code: "US-YY", name: "Elsewhere" }],
+        extra: committed["USA"]!.filter((e) => e.code === "US-DC" || e.code === "US-UM"),
+        renamed: [{ code: "US-CA", snapshotName: "California", apiName: "Kalifornien" }]
+      }])
+      expect(await read(report)).not.toContain(env.FIN_CLIENT_SECRET)
+    })
+
+    it("exits 0 when every country agrees, and asks all 249 without --countries", async () => {
+      const dir = await tempDir()
+      const all: Record<string, ReadonlyArray<{ code: string; name: string }>> = {}
+      for (const country of Object.keys(committed)) all[country] = apiOf(country)
+
+      const some = await runMain(crossCheck(Path.join(dir, "some.json"), "--countries", "USA,CAN"), { served: all })
+      expect(some.code).toBe(0)
+      expect(some.stdout).toContain("All 2 countries agree with data/subdivisions.json.")
+      expect(await readReport(Path.join(dir, "some.json"))).toMatchObject({
+        checked: ["CAN", "USA"],
+        agree: true,
+        totals: { countries: 0, missing: 0, extra: 0, renamed: 0 },
+        countries: []
+      })
+
+      // Against a snapshot of our own in --out, with progress lines.
+      await Fs.copyFile("data/subdivisions.json", Path.join(dir, "subdivisions.json"))
+      const every = await runMain(crossCheck(Path.join(dir, "all.json"), "--out", dir), { served: all })
+      expect(every.code).toBe(0)
+      expect(every.subdivisionCalls).toHaveLength(249)
+      expect(every.stdout).toContain("All 249 countries agree with")
+      expect(every.stderr).toContain("Subdivisions from the API: 249/249\n")
+      expect((await readReport(Path.join(dir, "all.json"))).checked).toHaveLength(249)
+    })
+
+    it("invalid --countries exit 2 with nothing sent and no report", async () => {
+      const report = Path.join(await tempDir(), "report.json")
+      const result = await runMain(crossCheck(report, "--countries", "USA,XXX,usa,US"), { served: {} })
+      expect(result.code).toBe(2)
+      expect(result.stderr.split("\n")[0]).toBe(
+        "--countries: not country codes of the service: \"XXX\", \"usa\", \"US\" " +
+          "(expected upper-case ISO 3166-1 alpha-3 codes, e.g. USA,CAN)"
+      )
+      expect(result.requests).toEqual([])
+      expect(await exists(report)).toBe(false)
+
+      const empty = await runMain(crossCheck(report, "--countries", ","), { served: {} })
+      expect(empty.code).toBe(2)
+      expect(empty.requests).toEqual([])
+    })
+
+    it("a failing country exits 2 with no report", async () => {
+      const report = Path.join(await tempDir(), "report.json")
+      const result = await runMain(crossCheck(report, "--countries", "USA,CAN"), {
+        served: { USA: apiOf("USA") },
+        replies: { CAN: () => FinTest.json(403, { message: "Forbidden" }) }
+      })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(`${baseUrl} CAN: ApiError 403: Forbidden (1 attempt)\nNo report was written.\n`)
+      expect(await exists(report)).toBe(false)
+    })
+  })
+})
