@@ -4,7 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { build } from "esbuild"
 import { execFile } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Emulator from "../src/emulator/Emulator.js"
@@ -194,6 +194,18 @@ describe("effect-fin against the emulator", () => {
     expect(failing.code).toBe(1)
     expect(failing.stderr.trim().split("\n")).toHaveLength(1)
     expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)
+  })
+
+  it("cross-check compares the emulator's answers with the committed snapshot", async () => {
+    const report = join(dirname(bin), "report.json")
+    const agree = await cli(["cross-check", "--countries", "USA,CAN,ATA", "--report", report], env)
+    expect(agree.code).toBe(0)
+    const written = JSON.parse(readFileSync(report, "utf8"))
+    expect(written.checked).toEqual(["ATA", "CAN", "USA"])
+    expect(written.agree).toBe(true)
+    expect(written.baseUrl).toBe(emulator.url)
+    const bad = await cli(["cross-check", "--countries", "USA,usa"], env)
+    expect(bad.code).toBe(2)
   })
 
   it("subdivisions falls back to the snapshot when the service is unreachable", async () => {

@@ -24,6 +24,7 @@ import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
 import * as Webhooks from "../Webhooks.js"
+import * as Snapshot from "../../scripts/lib/main.js"
 import * as Render from "./render.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of a table"))
@@ -201,7 +202,10 @@ const emulator = Command.make(
  * @category commands
  */
 export const command = Command.make("effect-fin").pipe(
-  Command.withDescription("Fin Orchestration API from the command line (configured by FIN_* variables)"),
+  Command.withDescription(
+    "Fin Orchestration API from the command line (configured by FIN_* variables). Also: `effect-fin snapshot --help` " +
+      "(rebuild or check the ISO 3166-2 snapshot) and `effect-fin cross-check --help` (compare it with the API)"
+  ),
   Command.withSubcommands([quote, subdivisions, webhook, emulator])
 )
 
@@ -211,8 +215,18 @@ export const command = Command.make("effect-fin").pipe(
  * @since 0.1.0
  * @category running
  */
-export const run = (argv: ReadonlyArray<string>) =>
-  Command.run(command, { name: "effect-fin", version })(argv).pipe(
+export const run = (argv: ReadonlyArray<string>) => {
+  // The snapshot tool has its own flags (and --help); it runs as is rather than through @effect/cli's parser.
+  const [sub, ...rest] = argv.slice(2)
+  if (sub === "snapshot" || sub === "cross-check") {
+    return Effect.flatMap(
+      Effect.promise(() => Snapshot.main(sub === "snapshot" ? rest : ["--cross-check", ...rest])),
+      (code) => Effect.sync(() => {
+        process.exitCode = code
+      })
+    )
+  }
+  return Command.run(command, { name: "effect-fin", version })(argv).pipe(
     Effect.tapErrorCause(() => Effect.sync(() => {
       process.exitCode = 1
     })),
@@ -221,3 +235,4 @@ export const run = (argv: ReadonlyArray<string>) =>
       ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
     )
   )
+}
