@@ -317,6 +317,7 @@ const cpuModel = async (): Promise<string> => {
 }
 
 const main = async () => {
+  const loadBefore = Os.loadavg()
   const rows = await runWebhooksBench()
   const table = toMarkdownTable(rows)
   const notes = rows.filter((r) => r.note !== undefined).map((r) => `- ${r.library}, ${r.operation}: ${r.note}`)
@@ -324,7 +325,9 @@ const main = async () => {
     "## Webhooks",
     "",
     `Machine: Node ${process.version}, ${Os.availableParallelism()} CPUs (nproc), ${await cpuModel()}, ` +
-      `load average ${Os.loadavg().map((l) => l.toFixed(2)).join(" ")} at the start of the report.`,
+      `load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} before the run and ` +
+      `${Os.loadavg().map((l) => l.toFixed(2)).join(" ")} after it (the machine may be shared: other work skews the ` +
+      "figures, the per-round ratios less so).",
     `Command: \`npm run bench:webhooks\` (${new Date().toISOString().slice(0, 10)}).`,
     "",
     table,
