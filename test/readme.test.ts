@@ -12,6 +12,11 @@ describe("README", () => {
     expect(readme).toContain("```sh\nnpm ci\nnpm start\nnpm test\n```")
   })
 
+  it("shows examples/webhook-server.ts verbatim (type-checked by npm test)", () => {
+    const example = readFileSync(join(root, "examples", "webhook-server.ts"), "utf8")
+    expect(/### Mounting it in an HttpRouter\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+  })
+
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
     const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
     const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]

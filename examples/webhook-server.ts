@@ -1,0 +1,29 @@
+import { HttpRouter, HttpServer } from "@effect/platform"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { Config, Effect, Layer, Option } from "effect"
+import { Webhooks } from "effect-fin"
+import { NodeWebhookCrypto } from "effect-fin/node"
+import { createServer } from "node:http"
+
+const WebhookServer = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
+    const webhooks = Webhooks.handler({
+      secrets: secret,              // or [newSecret, oldSecret] while rotating
+      environment: "production",    // refuse events whose sandbox_mode is true
+      maxAge: "1 hour",             // refuse events created earlier (off by default)
+      handlers: {
+        "beneficiary.status": (event) =>
+          Effect.log(`${event.data.beneficiary_id}: ${Option.getOrElse(event.data.status, () => "no status")}`),
+        "transaction.status": (event) => Effect.log(event.data), // undocumented shape: `data` is unknown JSON
+        Unknown: (event) => Effect.logWarning(`webhook of an undocumented type: ${event.received_type}`)
+      }
+    })
+    return HttpServer.serve(HttpRouter.empty.pipe(HttpRouter.post("/webhooks/fin", webhooks)))
+  })
+).pipe(
+  Layer.provide(NodeWebhookCrypto.layer), // optional on Node: node:crypto instead of WebCrypto
+  Layer.provide(NodeHttpServer.layer(createServer, { port: 3000 }))
+)
+
+NodeRuntime.runMain(Layer.launch(WebhookServer))
