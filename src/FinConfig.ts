@@ -127,12 +127,25 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
 }
 
+// Duration.decode reads a negative or NaN amount (-1, "-5 seconds", -1n, [-1, 0]) as zero; that is a mistake, not zero.
+const isNegativeOrNaN = (input: unknown): boolean =>
+  typeof input === "number"
+    ? !(input >= 0)
+    : typeof input === "bigint"
+    ? input < 0n
+    : typeof input === "string"
+    ? input.trimStart().startsWith("-")
+    : Array.isArray(input) && input.some((n) => typeof n === "number" && !(n >= 0))
+
 const duration = (
   path: string,
   input: Duration.DurationInput | undefined,
   fallback: Duration.DurationInput,
   allowZero: boolean
 ): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
+  if (isNegativeOrNaN(input)) {
+    return Either.left(invalid(path, `${path} must be ${allowZero ? "zero or more" : "greater than zero"}`))
+  }
   const decoded = Duration.decodeUnknown(input ?? fallback)
   if (Option.isNone(decoded)) return Either.left(invalid(path, `${path} is not a valid duration`))
   const d = decoded.value
@@ -203,6 +216,19 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
 export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.ConfigError> =>
   Layer.effect(FinConfig, resolve(options))
 
+// Config.duration reads "-5 seconds" as zero: a negative duration is refused here, so that `resolve` sees the mistake.
+const durationVar = (name: string): Config.Config<Duration.Duration> =>
+  Config.nested(
+    Config.mapOrFail(Config.string(), (text) =>
+      isNegativeOrNaN(text)
+        ? Either.left(ConfigError.InvalidData([], `Expected a duration of zero or more but received ${text}`))
+        : Either.fromOption(
+          Duration.decodeUnknown(text),
+          () => ConfigError.InvalidData([], `Expected a duration but received ${text}`)
+        )),
+    name
+  )
+
 /**
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
@@ -217,16 +243,16 @@ export const fromEnv: Config.Config<Options> = Config.all({
   clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
   environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
   baseUrl: Config.option(Config.string("FIN_BASE_URL")),
-  timeout: Config.option(Config.duration("FIN_TIMEOUT")),
-  deadline: Config.option(Config.duration("FIN_DEADLINE")),
+  timeout: Config.option(durationVar("FIN_TIMEOUT")),
+  deadline: Config.option(durationVar("FIN_DEADLINE")),
   maxRetries: Config.option(Config.integer("FIN_MAX_RETRIES")),
-  maxRetryAfter: Config.option(Config.duration("FIN_MAX_RETRY_AFTER")),
-  tokenTimeout: Config.option(Config.duration("FIN_TOKEN_TIMEOUT")),
-  refreshMargin: Config.option(Config.duration("FIN_REFRESH_MARGIN")),
+  maxRetryAfter: Config.option(durationVar("FIN_MAX_RETRY_AFTER")),
+  tokenTimeout: Config.option(durationVar("FIN_TOKEN_TIMEOUT")),
+  refreshMargin: Config.option(durationVar("FIN_REFRESH_MARGIN")),
   tracePropagation: Config.option(Config.boolean("FIN_TRACE_PROPAGATION")),
   userAgent: Config.option(Config.string("FIN_USER_AGENT")),
   subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
-  subdivisionCacheTtl: Config.option(Config.duration("FIN_SUBDIVISION_CACHE_TTL"))
+  subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL"))
 }).pipe(Config.map(({ clientId, clientSecret, ...rest }): Options => ({
   clientId,
   clientSecret,
