@@ -1,0 +1,81 @@
+/**
+ * The `effect-fin` command as a child process (one esbuild bundle of src/cli/bin.ts, as test/cli.test.ts does), and a
+ * loopback HTTP server that only counts what reaches it: hostile arguments must fail before anything is sent.
+ */
+import { build } from "esbuild"
+import { execFile } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+
+export interface CliResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export interface Cli {
+  readonly run: (args: ReadonlyArray<string>, env?: Record<string, string>) => Promise<CliResult>
+  readonly dispose: () => void
+}
+
+/** Bundles the command (packages left external, resolved from the repo) into a temporary folder. */
+export const bundleCli = async (): Promise<Cli> => {
+  const dir = mkdtempSync(join(root, "node_modules", ".cache-effect-fin-security-cli-"))
+  const bin = join(dir, "bin.mjs")
+  await build({
+    entryPoints: [join(root, "src", "cli", "bin.ts")],
+    bundle: true,
+    packages: "external",
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    outfile: bin,
+    logLevel: "silent"
+  })
+  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+    new Promise<CliResult>((resolve) => {
+      const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
+      const child = execFile(
+        process.execPath,
+        [bin, ...args],
+        { cwd: root, env: clean, encoding: "utf8" },
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+      )
+      child.stdin?.end("")
+    })
+  return { run, dispose: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+export interface CountingServer {
+  readonly url: string
+  /** `METHOD path` of every request received. */
+  readonly received: ReadonlyArray<string>
+  readonly close: () => Promise<void>
+}
+
+/** A server on 127.0.0.1 that records each request and answers 503. */
+export const countingServer = (): Promise<CountingServer> =>
+  new Promise((resolve) => {
+    const received: Array<string> = []
+    const server = Http.createServer((request, response) => {
+      received.push(`${request.method} ${request.url}`)
+      response.writeHead(503, { "content-type": "application/json" }).end("{}")
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        received,
+        close: () =>
+          new Promise((done) => {
+            server.closeAllConnections()
+            server.close(() => done())
+          })
+      })
+    })
+  })
