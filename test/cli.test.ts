@@ -2,55 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import { build } from "esbuild"
-import { execFile } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
+import { bundleCli, type Cli } from "./cliHarness.js"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-let bin = ""
+let harness: Cli
+const cli: Cli["run"] = (args, env, stdin) => harness.run(args, env, stdin)
 
-// One bundle of the command (packages left external, resolved from the repo) instead of transpiling per run.
 beforeAll(async () => {
-  const dir = mkdtempSync(join(root, "node_modules", ".cache-effect-fin-cli-"))
-  bin = join(dir, "bin.mjs")
-  await build({
-    entryPoints: [join(root, "src", "cli", "bin.ts")],
-    bundle: true,
-    packages: "external",
-    format: "esm",
-    platform: "node",
-    target: "node20",
-    outfile: bin,
-    logLevel: "silent"
-  })
+  harness = await bundleCli()
 })
-
-afterAll(() => {
-  if (bin !== "") rmSync(dirname(bin), { recursive: true, force: true })
-})
-
-export interface CliResult {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs `effect-fin ARGS` (bundled from the sources) as a child process, with only the given FIN_* variables. */
-export const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin?: string) =>
-  new Promise<CliResult>((resolve) => {
-    const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
-    const child = execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: root, env: clean, encoding: "utf8" },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
-    )
-    child.stdin?.end(stdin ?? "")
-  })
+afterAll(() => harness.dispose())
 
 const body = JSON.stringify({
   event: {
@@ -197,7 +161,7 @@ describe("effect-fin against the emulator", () => {
   })
 
   it("cross-check compares the emulator's answers with the committed snapshot", async () => {
-    const report = join(dirname(bin), "report.json")
+    const report = join(harness.dir, "report.json")
     const agree = await cli(["cross-check", "--countries", "USA,CAN,ATA", "--report", report], env)
     expect(agree.code).toBe(0)
     const written = JSON.parse(readFileSync(report, "utf8"))

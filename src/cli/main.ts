@@ -176,7 +176,7 @@ const webhook = Command.make("webhook").pipe(
 const emulator = Command.make(
   "emulator",
   {
-    port: Options.integer("port").pipe(Options.withDescription("Port to listen on (0: any free port)"), Options.withDefault(4010)),
+    port: Options.integer("port").pipe(Options.withDescription("Port to listen on (0: a free port)"), Options.withDefault(4010)),
     host: Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.withDefault("127.0.0.1"))
   },
   (args) =>

@@ -23,7 +23,7 @@ import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as Subdivisions from "../../src/Subdivisions.js"
 import { quoteBody } from "../support.js"
-import { bundleCli, type Cli, type CountingServer, countingServer } from "./cliHarness.js"
+import { bundleCli, type Cli, type CountingServer, countingServer } from "../cliHarness.js"
 
 // --- A client on the recording in-memory HttpClient -------------------------------------------------------------------
 

@@ -181,7 +181,7 @@ export const OptionsData = Schema.Struct({
 
 /** What the emulator counted since it started (or since the last reset). */
 export interface Counters {
-  /** Requests per route (`unmatched`: any other path, admin routes excluded). */
+  /** Requests per route (`unmatched`: every other path, admin routes excluded). */
   readonly requests: Readonly<Record<RouteName | "unmatched", number>>
   /** Responses per status code sent by the API routes (faults included; a stall or reset sends none). */
   readonly statuses: Readonly<Record<string, number>>

@@ -1,5 +1,5 @@
 /**
- * The `effect-fin` command as a child process (one esbuild bundle of src/cli/bin.ts, as test/cli.test.ts does), and a
+ * The `effect-fin` command as a child process (one esbuild bundle of src/cli/bin.ts, not a transpile per run), and a
  * loopback HTTP server that only counts what reaches it: hostile arguments must fail before anything is sent.
  */
 import { build } from "esbuild"
@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 
 export interface CliResult {
   readonly code: number
@@ -19,13 +19,16 @@ export interface CliResult {
 }
 
 export interface Cli {
-  readonly run: (args: ReadonlyArray<string>, env?: Record<string, string>) => Promise<CliResult>
+  /** Runs `effect-fin ARGS` with only the given variables (plus PATH and HOME) and `stdin` as standard input. */
+  readonly run: (args: ReadonlyArray<string>, env?: Record<string, string>, stdin?: string) => Promise<CliResult>
+  /** A scratch folder that lives as long as the bundle. */
+  readonly dir: string
   readonly dispose: () => void
 }
 
 /** Bundles the command (packages left external, resolved from the repo) into a temporary folder. */
 export const bundleCli = async (): Promise<Cli> => {
-  const dir = mkdtempSync(join(root, "node_modules", ".cache-effect-fin-security-cli-"))
+  const dir = mkdtempSync(join(root, "node_modules", ".cache-effect-fin-cli-"))
   const bin = join(dir, "bin.mjs")
   await build({
     entryPoints: [join(root, "src", "cli", "bin.ts")],
@@ -37,7 +40,7 @@ export const bundleCli = async (): Promise<Cli> => {
     outfile: bin,
     logLevel: "silent"
   })
-  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin = "") =>
     new Promise<CliResult>((resolve) => {
       const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
       const child = execFile(
@@ -46,9 +49,9 @@ export const bundleCli = async (): Promise<Cli> => {
         { cwd: root, env: clean, encoding: "utf8" },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
       )
-      child.stdin?.end("")
+      child.stdin?.end(stdin)
     })
-  return { run, dispose: () => rmSync(dir, { recursive: true, force: true }) }
+  return { run, dir, dispose: () => rmSync(dir, { recursive: true, force: true }) }
 }
 
 export interface CountingServer {
