@@ -225,9 +225,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           Effect.retry(schedule),
           Effect.map((success) => success.value),
           Effect.mapError((e): FinError => (e._tag === "NotRetryable" ? e.error : e)),
-          Effect.timeoutFail({
-            duration: options.deadline,
-            onTimeout: () =>
+          (call) =>
+            Http.timeoutFail(call, options.deadline, () =>
               new TimeoutError({
                 message: `${operation}: the call did not finish within its deadline of ${
                   Duration.format(options.deadline)
@@ -236,8 +235,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 timeout: options.deadline,
                 operation,
                 attempts
-              })
-          }),
+              })),
           Effect.tapBoth({
             onSuccess: () => Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": "success" }),
             onFailure: (e) =>

@@ -10,9 +10,13 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import {
@@ -218,6 +222,55 @@ const decodeError = (spec: Attempt<unknown>, status: number, requestId: string |
     ...(requestId ? { requestId } : {})
   })
 
+const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
+// Longer timers never fire, as with the live clock's own `sleep`.
+const MAX_TIMER_MILLIS = 2 ** 31 - 1
+const TimedOut: unique symbol = Symbol("effect-fin/TimedOut")
+
+/**
+ * `Effect.timeoutFail`, at a quarter of its cost on the live clock. `Effect.timeoutFail` races `self` in one child
+ * fiber against `Clock.sleep` in a second one; on the live clock (whose `sleep` is a `setTimeout`) this races the one
+ * child against the `setTimeout` itself. Any other clock (`TestClock`, a user's own) takes `Effect.timeoutFail`. The
+ * outcomes are the same: `self`'s exit (its fiber refs inherited on success), or, once the time is up, `self`
+ * interrupted and awaited, then `onTimeout()`; interrupting the caller interrupts `self`.
+ */
+export const timeoutFail = <A, E, E1>(
+  self: Effect.Effect<A, E>,
+  duration: Duration.Duration,
+  onTimeout: () => E1
+): Effect.Effect<A, E | E1> =>
+  Effect.clockWith((clock) => {
+    if (clock !== liveClock) return Effect.timeoutFail(self, { duration, onTimeout })
+    const millis = Duration.toMillis(duration)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Effect.fork(restore(self)), (fiber) =>
+        Effect.flatMap(
+          Effect.async<Exit.Exit<A, E> | typeof TimedOut>((resume) => {
+            let done = false
+            const timer = millis <= MAX_TIMER_MILLIS
+              ? setTimeout(() => {
+                if (done) return
+                done = true
+                resume(Effect.succeed(TimedOut))
+              }, millis)
+              : undefined
+            fiber.addObserver((exit) => {
+              if (done) return
+              done = true
+              if (timer !== undefined) clearTimeout(timer)
+              resume(Effect.succeed(exit))
+            })
+          }),
+          (result): Effect.Effect<A, E | E1> =>
+            result === TimedOut
+              ? Effect.zipRight(Fiber.interrupt(fiber), Effect.fail(onTimeout()))
+              : Exit.isSuccess(result)
+              ? Effect.as(Fiber.inheritAll(fiber), result.value)
+              : result
+        ))
+    )
+  })
+
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
@@ -234,17 +287,15 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         attempts: spec.attempt
       })
     ),
-    Effect.timeoutFail({
-      duration: spec.timeout,
-      onTimeout: () =>
+    (response) =>
+      timeoutFail(response, spec.timeout, () =>
         new TimeoutError({
           message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
           kind: spec.timeoutKind,
           timeout: spec.timeout,
           operation: spec.operation,
           attempts: spec.attempt
-        })
-    }),
+        })),
     Effect.flatMap(({ headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
       if (status < 200 || status > 299) {
         return Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(statusError(spec, status, headers, text, now)))
