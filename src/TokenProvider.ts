@@ -220,7 +220,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const fetch = (previous: Option.Option<Refresh>, now: number) =>
       Option.isSome(previous) && now < previous.value.usableUntil ? refresh(previous.value.token) : issue
 
-    const get: Service["get"] = Effect.flatten(
+    const getLocked: Service["get"] = Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -244,6 +244,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           return [Deferred.await(deferred), { ...state, access: Option.none(), pending: Option.some(deferred) }] as const
         }))
     )
+
+    // A valid cached token, or a fetch in flight, needs no lock: they are read and used as the locked path would
+    // (the lock serialises every caller, a thousand of them waiting one after another for one fetch); anything else
+    // (no token, an expired one) goes through the lock as before.
+    const get: Service["get"] = Effect.flatMap(SynchronizedRef.get(ref), (state) => {
+      if (Option.isSome(state.access)) {
+        const access = state.access.value
+        return Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked
+        )
+      }
+      return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked
+    })
 
     const invalidate: Service["invalidate"] = (token) =>
       SynchronizedRef.update(ref, (state) =>
