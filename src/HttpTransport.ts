@@ -9,6 +9,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
@@ -102,32 +103,51 @@ const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
 const invalidRequest = (path: string, message: string, expected: string) =>
   new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
 
+interface ResolvedOptions {
+  readonly timeout: Duration.Duration
+  readonly deadline: Duration.Duration
+  readonly maxRetries: number
+}
+
+const resolveOptions = (
+  config: FinConfig.Resolved,
+  options: CallOptions
+): Either.Either<ResolvedOptions, RequestValidationError> => {
+  const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) => {
+    if (input === undefined) return Either.right(fallback)
+    const decoded = Duration.decodeUnknown(input)
+    return Option.isSome(decoded) && Duration.toMillis(decoded.value) > 0 && Duration.isFinite(decoded.value)
+      ? Either.right(decoded.value)
+      : Either.left(invalidRequest(name, `Invalid ${name} override`, "a finite duration greater than zero"))
+  }
+  const maxRetries = options.maxRetries ?? config.maxRetries
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
+    return Either.left(invalidRequest("maxRetries", "Invalid maxRetries override", "a whole number from 0 to 10"))
+  }
+  const timeout = duration("timeout", options.timeout, config.timeout)
+  if (Either.isLeft(timeout)) return Either.left(timeout.left)
+  const deadline = duration("deadline", options.deadline, config.deadline)
+  if (Either.isLeft(deadline)) return Either.left(deadline.left)
+  return Either.right({ timeout: timeout.right, deadline: deadline.right, maxRetries })
+}
+
 const validateSpec = (
   path: string,
   config: FinConfig.Resolved,
-  options: CallOptions
-) =>
-  Effect.gen(function*() {
-    if (!PATH.test(path) || path.split("/").some((s) => s === "." || s === "..")) {
-      return yield* invalidRequest("path", "Invalid request path", "an absolute path of plain segments")
-    }
-    const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) => {
-      if (input === undefined) return Effect.succeed(fallback)
-      const decoded = Duration.decodeUnknown(input)
-      return Option.isSome(decoded) && Duration.toMillis(decoded.value) > 0 && Duration.isFinite(decoded.value)
-        ? Effect.succeed(decoded.value)
-        : invalidRequest(name, `Invalid ${name} override`, "a finite duration greater than zero")
-    }
-    const maxRetries = options.maxRetries ?? config.maxRetries
-    if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
-      return yield* invalidRequest("maxRetries", "Invalid maxRetries override", "a whole number from 0 to 10")
-    }
-    return {
-      timeout: yield* duration("timeout", options.timeout, config.timeout),
-      deadline: yield* duration("deadline", options.deadline, config.deadline),
-      maxRetries
-    }
-  })
+  options: CallOptions,
+  defaults: Either.Either<ResolvedOptions, RequestValidationError>
+): Either.Either<ResolvedOptions, RequestValidationError> => {
+  if (!PATH.test(path) || path.split("/").some((s) => s === "." || s === "..")) {
+    return Either.left(invalidRequest("path", "Invalid request path", "an absolute path of plain segments"))
+  }
+  // Without per-call overrides, the options resolved once when the transport was built.
+  return hasNoKeys(options) ? defaults : resolveOptions(config, options)
+}
+
+const hasNoKeys = (options: CallOptions): boolean => {
+  for (const _ in options) return false
+  return true
+}
 
 const requests = Metric.counter("effect_fin_requests_total", {
   description: "Calls made through effect-fin, by operation and outcome",
@@ -143,6 +163,21 @@ const latency = Metric.histogram(
   "Duration of whole calls (retries included) in milliseconds"
 )
 
+// Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
+// new key each time.
+const memo = <M>(make: (key: string) => M): (key: string) => M => {
+  const cache = new Map<string, M>()
+  return (key) => {
+    let value = cache.get(key)
+    if (value === undefined) cache.set(key, value = make(key))
+    return value
+  }
+}
+const retriesOf = memo((name) => Metric.tagged(retries, "operation", name))
+const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
+const requestsOf = memo((name) => Metric.tagged(requests, "operation", name))
+const requestsByOutcome = memo((name) => memo((outcome) => Metric.tagged(requestsOf(name), "outcome", outcome)))
+
 /**
  * Builds the transport of a client.
  *
@@ -155,10 +190,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const tokens = yield* TokenProvider.TokenProvider
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
+    const defaults = resolveOptions(config, {})
 
     const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
       Effect.gen(function*() {
-        const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions))
+        const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions), defaults)
         const name = spec.name ?? "request"
         const operation = `${spec.method} ${spec.path}`
         const query = spec.query === undefined ? "" : `?${new URLSearchParams(spec.query).toString()}`
@@ -210,7 +246,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           (now) => Duration.millis(Math.max(0, Duration.toMillis(options.deadline) - (now - started)))
         )
 
-        const schedule = Retry.policy<Retry.Retried>({
+        const schedule = () => Retry.policy<Retry.Retried>({
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: Effect.map(remaining, (left) => Duration.min(left, config.maxRetryAfter)),
           onRetry: (error, retry) =>
@@ -218,11 +254,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               `effect-fin: retrying ${operation} after ${error._tag}${
                 error._tag === "ApiError" ? ` ${error.status}` : ""
               } (retry ${retry} of ${options.maxRetries})`
-            ).pipe(Effect.zipRight(Metric.increment(Metric.tagged(retries, "operation", name))))
+            ).pipe(Effect.zipRight(Metric.increment(retriesOf(name))))
         })
 
-        const result = yield* attempt.pipe(
-          Effect.retry(schedule),
+        // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the
+        // same time, so it decides as it always did, and a call that succeeds at once never builds a schedule.
+        const retried = Effect.catchAll(attempt, (error) => {
+          let first: Retry.Retried | undefined = error
+          const again = Effect.suspend(() => {
+            if (first === undefined) return attempt
+            const e = first
+            first = undefined
+            return Effect.fail(e)
+          })
+          return Effect.retry(again, schedule())
+        })
+
+        const result = yield* retried.pipe(
           Effect.map((success) => success.value),
           Effect.mapError((e): FinError => (e._tag === "NotRetryable" ? e.error : e)),
           (call) =>
@@ -247,22 +295,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           }),
           Effect.onExit((exit) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Effect.all([
-                Metric.update(Metric.tagged(latency, "operation", name), now - started),
-                Metric.increment(
-                  Metric.tagged(
-                    Metric.tagged(requests, "operation", name),
-                    "outcome",
-                    exit._tag === "Success" ? "success" : exitTag(exit.cause)
-                  )
-                )
-              ], { discard: true }))
+              Effect.zipRight(
+                Metric.update(latencyOf(name), now - started),
+                Metric.increment(requestsByOutcome(name)(exit._tag === "Success" ? "success" : exitTag(exit.cause)))
+              ))
           )
         )
         return result
       }).pipe(
         Effect.withSpan(`effect-fin.${spec.name ?? "request"}`, {
           kind: "client",
+          // The call site would be this line of effect-fin, never the user's: capturing it costs a stack trace per call.
+          captureStackTrace: false,
           attributes: { "http.request.method": spec.method, "url.path": spec.path }
         })
       )
