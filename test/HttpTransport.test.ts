@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Schema from "effect/Schema"
 import * as FeeService from "../src/FeeService.js"
@@ -186,6 +187,17 @@ describe("HttpTransport", () => {
       // 500 + 1000 + 2000 ms of waits fit in 5 s; the 4 s wait does not.
       expect(yield* attempts).toBe(4)
     }).pipe(provideClient({ [FEE]: () => status(503) }, { deadline: "5 seconds", maxRetries: 10 })))
+
+  // On the live clock the attempt and deadline timeouts take a cheaper path than Effect.timeoutFail; interrupting a
+  // caller must still end its call at once, not when the 60-second timeout would fire (the test would time out).
+  it.live("interrupting a call in flight on the live clock ends it at once", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* Effect.sleep("100 millis")
+      const exit = yield* Fiber.interrupt(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "60 seconds", deadline: "120 seconds" })), 10_000)
 
   it.effect("withOptions overrides maxRetries for one call", () =>
     Effect.gen(function*() {
