@@ -284,22 +284,35 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 operation,
                 attempts
               })),
-          Effect.tapBoth({
-            onSuccess: () => Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": "success" }),
-            onFailure: (e) =>
+          // One step at the end: the span's outcome (a success or a failure, not an interruption), then the metrics.
+          Effect.onExit((exit) => {
+            const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
+            const metrics = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.zipRight(
+                Metric.update(latencyOf(name), now - started),
+                Metric.increment(
+                  requestsByOutcome(name)(
+                    failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : "interrupted"
+                  )
+                )
+              ))
+            if (failure === undefined) {
+              return Effect.zipRight(
+                Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": "success" }),
+                metrics
+              )
+            }
+            if (failure._tag === "None") return metrics
+            const e = failure.value
+            return Effect.zipRight(
               Effect.annotateCurrentSpan({
                 "effect_fin.attempts": attempts,
                 "effect_fin.outcome": e._tag,
                 ...(e._tag === "ApiError" ? { "http.response.status_code": e.status } : {})
-              })
-          }),
-          Effect.onExit((exit) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Effect.zipRight(
-                Metric.update(latencyOf(name), now - started),
-                Metric.increment(requestsByOutcome(name)(exit._tag === "Success" ? "success" : exitTag(exit.cause)))
-              ))
-          )
+              }),
+              metrics
+            )
+          })
         )
         return result
       }).pipe(
@@ -313,9 +326,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
     return HttpTransport.of({ request })
   })
-
-const exitTag = (cause: Cause.Cause<FinError>): string =>
-  Option.match(Cause.failureOption(cause), { onNone: () => "interrupted", onSome: (e) => e._tag })
 
 /**
  * The transport of a client; requires its options, its token provider and the platform `HttpClient`.
