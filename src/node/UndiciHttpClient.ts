@@ -1,0 +1,229 @@
+/**
+ * A lean platform `HttpClient` on `undici`'s `Dispatcher.request`, for Node: the same interface and behaviour as
+ * `NodeHttpClient.layerUndici` (built with `HttpClient.make`, so spans, trace headers and abort on interruption are
+ * the platform's own), with less work per request: the request is sent with undici's callback API (no promise, no
+ * extra fiber), the response headers are converted once, and the body is read once without a cached effect being
+ * run per response.
+ *
+ * ```ts
+ * program.pipe(Effect.provide(FinClient.layer(options)), Effect.provide(UndiciHttpClient.layer))
+ * ```
+ *
+ * undici comes from `@effect/platform-node` (loaded when a layer is built), so importing `effect-fin/node` does not
+ * require it.
+ *
+ * @since 0.1.0
+ */
+import * as Cookies from "@effect/platform/Cookies"
+import * as Headers from "@effect/platform/Headers"
+import type * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as IncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as UrlParams from "@effect/platform/UrlParams"
+import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type * as Undici from "@effect/platform-node/Undici"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Inspectable from "effect/Inspectable"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+
+// `NodeHttpClient.Dispatcher`, by its key: a value import would make `effect-fin/node` require the platform package.
+const Dispatcher = Context.GenericTag<NodeHttpClient.Dispatcher, Undici.Dispatcher>(
+  "@effect/platform-node/NodeHttpClient/Dispatcher"
+)
+
+// Timeouts are left to Effect (`Effect.timeout`, effect-fin's per-attempt timeout), as NodeHttpClient does.
+const HEADERS_TIMEOUT = 60 * 60 * 1000
+
+type RequestBody = Exclude<Undici.Dispatcher.DispatchOptions["body"], undefined>
+
+const send = (
+  dispatcher: Undici.Dispatcher,
+  request: HttpClientRequest.HttpClientRequest,
+  url: URL,
+  signal: AbortSignal,
+  body: RequestBody
+): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.RequestError> =>
+  Effect.async((resume) => {
+    dispatcher.request(
+      {
+        method: request.method,
+        origin: url.origin,
+        path: url.pathname + url.search,
+        headers: request.headers,
+        body,
+        signal,
+        headersTimeout: HEADERS_TIMEOUT,
+        bodyTimeout: 0
+      },
+      (cause, data) => {
+        resume(
+          cause === null || cause === undefined
+            ? Effect.succeed(new UndiciResponse(request, data))
+            : Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause }))
+        )
+      }
+    )
+  })
+
+const requestBody = (body: HttpBody.HttpBody): RequestBody | Effect.Effect<RequestBody> => {
+  switch (body._tag) {
+    case "Empty":
+      return null
+    case "Uint8Array":
+    case "Raw":
+      return body.body as RequestBody
+    case "FormData":
+      return body.formData as unknown as RequestBody
+    case "Stream":
+      // A web ReadableStream is an async iterable, which undici sends as the body.
+      return Effect.map(Stream.toReadableStreamEffect(body.stream), (stream) => stream as unknown as RequestBody)
+  }
+}
+
+/**
+ * A platform `HttpClient` sending through `dispatcher` (an undici `Agent`, `Pool`, ...).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (dispatcher: Undici.Dispatcher): HttpClient.HttpClient =>
+  HttpClient.make((request, url, signal) => {
+    const body = requestBody(request.body)
+    return Effect.isEffect(body)
+      ? Effect.flatMap(body, (b) => send(dispatcher, request, url, signal, b))
+      : send(dispatcher, request, url, signal, body)
+  })
+
+const noop = () => {}
+
+class UndiciResponse extends Inspectable.Class implements HttpClientResponse.HttpClientResponse {
+  readonly [IncomingMessage.TypeId]: IncomingMessage.TypeId
+  readonly [HttpClientResponse.TypeId]: HttpClientResponse.TypeId
+  private cachedHeaders: Headers.Headers | undefined
+  private cachedCookies: Cookies.Cookies | undefined
+  private textPromise: Promise<string> | undefined
+  private textEffect: Effect.Effect<string, HttpClientError.ResponseError> | undefined
+  private arrayBufferPromise: Promise<ArrayBuffer> | undefined
+
+  constructor(
+    readonly request: HttpClientRequest.HttpClientRequest,
+    readonly source: Undici.Dispatcher.ResponseData
+  ) {
+    super()
+    this[IncomingMessage.TypeId] = IncomingMessage.TypeId
+    this[HttpClientResponse.TypeId] = HttpClientResponse.TypeId
+    // A body that fails with nobody reading it (aborted after the headers) must not become an uncaught error.
+    source.body.on("error", noop)
+  }
+
+  get status(): number {
+    return this.source.statusCode
+  }
+
+  get headers(): Headers.Headers {
+    return this.cachedHeaders ??= Headers.fromInput(this.source.headers as Headers.Input)
+  }
+
+  get cookies(): Cookies.Cookies {
+    if (this.cachedCookies !== undefined) return this.cachedCookies
+    const header = this.source.headers["set-cookie"]
+    return this.cachedCookies = header === undefined
+      ? Cookies.empty
+      : Cookies.fromSetCookie(Array.isArray(header) ? header : [header])
+  }
+
+  get remoteAddress(): Option.Option<string> {
+    return Option.none()
+  }
+
+  private decodeError(cause: unknown): HttpClientError.ResponseError {
+    return new HttpClientError.ResponseError({ request: this.request, response: this, reason: "Decode", cause })
+  }
+
+  private fromPromise<A>(promise: () => Promise<A>): Effect.Effect<A, HttpClientError.ResponseError> {
+    return Effect.async((resume) => {
+      promise().then(
+        (value) => resume(Effect.succeed(value)),
+        (cause) => resume(Effect.fail(this.decodeError(cause)))
+      )
+    })
+  }
+
+  /** The body as text, read once: every run of the effect shares the one read. */
+  get text(): Effect.Effect<string, HttpClientError.ResponseError> {
+    return this.textEffect ??= this.fromPromise(() => this.textPromise ??= this.source.body.text())
+  }
+
+  get json(): Effect.Effect<unknown, HttpClientError.ResponseError> {
+    return Effect.flatMap(this.text, (text) => {
+      try {
+        return Effect.succeed(text === "" ? null : JSON.parse(text) as unknown)
+      } catch (cause) {
+        return Effect.fail(this.decodeError(cause))
+      }
+    })
+  }
+
+  get urlParamsBody(): Effect.Effect<UrlParams.UrlParams, HttpClientError.ResponseError> {
+    return Effect.flatMap(this.text, (text) => {
+      try {
+        return Effect.succeed(UrlParams.fromInput(new URLSearchParams(text)))
+      } catch (cause) {
+        return Effect.fail(this.decodeError(cause))
+      }
+    })
+  }
+
+  get arrayBuffer(): Effect.Effect<ArrayBuffer, HttpClientError.ResponseError> {
+    return this.fromPromise(() => this.arrayBufferPromise ??= this.source.body.arrayBuffer())
+  }
+
+  get formData(): Effect.Effect<FormData, HttpClientError.ResponseError> {
+    return this.fromPromise(() => this.source.body.formData() as Promise<FormData>)
+  }
+
+  get stream(): Stream.Stream<Uint8Array, HttpClientError.ResponseError> {
+    return Stream.fromAsyncIterable(this.source.body as AsyncIterable<Uint8Array>, (cause) => this.decodeError(cause))
+  }
+
+  toJSON(): unknown {
+    return IncomingMessage.inspect(this, {
+      _id: "@effect/platform/HttpClientResponse",
+      request: this.request.toJSON(),
+      status: this.status
+    })
+  }
+}
+
+/**
+ * The client on the `NodeHttpClient.Dispatcher` in context (e.g. `NodeHttpClient.dispatcherLayer`), to share one
+ * undici `Agent` with other clients.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWithoutDispatcher: Layer.Layer<HttpClient.HttpClient, never, NodeHttpClient.Dispatcher> = Layer
+  .effect(HttpClient.HttpClient, Effect.map(Dispatcher, make))
+
+/**
+ * The client on its own undici `Agent`, closed with the layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
+  HttpClient.HttpClient,
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.promise(() => import("@effect/platform-node/Undici")).pipe(Effect.map((undici) => new undici.Agent())),
+      (agent) => Effect.promise(() => agent.destroy())
+    ),
+    make
+  )
+)

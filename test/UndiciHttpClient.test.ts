@@ -1,0 +1,166 @@
+/**
+ * UndiciHttpClient against a local node:http server on port 0, in real time (short timeouts): a success with its
+ * status, headers, cookies and body; an error status; abort on interruption (before the headers and while reading the
+ * body: the server sees the connection closed); a transport failure. Then the whole client suite against the emulator.
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Stream from "effect/Stream"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { UndiciHttpClient } from "../src/node/index.js"
+import { clientSuite } from "./emulator/clientSuite.js"
+
+let server: Http.Server
+let base = ""
+/** Connections the server saw closed before it answered (or before it finished the body). */
+let closedEarly = 0
+let closedEarlyWaiters: Array<() => void> = []
+const onClosedEarly = () => {
+  closedEarly++
+  for (const wake of closedEarlyWaiters) wake()
+  closedEarlyWaiters = []
+}
+const closedEarlyAtLeast = (n: number) =>
+  Effect.async<void>((resume) => {
+    const check = () => (closedEarly >= n ? resume(Effect.void) : closedEarlyWaiters.push(check))
+    check()
+  })
+
+beforeAll(async () => {
+  server = Http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8")
+      if (req.url === "/echo") {
+        res.writeHead(201, {
+          "content-type": "application/json",
+          "x-reply": "yes",
+          "set-cookie": ["a=1; Path=/", "b=2; Path=/"]
+        })
+        res.end(JSON.stringify({ method: req.method, test: req.headers["x-test"], body }))
+      } else if (req.url === "/text") {
+        res.writeHead(200, { "content-type": "text/plain" })
+        res.write("hello, ")
+        setTimeout(() => res.end("world"), 5)
+      } else if (req.url === "/unavailable") {
+        res.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
+        res.end(`{"message":"try later"}`)
+      } else if (req.url === "/stall") {
+        res.on("close", () => {
+          if (!res.writableEnded) onClosedEarly()
+        })
+      } else if (req.url === "/stall-body") {
+        res.writeHead(200, { "content-type": "application/json", "content-length": "100" })
+        res.write(`{"partial":`)
+        res.on("close", () => {
+          if (!res.writableEnded) onClosedEarly()
+        })
+      } else {
+        res.writeHead(404)
+        res.end()
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+
+afterAll(async () => {
+  server.closeAllConnections()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+})
+
+const withClient = <A, E>(f: (client: HttpClient.HttpClient) => Effect.Effect<A, E>) =>
+  Effect.flatMap(HttpClient.HttpClient, f).pipe(Effect.provide(UndiciHttpClient.layer))
+
+describe("UndiciHttpClient", () => {
+  it.live("sends method, headers and body; reads status, headers, cookies and body", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.execute(
+          HttpClientRequest.post(`${base}/echo`).pipe(
+            HttpClientRequest.setHeader("x-test", "42"),
+            HttpClientRequest.bodyUnsafeJson({ hello: "world" })
+          )
+        )
+        expect(response.status).toBe(201)
+        expect(response.headers["x-reply"]).toBe("yes")
+        expect(response.headers["content-type"]).toBe("application/json")
+        expect(response.cookies.cookies["a"]?.value).toBe("1")
+        expect(response.cookies.cookies["b"]?.value).toBe("2")
+        const json = yield* response.json
+        expect(json).toEqual({ method: "POST", test: "42", body: `{"hello":"world"}` })
+        // The body is read once: reading it again gives the same text.
+        expect(yield* response.text).toBe(`{"method":"POST","test":"42","body":"{\\"hello\\":\\"world\\"}"}`)
+      })
+    ))
+
+  it.live("reads a body sent in parts, as text and as a stream", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const text = yield* Effect.flatMap(client.get(`${base}/text`), (r) => r.text)
+        expect(text).toBe("hello, world")
+        const streamed = yield* Effect.flatMap(client.get(`${base}/text`), (r) => Stream.runCollect(r.stream))
+        expect(Buffer.concat(Chunk.toArray(streamed)).toString("utf8")).toBe("hello, world")
+      })
+    ))
+
+  it.live("an error status is a response like any other, with its headers and body", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.get(`${base}/unavailable`)
+        expect(response.status).toBe(503)
+        expect(response.headers["retry-after"]).toBe("1")
+        expect(yield* response.json).toEqual({ message: "try later" })
+        // filterStatusOk turns it into the platform's ResponseError.
+        const error = yield* Effect.flip(HttpClient.filterStatusOk(client).get(`${base}/unavailable`))
+        expect(error._tag).toBe("ResponseError")
+        expect(error.reason).toBe("StatusCode")
+      })
+    ))
+
+  it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const before = closedEarly
+        const exit = yield* Effect.exit(Effect.timeout(client.get(`${base}/stall`), Duration.millis(100)))
+        expect(Exit.isFailure(exit)).toBe(true)
+        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+      })
+    ))
+
+  it.live("interrupting the read of a body aborts it too", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const before = closedEarly
+        const response = yield* client.get(`${base}/stall-body`)
+        expect(response.status).toBe(200)
+        const exit = yield* Effect.exit(Effect.timeout(response.text, Duration.millis(100)))
+        expect(Exit.isFailure(exit)).toBe(true)
+        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+      })
+    ))
+
+  it.live("a transport failure is a RequestError with reason Transport", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        // A port that was just free: nothing listens there.
+        const closed = Http.createServer()
+        yield* Effect.promise(() => new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve)))
+        const port = (closed.address() as AddressInfo).port
+        yield* Effect.promise(() => new Promise<void>((resolve) => closed.close(() => resolve())))
+        const error = yield* Effect.flip(client.get(`http://127.0.0.1:${port}/`))
+        expect(error._tag).toBe("RequestError")
+        if (error._tag === "RequestError") expect(error.reason).toBe("Transport")
+      })
+    ))
+})
+
+clientSuite("UndiciHttpClient.layer", UndiciHttpClient.layer)
