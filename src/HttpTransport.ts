@@ -16,6 +16,7 @@ import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
@@ -164,7 +165,8 @@ const latency = Metric.histogram(
 )
 
 // Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
-// new key each time.
+// new key each time. Both labels of a request count go on in one step: a metric tagged twice merges its label lists
+// into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
 const memo = <M>(make: (key: string) => M): (key: string) => M => {
   const cache = new Map<string, M>()
   return (key) => {
@@ -175,8 +177,11 @@ const memo = <M>(make: (key: string) => M): (key: string) => M => {
 }
 const retriesOf = memo((name) => Metric.tagged(retries, "operation", name))
 const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
-const requestsOf = memo((name) => Metric.tagged(requests, "operation", name))
-const requestsByOutcome = memo((name) => memo((outcome) => Metric.tagged(requestsOf(name), "outcome", outcome)))
+const requestsByOutcome = memo((name) =>
+  memo((outcome) =>
+    Metric.taggedWithLabels(requests, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
+  )
+)
 
 /**
  * Builds the transport of a client.
