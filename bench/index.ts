@@ -491,8 +491,8 @@ const main = async () => {
     "```",
     "",
     "Run on an otherwise idle machine for steadier absolute figures. `bench/profile.ts` bundles the client with esbuild,",
-    "runs it under `node --cpu-prof` and prints self time by package and by function; the `.cpuprofile` files stay in",
-    "bench/.profile/ for Chrome DevTools.",
+    "runs it with the V8 profiler on for the measured calls only (node:inspector) and prints self time by package and",
+    "by function; the `.cpuprofile` files stay in bench/.profile/ for Chrome DevTools.",
     ""
   ].join("\n")
   const out = Path.join(root, "BENCHMARKS.md")
