@@ -24,6 +24,7 @@ import { Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as Http from "./internal/http.js"
 import * as Retry from "./internal/retry.js"
+import * as TokenStore from "./TokenStore.js"
 
 /**
  * @since 0.1.0
@@ -111,6 +112,11 @@ interface Refresh {
   readonly usableUntil: number
 }
 
+interface Pair {
+  readonly access: Access
+  readonly refresh: Option.Option<Refresh>
+}
+
 interface State {
   readonly access: Option.Option<Access>
   readonly refresh: Option.Option<Refresh>
@@ -122,9 +128,31 @@ const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
   incremental: true
 })
 
+const toTokens = (pair: Pair): TokenStore.Tokens => ({
+  accessToken: pair.access.token,
+  refreshAt: pair.access.refreshAt,
+  ...(Option.isSome(pair.refresh)
+    ? { refreshToken: pair.refresh.value.token, refreshUsableUntil: pair.refresh.value.usableUntil }
+    : {})
+})
+
+const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
+  access: { token: tokens.accessToken, refreshAt: tokens.refreshAt },
+  refresh: tokens.refreshToken !== undefined && tokens.refreshUsableUntil !== undefined
+    ? Option.some({ token: tokens.refreshToken, usableUntil: tokens.refreshUsableUntil })
+    : Option.none()
+})
+
+// A store that fails is worked around, never reported as a FinError.
+const storeUnavailable = (error: TokenStore.TokenStoreError) =>
+  Effect.logWarning("effect-fin: the token store is unavailable; going on without sharing tokens").pipe(
+    Effect.annotateLogs({ operation: error.operation, reason: error.message })
+  )
+
 /**
  * Builds the provider; its fetches run in the scope of the layer, so a caller who is interrupted does not fail the
- * others waiting for the same fetch.
+ * others waiting for the same fetch. The pair is kept in the `TokenStore` in context (one in memory without it): a
+ * shared store lets one process fetch for all, the others read what it stored.
  *
  * @since 0.1.0
  * @category constructors
@@ -134,6 +162,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const config = yield* FinConfig.FinConfig
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const scope = yield* Effect.scope
+    const store = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
+    const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
     const ref = yield* SynchronizedRef.make<State>({
       access: Option.none(),
       refresh: Option.none(),
@@ -217,8 +247,48 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         )
       )
 
-    const fetch = (previous: Option.Option<Refresh>, now: number) =>
+    const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
       Option.isSome(previous) && now < previous.value.usableUntil ? refresh(previous.value.token) : issue
+
+    const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
+      Option.filter(stored, (tokens) => now < tokens.refreshAt)
+
+    // One round: the stored pair if it is still good; else, holding the store's lock, look again (another process
+    // may just have stored one) and fetch, through the stored refresh token if it is usable. None: someone else
+    // holds the lock.
+    const round = (local: Option.Option<Refresh>): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
+      Effect.gen(function*() {
+        const stored = usable(yield* store.get(key), yield* Clock.currentTimeMillis)
+        if (Option.isSome(stored)) return Option.some(fromTokens(stored.value))
+        const owner = yield* store.lock(key)
+        if (Option.isNone(owner)) return Option.none()
+        return yield* Effect.gen(function*() {
+          const again = yield* store.get(key)
+          const now = yield* Clock.currentTimeMillis
+          const fresh = usable(again, now)
+          if (Option.isSome(fresh)) return Option.some(fromTokens(fresh.value))
+          const pair = yield* fetch(Option.orElse(Option.flatMap(again, (t) => fromTokens(t).refresh), () => local), now)
+          yield* Effect.catchAll(store.set(key, toTokens(pair)), storeUnavailable)
+          return Option.some(pair)
+        }).pipe(Effect.ensuring(Effect.catchAll(store.unlock(key, owner.value), storeUnavailable)))
+      })
+
+    // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and the next round takes it.
+    // A failing store is bypassed: this process fetches for itself.
+    const obtain = (local: Option.Option<Refresh>): Effect.Effect<Pair, FinError> => {
+      const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
+        round(local),
+        Option.match({
+          onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
+          onSome: Effect.succeed
+        })
+      )
+      return Effect.catchTag(loop, "TokenStoreError", (error) =>
+        storeUnavailable(error).pipe(
+          Effect.zipRight(Clock.currentTimeMillis),
+          Effect.flatMap((now) => fetch(local, now))
+        ))
+    }
 
     const getLocked: Service["get"] = Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
@@ -229,7 +299,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           }
           if (Option.isSome(state.pending)) return [Deferred.await(state.pending.value), state] as const
           const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
-          yield* fetch(state.refresh, now).pipe(
+          yield* obtain(state.refresh).pipe(
             Effect.onExit((exit) =>
               SynchronizedRef.update(ref, (current): State =>
                 Exit.isSuccess(exit)
@@ -259,11 +329,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked
     })
 
+    // The store first: once this returns, no fetch in this process can read the refused token back from it.
     const invalidate: Service["invalidate"] = (token) =>
-      SynchronizedRef.update(ref, (state) =>
+      Effect.zipRight(
+        Effect.catchAll(store.clear(key, token), storeUnavailable),
+        SynchronizedRef.update(ref, (state) =>
         Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
           ? { ...state, access: Option.none() }
           : state)
+      )
 
     return TokenProvider.of({ get, invalidate })
   }

@@ -68,6 +68,13 @@ export * as Subdivisions from "./Subdivisions.js"
 export * as TokenProvider from "./TokenProvider.js"
 
 /**
+ * Where token pairs are kept and the refresh lock (in memory by default; `effect-fin/redis` shares them).
+ *
+ * @since 0.1.0
+ */
+export * as TokenStore from "./TokenStore.js"
+
+/**
  * Webhook verification, decoding and the `HttpApp` handler.
  *
  * @since 0.1.0

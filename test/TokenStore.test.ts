@@ -1,0 +1,140 @@
+/**
+ * Issue 7: `TokenProvider` keeps its pair in the `TokenStore` in context, reads what another fetcher stored, clears a
+ * refused token only while it is still stored, and goes on without a store that fails.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as TestClock from "effect/TestClock"
+import { createHash } from "node:crypto"
+import * as FeeService from "../src/FeeService.js"
+import * as FinTest from "../src/FinTest.js"
+import * as TokenStore from "../src/TokenStore.js"
+import { fixedRandom, quoteBody, quoteRequest } from "./support.js"
+
+const fee = () => FinTest.json(200, quoteBody)
+const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
+const bearers = Effect.map(
+  Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests),
+  (all) => all.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.headers.authorization)
+)
+const storedAccess = (store: TokenStore.Service, key: string) =>
+  Effect.map(store.get(key), Option.map((t) => Redacted.value(t.accessToken)))
+
+/** A client on the in-memory HTTP client whose provider uses `store`. */
+const withStore = (store: TokenStore.Service, routes: FinTest.Routes = { "POST /v1/fee-calculation": fee }) =>
+<A, E, R>(self: Effect.Effect<A, E, R>) =>
+  self.pipe(
+    Effect.provide(FinTest.layerClient(routes).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store)))),
+    fixedRandom
+  )
+
+const key = TokenStore.keyFor("http://127.0.0.1:4010", "test-client")
+
+describe("TokenStore", () => {
+  it.effect("the key names the base URL and a SHA-256 of the client id, not the id", () =>
+    Effect.gen(function*() {
+      expect(yield* key).toBe(`http://127.0.0.1:4010|${createHash("sha256").update("test-client").digest("hex")}`)
+      expect(yield* key).not.toContain("test-client")
+    }))
+
+  it.effect("a valid pair in the store is used without a token request", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      yield* store.set(yield* key, { accessToken: Redacted.make("stored-token"), refreshAt: Duration.toMillis("1 hour") })
+      yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(Effect.all([count("POST /v1/oauth/token"), bearers])),
+        withStore(store),
+        Effect.map(([tokenRequests, seen]) => {
+          expect(tokenRequests).toBe(0)
+          expect(seen).toEqual(["Bearer stored-token"])
+        })
+      )
+    }))
+
+  it.effect("two clients sharing a store make one token request between them", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const first = yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(count("POST /v1/oauth/token")),
+        withStore(store)
+      )
+      const second = yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(Effect.all([count("POST /v1/oauth/token"), bearers])),
+        withStore(store)
+      )
+      expect(first).toBe(1)
+      expect(second).toEqual([0, ["Bearer token-1"]])
+      expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
+    }))
+
+  it.effect("a 401 clears the refused token from the store, and the new one is stored", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      yield* store.set(yield* key, { accessToken: Redacted.make("revoked"), refreshAt: Duration.toMillis("1 hour") })
+      const routes: FinTest.Routes = {
+        "POST /v1/fee-calculation": (request) =>
+          request.headers.authorization === "Bearer revoked"
+            ? FinTest.json(401, { message: "Authentication failed" })
+            : fee()
+      }
+      const tokenRequests = yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(count("POST /v1/oauth/token")),
+        withStore(store, routes)
+      )
+      expect(tokenRequests).toBe(1)
+      expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
+      // A late 401 for the old token leaves the new one alone (compare-and-delete).
+      yield* store.clear(yield* key, Redacted.make("revoked"))
+      expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
+    }))
+
+  it.effect("a failing store is worked around: calls succeed, each failure logged as a warning, no FinError", () =>
+    Effect.gen(function*() {
+      const broken = new TokenStore.TokenStoreError({ operation: "get", message: "connection refused" })
+      const failing: TokenStore.Service = {
+        get: () => Effect.fail(broken),
+        set: () => Effect.fail(broken),
+        clear: () => Effect.fail(broken),
+        lock: () => Effect.fail(broken),
+        unlock: () => Effect.fail(broken),
+        waitInterval: Duration.millis(10)
+      }
+      const lines: Array<string> = []
+      const logger = Logger.make(({ annotations, logLevel, message }) => {
+        lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(Object.fromEntries(annotations))}`)
+      })
+      const results = yield* Effect.all([FeeService.calculate(quoteRequest), FeeService.calculate(quoteRequest)]).pipe(
+        Effect.zipRight(count("POST /v1/oauth/token")),
+        withStore(failing),
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      expect(results).toBe(1)
+      const warnings = lines.filter((line) => line.startsWith("WARN"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("token store is unavailable")
+      expect(warnings[0]).toContain("connection refused")
+    }))
+
+  it.effect("the memory store's lock is held once until released or expired", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory({ lockTtl: "1 second" })
+      const owner = yield* store.lock("k")
+      expect(Option.isSome(owner)).toBe(true)
+      expect(yield* store.lock("k")).toEqual(Option.none())
+      yield* store.unlock("k", "not-the-owner")
+      expect(yield* store.lock("k")).toEqual(Option.none())
+      yield* store.unlock("k", Option.getOrThrow(owner))
+      const next = yield* store.lock("k")
+      expect(Option.isSome(next)).toBe(true)
+      // Its owner never released it: it expires.
+      yield* TestClock.adjust("2 seconds")
+      expect(Option.isSome(yield* store.lock("k"))).toBe(true)
+    }))
+})
