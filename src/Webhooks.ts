@@ -858,23 +858,43 @@ export interface Handled {
 
 /**
  * Where the handler keeps which events were handled (by `event.id`) and, per `event_reference_id`, the newest
- * `created_at` handled. Shaped for a shared store such as Redis: `claim` is `SET id pending NX PX ttl`, `complete` a
- * `SET id done PX ttl` plus a max-update of the reference, `release` a compare-and-delete on the token.
- * Store failures should be defects: the handler then answers 500 and the service redelivers.
+ * `created_at` handled. Shaped for a shared store such as Redis (`effect-fin/redis`): `claim` is a `SET id pending NX
+ * PX ttl`, `complete` a `SET id done PX ttl` plus a max-update of the reference, `release` a compare-and-delete on the
+ * token. A store that fails makes the handler answer 500, so the service delivers again: nothing is lost.
  *
  * @since 0.1.0
  * @category models
  */
 export interface WebhookDedupeStoreService {
   /** Claims `eventId` for `ttl` (a crashed handler's claim expires), unless claimed or handled already. */
-  readonly claim: (eventId: string, ttl: Duration.Duration) => Effect.Effect<Claim>
+  readonly claim: (eventId: string, ttl: Duration.Duration) => Effect.Effect<Claim, WebhookDedupeStoreError>
   /** Marks `eventId` handled for `ttl` and records its `created_at` for its reference (keeping the newest). */
-  readonly complete: (eventId: string, token: string, handled: Handled, ttl: Duration.Duration) => Effect.Effect<void>
+  readonly complete: (
+    eventId: string,
+    token: string,
+    handled: Handled,
+    ttl: Duration.Duration
+  ) => Effect.Effect<void, WebhookDedupeStoreError>
   /** Drops a claim still held under `token`, so a redelivery runs the handler again; a no-op once completed. */
-  readonly release: (eventId: string, token: string) => Effect.Effect<void>
+  readonly release: (eventId: string, token: string) => Effect.Effect<void, WebhookDedupeStoreError>
   /** The newest `created_at` (epoch microseconds) handled for a reference. */
-  readonly lastHandled: (referenceId: string) => Effect.Effect<Option.Option<number>>
+  readonly lastHandled: (referenceId: string) => Effect.Effect<Option.Option<number>, WebhookDedupeStoreError>
 }
+
+/**
+ * A de-duplication store could not be read or written. The handler answers 500 (the service delivers again); the
+ * error is logged, never passed to the user's handlers.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class WebhookDedupeStoreError extends Schema.TaggedError<WebhookDedupeStoreError>(
+  "effect-fin/WebhookDedupeStoreError"
+)("WebhookDedupeStoreError", {
+  /** What the store was doing: `claim`, `complete`, `release`, `lastHandled`. */
+  operation: Schema.String,
+  message: Schema.String
+}) {}
 
 /**
  * The de-duplication store the handler uses when its options name none. Without either, each handler keeps its own
@@ -1035,7 +1055,7 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
  */
 export const defaultMaxBodySize = 1024 * 1024
 
-type Outcome = "handled" | "duplicate" | "stale" | "in_progress" | "rejected" | "failed"
+type Outcome = "handled" | "duplicate" | "stale" | "in_progress" | "rejected" | "failed" | "store_unavailable"
 
 const respond = (status: number, outcome: Outcome) =>
   Effect.as(
@@ -1150,6 +1170,8 @@ export const handler = <const H extends Handlers>(
       if (claim._tag === "Done") return yield* respond(200, "duplicate")
       if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
       const handled: Handled = { referenceId: event.event_reference_id, createdAt }
+      // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
+      const releaseClaim = store.release(event.id, claim.token).pipe(Effect.catchAll(() => Effect.void))
       const run = Effect.gen(function*() {
         const last = yield* store.lastHandled(event.event_reference_id)
         const stale = Option.isSome(last) && last.value > createdAt
@@ -1160,7 +1182,7 @@ export const handler = <const H extends Handlers>(
         const userHandler = handlerFor(event)
         const exit = yield* Effect.exit(userHandler === undefined ? Effect.void : userHandler(event, { stale }))
         if (Exit.isFailure(exit)) {
-          yield* store.release(event.id, claim.token)
+          yield* releaseClaim
           yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(
             Effect.annotateLogs({ event_id: event.id, event_type: event.type })
           )
@@ -1169,9 +1191,19 @@ export const handler = <const H extends Handlers>(
         yield* store.complete(event.id, claim.token, handled, dedupeTtl)
         return yield* respond(200, stale ? "stale" : "handled")
       })
-      // A delivery interrupted mid-way (client gone, shutdown) must not hold the event until the claim expires.
-      return yield* Effect.onInterrupt(run, () => store.release(event.id, claim.token))
-    })
+      // A delivery interrupted mid-way (client gone, shutdown), or a store that failed after the claim, must not hold
+      // the event until the claim expires.
+      return yield* run.pipe(
+        Effect.onInterrupt(() => releaseClaim),
+        Effect.tapErrorTag("WebhookDedupeStoreError", () => releaseClaim)
+      )
+    }).pipe(
+      Effect.catchTag("WebhookDedupeStoreError", (error) =>
+        Effect.logError("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
+          Effect.annotateLogs({ event_id: decoded.event.id, operation: error.operation, reason: error.message }),
+          Effect.zipRight(respond(500, "store_unavailable"))
+        ))
+    )
 
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
