@@ -191,6 +191,8 @@ export interface Counters {
   readonly tokensIssued: number
   /** Successful `POST /v1/oauth/refresh-token` calls. */
   readonly tokensRefreshed: number
+  /** When each of the last 1,000 tokens was issued or refreshed (epoch ms), oldest first. */
+  readonly tokenLog: ReadonlyArray<{ readonly at: number; readonly kind: "issue" | "refresh" }>
   /** Access tokens neither expired nor revoked, now. */
   readonly activeTokens: number
   /** Webhook deliveries that got an HTTP answer (any status). */

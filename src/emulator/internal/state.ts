@@ -78,6 +78,8 @@ const zeroFaults = (): Record<FaultKind, number> => {
 
 // Expired tokens are forgotten in sweeps, so a long benchmark does not grow the maps without bound.
 const SWEEP_EVERY = 1024
+// The token log keeps the newest entries only: a long chaos run issues many tokens.
+const TOKEN_LOG_SIZE = 1000
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, "0")
 
@@ -114,6 +116,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     let faultCounts = zeroFaults()
     let tokensIssued = 0
     let tokensRefreshed = 0
+    let tokenLog: Array<{ readonly at: number; readonly kind: "issue" | "refresh" }> = []
     let webhooksSent = 0
     let webhooksFailed = 0
     let webhookUrl = settings.webhookUrl
@@ -189,6 +192,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           refresh.set(refreshToken, refreshExpiry)
           if (kind === "issue") tokensIssued += 1
           else tokensRefreshed += 1
+          tokenLog.push({ at: now, kind })
+          if (tokenLog.length > TOKEN_LOG_SIZE) tokenLog.shift()
           return {
             access_token: accessToken,
             access_token_ttl: formatServiceTimestamp(accessExpiry),
@@ -213,6 +218,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       faultCounts = zeroFaults()
       tokensIssued = 0
       tokensRefreshed = 0
+      tokenLog = []
       webhooksSent = 0
       webhooksFailed = 0
       webhookUrl = settings.webhookUrl
@@ -267,6 +273,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           faults: { ...faultCounts },
           tokensIssued,
           tokensRefreshed,
+          tokenLog: [...tokenLog],
           activeTokens: activeAt(now),
           webhooksSent,
           webhooksFailed
