@@ -16,6 +16,7 @@ export default defineConfig([
       index: "src/index.ts",
       FinTest: "src/FinTest.ts",
       "node/index": "src/node/index.ts",
+      "redis/index": "src/redis/index.ts",
       "cli/index": "src/cli/main.ts",
       "emulator/index": "src/emulator/index.ts"
     },

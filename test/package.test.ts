@@ -89,12 +89,12 @@ describe("package", () => {
     )
   })
 
-  it("the effect-fin command and the emulator run from the package once their peers are installed", () => {
+  it("the effect-fin command, the emulator and the Redis stores run from the package once their peers are installed", () => {
     const withPeers = join(scratch, "with-peers")
     mkdirSync(join(withPeers, "node_modules", "@effect"), { recursive: true })
     // A copy, not a link: Node resolves a module's imports from its real path.
     cpSync(join(app, "node_modules", "effect-fin"), join(withPeers, "node_modules", "effect-fin"), { recursive: true })
-    const peers = ["@effect/platform-node", "@effect/cli", "@effect/printer", "@effect/printer-ansi", "@effect/cluster", "@effect/rpc", "@effect/sql"]
+    const peers = ["@effect/platform-node", "@effect/cli", "@effect/printer", "@effect/printer-ansi", "@effect/cluster", "@effect/rpc", "@effect/sql", "ioredis"]
     for (const peer of ["effect", "@effect/platform", ...peers]) {
       symlinkSync(join(root, "node_modules", peer), join(withPeers, "node_modules", peer), "dir")
     }
@@ -107,6 +107,11 @@ describe("package", () => {
     expect(run(process.execPath, ["--input-type=module", "-e", esm], withPeers).trim()).toBe("function")
     const cjs = `console.log(typeof require("effect-fin/emulator").Emulator.layer)`
     expect(run(process.execPath, ["-e", cjs], withPeers).trim()).toBe("function")
+    // So does effect-fin/redis once ioredis is there.
+    const redisEsm = `import("effect-fin/redis").then((m) => console.log(typeof m.RedisTokenStore.layer, typeof m.RedisWebhookDedupeStore.layer))`
+    expect(run(process.execPath, ["--input-type=module", "-e", redisEsm], withPeers).trim()).toBe("function function")
+    const redisCjs = `const m = require("effect-fin/redis"); console.log(typeof m.RedisTokenStore.layer, typeof m.RedisWebhookDedupeStore.layer)`
+    expect(run(process.execPath, ["-e", redisCjs], withPeers).trim()).toBe("function function")
   })
 
   it("passes publint", async () => {

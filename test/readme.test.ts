@@ -17,6 +17,11 @@ describe("README", () => {
     expect(/### Mounting it in an HttpRouter\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
   })
 
+  it("shows examples/redis.ts verbatim (type-checked by npm test)", () => {
+    const example = readFileSync(join(root, "examples", "redis.ts"), "utf8")
+    expect(/### Wiring it\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+  })
+
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
     const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
     const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]

@@ -1,0 +1,94 @@
+/**
+ * A `WebhookDedupeStore` in Redis, so that every instance behind a load balancer handles each event once: a claim is
+ * taken atomically with a processing TTL (longer than a handler may run), marked done with a long TTL after success,
+ * and released on failure so a redelivery runs it. The newest `created_at` per `event_reference_id` lives there too,
+ * for the stale-event check.
+ *
+ * When Redis fails, the handler answers 500 and the service delivers again: nothing is lost.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Webhooks from "../Webhooks.js"
+import * as Connection from "./internal/connection.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options extends Connection.Options {}
+
+const claim = Connection.script(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
+  return 'claimed'
+end
+if v == 'done' then return 'done' end
+return 'pending'`)
+
+// Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit) and stored as sent.
+const complete = Connection.script(`
+redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
+local last = redis.call('GET', KEYS[2])
+if (not last) or tonumber(last) < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[1])
+end
+return 1`)
+
+const release = Connection.script(`
+if redis.call('GET', KEYS[1]) == 'pending:' .. ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMillis(ttl)))
+
+/**
+ * Connects (or borrows `options.client`) for the life of the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> =>
+  Effect.map(Connection.connect(options), (redis): Webhooks.WebhookDedupeStoreService => {
+    const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
+    const referenceKey = (referenceId: string) => `${redis.prefix}:webhook:reference:${referenceId}`
+    const failed = (failure: Connection.Failure) => new Webhooks.WebhookDedupeStoreError(failure)
+    return {
+      claim: (eventId, ttl) => {
+        const token = globalThis.crypto.randomUUID()
+        return redis.eval("claim", claim, [eventKey(eventId)], [token, millis(ttl)]).pipe(
+          Effect.map((reply): Webhooks.Claim =>
+            reply === "claimed" ? { _tag: "Claimed", token } : reply === "done" ? { _tag: "Done" } : { _tag: "InProgress" }
+          ),
+          Effect.mapError(failed)
+        )
+      },
+      complete: (eventId, _token, handled, ttl) =>
+        redis.eval(
+          "complete",
+          complete,
+          [eventKey(eventId), referenceKey(handled.referenceId)],
+          [millis(ttl), String(handled.createdAt)]
+        ).pipe(Effect.asVoid, Effect.mapError(failed)),
+      release: (eventId, token) =>
+        redis.eval("release", release, [eventKey(eventId)], [token]).pipe(Effect.asVoid, Effect.mapError(failed)),
+      lastHandled: (referenceId) =>
+        redis.run("lastHandled", (client) => client.get(referenceKey(referenceId))).pipe(
+          Effect.map((value) => value === null ? Option.none() : Option.some(Number(value))),
+          Effect.mapError(failed)
+        )
+    }
+  })
+
+/**
+ * Provides the store to every `Webhooks.handler` without a `store` option.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<Webhooks.WebhookDedupeStore> =>
+  Layer.scoped(Webhooks.WebhookDedupeStore, make(options))

@@ -1,0 +1,100 @@
+/**
+ * The Redis connection of the stores: a client of the user's or one of ours, commands bounded by a timeout, Lua
+ * scripts run by their SHA-1 (loaded again after a Redis restart).
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { Redis, type RedisOptions } from "ioredis"
+import * as NodeCrypto from "node:crypto"
+
+/**
+ * Where the stores find Redis, and how long one command may take.
+ */
+export interface Options {
+  /** An ioredis client of the application's; it stays open when the layer closes. */
+  readonly client?: Redis | undefined
+  /** Otherwise the URL to connect to (default `redis://127.0.0.1:6379`); that client is closed with the layer. */
+  readonly url?: string | undefined
+  /** ioredis options for the client made from `url`. */
+  readonly redisOptions?: RedisOptions | undefined
+  /** Longest wait for one command, queueing while disconnected included; default 1 second. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Prefix of every key; default `effect-fin`. */
+  readonly prefix?: string | undefined
+}
+
+/** A failed command, before a store names it in its own error type. */
+export interface Failure {
+  readonly operation: string
+  readonly message: string
+}
+
+/** A Lua script and its SHA-1. */
+export interface Script {
+  readonly source: string
+  readonly sha: string
+}
+
+/** Prepares a Lua script once. */
+export const script = (source: string): Script => ({
+  source,
+  sha: NodeCrypto.createHash("sha1").update(source).digest("hex")
+})
+
+/** SHA-256 of a text, in hex. */
+export const sha256 = (text: string): string => NodeCrypto.createHash("sha256").update(text).digest("hex")
+
+/** The connection the stores use. */
+export interface Connection {
+  readonly prefix: string
+  readonly run: <A>(operation: string, command: (client: Redis) => Promise<A>) => Effect.Effect<A, Failure>
+  readonly eval: (
+    operation: string,
+    script: Script,
+    keys: ReadonlyArray<string>,
+    args: ReadonlyArray<string | number>
+  ) => Effect.Effect<unknown, Failure>
+}
+
+// Only the first line of a Redis error, and not too much of it: enough to act on, nothing of what was sent.
+const describe = (cause: unknown): string => {
+  const text = cause instanceof Error ? cause.message : String(cause)
+  return (text.split("\n")[0] ?? "").slice(0, 200)
+}
+
+/** Opens (or borrows) the client for the life of the scope. */
+export const connect = (options: Options): Effect.Effect<Connection, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const timeout = Duration.decode(options.timeout ?? Duration.seconds(1))
+    const client = options.client ?? (yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        // One reconnection attempt per queued command, then it fails: a command never waits for Redis for long,
+        // and the stores' own timeout bounds it anyway.
+        const own = new Redis(options.url ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: 1, ...options.redisOptions })
+        // Failures reach the stores through their commands; without a listener ioredis prints each one.
+        own.on("error", () => undefined)
+        return own
+      }),
+      (own) => Effect.promise(() => own.quit().catch(() => own.disconnect()))
+    ))
+    const run = <A>(operation: string, command: (client: Redis) => Promise<A>): Effect.Effect<A, Failure> =>
+      Effect.tryPromise({
+        try: () => command(client),
+        catch: (cause): Failure => ({ operation, message: describe(cause) })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: timeout,
+          onTimeout: (): Failure => ({ operation, message: `Redis did not answer within ${Duration.format(timeout)}` })
+        })
+      )
+    const evalScript: Connection["eval"] = (operation, script, keys, args) =>
+      run(operation, (redis) =>
+        redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) =>
+          // A restarted or flushed Redis forgot the script: send it whole (Redis caches it again).
+          describe(error).startsWith("NOSCRIPT")
+            ? redis.eval(script.source, keys.length, ...keys, ...args)
+            : Promise.reject(error)
+        ))
+    return { prefix: options.prefix ?? "effect-fin", run, eval: evalScript }
+  })

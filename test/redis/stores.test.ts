@@ -1,0 +1,252 @@
+/**
+ * Issue 7: the Redis stores one operation at a time against a real Redis, and what happens when Redis goes away.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpApp from "@effect/platform/HttpApp"
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { Emulator } from "../../src/emulator/index.js"
+import * as FeeService from "../../src/FeeService.js"
+import * as FinClient from "../../src/FinClient.js"
+import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.js"
+import * as TokenStore from "../../src/TokenStore.js"
+import * as Webhooks from "../../src/Webhooks.js"
+import { startRedis } from "./server.js"
+import { redisClient, redisUrl, uniquePrefix } from "./support.js"
+
+
+const tokens = (access: string, refreshAt: number): TokenStore.Tokens => ({
+  accessToken: Redacted.make(access),
+  refreshAt,
+  refreshToken: Redacted.make(`refresh-of-${access}`),
+  refreshUsableUntil: refreshAt + 60_000
+})
+
+const plain = (stored: Option.Option<TokenStore.Tokens>) =>
+  Option.map(stored, (t) => ({
+    access: Redacted.value(t.accessToken),
+    refreshAt: t.refreshAt,
+    refresh: t.refreshToken === undefined ? undefined : Redacted.value(t.refreshToken),
+    refreshUsableUntil: t.refreshUsableUntil
+  }))
+
+const capture = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ annotations, logLevel, message }) => {
+    lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(Object.fromEntries(annotations))}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
+
+const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
+
+describe("RedisTokenStore", () => {
+  it.scoped("stores, reads and compare-and-deletes a token pair", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("pair") })
+      expect(yield* store.get("k")).toEqual(Option.none())
+      yield* store.set("k", tokens("access-1", Date.now() + 60_000))
+      const read = plain(yield* store.get("k"))
+      expect(read).toEqual(Option.some({
+        access: "access-1",
+        refreshAt: expect.any(Number),
+        refresh: "refresh-of-access-1",
+        refreshUsableUntil: expect.any(Number)
+      }))
+      // Another token: the stored pair stays (a stale 401 never clears a newer token).
+      yield* store.clear("k", Redacted.make("access-0"))
+      expect(Option.isSome(yield* store.get("k"))).toBe(true)
+      yield* store.clear("k", Redacted.make("access-1"))
+      expect(yield* store.get("k")).toEqual(Option.none())
+      // Another key is another client.
+      yield* store.set("k", tokens("access-2", Date.now() + 60_000))
+      expect(yield* store.get("other")).toEqual(Option.none())
+    }))
+
+  it.scoped("the key holds the base URL and a hash of the client id, never the id; Redis drops the pair when useless", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("scope")
+      const emulator = yield* Emulator.make({ clientId: "tenant-42-client" })
+      yield* quote.pipe(
+        Effect.provide(FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url })),
+        Effect.provide(RedisTokenStore.layer({ url: redisUrl, prefix })),
+        Effect.provide(FetchHttpClient.layer)
+      )
+      const redis = yield* redisClient
+      const keys = yield* Effect.promise(() => redis.keys(`${prefix}:*`))
+      const key = yield* TokenStore.keyFor(emulator.url, "tenant-42-client")
+      expect(keys).toEqual([`${prefix}:token:${key}`])
+      expect(keys[0]).toContain(emulator.url)
+      expect(keys[0]).not.toContain("tenant-42-client")
+      expect(yield* Effect.promise(() => redis.pttl(keys[0]!))).toBeGreaterThan(0)
+    }))
+
+  it.scopedLive("the refresh lock is taken once, released only by its owner, and expires", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("lock"), lockTtl: "200 millis" })
+      const owner = yield* store.lock("k")
+      expect(Option.isSome(owner)).toBe(true)
+      expect(yield* store.lock("k")).toEqual(Option.none())
+      yield* store.unlock("k", "someone-else")
+      expect(yield* store.lock("k")).toEqual(Option.none())
+      yield* store.unlock("k", Option.getOrThrow(owner))
+      const second = yield* store.lock("k")
+      expect(Option.isSome(second)).toBe(true)
+      // Its owner never releases it (it died): it expires, and someone else takes it.
+      yield* Effect.sleep("300 millis")
+      const third = yield* store.lock("k")
+      expect(Option.isSome(third)).toBe(true)
+      // The late owner's release does not free the new owner's lock.
+      yield* store.unlock("k", Option.getOrThrow(second))
+      expect(yield* store.lock("k")).toEqual(Option.none())
+    }))
+
+  it.scoped("encrypts at rest: Redis holds no token, another key or no key reads nothing (with a warning)", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("encrypted")
+      const key = Redacted.make(new Uint8Array(32).fill(7))
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: key })
+      yield* store.set("k", tokens("secret-access-token", Date.now() + 60_000))
+      expect(plain(yield* store.get("k"))).toMatchObject(Option.some({ access: "secret-access-token" }))
+
+      const redis = yield* redisClient
+      const stored = yield* Effect.promise(() => redis.hgetall(`${prefix}:token:k`))
+      expect(JSON.stringify(stored)).not.toContain("secret-access-token")
+      expect(JSON.stringify(stored)).not.toContain("refresh-of-secret-access-token")
+      expect(stored.v!.startsWith("e1:")).toBe(true)
+
+      const log = capture()
+      const base64Key = Redacted.make(Buffer.from(new Uint8Array(32).fill(8)).toString("base64"))
+      const otherKey = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: base64Key })
+      const noKey = yield* RedisTokenStore.make({ url: redisUrl, prefix })
+      const reads = yield* Effect.all([otherKey.get("k"), noKey.get("k")]).pipe(
+        Effect.provide(log.layer),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      expect(reads).toEqual([Option.none(), Option.none()])
+      expect(log.lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
+      // A pair copied under another key does not decrypt (the key name is authenticated).
+      yield* Effect.promise(() => redis.copy(`${prefix}:token:k`, `${prefix}:token:copied`))
+      expect(yield* store.get("copied")).toEqual(Option.none())
+    }))
+
+  it.scoped("an encryption key of the wrong size is refused when the layer is built", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(
+        RedisTokenStore.make({ url: redisUrl, encryptionKey: Redacted.make(new Uint8Array(10)) })
+      )
+      expect(exit).toEqual(Exit.fail(new TokenStore.TokenStoreError({
+        operation: "configure",
+        message: "encryptionKey must be 16, 24 or 32 bytes (raw or base64), not 10"
+      })))
+    }))
+
+  it.scoped("an unreachable Redis is a TokenStoreError after the timeout, not a hang", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisTokenStore.make({
+        url: "redis://127.0.0.1:1",
+        timeout: "200 millis",
+        redisOptions: { retryStrategy: () => 50 }
+      })
+      const error = yield* Effect.flip(store.get("k"))
+      expect(error._tag).toBe("TokenStoreError")
+      expect(error.operation).toBe("get")
+    }))
+})
+
+describe("RedisWebhookDedupeStore", () => {
+  it.scopedLive("claims once, marks done, releases only its own claim, keeps the newest created_at per reference", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix: uniquePrefix("dedupe") })
+      const minute = Duration.minutes(1)
+      const first = yield* store.claim("evt-1", minute)
+      expect(first._tag).toBe("Claimed")
+      expect((yield* store.claim("evt-1", minute))._tag).toBe("InProgress")
+      yield* store.release("evt-1", "not-the-token")
+      expect((yield* store.claim("evt-1", minute))._tag).toBe("InProgress")
+      yield* store.release("evt-1", first._tag === "Claimed" ? first.token : "")
+      const second = yield* store.claim("evt-1", minute)
+      expect(second._tag).toBe("Claimed")
+      yield* store.complete("evt-1", second._tag === "Claimed" ? second.token : "", {
+        referenceId: "ref-1",
+        createdAt: 1_775_324_306_843_132
+      }, minute)
+      expect((yield* store.claim("evt-1", minute))._tag).toBe("Done")
+      expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(1_775_324_306_843_132))
+      // An older event of the same reference does not move it back.
+      const older = yield* store.claim("evt-0", minute)
+      yield* store.complete("evt-0", older._tag === "Claimed" ? older.token : "", {
+        referenceId: "ref-1",
+        createdAt: 1_775_324_306_000_000
+      }, minute)
+      expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(1_775_324_306_843_132))
+      expect(yield* store.lastHandled("ref-2")).toEqual(Option.none())
+      // A crashed handler's claim expires.
+      expect((yield* store.claim("evt-2", Duration.millis(100)))._tag).toBe("Claimed")
+      yield* Effect.sleep("200 millis")
+      expect((yield* store.claim("evt-2", minute))._tag).toBe("Claimed")
+    }))
+})
+
+describe("Redis stopped mid-run", () => {
+  it.live("quotes go on without sharing (a warning), webhooks answer 500 to be delivered again, no defect", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      const emulator = yield* Emulator.make()
+      const log = capture()
+      const secret = "whsec_outage"
+      const storeOptions: RedisTokenStore.Options = { url: server.url, timeout: "300 millis" }
+      const handled: Array<string> = []
+      const app = Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": (event) => Effect.sync(() => handled.push(event.id)) }
+      })
+      const body = (id: string) =>
+        JSON.stringify({
+          event: { id, event_reference_id: id, type: "beneficiary.status", created_at: "2026-04-04T17:38:26.843132Z" },
+          data: { type: "BUSINESS", active: true, customer_id: "c", beneficiary_id: id }
+        })
+
+      const run = Effect.gen(function*() {
+        const handle = HttpApp.toWebHandlerRuntime(yield* Effect.runtime<never>())(app)
+        const deliver = (id: string) =>
+          Effect.flatMap(Webhooks.sign(body(id), secret), (headers) =>
+            Effect.promise(async () => {
+              const response = await handle(new Request("http://localhost/", { method: "POST", body: body(id), headers }))
+              return `${response.status} ${(await response.json() as { outcome: string }).outcome}`
+            }))
+
+        yield* quote
+        expect(yield* deliver("before")).toBe("200 handled")
+
+        yield* Effect.promise(server.stop)
+        // The cached token is refused; the new one has to be fetched while Redis is gone.
+        yield* emulator.expireTokens()
+        const results = yield* Effect.all(Array.from({ length: 20 }, () => Effect.exit(quote)), { concurrency: 10 })
+        expect(results.every(Exit.isSuccess)).toBe(true)
+        expect(yield* deliver("during")).toBe("500 store_unavailable")
+        expect(yield* deliver("during")).toBe("500 store_unavailable")
+      }).pipe(
+        Effect.provide(FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url })),
+        Effect.provide(Layer.merge(RedisTokenStore.layer(storeOptions), RedisWebhookDedupeStore.layer(storeOptions))),
+        Effect.provide(FetchHttpClient.layer),
+        Effect.provide(log.layer),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      yield* run
+      expect(handled).toEqual(["before"])
+      const counters = yield* emulator.counters
+      // The first token, then one fetched (through the refresh token) without Redis.
+      expect(counters.tokensIssued + counters.tokensRefreshed).toBe(2)
+      expect(log.lines.some((line) => line.startsWith("WARN") && line.includes("token store is unavailable"))).toBe(true)
+      expect(log.lines.some((line) => line.startsWith("ERROR") && line.includes("de-duplication store unavailable")))
+        .toBe(true)
+    }).pipe(Effect.scoped), 30_000)
+})
