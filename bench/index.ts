@@ -10,6 +10,7 @@
  * 3. Building blocks of a call measured alone, before and after (bench/lib/blocks.ts).
  * 4. Token single flight: 1,000 concurrent TokenProvider.get on a cold cache.
  * 5. The subdivision lookups (bench/subdivisions.ts) and webhook verification (bench/webhooks.ts).
+ * 6. Token reads from RedisTokenStore beside the in-memory store (bench/redis.ts; needs redis-server).
  *
  * Prints one table of everything and writes BENCHMARKS.md (machine, package versions, every table, the targets and
  * whether each is met, before/after, how to reproduce).
@@ -32,6 +33,7 @@ import { baselineRef, loadBaseline } from "./lib/baseline.js"
 import { type BlockRow, runBlocks } from "./lib/blocks.js"
 import { baselineClients, breakdownClients, names, steps } from "./lib/clients.js"
 import { machineLines, writeReport } from "./lib/report.js"
+import * as RedisBench from "./redis.js"
 import * as SubdivisionsBench from "./subdivisions.js"
 import * as WebhooksBench from "./webhooks.js"
 
@@ -124,6 +126,16 @@ const webhookLine = (r: WebhooksBench.BenchRow): Line => {
     met: wanted === undefined || r.relative === undefined ? "" : yesNo(r.relative >= wanted)
   }
 }
+
+const redisLine = (r: RedisBench.BenchRow): Line => ({
+  suite: r.suite,
+  operation: `${r.operation}, ${r.concurrency} in flight`,
+  implementation: r.library,
+  result: `${int(r.value)} reads/s`,
+  relative: "",
+  target: "",
+  met: ""
+})
 
 const lineTable = (lines: ReadonlyArray<Line>): string =>
   [
@@ -316,13 +328,13 @@ const main = async () => {
   const baseline = await loadBaseline()
   if (baseline.modules === undefined) log(`(no before/after: baseline ${baselineRef} unavailable: ${baseline.reason})`)
 
-  log("1/6 client cost per fee quote ...")
+  log("1/7 client cost per fee quote ...")
   const clientRows = await runClientBench({
     concurrencies,
     ...(baseline.modules === undefined ? {} : { extraClients: baselineClients(baseline.modules) }),
     log
   })
-  log("2/6 where the bare platform client's cost goes ...")
+  log("2/7 where the bare platform client's cost goes ...")
   const breakdownRows = await runClientBench({
     concurrencies: [16],
     rounds: 9,
@@ -330,9 +342,9 @@ const main = async () => {
     extraClients: breakdownClients,
     log
   })
-  log("3/6 building blocks ...")
+  log("3/7 building blocks ...")
   const blockRows = await runBlocks()
-  log("4/6 token single flight ...")
+  log("4/7 token single flight ...")
   const tokenCases: Array<TokenCase> = [
     ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici],
     ["FetchHttpClient.layer", (await import("@effect/platform/FetchHttpClient")).layer],
@@ -342,17 +354,21 @@ const main = async () => {
     tokenCases.push(["NodeHttpClient.layerUndici, before optimisations", NodeHttpClient.layerUndici, baseline.modules])
   }
   const tokenRows = await runTokenBench({ layers: tokenCases })
-  log("5/6 subdivisions (bench/subdivisions.ts) ...")
+  log("5/7 subdivisions (bench/subdivisions.ts) ...")
   const subdivisionRows = await SubdivisionsBench.runSubdivisionsBench()
-  log("6/6 webhooks (bench/webhooks.ts) ...")
+  log("6/7 webhooks (bench/webhooks.ts) ...")
   const webhookRows = await WebhooksBench.runWebhooksBench()
+  log("7/7 token store reads (bench/redis.ts) ...")
+  const redisRows = await RedisBench.runRedisBench()
+  if (redisRows === undefined) log("(no token store rows: redis-server is not installed)")
   const seconds = (performance.now() - started) / 1000
 
   const lines: Array<Line> = [
     ...clientRows.map(clientLine),
     ...tokenRows.map(tokenLine),
     ...subdivisionRows.map(subdivisionLine),
-    ...webhookRows.map(webhookLine)
+    ...webhookRows.map(webhookLine),
+    ...(redisRows ?? []).map(redisLine)
   ]
   process.stdout.write(`${textTable(lines)}\n`)
 
@@ -479,6 +495,15 @@ const main = async () => {
     "",
     WebhooksBench.toMarkdownTable(webhookRows),
     "",
+    "## Token store reads (bench/redis.ts)",
+    "",
+    "`TokenStore.get` of a stored pair: what a process pays when its own cached token is due and it looks at the",
+    "shared pair (once per expiry, not per call: calls read the provider's in-process cache). A redis-server on",
+    "loopback started for the run; 5 rounds of 1 s after a warm-up, median round; 64 in flight = 64 fibers each",
+    "awaiting one read after another (ioredis pipelines them on one connection).",
+    "",
+    redisRows === undefined ? "Not measured: redis-server is not installed." : RedisBench.redisTable(redisRows),
+    "",
     "## How to reproduce",
     "",
     "```sh",
@@ -487,7 +512,7 @@ const main = async () => {
     "npx tsx bench/clients.ts                        # the client and token benchmarks alone",
     "npx tsx bench/profile.ts full-undici 16 20000   # a CPU profile of one client (see the file for the names)",
     "npx tsx bench/server.ts 8080                    # the loopback server alone",
-    "npm run bench:subdivisions && npm run bench:webhooks",
+    "npm run bench:subdivisions && npm run bench:webhooks && npm run bench:redis",
     "```",
     "",
     "Run on an otherwise idle machine for steadier absolute figures. `bench/profile.ts` bundles the client with esbuild,",
