@@ -78,7 +78,9 @@ export const runRedisBench = async (): Promise<ReadonlyArray<BenchRow> | undefin
       ]
       const rows: Array<BenchRow> = []
       for (const [library, store] of stores) {
-        yield* Effect.orDie(store.set(key, tokens))
+        const lock = yield* Effect.orDie(store.lock(key))
+        yield* Effect.orDie(store.set(key, tokens, lock.owner))
+        yield* Effect.orDie(store.unlock(key, lock.owner))
         for (const concurrency of [1, 64]) {
           rows.push({
             suite: "token store",

@@ -20,7 +20,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import { Issue, ResponseDecodeError } from "./FinError.js"
+import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as Http from "./internal/http.js"
 import * as Retry from "./internal/retry.js"
@@ -143,6 +143,11 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
     : Option.none()
 })
 
+// A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret).
+const FailureJson = Schema.parseJson(FinErrorSchema)
+const encodeFailure = Schema.encodeSync(FailureJson)
+const decodeFailure = Schema.decodeUnknownEither(FailureJson)
+
 // A store that fails is worked around, never reported as a FinError.
 const storeUnavailable = (error: TokenStore.TokenStoreError) =>
   Effect.logWarning("effect-fin: the token store is unavailable; going on without sharing tokens").pipe(
@@ -162,7 +167,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const config = yield* FinConfig.FinConfig
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const scope = yield* Effect.scope
-    const store = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
+    // The store in the caller's context, else the one the layer was built with, else one in memory.
+    const layerStore = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
+    const storeFor = Effect.map(Effect.serviceOption(TokenStore.TokenStore), Option.getOrElse(() => layerStore))
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
     const ref = yield* SynchronizedRef.make<State>({
       access: Option.none(),
@@ -253,31 +260,86 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
       Option.filter(stored, (tokens) => now < tokens.refreshAt)
 
-    // One round: the stored pair if it is still good; else, holding the store's lock, look again (another process
-    // may just have stored one) and fetch, through the stored refresh token if it is usable. None: someone else
-    // holds the lock.
-    const round = (local: Option.Option<Refresh>): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
+    // While this process fetches under the lock, the lock is renewed, so it expires only if the process dies.
+    const holding = (store: TokenStore.Service, owner: string) => <A, E>(self: Effect.Effect<A, E>) => {
+      const renew = Effect.sleep(Duration.divide(store.lockTtl, 3).pipe(Option.getOrElse(() => store.lockTtl))).pipe(
+        Effect.zipRight(store.renew(key, owner)),
+        Effect.catchAll(() => Effect.succeed(false)),
+        Effect.repeat({ while: (held) => held })
+      )
+      return Effect.scoped(Effect.zipRight(Effect.forkScoped(renew), self))
+    }
+
+    // The fetch this process makes under the lock. A failure is recorded for the processes that waited for this
+    // owner: they fail with it rather than each running the same failing fetch in turn.
+    const fetchHolding = (
+      store: TokenStore.Service,
+      owner: string,
+      local: Option.Option<Refresh>,
+      waitedFor: ReadonlySet<string>
+    ): Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> => {
+      let failure: string | undefined
+      return Effect.gen(function*() {
+        // Another process may have stored a pair, or failed, between our last look and the lock.
+        const stored = yield* store.get(key)
+        const now = yield* Clock.currentTimeMillis
+        const fresh = usable(stored, now)
+        if (Option.isSome(fresh)) return fromTokens(fresh.value)
+        const failed = yield* sharedFailure(store, waitedFor)
+        if (Option.isSome(failed)) return yield* failed.value
+        // The stored refresh token if it is still usable, else ours.
+        const refresh = Option.orElse(
+          Option.filter(Option.flatMap(stored, (t) => fromTokens(t).refresh), (r) => now < r.usableUntil),
+          () => local
+        )
+        const pair = yield* fetch(refresh, now).pipe(
+          Effect.tapError((error) => Effect.sync(() => void (failure = encodeFailure(error)))),
+          holding(store, owner)
+        )
+        const shared = yield* Effect.catchAll(store.set(key, toTokens(pair), owner), (e) => Effect.as(storeUnavailable(e), true))
+        if (!shared) yield* Effect.logDebug("effect-fin: lost the token store's lock while fetching; the new pair is not shared")
+        return pair
+      }).pipe(
+        Effect.ensuring(Effect.suspend(() => Effect.catchAll(store.unlock(key, owner, failure), storeUnavailable)))
+      )
+    }
+
+    const sharedFailure = (store: TokenStore.Service, waitedFor: ReadonlySet<string>) =>
+      Effect.map(
+        store.failure(key),
+        Option.flatMap((f) => waitedFor.has(f.owner) ? Option.getRight(decodeFailure(f.error)) : Option.none())
+      )
+
+    // One round: the stored pair if it is still good; else the lock and a fetch under it; else (someone holds the lock)
+    // the failure of an owner this process was waiting for, or None: look again later.
+    const round = (
+      store: TokenStore.Service,
+      local: Option.Option<Refresh>,
+      waitedFor: Set<string>
+    ): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
       Effect.gen(function*() {
         const stored = usable(yield* store.get(key), yield* Clock.currentTimeMillis)
         if (Option.isSome(stored)) return Option.some(fromTokens(stored.value))
-        const owner = yield* store.lock(key)
-        if (Option.isNone(owner)) return Option.none()
-        return yield* Effect.gen(function*() {
-          const again = yield* store.get(key)
-          const now = yield* Clock.currentTimeMillis
-          const fresh = usable(again, now)
-          if (Option.isSome(fresh)) return Option.some(fromTokens(fresh.value))
-          const pair = yield* fetch(Option.orElse(Option.flatMap(again, (t) => fromTokens(t).refresh), () => local), now)
-          yield* Effect.catchAll(store.set(key, toTokens(pair)), storeUnavailable)
-          return Option.some(pair)
-        }).pipe(Effect.ensuring(Effect.catchAll(store.unlock(key, owner.value), storeUnavailable)))
+        const failed = yield* sharedFailure(store, waitedFor)
+        if (Option.isSome(failed)) return yield* failed.value
+        // Taken and used without a gap an interruption could fall into: the lock is always released.
+        return yield* Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(store.lock(key), (lock) => {
+            if (lock._tag === "Held") {
+              waitedFor.add(lock.owner)
+              return Effect.succeed(Option.none())
+            }
+            return Effect.asSome(restore(fetchHolding(store, lock.owner, local, waitedFor)))
+          })
+        )
       })
 
-    // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and the next round takes it.
+    // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
     // A failing store is bypassed: this process fetches for itself.
-    const obtain = (local: Option.Option<Refresh>): Effect.Effect<Pair, FinError> => {
+    const obtain = (store: TokenStore.Service, local: Option.Option<Refresh>): Effect.Effect<Pair, FinError> => {
+      const waitedFor = new Set<string>()
       const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
-        round(local),
+        round(store, local, waitedFor),
         Option.match({
           onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
           onSome: Effect.succeed
@@ -299,7 +361,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           }
           if (Option.isSome(state.pending)) return [Deferred.await(state.pending.value), state] as const
           const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
-          yield* obtain(state.refresh).pipe(
+          yield* obtain(yield* storeFor, state.refresh).pipe(
             Effect.onExit((exit) =>
               SynchronizedRef.update(ref, (current): State =>
                 Exit.isSuccess(exit)
@@ -332,7 +394,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // The store first: once this returns, no fetch in this process can read the refused token back from it.
     const invalidate: Service["invalidate"] = (token) =>
       Effect.zipRight(
-        Effect.catchAll(store.clear(key, token), storeUnavailable),
+        Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable),
         SynchronizedRef.update(ref, (state) =>
         Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
           ? { ...state, access: Option.none() }

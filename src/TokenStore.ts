@@ -49,6 +49,28 @@ export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect
 ) {}
 
 /**
+ * The answer to a lock request: taken (by `owner`, to pass to `set`, `renew` and `unlock`), or held by `owner`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Lock =
+  | { readonly _tag: "Acquired"; readonly owner: string }
+  | { readonly _tag: "Held"; readonly owner: string }
+
+/**
+ * How the last fetch under the lock failed: its owner, and the error encoded by `TokenProvider`. Processes that were
+ * waiting for that owner fail with it instead of each running a fetch of their own that would fail the same way.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Failure {
+  readonly owner: string
+  readonly error: string
+}
+
+/**
  * A token store. Every operation takes the key `TokenProvider` derives from the base URL and the client id
  * (`keyFor`), so one store can serve several clients.
  *
@@ -58,14 +80,23 @@ export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect
 export interface Service {
   /** The stored pair, if any (expired or not: the caller decides). */
   readonly get: (key: string) => Effect.Effect<Option.Option<Tokens>, TokenStoreError>
-  /** Replaces the stored pair. */
-  readonly set: (key: string, tokens: Tokens) => Effect.Effect<void, TokenStoreError>
+  /** Replaces the stored pair if `owner` still holds the lock; `false` (nothing written) once it lost it. */
+  readonly set: (key: string, tokens: Tokens, owner: string) => Effect.Effect<boolean, TokenStoreError>
   /** Removes the stored pair only if its access token is still `accessToken` (compare-and-delete). */
   readonly clear: (key: string, accessToken: Redacted.Redacted<string>) => Effect.Effect<void, TokenStoreError>
-  /** Takes the refresh lock of `key`; `Some(owner)` to pass to `unlock`, `None` while someone else holds it. */
-  readonly lock: (key: string) => Effect.Effect<Option.Option<string>, TokenStoreError>
-  /** Releases the lock if `owner` still holds it (a lock that expired and was taken over stays with its new owner). */
-  readonly unlock: (key: string, owner: string) => Effect.Effect<void, TokenStoreError>
+  /** Takes the refresh lock of `key` for `lockTtl`, or says who holds it. */
+  readonly lock: (key: string) => Effect.Effect<Lock, TokenStoreError>
+  /** Extends the lock by `lockTtl` if `owner` still holds it; `false` once it lost it. */
+  readonly renew: (key: string, owner: string) => Effect.Effect<boolean, TokenStoreError>
+  /**
+   * Releases the lock if `owner` still holds it (a lock that expired and was taken over stays with its new owner),
+   * recording `failure` (for `lockTtl`) when the owner's fetch failed.
+   */
+  readonly unlock: (key: string, owner: string, failure?: string | undefined) => Effect.Effect<void, TokenStoreError>
+  /** The failure recorded by the last owner that failed, while it is recorded. */
+  readonly failure: (key: string) => Effect.Effect<Option.Option<Failure>, TokenStoreError>
+  /** How long a lock lives unless renewed: its owner renews it while fetching, so only a dead owner's lock expires. */
+  readonly lockTtl: Duration.Duration
   /** How long a caller that did not get the lock waits before looking at the store again. */
   readonly waitInterval: Duration.Duration
 }
@@ -96,30 +127,47 @@ export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string>
  * @category constructors
  */
 export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput | undefined } = {}): Service => {
-  const lockTtl = Duration.toMillis(options.lockTtl ?? Duration.seconds(30))
+  const lockTtl = Duration.decode(options.lockTtl ?? Duration.seconds(10))
   const pairs = new Map<string, Tokens>()
   const locks = new Map<string, { readonly owner: string; readonly until: number }>()
+  const failures = new Map<string, Failure & { readonly until: number }>()
   let owners = 0
+  const holder = (key: string, now: number) => {
+    const held = locks.get(key)
+    return held !== undefined && held.until > now ? held.owner : undefined
+  }
+  const ifOwner = <A>(key: string, owner: string, f: (now: number) => A, otherwise: A) =>
+    Effect.map(Clock.currentTimeMillis, (now) => holder(key, now) === owner ? f(now) : otherwise)
   return {
     get: (key) => Effect.sync(() => Option.fromNullable(pairs.get(key))),
-    set: (key, tokens) => Effect.sync(() => void pairs.set(key, tokens)),
+    set: (key, tokens, owner) => ifOwner(key, owner, () => (pairs.set(key, tokens), true), false),
     clear: (key, accessToken) =>
       Effect.sync(() => {
         const stored = pairs.get(key)
         if (stored !== undefined && Redacted.value(stored.accessToken) === Redacted.value(accessToken)) pairs.delete(key)
       }),
     lock: (key) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        const held = locks.get(key)
-        if (held !== undefined && held.until > now) return Option.none()
+      Effect.map(Clock.currentTimeMillis, (now): Lock => {
+        const held = holder(key, now)
+        if (held !== undefined) return { _tag: "Held", owner: held }
         const owner = String(++owners)
-        locks.set(key, { owner, until: now + lockTtl })
-        return Option.some(owner)
+        locks.set(key, { owner, until: now + Duration.toMillis(lockTtl) })
+        return { _tag: "Acquired", owner }
       }),
-    unlock: (key, owner) =>
-      Effect.sync(() => {
-        if (locks.get(key)?.owner === owner) locks.delete(key)
-      }),
+    renew: (key, owner) =>
+      ifOwner(key, owner, (now) => (locks.set(key, { owner, until: now + Duration.toMillis(lockTtl) }), true), false),
+    unlock: (key, owner, failure) =>
+      ifOwner(key, owner, (now) => {
+        locks.delete(key)
+        if (failure !== undefined) failures.set(key, { owner, error: failure, until: now + Duration.toMillis(lockTtl) })
+      }, undefined),
+    failure: (key) =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        Option.map(
+          Option.filter(Option.fromNullable(failures.get(key)), (f) => f.until > now),
+          ({ error, owner }): Failure => ({ owner, error })
+        )),
+    lockTtl,
     waitInterval: Duration.millis(10)
   }
 }

@@ -15,7 +15,7 @@ import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenStore from "../src/TokenStore.js"
-import { fixedRandom, quoteBody, quoteRequest } from "./support.js"
+import { fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
 
 const fee = () => FinTest.json(200, quoteBody)
 const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
@@ -46,7 +46,7 @@ describe("TokenStore", () => {
   it.effect("a valid pair in the store is used without a token request", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
-      yield* store.set(yield* key, { accessToken: Redacted.make("stored-token"), refreshAt: Duration.toMillis("1 hour") })
+      yield* seed(store, yield* key, { accessToken: Redacted.make("stored-token"), refreshAt: Duration.toMillis("1 hour") })
       yield* FeeService.calculate(quoteRequest).pipe(
         Effect.zipRight(Effect.all([count("POST /v1/oauth/token"), bearers])),
         withStore(store),
@@ -76,7 +76,7 @@ describe("TokenStore", () => {
   it.effect("a 401 clears the refused token from the store, and the new one is stored", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
-      yield* store.set(yield* key, { accessToken: Redacted.make("revoked"), refreshAt: Duration.toMillis("1 hour") })
+      yield* seed(store, yield* key, { accessToken: Redacted.make("revoked"), refreshAt: Duration.toMillis("1 hour") })
       const routes: FinTest.Routes = {
         "POST /v1/fee-calculation": (request) =>
           request.headers.authorization === "Bearer revoked"
@@ -102,7 +102,10 @@ describe("TokenStore", () => {
         set: () => Effect.fail(broken),
         clear: () => Effect.fail(broken),
         lock: () => Effect.fail(broken),
+        renew: () => Effect.fail(broken),
         unlock: () => Effect.fail(broken),
+        failure: () => Effect.fail(broken),
+        lockTtl: Duration.seconds(10),
         waitInterval: Duration.millis(10)
       }
       const lines: Array<string> = []
@@ -122,19 +125,32 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("connection refused")
     }))
 
-  it.effect("the memory store's lock is held once until released or expired", () =>
+  it.effect("the memory store's lock: one owner, renewed and released only by it, expiring, sharing its failure", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory({ lockTtl: "1 second" })
-      const owner = yield* store.lock("k")
-      expect(Option.isSome(owner)).toBe(true)
-      expect(yield* store.lock("k")).toEqual(Option.none())
+      const tokens = { accessToken: Redacted.make("t"), refreshAt: 1 }
+      const first = yield* store.lock("k")
+      if (first._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
+      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: first.owner })
+      expect(yield* store.set("k", tokens, "not-the-owner")).toBe(false)
+      expect(yield* store.renew("k", "not-the-owner")).toBe(false)
       yield* store.unlock("k", "not-the-owner")
-      expect(yield* store.lock("k")).toEqual(Option.none())
-      yield* store.unlock("k", Option.getOrThrow(owner))
-      const next = yield* store.lock("k")
-      expect(Option.isSome(next)).toBe(true)
-      // Its owner never released it: it expires.
+      expect((yield* store.lock("k"))._tag).toBe("Held")
+      // Renewed, it outlives its first second.
+      yield* TestClock.adjust("800 millis")
+      expect(yield* store.renew("k", first.owner)).toBe(true)
+      yield* TestClock.adjust("800 millis")
+      expect((yield* store.lock("k"))._tag).toBe("Held")
+      // Released with a failure: the failure is there for the waiters, for a lockTtl.
+      yield* store.unlock("k", first.owner, "encoded error")
+      expect(yield* store.failure("k")).toEqual(Option.some({ owner: first.owner, error: "encoded error" }))
+      const second = yield* store.lock("k")
+      if (second._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
+      // Its owner never releases it (it died): it expires, and a late write of the dead owner is refused.
       yield* TestClock.adjust("2 seconds")
-      expect(Option.isSome(yield* store.lock("k"))).toBe(true)
+      expect(yield* store.failure("k")).toEqual(Option.none())
+      expect((yield* store.lock("k"))._tag).toBe("Acquired")
+      expect(yield* store.set("k", tokens, second.owner)).toBe(false)
+      expect(yield* store.get("k")).toEqual(Option.none())
     }))
 })

@@ -5,6 +5,7 @@ import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as FinTest from "../src/FinTest.js"
+import type * as TokenStore from "../src/TokenStore.js"
 import type * as FinConfig from "../src/FinConfig.js"
 
 /** Jitter factor exactly 1 (0.8 * 0.5 + 1.2 * 0.5), so scheduled delays are the nominal ones. */
@@ -59,3 +60,13 @@ export const recordingTracer = Effect.gen(function*() {
   })
   return { spans: Ref.get(spans), layer: Layer.setTracer(tracer) }
 })
+
+/** Stores `tokens` in a token store as a fetcher would: under its lock. */
+export const seedTokens = (store: TokenStore.Service, key: string, tokens: TokenStore.Tokens) =>
+  Effect.gen(function*() {
+    const lock = yield* store.lock(key)
+    if (lock._tag !== "Acquired") return yield* Effect.dieMessage("the lock is held")
+    const stored = yield* store.set(key, tokens, lock.owner)
+    yield* store.unlock(key, lock.owner)
+    if (!stored) return yield* Effect.dieMessage("the pair was not stored")
+  })

@@ -1,7 +1,8 @@
 /**
  * A `TokenStore` in Redis: every process of a service shares one token pair, and one of them refreshes it per expiry
- * while the others wait for it, under a lock (`SET NX PX`) that only its owner releases and that expires if its owner
- * dies. Optionally encrypted at rest (AES-GCM through WebCrypto, bound to its key name).
+ * while the others wait for it, under a lock (`SET NX PX`) that its owner renews while fetching, that only its owner
+ * releases, and that expires if its owner dies. Optionally encrypted at rest (AES-GCM through WebCrypto, bound to its
+ * key name).
  *
  * When Redis fails, `TokenProvider` logs a warning and fetches for its own process: calls go on, unshared.
  *
@@ -16,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as NodeCrypto from "node:crypto"
 import * as TokenStore from "../TokenStore.js"
 import * as Connection from "./internal/connection.js"
 
@@ -25,11 +27,14 @@ import * as Connection from "./internal/connection.js"
  */
 export interface Options extends Connection.Options {
   /**
-   * Encrypts the stored pair with AES-GCM: 16, 24 or 32 bytes, raw or base64. Every process sharing the pair needs
-   * the same key; a pair that does not decrypt is ignored (and replaced by the next refresh).
+   * Encrypts the stored pair with AES-GCM: 16, 24 or 32 bytes, as a `Uint8Array` or a base64 string. Every process
+   * sharing the pair needs the same key; a pair that does not decrypt is ignored (and replaced by the next refresh).
    */
   readonly encryptionKey?: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string> | undefined
-  /** How long the refresh lock lives if its owner never releases it (it died): default 10 seconds. */
+  /**
+   * How long the refresh lock lives unless renewed (its owner renews it every third of this while fetching), so how
+   * long the others wait when its owner dies: default 10 seconds.
+   */
   readonly lockTtl?: Duration.DurationInput | undefined
   /** How often a process waiting for another's refresh looks at Redis again: default 25 ms. */
   readonly waitInterval?: Duration.DurationInput | undefined
@@ -45,7 +50,14 @@ const Stored = Schema.parseJson(Schema.Struct({
 const encodeStored = Schema.encodeSync(Stored)
 const decodeStored = Schema.decodeUnknownEither(Stored)
 
+const StoredFailure = Schema.parseJson(Schema.Struct({ owner: Schema.String, error: Schema.String }))
+const encodeFailure = Schema.encodeSync(StoredFailure)
+const decodeFailure = Schema.decodeUnknownOption(StoredFailure)
+
+// KEYS: pair, lock. ARGV: fingerprint, value, ttl, owner. Written only while the writer holds the lock, so a writer
+// that lost it (stalled past lockTtl) cannot overwrite a newer pair.
 const setPair = Connection.script(`
+if redis.call('GET', KEYS[2]) ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'v', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
@@ -54,30 +66,46 @@ const clearPair = Connection.script(`
 if redis.call('HGET', KEYS[1], 'fp') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
-const unlock = Connection.script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+// KEYS: lock. ARGV: owner, ttl. Returns {1, owner} when taken, {0, holder} when held.
+const lock = Connection.script(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, ARGV[1]} end
+return {0, redis.call('GET', KEYS[1]) or ''}`)
+
+const renew = Connection.script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`)
 
-const ENCRYPTED = "e1:"
+// KEYS: lock, failure. ARGV: owner, failure record ('' for none), ttl.
+const unlock = Connection.script(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
+return 1`)
 
-const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>): Uint8Array<ArrayBuffer> => {
+const ENCRYPTED = "e1:"
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+const configError = (message: string) => new TokenStore.TokenStoreError({ operation: "configure", message })
+
+const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) => {
   const value = Redacted.value<Uint8Array | string>(key)
-  // A copy: the key material is the caller's, and WebCrypto wants its own ArrayBuffer.
-  return typeof value === "string" ? new Uint8Array(Buffer.from(value, "base64")) : new Uint8Array(value)
+  if (typeof value !== "string") return Either.right(new Uint8Array(value))
+  // Strict: a raw text key, or a typo, must not pass as base64 of another length.
+  return BASE64.test(value)
+    ? Either.right(new Uint8Array(Buffer.from(value, "base64")))
+    : Either.left(configError("encryptionKey is a string but not base64 (give a Uint8Array for raw bytes)"))
 }
 
 const importKey = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) =>
   Effect.gen(function*() {
-    const bytes = keyBytes(key)
+    const bytes = yield* keyBytes(key)
     if (![16, 24, 32].includes(bytes.length)) {
-      return yield* new TokenStore.TokenStoreError({
-        operation: "configure",
-        message: `encryptionKey must be 16, 24 or 32 bytes (raw or base64), not ${bytes.length}`
-      })
+      return yield* configError(`encryptionKey must be 16, 24 or 32 bytes, not ${bytes.length}`)
     }
-    return yield* Effect.promise(() =>
+    const cryptoKey = yield* Effect.promise(() =>
       globalThis.crypto.subtle.importKey("raw", bytes, { name: "AES-GCM" }, false, ["encrypt", "decrypt"])
     )
+    return { cryptoKey, bytes }
   })
 
 /**
@@ -91,28 +119,44 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    const cryptoKey = options.encryptionKey === undefined ? undefined : yield* importKey(options.encryptionKey)
-    const lockTtl = Math.max(1, Math.round(Duration.toMillis(options.lockTtl ?? Duration.seconds(10))))
+    const encryption = options.encryptionKey === undefined ? undefined : yield* importKey(options.encryptionKey)
+    const lockTtl = Duration.decode(options.lockTtl ?? Duration.seconds(10))
+    const lockMillis = Math.max(1, Math.round(Duration.toMillis(lockTtl)))
     const redis = yield* Connection.connect(options)
     const pairKey = (key: string) => `${redis.prefix}:token:${key}`
     const lockKey = (key: string) => `${redis.prefix}:token-lock:${key}`
+    const failureKey = (key: string) => `${redis.prefix}:token-failure:${key}`
     const failed = (failure: Connection.Failure) => new TokenStore.TokenStoreError(failure)
+    // What compare-and-delete compares: with encryption on, an HMAC under the key, so Redis holds nothing that can
+    // confirm a guessed token.
+    const fingerprint = (token: Redacted.Redacted<string>) =>
+      encryption === undefined
+        ? Connection.sha256(Redacted.value(token))
+        : NodeCrypto.createHmac("sha256", encryption.bytes).update(Redacted.value(token)).digest("hex")
     // The key name is authenticated with the data: a pair copied under another client's key does not decrypt.
-    const gcm = (name: string, iv: Uint8Array) => ({ name: "AES-GCM", iv, additionalData: new TextEncoder().encode(name) })
+    const gcm = (name: string, iv: Uint8Array<ArrayBuffer>) => ({
+      name: "AES-GCM",
+      iv,
+      additionalData: new TextEncoder().encode(name)
+    })
 
     const seal = (name: string, text: string): Effect.Effect<string> =>
-      cryptoKey === undefined ? Effect.succeed(text) : Effect.promise(async () => {
+      encryption === undefined ? Effect.succeed(text) : Effect.promise(async () => {
         const iv = globalThis.crypto.getRandomValues(new Uint8Array(12))
-        const sealed = await globalThis.crypto.subtle.encrypt(gcm(name, iv), cryptoKey, new TextEncoder().encode(text))
+        const sealed = await globalThis.crypto.subtle.encrypt(
+          gcm(name, iv),
+          encryption.cryptoKey,
+          new TextEncoder().encode(text)
+        )
         return ENCRYPTED + Buffer.concat([iv, new Uint8Array(sealed)]).toString("base64")
       })
 
     const open = (name: string, value: string): Effect.Effect<Option.Option<string>> => {
-      if (!value.startsWith(ENCRYPTED)) return Effect.succeed(cryptoKey === undefined ? Option.some(value) : Option.none())
-      if (cryptoKey === undefined) return Effect.succeed(Option.none())
-      const bytes = Buffer.from(value.slice(ENCRYPTED.length), "base64")
+      if (!value.startsWith(ENCRYPTED)) return Effect.succeed(encryption === undefined ? Option.some(value) : Option.none())
+      if (encryption === undefined) return Effect.succeed(Option.none())
+      const bytes = new Uint8Array(Buffer.from(value.slice(ENCRYPTED.length), "base64"))
       return Effect.tryPromise(() =>
-        globalThis.crypto.subtle.decrypt(gcm(name, bytes.subarray(0, 12)), cryptoKey, bytes.subarray(12))
+        globalThis.crypto.subtle.decrypt(gcm(name, bytes.slice(0, 12)), encryption.cryptoKey, bytes.slice(12))
       ).pipe(Effect.map((plain) => Option.some(new TextDecoder().decode(plain))), Effect.orElseSucceed(Option.none))
     }
 
@@ -128,7 +172,9 @@ export const make = (
         if (value === null || value === undefined) return Option.none()
         const text = yield* open(pairKey(key), value)
         if (Option.isNone(text)) {
-          return yield* unreadable(cryptoKey === undefined ? "encrypted (no encryptionKey given)" : "not decryptable with this key")
+          return yield* unreadable(
+            encryption === undefined ? "encrypted (no encryptionKey given)" : "not decryptable with this key"
+          )
         }
         const decoded = decodeStored(text.value)
         if (Either.isLeft(decoded)) return yield* unreadable("malformed")
@@ -140,44 +186,74 @@ export const make = (
         })
       }).pipe(Effect.mapError(failed))
 
-    const set: TokenStore.Service["set"] = (key, tokens) =>
+    const set: TokenStore.Service["set"] = (key, tokens, owner) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // Kept while either token is of use, then Redis drops it.
         const ttl = Math.max(1000, Math.max(tokens.refreshAt, tokens.refreshUsableUntil ?? 0) - now)
-        const value = yield* seal(pairKey(key), encodeStored({
-          a: Redacted.value(tokens.accessToken),
-          r: tokens.refreshAt,
-          ...(tokens.refreshToken !== undefined && tokens.refreshUsableUntil !== undefined
-            ? { t: Redacted.value(tokens.refreshToken), u: tokens.refreshUsableUntil }
-            : {})
-        }))
-        yield* redis.eval("set", setPair, [pairKey(key)], [Connection.sha256(Redacted.value(tokens.accessToken)), value, Math.round(ttl)])
+        const value = yield* seal(
+          pairKey(key),
+          encodeStored({
+            a: Redacted.value(tokens.accessToken),
+            r: tokens.refreshAt,
+            ...(tokens.refreshToken !== undefined && tokens.refreshUsableUntil !== undefined
+              ? { t: Redacted.value(tokens.refreshToken), u: tokens.refreshUsableUntil }
+              : {})
+          })
+        )
+        const reply = yield* redis.eval("set", setPair, [pairKey(key), lockKey(key)], [
+          fingerprint(tokens.accessToken),
+          value,
+          Math.round(ttl),
+          owner
+        ])
+        return reply === 1
       }).pipe(Effect.mapError(failed))
 
     const clear: TokenStore.Service["clear"] = (key, accessToken) =>
+      Effect.mapError(redis.eval("clear", clearPair, [pairKey(key)], [fingerprint(accessToken)]), failed).pipe(
+        Effect.asVoid
+      )
+
+    const release: TokenStore.Service["unlock"] = (key, owner, failure) =>
       Effect.mapError(
-        redis.eval("clear", clearPair, [pairKey(key)], [Connection.sha256(Redacted.value(accessToken))]),
+        redis.eval("unlock", unlock, [lockKey(key), failureKey(key)], [
+          owner,
+          failure === undefined ? "" : encodeFailure({ owner, error: failure }),
+          lockMillis
+        ]),
         failed
       ).pipe(Effect.asVoid)
 
-    const lock: TokenStore.Service["lock"] = (key) => {
+    const take: TokenStore.Service["lock"] = (key) => {
       const owner = globalThis.crypto.randomUUID()
-      return redis.run("lock", (client) => client.set(lockKey(key), owner, "PX", lockTtl, "NX")).pipe(
-        Effect.map((reply) => reply === "OK" ? Option.some(owner) : Option.none()),
-        Effect.mapError(failed)
+      return redis.eval("lock", lock, [lockKey(key)], [owner, lockMillis]).pipe(
+        Effect.map((reply): TokenStore.Lock => {
+          const [taken, holder] = reply as [number, string]
+          return taken === 1 ? { _tag: "Acquired", owner } : { _tag: "Held", owner: holder }
+        }),
+        Effect.mapError(failed),
+        // A command that timed out may still reach Redis and take the lock for no one: release it behind it (the
+        // connection keeps the order), so the others need not wait for it to expire.
+        Effect.tapError(() => Effect.forkDaemon(Effect.ignore(release(key, owner))))
       )
     }
-
-    const release: TokenStore.Service["unlock"] = (key, owner) =>
-      Effect.mapError(redis.eval("unlock", unlock, [lockKey(key)], [owner]), failed).pipe(Effect.asVoid)
 
     return {
       get,
       set,
       clear,
-      lock,
+      lock: take,
+      renew: (key, owner) =>
+        Effect.mapError(redis.eval("renew", renew, [lockKey(key)], [owner, lockMillis]), failed).pipe(
+          Effect.map((reply) => reply === 1)
+        ),
       unlock: release,
+      failure: (key) =>
+        Effect.mapError(redis.run("failure", (client) => client.get(failureKey(key))), failed).pipe(
+          Effect.map((value) => value === null ? Option.none() : decodeFailure(value))
+        ),
+      lockTtl,
       waitInterval: Duration.decode(options.waitInterval ?? Duration.millis(25))
     }
   })

@@ -57,6 +57,8 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
     const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
     const referenceKey = (referenceId: string) => `${redis.prefix}:webhook:reference:${referenceId}`
     const failed = (failure: Connection.Failure) => new Webhooks.WebhookDedupeStoreError(failure)
+    const releaseClaim = (eventId: string, token: string) =>
+      redis.eval("release", release, [eventKey(eventId)], [token]).pipe(Effect.asVoid, Effect.mapError(failed))
     return {
       claim: (eventId, ttl) => {
         const token = globalThis.crypto.randomUUID()
@@ -64,7 +66,10 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           Effect.map((reply): Webhooks.Claim =>
             reply === "claimed" ? { _tag: "Claimed", token } : reply === "done" ? { _tag: "Done" } : { _tag: "InProgress" }
           ),
-          Effect.mapError(failed)
+          Effect.mapError(failed),
+          // A claim that timed out may still reach Redis: release it behind it (the connection keeps the order), or
+          // redeliveries would get 409 until the claim expires.
+          Effect.tapError(() => Effect.forkDaemon(Effect.ignore(releaseClaim(eventId, token))))
         )
       },
       complete: (eventId, _token, handled, ttl) =>
@@ -74,8 +79,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           [eventKey(eventId), referenceKey(handled.referenceId)],
           [millis(ttl), String(handled.createdAt)]
         ).pipe(Effect.asVoid, Effect.mapError(failed)),
-      release: (eventId, token) =>
-        redis.eval("release", release, [eventKey(eventId)], [token]).pipe(Effect.asVoid, Effect.mapError(failed)),
+      release: releaseClaim,
       lastHandled: (referenceId) =>
         redis.run("lastHandled", (client) => client.get(referenceKey(referenceId))).pipe(
           Effect.map((value) => value === null ? Option.none() : Option.some(Number(value))),

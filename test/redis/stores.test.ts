@@ -12,6 +12,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { createHash } from "node:crypto"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
@@ -19,6 +20,7 @@ import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.
 import * as TokenStore from "../../src/TokenStore.js"
 import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
+import { seedTokens } from "../support.js"
 import { redisClient, redisUrl, uniquePrefix } from "./support.js"
 
 
@@ -48,11 +50,11 @@ const capture = () => {
 const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
 
 describe("RedisTokenStore", () => {
-  it.scoped("stores, reads and compare-and-deletes a token pair", () =>
+  it.scopedLive("stores, reads and compare-and-deletes a token pair", () =>
     Effect.gen(function*() {
       const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("pair") })
       expect(yield* store.get("k")).toEqual(Option.none())
-      yield* store.set("k", tokens("access-1", Date.now() + 60_000))
+      yield* seedTokens(store, "k", tokens("access-1", Date.now() + 60_000))
       const read = plain(yield* store.get("k"))
       expect(read).toEqual(Option.some({
         access: "access-1",
@@ -66,11 +68,11 @@ describe("RedisTokenStore", () => {
       yield* store.clear("k", Redacted.make("access-1"))
       expect(yield* store.get("k")).toEqual(Option.none())
       // Another key is another client.
-      yield* store.set("k", tokens("access-2", Date.now() + 60_000))
+      yield* seedTokens(store, "k", tokens("access-2", Date.now() + 60_000))
       expect(yield* store.get("other")).toEqual(Option.none())
     }))
 
-  it.scoped("the key holds the base URL and a hash of the client id, never the id; Redis drops the pair when useless", () =>
+  it.scopedLive("the key holds the base URL and a hash of the client id, never the id; Redis drops the pair when useless", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("scope")
       const emulator = yield* Emulator.make({ clientId: "tenant-42-client" })
@@ -88,38 +90,67 @@ describe("RedisTokenStore", () => {
       expect(yield* Effect.promise(() => redis.pttl(keys[0]!))).toBeGreaterThan(0)
     }))
 
-  it.scopedLive("the refresh lock is taken once, released only by its owner, and expires", () =>
+  it.scopedLive("a store provided around the program, beside the client layer, is used too", () =>
     Effect.gen(function*() {
-      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("lock"), lockTtl: "200 millis" })
-      const owner = yield* store.lock("k")
-      expect(Option.isSome(owner)).toBe(true)
-      expect(yield* store.lock("k")).toEqual(Option.none())
-      yield* store.unlock("k", "someone-else")
-      expect(yield* store.lock("k")).toEqual(Option.none())
-      yield* store.unlock("k", Option.getOrThrow(owner))
-      const second = yield* store.lock("k")
-      expect(Option.isSome(second)).toBe(true)
-      // Its owner never releases it (it died): it expires, and someone else takes it.
-      yield* Effect.sleep("300 millis")
-      const third = yield* store.lock("k")
-      expect(Option.isSome(third)).toBe(true)
-      // The late owner's release does not free the new owner's lock.
-      yield* store.unlock("k", Option.getOrThrow(second))
-      expect(yield* store.lock("k")).toEqual(Option.none())
+      const prefix = uniquePrefix("beside")
+      const emulator = yield* Emulator.make()
+      yield* quote.pipe(
+        Effect.provide(Layer.merge(
+          FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url }),
+          RedisTokenStore.layer({ url: redisUrl, prefix })
+        )),
+        Effect.provide(FetchHttpClient.layer)
+      )
+      const redis = yield* redisClient
+      expect(yield* Effect.promise(() => redis.keys(`${prefix}:token:*`))).toHaveLength(1)
     }))
 
-  it.scoped("encrypts at rest: Redis holds no token, another key or no key reads nothing (with a warning)", () =>
+  it.scopedLive("the refresh lock: one owner, renewed and released only by it, expiring; a late owner cannot write", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("lock"), lockTtl: "300 millis" })
+      const pair = tokens("late", Date.now() + 60_000)
+      const first = yield* store.lock("k")
+      if (first._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
+      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: first.owner })
+      expect(yield* store.renew("k", "someone-else")).toBe(false)
+      yield* store.unlock("k", "someone-else")
+      expect((yield* store.lock("k"))._tag).toBe("Held")
+      // Renewed, it outlives its first lockTtl.
+      yield* Effect.sleep("200 millis")
+      expect(yield* store.renew("k", first.owner)).toBe(true)
+      yield* Effect.sleep("200 millis")
+      expect((yield* store.lock("k"))._tag).toBe("Held")
+      // Released with a failure: the waiters can read it.
+      yield* store.unlock("k", first.owner, "encoded error")
+      expect(yield* store.failure("k")).toEqual(Option.some({ owner: first.owner, error: "encoded error" }))
+      const second = yield* store.lock("k")
+      if (second._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
+      // Its owner stops renewing (it died or stalled): the lock expires and someone else takes it.
+      yield* Effect.sleep("400 millis")
+      const third = yield* store.lock("k")
+      if (third._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
+      // The late owner can neither write a pair nor free the new owner's lock.
+      expect(yield* store.set("k", pair, second.owner)).toBe(false)
+      expect(yield* store.get("k")).toEqual(Option.none())
+      yield* store.unlock("k", second.owner)
+      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: third.owner })
+      expect(yield* store.set("k", pair, third.owner)).toBe(true)
+    }))
+
+  it.scopedLive("encrypts at rest: Redis holds no token, another key or no key reads nothing (with a warning)", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("encrypted")
       const key = Redacted.make(new Uint8Array(32).fill(7))
       const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: key })
-      yield* store.set("k", tokens("secret-access-token", Date.now() + 60_000))
+      yield* seedTokens(store, "k", tokens("secret-access-token", Date.now() + 60_000))
       expect(plain(yield* store.get("k"))).toMatchObject(Option.some({ access: "secret-access-token" }))
 
       const redis = yield* redisClient
       const stored = yield* Effect.promise(() => redis.hgetall(`${prefix}:token:k`))
       expect(JSON.stringify(stored)).not.toContain("secret-access-token")
       expect(JSON.stringify(stored)).not.toContain("refresh-of-secret-access-token")
+      // Not even a plain hash that could confirm a guessed token.
+      expect(stored.fp).not.toBe(createHash("sha256").update("secret-access-token").digest("hex"))
       expect(stored.v!.startsWith("e1:")).toBe(true)
 
       const log = capture()
@@ -137,18 +168,21 @@ describe("RedisTokenStore", () => {
       expect(yield* store.get("copied")).toEqual(Option.none())
     }))
 
-  it.scoped("an encryption key of the wrong size is refused when the layer is built", () =>
+  it.scopedLive("an encryption key of the wrong size, or a string that is not base64, is refused when the layer is built", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(
-        RedisTokenStore.make({ url: redisUrl, encryptionKey: Redacted.make(new Uint8Array(10)) })
-      )
-      expect(exit).toEqual(Exit.fail(new TokenStore.TokenStoreError({
-        operation: "configure",
-        message: "encryptionKey must be 16, 24 or 32 bytes (raw or base64), not 10"
-      })))
+      const refused = (encryptionKey: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) =>
+        Effect.map(Effect.exit(RedisTokenStore.make({ url: redisUrl, encryptionKey })), (exit) =>
+          Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error.message : "accepted")
+      expect(yield* refused(Redacted.make(new Uint8Array(10)))).toBe("encryptionKey must be 16, 24 or 32 bytes, not 10")
+      // 32 characters of text: not silently read as base64 of 24 bytes.
+      expect(yield* refused(Redacted.make("correct horse battery staple 123")))
+        .toBe("encryptionKey is a string but not base64 (give a Uint8Array for raw bytes)")
+      expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(12)).toString("base64"))))
+        .toBe("encryptionKey must be 16, 24 or 32 bytes, not 12")
+      expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(16)).toString("base64")))).toBe("accepted")
     }))
 
-  it.scoped("an unreachable Redis is a TokenStoreError after the timeout, not a hang", () =>
+  it.scopedLive("an unreachable Redis is a TokenStoreError at once or after the timeout, not a hang", () =>
     Effect.gen(function*() {
       const store = yield* RedisTokenStore.make({
         url: "redis://127.0.0.1:1",
@@ -159,6 +193,28 @@ describe("RedisTokenStore", () => {
       expect(error._tag).toBe("TokenStoreError")
       expect(error.operation).toBe("get")
     }))
+})
+
+describe("RedisTokenStore with several clients (one per process, as in production)", () => {
+  it.live("when the owner's token fetch fails, the clients that waited for it fail with its error, without a fetch each", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("shared-failure")
+      const emulator = yield* Emulator.make({ faults: [{ kind: "status", status: 503, route: "POST /v1/oauth/token" }] })
+      const client = FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url, maxRetries: 1 }).pipe(
+        Layer.provide(RedisTokenStore.layer({ url: redisUrl, prefix })),
+        Layer.provide(FetchHttpClient.layer)
+      )
+      const errors = yield* Effect.all(
+        Array.from({ length: 4 }, () => Effect.flip(Effect.provide(quote, client))),
+        { concurrency: "unbounded" }
+      )
+      for (const error of errors) expect(error).toMatchObject({ _tag: "ApiError", status: 503 })
+      // One owner's two attempts (maxRetries 1), not two per client.
+      expect((yield* emulator.counters).requests["POST /v1/oauth/token"]).toBe(2)
+      // A later call is not failed by the recorded failure: it tries again itself.
+      yield* emulator.clearFaults
+      expect((yield* Effect.provide(quote, client)).destination_currency).toBe("CAD")
+    }).pipe(Effect.scoped), 30_000)
 })
 
 describe("RedisWebhookDedupeStore", () => {

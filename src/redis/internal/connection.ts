@@ -18,7 +18,10 @@ export interface Options {
   readonly url?: string | undefined
   /** ioredis options for the client made from `url`. */
   readonly redisOptions?: RedisOptions | undefined
-  /** Longest wait for one command, queueing while disconnected included; default 1 second. */
+  /**
+   * Longest wait for one command's answer (default 1 second); also the longest wait for the first connection of a
+   * client made from `url`. A command that timed out may still run in Redis later: the stores undo what matters.
+   */
   readonly timeout?: Duration.DurationInput | undefined
   /** Prefix of every key; default `effect-fin`. */
   readonly prefix?: string | undefined
@@ -69,15 +72,29 @@ export const connect = (options: Options): Effect.Effect<Connection, never, Scop
     const timeout = Duration.decode(options.timeout ?? Duration.seconds(1))
     const client = options.client ?? (yield* Effect.acquireRelease(
       Effect.sync(() => {
-        // One reconnection attempt per queued command, then it fails: a command never waits for Redis for long,
-        // and the stores' own timeout bounds it anyway.
-        const own = new Redis(options.url ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: 1, ...options.redisOptions })
+        // No offline queue: while Redis is unreachable a command fails at once (the stores then go on without it)
+        // instead of waiting to be sent minutes later, when what it would write is stale.
+        const own = new Redis(options.url ?? "redis://127.0.0.1:6379", {
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          ...options.redisOptions
+        })
         // Failures reach the stores through their commands; without a listener ioredis prints each one.
         own.on("error", () => undefined)
         return own
       }),
       (own) => Effect.promise(() => own.quit().catch(() => own.disconnect()))
     ))
+    if (options.client === undefined) {
+      // Without an offline queue the first commands need the connection: wait for it (bounded; a Redis that is down
+      // now is worked around like one that goes down later).
+      yield* Effect.async<void>((resume) => {
+        if (client.status === "ready") return resume(Effect.void)
+        const ready = () => resume(Effect.void)
+        client.once("ready", ready)
+        return Effect.sync(() => void client.off("ready", ready))
+      }).pipe(Effect.timeout(timeout), Effect.ignore)
+    }
     const run = <A>(operation: string, command: (client: Redis) => Promise<A>): Effect.Effect<A, Failure> =>
       Effect.tryPromise({
         try: () => command(client),
