@@ -1041,7 +1041,15 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly deliverStale?: boolean | undefined
   /** De-duplication store; default: the `WebhookDedupeStore` service if provided, else one in memory. */
   readonly store?: WebhookDedupeStoreService | undefined
-  /** How long one delivery may hold an event before another may handle it (default 5 minutes). */
+  /**
+   * How long a user handler may run (default 1 minute); one that runs longer is interrupted and counts as failed
+   * (500, so the service delivers again).
+   */
+  readonly handlerTimeout?: Duration.DurationInput | undefined
+  /**
+   * How long one delivery may hold an event before another may handle it: default 5 minutes, and never less than
+   * `handlerTimeout` plus 1 minute, so a claim cannot expire while its handler still runs.
+   */
   readonly claimTtl?: Duration.DurationInput | undefined
   /** How long handled event ids and per-reference timestamps are remembered (default 24 hours). */
   readonly dedupeTtl?: Duration.DurationInput | undefined
@@ -1148,7 +1156,12 @@ export const handler = <const H extends Handlers>(
 ): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
   const secrets = secretList(options.secrets)
   const limit = options.maxBodySize ?? defaultMaxBodySize
-  const claimTtl = Duration.decode(options.claimTtl ?? Duration.minutes(5))
+  const handlerTimeout = Duration.decode(options.handlerTimeout ?? Duration.minutes(1))
+  const claimTtl = Duration.max(
+    Duration.decode(options.claimTtl ?? Duration.minutes(5)),
+    Duration.sum(handlerTimeout, Duration.minutes(1))
+  )
+  const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const dedupeTtl = Duration.decode(options.dedupeTtl ?? Duration.hours(24))
   const verifyOptions: VerifyOptions = { maxAge: options.maxAge, environment: options.environment }
   const ownStore = makeMemoryDedupeStore()
@@ -1180,7 +1193,15 @@ export const handler = <const H extends Handlers>(
           return yield* respond(200, "stale")
         }
         const userHandler = handlerFor(event)
-        const exit = yield* Effect.exit(userHandler === undefined ? Effect.void : userHandler(event, { stale }))
+        const exit = yield* Effect.exit(
+          userHandler === undefined
+            ? Effect.void
+            // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it.
+            : Effect.timeoutFail(Effect.interruptible(userHandler(event, { stale })), {
+              duration: handlerTimeout,
+              onTimeout: timedOut
+            })
+        )
         if (Exit.isFailure(exit)) {
           yield* releaseClaim
           yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(

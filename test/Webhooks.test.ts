@@ -684,6 +684,33 @@ describe("Webhooks.handler", () => {
       expect(JSON.parse(old.body)).toEqual({ error: "too_old" })
     }))
 
+  it.effect("a handler running past handlerTimeout is interrupted: 500, the claim released, the redelivery handled", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const started = yield* Deferred.make<void>()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlerTimeout: "30 seconds",
+        handlers: {
+          "beneficiary.status": () =>
+            Effect.suspend(() =>
+              (attempts += 1) === 1 ? Effect.zipRight(Deferred.succeed(started, undefined), Effect.never) : Effect.void
+            )
+        }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(started)
+      // Real time for the handler's timeout to start its (test) clock, then past it.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      yield* TestClock.adjust("31 seconds")
+      const answer = yield* Fiber.join(first)
+      expect(answer.status).toBe(500)
+      expect(JSON.parse(answer.body)).toEqual({ outcome: "failed" })
+      const again = yield* send(handle, yield* signedPost(currentBody))
+      expect(JSON.parse(again.body)).toEqual({ outcome: "handled" })
+      expect(attempts).toBe(2)
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()

@@ -41,26 +41,34 @@ export const worker = (job: Job) =>
       })
       const inbox: Array<Message> = []
       const waiting: Array<() => void> = []
+      const wakeAll = () => {
+        for (const wake of waiting.splice(0)) wake()
+      }
+      // 'close' comes after the IPC channel is drained ('exit' can come before a last message is emitted).
+      let closed = false
+      const exited = new Promise<void>((resolve) =>
+        child.once("close", () => {
+          closed = true
+          wakeAll()
+          resolve()
+        })
+      )
       child.on("message", (message: Message) => {
         inbox.push(message)
-        for (const wake of waiting.splice(0)) wake()
+        wakeAll()
       })
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
       const next = <T extends Message["type"]>(type: T) =>
         Effect.async<Extract<Message, { readonly type: T }>>((resume) => {
           const look = () => {
             const index = inbox.findIndex((m) => m.type === type)
             if (index >= 0) {
               resume(Effect.succeed(inbox.splice(index, 1)[0] as Extract<Message, { readonly type: T }>))
-            } else if (child.exitCode !== null || child.signalCode !== null) {
+            } else if (closed) {
               resume(Effect.dieMessage(`worker ${job.mode} exited (${child.exitCode ?? child.signalCode}) before "${type}"`))
             } else {
               waiting.push(look)
             }
           }
-          child.once("exit", () => {
-            for (const wake of waiting.splice(0)) wake()
-          })
           look()
         })
       return {
@@ -68,7 +76,7 @@ export const worker = (job: Job) =>
         next,
         send: (message) => Effect.async<void>((resume) => void child.send(message as never, () => resume(Effect.void))),
         kill: Effect.promise(() => {
-          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+          if (!closed) child.kill("SIGKILL")
           return exited
         })
       }
