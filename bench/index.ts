@@ -320,6 +320,11 @@ const breakdownTable = (rows: ReadonlyArray<ClientRow>) => {
 // Main
 // ---------------------------------------------------------------------------------------------------------------
 
+const chaosSection = async (): Promise<ReadonlyArray<string>> => {
+  const text = await Fs.readFile(Path.join(root, "bench", "results", "chaos.md"), "utf8").catch(() => undefined)
+  return text === undefined ? [] : [text.trim().replace(/^## Chaos run/, "## Chaos run (recorded separately)"), ""]
+}
+
 const main = async () => {
   const loadAverage = Os.loadavg()
   const started = performance.now()
@@ -504,6 +509,8 @@ const main = async () => {
     "",
     redisRows === undefined ? "Not measured: redis-server is not installed." : RedisBench.redisTable(redisRows),
     "",
+    // The chaos run is its own command (about a minute of faults); its last recorded result is kept with the rest.
+    ...(await chaosSection()),
     "## How to reproduce",
     "",
     "```sh",
