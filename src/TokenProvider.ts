@@ -396,9 +396,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       Effect.zipRight(
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable),
         SynchronizedRef.update(ref, (state) =>
-        Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
-          ? { ...state, access: Option.none() }
-          : state)
+          Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
+            ? { ...state, access: Option.none() }
+            : state)
       )
 
     return TokenProvider.of({ get, invalidate })
