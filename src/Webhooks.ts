@@ -831,7 +831,7 @@ export const verify = (
 // ---------------------------------------------------------------------------------------------------------------------
 
 /**
- * The answer to a claim on an event id.
+ * The answer to a claim on an event id and its `event_reference_id`.
  *
  * @since 0.1.0
  * @category models
@@ -843,6 +843,8 @@ export type Claim =
   | { readonly _tag: "InProgress" }
   /** The event was handled before. */
   | { readonly _tag: "Done" }
+  /** Another event of the same reference is being handled: nothing was claimed, try again once it is done. */
+  | { readonly _tag: "ReferenceBusy" }
 
 /**
  * What the handler remembers about a handled event, for ordering.
@@ -858,25 +860,41 @@ export interface Handled {
 
 /**
  * Where the handler keeps which events were handled (by `event.id`) and, per `event_reference_id`, the newest
- * `created_at` handled. Shaped for a shared store such as Redis (`effect-fin/redis`): `claim` is a `SET id pending NX
- * PX ttl`, `complete` a `SET id done PX ttl` plus a max-update of the reference, `release` a compare-and-delete on the
- * token. A store that fails makes the handler answer 500, so the service delivers again: nothing is lost.
+ * `created_at` handled. A claim holds the event and its reference together, so two events of one resource are never
+ * handled at once: otherwise both could pass the stale check and the older could be applied last. Shaped for a shared
+ * store such as Redis (`effect-fin/redis`): `claim` is one atomic step over the event and the reference lock (both
+ * under `ttl`, so a crashed handler's claim expires), `complete` marks the event done, max-updates the reference and
+ * drops the lock, `release` is a compare-and-delete of both on the token. A store that fails makes the handler answer
+ * 500, so the service delivers again: nothing is lost.
  *
  * @since 0.1.0
  * @category models
  */
 export interface WebhookDedupeStoreService {
-  /** Claims `eventId` for `ttl` (a crashed handler's claim expires), unless claimed or handled already. */
-  readonly claim: (eventId: string, ttl: Duration.Duration) => Effect.Effect<Claim, WebhookDedupeStoreError>
-  /** Marks `eventId` handled for `ttl` and records its `created_at` for its reference (keeping the newest). */
+  /**
+   * Claims `eventId` and `referenceId` for `ttl`, unless the event is claimed or handled already (`InProgress`,
+   * `Done`) or another claim holds the reference (`ReferenceBusy`, and nothing is claimed).
+   */
+  readonly claim: (
+    eventId: string,
+    referenceId: string,
+    ttl: Duration.Duration
+  ) => Effect.Effect<Claim, WebhookDedupeStoreError>
+  /**
+   * Marks `eventId` handled for `ttl`, records its `created_at` for its reference (keeping the newest) and frees the
+   * reference if `token` still holds it.
+   */
   readonly complete: (
     eventId: string,
     token: string,
     handled: Handled,
     ttl: Duration.Duration
   ) => Effect.Effect<void, WebhookDedupeStoreError>
-  /** Drops a claim still held under `token`, so a redelivery runs the handler again; a no-op once completed. */
-  readonly release: (eventId: string, token: string) => Effect.Effect<void, WebhookDedupeStoreError>
+  /**
+   * Drops the event and reference claims still held under `token`, so a redelivery runs the handler again; a no-op
+   * once completed.
+   */
+  readonly release: (eventId: string, referenceId: string, token: string) => Effect.Effect<void, WebhookDedupeStoreError>
   /** The newest `created_at` (epoch microseconds) handled for a reference. */
   readonly lastHandled: (referenceId: string) => Effect.Effect<Option.Option<number>, WebhookDedupeStoreError>
 }
@@ -937,8 +955,8 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
 }
 
 /**
- * An in-memory store for one process, bounded in size (default 10,000 events and as many references) and in time
- * (the TTLs the handler passes).
+ * An in-memory store for one process, bounded in size (default 10,000 events, as many references and as many
+ * reference claims) and in time (the TTLs the handler passes).
  *
  * @since 0.1.0
  * @category constructors
@@ -947,17 +965,24 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
   const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
   const events = expiringMap<Entry>(maxEntries)
   const references = expiringMap<{ readonly createdAt: number; readonly expiresAt: number }>(maxEntries)
+  const referenceClaims = expiringMap<{ readonly token: string; readonly expiresAt: number }>(maxEntries)
   let counter = 0
+  const dropReferenceClaim = (referenceId: string, token: string, now: number) => {
+    if (referenceClaims.get(referenceId, now)?.token === token) referenceClaims.delete(referenceId)
+  }
   return {
-    claim: (eventId, ttl) =>
+    claim: (eventId, referenceId, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now): Claim => {
         const entry = events.get(eventId, now)
         if (entry !== undefined) return entry.state === "done" ? { _tag: "Done" } : { _tag: "InProgress" }
+        if (referenceClaims.get(referenceId, now) !== undefined) return { _tag: "ReferenceBusy" }
         const token = String(++counter)
-        events.set(eventId, { state: "pending", token, expiresAt: now + Duration.toMillis(ttl) }, now)
+        const expiresAt = now + Duration.toMillis(ttl)
+        events.set(eventId, { state: "pending", token, expiresAt }, now)
+        referenceClaims.set(referenceId, { token, expiresAt }, now)
         return { _tag: "Claimed", token }
       }),
-    complete: (eventId, _token, handled, ttl) =>
+    complete: (eventId, token, handled, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const expiresAt = now + Duration.toMillis(ttl)
         events.set(eventId, { state: "done", expiresAt }, now)
@@ -965,11 +990,13 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
         if (last === undefined || last.createdAt < handled.createdAt) {
           references.set(handled.referenceId, { createdAt: handled.createdAt, expiresAt }, now)
         }
+        dropReferenceClaim(handled.referenceId, token, now)
       }),
-    release: (eventId, token) =>
+    release: (eventId, referenceId, token) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const entry = events.get(eventId, now)
         if (entry !== undefined && entry.state === "pending" && entry.token === token) events.delete(eventId)
+        dropReferenceClaim(referenceId, token, now)
       }),
     lastHandled: (referenceId) =>
       Effect.map(
@@ -1053,6 +1080,11 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly claimTtl?: Duration.DurationInput | undefined
   /** How long handled event ids and per-reference timestamps are remembered (default 24 hours). */
   readonly dedupeTtl?: Duration.DurationInput | undefined
+  /**
+   * How long a delivery waits while another event of the same `event_reference_id` is being handled (default 5
+   * seconds); after that it gets 409 and the service delivers it again later.
+   */
+  readonly referenceWait?: Duration.DurationInput | undefined
 }
 
 /**
@@ -1063,7 +1095,18 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
  */
 export const defaultMaxBodySize = 1024 * 1024
 
-type Outcome = "handled" | "duplicate" | "stale" | "in_progress" | "rejected" | "failed" | "store_unavailable"
+// How often a delivery waiting for its reference asks the store again.
+const referencePoll = Duration.millis(25)
+
+type Outcome =
+  | "handled"
+  | "duplicate"
+  | "stale"
+  | "in_progress"
+  | "reference_busy"
+  | "rejected"
+  | "failed"
+  | "store_unavailable"
 
 const respond = (status: number, outcome: Outcome) =>
   Effect.as(
@@ -1139,7 +1182,9 @@ const readBody = <E>(
  *
  * 1. checks `Content-Length` against `maxBodySize` (413), then reads at most that many bytes on every runtime (413);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
- * 3. claims `event.id` in the store: 200 if it was handled before, 409 while another delivery handles it;
+ * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
+ *    another delivery handles it; while another event of the same reference is being handled it waits (up to
+ *    `referenceWait`, then 409), so events of one resource are handled one at a time, in the order checked next;
  * 4. answers 200 without calling the handlers if a newer event was handled for the same `event_reference_id`
  *    (stale), unless `deliverStale`;
  * 5. calls the handler for `event.type`: 200 once it succeeds; 500 if it fails, and the event is not marked handled,
@@ -1163,6 +1208,7 @@ export const handler = <const H extends Handlers>(
   )
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const dedupeTtl = Duration.decode(options.dedupeTtl ?? Duration.hours(24))
+  const referenceWait = Duration.toMillis(options.referenceWait ?? Duration.seconds(5))
   const verifyOptions: VerifyOptions = { maxAge: options.maxAge, environment: options.environment }
   const ownStore = makeMemoryDedupeStore()
   const storeFor: Effect.Effect<WebhookDedupeStoreService> = options.store !== undefined
@@ -1174,19 +1220,32 @@ export const handler = <const H extends Handlers>(
       | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
       | undefined
 
+  // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`.
+  const claimWaiting = (store: WebhookDedupeStoreService, eventId: string, referenceId: string) =>
+    Effect.gen(function*() {
+      const started = yield* Clock.currentTimeMillis
+      while (true) {
+        const claim = yield* store.claim(eventId, referenceId, claimTtl)
+        if (claim._tag !== "ReferenceBusy" || (yield* Clock.currentTimeMillis) - started >= referenceWait) return claim
+        yield* Effect.sleep(referencePoll)
+      }
+    })
+
   const handle = (decoded: Decoded) =>
     Effect.gen(function*() {
       const { createdAt, event } = decoded
       yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
       const store = yield* storeFor
-      const claim = yield* store.claim(event.id, claimTtl)
+      const referenceId = event.event_reference_id
+      const claim = yield* claimWaiting(store, event.id, referenceId)
       if (claim._tag === "Done") return yield* respond(200, "duplicate")
       if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
-      const handled: Handled = { referenceId: event.event_reference_id, createdAt }
+      if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
+      const handled: Handled = { referenceId, createdAt }
       // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
-      const releaseClaim = store.release(event.id, claim.token).pipe(Effect.catchAll(() => Effect.void))
+      const releaseClaim = store.release(event.id, referenceId, claim.token).pipe(Effect.catchAll(() => Effect.void))
       const run = Effect.gen(function*() {
-        const last = yield* store.lastHandled(event.event_reference_id)
+        const last = yield* store.lastHandled(referenceId)
         const stale = Option.isSome(last) && last.value > createdAt
         if (stale && options.deliverStale !== true) {
           yield* store.complete(event.id, claim.token, handled, dedupeTtl)

@@ -23,6 +23,7 @@ import { createHmac } from "node:crypto"
 import type { WebhookVerificationError } from "../src/FinError.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
+import { dedupeStoreContract } from "./dedupeStoreContract.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
@@ -403,6 +404,23 @@ const recorder = Effect.gen(function*() {
   return { seen: Effect.map(Ref.get(seen), Chunk.toReadonlyArray), record }
 })
 
+// A user handler that says when it starts, then waits to be let go; counts its runs.
+const gate = Effect.gen(function*() {
+  const started = yield* Deferred.make<void>()
+  const release = yield* Deferred.make<void>()
+  let runs = 0
+  return {
+    run: Effect.gen(function*() {
+      runs++
+      yield* Deferred.succeed(started, undefined)
+      yield* Deferred.await(release)
+    }),
+    started: Deferred.await(started),
+    open: Deferred.succeed(release, undefined),
+    runs: () => runs
+  }
+})
+
 describe("Webhooks.handler", () => {
   it.effect("handles a delivery once and answers duplicates with 200", () =>
     Effect.gen(function*() {
@@ -550,31 +568,23 @@ describe("Webhooks.handler", () => {
 
   it.effect("runs the handler once for concurrent deliveries of one event: 409 while it runs", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      let runs = 0
+      const handler = yield* gate
       const handle = yield* webHandler(Webhooks.handler({
         secrets: secret,
-        handlers: {
-          "beneficiary.status": () =>
-            Effect.gen(function*() {
-              runs++
-              yield* Deferred.succeed(started, undefined)
-              yield* Deferred.await(release)
-            })
-        }
+        handlers: { "beneficiary.status": () => handler.run }
       }))
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* Deferred.await(started)
+      yield* handler.started
       const second = yield* send(handle, yield* signedPost(currentBody))
       expect(second.status).toBe(409)
-      yield* Deferred.succeed(release, undefined)
+      expect(JSON.parse(second.body)).toEqual({ outcome: "in_progress" })
+      yield* handler.open
       const firstAnswer = yield* Fiber.join(first)
       expect(firstAnswer.status).toBe(200)
       expect(JSON.parse(firstAnswer.body)).toEqual({ outcome: "handled" })
       const third = yield* send(handle, yield* signedPost(currentBody))
       expect(JSON.parse(third.body)).toEqual({ outcome: "duplicate" })
-      expect(runs).toBe(1)
+      expect(handler.runs()).toBe(1)
     }))
 
   it.effect("many concurrent deliveries of one event: one handled, the others 409 or duplicate", () =>
@@ -628,6 +638,64 @@ describe("Webhooks.handler", () => {
       // Ordering is per event_reference_id.
       expect(JSON.parse((yield* send(handle, yield* signedPost(other))).body)).toEqual({ outcome: "handled" })
       expect(yield* seen).toEqual(["ACTIVE", "REJECTED"])
+    }))
+
+  it.live("handles the events of one resource one at a time: an older event arriving meanwhile waits, then is stale", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": (event) =>
+            Effect.gen(function*() {
+              const status = Option.getOrElse(event.data.status, () => "none")
+              if (status === "ACTIVE") {
+                yield* Deferred.succeed(started, undefined)
+                yield* Deferred.await(release)
+              }
+              yield* record(status)
+            })
+        }
+      }))
+      const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z", data: beneficiaryData("ACTIVE") })
+      const processing = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
+      const newer = yield* Effect.fork(send(handle, yield* signedPost(active)))
+      yield* Deferred.await(started)
+      const older = yield* Effect.fork(send(handle, yield* signedPost(processing)))
+      // Both the older and an unrelated event of another resource arrive while the newer one is being handled.
+      const other = makeBody({ id: "e-3", referenceId: "another-beneficiary", data: beneficiaryData("REJECTED") })
+      expect(JSON.parse((yield* send(handle, yield* signedPost(other))).body)).toEqual({ outcome: "handled" })
+      yield* Effect.sleep("100 millis")
+      expect(Option.isNone(yield* Fiber.poll(older))).toBe(true)
+      yield* Deferred.succeed(release, undefined)
+      expect(JSON.parse((yield* Fiber.join(newer)).body)).toEqual({ outcome: "handled" })
+      const olderAnswer = yield* Fiber.join(older)
+      expect(olderAnswer.status).toBe(200)
+      expect(JSON.parse(olderAnswer.body)).toEqual({ outcome: "stale" })
+      expect(yield* seen).toEqual(["REJECTED", "ACTIVE"])
+    }))
+
+  it.live("answers 409 reference_busy when the resource stays busy past referenceWait; the redelivery is then stale", () =>
+    Effect.gen(function*() {
+      const handler = yield* gate
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        referenceWait: "100 millis",
+        handlers: { "beneficiary.status": () => handler.run }
+      }))
+      const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })
+      const processing = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
+      const newer = yield* Effect.fork(send(handle, yield* signedPost(active)))
+      yield* handler.started
+      const busy = yield* send(handle, yield* signedPost(processing))
+      expect(busy.status).toBe(409)
+      expect(JSON.parse(busy.body)).toEqual({ outcome: "reference_busy" })
+      yield* handler.open
+      expect((yield* Fiber.join(newer)).status).toBe(200)
+      expect(JSON.parse((yield* send(handle, yield* signedPost(processing))).body)).toEqual({ outcome: "stale" })
+      expect(handler.runs()).toBe(1)
     }))
 
   it.effect("passes stale events to the handler when asked to", () =>
@@ -714,7 +782,7 @@ describe("Webhooks.handler", () => {
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()
-      const stuck = yield* store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", Duration.minutes(5))
+      const stuck = yield* store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31", Duration.minutes(5))
       expect(stuck._tag).toBe("Claimed")
       let runs = 0
       const handle = yield* webHandler(Webhooks.handler({
@@ -760,7 +828,7 @@ describe("Webhooks.handler", () => {
       const two = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} }))
       expect(JSON.parse((yield* send(one, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
       expect(JSON.parse((yield* send(two, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
-      const claim = yield* store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", Duration.minutes(1))
+      const claim = yield* store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31", Duration.minutes(1))
       expect(claim._tag).toBe("Done")
     }).pipe(Effect.provide(Webhooks.layerMemoryDedupeStore())))
 
@@ -795,26 +863,16 @@ describe("Webhooks memory store", () => {
       const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 3 })
       const ttl = Duration.hours(1)
       for (const id of ["a", "b", "c", "d"]) {
-        const claim = yield* store.claim(id, ttl)
+        const claim = yield* store.claim(id, id, ttl)
         if (claim._tag === "Claimed") yield* store.complete(id, claim.token, { referenceId: id, createdAt: 1 }, ttl)
       }
       // "a" was the oldest and is gone; the newest three remain.
-      expect((yield* store.claim("a", ttl))._tag).toBe("Claimed")
-      expect((yield* store.claim("d", ttl))._tag).toBe("Done")
+      expect((yield* store.claim("a", "a", ttl))._tag).toBe("Claimed")
+      expect((yield* store.claim("d", "d", ttl))._tag).toBe("Done")
       expect(Option.isNone(yield* store.lastHandled("a"))).toBe(true)
       expect(yield* store.lastHandled("d")).toEqual(Option.some(1))
     }))
 
-  it.effect("release only drops the caller's own pending claim", () =>
-    Effect.gen(function*() {
-      const store = Webhooks.makeMemoryDedupeStore()
-      const ttl = Duration.minutes(1)
-      const first = yield* store.claim("x", ttl)
-      if (first._tag !== "Claimed") return expect.fail("not claimed")
-      yield* store.release("x", "not-the-token")
-      expect((yield* store.claim("x", ttl))._tag).toBe("InProgress")
-      yield* store.complete("x", first.token, { referenceId: "r", createdAt: 5 }, ttl)
-      yield* store.release("x", first.token)
-      expect((yield* store.claim("x", ttl))._tag).toBe("Done")
-    }))
+  it.effect("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>
+    dedupeStoreContract(Webhooks.makeMemoryDedupeStore(), Duration.seconds(1), TestClock.adjust("2 seconds")))
 })

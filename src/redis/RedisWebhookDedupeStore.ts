@@ -2,7 +2,8 @@
  * A `WebhookDedupeStore` in Redis, so that every instance behind a load balancer handles each event once: a claim is
  * taken atomically with a processing TTL (longer than a handler may run), marked done with a long TTL after success,
  * and released on failure so a redelivery runs it. The newest `created_at` per `event_reference_id` lives there too,
- * for the stale-event check.
+ * for the stale-event check, and a claim holds the event's reference with it, so the events of one resource are handled
+ * one at a time across every instance.
  *
  * When Redis fails, the handler answers 500 and the service delivers again: nothing is lost.
  *
@@ -22,27 +23,31 @@ import * as Connection from "./internal/connection.js"
  */
 export interface Options extends Connection.Options {}
 
+// KEYS: event, reference claim. The event's state first: a duplicate is answered even while its reference is busy.
 const claim = Connection.script(`
 local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
-  return 'claimed'
-end
 if v == 'done' then return 'done' end
-return 'pending'`)
+if v then return 'pending' end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'busy' end
+redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
+return 'claimed'`)
 
-// Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit) and stored as sent.
+// KEYS: event, reference's newest created_at, reference claim. Numbers are compared with tonumber (exact below 2^53:
+// microsecond timestamps fit) and stored as sent.
 const complete = Connection.script(`
 redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
 local last = redis.call('GET', KEYS[2])
 if (not last) or tonumber(last) < tonumber(ARGV[2]) then
   redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[1])
 end
+if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return 1`)
 
+// KEYS: event, reference claim; each dropped only while `token` holds it.
 const release = Connection.script(`
-if redis.call('GET', KEYS[1]) == 'pending:' .. ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
+if redis.call('GET', KEYS[1]) == 'pending:' .. ARGV[1] then redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1`)
 
 const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMillis(ttl)))
 
@@ -56,28 +61,39 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
   Effect.map(Connection.connect(options), (redis): Webhooks.WebhookDedupeStoreService => {
     const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
     const referenceKey = (referenceId: string) => `${redis.prefix}:webhook:reference:${referenceId}`
+    const referenceClaimKey = (referenceId: string) => `${redis.prefix}:webhook:reference-claim:${referenceId}`
     const failed = (failure: Connection.Failure) => new Webhooks.WebhookDedupeStoreError(failure)
-    const releaseClaim = (eventId: string, token: string) =>
-      redis.eval("release", release, [eventKey(eventId)], [token]).pipe(Effect.asVoid, Effect.mapError(failed))
+    const releaseClaim = (eventId: string, referenceId: string, token: string) =>
+      redis.eval("release", release, [eventKey(eventId), referenceClaimKey(referenceId)], [token]).pipe(
+        Effect.asVoid,
+        Effect.mapError(failed)
+      )
     return {
-      claim: (eventId, ttl) => {
+      claim: (eventId, referenceId, ttl) => {
         const token = globalThis.crypto.randomUUID()
-        return redis.eval("claim", claim, [eventKey(eventId)], [token, millis(ttl)]).pipe(
-          Effect.map((reply): Webhooks.Claim =>
-            reply === "claimed" ? { _tag: "Claimed", token } : reply === "done" ? { _tag: "Done" } : { _tag: "InProgress" }
-          ),
-          Effect.mapError(failed),
-          // A claim that timed out may still reach Redis: release it behind it (the connection keeps the order), or
-          // redeliveries would get 409 until the claim expires.
-          Effect.tapError(() => Effect.forkDaemon(Effect.ignore(releaseClaim(eventId, token))))
-        )
+        return redis.eval("claim", claim, [eventKey(eventId), referenceClaimKey(referenceId)], [token, millis(ttl)])
+          .pipe(
+            Effect.map((reply): Webhooks.Claim =>
+              reply === "claimed"
+                ? { _tag: "Claimed", token }
+                : reply === "done"
+                ? { _tag: "Done" }
+                : reply === "busy"
+                ? { _tag: "ReferenceBusy" }
+                : { _tag: "InProgress" }
+            ),
+            Effect.mapError(failed),
+            // A claim that timed out may still reach Redis: release it behind it (the connection keeps the order), or
+            // redeliveries would get 409 until the claim expires.
+            Effect.tapError(() => Effect.forkDaemon(Effect.ignore(releaseClaim(eventId, referenceId, token))))
+          )
       },
-      complete: (eventId, _token, handled, ttl) =>
+      complete: (eventId, token, handled, ttl) =>
         redis.eval(
           "complete",
           complete,
-          [eventKey(eventId), referenceKey(handled.referenceId)],
-          [millis(ttl), String(handled.createdAt)]
+          [eventKey(eventId), referenceKey(handled.referenceId), referenceClaimKey(handled.referenceId)],
+          [millis(ttl), String(handled.createdAt), token]
         ).pipe(Effect.asVoid, Effect.mapError(failed)),
       release: releaseClaim,
       lastHandled: (referenceId) =>

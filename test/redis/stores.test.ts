@@ -21,6 +21,7 @@ import * as TokenStore from "../../src/TokenStore.js"
 import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
 import { seedTokens } from "../support.js"
+import { dedupeStoreContract } from "../dedupeStoreContract.js"
 import { redisClient, redisUrl, uniquePrefix } from "./support.js"
 
 
@@ -218,37 +219,11 @@ describe("RedisTokenStore with several clients (one per process, as in productio
 })
 
 describe("RedisWebhookDedupeStore", () => {
-  it.scopedLive("claims once, marks done, releases only its own claim, keeps the newest created_at per reference", () =>
-    Effect.gen(function*() {
-      const store = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix: uniquePrefix("dedupe") })
-      const minute = Duration.minutes(1)
-      const first = yield* store.claim("evt-1", minute)
-      expect(first._tag).toBe("Claimed")
-      expect((yield* store.claim("evt-1", minute))._tag).toBe("InProgress")
-      yield* store.release("evt-1", "not-the-token")
-      expect((yield* store.claim("evt-1", minute))._tag).toBe("InProgress")
-      yield* store.release("evt-1", first._tag === "Claimed" ? first.token : "")
-      const second = yield* store.claim("evt-1", minute)
-      expect(second._tag).toBe("Claimed")
-      yield* store.complete("evt-1", second._tag === "Claimed" ? second.token : "", {
-        referenceId: "ref-1",
-        createdAt: 1_775_324_306_843_132
-      }, minute)
-      expect((yield* store.claim("evt-1", minute))._tag).toBe("Done")
-      expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(1_775_324_306_843_132))
-      // An older event of the same reference does not move it back.
-      const older = yield* store.claim("evt-0", minute)
-      yield* store.complete("evt-0", older._tag === "Claimed" ? older.token : "", {
-        referenceId: "ref-1",
-        createdAt: 1_775_324_306_000_000
-      }, minute)
-      expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(1_775_324_306_843_132))
-      expect(yield* store.lastHandled("ref-2")).toEqual(Option.none())
-      // A crashed handler's claim expires.
-      expect((yield* store.claim("evt-2", Duration.millis(100)))._tag).toBe("Claimed")
-      yield* Effect.sleep("200 millis")
-      expect((yield* store.claim("evt-2", minute))._tag).toBe("Claimed")
-    }))
+  it.scopedLive("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>
+    Effect.flatMap(
+      RedisWebhookDedupeStore.make({ url: redisUrl, prefix: uniquePrefix("dedupe") }),
+      (store) => dedupeStoreContract(store, Duration.millis(100), Effect.sleep("200 millis"))
+    ))
 })
 
 describe("Redis stopped mid-run", () => {

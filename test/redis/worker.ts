@@ -36,7 +36,10 @@ export type Job =
     readonly credentials: { readonly clientId: string; readonly clientSecret: string }
     readonly lockTtl: number
   }
-  /** A webhook receiver; the first attempt at each event of `failIds` (across all processes) fails. */
+  /**
+   * A webhook receiver; the first attempt at each event of `failIds` (across all processes) fails. Handled events are
+   * appended to `<prefix>:test-order:<event_reference_id>` in Redis.
+   */
   | {
     readonly mode: "webhooks"
     readonly redisUrl: string
@@ -104,6 +107,8 @@ const webhooks = (job: Extract<Job, { readonly mode: "webhooks" }>) =>
                 const attempt = yield* Effect.promise(() => redis.incr(`${job.prefix}:test-attempt:${event.id}`))
                 if (attempt === 1) return yield* Effect.fail("the first attempt at this event fails")
               }
+              // The order in which each resource's events were applied, across all processes.
+              yield* Effect.promise(() => redis.rpush(`${job.prefix}:test-order:${event.event_reference_id}`, event.id))
               handled.push(event.id)
             })
         }

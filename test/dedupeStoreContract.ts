@@ -1,0 +1,68 @@
+/**
+ * What every `WebhookDedupeStore` must do, checked the same way for the in-memory store (test/Webhooks.test.ts, on
+ * the TestClock) and the Redis one (test/redis/stores.test.ts, on real time).
+ */
+import { expect } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Webhooks from "../src/Webhooks.js"
+
+const tokenOf = (claim: Webhooks.Claim): string => {
+  if (claim._tag !== "Claimed") throw new Error(`expected a claim, got ${claim._tag}`)
+  return claim.token
+}
+
+/**
+ * Runs the contract against `store`. `shortTtl` is a claim TTL that `pastShortTtl` (the TestClock adjusted, or a real
+ * sleep) outlives.
+ */
+export const dedupeStoreContract = (
+  store: Webhooks.WebhookDedupeStoreService,
+  shortTtl: Duration.Duration,
+  pastShortTtl: Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    const minute = Duration.minutes(1)
+    const newest = 1_775_324_306_843_132
+
+    // One claim per event; a release with another token changes nothing.
+    const first = tokenOf(yield* store.claim("evt-1", "ref-1", minute))
+    expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("InProgress")
+    yield* store.release("evt-1", "ref-1", "not-the-token")
+    expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("InProgress")
+
+    // The claim holds its reference: another event of it is refused and nothing is claimed for it.
+    expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("ReferenceBusy")
+    expect((yield* store.claim("evt-other", "ref-2", minute))._tag).toBe("Claimed")
+
+    // Release frees both.
+    yield* store.release("evt-1", "ref-1", first)
+    const second = tokenOf(yield* store.claim("evt-1", "ref-1", minute))
+    expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("ReferenceBusy")
+
+    // Complete marks the event done, records its created_at and frees the reference.
+    yield* store.complete("evt-1", second, { referenceId: "ref-1", createdAt: newest }, minute)
+    expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("Done")
+    expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
+    expect(yield* store.lastHandled("ref-3")).toEqual(Option.none())
+
+    // An older event of the reference does not move its created_at back. A release with another token keeps the
+    // reference held.
+    const older = tokenOf(yield* store.claim("evt-0", "ref-1", minute))
+    yield* store.release("evt-0", "ref-1", "not-the-token")
+    expect((yield* store.claim("evt-9", "ref-1", minute))._tag).toBe("ReferenceBusy")
+    yield* store.complete("evt-0", older, { referenceId: "ref-1", createdAt: newest - 843_132 }, minute)
+    expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
+    // A done event is answered as done even while its reference is held by another.
+    const holder = tokenOf(yield* store.claim("evt-9", "ref-1", minute))
+    expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("Done")
+    yield* store.release("evt-9", "ref-1", holder)
+
+    // A crashed handler's claim expires, its reference with it.
+    tokenOf(yield* store.claim("evt-2", "ref-4", shortTtl))
+    expect((yield* store.claim("evt-3", "ref-4", minute))._tag).toBe("ReferenceBusy")
+    yield* pastShortTtl
+    tokenOf(yield* store.claim("evt-3", "ref-4", minute))
+    tokenOf(yield* store.claim("evt-2", "ref-5", minute))
+  })
