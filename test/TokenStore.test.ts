@@ -16,6 +16,7 @@ import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenStore from "../src/TokenStore.js"
 import { fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
+import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
 const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
@@ -125,32 +126,6 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("connection refused")
     }))
 
-  it.effect("the memory store's lock: one owner, renewed and released only by it, expiring, sharing its failure", () =>
-    Effect.gen(function*() {
-      const store = TokenStore.makeMemory({ lockTtl: "1 second" })
-      const tokens = { accessToken: Redacted.make("t"), refreshAt: 1 }
-      const first = yield* store.lock("k")
-      if (first._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
-      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: first.owner })
-      expect(yield* store.set("k", tokens, "not-the-owner")).toBe(false)
-      expect(yield* store.renew("k", "not-the-owner")).toBe(false)
-      yield* store.unlock("k", "not-the-owner")
-      expect((yield* store.lock("k"))._tag).toBe("Held")
-      // Renewed, it outlives its first second.
-      yield* TestClock.adjust("800 millis")
-      expect(yield* store.renew("k", first.owner)).toBe(true)
-      yield* TestClock.adjust("800 millis")
-      expect((yield* store.lock("k"))._tag).toBe("Held")
-      // Released with a failure: the failure is there for the waiters, for a lockTtl.
-      yield* store.unlock("k", first.owner, "encoded error")
-      expect(yield* store.failure("k")).toEqual(Option.some({ owner: first.owner, error: "encoded error" }))
-      const second = yield* store.lock("k")
-      if (second._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
-      // Its owner never releases it (it died): it expires, and a late write of the dead owner is refused.
-      yield* TestClock.adjust("2 seconds")
-      expect(yield* store.failure("k")).toEqual(Option.none())
-      expect((yield* store.lock("k"))._tag).toBe("Acquired")
-      expect(yield* store.set("k", tokens, second.owner)).toBe(false)
-      expect(yield* store.get("k")).toEqual(Option.none())
-    }))
+  it.effect("the memory store keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
+    tokenStoreContract(TokenStore.makeMemory({ lockTtl: "1 second" }), 1_000, (millis) => TestClock.adjust(millis)))
 })

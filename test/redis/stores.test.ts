@@ -22,6 +22,7 @@ import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
 import { seedTokens } from "../support.js"
 import { dedupeStoreContract } from "../dedupeStoreContract.js"
+import { plain, tokenStoreContract } from "../tokenStoreContract.js"
 import { redisClient, redisUrl, uniquePrefix } from "./support.js"
 
 
@@ -31,14 +32,6 @@ const tokens = (access: string, refreshAt: number): TokenStore.Tokens => ({
   refreshToken: Redacted.make(`refresh-of-${access}`),
   refreshUsableUntil: refreshAt + 60_000
 })
-
-const plain = (stored: Option.Option<TokenStore.Tokens>) =>
-  Option.map(stored, (t) => ({
-    access: Redacted.value(t.accessToken),
-    refreshAt: t.refreshAt,
-    refresh: t.refreshToken === undefined ? undefined : Redacted.value(t.refreshToken),
-    refreshUsableUntil: t.refreshUsableUntil
-  }))
 
 const capture = () => {
   const lines: Array<string> = []
@@ -51,27 +44,11 @@ const capture = () => {
 const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
 
 describe("RedisTokenStore", () => {
-  it.scopedLive("stores, reads and compare-and-deletes a token pair", () =>
-    Effect.gen(function*() {
-      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("pair") })
-      expect(yield* store.get("k")).toEqual(Option.none())
-      yield* seedTokens(store, "k", tokens("access-1", Date.now() + 60_000))
-      const read = plain(yield* store.get("k"))
-      expect(read).toEqual(Option.some({
-        access: "access-1",
-        refreshAt: expect.any(Number),
-        refresh: "refresh-of-access-1",
-        refreshUsableUntil: expect.any(Number)
-      }))
-      // Another token: the stored pair stays (a stale 401 never clears a newer token).
-      yield* store.clear("k", Redacted.make("access-0"))
-      expect(Option.isSome(yield* store.get("k"))).toBe(true)
-      yield* store.clear("k", Redacted.make("access-1"))
-      expect(yield* store.get("k")).toEqual(Option.none())
-      // Another key is another client.
-      yield* seedTokens(store, "k", tokens("access-2", Date.now() + 60_000))
-      expect(yield* store.get("other")).toEqual(Option.none())
-    }))
+  it.scopedLive("keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
+    Effect.flatMap(
+      RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("contract"), lockTtl: "300 millis" }),
+      (store) => tokenStoreContract(store, 300, (millis) => Effect.sleep(millis))
+    ))
 
   it.scopedLive("the key holds the base URL and a hash of the client id, never the id; Redis drops the pair when useless", () =>
     Effect.gen(function*() {
@@ -104,38 +81,6 @@ describe("RedisTokenStore", () => {
       )
       const redis = yield* redisClient
       expect(yield* Effect.promise(() => redis.keys(`${prefix}:token:*`))).toHaveLength(1)
-    }))
-
-  it.scopedLive("the refresh lock: one owner, renewed and released only by it, expiring; a late owner cannot write", () =>
-    Effect.gen(function*() {
-      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("lock"), lockTtl: "300 millis" })
-      const pair = tokens("late", Date.now() + 60_000)
-      const first = yield* store.lock("k")
-      if (first._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
-      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: first.owner })
-      expect(yield* store.renew("k", "someone-else")).toBe(false)
-      yield* store.unlock("k", "someone-else")
-      expect((yield* store.lock("k"))._tag).toBe("Held")
-      // Renewed, it outlives its first lockTtl.
-      yield* Effect.sleep("200 millis")
-      expect(yield* store.renew("k", first.owner)).toBe(true)
-      yield* Effect.sleep("200 millis")
-      expect((yield* store.lock("k"))._tag).toBe("Held")
-      // Released with a failure: the waiters can read it.
-      yield* store.unlock("k", first.owner, "encoded error")
-      expect(yield* store.failure("k")).toEqual(Option.some({ owner: first.owner, error: "encoded error" }))
-      const second = yield* store.lock("k")
-      if (second._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
-      // Its owner stops renewing (it died or stalled): the lock expires and someone else takes it.
-      yield* Effect.sleep("400 millis")
-      const third = yield* store.lock("k")
-      if (third._tag !== "Acquired") return yield* Effect.dieMessage("expected the lock")
-      // The late owner can neither write a pair nor free the new owner's lock.
-      expect(yield* store.set("k", pair, second.owner)).toBe(false)
-      expect(yield* store.get("k")).toEqual(Option.none())
-      yield* store.unlock("k", second.owner)
-      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: third.owner })
-      expect(yield* store.set("k", pair, third.owner)).toBe(true)
     }))
 
   it.scopedLive("encrypts at rest: Redis holds no token, another key or no key reads nothing (with a warning)", () =>
