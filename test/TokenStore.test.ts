@@ -15,7 +15,7 @@ import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenStore from "../src/TokenStore.js"
-import { fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
+import { captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
@@ -109,14 +109,11 @@ describe("TokenStore", () => {
         lockTtl: Duration.seconds(10),
         waitInterval: Duration.millis(10)
       }
-      const lines: Array<string> = []
-      const logger = Logger.make(({ annotations, logLevel, message }) => {
-        lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(Object.fromEntries(annotations))}`)
-      })
+      const { layer: logger, lines } = captureLogs()
       const results = yield* Effect.all([FeeService.calculate(quoteRequest), FeeService.calculate(quoteRequest)]).pipe(
         Effect.zipRight(count("POST /v1/oauth/token")),
         withStore(failing),
-        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Effect.provide(logger),
         Logger.withMinimumLogLevel(LogLevel.All)
       )
       expect(results).toBe(1)

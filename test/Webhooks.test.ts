@@ -24,6 +24,7 @@ import type { WebhookVerificationError } from "../src/FinError.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
+import { captureLogs } from "./support.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
@@ -834,15 +835,12 @@ describe("Webhooks.handler", () => {
 
   it.effect("logs rejections and handler failures without secrets", () =>
     Effect.gen(function*() {
-      const logs: Array<string> = []
-      const capture = Logger.make(({ annotations, message }) => {
-        logs.push(JSON.stringify({ message, annotations: [...annotations] }))
-      })
+      const { layer: capture, lines: logs } = captureLogs()
       const handle = yield* webHandler(Webhooks.handler({
         secrets: secret,
         handlers: { "beneficiary.status": () => Effect.fail("handler error") }
       })).pipe(
-        Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+        Effect.provide(capture),
         Logger.withMinimumLogLevel(LogLevel.All)
       )
       yield* send(handle, post(currentBody, { ...(yield* Webhooks.sign(currentBody, "whsec_wrong")) }))

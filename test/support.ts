@@ -1,5 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
@@ -70,3 +71,15 @@ export const seedTokens = (store: TokenStore.Service, key: string, tokens: Token
     yield* store.unlock(key, lock.owner)
     if (!stored) return yield* Effect.dieMessage("the pair was not stored")
   })
+
+/**
+ * A logger that keeps every line as `LEVEL "message" {annotations}`; provide `layer` (with the minimum level the test
+ * needs) and read `lines`.
+ */
+export const captureLogs = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ annotations, logLevel, message }) => {
+    lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(Object.fromEntries(annotations))}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}

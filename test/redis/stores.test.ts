@@ -20,7 +20,7 @@ import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.
 import * as TokenStore from "../../src/TokenStore.js"
 import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
-import { seedTokens } from "../support.js"
+import { captureLogs, seedTokens } from "../support.js"
 import { dedupeStoreContract } from "../dedupeStoreContract.js"
 import { plain, tokenStoreContract } from "../tokenStoreContract.js"
 import { redisClient, redisUrl, uniquePrefix } from "./support.js"
@@ -32,14 +32,6 @@ const tokens = (access: string, refreshAt: number): TokenStore.Tokens => ({
   refreshToken: Redacted.make(`refresh-of-${access}`),
   refreshUsableUntil: refreshAt + 60_000
 })
-
-const capture = () => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ annotations, logLevel, message }) => {
-    lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(Object.fromEntries(annotations))}`)
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-}
 
 const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
 
@@ -99,7 +91,7 @@ describe("RedisTokenStore", () => {
       expect(stored.fp).not.toBe(createHash("sha256").update("secret-access-token").digest("hex"))
       expect(stored.v!.startsWith("e1:")).toBe(true)
 
-      const log = capture()
+      const log = captureLogs()
       const base64Key = Redacted.make(Buffer.from(new Uint8Array(32).fill(8)).toString("base64"))
       const otherKey = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: base64Key })
       const noKey = yield* RedisTokenStore.make({ url: redisUrl, prefix })
@@ -176,7 +168,7 @@ describe("Redis stopped mid-run", () => {
     Effect.gen(function*() {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
       const emulator = yield* Emulator.make()
-      const log = capture()
+      const log = captureLogs()
       const secret = "whsec_outage"
       const storeOptions: RedisTokenStore.Options = { url: server.url, timeout: "300 millis" }
       const handled: Array<string> = []
