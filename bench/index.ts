@@ -290,6 +290,23 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>): Array<string> => {
   return notes.length === 0 ? [] : ["Why the unmet ones are unmet:", "", ...notes]
 }
 
+/** Why the WebCrypto target is unmet, with this run's figures (nothing when it is met). */
+const webCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<string> => {
+  const inFlight = (library: string) =>
+    rows.find((r) => r.library === library && r.operation.includes("in flight"))?.relative
+  const layer = inFlight("effect-fin WebCrypto (default)")
+  const raw = inFlight("raw WebCrypto subtle.verify")
+  if (layer === undefined || raw === undefined || layer >= 0.5) return []
+  return [
+    `- **WebCrypto layer >= 0.5x raw node:crypto at 64 in flight: not met (${x(layer)}).** \`crypto.subtle.verify\``,
+    `  alone, with no library code, reaches ${x(raw)} here: on Node 20 each call is a job on libuv's thread pool`,
+    "  (4 threads) with its own promise, and on this 2-CPU machine those threads compete with the main thread. A",
+    "  one-off run with `UV_THREADPOOL_SIZE=1` (2026-11-23) brought bare `subtle.verify` to about two thirds of raw, but a library",
+    "  cannot set that for its users. The node:crypto layer (`effect-fin/node`) is the fast one and the README says so.",
+    ""
+  ]
+}
+
 const blocksTable = (rows: ReadonlyArray<BlockRow>) =>
   [
     "| building block | before | µs CPU/call | after | µs CPU/call |",
@@ -500,6 +517,7 @@ const main = async () => {
     "",
     WebhooksBench.toMarkdownTable(webhookRows),
     "",
+    ...webCryptoNote(webhookRows),
     "## Token store reads (bench/redis.ts)",
     "",
     "`TokenStore.get` of a stored pair: what a process pays when its own cached token is due and it looks at the",
