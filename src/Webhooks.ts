@@ -860,8 +860,8 @@ export interface Handled {
 
 /**
  * Where the handler keeps which events were handled (by `event.id`) and, per `event_reference_id`, the newest
- * `created_at` handled. A claim holds the event and its reference together, so two events of one resource are never
- * handled at once: otherwise both could pass the stale check and the older could be applied last. Shaped for a shared
+ * `created_at` handled. A claim holds the event and its reference together, so while it lives no other event of that
+ * resource is handled: otherwise both could pass the stale check and the older could be applied last. Shaped for a shared
  * store such as Redis (`effect-fin/redis`): `claim` is one atomic step over the event and the reference lock (both
  * under `ttl`, so a crashed handler's claim expires), `complete` marks the event done, max-updates the reference and
  * drops the lock, `release` is a compare-and-delete of both on the token. A store that fails makes the handler answer
@@ -955,8 +955,8 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
 }
 
 /**
- * An in-memory store for one process, bounded in size (default 10,000 events, as many references and as many
- * reference claims) and in time (the TTLs the handler passes).
+ * An in-memory store for one process, bounded in size (default 10,000 events and as many references) and in time
+ * (the TTLs the handler passes); claims on references are bounded by time only.
  *
  * @since 0.1.0
  * @category constructors
@@ -965,7 +965,11 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
   const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
   const events = expiringMap<Entry>(maxEntries)
   const references = expiringMap<{ readonly createdAt: number; readonly expiresAt: number }>(maxEntries)
-  const referenceClaims = expiringMap<{ readonly token: string; readonly expiresAt: number }>(maxEntries)
+  // Never evicted before they expire: a claim lives only while its handler runs (so their number is that of the
+  // deliveries in progress), and dropping a live one would let a second event of its resource run at once.
+  const referenceClaims = expiringMap<{ readonly token: string; readonly expiresAt: number }>(
+    Number.POSITIVE_INFINITY
+  )
   let counter = 0
   const dropReferenceClaim = (referenceId: string, token: string, now: number) => {
     if (referenceClaims.get(referenceId, now)?.token === token) referenceClaims.delete(referenceId)
@@ -1074,8 +1078,10 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    */
   readonly handlerTimeout?: Duration.DurationInput | undefined
   /**
-   * How long one delivery may hold an event before another may handle it: default 5 minutes, and never less than
-   * `handlerTimeout` plus 1 minute, so a claim cannot expire while its handler still runs.
+   * How long one delivery may hold an event (and its resource) before another may handle it: default 5 minutes, and
+   * never less than `handlerTimeout` plus 1 minute, so a claim cannot expire while its handler still runs. A process
+   * that dies mid-handler leaves its claim until then: meanwhile that event gets 409, and other events of its resource
+   * 409 after `referenceWait`; the service's redeliveries get through once it expires.
    */
   readonly claimTtl?: Duration.DurationInput | undefined
   /** How long handled event ids and per-reference timestamps are remembered (default 24 hours). */
@@ -1095,8 +1101,10 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
  */
 export const defaultMaxBodySize = 1024 * 1024
 
-// How often a delivery waiting for its reference asks the store again.
-const referencePoll = Duration.millis(25)
+// How often a delivery waiting for its reference asks the store again: after 25 ms, then twice as long each time, up to
+// 200 ms (a shared store is not polled 40 times a second per waiting delivery).
+const firstPollMillis = 25
+const maxPollMillis = 200
 
 type Outcome =
   | "handled"
@@ -1220,64 +1228,73 @@ export const handler = <const H extends Handlers>(
       | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
       | undefined
 
-  // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`.
-  const claimWaiting = (store: WebhookDedupeStoreService, eventId: string, referenceId: string) =>
+  // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`. Runs
+  // uninterruptibly but for the pauses (`restore`): a claim taken is always seen, so that it can be released.
+  const claimWaiting = (
+    store: WebhookDedupeStoreService,
+    eventId: string,
+    referenceId: string,
+    restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  ) =>
     Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
+      let pause = firstPollMillis
       while (true) {
         const claim = yield* store.claim(eventId, referenceId, claimTtl)
         if (claim._tag !== "ReferenceBusy" || (yield* Clock.currentTimeMillis) - started >= referenceWait) return claim
-        yield* Effect.sleep(referencePoll)
+        yield* restore(Effect.sleep(pause))
+        pause = Math.min(pause * 2, maxPollMillis)
       }
     })
 
   const handle = (decoded: Decoded) =>
-    Effect.gen(function*() {
-      const { createdAt, event } = decoded
-      yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
-      const store = yield* storeFor
-      const referenceId = event.event_reference_id
-      const claim = yield* claimWaiting(store, event.id, referenceId)
-      if (claim._tag === "Done") return yield* respond(200, "duplicate")
-      if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
-      if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
-      const handled: Handled = { referenceId, createdAt }
-      // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
-      const releaseClaim = store.release(event.id, referenceId, claim.token).pipe(Effect.catchAll(() => Effect.void))
-      const run = Effect.gen(function*() {
-        const last = yield* store.lastHandled(referenceId)
-        const stale = Option.isSome(last) && last.value > createdAt
-        if (stale && options.deliverStale !== true) {
-          yield* store.complete(event.id, claim.token, handled, dedupeTtl)
-          return yield* respond(200, "stale")
-        }
-        const userHandler = handlerFor(event)
-        const exit = yield* Effect.exit(
-          userHandler === undefined
-            ? Effect.void
-            // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it.
-            : Effect.timeoutFail(Effect.interruptible(userHandler(event, { stale })), {
-              duration: handlerTimeout,
-              onTimeout: timedOut
-            })
-        )
-        if (Exit.isFailure(exit)) {
-          yield* releaseClaim
-          yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(
-            Effect.annotateLogs({ event_id: event.id, event_type: event.type })
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const { createdAt, event } = decoded
+        yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
+        const store = yield* storeFor
+        const referenceId = event.event_reference_id
+        const claim = yield* claimWaiting(store, event.id, referenceId, restore)
+        if (claim._tag === "Done") return yield* respond(200, "duplicate")
+        if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
+        if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
+        const handled: Handled = { referenceId, createdAt }
+        // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
+        const releaseClaim = store.release(event.id, referenceId, claim.token).pipe(Effect.catchAll(() => Effect.void))
+        const run = Effect.gen(function*() {
+          const last = yield* store.lastHandled(referenceId)
+          const stale = Option.isSome(last) && last.value > createdAt
+          if (stale && options.deliverStale !== true) {
+            yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+            return yield* respond(200, "stale")
+          }
+          const userHandler = handlerFor(event)
+          const exit = yield* Effect.exit(
+            userHandler === undefined
+              ? Effect.void
+              // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it.
+              : Effect.timeoutFail(Effect.interruptible(userHandler(event, { stale })), {
+                duration: handlerTimeout,
+                onTimeout: timedOut
+              })
           )
-          return yield* respond(500, "failed")
-        }
-        yield* store.complete(event.id, claim.token, handled, dedupeTtl)
-        return yield* respond(200, stale ? "stale" : "handled")
-      })
-      // A delivery interrupted mid-way (client gone, shutdown), or a store that failed after the claim, must not hold
-      // the event until the claim expires.
-      return yield* run.pipe(
-        Effect.onInterrupt(() => releaseClaim),
-        Effect.tapErrorTag("WebhookDedupeStoreError", () => releaseClaim)
-      )
-    }).pipe(
+          if (Exit.isFailure(exit)) {
+            yield* releaseClaim
+            yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(
+              Effect.annotateLogs({ event_id: event.id, event_type: event.type })
+            )
+            return yield* respond(500, "failed")
+          }
+          yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+          return yield* respond(200, stale ? "stale" : "handled")
+        })
+        // A delivery interrupted mid-way (client gone, shutdown), or a store that failed after the claim, must not hold
+        // the event and its resource until the claim expires.
+        return yield* restore(run).pipe(
+          Effect.onInterrupt(() => releaseClaim),
+          Effect.tapErrorTag("WebhookDedupeStoreError", () => releaseClaim)
+        )
+      })).pipe(
       Effect.catchTag("WebhookDedupeStoreError", (error) =>
         Effect.logError("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
           Effect.annotateLogs({ event_id: decoded.event.id, operation: error.operation, reason: error.message }),

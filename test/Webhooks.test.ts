@@ -1,13 +1,14 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as PlatformHeaders from "@effect/platform/Headers"
 import { describe, expect, it } from "@effect/vitest"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
@@ -699,6 +700,37 @@ describe("Webhooks.handler", () => {
       expect(handler.runs()).toBe(1)
     }))
 
+  it.effect("a delivery interrupted while its claim is being taken releases the claim, so neither event nor resource stays held", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const landed = yield* Deferred.make<void>()
+      const reply = yield* Deferred.make<void>()
+      // As with a remote store: the claim is taken, and the delivery is interrupted before the answer arrives.
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        claim: (eventId, referenceId, ttl) =>
+          Effect.tap(memory.claim(eventId, referenceId, ttl), () =>
+            Effect.zipRight(Deferred.succeed(landed, undefined), Deferred.await(reply)))
+      }
+      let runs = 0
+      const app = Webhooks.handler({ secrets: secret, store, handlers: { "beneficiary.status": () => Effect.sync(() => runs++) } })
+      const request = HttpServerRequest.fromWeb(yield* signedPost(currentBody))
+      const delivery = yield* app.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, request),
+        Effect.scoped,
+        Effect.fork
+      )
+      yield* Deferred.await(landed)
+      const interrupting = yield* Effect.fork(Fiber.interrupt(delivery))
+      yield* Deferred.succeed(reply, undefined)
+      expect(Exit.isInterrupted(yield* Fiber.join(interrupting))).toBe(true)
+      expect(runs).toBe(0)
+      const again = yield* memory.claim("40061557-f125-4b39-97d6-c16a0f1230c1", "another-reference", Duration.minutes(1))
+      expect(again._tag).toBe("Claimed")
+      const sameResource = yield* memory.claim("another-event", "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31", Duration.minutes(1))
+      expect(sameResource._tag).toBe("Claimed")
+    }))
+
   it.effect("passes stale events to the handler when asked to", () =>
     Effect.gen(function*() {
       const { record, seen } = yield* recorder
@@ -856,7 +888,7 @@ describe("Webhooks.handler", () => {
 })
 
 describe("Webhooks memory store", () => {
-  it.effect("is bounded in size", () =>
+  it.effect("is bounded in size, but never drops a live claim on a resource", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 3 })
       const ttl = Duration.hours(1)
@@ -869,6 +901,11 @@ describe("Webhooks memory store", () => {
       expect((yield* store.claim("d", "d", ttl))._tag).toBe("Done")
       expect(Option.isNone(yield* store.lastHandled("a"))).toBe(true)
       expect(yield* store.lastHandled("d")).toEqual(Option.some(1))
+      // A claim on a resource is never evicted while it lives, however many others are taken.
+      for (const reference of ["r1", "r2", "r3", "r4"]) {
+        expect((yield* store.claim(`first-of-${reference}`, reference, ttl))._tag).toBe("Claimed")
+      }
+      expect((yield* store.claim("second-of-r1", "r1", ttl))._tag).toBe("ReferenceBusy")
     }))
 
   it.effect("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>

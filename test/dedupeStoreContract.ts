@@ -60,9 +60,15 @@ export const dedupeStoreContract = (
     yield* store.release("evt-9", "ref-1", holder)
 
     // A crashed handler's claim expires, its reference with it.
-    tokenOf(yield* store.claim("evt-2", "ref-4", shortTtl))
+    const crashed = tokenOf(yield* store.claim("evt-2", "ref-4", shortTtl))
     expect((yield* store.claim("evt-3", "ref-4", minute))._tag).toBe("ReferenceBusy")
     yield* pastShortTtl
-    tokenOf(yield* store.claim("evt-3", "ref-4", minute))
-    tokenOf(yield* store.claim("evt-2", "ref-5", minute))
+    const next = tokenOf(yield* store.claim("evt-3", "ref-4", minute))
+    // The expired claim's late release or completion leaves the new holder's claim on the reference alone.
+    yield* store.release("evt-2", "ref-4", crashed)
+    expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
+    yield* store.complete("evt-2", crashed, { referenceId: "ref-4", createdAt: newest }, minute)
+    expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
+    yield* store.release("evt-3", "ref-4", next)
+    tokenOf(yield* store.claim("evt-4", "ref-4", minute))
   })

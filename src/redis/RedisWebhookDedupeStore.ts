@@ -11,6 +11,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -83,9 +84,13 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
                 : { _tag: "InProgress" }
             ),
             Effect.mapError(failed),
-            // A claim that timed out may still reach Redis: release it behind it (the connection keeps the order), or
-            // redeliveries would get 409 until the claim expires.
-            Effect.tapError(() => Effect.forkDaemon(Effect.ignore(releaseClaim(eventId, referenceId, token))))
+            // A claim that timed out, or whose caller was interrupted, may still reach Redis: release it behind it (the
+            // connection keeps the order), or redeliveries would get 409 until the claim expires.
+            Effect.onExit((exit) =>
+              Exit.isSuccess(exit)
+                ? Effect.void
+                : Effect.forkDaemon(Effect.ignore(releaseClaim(eventId, referenceId, token)))
+            )
           )
       },
       complete: (eventId, token, handled, ttl) =>

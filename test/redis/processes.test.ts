@@ -189,6 +189,9 @@ describe("RedisWebhookDedupeStore across processes", () => {
         expect(settled).toHaveLength(1)
         expect(handled.includes(event.id)).toBe(settled[0] === "200 handled")
       }
+      // Events of one resource were in flight together (else the order below would prove nothing): claims found their
+      // resource held by another event.
+      expect(reports.reduce((sum, r) => sum + r.busy, 0)).toBeGreaterThan(0)
       // Per resource, across the 4 processes: the events applied, in the order applied, only ever got newer, and the
       // newest was applied.
       const redis = yield* redisClient

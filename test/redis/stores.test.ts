@@ -38,8 +38,8 @@ const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100,
 describe("RedisTokenStore", () => {
   it.scopedLive("keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
     Effect.flatMap(
-      RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("contract"), lockTtl: "300 millis" }),
-      (store) => tokenStoreContract(store, 300, (millis) => Effect.sleep(millis))
+      RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("contract"), lockTtl: "900 millis" }),
+      (store) => tokenStoreContract(store, 900, (millis) => Effect.sleep(millis))
     ))
 
   it.scopedLive("the key holds the base URL and a hash of the client id, never the id; Redis drops the pair when useless", () =>
@@ -159,7 +159,7 @@ describe("RedisWebhookDedupeStore", () => {
   it.scopedLive("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>
     Effect.flatMap(
       RedisWebhookDedupeStore.make({ url: redisUrl, prefix: uniquePrefix("dedupe") }),
-      (store) => dedupeStoreContract(store, Duration.millis(100), Effect.sleep("200 millis"))
+      (store) => dedupeStoreContract(store, Duration.seconds(1), Effect.sleep("1500 millis"))
     ))
 })
 

@@ -51,7 +51,8 @@ export type Job =
 export type Message =
   | { readonly type: "ready"; readonly port?: number }
   | { readonly type: "quotes"; readonly succeeded: number; readonly failed: Readonly<Record<string, number>> }
-  | { readonly type: "handled"; readonly ids: ReadonlyArray<string> }
+  /** `busy`: how many claims found the event's resource held by another event. */
+  | { readonly type: "handled"; readonly ids: ReadonlyArray<string>; readonly busy: number }
 
 const receive = <A>() => Effect.async<A>((resume) => void process.once("message", (message: A) => resume(Effect.succeed(message))))
 
@@ -96,10 +97,20 @@ const webhooks = (job: Extract<Job, { readonly mode: "webhooks" }>) =>
     const redis = yield* Effect.acquireRelease(Effect.sync(() => new Redis(job.redisUrl)), (r) => Effect.promise(() => r.quit()))
     const failIds = new Set(job.failIds)
     const handled: Array<string> = []
+    let busy = 0
+    const redisStore = yield* RedisWebhookDedupeStore.make({ url: job.redisUrl, prefix: job.prefix, timeout: "5 seconds" })
+    const store: Webhooks.WebhookDedupeStoreService = {
+      ...redisStore,
+      claim: (eventId, referenceId, ttl) =>
+        Effect.tap(redisStore.claim(eventId, referenceId, ttl), (claim) => {
+          if (claim._tag === "ReferenceBusy") busy++
+        })
+    }
     const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
     yield* HttpServer.serveEffect(
       Webhooks.handler({
         secrets: job.secret,
+        store,
         handlers: {
           "beneficiary.status": (event) =>
             Effect.gen(function*() {
@@ -117,8 +128,8 @@ const webhooks = (job: Extract<Job, { readonly mode: "webhooks" }>) =>
     const address = httpServer.address
     yield* send({ type: "ready", port: address._tag === "TcpAddress" ? address.port : 0 })
     yield* receive<unknown>()
-    yield* send({ type: "handled", ids: handled })
-  }).pipe(Effect.scoped, Effect.provide(RedisWebhookDedupeStore.layer({ url: job.redisUrl, prefix: job.prefix, timeout: "5 seconds" })))
+    yield* send({ type: "handled", ids: handled, busy })
+  }).pipe(Effect.scoped)
 
 const job = JSON.parse(process.argv[2]!) as Job
 const program: Effect.Effect<unknown, unknown> = job.mode === "quotes"
