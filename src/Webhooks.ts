@@ -873,7 +873,9 @@ export interface Handled {
 export interface WebhookDedupeStoreService {
   /**
    * Claims `eventId` and `referenceId` for `ttl`, unless the event is claimed or handled already (`InProgress`,
-   * `Done`) or another claim holds the reference (`ReferenceBusy`, and nothing is claimed).
+   * `Done`) or another claim holds the reference (`ReferenceBusy`, and nothing is claimed). The handler runs it
+   * uninterruptibly (a claim taken must be seen to be released), so it must end in bounded time: give remote calls a
+   * timeout, as the Redis store does.
    */
   readonly claim: (
     eventId: string,
