@@ -864,7 +864,8 @@ export interface Handled {
  * resource is handled: otherwise both could pass the stale check and the older could be applied last. Shaped for a shared
  * store such as Redis (`effect-fin/redis`): `claim` is one atomic step over the event and the reference lock (both
  * under `ttl`, so a crashed handler's claim expires), `complete` marks the event done, max-updates the reference and
- * drops the lock, `release` is a compare-and-delete of both on the token. A store that fails makes the handler answer
+ * drops the lock, `renew` extends both while the token holds them (the handler renews while it runs), `release` is a
+ * compare-and-delete of both on the token. A store that fails makes the handler answer
  * 500, so the service delivers again: nothing is lost.
  *
  * @since 0.1.0
@@ -892,6 +893,16 @@ export interface WebhookDedupeStoreService {
     handled: Handled,
     ttl: Duration.Duration
   ) => Effect.Effect<void, WebhookDedupeStoreError>
+  /**
+   * Extends the event and reference claims held under `token` to `ttl` from now; `false` when `token` no longer holds
+   * both (the claim expired, and maybe another delivery took it).
+   */
+  readonly renew: (
+    eventId: string,
+    referenceId: string,
+    token: string,
+    ttl: Duration.Duration
+  ) => Effect.Effect<boolean, WebhookDedupeStoreError>
   /**
    * Drops the event and reference claims still held under `token`, so a redelivery runs the handler again; a no-op
    * once completed.
@@ -998,6 +1009,16 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
         }
         dropReferenceClaim(handled.referenceId, token, now)
       }),
+    renew: (eventId, referenceId, token, ttl) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const entry = events.get(eventId, now)
+        if (entry?.state !== "pending" || entry.token !== token) return false
+        if (referenceClaims.get(referenceId, now)?.token !== token) return false
+        const expiresAt = now + Duration.toMillis(ttl)
+        events.set(eventId, { state: "pending", token, expiresAt }, now)
+        referenceClaims.set(referenceId, { token, expiresAt }, now)
+        return true
+      }),
     release: (eventId, referenceId, token) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const entry = events.get(eventId, now)
@@ -1080,10 +1101,12 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    */
   readonly handlerTimeout?: Duration.DurationInput | undefined
   /**
-   * How long one delivery may hold an event (and its resource) before another may handle it: default 5 minutes, and
-   * never less than `handlerTimeout` plus 1 minute, so a claim cannot expire while its handler still runs. A process
-   * that dies mid-handler leaves its claim until then: meanwhile that event gets 409, and other events of its resource
-   * 409 after `referenceWait`; the service's redeliveries get through once it expires.
+   * How long a claim on an event (and its resource) lives unless renewed: default 30 seconds, at least 1 second. While
+   * a user handler runs, its claim is renewed every third of that, so it never expires under a live handler; a
+   * process that dies mid-handler holds the event (409) and its resource (409 after `referenceWait`) for at most
+   * this long, then the service's redelivery gets through. If a renewal finds the claim gone (it expired while the
+   * store was unreachable, and maybe another delivery took it), the handler is interrupted and the delivery answered
+   * 500.
    */
   readonly claimTtl?: Duration.DurationInput | undefined
   /** How long handled event ids and per-reference timestamps are remembered (default 24 hours). */
@@ -1197,8 +1220,8 @@ const readBody = <E>(
  *    `referenceWait`, then 409), so events of one resource are handled one at a time, in the order checked next;
  * 4. answers 200 without calling the handlers if a newer event was handled for the same `event_reference_id`
  *    (stale), unless `deliverStale`;
- * 5. calls the handler for `event.type`: 200 once it succeeds; 500 if it fails, and the event is not marked handled,
- *    so a redelivery runs it again.
+ * 5. calls the handler for `event.type`, renewing the claim while it runs: 200 once it succeeds; 500 if it fails, runs
+ *    past `handlerTimeout` or loses its claim, and the event is not marked handled, so a redelivery runs it again.
  *
  * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
  * marked handled): handlers must be idempotent.
@@ -1212,10 +1235,8 @@ export const handler = <const H extends Handlers>(
   const secrets = secretList(options.secrets)
   const limit = options.maxBodySize ?? defaultMaxBodySize
   const handlerTimeout = Duration.decode(options.handlerTimeout ?? Duration.minutes(1))
-  const claimTtl = Duration.max(
-    Duration.decode(options.claimTtl ?? Duration.minutes(5)),
-    Duration.sum(handlerTimeout, Duration.minutes(1))
-  )
+  const claimTtl = Duration.max(Duration.decode(options.claimTtl ?? Duration.seconds(30)), Duration.seconds(1))
+  const claimMillis = Duration.toMillis(claimTtl)
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const dedupeTtl = Duration.decode(options.dedupeTtl ?? Duration.hours(24))
   const referenceWait = Duration.toMillis(options.referenceWait ?? Duration.seconds(5))
@@ -1242,10 +1263,39 @@ export const handler = <const H extends Handlers>(
       const started = yield* Clock.currentTimeMillis
       let pause = firstPollMillis
       while (true) {
+        const sentAt = yield* Clock.currentTimeMillis
         const claim = yield* store.claim(eventId, referenceId, claimTtl)
-        if (claim._tag !== "ReferenceBusy" || (yield* Clock.currentTimeMillis) - started >= referenceWait) return claim
+        if (claim._tag !== "ReferenceBusy" || sentAt - started >= referenceWait) return { claim, sentAt }
         yield* restore(Effect.sleep(pause))
         pause = Math.min(pause * 2, maxPollMillis)
+      }
+    })
+
+  // Renews a claim every third of its TTL for as long as it runs; fails once the claim is gone, or once it has
+  // expired (counted from when the last successful renewal was sent) while the store could not be reached.
+  const keepClaim = (
+    store: WebhookDedupeStoreService,
+    eventId: string,
+    referenceId: string,
+    token: string,
+    claimedAt: number
+  ): Effect.Effect<never, string> =>
+    Effect.gen(function*() {
+      let heldUntil = claimedAt + claimMillis
+      while (true) {
+        yield* Effect.sleep(claimMillis / 3)
+        const sentAt = yield* Clock.currentTimeMillis
+        const renewed = yield* Effect.either(store.renew(eventId, referenceId, token, claimTtl))
+        if (Either.isRight(renewed)) {
+          if (!renewed.right) return yield* Effect.fail("the claim on the event expired while its handler ran")
+          heldUntil = sentAt + claimMillis
+        } else if ((yield* Clock.currentTimeMillis) >= heldUntil) {
+          return yield* Effect.fail("the claim on the event expired: the de-duplication store could not renew it")
+        } else {
+          yield* Effect.logWarning("effect-fin: could not renew a webhook claim; trying again").pipe(
+            Effect.annotateLogs({ event_id: eventId, reason: renewed.left.message })
+          )
+        }
       }
     })
 
@@ -1256,7 +1306,7 @@ export const handler = <const H extends Handlers>(
         yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
         const store = yield* storeFor
         const referenceId = event.event_reference_id
-        const claim = yield* claimWaiting(store, event.id, referenceId, restore)
+        const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
@@ -1275,10 +1325,13 @@ export const handler = <const H extends Handlers>(
             userHandler === undefined
               ? Effect.void
               // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it.
-              : Effect.timeoutFail(Effect.interruptible(userHandler(event, { stale })), {
-                duration: handlerTimeout,
-                onTimeout: timedOut
-              })
+              : Effect.raceFirst(
+                Effect.timeoutFail(Effect.interruptible(userHandler(event, { stale })), {
+                  duration: handlerTimeout,
+                  onTimeout: timedOut
+                }),
+                Effect.interruptible(keepClaim(store, event.id, referenceId, claim.token, sentAt))
+              )
           )
           if (Exit.isFailure(exit)) {
             yield* releaseClaim

@@ -812,6 +812,58 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
+  // Lets `total` pass on the TestClock a second at a time, with a real pause after each step for the woken fibers
+  // (the claim's renewals) to run and sleep again.
+  const pass = (seconds: number) =>
+    Effect.forEach(Array.from({ length: seconds }), () =>
+      Effect.zipRight(TestClock.adjust("1 second"), Effect.promise(() => new Promise((r) => setTimeout(r, 10)))), {
+      discard: true
+    })
+
+  it.effect("a handler running longer than claimTtl keeps its claim: it is renewed, and a redelivery still gets 409", () =>
+    Effect.gen(function*() {
+      const handler = yield* gate
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        claimTtl: "3 seconds",
+        handlers: { "beneficiary.status": () => handler.run }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* handler.started
+      yield* pass(10)
+      const second = yield* send(handle, yield* signedPost(currentBody))
+      expect(JSON.parse(second.body)).toEqual({ outcome: "in_progress" })
+      yield* handler.open
+      expect(JSON.parse((yield* Fiber.join(first)).body)).toEqual({ outcome: "handled" })
+      expect(handler.runs()).toBe(1)
+    }))
+
+  it.effect("a claim that cannot be kept (gone, or the store down until it expires) stops the handler: 500", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const down = new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "unreachable" })
+      const stores: ReadonlyArray<readonly [Webhooks.WebhookDedupeStoreService, number]> = [
+        [{ ...memory, renew: () => Effect.succeed(false) }, 2],
+        [{ ...memory, renew: () => Effect.fail(down) }, 4]
+      ]
+      for (const [store, seconds] of stores) {
+        let interrupted = 0
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store,
+          claimTtl: "3 seconds",
+          handlers: { "beneficiary.status": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => interrupted++)) }
+        }))
+        const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+        yield* pass(seconds)
+        const answer = yield* Fiber.join(delivery)
+        expect(answer.status).toBe(500)
+        expect(JSON.parse(answer.body)).toEqual({ outcome: "failed" })
+        expect(interrupted).toBe(1)
+      }
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()

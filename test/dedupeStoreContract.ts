@@ -31,6 +31,9 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("InProgress")
     yield* store.release("evt-1", "ref-1", "not-the-token")
     expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("InProgress")
+    expect(yield* store.renew("evt-1", "ref-1", "not-the-token", minute)).toBe(false)
+    expect(yield* store.renew("evt-1", "ref-2", first, minute)).toBe(false)
+    expect(yield* store.renew("evt-1", "ref-1", first, minute)).toBe(true)
 
     // The claim holds its reference: another event of it is refused and nothing is claimed for it.
     expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("ReferenceBusy")
@@ -59,10 +62,15 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("Done")
     yield* store.release("evt-9", "ref-1", holder)
 
-    // A crashed handler's claim expires, its reference with it.
+    // A crashed handler's claim expires, its reference with it, and cannot be renewed then; a renewed one lives on.
     const crashed = tokenOf(yield* store.claim("evt-2", "ref-4", shortTtl))
     expect((yield* store.claim("evt-3", "ref-4", minute))._tag).toBe("ReferenceBusy")
+    const kept = tokenOf(yield* store.claim("evt-5", "ref-6", shortTtl))
+    expect(yield* store.renew("evt-5", "ref-6", kept, minute)).toBe(true)
     yield* pastShortTtl
+    expect(yield* store.renew("evt-2", "ref-4", crashed, minute)).toBe(false)
+    expect((yield* store.claim("evt-5", "ref-6", minute))._tag).toBe("InProgress")
+    expect((yield* store.claim("evt-6", "ref-6", minute))._tag).toBe("ReferenceBusy")
     const next = tokenOf(yield* store.claim("evt-3", "ref-4", minute))
     // The expired claim's late release or completion leaves the new holder's claim on the reference alone.
     yield* store.release("evt-2", "ref-4", crashed)

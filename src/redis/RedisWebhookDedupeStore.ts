@@ -1,6 +1,6 @@
 /**
  * A `WebhookDedupeStore` in Redis, so that every instance behind a load balancer handles each event once: a claim is
- * taken atomically with a processing TTL (longer than a handler may run), marked done with a long TTL after success,
+ * taken atomically with a short TTL that the handler renews while it runs, marked done with a long TTL after success,
  * and released on failure so a redelivery runs it. The newest `created_at` per `event_reference_id` lives there too,
  * for the stale-event check, and a claim holds the event's reference with it, so the events of one resource are handled
  * one at a time across every instance.
@@ -43,6 +43,15 @@ if (not last) or tonumber(last) < tonumber(ARGV[2]) then
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return 1`)
+
+// KEYS: event, reference claim; both extended only while `token` holds both.
+const renew = Connection.script(`
+if redis.call('GET', KEYS[1]) == 'pending:' .. ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  return 1
+end
+return 0`)
 
 // KEYS: event, reference claim; each dropped only while `token` holds it.
 const release = Connection.script(`
@@ -100,6 +109,11 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           [eventKey(eventId), referenceKey(handled.referenceId), referenceClaimKey(handled.referenceId)],
           [millis(ttl), String(handled.createdAt), token]
         ).pipe(Effect.asVoid, Effect.mapError(failed)),
+      renew: (eventId, referenceId, token, ttl) =>
+        redis.eval("renew", renew, [eventKey(eventId), referenceClaimKey(referenceId)], [token, millis(ttl)]).pipe(
+          Effect.map((reply) => reply === 1),
+          Effect.mapError(failed)
+        ),
       release: releaseClaim,
       lastHandled: (referenceId) =>
         redis.run("lastHandled", (client) => client.get(referenceKey(referenceId))).pipe(
