@@ -107,7 +107,58 @@ describe("RedisTokenStore across processes", () => {
     }).pipe(Effect.scoped), 60_000)
 })
 
+// A signed-to-be `beneficiary.status` delivery body.
+const statusEvent = (id: string, referenceId: string, createdAt: string) =>
+  JSON.stringify({
+    event: { id, event_reference_id: referenceId, type: "beneficiary.status", created_at: createdAt, sandbox_mode: true },
+    data: {
+      type: "INDIVIDUAL",
+      active: true,
+      status: "ACTIVE",
+      customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
+      beneficiary_id: referenceId
+    }
+  })
+
+// Posts a signed body to a worker; the status and the outcome it answered.
+const post = (port: number, body: string, secret: string) =>
+  Effect.flatMap(Webhooks.sign(body, secret), (headers) =>
+    Effect.promise(async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body, headers })
+      return `${response.status} ${String((await response.json() as { outcome?: unknown }).outcome)}`
+    }))
+
 describe("RedisWebhookDedupeStore across processes", () => {
+  it.live("when a process dies inside a handler, its event and resource are free again once claimTtl passes", () =>
+    Effect.gen(function*() {
+      const secret = "whsec_redis_suite"
+      const prefix = uniquePrefix("webhooks-kill")
+      const referenceId = "20000000-0000-4000-8000-000000000001"
+      const hung = statusEvent("20000000-0000-4000-8000-0000000000a1", referenceId, "2026-04-04T17:38:26.000001Z")
+      const newer = statusEvent("20000000-0000-4000-8000-0000000000a2", referenceId, "2026-04-04T17:38:26.000002Z")
+      const job = { mode: "webhooks", redisUrl, prefix, secret, failIds: [], claimTtl: "2 seconds" } as const
+      const [dying, survivor] = yield* Effect.all([
+        worker({ ...job, hangIds: ["20000000-0000-4000-8000-0000000000a1"] }),
+        worker(job)
+      ], { concurrency: "unbounded" })
+      const [deadPort, livePort] = (yield* Effect.all([dying.next("ready"), survivor.next("ready")], {
+        concurrency: "unbounded"
+      })).map((ready) => ready.port!)
+      // The delivery to the dying process never gets an answer: its connection breaks when the process is killed.
+      yield* Effect.forkDaemon(Effect.exit(post(deadPort!, hung, secret)))
+      yield* dying.next("started")
+      // While it lives, its handler's claim is renewed however long it runs: the event is busy elsewhere.
+      expect(yield* post(livePort!, hung, secret)).toBe("409 in_progress")
+      yield* Effect.sleep("3 seconds")
+      expect(yield* post(livePort!, hung, secret)).toBe("409 in_progress")
+      yield* dying.kill
+      // Dead, it renews nothing: a newer event of the resource waits (referenceWait, 5 s) until the claim expires.
+      expect(yield* post(livePort!, newer, secret)).toBe("200 handled")
+      // The dead process's event, redelivered, is now older than what was applied.
+      expect(yield* post(livePort!, hung, secret)).toBe("200 stale")
+    }).pipe(Effect.scoped), 60_000)
+
+
   it.live("4 processes receive the same 500 deliveries at once: each event handled once or stale, in order per resource, a failed one on redelivery", () =>
     Effect.gen(function*() {
       const secret = "whsec_redis_suite"
@@ -124,22 +175,7 @@ describe("RedisWebhookDedupeStore across processes", () => {
           id,
           referenceId,
           rank,
-          body: JSON.stringify({
-            event: {
-              id,
-              event_reference_id: referenceId,
-              type: "beneficiary.status",
-              created_at: `2026-04-04T17:38:26.84313${rank}Z`,
-              sandbox_mode: true
-            },
-            data: {
-              type: "INDIVIDUAL",
-              active: true,
-              status: "ACTIVE",
-              customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
-              beneficiary_id: referenceId
-            }
-          })
+          body: statusEvent(id, referenceId, `2026-04-04T17:38:26.84313${rank}Z`)
         }
       })
       // The newest event of every fifth resource: never stale, so its redelivery is handled.
@@ -157,14 +193,10 @@ describe("RedisWebhookDedupeStore across processes", () => {
       // Delivers like the service: again (after a pause) until the receiver answers 2xx.
       const deliver = (event: typeof events[number], port: number) =>
         Effect.gen(function*() {
-          const headers = yield* Webhooks.sign(event.body, secret)
           for (let attempt = 1; attempt <= 50; attempt++) {
-            const answer = yield* Effect.promise(async () => {
-              const response = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: event.body, headers })
-              return { status: response.status, outcome: String((await response.json() as { outcome?: unknown }).outcome) }
-            })
-            outcomes.set(event.id, [...(outcomes.get(event.id) ?? []), `${answer.status} ${answer.outcome}`])
-            if (answer.status === 200) return
+            const answer = yield* post(port, event.body, secret)
+            outcomes.set(event.id, [...(outcomes.get(event.id) ?? []), answer])
+            if (answer.startsWith("200 ")) return
             yield* Effect.sleep("50 millis")
           }
           return yield* Effect.dieMessage(`${event.id} was never acknowledged by port ${port}`)

@@ -5,6 +5,7 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -46,10 +47,14 @@ export type Job =
     readonly prefix: string
     readonly secret: string
     readonly failIds: ReadonlyArray<string>
+    /** Events whose handler says `started` and then never ends (the test kills the process). */
+    readonly hangIds?: ReadonlyArray<string>
+    readonly claimTtl?: string
   }
 
 export type Message =
   | { readonly type: "ready"; readonly port?: number }
+  | { readonly type: "started"; readonly id: string }
   | { readonly type: "quotes"; readonly succeeded: number; readonly failed: Readonly<Record<string, number>> }
   /** `busy`: how many claims found the event's resource held by another event. */
   | { readonly type: "handled"; readonly ids: ReadonlyArray<string>; readonly busy: number }
@@ -96,6 +101,7 @@ const webhooks = (job: Extract<Job, { readonly mode: "webhooks" }>) =>
   Effect.gen(function*() {
     const redis = yield* Effect.acquireRelease(Effect.sync(() => new Redis(job.redisUrl)), (r) => Effect.promise(() => r.quit()))
     const failIds = new Set(job.failIds)
+    const hangIds = new Set(job.hangIds)
     const handled: Array<string> = []
     let busy = 0
     const redisStore = yield* RedisWebhookDedupeStore.make({ url: job.redisUrl, prefix: job.prefix, timeout: "5 seconds" })
@@ -111,9 +117,14 @@ const webhooks = (job: Extract<Job, { readonly mode: "webhooks" }>) =>
       Webhooks.handler({
         secrets: job.secret,
         store,
+        ...(job.claimTtl === undefined ? {} : { claimTtl: job.claimTtl as Duration.DurationInput }),
         handlers: {
           "beneficiary.status": (event) =>
             Effect.gen(function*() {
+              if (hangIds.has(event.id)) {
+                yield* send({ type: "started", id: event.id })
+                return yield* Effect.never
+              }
               if (failIds.has(event.id)) {
                 const attempt = yield* Effect.promise(() => redis.incr(`${job.prefix}:test-attempt:${event.id}`))
                 if (attempt === 1) return yield* Effect.fail("the first attempt at this event fails")
