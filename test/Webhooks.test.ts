@@ -406,6 +406,9 @@ const recorder = Effect.gen(function*() {
   return { seen: Effect.map(Ref.get(seen), Chunk.toReadonlyArray), record }
 })
 
+// Real time, for fibers of the app (run by the web handler) to reach their next TestClock sleep.
+const realPause = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
+
 // A user handler that says when it starts, then waits to be let go; counts its runs.
 const gate = Effect.gen(function*() {
   const started = yield* Deferred.make<void>()
@@ -802,7 +805,7 @@ describe("Webhooks.handler", () => {
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
       yield* Deferred.await(started)
       // Real time for the handler's timeout to start its (test) clock, then past it.
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      yield* realPause(50)
       yield* TestClock.adjust("31 seconds")
       const answer = yield* Fiber.join(first)
       expect(answer.status).toBe(500)
@@ -812,11 +815,10 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
-  // Lets `total` pass on the TestClock a second at a time, with a real pause after each step for the woken fibers
+  // Lets `seconds` pass on the TestClock a second at a time, with a real pause after each step for the woken fibers
   // (the claim's renewals) to run and sleep again.
   const pass = (seconds: number) =>
-    Effect.forEach(Array.from({ length: seconds }), () =>
-      Effect.zipRight(TestClock.adjust("1 second"), Effect.promise(() => new Promise((r) => setTimeout(r, 10)))), {
+    Effect.forEach(Array.from({ length: seconds }), () => Effect.zipRight(TestClock.adjust("1 second"), realPause(10)), {
       discard: true
     })
 
@@ -855,7 +857,7 @@ describe("Webhooks.handler", () => {
           handlers: { "beneficiary.status": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => interrupted++)) }
         }))
         const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+        yield* realPause(20)
         yield* pass(seconds)
         const answer = yield* Fiber.join(delivery)
         expect(answer.status).toBe(500)
