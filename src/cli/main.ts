@@ -39,13 +39,17 @@ const clientLayer = FinClient.layerFromEnv().pipe(Layer.provide(NodeHttpClient.l
 // quote
 // ---------------------------------------------------------------------------------------------------------------------
 
+// Plain decimal notation only: `Number` would also read "0x10" as 16, "1e2" as 100 and " 12" as 12. Anything else is
+// left a string, which the request schema refuses like any other non-number.
+const decimal = (text: string): number | string => (/^\d+(\.\d+)?$/.test(text) ? Number(text) : text)
+
 const quote = Command.make(
   "quote",
   {
     from: Options.text("from").pipe(Options.withDescription("Source currency (ISO 4217, e.g. USD)"), Options.optional),
     to: Options.text("to").pipe(Options.withDescription("Destination currency (e.g. CAD)"), Options.optional),
-    amount: Options.float("amount").pipe(Options.withDescription("Amount to send, in the source currency"), Options.optional),
-    receive: Options.float("receive").pipe(
+    amount: Options.text("amount").pipe(Options.withDescription("Amount to send, in the source currency"), Options.optional),
+    receive: Options.text("receive").pipe(
       Options.withDescription("Amount to receive, in the destination currency"),
       Options.optional
     ),
@@ -61,8 +65,8 @@ const quote = Command.make(
       const request = {
         ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: v }) }),
         ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: v }) }),
-        ...Option.match(args.amount, { onNone: () => ({}), onSome: (v) => ({ source_amount: v }) }),
-        ...Option.match(args.receive, { onNone: () => ({}), onSome: (v) => ({ destination_amount: v }) }),
+        ...Option.match(args.amount, { onNone: () => ({}), onSome: (v) => ({ source_amount: decimal(v) }) }),
+        ...Option.match(args.receive, { onNone: () => ({}), onSome: (v) => ({ destination_amount: decimal(v) }) }),
         ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
       }
       yield* FeeService.validate(request)

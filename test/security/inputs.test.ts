@@ -362,6 +362,11 @@ describe("Inputs from outside: the effect-fin command line", () => {
     const hostile = [
       ["subdivisions", "../v1"],
       ["quote", "--from", "USD", "--to", "CAD", "--amount", "1e400"],
+      // Only plain decimals: these are all numbers to `Number`, none of them what the user should have typed.
+      ...["0x10", "1e2", " 12", "0b11", "Infinity", "abc", "0", "12.", ""].map((amount) =>
+        ["quote", "--from", "USD", "--to", "CAD", "--amount", amount]
+      ),
+      ["quote", "--from", "USD", "--to", "CAD", "--receive", "0o17"],
       ["quote", "--from", "US D", "--to", "CAD\r\nX-Injected: 1", "--amount", "100"],
       ["quote", "--amount", "100", "--beneficiary", "../../x"]
     ]
