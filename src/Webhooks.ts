@@ -939,10 +939,6 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
   WebhookDedupeStoreService
 >() {}
 
-type Entry =
-  | { readonly state: "pending"; readonly token: string; readonly expiresAt: number }
-  | { readonly state: "done"; readonly expiresAt: number }
-
 // A Map in insertion order whose entries expire; re-set keys move to the end, so the oldest are first. Bounded: past
 // `maxEntries` the oldest entries go first (expired or not).
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
@@ -968,63 +964,60 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
 }
 
 /**
- * An in-memory store for one process, bounded in size (default 10,000 events and as many references) and in time
- * (the TTLs the handler passes); claims on references are bounded by time only.
+ * An in-memory store for one process, bounded in size (default 10,000 handled events and as many references) and in
+ * time (the TTLs the handler passes); claims are bounded by time only.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | undefined } = {}): WebhookDedupeStoreService => {
   const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
-  const events = expiringMap<Entry>(maxEntries)
+  const handledEvents = expiringMap<{ readonly expiresAt: number }>(maxEntries)
   const references = expiringMap<{ readonly createdAt: number; readonly expiresAt: number }>(maxEntries)
-  // Never evicted before they expire: a claim lives only while its handler runs (so their number is that of the
-  // deliveries in progress), and dropping a live one would let a second event of its resource run at once.
-  const referenceClaims = expiringMap<{ readonly token: string; readonly expiresAt: number }>(
-    Number.POSITIVE_INFINITY
-  )
+  // Claims are never evicted before they expire: one lives only while its handler runs (so their number is that of
+  // the deliveries in progress), and dropping a live one would let a duplicate of its event, or a second event of
+  // its resource, run beside it.
+  type Claimed = { readonly token: string; readonly expiresAt: number }
+  const eventClaims = expiringMap<Claimed>(Number.POSITIVE_INFINITY)
+  const referenceClaims = expiringMap<Claimed>(Number.POSITIVE_INFINITY)
   let counter = 0
-  const dropReferenceClaim = (referenceId: string, token: string, now: number) => {
-    if (referenceClaims.get(referenceId, now)?.token === token) referenceClaims.delete(referenceId)
+  const holds = (claims: typeof eventClaims, key: string, token: string, now: number) =>
+    claims.get(key, now)?.token === token
+  const drop = (eventId: string, referenceId: string, token: string, now: number) => {
+    if (holds(eventClaims, eventId, token, now)) eventClaims.delete(eventId)
+    if (holds(referenceClaims, referenceId, token, now)) referenceClaims.delete(referenceId)
   }
   return {
     claim: (eventId, referenceId, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now): Claim => {
-        const entry = events.get(eventId, now)
-        if (entry !== undefined) return entry.state === "done" ? { _tag: "Done" } : { _tag: "InProgress" }
+        if (handledEvents.get(eventId, now) !== undefined) return { _tag: "Done" }
+        if (eventClaims.get(eventId, now) !== undefined) return { _tag: "InProgress" }
         if (referenceClaims.get(referenceId, now) !== undefined) return { _tag: "ReferenceBusy" }
-        const token = String(++counter)
-        const expiresAt = now + Duration.toMillis(ttl)
-        events.set(eventId, { state: "pending", token, expiresAt }, now)
-        referenceClaims.set(referenceId, { token, expiresAt }, now)
-        return { _tag: "Claimed", token }
+        const claimed = { token: String(++counter), expiresAt: now + Duration.toMillis(ttl) }
+        eventClaims.set(eventId, claimed, now)
+        referenceClaims.set(referenceId, claimed, now)
+        return { _tag: "Claimed", token: claimed.token }
       }),
     complete: (eventId, token, handled, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const expiresAt = now + Duration.toMillis(ttl)
-        events.set(eventId, { state: "done", expiresAt }, now)
+        handledEvents.set(eventId, { expiresAt }, now)
         const last = references.get(handled.referenceId, now)
         if (last === undefined || last.createdAt < handled.createdAt) {
           references.set(handled.referenceId, { createdAt: handled.createdAt, expiresAt }, now)
         }
-        dropReferenceClaim(handled.referenceId, token, now)
+        drop(eventId, handled.referenceId, token, now)
       }),
     renew: (eventId, referenceId, token, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
-        const entry = events.get(eventId, now)
-        if (entry?.state !== "pending" || entry.token !== token) return false
-        if (referenceClaims.get(referenceId, now)?.token !== token) return false
-        const expiresAt = now + Duration.toMillis(ttl)
-        events.set(eventId, { state: "pending", token, expiresAt }, now)
-        referenceClaims.set(referenceId, { token, expiresAt }, now)
+        if (!holds(eventClaims, eventId, token, now) || !holds(referenceClaims, referenceId, token, now)) return false
+        const claimed = { token, expiresAt: now + Duration.toMillis(ttl) }
+        eventClaims.set(eventId, claimed, now)
+        referenceClaims.set(referenceId, claimed, now)
         return true
       }),
     release: (eventId, referenceId, token) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        const entry = events.get(eventId, now)
-        if (entry !== undefined && entry.state === "pending" && entry.token === token) events.delete(eventId)
-        dropReferenceClaim(referenceId, token, now)
-      }),
+      Effect.map(Clock.currentTimeMillis, (now) => drop(eventId, referenceId, token, now)),
     lastHandled: (referenceId) =>
       Effect.map(
         Clock.currentTimeMillis,

@@ -942,7 +942,7 @@ describe("Webhooks.handler", () => {
 })
 
 describe("Webhooks memory store", () => {
-  it.effect("is bounded in size, but never drops a live claim on a resource", () =>
+  it.effect("is bounded in size, but never drops a live claim on an event or a resource", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 3 })
       const ttl = Duration.hours(1)
@@ -955,10 +955,12 @@ describe("Webhooks memory store", () => {
       expect((yield* store.claim("d", "d", ttl))._tag).toBe("Done")
       expect(Option.isNone(yield* store.lastHandled("a"))).toBe(true)
       expect(yield* store.lastHandled("d")).toEqual(Option.some(1))
-      // A claim on a resource is never evicted while it lives, however many others are taken.
+      // Live claims are never evicted, however many others are taken: a duplicate of the first is still in progress
+      // (not made to wait for its resource), and another event of its resource still waits.
       for (const reference of ["r1", "r2", "r3", "r4"]) {
         expect((yield* store.claim(`first-of-${reference}`, reference, ttl))._tag).toBe("Claimed")
       }
+      expect((yield* store.claim("first-of-r1", "r1", ttl))._tag).toBe("InProgress")
       expect((yield* store.claim("second-of-r1", "r1", ttl))._tag).toBe("ReferenceBusy")
     }))
 
