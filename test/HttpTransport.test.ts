@@ -70,6 +70,16 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(2)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "250" }), ok) })))
 
+  it.effect("a Retry-After that is neither whole seconds nor an HTTP date is ignored: the backoff applies", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(499)
+      expect(yield* attempts).toBe(1)
+      yield* advance(1)
+      yield* Fiber.join(fiber)
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "1.5" }), ok) })))
+
   it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
@@ -358,6 +368,14 @@ describe("HttpTransport", () => {
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thu, 01 Jan 2026 00:00:05 GMT" }, now)!)).toBe(5000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(150)
       expect(parseRetryAfter({ "retry-after": "soon" }, now)).toBeUndefined()
+      // The obsolete HTTP-date forms; asctime has no zone and is GMT.
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thursday, 01-Jan-26 00:00:07 GMT" }, now)!)).toBe(7000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thu Jan  1 00:00:09 2026" }, now)!)).toBe(9000)
+      // Not seconds, not an HTTP date: ignored, so the backoff applies (Date.parse would read these as 2001, a wait of 0).
+      for (const value of ["1.5", "-1", "120.5", "+5", "0x10", "1e3", "2026-01-01", "Thu, 01 Jan 2026 00:00:05", ""]) {
+        expect(parseRetryAfter({ "retry-after": value }, now), value).toBeUndefined()
+      }
+      expect(parseRetryAfter({ "retry-after-ms": "-5" }, now)).toBeUndefined()
       expect(parseRetryAfter({}, now)).toBeUndefined()
     })
   })

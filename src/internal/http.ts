@@ -150,17 +150,27 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
   }
 }
 
-/** `retry-after-ms` (milliseconds), else `Retry-After` as seconds or an HTTP date. */
+const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+const MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+const TIME = "\\d{2}:\\d{2}:\\d{2}"
+// The three HTTP-date forms (RFC 9110 5.6.7): IMF-fixdate, RFC 850, asctime (which is GMT though it does not say so).
+const IMF_OR_RFC850 = new RegExp(`^${DAY}[a-z]*, \\d{2}[ -]${MONTH}[ -]\\d{2}(?:\\d{2})? ${TIME} GMT$`)
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`)
+
+/**
+ * `retry-after-ms` (milliseconds), else `Retry-After` as whole seconds or an HTTP date; anything else is ignored (the
+ * backoff applies). Only HTTP dates reach `Date.parse`, which reads "1.5" or "-1" as dates in 2001, a wait of zero.
+ */
 export const parseRetryAfter = (
   headers: Readonly<Record<string, string>>,
   nowMillis: number
 ): Duration.Duration | undefined => {
-  const ms = headers["retry-after-ms"]
-  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) return Duration.millis(Number(ms.trim()))
+  const ms = headers["retry-after-ms"]?.trim()
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms)) return Duration.millis(Number(ms))
   const value = headers["retry-after"]?.trim()
-  if (value === undefined || value === "") return undefined
+  if (value === undefined) return undefined
   if (/^\d+$/.test(value)) return Duration.seconds(Number(value))
-  const date = Date.parse(value)
+  const date = IMF_OR_RFC850.test(value) ? Date.parse(value) : ASCTIME.test(value) ? Date.parse(`${value} GMT`) : NaN
   return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - nowMillis))
 }
 
