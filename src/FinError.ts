@@ -86,7 +86,7 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
   /** The start of the raw body (at most 1 KiB), for bodies no documented shape explains. */
   body: Schema.optional(Schema.String),
   /** The wait the service asked for (`Retry-After` / `retry-after-ms`), e.g. on a 503. */
-  retryAfter: Schema.optional(Schema.DurationFromSelf),
+  retryAfter: Schema.optional(Schema.Duration),
   ...callFields
 }) {}
 
@@ -100,7 +100,7 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
   "RateLimitError",
   {
     message: Schema.String,
-    retryAfter: Schema.optional(Schema.DurationFromSelf),
+    retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }
 ) {}
@@ -129,7 +129,7 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
 export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/TimeoutError")("TimeoutError", {
   message: Schema.String,
   kind: Schema.Literal("attempt", "deadline", "token"),
-  timeout: Schema.DurationFromSelf,
+  timeout: Schema.Duration,
   ...callFields
 }) {}
 

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -15,7 +16,7 @@ import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenStore from "../src/TokenStore.js"
-import { captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
+import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
@@ -93,6 +94,30 @@ describe("TokenStore", () => {
       // A late 401 for the old token leaves the new one alone (compare-and-delete).
       yield* store.clear(yield* key, Redacted.make("revoked"))
       expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
+    }))
+
+  it.effect("a token fetch that times out fails the client waiting on it with the same TimeoutError, no second fetch", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      // The failure reaches the waiter through the store as JSON: a TimeoutError's `timeout` (a Duration) must survive.
+      const client = FeeService.calculate(quoteRequest).pipe(
+        Effect.flip,
+        Effect.zip(count("POST /v1/oauth/token")),
+        Effect.provide(
+          FinTest.layerClient({ "POST /v1/oauth/token": () => Effect.never }, { maxRetries: 0, tokenTimeout: "1 second" })
+            .pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store)))
+        ),
+        fixedRandom
+      )
+      const owner = yield* Effect.fork(client)
+      yield* advance(10)
+      const waiter = yield* Effect.fork(client)
+      for (let i = 0; i < 30; i++) yield* advance(100)
+      const [[ownerError, ownerRequests], [waiterError, waiterRequests]] = yield* Fiber.join(Fiber.zip(owner, waiter))
+      expect(ownerError).toMatchObject({ _tag: "TimeoutError", kind: "token" })
+      expect(waiterError).toMatchObject({ _tag: "TimeoutError", kind: "token" })
+      expect(waiterError._tag === "TimeoutError" && Duration.toMillis(waiterError.timeout)).toBe(1000)
+      expect(ownerRequests + waiterRequests).toBe(1)
     }))
 
   it.effect("a failing store is worked around: calls succeed, each failure logged as a warning, no FinError", () =>

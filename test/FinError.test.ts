@@ -1,0 +1,51 @@
+/**
+ * `FinError` is a schema "for users who persist or send errors", and the token store sends a fetch's failure to the
+ * processes waiting on it: every variant must survive JSON, Durations included.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
+import {
+  ApiError,
+  AuthenticationError,
+  FieldError,
+  FinError,
+  Issue,
+  RateLimitError,
+  RequestValidationError,
+  ResponseDecodeError,
+  TimeoutError,
+  TransportError
+} from "../src/FinError.js"
+
+const call = { operation: "POST /v1/fee-calculation", attempts: 2, requestId: "req-1" }
+
+const examples: ReadonlyArray<FinError> = [
+  new RequestValidationError({ message: "bad", issues: [new Issue({ path: "source_amount", expected: "a number" })] }),
+  new AuthenticationError({ message: "401", status: 401, ...call }),
+  new ApiError({
+    status: 503,
+    message: "busy",
+    code: "unavailable",
+    fieldErrors: [new FieldError({ field: "f", message: "m" })],
+    body: "<html>",
+    retryAfter: Duration.millis(1500),
+    ...call
+  }),
+  new RateLimitError({ message: "slow down", retryAfter: Duration.seconds(120), ...call }),
+  new TransportError({ message: "reset", reason: "RequestFailed", ...call }),
+  new TimeoutError({ message: "late", kind: "token", timeout: Duration.seconds(10), ...call }),
+  new ResponseDecodeError({ message: "odd", status: 200, issues: [new Issue({ path: "data", expected: "an object" })], ...call })
+]
+
+describe("FinError", () => {
+  it("every variant survives Schema.parseJson(FinError): encoded, then decoded back equal", () => {
+    const json = Schema.parseJson(FinError)
+    for (const error of examples) {
+      const text = Schema.encodeSync(json)(error)
+      const decoded = Schema.decodeUnknownSync(json)(text)
+      expect(decoded, error._tag).toBeInstanceOf(error.constructor)
+      expect({ ...decoded }, error._tag).toEqual({ ...error })
+    }
+  })
+})
