@@ -145,6 +145,21 @@ const validateSpec = (
   return hasNoKeys(options) ? defaults : resolveOptions(config, options)
 }
 
+// Serialised before anything is sent (and once, not per attempt): a body JSON cannot hold (a BigInt, a cycle, a
+// function) is the caller's mistake, a typed error, never a defect. The reason is not kept: it may quote a value.
+const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValidationError> => {
+  if (body === undefined) return Either.right(undefined)
+  let text: string | undefined
+  try {
+    text = JSON.stringify(body)
+  } catch {
+    text = undefined
+  }
+  return text === undefined
+    ? Either.left(invalidRequest("body", "The request body cannot be sent as JSON", "a value JSON can represent"))
+    : Either.right(text)
+}
+
 const hasNoKeys = (options: CallOptions): boolean => {
   for (const _ in options) return false
   return true
@@ -200,6 +215,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
       Effect.gen(function*() {
         const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions), defaults)
+        const body = yield* jsonBody(spec.body)
         const name = spec.name ?? "request"
         const operation = `${spec.method} ${spec.path}`
         const query = spec.query === undefined ? "" : `?${new URLSearchParams(spec.query).toString()}`
@@ -216,7 +232,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               method: spec.method,
               url,
               headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
-              body: spec.body,
+              body,
               decode,
               timeout: options.timeout,
               timeoutKind: "attempt",

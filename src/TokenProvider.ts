@@ -178,7 +178,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     })
     const headers = { accept: "application/json", "user-agent": config.userAgent }
 
-    const call = (path: string, body: unknown) => {
+    const call = (path: string, body: Readonly<Record<string, string>>) => {
       const operation = `POST ${path}`
       let attempt = 0
       return Effect.suspend(() => {
@@ -187,7 +187,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           method: "POST",
           url: config.baseUrl + path,
           headers,
-          body,
+          body: JSON.stringify(body),
           decode: decodeTokenResponse,
           timeout: config.tokenTimeout,
           timeoutKind: "token",

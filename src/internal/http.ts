@@ -58,7 +58,8 @@ export interface Attempt<A> {
   /** Absolute URL. */
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
-  readonly body?: unknown
+  /** The body as JSON text (serialised once per call, before the first attempt). */
+  readonly body?: string | undefined
   readonly decode: Decoder<A>
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
@@ -284,7 +285,7 @@ export const timeoutFail = <A, E, E1>(
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
-  if (spec.body !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, spec.body)
+  if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
   return client.execute(request).pipe(
     Effect.flatMap((response) =>
       Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))

@@ -307,7 +307,7 @@ describe("Inputs from outside are validated before use", () => {
       expect(loopback.baseUrl).toBe("http://localhost:4010")
     }))
 
-  it.scoped("request paths and per-call options: traversal, encodings, CRLF, bad overrides are refused, nothing sent", () =>
+  it.scoped("request paths, per-call options and bodies: traversal, CRLF, bad overrides, non-JSON bodies refused, nothing sent", () =>
     Effect.gen(function*() {
       const { client, sent } = yield* recordingClient()
       const get = (path: string) => client.transport.request({ method: "GET", path, response: Schema.Unknown })
@@ -329,6 +329,12 @@ describe("Inputs from outside are validated before use", () => {
       const badOverrides = yield* refuseAll(overrides, (options) =>
         HttpTransport.withOptions(get("/v1/countries/USA/subdivisions"), options))
       expect(badOverrides).toEqual([])
+      // A body JSON cannot hold is refused before anything is sent (JSON.stringify would throw or drop it).
+      const cyclic: Record<string, unknown> = {}
+      cyclic.self = cyclic
+      const badBodies = yield* refuseAll([{ amount: 10n }, 10n, cyclic, () => 1, Symbol("x")], (body) =>
+        client.transport.request({ method: "POST", path: "/v1/fee-calculation", body, response: Schema.Unknown }))
+      expect(badBodies).toEqual([])
       expect(yield* sent).toEqual([])
       // Query values are encoded, never spliced: the service sees exactly the values given, under the path given.
       const query = { q: "a&admin=1", r: "x\r\nX-Injected: 1", s: "../#frag", "t&u": "=" }
