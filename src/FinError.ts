@@ -91,7 +91,8 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
 }) {}
 
 /**
- * The service answered 429 and either the retries were spent or it asked to wait longer than `maxRetryAfter`.
+ * The service asked us to slow down: it answered 429 until the retries were spent, or it asked (429 or 5xx with
+ * `Retry-After`) to wait longer than `maxRetryAfter` or what is left of the deadline.
  *
  * @since 0.1.0
  * @category errors
@@ -100,6 +101,8 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
   "RateLimitError",
   {
     message: Schema.String,
+    /** The status of the last answer: 429, or the 5xx that asked for too long a wait. */
+    status: Schema.optional(Schema.Number),
     retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }

@@ -267,7 +267,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           (now) => Duration.millis(Math.max(0, Duration.toMillis(options.deadline) - (now - started)))
         )
 
-        const schedule = () => Retry.policy<Retry.Retried>({
+        const policy: Retry.PolicyOptions<Retry.Retried> = {
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: Effect.map(remaining, (left) => Duration.min(left, config.maxRetryAfter)),
           onRetry: (error, retry) =>
@@ -276,7 +276,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 error._tag === "ApiError" ? ` ${error.status}` : ""
               } (retry ${retry} of ${options.maxRetries})`
             ).pipe(Effect.zipRight(Metric.increment(retriesOf(name))))
-        })
+        }
 
         // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the
         // same time, so it decides as it always did, and a call that succeeds at once never builds a schedule.
@@ -288,7 +288,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             first = undefined
             return Effect.fail(e)
           })
-          return Effect.retry(again, schedule())
+          return Retry.retry(again, policy)
         })
 
         const result = yield* retried.pipe(

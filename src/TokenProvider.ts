@@ -199,12 +199,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.map((success) => success.value),
         Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
         Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
-        Effect.retry(Retry.policy({
+        (self) => Retry.retry(self, {
           maxRetries: config.maxRetries,
           waitCap: Effect.succeed(config.maxRetryAfter),
           onRetry: (error, retry) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`)
-        })),
+        }),
         Effect.withSpan("effect-fin.token", { kind: "client", attributes: { "url.path": path } })
       )
     }

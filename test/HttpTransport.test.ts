@@ -83,12 +83,23 @@ describe("HttpTransport", () => {
   it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
-      expect(error._tag).toBe("RateLimitError")
+      expect(error).toMatchObject({ _tag: "RateLimitError", status: 429 })
       if (error._tag === "RateLimitError") {
         expect(error.retryAfter && Duration.toSeconds(error.retryAfter)).toBe(120)
       }
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
+
+  it.effect("a 503 asking to wait beyond the cap: RateLimitError (status 503) at once, as a 429 would be", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "RateLimitError", status: 503, attempts: 1 })
+      expect(error._tag === "RateLimitError" && error.retryAfter && Duration.toSeconds(error.retryAfter)).toBe(120)
+      expect(error.message).toBe(
+        "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation"
+      )
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
 
   it.effect("Retry-After beyond what is left of the deadline: RateLimitError at once", () =>
     Effect.gen(function*() {

@@ -208,6 +208,7 @@ const statusError = (
   if (status === 429) {
     return new RateLimitError({
       message: `Rate limited (429) on ${spec.operation}`,
+      status,
       ...(retryAfter ? { retryAfter } : {}),
       ...common
     })

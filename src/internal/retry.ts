@@ -8,7 +8,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
-import type { FinError } from "../FinError.js"
+import { type ApiError, type FinError, RateLimitError } from "../FinError.js"
 import type { AttemptError } from "./http.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
@@ -51,15 +51,21 @@ export const backoff: Schedule.Schedule<Duration.Duration> = Schedule.exponentia
   Schedule.modifyDelay((_, delay) => Duration.min(delay, CAP))
 )
 
+/** What `policy` is built from. */
+export interface PolicyOptions<E> {
+  readonly maxRetries: number
+  readonly waitCap: Effect.Effect<Duration.Duration>
+  readonly onRetry: (error: E, retry: number) => Effect.Effect<void>
+}
+
 /**
  * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` replaces the
  * backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a longer one ends
  * the retries at once. `onRetry` runs before each wait.
  */
-export const policy = <E extends Retried>(options: {
-  readonly maxRetries: number
-  readonly waitCap: Effect.Effect<Duration.Duration>
-  readonly onRetry: (error: E, retry: number) => Effect.Effect<void>
+export const policy = <E extends Retried>(options: PolicyOptions<E> & {
+  /** Called when a `Retry-After` longer than `waitCap` ends the retries. */
+  readonly onWaitRefused?: () => void
 }): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
   Schedule.identity<E>().pipe(
     Schedule.intersect(backoff),
@@ -69,10 +75,44 @@ export const policy = <E extends Retried>(options: {
       const wait = retryAfterOf(error)
       return wait === undefined
         ? Effect.succeed(true)
-        : Effect.map(options.waitCap, (cap) => Duration.lessThanOrEqualTo(wait, cap))
+        : Effect.map(options.waitCap, (cap) => {
+          if (Duration.lessThanOrEqualTo(wait, cap)) return true
+          options.onWaitRefused?.()
+          return false
+        })
     }),
     Schedule.modifyDelay(([[error]], delay) => retryAfterOf(error) ?? delay),
     Schedule.onDecision(([[error], retry], decision) =>
       ScheduleDecision.isDone(decision) ? Effect.void : options.onRetry(error, retry + 1)
     )
   )
+
+// A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
+const slowDown = (error: ApiError): RateLimitError =>
+  new RateLimitError({
+    message: `The service answered ${error.status} and asked to wait ${
+      Duration.format(error.retryAfter ?? Duration.zero)
+    }, longer than allowed${error.operation === undefined ? "" : `, on ${error.operation}`}`,
+    status: error.status,
+    ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
+    ...(error.operation === undefined ? {} : { operation: error.operation }),
+    ...(error.attempts === undefined ? {} : { attempts: error.attempts }),
+    ...(error.requestId === undefined ? {} : { requestId: error.requestId })
+  })
+
+/**
+ * `self` retried under `policy(options)`. When a `Retry-After` longer than `waitCap` ends the retries, an `ApiError`
+ * (a 503 asking for two minutes) becomes a `RateLimitError`, as a 429 would be. Without retries (an unsafe call) the
+ * wait changes nothing, so the error stays as it came.
+ */
+export const retry = <A, E extends Retried, R>(
+  self: Effect.Effect<A, E, R>,
+  options: PolicyOptions<E>
+): Effect.Effect<A, E | RateLimitError, R> =>
+  Effect.suspend(() => {
+    let refused = false
+    const onWaitRefused = () => void (refused = options.maxRetries > 0)
+    return Effect.retry(self, policy({ ...options, onWaitRefused })).pipe(
+      Effect.mapError((error): E | RateLimitError => refused && error._tag === "ApiError" ? slowDown(error) : error)
+    )
+  })
