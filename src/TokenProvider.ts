@@ -104,7 +104,9 @@ const decodeTokenResponse = Http.decoderFor(TokenResponse)
 
 interface Access {
   readonly token: Redacted.Redacted<string>
+  /** From here a refresh is due; callers still get this token (without waiting) until `usableUntil`. */
   readonly refreshAt: number
+  readonly usableUntil: number
 }
 
 interface Refresh {
@@ -131,13 +133,18 @@ const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
 const toTokens = (pair: Pair): TokenStore.Tokens => ({
   accessToken: pair.access.token,
   refreshAt: pair.access.refreshAt,
+  accessUsableUntil: pair.access.usableUntil,
   ...(Option.isSome(pair.refresh)
     ? { refreshToken: pair.refresh.value.token, refreshUsableUntil: pair.refresh.value.usableUntil }
     : {})
 })
 
 const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
-  access: { token: tokens.accessToken, refreshAt: tokens.refreshAt },
+  access: {
+    token: tokens.accessToken,
+    refreshAt: tokens.refreshAt,
+    usableUntil: Math.max(tokens.refreshAt, tokens.accessUsableUntil ?? tokens.refreshAt)
+  },
   refresh: tokens.refreshToken !== undefined && tokens.refreshUsableUntil !== undefined
     ? Option.some({ token: tokens.refreshToken, usableUntil: tokens.refreshUsableUntil })
     : Option.none()
@@ -223,7 +230,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         })
       }
       const margin = Math.min(Duration.toMillis(config.refreshMargin), lifetime * 0.1)
-      const access: Access = { token: response.access_token, refreshAt: now + lifetime - margin }
+      const expiresAt = now + lifetime
+      const access: Access = { token: response.access_token, refreshAt: expiresAt - margin, usableUntil: expiresAt - margin / 2 }
       const refresh = response.refresh_token !== undefined && response.refresh_token_ttl !== undefined
         ? Option.some<Refresh>({
           token: response.refresh_token,
@@ -352,40 +360,52 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         ))
     }
 
+    // A token due for a refresh but still usable is handed out while the refresh runs (and kept if it fails), so no
+    // caller waits for an early refresh; only a missing or used-up token makes callers wait for the fetch.
     const getLocked: Service["get"] = Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          if (Option.isSome(state.access) && now < state.access.value.refreshAt) {
-            return [Effect.succeed(state.access.value.token), state] as const
+          const usable = Option.filter(state.access, (access) => now < access.usableUntil)
+          if (Option.isSome(usable) && now < usable.value.refreshAt) {
+            return [Effect.succeed(usable.value.token), state] as const
           }
-          if (Option.isSome(state.pending)) return [Deferred.await(state.pending.value), state] as const
+          const current = Option.map(usable, (access) => Effect.succeed(access.token))
+          const pending = state.pending
+          if (Option.isSome(pending)) {
+            return [Option.getOrElse(current, () => Deferred.await(pending.value)), state] as const
+          }
           const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
           yield* obtain(yield* storeFor, state.refresh).pipe(
             Effect.onExit((exit) =>
-              SynchronizedRef.update(ref, (current): State =>
+              SynchronizedRef.update(ref, (latest): State =>
                 Exit.isSuccess(exit)
                   ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
-                  // Failures are not cached: the next caller starts a new fetch.
-                  : { ...current, pending: Option.none() }).pipe(
+                  // Failures are not cached: the next caller starts a new fetch (the usable token, if any, stays).
+                  : { ...latest, pending: Option.none() }).pipe(
                   Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
                 )
             ),
             Effect.forkIn(scope)
           )
-          return [Deferred.await(deferred), { ...state, access: Option.none(), pending: Option.some(deferred) }] as const
+          return [
+            Option.getOrElse(current, () => Deferred.await(deferred)),
+            { ...state, access: usable, pending: Option.some(deferred) }
+          ] as const
         }))
     )
 
-    // A valid cached token, or a fetch in flight, needs no lock: they are read and used as the locked path would
-    // (the lock serialises every caller, a thousand of them waiting one after another for one fetch); anything else
-    // (no token, an expired one) goes through the lock as before.
+    // A fresh cached token, or a usable one whose refresh is already running, needs no lock (the lock serialises
+    // every caller, a thousand of them waiting one after another for one fetch); anything else goes through it.
     const get: Service["get"] = Effect.flatMap(SynchronizedRef.get(ref), (state) => {
       if (Option.isSome(state.access)) {
         const access = state.access.value
         return Effect.flatMap(
           Clock.currentTimeMillis,
-          (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked
+          (now) =>
+            now < access.refreshAt || (now < access.usableUntil && Option.isSome(state.pending))
+              ? Effect.succeed(access.token)
+              : getLocked
         )
       }
       return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked

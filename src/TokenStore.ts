@@ -27,6 +27,11 @@ export interface Tokens {
   readonly accessToken: Redacted.Redacted<string>
   /** When the access token is due for a refresh (`refreshMargin` before it expires). */
   readonly refreshAt: number
+  /**
+   * Until when the access token may still be used while its refresh runs or fails (half the margin before it
+   * expires); `refreshAt` when absent.
+   */
+  readonly accessUsableUntil?: number | undefined
   readonly refreshToken?: Redacted.Redacted<string> | undefined
   /** Until when the refresh token may be used (with the same margin); set with `refreshToken`. */
   readonly refreshUsableUntil?: number | undefined

@@ -15,6 +15,7 @@ export const plain = (stored: Option.Option<TokenStore.Tokens>) =>
   Option.map(stored, (t) => ({
     access: Redacted.value(t.accessToken),
     refreshAt: t.refreshAt,
+    accessUsableUntil: t.accessUsableUntil,
     refresh: t.refreshToken === undefined ? undefined : Redacted.value(t.refreshToken),
     refreshUsableUntil: t.refreshUsableUntil
   }))
@@ -38,6 +39,7 @@ export const tokenStoreContract = (
     const pair = (access: string): TokenStore.Tokens => ({
       accessToken: Redacted.make(access),
       refreshAt: now + 60_000,
+      accessUsableUntil: now + 90_000,
       refreshToken: Redacted.make(`refresh-of-${access}`),
       refreshUsableUntil: now + 120_000
     })
@@ -48,6 +50,7 @@ export const tokenStoreContract = (
     expect(plain(yield* store.get("k"))).toEqual(Option.some({
       access: "access-1",
       refreshAt: now + 60_000,
+      accessUsableUntil: now + 90_000,
       refresh: "refresh-of-access-1",
       refreshUsableUntil: now + 120_000
     }))

@@ -44,6 +44,8 @@ export interface Options extends Connection.Options {
 const Stored = Schema.parseJson(Schema.Struct({
   a: Schema.String,
   r: Schema.Number,
+  /** `accessUsableUntil`; absent in pairs written by earlier builds. */
+  x: Schema.optional(Schema.Number),
   t: Schema.optional(Schema.String),
   u: Schema.optional(Schema.Number)
 }))
@@ -178,10 +180,11 @@ export const make = (
         }
         const decoded = decodeStored(text.value)
         if (Either.isLeft(decoded)) return yield* unreadable("malformed")
-        const { a, r, t, u } = decoded.right
+        const { a, r, t, u, x } = decoded.right
         return Option.some<TokenStore.Tokens>({
           accessToken: Redacted.make(a),
           refreshAt: r,
+          ...(x !== undefined ? { accessUsableUntil: x } : {}),
           ...(t !== undefined && u !== undefined ? { refreshToken: Redacted.make(t), refreshUsableUntil: u } : {})
         })
       }).pipe(Effect.mapError(failed))
@@ -190,12 +193,16 @@ export const make = (
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         // Kept while either token is of use, then Redis drops it.
-        const ttl = Math.max(1000, Math.max(tokens.refreshAt, tokens.refreshUsableUntil ?? 0) - now)
+        const ttl = Math.max(
+          1000,
+          Math.max(tokens.refreshAt, tokens.accessUsableUntil ?? 0, tokens.refreshUsableUntil ?? 0) - now
+        )
         const value = yield* seal(
           pairKey(key),
           encodeStored({
             a: Redacted.value(tokens.accessToken),
             r: tokens.refreshAt,
+            ...(tokens.accessUsableUntil !== undefined ? { x: tokens.accessUsableUntil } : {}),
             ...(tokens.refreshToken !== undefined && tokens.refreshUsableUntil !== undefined
               ? { t: Redacted.value(tokens.refreshToken), u: tokens.refreshUsableUntil }
               : {})
