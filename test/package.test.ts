@@ -75,6 +75,34 @@ describe("package", () => {
     })
   }
 
+  it("every name that is both a type and a schema keeps both meanings in the declarations, for import and require", async () => {
+    // The bundled declarations once kept one meaning only (scripts/fix-dts.ts): `FinError.FinError` was no type,
+    // `Subdivisions.Subdivision` no value.
+    const consumer = `import { CountryCode, FinError, Subdivisions, Webhooks } from "effect-fin"
+import * as Schema from "effect/Schema"
+export const tag = (error: FinError.FinError): string => error._tag
+export const code: CountryCode.CountryCode = "USA"
+export type Types = [
+  FinError.WebhookFailureReason, Subdivisions.Subdivision, Subdivisions.SnapshotSubdivision,
+  Webhooks.Envelope, Webhooks.BeneficiaryStatus, Webhooks.WebhookEvent
+]
+export const schemas: ReadonlyArray<Schema.Schema.Any> = [
+  FinError.FinError, CountryCode.CountryCode, FinError.WebhookFailureReason, Subdivisions.Subdivision,
+  Subdivisions.SnapshotSubdivision, Webhooks.Envelope, Webhooks.BeneficiaryStatus, Webhooks.WebhookEvent
+]
+`
+    writeFileSync(join(app, "types.mts"), consumer)
+    writeFileSync(join(app, "types.cts"), consumer)
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        strict: true, noEmit: true, target: "es2022", lib: ["es2022", "dom"], module: "node16",
+        moduleResolution: "node16", skipLibCheck: true, types: []
+      },
+      files: ["types.mts", "types.cts"]
+    }))
+    await expect(runAsync(bin("tsc"), ["-p", "tsconfig.json"], app)).resolves.toBe("")
+  }, 120_000)
+
   it("the effect-fin command names the missing optional peers instead of crashing", () => {
     const bin = join(app, "node_modules", "effect-fin", "dist", "cli", "bin.js")
     let failure: { status: number; stderr: string } | undefined
