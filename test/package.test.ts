@@ -113,7 +113,7 @@ export const schemas: ReadonlyArray<Schema.Schema.Any> = [
     }
     expect(failure?.status).toBe(1)
     expect(failure?.stderr.trim()).toBe(
-      "effect-fin: the command line needs @effect/cli and @effect/platform-node: npm install @effect/cli @effect/platform-node"
+      "effect-fin: the command line needs @effect/cli and @effect/platform-node: npm install @effect/cli@0.77 @effect/platform-node@0.108"
     )
   })
 
