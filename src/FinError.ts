@@ -166,6 +166,7 @@ export const WebhookFailureReason = Schema.Literal(
   "no_secret",
   "malformed_body",
   "too_old",
+  "from_future",
   "wrong_environment",
   "body_too_large"
 )

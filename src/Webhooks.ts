@@ -746,7 +746,10 @@ export const WebhookEventFromEnvelope: Schema.Schema<WebhookEvent, Envelope> = S
  * @category models
  */
 export interface VerifyOptions {
-  /** Refuse events whose `created_at` is older than this (`too_old`). Off by default. */
+  /**
+   * Refuse events whose `created_at` is older than this (`too_old`), or more than 5 minutes ahead of this clock
+   * (`from_future`: one such event would make every genuine event of its resource stale). Off by default.
+   */
   readonly maxAge?: Duration.DurationInput | undefined
   /** Refuse events whose `sandbox_mode` says otherwise (`wrong_environment`); events without the field pass. */
   readonly environment?: "sandbox" | "production" | undefined
@@ -757,6 +760,9 @@ interface Decoded {
   /** `created_at` in epoch microseconds, for ordering. */
   readonly createdAt: number
 }
+
+// With `maxAge`, the clocks are trusted to agree within this (as Stripe's 5-minute signature tolerance does).
+const MAX_FUTURE_SKEW_MILLIS = 5 * 60_000
 
 const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
@@ -791,10 +797,14 @@ const decodeBody = (body: Uint8Array, options: VerifyOptions): Effect.Effect<Dec
     const result: Decoded = { event, createdAt: parseTimestamp(envelope.right.event.created_at)! }
     if (options.maxAge === undefined) return Effect.succeed(result)
     const maxAge = Duration.toMillis(Duration.decode(options.maxAge))
-    return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      now - DateTime.toEpochMillis(event.created_at) > maxAge
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const age = now - DateTime.toEpochMillis(event.created_at)
+      return age > maxAge
         ? Effect.fail(fail("too_old", "the event is older than the maximum age"))
-        : Effect.succeed(result))
+        : age < -MAX_FUTURE_SKEW_MILLIS
+        ? Effect.fail(fail("from_future", "the event is dated more than 5 minutes ahead of this clock"))
+        : Effect.succeed(result)
+    })
   })
 
 const verifyWith = (
@@ -1147,6 +1157,7 @@ const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   no_secret: 500,
   malformed_body: 400,
   too_old: 400,
+  from_future: 400,
   wrong_environment: 400,
   body_too_large: 413
 }

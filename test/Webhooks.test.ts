@@ -309,6 +309,18 @@ describe("Webhooks decoding", () => {
       expect((yield* signedVerify(currentBody)).type).toBe("beneficiary.status")
     }))
 
+  it.effect("with maxAge, refuses events dated more than 5 minutes ahead of the Clock (from_future)", () =>
+    Effect.gen(function*() {
+      const createdAt = DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:38:26.843Z"))
+      // A clock a little behind the service's passes; one more than 5 minutes behind does not.
+      yield* TestClock.setTime(createdAt - 5 * 60_000)
+      expect((yield* signedVerify(currentBody, { maxAge: "1 hour" })).type).toBe("beneficiary.status")
+      yield* TestClock.setTime(createdAt - 5 * 60_000 - 1)
+      expect(yield* reasonOf(signedVerify(currentBody, { maxAge: "1 hour" }))).toBe("from_future")
+      // Off without maxAge, like the age check.
+      expect((yield* signedVerify(currentBody)).type).toBe("beneficiary.status")
+    }))
+
   it.effect("checks sandbox_mode against the expected environment", () =>
     Effect.gen(function*() {
       expect(yield* reasonOf(signedVerify(currentBody, { environment: "production" }))).toBe("wrong_environment")
