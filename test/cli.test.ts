@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
@@ -130,6 +133,47 @@ describe("effect-fin against the emulator", () => {
     }
   })
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+
+  it("emulator: a busy port is one line naming the address; --production sends events with sandbox_mode false", async () => {
+    const busy = await cli(["emulator", "--port", new URL(emulator.url).port])
+    expect(busy.code).toBe(1)
+    expect(busy.stderr.trim()).toMatch(/^effect-fin: ServeError: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/)
+
+    const received: Array<string> = []
+    const receiver = Http.createServer((request, response) => {
+      let text = ""
+      request.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+      request.on("end", () => {
+        received.push(text)
+        response.end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    const child = spawn(process.execPath, [join(harness.dir, "bin.mjs"), "emulator", "--port", "0", "--production"])
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = ""
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString("utf8")
+          const match = /listening on (http:\/\/\S+)/.exec(out)
+          if (match !== null) resolve(match[1]!)
+        })
+        child.once("exit", (code) => reject(new Error(`the emulator exited (${code}): ${out}`)))
+      })
+      const { port } = receiver.address() as AddressInfo
+      const sent = await fetch(`${url}/__emulator/webhooks`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ url: `http://127.0.0.1:${port}/hook` })
+      })
+      expect(sent.status).toBe(200)
+      expect(received).toHaveLength(1)
+      expect(JSON.parse(received[0]!).event.sandbox_mode).toBe(false)
+    } finally {
+      child.kill()
+      receiver.close()
+    }
+  })
 
   it("quote --amount prints the quote; --receive and --beneficiary with --json", async () => {
     const send = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)

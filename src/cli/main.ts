@@ -181,11 +181,14 @@ const emulator = Command.make(
   "emulator",
   {
     port: Options.integer("port").pipe(Options.withDescription("Port to listen on (0: a free port)"), Options.withDefault(4010)),
-    host: Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.withDefault("127.0.0.1"))
+    host: Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.withDefault("127.0.0.1")),
+    production: Options.boolean("production").pipe(
+      Options.withDescription("Send webhook events as production ones (sandbox_mode false), for a handler expecting them")
+    )
   },
   (args) =>
     Effect.scoped(Effect.gen(function*() {
-      const running = yield* Emulator.make({ port: args.port, host: args.host })
+      const running = yield* Emulator.make({ port: args.port, host: args.host, sandboxMode: !args.production })
       // The emulator's credentials are local test values, printed so another shell can point the client at it.
       yield* Console.log(Render.pairs([
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],

@@ -37,7 +37,9 @@ export const errorLine = (error: unknown): string => {
   if (ConfigError.isConfigError(error)) return `effect-fin: ConfigError: ${[...new Set(configProblems(error))].join("; ")}`
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {
     const message = Predicate.hasProperty(error, "message") && typeof error.message === "string" ? error.message : ""
-    return `effect-fin: ${error._tag}: ${message.split("\n")[0]}`
+    // The platform's errors may say nothing themselves (a ServeError on a busy port); their cause then does.
+    const cause = Predicate.hasProperty(error, "cause") && error.cause instanceof Error ? error.cause.message : ""
+    return `effect-fin: ${error._tag}: ${(message === "" ? cause : message).split("\n")[0]}`
   }
   return `effect-fin: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`
 }
