@@ -11,7 +11,7 @@ const WebhookServer = Layer.unwrapEffect(
     const webhooks = Webhooks.handler({
       secrets: secret,              // or [newSecret, oldSecret] while rotating
       environment: "production",    // refuse events whose sandbox_mode is true
-      maxAge: "1 hour",             // refuse events created earlier (off by default)
+      maxAge: "1 hour",             // refuse events created earlier, or over 5 min ahead (off by default)
       handlers: {
         "beneficiary.status": (event) =>
           Effect.log(`${event.data.beneficiary_id}: ${Option.getOrElse(event.data.status, () => "no status")}`),
