@@ -32,7 +32,7 @@ export const CurrencyCode = Schema.String.pipe(
  * @since 0.1.0
  * @category schemas
  */
-export const Amount = Schema.Number.pipe(
+export const Amount = Schema.Number.annotations({ title: "a finite number greater than 0" }).pipe(
   Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite number greater than 0" })
 ).annotations({ title: "a finite number greater than 0" })
 

@@ -45,6 +45,16 @@ describe("FeeService", () => {
     }
   })
 
+  it.effect("an amount that is not a number at all says what an amount must be, as a bad number does", () =>
+    Effect.gen(function*() {
+      for (const amount of ["100", "-5", null, -5, 0]) {
+        const error = yield* Effect.flip(FeeService.validate({ source_currency: "USD", destination_currency: "CAD", source_amount: amount }))
+        expect(error.message, String(amount)).toBe(
+          "Invalid fee calculation request: source_amount: expected a finite number greater than 0"
+        )
+      }
+    }))
+
   it("the request type rejects both amounts and a missing destination at compile time", () => {
     // @ts-expect-error both amounts
     const both: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1, destination_amount: 1, destination_currency: "CAD" }
