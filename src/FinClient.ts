@@ -74,7 +74,7 @@ export const layerConfig = (
  * @category layers
  */
 export const layerFromEnv = (): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
-  Layer.unwrapEffect(Effect.map(FinConfig.fromEnv, layer))
+  Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, layer))
 
 /**
  * The services of a client as values, living as long as the scope: call it once per account.

@@ -229,6 +229,33 @@ const durationVar = (name: string): Config.Config<Duration.Duration> =>
     name
   )
 
+const variables: { readonly [K in keyof Options]-?: string } = {
+  clientId: "FIN_CLIENT_ID",
+  clientSecret: "FIN_CLIENT_SECRET",
+  environment: "FIN_ENVIRONMENT",
+  baseUrl: "FIN_BASE_URL",
+  timeout: "FIN_TIMEOUT",
+  deadline: "FIN_DEADLINE",
+  maxRetries: "FIN_MAX_RETRIES",
+  maxRetryAfter: "FIN_MAX_RETRY_AFTER",
+  tokenTimeout: "FIN_TOKEN_TIMEOUT",
+  refreshMargin: "FIN_REFRESH_MARGIN",
+  tracePropagation: "FIN_TRACE_PROPAGATION",
+  userAgent: "FIN_USER_AGENT",
+  subdivisionMode: "FIN_SUBDIVISION_MODE",
+  subdivisionCacheTtl: "FIN_SUBDIVISION_CACHE_TTL"
+}
+
+// A problem `resolve` found in an option, told in terms of the variable the value came from.
+const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError => {
+  if (!ConfigError.isInvalidData(error) || error.path.length !== 1) return error
+  const option = error.path[0]!
+  const variable = (variables as Record<string, string>)[option]
+  return variable === undefined
+    ? error
+    : ConfigError.InvalidData([variable], error.message.replace(new RegExp(`^${option}\\b`), variable))
+}
+
 /**
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
@@ -269,3 +296,15 @@ export const fromEnv: Config.Config<Options> = Config.all({
   subdivisionMode: Option.getOrUndefined(rest.subdivisionMode),
   subdivisionCacheTtl: Option.getOrUndefined(rest.subdivisionCacheTtl)
 })))
+
+/**
+ * `fromEnv`, checked as `resolve` checks options, every problem naming its variable (`FIN_MAX_RETRIES`, not
+ * `maxRetries`), so a misconfigured deployment is told what to change.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const optionsFromEnv: Effect.Effect<Options, ConfigError.ConfigError> = Effect.flatMap(
+  fromEnv,
+  (options) => resolve(options).pipe(Effect.mapError(inVariables), Effect.as(options))
+)

@@ -83,7 +83,7 @@ describe("effect-fin (offline commands)", () => {
       FIN_BASE_URL: "http://sandbox.api.fin.com"
     })
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain("ConfigError: baseUrl: baseUrl must use https")
+    expect(result.stderr).toContain("ConfigError: FIN_BASE_URL: FIN_BASE_URL must use https")
     expect(result.stderr).not.toContain("secret")
   })
 

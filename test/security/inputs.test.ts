@@ -273,7 +273,7 @@ describe("Inputs from outside are validated before use", () => {
       expect(yield* Context.get(http, FinTest.InMemoryHttp).requests).toEqual([])
       // The same from FIN_* variables.
       const fromEnv = (vars: Record<string, string>) =>
-        Effect.flip(Effect.flatMap(FinConfig.fromEnv, FinConfig.resolve)).pipe(
+        Effect.flip(FinConfig.optionsFromEnv).pipe(
           Effect.withConfigProvider(
             ConfigProvider.fromMap(new Map(Object.entries({ FIN_CLIENT_ID: "id", FIN_CLIENT_SECRET: "secret", ...vars })))
           )
@@ -289,11 +289,16 @@ describe("Inputs from outside are validated before use", () => {
           ["FIN_REFRESH_MARGIN", "-5 seconds"],
           ["FIN_MAX_RETRY_AFTER", "-1 millis"],
           ["FIN_SUBDIVISION_CACHE_TTL", "-24 hours"],
-          ["FIN_SUBDIVISION_CACHE_TTL", "NaN hours"]
+          ["FIN_SUBDIVISION_CACHE_TTL", "NaN hours"],
+          ["FIN_MAX_RETRIES", "11"],
+          ["FIN_TIMEOUT", "0 millis"],
+          ["FIN_CLIENT_SECRET", ""]
         ] as const
       ) {
         const error = yield* fromEnv({ [variable]: value })
         expect(ConfigError.isConfigError(error), `${variable}=${value}`).toBe(true)
+        // Named by the variable that holds the bad value, not by the option it feeds.
+        expect(String(error), `${variable}=${value}`).toContain(`Invalid data at ${variable}:`)
       }
       // Zero stays allowed where it means "off", and a loopback URL stays allowed.
       const zero = yield* FinConfig.resolve({
