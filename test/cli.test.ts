@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
@@ -204,9 +204,10 @@ describe("effect-fin against the emulator", () => {
     expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)
   })
 
-  it("cross-check compares the emulator's answers with the committed snapshot", async () => {
-    const report = join(harness.dir, "report.json")
-    const agree = await cli(["cross-check", "--countries", "USA,CAN,ATA", "--report", report], env)
+  it("cross-check compares the emulator's answers with the bundled snapshot, from any folder", async () => {
+    // Run from a folder with no data/ of its own, as an installed command is: the package's snapshot is used.
+    const report = join(harness.dir, "cross-check-report.json")
+    const agree = await harness.run(["cross-check", "--countries", "USA,CAN,ATA"], env, "", harness.dir)
     expect(agree.code).toBe(0)
     const written = JSON.parse(readFileSync(report, "utf8"))
     expect(written.checked).toEqual(["ATA", "CAN", "USA"])
@@ -214,6 +215,11 @@ describe("effect-fin against the emulator", () => {
     expect(written.baseUrl).toBe(emulator.url)
     const bad = await cli(["cross-check", "--countries", "USA,usa"], env)
     expect(bad.code).toBe(2)
+    // Writing a snapshot needs --out: the bundled one is not rewritten in place, and nothing is written here.
+    const write = await harness.run(["snapshot", "--from-api"], env, "", harness.dir)
+    expect(write.code).toBe(2)
+    expect(write.stderr).toMatch(/^effect-fin snapshot: give --out DIR/)
+    expect(existsSync(join(harness.dir, "data"))).toBe(false)
   })
 
   it("subdivisions falls back to the snapshot when the service is unreachable", async () => {

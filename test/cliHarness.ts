@@ -4,7 +4,7 @@
  */
 import { build } from "esbuild"
 import { execFile } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { dirname, join } from "node:path"
@@ -19,16 +19,28 @@ export interface CliResult {
 }
 
 export interface Cli {
-  /** Runs `effect-fin ARGS` with only the given variables (plus PATH and HOME) and `stdin` as standard input. */
-  readonly run: (args: ReadonlyArray<string>, env?: Record<string, string>, stdin?: string) => Promise<CliResult>
+  /**
+   * Runs `effect-fin ARGS` with only the given variables (plus PATH and HOME) and `stdin` as standard input, in `cwd`
+   * (default: the repository).
+   */
+  readonly run: (
+    args: ReadonlyArray<string>,
+    env?: Record<string, string>,
+    stdin?: string,
+    cwd?: string
+  ) => Promise<CliResult>
   /** A scratch folder that lives as long as the bundle. */
   readonly dir: string
   readonly dispose: () => void
 }
 
-/** Bundles the command (packages left external, resolved from the repo) into a temporary folder. */
+/**
+ * Bundles the command (packages left external, resolved from the repo) into a temporary folder of the repository,
+ * so that, as in an installed package, it finds the package's own data/ through a self-reference.
+ */
 export const bundleCli = async (): Promise<Cli> => {
-  const dir = mkdtempSync(join(root, "node_modules", ".cache-effect-fin-cli-"))
+  mkdirSync(join(root, ".scratch"), { recursive: true })
+  const dir = mkdtempSync(join(root, ".scratch", "cli-"))
   const bin = join(dir, "bin.mjs")
   await build({
     entryPoints: [join(root, "src", "cli", "bin.ts")],
@@ -40,13 +52,13 @@ export const bundleCli = async (): Promise<Cli> => {
     outfile: bin,
     logLevel: "silent"
   })
-  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin = "") =>
+  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin = "", cwd = root) =>
     new Promise<CliResult>((resolve) => {
       const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
       const child = execFile(
         process.execPath,
         [bin, ...args],
-        { cwd: root, env: clean, encoding: "utf8" },
+        { cwd, env: clean, encoding: "utf8" },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
       )
       child.stdin?.end(stdin)

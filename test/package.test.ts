@@ -130,6 +130,15 @@ export const schemas: ReadonlyArray<Schema.Schema.Any> = [
     const output = JSON.parse(run(process.execPath, [bin, "subdivisions", "USA", "--offline", "--json"], withPeers))
     expect(output.source).toBe("snapshot")
     expect(output.subdivisions.some((s: { code: string }) => s.code === "US-CA")).toBe(true)
+    // The installed command knows its bundled snapshot: it will not rewrite it, nor write into a folder it was not given.
+    let refused: { status: number; stderr: string } | undefined
+    try {
+      run(process.execPath, [bin, "snapshot", "--from-api"], withPeers)
+    } catch (error) {
+      refused = error as { status: number; stderr: string }
+    }
+    expect(refused?.status).toBe(2)
+    expect(refused?.stderr).toMatch(/^effect-fin snapshot: give --out DIR/)
     // The Node-only subpaths load in both formats once @effect/platform-node is there.
     const esm = `import("effect-fin/emulator").then((m) => console.log(typeof m.Emulator.layer))`
     expect(run(process.execPath, ["--input-type=module", "-e", esm], withPeers).trim()).toBe("function")

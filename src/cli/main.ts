@@ -14,6 +14,7 @@ import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -203,6 +204,40 @@ const emulator = Command.make(
 // ---------------------------------------------------------------------------------------------------------------------
 
 /**
+ * How `run` is started.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunOptions {
+  /**
+   * The folder of the snapshot bundled with the package: what `cross-check` compares with unless `--out` says
+   * otherwise, wherever the command is run from.
+   */
+  readonly dataDir?: string | undefined
+}
+
+// The tool's defaults are paths in the effect-fin repository. Installed, `cross-check` reads the bundled snapshot,
+// and `snapshot` writes only where `--out` says: the bundled files are never rewritten in place.
+const snapshotArgs = (
+  sub: "snapshot" | "cross-check",
+  rest: ReadonlyArray<string>,
+  dataDir: string | undefined
+): Either.Either<ReadonlyArray<string>, string> => {
+  const given = (flag: string) => rest.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
+  if (dataDir === undefined || given("--out") || given("--help") || given("-h")) {
+    return Either.right(sub === "snapshot" ? rest : ["--cross-check", ...rest])
+  }
+  if (sub === "cross-check" || given("--cross-check")) {
+    return Either.right(["--out", dataDir, ...(sub === "snapshot" ? rest : ["--cross-check", ...rest])])
+  }
+  return Either.left(
+    "effect-fin snapshot: give --out DIR: the snapshot bundled with effect-fin is not rewritten in place " +
+      "(in the effect-fin repository, `npm run snapshot` writes data/ and src/)"
+  )
+}
+
+/**
  * The `effect-fin` command and its subcommands.
  *
  * @since 0.1.0
@@ -222,12 +257,16 @@ export const command = Command.make("effect-fin").pipe(
  * @since 0.1.0
  * @category running
  */
-export const run = (argv: ReadonlyArray<string>) => {
+export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   // The snapshot tool has its own flags (and --help); it runs as is rather than through @effect/cli's parser.
   const [sub, ...rest] = argv.slice(2)
   if (sub === "snapshot" || sub === "cross-check") {
+    const args = snapshotArgs(sub, rest, options.dataDir)
+    if (Either.isLeft(args)) {
+      return Effect.zipRight(Console.error(args.left), Effect.sync(() => void (process.exitCode = 2)))
+    }
     return Effect.flatMap(
-      Effect.promise(() => Snapshot.main(sub === "snapshot" ? rest : ["--cross-check", ...rest])),
+      Effect.promise(() => Snapshot.main(args.right)),
       (code) => Effect.sync(() => {
         process.exitCode = code
       })
