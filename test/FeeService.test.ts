@@ -126,6 +126,20 @@ describe("FeeService", () => {
         const developer = yield* FeeService.calculate({ source_currency: "USD", source_amount: 100, beneficiary_id: UUID })
         expect(developer.fee.total).toBe(4)
       }).pipe(Effect.provide(layer)))
+    it.effect("a receive quote's source, sent, delivers at least the amount asked (rounded up to the cent, no further)", () =>
+      Effect.gen(function*() {
+        for (const wanted of [100, 99.99, 0.01, 1234.56, 7, 333.33]) {
+          const receive = yield* FeeService.calculate({ source_currency: "USD", destination_amount: wanted, destination_currency: "CAD" })
+          expect(receive.destination_amount).toBe(wanted)
+          const send = yield* FeeService.calculate({ source_currency: "USD", source_amount: receive.source_amount, destination_currency: "CAD" })
+          expect(send.destination_amount, String(wanted)).toBeGreaterThanOrEqual(wanted)
+          const centLess = Math.round(receive.source_amount * 100 - 1) / 100
+          if (centLess > 0) {
+            const short = yield* FeeService.calculate({ source_currency: "USD", source_amount: centLess, destination_currency: "CAD" })
+            expect(short.destination_amount, String(wanted)).toBeLessThan(wanted)
+          }
+        }
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.45 }, fee: { fixed: 1, percentage: 1 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))

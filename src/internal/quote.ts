@@ -43,22 +43,37 @@ export const rateOf = (rates: Readonly<Record<string, number>>, from: string, to
   return inverse === undefined || inverse === 0 ? undefined : 1 / inverse
 }
 
+const feeOn = (source: number, fee: FeeRule): number => round2(fee.fixed + source * fee.percentage / 100)
+
+// What sending `source` delivers: destination = (source - fee) x rate, to the cent.
+const deliver = (source: number, rate: number, fee: FeeRule): number =>
+  round2(Math.max(0, source - feeOn(source, fee)) * rate)
+
 /**
- * The fee is taken from the source amount: destination = (source - fee) x rate. Given the destination, the source is
- * solved from the same equation. Figures are rounded to 2 decimals.
+ * The fee is taken from the source amount: destination = (source - fee) x rate, to the cent. Given the destination,
+ * the source is the smallest amount in cents that delivers at least that much, so sending the quoted source never
+ * delivers less than asked (rounding the solved source to the nearest cent could leave it a cent short).
  */
 export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
   let source: number
-  if (input.source_amount !== undefined) source = input.source_amount
-  else source = (input.destination_amount! / rate + fee.fixed) / (1 - fee.percentage / 100)
-  const total = round2(fee.fixed + source * fee.percentage / 100)
-  const destination = input.destination_amount ?? round2(Math.max(0, source - total) * rate)
+  if (input.source_amount !== undefined) {
+    source = input.source_amount
+  } else {
+    const wanted = input.destination_amount!
+    const exact = (wanted / rate + fee.fixed) / (1 - fee.percentage / 100)
+    // Up to the cent, then down while a cent less still delivers enough (the fee's own rounding can allow it).
+    let cents = Math.ceil(Math.round(exact * 1e6) / 1e4)
+    while (deliver(cents / 100, rate, fee) < wanted) cents += 1
+    while (cents > 0 && deliver((cents - 1) / 100, rate, fee) >= wanted) cents -= 1
+    source = cents / 100
+  }
+  const total = feeOn(source, fee)
   return {
     source_currency: input.source_currency,
     destination_currency: input.destination_currency,
     source_amount: round2(source),
     exchange_rate: rate,
-    destination_amount: destination,
+    destination_amount: input.destination_amount ?? deliver(source, rate, fee),
     fee: { fixed: fee.fixed, percentage: fee.percentage, total, is_fee_applied: total > 0 }
   }
 }
