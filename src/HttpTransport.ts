@@ -224,6 +224,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const safe = spec.safe ?? spec.method === "GET"
         const started = yield* Clock.currentTimeMillis
         let attempts = 0
+        let status = 0
 
         const send = (token: Redacted.Redacted<string>) =>
           Effect.suspend(() => {
@@ -292,7 +293,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         })
 
         const result = yield* retried.pipe(
-          Effect.map((success) => success.value),
+          Effect.map((success) => {
+            status = success.status
+            return success.value
+          }),
           Effect.mapError((e): FinError => (e._tag === "NotRetryable" ? e.error : e)),
           (call) =>
             Http.timeoutFail(call, options.deadline, () =>
@@ -319,18 +323,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               ))
             if (failure === undefined) {
               return Effect.zipRight(
-                Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": "success" }),
+                Effect.annotateCurrentSpan({
+                  "effect_fin.attempts": attempts,
+                  "effect_fin.outcome": "success",
+                  "http.response.status_code": status
+                }),
                 metrics
               )
             }
             if (failure._tag === "None") return metrics
             const e = failure.value
+            // The status of the last answer, when there was one (not for a timeout, a reset or a refused request).
+            const last = "status" in e && typeof e.status === "number" ? { "http.response.status_code": e.status } : {}
             return Effect.zipRight(
-              Effect.annotateCurrentSpan({
-                "effect_fin.attempts": attempts,
-                "effect_fin.outcome": e._tag,
-                ...(e._tag === "ApiError" ? { "http.response.status_code": e.status } : {})
-              }),
+              Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": e._tag, ...last }),
               metrics
             )
           })

@@ -8,7 +8,7 @@ import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import { parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
-import { advance, provideClient, quoteBody, quoteRequest } from "./support.js"
+import { advance, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
 const calculate = FeeService.calculate(quoteRequest)
@@ -35,6 +35,31 @@ describe("HttpTransport", () => {
       expect(quote.exchange_rate).toBe(1.45)
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })))
+
+  it.effect("the call's span records method, path, the last status, attempts and outcome", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(Effect.all([calculate, Effect.flip(calculate)]).pipe(Effect.provide(tracing)))
+      yield* advance(2000)
+      yield* Fiber.join(fiber)
+      const calls = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(calls.map((span) => Object.fromEntries(span.attributes))).toEqual([
+        {
+          "http.request.method": "POST",
+          "url.path": "/v1/fee-calculation",
+          "http.response.status_code": 200,
+          "effect_fin.attempts": 2,
+          "effect_fin.outcome": "success"
+        },
+        {
+          "http.request.method": "POST",
+          "url.path": "/v1/fee-calculation",
+          "http.response.status_code": 422,
+          "effect_fin.attempts": 1,
+          "effect_fin.outcome": "ApiError"
+        }
+      ])
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
 
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
     Effect.gen(function*() {
