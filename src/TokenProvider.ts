@@ -362,9 +362,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // A token due for a refresh but still usable is handed out while the refresh runs (and kept if it fails), so no
     // caller waits for an early refresh; only a missing or used-up token makes callers wait for the fetch.
+    // The body is uninterruptible (it only reads the clock and forks): a caller interrupted between the fork and the
+    // state update would otherwise leave the fetch unrecorded, and the next caller would start a second one. The
+    // fetch itself stays interruptible (its timeouts and the scope's closing interrupt it).
     const getLocked: Service["get"] = Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
-        Effect.gen(function*() {
+        Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const usable = Option.filter(state.access, (access) => now < access.usableUntil)
           if (Option.isSome(usable) && now < usable.value.refreshAt) {
@@ -386,13 +389,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                   Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
                 )
             ),
+            restore,
             Effect.forkIn(scope)
           )
           return [
             Option.getOrElse(current, () => Deferred.await(deferred)),
             { ...state, access: usable, pending: Option.some(deferred) }
           ] as const
-        }))
+        })))
     )
 
     // A fresh cached token, or a usable one whose refresh is already running, needs no lock (the lock serialises
