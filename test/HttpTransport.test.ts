@@ -1,13 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Random from "effect/Random"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import { parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
+import { backoff } from "../src/internal/retry.js"
 import { advance, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
@@ -396,6 +400,20 @@ describe("HttpTransport", () => {
         expect(error._tag === "ApiError" && error.fieldErrors).toEqual([{ field: "source_amount", message: "too big" }])
       }).pipe(provideClient({ [FEE]: () => FinTest.json(422, { message: "Invalid", errors: [{ source_amount: "too big" }] }) })))
   })
+
+  it.effect("backoff: 500 ms doubling, jittered x0.8-1.2; at the 8 s cap the jitter goes down only (6.4-8 s)", () =>
+    Effect.gen(function*() {
+      const delays = (random: number) =>
+        Effect.map(
+          Schedule.run(Schedule.delays(backoff), 0, [1, 2, 3, 4, 5, 6, 7]).pipe(Effect.withRandom(Random.fixed([random]))),
+          (out) => Chunk.toReadonlyArray(out).map(Duration.toMillis)
+        )
+      expect(yield* delays(0)).toEqual([400, 800, 1600, 3200, 6400, 6400, 6400])
+      expect(yield* delays(0.5)).toEqual([500, 1000, 2000, 4000, 7200, 7200, 7200])
+      const high = yield* delays(0.999)
+      expect(high.slice(0, 4).map(Math.round)).toEqual([600, 1200, 2399, 4798])
+      for (const late of high.slice(4)) expect(late).toBeCloseTo(7998, 0)
+    }))
 
   describe("Retry-After parsing", () => {
     it("seconds, HTTP dates and retry-after-ms", () => {

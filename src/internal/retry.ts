@@ -45,10 +45,18 @@ export const isRetryable = (error: Retried): boolean => {
 export const retryAfterOf = (error: Retried): Duration.Duration | undefined =>
   error._tag === "RateLimitError" || error._tag === "ApiError" ? error.retryAfter : undefined
 
-/** The policy's own delay before retry `n` (1-based), before jitter: 500 ms, 1 s, 2 s, 4 s, 8 s, 8 s, ... */
+/**
+ * The policy's own delay before retry `n` (1-based): 500 ms, 1 s, 2 s, 4 s, then 8 s, each jittered by x0.8-1.2. At
+ * the cap the jitter goes down only (6.4-8 s): capping after it would put every late retry at exactly 8 s.
+ */
 export const backoff: Schedule.Schedule<Duration.Duration> = Schedule.exponential(BASE, 2).pipe(
   Schedule.jittered,
-  Schedule.modifyDelay((_, delay) => Duration.min(delay, CAP))
+  Schedule.modifyDelay((raw, delay) => {
+    if (Duration.lessThan(raw, CAP)) return delay
+    // The jitter factor drawn for this retry (0.8-1.2), mapped onto 0.8-1.0 of the cap.
+    const factor = Duration.toMillis(delay) / Duration.toMillis(raw)
+    return Duration.millis(Duration.toMillis(CAP) * (0.8 + (factor - 0.8) / 2))
+  })
 )
 
 /** What `policy` is built from. */
