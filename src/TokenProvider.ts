@@ -104,7 +104,7 @@ const decodeTokenResponse = Http.decoderFor(TokenResponse)
 
 interface Access {
   readonly token: Redacted.Redacted<string>
-  /** From here a refresh is due; callers still get this token (without waiting) until `usableUntil`. */
+  /** From here a refresh is due; if it fails, callers still get this token until `usableUntil`. */
   readonly refreshAt: number
   readonly usableUntil: number
 }
@@ -360,56 +360,59 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         ))
     }
 
-    // A token due for a refresh but still usable is handed out while the refresh runs (and kept if it fails), so no
-    // caller waits for an early refresh; only a missing or used-up token makes callers wait for the fetch.
+    // A token due for a refresh is not handed out while the refresh runs (the service may revoke it on issuing the new
+    // one, and calls sent with it late would meet 401s), but if the refresh fails, callers get it back while it is
+    // still usable (until half the margin is left), rather than the refresh's error.
+    const awaitFetch = (
+      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
+      fallback: Option.Option<Access>
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
+      Option.isNone(fallback) ? Deferred.await(deferred) : Effect.catchAll(Deferred.await(deferred), (error) =>
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => now < fallback.value.usableUntil ? Effect.succeed(fallback.value.token) : Effect.fail(error)
+        ))
+
     // The body is uninterruptible (it only reads the clock and forks): a caller interrupted between the fork and the
     // state update would otherwise leave the fetch unrecorded, and the next caller would start a second one. The
     // fetch itself stays interruptible (its timeouts and the scope's closing interrupt it).
     const getLocked: Service["get"] = Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
-        Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const usable = Option.filter(state.access, (access) => now < access.usableUntil)
-          if (Option.isSome(usable) && now < usable.value.refreshAt) {
-            return [Effect.succeed(usable.value.token), state] as const
-          }
-          const current = Option.map(usable, (access) => Effect.succeed(access.token))
-          const pending = state.pending
-          if (Option.isSome(pending)) {
-            return [Option.getOrElse(current, () => Deferred.await(pending.value)), state] as const
-          }
-          const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
-          yield* obtain(yield* storeFor, state.refresh).pipe(
-            Effect.onExit((exit) =>
-              SynchronizedRef.update(ref, (latest): State =>
-                Exit.isSuccess(exit)
-                  ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
-                  // Failures are not cached: the next caller starts a new fetch (the usable token, if any, stays).
-                  : { ...latest, pending: Option.none() }).pipe(
-                  Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
-                )
-            ),
-            restore,
-            Effect.forkIn(scope)
-          )
-          return [
-            Option.getOrElse(current, () => Deferred.await(deferred)),
-            { ...state, access: usable, pending: Option.some(deferred) }
-          ] as const
-        })))
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const usable = Option.filter(state.access, (access) => now < access.usableUntil)
+            if (Option.isSome(usable) && now < usable.value.refreshAt) {
+              return [Effect.succeed(usable.value.token), state] as const
+            }
+            if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable), state] as const
+            const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
+            yield* obtain(yield* storeFor, state.refresh).pipe(
+              Effect.onExit((exit) =>
+                SynchronizedRef.update(ref, (latest): State =>
+                  Exit.isSuccess(exit)
+                    ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
+                    // Failures are not cached: the next caller starts a new fetch (a usable token stays).
+                    : { ...latest, pending: Option.none() }).pipe(
+                    Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
+                  )
+              ),
+              restore,
+              Effect.forkIn(scope)
+            )
+            return [awaitFetch(deferred, usable), { ...state, access: usable, pending: Option.some(deferred) }] as const
+          })
+        ))
     )
 
-    // A fresh cached token, or a usable one whose refresh is already running, needs no lock (the lock serialises
-    // every caller, a thousand of them waiting one after another for one fetch); anything else goes through it.
+    // A fresh cached token, or a fetch in flight, needs no lock (the lock serialises every caller, a thousand of them
+    // waiting one after another for one fetch); anything else goes through it.
     const get: Service["get"] = Effect.flatMap(SynchronizedRef.get(ref), (state) => {
       if (Option.isSome(state.access)) {
         const access = state.access.value
         return Effect.flatMap(
           Clock.currentTimeMillis,
-          (now) =>
-            now < access.refreshAt || (now < access.usableUntil && Option.isSome(state.pending))
-              ? Effect.succeed(access.token)
-              : getLocked
+          (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked
         )
       }
       return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked

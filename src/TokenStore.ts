@@ -28,8 +28,8 @@ export interface Tokens {
   /** When the access token is due for a refresh (`refreshMargin` before it expires). */
   readonly refreshAt: number
   /**
-   * Until when the access token may still be used while its refresh runs or fails (half the margin before it
-   * expires); `refreshAt` when absent.
+   * Until when the access token may still be used if its refresh fails (half the margin before it expires);
+   * `refreshAt` when absent.
    */
   readonly accessUsableUntil?: number | undefined
   readonly refreshToken?: Redacted.Redacted<string> | undefined
