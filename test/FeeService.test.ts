@@ -140,6 +140,16 @@ describe("FeeService", () => {
           }
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.45 }, fee: { fixed: 1, percentage: 1 } }))))
+    it.effect("a receive quote ends for any amount and rate: huge amounts, tiny rates", () =>
+      Effect.gen(function*() {
+        for (const to of ["CAD", "XYZ"]) {
+          for (const wanted of [2e14, 1e16, 1e300, 100]) {
+            const quote = yield* FeeService.calculate({ source_currency: "USD", destination_amount: wanted, destination_currency: to })
+            expect(quote.destination_amount).toBe(wanted)
+            expect(quote.source_amount).toBeGreaterThan(0)
+          }
+        }
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1, "USD/XYZ": 1e-9 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))

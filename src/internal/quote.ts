@@ -43,6 +43,8 @@ export const rateOf = (rates: Readonly<Record<string, number>>, from: string, to
   return inverse === undefined || inverse === 0 ? undefined : 1 / inverse
 }
 
+const MAX_CENT_STEPS = 8
+
 const feeOn = (source: number, fee: FeeRule): number => round2(fee.fixed + source * fee.percentage / 100)
 
 // What sending `source` delivers: destination = (source - fee) x rate, to the cent.
@@ -61,10 +63,13 @@ export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFig
   } else {
     const wanted = input.destination_amount!
     const exact = (wanted / rate + fee.fixed) / (1 - fee.percentage / 100)
-    // Up to the cent, then down while a cent less still delivers enough (the fee's own rounding can allow it).
+    // Up to the cent, then a few cents either way for the rounding of the fee and of the result (bounded: at huge
+    // amounts a cent is below a double's precision, and at tiny rates many cents deliver the same).
     let cents = Math.ceil(Math.round(exact * 1e6) / 1e4)
-    while (deliver(cents / 100, rate, fee) < wanted) cents += 1
-    while (cents > 0 && deliver((cents - 1) / 100, rate, fee) >= wanted) cents -= 1
+    for (let step = 0; step < MAX_CENT_STEPS && deliver(cents / 100, rate, fee) < wanted; step++) cents += 1
+    for (let step = 0; step < MAX_CENT_STEPS && cents > 1 && deliver((cents - 1) / 100, rate, fee) >= wanted; step++) {
+      cents -= 1
+    }
     source = cents / 100
   }
   const total = feeOn(source, fee)
