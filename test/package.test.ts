@@ -78,10 +78,11 @@ describe("package", () => {
   it("every name that is both a type and a schema keeps both meanings in the declarations, for import and require", async () => {
     // The bundled declarations once kept one meaning only (scripts/fix-dts.ts): `FinError.FinError` was no type,
     // `Subdivisions.Subdivision` no value.
-    const consumer = `import { CountryCode, FinError, Subdivisions, Webhooks } from "effect-fin"
+    const consumer = `import { CountryCode, FinClient, FinError, Subdivisions, Webhooks } from "effect-fin"
 import * as Schema from "effect/Schema"
 export const tag = (error: FinError.FinError): string => error._tag
 export const code: CountryCode.CountryCode = "USA"
+export type Client = FinClient.Client
 export type Types = [
   FinError.WebhookFailureReason, Subdivisions.Subdivision, Subdivisions.SnapshotSubdivision,
   Webhooks.Envelope, Webhooks.BeneficiaryStatus, Webhooks.WebhookEvent
@@ -96,7 +97,8 @@ export const schemas: ReadonlyArray<Schema.Schema.Any> = [
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
       compilerOptions: {
         strict: true, noEmit: true, target: "es2022", lib: ["es2022", "dom"], module: "node16",
-        moduleResolution: "node16", skipLibCheck: true, types: []
+        // The declarations themselves are checked too: a mended namespace must name real values only.
+        moduleResolution: "node16", skipLibCheck: false, types: []
       },
       files: ["types.mts", "types.cts"]
     }))
