@@ -426,7 +426,12 @@ describe("HttpTransport", () => {
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thursday, 01-Jan-26 00:00:07 GMT" }, now)!)).toBe(7000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thu Jan  1 00:00:09 2026" }, now)!)).toBe(9000)
       // Not seconds, not an HTTP date: ignored, so the backoff applies (Date.parse would read these as 2001, a wait of 0).
-      for (const value of ["1.5", "-1", "120.5", "+5", "0x10", "1e3", "2026-01-01", "Thu, 01 Jan 2026 00:00:05", ""]) {
+      for (
+        const value of [
+          "1.5", "-1", "120.5", "+5", "0x10", "1e3", "2026-01-01", "Thu, 01 Jan 2026 00:00:05", "",
+          "Sat, 31 Feb 2026 00:00:05 GMT", "Tue Feb 30 00:00:05 2026"
+        ]
+      ) {
         expect(parseRetryAfter({ "retry-after": value }, now), value).toBeUndefined()
       }
       expect(parseRetryAfter({ "retry-after-ms": "-5" }, now)).toBeUndefined()

@@ -155,8 +155,18 @@ const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 const MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 const TIME = "\\d{2}:\\d{2}:\\d{2}"
 // The three HTTP-date forms (RFC 9110 5.6.7): IMF-fixdate, RFC 850, asctime (which is GMT though it does not say so).
-const IMF_OR_RFC850 = new RegExp(`^${DAY}[a-z]*, \\d{2}[ -]${MONTH}[ -]\\d{2}(?:\\d{2})? ${TIME} GMT$`)
-const ASCTIME = new RegExp(`^${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`)
+const IMF_OR_RFC850 = new RegExp(`^${DAY}[a-z]*, (\\d{2})[ -]${MONTH}[ -]\\d{2}(?:\\d{2})? ${TIME} GMT$`)
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} \\d{4}$`)
+
+// An HTTP date in epoch milliseconds; NaN for anything else, a 31 February included (Date.parse rolls it over).
+const parseHttpDate = (value: string): number => {
+  const imf = IMF_OR_RFC850.exec(value)
+  const asctime = imf === null ? ASCTIME.exec(value) : null
+  const day = imf?.[1] ?? asctime?.[1]
+  if (day === undefined) return NaN
+  const millis = Date.parse(imf !== null ? value : `${value} GMT`)
+  return new Date(millis).getUTCDate() === Number(day.trim()) ? millis : NaN
+}
 
 /**
  * `retry-after-ms` (milliseconds), else `Retry-After` as whole seconds or an HTTP date; anything else is ignored (the
@@ -171,7 +181,7 @@ export const parseRetryAfter = (
   const value = headers["retry-after"]?.trim()
   if (value === undefined) return undefined
   if (/^\d+$/.test(value)) return Duration.seconds(Number(value))
-  const date = IMF_OR_RFC850.test(value) ? Date.parse(value) : ASCTIME.test(value) ? Date.parse(`${value} GMT`) : NaN
+  const date = parseHttpDate(value)
   return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - nowMillis))
 }
 
