@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -394,6 +395,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                     ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
                     // Failures are not cached: the next caller starts a new fetch (a usable token stays).
                     : { ...latest, pending: Option.none() }).pipe(
+                    Effect.zipRight(
+                      Option.isSome(usable) && Exit.isFailure(exit)
+                        ? Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
+                          Effect.annotateLogs(
+                            "error",
+                            Option.match(Cause.failureOption(exit.cause), {
+                              onNone: () => "interrupted",
+                              onSome: (error) => error._tag
+                            })
+                          )
+                        )
+                        : Effect.void
+                    ),
                     Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
                   )
               ),

@@ -7,7 +7,7 @@ import * as Schema from "effect/Schema"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenProvider from "../src/TokenProvider.js"
-import { advance, provideClient, quoteBody, quoteRequest } from "./support.js"
+import { advance, captureLogs, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const HOUR = 3_600_000
 const MIN = 60_000
@@ -88,6 +88,7 @@ describe("TokenProvider", () => {
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour" })))))
 
   it.effect("an early refresh that fails gives callers the still-usable token; only a used-up one fails them", () => {
+    const log = captureLogs()
     let down = false
     const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })
     const token: FinTest.Handler = (request) => (down ? FinTest.json(503, { message: "down" }) : issuer(request))
@@ -104,6 +105,11 @@ describe("TokenProvider", () => {
       yield* advance(5_000)
       expect(yield* Fiber.join(fiber)).toHaveLength(100)
       expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3)
+      // Said once, at Warning, naming the error's tag.
+      const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("WARN")
+      expect(warnings[0]).toContain("ApiError")
       const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
       expect(new Set(bearers)).toEqual(new Set(["Bearer token-1"]))
       // Past its usable time, callers fail with the refresh's typed error.
@@ -116,7 +122,7 @@ describe("TokenProvider", () => {
       yield* FeeService.calculate(quoteRequest)
       const [last] = (yield* requestsTo("/v1/fee-calculation")).slice(-1)
       expect(last?.headers.authorization).toBe("Bearer token-2")
-    }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }))
+    }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
