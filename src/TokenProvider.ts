@@ -232,7 +232,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       }
       const margin = Math.min(Duration.toMillis(config.refreshMargin), lifetime * 0.1)
       const expiresAt = now + lifetime
-      const access: Access = { token: response.access_token, refreshAt: expiresAt - margin, usableUntil: expiresAt - margin / 2 }
+      const access: Access = {
+        token: response.access_token,
+        refreshAt: expiresAt - margin,
+        usableUntil: expiresAt - margin / 2
+      }
       const refresh = response.refresh_token !== undefined && response.refresh_token_ttl !== undefined
         ? Option.some<Refresh>({
           token: response.refresh_token,
