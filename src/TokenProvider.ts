@@ -126,6 +126,9 @@ interface State {
   readonly pending: Option.Option<Deferred.Deferred<Redacted.Redacted<string>, FinError>>
 }
 
+// After a failed early refresh, how long the current token is used before the next refresh is tried.
+const REFRESH_PAUSE_MILLIS = 5_000
+
 const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
   description: "Token issue and refresh calls made by effect-fin",
   incremental: true
@@ -365,6 +368,37 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         ))
     }
 
+    const pauseRefresh = (failedAt: number) => (access: Access): Access => ({
+      ...access,
+      refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + REFRESH_PAUSE_MILLIS))
+    })
+
+    // The end of a fetch: its pair becomes the state, or, failing, the state keeps a usable token (for a pause before
+    // the next try, rather than each caller waiting through a failing refresh); failures are not cached. Then the
+    // waiters get the token or the error.
+    const settle = (
+      exit: Exit.Exit<Pair, FinError>,
+      usable: Option.Option<Access>,
+      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>
+    ) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* SynchronizedRef.update(ref, (latest): State =>
+          Exit.isSuccess(exit)
+            ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
+            : { ...latest, access: Option.map(latest.access, pauseRefresh(now)), pending: Option.none() })
+        if (Option.isSome(usable) && Exit.isFailure(exit)) {
+          const reason = Option.match(Cause.failureOption(exit.cause), {
+            onNone: () => "interrupted",
+            onSome: (error) => error._tag
+          })
+          yield* Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
+            Effect.annotateLogs("error", reason)
+          )
+        }
+        yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
+      })
+
     // A token due for a refresh is not handed out while the refresh runs (the service may revoke it on issuing the new
     // one, and calls sent with it late would meet 401s), but if the refresh fails, callers get it back while it is
     // still usable (until half the margin is left), rather than the refresh's error.
@@ -393,28 +427,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable), state] as const
             const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
             yield* obtain(yield* storeFor, state.refresh).pipe(
-              Effect.onExit((exit) =>
-                SynchronizedRef.update(ref, (latest): State =>
-                  Exit.isSuccess(exit)
-                    ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
-                    // Failures are not cached: the next caller starts a new fetch (a usable token stays).
-                    : { ...latest, pending: Option.none() }).pipe(
-                    Effect.zipRight(
-                      Option.isSome(usable) && Exit.isFailure(exit)
-                        ? Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
-                          Effect.annotateLogs(
-                            "error",
-                            Option.match(Cause.failureOption(exit.cause), {
-                              onNone: () => "interrupted",
-                              onSome: (error) => error._tag
-                            })
-                          )
-                        )
-                        : Effect.void
-                    ),
-                    Effect.zipRight(Deferred.done(deferred, Exit.map(exit, (s) => s.access.token)))
-                  )
-              ),
+              Effect.onExit((exit) => settle(exit, usable, deferred)),
               restore,
               Effect.forkIn(scope)
             )

@@ -105,15 +105,24 @@ describe("TokenProvider", () => {
       yield* advance(5_000)
       expect(yield* Fiber.join(fiber)).toHaveLength(100)
       expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3)
-      // Said once, at Warning, naming the error's tag.
+      // Said once per failed refresh, at Warning, naming the error's tag.
       const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toContain("WARN")
       expect(warnings[0]).toContain("ApiError")
+      // For a pause after the failure (5 s), callers go on with token-1 at once, without a refresh of their own.
+      yield* FeeService.calculate(quoteRequest)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3)
+      // After it, the next caller tries again and, that refresh failing too, goes on with token-1.
+      yield* advance(5_000)
+      const again = yield* Effect.fork(FeeService.calculate(quoteRequest))
+      yield* advance(5_000)
+      yield* Fiber.join(again)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3 + 3)
       const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
       expect(new Set(bearers)).toEqual(new Set(["Bearer token-1"]))
       // Past its usable time, callers fail with the refresh's typed error.
-      yield* advance(20_000)
+      yield* advance(10_000)
       const late = yield* Effect.fork(Effect.flip(FeeService.calculate(quoteRequest)))
       yield* advance(5_000)
       expect(yield* Fiber.join(late)).toMatchObject({ _tag: "ApiError", status: 503 })
