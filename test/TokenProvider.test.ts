@@ -134,6 +134,25 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
+  it.effect("a token call's error never carries a credential the service echoed back", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect(error).toMatchObject({ _tag: "ApiError", status: 422, code: "bad <redacted>" })
+      const text = JSON.stringify(error) + String(error)
+      expect(text).not.toContain("test-secret")
+      expect(error.message).toBe("client_secret <redacted> is not valid")
+      expect(error._tag === "ApiError" && error.fieldErrors).toEqual([
+        { field: "client_secret", message: "unknown: <redacted>" }
+      ])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        FinTest.json(422, {
+          message: "client_secret test-secret is not valid",
+          error: { code: "bad test-secret" },
+          errors: [{ client_secret: "unknown: test-secret" }]
+        })
+    })))
+
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
