@@ -22,6 +22,17 @@ const ok = FinTest.json(200, quoteBody)
 const status = (code: number, headers: Record<string, string> = {}) =>
   FinTest.json(code, { message: `status ${code}` }, headers)
 
+/** The quote's second attempt goes out exactly `millis` after the first, then the call succeeds. */
+const secondAttemptAfter = (millis: number) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(calculate)
+    yield* advance(millis - 1)
+    expect(yield* attempts).toBe(1)
+    yield* advance(1)
+    yield* Fiber.join(fiber)
+    expect(yield* attempts).toBe(2)
+  })
+
 describe("HttpTransport", () => {
   it.effect("503, 503, 200: success after 3 attempts at the scheduled delays (500 ms, then 1 s)", () =>
     Effect.gen(function*() {
@@ -80,34 +91,13 @@ describe("HttpTransport", () => {
     }).pipe(provideClient({ [FEE]: () => status(503) })))
 
   it.effect("429 with Retry-After: 2 waits 2 s of virtual time", () =>
-    Effect.gen(function*() {
-      const fiber = yield* Effect.fork(calculate)
-      yield* advance(1999)
-      expect(yield* attempts).toBe(1)
-      yield* advance(1)
-      yield* Fiber.join(fiber)
-      expect(yield* attempts).toBe(2)
-    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "2" }), ok) })))
+    secondAttemptAfter(2000).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "2" }), ok) })))
 
   it.effect("retry-after-ms is honoured", () =>
-    Effect.gen(function*() {
-      const fiber = yield* Effect.fork(calculate)
-      yield* advance(249)
-      expect(yield* attempts).toBe(1)
-      yield* advance(1)
-      yield* Fiber.join(fiber)
-      expect(yield* attempts).toBe(2)
-    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "250" }), ok) })))
+    secondAttemptAfter(250).pipe(provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "250" }), ok) })))
 
   it.effect("a Retry-After that is neither whole seconds nor an HTTP date is ignored: the backoff applies", () =>
-    Effect.gen(function*() {
-      const fiber = yield* Effect.fork(calculate)
-      yield* advance(499)
-      expect(yield* attempts).toBe(1)
-      yield* advance(1)
-      yield* Fiber.join(fiber)
-      expect(yield* attempts).toBe(2)
-    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "1.5" }), ok) })))
+    secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "1.5" }), ok) })))
 
   it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
     Effect.gen(function*() {

@@ -438,6 +438,18 @@ const gate = Effect.gen(function*() {
   }
 })
 
+/** A handler whose user handler waits at the gate, with `options` beside the secret. */
+const gatedHandler = (options: Omit<Webhooks.HandlerOptions<Webhooks.Handlers>, "secrets" | "handlers"> = {}) =>
+  Effect.gen(function*() {
+    const handler = yield* gate
+    const handle = yield* webHandler(Webhooks.handler({
+      secrets: secret,
+      ...options,
+      handlers: { "beneficiary.status": () => handler.run }
+    }))
+    return { handler, handle }
+  })
+
 describe("Webhooks.handler", () => {
   it.effect("handles a delivery once and answers duplicates with 200", () =>
     Effect.gen(function*() {
@@ -585,11 +597,7 @@ describe("Webhooks.handler", () => {
 
   it.effect("runs the handler once for concurrent deliveries of one event: 409 while it runs", () =>
     Effect.gen(function*() {
-      const handler = yield* gate
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        handlers: { "beneficiary.status": () => handler.run }
-      }))
+      const { handle, handler } = yield* gatedHandler()
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
       yield* handler.started
       const second = yield* send(handle, yield* signedPost(currentBody))
@@ -696,12 +704,7 @@ describe("Webhooks.handler", () => {
 
   it.live("answers 409 reference_busy when the resource stays busy past referenceWait; the redelivery is then stale", () =>
     Effect.gen(function*() {
-      const handler = yield* gate
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        referenceWait: "100 millis",
-        handlers: { "beneficiary.status": () => handler.run }
-      }))
+      const { handle, handler } = yield* gatedHandler({ referenceWait: "100 millis" })
       const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })
       const processing = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
       const newer = yield* Effect.fork(send(handle, yield* signedPost(active)))
@@ -836,12 +839,7 @@ describe("Webhooks.handler", () => {
 
   it.effect("a handler running longer than claimTtl keeps its claim: it is renewed, and a redelivery still gets 409", () =>
     Effect.gen(function*() {
-      const handler = yield* gate
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        claimTtl: "3 seconds",
-        handlers: { "beneficiary.status": () => handler.run }
-      }))
+      const { handle, handler } = yield* gatedHandler({ claimTtl: "3 seconds" })
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
       yield* handler.started
       yield* pass(10)
