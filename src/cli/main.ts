@@ -224,13 +224,10 @@ const snapshotArgs = (
   rest: ReadonlyArray<string>,
   dataDir: string | undefined
 ): Either.Either<ReadonlyArray<string>, string> => {
-  const given = (flag: string) => rest.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
-  if (dataDir === undefined || given("--out") || given("--help") || given("-h")) {
-    return Either.right(sub === "snapshot" ? rest : ["--cross-check", ...rest])
-  }
-  if (sub === "cross-check" || given("--cross-check")) {
-    return Either.right(["--out", dataDir, ...(sub === "snapshot" ? rest : ["--cross-check", ...rest])])
-  }
+  const args = sub === "snapshot" ? rest : ["--cross-check", ...rest]
+  const given = (flag: string) => args.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
+  if (dataDir === undefined || given("--out") || given("--help") || given("-h")) return Either.right(args)
+  if (given("--cross-check")) return Either.right(["--out", dataDir, ...args])
   return Either.left(
     "effect-fin snapshot: give --out DIR: the snapshot bundled with effect-fin is not rewritten in place " +
       "(in the effect-fin repository, `npm run snapshot` writes data/ and src/)"
