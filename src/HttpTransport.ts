@@ -271,6 +271,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const policy: Retry.PolicyOptions<Retry.Retried> = {
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: Effect.map(remaining, (left) => Duration.min(left, config.maxRetryAfter)),
+          timeLeft: remaining,
           onRetry: (error, retry) =>
             Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${

@@ -4,6 +4,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -217,16 +218,33 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(2)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.stall, ok) }, { timeout: "1 second" })))
 
-  it.effect("the deadline cuts a long retry sequence short", () =>
+  it.effect("a backoff that would outlast the deadline ends the call at once, with the service's error", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))
-      for (let i = 0; i < 20; i++) yield* advance(500)
+      // The waits are 500 ms, 1 s and 2 s, each x0.8-1.2: at most 4.2 s, so the fourth attempt fails before 4.5 s,
+      // and its 3.2-4.8 s wait cannot fit in what is left of 5 s.
+      for (let i = 0; i < 9; i++) yield* advance(500)
+      const exit = yield* Fiber.poll(fiber)
+      expect(Option.isSome(exit)).toBe(true)
       const error = yield* Fiber.join(fiber)
-      expect(error._tag).toBe("TimeoutError")
-      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
-      // 500 + 1000 + 2000 ms of waits fit in 5 s; the 4 s wait does not.
+      expect(error._tag).toBe("ApiError")
+      expect(error._tag === "ApiError" && [error.status, error.attempts]).toEqual([503, 4])
       expect(yield* attempts).toBe(4)
     }).pipe(provideClient({ [FEE]: () => status(503) }, { deadline: "5 seconds", maxRetries: 10 })))
+
+  it.effect("the deadline still cuts short an attempt that runs past it", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(calculate))
+      for (let i = 0; i < 10; i++) yield* advance(500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      // Waits of about 0.5 and 1 s fit; the third attempt starts before 2.5 s and stalls past the 5 s deadline.
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(503), FinTest.stall) }, {
+      deadline: "5 seconds",
+      timeout: "1 minute",
+      maxRetries: 10
+    })))
 
   // On the live clock the attempt and deadline timeouts take a cheaper path than Effect.timeoutFail; interrupting a
   // caller must still end its call at once, not when the 60-second timeout would fire (the test would time out).
@@ -251,9 +269,10 @@ describe("HttpTransport", () => {
       const fiber = yield* Effect.fork(
         Effect.flip(HttpTransport.withOptions(calculate, { timeout: "100 millis", deadline: "150 millis" }))
       )
-      yield* advance(150)
+      // The attempt times out at 100 ms; no backoff fits in the 50 ms left, so the call ends there.
+      yield* advance(100)
       const error = yield* Fiber.join(fiber)
-      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      expect(error._tag === "TimeoutError" && error.kind).toBe("attempt")
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
 

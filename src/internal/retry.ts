@@ -8,6 +8,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as Intervals from "effect/ScheduleIntervals"
 import { type ApiError, type FinError, RateLimitError } from "../FinError.js"
 import type { AttemptError } from "./http.js"
 
@@ -63,13 +64,40 @@ export const backoff: Schedule.Schedule<Duration.Duration> = Schedule.exponentia
 export interface PolicyOptions<E> {
   readonly maxRetries: number
   readonly waitCap: Effect.Effect<Duration.Duration>
+  /** What is left of the call's deadline, if it has one: a backoff that does not fit ends the retries. */
+  readonly timeLeft?: Effect.Effect<Duration.Duration>
   readonly onRetry: (error: E, retry: number) => Effect.Effect<void>
 }
+
+// `self`, ended when its next delay would not fit in `timeLeft`: sleeping only to be cut off by the deadline would
+// answer later, with a TimeoutError in place of the error the service gave.
+const withinTime = <Out, In, R>(
+  self: Schedule.Schedule<Out, In, R>,
+  timeLeft: Effect.Effect<Duration.Duration>
+): Schedule.Schedule<Out, In, R> =>
+  Schedule.makeWithState(self.initial, (now, input, state) =>
+    Effect.flatMap(self.step(now, input, state), (result) => {
+      const [next, out, decision] = result
+      if (ScheduleDecision.isDone(decision)) return Effect.succeed(result)
+      return Effect.flatMap(timeLeft, (left) => {
+        const delay = Duration.millis(Math.max(0, Intervals.start(decision.intervals) - now))
+        return Duration.lessThanOrEqualTo(delay, left)
+          ? Effect.succeed(result)
+          : Effect.as(
+            Effect.logDebug(
+              `effect-fin: not retrying: the next wait of ${Duration.format(delay)} would outlast the deadline (${
+                Duration.format(left)
+              } left)`
+            ),
+            [next, out, ScheduleDecision.done] as const
+          )
+      })
+    }))
 
 /**
  * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` replaces the
  * backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a longer one ends
- * the retries at once. `onRetry` runs before each wait.
+ * the retries at once, and so does any wait longer than `timeLeft`. `onRetry` runs before each wait.
  */
 export const policy = <E extends Retried>(options: PolicyOptions<E> & {
   /** Called when a `Retry-After` longer than `waitCap` ends the retries. */
@@ -90,6 +118,7 @@ export const policy = <E extends Retried>(options: PolicyOptions<E> & {
         })
     }),
     Schedule.modifyDelay(([[error]], delay) => retryAfterOf(error) ?? delay),
+    (schedule) => options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft),
     Schedule.onDecision(([[error], retry], decision) =>
       ScheduleDecision.isDone(decision) ? Effect.void : options.onRetry(error, retry + 1)
     )
