@@ -456,11 +456,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             }
             if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable), state] as const
             const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
-            yield* obtain(yield* storeFor, state.refresh).pipe(
+            const fiber = yield* obtain(yield* storeFor, state.refresh).pipe(
               Effect.onExit((exit) => settle(exit, usable, deferred)),
               restore,
               Effect.forkIn(scope)
             )
+            // Into a scope already closed (the client is shutting down) the fetch is interrupted before it starts and
+            // `settle` never runs: the waiters get the interruption rather than waiting for ever. Otherwise `settle`
+            // has completed the deferred before the fiber ends, and this does nothing.
+            fiber.addObserver((exit) => Deferred.unsafeDone(deferred, Exit.map(exit, (pair) => pair.access.token)))
             return [awaitFetch(deferred, usable), { ...state, access: usable, pending: Option.some(deferred) }] as const
           })
         ))

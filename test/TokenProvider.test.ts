@@ -1,9 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Context from "effect/Context"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenProvider from "../src/TokenProvider.js"
@@ -267,6 +270,17 @@ describe("TokenProvider", () => {
       if (error._tag === "TimeoutError") expect(error.kind).toBe("token")
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.stall }, { tokenTimeout: "1 second", maxRetries: 0 })))
+
+  it.effect("a caller after the client was shut down is interrupted, not left waiting", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(FinTest.layerClient({}), scope)
+      const provider = Context.get(context, TokenProvider.TokenProvider)
+      yield* Scope.close(scope, Exit.void)
+      const exits = yield* Effect.all([Effect.exit(provider.get), Effect.exit(provider.get)], { concurrency: 2 })
+      for (const exit of exits) expect(Exit.isInterrupted(exit)).toBe(true)
+      expect(yield* Effect.provide(count("POST /v1/oauth/token"), context)).toBe(0)
+    }))
 
   it.effect("invalidate clears only the token it was given (compare-and-clear)", () =>
     Effect.gen(function*() {
