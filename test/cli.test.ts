@@ -114,6 +114,13 @@ describe("effect-fin (offline commands)", () => {
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("USAGE")
     }
+    // The snapshot tool has its own help, which names the installed command.
+    for (const sub of ["snapshot", "cross-check"]) {
+      const result = await cli([sub, "--help"])
+      expect(result.code).toBe(0)
+      expect(result.stdout).toMatch(/^Usage: effect-fin snapshot --from-iso-codes /)
+      expect(result.stdout).not.toContain("npm run")
+    }
   })
 })
 

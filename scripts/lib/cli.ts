@@ -7,10 +7,17 @@ import * as Path from "node:path"
 import { parseArgs } from "node:util"
 import { defaultModulePath, defaultReportPath, files } from "./files.js"
 
-/** Shown on `--help` and after every usage error. */
-export const usage = `Usage: npm run snapshot -- --from-iso-codes DIR|URL --source-version VERSION [options]
-       npm run snapshot -- --from-api [--base-url URL] [--concurrency N] [options]
-       npm run snapshot -- --cross-check [--countries USA,CAN,...] [--base-url URL] [--report FILE]
+/** How the tool is started in the effect-fin repository. */
+export const repositoryProgram = "npm run snapshot --"
+
+/**
+ * Shown on `--help` and after every usage error; `program` is how the tool was started (`effect-fin snapshot` when
+ * installed).
+ */
+export const usage = (program: string = repositoryProgram) => {
+  return `Usage: ${program} --from-iso-codes DIR|URL --source-version VERSION [options]
+       ${program} --from-api [--base-url URL] [--concurrency N] [options]
+       ${program} --cross-check [--countries USA,CAN,...] [--base-url URL] [--report FILE]
 
 Source (exactly one, no default: a system's iso-codes may be older than the committed one):
   --from-iso-codes DIR|URL   folder or http(s) base URL holding iso_3166-1.json and iso_3166-2.json (Debian iso-codes)
@@ -42,6 +49,7 @@ Options:
 The diff against the committed snapshot is always printed before anything is written. Progress goes to stderr.
 Exit codes: 0 done or up to date (cross-check: all agree), 1 differences found (--check, --cross-check),
 2 usage or configuration error, unusable source, or an API call that failed.`
+}
 
 /** Options shared by the commands that ask the API. */
 export interface ApiOptions {

@@ -24,6 +24,8 @@ export interface MainOptions {
   readonly isTTY?: boolean
   /** The default generation time (no `--generated-at`, no `SOURCE_DATE_EPOCH`). Default: now. */
   readonly now?: Date
+  /** How the tool was started, for its usage text. Default: `npm run snapshot --`. */
+  readonly program?: string
   /** The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`. */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
 }
@@ -39,12 +41,12 @@ export const main = async (argv: ReadonlyArray<string>, options: MainOptions = {
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
   const parsed = parseCommandLine(argv, { now: options.now ?? new Date(), sourceDateEpoch: env["SOURCE_DATE_EPOCH"] })
   if (Either.isLeft(parsed)) {
-    stderr(`${parsed.left}\n\n${usage}\n`)
+    stderr(`${parsed.left}\n\n${usage(options.program)}\n`)
     return ExitCode.trouble
   }
   const command = parsed.right
   if (command._tag === "Help") {
-    stdout(`${usage}\n`)
+    stdout(`${usage(options.program)}\n`)
     return ExitCode.ok
   }
   try {
@@ -105,7 +107,7 @@ const execute = async (
     // Checked before the client is even configured: an invalid code sends nothing.
     const checked = Api.parseCountries(command.countries)
     if (Either.isLeft(checked)) {
-      stderr(`${checked.left}\n\n${usage}\n`)
+      stderr(`${checked.left}\n\n${usage(options.program)}\n`)
       return ExitCode.trouble
     }
     countries = checked.right

@@ -263,7 +263,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       return Effect.zipRight(Console.error(args.left), Effect.sync(() => void (process.exitCode = 2)))
     }
     return Effect.flatMap(
-      Effect.promise(() => Snapshot.main(args.right)),
+      Effect.promise(() => Snapshot.main(args.right, { program: "effect-fin snapshot" })),
       (code) => Effect.sync(() => {
         process.exitCode = code
       })
