@@ -45,6 +45,12 @@ describe("effect-fin (offline commands)", () => {
     expect(result.stdout).toMatch(/57 subdivisions of USA \(offline snapshot\)/)
   })
 
+  it("FIN_SUBDIVISION_MODE=offline needs no credentials and sends nothing", async () => {
+    const result = await cli(["subdivisions", "USA", "--json"], { FIN_SUBDIVISION_MODE: "offline" })
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toMatchObject({ country: "USA", source: "snapshot" })
+  })
+
   it("subdivisions --search ignores case and accents, --json for machines", async () => {
     const result = await cli(["subdivisions", "BRA", "--search", "sao paulo", "--json"])
     expect(result.code).toBe(0)
@@ -229,9 +235,16 @@ describe("effect-fin against the emulator", () => {
     expect(existsSync(join(harness.dir, "data"))).toBe(false)
   })
 
-  it("subdivisions falls back to the snapshot when the service is unreachable", async () => {
-    const result = await cli(["subdivisions", "CAN"], { ...env, FIN_BASE_URL: "http://127.0.0.1:9" })
+  it("subdivisions falls back to the snapshot when the service is unreachable, warning on stderr", async () => {
+    const unreachable = { ...env, FIN_BASE_URL: "http://127.0.0.1:9" }
+    const result = await cli(["subdivisions", "CAN"], unreachable)
     expect(result.code).toBe(0)
-    expect(result.stdout).toContain("13 subdivisions of CAN (offline snapshot: the API could not be reached)")
+    expect(result.stdout).toContain("13 subdivisions of CAN (offline snapshot: the API call failed, as logged above)")
+    expect(result.stderr).toContain("effect-fin: serving the offline snapshot for CAN (TransportError)")
+    // With --json, stdout is the JSON document alone.
+    const asJson = await cli(["subdivisions", "CAN", "--json"], unreachable)
+    expect(asJson.code).toBe(0)
+    expect(JSON.parse(asJson.stdout)).toMatchObject({ country: "CAN", source: "snapshot" })
+    expect(asJson.stderr).toContain("serving the offline snapshot")
   })
 })

@@ -16,6 +16,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Emulator from "../emulator/Emulator.js"
@@ -108,7 +109,9 @@ const subdivisions = Command.make(
   },
   (args) =>
     Effect.gen(function*() {
-      if (args.offline || Option.isSome(args.search)) {
+      // Offline by flag or by configuration: no client is built, so no credentials are needed.
+      const mode = yield* Config.option(Config.string("FIN_SUBDIVISION_MODE"))
+      if (args.offline || Option.isSome(args.search) || Option.contains(mode, "offline")) {
         const list = yield* Option.isSome(args.search)
           ? Subdivisions.search(args.country, args.search.value)
           : Subdivisions.forCountry(args.country)
@@ -118,7 +121,7 @@ const subdivisions = Command.make(
       const result = yield* SubdivisionService.list(args.country).pipe(Effect.provide(clientLayer))
       yield* print(args.json, result, () =>
         `${subdivisionRows(result.subdivisions)}\n\n${count(result.subdivisions.length)} of ${result.country} (${
-          result.source === "api" ? "from the API" : "offline snapshot: the API could not be reached"
+          result.source === "api" ? "from the API" : "offline snapshot: the API call failed, as logged above"
         })`)
     })
 ).pipe(Command.withDescription("List the ISO 3166-2 subdivisions of a country"))
@@ -270,6 +273,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
     )
   }
   return Command.run(command, { name: "effect-fin", version })(argv).pipe(
+    // Logs (a fallback's warning, say) go to stderr: stdout carries only the answer, which `--json` keeps parseable.
+    Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))),
     Effect.tapErrorCause(() => Effect.sync(() => {
       process.exitCode = 1
     })),

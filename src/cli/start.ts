@@ -19,4 +19,8 @@ const dataDir = (() => {
   }
 })()
 
-NodeRuntime.runMain(Effect.provide(run(process.argv, { dataDir }), NodeContext.layer), { disableErrorReporting: true })
+NodeRuntime.runMain(Effect.provide(run(process.argv, { dataDir }), NodeContext.layer), {
+  disableErrorReporting: true,
+  // `run` logs to stderr; the runtime's own pretty logger would write to stdout.
+  disablePrettyLogger: true
+})
