@@ -81,6 +81,14 @@ const currentOptions = globalValue(
 )
 
 /**
+ * The per-call overrides in effect (from `withOptions`); empty when there are none.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const currentCallOptions: Effect.Effect<CallOptions> = FiberRef.get(currentOptions)
+
+/**
  * Runs `self` with per-call overrides (`timeout`, `deadline`, `maxRetries`), like effect-aws's `withServiceConfig`.
  *
  * @since 0.1.0

@@ -12,7 +12,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
 import * as FinConfig from "./FinConfig.js"
-import type { FinError } from "./FinError.js"
+import { type FinError, Issue, RequestValidationError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import * as internal from "./internal/subdivisions.js"
@@ -33,7 +33,8 @@ export interface SubdivisionList {
 
 /**
  * The snapshot measured against the API for one country: `missing` are codes the API lists and the snapshot lacks,
- * `extra` are codes only the snapshot has, `renamed` are codes both have under different names.
+ * `extra` are codes only the snapshot has, `renamed` are codes both have under different names, `invalid` are API
+ * entries left out of the comparison (a malformed code, another country's code, no name, or a code listed twice).
  *
  * @since 0.1.0
  * @category models
@@ -59,7 +60,7 @@ export const SubdivisionsResponse = Schema.Struct({
 export interface Service {
   /** By `subdivisionMode`: the API (`online`), the snapshot (`offline`) or the API with the snapshot as fallback. */
   readonly list: (country: string) => Effect.Effect<SubdivisionList, FinError>
-  /** Always asks the API, never cached. */
+  /** Always asks the API, never cached; refused in `offline` mode. */
   readonly crossCheck: (country: string) => Effect.Effect<SubdivisionDiff, FinError>
 }
 
@@ -70,8 +71,10 @@ export interface Service {
 export class SubdivisionService extends Context.Tag("effect-fin/SubdivisionService")<SubdivisionService, Service>() {}
 
 // The snapshot stands in for an unreachable or failing service, never for a refusal: 401/403/4xx reach the caller.
+// A 5xx asking for a longer wait than allowed (a maintenance window) is a RateLimitError with its status.
 const canFallBack = (error: FinError): boolean =>
-  error._tag === "TransportError" || error._tag === "TimeoutError" || (error._tag === "ApiError" && error.status >= 500)
+  error._tag === "TransportError" || error._tag === "TimeoutError" ||
+  ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
 const snapshotOf = (country: CountryCode.CountryCode): ReadonlyArray<Subdivisions.Subdivision> =>
   // `country` is already validated, so the lookup cannot fail.
@@ -107,8 +110,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       source: "snapshot"
     })
 
+    // A caller with its own options (`HttpTransport.withOptions`) makes its own call rather than join one made under
+    // another caller's deadline and retries.
     const fromApi = (country: CountryCode.CountryCode) =>
-      Effect.map(cached(country), (subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
+      HttpTransport.currentCallOptions.pipe(
+        Effect.flatMap((options) => cached(country, Object.keys(options).length === 0)),
+        Effect.map((subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
+      )
 
     const list = (input: string) =>
       Effect.flatMap(CountryCode.validate(input), (country): Effect.Effect<SubdivisionList, FinError> => {
@@ -128,11 +136,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         }
       })
 
+    // Offline means no network at all, so the one operation that must ask the API is refused, not sent.
+    const offline = new RequestValidationError({
+      message: `crossCheck asks the API, and subdivisionMode is "offline" (no network)`,
+      issues: [new Issue({ path: "subdivisionMode", expected: `"online" or "fallback"` })]
+    })
+
     const crossCheck = (input: string) =>
       Effect.flatMap(CountryCode.validate(input), (country) =>
-        Effect.map(fetch(country), (api): SubdivisionDiff => ({
+        config.subdivisionMode === "offline" ? Effect.fail(offline) : Effect.map(fetch(country), (api): SubdivisionDiff => ({
           country,
-          ...internal.crossCheckCountry(snapshotOf(country), api)
+          ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
         })))
 
     return SubdivisionService.of({ list, crossCheck })

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
@@ -148,6 +151,67 @@ describe("SubdivisionService", () => {
       yield* SubdivisionService.crossCheck("USA")
       expect(yield* calls).toBe(2)
     }).pipe(withMode("fallback", {
-      [ROUTE]: () => apiBody([{ code: "US-CA", name: "Kalifornia" }, { code: "US-ZZ", name: "Nowhere" }])
+      [ROUTE]: () =>
+        apiBody([
+          { code: "US-CA", name: "Kalifornia" },
+          { code: "US-ZZ", name: "Nowhere" },
+          { code: "US-ZZ", name: "Nowhere again" },
+          { code: "CA-ON", name: "Ontario" }
+        ])
     })))
+
+  it.effect("crossCheck reports the API entries it could not compare", () =>
+    Effect.gen(function*() {
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.invalid).toEqual([
+        { code: "US-ZZ", name: "Nowhere again", reason: "duplicate" },
+        { code: "CA-ON", name: "Ontario", reason: "other_country" }
+      ])
+      expect(diff.missing).toEqual([{ code: "US-ZZ", name: "Nowhere" }])
+    }).pipe(withMode("online", {
+      [ROUTE]: () =>
+        apiBody([
+          { code: "US-ZZ", name: "Nowhere" },
+          { code: "US-ZZ", name: "Nowhere again" },
+          { code: "CA-ON", name: "Ontario" }
+        ])
+    })))
+
+  it.effect("crossCheck in offline mode is refused, and nothing is sent", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(SubdivisionService.crossCheck("USA"))
+      expect(error._tag).toBe("RequestValidationError")
+      expect(error.message).toContain(`subdivisionMode is "offline"`)
+      expect(yield* allRequests).toHaveLength(0)
+    }).pipe(withMode("offline", { [ROUTE]: () => usa })))
+
+  it.effect("fallback: the snapshot when a 5xx asks for a longer wait than allowed (a maintenance window)", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA")
+      expect(result.source).toBe("snapshot")
+      expect(yield* calls).toBe(1)
+    }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(503, { message: "maintenance" }, { "retry-after": "3600" }) })))
+
+  it.effect("a caller with its own options makes its own call, under its own deadline", () =>
+    Effect.gen(function*() {
+      // The first caller's call stalls under the default deadline; the second, with a 2-second deadline, does not
+      // wait for it: it makes its own call and falls back when its deadline passes.
+      const first = yield* Effect.fork(list("USA"))
+      yield* advance(10)
+      const second = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: "2 seconds" })))
+      yield* advance(2000)
+      const result = yield* Fiber.join(second)
+      expect(result.source).toBe("snapshot")
+      expect(yield* calls).toBe(2)
+      yield* Fiber.interrupt(first)
+    }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall })))
+
+  it.effect("a lookup after the client was shut down is interrupted, not left waiting", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(FinTest.layerClient({}, { subdivisionMode: "online" }), scope)
+      yield* Scope.close(scope, Exit.void)
+      const exit = yield* Effect.exit(Effect.provide(list("USA"), context))
+      expect(Exit.isInterrupted(exit)).toBe(true)
+    }))
 })

@@ -280,12 +280,13 @@ describe("snapshot script, online", () => {
     const readReport = async (path: string) =>
       Schema.decodeUnknownSync(CrossCheckReport)(JSON.parse(await read(path)))
 
-    it("counts missing, extra and renamed codes against the committed snapshot, writes the report, exits 1", async () => {
+    it("counts missing, extra, renamed and invalid codes against the committed snapshot, writes the report, exits 1", async () => {
       const report = Path.join(await tempDir(), "report.json")
       const usa = [
         ...apiOf("USA").filter((e) => e.code !== "US-DC" && e.code !== "US-UM"),
         { code: "US-XX", name: "Nowhere" },
-        { code: "US-YY", name: "Elsewhere" }
+        { code: "US-YY", name: "Elsewhere" },
+        { code: "us-ny", name: "New York" }
       ].map((e) => (e.code === "US-CA" ? { ...e, name: "Kalifornien" } : e))
       const result = await runMain(crossCheck(report, "--countries", "USA,CAN,ABW"), {
         served: { USA: usa, CAN: apiOf("CAN") }
@@ -297,12 +298,12 @@ describe("snapshot script, online", () => {
       expect(result.subdivisionCalls).toHaveLength(3)
       const lines = result.stdout.split("\n")
       expect(lines.slice(0, 3)).toEqual([
-        "country  missing  extra  renamed  first codes",
-        "-------  -------  -----  -------  ----------------------------------",
-        "USA      2        2      1        +US-XX +US-YY -US-DC -US-UM ~US-CA"
+        "country  missing  extra  renamed  invalid  first codes",
+        "-------  -------  -----  -------  -------  -------------------------------------------",
+        `USA      2        2      1        1        +US-XX +US-YY -US-DC -US-UM ~US-CA !"us-ny"`
       ])
       expect(result.stdout).toContain(
-        "1 of 3 countries disagree with data/subdivisions.json: 2 missing, 2 extra, 1 renamed."
+        "1 of 3 countries disagree with data/subdivisions.json: 2 missing, 2 extra, 1 renamed, 1 invalid."
       )
       expect(result.stdout).toContain(`Report: ${report}`)
 
@@ -313,13 +314,14 @@ describe("snapshot script, online", () => {
         snapshot: "data/subdivisions.json",
         checked: ["ABW", "CAN", "USA"],
         agree: false,
-        totals: { countries: 1, missing: 2, extra: 2, renamed: 1 }
+        totals: { countries: 1, missing: 2, extra: 2, renamed: 1, invalid: 1 }
       })
       expect(written.countries).toEqual([{
         country: "USA",
         missing: [{ code: "US-XX", name: "Nowhere" }, { code: "US-YY", name: "Elsewhere" }],
         extra: committed["USA"]!.filter((e) => e.code === "US-DC" || e.code === "US-UM"),
-        renamed: [{ code: "US-CA", snapshotName: "California", apiName: "Kalifornien" }]
+        renamed: [{ code: "US-CA", snapshotName: "California", apiName: "Kalifornien" }],
+        invalid: [{ code: "us-ny", name: "New York", reason: "malformed_code" }]
       }])
       expect(await read(report)).not.toContain(env.FIN_CLIENT_SECRET)
     })

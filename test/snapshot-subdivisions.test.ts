@@ -260,24 +260,50 @@ describe("snapshot-subdivisions", () => {
         { code: "BD-02", name: "Borguna" },
         { code: "BD-01", name: "Bandarban" }
       ]
-      expect(crossCheckCountry(snapshot, api)).toEqual({
+      expect(crossCheckCountry(snapshot, api, "BD")).toEqual({
+        invalid: [],
         missing: [{ code: "BD-03", name: "Bogra" }],
         extra: [entry("BD-99", "Old")],
         renamed: [{ code: "BD-02", snapshotName: "Barguna", apiName: "Borguna" }]
       })
       // Only codes and names count: the API has no type.
-      expect(crossCheckCountry([entry("BD-01", "Bandarban", "District")], [{ code: "BD-01", name: "Bandarban" }]))
-        .toEqual({ missing: [], extra: [], renamed: [] })
+      expect(crossCheckCountry([entry("BD-01", "Bandarban", "District")], [{ code: "BD-01", name: "Bandarban" }], "BD"))
+        .toEqual({ invalid: [], missing: [], extra: [], renamed: [] })
+    })
+
+    it("leaves out and reports API entries it cannot compare", () => {
+      const snapshot = [entry("US-CA", "California"), entry("US-NY", "New York")]
+      const api = [
+        { code: "US-NY", name: "New York" },
+        { code: "US-NY", name: "NY" },
+        { code: "us-ca", name: "California" },
+        { code: "CA-ON", name: "Ontario" },
+        { code: "../x", name: "x" },
+        { code: "US-ZZ", name: " " }
+      ]
+      expect(crossCheckCountry(snapshot, api, "US")).toEqual({
+        invalid: [
+          { code: "US-NY", name: "NY", reason: "duplicate" },
+          { code: "us-ca", name: "California", reason: "malformed_code" },
+          { code: "CA-ON", name: "Ontario", reason: "other_country" },
+          { code: "../x", name: "x", reason: "malformed_code" },
+          { code: "US-ZZ", name: " ", reason: "empty_name" }
+        ],
+        // The duplicate does not count as a rename, and US-CA, listed only in lower case, is not in the API's list.
+        missing: [],
+        extra: [entry("US-CA", "California")],
+        renamed: []
+      })
     })
 
     it("covers every country of the API map, sorted", () => {
       const report = crossCheck({ USA: [entry("US-CA", "California")] }, {
         USA: [{ code: "US-CA", name: "California" }],
         ABW: [{ code: "AW-01", name: "X" }]
-      })
+      }, (country) => ({ USA: "US", ABW: "AW" })[country])
       expect(report.map((r) => r.country)).toEqual(["ABW", "USA"])
       expect(report[0]!.missing).toEqual([{ code: "AW-01", name: "X" }])
-      expect(report[1]).toEqual({ country: "USA", missing: [], extra: [], renamed: [] })
+      expect(report[1]).toEqual({ country: "USA", invalid: [], missing: [], extra: [], renamed: [] })
     })
   })
 

@@ -189,7 +189,13 @@ export const CrossCheckCountryReport = Schema.Struct({
   /** In the snapshot, not listed by the API (with the snapshot's type and parent). */
   extra: Schema.Array(Subdivision),
   /** Same code, another name. */
-  renamed: Schema.Array(Schema.Struct({ code: Schema.String, snapshotName: Schema.String, apiName: Schema.String }))
+  renamed: Schema.Array(Schema.Struct({ code: Schema.String, snapshotName: Schema.String, apiName: Schema.String })),
+  /** Listed by the API but not comparable: a malformed code, another country's code, no name, or listed twice. */
+  invalid: Schema.Array(Schema.Struct({
+    code: Schema.String,
+    name: Schema.String,
+    reason: Schema.Literal("malformed_code", "other_country", "empty_name", "duplicate")
+  }))
 })
 
 /** The JSON report of `--cross-check` (`--report FILE`). */
@@ -207,7 +213,8 @@ export const CrossCheckReport = Schema.Struct({
     countries: Schema.Number,
     missing: Schema.Number,
     extra: Schema.Number,
-    renamed: Schema.Number
+    renamed: Schema.Number,
+    invalid: Schema.Number
   }),
   /** Only the countries that disagree, sorted. */
   countries: Schema.Array(CrossCheckCountryReport)
@@ -247,10 +254,12 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
     String(c.missing.length),
     String(c.extra.length),
     String(c.renamed.length),
+    String(c.invalid.length),
     [
       ...firstCodes("+", c.missing.map((e) => e.code)),
       ...firstCodes("-", c.extra.map((e) => e.code)),
-      ...firstCodes("~", c.renamed.map((e) => e.code))
+      ...firstCodes("~", c.renamed.map((e) => e.code)),
+      ...firstCodes("!", c.invalid.map((e) => JSON.stringify(e.code)))
     ].join(" ")
   ])
   const n = report.checked.length
@@ -258,9 +267,11 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
   if (report.agree) return `All ${all} agree with ${report.snapshot}.`
   const t = report.totals
   return [
-    table(["country", "missing", "extra", "renamed", "first codes"], rows),
-    "(+ listed by the API, not in the snapshot; - only in the snapshot; ~ named otherwise by the API)",
-    `${t.countries} of ${all} disagree with ${report.snapshot}: ${t.missing} missing, ${t.extra} extra, ${t.renamed} renamed.`
+    table(["country", "missing", "extra", "renamed", "invalid", "first codes"], rows),
+    "(+ listed by the API, not in the snapshot; - only in the snapshot; ~ named otherwise by the API; " +
+    "! an API entry not compared: malformed, another country's, unnamed or repeated)",
+    `${t.countries} of ${all} disagree with ${report.snapshot}: ${t.missing} missing, ${t.extra} extra, ${t.renamed} renamed, ` +
+    `${t.invalid} invalid.`
   ].join("\n")
 }
 
@@ -294,8 +305,9 @@ export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Ef
     const api: Record<string, ReadonlyArray<SubdivisionType>> = {}
     for (const [country, list] of lists) api[country] = list.map((e) => ({ code: e.code, name: e.name }))
 
-    const disagreeing = crossCheck(snapshot, api).filter((c) =>
-      c.missing.length > 0 || c.extra.length > 0 || c.renamed.length > 0
+    const alpha2Of = (country: string) => CountryCode.isCountryCode(country) ? CountryCode.toAlpha2(country) : undefined
+    const disagreeing = crossCheck(snapshot, api, alpha2Of).filter((c) =>
+      c.missing.length > 0 || c.extra.length > 0 || c.renamed.length > 0 || c.invalid.length > 0
     )
     const report: CrossCheckReport = {
       generatedAt: options.generatedAt,
@@ -308,13 +320,15 @@ export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Ef
         countries: disagreeing.length,
         missing: disagreeing.reduce((n, c) => n + c.missing.length, 0),
         extra: disagreeing.reduce((n, c) => n + c.extra.length, 0),
-        renamed: disagreeing.reduce((n, c) => n + c.renamed.length, 0)
+        renamed: disagreeing.reduce((n, c) => n + c.renamed.length, 0),
+        invalid: disagreeing.reduce((n, c) => n + c.invalid.length, 0)
       },
       countries: disagreeing.map((c) => ({
         country: c.country,
         missing: c.missing.map((e) => ({ code: e.code, name: e.name })),
         extra: c.extra,
-        renamed: c.renamed
+        renamed: c.renamed,
+        invalid: c.invalid
       }))
     }
     options.log(formatCrossCheck(report))

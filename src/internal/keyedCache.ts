@@ -17,39 +17,70 @@ type Entry<A, E> =
   | { readonly _tag: "Ready"; readonly value: A; readonly expiresAt: number }
   | { readonly _tag: "Pending"; readonly deferred: Deferred.Deferred<A, E> }
 
-/** `get(key)`: the cached value while fresh, else the lookup (shared with every concurrent caller of that key). */
+/**
+ * `get(key)`: the cached value while fresh, else the lookup, shared with every concurrent caller of that key. With
+ * `shared: false` the lookup (when one is needed) runs in the caller's own fiber, alone, and a success is cached all
+ * the same: for a caller whose lookup must follow its own settings.
+ */
 export const make = <K, A, E>(options: {
   readonly lookup: (key: K) => Effect.Effect<A, E>
   readonly timeToLive: Duration.Duration
-}): Effect.Effect<(key: K) => Effect.Effect<A, E>, never, Scope.Scope> =>
+}): Effect.Effect<(key: K, shared?: boolean) => Effect.Effect<A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const ttl = Duration.toMillis(options.timeToLive)
     const ref = yield* SynchronizedRef.make(new Map<K, Entry<A, E>>())
 
-    const settle = (key: K, deferred: Deferred.Deferred<A, E>, exit: Exit.Exit<A, E>) =>
+    // A success becomes the entry, unless a shared lookup other than `deferred` is in flight (its own result will).
+    // A failure removes only the lookup's own entry.
+    const record = (key: K, deferred: Deferred.Deferred<A, E> | undefined, exit: Exit.Exit<A, E>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         SynchronizedRef.update(ref, (entries) => {
-          const next = new Map(entries)
-          if (Exit.isSuccess(exit) && ttl > 0) next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl })
-          else next.delete(key)
-          return next
-        })).pipe(Effect.zipRight(Deferred.done(deferred, exit)))
-
-    return (key: K) =>
-      Effect.flatten(SynchronizedRef.modifyEffect(ref, (entries) =>
-        Effect.gen(function*() {
           const entry = entries.get(key)
-          const now = yield* Clock.currentTimeMillis
-          if (entry?._tag === "Ready" && now < entry.expiresAt) return [Effect.succeed(entry.value), entries] as const
-          if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
-          const deferred = yield* Deferred.make<A, E>()
-          yield* options.lookup(key).pipe(
-            Effect.onExit((exit) => settle(key, deferred, exit)),
-            Effect.forkIn(scope)
-          )
+          const own = deferred !== undefined && entry?._tag === "Pending" && entry.deferred === deferred
           const next = new Map(entries)
-          next.set(key, { _tag: "Pending", deferred })
-          return [Deferred.await(deferred), next] as const
-        })))
+          if (Exit.isSuccess(exit) && ttl > 0 && (own || entry?._tag !== "Pending")) {
+            next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl })
+          } else if (own) {
+            next.delete(key)
+          } else {
+            return entries
+          }
+          return next
+        }))
+
+    const fresh = (entry: Entry<A, E> | undefined, now: number): entry is Extract<Entry<A, E>, { _tag: "Ready" }> =>
+      entry?._tag === "Ready" && now < entry.expiresAt
+
+    const alone = (key: K) =>
+      Effect.flatMap(SynchronizedRef.get(ref), (entries) => {
+        const entry = entries.get(key)
+        return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          fresh(entry, now)
+            ? Effect.succeed(entry.value)
+            : Effect.onExit(options.lookup(key), (exit) => record(key, undefined, exit)))
+      })
+
+    return (key: K, shared = true) =>
+      shared ?
+        Effect.flatten(SynchronizedRef.modifyEffect(ref, (entries) =>
+          Effect.gen(function*() {
+            const entry = entries.get(key)
+            const now = yield* Clock.currentTimeMillis
+            if (fresh(entry, now)) return [Effect.succeed(entry.value), entries] as const
+            if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
+            const deferred = yield* Deferred.make<A, E>()
+            const fiber = yield* options.lookup(key).pipe(
+              Effect.onExit((exit) => Effect.zipRight(record(key, deferred, exit), Deferred.done(deferred, exit))),
+              Effect.forkIn(scope)
+            )
+            // Into a closed scope (the owner is shutting down) the lookup is interrupted before it runs: the waiters
+            // get the interruption instead of waiting for ever. Otherwise the deferred is already done by then.
+            fiber.addObserver((exit) => Deferred.unsafeDone(deferred, exit))
+            const next = new Map(entries)
+            next.set(key, { _tag: "Pending", deferred })
+            return [Deferred.await(deferred), next] as const
+          })
+        )) :
+        alone(key)
   })

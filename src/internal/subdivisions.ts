@@ -14,8 +14,10 @@ import * as Schema from "effect/Schema"
  *
  * @internal
  */
+const codePattern = /^[A-Z]{2}-[A-Z0-9]{1,3}$/
+
 export const SubdivisionCode = Schema.String.pipe(
-  Schema.pattern(/^[A-Z]{2}-[A-Z0-9]{1,3}$/, {
+  Schema.pattern(codePattern, {
     title: "an ISO 3166-2 subdivision code",
     description: "an ISO 3166-2 subdivision code (e.g. \"US-CA\")"
   })
@@ -140,29 +142,73 @@ export const isEmptyDiff = (diff: EntriesDiff<unknown>): boolean =>
   diff.added.length === 0 && diff.removed.length === 0 && diff.renamed.length === 0 && diff.changed.length === 0
 
 /**
+ * An entry of the API's list that is not compared, and why: a code that is not ISO 3166-2 (`malformed_code`, e.g.
+ * lower case), a code of another country (`other_country`), no name (`empty_name`), or a code listed before
+ * (`duplicate`; the first listing is the one compared).
+ *
+ * @internal
+ */
+export interface InvalidEntry {
+  readonly code: string
+  readonly name: string
+  readonly reason: "malformed_code" | "other_country" | "empty_name" | "duplicate"
+}
+
+/**
  * The snapshot measured against the API for one country: `missing` are codes the API lists and the snapshot lacks,
- * `extra` are codes the snapshot has and the API does not list, `renamed` are codes both have under other names.
- * Only codes and names are compared (the API has no `type` or `parent`).
+ * `extra` are codes the snapshot has and the API does not list, `renamed` are codes both have under other names,
+ * `invalid` are API entries left out of the comparison. Only codes and names are compared (the API has no `type` or
+ * `parent`).
  *
  * @internal
  */
 export interface CrossCheck {
+  readonly invalid: ReadonlyArray<InvalidEntry>
   readonly missing: ReadonlyArray<Subdivision>
   readonly extra: ReadonlyArray<Subdivision>
   readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
 }
 
+// Splits the API's list into what can be compared and what cannot (see `InvalidEntry`).
+const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined) => {
+  const invalid: Array<InvalidEntry> = []
+  const valid: Array<Subdivision> = []
+  const seen = new Set<string>()
+  for (const entry of entries) {
+    const reason: InvalidEntry["reason"] | undefined = !codePattern.test(entry.code)
+      ? "malformed_code"
+      : alpha2 !== undefined && !entry.code.startsWith(`${alpha2}-`)
+      ? "other_country"
+      : entry.name.trim() === ""
+      ? "empty_name"
+      : seen.has(entry.code)
+      ? "duplicate"
+      : undefined
+    if (reason === undefined) {
+      seen.add(entry.code)
+      valid.push(entry)
+    } else {
+      invalid.push({ code: entry.code, name: entry.name, reason })
+    }
+  }
+  return { invalid, valid }
+}
+
 /**
- * Compares the snapshot's entries of one country with the API's (see `CrossCheck`).
+ * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
+ * `CrossCheck`).
  *
  * @internal
  */
 export const crossCheckCountry = (
   snapshotEntries: ReadonlyArray<Subdivision>,
-  apiEntries: ReadonlyArray<Subdivision>
+  apiEntries: ReadonlyArray<Subdivision>,
+  alpha2: string | undefined
 ): CrossCheck => {
-  const diff = compareEntries(snapshotEntries, apiEntries, false)
+  const { invalid, valid } = screen(apiEntries, alpha2)
+  const diff = compareEntries(snapshotEntries, valid, false)
   return {
+    invalid,
     missing: diff.added,
     extra: diff.removed,
     renamed: diff.renamed.map((r) => ({ code: r.code, snapshotName: r.from, apiName: r.to }))
@@ -177,7 +223,8 @@ export const crossCheckCountry = (
  */
 export const crossCheck = (
   snapshotEntries: Readonly<Record<string, ReadonlyArray<Subdivision>>>,
-  apiEntries: Readonly<Record<string, ReadonlyArray<Subdivision>>>
+  apiEntries: Readonly<Record<string, ReadonlyArray<Subdivision>>>,
+  alpha2Of: (country: string) => string | undefined
 ): ReadonlyArray<CrossCheck & { readonly country: string }> =>
   Object.keys(apiEntries)
     .sort()
@@ -185,7 +232,8 @@ export const crossCheck = (
       country,
       ...crossCheckCountry(
         Object.prototype.hasOwnProperty.call(snapshotEntries, country) ? snapshotEntries[country]! : [],
-        apiEntries[country]!
+        apiEntries[country]!,
+        alpha2Of(country)
       )
     }))
 
