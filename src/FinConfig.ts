@@ -12,6 +12,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Durations from "./internal/duration.js"
 import { version } from "./internal/version.js"
 
 /**
@@ -127,34 +128,13 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
 }
 
-// Duration.decode reads a negative or NaN amount (-1, "-5 seconds", -1n, [-1, 0]) as zero; that is a mistake, not zero.
-const isNegativeOrNaN = (input: unknown): boolean =>
-  typeof input === "number"
-    ? !(input >= 0)
-    : typeof input === "bigint"
-    ? input < 0n
-    : typeof input === "string"
-    ? input.trimStart().startsWith("-")
-    : Array.isArray(input) && input.some((n) => typeof n === "number" && !(n >= 0))
-
 const duration = (
   path: string,
   input: Duration.DurationInput | undefined,
   fallback: Duration.DurationInput,
   allowZero: boolean
-): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
-  if (isNegativeOrNaN(input)) {
-    return Either.left(invalid(path, `${path} must be ${allowZero ? "zero or more" : "greater than zero"}`))
-  }
-  const decoded = Duration.decodeUnknown(input ?? fallback)
-  if (Option.isNone(decoded)) return Either.left(invalid(path, `${path} is not a valid duration`))
-  const d = decoded.value
-  if (!Duration.isFinite(d)) return Either.left(invalid(path, `${path} must be finite`))
-  if (Duration.toMillis(d) < 0 || (!allowZero && Duration.toMillis(d) === 0)) {
-    return Either.left(invalid(path, `${path} must be ${allowZero ? "zero or more" : "greater than zero"}`))
-  }
-  return Either.right(d)
-}
+): Either.Either<Duration.Duration, ConfigError.ConfigError> =>
+  Either.mapLeft(Durations.check(input ?? fallback, allowZero), (problem) => invalid(path, `${path} ${problem}`))
 
 /**
  * Validates options and fills in defaults; every problem is a `ConfigError` naming the option.
@@ -220,7 +200,7 @@ export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.Conf
 const durationVar = (name: string): Config.Config<Duration.Duration> =>
   Config.nested(
     Config.mapOrFail(Config.string(), (text) =>
-      isNegativeOrNaN(text)
+      Durations.isNegativeOrNaN(text)
         ? Either.left(ConfigError.InvalidData([], `Expected a duration of zero or more but received ${text}`))
         : Either.fromOption(
           Duration.decodeUnknown(text),

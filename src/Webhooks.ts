@@ -13,6 +13,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
@@ -29,6 +30,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
+import * as Durations from "./internal/duration.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
 
@@ -500,6 +502,20 @@ export type DocumentedEventType = typeof documentedEventTypes[number]
 const documented: ReadonlySet<string> = new Set(documentedEventTypes)
 
 /**
+ * The event types the handler keeps in order per `event_reference_id`: each carries the whole current status of its
+ * resource, so an older one arriving late is stale. Every other event (a deposit, a creation, a request for
+ * information, an undocumented type) carries news of its own: it is never stale, and does not make others stale.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const orderedEventTypes: ReadonlyArray<DocumentedEventType> = documentedEventTypes.filter((type) =>
+  /\.status(\.v\d+)?$/.test(type)
+)
+
+const ordered: ReadonlySet<string> = new Set(orderedEventTypes)
+
+/**
  * The envelope exactly as sent: `{ event: { id, event_reference_id, type, created_at, sandbox_mode? }, data }`.
  *
  * @since 0.1.0
@@ -864,8 +880,11 @@ export type Claim =
  */
 export interface Handled {
   readonly referenceId: string
-  /** `created_at` in epoch microseconds. */
-  readonly createdAt: number
+  /**
+   * For an event kept in order (`orderedEventTypes`): its `created_at` in epoch microseconds, to record for the
+   * reference (keeping the newest) for `ttl`. Absent for other events, which record nothing for their reference.
+   */
+  readonly order?: { readonly createdAt: number; readonly ttl: Duration.Duration } | undefined
 }
 
 /**
@@ -894,7 +913,7 @@ export interface WebhookDedupeStoreService {
     ttl: Duration.Duration
   ) => Effect.Effect<Claim, WebhookDedupeStoreError>
   /**
-   * Marks `eventId` handled for `ttl`, records its `created_at` for its reference (keeping the newest) and frees the
+   * Marks `eventId` handled for `ttl`, records `handled.order` for its reference (keeping the newest) and frees the
    * reference if `token` still holds it.
    */
   readonly complete: (
@@ -1010,11 +1029,15 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
       }),
     complete: (eventId, token, handled, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
-        const expiresAt = now + Duration.toMillis(ttl)
-        handledEvents.set(eventId, { expiresAt }, now)
+        handledEvents.set(eventId, { expiresAt: now + Duration.toMillis(ttl) }, now)
+        const order = handled.order
         const last = references.get(handled.referenceId, now)
-        if (last === undefined || last.createdAt < handled.createdAt) {
-          references.set(handled.referenceId, { createdAt: handled.createdAt, expiresAt }, now)
+        if (order !== undefined && (last === undefined || last.createdAt < order.createdAt)) {
+          references.set(
+            handled.referenceId,
+            { createdAt: order.createdAt, expiresAt: now + Duration.toMillis(order.ttl) },
+            now
+          )
         }
         drop(eventId, handled.referenceId, token, now)
       }),
@@ -1057,7 +1080,10 @@ export const layerMemoryDedupeStore = (
  * @category models
  */
 export interface Delivery {
-  /** An event newer than this one was already handled for the same `event_reference_id` (see `deliverStale`). */
+  /**
+   * A status event newer than this one was already handled for the same `event_reference_id` (see `deliverStale`
+   * and `orderedEventTypes`); always `false` for other events.
+   */
   readonly stale: boolean
 }
 
@@ -1112,8 +1138,17 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    * 500.
    */
   readonly claimTtl?: Duration.DurationInput | undefined
-  /** How long handled event ids and per-reference timestamps are remembered (default 24 hours). */
+  /**
+   * How long handled event ids are remembered (default 24 hours; at least `maxAge` when that is set, so that a
+   * replay is refused either as too old or as a duplicate). A delivery repeated after that runs the handlers again.
+   */
   readonly dedupeTtl?: Duration.DurationInput | undefined
+  /**
+   * How long the newest `created_at` handled per `event_reference_id` is remembered, for the order of status events
+   * (default 30 days, at least `dedupeTtl`): a status event older than that one, redelivered or replayed later, is
+   * stale rather than applied over the newer status.
+   */
+  readonly orderTtl?: Duration.DurationInput | undefined
   /**
    * How long a delivery waits while another event of the same `event_reference_id` is being handled (default 5
    * seconds); after that it gets 409 and the service delivers it again later.
@@ -1128,6 +1163,27 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
  * @category constants
  */
 export const defaultMaxBodySize = 1024 * 1024
+
+// The handler's options, checked once when it is built: a NaN or negative value (an unset variable read as a number,
+// say) would otherwise switch off the body limit or the de-duplication without a word.
+const handlerSettings = (options: HandlerOptions<Handlers>) => {
+  const invalid = (message: string) => new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: ${message}`)
+  const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean) =>
+    Either.getOrThrowWith(Durations.check(input, allowZero), (problem) => invalid(`${name} ${problem}`))
+  const limit = options.maxBodySize ?? defaultMaxBodySize
+  if (!Number.isSafeInteger(limit) || limit < 0) throw invalid("maxBodySize must be a whole number of bytes, 0 or more")
+  const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)
+  const dedupeTtl = Duration.max(duration("dedupeTtl", options.dedupeTtl ?? "24 hours", false), maxAge ?? Duration.zero)
+  return {
+    limit,
+    maxAge,
+    dedupeTtl,
+    orderTtl: Duration.max(duration("orderTtl", options.orderTtl ?? "30 days", false), dedupeTtl),
+    handlerTimeout: duration("handlerTimeout", options.handlerTimeout ?? "1 minute", false),
+    claimTtl: Duration.max(duration("claimTtl", options.claimTtl ?? "30 seconds", false), Duration.seconds(1)),
+    referenceWait: Duration.toMillis(duration("referenceWait", options.referenceWait ?? "5 seconds", true))
+  }
+}
 
 // How often a delivery waiting for its reference asks the store again: after 25 ms, then twice as long each time, up to
 // 200 ms (a shared store is not polled 40 times a second per waiting delivery).
@@ -1222,13 +1278,15 @@ const readBody = <E>(
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
  *    another delivery handles it; while another event of the same reference is being handled it waits (up to
  *    `referenceWait`, then 409), so events of one resource are handled one at a time, in the order checked next;
- * 4. answers 200 without calling the handlers if a newer event was handled for the same `event_reference_id`
- *    (stale), unless `deliverStale`;
+ * 4. answers 200 without calling the handlers if the event is a status event (`orderedEventTypes`) and a newer
+ *    one was handled for the same `event_reference_id` (stale), unless `deliverStale`;
  * 5. calls the handler for `event.type`, renewing the claim while it runs: 200 once it succeeds; 500 if it fails, runs
  *    past `handlerTimeout` or loses its claim, and the event is not marked handled, so a redelivery runs it again.
  *
  * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
  * marked handled): handlers must be idempotent.
+ *
+ * Throws `IllegalArgumentException` when an option is invalid (a negative or NaN size or duration).
  *
  * @since 0.1.0
  * @category handler
@@ -1237,18 +1295,26 @@ export const handler = <const H extends Handlers>(
   options: HandlerOptions<H>
 ): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
   const secrets = secretList(options.secrets)
-  const limit = options.maxBodySize ?? defaultMaxBodySize
-  const handlerTimeout = Duration.decode(options.handlerTimeout ?? Duration.minutes(1))
-  const claimTtl = Duration.max(Duration.decode(options.claimTtl ?? Duration.seconds(30)), Duration.seconds(1))
+  const { claimTtl, dedupeTtl, handlerTimeout, limit, maxAge, orderTtl, referenceWait } = handlerSettings(options)
   const claimMillis = Duration.toMillis(claimTtl)
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
-  const dedupeTtl = Duration.decode(options.dedupeTtl ?? Duration.hours(24))
-  const referenceWait = Duration.toMillis(options.referenceWait ?? Duration.seconds(5))
-  const verifyOptions: VerifyOptions = { maxAge: options.maxAge, environment: options.environment }
+  const verifyOptions: VerifyOptions = { maxAge, environment: options.environment }
   const ownStore = makeMemoryDedupeStore()
+  // Said once: a store provided beside the server rather than to it is otherwise silently replaced by this one.
+  let ownStoreAnnounced = false
   const storeFor: Effect.Effect<WebhookDedupeStoreService> = options.store !== undefined
     ? Effect.succeed(options.store)
-    : Effect.map(Effect.serviceOption(WebhookDedupeStore), Option.getOrElse(() => ownStore))
+    : Effect.flatMap(Effect.serviceOption(WebhookDedupeStore), (provided) => {
+      if (Option.isSome(provided)) return Effect.succeed(provided.value)
+      if (ownStoreAnnounced) return Effect.succeed(ownStore)
+      ownStoreAnnounced = true
+      return Effect.as(
+        Effect.logInfo(
+          "effect-fin: no WebhookDedupeStore provided to this webhook handler; de-duplicating in this process's memory"
+        ),
+        ownStore
+      )
+    })
   const handlerFor = (event: WebhookEvent) =>
     // Indexing by `event.type` picks the entry whose parameter is this very variant.
     options.handlers[event.type] as
@@ -1314,14 +1380,18 @@ export const handler = <const H extends Handlers>(
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
-        const handled: Handled = { referenceId, createdAt }
+        const isOrdered = ordered.has(event.type)
+        const handled: Handled = isOrdered ? { referenceId, order: { createdAt, ttl: orderTtl } } : { referenceId }
         // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
         const releaseClaim = store.release(event.id, referenceId, claim.token).pipe(Effect.catchAll(() => Effect.void))
         const run = Effect.gen(function*() {
-          const last = yield* store.lastHandled(referenceId)
+          const last = isOrdered ? yield* store.lastHandled(referenceId) : Option.none()
           const stale = Option.isSome(last) && last.value > createdAt
           if (stale && options.deliverStale !== true) {
             yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+            yield* Effect.logInfo("effect-fin: stale webhook event acknowledged, not handled").pipe(
+              Effect.annotateLogs({ event_id: event.id, event_type: event.type })
+            )
             return yield* respond(200, "stale")
           }
           const userHandler = handlerFor(event)

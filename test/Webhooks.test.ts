@@ -2,6 +2,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as PlatformHeaders from "@effect/platform/Headers"
 import { describe, expect, it } from "@effect/vitest"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
@@ -418,6 +419,10 @@ const recorder = Effect.gen(function*() {
   return { seen: Effect.map(Ref.get(seen), Chunk.toReadonlyArray), record }
 })
 
+// What a status handler records: the status, and whether the delivery was stale.
+const statusLine = (event: Webhooks.WebhookEventOf<"beneficiary.status">, delivery: Webhooks.Delivery) =>
+  `${Option.getOrElse(event.data.status, () => "none")}${delivery.stale ? " stale" : ""}`
+
 // Real time, for fibers of the app (run by the web handler) to reach their next TestClock sleep.
 const realPause = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
 
@@ -638,7 +643,7 @@ describe("Webhooks.handler", () => {
         secrets: secret,
         handlers: {
           "beneficiary.status": (event, delivery) =>
-            record(`${Option.getOrElse(event.data.status, () => "none")}${delivery.stale ? " stale" : ""}`)
+            record(statusLine(event, delivery))
         }
       }))
       const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:00.000002Z", data: beneficiaryData("ACTIVE") })
@@ -757,7 +762,7 @@ describe("Webhooks.handler", () => {
         deliverStale: true,
         handlers: {
           "beneficiary.status": (event, delivery) =>
-            record(`${Option.getOrElse(event.data.status, () => "none")}${delivery.stale ? " stale" : ""}`)
+            record(statusLine(event, delivery))
         }
       }))
       yield* send(handle, yield* signedPost(makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })))
@@ -785,6 +790,101 @@ describe("Webhooks.handler", () => {
       }
       expect(yield* seen).toEqual([`transit {"status":"PAY_SUCCESS"}`, "unknown payout.settled"])
     }))
+
+  it.effect("keeps only status events in order: late deposits, creations and undocumented events are handled", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": (event, delivery) =>
+            record(`status ${statusLine(event, delivery)}`),
+          "beneficiary.liquidation.deposit": (event) => record(`deposit ${event.id}`),
+          "beneficiary.created": (event) => record(`created ${event.id}`),
+          Unknown: (event) => record(`unknown ${event.id}`)
+        }
+      }))
+      const at = (second: number) => `2026-04-04T17:40:0${second}.000000Z`
+      const bodies = [
+        makeBody({ id: "d-2", type: "beneficiary.liquidation.deposit", createdAt: at(5), data: { amount: 200 } }),
+        // Older than the deposit before it, and than the status after it: each is news of its own.
+        makeBody({ id: "d-1", type: "beneficiary.liquidation.deposit", createdAt: at(4), data: { amount: 100 } }),
+        makeBody({ id: "s-2", createdAt: at(3), data: beneficiaryData("ACTIVE") }),
+        makeBody({ id: "c-1", type: "beneficiary.created", createdAt: at(1), data: {} }),
+        makeBody({ id: "u-1", type: "beneficiary.merged", createdAt: at(0), data: {} }),
+        // A status older than the one handled is stale, whatever came between.
+        makeBody({ id: "s-1", createdAt: at(2), data: beneficiaryData("PROCESSING") })
+      ]
+      const outcomes: Array<string> = []
+      for (const body of bodies) outcomes.push(JSON.parse((yield* send(handle, yield* signedPost(body))).body).outcome)
+      expect(outcomes).toEqual(["handled", "handled", "handled", "handled", "handled", "stale"])
+      expect(yield* seen).toEqual(["deposit d-2", "deposit d-1", "status ACTIVE", "created c-1", "unknown u-1"])
+      expect(Webhooks.orderedEventTypes).toEqual([
+        "customer.status",
+        "transaction.status",
+        "virtual_account.status",
+        "virtual_account.status.v2",
+        "beneficiary.status",
+        "batch.transaction.item.status",
+        "transit.payment.status"
+      ])
+    }))
+
+  it.effect("a status event replayed after its id is forgotten is still stale (orderTtl outlives dedupeTtl)", () =>
+    Effect.gen(function*() {
+      const { record, seen } = yield* recorder
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        dedupeTtl: "24 hours",
+        handlers: { "beneficiary.status": (event) => record(`${event.id}`) }
+      }))
+      const active = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("ACTIVE") })
+      const inactive = makeBody({ id: "e-2", createdAt: "2026-04-04T17:41:00Z", data: beneficiaryData("INACTIVE") })
+      for (const body of [active, inactive]) yield* send(handle, yield* signedPost(body))
+      yield* TestClock.adjust("25 hours")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(active))).body)).toEqual({ outcome: "stale" })
+      yield* TestClock.adjust("30 days")
+      // Past orderTtl too, nothing is left to compare with: only maxAge refuses a replay that old.
+      expect(JSON.parse((yield* send(handle, yield* signedPost(active))).body)).toEqual({ outcome: "handled" })
+      expect(yield* seen).toEqual(["e-1", "e-2", "e-1"])
+    }))
+
+  it.effect("with maxAge longer than dedupeTtl, handled ids are kept for maxAge: a replay is a duplicate", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        maxAge: "7 days",
+        dedupeTtl: "1 hour",
+        handlers: { "beneficiary.liquidation.deposit": () => Effect.sync(() => runs++) }
+      }))
+      yield* TestClock.setTime(DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:40:00Z")))
+      const deposit = makeBody({ id: "d-1", type: "beneficiary.liquidation.deposit", createdAt: "2026-04-04T17:39:00Z", data: {} })
+      expect(JSON.parse((yield* send(handle, yield* signedPost(deposit))).body)).toEqual({ outcome: "handled" })
+      yield* TestClock.adjust("6 days")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(deposit))).body)).toEqual({ outcome: "duplicate" })
+      yield* TestClock.adjust("2 days")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(deposit))).body)).toEqual({ error: "too_old" })
+      expect(runs).toBe(1)
+    }))
+
+  it("refuses invalid options when it is built", () => {
+    const build = (options: Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>) => () =>
+      Webhooks.handler({ secrets: secret, handlers: {}, ...options })
+    const refused = (options: Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>, message: string) => {
+      expect(build(options)).toThrow(Cause.IllegalArgumentException)
+      expect(build(options)).toThrow(`effect-fin: Webhooks.handler: ${message}`)
+    }
+    // An unset variable read as a number is NaN: it must not switch off the body limit or the de-duplication.
+    refused({ maxBodySize: Number(undefined) }, "maxBodySize must be a whole number of bytes, 0 or more")
+    refused({ maxBodySize: -1 }, "maxBodySize must be a whole number of bytes, 0 or more")
+    refused({ dedupeTtl: Number.NaN }, "dedupeTtl must be greater than zero")
+    refused({ dedupeTtl: "15 mins" as Duration.DurationInput }, "dedupeTtl is not a valid duration")
+    refused({ maxAge: 0 }, "maxAge must be greater than zero")
+    refused({ handlerTimeout: Number.POSITIVE_INFINITY }, "handlerTimeout must be finite")
+    refused({ referenceWait: -5 }, "referenceWait must be zero or more")
+    expect(build({ referenceWait: 0, maxBodySize: 0, orderTtl: "1 day" })).not.toThrow()
+  })
 
   it.effect("applies maxAge and environment: 400", () =>
     Effect.gen(function*() {
@@ -958,7 +1058,7 @@ describe("Webhooks memory store", () => {
       const ttl = Duration.hours(1)
       for (const id of ["a", "b", "c", "d"]) {
         const claim = yield* store.claim(id, id, ttl)
-        if (claim._tag === "Claimed") yield* store.complete(id, claim.token, { referenceId: id, createdAt: 1 }, ttl)
+        if (claim._tag === "Claimed") yield* store.complete(id, claim.token, { referenceId: id, order: { createdAt: 1, ttl } }, ttl)
       }
       // "a" was the oldest and is gone; the newest three remain.
       expect((yield* store.claim("a", "a", ttl))._tag).toBe("Claimed")

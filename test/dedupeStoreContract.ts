@@ -45,7 +45,7 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("ReferenceBusy")
 
     // Complete marks the event done, records its created_at and frees the reference.
-    yield* store.complete("evt-1", second, { referenceId: "ref-1", createdAt: newest }, minute)
+    yield* store.complete("evt-1", second, { referenceId: "ref-1", order: { createdAt: newest, ttl: minute } }, minute)
     expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("Done")
     expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
     expect(yield* store.lastHandled("ref-3")).toEqual(Option.none())
@@ -55,12 +55,22 @@ export const dedupeStoreContract = (
     const older = tokenOf(yield* store.claim("evt-0", "ref-1", minute))
     yield* store.release("evt-0", "ref-1", "not-the-token")
     expect((yield* store.claim("evt-9", "ref-1", minute))._tag).toBe("ReferenceBusy")
-    yield* store.complete("evt-0", older, { referenceId: "ref-1", createdAt: newest - 843_132 }, minute)
+    yield* store.complete("evt-0", older, { referenceId: "ref-1", order: { createdAt: newest - 843_132, ttl: minute } }, minute)
     expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
     // A done event is answered as done even while its reference is held by another.
     const holder = tokenOf(yield* store.claim("evt-9", "ref-1", minute))
     expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("Done")
     yield* store.release("evt-9", "ref-1", holder)
+
+    // An event not kept in order records nothing for its reference.
+    const unordered = tokenOf(yield* store.claim("evt-u", "ref-u", minute))
+    yield* store.complete("evt-u", unordered, { referenceId: "ref-u" }, minute)
+    expect((yield* store.claim("evt-u", "ref-u", minute))._tag).toBe("Done")
+    expect(yield* store.lastHandled("ref-u")).toEqual(Option.none())
+
+    // The reference's created_at outlives the event id when its TTL is longer (checked after pastShortTtl below).
+    const remembered = tokenOf(yield* store.claim("evt-r", "ref-r", minute))
+    yield* store.complete("evt-r", remembered, { referenceId: "ref-r", order: { createdAt: newest, ttl: minute } }, shortTtl)
 
     // A crashed handler's claim expires, its reference with it, and cannot be renewed then; a renewed one lives on.
     const crashed = tokenOf(yield* store.claim("evt-2", "ref-4", shortTtl))
@@ -69,13 +79,15 @@ export const dedupeStoreContract = (
     expect(yield* store.renew("evt-5", "ref-6", kept, minute)).toBe(true)
     yield* pastShortTtl
     expect(yield* store.renew("evt-2", "ref-4", crashed, minute)).toBe(false)
+    expect((yield* store.claim("evt-r", "ref-r", minute))._tag).toBe("Claimed")
+    expect(yield* store.lastHandled("ref-r")).toEqual(Option.some(newest))
     expect((yield* store.claim("evt-5", "ref-6", minute))._tag).toBe("InProgress")
     expect((yield* store.claim("evt-6", "ref-6", minute))._tag).toBe("ReferenceBusy")
     const next = tokenOf(yield* store.claim("evt-3", "ref-4", minute))
     // The expired claim's late release or completion leaves the new holder's claim on the reference alone.
     yield* store.release("evt-2", "ref-4", crashed)
     expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
-    yield* store.complete("evt-2", crashed, { referenceId: "ref-4", createdAt: newest }, minute)
+    yield* store.complete("evt-2", crashed, { referenceId: "ref-4", order: { createdAt: newest, ttl: minute } }, minute)
     expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
     yield* store.release("evt-3", "ref-4", next)
     tokenOf(yield* store.claim("evt-4", "ref-4", minute))

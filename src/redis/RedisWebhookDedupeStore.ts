@@ -33,13 +33,16 @@ if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'bus
 redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
 return 'claimed'`)
 
-// KEYS: event, reference's newest created_at, reference claim. Numbers are compared with tonumber (exact below 2^53:
-// microsecond timestamps fit) and stored as sent.
+// KEYS: event, reference's newest created_at, reference claim. ARGV: event TTL, created_at ("" for an event not kept
+// in order), token, created_at TTL. Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit)
+// and stored as sent.
 const complete = Connection.script(`
 redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
-local last = redis.call('GET', KEYS[2])
-if (not last) or tonumber(last) < tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[1])
+if ARGV[2] ~= '' then
+  local last = redis.call('GET', KEYS[2])
+  if (not last) or tonumber(last) < tonumber(ARGV[2]) then
+    redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
+  end
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return 1`)
@@ -107,7 +110,12 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           "complete",
           complete,
           [eventKey(eventId), referenceKey(handled.referenceId), referenceClaimKey(handled.referenceId)],
-          [millis(ttl), String(handled.createdAt), token]
+          [
+            millis(ttl),
+            handled.order === undefined ? "" : String(handled.order.createdAt),
+            token,
+            handled.order === undefined ? "1" : millis(handled.order.ttl)
+          ]
         ).pipe(Effect.asVoid, Effect.mapError(failed)),
       renew: (eventId, referenceId, token, ttl) =>
         redis.eval("renew", renew, [eventKey(eventId), referenceClaimKey(referenceId)], [token, millis(ttl)]).pipe(

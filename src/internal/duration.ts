@@ -1,0 +1,33 @@
+/**
+ * The check of user-given durations, shared by the client's options and the webhook handler's.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+
+/** Duration.decode reads a negative or NaN amount (-1, "-5 seconds", -1n, [-1, 0]) as zero: a mistake, not zero. */
+export const isNegativeOrNaN = (input: unknown): boolean =>
+  typeof input === "number"
+    ? !(input >= 0)
+    : typeof input === "bigint"
+    ? input < 0n
+    : typeof input === "string"
+    ? input.trimStart().startsWith("-")
+    : Array.isArray(input) && input.some((n) => typeof n === "number" && !(n >= 0))
+
+/**
+ * `input` as a finite duration, greater than zero unless `allowZero`; `Left` is what it must be, to follow the
+ * option's name ("must be greater than zero").
+ */
+export const check = (input: unknown, allowZero: boolean): Either.Either<Duration.Duration, string> => {
+  const sign = `must be ${allowZero ? "zero or more" : "greater than zero"}`
+  if (isNegativeOrNaN(input)) return Either.left(sign)
+  const decoded = Duration.decodeUnknown(input)
+  if (Option.isNone(decoded)) return Either.left("is not a valid duration")
+  const d = decoded.value
+  if (!Duration.isFinite(d)) return Either.left("must be finite")
+  if (!allowZero && Duration.toMillis(d) === 0) return Either.left(sign)
+  return Either.right(d)
+}
