@@ -185,7 +185,12 @@ const emulator = Command.make(
   "emulator",
   {
     port: Options.integer("port").pipe(Options.withDescription("Port to listen on (0: a free port)"), Options.withDefault(4010)),
-    host: Options.text("host").pipe(Options.withDescription("Address to listen on"), Options.withDefault("127.0.0.1")),
+    host: Options.text("host").pipe(
+      Options.withDescription(
+        "Address to listen on; on another than loopback the API is open to other machines, the admin routes are not"
+      ),
+      Options.withDefault("127.0.0.1")
+    ),
     production: Options.boolean("production").pipe(
       Options.withDescription("Send webhook events as production ones (sandbox_mode false), for a handler expecting them")
     )

@@ -18,6 +18,7 @@ import * as TestClock from "effect/TestClock"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
+import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
 
@@ -645,4 +646,32 @@ describe("Emulator", () => {
         expect(yield* refused(Number(new URL(logged.url).port))).toBe(true)
       }))
   })
+})
+
+describe("emulator admin routes", () => {
+  it("treat IPv4, IPv6 and mapped loopback addresses as loopback, and nothing else", () => {
+    for (const address of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"]) expect(App.isLoopback(address)).toBe(true)
+    for (const address of ["192.0.2.2", "10.0.0.1", "::ffff:10.0.0.1", "fd00::2", "0.0.0.0", "::", "1127.0.0.1"]) {
+      expect(App.isLoopback(address)).toBe(false)
+    }
+  })
+
+  it.effect("answer 403 to a client that is not on loopback", () =>
+    Effect.gen(function*() {
+      const route = App.loopbackOnly(Effect.succeed(HttpServerResponse.text("admin")))
+      const from = (remoteAddress: string | undefined) => {
+        const request = HttpServerRequest.fromWeb(new Request("http://emulator/__emulator", { method: "POST" }))
+        return Effect.provideService(
+          route,
+          HttpServerRequest.HttpServerRequest,
+          remoteAddress === undefined ? request : request.modify({ remoteAddress })
+        )
+      }
+      expect((yield* from("192.0.2.7")).status).toBe(403)
+      expect((yield* from("::ffff:10.1.2.3")).status).toBe(403)
+      expect((yield* from("127.0.0.1")).status).toBe(200)
+      expect((yield* from("::1")).status).toBe(200)
+      // In-process, with no socket: nothing to refuse.
+      expect((yield* from(undefined)).status).toBe(200)
+    }))
 })

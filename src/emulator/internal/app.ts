@@ -33,8 +33,25 @@ export interface Admin {
 
 type Response = HttpServerResponse.HttpServerResponse
 
+/** Whether a client address is this machine's loopback (IPv4, IPv6, or IPv4 mapped into IPv6). */
+export const isLoopback = (address: string): boolean =>
+  /^(::ffff:)?127(\.\d{1,3}){3}$/i.test(address) || address === "::1"
+
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
   HttpServerResponse.unsafeJson(body, { status, headers })
+
+/**
+ * `route`, for loopback clients only. The admin routes change what the emulator does (faults, revocations, webhooks
+ * sent to any URL), so they answer 403 to any other client, even when the emulator listens on another address. A
+ * request with no socket (an app run in-process) has no remote address and is let through.
+ */
+export const loopbackOnly = <E, R>(
+  route: Effect.Effect<Response, E, R>
+): Effect.Effect<Response, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    request.remoteAddress._tag === "None" || isLoopback(request.remoteAddress.value)
+      ? route
+      : Effect.succeed(json({ message: "The emulator's admin routes answer loopback clients only" }, 403)))
 
 // The documented error bodies (service-facts 5).
 const unauthorized = json({ message: "Authentication failed" }, 401)
@@ -381,15 +398,15 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
       "/v1/countries/:country_code/subdivisions",
       guarded("GET /v1/countries/{country_code}/subdivisions", authenticated(subdivisions))
     ),
-    HttpRouter.get("/__emulator", Effect.map(admin.info, (info) => json(info))),
-    HttpRouter.get("/__emulator/faults", faultsResponse),
-    HttpRouter.post("/__emulator/faults", setFaults),
-    HttpRouter.del("/__emulator/faults", Effect.as(state.setFaults([], false), json({ faults: [] }))),
-    HttpRouter.get("/__emulator/counters", Effect.map(counters, (c) => json(c))),
-    HttpRouter.post("/__emulator/reset", Effect.as(state.reset, json({ reset: true }))),
-    HttpRouter.post("/__emulator/revoke-tokens", Effect.map(state.revokeTokens, (revoked) => json({ revoked }))),
-    HttpRouter.post("/__emulator/expire-tokens", expireTokens),
-    HttpRouter.post("/__emulator/webhooks", webhooks)
+    HttpRouter.get("/__emulator", loopbackOnly(Effect.map(admin.info, (info) => json(info)))),
+    HttpRouter.get("/__emulator/faults", loopbackOnly(faultsResponse)),
+    HttpRouter.post("/__emulator/faults", loopbackOnly(setFaults)),
+    HttpRouter.del("/__emulator/faults", loopbackOnly(Effect.as(state.setFaults([], false), json({ faults: [] })))),
+    HttpRouter.get("/__emulator/counters", loopbackOnly(Effect.map(counters, (c) => json(c)))),
+    HttpRouter.post("/__emulator/reset", loopbackOnly(Effect.as(state.reset, json({ reset: true })))),
+    HttpRouter.post("/__emulator/revoke-tokens", loopbackOnly(Effect.map(state.revokeTokens, (revoked) => json({ revoked })))),
+    HttpRouter.post("/__emulator/expire-tokens", loopbackOnly(expireTokens)),
+    HttpRouter.post("/__emulator/webhooks", loopbackOnly(webhooks))
   )
 
   // Any other path or method: the documented 404, counted apart.
