@@ -21,6 +21,9 @@ export default defineConfig([
       "emulator/index": "src/emulator/index.ts"
     },
     format: ["esm", "cjs"],
+    // CommonJS too: each entry would otherwise carry its own copy of every class, and `instanceof` would fail
+    // between `effect-fin` and `effect-fin/test`.
+    splitting: true,
     clean: true,
     platform: "neutral"
   },

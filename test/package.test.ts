@@ -31,10 +31,16 @@ const { Effect } = ${load("effect")}
 const program = fin.FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" }).pipe(
   Effect.provide(finTest.layerFeeService({ rates: { "USD/CAD": 2 } }))
 )
-Effect.runPromise(program).then((quote) => {
+const refused = fin.FeeService.calculate({ source_currency: "usd", source_amount: 100, destination_currency: "CAD" }).pipe(
+  Effect.provide(finTest.layerFeeService({ rates: { "USD/CAD": 2 } })),
+  Effect.flip
+)
+Effect.runPromise(Effect.all([program, refused])).then(([quote, error]) => {
   console.log(JSON.stringify({
     namespaces: Object.keys(fin).sort(),
     destination: quote.destination_amount,
+    // One copy of each class behind every entry: what the test layer returns is the main entry's class.
+    sameClasses: quote instanceof fin.FeeService.FeeQuote && error instanceof fin.FinError.RequestValidationError,
     country: fin.CountryCode.toAlpha2("USA"),
     node: Object.keys(finNode).length > 0,
     saoPaulo: subdivisions.right.find((s) => s.code === "BR-SP").name
@@ -69,6 +75,7 @@ describe("package", () => {
       const output = JSON.parse(run(process.execPath, [file], app))
       expect(output.namespaces).toEqual(expect.arrayContaining(["FeeService", "FinClient", "FinError", "TokenProvider"]))
       expect(output.destination).toBe(200)
+      expect(output.sameClasses).toBe(true)
       expect(output.country).toBe("US")
       expect(output.node).toBe(true)
       expect(output.saoPaulo).toBe("São Paulo")
