@@ -21,6 +21,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -1281,7 +1282,8 @@ const readBody = <E>(
  * 4. answers 200 without calling the handlers if the event is a status event (`orderedEventTypes`) and a newer
  *    one was handled for the same `event_reference_id` (stale), unless `deliverStale`;
  * 5. calls the handler for `event.type`, renewing the claim while it runs: 200 once it succeeds; 500 if it fails, runs
- *    past `handlerTimeout` or loses its claim, and the event is not marked handled, so a redelivery runs it again.
+ *    past `handlerTimeout` or loses its claim, and the event is not marked handled, so a redelivery runs it again. A
+ *    client that disconnects does not stop the handler: it runs to its end and the event is marked handled.
  *
  * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
  * marked handled): handlers must be idempotent.
@@ -1417,12 +1419,15 @@ export const handler = <const H extends Handlers>(
           yield* store.complete(event.id, claim.token, handled, dedupeTtl)
           return yield* respond(200, stale ? "stale" : "handled")
         })
-        // A delivery interrupted mid-way (client gone, shutdown), or a store that failed after the claim, must not hold
-        // the event and its resource until the claim expires.
-        return yield* restore(run).pipe(
-          Effect.onInterrupt(() => releaseClaim),
-          Effect.tapErrorTag("WebhookDedupeStoreError", () => releaseClaim)
-        )
+        // A store that failed after the claim must not hold the event and its resource until the claim expires.
+        const finish = run.pipe(Effect.tapErrorTag("WebhookDedupeStoreError", () => releaseClaim))
+        // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own
+        // timeout, shorter than the handler) does not stop the user's handler midway, to have it start again from
+        // scratch on every redelivery. It finishes (within handlerTimeout) and is marked handled; meanwhile a
+        // redelivery gets 409, then 200 duplicate.
+        // A delivery interrupted before that (while its claim was taken) ends here, and frees the claim.
+        yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
+        return yield* Effect.flatMap(Effect.forkDaemon(finish), (fiber) => restore(Fiber.join(fiber)))
       })).pipe(
       Effect.catchTag("WebhookDedupeStoreError", (error) =>
         Effect.logError("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(

@@ -903,6 +903,23 @@ describe("Webhooks.handler", () => {
       expect(JSON.parse(old.body)).toEqual({ error: "too_old" })
     }))
 
+  it.effect("a client that gives up does not stop the handler: it finishes, and the redelivery is a duplicate", () =>
+    Effect.gen(function*() {
+      const { handle, handler } = yield* gatedHandler()
+      const client = new AbortController()
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      // No answer comes to an aborted request, so this one is not awaited.
+      void handle(new Request(url, { method: "POST", body: currentBody, headers: { ...headers }, signal: client.signal }))
+      yield* handler.started
+      client.abort()
+      yield* realPause(20)
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "in_progress" })
+      yield* handler.open
+      yield* realPause(20)
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
+      expect(handler.runs()).toBe(1)
+    }))
+
   it.effect("a handler running past handlerTimeout is interrupted: 500, the claim released, the redelivery handled", () =>
     Effect.gen(function*() {
       let attempts = 0
