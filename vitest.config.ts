@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 import { redisServerInstalled } from "./test/redis/server.js"
 
@@ -10,9 +11,20 @@ if (!redis) {
   )
 }
 
+// The examples import the package by name, as users do; here that name is the source (tsconfig.json's paths).
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+const packageAliases = [
+  { find: /^effect-fin$/, replacement: source("./src/index.ts") },
+  { find: /^effect-fin\/test$/, replacement: source("./src/FinTest.ts") },
+  { find: /^effect-fin\/node$/, replacement: source("./src/node/index.ts") },
+  { find: /^effect-fin\/redis$/, replacement: source("./src/redis/index.ts") },
+  { find: /^effect-fin\/emulator$/, replacement: source("./src/emulator/index.ts") }
+]
+
 export default defineConfig({
+  resolve: { alias: packageAliases },
   test: {
-    include: ["test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     exclude: redis ? [] : ["test/redis/**"],
     globalSetup: redis ? ["test/redis/globalSetup.ts"] : [],
     testTimeout: 30_000,

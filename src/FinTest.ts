@@ -8,19 +8,24 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
 import * as FeeService from "./FeeService.js"
 import * as FinClient from "./FinClient.js"
 import type * as FinConfig from "./FinConfig.js"
-import { ApiError } from "./FinError.js"
+import { ApiError, FieldError } from "./FinError.js"
+import * as Durations from "./internal/duration.js"
+import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
 import * as TokenProvider from "./TokenProvider.js"
 
@@ -127,7 +132,7 @@ export const fail = (description = "connection refused"): Reply => ({ _tag: "Fai
 export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
 
 /**
- * A handler that gives `replies` in turn, then repeats the last one.
+ * A handler that gives `replies` in turn, then repeats the last one. Its turn is its own state: make one per test.
  *
  * @since 0.1.0
  * @category handlers
@@ -154,7 +159,8 @@ export const delayed = (duration: Duration.DurationInput, handler: Handler): Han
 
 /**
  * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's
- * timestamp format, expiring `lifetime` after the current `Clock` time.
+ * timestamp format, expiring `lifetime` after the current `Clock` time. It counts for as long as it lives: make one
+ * per test. Serve it on both token routes to number issued and refreshed tokens in one sequence.
  *
  * @since 0.1.0
  * @category handlers
@@ -313,7 +319,13 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
 
 /**
  * The real client (`FinClient.layer`) on the in-memory `HttpClient`, with test credentials and a loopback base URL
- * unless `options` says otherwise. A `POST /v1/oauth/token` route is added when `routes` has none.
+ * unless `options` says otherwise. Token routes are added when `routes` has none: `POST /v1/oauth/token` answers
+ * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the same handler, so refreshes (past about 59
+ * minutes of `TestClock` time) are answered too.
+ *
+ * A handler keeps its state (the turn of a `sequence`, the count of a `tokenHandler`) for as long as it lives: routes
+ * made once and shared by several tests carry that state from one test to the next. Make the routes in each test, or
+ * in a function called by each.
  *
  * @since 0.1.0
  * @category layers
@@ -322,7 +334,12 @@ export const layerClient = (
   routes: Routes,
   options: Partial<FinConfig.Options> = {}
 ): Layer.Layer<FinClient.Services | InMemoryHttp, ConfigError.ConfigError> => {
-  const withToken: Routes = "POST /v1/oauth/token" in routes ? routes : { "POST /v1/oauth/token": tokenHandler(), ...routes }
+  const issue = routes["POST /v1/oauth/token"] ?? tokenHandler()
+  const withToken: Routes = {
+    "POST /v1/oauth/token": issue,
+    "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue,
+    ...routes
+  }
   return FinClient.layer({
     clientId: "test-client",
     clientSecret: "test-secret",
@@ -332,60 +349,94 @@ export const layerClient = (
 }
 
 /**
- * Options of the deterministic fee service.
+ * Options of the deterministic fee service, checked when the layer is built (the emulator takes the same ones).
  *
  * @since 0.1.0
  * @category models
  */
 export interface FeeServiceOptions {
-  /** Rates keyed `"USD/CAD"`; the inverse pair is derived when missing. */
+  /** Rates keyed `"USD/CAD"`, each finite and above zero; the inverse pair is derived when missing. */
   readonly rates: Readonly<Record<string, number>>
-  /** Default `{ fixed: 0, percentage: 0 }`. */
+  /** Default `{ fixed: 0, percentage: 0 }` (the emulator's default is `{ fixed: 1, percentage: 1 }`). */
   readonly fee?: Quote.FeeRule
-  /** Default 15 minutes from the current `Clock` time. */
+  /** Default 15 minutes from the current `Clock` time; `valid_till` is sent in whole seconds, as the emulator does. */
   readonly quoteLifetime?: Duration.DurationInput
-  /** Known beneficiaries: their currency and developer fee (added to the base fee). */
+  /**
+   * Known beneficiaries (ids matched without regard to case): their currency and developer fee (added to the base
+   * fee).
+   */
   readonly beneficiaries?: Readonly<Record<string, { readonly currency: string; readonly developerFee?: Quote.FeeRule }>>
+  /** The source currency of a request that names none (it then names a beneficiary); default `USD`. */
+  readonly defaultSourceCurrency?: string
 }
 
+const FeeServiceOptionsData = Schema.Struct({
+  rates: Quote.Rates,
+  fee: Schema.optional(Quote.FeeRule),
+  beneficiaries: Schema.optional(Schema.Record({ key: Schema.String, value: Quote.Beneficiary })),
+  defaultSourceCurrency: Schema.optional(Quote.CurrencyCode),
+  quoteLifetime: Schema.optional(Schema.Unknown)
+})
+
+// A mistake in a test's set-up is the test's bug: it stops the layer's construction with a message naming each problem,
+// rather than giving quotes no service could (an infinite source amount, a negative rate).
+const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.QuoteSettings; readonly lifetime: number } => {
+  const invalid = (message: string) => new Cause.IllegalArgumentException(`FinTest.layerFeeService: ${message}`)
+  const data = Either.getOrThrowWith(
+    Schema.decodeUnknownEither(FeeServiceOptionsData, { errors: "all", onExcessProperty: "error" })(options),
+    (error) => invalid(Issues.describeAll(error))
+  )
+  const lifetime = Either.getOrThrowWith(
+    Durations.check(options.quoteLifetime ?? "15 minutes", false),
+    (problem) => invalid(`quoteLifetime ${problem}`)
+  )
+  const beneficiaries: Record<string, typeof Quote.Beneficiary.Type> = {}
+  for (const [id, beneficiary] of Object.entries(data.beneficiaries ?? {})) beneficiaries[id.toLowerCase()] = beneficiary
+  return {
+    settings: {
+      rates: data.rates,
+      fee: data.fee ?? { fixed: 0, percentage: 0 },
+      beneficiaries,
+      defaultSourceCurrency: data.defaultSourceCurrency ?? "USD"
+    },
+    lifetime: Duration.toMillis(lifetime)
+  }
+}
+
+const operation = "POST /v1/fee-calculation"
+
 /**
- * A `FeeService` that computes quotes from a rate table with no network: requests are validated exactly like the
- * real service's (a bad one is a `RequestValidationError`), an unknown pair or beneficiary is an `ApiError` 422/404.
+ * A `FeeService` that computes quotes from a rate table with no network, with the emulator's figures for the same
+ * options: requests are validated exactly like the real service's (a bad one is a `RequestValidationError`), an
+ * unknown beneficiary is an `ApiError` 404, an unknown pair an `ApiError` 422 with its field error. Invalid options
+ * stop the layer's construction with an `IllegalArgumentException` naming each problem.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeService.FeeService> =>
-  Layer.succeed(
-    FeeService.FeeService,
-    FeeService.FeeService.of({
+  Layer.sync(FeeService.FeeService, () => {
+    const { lifetime, settings } = quoteSettings(options)
+    return FeeService.FeeService.of({
       calculate: (request) =>
         Effect.gen(function*() {
-          const valid = yield* FeeService.validate(request)
-          const beneficiary = valid.beneficiary_id === undefined ? undefined : options.beneficiaries?.[valid.beneficiary_id]
-          if (valid.beneficiary_id !== undefined && beneficiary === undefined) {
-            return yield* new ApiError({ status: 404, message: "Resource not found", operation: "POST /v1/fee-calculation" })
+          const quoted = Quote.quote(settings, yield* FeeService.validate(request))
+          if (Either.isLeft(quoted)) {
+            const problem = quoted.left
+            return yield* problem._tag === "UnknownBeneficiary"
+              ? new ApiError({ status: 404, message: "Resource not found", operation })
+              : new ApiError({
+                status: 422,
+                message: problem.message,
+                fieldErrors: [new FieldError({ field: problem.field, message: problem.detail })],
+                operation
+              })
           }
-          const destination = valid.destination_currency ?? beneficiary!.currency
-          const source = valid.source_currency ?? "USD"
-          const rate = Quote.rateOf(options.rates, source, destination)
-          if (rate === undefined) {
-            return yield* new ApiError({
-              status: 422,
-              message: `Unsupported currency pair ${source}/${destination}`,
-              operation: "POST /v1/fee-calculation"
-            })
-          }
-          const base = options.fee ?? { fixed: 0, percentage: 0 }
-          const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
-          const figures = Quote.compute(
-            { ...valid, source_currency: source, destination_currency: destination },
-            rate,
-            { fixed: base.fixed + developer.fixed, percentage: base.percentage + developer.percentage }
-          )
+          const figures = quoted.right
           const now = yield* Clock.currentTimeMillis
-          const till = DateTime.unsafeMake(now + Duration.toMillis(options.quoteLifetime ?? "15 minutes"))
+          // Whole seconds, as the emulator sends it.
+          const till = DateTime.unsafeMake(Math.floor((now + lifetime) / 1000) * 1000)
           return new FeeService.FeeQuote({ ...figures, valid_till: Option.some(till), fee: new FeeService.Fee(figures.fee) })
         })
     })
-  )
+  })

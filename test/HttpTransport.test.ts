@@ -18,7 +18,11 @@ import { advance, provideClient, quoteBody, quoteRequest, recordingTracer } from
 const FEE = "POST /v1/fee-calculation"
 const calculate = FeeService.calculate(quoteRequest)
 const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
-const tokenRequests = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/oauth/token"))
+// Issued or refreshed: after a 401 the provider refreshes with the refresh token it holds.
+const tokenRequests = Effect.flatMap(
+  FinTest.InMemoryHttp,
+  (http) => Effect.zipWith(http.count("POST /v1/oauth/token"), http.count("POST /v1/oauth/refresh-token"), (a, b) => a + b)
+)
 const ok = FinTest.json(200, quoteBody)
 const status = (code: number, headers: Record<string, string> = {}) =>
   FinTest.json(code, { message: `status ${code}` }, headers)

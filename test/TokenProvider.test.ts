@@ -282,6 +282,17 @@ describe("TokenProvider", () => {
       expect(yield* Effect.provide(count("POST /v1/oauth/token"), context)).toBe(0)
     }))
 
+  it.effect("FinTest.layerClient serves the refresh route too: past the refresh point, the token is refreshed", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      yield* advance(59 * MIN + 1000)
+      yield* FeeService.calculate(quoteRequest)
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      expect((yield* requestsTo("/v1/oauth/refresh-token")).map((r) => r.body)).toEqual([{ refresh_token: "refresh-1" }])
+      const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
+      expect(bearers).toEqual(["Bearer token-1", "Bearer token-2"])
+    }).pipe(Effect.provide(FinTest.layerClient({ "POST /v1/fee-calculation": fee }))))
+
   it.effect("invalidate clears only the token it was given (compare-and-clear)", () =>
     Effect.gen(function*() {
       const provider = yield* TokenProvider.TokenProvider

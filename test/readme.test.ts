@@ -22,6 +22,11 @@ describe("README", () => {
     expect(/### Wiring it\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
   })
 
+  it("shows examples/testing.test.ts verbatim (run by npm test)", () => {
+    const example = readFileSync(join(root, "examples", "testing.test.ts"), "utf8")
+    expect(/## Testing your programs\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+  })
+
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
     const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
     const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]

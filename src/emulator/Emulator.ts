@@ -20,11 +20,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import * as Issues from "../internal/issues.js"
 import type * as Quote from "../internal/quote.js"
 import type * as Webhooks from "../Webhooks.js"
 import * as App from "./internal/app.js"
@@ -296,11 +296,6 @@ export class Emulator extends Context.Tag("effect-fin/Emulator")<Emulator, Servi
 // Options
 // ---------------------------------------------------------------------------------------------------------------------
 
-const describeIssues = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`)
-    .join("; ")
-
 const invalidOptions = (message: string) => new internalError.EmulatorError({ reason: "InvalidOptions", message })
 
 const positiveDuration = (
@@ -320,7 +315,7 @@ const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Set
   Effect.gen(function*() {
     const data = yield* Either.mapLeft(
       decodeOptionsData(options),
-      (error) => invalidOptions(`Invalid emulator options: ${describeIssues(error)}`)
+      (error) => invalidOptions(`Invalid emulator options: ${Issues.describeAll(error)}`)
     )
     const beneficiaries: Record<string, Beneficiary> = {}
     // Ids are matched without regard to case, as UUIDs are.
@@ -359,7 +354,7 @@ const decodeInput = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
         Effect.fail(
           new internalError.EmulatorError({
             reason: "InvalidInput",
-            message: `Invalid ${what}: ${describeIssues(error)}`
+            message: `Invalid ${what}: ${Issues.describeAll(error)}`
           })
         ),
       onRight: Effect.succeed

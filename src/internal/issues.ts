@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type * as ParseResult from "effect/ParseResult"
+import * as ParseResult from "effect/ParseResult"
 import * as SchemaAST from "effect/SchemaAST"
 import { Issue } from "../FinError.js"
 
@@ -71,3 +71,13 @@ export const fromParseIssue = (issue: ParseResult.ParseIssue, limit = 20): Reado
 /** One readable line: `source_amount: expected a positive finite number; ...`. */
 export const summarize = (issues: ReadonlyArray<Issue>): string =>
   issues.map((i) => (i.path === "" ? `expected ${i.expected}` : `${i.path}: expected ${i.expected}`)).join("; ")
+
+/**
+ * Every message of a parse failure with its path, one line: `rates.USD/CAD: a finite rate > 0; ...`. Messages may
+ * quote the values, so this is for options a program gives (the emulator's, the test layers'), never for data from
+ * outside.
+ */
+export const describeAll = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`)
+    .join("; ")

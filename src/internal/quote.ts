@@ -5,10 +5,103 @@
  * @internal
  */
 
-/** A fee: a fixed part plus a percentage (4 = 4 %) of the source amount. */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+
+/** A currency code of three upper-case letters. */
+export const CurrencyCode = Schema.String.pipe(
+  Schema.pattern(/^[A-Z]{3}$/, { message: () => "a currency code of three upper-case letters" })
+)
+
+const FiniteNonNegative = Schema.Number.pipe(
+  Schema.filter((n) => Number.isFinite(n) && n >= 0, { message: () => "a finite number >= 0" })
+)
+
+/**
+ * A fee: a fixed part plus a percentage (4 = 4 %) of the source amount, below 100 % (a fee taking the whole amount
+ * leaves nothing to deliver).
+ */
+export const FeeRule = Schema.Struct({
+  fixed: FiniteNonNegative,
+  percentage: FiniteNonNegative.pipe(Schema.filter((n) => n < 100, { message: () => "a percentage below 100" }))
+})
+
+/** @see FeeRule */
 export interface FeeRule {
   readonly fixed: number
   readonly percentage: number
+}
+
+/** Rates keyed `"USD/CAD"`, each finite and above zero. */
+export const Rates = Schema.Record({
+  key: Schema.String.pipe(Schema.pattern(/^[A-Z]{3}\/[A-Z]{3}$/, { message: () => "a pair like USD/CAD" })),
+  value: Schema.Number.pipe(Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite rate > 0" }))
+})
+
+/** A known beneficiary: its payout currency (the destination when a request names none) and developer fee. */
+export const Beneficiary = Schema.Struct({
+  currency: CurrencyCode,
+  /** Added to the base fee. */
+  developerFee: Schema.optional(FeeRule)
+})
+
+/** What quotes are made from; beneficiary ids in lower case. */
+export interface QuoteSettings {
+  readonly rates: Readonly<Record<string, number>>
+  readonly fee: FeeRule
+  readonly beneficiaries: Readonly<
+    Record<string, { readonly currency: string; readonly developerFee?: FeeRule | undefined }>
+  >
+  readonly defaultSourceCurrency: string
+}
+
+/** A validated fee request, as `FeeService.validate` leaves it. */
+export interface QuoteRequest {
+  readonly source_currency?: string | undefined
+  readonly destination_currency?: string | undefined
+  readonly source_amount?: number | undefined
+  readonly destination_amount?: number | undefined
+  readonly beneficiary_id?: string | undefined
+}
+
+/** Why no quote can be made: the service answers 404 for the first, 422 (with field errors) for the others. */
+export type QuoteProblem =
+  | { readonly _tag: "UnknownBeneficiary" }
+  | { readonly _tag: "Unprocessable"; readonly message: string; readonly field: string; readonly detail: string }
+
+/**
+ * The quote the service would give `request` under `settings`: the beneficiary (matched without regard to case, as
+ * UUIDs are) supplies the destination and adds its developer fee; the source defaults to `defaultSourceCurrency`.
+ */
+export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Either<QuoteFigures, QuoteProblem> => {
+  const beneficiary = request.beneficiary_id === undefined
+    ? undefined
+    : settings.beneficiaries[request.beneficiary_id.toLowerCase()]
+  if (request.beneficiary_id !== undefined && beneficiary === undefined) {
+    return Either.left({ _tag: "UnknownBeneficiary" })
+  }
+  const source = request.source_currency ?? settings.defaultSourceCurrency
+  const destination = request.destination_currency ?? beneficiary!.currency
+  const rate = rateOf(settings.rates, source, destination)
+  if (rate === undefined) {
+    return Either.left({
+      _tag: "Unprocessable",
+      message: `Unsupported currency pair ${source}/${destination}`,
+      field: "destination_currency",
+      detail: `No rate for ${source}/${destination}.`
+    })
+  }
+  const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
+  const fee = { fixed: settings.fee.fixed + developer.fixed, percentage: settings.fee.percentage + developer.percentage }
+  if (request.destination_amount !== undefined && fee.percentage >= 100) {
+    return Either.left({
+      _tag: "Unprocessable",
+      message: "Validation failed",
+      field: "destination_amount",
+      detail: "The fees take the whole amount: no amount delivers it."
+    })
+  }
+  return Either.right(compute({ ...request, source_currency: source, destination_currency: destination }, rate, fee))
 }
 
 /** What a quote is computed from. */

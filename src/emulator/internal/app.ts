@@ -312,31 +312,12 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     const body = yield* readObject
     const validated = validateFee(body)
     if (Either.isLeft(validated)) return invalid(validated.left)
-    const request = validated.right
-    const beneficiary = request.beneficiary_id === undefined
-      ? undefined
-      : settings.beneficiaries[request.beneficiary_id.toLowerCase()]
-    if (request.beneficiary_id !== undefined && beneficiary === undefined) return notFound
-    const source = request.source_currency ?? settings.defaultSourceCurrency
-    const destination = request.destination_currency ?? beneficiary!.currency
-    const rate = Quote.rateOf(settings.rates, source, destination)
-    if (rate === undefined) {
-      return invalid(
-        [{ destination_currency: `No rate for ${source}/${destination}.` }],
-        `Unsupported currency pair ${source}/${destination}`
-      )
+    const quoted = Quote.quote(settings, validated.right)
+    if (Either.isLeft(quoted)) {
+      const problem = quoted.left
+      return problem._tag === "UnknownBeneficiary" ? notFound : invalid([{ [problem.field]: problem.detail }], problem.message)
     }
-    const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
-    const figures = Quote.compute(
-      {
-        source_currency: source,
-        destination_currency: destination,
-        source_amount: request.source_amount,
-        destination_amount: request.destination_amount
-      },
-      rate,
-      { fixed: settings.fee.fixed + developer.fixed, percentage: settings.fee.percentage + developer.percentage }
-    )
+    const figures = quoted.right
     const now = yield* Clock.currentTimeMillis
     // Field order of the documented example.
     return json({

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
+import * as Quote from "../../internal/quote.js"
 import * as Webhooks from "../../Webhooks.js"
 
 /** The emulated operations, named as counters and fault rules name them. */
@@ -130,23 +131,6 @@ export const WebhookAdminBody = Schema.Struct({
   send: Schema.optional(Schema.Boolean)
 })
 
-const CurrencyCode = Schema.String.pipe(
-  Schema.pattern(/^[A-Z]{3}$/, { message: () => "a currency code of three upper-case letters" })
-)
-
-const FiniteNonNegative = Schema.Number.pipe(
-  Schema.filter((n) => Number.isFinite(n) && n >= 0, { message: () => "a finite number >= 0" })
-)
-
-export const FeeRule = Schema.Struct({ fixed: FiniteNonNegative, percentage: FiniteNonNegative })
-
-export const Beneficiary = Schema.Struct({
-  /** The beneficiary's payout currency: the destination when a request names no `destination_currency`. */
-  currency: CurrencyCode,
-  /** The developer fee, added to the base fee. */
-  developerFee: Schema.optional(FeeRule)
-})
-
 /** The data parts of the options (durations are checked apart). */
 export const OptionsData = Schema.Struct({
   port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
@@ -155,17 +139,10 @@ export const OptionsData = Schema.Struct({
   clientSecret: Schema.optional(Schema.NonEmptyString),
   tokenEnvelope: Schema.optional(Schema.Literal("top", "data")),
   revokeOnIssue: Schema.optional(Schema.Boolean),
-  rates: Schema.optional(Schema.Record({
-    key: Schema.String.pipe(
-      Schema.pattern(/^[A-Z]{3}\/[A-Z]{3}$/, { message: () => "a pair like USD/CAD" })
-    ),
-    value: Schema.Number.pipe(
-      Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite rate > 0" })
-    )
-  })),
-  fee: Schema.optional(FeeRule),
-  beneficiaries: Schema.optional(Schema.Record({ key: Uuid, value: Beneficiary })),
-  defaultSourceCurrency: Schema.optional(CurrencyCode),
+  rates: Schema.optional(Quote.Rates),
+  fee: Schema.optional(Quote.FeeRule),
+  beneficiaries: Schema.optional(Schema.Record({ key: Uuid, value: Quote.Beneficiary })),
+  defaultSourceCurrency: Schema.optional(Quote.CurrencyCode),
   faults: Schema.optional(Schema.Array(FaultRule)),
   seed: Schema.optional(Schema.Int),
   webhookSecret: Schema.optional(Schema.NonEmptyString),

@@ -1,0 +1,91 @@
+/**
+ * `FinTest.layerFeeService` and the emulator, given the same options, answer the same requests the same way: the
+ * same figures, the same errors (as the client sees the emulator's answers).
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import { Emulator } from "../../src/emulator/index.js"
+import * as FeeService from "../../src/FeeService.js"
+import * as FinClient from "../../src/FinClient.js"
+import * as FinTest from "../../src/FinTest.js"
+import * as HttpTransport from "../../src/HttpTransport.js"
+import * as Layer from "effect/Layer"
+import type * as Duration from "effect/Duration"
+
+const beneficiary = "0b6a3f1e-7c2d-4e5f-9a8b-1c2d3e4f5a6b"
+const costly = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
+const options = {
+  rates: { "USD/CAD": 1.37, "EUR/CAD": 1.49 },
+  fee: { fixed: 1, percentage: 60 },
+  beneficiaries: {
+    [beneficiary]: { currency: "CAD", developerFee: { fixed: 0.5, percentage: 0.5 } },
+    [costly]: { currency: "CAD", developerFee: { fixed: 0, percentage: 45 } }
+  },
+  defaultSourceCurrency: "EUR"
+}
+
+const requests: ReadonlyArray<FeeService.FeeCalculationRequest> = [
+  { source_currency: "USD", source_amount: 100, destination_currency: "CAD" },
+  { source_currency: "USD", destination_amount: 100, destination_currency: "CAD" },
+  { source_currency: "CAD", source_amount: 50, destination_currency: "USD" },
+  // Ids match without regard to case; with no source currency, the default one.
+  { beneficiary_id: beneficiary.toUpperCase(), source_amount: 80 },
+  { source_currency: "USD", source_amount: 100, destination_currency: "JPY" },
+  { source_currency: "USD", source_amount: 100, beneficiary_id: "9f8e7d6c-5b4a-4321-8fed-cba987654321" },
+  // 60 % + 45 %: no source amount delivers anything.
+  { source_currency: "USD", destination_amount: 10, beneficiary_id: costly },
+  { source_currency: "USD", source_amount: 10, beneficiary_id: costly }
+]
+
+// What both must agree on: every figure, or the error's kind, status, message and field errors. `valid_till` is
+// compared apart (each reads its own clock).
+const outcome = (exit: Exit.Exit<FeeService.FeeQuote, unknown>) =>
+  Exit.match(exit, {
+    onSuccess: (quote) => ({
+      quote: { ...quote, fee: { ...quote.fee }, valid_till: undefined },
+      wholeSeconds: Option.map(quote.valid_till, (till) => DateTime.toEpochMillis(till) % 1000 === 0)
+    }),
+    onFailure: (cause) => {
+      const error = cause._tag === "Fail" ? cause.error as Record<string, unknown> : { defect: String(cause) }
+      return { error: { tag: error["_tag"], status: error["status"], message: error["message"], fieldErrors: error["fieldErrors"] } }
+    }
+  })
+
+describe("FinTest.layerFeeService and the emulator", () => {
+  it.live("give the same answer to the same requests", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const emulator = yield* Emulator.make(options)
+      const client = FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url }).pipe(
+        Layer.provide(NodeHttpClient.layerUndici)
+      )
+      for (const request of requests) {
+        const viaEmulator = yield* Effect.exit(
+          FeeService.calculate(request).pipe(HttpTransport.withOptions({ maxRetries: 0 }), Effect.provide(client))
+        )
+        const viaLayer = yield* Effect.exit(
+          FeeService.calculate(request).pipe(Effect.provide(FinTest.layerFeeService(options)))
+        )
+        expect({ request, ...outcome(viaLayer) }).toEqual({ request, ...outcome(viaEmulator) })
+      }
+    })))
+
+  it("refuses options no service could have, naming each problem, when the layer is built", () => {
+    const build = (bad: Partial<FinTest.FeeServiceOptions>) =>
+      Effect.runSyncExit(Effect.provide(FeeService.FeeService, FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 }, ...bad })))
+    const refusal = (bad: Partial<FinTest.FeeServiceOptions>) => {
+      const exit = build(bad)
+      return Exit.isFailure(exit) && exit.cause._tag === "Die" ? String(exit.cause.defect) : "built"
+    }
+    expect(refusal({ rates: { "USD/CAD": Number.NaN } })).toContain("a finite rate > 0")
+    expect(refusal({ rates: { "USD/CAD": -1.37 } })).toContain("a finite rate > 0")
+    expect(refusal({ rates: { "usd-cad": 1 } })).toContain("rates.usd-cad: is unexpected")
+    expect(refusal({ fee: { fixed: 0, percentage: 100 } })).toContain("a percentage below 100")
+    expect(refusal({ quoteLifetime: "15 mins" as Duration.DurationInput })).toContain("quoteLifetime is not a valid duration")
+    expect(refusal({ defaultSourceCurrency: "usd" })).toContain("a currency code of three upper-case letters")
+    expect(refusal({})).toBe("built")
+  })
+})
