@@ -237,7 +237,7 @@ const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
   Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
 
 // `name` is lower case. Records are usually lower-cased already (Node, @effect/platform), so look that up first.
-const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
   if (isWebHeaders(headers)) return headers.get(name) ?? undefined
   const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
   const direct = record[name]
@@ -246,6 +246,13 @@ const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray
     if (key.length === name.length && key.toLowerCase() === name) return record[key]
   }
   return undefined
+}
+
+// A list of one value (multi-value headers, as AWS Lambda passes them) is that value; a longer list stays a list,
+// which no check accepts: a repeated signature or algorithm header is refused.
+const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+  const value = findHeader(headers, name)
+  return typeof value !== "string" && value !== undefined && value.length === 1 ? value[0] : value
 }
 
 const fail = (reason: WebhookFailureReason, message: string) => new WebhookVerificationError({ reason, message })

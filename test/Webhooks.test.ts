@@ -194,11 +194,18 @@ for (const [name, cryptoLayer] of cryptoLayers) {
           { "X-Fin-Signature": upper, "X-FIN-SIGNATURE-ALGORITHM": "SHA384" },
           PlatformHeaders.fromInput({ "X-Fin-Signature": upper, "x-fin-signature-algorithm": "sha384" }),
           new Headers({ "X-Fin-Signature": upper, "X-Fin-Signature-Algorithm": "sha384" }),
-          { "x-fin-signature": ` ${upper} `, "x-fin-signature-algorithm": ["sha384"][0] }
+          { "x-fin-signature": ` ${upper} `, "x-fin-signature-algorithm": ["sha384"][0] },
+          // Multi-value headers (AWS Lambda's form): a list of one value is that value.
+          { "x-fin-signature": [upper], "x-fin-signature-algorithm": ["sha384"] }
         ]
         for (const headers of forms) {
           expect((yield* Webhooks.verify(currentBody, headers, secret)).id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
         }
+        // Two values of one header are refused, whatever they are.
+        const repeated = { "x-fin-signature": [upper, upper], "x-fin-signature-algorithm": "sha384" }
+        expect(yield* reasonOf(Webhooks.verify(currentBody, repeated, secret))).toBe("bad_signature")
+        const twoAlgorithms = { "x-fin-signature": upper, "x-fin-signature-algorithm": ["sha384", "sha384"] }
+        expect(yield* reasonOf(Webhooks.verify(currentBody, twoAlgorithms, secret))).toBe("unsupported_algorithm")
       }).pipe(Effect.provide(cryptoLayer)))
   })
 }
