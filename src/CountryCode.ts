@@ -116,3 +116,18 @@ export const validate = (input: unknown): Effect.Effect<CountryCode, RequestVali
         issues: [new Issue({ path: "country", expected: "an ISO 3166-1 alpha-3 country code of the service" })]
       })
     )
+
+/**
+ * Reads a country code as people write it: surrounding spaces and letter case ignored, alpha-2 accepted (`" usa"`,
+ * `"us"` -> `"USA"`). Anything else is a `RequestValidationError`, as with `validate`.
+ *
+ * @since 0.1.0
+ * @category validation
+ */
+export const parse = (input: string): Effect.Effect<CountryCode, RequestValidationError> => {
+  const trimmed = input.trim()
+  // ASCII letters only: upper-casing other scripts can make ASCII ("ıta" would become "ITA").
+  if (!/^[A-Za-z]{2,3}$/.test(trimmed)) return validate(input)
+  const code = trimmed.toUpperCase()
+  return validate(code.length === 2 ? Option.getOrElse(fromAlpha2(code), () => input) : code)
+}

@@ -51,6 +51,12 @@ describe("effect-fin (offline commands)", () => {
     expect(JSON.parse(result.stdout)).toMatchObject({ country: "USA", source: "snapshot" })
   })
 
+  it("subdivisions reads the country as people type it: any case, alpha-2", async () => {
+    const result = await cli(["subdivisions", " us", "--offline", "--json"])
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toMatchObject({ country: "USA", source: "snapshot" })
+  })
+
   it("subdivisions --search ignores case and accents, --json for machines", async () => {
     const result = await cli(["subdivisions", "BRA", "--search", "sao paulo", "--json"])
     expect(result.code).toBe(0)

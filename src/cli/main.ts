@@ -19,6 +19,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as CountryCode from "../CountryCode.js"
 import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
 import * as FinClient from "../FinClient.js"
@@ -99,7 +100,9 @@ const count = (n: number) => `${n} subdivision${n === 1 ? "" : "s"}`
 const subdivisions = Command.make(
   "subdivisions",
   {
-    country: Args.text({ name: "country" }).pipe(Args.withDescription("ISO 3166-1 alpha-3 code, e.g. USA")),
+    country: Args.text({ name: "country" }).pipe(
+      Args.withDescription("ISO 3166-1 code, e.g. USA (alpha-2 and any letter case are read too: us, usa)")
+    ),
     offline: Options.boolean("offline").pipe(Options.withDescription("Use the bundled snapshot only (no network)")),
     search: Options.text("search").pipe(
       Options.withDescription("Search names in the snapshot (case and accents ignored), e.g. \"new y\""),
@@ -107,18 +110,19 @@ const subdivisions = Command.make(
     ),
     json
   },
-  (args) =>
+  ({ country: input, ...args }) =>
     Effect.gen(function*() {
+      const country = yield* CountryCode.parse(input)
       // Offline by flag or by configuration: no client is built, so no credentials are needed.
       const mode = yield* Config.option(Config.string("FIN_SUBDIVISION_MODE"))
       if (args.offline || Option.isSome(args.search) || Option.contains(mode, "offline")) {
         const list = yield* Option.isSome(args.search)
-          ? Subdivisions.search(args.country, args.search.value)
-          : Subdivisions.forCountry(args.country)
-        return yield* print(args.json, { country: args.country, source: "snapshot", subdivisions: list }, () =>
-          `${subdivisionRows(list)}\n\n${count(list.length)} of ${args.country} (offline snapshot)`)
+          ? Subdivisions.search(country, args.search.value)
+          : Subdivisions.forCountry(country)
+        return yield* print(args.json, { country, source: "snapshot", subdivisions: list }, () =>
+          `${subdivisionRows(list)}\n\n${count(list.length)} of ${country} (offline snapshot)`)
       }
-      const result = yield* SubdivisionService.list(args.country).pipe(Effect.provide(clientLayer))
+      const result = yield* SubdivisionService.list(country).pipe(Effect.provide(clientLayer))
       yield* print(args.json, result, () =>
         `${subdivisionRows(result.subdivisions)}\n\n${count(result.subdivisions.length)} of ${result.country} (${
           result.source === "api" ? "from the API" : "offline snapshot: the API call failed, as logged above"

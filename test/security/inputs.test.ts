@@ -146,6 +146,13 @@ describe("Inputs from outside are validated before use", () => {
       for (const alpha2 of ["us", "U\u0405", "US ", "../", "__proto__", "constructor"]) {
         expect(CountryCode.fromAlpha2(alpha2), alpha2).toEqual(Option.none())
       }
+      // The lenient reader (for people typing codes) ignores case and spaces and reads alpha-2, in ASCII only.
+      for (const [typed, code] of [["usa", "USA"], [" Usa ", "USA"], ["us", "USA"], ["GB", "GBR"], ["\tcan\n", "CAN"]]) {
+        expect(yield* CountryCode.parse(typed!), typed).toBe(code)
+      }
+      for (const typed of ["\u0131ta", "U\u0405", "uk", "xx", "usa/..", "u s", "", "__proto__", "U$A"]) {
+        expect((yield* Effect.flip(CountryCode.parse(typed)))._tag, typed).toBe("RequestValidationError")
+      }
     }))
 
   it.scoped("currency codes: RequestValidationError naming the field, nothing sent", () =>
