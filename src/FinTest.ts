@@ -320,8 +320,8 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
 /**
  * The real client (`FinClient.layer`) on the in-memory `HttpClient`, with test credentials and a loopback base URL
  * unless `options` says otherwise. Token routes are added when `routes` has none: `POST /v1/oauth/token` answers
- * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the same handler, so refreshes (past about 59
- * minutes of `TestClock` time) are answered too.
+ * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the issue route's handler (that one, or yours), so
+ * refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence.
  *
  * A handler keeps its state (the turn of a `sequence`, the count of a `tokenHandler`) for as long as it lives: routes
  * made once and shared by several tests carry that state from one test to the next. Make the routes in each test, or

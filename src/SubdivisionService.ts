@@ -70,10 +70,12 @@ export interface Service {
  */
 export class SubdivisionService extends Context.Tag("effect-fin/SubdivisionService")<SubdivisionService, Service>() {}
 
-// The snapshot stands in for an unreachable or failing service, never for a refusal: 401/403/4xx reach the caller.
-// A 5xx asking for a longer wait than allowed (a maintenance window) is a RateLimitError with its status.
+// The snapshot stands in for an unreachable, failing or timing-out service (a 408 is the service's own timeout),
+// never for a refusal: 401/403/429 and other 4xx reach the caller. A 5xx asking for a longer wait than allowed (a
+// maintenance window) is a RateLimitError with its status.
 const canFallBack = (error: FinError): boolean =>
   error._tag === "TransportError" || error._tag === "TimeoutError" ||
+  (error._tag === "ApiError" && error.status === 408) ||
   ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
 const snapshotOf = (country: CountryCode.CountryCode): ReadonlyArray<Subdivisions.Subdivision> =>
@@ -114,7 +116,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     // another caller's deadline and retries.
     const fromApi = (country: CountryCode.CountryCode) =>
       HttpTransport.currentCallOptions.pipe(
-        Effect.flatMap((options) => cached(country, Object.keys(options).length === 0)),
+        Effect.flatMap((options) => cached(country, Object.values(options).every((value) => value === undefined))),
         Effect.map((subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
       )
 

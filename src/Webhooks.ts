@@ -1208,11 +1208,17 @@ type Outcome =
   | "failed"
   | "store_unavailable"
 
+interface Answer {
+  readonly status: number
+  readonly outcome: Outcome
+}
+
+// The outcome, recorded on the current span.
+const settleAs = (status: number, outcome: Outcome): Effect.Effect<Answer> =>
+  Effect.as(Effect.annotateCurrentSpan("fin.webhook.outcome", outcome), { status, outcome })
+
 const respond = (status: number, outcome: Outcome) =>
-  Effect.as(
-    Effect.annotateCurrentSpan("fin.webhook.outcome", outcome),
-    HttpServerResponse.unsafeJson({ outcome }, { status })
-  )
+  Effect.as(settleAs(status, outcome), HttpServerResponse.unsafeJson({ outcome }, { status }))
 
 const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   missing_signature: 401,
@@ -1378,6 +1384,12 @@ export const handler = <const H extends Handlers>(
       }
     })
 
+  const storeUnavailable = (error: WebhookDedupeStoreError, eventId: string) =>
+    Effect.logError("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
+      Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
+      Effect.zipRight(settleAs(500, "store_unavailable"))
+    )
+
   const handle = (decoded: Decoded) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
@@ -1401,7 +1413,7 @@ export const handler = <const H extends Handlers>(
             yield* Effect.logInfo("effect-fin: stale webhook event acknowledged, not handled").pipe(
               Effect.annotateLogs({ event_id: event.id, event_type: event.type })
             )
-            return yield* respond(200, "stale")
+            return yield* settleAs(200, "stale")
           }
           const userHandler = handlerFor(event)
           const exit = yield* Effect.exit(
@@ -1421,26 +1433,32 @@ export const handler = <const H extends Handlers>(
             yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(
               Effect.annotateLogs({ event_id: event.id, event_type: event.type })
             )
-            return yield* respond(500, "failed")
+            return yield* settleAs(500, "failed")
           }
           yield* store.complete(event.id, claim.token, handled, dedupeTtl)
-          return yield* respond(200, stale ? "stale" : "handled")
+          return yield* settleAs(200, stale ? "stale" : "handled")
         })
-        // A store that failed after the claim must not hold the event and its resource until the claim expires.
-        const finish = run.pipe(Effect.tapErrorTag("WebhookDedupeStoreError", () => releaseClaim))
         // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own
         // timeout, shorter than the handler) does not stop the user's handler midway, to have it start again from
         // scratch on every redelivery. It finishes (within handlerTimeout) and is marked handled; meanwhile a
-        // redelivery gets 409, then 200 duplicate.
+        // redelivery gets 409, then 200 duplicate. So it has its own span and its own scope (the request's closes
+        // when the client goes), and logs a store failure itself, answered or not. A store that failed after the
+        // claim must not hold the event and its resource until the claim expires.
+        const finish = run.pipe(
+          Effect.catchTag("WebhookDedupeStoreError", (error) => Effect.zipRight(releaseClaim, storeUnavailable(error, event.id))),
+          Effect.scoped,
+          Effect.withSpan("effect-fin.webhook.handle", {
+            attributes: { "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type }
+          })
+        )
         // A delivery interrupted before that (while its claim was taken) ends here, and frees the claim.
         yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
-        return yield* Effect.flatMap(Effect.forkDaemon(finish), (fiber) => restore(Fiber.join(fiber)))
+        const answer = yield* Effect.flatMap(Effect.forkDaemon(finish), (fiber) => restore(Fiber.join(fiber)))
+        return yield* respond(answer.status, answer.outcome)
       })).pipe(
       Effect.catchTag("WebhookDedupeStoreError", (error) =>
-        Effect.logError("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
-          Effect.annotateLogs({ event_id: decoded.event.id, operation: error.operation, reason: error.message }),
-          Effect.zipRight(respond(500, "store_unavailable"))
-        ))
+        Effect.flatMap(storeUnavailable(error, decoded.event.id), (answer) => respond(answer.status, answer.outcome))
+      )
     )
 
   return Effect.gen(function*() {

@@ -10,11 +10,10 @@ import * as Http from "node:http"
 import { createHmac } from "node:crypto"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
+import { documentedWebhookBody } from "./support.js"
 
 const secret = Redacted.make("whsec_node_test")
-const body =
-  `{"event":{"id":"40061557-f125-4b39-97d6-c16a0f1230c1","event_reference_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31","type":"beneficiary.status","created_at":"2026-04-04T17:38:26.843132Z","sandbox_mode":true},` +
-  `"data":{"type":"INDIVIDUAL","active":false,"status":"PROCESSING","customer_id":"ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f","beneficiary_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"}}`
+const body = documentedWebhookBody
 
 describe("NodeWebhookCrypto", () => {
   it.effect("signs like node:crypto's createHmac and agrees with the WebCrypto layer", () =>

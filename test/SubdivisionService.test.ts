@@ -100,6 +100,11 @@ describe("SubdivisionService", () => {
       expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
     }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall }, { timeout: "1 second", maxRetries: 0 })))
 
+  it.effect("fallback: the snapshot on a 408 (the service's own timeout)", () =>
+    Effect.gen(function*() {
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+    }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(408, { message: "Request timeout" }) })))
+
   for (const status of [401, 403, 404, 422, 429]) {
     it.effect(`fallback: never on ${status}`, () =>
       Effect.gen(function*() {
@@ -205,6 +210,38 @@ describe("SubdivisionService", () => {
       expect(yield* calls).toBe(2)
       yield* Fiber.interrupt(first)
     }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall })))
+
+  it.effect("per-call options that override nothing join the shared call", () =>
+    Effect.gen(function*() {
+      const plain = yield* Effect.fork(list("USA"))
+      const empty = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: undefined })))
+      yield* advance(50)
+      yield* Fiber.join(plain)
+      yield* Fiber.join(empty)
+      expect(yield* calls).toBe(1)
+    }).pipe(withMode("online", { [ROUTE]: FinTest.delayed("50 millis", () => usa) })))
+
+  it.effect("a lone call's older answer never replaces a newer one in the cache", () =>
+    Effect.gen(function*() {
+      // A lone call (its own deadline) answered late, with an older list, after a shared call begun later.
+      const lone = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
+      yield* advance(10)
+      const shared = yield* Effect.fork(list("USA"))
+      yield* advance(200)
+      expect((yield* Fiber.join(shared)).subdivisions).toEqual([{ code: "US-NY", name: "New York" }])
+      expect((yield* Fiber.join(lone)).subdivisions).toEqual([{ code: "US-CA", name: "California" }])
+      // The cache keeps the shared (newer) answer.
+      expect((yield* list("USA")).subdivisions).toEqual([{ code: "US-NY", name: "New York" }])
+      expect(yield* calls).toBe(2)
+    }).pipe(withMode("online", {
+      [ROUTE]: (() => {
+        let n = 0
+        return () =>
+          ++n === 1
+            ? Effect.as(Effect.sleep("200 millis"), apiBody([{ code: "US-CA", name: "California" }]))
+            : Effect.as(Effect.sleep("20 millis"), apiBody([{ code: "US-NY", name: "New York" }]))
+      })()
+    })))
 
   it.effect("a lookup after the client was shut down is interrupted, not left waiting", () =>
     Effect.gen(function*() {

@@ -26,17 +26,14 @@ import type { WebhookVerificationError } from "../src/FinError.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
-import { captureLogs } from "./support.js"
+import { captureLogs, documentedWebhookBody } from "./support.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
 const secretValue = "whsec_test_8c1f0b6e2a9d4c7f"
 const secret = Redacted.make(secretValue)
 
-// The current documented example (service-facts §7), byte for byte as one line.
-const currentBody =
-  `{"event":{"id":"40061557-f125-4b39-97d6-c16a0f1230c1","event_reference_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31","type":"beneficiary.status","created_at":"2026-04-04T17:38:26.843132Z","sandbox_mode":true},` +
-  `"data":{"type":"INDIVIDUAL","active":false,"status":"PROCESSING","customer_id":"ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f","beneficiary_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"}}`
+const currentBody = documentedWebhookBody
 
 // The older page snapshot: no `status`. Its ids are cut short in the copy ("4d715f20-…"), so they are completed here;
 // the event fields around it are not shown there and are filled in the current envelope's shape.

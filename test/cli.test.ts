@@ -10,6 +10,7 @@ import { join } from "node:path"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
+import { documentedWebhookBody } from "./support.js"
 
 let harness: Cli
 const cli: Cli["run"] = (args, env, stdin) => harness.run(args, env, stdin)
@@ -19,22 +20,8 @@ beforeAll(async () => {
 })
 afterAll(() => harness.dispose())
 
-const body = JSON.stringify({
-  event: {
-    id: "40061557-f125-4b39-97d6-c16a0f1230c1",
-    event_reference_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",
-    type: "beneficiary.status",
-    created_at: "2026-04-04T17:38:26.843132Z",
-    sandbox_mode: true
-  },
-  data: {
-    type: "INDIVIDUAL",
-    active: false,
-    status: "PROCESSING",
-    customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
-    beneficiary_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
-  }
-})
+const body = documentedWebhookBody
+
 
 describe("effect-fin (offline commands)", () => {
   it("subdivisions --offline prints a table", async () => {

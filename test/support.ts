@@ -83,3 +83,8 @@ export const captureLogs = () => {
   })
   return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
+
+/** The current documented `beneficiary.status` example (service-facts §7), byte for byte as one line. */
+export const documentedWebhookBody =
+  `{"event":{"id":"40061557-f125-4b39-97d6-c16a0f1230c1","event_reference_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31","type":"beneficiary.status","created_at":"2026-04-04T17:38:26.843132Z","sandbox_mode":true},` +
+  `"data":{"type":"INDIVIDUAL","active":false,"status":"PROCESSING","customer_id":"ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f","beneficiary_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"}}`

@@ -31,7 +31,11 @@ export const make = <K, A, E>(options: {
     const ttl = Duration.toMillis(options.timeToLive)
     const ref = yield* SynchronizedRef.make(new Map<K, Entry<A, E>>())
 
-    // A success becomes the entry, unless a shared lookup other than `deferred` is in flight (its own result will).
+    const fresh = (entry: Entry<A, E> | undefined, now: number): entry is Extract<Entry<A, E>, { _tag: "Ready" }> =>
+      entry?._tag === "Ready" && now < entry.expiresAt
+
+    // A shared lookup's success becomes the entry. A lone lookup's does only where there is nothing newer: no shared
+    // lookup in flight (its own result will come) and no fresh entry (which a shared lookup begun later may have left).
     // A failure removes only the lookup's own entry.
     const record = (key: K, deferred: Deferred.Deferred<A, E> | undefined, exit: Exit.Exit<A, E>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -39,7 +43,7 @@ export const make = <K, A, E>(options: {
           const entry = entries.get(key)
           const own = deferred !== undefined && entry?._tag === "Pending" && entry.deferred === deferred
           const next = new Map(entries)
-          if (Exit.isSuccess(exit) && ttl > 0 && (own || entry?._tag !== "Pending")) {
+          if (Exit.isSuccess(exit) && ttl > 0 && (own || (entry?._tag !== "Pending" && !fresh(entry, now)))) {
             next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl })
           } else if (own) {
             next.delete(key)
@@ -48,9 +52,6 @@ export const make = <K, A, E>(options: {
           }
           return next
         }))
-
-    const fresh = (entry: Entry<A, E> | undefined, now: number): entry is Extract<Entry<A, E>, { _tag: "Ready" }> =>
-      entry?._tag === "Ready" && now < entry.expiresAt
 
     const alone = (key: K) =>
       Effect.flatMap(SynchronizedRef.get(ref), (entries) => {
