@@ -1176,6 +1176,9 @@ export const defaultMaxBodySize = 1024 * 1024
 // say) would otherwise switch off the body limit or the de-duplication without a word.
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: ${message}`)
+  // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
+  const secrets = secretList(options.secrets)
+  if (secrets.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
   const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean) =>
     Either.getOrThrowWith(Durations.check(input, allowZero), (problem) => invalid(`${name} ${problem}`))
   const limit = options.maxBodySize ?? defaultMaxBodySize
@@ -1183,6 +1186,7 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)
   const dedupeTtl = Duration.max(duration("dedupeTtl", options.dedupeTtl ?? "24 hours", false), maxAge ?? Duration.zero)
   return {
+    secrets,
     limit,
     maxAge,
     dedupeTtl,
@@ -1309,8 +1313,9 @@ const readBody = <E>(
 export const handler = <const H extends Handlers>(
   options: HandlerOptions<H>
 ): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
-  const secrets = secretList(options.secrets)
-  const { claimTtl, dedupeTtl, handlerTimeout, limit, maxAge, orderTtl, referenceWait } = handlerSettings(options)
+  const { claimTtl, dedupeTtl, handlerTimeout, limit, maxAge, orderTtl, referenceWait, secrets } = handlerSettings(
+    options
+  )
   const claimMillis = Duration.toMillis(claimTtl)
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const verifyOptions: VerifyOptions = { maxAge, environment: options.environment }

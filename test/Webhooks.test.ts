@@ -887,6 +887,9 @@ describe("Webhooks.handler", () => {
     refused({ maxAge: 0 }, "maxAge must be greater than zero")
     refused({ handlerTimeout: Number.POSITIVE_INFINITY }, "handlerTimeout must be finite")
     refused({ referenceWait: -5 }, "referenceWait must be zero or more")
+    for (const secrets of ["", [], [""], Redacted.make("")]) {
+      refused({ secrets }, "secrets holds no webhook secret (empty ones do not count)")
+    }
     expect(build({ referenceWait: 0, maxBodySize: 0, orderTtl: "1 day" })).not.toThrow()
   })
 

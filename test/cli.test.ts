@@ -226,6 +226,12 @@ describe("effect-fin against the emulator", () => {
     expect(write.code).toBe(2)
     expect(write.stderr).toMatch(/^effect-fin snapshot: give --out DIR/)
     expect(existsSync(join(harness.dir, "data"))).toBe(false)
+    // Into a new folder, the API's lists keep type and parent from the bundled snapshot (the API has neither).
+    const out = join(harness.dir, "fresh-snapshot")
+    const fresh = await harness.run(["snapshot", "--from-api", "--out", out], env, "", harness.dir)
+    expect(fresh.code).toBe(0)
+    const data = JSON.parse(readFileSync(join(out, "subdivisions.json"), "utf8"))
+    expect(data["USA"].find((s: { code: string }) => s.code === "US-AK")).toEqual({ code: "US-AK", name: "Alaska", type: "State" })
   })
 
   it("subdivisions falls back to the snapshot when the service is unreachable, warning on stderr", async () => {

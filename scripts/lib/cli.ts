@@ -36,7 +36,9 @@ Cross-check (writes only the report):
   --report FILE              JSON report of the comparison (default: ${defaultReportPath} in the current folder)
 
 Options:
-  --out DIR                  folder of ${files.data} and ${files.meta} (default: data)
+  --out DIR                  folder of ${files.data} and ${files.meta} (default: data; required by the installed
+                             command, whose --from-api then keeps type and parent from the bundled snapshot when
+                             DIR has none yet)
   --module FILE              generated module (default: ${defaultModulePath}, or DIR/${files.module} with --out)
   --check                    write nothing; exit 1 if the committed files differ from what the source gives
   --dry-run                  print the diff, write nothing

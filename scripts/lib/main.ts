@@ -26,6 +26,11 @@ export interface MainOptions {
   readonly now?: Date
   /** How the tool was started, for its usage text. Default: `npm run snapshot --`. */
   readonly program?: string
+  /**
+   * Where `--from-api` takes `type` and `parent` from when `--out` holds no snapshot yet: the installed command's
+   * bundled data. Default: nowhere (they stay empty).
+   */
+  readonly bundledDir?: string | undefined
   /** The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`. */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
 }
@@ -123,7 +128,10 @@ const execute = async (
     const settings = yield* Api.clientSettings(options.env, command.baseUrl)
     const service = Api.serviceLayer(settings, httpClient)
     if (command._tag === "FromApi") {
-      const previous = yield* Api.readPrevious(command.outDir)
+      const inOut = yield* Api.readPrevious(command.outDir)
+      const previous = Object.keys(inOut).length === 0 && options.bundledDir !== undefined
+        ? yield* Api.readPrevious(options.bundledDir)
+        : inOut
       return yield* Snapshot.run({
         source: Snapshot.fromApi({
           location: settings.baseUrl,

@@ -275,7 +275,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       return Effect.zipRight(Console.error(args.left), Effect.sync(() => void (process.exitCode = 2)))
     }
     return Effect.flatMap(
-      Effect.promise(() => Snapshot.main(args.right, { program: "effect-fin snapshot" })),
+      Effect.promise(() => Snapshot.main(args.right, { program: "effect-fin snapshot", bundledDir: options.dataDir })),
       (code) => Effect.sync(() => {
         process.exitCode = code
       })
