@@ -1173,7 +1173,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
 export const defaultMaxBodySize = 1024 * 1024
 
 // The handler's options, checked once when it is built: a NaN or negative value (an unset variable read as a number,
-// say) would otherwise switch off the body limit or the de-duplication without a word.
+// say) would otherwise switch off the body limit or the de-duplication without a word, and no secret would refuse
+// every delivery.
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: ${message}`)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
@@ -1305,7 +1306,8 @@ const readBody = <E>(
  * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
  * marked handled): handlers must be idempotent.
  *
- * Throws `IllegalArgumentException` when an option is invalid (a negative or NaN size or duration).
+ * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is negative, NaN, infinite or
+ * not a duration, or `secrets` with no non-empty secret.
  *
  * @since 0.1.0
  * @category handler
