@@ -427,6 +427,22 @@ const recorder = Effect.gen(function*() {
 const statusLine = (event: Webhooks.WebhookEventOf<"beneficiary.status">, delivery: Webhooks.Delivery) =>
   `${Option.getOrElse(event.data.status, () => "none")}${delivery.stale ? " stale" : ""}`
 
+/** A handler under `secret` (with `options`) whose user handlers, made from `record`, write down what they saw. */
+const recordingHandler = (
+  handlers: (record: (line: string) => Effect.Effect<void>) => {
+    readonly [T in Webhooks.EventType]?: (
+      event: Webhooks.WebhookEventOf<T>,
+      delivery: Webhooks.Delivery
+    ) => Effect.Effect<unknown, unknown>
+  },
+  options: Omit<Webhooks.HandlerOptions<Webhooks.Handlers>, "secrets" | "handlers"> = {}
+) =>
+  Effect.gen(function*() {
+    const { record, seen } = yield* recorder
+    const handle = yield* webHandler(Webhooks.handler({ secrets: secret, ...options, handlers: handlers(record) }))
+    return { handle, seen }
+  })
+
 // Real time, for fibers of the app (run by the web handler) to reach their next TestClock sleep.
 const realPause = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
 
@@ -462,13 +478,9 @@ const gatedHandler = (options: Omit<Webhooks.HandlerOptions<Webhooks.Handlers>, 
 describe("Webhooks.handler", () => {
   it.effect("handles a delivery once and answers duplicates with 200", () =>
     Effect.gen(function*() {
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        handlers: {
-          "beneficiary.status": (event) =>
-            record(`${event.id} ${Option.getOrElse(event.data.status, () => "none")}`)
-        }
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event) =>
+          record(`${event.id} ${Option.getOrElse(event.data.status, () => "none")}`)
       }))
       const first = yield* send(handle, yield* signedPost(currentBody))
       expect(first.status).toBe(200)
@@ -481,11 +493,7 @@ describe("Webhooks.handler", () => {
 
   it.effect("answers 401 without detail on a bad or missing signature, 400 on a malformed body", () =>
     Effect.gen(function*() {
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        handlers: { "beneficiary.status": (event) => record(event.id) }
-      }))
+      const { handle, seen } = yield* recordingHandler((record) => ({ "beneficiary.status": (event) => record(event.id) }))
       const signed = yield* Webhooks.sign(currentBody, secret)
       const wrongSecret = yield* Webhooks.sign(currentBody, "whsec_other")
       for (
@@ -569,13 +577,9 @@ describe("Webhooks.handler", () => {
   it.effect("answers 500 when the user's handler fails, and a redelivery runs it again", () =>
     Effect.gen(function*() {
       let attempts = 0
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        handlers: {
-          "beneficiary.status": (event) =>
-            Effect.suspend(() => ++attempts === 1 ? Effect.fail("database down") : record(event.id))
-        }
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event) =>
+          Effect.suspend(() => ++attempts === 1 ? Effect.fail("database down") : record(event.id))
       }))
       const failed = yield* send(handle, yield* signedPost(currentBody))
       expect(failed.status).toBe(500)
@@ -642,13 +646,9 @@ describe("Webhooks.handler", () => {
 
   it.effect("reports an older event for the same resource as stale, without calling the handler", () =>
     Effect.gen(function*() {
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        handlers: {
-          "beneficiary.status": (event, delivery) =>
-            record(statusLine(event, delivery))
-        }
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event, delivery) =>
+          record(statusLine(event, delivery))
       }))
       const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:00.000002Z", data: beneficiaryData("ACTIVE") })
       // One microsecond older than the ACTIVE event: only the microseconds tell them apart.
@@ -760,15 +760,10 @@ describe("Webhooks.handler", () => {
 
   it.effect("passes stale events to the handler when asked to", () =>
     Effect.gen(function*() {
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        deliverStale: true,
-        handlers: {
-          "beneficiary.status": (event, delivery) =>
-            record(statusLine(event, delivery))
-        }
-      }))
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event, delivery) =>
+          record(statusLine(event, delivery))
+      }), { deliverStale: true })
       yield* send(handle, yield* signedPost(makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })))
       const older = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
       const answer = yield* send(handle, yield* signedPost(older))
@@ -797,16 +792,12 @@ describe("Webhooks.handler", () => {
 
   it.effect("keeps only status events in order: late deposits, creations and undocumented events are handled", () =>
     Effect.gen(function*() {
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        handlers: {
-          "beneficiary.status": (event, delivery) =>
-            record(`status ${statusLine(event, delivery)}`),
-          "beneficiary.liquidation.deposit": (event) => record(`deposit ${event.id}`),
-          "beneficiary.created": (event) => record(`created ${event.id}`),
-          Unknown: (event) => record(`unknown ${event.id}`)
-        }
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event, delivery) =>
+          record(`status ${statusLine(event, delivery)}`),
+        "beneficiary.liquidation.deposit": (event) => record(`deposit ${event.id}`),
+        "beneficiary.created": (event) => record(`created ${event.id}`),
+        Unknown: (event) => record(`unknown ${event.id}`)
       }))
       const at = (second: number) => `2026-04-04T17:40:0${second}.000000Z`
       const bodies = [
@@ -836,12 +827,7 @@ describe("Webhooks.handler", () => {
 
   it.effect("a status event replayed after its id is forgotten is still stale (orderTtl outlives dedupeTtl)", () =>
     Effect.gen(function*() {
-      const { record, seen } = yield* recorder
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        dedupeTtl: "24 hours",
-        handlers: { "beneficiary.status": (event) => record(`${event.id}`) }
-      }))
+      const { handle, seen } = yield* recordingHandler((record) => ({ "beneficiary.status": (event) => record(`${event.id}`) }), { dedupeTtl: "24 hours" })
       const active = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("ACTIVE") })
       const inactive = makeBody({ id: "e-2", createdAt: "2026-04-04T17:41:00Z", data: beneficiaryData("INACTIVE") })
       for (const body of [active, inactive]) yield* send(handle, yield* signedPost(body))
