@@ -5,10 +5,11 @@ import { Webhooks } from "effect-fin"
 import { NodeWebhookCrypto } from "effect-fin/node"
 import { createServer } from "node:http"
 
-const WebhookServer = Layer.unwrapEffect(
+// Scoped, so the server's shutdown waits for the handlers still running (Webhooks.handler is the unscoped form).
+const WebhookServer = Layer.unwrapScoped(
   Effect.gen(function* () {
     const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
-    const webhooks = Webhooks.handler({
+    const webhooks = yield* Webhooks.makeHandler({
       secrets: secret,              // or [newSecret, oldSecret] while rotating
       environment: "production",    // refuse events whose sandbox_mode is true
       maxAge: "1 hour",             // refuse events created earlier, or over 5 min ahead (off by default)

@@ -22,6 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -1212,6 +1213,7 @@ type Outcome =
   | "rejected"
   | "failed"
   | "store_unavailable"
+  | "shutting_down"
 
 interface Answer {
   readonly status: number
@@ -1301,7 +1303,8 @@ const readBody = <E>(
  *    one was handled for the same `event_reference_id` (stale), unless `deliverStale`;
  * 5. calls the handler for `event.type`, renewing the claim while it runs: 200 once it succeeds; 500 if it fails, runs
  *    past `handlerTimeout` or loses its claim, and the event is not marked handled, so a redelivery runs it again. A
- *    client that disconnects does not stop the handler: it runs to its end and the event is marked handled.
+ *    client that disconnects does not stop the handler: it runs to its end and the event is marked handled (nothing
+ *    waits for it at shutdown: `makeHandler` does).
  *
  * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
  * marked handled): handlers must be idempotent.
@@ -1314,7 +1317,51 @@ const readBody = <E>(
  */
 export const handler = <const H extends Handlers>(
   options: HandlerOptions<H>
-): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
+): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => makeApp(options)(detached)
+
+/**
+ * `handler` for an app that lives in a scope (a layer): closing the scope, as a server's shutdown does, waits for the
+ * user handlers still running (each for at most `handlerTimeout`), so they end with their finalizers and their
+ * events marked handled, instead of being cut off with the process and their claims held for `claimTtl`. A delivery
+ * that arrives once the scope is closing gets 503 `{"outcome":"shutting_down"}`, and the service delivers it again.
+ *
+ * Close the server before this scope (build the app inside the layer that serves it, as with `Layer.unwrapScoped`),
+ * so no delivery is accepted while the handlers drain.
+ *
+ * Throws `IllegalArgumentException` when an option is invalid, as `handler` does.
+ *
+ * @since 0.1.0
+ * @category handler
+ */
+export const makeHandler = <const H extends Handlers>(
+  options: HandlerOptions<H>
+): Effect.Effect<HttpApp.Default<never, HandlersContext<H> | Scope.Scope>, never, Scope.Scope> => {
+  const app = makeApp(options)
+  return Effect.gen(function*() {
+    const running = yield* FiberSet.make<Answer>()
+    let closing = false
+    // Added after the set, so it runs before the set's own finalizer (which would interrupt what is still running).
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closing = true
+        return FiberSet.awaitEmpty(running)
+      })
+    )
+    return app({ fork: FiberSet.run(running), closing: () => closing })
+  })
+}
+
+// Where a claimed delivery runs to its end: a fiber detached from the request (see `handle`), tracked by `makeHandler`.
+interface Runner {
+  readonly fork: <R>(finish: Effect.Effect<Answer, never, R>) => Effect.Effect<Fiber.RuntimeFiber<Answer>, never, R>
+  readonly closing: () => boolean
+}
+
+const detached: Runner = { fork: Effect.forkDaemon, closing: () => false }
+
+const makeApp = <const H extends Handlers>(
+  options: HandlerOptions<H>
+): (runner: Runner) => HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
   const { claimTtl, dedupeTtl, handlerTimeout, limit, maxAge, orderTtl, referenceWait, secrets } = handlerSettings(
     options
   )
@@ -1397,11 +1444,12 @@ export const handler = <const H extends Handlers>(
       Effect.zipRight(settleAs(500, "store_unavailable"))
     )
 
-  const handle = (decoded: Decoded) =>
+  const handle = (decoded: Decoded, runner: Runner) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const { createdAt, event } = decoded
         yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
+        if (runner.closing()) return yield* respond(503, "shutting_down")
         const store = yield* storeFor
         const referenceId = event.event_reference_id
         const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
@@ -1460,7 +1508,7 @@ export const handler = <const H extends Handlers>(
         )
         // A delivery interrupted before that (while its claim was taken) ends here, and frees the claim.
         yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
-        const answer = yield* Effect.flatMap(Effect.forkDaemon(finish), (fiber) => restore(Fiber.join(fiber)))
+        const answer = yield* Effect.flatMap(runner.fork(finish), (fiber) => restore(Fiber.join(fiber)))
         return yield* respond(answer.status, answer.outcome)
       })).pipe(
       Effect.catchTag("WebhookDedupeStoreError", (error) =>
@@ -1468,7 +1516,7 @@ export const handler = <const H extends Handlers>(
       )
     )
 
-  return Effect.gen(function*() {
+  return (runner) => Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (request.method !== "POST") {
       return HttpServerResponse.empty({ status: 405, headers: Headers.fromInput({ allow: "POST" }) })
@@ -1484,7 +1532,7 @@ export const handler = <const H extends Handlers>(
     const body = yield* (contentLength === "0" ? Effect.succeed(new Uint8Array(0)) : readBody(request.stream, limit))
       .pipe(Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read"))))
     const decoded = yield* verifyWith(body, parsed.right, secrets, verifyOptions)
-    return yield* handle(decoded)
+    return yield* handle(decoded, runner)
   }).pipe(
     Effect.catchTag("WebhookVerificationError", reject),
     Effect.withSpan("effect-fin.webhook")

@@ -19,7 +19,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHmac } from "node:crypto"
 import type { WebhookVerificationError } from "../src/FinError.js"
@@ -910,6 +910,37 @@ describe("Webhooks.handler", () => {
       yield* handler.open
       yield* realPause(20)
       expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
+      expect(handler.runs()).toBe(1)
+    }))
+
+  it.effect("makeHandler: closing its scope waits for the running handler; deliveries meanwhile get 503", () =>
+    Effect.gen(function*() {
+      const handler = yield* gate
+      const store = Webhooks.makeMemoryDedupeStore()
+      const scope = yield* Scope.make()
+      const app = yield* Scope.extend(
+        Webhooks.makeHandler({ secrets: secret, store, handlers: { "beneficiary.status": () => handler.run } }),
+        scope
+      )
+      const handle = yield* webHandler(app)
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* handler.started
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* realPause(20)
+      // The handler is held at its gate, so the scope cannot have closed.
+      expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+      const later = yield* send(handle, yield* signedPost(makeBody({ id: "0b9f4c1e-7a52-4c53-9d0e-2f1a3b4c5d6e" })))
+      expect([later.status, JSON.parse(later.body)]).toEqual([503, { outcome: "shutting_down" }])
+      yield* handler.open
+      yield* Fiber.join(closing)
+      const answer = yield* Fiber.join(first)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+      // Marked handled before the scope closed; the refused delivery was never claimed.
+      const claims = yield* Effect.all([
+        store.claim("40061557-f125-4b39-97d6-c16a0f1230c1", "another", Duration.minutes(1)),
+        store.claim("0b9f4c1e-7a52-4c53-9d0e-2f1a3b4c5d6e", "another", Duration.minutes(1))
+      ])
+      expect(claims.map((claim) => claim._tag)).toEqual(["Done", "Claimed"])
       expect(handler.runs()).toBe(1)
     }))
 

@@ -8,6 +8,11 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import * as Webhooks from "../src/Webhooks.js"
 import { captureLogs, documentedWebhookBody } from "./support.js"
@@ -18,51 +23,93 @@ const body = documentedWebhookBody
 
 const pause = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
 
+/** A status handler that acquires a resource, says it started, and finishes once released; `seen` shows each step. */
+const heldHandler = Effect.gen(function*() {
+  const seen: Array<string> = []
+  const started = yield* Deferred.make<void>()
+  const release = yield* Deferred.make<void>()
+  const handlers = {
+    "beneficiary.status": () =>
+      Effect.acquireRelease(Effect.sync(() => seen.push("acquired")), () => Effect.sync(() => seen.push("released")))
+        .pipe(
+          Effect.zipRight(Deferred.succeed(started, undefined)),
+          Effect.zipRight(Deferred.await(release)),
+          Effect.zipRight(Effect.sync(() => seen.push("done")))
+        )
+  }
+  return { seen, handlers, started: Deferred.await(started), release: Deferred.succeed(release, undefined) }
+})
+
+/** Delivers the documented event to `port`, and gives up once the handler has `started`. */
+const abandonedDelivery = (port: number, started: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const headers = yield* Webhooks.sign(body, secret)
+    const client = new AbortController()
+    const sent = fetch(`http://127.0.0.1:${port}/`, { method: "POST", body, headers, signal: client.signal })
+      .catch((error: unknown) => String(error))
+    yield* started
+    client.abort()
+    yield* Effect.promise(() => sent)
+  })
+
+const eventId = "40061557-f125-4b39-97d6-c16a0f1230c1"
+
 describe("Webhooks.handler on a Node server, the client gone mid-handler", () => {
   it.live("the handler runs to its end with its scoped resources, and a store failure after it is logged", () =>
     Effect.scoped(Effect.gen(function*() {
-      const seen: Array<string> = []
-      const started = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
+      const { handlers, release, seen, started } = yield* heldHandler
       const memory = Webhooks.makeMemoryDedupeStore()
       const store: Webhooks.WebhookDedupeStoreService = {
         ...memory,
         complete: () => Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "complete", message: "down" }))
       }
       const logs = captureLogs()
-      const server = Http.createServer()
-      const httpServer = yield* NodeHttpServer.make(() => server, { port: 0, host: "127.0.0.1" })
-      yield* HttpServer.serveEffect(Webhooks.handler({
-        secrets: secret,
-        store,
-        handlers: {
-          "beneficiary.status": () =>
-            Effect.acquireRelease(Effect.sync(() => seen.push("acquired")), () => Effect.sync(() => seen.push("released")))
-              .pipe(
-                Effect.zipRight(Deferred.succeed(started, undefined)),
-                Effect.zipRight(Deferred.await(release)),
-                Effect.zipRight(Effect.sync(() => seen.push("done")))
-              )
-        }
-      })).pipe(Effect.provideService(HttpServer.HttpServer, httpServer), Effect.provide(logs.layer))
+      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
+      yield* HttpServer.serveEffect(Webhooks.handler({ secrets: secret, store, handlers })).pipe(
+        Effect.provideService(HttpServer.HttpServer, httpServer),
+        Effect.provide(logs.layer)
+      )
       const port = httpServer.address._tag === "TcpAddress" ? httpServer.address.port : 0
 
-      const headers = yield* Webhooks.sign(body, secret)
-      const client = new AbortController()
-      const sent = fetch(`http://127.0.0.1:${port}/`, { method: "POST", body, headers, signal: client.signal })
-        .catch((error: unknown) => String(error))
-      yield* Deferred.await(started)
-      client.abort()
-      yield* Effect.promise(() => sent)
+      yield* abandonedDelivery(port, started)
       yield* pause(50)
       // The request is gone; the handler and what it acquired are not.
       expect(seen).toEqual(["acquired"])
-      yield* Deferred.succeed(release, undefined)
+      yield* release
       yield* pause(50)
       expect(seen).toEqual(["acquired", "done", "released"])
       expect(logs.lines.some((line) => line.includes("de-duplication store unavailable"))).toBe(true)
       // Not marked handled, and the claim freed: a redelivery runs the handler again.
-      const again = yield* memory.claim("40061557-f125-4b39-97d6-c16a0f1230c1", "another", Duration.minutes(1))
+      const again = yield* memory.claim(eventId, "another", Duration.minutes(1))
       expect(again._tag).toBe("Claimed")
     })), 20_000)
+
+  it.live("makeHandler in the server's layer: shutting the layer down lets the running handler finish first", () =>
+    Effect.gen(function*() {
+      const { handlers, release, seen, started } = yield* heldHandler
+      const store = Webhooks.makeMemoryDedupeStore()
+      const server = Http.createServer()
+      const WebhookServer = Layer.unwrapScoped(
+        Effect.map(Webhooks.makeHandler({ secrets: secret, store, handlers }), (app) => HttpServer.serve(app))
+      ).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(WebhookServer, scope)
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+
+      // The client gives up mid-handler: the server has no request left to wait for when it closes.
+      yield* abandonedDelivery(port, started)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* pause(50)
+      // The shutdown waits for the handler, which is held until released.
+      expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+      expect(seen).toEqual(["acquired"])
+      yield* release
+      yield* Fiber.join(closing)
+      expect(seen).toEqual(["acquired", "done", "released"])
+      expect(server.listening).toBe(false)
+      // Marked handled: a redelivery to the next process is a duplicate.
+      const again = yield* store.claim(eventId, "another", Duration.minutes(1))
+      expect(again._tag).toBe("Done")
+    }), 20_000)
 })
