@@ -247,7 +247,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               timeoutKind: "attempt",
               operation,
               attempt: attempts,
-              keepBody: true
+              keepBody: true,
+              credentials: [Redacted.value(token)]
             })
           })
 

@@ -21,14 +21,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import {
-  ApiError,
-  AuthenticationError,
-  FieldError,
-  FinError as FinErrorSchema,
-  Issue,
-  ResponseDecodeError
-} from "./FinError.js"
+import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as Http from "./internal/http.js"
 import * as Retry from "./internal/retry.js"
@@ -161,28 +154,6 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
     : Option.none()
 })
 
-// The service's words about a refused token call are kept (they say what is wrong), but never a credential it might
-// have echoed back: the client secret or the refresh token sent.
-const scrub = (error: Http.AttemptError, secrets: ReadonlyArray<string>): Http.AttemptError => {
-  if (error._tag !== "ApiError" && error._tag !== "AuthenticationError") return error
-  const present = secrets.filter((secret) => secret !== "" && JSON.stringify(error).includes(secret))
-  if (present.length === 0) return error
-  const clean = (text: string) => present.reduce((out, secret) => out.split(secret).join("<redacted>"), text)
-  const call = { operation: error.operation, attempts: error.attempts, requestId: error.requestId }
-  if (error._tag === "AuthenticationError") {
-    return new AuthenticationError({ message: clean(error.message), status: error.status, ...call })
-  }
-  return new ApiError({
-    status: error.status,
-    message: clean(error.message),
-    code: typeof error.code === "string" ? clean(error.code) : error.code,
-    fieldErrors: error.fieldErrors?.map((f) => new FieldError({ field: clean(f.field), message: clean(f.message) })),
-    body: error.body === undefined ? undefined : clean(error.body),
-    retryAfter: error.retryAfter,
-    ...call
-  })
-}
-
 // A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret).
 const FailureJson = Schema.parseJson(FinErrorSchema)
 const encodeFailure = Schema.encodeSync(FailureJson)
@@ -233,10 +204,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           timeoutKind: "token",
           operation,
           attempt,
-          keepBody: false
+          keepBody: false,
+          credentials: Object.values(body)
         })
       }).pipe(
-        Effect.mapError((error) => scrub(error, Object.values(body))),
         Effect.map((success) => success.value),
         Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
         Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),

@@ -39,6 +39,24 @@ const secondAttemptAfter = (millis: number) =>
   })
 
 describe("HttpTransport", () => {
+  for (
+    const [name, reply] of [
+      ["401 naming the token", (bearer: string) => FinTest.json(401, { message: `Token ${bearer} has expired` })],
+      ["500 HTML page quoting the request", (bearer: string) =>
+        FinTest.text(500, `<html><pre>authorization: Bearer ${bearer}</pre></html>`, { "content-type": "text/html" })]
+    ] as const
+  ) {
+    it.effect(`an error never carries the bearer token the service echoed back: ${name}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        const text = `${JSON.stringify(error)} ${String(error)} ${error.message}`
+        expect(text).toContain("<redacted>")
+        expect(text).not.toMatch(/token-\d/)
+      }).pipe(provideClient({
+        [FEE]: (request) => reply((request.headers.authorization ?? "").replace("Bearer ", ""))
+      }, { maxRetries: 0 })))
+  }
+
   it.effect("503, 503, 200: success after 3 attempts at the scheduled delays (500 ms, then 1 s)", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(calculate)

@@ -156,6 +156,22 @@ describe("TokenProvider", () => {
         })
     })))
 
+  for (const awkward of ['pa"ss\\word', "tab\tsecret", "ends-with\\"]) {
+    it.effect(`a token call's error never carries an echoed secret with JSON escapes in it: ${JSON.stringify(awkward)}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(getToken)
+        const escaped = JSON.stringify(awkward).slice(1, -1)
+        for (const text of [JSON.stringify(error), String(error), error.message, error._tag === "ApiError" ? error.body ?? "" : ""]) {
+          expect(text).not.toContain(awkward)
+          expect(text).not.toContain(escaped)
+        }
+        expect(error.message).toBe("client_secret <redacted> is not valid")
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": () =>
+          FinTest.json(422, { message: `client_secret ${awkward} is not valid`, echo: { client_secret: awkward } })
+      }, { clientSecret: Redacted.make(awkward) })))
+  }
+
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")

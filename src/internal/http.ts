@@ -69,6 +69,11 @@ export interface Attempt<A> {
   readonly attempt: number
   /** Whether the start of an unexplained error body may be kept in `ApiError.body` (never for token calls). */
   readonly keepBody: boolean
+  /**
+   * The credentials this attempt sends (bearer token, client secret, refresh token). The service's words about a
+   * refused call are kept in the error, but never a credential it echoed back.
+   */
+  readonly credentials: ReadonlyArray<string>
 }
 
 /** A decoded answer. */
@@ -197,6 +202,15 @@ const transportMessage = (error: HttpClientError.HttpClientError): string => {
   }
 }
 
+// Each credential as sent and JSON-escaped (a quote, a backslash or a control character differs between the two: the
+// first form is what a plain-text or HTML body echoes, the second what a JSON one does), the longer first so that no
+// part of it is left when the shorter is a part of it.
+const redactCredentials = (text: string, credentials: ReadonlyArray<string>): string =>
+  credentials
+    .flatMap((credential) => credential === "" ? [] : [credential, JSON.stringify(credential).slice(1, -1)])
+    .sort((a, b) => b.length - a.length)
+    .reduce((out, form) => out.includes(form) ? out.split(form).join("<redacted>") : out, text)
+
 const statusError = (
   spec: Attempt<unknown>,
   status: number,
@@ -320,7 +334,10 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         })),
     Effect.flatMap(({ headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
       if (status < 200 || status > 299) {
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(statusError(spec, status, headers, text, now)))
+        return Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => Effect.fail(statusError(spec, status, headers, redactCredentials(text, spec.credentials), now))
+        )
       }
       const requestId = requestIdOf(headers)
       let json: unknown
