@@ -263,11 +263,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const response = yield* call("/v1/oauth/refresh-token", { refresh_token: Redacted.value(token) })
         return yield* toState(response, "POST /v1/oauth/refresh-token")
       }).pipe(
-        // A refused refresh token (401 or another 4xx) means: issue anew. Transient failures were already retried.
-        Effect.catchIf(
-          (e) => e._tag === "AuthenticationError" || (e._tag === "ApiError" && e.status >= 400 && e.status < 500),
-          (e) =>
-            Effect.logDebug(`effect-fin: refresh refused (${e._tag}); issuing a new token`).pipe(Effect.zipRight(issue))
+        // A refused refresh token (401 or another 4xx) means: issue anew. So does a refresh route that still fails
+        // after its retries (5xx, timeout, unreachable, an answer that does not decode): the issue route may well work,
+        // and the refresh token would otherwise be tried again, and fail, on every fetch until it expires (days).
+        Effect.catchAll((e) =>
+          Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(Effect.zipRight(issue))
         )
       )
 
@@ -402,16 +402,26 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // A token due for a refresh is not handed out while the refresh runs (the service may revoke it on issuing the new
     // one, and calls sent with it late would meet 401s), but if the refresh fails, callers get it back while it is
-    // still usable (until half the margin is left), rather than the refresh's error.
+    // still usable (until half the margin is left), rather than the refresh's error. Nor do they wait past that for a
+    // refresh that hangs (its timeouts and retries can outlast the margin): then they go on with it too.
     const awaitFetch = (
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
       fallback: Option.Option<Access>
-    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
-      Option.isNone(fallback) ? Deferred.await(deferred) : Effect.catchAll(Deferred.await(deferred), (error) =>
-        Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => now < fallback.value.usableUntil ? Effect.succeed(fallback.value.token) : Effect.fail(error)
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
+      if (Option.isNone(fallback)) return Deferred.await(deferred)
+      const { token, usableUntil } = fallback.value
+      return Effect.flatMap(Clock.currentTimeMillis, (start) =>
+        Deferred.await(deferred).pipe(
+          Effect.timeoutTo({
+            duration: Duration.millis(Math.max(0, usableUntil - start)),
+            onSuccess: (fresh) => fresh,
+            onTimeout: () => token
+          }),
+          Effect.catchAll((error) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => now < usableUntil ? Effect.succeed(token) : Effect.fail(error))
+          )
         ))
+    }
 
     // The body is uninterruptible (it only reads the clock and forks): a caller interrupted between the fork and the
     // state update would otherwise leave the fetch unrecorded, and the next caller would start a second one. The

@@ -4,6 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
@@ -100,14 +101,14 @@ describe("TokenProvider", () => {
       // refreshAt is 1 min before expiry (refreshMargin), the token usable until 30 s before it.
       yield* advance(HOUR - MIN + 10_000)
       down = true
-      // 100 callers at once wait for one refresh; it fails after its 2 retries (0.5 + 1 s), and they all go on with
-      // token-1 rather than fail.
+      // 100 callers at once wait for one refresh; it fails after its 2 retries (0.5 + 1 s), then so does the issue
+      // tried in its place, and they all go on with token-1 rather than fail.
       const fiber = yield* Effect.fork(
         Effect.all(Array.from({ length: 100 }, () => FeeService.calculate(quoteRequest)), { concurrency: "unbounded" })
       )
       yield* advance(5_000)
       expect(yield* Fiber.join(fiber)).toHaveLength(100)
-      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 6)
       // Said once per failed refresh, at Warning, naming the error's tag.
       const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
       expect(warnings).toHaveLength(1)
@@ -115,13 +116,13 @@ describe("TokenProvider", () => {
       expect(warnings[0]).toContain("ApiError")
       // For a pause after the failure (5 s), callers go on with token-1 at once, without a refresh of their own.
       yield* FeeService.calculate(quoteRequest)
-      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 6)
       // After it, the next caller tries again and, that refresh failing too, goes on with token-1.
       yield* advance(5_000)
       const again = yield* Effect.fork(FeeService.calculate(quoteRequest))
       yield* advance(5_000)
       yield* Fiber.join(again)
-      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 3 + 3)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 6 + 6)
       const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
       expect(new Set(bearers)).toEqual(new Set(["Bearer token-1"]))
       // Past its usable time, callers fail with the refresh's typed error.
@@ -215,6 +216,37 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({
       "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
       "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
+    })))
+
+  it.effect("issues anew when the refresh route keeps failing (503 through its retries)", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(HOUR)
+      const fiber = yield* Effect.fork(tokenValue)
+      yield* advance(1_500) // the refresh's two retries, after 0.5 s and 1 s
+      expect(yield* Fiber.join(fiber)).toBe("token-2")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(3)
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "unavailable" })
+    })))
+
+  it.effect("callers do not wait past the token's usable time for an early refresh that hangs", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      // The refresh is due 1 min before expiry; the token is handed out until 30 s before it.
+      yield* advance(HOUR - MIN)
+      const fiber = yield* Effect.fork(tokenValue)
+      yield* advance(30_000 - 1)
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* advance(1)
+      expect(yield* Fiber.join(fiber)).toBe("token-1")
+      // Meanwhile the refresh timed out twice (tokenTimeout 10 s) and was retried, after 0.5 s and 1 s.
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(3)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+      "POST /v1/oauth/refresh-token": () => Effect.never
     })))
 
   it.effect("retries a 503 from the token call", () =>
