@@ -13,7 +13,7 @@ import { bundleCli, type Cli } from "./cliHarness.js"
 import { documentedWebhookBody } from "./support.js"
 
 let harness: Cli
-const cli: Cli["run"] = (args, env, stdin) => harness.run(args, env, stdin)
+const cli: Cli["run"] = (...args) => harness.run(...args)
 
 beforeAll(async () => {
   harness = await bundleCli()
@@ -196,6 +196,28 @@ describe("effect-fin against the emulator", () => {
     // The beneficiary's developer fee comes on top of the base fee.
     expect(JSON.parse(beneficiary.stdout).fee.total).toBeGreaterThan(plain.fee.total)
     expect(send.stdout + send.stderr).not.toContain(emulator.credentials.clientSecret)
+  })
+
+  it("a quote stopped by a signal mid-call exits 128 + the signal's number, never 0", async () => {
+    await Effect.runPromise(emulator.setFaults([{ kind: "stall", route: "POST /v1/fee-calculation" }]))
+    try {
+      for (const [signal, code] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+        const before = (await Effect.runPromise(emulator.counters)).requests["POST /v1/fee-calculation"]
+        // Sent once the quote's request has reached the (stalling) service.
+        const when = (async () => {
+          while ((await Effect.runPromise(emulator.counters)).requests["POST /v1/fee-calculation"] === before) {
+            await new Promise((resolve) => setTimeout(resolve, 20))
+          }
+        })()
+        const stopped = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100", "--json"], env, "", undefined, {
+          when,
+          signal
+        })
+        expect([stopped.code, stopped.stdout, stopped.stderr.trim()]).toEqual([code, "", `effect-fin: interrupted (${signal})`])
+      }
+    } finally {
+      await Effect.runPromise(emulator.clearFaults)
+    }
   })
 
   it("subdivisions asks the API; a failing service ends in one line with the tag", async () => {

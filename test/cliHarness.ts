@@ -18,6 +18,12 @@ export interface CliResult {
   readonly stderr: string
 }
 
+/** A signal sent to the command once `when` resolves. */
+export interface Stop {
+  readonly when: Promise<unknown>
+  readonly signal: NodeJS.Signals
+}
+
 export interface Cli {
   /**
    * Runs `effect-fin ARGS` with only the given variables (plus PATH and HOME) and `stdin` as standard input, in `cwd`
@@ -27,7 +33,8 @@ export interface Cli {
     args: ReadonlyArray<string>,
     env?: Record<string, string>,
     stdin?: string,
-    cwd?: string
+    cwd?: string,
+    stop?: Stop
   ) => Promise<CliResult>
   /** A scratch folder that lives as long as the bundle. */
   readonly dir: string
@@ -52,7 +59,7 @@ export const bundleCli = async (): Promise<Cli> => {
     outfile: bin,
     logLevel: "silent"
   })
-  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin = "", cwd = root) =>
+  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin = "", cwd = root, stop?: Stop) =>
     new Promise<CliResult>((resolve) => {
       const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
       const child = execFile(
@@ -62,6 +69,7 @@ export const bundleCli = async (): Promise<Cli> => {
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
       )
       child.stdin?.end(stdin)
+      void stop?.when.then(() => child.kill(stop.signal))
     })
   return { run, dir, dispose: () => rmSync(dir, { recursive: true, force: true }) }
 }

@@ -5,7 +5,9 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { run } from "./main.js"
@@ -19,8 +21,27 @@ const dataDir = (() => {
   }
 })()
 
+// A command stopped by a signal (Ctrl-C, a supervisor's SIGTERM) exits as shells expect (128 + the signal's number),
+// never 0: `effect-fin quote --json > quote.json && next` must not go on with an empty answer. The emulator serves
+// until it is stopped: a signal is its normal end.
+const serves = process.argv.slice(2).find((arg) => !arg.startsWith("-")) === "emulator"
+const signals = { SIGINT: 2, SIGTERM: 15 } as const
+let stoppedBy: keyof typeof signals | undefined
+for (const signal of Object.keys(signals) as Array<keyof typeof signals>) {
+  process.once(signal, () => {
+    stoppedBy ??= signal
+  })
+}
+
 NodeRuntime.runMain(Effect.provide(run(process.argv, { dataDir }), NodeContext.layer), {
   disableErrorReporting: true,
   // `run` logs to stderr; the runtime's own pretty logger would write to stdout.
-  disablePrettyLogger: true
+  disablePrettyLogger: true,
+  teardown: (exit, onExit) => {
+    if (Exit.isSuccess(exit)) return onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
+    if (!Cause.isInterruptedOnly(exit.cause)) return onExit(1)
+    if (serves) return onExit(0)
+    process.stderr.write(`effect-fin: interrupted${stoppedBy === undefined ? "" : ` (${stoppedBy})`}\n`)
+    onExit(128 + signals[stoppedBy ?? "SIGINT"])
+  }
 })
