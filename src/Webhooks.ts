@@ -1108,6 +1108,15 @@ export type Handlers = {
 }
 
 /**
+ * Refuses, at compile time, a key of `handlers` that is not an event type (a misspelt one would otherwise be accepted
+ * beside valid ones, its events acknowledged and never handled).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type OnlyEventTypes<H> = { readonly handlers: { readonly [K in Exclude<keyof H, EventType>]: never } }
+
+/**
  * The services the handlers of `H` require.
  *
  * @since 0.1.0
@@ -1181,6 +1190,13 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
   if (secrets.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
+  // A misspelt event type would leave its events acknowledged (200 handled) and never handled: lost for good.
+  for (const [type, handle] of Object.entries(options.handlers)) {
+    if (type !== "Unknown" && !documented.has(type)) {
+      throw invalid(`handlers has "${type}", which is not an event type (${documentedEventTypes.join(", ")}, Unknown)`)
+    }
+    if (handle !== undefined && typeof handle !== "function") throw invalid(`handlers["${type}"] is not a function`)
+  }
   const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean) =>
     Either.getOrThrowWith(Durations.check(input, allowZero), (problem) => invalid(`${name} ${problem}`))
   const limit = options.maxBodySize ?? defaultMaxBodySize
@@ -1316,7 +1332,7 @@ const readBody = <E>(
  * @category handler
  */
 export const handler = <const H extends Handlers>(
-  options: HandlerOptions<H>
+  options: HandlerOptions<H> & OnlyEventTypes<H>
 ): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => makeApp(options)(detached)
 
 /**
@@ -1334,7 +1350,7 @@ export const handler = <const H extends Handlers>(
  * @category handler
  */
 export const makeHandler = <const H extends Handlers>(
-  options: HandlerOptions<H>
+  options: HandlerOptions<H> & OnlyEventTypes<H>
 ): Effect.Effect<HttpApp.Default<never, HandlersContext<H> | Scope.Scope>, never, Scope.Scope> => {
   const app = makeApp(options)
   return Effect.gen(function*() {

@@ -876,6 +876,12 @@ describe("Webhooks.handler", () => {
     for (const secrets of ["", [], [""], Redacted.make("")]) {
       refused({ secrets }, "secrets holds no webhook secret (empty ones do not count)")
     }
+    // A misspelt event type (a compile error too) would have its events acknowledged and never handled.
+    refused(
+      { handlers: { "transaction.stauts": () => Effect.void } as Webhooks.Handlers },
+      `handlers has "transaction.stauts", which is not an event type (${Webhooks.documentedEventTypes.join(", ")}, Unknown)`
+    )
+    refused({ handlers: { Unknown: "log it" } as unknown as Webhooks.Handlers }, `handlers["Unknown"] is not a function`)
     expect(build({ referenceWait: 0, maxBodySize: 0, orderTtl: "1 day" })).not.toThrow()
   })
 
