@@ -60,25 +60,29 @@ const RequestFields = Schema.Struct({
  * @since 0.1.0
  * @category schemas
  */
-export const FeeCalculationRequestSchema = RequestFields.pipe(
-  Schema.filter((r) => {
-    const issues: Array<Schema.FilterIssue> = []
-    const hasSource = r.source_amount !== undefined
-    if (hasSource === (r.destination_amount !== undefined)) {
-      issues.push({
-        path: [hasSource ? "destination_amount" : "source_amount"],
-        message: "exactly one of source_amount and destination_amount"
-      })
-    }
-    if (r.destination_currency === undefined && r.beneficiary_id === undefined) {
-      issues.push({ path: ["destination_currency"], message: "destination_currency or beneficiary_id" })
-    }
-    if (r.source_currency === undefined && r.beneficiary_id === undefined) {
-      issues.push({ path: ["source_currency"], message: "source_currency (required unless beneficiary_id is given)" })
-    }
-    return issues
-  })
-)
+export const FeeCalculationRequestSchema: Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded> =
+  RequestFields.pipe(
+    Schema.filter((r) => {
+      const issues: Array<Schema.FilterIssue> = []
+      const hasSource = r.source_amount !== undefined
+      if (hasSource === (r.destination_amount !== undefined)) {
+        issues.push({
+          path: [hasSource ? "destination_amount" : "source_amount"],
+          message: "exactly one of source_amount and destination_amount"
+        })
+      }
+      if (r.destination_currency === undefined && r.beneficiary_id === undefined) {
+        issues.push({ path: ["destination_currency"], message: "destination_currency or beneficiary_id" })
+      }
+      if (r.source_currency === undefined && r.beneficiary_id === undefined) {
+        issues.push({ path: ["source_currency"], message: "source_currency (required unless beneficiary_id is given)" })
+      }
+      return issues
+    }),
+    // The filter checks at run time exactly what `FeeCalculationRequest` states, so what it lets through is one (a
+    // filter that reports several issues at once cannot be a type guard).
+    (schema) => schema as unknown as Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded>
+  )
 
 type Amounts =
   | { readonly source_amount: number; readonly destination_amount?: never }
@@ -90,7 +94,9 @@ type Target =
 
 /**
  * A fee-calculation request. The type already rules out both amounts or neither, and a request with neither a
- * destination currency nor a beneficiary; the schema checks the rest at run time.
+ * destination currency nor a beneficiary; the schema checks the rest at run time. Keys other than these five are
+ * refused at run time (`expected no such key`), also when TypeScript let them through (an object passed by name
+ * rather than written out): a misspelt field must not be silently dropped from a payment request.
  *
  * @since 0.1.0
  * @category models
@@ -173,12 +179,13 @@ export class FeeService extends Context.Tag("effect-fin/FeeService")<FeeService,
 const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, { errors: "all" })
 
 /**
- * Checks a request (as a user's untyped input may be) without sending it.
+ * Checks a request (as a user's untyped input may be) without sending it; what it returns can be passed to
+ * `calculate` as is.
  *
  * @since 0.1.0
  * @category validation
  */
-export const validate = (input: unknown): Effect.Effect<typeof RequestFields.Type, RequestValidationError> =>
+export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, RequestValidationError> =>
   Either.match(validateRequest(input, { onExcessProperty: "error" }), {
     onLeft: (error) => {
       const issues = Issues.fromParseIssue(error.issue)

@@ -55,6 +55,15 @@ describe("FeeService", () => {
       }
     }))
 
+  it.effect("what validate returns (from untyped input) is quoted as is, without a cast", () =>
+    Effect.gen(function*() {
+      const input: unknown = JSON.parse('{"source_currency":"USD","destination_currency":"CAD","source_amount":100}')
+      const quote = yield* Effect.flatMap(FeeService.validate(input), FeeService.calculate)
+      expect(quote.exchange_rate).toBe(1.45)
+      const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(sent.map((request) => request.body)).toContainEqual(input)
+    }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+
   it("the request type rejects both amounts and a missing destination at compile time", () => {
     // @ts-expect-error both amounts
     const both: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1, destination_amount: 1, destination_currency: "CAD" }

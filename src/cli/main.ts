@@ -72,8 +72,7 @@ const quote = Command.make(
         ...Option.match(args.receive, { onNone: () => ({}), onSome: (v) => ({ destination_amount: decimal(v) }) }),
         ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
       }
-      yield* FeeService.validate(request)
-      const result = yield* FeeService.calculate(request as FeeService.FeeCalculationRequest).pipe(
+      const result = yield* FeeService.calculate(yield* FeeService.validate(request)).pipe(
         Effect.provide(clientLayer)
       )
       const validTill = Option.match(result.valid_till, { onNone: () => "(not given)", onSome: DateTime.formatIso })
