@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
-import { parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
+import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
 import { advance, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
 
@@ -56,6 +56,26 @@ describe("HttpTransport", () => {
         [FEE]: (request) => reply((request.headers.authorization ?? "").replace("Bearer ", ""))
       }, { maxRetries: 0 })))
   }
+
+  it.effect("a body over 4 MiB is cut off: a 200 fails, not retried; an error status keeps its meaning", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "ResponseDecodeError", status: 200, attempts: 1 })
+      expect(error.message).toContain(`a body of at most ${MAX_RESPONSE_BYTES} bytes`)
+      expect(yield* attempts).toBe(1)
+      // A huge 503 page is still a 503: retried, then the quote.
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(500)
+      expect((yield* Fiber.join(fiber)).exchange_rate).toBe(1.45)
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(
+        // A valid quote, but for its padding.
+        FinTest.text(200, JSON.stringify(quoteBody).replace("{", `{${" ".repeat(MAX_RESPONSE_BYTES)}`)),
+        FinTest.text(503, "<html>" + "x".repeat(MAX_RESPONSE_BYTES) + "</html>"),
+        ok
+      )
+    })))
 
   it.effect("503, 503, 200: success after 3 attempts at the scheduled delays (500 ms, then 1 s)", () =>
     Effect.gen(function*() {

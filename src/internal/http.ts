@@ -1,6 +1,7 @@
 /**
- * The one place that executes HTTP. One attempt = send the request, read the whole body once as text, decode it,
- * all under one timeout; every outcome is mapped to a typed error that holds no request, header, token or value.
+ * The one place that executes HTTP. One attempt = send the request, read the body once as text (up to a limit),
+ * decode it, all under one timeout; every outcome is mapped to a typed error that holds no request, header, token or
+ * value.
  *
  * Only this module imports the platform's HTTP client modules, so a port to another HTTP layer touches one file.
  *
@@ -9,6 +10,7 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
@@ -19,6 +21,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import {
   ApiError,
   AuthenticationError,
@@ -307,13 +310,62 @@ export const timeoutFail = <A, E, E1>(
     )
   })
 
+/**
+ * The most of a response body read: 4 MiB. The service's answers are a few KiB; a misbehaving service or proxy must
+ * not fill the memory (a larger answer is cut off there, and its request aborted).
+ */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+
+interface Body {
+  readonly text: string
+  /** Longer than the limit: `text` is its start. */
+  readonly cut: boolean
+}
+
+// A body whose declared length is within the limit is read whole (the usual case, and the cheapest). Any other is read
+// chunk by chunk up to the limit; stopping there ends the platform's stream, which aborts the request.
+const readBody = (
+  response: HttpClientResponse.HttpClientResponse,
+  limit: number
+): Effect.Effect<Body, HttpClientError.ResponseError> => {
+  const length = response.headers["content-length"]
+  if (length !== undefined && /^\d+$/.test(length) && Number(length) <= limit) {
+    return Effect.map(response.text, (text) => ({ text, cut: false }))
+  }
+  return Effect.map(
+    Stream.runFoldWhile(
+      response.stream,
+      { chunks: [] as Array<Uint8Array>, size: 0 },
+      (read) => read.size <= limit,
+      (read, chunk) => {
+        read.chunks.push(chunk)
+        return { chunks: read.chunks, size: read.size + chunk.length }
+      }
+    ),
+    ({ chunks, size }) => {
+      const bytes = new Uint8Array(size)
+      let offset = 0
+      for (const chunk of chunks) {
+        bytes.set(chunk, offset)
+        offset += chunk.length
+      }
+      return { text: utf8.decode(bytes.subarray(0, limit)), cut: size > limit }
+    }
+  )
+}
+
+const utf8 = new TextDecoder()
+
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
   if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
   return client.execute(request).pipe(
     Effect.flatMap((response) =>
-      Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))
+      Effect.map(
+        readBody(response, MAX_RESPONSE_BYTES),
+        ({ cut, text }) => ({ status: response.status, headers: response.headers, text, cut })
+      )
     ),
     Effect.mapError((error) =>
       new TransportError({
@@ -332,7 +384,8 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
           operation: spec.operation,
           attempts: spec.attempt
         })),
-    Effect.flatMap(({ headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
+    Effect.flatMap(({ cut, headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
+      // An error status keeps its meaning (and whether it is retried) however long its page; an answer cannot be cut.
       if (status < 200 || status > 299) {
         return Effect.flatMap(
           Clock.currentTimeMillis,
@@ -340,6 +393,10 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         )
       }
       const requestId = requestIdOf(headers)
+      if (cut) {
+        const expected = `a body of at most ${MAX_RESPONSE_BYTES} bytes`
+        return Effect.fail(decodeError(spec, status, requestId, [new Issue({ path: "", expected })]))
+      }
       let json: unknown
       try {
         json = JSON.parse(text)

@@ -9,11 +9,15 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
 import type * as FinConfig from "../../src/FinConfig.js"
 import type { FinError } from "../../src/FinError.js"
+import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import * as Subdivisions from "../../src/Subdivisions.js"
@@ -54,6 +58,46 @@ const failureOf = <A>(effect: Effect.Effect<A, FinError, FinClient.Services>) =>
   })
 
 const noRetries = HttpTransport.withOptions({ maxRetries: 0 })
+
+/**
+ * A loopback server whose token route answers and whose fee route sends a 200 body that never ends (until the client
+ * closes the connection, which `closed` waits for).
+ */
+const endlessBodyServer = Effect.acquireRelease(
+  Effect.async<{ readonly url: string; readonly closed: Effect.Effect<void>; readonly server: Http.Server }>((resume) => {
+    let closedBy: () => void = () => undefined
+    const closed = new Promise<void>((resolve) => (closedBy = resolve))
+    const server = Http.createServer((request, response) => {
+      if (request.url === "/v1/oauth/token") {
+        const now = Date.now()
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
+          access_token: "endless-token",
+          access_token_ttl: FinTest.formatServiceTimestamp(now + 3_600_000),
+          current_time: FinTest.formatServiceTimestamp(now)
+        }))
+        return
+      }
+      response.on("close", () => closedBy())
+      response.writeHead(200, { "content-type": "application/json" })
+      const chunk = " ".repeat(64 * 1024)
+      const write = () => {
+        while (!response.destroyed && response.write(chunk));
+      }
+      response.on("drain", write)
+      response.write("{")
+      write()
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, closed: Effect.promise(() => closed), server }))
+    })
+  }),
+  ({ server }) =>
+    Effect.async<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+)
 
 export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.HttpClient>) => {
   const run = (emulatorOptions?: Emulator.Options, clientOptions?: Partial<FinConfig.Options>) =>
@@ -262,6 +306,21 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             expect(["TransportError", "TimeoutError"]).toContain(error._tag)
           })
         ))
+
+      it.live("a body that never ends is cut off at 4 MiB: a ResponseDecodeError, and the connection closed", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const server = yield* endlessBodyServer
+          const client = FinClient.layer({
+            clientId: "client",
+            clientSecret: Redacted.make("secret"),
+            baseUrl: server.url,
+            timeout: "1 minute",
+            maxRetries: 0
+          })
+          const error = yield* failureOf(quote).pipe(Effect.provide(client), Effect.provide(httpClient))
+          expect(error).toMatchObject({ _tag: "ResponseDecodeError", status: 200 })
+          yield* server.closed
+        })))
 
       it.live("added latency beyond the timeout is a TimeoutError; below it, a success", () =>
         run()((emulator) =>
