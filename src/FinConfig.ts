@@ -147,6 +147,10 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
     if (typeof options.clientId !== "string" || options.clientId.trim() === "") {
       return yield* Effect.fail(invalid("clientId", "clientId must be a non-empty string"))
     }
+    // Sent as is, a pasted space would only show as a 401 from the token call.
+    if (options.clientId.trim() !== options.clientId) {
+      return yield* Effect.fail(invalid("clientId", "clientId must not start or end with whitespace"))
+    }
     const clientSecret = Redacted.isRedacted(options.clientSecret)
       ? options.clientSecret as Redacted.Redacted<string>
       : Redacted.make(options.clientSecret)
@@ -197,15 +201,31 @@ export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.Conf
   Layer.effect(FinConfig, resolve(options))
 
 // Config.duration reads "-5 seconds" as zero: a negative duration is refused here, so that `resolve` sees the mistake.
+// Values are quoted, so that stray whitespace shows.
 const durationVar = (name: string): Config.Config<Duration.Duration> =>
   Config.nested(
     Config.mapOrFail(Config.string(), (text) =>
       Durations.isNegativeOrNaN(text)
-        ? Either.left(ConfigError.InvalidData([], `Expected a duration of zero or more but received ${text}`))
+        ? Either.left(ConfigError.InvalidData([], `Expected a duration of zero or more but received ${JSON.stringify(text)}`))
         : Either.fromOption(
           Duration.decodeUnknown(text),
-          () => ConfigError.InvalidData([], `Expected a duration but received ${text}`)
+          () =>
+            ConfigError.InvalidData(
+              [],
+              `Expected a duration with its unit (e.g. "30 seconds", "500 millis") but received ${JSON.stringify(text)}`
+            )
         )),
+    name
+  )
+
+// Config.integer reads with `Number`: an empty value (`FIN_MAX_RETRIES=` in a container spec) would be 0, retries off
+// without a word, and " 3", "3.0" or "1e1" would pass. Only digits are a count.
+const countVar = (name: string): Config.Config<number> =>
+  Config.nested(
+    Config.mapOrFail(Config.string(), (text) =>
+      /^\d+$/.test(text)
+        ? Either.right(Number(text))
+        : Either.left(ConfigError.InvalidData([], `Expected a whole number (digits only) but received ${JSON.stringify(text)}`))),
     name
   )
 
@@ -252,7 +272,7 @@ export const fromEnv: Config.Config<Options> = Config.all({
   baseUrl: Config.option(Config.string("FIN_BASE_URL")),
   timeout: Config.option(durationVar("FIN_TIMEOUT")),
   deadline: Config.option(durationVar("FIN_DEADLINE")),
-  maxRetries: Config.option(Config.integer("FIN_MAX_RETRIES")),
+  maxRetries: Config.option(countVar("FIN_MAX_RETRIES")),
   maxRetryAfter: Config.option(durationVar("FIN_MAX_RETRY_AFTER")),
   tokenTimeout: Config.option(durationVar("FIN_TOKEN_TIMEOUT")),
   refreshMargin: Config.option(durationVar("FIN_REFRESH_MARGIN")),

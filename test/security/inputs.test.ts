@@ -291,6 +291,13 @@ describe("Inputs from outside are validated before use", () => {
           ["FIN_USER_AGENT", "app\r\nX-Injected: 1"],
           ["FIN_MAX_RETRIES", "1.5"],
           ["FIN_MAX_RETRIES", "1e3"],
+          // An empty value must not read as 0 (retries off); nor anything but digits as a count.
+          ["FIN_MAX_RETRIES", ""],
+          ["FIN_MAX_RETRIES", " 3"],
+          ["FIN_MAX_RETRIES", "1e1"],
+          ["FIN_MAX_RETRIES", "3.0"],
+          ["FIN_TIMEOUT", "30"],
+          ["FIN_CLIENT_ID", "id\n"],
           ["FIN_TIMEOUT", "-5 seconds"],
           ["FIN_TIMEOUT", "Infinity"],
           ["FIN_REFRESH_MARGIN", "-5 seconds"],
