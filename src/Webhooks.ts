@@ -846,6 +846,9 @@ const verifyWith = (
  * Verifies a delivery (see `verifySignature`) and decodes its event. Fails with `WebhookVerificationError`, whose
  * `reason` says why; no error or log carries a secret or a received value.
  *
+ * Throws `IllegalArgumentException` when `maxAge` is not a duration greater than zero and finite (a NaN would refuse
+ * every event, an infinite one silently switch the check off).
+ *
  * @since 0.1.0
  * @category verification
  */
@@ -854,12 +857,16 @@ export const verify = (
   headers: HeadersInput,
   secrets: Secrets,
   options: VerifyOptions = {}
-): Effect.Effect<WebhookEvent, WebhookVerificationError> =>
-  Effect.suspend(() => {
+): Effect.Effect<WebhookEvent, WebhookVerificationError> => {
+  const checked: VerifyOptions = options.maxAge === undefined
+    ? options
+    : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
+  return Effect.suspend(() => {
     const parsed = parseSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
-    return Effect.map(verifyWith(toBytes(rawBody), parsed.right, secretList(secrets), options), (d) => d.event)
+    return Effect.map(verifyWith(toBytes(rawBody), parsed.right, secretList(secrets), checked), (d) => d.event)
   })
+}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // De-duplication store
@@ -1185,8 +1192,18 @@ export const defaultMaxBodySize = 1024 * 1024
 // The handler's options, checked once when it is built: a NaN or negative value (an unset variable read as a number,
 // say) would otherwise switch off the body limit or the de-duplication without a word, and no secret would refuse
 // every delivery.
+const invalidOption = (where: "handler" | "verify", message: string) =>
+  new Cause.IllegalArgumentException(`effect-fin: Webhooks.${where}: ${message}`)
+
+const checkedDuration = (
+  where: "handler" | "verify",
+  name: string,
+  input: Duration.DurationInput | undefined,
+  allowZero: boolean
+) => Either.getOrThrowWith(Durations.check(input, allowZero), (problem) => invalidOption(where, `${name} ${problem}`))
+
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
-  const invalid = (message: string) => new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: ${message}`)
+  const invalid = (message: string) => invalidOption("handler", message)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
   if (secrets.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
@@ -1198,7 +1215,7 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
     if (handle !== undefined && typeof handle !== "function") throw invalid(`handlers["${type}"] is not a function`)
   }
   const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean) =>
-    Either.getOrThrowWith(Durations.check(input, allowZero), (problem) => invalid(`${name} ${problem}`))
+    checkedDuration("handler", name, input, allowZero)
   const limit = options.maxBodySize ?? defaultMaxBodySize
   if (!Number.isSafeInteger(limit) || limit < 0) throw invalid("maxBodySize must be a whole number of bytes, 0 or more")
   const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)

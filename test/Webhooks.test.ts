@@ -314,6 +314,21 @@ describe("Webhooks decoding", () => {
       expect((yield* signedVerify(currentBody)).type).toBe("beneficiary.status")
     }))
 
+  it("refuses a maxAge that is not a finite duration greater than zero, when called", () => {
+    for (
+      const [maxAge, problem] of [
+        [Number.NaN, "must be greater than zero"],
+        ["-5 seconds", "must be greater than zero"],
+        [Number.POSITIVE_INFINITY, "must be finite"],
+        ["1 fortnight", "is not a valid duration"]
+      ] as const
+    ) {
+      const call = () => Webhooks.verify(currentBody, {}, secret, { maxAge: maxAge as Duration.DurationInput })
+      expect(call, String(maxAge)).toThrow(Cause.IllegalArgumentException)
+      expect(call, String(maxAge)).toThrow(`effect-fin: Webhooks.verify: maxAge ${problem}`)
+    }
+  })
+
   it.effect("with maxAge, refuses events dated more than 5 minutes ahead of the Clock (from_future)", () =>
     Effect.gen(function*() {
       const createdAt = DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:38:26.843Z"))
