@@ -488,5 +488,17 @@ describe("HttpTransport", () => {
       expect(parseRetryAfter({ "retry-after-ms": "-5" }, now)).toBeUndefined()
       expect(parseRetryAfter({}, now)).toBeUndefined()
     })
+
+    it("a header sent more than once (joined with commas) counts with its longest wait", () => {
+      const now = Date.UTC(2026, 0, 1, 0, 0, 0)
+      const wait = (headers: Record<string, string>) => Option.map(Option.fromNullable(parseRetryAfter(headers, now)), Duration.toMillis)
+      expect(wait({ "retry-after": "2, 2" })).toEqual(Option.some(2000))
+      expect(wait({ "retry-after": "1,3" })).toEqual(Option.some(3000))
+      expect(wait({ "retry-after": "soon, 4" })).toEqual(Option.some(4000))
+      expect(wait({ "retry-after": "Thu, 01 Jan 2026 00:00:05 GMT, Thu, 01 Jan 2026 00:00:08 GMT" })).toEqual(Option.some(8000))
+      expect(wait({ "retry-after": "6, Thu, 01 Jan 2026 00:00:05 GMT" })).toEqual(Option.some(6000))
+      expect(wait({ "retry-after-ms": "100, 250" })).toEqual(Option.some(250))
+      expect(wait({ "retry-after": "soon, later" })).toEqual(Option.none())
+    })
   })
 })

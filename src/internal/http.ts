@@ -176,22 +176,36 @@ const parseHttpDate = (value: string): number => {
   return new Date(millis).getUTCDate() === Number(day.trim()) ? millis : NaN
 }
 
+// A header sent twice reaches us joined with ", " ("2, 2"): split there, but not at the comma inside an HTTP date
+// ("Wed, 21 Oct 2015 ..."), which is followed by the day of the month, not by a whole value or a day name.
+const headerValues = (value: string): ReadonlyArray<string> =>
+  value.split(/,\s*(?=[\d.]+\s*(?:,|$)|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun))/).map((part) => part.trim())
+
+// The longest wait of the values that parse; none when none does.
+const longestWait = (
+  value: string | undefined,
+  parse: (part: string) => number | undefined
+): Duration.Duration | undefined => {
+  if (value === undefined) return undefined
+  const waits = headerValues(value).map(parse).filter((millis): millis is number => millis !== undefined)
+  return waits.length === 0 ? undefined : Duration.millis(Math.max(...waits))
+}
+
 /**
  * `retry-after-ms` (milliseconds), else `Retry-After` as whole seconds or an HTTP date; anything else is ignored (the
  * backoff applies). Only HTTP dates reach `Date.parse`, which reads "1.5" or "-1" as dates in 2001, a wait of zero.
+ * A header sent more than once counts with its longest wait.
  */
 export const parseRetryAfter = (
   headers: Readonly<Record<string, string>>,
   nowMillis: number
-): Duration.Duration | undefined => {
-  const ms = headers["retry-after-ms"]?.trim()
-  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms)) return Duration.millis(Number(ms))
-  const value = headers["retry-after"]?.trim()
-  if (value === undefined) return undefined
-  if (/^\d+$/.test(value)) return Duration.seconds(Number(value))
-  const date = parseHttpDate(value)
-  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - nowMillis))
-}
+): Duration.Duration | undefined =>
+  longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Number(ms) : undefined) ??
+    longestWait(headers["retry-after"], (value) => {
+      if (/^\d+$/.test(value)) return Number(value) * 1000
+      const date = parseHttpDate(value)
+      return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
+    })
 
 const requestIdOf = (headers: Readonly<Record<string, string>>): string | undefined =>
   headers["x-request-id"] ?? headers["request-id"] ?? headers["x-correlation-id"]
