@@ -233,6 +233,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const started = yield* Clock.currentTimeMillis
         let attempts = 0
         let status = 0
+        let tokenFailed = false
 
         const send = (token: Redacted.Redacted<string>) =>
           Effect.suspend(() => {
@@ -307,7 +308,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             status = success.status
             return success.value
           }),
-          Effect.mapError((e): FinError => (e._tag === "NotRetryable" ? e.error : e)),
+          Effect.mapError((e): FinError => {
+            if (e._tag !== "NotRetryable") return e
+            tokenFailed = true
+            return e.error
+          }),
           (call) =>
             Http.timeoutFail(call, options.deadline, () =>
               new TimeoutError({
@@ -331,22 +336,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                   )
                 )
               ))
-            if (failure === undefined) {
-              return Effect.zipRight(
-                Effect.annotateCurrentSpan({
-                  "effect_fin.attempts": attempts,
-                  "effect_fin.outcome": "success",
-                  "http.response.status_code": status
-                }),
-                metrics
-              )
-            }
+            if (failure === undefined) return Effect.zipRight(Http.annotateOutcome(attempts, "success", status), metrics)
             if (failure._tag === "None") return metrics
-            const e = failure.value
-            // The status of the last answer, when there was one (not for a timeout, a reset or a refused request).
-            const last = "status" in e && typeof e.status === "number" ? { "http.response.status_code": e.status } : {}
+            // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not
+            // this operation's, which was maybe never sent.
             return Effect.zipRight(
-              Effect.annotateCurrentSpan({ "effect_fin.attempts": attempts, "effect_fin.outcome": e._tag, ...last }),
+              tokenFailed
+                ? Effect.zipRight(
+                  Effect.annotateCurrentSpan("effect_fin.failed_step", "token"),
+                  Http.annotateOutcome(attempts, { _tag: failure.value._tag })
+                )
+                : Http.annotateOutcome(attempts, failure.value),
               metrics
             )
           })

@@ -192,6 +192,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const call = (path: string, body: Readonly<Record<string, string>>) => {
       const operation = `POST ${path}`
       let attempt = 0
+      let status = 0
       return Effect.suspend(() => {
         attempt += 1
         return Http.execute(client, {
@@ -208,7 +209,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           credentials: Object.values(body)
         })
       }).pipe(
-        Effect.map((success) => success.value),
+        Effect.map((success) => {
+          status = success.status
+          return success.value
+        }),
         Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
         Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
         (self) => Retry.retry(self, {
@@ -217,7 +221,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           onRetry: (error, retry) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`)
         }),
-        Effect.withSpan("effect-fin.token", { kind: "client", attributes: { "url.path": path } })
+        Effect.onExit((exit) =>
+          Exit.isSuccess(exit)
+            ? Http.annotateOutcome(attempt, "success", status)
+            : Option.match(Cause.failureOption(exit.cause), {
+              onNone: () => Effect.void,
+              onSome: (error) => Http.annotateOutcome(attempt, error)
+            })
+        ),
+        // No code.stacktrace: it would point here, never at the user's code (and costs a stack trace per fetch).
+        Effect.withSpan("effect-fin.token", { kind: "client", captureStackTrace: false, attributes: { "url.path": path } })
       )
     }
 

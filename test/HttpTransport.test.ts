@@ -119,6 +119,30 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
 
+  it.effect("a token that cannot be had: the call's span names the token step, the token's span has the status", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const error = yield* Effect.flip(calculate.pipe(Effect.provide(tracing)))
+      expect(error).toMatchObject({ _tag: "AuthenticationError", status: 401 })
+      const recorded = yield* spans
+      const attributes = (name: string) =>
+        recorded.filter((span) => span.name === name).map((span) => Object.fromEntries(span.attributes))
+      expect(attributes("effect-fin.fee-calculation")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "effect_fin.attempts": 0,
+        "effect_fin.outcome": "AuthenticationError",
+        "effect_fin.failed_step": "token"
+      }])
+      expect(attributes("effect-fin.token")).toEqual([{
+        "url.path": "/v1/oauth/token",
+        "http.response.status_code": 401,
+        "effect_fin.attempts": 1,
+        "effect_fin.outcome": "AuthenticationError"
+      }])
+      expect(yield* attempts).toBe(0)
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: ok })))
+
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))
