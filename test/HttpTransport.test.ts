@@ -141,7 +141,7 @@ describe("HttpTransport", () => {
         "effect_fin.outcome": "AuthenticationError"
       }])
       expect(yield* attempts).toBe(0)
-    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: ok })))
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: () => ok })))
 
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
     Effect.gen(function*() {

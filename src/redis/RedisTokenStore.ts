@@ -112,19 +112,24 @@ const importKey = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string
 
 /**
  * Connects (or borrows `options.client`) for the life of the scope. Fails only on an invalid `encryptionKey`; an
- * unreachable Redis is not an error here (the provider works around it until Redis is back).
+ * unreachable Redis is not an error here (the provider works around it until Redis is back; a warning says why, and so
+ * does each failed command's `TokenStoreError`).
+ *
+ * Throws `IllegalArgumentException` when `timeout`, `lockTtl` or `waitInterval` is not a finite duration above zero.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> =>
-  Effect.gen(function*() {
+): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> => {
+  const timeout = Connection.durationOption("RedisTokenStore", "timeout", options.timeout, "1 second")
+  const lockTtl = Connection.durationOption("RedisTokenStore", "lockTtl", options.lockTtl, "10 seconds")
+  const waitInterval = Connection.durationOption("RedisTokenStore", "waitInterval", options.waitInterval, "25 millis")
+  return Effect.gen(function*() {
     const encryption = options.encryptionKey === undefined ? undefined : yield* importKey(options.encryptionKey)
-    const lockTtl = Duration.decode(options.lockTtl ?? Duration.seconds(10))
     const lockMillis = Math.max(1, Math.round(Duration.toMillis(lockTtl)))
-    const redis = yield* Connection.connect(options)
+    const redis = yield* Connection.connect(options, timeout)
     const pairKey = (key: string) => `${redis.prefix}:token:${key}`
     const lockKey = (key: string) => `${redis.prefix}:token-lock:${key}`
     const failureKey = (key: string) => `${redis.prefix}:token-failure:${key}`
@@ -261,9 +266,10 @@ export const make = (
           Effect.map((value) => value === null ? Option.none() : decodeFailure(value))
         ),
       lockTtl,
-      waitInterval: Duration.decode(options.waitInterval ?? Duration.millis(25))
+      waitInterval
     }
   })
+}
 
 /**
  * Provides the store to `TokenProvider` (e.g. `FinClient.layer(options).pipe(Layer.provide(RedisTokenStore.layer(...)))`).

@@ -65,13 +65,17 @@ return 1`)
 const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMillis(ttl)))
 
 /**
- * Connects (or borrows `options.client`) for the life of the scope.
+ * Connects (or borrows `options.client`) for the life of the scope. An unreachable Redis is not an error here: a
+ * warning says why, and each failed command's `WebhookDedupeStoreError` too (the handler answers 500 meanwhile).
+ *
+ * Throws `IllegalArgumentException` when `timeout` is not a finite duration above zero.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> =>
-  Effect.map(Connection.connect(options), (redis): Webhooks.WebhookDedupeStoreService => {
+export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> => {
+  const timeout = Connection.durationOption("RedisWebhookDedupeStore", "timeout", options.timeout, "1 second")
+  return Effect.map(Connection.connect(options, timeout), (redis): Webhooks.WebhookDedupeStoreService => {
     const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
     const referenceKey = (referenceId: string) => `${redis.prefix}:webhook:reference:${referenceId}`
     const referenceClaimKey = (referenceId: string) => `${redis.prefix}:webhook:reference-claim:${referenceId}`
@@ -130,6 +134,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
         )
     }
   })
+}
 
 /**
  * Provides the store to every `Webhooks.handler` without a `store` option.

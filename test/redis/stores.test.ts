@@ -120,17 +120,33 @@ describe("RedisTokenStore", () => {
       expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(16)).toString("base64")))).toBe("accepted")
     }))
 
-  it.scopedLive("an unreachable Redis is a TokenStoreError at once or after the timeout, not a hang", () =>
+  it.scopedLive("an unreachable Redis is a TokenStoreError naming why, at once or after the timeout, not a hang", () =>
     Effect.gen(function*() {
+      const logs = captureLogs()
       const store = yield* RedisTokenStore.make({
         url: "redis://127.0.0.1:1",
         timeout: "200 millis",
         redisOptions: { retryStrategy: () => 50 }
-      })
+      }).pipe(Effect.provide(logs.layer))
       const error = yield* Effect.flip(store.get("k"))
       expect(error._tag).toBe("TokenStoreError")
       expect(error.operation).toBe("get")
+      // What the operator can act on: the connection's own error, said once when the store is made too.
+      expect(error.message).toMatch(/^Redis is not connected: .*ECONNREFUSED/)
+      expect(logs.lines.filter((line) => line.includes("Redis is not reachable"))).toHaveLength(1)
+      expect(logs.lines.join("\n")).toContain("ECONNREFUSED")
     }))
+
+  it("a store's timeout, lockTtl or waitInterval that is not a finite duration above zero throws when it is made", () => {
+    const refused = [
+      () => RedisTokenStore.make({ timeout: "1 secnd" as Duration.DurationInput }),
+      () => RedisTokenStore.layer({ lockTtl: Number.NaN }),
+      () => RedisTokenStore.make({ waitInterval: 0 }),
+      () => RedisWebhookDedupeStore.layer({ timeout: "-1 seconds" }),
+      () => RedisWebhookDedupeStore.make({ timeout: Number.POSITIVE_INFINITY })
+    ]
+    for (const make of refused) expect(make).toThrow(/^effect-fin: Redis\w+Store: (timeout|lockTtl|waitInterval) /)
+  })
 })
 
 describe("RedisTokenStore with several clients (one per process, as in production)", () => {

@@ -2,11 +2,14 @@
  * The Redis connection of the stores: a client of the user's or one of ours, commands bounded by a timeout, Lua
  * scripts run by their SHA-1 (loaded again after a Redis restart).
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
+import * as Durations from "../../internal/duration.js"
 
 /**
  * Where the stores find Redis, and how long one command may take.
@@ -66,10 +69,27 @@ const describe = (cause: unknown): string => {
   return (text.split("\n")[0] ?? "").slice(0, 200)
 }
 
-/** Opens (or borrows) the client for the life of the scope. */
-export const connect = (options: Options): Effect.Effect<Connection, never, Scope.Scope> =>
+/**
+ * A duration option of a store (`timeout`, `lockTtl`, ...), checked when the store is made: a NaN, negative, zero or
+ * infinite one (an unset variable read as a number, say) would fail every command, or let one wait for ever.
+ */
+export const durationOption = (
+  store: string,
+  name: string,
+  input: Duration.DurationInput | undefined,
+  fallback: Duration.DurationInput
+): Duration.Duration =>
+  Either.getOrThrowWith(
+    Durations.check(input ?? fallback, false),
+    (problem) => new Cause.IllegalArgumentException(`effect-fin: ${store}: ${name} ${problem}`)
+  )
+
+/** Opens (or borrows) the client for the life of the scope; `timeout` bounds each command. */
+export const connect = (options: Options, timeout: Duration.Duration): Effect.Effect<Connection, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const timeout = Duration.decode(options.timeout ?? Duration.seconds(1))
+    // Why our own client cannot connect (a refused connection, a wrong password): without it, every command would
+    // only say that the connection is not writeable.
+    let connectionError: string | undefined
     const client = options.client ?? (yield* Effect.acquireRelease(
       Effect.sync(() => {
         // No offline queue: while Redis is unreachable a command fails at once (the stores then go on without it)
@@ -80,25 +100,43 @@ export const connect = (options: Options): Effect.Effect<Connection, never, Scop
           ...options.redisOptions
         })
         // Failures reach the stores through their commands; without a listener ioredis prints each one.
-        own.on("error", () => undefined)
+        own.on("error", (error: unknown) => {
+          connectionError = describe(error)
+        })
+        own.on("ready", () => {
+          connectionError = undefined
+        })
         return own
       }),
       (own) => Effect.promise(() => own.quit().catch(() => own.disconnect()))
     ))
     if (options.client === undefined) {
       // Without an offline queue the first commands need the connection: wait for it (bounded; a Redis that is down
-      // now is worked around like one that goes down later).
+      // now is worked around like one that goes down later, but said at once).
       yield* Effect.async<void>((resume) => {
         if (client.status === "ready") return resume(Effect.void)
         const ready = () => resume(Effect.void)
         client.once("ready", ready)
         return Effect.sync(() => void client.off("ready", ready))
-      }).pipe(Effect.timeout(timeout), Effect.ignore)
+      }).pipe(
+        Effect.timeout(timeout),
+        Effect.catchAll(() =>
+          Effect.logWarning("effect-fin: Redis is not reachable; the store is worked around until it is").pipe(
+            Effect.annotateLogs({ reason: connectionError ?? `no connection within ${Duration.format(timeout)}` })
+          )
+        )
+      )
     }
+    const failure = (operation: string, cause: unknown): Failure => ({
+      operation,
+      message: client.status !== "ready" && connectionError !== undefined
+        ? `Redis is not connected: ${connectionError}`
+        : describe(cause)
+    })
     const run = <A>(operation: string, command: (client: Redis) => Promise<A>): Effect.Effect<A, Failure> =>
       Effect.tryPromise({
         try: () => command(client),
-        catch: (cause): Failure => ({ operation, message: describe(cause) })
+        catch: (cause) => failure(operation, cause)
       }).pipe(
         Effect.timeoutFail({
           duration: timeout,
