@@ -84,13 +84,22 @@ export const FeeCalculationRequestSchema: Schema.Schema<FeeCalculationRequest, t
     (schema) => schema as unknown as Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded>
   )
 
+// Absent fields may also be given as `undefined` (a request built from optional values), as the schema allows.
 type Amounts =
-  | { readonly source_amount: number; readonly destination_amount?: never }
-  | { readonly destination_amount: number; readonly source_amount?: never }
+  | { readonly source_amount: number; readonly destination_amount?: undefined }
+  | { readonly destination_amount: number; readonly source_amount?: undefined }
 
 type Target =
-  | { readonly destination_currency: string; readonly beneficiary_id?: string; readonly source_currency: string }
-  | { readonly beneficiary_id: string; readonly destination_currency?: string; readonly source_currency?: string }
+  | {
+    readonly destination_currency: string
+    readonly beneficiary_id?: string | undefined
+    readonly source_currency: string
+  }
+  | {
+    readonly beneficiary_id: string
+    readonly destination_currency?: string | undefined
+    readonly source_currency?: string | undefined
+  }
 
 /**
  * A fee-calculation request. The type already rules out both amounts or neither, and a request with neither a

@@ -166,9 +166,9 @@ export const delayed = (duration: Duration.DurationInput, handler: Handler): Han
  * @category handlers
  */
 export const tokenHandler = (options: {
-  readonly lifetime?: Duration.DurationInput
-  readonly refreshLifetime?: Duration.DurationInput
-  readonly envelope?: "top" | "data"
+  readonly lifetime?: Duration.DurationInput | undefined
+  readonly refreshLifetime?: Duration.DurationInput | undefined
+  readonly envelope?: "top" | "data" | undefined
 } = {}): Handler => {
   let issued = 0
   const lifetime = Duration.toMillis(options.lifetime ?? "1 hour")
@@ -358,16 +358,30 @@ export interface FeeServiceOptions {
   /** Rates keyed `"USD/CAD"`, each finite and above zero; the inverse pair is derived when missing. */
   readonly rates: Readonly<Record<string, number>>
   /** Default `{ fixed: 0, percentage: 0 }` (the emulator's default is `{ fixed: 1, percentage: 1 }`). */
-  readonly fee?: Quote.FeeRule
+  readonly fee?: FeeRule | undefined
   /** Default 15 minutes from the current `Clock` time; `valid_till` is sent in whole seconds, as the emulator does. */
-  readonly quoteLifetime?: Duration.DurationInput
+  readonly quoteLifetime?: Duration.DurationInput | undefined
   /**
    * Known beneficiaries (ids matched without regard to case): their currency and developer fee (added to the base
    * fee).
    */
-  readonly beneficiaries?: Readonly<Record<string, { readonly currency: string; readonly developerFee?: Quote.FeeRule }>>
+  readonly beneficiaries?:
+    | Readonly<Record<string, { readonly currency: string; readonly developerFee?: FeeRule | undefined }>>
+    | undefined
   /** The source currency of a request that names none (it then names a beneficiary); default `USD`. */
-  readonly defaultSourceCurrency?: string
+  readonly defaultSourceCurrency?: string | undefined
+}
+
+/**
+ * A fee: `fixed` plus `percentage` (4 = 4 %) of the source amount, each finite and zero or more, the percentage below
+ * 100.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FeeRule {
+  readonly fixed: number
+  readonly percentage: number
 }
 
 const FeeServiceOptionsData = Schema.Struct({

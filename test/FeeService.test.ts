@@ -73,6 +73,22 @@ describe("FeeService", () => {
     expect([both, nowhere, byBeneficiary]).toHaveLength(3)
   })
 
+  it.effect("a request built from optional values (absent fields given as undefined) compiles and is sent without them", () =>
+    Effect.gen(function*() {
+      const beneficiary: string | undefined = undefined
+      yield* FeeService.calculate({
+        source_currency: "USD",
+        source_amount: 100,
+        destination_amount: undefined,
+        destination_currency: "CAD",
+        beneficiary_id: beneficiary
+      })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.body)).toEqual([
+        { source_currency: "USD", source_amount: 100, destination_currency: "CAD" }
+      ])
+    }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+
   it.effect("accepts a beneficiary request without currencies", () =>
     Effect.gen(function*() {
       yield* FeeService.calculate({ destination_amount: 59456, beneficiary_id: UUID })
