@@ -5,6 +5,7 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
@@ -15,6 +16,9 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { UndiciHttpClient } from "../src/node/index.js"
 import { clientSuite } from "./emulator/clientSuite.js"
+
+// 4 MiB of a repeating pattern, so that a lost, repeated or reordered chunk shows.
+const largeBody = Buffer.from(Uint8Array.from({ length: 4 * 1024 * 1024 }, (_, i) => (i * 7) % 251))
 
 let server: Http.Server
 let base = ""
@@ -52,6 +56,9 @@ beforeAll(async () => {
       } else if (req.url === "/unavailable") {
         res.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
         res.end(`{"message":"try later"}`)
+      } else if (req.url === "/large") {
+        res.writeHead(200, { "content-type": "application/octet-stream" })
+        res.end(largeBody)
       } else if (req.url === "/stall") {
         res.on("close", () => {
           if (!res.writableEnded) onClosedEarly()
@@ -136,15 +143,36 @@ describe("UndiciHttpClient", () => {
       })
     ))
 
-  it.live("interrupting the read of a body aborts it too", () =>
+  it.live("interrupting the read of a body, as text or as a stream, aborts it too", () =>
     withClient((client) =>
       Effect.gen(function*() {
-        const before = closedEarly
-        const response = yield* client.get(`${base}/stall-body`)
-        expect(response.status).toBe(200)
-        const exit = yield* Effect.exit(Effect.timeout(response.text, Duration.millis(100)))
-        expect(Exit.isFailure(exit)).toBe(true)
-        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+        const readers = [
+          (r: HttpClientResponse.HttpClientResponse) => r.text,
+          (r: HttpClientResponse.HttpClientResponse) => Stream.runDrain(r.stream)
+        ]
+        for (const read of readers) {
+          const before = closedEarly
+          const response = yield* client.get(`${base}/stall-body`)
+          expect(response.status).toBe(200)
+          const exit = yield* Effect.exit(Effect.timeout(read(response), Duration.millis(100)))
+          expect(Exit.isFailure(exit)).toBe(true)
+          yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+        }
+      })
+    ))
+
+  it.live("a large body streamed through a slow reader arrives whole and in order", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.get(`${base}/large`)
+        const bytes = yield* Stream.runFold(
+          Stream.tap(response.stream, () => Effect.yieldNow()),
+          [] as Array<Uint8Array>,
+          (all, chunk) => [...all, chunk]
+        )
+        const body = Buffer.concat(bytes)
+        expect(body.length).toBe(largeBody.length)
+        expect(body.equals(largeBody)).toBe(true)
       })
     ))
 

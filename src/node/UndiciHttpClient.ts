@@ -188,8 +188,28 @@ class UndiciResponse extends Inspectable.Class implements HttpClientResponse.Htt
     return this.fromPromise(() => this.source.body.formData() as Promise<FormData>)
   }
 
+  // Not `Stream.fromAsyncIterable`: its finalizer awaits the iterator's `return`, which waits for the pending read, so
+  // a reader interrupted (a timeout) on a body that stalls would never finish. Here the body is destroyed at once;
+  // backpressure pauses it while the stream's buffer is full.
   get stream(): Stream.Stream<Uint8Array, HttpClientError.ResponseError> {
-    return Stream.fromAsyncIterable(this.source.body as AsyncIterable<Uint8Array>, (cause) => this.decodeError(cause))
+    const body = this.source.body
+    return Stream.async<Uint8Array, HttpClientError.ResponseError>((emit) => {
+      const onData = (chunk: Uint8Array) => {
+        body.pause()
+        void emit.single(chunk).then(() => body.resume())
+      }
+      const onEnd = () => void emit.end()
+      const onError = (cause: unknown) => void emit.fail(this.decodeError(cause))
+      body.on("data", onData)
+      body.once("end", onEnd)
+      body.once("error", onError)
+      return Effect.sync(() => {
+        body.off("data", onData)
+        body.off("end", onEnd)
+        body.off("error", onError)
+        if (!body.readableEnded) body.destroy()
+      })
+    })
   }
 
   toJSON(): unknown {
