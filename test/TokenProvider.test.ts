@@ -173,6 +173,25 @@ describe("TokenProvider", () => {
       }, { clientSecret: Redacted.make(awkward) })))
   }
 
+  for (
+    const [style, escape] of [
+      ["PHP's \\/", (text: string) => text.replaceAll("/", "\\/")],
+      ["Python's \\u escapes", (text: string) => [...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")]
+    ] as const
+  ) {
+    it.effect(`a token call's error never carries an echoed secret escaped in ${style}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(getToken)
+        expect(error.message).toBe("client_secret <redacted> is not valid")
+        expect(JSON.stringify(error)).not.toContain("AbC+xyz")
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": () =>
+          FinTest.text(422, `{"message":"client_secret ${escape("sk_live/AbC+xyz==")} is not valid"}`, {
+            "content-type": "application/json"
+          })
+      }, { clientSecret: Redacted.make("sk_live/AbC+xyz==") })))
+  }
+
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")

@@ -219,14 +219,29 @@ const transportMessage = (error: HttpClientError.HttpClientError): string => {
   }
 }
 
-// Each credential as sent and JSON-escaped (a quote, a backslash or a control character differs between the two: the
-// first form is what a plain-text or HTML body echoes, the second what a JSON one does), the longer first so that no
-// part of it is left when the shorter is a part of it.
-const redactCredentials = (text: string, credentials: ReadonlyArray<string>): string =>
-  credentials
+// The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
+// after parsing (whatever escapes the JSON used: `\/`, `\u0041`), and a kept raw body first normalised when it is
+// JSON. A credential as sent and as JSON-escaped, the longer first so that no part of it is left when the shorter is a
+// part of it.
+const redactor = (credentials: ReadonlyArray<string>): (text: string) => string => {
+  const forms = credentials
     .flatMap((credential) => credential === "" ? [] : [credential, JSON.stringify(credential).slice(1, -1)])
     .sort((a, b) => b.length - a.length)
-    .reduce((out, form) => out.includes(form) ? out.split(form).join("<redacted>") : out, text)
+  return (text) => forms.reduce((out, form) => out.includes(form) ? out.split(form).join("<redacted>") : out, text)
+}
+
+// A raw body as kept in an error: JSON re-serialised with the standard escapes (so the redaction sees the credential),
+// and no longer than MAX_BODY_IN_ERROR.
+const normalisedBody = (text: string): string => {
+  try {
+    return JSON.stringify(JSON.parse(text))
+  } catch {
+    return text
+  }
+}
+
+// A message no longer than an error should carry (a page of text in a `message` field, say).
+const short = (text: string): string => text.length > MAX_BODY_IN_ERROR ? `${text.slice(0, MAX_BODY_IN_ERROR)}...` : text
 
 const statusError = (
   spec: Attempt<unknown>,
@@ -238,10 +253,12 @@ const statusError = (
   const requestId = requestIdOf(headers)
   const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
   const parsed = parseErrorBody(text)
+  const redact = redactor(spec.credentials)
+  const message = parsed.message === undefined ? undefined : short(redact(parsed.message))
   const retryAfter = parseRetryAfter(headers, nowMillis)
   if (status === 401) {
     return new AuthenticationError({
-      message: `Authentication failed (401) on ${spec.operation}${parsed.message ? `: ${parsed.message}` : ""}`,
+      message: `Authentication failed (401) on ${spec.operation}${message ? `: ${message}` : ""}`,
       status,
       ...common
     })
@@ -256,10 +273,18 @@ const statusError = (
   }
   return new ApiError({
     status,
-    message: parsed.message ?? `The service answered ${status} on ${spec.operation}`,
-    ...(parsed.code !== undefined ? { code: parsed.code } : {}),
-    ...(parsed.fieldErrors ? { fieldErrors: parsed.fieldErrors } : {}),
-    ...(!parsed.understood && spec.keepBody && text !== "" ? { body: text.slice(0, MAX_BODY_IN_ERROR) } : {}),
+    message: message ?? `The service answered ${status} on ${spec.operation}`,
+    ...(parsed.code !== undefined ? { code: typeof parsed.code === "string" ? short(redact(parsed.code)) : parsed.code } : {}),
+    ...(parsed.fieldErrors
+      ? {
+        fieldErrors: parsed.fieldErrors.map((f) =>
+          new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
+        )
+      }
+      : {}),
+    ...(!parsed.understood && spec.keepBody && text !== ""
+      ? { body: redact(normalisedBody(text)).slice(0, MAX_BODY_IN_ERROR) }
+      : {}),
     ...(retryAfter ? { retryAfter } : {}),
     ...common
   })
@@ -403,7 +428,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       if (status < 200 || status > 299) {
         return Effect.flatMap(
           Clock.currentTimeMillis,
-          (now) => Effect.fail(statusError(spec, status, headers, redactCredentials(text, spec.credentials), now))
+          (now) => Effect.fail(statusError(spec, status, headers, text, now))
         )
       }
       const requestId = requestIdOf(headers)
