@@ -361,14 +361,19 @@ interface Body {
   readonly cut: boolean
 }
 
-// A body whose declared length is within the limit is read whole (the usual case, and the cheapest). Any other is read
-// chunk by chunk up to the limit; stopping there ends the platform's stream, which aborts the request.
+// A body whose declared length is within the limit is read whole (the usual case, and the cheapest), unless it is
+// compressed: the length is then the compressed one, and a client that decompresses (fetch) would read more. Any other
+// is read chunk by chunk up to the limit; stopping there ends the platform's stream, which aborts the request.
 const readBody = (
   response: HttpClientResponse.HttpClientResponse,
   limit: number
 ): Effect.Effect<Body, HttpClientError.ResponseError> => {
   const length = response.headers["content-length"]
-  if (length !== undefined && /^\d+$/.test(length) && Number(length) <= limit) {
+  const encoding = response.headers["content-encoding"]
+  if (
+    length !== undefined && /^\d+$/.test(length) && Number(length) <= limit &&
+    (encoding === undefined || encoding === "identity")
+  ) {
     return Effect.map(response.text, (text) => ({ text, cut: false }))
   }
   return Effect.map(

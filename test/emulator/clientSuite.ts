@@ -11,6 +11,7 @@ import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Http from "node:http"
+import * as Zlib from "node:zlib"
 import type { AddressInfo } from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
@@ -21,6 +22,7 @@ import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import * as Subdivisions from "../../src/Subdivisions.js"
+import { quoteBody } from "../support.js"
 
 const beneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
 const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
@@ -60,44 +62,76 @@ const failureOf = <A>(effect: Effect.Effect<A, FinError, FinClient.Services>) =>
 const noRetries = HttpTransport.withOptions({ maxRetries: 0 })
 
 /**
- * A loopback server whose token route answers and whose fee route sends a 200 body that never ends (until the client
- * closes the connection, which `closed` waits for).
+ * A loopback server whose token route answers and whose fee route answers with `fee`; `closed` waits for the client to
+ * close the fee request's connection.
  */
-const endlessBodyServer = Effect.acquireRelease(
-  Effect.async<{ readonly url: string; readonly closed: Effect.Effect<void>; readonly server: Http.Server }>((resume) => {
-    let closedBy: () => void = () => undefined
-    const closed = new Promise<void>((resolve) => (closedBy = resolve))
-    const server = Http.createServer((request, response) => {
-      if (request.url === "/v1/oauth/token") {
-        const now = Date.now()
-        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
-          access_token: "endless-token",
-          access_token_ttl: FinTest.formatServiceTimestamp(now + 3_600_000),
-          current_time: FinTest.formatServiceTimestamp(now)
-        }))
-        return
-      }
-      response.on("close", () => closedBy())
-      response.writeHead(200, { "content-type": "application/json" })
-      const chunk = " ".repeat(64 * 1024)
-      const write = () => {
-        while (!response.destroyed && response.write(chunk));
-      }
-      response.on("drain", write)
-      response.write("{")
-      write()
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, closed: Effect.promise(() => closed), server }))
-    })
-  }),
-  ({ server }) =>
-    Effect.async<void>((resume) => {
-      server.closeAllConnections()
-      server.close(() => resume(Effect.void))
-    })
-)
+const feeServer = (fee: (response: Http.ServerResponse) => void) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly closed: Effect.Effect<void>; readonly server: Http.Server }>((resume) => {
+      let closedBy: () => void = () => undefined
+      const closed = new Promise<void>((resolve) => (closedBy = resolve))
+      const server = Http.createServer((request, response) => {
+        if (request.url === "/v1/oauth/token") {
+          const now = Date.now()
+          response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
+            access_token: "fee-server-token",
+            access_token_ttl: FinTest.formatServiceTimestamp(now + 3_600_000),
+            current_time: FinTest.formatServiceTimestamp(now)
+          }))
+          return
+        }
+        response.on("close", () => closedBy())
+        fee(response)
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as AddressInfo
+        resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, closed: Effect.promise(() => closed), server }))
+      })
+    }),
+    ({ server }) =>
+      Effect.async<void>((resume) => {
+        server.closeAllConnections()
+        server.close(() => resume(Effect.void))
+      })
+  )
+
+// A 200 body that never ends (until the client closes the connection).
+const endlessBody = (response: Http.ServerResponse) => {
+  response.writeHead(200, { "content-type": "application/json" })
+  const chunk = " ".repeat(64 * 1024)
+  const write = () => {
+    while (!response.destroyed && response.write(chunk));
+  }
+  response.on("drain", write)
+  response.write("{")
+  write()
+}
+
+// A valid quote padded with 16 MiB of JSON whitespace, gzipped to about 16 KiB: its Content-Length is the compressed
+// size. Read whole, it would decode. Made when first sent.
+let gzippedBomb: Buffer | undefined
+const compressedBody = (response: Http.ServerResponse) => {
+  gzippedBomb ??= Zlib.gzipSync(JSON.stringify(quoteBody).replace("{", `{${" ".repeat(16 * 1024 * 1024)}`))
+  response.writeHead(200, {
+    "content-type": "application/json",
+    "content-encoding": "gzip",
+    "content-length": String(gzippedBomb.length)
+  })
+  response.end(gzippedBomb)
+}
+
+/** A quote through a client on `server` with a long timeout and no retries. */
+const quoteFrom = (server: { readonly url: string }, httpClient: Layer.Layer<HttpClient.HttpClient>) =>
+  failureOf(quote).pipe(
+    Effect.provide(FinClient.layer({
+      clientId: "client",
+      clientSecret: Redacted.make("secret"),
+      baseUrl: server.url,
+      timeout: "1 minute",
+      maxRetries: 0
+    })),
+    Effect.provide(httpClient)
+  )
 
 export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.HttpClient>) => {
   const run = (emulatorOptions?: Emulator.Options, clientOptions?: Partial<FinConfig.Options>) =>
@@ -309,17 +343,16 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
 
       it.live("a body that never ends is cut off at 4 MiB: a ResponseDecodeError, and the connection closed", () =>
         Effect.scoped(Effect.gen(function*() {
-          const server = yield* endlessBodyServer
-          const client = FinClient.layer({
-            clientId: "client",
-            clientSecret: Redacted.make("secret"),
-            baseUrl: server.url,
-            timeout: "1 minute",
-            maxRetries: 0
-          })
-          const error = yield* failureOf(quote).pipe(Effect.provide(client), Effect.provide(httpClient))
-          expect(error).toMatchObject({ _tag: "ResponseDecodeError", status: 200 })
+          const server = yield* feeServer(endlessBody)
+          expect(yield* quoteFrom(server, httpClient)).toMatchObject({ _tag: "ResponseDecodeError", status: 200 })
           yield* server.closed
+        })))
+
+      it.live("a compressed body is not trusted by its Content-Length: never read whole, a ResponseDecodeError", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const server = yield* feeServer(compressedBody)
+          // A client that decompresses (fetch) is cut off at 4 MiB; one that does not (undici) reads gzip, not JSON.
+          expect(yield* quoteFrom(server, httpClient)).toMatchObject({ _tag: "ResponseDecodeError", status: 200 })
         })))
 
       it.live("added latency beyond the timeout is a TimeoutError; below it, a success", () =>
