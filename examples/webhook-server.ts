@@ -5,7 +5,7 @@ import { Webhooks } from "effect-fin"
 import { NodeWebhookCrypto } from "effect-fin/node"
 import { createServer } from "node:http"
 
-// Scoped, so the server's shutdown waits for the handlers still running (Webhooks.handler is the unscoped form).
+// Scoped: on shutdown the handlers still running finish (Webhooks.handler is the unscoped form).
 const WebhookServer = Layer.unwrapScoped(
   Effect.gen(function* () {
     const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
@@ -20,11 +20,13 @@ const WebhookServer = Layer.unwrapScoped(
         Unknown: (event) => Effect.logWarning(`webhook of an undocumented type: ${event.received_type}`)
       }
     })
-    return HttpServer.serve(HttpRouter.empty.pipe(HttpRouter.post("/webhooks/fin", webhooks)))
+    // The server is built after the handler, so it closes first: no new delivery, then the running ones finish.
+    return HttpServer.serve(HttpRouter.empty.pipe(HttpRouter.post("/webhooks/fin", webhooks))).pipe(
+      Layer.provide(NodeHttpServer.layer(createServer, { port: 3000 }))
+    )
   })
 ).pipe(
-  Layer.provide(NodeWebhookCrypto.layer), // optional on Node: node:crypto instead of WebCrypto
-  Layer.provide(NodeHttpServer.layer(createServer, { port: 3000 }))
+  Layer.provide(NodeWebhookCrypto.layer) // optional on Node: node:crypto instead of WebCrypto
 )
 
 NodeRuntime.runMain(Layer.launch(WebhookServer))

@@ -17,6 +17,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -1358,8 +1359,8 @@ export const handler = <const H extends Handlers>(
  * events marked handled, instead of being cut off with the process and their claims held for `claimTtl`. A delivery
  * that arrives once the scope is closing gets 503 `{"outcome":"shutting_down"}`, and the service delivers it again.
  *
- * Close the server before this scope (build the app inside the layer that serves it, as with `Layer.unwrapScoped`),
- * so no delivery is accepted while the handlers drain.
+ * Build the server inside this scope (in the layer returned to `Layer.unwrapScoped`, the server layer provided
+ * there): it then closes first, so no delivery is accepted while the handlers drain.
  *
  * Throws `IllegalArgumentException` when an option is invalid, as `handler` does.
  *
@@ -1372,25 +1373,42 @@ export const makeHandler = <const H extends Handlers>(
   const app = makeApp(options)
   return Effect.gen(function*() {
     const running = yield* FiberSet.make<Answer>()
+    // Deliveries admitted (past the shutdown check) and not yet forked or answered: the closing waits for them too, so
+    // one that was claiming its event when the scope began to close still runs its handler, or frees its claim.
+    let admitted = 0
     let closing = false
+    const idle = yield* Deferred.make<void>()
+    const leave = Effect.sync(() => {
+      admitted -= 1
+      if (closing && admitted === 0) Deferred.unsafeDone(idle, Exit.void)
+    })
     // Added after the set, so it runs before the set's own finalizer (which would interrupt what is still running).
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         closing = true
-        return FiberSet.awaitEmpty(running)
+        return Effect.zipRight(admitted === 0 ? Effect.void : Deferred.await(idle), FiberSet.awaitEmpty(running))
       })
     )
-    return app({ fork: FiberSet.run(running), closing: () => closing })
+    return app({
+      fork: FiberSet.run(running),
+      admit: (delivery, refused) =>
+        Effect.suspend(() => {
+          if (closing) return refused
+          admitted += 1
+          return Effect.ensuring(delivery, leave)
+        })
+    })
   })
 }
 
-// Where a claimed delivery runs to its end: a fiber detached from the request (see `handle`), tracked by `makeHandler`.
+// Where a claimed delivery runs to its end: a fiber detached from the request (see `handle`), tracked by `makeHandler`,
+// whose `admit` answers `refused` once its scope is closing.
 interface Runner {
   readonly fork: <R>(finish: Effect.Effect<Answer, never, R>) => Effect.Effect<Fiber.RuntimeFiber<Answer>, never, R>
-  readonly closing: () => boolean
+  readonly admit: <A, E, R>(delivery: Effect.Effect<A, E, R>, refused: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-const detached: Runner = { fork: Effect.forkDaemon, closing: () => false }
+const detached: Runner = { fork: Effect.forkDaemon, admit: (delivery) => delivery }
 
 const makeApp = <const H extends Handlers>(
   options: HandlerOptions<H>
@@ -1482,7 +1500,6 @@ const makeApp = <const H extends Handlers>(
       Effect.gen(function*() {
         const { createdAt, event } = decoded
         yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
-        if (runner.closing()) return yield* respond(503, "shutting_down")
         const store = yield* storeFor
         const referenceId = event.event_reference_id
         const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
@@ -1565,7 +1582,7 @@ const makeApp = <const H extends Handlers>(
     const body = yield* (contentLength === "0" ? Effect.succeed(new Uint8Array(0)) : readBody(request.stream, limit))
       .pipe(Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read"))))
     const decoded = yield* verifyWith(body, parsed.right, secrets, verifyOptions)
-    return yield* handle(decoded, runner)
+    return yield* runner.admit(handle(decoded, runner), respond(503, "shutting_down"))
   }).pipe(
     Effect.catchTag("WebhookVerificationError", reject),
     Effect.withSpan("effect-fin.webhook")

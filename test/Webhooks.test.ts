@@ -965,6 +965,39 @@ describe("Webhooks.handler", () => {
       expect(handler.runs()).toBe(1)
     }))
 
+  it.effect("makeHandler: a delivery claiming its event as the scope begins to close is still handled, and waited for", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const claiming = yield* Deferred.make<void>()
+      const claimMay = yield* Deferred.make<void>()
+      // A claim that takes its time (a store across the network): the scope starts closing meanwhile.
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        claim: (...args) =>
+          Deferred.succeed(claiming, undefined).pipe(
+            Effect.zipRight(Deferred.await(claimMay)),
+            Effect.zipRight(memory.claim(...args))
+          )
+      }
+      const { record, seen } = yield* recorder
+      const scope = yield* Scope.make()
+      const app = yield* Scope.extend(
+        Webhooks.makeHandler({ secrets: secret, store, handlers: { "beneficiary.status": (event) => record(event.id) } }),
+        scope
+      )
+      const handle = yield* webHandler(app)
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(claiming)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* realPause(20)
+      expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+      yield* Deferred.succeed(claimMay, undefined)
+      yield* Fiber.join(closing)
+      const answer = yield* Fiber.join(first)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+      expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
+    }))
+
   it.effect("a handler running past handlerTimeout is interrupted: 500, the claim released, the redelivery handled", () =>
     Effect.gen(function*() {
       let attempts = 0

@@ -89,9 +89,14 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       const { handlers, release, seen, started } = yield* heldHandler
       const store = Webhooks.makeMemoryDedupeStore()
       const server = Http.createServer()
+      // As the README wires it: the server inside the handler's scope, so it closes first.
       const WebhookServer = Layer.unwrapScoped(
-        Effect.map(Webhooks.makeHandler({ secrets: secret, store, handlers }), (app) => HttpServer.serve(app))
-      ).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
+        Effect.map(
+          Webhooks.makeHandler({ secrets: secret, store, handlers }),
+          (app) =>
+            HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
+        )
+      )
       const scope = yield* Scope.make()
       yield* Layer.buildWithScope(WebhookServer, scope)
       const address = server.address()
@@ -101,9 +106,10 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       yield* abandonedDelivery(port, started)
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
       yield* pause(50)
-      // The shutdown waits for the handler, which is held until released.
+      // The shutdown waits for the handler, which is held until released; the server has already stopped listening.
       expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
       expect(seen).toEqual(["acquired"])
+      expect(server.listening).toBe(false)
       yield* release
       yield* Fiber.join(closing)
       expect(seen).toEqual(["acquired", "done", "released"])
