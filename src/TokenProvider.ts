@@ -189,7 +189,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     })
     const headers = { accept: "application/json", "user-agent": config.userAgent }
 
-    const call = (path: string, body: Readonly<Record<string, string>>) => {
+    const call = (path: string, body: Readonly<Record<string, string>>, maxRetries = config.maxRetries) => {
       const operation = `POST ${path}`
       let attempt = 0
       let status = 0
@@ -216,7 +216,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
         Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
         (self) => Retry.retry(self, {
-          maxRetries: config.maxRetries,
+          maxRetries,
           waitCap: Effect.succeed(config.maxRetryAfter),
           onRetry: (error, retry) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`)
@@ -264,11 +264,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       return { access, refresh }
     })
 
-    const issue = Effect.gen(function*() {
-      yield* Effect.logDebug("effect-fin: issuing an access token")
-      const body = { client_id: config.clientId, client_secret: Redacted.value(config.clientSecret) }
-      return yield* toState(yield* call("/v1/oauth/token", body), "POST /v1/oauth/token")
-    })
+    const issueWith = (maxRetries: number) =>
+      Effect.gen(function*() {
+        yield* Effect.logDebug("effect-fin: issuing an access token")
+        const body = { client_id: config.clientId, client_secret: Redacted.value(config.clientSecret) }
+        return yield* toState(yield* call("/v1/oauth/token", body, maxRetries), "POST /v1/oauth/token")
+      })
+    const issue = issueWith(config.maxRetries)
 
     const refresh = (token: Redacted.Redacted<string>) =>
       Effect.gen(function*() {
@@ -276,12 +278,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const response = yield* call("/v1/oauth/refresh-token", { refresh_token: Redacted.value(token) })
         return yield* toState(response, "POST /v1/oauth/refresh-token")
       }).pipe(
-        // A refused refresh token (401 or another 4xx) means: issue anew. So does a refresh route that still fails
-        // after its retries (5xx, timeout, unreachable, an answer that does not decode): the issue route may well work,
-        // and the refresh token would otherwise be tried again, and fail, on every fetch until it expires (days).
-        Effect.catchAll((e) =>
-          Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(Effect.zipRight(issue))
-        )
+        // A refused refresh token (401 or another 4xx) means: issue anew. A refresh route that still fails after its
+        // retries (5xx, timeout, unreachable, an answer that does not decode) gets one issue attempt, without retries:
+        // the issue route may well work, and the refresh token would otherwise be tried again, and fail, on every fetch
+        // until it expires (days); but when the whole service is down, that costs one attempt, not a second series.
+        Effect.catchAll((e) => {
+          const refused = e._tag === "AuthenticationError" || (e._tag === "ApiError" && e.status >= 400 && e.status < 500)
+          return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
+            Effect.zipRight(refused ? issue : issueWith(0))
+          )
+        })
       )
 
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>

@@ -101,14 +101,14 @@ describe("TokenProvider", () => {
       // refreshAt is 1 min before expiry (refreshMargin), the token usable until 30 s before it.
       yield* advance(HOUR - MIN + 10_000)
       down = true
-      // 100 callers at once wait for one refresh; it fails after its 2 retries (0.5 + 1 s), then so does the issue
-      // tried in its place, and they all go on with token-1 rather than fail.
+      // 100 callers at once wait for one refresh; it fails after its 2 retries (0.5 + 1 s), then so does the one issue
+      // attempt made in its place, and they all go on with token-1 rather than fail.
       const fiber = yield* Effect.fork(
         Effect.all(Array.from({ length: 100 }, () => FeeService.calculate(quoteRequest)), { concurrency: "unbounded" })
       )
       yield* advance(5_000)
       expect(yield* Fiber.join(fiber)).toHaveLength(100)
-      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 6)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 4)
       // Said once per failed refresh, at Warning, naming the error's tag.
       const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
       expect(warnings).toHaveLength(1)
@@ -116,13 +116,13 @@ describe("TokenProvider", () => {
       expect(warnings[0]).toContain("ApiError")
       // For a pause after the failure (5 s), callers go on with token-1 at once, without a refresh of their own.
       yield* FeeService.calculate(quoteRequest)
-      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 6)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 4)
       // After it, the next caller tries again and, that refresh failing too, goes on with token-1.
       yield* advance(5_000)
       const again = yield* Effect.fork(FeeService.calculate(quoteRequest))
       yield* advance(5_000)
       yield* Fiber.join(again)
-      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 6 + 6)
+      expect(yield* count("POST /v1/oauth/*")).toBe(1 + 4 + 4)
       const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
       expect(new Set(bearers)).toEqual(new Set(["Bearer token-1"]))
       // Past its usable time, callers fail with the refresh's typed error.
