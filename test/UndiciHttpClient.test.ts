@@ -56,6 +56,10 @@ beforeAll(async () => {
       } else if (req.url === "/unavailable") {
         res.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
         res.end(`{"message":"try later"}`)
+      } else if (req.url === "/reset-after-headers") {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.flushHeaders()
+        setTimeout(() => res.socket?.destroy(), 10)
       } else if (req.url === "/large") {
         res.writeHead(200, { "content-type": "application/octet-stream" })
         res.end(largeBody)
@@ -158,6 +162,21 @@ describe("UndiciHttpClient", () => {
           expect(Exit.isFailure(exit)).toBe(true)
           yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
         }
+      })
+    ))
+
+  it.live("a stream read after its body failed fails at once; one read after its end ends at once", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const broken = yield* client.get(`${base}/reset-after-headers`)
+        // The connection is gone before anybody reads the body.
+        yield* Effect.sleep(Duration.millis(100))
+        const error = yield* Effect.flip(Effect.timeout(Stream.runDrain(broken.stream), Duration.seconds(5)))
+        expect(error._tag).toBe("ResponseError")
+        const done = yield* client.get(`${base}/text`)
+        expect(Buffer.concat(Chunk.toArray(yield* Stream.runCollect(done.stream))).toString("utf8")).toBe("hello, world")
+        const again = yield* Effect.timeout(Stream.runCollect(done.stream), Duration.seconds(5))
+        expect(Chunk.size(again)).toBe(0)
       })
     ))
 

@@ -20,6 +20,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as ParseResult from "effect/ParseResult"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import {
@@ -376,26 +377,32 @@ const readBody = (
   ) {
     return Effect.map(response.text, (text) => ({ text, cut: false }))
   }
-  return Effect.map(
-    Stream.runFoldWhile(
-      response.stream,
-      { chunks: [] as Array<Uint8Array>, size: 0 },
-      (read) => read.size <= limit,
-      (read, chunk) => {
-        read.chunks.push(chunk)
-        return { chunks: read.chunks, size: read.size + chunk.length }
+  // Pulled by hand: a stream run (a sink, its fold) costs more than the rest of a small answer's read.
+  return Effect.scoped(Effect.flatMap(Stream.toPull(response.stream), (pull) =>
+    Effect.gen(function*() {
+      const chunks: Array<Uint8Array> = []
+      let size = 0
+      while (size <= limit) {
+        const next = yield* Effect.either(pull)
+        if (Either.isLeft(next)) {
+          if (Option.isSome(next.left)) return yield* Effect.fail(next.left.value)
+          break
+        }
+        for (const chunk of next.right) {
+          chunks.push(chunk)
+          size += chunk.length
+        }
       }
-    ),
-    ({ chunks, size }) => {
-      const bytes = new Uint8Array(size)
-      let offset = 0
-      for (const chunk of chunks) {
-        bytes.set(chunk, offset)
-        offset += chunk.length
+      const bytes = chunks.length === 1 ? chunks[0]! : new Uint8Array(size)
+      if (chunks.length > 1) {
+        let offset = 0
+        for (const chunk of chunks) {
+          bytes.set(chunk, offset)
+          offset += chunk.length
+        }
       }
       return { text: utf8.decode(bytes.subarray(0, limit)), cut: size > limit }
-    }
-  )
+    })))
 }
 
 const utf8 = new TextDecoder()

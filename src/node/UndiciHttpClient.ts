@@ -25,6 +25,7 @@ import * as IncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as UrlParams from "@effect/platform/UrlParams"
 import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as Undici from "@effect/platform-node/Undici"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Inspectable from "effect/Inspectable"
@@ -188,28 +189,55 @@ class UndiciResponse extends Inspectable.Class implements HttpClientResponse.Htt
     return this.fromPromise(() => this.source.body.formData() as Promise<FormData>)
   }
 
-  // Not `Stream.fromAsyncIterable`: its finalizer awaits the iterator's `return`, which waits for the pending read, so
-  // a reader interrupted (a timeout) on a body that stalls would never finish. Here the body is destroyed at once;
-  // backpressure pauses it while the stream's buffer is full.
+  // Pulled with `read()` (the body stays paused between pulls: backpressure without a buffer of our own), one chunk per
+  // pull with no fiber or queue per chunk. Not `Stream.fromAsyncIterable`: its finalizer awaits the iterator's
+  // `return`, which waits for the pending read, so a reader interrupted (a timeout) on a body that stalls would never
+  // finish; here the body is destroyed at once. A body that failed, or was consumed, before the stream was read ends
+  // the stream too, rather than leaving it waiting for events that came earlier.
   get stream(): Stream.Stream<Uint8Array, HttpClientError.ResponseError> {
     const body = this.source.body
-    return Stream.async<Uint8Array, HttpClientError.ResponseError>((emit) => {
-      const onData = (chunk: Uint8Array) => {
-        body.pause()
-        void emit.single(chunk).then(() => body.resume())
+    const pull = Effect.async<Chunk.Chunk<Uint8Array>, Option.Option<HttpClientError.ResponseError>>((resume) => {
+      const settle = (): boolean => {
+        if (body.errored !== null) {
+          resume(Effect.fail(Option.some(this.decodeError(body.errored))))
+          return true
+        }
+        const chunk = body.read() as Uint8Array | null
+        if (chunk !== null) {
+          resume(Effect.succeed(Chunk.of(chunk)))
+          return true
+        }
+        if (body.readableEnded) {
+          resume(Effect.fail(Option.none()))
+          return true
+        }
+        if (body.destroyed) {
+          resume(Effect.fail(Option.some(this.decodeError(new Error("the body was closed before its end")))))
+          return true
+        }
+        return false
       }
-      const onEnd = () => void emit.end()
-      const onError = (cause: unknown) => void emit.fail(this.decodeError(cause))
-      body.on("data", onData)
-      body.once("end", onEnd)
-      body.once("error", onError)
-      return Effect.sync(() => {
-        body.off("data", onData)
-        body.off("end", onEnd)
-        body.off("error", onError)
-        if (!body.readableEnded) body.destroy()
-      })
+      if (settle()) return
+      const retry = () => {
+        if (settle()) stop()
+      }
+      const stop = () => {
+        body.off("readable", retry)
+        body.off("end", retry)
+        body.off("close", retry)
+        body.off("error", retry)
+      }
+      body.on("readable", retry)
+      body.on("end", retry)
+      body.on("close", retry)
+      body.on("error", retry)
+      return Effect.sync(stop)
     })
+    return Stream.repeatEffectChunkOption(pull).pipe(
+      Stream.ensuring(Effect.sync(() => {
+        if (!body.readableEnded) body.destroy()
+      }))
+    )
   }
 
   toJSON(): unknown {
