@@ -1117,7 +1117,9 @@ export type Handlers = {
 
 /**
  * Refuses, at compile time, a key of `handlers` that is not an event type (a misspelt one would otherwise be accepted
- * beside valid ones, its events acknowledged and never handled).
+ * beside valid ones, its events acknowledged and never handled). In a function generic over the handlers
+ * (`<H extends Handlers>`), where this cannot be decided, state it: `handler({ secrets, handlers } as
+ * HandlerOptions<H> & OnlyEventTypes<H>)`; the keys are still checked when the handler is built.
  *
  * @since 0.1.0
  * @category models
