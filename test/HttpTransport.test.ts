@@ -4,6 +4,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
@@ -13,7 +15,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
-import { advance, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
+import { advance, captureLogs, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
 const calculate = FeeService.calculate(quoteRequest)
@@ -142,6 +144,19 @@ describe("HttpTransport", () => {
       }])
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: () => ok })))
+
+  it.live("on the live clock, a failed call logs nothing of the runtime's own (no fiber 'terminated with an unhandled error')", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "ApiError", status: 422 })
+      expect(logs.lines.filter((line) => line.includes("unhandled"))).toEqual([])
+    }).pipe(
+      provideClient({ [FEE]: () => status(422) }),
+      Effect.provide(logs.layer),
+      Logger.withMinimumLogLevel(LogLevel.All)
+    )
+  })
 
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
     Effect.gen(function*() {

@@ -321,10 +321,12 @@ export const timeoutFail = <A, E, E1>(
   Effect.clockWith((clock) => {
     if (clock !== liveClock) return Effect.timeoutFail(self, { duration, onTimeout })
     const millis = Duration.toMillis(duration)
+    // The child ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as a
+    // fiber that "terminated with an unhandled error".
     return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.fork(restore(self)), (fiber) =>
+      Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) =>
         Effect.flatMap(
-          Effect.async<Exit.Exit<A, E> | typeof TimedOut>((resume) => {
+          Effect.async<Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut>((resume) => {
             let done = false
             const timer = millis <= MAX_TIMER_MILLIS
               ? setTimeout(() => {
@@ -343,9 +345,11 @@ export const timeoutFail = <A, E, E1>(
           (result): Effect.Effect<A, E | E1> =>
             result === TimedOut
               ? Effect.zipRight(Fiber.interrupt(fiber), Effect.fail(onTimeout()))
-              : Exit.isSuccess(result)
-              ? Effect.as(Fiber.inheritAll(fiber), result.value)
-              : result
+              : Exit.isFailure(result)
+              ? Effect.failCause(result.cause)
+              : Exit.isSuccess(result.value)
+              ? Effect.as(Fiber.inheritAll(fiber), result.value.value)
+              : result.value
         ))
     )
   })
