@@ -344,9 +344,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               tokenFailed
                 ? Effect.zipRight(
                   Effect.annotateCurrentSpan("effect_fin.failed_step", "token"),
-                  Http.annotateOutcome(attempts, { _tag: failure.value._tag })
+                  Http.annotateOutcome(attempts, failure.value._tag, undefined)
                 )
-                : Http.annotateOutcome(attempts, failure.value),
+                : Http.annotateOutcome(attempts, failure.value._tag, Http.statusOf(failure.value)),
               metrics
             )
           })

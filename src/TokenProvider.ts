@@ -226,7 +226,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             ? Http.annotateOutcome(attempt, "success", status)
             : Option.match(Cause.failureOption(exit.cause), {
               onNone: () => Effect.void,
-              onSome: (error) => Http.annotateOutcome(attempt, error)
+              onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error))
             })
         ),
         // No code.stacktrace: it would point here, never at the user's code (and costs a stack trace per fetch).

@@ -467,26 +467,17 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
   )
 }
 
-/**
- * Records how a call ended on the current span: its attempts, its outcome (`success` or the error's tag) and the status
- * of the last answer, when there was one (not for a timeout, a reset or a refused request).
- */
-export const annotateOutcome = (
-  attempts: number,
-  outcome: { readonly _tag: string } | "success",
-  status?: number
-): Effect.Effect<void> => {
-  const last = status !== undefined
-    ? status
-    : typeof outcome !== "string" && "status" in outcome && typeof outcome.status === "number"
-    ? outcome.status
-    : undefined
-  return Effect.annotateCurrentSpan({
+/** Records how a call ended on the current span: its attempts, its outcome (`success` or an error's tag), its status. */
+export const annotateOutcome = (attempts: number, outcome: string, status: number | undefined): Effect.Effect<void> =>
+  Effect.annotateCurrentSpan({
     "effect_fin.attempts": attempts,
-    "effect_fin.outcome": typeof outcome === "string" ? outcome : outcome._tag,
-    ...(last === undefined ? {} : { "http.response.status_code": last })
+    "effect_fin.outcome": outcome,
+    ...(status === undefined ? {} : { "http.response.status_code": status })
   })
-}
+
+/** The status of the last answer an error carries, when there was one (not for a timeout, a reset or a refusal). */
+export const statusOf = (error: object): number | undefined =>
+  "status" in error && typeof error.status === "number" ? error.status : undefined
 
 /** The user's client, with trace headers on or off. */
 export const configure = (client: Client, tracePropagation: boolean): Client =>
