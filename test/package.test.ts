@@ -11,6 +11,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const bin = (name: string) => join(root, "node_modules", ".bin", name)
 let scratch = ""
 let app = ""
+let tarball = ""
 
 const run = (file: string, args: ReadonlyArray<string>, cwd: string) =>
   execFileSync(file, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } })
@@ -50,10 +51,10 @@ Effect.runPromise(Effect.all([program, refused])).then(([quote, error]) => {
 
 describe("package", () => {
   beforeAll(async () => {
-    await runAsync("npm", ["run", "build"], root)
     scratch = mkdtempSync(join(tmpdir(), "effect-fin-pack-"))
+    // `npm pack` builds (prepack), as `npm publish` does: a package is never packed from a stale or missing dist/.
     await runAsync("npm", ["pack", "--pack-destination", scratch], root)
-    const tarball = readdirSync(scratch).find((f) => f.endsWith(".tgz"))!
+    tarball = readdirSync(scratch).find((f) => f.endsWith(".tgz"))!
     app = join(scratch, "app")
     const installed = join(app, "node_modules", "effect-fin")
     mkdirSync(installed, { recursive: true })
@@ -166,7 +167,7 @@ export const schemas: ReadonlyArray<Schema.Schema.Any> = [
 
   it("passes @arethetypeswrong/cli for node16 and bundlers", async () => {
     // Exits non-zero on any problem; node10 (no `exports` support) cannot see subpaths at all, by design.
-    const output = await runAsync(bin("attw"), ["--pack", ".", "--profile", "node16"], root)
+    const output = await runAsync(bin("attw"), [join(scratch, tarball), "--profile", "node16"], root)
     expect(output).toContain(`"effect-fin/test"`)
     expect(output).not.toContain("❌")
   }, 120_000)
