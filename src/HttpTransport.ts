@@ -218,6 +218,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const tokens = yield* TokenProvider.TokenProvider
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
+    // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
+    const secret = Redacted.value(config.clientSecret)
     const defaults = resolveOptions(config, {})
 
     const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
@@ -249,7 +251,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               operation,
               attempt: attempts,
               keepBody: true,
-              credentials: [Redacted.value(token)]
+              credentials: [Redacted.value(token), secret]
             })
           })
 

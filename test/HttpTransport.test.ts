@@ -45,15 +45,18 @@ describe("HttpTransport", () => {
     const [name, reply] of [
       ["401 naming the token", (bearer: string) => FinTest.json(401, { message: `Token ${bearer} has expired` })],
       ["500 HTML page quoting the request", (bearer: string) =>
-        FinTest.text(500, `<html><pre>authorization: Bearer ${bearer}</pre></html>`, { "content-type": "text/html" })]
+        FinTest.text(500, `<html><pre>authorization: Bearer ${bearer}</pre></html>`, { "content-type": "text/html" })],
+      ["400 debugging page dumping the settings", (bearer: string) =>
+        FinTest.json(400, { message: `bad request (token ${bearer}, client secret test-secret)` })]
     ] as const
   ) {
-    it.effect(`an error never carries the bearer token the service echoed back: ${name}`, () =>
+    it.effect(`an error never carries the bearer token or the client secret: ${name}`, () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
         const text = `${JSON.stringify(error)} ${String(error)} ${error.message}`
         expect(text).toContain("<redacted>")
         expect(text).not.toMatch(/token-\d/)
+        expect(text).not.toContain("test-secret")
       }).pipe(provideClient({
         [FEE]: (request) => reply((request.headers.authorization ?? "").replace("Bearer ", ""))
       }, { maxRetries: 0 })))
