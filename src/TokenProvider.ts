@@ -456,15 +456,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             }
             if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable), state] as const
             const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
+            // The fiber ends with the fetch's exit as its value: `settle` passes a failure on to the waiters, so the
+            // runtime does not also report it as a fiber that "terminated with an unhandled error".
             const fiber = yield* obtain(yield* storeFor, state.refresh).pipe(
               Effect.onExit((exit) => settle(exit, usable, deferred)),
               restore,
+              Effect.exit,
               Effect.forkIn(scope)
             )
             // Into a scope already closed (the client is shutting down) the fetch is interrupted before it starts and
             // `settle` never runs: the waiters get the interruption rather than waiting for ever. Otherwise `settle`
             // has completed the deferred before the fiber ends, and this does nothing.
-            fiber.addObserver((exit) => Deferred.unsafeDone(deferred, Exit.map(exit, (pair) => pair.access.token)))
+            fiber.addObserver((exit) =>
+              Deferred.unsafeDone(
+                deferred,
+                Exit.isSuccess(exit) ? Exit.map(exit.value, (pair) => pair.access.token) : Exit.failCause(exit.cause)
+              )
+            )
             return [awaitFetch(deferred, usable), { ...state, access: usable, pending: Option.some(deferred) }] as const
           })
         ))

@@ -11,8 +11,11 @@ import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as FeeService from "../src/FeeService.js"
+import type * as FinClient from "../src/FinClient.js"
+import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
+import * as SubdivisionService from "../src/SubdivisionService.js"
 import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
 import { advance, captureLogs, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
@@ -148,18 +151,25 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: () => ok })))
 
-  it.live("on the live clock, a failed call logs nothing of the runtime's own (no fiber 'terminated with an unhandled error')", () => {
-    const logs = captureLogs()
-    return Effect.gen(function*() {
-      const error = yield* Effect.flip(calculate)
-      expect(error).toMatchObject({ _tag: "ApiError", status: 422 })
-      expect(logs.lines.filter((line) => line.includes("unhandled"))).toEqual([])
-    }).pipe(
-      provideClient({ [FEE]: () => status(422) }),
-      Effect.provide(logs.layer),
-      Logger.withMinimumLogLevel(LogLevel.All)
-    )
-  })
+  const failing: ReadonlyArray<readonly [string, FinTest.Routes, Effect.Effect<unknown, FinError, FinClient.Services>]> = [
+    ["a refused call", { [FEE]: () => status(422) }, calculate],
+    ["a token that cannot be had", { "POST /v1/oauth/token": () => status(401) }, calculate],
+    ["a subdivision lookup refused", { "GET /v1/countries/*/subdivisions": () => status(404) }, SubdivisionService.list("USA")]
+  ]
+  for (const [name, routes, call] of failing) {
+    it.live(`on the live clock, ${name} logs nothing of the runtime's own (no fiber "terminated with an unhandled error")`, () => {
+      const logs = captureLogs()
+      return Effect.gen(function*() {
+        const error = yield* Effect.flip(call)
+        expect(["ApiError", "AuthenticationError"]).toContain(error._tag)
+        expect(logs.lines.filter((line) => line.includes("unhandled"))).toEqual([])
+      }).pipe(
+        provideClient(routes, { subdivisionMode: "online" }),
+        Effect.provide(logs.layer),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+    })
+  }
 
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
     Effect.gen(function*() {

@@ -71,13 +71,18 @@ export const make = <K, A, E>(options: {
             if (fresh(entry, now)) return [Effect.succeed(entry.value), entries] as const
             if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
             const deferred = yield* Deferred.make<A, E>()
+            // The fiber ends with the lookup's exit as its value, passed on to the waiters: the runtime does not also
+            // report a failure as a fiber that "terminated with an unhandled error".
             const fiber = yield* options.lookup(key).pipe(
               Effect.onExit((exit) => Effect.zipRight(record(key, deferred, exit), Deferred.done(deferred, exit))),
+              Effect.exit,
               Effect.forkIn(scope)
             )
             // Into a closed scope (the owner is shutting down) the lookup is interrupted before it runs: the waiters
             // get the interruption instead of waiting for ever. Otherwise the deferred is already done by then.
-            fiber.addObserver((exit) => Deferred.unsafeDone(deferred, exit))
+            fiber.addObserver((exit) =>
+              Deferred.unsafeDone(deferred, Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))
+            )
             const next = new Map(entries)
             next.set(key, { _tag: "Pending", deferred })
             return [Deferred.await(deferred), next] as const
