@@ -111,13 +111,25 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       (own) => Effect.promise(() => own.quit().catch(() => own.disconnect()))
     ))
     if (options.client === undefined) {
-      // Without an offline queue the first commands need the connection: wait for it (bounded; a Redis that is down
-      // now is worked around like one that goes down later, but said at once).
-      yield* Effect.async<void>((resume) => {
+      // Without an offline queue the first commands need the connection: wait for it (bounded, and no longer than its
+      // first error; a Redis that is down now is worked around like one that goes down later, but said at once).
+      yield* Effect.async<void, void>((resume) => {
         if (client.status === "ready") return resume(Effect.void)
-        const ready = () => resume(Effect.void)
-        client.once("ready", ready)
-        return Effect.sync(() => void client.off("ready", ready))
+        const stop = () => {
+          client.off("ready", ready)
+          client.off("error", failed)
+        }
+        const ready = () => {
+          stop()
+          resume(Effect.void)
+        }
+        const failed = () => {
+          stop()
+          resume(Effect.fail(undefined))
+        }
+        client.on("ready", ready)
+        client.on("error", failed)
+        return Effect.sync(stop)
       }).pipe(
         Effect.timeout(timeout),
         Effect.catchAll(() =>
