@@ -371,10 +371,11 @@ interface Body {
 // is read chunk by chunk up to the limit; stopping there ends the platform's stream, which aborts the request.
 const readBody = (
   response: HttpClientResponse.HttpClientResponse,
+  headers: Readonly<Record<string, string>>,
   limit: number
 ): Effect.Effect<Body, HttpClientError.ResponseError> => {
-  const length = response.headers["content-length"]
-  const encoding = response.headers["content-encoding"]
+  const length = headers["content-length"]
+  const encoding = headers["content-encoding"]
   if (
     length !== undefined && /^\d+$/.test(length) && Number(length) <= limit &&
     (encoding === undefined || encoding === "identity")
@@ -416,12 +417,16 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
   if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
   return client.execute(request).pipe(
-    Effect.flatMap((response) =>
-      Effect.map(
-        readBody(response, MAX_RESPONSE_BYTES),
-        ({ cut, text }) => ({ status: response.status, headers: response.headers, text, cut })
-      )
-    ),
+    Effect.flatMap((response) => {
+      // Read once: some platform clients convert the headers again on every access.
+      const headers = response.headers
+      return Effect.map(readBody(response, headers, MAX_RESPONSE_BYTES), ({ cut, text }) => ({
+        status: response.status,
+        headers,
+        text,
+        cut
+      }))
+    }),
     Effect.mapError((error) =>
       new TransportError({
         message: `${spec.operation}: ${transportMessage(error)}`,
