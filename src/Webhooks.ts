@@ -33,6 +33,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
+import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
@@ -1317,14 +1318,7 @@ const readBody = <E>(
           chunks.push(chunk)
         }
       }
-      if (chunks.length === 1) return chunks[0]!
-      const body = new Uint8Array(size)
-      let offset = 0
-      for (const chunk of chunks) {
-        body.set(chunk, offset)
-        offset += chunk.length
-      }
-      return body
+      return Bytes.concat(chunks, size)
     }))
 
 /**

@@ -478,6 +478,26 @@ const gate = Effect.gen(function*() {
   }
 })
 
+/**
+ * A memory store whose `claim` pauses `before` or `after` taking the claim, as a remote store's round trip may:
+ * `paused` once it got there, `resume` to let it go on.
+ */
+const pausedClaims = (at: "before" | "after") =>
+  Effect.gen(function*() {
+    const memory = Webhooks.makeMemoryDedupeStore()
+    const reached = yield* Deferred.make<void>()
+    const go = yield* Deferred.make<void>()
+    const pause = Effect.zipRight(Deferred.succeed(reached, undefined), Deferred.await(go))
+    const store: Webhooks.WebhookDedupeStoreService = {
+      ...memory,
+      claim: (eventId, referenceId, ttl) =>
+        at === "before"
+          ? Effect.zipRight(pause, memory.claim(eventId, referenceId, ttl))
+          : Effect.tap(memory.claim(eventId, referenceId, ttl), () => pause)
+    }
+    return { memory, store, paused: Deferred.await(reached), resume: Deferred.succeed(go, undefined) }
+  })
+
 /** A handler whose user handler waits at the gate, with `options` beside the secret. */
 const gatedHandler = (options: Omit<Webhooks.HandlerOptions<Webhooks.Handlers>, "secrets" | "handlers"> = {}) =>
   Effect.gen(function*() {
@@ -744,16 +764,8 @@ describe("Webhooks.handler", () => {
 
   it.effect("a delivery interrupted while its claim is being taken releases the claim, so neither event nor resource stays held", () =>
     Effect.gen(function*() {
-      const memory = Webhooks.makeMemoryDedupeStore()
-      const landed = yield* Deferred.make<void>()
-      const reply = yield* Deferred.make<void>()
       // As with a remote store: the claim is taken, and the delivery is interrupted before the answer arrives.
-      const store: Webhooks.WebhookDedupeStoreService = {
-        ...memory,
-        claim: (eventId, referenceId, ttl) =>
-          Effect.tap(memory.claim(eventId, referenceId, ttl), () =>
-            Effect.zipRight(Deferred.succeed(landed, undefined), Deferred.await(reply)))
-      }
+      const { memory, paused, resume, store } = yield* pausedClaims("after")
       let runs = 0
       const app = Webhooks.handler({ secrets: secret, store, handlers: { "beneficiary.status": () => Effect.sync(() => runs++) } })
       const request = HttpServerRequest.fromWeb(yield* signedPost(currentBody))
@@ -762,9 +774,9 @@ describe("Webhooks.handler", () => {
         Effect.scoped,
         Effect.fork
       )
-      yield* Deferred.await(landed)
+      yield* paused
       const interrupting = yield* Effect.fork(Fiber.interrupt(delivery))
-      yield* Deferred.succeed(reply, undefined)
+      yield* resume
       expect(Exit.isInterrupted(yield* Fiber.join(interrupting))).toBe(true)
       expect(runs).toBe(0)
       const again = yield* memory.claim("40061557-f125-4b39-97d6-c16a0f1230c1", "another-reference", Duration.minutes(1))
@@ -967,18 +979,8 @@ describe("Webhooks.handler", () => {
 
   it.effect("makeHandler: a delivery claiming its event as the scope begins to close is still handled, and waited for", () =>
     Effect.gen(function*() {
-      const memory = Webhooks.makeMemoryDedupeStore()
-      const claiming = yield* Deferred.make<void>()
-      const claimMay = yield* Deferred.make<void>()
       // A claim that takes its time (a store across the network): the scope starts closing meanwhile.
-      const store: Webhooks.WebhookDedupeStoreService = {
-        ...memory,
-        claim: (...args) =>
-          Deferred.succeed(claiming, undefined).pipe(
-            Effect.zipRight(Deferred.await(claimMay)),
-            Effect.zipRight(memory.claim(...args))
-          )
-      }
+      const { paused, resume, store } = yield* pausedClaims("before")
       const { record, seen } = yield* recorder
       const scope = yield* Scope.make()
       const app = yield* Scope.extend(
@@ -987,11 +989,11 @@ describe("Webhooks.handler", () => {
       )
       const handle = yield* webHandler(app)
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* Deferred.await(claiming)
+      yield* paused
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
       yield* realPause(20)
       expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
-      yield* Deferred.succeed(claimMay, undefined)
+      yield* resume
       yield* Fiber.join(closing)
       const answer = yield* Fiber.join(first)
       expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])

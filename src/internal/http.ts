@@ -33,6 +33,7 @@ import {
   TimeoutError,
   TransportError
 } from "../FinError.js"
+import * as Bytes from "./bytes.js"
 import * as Issues from "./issues.js"
 
 /** The platform client a user provides. */
@@ -398,15 +399,7 @@ const readBody = (
           size += chunk.length
         }
       }
-      const bytes = chunks.length === 1 ? chunks[0]! : new Uint8Array(size)
-      if (chunks.length > 1) {
-        let offset = 0
-        for (const chunk of chunks) {
-          bytes.set(chunk, offset)
-          offset += chunk.length
-        }
-      }
-      return { text: utf8.decode(bytes.subarray(0, limit)), cut: size > limit }
+      return { text: utf8.decode(Bytes.concat(chunks, size).subarray(0, limit)), cut: size > limit }
     })))
 }
 
