@@ -48,6 +48,11 @@ export interface Options {
   readonly subdivisionMode?: SubdivisionMode | undefined
   /** How long API results are cached. Default 24 h. */
   readonly subdivisionCacheTtl?: Duration.DurationInput | undefined
+  /**
+   * In `"fallback"` mode, how long lookups are answered from the snapshot without asking the API after it failed
+   * (unreachable, timing out, 5xx); then one lookup asks it again. Default 30 s; 0 asks the API every time.
+   */
+  readonly subdivisionFallbackCooldown?: Duration.DurationInput | undefined
 }
 
 /**
@@ -83,6 +88,7 @@ export interface Resolved {
   readonly userAgent: string
   readonly subdivisionMode: SubdivisionMode
   readonly subdivisionCacheTtl: Duration.Duration
+  readonly subdivisionFallbackCooldown: Duration.Duration
 }
 
 /**
@@ -187,7 +193,13 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       tracePropagation: options.tracePropagation ?? false,
       userAgent: userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
       subdivisionMode: mode,
-      subdivisionCacheTtl: yield* duration("subdivisionCacheTtl", options.subdivisionCacheTtl, "24 hours", true)
+      subdivisionCacheTtl: yield* duration("subdivisionCacheTtl", options.subdivisionCacheTtl, "24 hours", true),
+      subdivisionFallbackCooldown: yield* duration(
+        "subdivisionFallbackCooldown",
+        options.subdivisionFallbackCooldown,
+        "30 seconds",
+        true
+      )
     }
   })
 
@@ -243,7 +255,8 @@ const variables: { readonly [K in keyof Options]-?: string } = {
   tracePropagation: "FIN_TRACE_PROPAGATION",
   userAgent: "FIN_USER_AGENT",
   subdivisionMode: "FIN_SUBDIVISION_MODE",
-  subdivisionCacheTtl: "FIN_SUBDIVISION_CACHE_TTL"
+  subdivisionCacheTtl: "FIN_SUBDIVISION_CACHE_TTL",
+  subdivisionFallbackCooldown: "FIN_SUBDIVISION_FALLBACK_COOLDOWN"
 }
 
 // A problem `resolve` found in an option, told in terms of the variable the value came from.
@@ -260,7 +273,7 @@ const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
  * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
- * `FIN_SUBDIVISION_CACHE_TTL`. Durations are written like `30 seconds` or `500 millis`.
+ * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or `500 millis`.
  *
  * @since 0.1.0
  * @category config
@@ -279,7 +292,8 @@ export const fromEnv: Config.Config<Options> = Config.all({
   tracePropagation: Config.option(Config.boolean("FIN_TRACE_PROPAGATION")),
   userAgent: Config.option(Config.string("FIN_USER_AGENT")),
   subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
-  subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL"))
+  subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL")),
+  subdivisionFallbackCooldown: Config.option(durationVar("FIN_SUBDIVISION_FALLBACK_COOLDOWN"))
 }).pipe(Config.map(({ clientId, clientSecret, ...rest }): Options => ({
   clientId,
   clientSecret,
@@ -294,7 +308,8 @@ export const fromEnv: Config.Config<Options> = Config.all({
   tracePropagation: Option.getOrUndefined(rest.tracePropagation),
   userAgent: Option.getOrUndefined(rest.userAgent),
   subdivisionMode: Option.getOrUndefined(rest.subdivisionMode),
-  subdivisionCacheTtl: Option.getOrUndefined(rest.subdivisionCacheTtl)
+  subdivisionCacheTtl: Option.getOrUndefined(rest.subdivisionCacheTtl),
+  subdivisionFallbackCooldown: Option.getOrUndefined(rest.subdivisionFallbackCooldown)
 })))
 
 /**

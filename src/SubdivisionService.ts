@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -14,6 +15,7 @@ import * as CountryCode from "./CountryCode.js"
 import * as FinConfig from "./FinConfig.js"
 import { type FinError, Issue, RequestValidationError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
+import * as Breaker from "./internal/breaker.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import * as internal from "./internal/subdivisions.js"
 import * as Subdivisions from "./Subdivisions.js"
@@ -104,8 +106,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         (response) => response.data.subdivisions
       )
 
-    const cached = yield* KeyedCache.make({ lookup: fetch, timeToLive: config.subdivisionCacheTtl })
-
     const fromSnapshot = (country: CountryCode.CountryCode): SubdivisionList => ({
       country,
       subdivisions: snapshotOf(country),
@@ -114,29 +114,62 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
 
     // A caller with its own options (`HttpTransport.withOptions`) makes its own call rather than join one made under
     // another caller's deadline and retries.
-    const fromApi = (country: CountryCode.CountryCode) =>
-      HttpTransport.currentCallOptions.pipe(
-        Effect.flatMap((options) => cached(country, Object.values(options).every((value) => value === undefined))),
-        Effect.map((subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
+    const fromApi = <E>(
+      lookup: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, E>
+    ) =>
+      Effect.map(
+        KeyedCache.make({ lookup, timeToLive: config.subdivisionCacheTtl }),
+        (cached) => (country: CountryCode.CountryCode) =>
+          HttpTransport.currentCallOptions.pipe(
+            Effect.flatMap((options) => cached(country, Object.values(options).every((value) => value === undefined))),
+            Effect.map((subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
+          )
       )
 
-    const list = (input: string) =>
-      Effect.flatMap(CountryCode.validate(input), (country): Effect.Effect<SubdivisionList, FinError> => {
-        switch (config.subdivisionMode) {
-          case "offline":
-            return Effect.succeed(fromSnapshot(country))
-          case "online":
-            return fromApi(country)
-          case "fallback":
-            return fromApi(country).pipe(
-              Effect.catchIf(canFallBack, (error) =>
-                Effect.as(
-                  Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag})`),
-                  fromSnapshot(country)
-                ))
+    // After a failure that the snapshot stood in for, the snapshot answers at once for the cool-down (a service that
+    // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again.
+    const cooldown = config.subdivisionFallbackCooldown
+    const breaker: Breaker.Breaker<FinError> = Duration.toMillis(cooldown) > 0
+      ? Breaker.make({ cooldown, trips: canFallBack })
+      : (self) => self
+    const fallback = Effect.map(
+      fromApi((country) => breaker(fetch(country))),
+      (api) => (country: CountryCode.CountryCode) =>
+        api(country).pipe(
+          Effect.catchAll((error) => {
+            if (error._tag === "CircuitOpen") {
+              const again = new Date(error.until).toISOString()
+              return Effect.as(
+                Effect.logDebug(
+                  `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ` +
+                    `asking it again from ${again})`
+                ),
+                fromSnapshot(country)
+              )
+            }
+            if (!canFallBack(error)) return Effect.fail(error)
+            return Effect.as(
+              Effect.logWarning(
+                `effect-fin: serving the offline snapshot for ${country} (${error._tag})${
+                  Duration.toMillis(cooldown) > 0
+                    ? `; lookups use the snapshot for the next ${Duration.format(cooldown)}, then ask the API again`
+                    : ""
+                }`
+              ),
+              fromSnapshot(country)
             )
-        }
-      })
+          })
+        )
+    )
+
+    const byMode: (country: CountryCode.CountryCode) => Effect.Effect<SubdivisionList, FinError> =
+      config.subdivisionMode === "offline"
+        ? (country) => Effect.succeed(fromSnapshot(country))
+        : config.subdivisionMode === "online"
+        ? yield* fromApi(fetch)
+        : yield* fallback
+
+    const list = (input: string) => Effect.flatMap(CountryCode.validate(input), byMode)
 
     // Offline means no network at all, so the one operation that must ask the API is refused, not sent.
     const offline = new RequestValidationError({

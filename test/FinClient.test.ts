@@ -33,6 +33,7 @@ describe("FinConfig", () => {
       expect(config.tracePropagation).toBe(false)
       expect(config.subdivisionMode).toBe("fallback")
       expect(Duration.toHours(config.subdivisionCacheTtl)).toBe(24)
+      expect(Duration.toSeconds(config.subdivisionFallbackCooldown)).toBe(30)
       expect(config.userAgent).toBe(`effect-fin/${version}`)
       expect(Redacted.isRedacted(config.clientSecret)).toBe(true)
       expect((yield* FinConfig.resolve({ ...base, environment: "production" })).baseUrl).toBe("https://api.fin.com")
@@ -79,7 +80,8 @@ describe("FinConfig", () => {
             ["FIN_CLIENT_SECRET", "env-secret"],
             ["FIN_BASE_URL", "http://127.0.0.1:9"],
             ["FIN_MAX_RETRIES", "4"],
-            ["FIN_TIMEOUT", "5 seconds"]
+            ["FIN_TIMEOUT", "5 seconds"],
+            ["FIN_SUBDIVISION_FALLBACK_COOLDOWN", "2 minutes"]
           ])
         ))
       )
@@ -89,6 +91,7 @@ describe("FinConfig", () => {
       const config = yield* FinConfig.resolve(options)
       expect(config.maxRetries).toBe(4)
       expect(Duration.toSeconds(config.timeout)).toBe(5)
+      expect(Duration.toMinutes(config.subdivisionFallbackCooldown)).toBe(2)
     }))
 
   it.effect("layerFromEnv fails with a ConfigError when FIN_CLIENT_ID is missing", () =>

@@ -66,7 +66,7 @@ describe("SubdivisionService", () => {
       expect(yield* allRequests).toHaveLength(0)
     }).pipe(withMode("offline", { [ROUTE]: () => usa })))
 
-  it.effect("fallback: the snapshot on a 503 (after the retries), and the API is asked again next time", () =>
+  it.effect("fallback: the snapshot on a 503 (after the retries), and the API is asked again after the cool-down", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(list("USA"))
       yield* advance(1500)
@@ -74,8 +74,11 @@ describe("SubdivisionService", () => {
       expect(first.source).toBe("snapshot")
       expect(first.subdivisions).toEqual(snapshotUsa)
       expect(yield* calls).toBe(3)
-      const second = yield* list("USA")
-      expect(second.source).toBe("api")
+      expect((yield* list("USA")).source).toBe("snapshot")
+      expect(yield* calls).toBe(3)
+      yield* advance(30_000)
+      const later = yield* list("USA")
+      expect(later.source).toBe("api")
       expect(yield* calls).toBe(4)
     }).pipe(withMode("fallback", {
       [ROUTE]: FinTest.sequence(
@@ -251,4 +254,108 @@ describe("SubdivisionService", () => {
       const exit = yield* Effect.exit(Effect.provide(list("USA"), context))
       expect(Exit.isInterrupted(exit)).toBe(true)
     }))
+
+  describe("fallback cool-down", () => {
+    const down = () => ({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), usa) })
+
+    it.effect("after a failure, every country gets the snapshot at once, without a request, for the cool-down", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+        yield* advance(29_999)
+        for (const country of ["USA", "CAN", "BRA"]) {
+          const result = yield* list(country)
+          expect(result.source).toBe("snapshot")
+          expect(result.subdivisions).toEqual(Either.getOrThrow(Subdivisions.forCountry(country)))
+        }
+        // A caller with options of its own gets the snapshot as well: the service is known to be down.
+        expect((yield* list("USA").pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+        yield* advance(1)
+        expect((yield* list("USA")).source).toBe("api")
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", down())))
+
+    it.effect("a lookup that fails again after the cool-down starts another", () =>
+      Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+        yield* advance(29_999)
+        expect((yield* list("USA")).source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+        yield* advance(1)
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", {
+        [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(502, { message: "bad gateway" }), usa)
+      })))
+
+    it.effect("after the cool-down one lookup asks the API; meanwhile other countries get the snapshot at once", () =>
+      Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        const probe = yield* Effect.fork(list("USA"))
+        yield* advance(10)
+        expect((yield* list("CAN")).source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+        yield* advance(1000)
+        expect((yield* Fiber.join(probe)).source).toBe("api")
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", {
+        [ROUTE]: (() => {
+          let n = 0
+          return (request) => {
+            n += 1
+            if (n === 1) return FinTest.fail("ECONNREFUSED")
+            return n === 2 ? FinTest.delayed("1 second", () => usa)(request) : usa
+          }
+        })()
+      })))
+
+    it.effect("an interrupted lookup after the cool-down leaves the next one free to ask the API", () =>
+      Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        const probe = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
+        yield* advance(10)
+        yield* Fiber.interrupt(probe)
+        expect(yield* calls).toBe(2)
+        yield* Effect.fork(list("USA"))
+        yield* advance(10)
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })))
+
+    it.effect("a cached API answer is still served while the snapshot stands in for the others", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA")).source).toBe("api")
+        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(usa, FinTest.fail("ECONNREFUSED")) })))
+
+    it.effect("a refusal (4xx) starts none: the service answered", () =>
+      Effect.gen(function*() {
+        expect((yield* Effect.flip(list("USA").pipe(noRetries)))._tag).toBe("ApiError")
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(404, { message: "not found" }), usa) })))
+
+    it.effect("a cool-down of 0 asks the API on every lookup", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", down(), { subdivisionFallbackCooldown: 0 })))
+
+    it.effect("online mode never serves the snapshot: each lookup asks the API", () =>
+      Effect.gen(function*() {
+        expect((yield* Effect.flip(list("USA").pipe(noRetries)))._tag).toBe("TransportError")
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("online", down())))
+  })
 })

@@ -255,7 +255,15 @@ describe("Inputs from outside are validated before use", () => {
         ["clientSecret", { clientSecret: "" }],
         ["environment", { environment: "staging" }],
         ["subdivisionMode", { subdivisionMode: "ONLINE" }],
-        ...(["timeout", "deadline", "tokenTimeout", "maxRetryAfter", "refreshMargin", "subdivisionCacheTtl"] as const)
+        ...([
+          "timeout",
+          "deadline",
+          "tokenTimeout",
+          "maxRetryAfter",
+          "refreshMargin",
+          "subdivisionCacheTtl",
+          "subdivisionFallbackCooldown"
+        ] as const)
           .flatMap((name) =>
             [-1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, "-5 seconds", "soon", -1n, [-1, 0], [
               0,
@@ -304,6 +312,7 @@ describe("Inputs from outside are validated before use", () => {
           ["FIN_MAX_RETRY_AFTER", "-1 millis"],
           ["FIN_SUBDIVISION_CACHE_TTL", "-24 hours"],
           ["FIN_SUBDIVISION_CACHE_TTL", "NaN hours"],
+          ["FIN_SUBDIVISION_FALLBACK_COOLDOWN", "30"],
           ["FIN_MAX_RETRIES", "11"],
           ["FIN_TIMEOUT", "0 millis"],
           ["FIN_CLIENT_SECRET", ""]
@@ -319,9 +328,14 @@ describe("Inputs from outside are validated before use", () => {
         ...base,
         maxRetryAfter: 0,
         refreshMargin: "0 seconds",
-        subdivisionCacheTtl: Duration.zero
+        subdivisionCacheTtl: Duration.zero,
+        subdivisionFallbackCooldown: 0
       })
-      expect(Duration.toMillis(zero.maxRetryAfter) + Duration.toMillis(zero.refreshMargin)).toBe(0)
+      expect(
+        [zero.maxRetryAfter, zero.refreshMargin, zero.subdivisionCacheTtl, zero.subdivisionFallbackCooldown].map(
+          Duration.toMillis
+        )
+      ).toEqual([0, 0, 0, 0])
       const loopback = yield* FinConfig.resolve({ ...base, baseUrl: "http://localhost:4010/" })
       expect(loopback.baseUrl).toBe("http://localhost:4010")
     }))
