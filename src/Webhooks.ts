@@ -565,12 +565,23 @@ const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(typ
   Schema.Struct({ type: Schema.Literal(type), ...eventFields, data }).annotations({ identifier: type })
 
 /**
- * `INDIVIDUAL` or `BUSINESS`.
+ * A beneficiary type: `INDIVIDUAL`, `BUSINESS`, or a value the documentation does not list yet, kept as received
+ * (branded, so comparisons with the known values still narrow). A signed status change of a new kind of beneficiary
+ * is passed on, not refused with a 400 and lost.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const BeneficiaryType = Schema.Literal("INDIVIDUAL", "BUSINESS")
+export const BeneficiaryType = Schema.Union(
+  Schema.Literal("INDIVIDUAL", "BUSINESS"),
+  Schema.String.pipe(Schema.brand("effect-fin/UnlistedBeneficiaryType"))
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type BeneficiaryType = typeof BeneficiaryType.Type
 
 /**
  * A beneficiary status: one of the documented four, or a value the documentation does not list yet, kept as received

@@ -249,6 +249,15 @@ describe("Webhooks decoding", () => {
       expect(event.data.status).toEqual(Option.some("SUSPENDED"))
     }))
 
+  it.effect("keeps an unlisted beneficiary type; a type that is not a string is still malformed", () =>
+    Effect.gen(function*() {
+      const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: "JOINT" } }))
+      if (event.type !== "beneficiary.status") return expect.fail(`decoded as ${event.type}`)
+      expect(event.data.type).toBe("JOINT")
+      const error = yield* Effect.flip(signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: 1 } })))
+      expect(error.reason).toBe("malformed_body")
+    }))
+
   it.effect("accepts a missing sandbox_mode and timestamps with offsets or without a fraction", () =>
     Effect.gen(function*() {
       const noSandbox = yield* signedVerify(makeBody({ sandbox: undefined }))
@@ -266,7 +275,7 @@ describe("Webhooks decoding", () => {
       const marker = "SENSITIVE-VALUE-42"
       const cases: ReadonlyArray<readonly [string, string]> = [
         ["not json " + marker, ""],
-        [makeBody({ data: { ...beneficiaryData("ACTIVE"), type: marker } }), "data.type"],
+        [makeBody({ data: { ...beneficiaryData("ACTIVE"), active: marker } }), "data.active"],
         [makeBody({ data: { ...beneficiaryData("ACTIVE"), beneficiary_id: undefined } }), "data.beneficiary_id"],
         [makeBody({ createdAt: marker }), "event.created_at"],
         [makeBody({ createdAt: "2026-02-30T10:00:00Z" }), "event.created_at"],

@@ -113,7 +113,8 @@ export const WebhookRequest = Schema.Struct({
   url: Schema.optional(HttpUrl),
   beneficiaryId: Schema.optional(Uuid),
   customerId: Schema.optional(Uuid),
-  type: Schema.optional(Webhooks.BeneficiaryType),
+  // The documented types only: the emulator plays the service as documented.
+  type: Schema.optional(Schema.Literal("INDIVIDUAL", "BUSINESS")),
   status: Schema.optional(Schema.Literal("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")),
   /** Default: `status === "ACTIVE"`. */
   active: Schema.optional(Schema.Boolean),
