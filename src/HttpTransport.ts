@@ -24,6 +24,7 @@ import * as FinConfig from "./FinConfig.js"
 import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as Http from "./internal/http.js"
+import { memo } from "./internal/memo.js"
 import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
@@ -190,14 +191,6 @@ const latency = Metric.histogram(
 // Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
 // new key each time. Both labels of a request count go on in one step: a metric tagged twice merges its label lists
 // into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
-const memo = <M>(make: (key: string) => M): (key: string) => M => {
-  const cache = new Map<string, M>()
-  return (key) => {
-    let value = cache.get(key)
-    if (value === undefined) cache.set(key, value = make(key))
-    return value
-  }
-}
 const retriesOf = memo((name) => Metric.tagged(retries, "operation", name))
 const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
 const requestsByOutcome = memo((name) =>

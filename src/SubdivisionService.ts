@@ -9,6 +9,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
@@ -17,6 +18,7 @@ import { type FinError, Issue, RequestValidationError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
 import * as KeyedCache from "./internal/keyedCache.js"
+import { memo } from "./internal/memo.js"
 import * as internal from "./internal/subdivisions.js"
 import * as Subdivisions from "./Subdivisions.js"
 
@@ -80,6 +82,14 @@ const canFallBack = (error: FinError): boolean =>
   (error._tag === "ApiError" && error.status === 408) ||
   ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
+// How often the snapshot stood in for the API, by why: the error's tag, or `cooldown` for a lookup answered while the
+// API was left alone after a failure. Tagged once per reason, not per lookup.
+const snapshotServed = Metric.counter("effect_fin_subdivision_snapshot_total", {
+  description: "Subdivision lookups answered from the offline snapshot in fallback mode, by reason",
+  incremental: true
+})
+const snapshotServedFor = memo((reason) => Metric.tagged(snapshotServed, "reason", reason))
+
 const snapshotOf = (country: CountryCode.CountryCode): ReadonlyArray<Subdivisions.Subdivision> =>
   // `country` is already validated, so the lookup cannot fail.
   Either.getOrElse(Subdivisions.forCountry(country), () => [])
@@ -139,25 +149,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           Effect.catchAll((error) => {
             if (error._tag === "CircuitOpen") {
               const again = new Date(error.until).toISOString()
-              return Effect.as(
-                Effect.logDebug(
-                  `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ` +
-                    `asking it again from ${again})`
-                ),
-                fromSnapshot(country)
-              )
+              return Effect.logDebug(
+                `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ` +
+                  `asking it again from ${again})`
+              ).pipe(Effect.zipRight(Metric.increment(snapshotServedFor("cooldown"))), Effect.as(fromSnapshot(country)))
             }
             if (!canFallBack(error)) return Effect.fail(error)
-            return Effect.as(
-              Effect.logWarning(
-                `effect-fin: serving the offline snapshot for ${country} (${error._tag})${
-                  Duration.toMillis(cooldown) > 0
-                    ? `; lookups use the snapshot for the next ${Duration.format(cooldown)}, then ask the API again`
-                    : ""
-                }`
-              ),
-              fromSnapshot(country)
-            )
+            return Effect.logWarning(
+              `effect-fin: serving the offline snapshot for ${country} (${error._tag})${
+                Duration.toMillis(cooldown) > 0
+                  ? `; lookups use the snapshot for the next ${Duration.format(cooldown)}, then ask the API again`
+                  : ""
+              }`
+            ).pipe(Effect.zipRight(Metric.increment(snapshotServedFor(error._tag))), Effect.as(fromSnapshot(country)))
           })
         )
     )

@@ -4,6 +4,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Scope from "effect/Scope"
 import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
@@ -275,6 +277,23 @@ describe("SubdivisionService", () => {
         expect((yield* list("USA")).source).toBe("api")
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", down())))
+
+    it.effect("counts the snapshot answers by reason in effect_fin_subdivision_snapshot_total", () =>
+      Effect.gen(function*() {
+        const served = (reason: string) =>
+          Effect.sync(() => {
+            const pair = Metric.unsafeSnapshot().find((p) =>
+              p.metricKey.name === "effect_fin_subdivision_snapshot_total" &&
+              p.metricKey.tags.some((tag) => tag.key === "reason" && tag.value === reason)
+            )
+            return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
+          })
+        const before = [yield* served("TransportError"), yield* served("cooldown")]
+        yield* list("USA").pipe(noRetries)
+        yield* list("CAN")
+        yield* list("BRA")
+        expect([yield* served("TransportError"), yield* served("cooldown")]).toEqual([before[0]! + 1, before[1]! + 2])
       }).pipe(withMode("fallback", down())))
 
     it.effect("a lookup that fails again after the cool-down starts another", () =>
