@@ -13,6 +13,7 @@ import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -58,6 +59,8 @@ const webhookStep = (emulator: Emulator.Service) =>
         ` (active: ${event.data.active}, sandbox: ${Option.getOrElse(event.sandbox_mode, () => "?")})`
     )
   }))
+
+const millis = (duration: Duration.Duration) => `${Math.round(Duration.toMillis(duration))} ms`
 
 const program = Effect.gen(function*() {
   const live = process.env.FIN_CLIENT_ID !== undefined && process.env.FIN_CLIENT_ID !== ""
@@ -116,10 +119,15 @@ const program = Effect.gen(function*() {
     // The sandbox cannot be switched off from here; a client pointed at a closed local port shows the same path.
     fallbackClient = yield* FinClient.make({ ...options, baseUrl: "http://127.0.0.1:9", maxRetries: 1, timeout: "2 seconds" })
   }
-  const canada = yield* fallbackClient.subdivisions.list("CAN")
-  yield* say(`CAN: ${canada.subdivisions.length} subdivisions from the ${
-    canada.source === "snapshot" ? "offline snapshot (the API could not be reached)" : "API"
-  }`)
+  const canada = yield* fallbackClient.subdivisions.list("CAN").pipe(Effect.timed)
+  yield* say(`CAN: ${canada[1].subdivisions.length} subdivisions from the ${
+    canada[1].source === "snapshot" ? "offline snapshot (the API could not be reached)" : "API"
+  }, in ${millis(canada[0])}`)
+  // The snapshot now stands in at once for subdivisionFallbackCooldown (30 s), without asking the API.
+  const mexico = yield* fallbackClient.subdivisions.list("MEX").pipe(Effect.timed)
+  yield* say(`MEX: ${mexico[1].subdivisions.length} subdivisions from the ${
+    mexico[1].source === "snapshot" ? "offline snapshot, without a request (the API is left alone for 30 s)" : "API"
+  }, in ${millis(mexico[0])}`)
 
   yield* Console.log("\nDone.")
 }).pipe(

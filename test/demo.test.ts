@@ -24,6 +24,7 @@ describe("npm start (the main job)", () => {
     expect(stdout).toContain("receiver answered 200; signature verified")
     expect(stdout).toMatch(/is ACTIVE \(active: true, sandbox: true\)/)
     expect(stdout).toContain("CAN: 13 subdivisions from the offline snapshot")
+    expect(stdout).toContain("MEX: 32 subdivisions from the offline snapshot, without a request")
     expect(stdout).toContain("Done.")
     expect(stdout).not.toContain("emulator-secret")
   }, 60_000)
