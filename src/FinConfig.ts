@@ -273,7 +273,8 @@ const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
  * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
- * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or `500 millis`.
+ * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
+ * `500 millis`.
  *
  * @since 0.1.0
  * @category config

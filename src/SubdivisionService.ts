@@ -136,35 +136,45 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           )
       )
 
+    const fromSnapshotLogged = (country: CountryCode.CountryCode, reason: string, log: Effect.Effect<void>) =>
+      log.pipe(Effect.zipRight(Metric.increment(snapshotServedFor(reason))), Effect.as(fromSnapshot(country)))
+
     // After a failure that the snapshot stood in for, the snapshot answers at once for the cool-down (a service that
     // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again.
-    const cooldown = config.subdivisionFallbackCooldown
-    const breaker: Breaker.Breaker<FinError> = Duration.toMillis(cooldown) > 0
-      ? Breaker.make({ cooldown, trips: canFallBack })
-      : (self) => self
-    const fallback = Effect.map(
-      fromApi((country) => breaker(fetch(country))),
-      (api) => (country: CountryCode.CountryCode) =>
-        api(country).pipe(
-          Effect.catchAll((error) => {
+    const fallback = Effect.suspend(() => {
+      const cooldown = config.subdivisionFallbackCooldown
+      const coolsDown = Duration.toMillis(cooldown) > 0
+      const breaker: Breaker.Breaker<FinError> = coolsDown
+        ? Breaker.make({ cooldown, trips: canFallBack })
+        : (self) => self
+      const then = coolsDown
+        ? `; lookups use the snapshot for the next ${Duration.format(cooldown)}, then ask the API again`
+        : ""
+      return Effect.map(
+        fromApi((country) => breaker(fetch(country))),
+        (api) => (country: CountryCode.CountryCode) =>
+          Effect.catchAll(api(country), (error) => {
             if (error._tag === "CircuitOpen") {
               const again = new Date(error.until).toISOString()
-              return Effect.logDebug(
-                `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ` +
-                  `asking it again from ${again})`
-              ).pipe(Effect.zipRight(Metric.increment(snapshotServedFor("cooldown"))), Effect.as(fromSnapshot(country)))
+              return fromSnapshotLogged(
+                country,
+                "cooldown",
+                Effect.logDebug(
+                  `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ` +
+                    `asking it again from ${again})`
+                )
+              )
             }
-            if (!canFallBack(error)) return Effect.fail(error)
-            return Effect.logWarning(
-              `effect-fin: serving the offline snapshot for ${country} (${error._tag})${
-                Duration.toMillis(cooldown) > 0
-                  ? `; lookups use the snapshot for the next ${Duration.format(cooldown)}, then ask the API again`
-                  : ""
-              }`
-            ).pipe(Effect.zipRight(Metric.increment(snapshotServedFor(error._tag))), Effect.as(fromSnapshot(country)))
+            return canFallBack(error)
+              ? fromSnapshotLogged(
+                country,
+                error._tag,
+                Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag})${then}`)
+              )
+              : Effect.fail(error)
           })
-        )
-    )
+      )
+    })
 
     const byMode: (country: CountryCode.CountryCode) => Effect.Effect<SubdivisionList, FinError> =
       config.subdivisionMode === "offline"
