@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
@@ -122,65 +123,85 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       source: "snapshot"
     })
 
+    const cache = yield* KeyedCache.make({ lookup: fetch, timeToLive: config.subdivisionCacheTtl })
+    const apiList = (country: CountryCode.CountryCode) => (subdivisions: ReadonlyArray<Subdivisions.Subdivision>) =>
+      ({ country, subdivisions, source: "api" }) satisfies SubdivisionList
+
     // A caller with its own options (`HttpTransport.withOptions`) makes its own call rather than join one made under
     // another caller's deadline and retries.
-    const fromApi = <E>(
-      lookup: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, E>
-    ) =>
+    const fromApi = (country: CountryCode.CountryCode, options: HttpTransport.CallOptions) =>
       Effect.map(
-        KeyedCache.make({ lookup, timeToLive: config.subdivisionCacheTtl }),
-        (cached) => (country: CountryCode.CountryCode) =>
-          HttpTransport.currentCallOptions.pipe(
-            Effect.flatMap((options) => cached(country, Object.values(options).every((value) => value === undefined))),
-            Effect.map((subdivisions): SubdivisionList => ({ country, subdivisions, source: "api" }))
-          )
+        cache.get(country, Object.values(options).every((value) => value === undefined)),
+        apiList(country)
       )
 
     const fromSnapshotLogged = (country: CountryCode.CountryCode, reason: string, log: Effect.Effect<void>) =>
       log.pipe(Effect.zipRight(Metric.increment(snapshotServedFor(reason))), Effect.as(fromSnapshot(country)))
 
+    // What a failed lookup says about the service. A timeout under a deadline of the caller's own says nothing about
+    // the service (that caller still gets the snapshot), so it cannot send everyone else to the snapshot.
+    const judge = (options: HttpTransport.CallOptions) => (error: FinError): Breaker.Verdict =>
+      !canFallBack(error)
+        ? "up"
+        : error._tag === "TimeoutError" && (options.timeout !== undefined || options.deadline !== undefined)
+        ? "unknown"
+        : "down"
+
+    const at = (millis: number) => new Date(millis).toISOString()
+
     // After a failure that the snapshot stood in for, the snapshot answers at once for the cool-down (a service that
-    // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again.
-    const fallback = Effect.suspend(() => {
+    // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again. The breaker
+    // is consulted before the cache's shared lookups, so nobody joins a probe; a fresh cached answer is still served.
+    const fallback = Effect.gen(function*() {
       const cooldown = config.subdivisionFallbackCooldown
-      const coolsDown = Duration.toMillis(cooldown) > 0
-      const breaker: Breaker.Breaker<FinError> = coolsDown
-        ? Breaker.make({ cooldown, trips: canFallBack })
+      const breaker: Breaker.Breaker<FinError> = Duration.toMillis(cooldown) > 0
+        ? yield* Breaker.make<FinError>({
+          cooldown,
+          onOpen: (error) =>
+            Effect.logInfo(
+              `effect-fin: the subdivisions API failed with ${error._tag}; lookups use the offline snapshot for the ` +
+                `next ${Duration.format(cooldown)}, then ask it again`
+            ),
+          onClose: (error, since) =>
+            Effect.logInfo(
+              `effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in ` +
+                `from ${at(since)}; the last failure was ${error._tag})`
+            )
+        })
         : (self) => self
-      const then = coolsDown
-        ? `; lookups use the snapshot for the next ${Duration.format(cooldown)}, then ask the API again`
-        : ""
-      return Effect.map(
-        fromApi((country) => breaker(fetch(country))),
-        (api) => (country: CountryCode.CountryCode) =>
-          Effect.catchAll(api(country), (error) => {
-            if (error._tag === "CircuitOpen") {
-              const again = new Date(error.until).toISOString()
-              return fromSnapshotLogged(
-                country,
-                "cooldown",
-                Effect.logDebug(
-                  `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ` +
-                    `asking it again from ${again})`
-                )
+      const lookup = (country: CountryCode.CountryCode) =>
+        Effect.flatMap(HttpTransport.currentCallOptions, (options) =>
+          Effect.flatMap(cache.getIfFresh(country), (cached) =>
+            Option.isSome(cached)
+              ? Effect.succeed(apiList(country)(cached.value))
+              : breaker(fromApi(country, options), judge(options))))
+      return (country: CountryCode.CountryCode) =>
+        Effect.catchAll(lookup(country), (error) => {
+          if (error._tag === "CircuitOpen") {
+            const next = error.probing ? "another lookup is asking it again" : `it is asked again from ${at(error.until)}`
+            return fromSnapshotLogged(
+              country,
+              "cooldown",
+              Effect.logDebug(
+                `effect-fin: serving the offline snapshot for ${country} (the API failed with ${error.error._tag}; ${next})`
               )
-            }
-            return canFallBack(error)
-              ? fromSnapshotLogged(
-                country,
-                error._tag,
-                Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag})${then}`)
-              )
-              : Effect.fail(error)
-          })
-      )
+            )
+          }
+          return canFallBack(error)
+            ? fromSnapshotLogged(
+              country,
+              error._tag,
+              Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag})`)
+            )
+            : Effect.fail(error)
+        })
     })
 
     const byMode: (country: CountryCode.CountryCode) => Effect.Effect<SubdivisionList, FinError> =
       config.subdivisionMode === "offline"
         ? (country) => Effect.succeed(fromSnapshot(country))
         : config.subdivisionMode === "online"
-        ? yield* fromApi(fetch)
+        ? (country) => Effect.flatMap(HttpTransport.currentCallOptions, (options) => fromApi(country, options))
         : yield* fallback
 
     const list = (input: string) => Effect.flatMap(CountryCode.validate(input), byMode)

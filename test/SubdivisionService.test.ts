@@ -4,6 +4,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
 import type * as MetricState from "effect/MetricState"
 import * as Scope from "effect/Scope"
@@ -12,7 +14,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as Subdivisions from "../src/Subdivisions.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { advance, provideClient } from "./support.js"
+import { advance, captureLogs, provideClient } from "./support.js"
 
 const ROUTE = "GET /v1/countries/*/subdivisions"
 const apiBody = (subdivisions: ReadonlyArray<{ code: string; name: string }>) => FinTest.json(200, { data: { subdivisions } })
@@ -312,6 +314,15 @@ describe("SubdivisionService", () => {
         [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(502, { message: "bad gateway" }), usa)
       })))
 
+    // Refuses the first connection, then answers after a second.
+    const failsThenSlow = (): FinTest.Handler => {
+      let n = 0
+      return (request) => {
+        n += 1
+        return n === 1 ? FinTest.fail("ECONNREFUSED") : FinTest.delayed("1 second", () => usa)(request)
+      }
+    }
+
     it.effect("after the cool-down one lookup asks the API; meanwhile other countries get the snapshot at once", () =>
       Effect.gen(function*() {
         yield* list("USA").pipe(noRetries)
@@ -347,6 +358,113 @@ describe("SubdivisionService", () => {
         yield* advance(10)
         expect(yield* calls).toBe(3)
       }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })))
+
+    it.effect("a shared lookup interrupted after the cool-down leaves the next one free to ask the API", () =>
+      Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        const probe = yield* Effect.fork(list("USA"))
+        yield* advance(10)
+        yield* Fiber.interrupt(probe)
+        expect(yield* calls).toBe(2)
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall, usa) })))
+
+    it.effect("while one lookup asks the API, another of the same country gets the snapshot instead of waiting", () =>
+      Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        const probe = yield* Effect.fork(list("USA"))
+        yield* advance(10)
+        const second = yield* list("USA")
+        expect(second.source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+        yield* advance(1000)
+        expect((yield* Fiber.join(probe)).source).toBe("api")
+        // The probe's answer is cached: the same country now gets it without another request.
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: failsThenSlow() })))
+
+    it.effect("a lookup begun before the service was back cannot send everyone to the snapshot again", () =>
+      Effect.gen(function*() {
+        // Begun while all was well, this lookup fails only after the outage was over.
+        const slow = yield* Effect.fork(
+          list("USA").pipe(HttpTransport.withOptions({ maxRetries: 0, timeout: "1 minute", deadline: "1 minute" }))
+        )
+        yield* advance(10)
+        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        yield* advance(30_000)
+        expect((yield* list("BRA")).source).toBe("api")
+        yield* advance(10_000)
+        expect((yield* Fiber.join(slow)).source).toBe("snapshot")
+        expect((yield* list("MEX")).source).toBe("api")
+        expect((yield* allRequests).filter((request) => request.method === "GET")).toHaveLength(4)
+      }).pipe(withMode("fallback", {
+        // The first route that matches answers.
+        "GET /v1/countries/USA/subdivisions": FinTest.delayed("40 seconds", () => FinTest.fail("ECONNREFUSED")),
+        [ROUTE]: FinTest.sequence(
+          FinTest.fail("ECONNREFUSED"),
+          apiBody([{ code: "BR-SP", name: "São Paulo" }]),
+          apiBody([{ code: "MX-CMX", name: "Ciudad de México" }])
+        )
+      })))
+
+    it.effect("a timeout under a caller's own deadline gives that caller the snapshot and nobody else", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: "2 seconds" })))
+        yield* advance(2000)
+        expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, usa) })))
+
+    it.effect("after the cool-down a refusal (4xx) ends it too: the service answered", () =>
+      Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        expect((yield* Effect.flip(list("USA").pipe(noRetries)))._tag).toBe("ApiError")
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", {
+        [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(403, { message: "forbidden" }), usa)
+      })))
+
+    it.effect("logs the outage once when it starts, each snapshot answer, a probe that fails, and the recovery", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          yield* list("USA").pipe(noRetries)
+          yield* list("CAN")
+          yield* advance(30_000)
+          yield* list("USA").pipe(noRetries)
+          yield* advance(30_000)
+          const probe = yield* Effect.fork(list("USA"))
+          yield* advance(10)
+          yield* list("CAN")
+          yield* advance(1000)
+          yield* Fiber.join(probe)
+        }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
+        const ours = lines.filter((line) => /snapshot|subdivisions API/.test(line)).map((line) => line.replace(/ \{.*\}$/, ""))
+        expect(ours).toEqual([
+          `INFO ["effect-fin: the subdivisions API failed with TransportError; lookups use the offline snapshot for the next 30s, then ask it again"]`,
+          `WARN ["effect-fin: serving the offline snapshot for USA (TransportError)"]`,
+          `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with TransportError; it is asked again from 1970-01-01T00:00:30.000Z)"]`,
+          `WARN ["effect-fin: serving the offline snapshot for USA (ApiError)"]`,
+          `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with ApiError; another lookup is asking it again)"]`,
+          `INFO ["effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in from 1970-01-01T00:00:00.000Z; the last failure was ApiError)"]`
+        ])
+      }).pipe(withMode("fallback", {
+        [ROUTE]: (() => {
+          const then = failsThenSlow()
+          let n = 0
+          return (request) => {
+            n += 1
+            return n === 2 ? FinTest.json(502, { message: "bad gateway" }) : then(request)
+          }
+        })()
+      })))
 
     it.effect("a cached API answer is still served while the snapshot stands in for the others", () =>
       Effect.gen(function*() {

@@ -10,6 +10,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 
@@ -17,15 +18,23 @@ type Entry<A, E> =
   | { readonly _tag: "Ready"; readonly value: A; readonly expiresAt: number }
   | { readonly _tag: "Pending"; readonly deferred: Deferred.Deferred<A, E> }
 
-/**
- * `get(key)`: the cached value while fresh, else the lookup, shared with every concurrent caller of that key. With
- * `shared: false` the lookup (when one is needed) runs in the caller's own fiber, alone, and a success is cached all
- * the same: for a caller whose lookup must follow its own settings.
- */
+/** A per-key cache with one lookup in flight per key. */
+export interface KeyedCache<K, A, E> {
+  /**
+   * The cached value while fresh, else the lookup, shared with every concurrent caller of that key. With
+   * `shared: false` the lookup (when one is needed) runs in the caller's own fiber, alone, and a success is cached all
+   * the same: for a caller whose lookup must follow its own settings.
+   */
+  readonly get: (key: K, shared?: boolean) => Effect.Effect<A, E>
+  /** The cached value while fresh; never a lookup. */
+  readonly getIfFresh: (key: K) => Effect.Effect<Option.Option<A>>
+}
+
+/** An empty cache whose lookups run in the scope of its owner. */
 export const make = <K, A, E>(options: {
   readonly lookup: (key: K) => Effect.Effect<A, E>
   readonly timeToLive: Duration.Duration
-}): Effect.Effect<(key: K, shared?: boolean) => Effect.Effect<A, E>, never, Scope.Scope> =>
+}): Effect.Effect<KeyedCache<K, A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const ttl = Duration.toMillis(options.timeToLive)
@@ -53,16 +62,19 @@ export const make = <K, A, E>(options: {
           return next
         }))
 
-    const alone = (key: K) =>
+    const getIfFresh = (key: K) =>
       Effect.flatMap(SynchronizedRef.get(ref), (entries) => {
         const entry = entries.get(key)
-        return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          fresh(entry, now)
-            ? Effect.succeed(entry.value)
-            : Effect.onExit(options.lookup(key), (exit) => record(key, undefined, exit)))
+        return Effect.map(Clock.currentTimeMillis, (now) => fresh(entry, now) ? Option.some(entry.value) : Option.none())
       })
 
-    return (key: K, shared = true) =>
+    const alone = (key: K) =>
+      Effect.flatMap(getIfFresh(key), (cached) =>
+        Option.isSome(cached)
+          ? Effect.succeed(cached.value)
+          : Effect.onExit(options.lookup(key), (exit) => record(key, undefined, exit)))
+
+    const get = (key: K, shared = true) =>
       shared ?
         Effect.flatten(SynchronizedRef.modifyEffect(ref, (entries) =>
           Effect.gen(function*() {
@@ -89,4 +101,6 @@ export const make = <K, A, E>(options: {
           })
         )) :
         alone(key)
+
+    return { get, getIfFresh }
   })
