@@ -602,7 +602,8 @@ export const BeneficiaryStatus = Schema.Union(
 export type BeneficiaryStatus = typeof BeneficiaryStatus.Type
 
 /**
- * `data` of `beneficiary.status`. `status` is `None` in the older payload, which had no such field.
+ * `data` of `beneficiary.status`. `status` is `None` in the older payload, which had no such field, and when it is
+ * `null` (undocumented, but a signed status change is not worth losing over it).
  *
  * @since 0.1.0
  * @category schemas
@@ -612,7 +613,7 @@ export const BeneficiaryStatusData = Schema.Struct({
   customer_id: Id,
   type: BeneficiaryType,
   active: Schema.Boolean,
-  status: Schema.optionalWith(BeneficiaryStatus, { as: "Option" })
+  status: Schema.optionalWith(BeneficiaryStatus, { as: "Option", nullable: true })
 })
 
 /**

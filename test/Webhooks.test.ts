@@ -249,6 +249,15 @@ describe("Webhooks decoding", () => {
       expect(event.data.status).toEqual(Option.some("SUSPENDED"))
     }))
 
+  it.effect("reads a null status as none; a status that is not a string is still malformed", () =>
+    Effect.gen(function*() {
+      const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), status: null } }))
+      if (event.type !== "beneficiary.status") return expect.fail(`decoded as ${event.type}`)
+      expect(event.data.status).toEqual(Option.none())
+      const error = yield* Effect.flip(signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), status: 1 } })))
+      expect(error.reason).toBe("malformed_body")
+    }))
+
   it.effect("keeps an unlisted beneficiary type; a type that is not a string is still malformed", () =>
     Effect.gen(function*() {
       const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: "JOINT" } }))
