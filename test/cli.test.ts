@@ -262,6 +262,8 @@ describe("effect-fin against the emulator", () => {
     expect(result.code).toBe(0)
     expect(result.stdout).toContain("13 subdivisions of CAN (offline snapshot: the API call failed, as logged above)")
     expect(result.stderr).toContain("effect-fin: serving the offline snapshot for CAN (TransportError)")
+    // One lookup per command: no cool-down is announced for lookups that will never come.
+    expect(result.stderr).not.toContain("for the next")
     // With --json, stdout is the JSON document alone.
     const asJson = await cli(["subdivisions", "CAN", "--json"], unreachable)
     expect(asJson.code).toBe(0)

@@ -23,6 +23,7 @@ import * as CountryCode from "../CountryCode.js"
 import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
 import * as FinClient from "../FinClient.js"
+import * as FinConfig from "../FinConfig.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
@@ -35,8 +36,13 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print JSON in
 const print = (asJson: boolean, value: unknown, human: () => string) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : human())
 
-/** The client of the `FIN_*` variables on undici; only built by commands that call the service. */
-const clientLayer = FinClient.layerFromEnv().pipe(Layer.provide(NodeHttpClient.layerUndici))
+/**
+ * The client of the `FIN_*` variables on undici; only built by commands that call the service. A command makes one
+ * lookup, so the fallback cool-down (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN` asks.
+ */
+const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (options) =>
+  FinClient.layer({ ...options, subdivisionFallbackCooldown: options.subdivisionFallbackCooldown ?? 0 })
+)).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
 // ---------------------------------------------------------------------------------------------------------------------
 // quote
