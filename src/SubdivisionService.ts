@@ -15,7 +15,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
 import * as FinConfig from "./FinConfig.js"
-import { type FinError, Issue, RequestValidationError } from "./FinError.js"
+import { type FinError, Issue, RequestValidationError, type TimeoutError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
 import * as KeyedCache from "./internal/keyedCache.js"
@@ -123,44 +123,54 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       source: "snapshot"
     })
 
-    const cache = yield* KeyedCache.make({ lookup: fetch, timeToLive: config.subdivisionCacheTtl })
-    const apiList = (country: CountryCode.CountryCode) => (subdivisions: ReadonlyArray<Subdivisions.Subdivision>) =>
-      ({ country, subdivisions, source: "api" }) satisfies SubdivisionList
-
     // A caller with its own options (`HttpTransport.withOptions`) makes its own call rather than join one made under
     // another caller's deadline and retries.
-    const fromApi = (country: CountryCode.CountryCode, options: HttpTransport.CallOptions) =>
-      Effect.map(
-        cache.get(country, Object.values(options).every((value) => value === undefined)),
-        apiList(country)
-      )
+    const shareable = (options: HttpTransport.CallOptions) => Object.values(options).every((value) => value === undefined)
+    const apiList = (country: CountryCode.CountryCode) => (subdivisions: ReadonlyArray<Subdivisions.Subdivision>) =>
+      ({ country, subdivisions, source: "api" }) satisfies SubdivisionList
+    const cacheOf = (
+      lookup: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, FinError>
+    ) => KeyedCache.make({ lookup, timeToLive: config.subdivisionCacheTtl })
+
+    const online = Effect.map(cacheOf(fetch), (cache) => (country: CountryCode.CountryCode) =>
+      Effect.flatMap(HttpTransport.currentCallOptions, (options) =>
+        Effect.map(cache.get(country, shareable(options)), apiList(country))))
 
     const fromSnapshotLogged = (country: CountryCode.CountryCode, reason: string, log: Effect.Effect<void>) =>
       log.pipe(Effect.zipRight(Metric.increment(snapshotServedFor(reason))), Effect.as(fromSnapshot(country)))
 
-    // What a failed lookup says about the service. A timeout under a deadline of the caller's own says nothing about
-    // the service (that caller still gets the snapshot), so it cannot send everyone else to the snapshot.
+    // A limit the caller set (`withOptions`) that fired says nothing about the service, and neither does a request
+    // refused before it was sent (invalid per-call options): that caller still gets the snapshot or its error, and the
+    // others keep asking the API.
+    const ownLimit = (error: TimeoutError, options: HttpTransport.CallOptions) =>
+      (error.kind === "deadline" && options.deadline !== undefined) ||
+      (error.kind === "attempt" && options.timeout !== undefined)
     const judge = (options: HttpTransport.CallOptions) => (error: FinError): Breaker.Verdict =>
-      !canFallBack(error)
-        ? "up"
-        : error._tag === "TimeoutError" && (options.timeout !== undefined || options.deadline !== undefined)
+      error._tag === "RequestValidationError" || (error._tag === "TimeoutError" && ownLimit(error, options))
         ? "unknown"
-        : "down"
+        : canFallBack(error)
+        ? "down"
+        : "up"
 
     const at = (millis: number) => new Date(millis).toISOString()
 
     // After a failure that the snapshot stood in for, the snapshot answers at once for the cool-down (a service that
-    // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again. The breaker
-    // is consulted before the cache's shared lookups, so nobody joins a probe; a fresh cached answer is still served.
+    // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again, with a
+    // request of its own. The breaker admits callers before the cache's shared lookups, so nobody joins a probe (a
+    // fresh cached answer is still served); it counts each request's outcome inside the lookup, so an old request
+    // joined later counts as of when it was sent.
     const fallback = Effect.gen(function*() {
       const cooldown = config.subdivisionFallbackCooldown
       const breaker: Breaker.Breaker<FinError> = Duration.toMillis(cooldown) > 0
         ? yield* Breaker.make<FinError>({
           cooldown,
-          onOpen: (error) =>
+          onOpen: (error, again) =>
             Effect.logInfo(
-              `effect-fin: the subdivisions API failed with ${error._tag}; lookups use the offline snapshot for the ` +
-                `next ${Duration.format(cooldown)}, then ask it again`
+              again
+                ? `effect-fin: the subdivisions API still fails (${error._tag}); lookups use the offline snapshot for ` +
+                  `another ${Duration.format(cooldown)}`
+                : `effect-fin: the subdivisions API failed with ${error._tag}; lookups use the offline snapshot for ` +
+                  `the next ${Duration.format(cooldown)}, then ask it again`
             ),
           onClose: (error, since) =>
             Effect.logInfo(
@@ -168,13 +178,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
                 `from ${at(since)}; the last failure was ${error._tag})`
             )
         })
-        : (self) => self
+        : Breaker.none()
+      const cache = yield* cacheOf((country) =>
+        Effect.flatMap(HttpTransport.currentCallOptions, (options) => breaker.track(fetch(country), judge(options)))
+      )
       const lookup = (country: CountryCode.CountryCode) =>
         Effect.flatMap(HttpTransport.currentCallOptions, (options) =>
           Effect.flatMap(cache.getIfFresh(country), (cached) =>
             Option.isSome(cached)
               ? Effect.succeed(apiList(country)(cached.value))
-              : breaker(fromApi(country, options), judge(options))))
+              : breaker.guard((probe) =>
+                Effect.map(cache.get(country, !probe && shareable(options)), apiList(country))
+              )))
       return (country: CountryCode.CountryCode) =>
         Effect.catchAll(lookup(country), (error) => {
           if (error._tag === "CircuitOpen") {
@@ -201,7 +216,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       config.subdivisionMode === "offline"
         ? (country) => Effect.succeed(fromSnapshot(country))
         : config.subdivisionMode === "online"
-        ? (country) => Effect.flatMap(HttpTransport.currentCallOptions, (options) => fromApi(country, options))
+        ? yield* online
         : yield* fallback
 
     const list = (input: string) => Effect.flatMap(CountryCode.validate(input), byMode)

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -411,11 +412,92 @@ describe("SubdivisionService", () => {
         )
       })))
 
+    // USA's first request fails after 40 s (limits raised so that nothing times out first); later ones answer.
+    const slowUsa = (): FinTest.Routes => {
+      let n = 0
+      return {
+        "GET /v1/countries/USA/subdivisions": (request) => {
+          n += 1
+          return n === 1 ? FinTest.delayed("40 seconds", () => FinTest.fail("ECONNREFUSED"))(request) : usa
+        },
+        [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), usa)
+      }
+    }
+    const patient = { maxRetries: 0, timeout: "1 minute", deadline: "1 minute" } as const
+    const gets = Effect.map(allRequests, (requests) => requests.filter((request) => request.method === "GET").length)
+    // USA's request goes out while all is well, CAN's failure starts a cool-down, and the cool-down passes.
+    const sentThenCooledDown = Effect.gen(function*() {
+      const slow = yield* Effect.fork(list("USA"))
+      yield* advance(10)
+      expect((yield* list("CAN")).source).toBe("snapshot")
+      yield* advance(30_000)
+      return slow
+    })
+
+    it.effect("a shared request sent before the outage, joined after the recovery, cannot reopen it", () =>
+      Effect.gen(function*() {
+        const slow = yield* sentThenCooledDown
+        expect((yield* list("BRA")).source).toBe("api")
+        const late = yield* Effect.fork(list("USA"))
+        yield* advance(10_000)
+        // Both waited for the old request and get the snapshot for its failure; the service is up all the same.
+        expect((yield* Fiber.join(slow)).source).toBe("snapshot")
+        expect((yield* Fiber.join(late)).source).toBe("snapshot")
+        expect((yield* list("MEX")).source).toBe("api")
+        expect(yield* gets).toBe(4)
+      }).pipe(withMode("fallback", slowUsa(), patient)))
+
+    it.effect("the lookup that asks the API after the cool-down sends a request of its own, never joins an old one", () =>
+      Effect.gen(function*() {
+        const slow = yield* sentThenCooledDown
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* gets).toBe(3)
+        yield* advance(10_000)
+        expect((yield* Fiber.join(slow)).source).toBe("snapshot")
+        expect((yield* list("BRA")).source).toBe("api")
+      }).pipe(withMode("fallback", slowUsa(), patient)))
+
+    it.effect("a lookup refused before any request (invalid options) neither ends the cool-down nor keeps others out", () => {
+      const { layer, lines } = captureLogs()
+      return Effect.gen(function*() {
+        yield* list("USA").pipe(noRetries)
+        yield* advance(30_000)
+        const refused = yield* Effect.flip(list("CAN").pipe(HttpTransport.withOptions({ maxRetries: 99 })))
+        expect(refused._tag).toBe("RequestValidationError")
+        expect(yield* calls).toBe(1)
+        // The API still stalls: one lookup asks it, the others get the snapshot at once.
+        const probe = yield* Effect.fork(list("BRA"))
+        yield* advance(10)
+        for (const country of ["MEX", "DEU", "FRA"]) expect((yield* list(country)).source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+        yield* Fiber.interrupt(probe)
+        expect(lines.filter((line) => line.includes("subdivisions API"))).toEqual([
+          `INFO ["effect-fin: the subdivisions API failed with TransportError; lookups use the offline snapshot for the next 30s, then ask it again"] {}`
+        ])
+      }).pipe(
+        Effect.provide(layer),
+        withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })
+      )
+    })
+
+    // A USA lookup under a deadline of its own, whose request times out `after` millis: it gets the snapshot.
+    const snapshotUnderDeadline = (deadline: Duration.DurationInput, after: number) =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline })))
+        yield* advance(after)
+        expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
+      })
+
+    it.effect("the client's own attempt timeout starts a cool-down even under a caller's longer deadline", () =>
+      Effect.gen(function*() {
+        yield* snapshotUnderDeadline("2 minutes", 1000)
+        expect((yield* list("CAN")).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall }, { timeout: "1 second", maxRetries: 0 })))
+
     it.effect("a timeout under a caller's own deadline gives that caller the snapshot and nobody else", () =>
       Effect.gen(function*() {
-        const fiber = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: "2 seconds" })))
-        yield* advance(2000)
-        expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
+        yield* snapshotUnderDeadline("2 seconds", 2000)
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(2)
       }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, usa) })))
@@ -431,7 +513,7 @@ describe("SubdivisionService", () => {
         [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(403, { message: "forbidden" }), usa)
       })))
 
-    it.effect("logs the outage once when it starts, each snapshot answer, a probe that fails, and the recovery", () =>
+    it.effect("logs each cool-down, each snapshot answer, and the recovery", () =>
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
         yield* Effect.gen(function*() {
@@ -451,6 +533,7 @@ describe("SubdivisionService", () => {
           `INFO ["effect-fin: the subdivisions API failed with TransportError; lookups use the offline snapshot for the next 30s, then ask it again"]`,
           `WARN ["effect-fin: serving the offline snapshot for USA (TransportError)"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with TransportError; it is asked again from 1970-01-01T00:00:30.000Z)"]`,
+          `INFO ["effect-fin: the subdivisions API still fails (ApiError); lookups use the offline snapshot for another 30s"]`,
           `WARN ["effect-fin: serving the offline snapshot for USA (ApiError)"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with ApiError; another lookup is asking it again)"]`,
           `INFO ["effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in from 1970-01-01T00:00:00.000Z; the last failure was ApiError)"]`

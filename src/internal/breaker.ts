@@ -1,8 +1,8 @@
 /**
- * A circuit breaker. A call whose failure is judged `"down"` opens it: for `cooldown` from then, calls fail at once
- * with `CircuitOpen` instead of running. After that, one call at a time runs as a probe (the others still get
- * `CircuitOpen`); the probe's outcome closes the breaker (`"up"`: the service answered), opens it again (`"down"`) or
- * leaves it as it is (`"unknown"`: an interruption, a defect, a deadline of the caller's own).
+ * A circuit breaker. A request whose failure is judged `"down"` opens it: for `cooldown` from then, callers fail at
+ * once with `CircuitOpen` instead of running. After that, one caller at a time runs as a probe (the others still get
+ * `CircuitOpen`); its request's outcome closes the breaker (`"up"`: the service answered), opens it again (`"down"`)
+ * or leaves it as it is (`"unknown"`: an interruption, a defect, a limit of the caller's own, a request never sent).
  *
  * @internal
  */
@@ -25,11 +25,24 @@ export class CircuitOpen<E> extends Data.TaggedError("CircuitOpen")<{
 /** What a failure says about the service. */
 export type Verdict = "up" | "down" | "unknown"
 
-/** Runs calls through one breaker; `judge` reads a failure of this call. */
-export type Breaker<E> = <A, R>(
-  self: Effect.Effect<A, E, R>,
-  judge: (error: E) => Verdict
-) => Effect.Effect<A, E | CircuitOpen<E>, R>
+/** A breaker: `guard` admits callers, `track` counts the outcome of each request. */
+export interface Breaker<E> {
+  /**
+   * Runs `self` if the breaker lets the caller in: at once while closed; as the probe (`probe` is true, one caller at
+   * a time) once the cool-down has passed; otherwise fails with `CircuitOpen`. A probe that ends with no tracked
+   * request having settled the breaker (it made none) frees the probe for the next caller.
+   */
+  readonly guard: <A, E2, R>(self: (probe: boolean) => Effect.Effect<A, E2, R>) => Effect.Effect<A, E2 | CircuitOpen<E>, R>
+  /**
+   * Runs one request and counts its outcome, read by `judge`, if the breaker has not changed since the request began:
+   * a slow request from before an outage (or before the recovery) cannot reopen or close it afterwards, whoever
+   * waits for it.
+   */
+  readonly track: <A, R>(self: Effect.Effect<A, E, R>, judge: (error: E) => Verdict) => Effect.Effect<A, E, R>
+}
+
+/** A breaker that is never open: every caller is let in and nothing is counted. */
+export const none = <E>(): Breaker<E> => ({ guard: (self) => self(false), track: (self) => self })
 
 type State<E> =
   | { readonly _tag: "Closed"; readonly generation: number }
@@ -43,15 +56,14 @@ type State<E> =
   }
 
 /**
- * A closed breaker. Its state is plain memory: every change is one synchronous step, so fibers cannot interleave.
- * Each change starts a new generation, and a call's outcome counts only if nothing changed since it began: a slow
- * call from before an outage (or before the recovery) cannot reopen or close the breaker afterwards.
- * `onOpen` runs when a call opens it (not when a probe reopens it); `onClose` when a probe closes it, with the last
- * failure and the time the breaker first opened.
+ * A closed breaker. Its state is plain memory: every change is one synchronous step, so fibers cannot interleave;
+ * each change is a new state object (and generation), which is how a request tells whether anything changed since it
+ * began. `onOpen` runs when a request opens it (`again`: a probe failed), `onClose` when a probe's request closes it,
+ * with the last failure and the time the breaker first opened.
  */
 export const make = <E>(options: {
   readonly cooldown: Duration.Duration
-  readonly onOpen: (error: E) => Effect.Effect<void>
+  readonly onOpen: (error: E, again: boolean) => Effect.Effect<void>
   readonly onClose: (error: E, since: number) => Effect.Effect<void>
 }): Effect.Effect<Breaker<E>> =>
   Effect.sync(() => {
@@ -68,8 +80,9 @@ export const make = <E>(options: {
         if (verdict === "down" && Option.isSome(failure)) {
           const since = began._tag === "Open" ? began.since : now
           state = { _tag: "Open", generation, error: failure.value, since, until: now + cooldown, probing: false }
-          if (began._tag === "Closed") return options.onOpen(failure.value)
-        } else if (began._tag === "Open" && verdict === "unknown") {
+          return options.onOpen(failure.value, began._tag === "Open")
+        }
+        if (began._tag === "Open" && verdict === "unknown") {
           state = { ...began, generation, probing: false }
         } else if (began._tag === "Open") {
           state = { _tag: "Closed", generation }
@@ -78,18 +91,30 @@ export const make = <E>(options: {
         return Effect.void
       })
 
-    // Uninterruptible until the outcome is watched: a probe interrupted before that would leave it probing for ever.
-    return <A, R>(self: Effect.Effect<A, E, R>, judge: (error: E) => Verdict) =>
+    // Both are uninterruptible until the outcome is watched: an interruption in between would leave a probe for ever.
+    const guard = <A, E2, R>(self: (probe: boolean) => Effect.Effect<A, E2, R>) =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<A, E | CircuitOpen<E>, R> => {
+        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<A, E2 | CircuitOpen<E>, R> => {
           const current = state
-          if (current._tag === "Closed") return Effect.onExit(restore(self), settle(current, judge))
+          if (current._tag === "Closed") return restore(self(false))
           if (now < current.until || current.probing) {
             return Effect.fail(new CircuitOpen({ error: current.error, until: current.until, probing: current.probing }))
           }
           const probe: State<E> = { ...current, generation: current.generation + 1, probing: true }
           state = probe
-          return Effect.onExit(restore(self), settle(probe, judge))
+          return Effect.ensuring(
+            restore(self(true)),
+            Effect.sync(() => {
+              if (state === probe) state = { ...probe, generation: probe.generation + 1, probing: false }
+            })
+          )
         })
       )
+
+    const track = <A, R>(self: Effect.Effect<A, E, R>, judge: (error: E) => Verdict) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => Effect.onExit(restore(self), settle(state, judge)))
+      )
+
+    return { guard, track }
   })

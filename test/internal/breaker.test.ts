@@ -1,0 +1,84 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
+import * as Breaker from "../../src/internal/breaker.js"
+
+// A breaker over string errors: "down" opens it, "refused" is an answer, "mine" is the caller's own limit.
+const judge = (error: string): Breaker.Verdict => error === "down" ? "down" : error === "mine" ? "unknown" : "up"
+
+const make = Effect.gen(function*() {
+  const events: Array<string> = []
+  const breaker = yield* Breaker.make<string>({
+    cooldown: Duration.seconds(10),
+    onOpen: (error, again) => Effect.sync(() => events.push(`${again ? "reopen" : "open"} ${error}`)),
+    onClose: (error, since) => Effect.sync(() => events.push(`close ${error} ${since}`))
+  })
+  // A caller whose one request ends with `outcome`; it reports whether it was the probe.
+  const call = (outcome: Effect.Effect<void, string>) =>
+    breaker.guard((probe) => Effect.as(breaker.track(outcome, judge), probe))
+  // One failure opens it, and its cool-down passes.
+  const cooledDown = Effect.zipRight(Effect.flip(call(Effect.fail("down"))), TestClock.adjust("10 seconds"))
+  return { breaker, events, call, cooledDown }
+})
+
+describe("internal/breaker", () => {
+  it.effect("opens on a failure judged down, lets one probe in after the cool-down, and closes on its answer", () =>
+    Effect.gen(function*() {
+      const { call, events } = yield* make
+      expect(yield* Effect.flip(call(Effect.fail("down")))).toBe("down")
+      const open = yield* Effect.flip(call(Effect.void))
+      expect(open).toMatchObject({ _tag: "CircuitOpen", error: "down", until: 10_000, probing: false })
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* call(Effect.fail("refused")).pipe(Effect.flip)).toBe("refused")
+      expect(yield* call(Effect.void)).toBe(false)
+      expect(events).toEqual(["open down", "close down 0"])
+    }))
+
+  it.effect("a probe that sends no request frees the probe for the next caller", () =>
+    Effect.gen(function*() {
+      const { breaker, cooledDown } = yield* make
+      yield* cooledDown
+      expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
+      expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
+    }))
+
+  it.effect("while a probe is out, others are kept out; a probe ended by the caller's own limit frees it", () =>
+    Effect.gen(function*() {
+      const { call, cooledDown, events } = yield* make
+      yield* cooledDown
+      const probe = yield* Effect.fork(call(Effect.zipRight(Effect.sleep("1 second"), Effect.fail("mine"))))
+      yield* Effect.yieldNow()
+      const kept = yield* Effect.flip(call(Effect.void))
+      expect(kept).toMatchObject({ _tag: "CircuitOpen", probing: true })
+      yield* TestClock.adjust("1 second")
+      expect(yield* Effect.flip(Fiber.join(probe))).toBe("mine")
+      expect(yield* call(Effect.void)).toBe(true)
+      expect(events).toEqual(["open down", "close down 0"])
+    }))
+
+  it.effect("a failed probe reopens for another cool-down, reported as again", () =>
+    Effect.gen(function*() {
+      const { call, cooledDown, events } = yield* make
+      yield* cooledDown
+      yield* Effect.flip(call(Effect.fail("down")))
+      expect(yield* Effect.flip(call(Effect.void))).toMatchObject({ _tag: "CircuitOpen", until: 20_000 })
+      expect(events).toEqual(["open down", "reopen down"])
+    }))
+
+  it.effect("a request that began before the last change counts for nothing", () =>
+    Effect.gen(function*() {
+      const { call, events } = yield* make
+      const old = yield* Effect.fork(call(Effect.zipRight(Effect.sleep("15 seconds"), Effect.fail("down"))))
+      yield* Effect.yieldNow()
+      yield* Effect.flip(call(Effect.fail("down")))
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* call(Effect.void)).toBe(true)
+      yield* TestClock.adjust("5 seconds")
+      yield* Effect.flip(Fiber.join(old))
+      // Still closed: let in, and not as a probe.
+      expect(yield* call(Effect.void)).toBe(false)
+      expect(events).toEqual(["open down", "close down 0"])
+    }))
+})
