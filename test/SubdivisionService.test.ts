@@ -260,6 +260,20 @@ describe("SubdivisionService", () => {
       expect(Exit.isInterrupted(exit)).toBe(true)
     }))
 
+  it.effect("shutting the client down stops a shared lookup, even one whose first caller is uninterruptible", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        FinTest.layerClient({ [ROUTE]: () => FinTest.stall }, { subdivisionMode: "online" }),
+        scope
+      )
+      const waiter = yield* Effect.fork(Effect.uninterruptible(Effect.provide(list("USA"), context)))
+      yield* advance(10)
+      // Were the lookup uninterruptible, closing would wait for the stalled request (the test would time out).
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.await(waiter))).toBe(true)
+    }))
+
   describe("fallback cool-down", () => {
     const down = () => ({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), usa) })
 
@@ -450,6 +464,9 @@ describe("SubdivisionService", () => {
     it.effect("the lookup that asks the API after the cool-down sends a request of its own, never joins an old one", () =>
       Effect.gen(function*() {
         const slow = yield* sentThenCooledDown
+        expect((yield* list("USA")).source).toBe("api")
+        expect(yield* gets).toBe(3)
+        // Its answer is cached: the next lookup of the country gets it at once, rather than waiting for the old one.
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* gets).toBe(3)
         yield* advance(10_000)

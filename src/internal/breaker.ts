@@ -103,7 +103,7 @@ export const make = <E>(options: {
           const probe: State<E> = { ...current, generation: current.generation + 1, probing: true }
           state = probe
           return Effect.ensuring(
-            restore(self(true)),
+            restore(Effect.suspend(() => self(true))),
             Effect.sync(() => {
               if (state === probe) state = { ...probe, generation: probe.generation + 1, probing: false }
             })

@@ -14,9 +14,10 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 
+// `started` numbers the lookup an entry comes from, in the order the lookups began.
 type Entry<A, E> =
-  | { readonly _tag: "Ready"; readonly value: A; readonly expiresAt: number }
-  | { readonly _tag: "Pending"; readonly deferred: Deferred.Deferred<A, E> }
+  | { readonly _tag: "Ready"; readonly value: A; readonly expiresAt: number; readonly started: number }
+  | { readonly _tag: "Pending"; readonly deferred: Deferred.Deferred<A, E>; readonly started: number }
 
 /** A per-key cache with one lookup in flight per key. */
 export interface KeyedCache<K, A, E> {
@@ -39,21 +40,24 @@ export const make = <K, A, E>(options: {
     const scope = yield* Effect.scope
     const ttl = Duration.toMillis(options.timeToLive)
     const ref = yield* SynchronizedRef.make(new Map<K, Entry<A, E>>())
+    let lookups = 0
 
     const fresh = (entry: Entry<A, E> | undefined, now: number): entry is Extract<Entry<A, E>, { _tag: "Ready" }> =>
       entry?._tag === "Ready" && now < entry.expiresAt
 
-    // A shared lookup's success becomes the entry. A lone lookup's does only where there is nothing newer: no shared
-    // lookup in flight (its own result will come) and no fresh entry (which a shared lookup begun later may have left).
-    // A failure removes only the lookup's own entry.
-    const record = (key: K, deferred: Deferred.Deferred<A, E> | undefined, exit: Exit.Exit<A, E>) =>
+    // A success becomes the entry unless the entry comes from a lookup begun later (newer data, or a shared lookup
+    // whose own result will come): the newest lookup wins, whichever ends first. A lone lookup's success so replaces
+    // a shared lookup begun before it, and later callers stop waiting for that older one. A failure removes only the
+    // lookup's own entry.
+    const record = (key: K, started: number, deferred: Deferred.Deferred<A, E> | undefined, exit: Exit.Exit<A, E>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         SynchronizedRef.update(ref, (entries) => {
           const entry = entries.get(key)
           const own = deferred !== undefined && entry?._tag === "Pending" && entry.deferred === deferred
+          const newer = entry !== undefined && entry.started > started && (entry._tag === "Pending" || fresh(entry, now))
           const next = new Map(entries)
-          if (Exit.isSuccess(exit) && ttl > 0 && (own || (entry?._tag !== "Pending" && !fresh(entry, now)))) {
-            next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl })
+          if (Exit.isSuccess(exit) && ttl > 0 && (own || !newer)) {
+            next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl, started })
           } else if (own) {
             next.delete(key)
           } else {
@@ -72,7 +76,10 @@ export const make = <K, A, E>(options: {
       Effect.flatMap(getIfFresh(key), (cached) =>
         Option.isSome(cached)
           ? Effect.succeed(cached.value)
-          : Effect.onExit(options.lookup(key), (exit) => record(key, undefined, exit)))
+          : Effect.suspend(() => {
+            const started = ++lookups
+            return Effect.onExit(options.lookup(key), (exit) => record(key, started, undefined, exit))
+          }))
 
     const get = (key: K, shared = true) =>
       shared ?
@@ -83,11 +90,14 @@ export const make = <K, A, E>(options: {
             if (fresh(entry, now)) return [Effect.succeed(entry.value), entries] as const
             if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
             const deferred = yield* Deferred.make<A, E>()
+            const started = ++lookups
             // The fiber ends with the lookup's exit as its value, passed on to the waiters: the runtime does not also
             // report a failure as a fiber that "terminated with an unhandled error".
             const fiber = yield* options.lookup(key).pipe(
-              Effect.onExit((exit) => Effect.zipRight(record(key, deferred, exit), Deferred.done(deferred, exit))),
+              Effect.onExit((exit) => Effect.zipRight(record(key, started, deferred, exit), Deferred.done(deferred, exit))),
               Effect.exit,
+              // Not the first caller's interruptibility: closing the owner's scope must be able to stop it.
+              Effect.interruptible,
               Effect.forkIn(scope)
             )
             // Into a closed scope (the owner is shutting down) the lookup is interrupted before it runs: the waiters
@@ -96,7 +106,7 @@ export const make = <K, A, E>(options: {
               Deferred.unsafeDone(deferred, Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))
             )
             const next = new Map(entries)
-            next.set(key, { _tag: "Pending", deferred })
+            next.set(key, { _tag: "Pending", deferred, started })
             return [Deferred.await(deferred), next] as const
           })
         )) :

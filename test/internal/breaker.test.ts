@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import * as Breaker from "../../src/internal/breaker.js"
@@ -41,6 +43,17 @@ describe("internal/breaker", () => {
       const { breaker, cooledDown } = yield* make
       yield* cooledDown
       expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
+      expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
+    }))
+
+  it.effect("a probe whose effect throws while being built frees the probe too", () =>
+    Effect.gen(function*() {
+      const { breaker, cooledDown } = yield* make
+      yield* cooledDown
+      const thrown = yield* Effect.exit(breaker.guard((): Effect.Effect<boolean> => {
+        throw new Error("boom")
+      }))
+      expect(Exit.isFailure(thrown) && Cause.isDie(thrown.cause)).toBe(true)
       expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
     }))
 
