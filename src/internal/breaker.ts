@@ -45,10 +45,9 @@ export interface Breaker<E> {
 export const none = <E>(): Breaker<E> => ({ guard: (self) => self(false), track: (self) => self })
 
 type State<E> =
-  | { readonly _tag: "Closed"; readonly generation: number }
+  | { readonly _tag: "Closed" }
   | {
     readonly _tag: "Open"
-    readonly generation: number
     readonly error: E
     readonly since: number
     readonly until: number
@@ -57,8 +56,7 @@ type State<E> =
 
 /**
  * A closed breaker. Its state is plain memory: every change is one synchronous step, so fibers cannot interleave;
- * each change is a new state object (and generation), which is how a request tells whether anything changed since it
- * began. `onOpen` runs when a request opens it (`again`: a probe failed), `onClose` when a probe's request closes it,
+ * each change is a new state object, which is how a request tells whether anything changed since it began. `onOpen` runs when a request opens it (`again`: a probe failed), `onClose` when a probe's request closes it,
  * with the last failure and the time the breaker first opened.
  */
 export const make = <E>(options: {
@@ -68,24 +66,23 @@ export const make = <E>(options: {
 }): Effect.Effect<Breaker<E>> =>
   Effect.sync(() => {
     const cooldown = Duration.toMillis(options.cooldown)
-    let state: State<E> = { _tag: "Closed", generation: 0 }
+    let state: State<E> = { _tag: "Closed" }
 
     const settle = (began: State<E>, judge: (error: E) => Verdict) => <A>(exit: Exit.Exit<A, E>) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         if (state !== began) return Effect.void
-        const generation = began.generation + 1
         // An interruption or a defect says nothing about the service.
         const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
         const verdict: Verdict = Exit.isSuccess(exit) ? "up" : Option.isSome(failure) ? judge(failure.value) : "unknown"
         if (verdict === "down" && Option.isSome(failure)) {
           const since = began._tag === "Open" ? began.since : now
-          state = { _tag: "Open", generation, error: failure.value, since, until: now + cooldown, probing: false }
+          state = { _tag: "Open", error: failure.value, since, until: now + cooldown, probing: false }
           return options.onOpen(failure.value, began._tag === "Open")
         }
         if (began._tag === "Open" && verdict === "unknown") {
-          state = { ...began, generation, probing: false }
+          state = { ...began, probing: false }
         } else if (began._tag === "Open") {
-          state = { _tag: "Closed", generation }
+          state = { _tag: "Closed" }
           return options.onClose(began.error, began.since)
         }
         return Effect.void
@@ -100,12 +97,12 @@ export const make = <E>(options: {
           if (now < current.until || current.probing) {
             return Effect.fail(new CircuitOpen({ error: current.error, until: current.until, probing: current.probing }))
           }
-          const probe: State<E> = { ...current, generation: current.generation + 1, probing: true }
+          const probe: State<E> = { ...current, probing: true }
           state = probe
           return Effect.ensuring(
             restore(Effect.suspend(() => self(true))),
             Effect.sync(() => {
-              if (state === probe) state = { ...probe, generation: probe.generation + 1, probing: false }
+              if (state === probe) state = { ...probe, probing: false }
             })
           )
         })
