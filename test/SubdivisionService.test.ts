@@ -276,6 +276,8 @@ describe("SubdivisionService", () => {
 
   describe("fallback cool-down", () => {
     const down = () => ({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), usa) })
+    // USA's lookup fails, which starts a cool-down, and the cool-down passes.
+    const cooledDown = Effect.zipRight(list("USA").pipe(noRetries), advance(30_000))
 
     it.effect("after a failure, every country gets the snapshot at once, without a request, for the cool-down", () =>
       Effect.gen(function*() {
@@ -315,8 +317,7 @@ describe("SubdivisionService", () => {
 
     it.effect("a lookup that fails again after the cool-down starts another", () =>
       Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
         expect(yield* calls).toBe(2)
         yield* advance(29_999)
@@ -340,8 +341,7 @@ describe("SubdivisionService", () => {
 
     it.effect("after the cool-down one lookup asks the API; meanwhile other countries get the snapshot at once", () =>
       Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         const probe = yield* Effect.fork(list("USA"))
         yield* advance(10)
         expect((yield* list("CAN")).source).toBe("snapshot")
@@ -363,8 +363,7 @@ describe("SubdivisionService", () => {
 
     it.effect("an interrupted lookup after the cool-down leaves the next one free to ask the API", () =>
       Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         const probe = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
         yield* advance(10)
         yield* Fiber.interrupt(probe)
@@ -376,8 +375,7 @@ describe("SubdivisionService", () => {
 
     it.effect("a shared lookup interrupted after the cool-down leaves the next one free to ask the API", () =>
       Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         const probe = yield* Effect.fork(list("USA"))
         yield* advance(10)
         yield* Fiber.interrupt(probe)
@@ -388,8 +386,7 @@ describe("SubdivisionService", () => {
 
     it.effect("while one lookup asks the API, another of the same country gets the snapshot instead of waiting", () =>
       Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         const probe = yield* Effect.fork(list("USA"))
         yield* advance(10)
         const second = yield* list("USA")
@@ -477,8 +474,7 @@ describe("SubdivisionService", () => {
     it.effect("a lookup refused before any request (invalid options) neither ends the cool-down nor keeps others out", () => {
       const { layer, lines } = captureLogs()
       return Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         const refused = yield* Effect.flip(list("CAN").pipe(HttpTransport.withOptions({ maxRetries: 99 })))
         expect(refused._tag).toBe("RequestValidationError")
         expect(yield* calls).toBe(1)
@@ -521,8 +517,7 @@ describe("SubdivisionService", () => {
 
     it.effect("after the cool-down a refusal (4xx) ends it too: the service answered", () =>
       Effect.gen(function*() {
-        yield* list("USA").pipe(noRetries)
-        yield* advance(30_000)
+        yield* cooledDown
         expect((yield* Effect.flip(list("USA").pipe(noRetries)))._tag).toBe("ApiError")
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
