@@ -1532,9 +1532,10 @@ const makeApp = <const H extends Handlers>(
           const exit = yield* Effect.exit(
             userHandler === undefined
               ? Effect.void
-              // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it.
+              // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
+              // a handler that throws before returning its effect fails here too, and frees its claim.
               : Effect.raceFirst(
-                Effect.timeoutFail(Effect.interruptible(userHandler(event, { stale })), {
+                Effect.timeoutFail(Effect.interruptible(Effect.suspend(() => userHandler(event, { stale }))), {
                   duration: handlerTimeout,
                   onTimeout: timedOut
                 }),

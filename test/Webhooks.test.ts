@@ -661,6 +661,29 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
+  it.effect("a handler that throws before returning its effect is a 500 too, and releases the event", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": () => {
+            if (++attempts === 1) throw new Error("bug while building the effect")
+            return Effect.void
+          }
+        }
+      })).pipe(Effect.provide(capture))
+      const failed = yield* send(handle, yield* signedPost(currentBody))
+      expect(failed.status).toBe(500)
+      expect(JSON.parse(failed.body)).toEqual({ outcome: "failed" })
+      expect(logs.some((line) => line.includes("webhook handler failed"))).toBe(true)
+      const retried = yield* send(handle, yield* signedPost(currentBody))
+      expect(retried.status).toBe(200)
+      expect(JSON.parse(retried.body)).toEqual({ outcome: "handled" })
+      expect(attempts).toBe(2)
+    }))
+
   it.effect("runs the handler once for concurrent deliveries of one event: 409 while it runs", () =>
     Effect.gen(function*() {
       const { handle, handler } = yield* gatedHandler()
