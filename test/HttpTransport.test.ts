@@ -351,6 +351,41 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "60 seconds", deadline: "120 seconds" })), 10_000)
 
+  // A call made from a finalizer (or any uninterruptible region) keeps its time limits, on the test clock and the live
+  // one; interrupting such a caller from outside does not cut its call short (the call runs to its end).
+  it.effect("a call from an uninterruptible region still times out and ends at its deadline", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.flip(Effect.uninterruptible(calculate)))
+      for (let i = 0; i < 6; i++) yield* advance(500)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "1 second", deadline: "2 seconds" })))
+
+  it.live("a call from an uninterruptible region still times out on the live clock", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.uninterruptible(calculate.pipe(HttpTransport.withOptions({ timeout: "50 millis", maxRetries: 0 })))
+      )
+      expect(error._tag === "TimeoutError" && error.kind).toBe("attempt")
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall })), 10_000)
+
+  it.live("interrupting an uninterruptible caller does not cut its call short", () => {
+    let answered = 0
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Effect.uninterruptible(calculate))
+      yield* Effect.sleep("20 millis")
+      const exit = yield* Fiber.interrupt(fiber)
+      // The interruption takes effect once the call has ended, with the answer it got.
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      expect(yield* attempts).toBe(1)
+      expect(answered).toBe(1)
+    }).pipe(provideClient({
+      [FEE]: () => Effect.as(Effect.sleep("100 millis").pipe(Effect.tap(() => void answered++)), ok)
+    }))
+  }, 10_000)
+
   it.effect("withOptions overrides maxRetries for one call", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: 0 })))
