@@ -5,6 +5,10 @@ import * as Net from "node:net"
 export interface RedisServer {
   readonly url: string
   readonly port: number
+  /** Stops the process answering (SIGSTOP): connections stay open, commands wait. */
+  readonly freeze: () => void
+  /** Lets it answer again (SIGCONT). */
+  readonly thaw: () => void
   readonly stop: () => Promise<void>
 }
 
@@ -52,6 +56,8 @@ export const startRedis = async (): Promise<RedisServer> => {
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    freeze: () => void child.kill("SIGSTOP"),
+    thaw: () => void child.kill("SIGCONT"),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGKILL")

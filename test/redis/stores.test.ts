@@ -137,6 +137,36 @@ describe("RedisTokenStore", () => {
       expect(logs.lines.join("\n")).toContain("ECONNREFUSED")
     }))
 
+  it.live("a Redis that stops answering is a TokenStoreError after the store's timeout, from a finalizer too, and at start and close", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      const options = { url: server.url, timeout: "200 millis" } as const
+      const store = yield* RedisTokenStore.make(options)
+      const dedupe = yield* RedisWebhookDedupeStore.make(options)
+      expect(yield* store.get("k")).toEqual(Option.none())
+      // Frozen (connections open, no answer) until the end of the test.
+      yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
+      // The token provider takes the lock and releases it uninterruptibly, as the webhook handler claims an event:
+      // a command there is bounded by the store's timeout all the same.
+      const failures = yield* Effect.all([
+        Effect.flip(Effect.uninterruptible(store.lock("k"))),
+        Effect.flip(Effect.uninterruptible(store.unlock("k", "owner"))),
+        Effect.flip(Effect.uninterruptible(dedupe.claim("event", "reference", Duration.seconds(30))))
+      ])
+      expect(failures.map((e) => [e._tag, e.operation])).toEqual([
+        ["TokenStoreError", "lock"],
+        ["TokenStoreError", "unlock"],
+        ["WebhookDedupeStoreError", "claim"]
+      ])
+      for (const e of failures) expect(e.message).toBe("Redis did not answer within 200ms")
+      // A store made and closed while Redis is frozen (a layer built uninterruptibly, an app shutting down) waits for
+      // its connection and its QUIT no longer than the timeout either.
+      const late = yield* Effect.scoped(
+        Effect.uninterruptible(Effect.flatMap(RedisTokenStore.make(options), (made) => Effect.flip(made.get("k"))))
+      )
+      expect([late._tag, late.operation]).toEqual(["TokenStoreError", "get"])
+    }).pipe(Effect.scoped), 20_000)
+
   it("a store's timeout, lockTtl or waitInterval that is not a finite duration above zero throws when it is made", () => {
     const refused = [
       () => RedisTokenStore.make({ timeout: "1 secnd" as Duration.DurationInput }),

@@ -108,7 +108,13 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         })
         return own
       }),
-      (own) => Effect.promise(() => own.quit().catch(() => own.disconnect()))
+      // A Redis that stopped answering does not answer QUIT either: the closing waits at most `timeout`.
+      (own) =>
+        Effect.tryPromise(() => own.quit()).pipe(
+          Effect.interruptible,
+          Effect.timeout(timeout),
+          Effect.catchAll(() => Effect.sync(() => own.disconnect()))
+        )
     ))
     if (options.client === undefined) {
       // Without an offline queue the first commands need the connection: wait for it (bounded, and no longer than its
@@ -131,6 +137,8 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         client.on("error", failed)
         return Effect.sync(stop)
       }).pipe(
+        // Bounded wherever the store is made (a layer may be built uninterruptibly).
+        Effect.interruptible,
         Effect.timeout(timeout),
         Effect.catchAll(() =>
           Effect.logWarning("effect-fin: Redis is not reachable; the store is worked around until it is").pipe(
@@ -145,11 +153,15 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         ? `Redis is not connected: ${connectionError}`
         : describe(cause)
     })
+    // Interruptible, so the timeout holds for a command sent from an uninterruptible region too (a lock released in a
+    // finalizer, a webhook claim): a frozen Redis would otherwise hold it for as long as it keeps the connection open.
+    // The promise cannot be cancelled; its late answer is dropped.
     const run = <A>(operation: string, command: (client: Redis) => Promise<A>): Effect.Effect<A, Failure> =>
       Effect.tryPromise({
         try: () => command(client),
         catch: (cause) => failure(operation, cause)
       }).pipe(
+        Effect.interruptible,
         Effect.timeoutFail({
           duration: timeout,
           onTimeout: (): Failure => ({ operation, message: `Redis did not answer within ${Duration.format(timeout)}` })
