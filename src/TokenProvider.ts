@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
@@ -296,12 +297,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
       Option.filter(stored, (tokens) => now < tokens.refreshAt)
 
-    // While this process fetches under the lock, the lock is renewed, so it expires only if the process dies.
+    // While this process fetches under the lock, the lock is renewed, so it expires only if the process dies. Renewal
+    // stops once the lock is lost, not on a failed renewal: a store that failed once may answer the next time, before
+    // the lock expires (and another process fetches too).
     const holding = (store: TokenStore.Service, owner: string) => <A, E>(self: Effect.Effect<A, E>) => {
       const renew = Effect.sleep(Duration.divide(store.lockTtl, 3).pipe(Option.getOrElse(() => store.lockTtl))).pipe(
-        Effect.zipRight(store.renew(key, owner)),
-        Effect.catchAll(() => Effect.succeed(false)),
-        Effect.repeat({ while: (held) => held })
+        Effect.zipRight(Effect.either(store.renew(key, owner))),
+        Effect.repeat({ while: (renewed) => Either.isLeft(renewed) || renewed.right })
       )
       return Effect.scoped(Effect.zipRight(Effect.forkScoped(renew), self))
     }
@@ -430,7 +432,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       if (Option.isNone(fallback)) return Deferred.await(deferred)
       const { token, usableUntil } = fallback.value
       return Effect.flatMap(Clock.currentTimeMillis, (start) =>
-        Deferred.await(deferred).pipe(
+        // Interruptible, so the time limit holds for a caller in a finalizer too.
+        Effect.interruptible(Deferred.await(deferred)).pipe(
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, usableUntil - start)),
             onSuccess: (fresh) => fresh,
@@ -444,10 +447,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // The body is uninterruptible (it only reads the clock and forks): a caller interrupted between the fork and the
     // state update would otherwise leave the fetch unrecorded, and the next caller would start a second one. The
-    // fetch itself stays interruptible (its timeouts and the scope's closing interrupt it).
+    // fetch itself is interruptible (its timeouts and the scope's closing interrupt it), whatever its first caller's
+    // state: one that asked from a finalizer must not leave every caller waiting on a fetch its timeouts cannot stop.
     const getLocked: Service["get"] = Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
-        Effect.uninterruptibleMask((restore) =>
+        Effect.uninterruptible(
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             const usable = Option.filter(state.access, (access) => now < access.usableUntil)
@@ -460,7 +464,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             // runtime does not also report it as a fiber that "terminated with an unhandled error".
             const fiber = yield* obtain(yield* storeFor, state.refresh).pipe(
               Effect.onExit((exit) => settle(exit, usable, deferred)),
-              restore,
+              Effect.interruptible,
               Effect.exit,
               Effect.forkIn(scope)
             )

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
@@ -251,12 +252,13 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "unavailable" })
     })))
 
-  it.effect("callers do not wait past the token's usable time for an early refresh that hangs", () =>
+  for (const region of ["interruptible", "uninterruptible"] as const) {
+  it.effect(`callers do not wait past the token's usable time for an early refresh that hangs (${region} caller)`, () =>
     Effect.gen(function*() {
       yield* tokenValue
       // The refresh is due 1 min before expiry; the token is handed out until 30 s before it.
       yield* advance(HOUR - MIN)
-      const fiber = yield* Effect.fork(tokenValue)
+      const fiber = yield* Effect.fork(region === "interruptible" ? tokenValue : Effect.uninterruptible(tokenValue))
       yield* advance(30_000 - 1)
       expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
       yield* advance(1)
@@ -267,6 +269,7 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
       "POST /v1/oauth/refresh-token": () => Effect.never
     })))
+  }
 
   it.effect("retries a 503 from the token call", () =>
     Effect.gen(function*() {
@@ -337,6 +340,26 @@ describe("TokenProvider", () => {
       if (error._tag === "TimeoutError") expect(error.kind).toBe("token")
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.stall }, { tokenTimeout: "1 second", maxRetries: 0 })))
+
+  it.effect("a fetch first asked for from an uninterruptible region still times out; the next caller fetches anew", () =>
+    Effect.gen(function*() {
+      // A finalizer or an acquireRelease acquire that needs a token: its fetch must keep its own timeouts.
+      const first = yield* Effect.fork(Effect.exit(Effect.uninterruptible(getToken)))
+      yield* Effect.yieldNow()
+      const second = yield* Effect.fork(Effect.exit(tokenValue))
+      yield* advance(1000)
+      const [firstExit, secondExit] = [yield* Fiber.join(first), yield* Fiber.join(second)]
+      expect(Exit.isFailure(firstExit) && Exit.isFailure(secondExit)).toBe(true)
+      if (Exit.isFailure(secondExit)) expect(Cause.failureOption(secondExit.cause).pipe(Option.map((e) => e._tag))).toEqual(Option.some("TimeoutError"))
+      expect(yield* tokenValue).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        const tokens = FinTest.tokenHandler()
+        let calls = 0
+        return (request) => (calls++ === 0 ? FinTest.stall : tokens(request))
+      })()
+    }, { tokenTimeout: "1 second", maxRetries: 0 })))
 
   it.effect("a caller after the client was shut down is interrupted, not left waiting", () =>
     Effect.gen(function*() {

@@ -15,6 +15,7 @@ import * as TestClock from "effect/TestClock"
 import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
+import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
 import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
@@ -119,6 +120,37 @@ describe("TokenStore", () => {
       expect(waiterError._tag === "TimeoutError" && Duration.toMillis(waiterError.timeout)).toBe(1000)
       expect(ownerRequests + waiterRequests).toBe(1)
     }))
+
+  it.effect("a renewal that fails once does not give the lock up: a slow fetch stays the only one, its token shared", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory() // lockTtl 10 s, renewed every 3.3 s
+      let renewals = 0
+      const store: TokenStore.Service = {
+        ...memory,
+        renew: (key, owner) =>
+          Effect.suspend(() =>
+            ++renewals === 1
+              ? Effect.fail(new TokenStore.TokenStoreError({ operation: "renew", message: "connection reset" }))
+              : memory.renew(key, owner)
+          )
+      }
+      // The first token request stalls past tokenTimeout (10 s, longer than the lock's TTL); its retry succeeds.
+      const issuer = FinTest.tokenHandler()
+      let tokenRequests = 0
+      const tokens: FinTest.Handler = (request) => ++tokenRequests === 1 ? FinTest.stall : issuer(request)
+      const token = Effect.flatMap(TokenProvider.TokenProvider, (provider) => Effect.map(provider.get, Redacted.value))
+      const instance = () =>
+        FinTest.layerClient({ "POST /v1/oauth/token": tokens }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
+        )
+      const owner = yield* Effect.fork(Effect.provide(token, instance()))
+      yield* advance(100)
+      const waiter = yield* Effect.fork(Effect.provide(token, instance()))
+      for (let i = 0; i < 30; i++) yield* advance(500)
+      expect(yield* Fiber.join(Fiber.zip(owner, waiter))).toEqual(["token-1", "token-1"])
+      expect(renewals).toBeGreaterThan(1)
+      expect(tokenRequests).toBe(2)
+    }).pipe(fixedRandom))
 
   it.effect("a failing store is worked around: calls succeed, each failure logged as a warning, no FinError", () =>
     Effect.gen(function*() {
