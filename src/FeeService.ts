@@ -10,11 +10,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { RequestValidationError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Issues from "./internal/issues.js"
+import * as Timestamps from "./internal/timestamp.js"
 
 /**
  * An ISO 4217-shaped currency code: three upper-case letters.
@@ -26,15 +28,19 @@ export const CurrencyCode = Schema.String.pipe(
   Schema.pattern(/^[A-Z]{3}$/, { message: () => "a currency code of three upper-case letters" })
 ).annotations({ title: "a currency code of three upper-case letters" })
 
+const AMOUNT = `a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}`
+
 /**
- * An amount: a finite number greater than zero. Units are not documented, so amounts pass through untouched.
+ * An amount: a number greater than zero and at most `Number.MAX_SAFE_INTEGER` (past it, a number no longer tells
+ * neighbouring whole amounts apart: 9007199254740993 is read as 9007199254740992). Units are not documented, so
+ * amounts within that range pass through untouched.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const Amount = Schema.Number.annotations({ title: "a finite number greater than 0" }).pipe(
-  Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite number greater than 0" })
-).annotations({ title: "a finite number greater than 0" })
+export const Amount = Schema.Number.annotations({ title: AMOUNT }).pipe(
+  Schema.filter((n) => n > 0 && n <= Number.MAX_SAFE_INTEGER, { message: () => AMOUNT })
+).annotations({ title: AMOUNT })
 
 /**
  * A beneficiary id: a UUID.
@@ -125,8 +131,21 @@ export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
   is_fee_applied: Schema.Boolean
 }) {}
 
+// ISO 8601 as documented (a zone-less time is UTC, as the field is documented to be), and the token routes' format too;
+// not whatever `Date.parse` guesses ("1" is not the year 2001).
+const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSelf, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const millis = Timestamps.toMillis(text)
+    return millis === undefined
+      ? ParseResult.fail(new ParseResult.Type(ast, text, "an ISO 8601 date-time"))
+      : ParseResult.succeed(DateTime.unsafeMake(millis))
+  },
+  encode: (dateTime) => ParseResult.succeed(DateTime.formatIso(dateTime))
+}).annotations({ title: "an ISO 8601 date-time" })
+
 /**
- * A quote from the service. `valid_till` is `None` for the older response shape that lacks it.
+ * A quote from the service. `valid_till` is `None` for the older response shape that lacks it (or holds `null`).
  *
  * @since 0.1.0
  * @category schemas
@@ -137,7 +156,7 @@ export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
   source_amount: Schema.Number,
   exchange_rate: Schema.Number,
   destination_amount: Schema.Number,
-  valid_till: Schema.optionalWith(Schema.DateTimeUtc, { as: "Option", exact: true }),
+  valid_till: Schema.optionalWith(ValidTill, { as: "Option", exact: true, nullable: true }),
   fee: Fee
 }) {
   /**

@@ -25,6 +25,7 @@ import * as FinConfig from "./FinConfig.js"
 import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as Http from "./internal/http.js"
+import * as Timestamps from "./internal/timestamp.js"
 import * as Retry from "./internal/retry.js"
 import * as TokenStore from "./TokenStore.js"
 
@@ -45,30 +46,14 @@ export interface Service {
  */
 export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<TokenProvider, Service>() {}
 
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}(?::?\d{2})?)$/i
-
 /**
  * Parses the service's expiry timestamps (`2025-12-28 10:34:45+00`, not ISO 8601) and ISO 8601 ones into epoch
- * milliseconds; `undefined` when the text is neither.
+ * milliseconds; `undefined` when the text is neither. Without a zone, UTC.
  *
  * @since 0.1.0
  * @category parsing
  */
-export const parseTimestamp = (text: string): number | undefined => {
-  const m = TIMESTAMP.exec(text.trim())
-  if (m === null) return undefined
-  const [, y, mo, d, h, mi, s, frac, zone] = m
-  const millis = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) +
-    (frac === undefined ? 0 : Math.floor(Number(`0.${frac}`) * 1000))
-  const check = new Date(millis)
-  // Date.UTC silently rolls 2025-02-30 into March; such input is rejected instead.
-  if (check.getUTCDate() !== Number(d) || check.getUTCMonth() !== Number(mo) - 1 || Number(h) > 23) return undefined
-  if (zone === undefined || zone.toUpperCase() === "Z") return millis
-  const sign = zone.startsWith("-") ? -1 : 1
-  const digits = zone.slice(1).replace(":", "")
-  const offset = (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || "0")) * 60_000
-  return millis - sign * offset
-}
+export const parseTimestamp = (text: string): number | undefined => Timestamps.toMillis(text.trim())
 
 const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
   strict: true,

@@ -37,6 +37,7 @@ import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
+import * as Timestamps from "./internal/timestamp.js"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Signature headers and algorithms
@@ -420,26 +421,11 @@ export const sign = (
 // Timestamps
 // ---------------------------------------------------------------------------------------------------------------------
 
-const timestampPattern =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d{2}):?(\d{2}))$/
-
 // Epoch microseconds of an ISO 8601 date-time with a zone (`Z` or an offset), or undefined. Microseconds because the
 // service sends them (`2026-04-04T17:38:26.843132Z`) and ordering should not lose them; a `DateTime` keeps milliseconds.
 const parseTimestamp = (s: string): number | undefined => {
-  const m = timestampPattern.exec(s)
-  if (m === null) return undefined
-  const group = (i: number): number => Number(m[i] ?? 0)
-  const [year, month, day, hour, minute, second] = [group(1), group(2), group(3), group(4), group(5), group(6)]
-  const [offsetHours, offsetMinutes] = [group(9), group(10)]
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
-  if (offsetHours > 23 || offsetMinutes > 59) return undefined
-  // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.
-  const midnight = new Date(0).setUTCFullYear(year, month - 1, day)
-  if (new Date(midnight).getUTCDate() !== day) return undefined
-  const offset = (m[8] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
-  const millis = midnight + ((hour * 60 + minute) * 60 + second) * 1000 - offset
-  const fraction = Number(((m[7] ?? "") + "000000").slice(0, 6))
-  return millis * 1000 + fraction
+  const parsed = Timestamps.parse(s)
+  return parsed?.zoned === true ? parsed.micros : undefined
 }
 
 const TimestampString = Schema.String.pipe(

@@ -2,12 +2,14 @@ import { describe, expect, it } from "@effect/vitest"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
-import { olderQuoteBody, provideClient, quoteBody } from "./support.js"
+import * as Quote from "../src/internal/quote.js"
+import { olderQuoteBody, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const UUID = "ceb7e6c9-ef2a-41c2-8459-38d67ec3c655"
 
@@ -18,6 +20,8 @@ const invalid: ReadonlyArray<[string, unknown, string]> = [
   ["negative amount", { source_currency: "USD", destination_amount: -5, destination_currency: "CAD" }, "destination_amount"],
   ["NaN", { source_currency: "USD", source_amount: NaN, destination_currency: "CAD" }, "source_amount"],
   ["Infinity", { source_currency: "USD", source_amount: Infinity, destination_currency: "CAD" }, "source_amount"],
+  ["amount past Number.MAX_SAFE_INTEGER", { source_currency: "USD", source_amount: 2 ** 53, destination_currency: "CAD" }, "source_amount"],
+  ["amount written with an exponent past it", { source_currency: "USD", destination_amount: 1e21, destination_currency: "CAD" }, "destination_amount"],
   ["amount as string", { source_currency: "USD", source_amount: "100", destination_currency: "CAD" }, "source_amount"],
   ["lower-case currency", { source_currency: "usd", source_amount: 1, destination_currency: "CAD" }, "source_currency"],
   ["4-letter currency", { source_currency: "USD", source_amount: 1, destination_currency: "CADX" }, "destination_currency"],
@@ -47,13 +51,42 @@ describe("FeeService", () => {
 
   it.effect("an amount that is not a number at all says what an amount must be, as a bad number does", () =>
     Effect.gen(function*() {
-      for (const amount of ["100", "-5", null, -5, 0]) {
+      for (const amount of ["100", "-5", null, -5, 0, 2 ** 53]) {
         const error = yield* Effect.flip(FeeService.validate({ source_currency: "USD", destination_currency: "CAD", source_amount: amount }))
         expect(error.message, String(amount)).toBe(
-          "Invalid fee calculation request: source_amount: expected a finite number greater than 0"
+          "Invalid fee calculation request: source_amount: expected a number greater than 0 and at most 9007199254740991"
         )
       }
     }))
+
+  it.effect("the largest safe amount and the smallest fractions pass through untouched", () =>
+    Effect.gen(function*() {
+      for (const amount of [Number.MAX_SAFE_INTEGER, 0.00000001, 94.919]) {
+        const request = { source_currency: "USD", destination_currency: "CAD", source_amount: amount }
+        expect(yield* FeeService.validate(request)).toEqual(request)
+      }
+    }))
+
+  it.effect("valid_till: null is None; a time without a zone is UTC; text that is not a date-time is a ResponseDecodeError", () =>
+    Effect.gen(function*() {
+      const decode = (valid_till: unknown) =>
+        Schema.decodeUnknownEither(FeeService.FeeCalculationResponse)({ data: { ...quoteBody.data, valid_till } })
+      const till = (valid_till: unknown) =>
+        Either.map(decode(valid_till), (response) => Option.map(response.data.valid_till, DateTime.formatIso))
+      expect(till(null)).toEqual(Either.right(Option.none()))
+      expect(till("2026-01-19T09:59:29")).toEqual(Either.right(Option.some("2026-01-19T09:59:29.000Z")))
+      expect(till("2026-01-19 10:59:29+01")).toEqual(Either.right(Option.some("2026-01-19T09:59:29.000Z")))
+      for (const text of ["1", "2026", "January 19, 2026", "2026-01-19T24:00:00Z", "2026-02-30T00:00:00Z"]) {
+        expect(Either.isLeft(decode(text)), text).toBe(true)
+      }
+      const error = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(error._tag).toBe("ResponseDecodeError")
+      if (error._tag === "ResponseDecodeError") {
+        expect(error.issues.map((i) => [i.path, i.expected])).toContainEqual(["data.valid_till", "an ISO 8601 date-time"])
+      }
+    }).pipe(provideClient({
+      "POST /v1/fee-calculation": () => FinTest.json(200, { data: { ...quoteBody.data, valid_till: "2026" } })
+    })))
 
   it.effect("what validate returns (from untyped input) is quoted as is, without a cast", () =>
     Effect.gen(function*() {
@@ -168,11 +201,17 @@ describe("FeeService", () => {
     it.effect("a receive quote ends for any amount and rate: huge amounts, tiny rates", () =>
       Effect.gen(function*() {
         for (const to of ["CAD", "XYZ"]) {
-          for (const wanted of [2e14, 1e16, 1e300, 100]) {
+          for (const wanted of [2e14, Number.MAX_SAFE_INTEGER, 100]) {
             const quote = yield* FeeService.calculate({ source_currency: "USD", destination_amount: wanted, destination_currency: to })
             expect(quote.destination_amount).toBe(wanted)
             expect(quote.source_amount).toBeGreaterThan(0)
           }
+        }
+        // Past what the client sends, as the emulator may be asked over plain HTTP.
+        const settings = { rates: { "USD/XYZ": 1e-9 }, fee: { fixed: 0, percentage: 1 }, beneficiaries: {}, defaultSourceCurrency: "USD" }
+        for (const wanted of [1e16, 1e300]) {
+          const quoted = Quote.quote(settings, { source_currency: "USD", destination_currency: "XYZ", destination_amount: wanted })
+          expect(Either.map(quoted, (figures) => figures.source_amount > 0)).toEqual(Either.right(true))
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1, "USD/XYZ": 1e-9 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>

@@ -43,6 +43,10 @@ describe("TokenProvider", () => {
     it("rejects impossible dates and other text", () => {
       expect(TokenProvider.parseTimestamp("2025-02-30 10:00:00+00")).toBeUndefined()
       expect(TokenProvider.parseTimestamp("tomorrow")).toBeUndefined()
+      // Neither a minute nor a second past 59 rolls over, and a two-digit year is that year, not 19xx.
+      expect(TokenProvider.parseTimestamp("2025-12-28 10:61:45+00")).toBeUndefined()
+      expect(TokenProvider.parseTimestamp("2025-12-28 10:34:60+00")).toBeUndefined()
+      expect(TokenProvider.parseTimestamp("0099-01-01T00:00:00Z")).toBe(new Date(0).setUTCFullYear(99, 0, 1))
       expect(TokenProvider.parseTimestamp("2025-12-28")).toBeUndefined()
     })
   })

@@ -1,0 +1,43 @@
+/**
+ * The one parser of the service's timestamps: token expiries (`2025-12-28 10:34:45+00`), quote expiries and webhook
+ * `created_at` (ISO 8601, up to microseconds), into epoch microseconds, every field checked.
+ *
+ * @internal
+ */
+
+const PATTERN =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/
+
+/** A parsed timestamp: epoch microseconds, and whether the text said its zone. */
+export interface Parsed {
+  readonly micros: number
+  readonly zoned: boolean
+}
+
+/**
+ * `YYYY-MM-DD[T or space]hh:mm:ss[.fraction][Z, ±hh, ±hhmm or ±hh:mm]`; without a zone, UTC. `undefined` for
+ * anything else, a 30 February, a 24:00 or a 10:61 included (`Date` would roll them over), and for `Date.parse`'s
+ * guesses ("1" is not 2001).
+ */
+export const parse = (text: string): Parsed | undefined => {
+  const m = PATTERN.exec(text)
+  if (m === null) return undefined
+  const field = (i: number): number => Number(m[i] ?? 0)
+  const [year, month, day, hour, minute, second] = [field(1), field(2), field(3), field(4), field(5), field(6)]
+  const [offsetHours, offsetMinutes] = [field(10), field(11)]
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined
+  // setUTCFullYear, unlike Date.UTC, does not read years 0-99 as 1900-1999.
+  const midnight = new Date(0).setUTCFullYear(year, month - 1, day)
+  if (new Date(midnight).getUTCDate() !== day) return undefined
+  const offset = (m[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
+  const millis = midnight + ((hour * 60 + minute) * 60 + second) * 1000 - offset
+  const fraction = Number(((m[7] ?? "") + "000000").slice(0, 6))
+  return { micros: millis * 1000 + fraction, zoned: m[8] !== undefined || m[9] !== undefined }
+}
+
+/** Epoch milliseconds of `text` (see `parse`), with or without a zone. */
+export const toMillis = (text: string): number | undefined => {
+  const parsed = parse(text)
+  return parsed === undefined ? undefined : Math.floor(parsed.micros / 1000)
+}
