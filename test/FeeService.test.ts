@@ -7,11 +7,13 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as FeeService from "../src/FeeService.js"
+import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as Quote from "../src/internal/quote.js"
 import { olderQuoteBody, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const UUID = "ceb7e6c9-ef2a-41c2-8459-38d67ec3c655"
+const GREEDY = "0b6c8a52-61c1-4d3e-9a56-1d2f3c4b5a69"
 
 const invalid: ReadonlyArray<[string, unknown, string]> = [
   ["both amounts", { source_currency: "USD", source_amount: 1, destination_amount: 2, destination_currency: "CAD" }, "destination_amount"],
@@ -214,6 +216,28 @@ describe("FeeService", () => {
           expect(Either.map(quoted, (figures) => figures.source_amount > 0)).toEqual(Either.right(true))
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1, "USD/XYZ": 1e-9 } }))))
+    it.effect("quotes are in cents: a sent amount is rounded before the fee is taken; fees of 100% or more are refused", () =>
+      Effect.gen(function*() {
+        const send = (source_amount: number, beneficiary_id?: string) =>
+          FeeService.calculate(
+            beneficiary_id === undefined
+              ? { source_currency: "USD", source_amount, destination_currency: "CAD" }
+              : { source_currency: "USD", source_amount, beneficiary_id }
+          )
+        const rounded = yield* send(100.006)
+        expect([rounded.source_amount, rounded.fee.total, rounded.destination_amount]).toEqual([100.01, 3, 121.26])
+        const refused = (effect: Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>) =>
+          Effect.map(Effect.flip(effect), (e) => e._tag === "ApiError" ? [e.status, e.fieldErrors?.map((f) => f.field)] : e._tag)
+        expect(yield* refused(send(0.004))).toEqual([422, ["source_amount"]])
+        // 2% of the client's fee and the beneficiary's 98% take the whole amount, whichever amount is given.
+        expect(yield* refused(send(100, GREEDY))).toEqual([422, ["source_amount"]])
+        expect(yield* refused(FeeService.calculate({ source_currency: "USD", destination_amount: 10, beneficiary_id: GREEDY })))
+          .toEqual([422, ["destination_amount"]])
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "USD/CAD": 1.25 },
+        fee: { fixed: 1, percentage: 2 },
+        beneficiaries: { [GREEDY]: { currency: "CAD", developerFee: { fixed: 0, percentage: 98 } } }
+      }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))

@@ -93,12 +93,23 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
   }
   const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
   const fee = { fixed: settings.fee.fixed + developer.fixed, percentage: settings.fee.percentage + developer.percentage }
-  if (request.destination_amount !== undefined && fee.percentage >= 100) {
+  // Either way round: a quote whose fee is more than what is sent would be no quote at all.
+  if (fee.percentage >= 100) {
+    const field = request.destination_amount !== undefined ? "destination_amount" : "source_amount"
     return Either.left({
       _tag: "Unprocessable",
       message: "Validation failed",
-      field: "destination_amount",
-      detail: "The fees take the whole amount: no amount delivers it."
+      field,
+      detail: "The fees take the whole amount: no amount delivers anything."
+    })
+  }
+  // Quotes are in cents: an amount sent rounds to the cent before anything is computed from it.
+  if (request.source_amount !== undefined && round2(request.source_amount) === 0) {
+    return Either.left({
+      _tag: "Unprocessable",
+      message: "Validation failed",
+      field: "source_amount",
+      detail: "The source_amount is less than one cent."
     })
   }
   return Either.right(compute({ ...request, source_currency: source, destination_currency: destination }, rate, fee))
@@ -152,7 +163,7 @@ const deliver = (source: number, rate: number, fee: FeeRule): number =>
 export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
   let source: number
   if (input.source_amount !== undefined) {
-    source = input.source_amount
+    source = round2(input.source_amount)
   } else {
     const wanted = input.destination_amount!
     const exact = (wanted / rate + fee.fixed) / (1 - fee.percentage / 100)
@@ -169,7 +180,7 @@ export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFig
   return {
     source_currency: input.source_currency,
     destination_currency: input.destination_currency,
-    source_amount: round2(source),
+    source_amount: source,
     exchange_rate: rate,
     destination_amount: input.destination_amount ?? deliver(source, rate, fee),
     fee: { fixed: fee.fixed, percentage: fee.percentage, total, is_fee_applied: total > 0 }
