@@ -526,6 +526,16 @@ describe("HttpTransport", () => {
       expect(parseErrorBody(`{"error":{"code":"forbidden","message":"Customer is not eligible for this operation"}}`))
         .toMatchObject({ code: "forbidden", message: "Customer is not eligible for this operation" })
     })
+    it("a field of an unexpected type costs only itself: a status as text, errors as one object", () => {
+      expect(parseErrorBody(`{"status":"400","message":"Validation failed","errors":{"source_amount":"too big"}}`))
+        .toEqual({
+          message: "Validation failed",
+          code: undefined,
+          fieldErrors: [{ field: "source_amount", message: "too big" }],
+          understood: true
+        })
+      expect(parseErrorBody(`["not", "an", "object"]`).understood).toBe(false)
+    })
     it.effect("an unknown body is kept (truncated) in ApiError.body", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)

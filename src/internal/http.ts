@@ -99,16 +99,6 @@ export type AttemptError =
 
 const MAX_BODY_IN_ERROR = 1024
 
-// The documented error bodies (service-facts 5) have no single envelope; this accepts all of them at once.
-const ErrorBody = Schema.Struct({
-  message: Schema.optional(Schema.String),
-  status: Schema.optional(Schema.Number),
-  errors: Schema.optional(Schema.Array(Schema.Unknown)),
-  data: Schema.optional(Schema.Unknown),
-  error: Schema.optional(Schema.Unknown)
-})
-const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
-
 const NestedError = Schema.Struct({
   code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
   message: Schema.optional(Schema.String)
@@ -137,20 +127,25 @@ interface ParsedErrorBody {
   readonly understood: boolean
 }
 
-/** Maps any documented error body into `ApiError` fields. */
+/**
+ * Maps any documented error body into `ApiError` fields. The documented bodies (service-facts 5) have no single
+ * envelope, so each field is read on its own: one of an unexpected type (a `status` as text, `errors` as one object
+ * rather than a list of them) does not cost the others.
+ */
 export const parseErrorBody = (text: string): ParsedErrorBody => {
-  let json: unknown
+  let body: unknown
   try {
-    json = JSON.parse(text)
+    body = JSON.parse(text)
   } catch {
     return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
   }
-  const body = decodeErrorBody(json)
-  if (body._tag === "None") return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
-  const { data, error, errors, message, status } = body.value
+  if (!isRecord(body)) return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
+  const { data, error, errors } = body
+  const message = typeof body.message === "string" ? body.message : undefined
+  const status = typeof body.status === "number" ? body.status : undefined
   const nested = error === undefined ? undefined : decodeNestedError(error)
   const fields: Array<FieldError> = []
-  if (errors !== undefined) for (const item of errors) if (isRecord(item)) fields.push(...fieldErrorsOf(item))
+  for (const item of Array.isArray(errors) ? errors : [errors]) if (isRecord(item)) fields.push(...fieldErrorsOf(item))
   if (isRecord(data)) fields.push(...fieldErrorsOf(data))
   const nestedValue = nested?._tag === "Some" ? nested.value : undefined
   return {
