@@ -1179,8 +1179,15 @@ describe("Webhooks.handler", () => {
       )
       yield* send(handle, post(currentBody, { ...(yield* Webhooks.sign(currentBody, "whsec_wrong")) }))
       yield* send(handle, yield* signedPost(currentBody))
-      expect(logs.length).toBeGreaterThanOrEqual(2)
+      // Signed, but `active` is text: the log says where and what was expected, never the value.
+      const textActive = currentBody.replace(`"active":false`, `"active":"sometimes"`)
+      expect((yield* send(handle, yield* signedPost(textActive))).status).toBe(400)
+      expect(logs.length).toBeGreaterThanOrEqual(3)
       expect(logs.some((line) => line.includes("bad_signature"))).toBe(true)
+      const rejected = logs.filter((line) => line.includes("malformed_body"))
+      expect(rejected).toHaveLength(1)
+      expect(rejected[0]).toContain("the event data is malformed: data.active: expected")
+      expect(rejected[0]).not.toContain("sometimes")
       expect(logs.some((line) => line.includes("webhook handler failed"))).toBe(true)
       for (const line of logs) {
         expect(line).not.toContain(secretValue)
