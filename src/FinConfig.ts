@@ -160,8 +160,16 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
     const clientSecret = Redacted.isRedacted(options.clientSecret)
       ? options.clientSecret as Redacted.Redacted<string>
       : Redacted.make(options.clientSecret)
-    if (typeof Redacted.value(clientSecret) !== "string" || Redacted.value(clientSecret) === "") {
+    const secret = Redacted.value(clientSecret)
+    if (typeof secret !== "string" || secret === "") {
       return yield* Effect.fail(invalid("clientSecret", "clientSecret must be a non-empty string"))
+    }
+    // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
+    // value), not as a 401 from the token call.
+    if (secret.trim() !== secret) {
+      return yield* Effect.fail(
+        invalid("clientSecret", "clientSecret must not start or end with whitespace (a trailing newline, say)")
+      )
     }
     const environment = options.environment ?? "sandbox"
     if (environment !== "sandbox" && environment !== "production") {

@@ -66,6 +66,11 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, timeout: "soon" as Duration.DurationInput })).toContain("timeout")
       expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
+      expect(yield* configError({ ...base, clientId: " id" })).toContain("clientId must not start or end with whitespace")
+      // A secret file's trailing newline, said without the secret.
+      const padded = yield* configError({ ...base, clientSecret: Redacted.make("s3cr3t-value\n") })
+      expect(padded).toContain("clientSecret must not start or end with whitespace")
+      expect(padded).not.toContain("s3cr3t-value")
       expect(yield* configError({ ...base, environment: "prod" as FinConfig.Environment })).toContain("environment")
       expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")
       expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
