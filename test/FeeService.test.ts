@@ -195,8 +195,12 @@ describe("FeeService", () => {
           expect(send.destination_amount, String(wanted)).toBeGreaterThanOrEqual(wanted)
           const centLess = Math.round(receive.source_amount * 100 - 1) / 100
           if (centLess > 0) {
-            const short = yield* FeeService.calculate({ source_currency: "USD", source_amount: centLess, destination_currency: "CAD" })
-            expect(short.destination_amount, String(wanted)).toBeLessThan(wanted)
+            // A cent less delivers less, or nothing at all (the fees take it all: a 422).
+            const short = yield* Effect.either(
+              FeeService.calculate({ source_currency: "USD", source_amount: centLess, destination_currency: "CAD" })
+            )
+            if (Either.isRight(short)) expect(short.right.destination_amount, String(wanted)).toBeLessThan(wanted)
+            else expect(short.left._tag === "ApiError" && short.left.status, String(wanted)).toBe(422)
           }
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.45 }, fee: { fixed: 1, percentage: 1 } }))))
@@ -216,7 +220,7 @@ describe("FeeService", () => {
           expect(Either.map(quoted, (figures) => figures.source_amount > 0)).toEqual(Either.right(true))
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1, "USD/XYZ": 1e-9 } }))))
-    it.effect("quotes are in cents: a sent amount is rounded before the fee is taken; fees of 100% or more are refused", () =>
+    it.effect("quotes are in cents: a sent amount is rounded before the fee is taken; an amount under a cent, or all taken by fees, is refused", () =>
       Effect.gen(function*() {
         const send = (source_amount: number, beneficiary_id?: string) =>
           FeeService.calculate(
@@ -229,6 +233,11 @@ describe("FeeService", () => {
         const refused = (effect: Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>) =>
           Effect.map(Effect.flip(effect), (e) => e._tag === "ApiError" ? [e.status, e.fieldErrors?.map((f) => f.field)] : e._tag)
         expect(yield* refused(send(0.004))).toEqual([422, ["source_amount"]])
+        // The fixed fee of 1 and 2% of 1.02 take all of it.
+        expect(yield* refused(send(1.02))).toEqual([422, ["source_amount"]])
+        expect((yield* send(1.03)).destination_amount).toBe(0.01)
+        expect(yield* refused(FeeService.calculate({ source_currency: "USD", destination_amount: 0.004, destination_currency: "CAD" })))
+          .toEqual([422, ["destination_amount"]])
         // 2% of the client's fee and the beneficiary's 98% take the whole amount, whichever amount is given.
         expect(yield* refused(send(100, GREEDY))).toEqual([422, ["source_amount"]])
         expect(yield* refused(FeeService.calculate({ source_currency: "USD", destination_amount: 10, beneficiary_id: GREEDY })))

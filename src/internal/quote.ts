@@ -91,26 +91,17 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
       detail: `No rate for ${source}/${destination}.`
     })
   }
+  const field = request.source_amount !== undefined ? "source_amount" : "destination_amount"
   const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
   const fee = { fixed: settings.fee.fixed + developer.fixed, percentage: settings.fee.percentage + developer.percentage }
+  const invalid = (detail: string) => Either.left<QuoteProblem>({ _tag: "Unprocessable", message: "Validation failed", field, detail })
   // Either way round: a quote whose fee is more than what is sent would be no quote at all.
-  if (fee.percentage >= 100) {
-    const field = request.destination_amount !== undefined ? "destination_amount" : "source_amount"
-    return Either.left({
-      _tag: "Unprocessable",
-      message: "Validation failed",
-      field,
-      detail: "The fees take the whole amount: no amount delivers anything."
-    })
-  }
-  // Quotes are in cents: an amount sent rounds to the cent before anything is computed from it.
-  if (request.source_amount !== undefined && round2(request.source_amount) === 0) {
-    return Either.left({
-      _tag: "Unprocessable",
-      message: "Validation failed",
-      field: "source_amount",
-      detail: "The source_amount is less than one cent."
-    })
+  if (fee.percentage >= 100) return invalid("The fees take the whole amount: no amount delivers anything.")
+  // Quotes are in cents: an amount rounds to the cent before anything is computed from it.
+  const amount = round2(request.source_amount ?? request.destination_amount!)
+  if (amount === 0) return invalid(`The ${field} is less than one cent.`)
+  if (field === "source_amount" && feeOn(amount, fee) >= amount) {
+    return invalid("The fees take the whole amount: it delivers nothing.")
   }
   return Either.right(compute({ ...request, source_currency: source, destination_currency: destination }, rate, fee))
 }
