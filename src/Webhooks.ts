@@ -397,7 +397,8 @@ export type SignedHeaders = {
 }
 
 /**
- * Signs a body as the service would and returns the headers it would send: for users' tests.
+ * Signs a body as the service would and returns the headers it would send: for users' tests. An empty secret or an
+ * algorithm outside the allow-list (past the type, from a cast) is a defect naming the mistake: a test's own bug.
  *
  * @since 0.1.0
  * @category signing
@@ -410,6 +411,9 @@ export const sign = (
   Effect.withFiberRuntime((fiber) => {
     const redacted = toRedacted(secret)
     if (Redacted.value(redacted) === "") return Effect.dieMessage("effect-fin: a webhook secret must not be empty")
+    if (!algorithms.includes(algorithm)) {
+      return Effect.dieMessage(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)
+    }
     return Effect.map(cryptoIn(fiber.currentContext).sign(algorithm, redacted, toBytes(rawBody)), (mac) => ({
       "content-type": "application/json" as const,
       "x-fin-signature": bytesToHex(mac),

@@ -141,6 +141,16 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         }
       }).pipe(Effect.provide(cryptoLayer)))
 
+    it.effect("sign refuses an empty secret and an algorithm outside the allow-list with a defect that says so", () =>
+      Effect.gen(function*() {
+        const defect = (effect: Effect.Effect<unknown>) =>
+          Effect.map(Effect.exit(effect), (exit) =>
+            Exit.isFailure(exit) ? Cause.dieOption(exit.cause).pipe(Option.map((e) => (e as Error).message)) : Option.none())
+        expect(yield* defect(Webhooks.sign(currentBody, ""))).toEqual(Option.some("effect-fin: a webhook secret must not be empty"))
+        expect(yield* defect(Webhooks.sign(currentBody, secret, "md5" as Webhooks.Algorithm)))
+          .toEqual(Option.some("effect-fin: the signature algorithm is not one of sha256, sha384, sha512"))
+      }).pipe(Effect.provide(cryptoLayer)))
+
     it.effect("rejects a tampered byte", () =>
       Effect.gen(function*() {
         const headers = yield* Webhooks.sign(currentBody, secret)
