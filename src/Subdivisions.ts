@@ -13,7 +13,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as CountryCode from "./CountryCode.js"
-import type { RequestValidationError } from "./FinError.js"
+import { Issue, RequestValidationError } from "./FinError.js"
 import * as internal from "./internal/subdivisions.js"
 import { subdivisionsData, types } from "./internal/subdivisionsData.js"
 
@@ -218,8 +218,9 @@ const rankOf = (name: string, query: string): number => {
  * Subdivisions of `country` whose name contains `text`, ignoring case, diacritics and punctuation (`"sao paulo"`
  * finds `BR-SP` São Paulo, `"new y"` finds `US-NY`); a query equal to the code (`"US-NY"`, `"ny"`) counts as exact.
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
- * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; below
- * 1, none). Fails with `RequestValidationError` when `country` is unknown.
+ * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; a
+ * fraction rounds down). Fails with `RequestValidationError` when `country` is unknown or `limit` is negative or NaN
+ * (an unset setting read as a number, say, would otherwise find nothing, silently).
  *
  * @since 0.1.0
  * @category lookups
@@ -233,7 +234,15 @@ export const search = (
   if (found === undefined) return invalidCountry(country)
   const query = internal.normalize(text)
   const limit = options?.limit === undefined ? Infinity : Math.floor(options.limit)
-  if (query === "" || !(limit >= 1)) return Either.right([])
+  if (!(limit >= 0)) {
+    return Either.left(
+      new RequestValidationError({
+        message: "Invalid search limit",
+        issues: [new Issue({ path: "limit", expected: "a number of results, 0 or more" })]
+      })
+    )
+  }
+  if (query === "" || limit === 0) return Either.right([])
   const index = searchIndexOf(found)
   const exactCode = index.codes.get(query)
   const candidates = query.length >= 3 ? index.trigrams.get(query.slice(0, 3)) ?? [] : index.all

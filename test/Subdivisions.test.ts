@@ -178,15 +178,18 @@ describe("Subdivisions", () => {
       expect(codes(Subdivisions.search("USA", "us-ny"))[0]).toBe("US-NY")
     })
 
-    it("matches nothing for blank text, honours limit, and rejects unknown countries", () => {
+    it("matches nothing for blank text, honours limit, and rejects unknown countries and a negative or NaN limit", () => {
       expect(right(Subdivisions.search("USA", ""))).toEqual([])
       expect(right(Subdivisions.search("USA", " - "))).toEqual([])
       expect(right(Subdivisions.search("ABW", "a"))).toEqual([])
       expect(right(Subdivisions.search("USA", "a", { limit: 3 }))).toHaveLength(3)
       expect(right(Subdivisions.search("USA", "a", { limit: 2.5 }))).toHaveLength(2)
       expect(right(Subdivisions.search("USA", "new york", { limit: 0 }))).toEqual([])
-      expect(right(Subdivisions.search("USA", "new york", { limit: -1 }))).toEqual([])
-      expect(right(Subdivisions.search("USA", "new york", { limit: Number.NaN }))).toEqual([])
+      expect(right(Subdivisions.search("USA", "new york", { limit: Infinity }))).toHaveLength(1)
+      for (const limit of [-1, Number.NaN, -Infinity]) {
+        const refused = Subdivisions.search("USA", "new york", { limit })
+        expect(Either.isLeft(refused) && refused.left.issues.map((i) => i.path), String(limit)).toEqual(["limit"])
+      }
       expect(right(Subdivisions.search("USA", "zzz"))).toEqual([])
       for (const input of badCountries) {
         const result = Subdivisions.search(input, "a")
