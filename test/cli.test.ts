@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import { servesUntilStopped } from "../src/cli/main.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
@@ -105,6 +106,14 @@ describe("effect-fin (offline commands)", () => {
     expect(tampered.stderr + tampered.stdout).not.toContain("whsec_cli")
     const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
+  })
+
+  it("only the emulator command counts as serving until stopped (its signal exits 0), not an argument naming it", () => {
+    expect(servesUntilStopped(["emulator"])).toBe(true)
+    expect(servesUntilStopped(["--log-level", "debug", "emulator", "--port", "0"])).toBe(true)
+    expect(servesUntilStopped(["webhook", "verify", "--signature", "emulator"])).toBe(false)
+    expect(servesUntilStopped(["subdivisions", "USA", "--search", "emulator"])).toBe(false)
+    expect(servesUntilStopped(["--log-level", "emulator", "quote"])).toBe(false)
   })
 
   it("--help works on every command", async () => {

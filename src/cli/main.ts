@@ -252,6 +252,14 @@ const snapshotArgs = (
 }
 
 /**
+ * Whether the command line (`process.argv.slice(2)`) runs the emulator, which serves until a signal stops it: the
+ * command, not any argument (`webhook verify --signature emulator` is not the emulator). `--log-level` is the one
+ * option before a command that takes a value.
+ */
+export const servesUntilStopped = (args: ReadonlyArray<string>): boolean =>
+  args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "--log-level") === "emulator"
+
+/**
  * The `effect-fin` command and its subcommands.
  *
  * @since 0.1.0

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import { run } from "./main.js"
+import { run, servesUntilStopped } from "./main.js"
 
 // The package's own data/, found through its exports (a self-reference), wherever the bundler put this module.
 const dataDir = (() => {
@@ -24,7 +24,7 @@ const dataDir = (() => {
 // A command stopped by a signal (Ctrl-C, a supervisor's SIGTERM) exits as shells expect (128 + the signal's number),
 // never 0: `effect-fin quote --json > quote.json && next` must not go on with an empty answer. The emulator serves
 // until it is stopped: a signal is its normal end.
-const serves = process.argv.slice(2).includes("emulator")
+const serves = servesUntilStopped(process.argv.slice(2))
 const signals = { SIGINT: 2, SIGTERM: 15 } as const
 let stoppedBy: keyof typeof signals | undefined
 for (const signal of Object.keys(signals) as Array<keyof typeof signals>) {
