@@ -24,6 +24,7 @@ import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
 import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
+import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
 import * as Timestamps from "./internal/timestamp.js"
 import * as Retry from "./internal/retry.js"
@@ -417,13 +418,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       if (Option.isNone(fallback)) return Deferred.await(deferred)
       const { token, usableUntil } = fallback.value
       return Effect.flatMap(Clock.currentTimeMillis, (start) =>
-        // Interruptible, so the time limit holds for a caller in a finalizer too.
-        Effect.interruptible(Deferred.await(deferred)).pipe(
+        Deferred.await(deferred).pipe(
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, usableUntil - start)),
             onSuccess: (fresh) => fresh,
             onTimeout: () => token
           }),
+          // So that the time limit holds for a caller in a finalizer too.
+          detachedIfUninterruptible,
           Effect.catchAll((error) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) => now < usableUntil ? Effect.succeed(token) : Effect.fail(error))
           )

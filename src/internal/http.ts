@@ -34,6 +34,7 @@ import {
   TransportError
 } from "../FinError.js"
 import * as Bytes from "./bytes.js"
+import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
 
 /** The platform client a user provides. */
@@ -302,59 +303,44 @@ const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
 const MAX_TIMER_MILLIS = 2 ** 31 - 1
 const TimedOut: unique symbol = Symbol("effect-fin/TimedOut")
 
-// The exit of `fiber` (whose value is `self`'s exit), or `TimedOut` once `millis` have passed on the live clock: a
-// `setTimeout` rather than a second fiber sleeping.
-const liveRace = <A, E>(fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>, millis: number) =>
-  Effect.async<Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut>((resume) => {
-    let done = false
-    const timer = millis <= MAX_TIMER_MILLIS
-      ? setTimeout(() => {
-        if (done) return
-        done = true
-        resume(Effect.succeed(TimedOut))
-      }, millis)
-      : undefined
-    fiber.addObserver((exit) => {
-      if (done) return
-      done = true
-      if (timer !== undefined) clearTimeout(timer)
-      resume(Effect.succeed(exit))
-    })
-    return Effect.sync(() => clearTimeout(timer))
-  })
-
 /**
- * `Effect.timeoutFail`, at a quarter of its cost on the live clock, and a limit that holds whatever the caller's
- * interruptibility. `self` runs in a fiber of its own, interruptible even when the caller is not (a call made from a
- * finalizer must not wait on a stalled server for ever, as it would under `Effect.timeoutFail`), and not a child of
- * the caller, so that interrupting an uninterruptible caller does not cut it either. On the live clock (whose `sleep`
- * is a `setTimeout`) that fiber is raced against the `setTimeout` itself; any other clock (`TestClock`, a user's own)
- * races it against the clock's `sleep`. The outcomes: `self`'s exit (its fiber refs inherited on success), or, once
- * the time is up, `self` interrupted and awaited, then `onTimeout()`; interrupting an interruptible caller interrupts
- * `self` and awaits it.
+ * `Effect.timeoutFail`, at a quarter of its cost on the live clock, and a limit that holds in an uninterruptible
+ * region too (a call made from a finalizer must not wait on a stalled server for ever; see
+ * `detachedIfUninterruptible`). `Effect.timeoutFail` races `self` in one child fiber against `Clock.sleep` in a second
+ * one; on the live clock (whose `sleep` is a `setTimeout`) this races the one child against the `setTimeout` itself.
+ * Any other clock (`TestClock`, a user's own) takes `Effect.timeoutFail`. The outcomes are the same: `self`'s exit (its
+ * fiber refs inherited on success), or, once the time is up, `self` interrupted and awaited, then `onTimeout()`;
+ * interrupting an interruptible caller interrupts `self`.
  */
 export const timeoutFail = <A, E, E1>(
   self: Effect.Effect<A, E>,
   duration: Duration.Duration,
   onTimeout: () => E1
 ): Effect.Effect<A, E | E1> =>
-  Effect.clockWith((clock) =>
-    // The fiber ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as a
+  detachedIfUninterruptible(Effect.clockWith((clock) => {
+    if (clock !== liveClock) return Effect.timeoutFail(self, { duration, onTimeout })
+    const millis = Duration.toMillis(duration)
+    // The child ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as a
     // fiber that "terminated with an unhandled error".
-    Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.forkDaemon(Effect.exit(Effect.interruptible(self))), (fiber) =>
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) =>
         Effect.flatMap(
-          Effect.onInterrupt(
-            restore(
-              clock === liveClock
-                ? liveRace(fiber, Duration.toMillis(duration))
-                : Effect.raceFirst(
-                  Effect.interruptible(Fiber.await(fiber)),
-                  Effect.as(Effect.interruptible(clock.sleep(duration)), TimedOut)
-                )
-            ),
-            () => Fiber.interrupt(fiber)
-          ),
+          Effect.async<Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut>((resume) => {
+            let done = false
+            const timer = millis <= MAX_TIMER_MILLIS
+              ? setTimeout(() => {
+                if (done) return
+                done = true
+                resume(Effect.succeed(TimedOut))
+              }, millis)
+              : undefined
+            fiber.addObserver((exit) => {
+              if (done) return
+              done = true
+              if (timer !== undefined) clearTimeout(timer)
+              resume(Effect.succeed(exit))
+            })
+          }),
           (result): Effect.Effect<A, E | E1> =>
             result === TimedOut
               ? Effect.zipRight(Fiber.interrupt(fiber), Effect.fail(onTimeout()))
@@ -365,7 +351,7 @@ export const timeoutFail = <A, E, E1>(
               : result.value
         ))
     )
-  )
+  }))
 
 /**
  * The most of a response body read: 4 MiB. The service's answers are a few KiB; a misbehaving service or proxy must

@@ -9,6 +9,7 @@ import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
+import { detachedIfUninterruptible } from "../../internal/detached.js"
 import * as Durations from "../../internal/duration.js"
 
 /**
@@ -111,8 +112,8 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       // A Redis that stopped answering does not answer QUIT either: the closing waits at most `timeout`.
       (own) =>
         Effect.tryPromise(() => own.quit()).pipe(
-          Effect.interruptible,
           Effect.timeout(timeout),
+          detachedIfUninterruptible,
           Effect.catchAll(() => Effect.sync(() => own.disconnect()))
         )
     ))
@@ -137,9 +138,9 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         client.on("error", failed)
         return Effect.sync(stop)
       }).pipe(
-        // Bounded wherever the store is made (a layer may be built uninterruptibly).
-        Effect.interruptible,
         Effect.timeout(timeout),
+        // Bounded wherever the store is made (a layer may be built uninterruptibly).
+        detachedIfUninterruptible,
         Effect.catchAll(() =>
           Effect.logWarning("effect-fin: Redis is not reachable; the store is worked around until it is").pipe(
             Effect.annotateLogs({ reason: connectionError ?? `no connection within ${Duration.format(timeout)}` })
@@ -153,19 +154,19 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         ? `Redis is not connected: ${connectionError}`
         : describe(cause)
     })
-    // Interruptible, so the timeout holds for a command sent from an uninterruptible region too (a lock released in a
-    // finalizer, a webhook claim): a frozen Redis would otherwise hold it for as long as it keeps the connection open.
+    // The timeout holds for a command sent from an uninterruptible region too (a lock taken or released by the token
+    // provider, a webhook claim): a frozen Redis would otherwise hold it for as long as it keeps the connection open.
     // The promise cannot be cancelled; its late answer is dropped.
     const run = <A>(operation: string, command: (client: Redis) => Promise<A>): Effect.Effect<A, Failure> =>
       Effect.tryPromise({
         try: () => command(client),
         catch: (cause) => failure(operation, cause)
       }).pipe(
-        Effect.interruptible,
         Effect.timeoutFail({
           duration: timeout,
           onTimeout: (): Failure => ({ operation, message: `Redis did not answer within ${Duration.format(timeout)}` })
-        })
+        }),
+        detachedIfUninterruptible
       )
     const evalScript: Connection["eval"] = (operation, script, keys, args) =>
       run(operation, (redis) =>
