@@ -1289,11 +1289,10 @@ const reject = (error: WebhookVerificationError) => {
     : HttpServerResponse.unsafeJson({ error: error.reason }, { status })
   // A 500 here is our own misconfiguration (no secret), not the sender's fault.
   const log = status === 500 ? Effect.logError : Effect.logWarning
-  // What was wrong, for the operator: the error's fixed text and, for a body that does not decode, where and what was
-  // expected (never a value).
-  const detail = error.issues === undefined ? error.message : `${error.message}: ${Issues.summarize(error.issues)}`
+  // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was expected;
+  // never a value).
   return log("effect-fin: webhook delivery rejected").pipe(
-    Effect.annotateLogs({ reason: error.reason, status, detail: detail.slice(0, 1024) }),
+    Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
     Effect.zipRight(Effect.annotateCurrentSpan("fin.webhook.outcome", "rejected")),
     Effect.as(response)
   )

@@ -78,6 +78,7 @@ describe("FeeService", () => {
       expect(till(null)).toEqual(Either.right(Option.none()))
       expect(till("2026-01-19T09:59:29")).toEqual(Either.right(Option.some("2026-01-19T09:59:29.000Z")))
       expect(till("2026-01-19 10:59:29+01")).toEqual(Either.right(Option.some("2026-01-19T09:59:29.000Z")))
+      expect(till("2026-01-19T09:59Z")).toEqual(Either.right(Option.some("2026-01-19T09:59:00.000Z")))
       for (const text of ["1", "2026", "January 19, 2026", "2026-01-19T24:00:00Z", "2026-02-30T00:00:00Z"]) {
         expect(Either.isLeft(decode(text)), text).toBe(true)
       }
@@ -220,7 +221,7 @@ describe("FeeService", () => {
           expect(Either.map(quoted, (figures) => figures.source_amount > 0)).toEqual(Either.right(true))
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1, "USD/XYZ": 1e-9 } }))))
-    it.effect("quotes are in cents: a sent amount is rounded before the fee is taken; an amount under a cent, or all taken by fees, is refused", () =>
+    it.effect("quotes are in cents: either amount is rounded to the cent first; an amount under a cent, or one that delivers nothing, is refused", () =>
       Effect.gen(function*() {
         const send = (source_amount: number, beneficiary_id?: string) =>
           FeeService.calculate(
@@ -238,12 +239,19 @@ describe("FeeService", () => {
         expect((yield* send(1.03)).destination_amount).toBe(0.01)
         expect(yield* refused(FeeService.calculate({ source_currency: "USD", destination_amount: 0.004, destination_currency: "CAD" })))
           .toEqual([422, ["destination_amount"]])
+        // What the fees leave, at a rate of 0.001, is less than a cent of the destination currency.
+        expect(yield* refused(FeeService.calculate({ source_currency: "USD", source_amount: 1.5, destination_currency: "XYZ" })))
+          .toEqual([422, ["source_amount"]])
+        // A wanted amount is in cents too: 0.005 is quoted as 0.01, and the source sent delivers that.
+        const half = yield* FeeService.calculate({ source_currency: "USD", destination_amount: 0.005, destination_currency: "CAD" })
+        expect(half.destination_amount).toBe(0.01)
+        expect((yield* send(half.source_amount)).destination_amount).toBeGreaterThanOrEqual(0.01)
         // 2% of the client's fee and the beneficiary's 98% take the whole amount, whichever amount is given.
         expect(yield* refused(send(100, GREEDY))).toEqual([422, ["source_amount"]])
         expect(yield* refused(FeeService.calculate({ source_currency: "USD", destination_amount: 10, beneficiary_id: GREEDY })))
           .toEqual([422, ["destination_amount"]])
       }).pipe(Effect.provide(FinTest.layerFeeService({
-        rates: { "USD/CAD": 1.25 },
+        rates: { "USD/CAD": 1.25, "USD/XYZ": 0.001 },
         fee: { fixed: 1, percentage: 2 },
         beneficiaries: { [GREEDY]: { currency: "CAD", developerFee: { fixed: 0, percentage: 98 } } }
       }))))

@@ -157,10 +157,12 @@ describe("HttpTransport", () => {
     ["a subdivision lookup refused", { "GET /v1/countries/*/subdivisions": () => status(404) }, SubdivisionService.list("USA")]
   ]
   for (const [name, routes, call] of failing) {
-    it.live(`on the live clock, ${name} logs nothing of the runtime's own (no fiber "terminated with an unhandled error")`, () => {
+    // From an uninterruptible region (a finalizer) too, where the call runs in a fiber of its own.
+    for (const region of ["", " from a finalizer"]) {
+    it.live(`on the live clock, ${name}${region} logs nothing of the runtime's own (no fiber "terminated with an unhandled error")`, () => {
       const logs = captureLogs()
       return Effect.gen(function*() {
-        const error = yield* Effect.flip(call)
+        const error = yield* Effect.flip(region === "" ? call : Effect.uninterruptible(call))
         expect(["ApiError", "AuthenticationError"]).toContain(error._tag)
         expect(logs.lines.filter((line) => line.includes("unhandled"))).toEqual([])
       }).pipe(
@@ -169,6 +171,7 @@ describe("HttpTransport", () => {
         Logger.withMinimumLogLevel(LogLevel.All)
       )
     })
+    }
   }
 
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>

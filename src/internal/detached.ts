@@ -14,5 +14,12 @@ import * as Fiber from "effect/Fiber"
  */
 export const detachedIfUninterruptible = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.checkInterruptible((interruptible) =>
-    interruptible ? self : Effect.flatMap(Effect.forkDaemon(Effect.interruptible(self)), Fiber.join)
+    interruptible
+      ? self
+      // The fiber ends with `self`'s exit as its value: a failure is passed on here, not also reported by the runtime
+      // as a fiber that "terminated with an unhandled error".
+      : Effect.flatMap(
+        Effect.forkDaemon(Effect.exit(Effect.interruptible(self))),
+        (fiber) => Effect.flatten(Fiber.join(fiber))
+      )
   )

@@ -100,13 +100,15 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
   // Quotes are in cents: an amount rounds to the cent before anything is computed from it.
   const amount = round2(request.source_amount ?? request.destination_amount!)
   if (amount === 0) return invalid(`The ${field} is less than one cent.`)
-  if (field === "source_amount" && feeOn(amount, fee) >= amount) {
-    return invalid("The fees take the whole amount: it delivers nothing.")
+  if (field === "source_amount" && deliver(amount, rate, fee) === 0) {
+    return invalid("The fees take the whole amount, or what is left of it is less than a cent: it delivers nothing.")
   }
-  return Either.right(compute({ ...request, source_currency: source, destination_currency: destination }, rate, fee))
+  return Either.right(
+    compute({ source_currency: source, destination_currency: destination, [field]: amount }, rate, fee)
+  )
 }
 
-/** What a quote is computed from. */
+/** What a quote is computed from: either amount, in cents. */
 export interface QuoteInput {
   readonly source_currency: string
   readonly destination_currency: string
@@ -154,7 +156,7 @@ const deliver = (source: number, rate: number, fee: FeeRule): number =>
 export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
   let source: number
   if (input.source_amount !== undefined) {
-    source = round2(input.source_amount)
+    source = input.source_amount
   } else {
     const wanted = input.destination_amount!
     const exact = (wanted / rate + fee.fixed) / (1 - fee.percentage / 100)

@@ -6,7 +6,7 @@
  */
 
 const PATTERN =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/
 
 /** A parsed timestamp: epoch microseconds, and whether the text said its zone. */
 export interface Parsed {
@@ -15,7 +15,7 @@ export interface Parsed {
 }
 
 /**
- * `YYYY-MM-DD[T or space]hh:mm:ss[.fraction][Z, ±hh, ±hhmm or ±hh:mm]`; without a zone, UTC. `undefined` for
+ * `YYYY-MM-DD[T or space]hh:mm[:ss[.fraction]][Z, ±hh, ±hhmm or ±hh:mm]`; without a zone, UTC. `undefined` for
  * anything else, a 30 February, a 24:00 or a 10:61 included (`Date` would roll them over), and for `Date.parse`'s
  * guesses ("1" is not 2001).
  */
