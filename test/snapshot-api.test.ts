@@ -343,12 +343,31 @@ describe("snapshot script, online", () => {
 
       // Against a snapshot of our own in --out, with progress lines.
       await Fs.copyFile("data/subdivisions.json", Path.join(dir, "subdivisions.json"))
+      await Fs.copyFile("data/subdivisions.meta.json", Path.join(dir, "subdivisions.meta.json"))
       const every = await runMain(crossCheck(Path.join(dir, "all.json"), "--out", dir), { served: all })
       expect(every.code).toBe(0)
       expect(every.subdivisionCalls).toHaveLength(249)
       expect(every.stdout).toContain("All 249 countries agree with")
       expect(every.stderr).toContain("Subdivisions from the API: 249/249\n")
       expect((await readReport(Path.join(dir, "all.json"))).checked).toHaveLength(249)
+    })
+
+    it("a data file its meta does not describe (edited, half written) exits 2 before anything is sent", async () => {
+      const dir = await tempDir()
+      const report = Path.join(dir, "report.json")
+      const data = await read("data/subdivisions.json")
+      await Fs.writeFile(Path.join(dir, "subdivisions.json"), data.replace(`{"code":"US-CA"`, `{"code":"US-ZZ","name":"Added by hand","type":"State"},\n    {"code":"US-CA"`))
+      await Fs.copyFile("data/subdivisions.meta.json", Path.join(dir, "subdivisions.meta.json"))
+      const edited = await runMain(crossCheck(report, "--countries", "USA", "--out", dir), { served: {} })
+      expect(edited.code).toBe(2)
+      expect(edited.stderr).toContain("is not the file")
+      expect(edited.stderr).toContain("another SHA-256")
+      expect(edited.subdivisionCalls).toEqual([])
+      await Fs.rm(Path.join(dir, "subdivisions.meta.json"))
+      const noMeta = await runMain(crossCheck(report, "--countries", "USA", "--out", dir), { served: {} })
+      expect(noMeta.code).toBe(2)
+      expect(noMeta.subdivisionCalls).toEqual([])
+      await expect(Fs.access(report)).rejects.toThrow()
     })
 
     it("invalid --countries exit 2 with nothing sent and no report", async () => {

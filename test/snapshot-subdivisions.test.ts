@@ -116,6 +116,12 @@ describe("snapshot-subdivisions", () => {
       }
       expect(serializeSnapshot(buildOrThrow(shuffled))).toBe(first)
       expect(generatedModule(first)).toBe(generatedModule(serializeSnapshot(buildOrThrow(shuffled))))
+      // Accents spelled as combining marks (NFD) give the same bytes: names are written in NFC.
+      const decomposed = {
+        ...input,
+        iso31662: { "3166-2": input.iso31662["3166-2"].map((e) => ({ ...e, name: String(e["name"]).normalize("NFD") })) }
+      }
+      expect(serializeSnapshot(buildOrThrow(decomposed))).toBe(first)
     })
 
     it("the committed snapshot, meta and module are what the committed inputs give", async () => {
@@ -189,7 +195,7 @@ describe("snapshot-subdivisions", () => {
       )
     })
 
-    it("rejects duplicates, unknown prefixes, dangling parents and missing countries", async () => {
+    it("rejects duplicates, unknown prefixes, dangling, own and circular parents, and missing countries", async () => {
       const input = await loadInputs()
       const list = input.iso31662["3166-2"]
       const withEntries = (...extra: Array<Record<string, string>>) => ({
@@ -208,6 +214,13 @@ describe("snapshot-subdivisions", () => {
       expect(failure(withEntries({ code: "US-ZZ", name: "Abroad", type: "State", parent: "CA-ON" }))).toContain(
         ".parent: expected the code of another subdivision of the same country"
       )
+      expect(failure(withEntries({ code: "US-ZZ", name: "Itself", type: "State", parent: "US-ZZ" }))).toContain(
+        `3166-2[${list.length}].parent: expected the code of another subdivision of the same country`
+      )
+      expect(failure(withEntries(
+        { code: "US-ZY", name: "Round", type: "State", parent: "US-ZZ" },
+        { code: "US-ZZ", name: "And round", type: "State", parent: "US-ZY" }
+      ))).toContain(`3166-2[${list.length}].parent: expected a chain of parents that ends (US-ZY comes back)`)
       const noUsa = { "3166-1": input.iso31661["3166-1"].filter((c) => c["alpha_3"] !== "USA") }
       expect(failure({ ...input, iso31661: noUsa })).toContain("no entry with alpha_3 \"USA\"")
     })
@@ -269,6 +282,12 @@ describe("snapshot-subdivisions", () => {
       // Only codes and names count: the API has no type.
       expect(crossCheckCountry([entry("BD-01", "Bandarban", "District")], [{ code: "BD-01", name: "Bandarban" }], "BD"))
         .toEqual({ invalid: [], missing: [], extra: [], renamed: [] })
+      // The same name with its accent encoded otherwise (a letter and a combining mark) is not a rename; another
+      // letter case is.
+      const saoPaulo = [entry("BR-SP", "São Paulo", "State")]
+      expect(crossCheckCountry(saoPaulo, [{ code: "BR-SP", name: "São Paulo".normalize("NFD") }], "BR").renamed).toEqual([])
+      expect(crossCheckCountry(saoPaulo, [{ code: "BR-SP", name: "SÃO PAULO" }], "BR").renamed)
+        .toEqual([{ code: "BR-SP", snapshotName: "São Paulo", apiName: "SÃO PAULO" }])
     })
 
     it("leaves out and reports API entries it cannot compare", () => {
@@ -347,6 +366,14 @@ describe("snapshot-subdivisions", () => {
         expect(yield* run(dry)).toBe(0)
         expect(dry.output.join("\n")).toContain("Dry run; nothing written.")
         expect(yield* readAll(dir)).toEqual(before)
+
+        // Every field of the meta counts but the time and place of the run: its totals too.
+        yield* run(options(dir))
+        expect(yield* run({ ...options(dir), check: true })).toBe(0)
+        const metaPath = Path.join(dir, "subdivisions.meta.json")
+        const meta = JSON.parse(yield* Effect.promise(() => read(metaPath))) as Record<string, unknown>
+        yield* Effect.promise(() => Fs.writeFile(metaPath, JSON.stringify({ ...meta, subdivisions: 9999, countriesWithout: 0 })))
+        expect(yield* run({ ...options(dir), check: true })).toBe(1)
       }))
 
     it.live("a malformed source fails before anything is written", () =>

@@ -24,10 +24,13 @@ import * as SubdivisionService from "../../src/SubdivisionService.js"
 import { ExitCode, files } from "./files.js"
 import {
   crossCheck,
+  decodeWith,
+  parseJsonText,
   parseSnapshot,
   readSourceFile,
   type Snapshot,
   SnapshotError,
+  SnapshotMeta,
   sha256,
   writeFilesAtomically
 } from "./snapshot.js"
@@ -278,12 +281,26 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
 /**
  * Asks the API for every country of `countries` (`concurrency` at a time), compares each with the snapshot in
  * `snapshotDir` (codes and names only: the API has no type or parent), prints the table, writes the JSON report, and
- * returns 0 when all agree, 1 otherwise. An unreadable snapshot or a failed call is a `SnapshotError` (no report).
+ * returns 0 when all agree, 1 otherwise. An unreadable snapshot, one its meta file does not describe (edited or half
+ * written) or a failed call is a `SnapshotError` (no report).
  */
 export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Effect<number, SnapshotError, R> =>
   Effect.gen(function*() {
     const snapshotPath = Path.join(options.snapshotDir, files.data)
     const text = yield* readSourceFile(options.snapshotDir, files.data)
+    // The data file must be the one its meta describes: an edited or half-written copy would agree (or not) with the
+    // API for no reason the report could show.
+    const metaPath = Path.join(options.snapshotDir, files.meta)
+    const meta = yield* Either.flatMap(
+      parseJsonText(yield* readSourceFile(options.snapshotDir, files.meta), metaPath),
+      (value) => decodeWith(SnapshotMeta, value, metaPath)
+    )
+    if (meta.sha256 !== sha256(text)) {
+      return yield* new SnapshotError({
+        message: `${snapshotPath} is not the file ${metaPath} describes (another SHA-256): edited, or written in part. ` +
+          "Rebuild both with the snapshot script (--from-iso-codes or --from-api)."
+      })
+    }
     const snapshot = yield* parseSnapshot(text, snapshotPath)
     const countries = [...new Set(options.countries)].sort()
     let done = 0

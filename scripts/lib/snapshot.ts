@@ -118,10 +118,13 @@ const codeOrder = (a: { readonly code: string }, b: { readonly code: string }): 
   a.code < b.code ? -1 : a.code > b.code ? 1 : 0
 
 // Fixed key order, `parent` only when present: the bytes of the output must not depend on the source's key order.
-const normaliseEntry = (entry: SnapshotSubdivision): SnapshotSubdivision =>
-  entry.parent === undefined
-    ? { code: entry.code, name: entry.name, type: entry.type }
-    : { code: entry.code, name: entry.name, type: entry.type, parent: entry.parent }
+// Names in NFC, so one name is always the same bytes (a source may spell an accent as a separate combining mark).
+const normaliseEntry = (entry: SnapshotSubdivision): SnapshotSubdivision => {
+  const name = entry.name.normalize("NFC")
+  return entry.parent === undefined
+    ? { code: entry.code, name, type: entry.type }
+    : { code: entry.code, name, type: entry.type, parent: entry.parent }
+}
 
 /**
  * Builds the snapshot from the two decoded-as-unknown iso-codes files. Checks beyond the shape: every country of the
@@ -182,11 +185,27 @@ export const buildFromIsoCodes = (input: {
         )
       }
       if (entry.parent !== undefined) {
-        if (!firstIndex.has(entry.parent) || !entry.parent.startsWith(`${prefix}-`)) {
+        if (
+          entry.parent === entry.code || !firstIndex.has(entry.parent) || !entry.parent.startsWith(`${prefix}-`)
+        ) {
           return yield* invalid(
             input.label31662,
             `3166-2[${i}].parent: expected the code of another subdivision of the same country`
           )
+        }
+        // Up the chain of parents, which must end: a cycle would send anything that walks it round for ever.
+        // (A parent that does not exist ends the walk: its own entry reports it.)
+        const visited = new Set([entry.code])
+        for (let up: string | undefined = entry.parent; up !== undefined;) {
+          if (visited.has(up)) {
+            return yield* invalid(
+              input.label31662,
+              `3166-2[${i}].parent: expected a chain of parents that ends (${up} comes back)`
+            )
+          }
+          visited.add(up)
+          const at = firstIndex.get(up)
+          up = at === undefined ? undefined : entries[at]!.parent
         }
       }
       const list = snapshot[alpha3]
@@ -272,16 +291,14 @@ export const makeMeta = (options: {
 export const serializeMeta = (meta: SnapshotMeta): string => `${JSON.stringify(meta, null, 2)}\n`
 
 /**
- * The fields of two metas that must agree for the snapshot to count as unchanged: not `generatedAt` (time of the run)
- * nor `sourceLocation` (the same files may sit at another path or URL).
+ * The fields of two metas that must agree for the snapshot to count as unchanged: all but `generatedAt` (time of the
+ * run) and `sourceLocation` (the same files may sit at another path or URL).
  */
 export const metaDifferences = (committed: SnapshotMeta, fresh: SnapshotMeta): ReadonlyArray<string> => {
-  const out: Array<string> = []
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
-  for (const key of ["source", "sourceVersion", "sourceFiles", "generator", "dataFile", "sha256", "counts"] as const) {
-    if (!same(committed[key], fresh[key])) out.push(key)
-  }
-  return out
+  return Object.keys(SnapshotMeta.fields)
+    .filter((key): key is keyof SnapshotMeta => key !== "generatedAt" && key !== "sourceLocation")
+    .filter((key) => !same(committed[key], fresh[key]))
 }
 
 // Non-ASCII as \uXXXX: the generated module stays plain ASCII whatever encoding a tool assumes.

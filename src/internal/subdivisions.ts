@@ -92,12 +92,15 @@ export interface EntriesDiff<A> {
   readonly changed: ReadonlyArray<Changed<A>>
 }
 
+// The same text, however its accents are encoded (a precomposed "á" or "a" and a combining accent): not a rename.
+const sameName = (a: string, b: string): boolean => a === b || a.normalize("NFC") === b.normalize("NFC")
+
 // Code-unit order, not localeCompare: the result must not depend on the machine's locale.
 const byCode = <A extends Subdivision>(a: A, b: A): number => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0)
 
 /**
  * Compares two lists of subdivisions by code: added (only in `after`), removed (only in `before`), renamed (same code,
- * other name) and changed (same code and name, other `type` or `parent`; skipped when `compareDetails` is false, as
+ * other name, letter case included, but not another Unicode encoding of the same text) and changed (same code and name, other `type` or `parent`; skipped when `compareDetails` is false, as
  * for API results that carry neither).
  *
  * @internal
@@ -117,7 +120,7 @@ export const compareEntries = <A extends Subdivision>(
     seen.add(entry.code)
     const previous = old.get(entry.code)
     if (previous === undefined) added.push(entry)
-    else if (previous.name !== entry.name) renamed.push({ code: entry.code, from: previous.name, to: entry.name })
+    else if (!sameName(previous.name, entry.name)) renamed.push({ code: entry.code, from: previous.name, to: entry.name })
     else if (compareDetails && (previous.type !== entry.type || previous.parent !== entry.parent)) {
       changed.push({ code: entry.code, before: previous, after: entry })
     }
