@@ -204,6 +204,11 @@ export const formatServiceTimestamp = (millis: number): string =>
  */
 export interface InMemoryHttpService {
   readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
+  /**
+   * Requests no route matched (answered with the service's 404): a misspelt route looks like a real 404 to the
+   * program, so a test can assert there are none.
+   */
+  readonly unmatched: Effect.Effect<ReadonlyArray<RecordedRequest>>
   /** Requests whose `METHOD /path` matches `route` (same pattern syntax as the routes). */
   readonly count: (route: string) => Effect.Effect<number>
   readonly clear: Effect.Effect<void>
@@ -217,7 +222,8 @@ export class InMemoryHttp extends Context.Tag("effect-fin/test/InMemoryHttp")<In
 
 /**
  * Routes keyed `METHOD /path`, where a `*` segment matches any one segment: `"GET /v1/countries/* /subdivisions"`
- * (without the space). Unmatched requests get a 404.
+ * (without the space). Unmatched requests get the service's 404, with a warning logged (`InMemoryHttp.unmatched` lists
+ * them).
  *
  * @since 0.1.0
  * @category models
@@ -288,6 +294,7 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
 export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
+    const unmatched = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const client = HttpClient.make((request, url, signal) =>
       Effect.gen(function*() {
         const headers: Record<string, string> = {}
@@ -303,6 +310,12 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
         const handler = typeof routes === "function"
           ? routes
           : Object.entries(routes).find(([route]) => matches(route, seen.method, seen.path))?.[1]
+        if (handler === undefined) {
+          yield* Ref.update(unmatched, (all) => [...all, seen])
+          yield* Effect.logWarning(
+            `effect-fin/test: no route matches ${seen.method} ${seen.path}; answering the service's 404`
+          ).pipe(Effect.annotateLogs("routes", typeof routes === "function" ? [] : Object.keys(routes)))
+        }
         const answer = handler === undefined ? json(404, { message: "Resource not found" }) : handler(seen)
         const reply = Effect.isEffect(answer) ? yield* answer : answer
         return yield* toResponse(request, reply, signal)
@@ -310,9 +323,10 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
     )
     const service: InMemoryHttpService = {
       requests: Ref.get(recorded),
+      unmatched: Ref.get(unmatched),
       count: (route) =>
         Effect.map(Ref.get(recorded), (all) => all.filter((r) => matches(route, r.method, r.path)).length),
-      clear: Ref.set(recorded, [])
+      clear: Effect.zipRight(Ref.set(recorded, []), Ref.set(unmatched, []))
     }
     return Layer.merge(Layer.succeed(HttpClient.HttpClient, client), Layer.succeed(InMemoryHttp, service))
   }))

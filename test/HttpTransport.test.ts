@@ -489,6 +489,24 @@ describe("HttpTransport", () => {
       expect(error._tag === "ApiError" && error.requestId).toBe("req-123")
     }).pipe(provideClient({ [FEE]: () => status(404, { "x-request-id": "req-123" }) })))
 
+  it.effect("FinTest: a request no route matches gets the service's 404, is listed in unmatched, and is logged", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "ApiError" && error.status).toBe(404)
+      const http = yield* FinTest.InMemoryHttp
+      expect((yield* http.unmatched).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/fee-calculation"])
+      expect(logs.lines.filter((line) => line.includes("no route matches POST /v1/fee-calculation"))).toHaveLength(1)
+      expect(logs.lines.join("\n")).toContain("POST /v1/fee-calculations")
+      yield* http.clear
+      expect(yield* http.unmatched).toEqual([])
+    }).pipe(
+      // A misspelt route: the program would see a real-looking 404.
+      provideClient({ "POST /v1/fee-calculations": () => ok }),
+      Effect.provide(logs.layer)
+    )
+  })
+
   describe("error bodies (every documented shape)", () => {
     it("{message}", () => {
       expect(parseErrorBody(`{"message":"Authentication failed"}`)).toMatchObject({ message: "Authentication failed" })
