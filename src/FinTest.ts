@@ -16,10 +16,12 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
 import * as FeeService from "./FeeService.js"
 import * as FinClient from "./FinClient.js"
 import type * as FinConfig from "./FinConfig.js"
@@ -130,6 +132,53 @@ export const fail = (description = "connection refused"): Reply => ({ _tag: "Fai
  * @category models
  */
 export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
+
+/**
+ * Runs `effect` while moving the `TestClock` forward, `step` at a time (default 100 ms), until it ends: the backoff,
+ * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
+ * work out how far to move the clock. Past `limit` of virtual time (default 10 minutes) it is interrupted and the test
+ * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Either option that is
+ * not a duration above zero throws `IllegalArgumentException`.
+ *
+ * @since 0.1.0
+ * @category clock
+ * @example
+ * ```ts
+ * const error = yield* FinTest.advanceUntilDone(Effect.flip(FeeService.calculate(request)))
+ * ```
+ */
+export const advanceUntilDone = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  options: { readonly step?: Duration.DurationInput | undefined; readonly limit?: Duration.DurationInput | undefined } =
+    {}
+): Effect.Effect<A, E, R> => {
+  const step = durationOption("step", options.step, "100 millis")
+  const limit = durationOption("limit", options.limit, "10 minutes")
+  return Effect.flatMap(Effect.fork(effect), (fiber) =>
+    Effect.gen(function*() {
+      let elapsed = Duration.zero
+      // The fiber may need a few turns of the scheduler to reach its next sleep, or its end.
+      const settled = Effect.zipRight(Effect.repeatN(Effect.yieldNow(), 9), Fiber.poll(fiber))
+      while (Option.isNone(yield* settled)) {
+        if (Duration.greaterThanOrEqualTo(elapsed, limit)) {
+          yield* Fiber.interrupt(fiber)
+          return yield* Effect.dieMessage(
+            `effect-fin/test: still running after ${Duration.format(limit)} of TestClock time (advanced ` +
+              `${Duration.format(step)} at a time); a stall with no timeout, or a limit too short for the waits in it`
+          )
+        }
+        yield* TestClock.adjust(step)
+        elapsed = Duration.sum(elapsed, step)
+      }
+      return yield* Fiber.join(fiber)
+    }))
+}
+
+const durationOption = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>
+  Either.getOrThrowWith(
+    Durations.check(input ?? fallback, false),
+    (problem) => new Cause.IllegalArgumentException(`effect-fin/test: advanceUntilDone: ${name} ${problem}`)
+  )
 
 /**
  * A handler that gives `replies` in turn, then repeats the last one. Its turn is its own state: make one per test.

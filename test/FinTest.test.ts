@@ -1,0 +1,46 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as FeeService from "../src/FeeService.js"
+import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
+import { provideClient, quoteBody, quoteRequest } from "./support.js"
+
+const FEE = "POST /v1/fee-calculation"
+const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
+
+describe("FinTest.advanceUntilDone", () => {
+  it.effect("moves the TestClock through a reset, a stalled attempt and a Retry-After to the answer", () =>
+    Effect.gen(function*() {
+      const quote = yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
+      expect(quote.exchange_rate).toBe(quoteBody.data.exchange_rate)
+      expect(yield* attempts).toBe(4)
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(
+        FinTest.fail(),
+        FinTest.stall,
+        FinTest.json(429, { message: "slow down" }, { "retry-after": "1" }),
+        FinTest.json(200, quoteBody)
+      )
+    }, { maxRetries: 3 })))
+
+  it.effect("ends a call that outlives its limit with a message saying so, and interrupts it", () =>
+    Effect.gen(function*() {
+      const stalled = FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ timeout: "1 hour", deadline: "2 hours" }))
+      const exit = yield* Effect.exit(FinTest.advanceUntilDone(stalled, { step: "1 second", limit: "1 minute" }))
+      expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+        Option.some(
+          "effect-fin/test: still running after 1m of TestClock time (advanced 1s at a time); a stall with no timeout, " +
+            "or a limit too short for the waits in it"
+        )
+      )
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
+
+  it("refuses a step or limit that is not a duration above zero", () => {
+    expect(() => FinTest.advanceUntilDone(Effect.void, { step: 0 })).toThrow("advanceUntilDone: step must be greater than zero")
+    expect(() => FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" })).toThrow("limit is not a valid duration")
+  })
+})
