@@ -26,6 +26,8 @@ import * as FeeService from "./FeeService.js"
 import * as FinClient from "./FinClient.js"
 import type * as FinConfig from "./FinConfig.js"
 import { ApiError, FieldError } from "./FinError.js"
+import * as HttpTransport from "./HttpTransport.js"
+import * as CallOptions from "./internal/callOptions.js"
 import * as Durations from "./internal/duration.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
@@ -482,6 +484,9 @@ const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.Q
 
 const operation = "POST /v1/fee-calculation"
 
+// Only what an override is checked against: this service neither waits nor retries.
+const overrideDefaults: CallOptions.Resolved = { timeout: Duration.seconds(30), deadline: Duration.seconds(60), maxRetries: 2 }
+
 /**
  * A `FeeService` that computes quotes from a rate table with no network, with the emulator's figures for the same
  * options: requests are validated exactly like the real service's (a bad one is a `RequestValidationError`), an
@@ -497,6 +502,8 @@ export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeServ
     return FeeService.FeeService.of({
       calculate: (request) =>
         Effect.gen(function*() {
+          // Overrides the real client would refuse (`withOptions({ maxRetries: -1 })`) are refused here too.
+          yield* CallOptions.resolve(overrideDefaults, yield* HttpTransport.currentCallOptions)
           const quoted = Quote.quote(settings, yield* FeeService.validate(request))
           if (Either.isLeft(quoted)) {
             const problem = quoted.left

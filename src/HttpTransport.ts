@@ -17,12 +17,12 @@ import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
 import * as FinConfig from "./FinConfig.js"
 import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
+import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Http from "./internal/http.js"
 import { memo } from "./internal/memo.js"
 import * as Retry from "./internal/retry.js"
@@ -113,45 +113,17 @@ const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
 const invalidRequest = (path: string, message: string, expected: string) =>
   new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
 
-interface ResolvedOptions {
-  readonly timeout: Duration.Duration
-  readonly deadline: Duration.Duration
-  readonly maxRetries: number
-}
-
-const resolveOptions = (
-  config: FinConfig.Resolved,
-  options: CallOptions
-): Either.Either<ResolvedOptions, RequestValidationError> => {
-  const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) => {
-    if (input === undefined) return Either.right(fallback)
-    const decoded = Duration.decodeUnknown(input)
-    return Option.isSome(decoded) && Duration.toMillis(decoded.value) > 0 && Duration.isFinite(decoded.value)
-      ? Either.right(decoded.value)
-      : Either.left(invalidRequest(name, `Invalid ${name} override`, "a finite duration greater than zero"))
-  }
-  const maxRetries = options.maxRetries ?? config.maxRetries
-  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
-    return Either.left(invalidRequest("maxRetries", "Invalid maxRetries override", "a whole number from 0 to 10"))
-  }
-  const timeout = duration("timeout", options.timeout, config.timeout)
-  if (Either.isLeft(timeout)) return Either.left(timeout.left)
-  const deadline = duration("deadline", options.deadline, config.deadline)
-  if (Either.isLeft(deadline)) return Either.left(deadline.left)
-  return Either.right({ timeout: timeout.right, deadline: deadline.right, maxRetries })
-}
-
 const validateSpec = (
   path: string,
   config: FinConfig.Resolved,
   options: CallOptions,
-  defaults: Either.Either<ResolvedOptions, RequestValidationError>
-): Either.Either<ResolvedOptions, RequestValidationError> => {
+  defaults: Either.Either<CallOptionsInternal.Resolved, RequestValidationError>
+): Either.Either<CallOptionsInternal.Resolved, RequestValidationError> => {
   if (!PATH.test(path) || path.split("/").some((s) => s === "." || s === "..")) {
     return Either.left(invalidRequest("path", "Invalid request path", "an absolute path of plain segments"))
   }
   // Without per-call overrides, the options resolved once when the transport was built.
-  return hasNoKeys(options) ? defaults : resolveOptions(config, options)
+  return hasNoKeys(options) ? defaults : CallOptionsInternal.resolve(config, options)
 }
 
 // Serialised before anything is sent (and once, not per attempt): a body JSON cannot hold (a BigInt, a cycle, a
@@ -213,7 +185,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
     // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
     const secret = Redacted.value(config.clientSecret)
-    const defaults = resolveOptions(config, {})
+    const defaults = CallOptionsInternal.resolve(config, {})
 
     const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
       Effect.gen(function*() {

@@ -9,6 +9,7 @@ import * as TestClock from "effect/TestClock"
 import * as FeeService from "../src/FeeService.js"
 import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
 import * as Quote from "../src/internal/quote.js"
 import { olderQuoteBody, provideClient, quoteBody, quoteRequest } from "./support.js"
 
@@ -261,6 +262,16 @@ describe("FeeService", () => {
         expect(bad._tag).toBe("RequestValidationError")
         const pair = yield* Effect.flip(FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "JPY" }))
         expect(pair._tag === "ApiError" && pair.status).toBe(422)
+        // Per-call overrides the real client refuses are refused too.
+        for (const options of [{ maxRetries: -1 }, { deadline: "0 seconds" }, { timeout: Infinity }] as const) {
+          const override = yield* Effect.flip(
+            FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" }).pipe(
+              HttpTransport.withOptions(options)
+            )
+          )
+          expect(override._tag === "RequestValidationError" && override.issues.map((i) => i.path))
+            .toEqual([Object.keys(options)[0]])
+        }
       }).pipe(Effect.provide(layer)))
   })
 })

@@ -1,0 +1,42 @@
+/**
+ * The check of per-call overrides (`HttpTransport.withOptions`), shared by the transport and the test fee service, so
+ * that a test refuses what the real client refuses.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { Issue, RequestValidationError } from "../FinError.js"
+import type { CallOptions } from "../HttpTransport.js"
+
+/** The options of one call: the overrides, or else the client's. */
+export interface Resolved {
+  readonly timeout: Duration.Duration
+  readonly deadline: Duration.Duration
+  readonly maxRetries: number
+}
+
+const invalid = (path: string, expected: string) =>
+  new RequestValidationError({ message: `Invalid ${path} override`, issues: [new Issue({ path, expected })] })
+
+const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) => {
+  if (input === undefined) return Either.right(fallback)
+  const decoded = Duration.decodeUnknown(input)
+  return Option.isSome(decoded) && Duration.toMillis(decoded.value) > 0 && Duration.isFinite(decoded.value)
+    ? Either.right(decoded.value)
+    : Either.left(invalid(name, "a finite duration greater than zero"))
+}
+
+/** `options` over `defaults`; an override that is out of range is a `RequestValidationError` naming it. */
+export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
+  const maxRetries = options.maxRetries ?? defaults.maxRetries
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
+    return Either.left(invalid("maxRetries", "a whole number from 0 to 10"))
+  }
+  const timeout = duration("timeout", options.timeout, defaults.timeout)
+  if (Either.isLeft(timeout)) return Either.left(timeout.left)
+  const deadline = duration("deadline", options.deadline, defaults.deadline)
+  if (Either.isLeft(deadline)) return Either.left(deadline.left)
+  return Either.right({ timeout: timeout.right, deadline: deadline.right, maxRetries })
+}
