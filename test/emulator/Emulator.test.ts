@@ -7,6 +7,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -574,6 +575,23 @@ describe("Emulator", () => {
         const forged = yield* emulator.sendWebhook({ secret: "other", algorithm: "sha512" })
         expect(forged.status).toBe(401)
         expect((yield* emulator.counters).webhooksSent).toBe(2)
+      }))
+
+    it.scopedLive("delivers an event again (its id given) and out of order (an earlier created_at)", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver("whsec-test")
+        const emulator = yield* Emulator.make({ webhookSecret: "whsec-test", webhookUrl: target.url })
+        const first = yield* emulator.sendWebhook({ status: "ACTIVE" })
+        const again = yield* emulator.sendWebhook({ status: "ACTIVE", eventId: first.event.event.id })
+        const older = yield* emulator.sendWebhook({ status: "PROCESSING", createdAt: "2026-04-04T17:38:26.843132Z" })
+        const received = [yield* Queue.take(target.received), yield* Queue.take(target.received), yield* Queue.take(target.received)]
+        expect(received.map((e) => e.id)).toEqual([first.event.event.id, first.event.event.id, older.event.event.id])
+        expect(again.event.event.created_at).not.toBe("2026-04-04T17:38:26.843132Z")
+        expect(older.event.event.created_at).toBe("2026-04-04T17:38:26.843132Z")
+        expect(DateTime.formatIso(received[2]!.created_at)).toBe("2026-04-04T17:38:26.843Z")
+        const refused = yield* Effect.flip(emulator.sendWebhook({ createdAt: "yesterday", eventId: "not-a-uuid" }))
+        expect(refused.message).toContain("createdAt")
+        expect(refused.message).toContain("eventId")
       }))
 
     it.scopedLive("the admin endpoint registers a target and sends; failures are reported", () =>

@@ -119,6 +119,13 @@ export const WebhookRequest = Schema.Struct({
   /** Default: `status === "ACTIVE"`. */
   active: Schema.optional(Schema.Boolean),
   sandboxMode: Schema.optional(Schema.Boolean),
+  /** The event's id; give the id of an event sent before to deliver it again, as the service may. Default: new. */
+  eventId: Schema.optional(Uuid),
+  /**
+   * The event's `created_at` (ISO 8601 with a zone); an earlier one than an event already sent delivers out of
+   * order, as the service may. Default: now, with microseconds.
+   */
+  createdAt: Schema.optional(Webhooks.Timestamp.pipe(Schema.encodedBoundSchema)),
   /** Sign with this secret instead of the configured one (to exercise a receiver's rejection). */
   secret: Schema.optional(Schema.NonEmptyString),
   algorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms))

@@ -74,10 +74,10 @@ export const send = (
     const status = request.status ?? "ACTIVE"
     const event: BeneficiaryStatusEnvelope = {
       event: {
-        id: yield* state.uuid,
+        id: request.eventId ?? (yield* state.uuid),
         event_reference_id: beneficiaryId,
         type: "beneficiary.status",
-        created_at: microsecondIso(yield* Clock.currentTimeNanos),
+        created_at: request.createdAt ?? microsecondIso(yield* Clock.currentTimeNanos),
         sandbox_mode: request.sandboxMode ?? settings.sandboxMode
       },
       // Field order of the documented example.
