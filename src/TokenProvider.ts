@@ -259,6 +259,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       })
     const issue = issueWith(config.maxRetries)
 
+    // The last refresh token the service refused: when the issue that followed failed too, the state (or the shared
+    // store) still holds it, and the next fetch must not spend a call on it again.
+    let refusedRefresh: string | undefined
+
     const refresh = (token: Redacted.Redacted<string>) =>
       Effect.gen(function*() {
         yield* Effect.logDebug("effect-fin: refreshing the access token")
@@ -271,6 +275,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // until it expires (days); but when the whole service is down, that costs one attempt, not a second series.
         Effect.catchAll((e) => {
           const refused = e._tag === "AuthenticationError" || (e._tag === "ApiError" && e.status >= 400 && e.status < 500)
+          if (refused) refusedRefresh = Redacted.value(token)
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
             Effect.zipRight(refused ? issue : issueWith(0))
           )
@@ -278,7 +283,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       )
 
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
-      Option.isSome(previous) && now < previous.value.usableUntil ? refresh(previous.value.token) : issue
+      Option.isSome(previous) && now < previous.value.usableUntil &&
+        Redacted.value(previous.value.token) !== refusedRefresh
+        ? refresh(previous.value.token)
+        : issue
 
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
       Option.filter(stored, (tokens) => now < tokens.refreshAt)

@@ -242,6 +242,28 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
     })))
 
+  it.effect("a refused refresh token is not tried again when the issue after it failed too", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      // Past the token's lifetime: the refresh is refused, then the issue fails (503 through its retries).
+      yield* advance(HOUR)
+      const failed = yield* Effect.fork(Effect.flip(tokenValue))
+      for (let i = 0; i < 10; i++) yield* advance(1000)
+      expect((yield* Fiber.join(failed))._tag).toBe("ApiError")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+      // The next fetch goes straight to the issue route.
+      expect(yield* tokenValue).toBe("token-2")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+        let calls = 0
+        // The first issue, then three failing attempts, then the service is back.
+        return (request) => (++calls >= 2 && calls <= 4 ? FinTest.json(503, { message: "down" }) : tokens(request))
+      })(),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
+    })))
+
   it.effect("issues anew when the refresh route keeps failing (503 through its retries)", () =>
     Effect.gen(function*() {
       yield* tokenValue
