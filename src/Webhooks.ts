@@ -933,8 +933,9 @@ export interface WebhookDedupeStoreService {
     ttl: Duration.Duration
   ) => Effect.Effect<Claim, WebhookDedupeStoreError>
   /**
-   * Marks `eventId` handled for `ttl`, records `handled.order` for its reference (keeping the newest) and frees the
-   * reference if `token` still holds it.
+   * Marks `eventId` handled for `ttl` (unless another delivery has claimed it since `token`'s claim lapsed: that one
+   * marks it), records `handled.order` for its reference (keeping the newest) and frees the reference if `token` still
+   * holds it.
    */
   readonly complete: (
     eventId: string,
@@ -1049,7 +1050,11 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
       }),
     complete: (eventId, token, handled, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
-        handledEvents.set(eventId, { expiresAt: now + Duration.toMillis(ttl) }, now)
+        // An event another delivery has claimed since (this claim lapsed) is left to that delivery to mark.
+        const claimed = eventClaims.get(eventId, now)
+        if (claimed === undefined || claimed.token === token) {
+          handledEvents.set(eventId, { expiresAt: now + Duration.toMillis(ttl) }, now)
+        }
         const order = handled.order
         const last = references.get(handled.referenceId, now)
         if (order !== undefined && (last === undefined || last.createdAt < order.createdAt)) {
@@ -1463,6 +1468,11 @@ const makeApp = <const H extends Handlers>(
 
   // Renews a claim every third of its TTL for as long as it runs; fails once the claim is gone, or once it has
   // expired (counted from when the last successful renewal was sent) while the store could not be reached.
+  // The handler stops a tenth of the claim's time before the claim could lapse, whatever its renewals do (a store that
+  // fails, or one that does not answer): from then on a redelivery may claim the event, and must not run beside it.
+  const claimMargin = claimMillis / 10
+  const unrenewed = "the claim on the event expired: the de-duplication store could not renew it"
+
   const keepClaim = (
     store: WebhookDedupeStoreService,
     eventId: string,
@@ -1471,19 +1481,24 @@ const makeApp = <const H extends Handlers>(
     claimedAt: number
   ): Effect.Effect<never, string> =>
     Effect.gen(function*() {
-      let heldUntil = claimedAt + claimMillis
+      let stopAt = claimedAt + claimMillis - claimMargin
       while (true) {
-        yield* Effect.sleep(claimMillis / 3)
+        const now = yield* Clock.currentTimeMillis
+        if (now >= stopAt) return yield* Effect.fail(unrenewed)
+        yield* Effect.sleep(Math.min(claimMillis / 3, stopAt - now))
         const sentAt = yield* Clock.currentTimeMillis
-        const renewed = yield* Effect.either(store.renew(eventId, referenceId, token, claimTtl))
-        if (Either.isRight(renewed)) {
-          if (!renewed.right) return yield* Effect.fail("the claim on the event expired while its handler ran")
-          heldUntil = sentAt + claimMillis
-        } else if ((yield* Clock.currentTimeMillis) >= heldUntil) {
-          return yield* Effect.fail("the claim on the event expired: the de-duplication store could not renew it")
+        if (sentAt >= stopAt) return yield* Effect.fail(unrenewed)
+        const renewed = yield* store.renew(eventId, referenceId, token, claimTtl).pipe(
+          Effect.either,
+          Effect.timeoutTo({ duration: stopAt - sentAt, onSuccess: Option.some, onTimeout: Option.none })
+        )
+        if (Option.isNone(renewed)) return yield* Effect.fail(unrenewed)
+        if (Either.isRight(renewed.value)) {
+          if (!renewed.value.right) return yield* Effect.fail("the claim on the event expired while its handler ran")
+          stopAt = sentAt + claimMillis - claimMargin
         } else {
           yield* Effect.logWarning("effect-fin: could not renew a webhook claim; trying again").pipe(
-            Effect.annotateLogs({ event_id: eventId, reason: renewed.left.message })
+            Effect.annotateLogs({ event_id: eventId, reason: renewed.value.left.message })
           )
         }
       }

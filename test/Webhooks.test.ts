@@ -1124,6 +1124,44 @@ describe("Webhooks.handler", () => {
       }
     }))
 
+  it.effect("a handler whose claim cannot be renewed stops before the claim lapses: a redelivery never runs beside it", () =>
+    Effect.gen(function*() {
+      // Two processes on one store; A's link to it goes quiet: each renewal waits a second, then fails.
+      const shared = Webhooks.makeMemoryDedupeStore()
+      let partitioned = false
+      const down = new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "Redis did not answer within 1s" })
+      const storeA: Webhooks.WebhookDedupeStoreService = {
+        ...shared,
+        renew: (...args) => partitioned ? Effect.zipRight(Effect.sleep("1 second"), Effect.fail(down)) : shared.renew(...args)
+      }
+      let running = 0
+      let most = 0
+      let runs = 0
+      const user = () =>
+        Effect.suspend(() => {
+          runs++
+          most = Math.max(most, ++running)
+          return Effect.ensuring(Effect.sleep("60 seconds"), Effect.sync(() => running--))
+        })
+      const options = { secrets: secret, handlerTimeout: "5 minutes", handlers: { "beneficiary.status": user } } as const
+      const a = yield* webHandler(Webhooks.handler({ ...options, store: storeA }))
+      const b = yield* webHandler(Webhooks.handler({ ...options, store: shared }))
+      const first = yield* Effect.fork(send(a, yield* signedPost(currentBody)))
+      yield* realPause(20)
+      yield* pass(10) // renewed at 10 s: the claim holds until 40 s
+      partitioned = true
+      yield* pass(27) // A stops its handler at 37 s, a tenth of claimTtl before the claim lapses
+      const answer = yield* Fiber.join(first)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+      expect(running).toBe(0)
+      yield* pass(4) // 41 s: the claim has lapsed; the redelivery runs the handler, alone
+      const second = yield* Effect.fork(send(b, yield* signedPost(currentBody)))
+      yield* realPause(20)
+      yield* pass(61)
+      expect((yield* Fiber.join(second)).status).toBe(200)
+      expect([runs, most]).toEqual([2, 1])
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()

@@ -77,7 +77,16 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-3", "ref-4", minute))._tag).toBe("ReferenceBusy")
     const kept = tokenOf(yield* store.claim("evt-5", "ref-6", shortTtl))
     expect(yield* store.renew("evt-5", "ref-6", kept, minute)).toBe(true)
+    const lapsing = tokenOf(yield* store.claim("evt-l", "ref-l", shortTtl))
     yield* pastShortTtl
+    // A delivery whose claim lapsed, completing late, leaves the event to the delivery that claimed it since (marked
+    // done, that one's handler would lose its claim midway); that one marks it.
+    const current = tokenOf(yield* store.claim("evt-l", "ref-l", minute))
+    yield* store.complete("evt-l", lapsing, { referenceId: "ref-l" }, minute)
+    expect((yield* store.claim("evt-l", "ref-l", minute))._tag).toBe("InProgress")
+    expect(yield* store.renew("evt-l", "ref-l", current, minute)).toBe(true)
+    yield* store.complete("evt-l", current, { referenceId: "ref-l" }, minute)
+    expect((yield* store.claim("evt-l", "ref-l", minute))._tag).toBe("Done")
     expect(yield* store.renew("evt-2", "ref-4", crashed, minute)).toBe(false)
     expect((yield* store.claim("evt-r", "ref-r", minute))._tag).toBe("Claimed")
     expect(yield* store.lastHandled("ref-r")).toEqual(Option.some(newest))
@@ -89,6 +98,8 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
     yield* store.complete("evt-2", crashed, { referenceId: "ref-4", order: { createdAt: newest, ttl: minute } }, minute)
     expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
+    // With no claim on it since, the late completion marks the event done: its handler did run.
+    expect((yield* store.claim("evt-2", "ref-2b", minute))._tag).toBe("Done")
     yield* store.release("evt-3", "ref-4", next)
     tokenOf(yield* store.claim("evt-4", "ref-4", minute))
   })

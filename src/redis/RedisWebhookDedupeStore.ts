@@ -35,9 +35,13 @@ return 'claimed'`)
 
 // KEYS: event, reference's newest created_at, reference claim. ARGV: event TTL, created_at ("" for an event not kept
 // in order), token, created_at TTL. Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit)
-// and stored as sent.
+// and stored as sent. An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
+// its handler would lose its claim midway.
 const complete = Connection.script(`
-redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
+local v = redis.call('GET', KEYS[1])
+if not (v and string.sub(v, 1, 8) == 'pending:' and v ~= 'pending:' .. ARGV[3]) then
+  redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
+end
 if ARGV[2] ~= '' then
   local last = redis.call('GET', KEYS[2])
   if (not last) or tonumber(last) < tonumber(ARGV[2]) then
