@@ -901,11 +901,21 @@ export type Claim =
 export interface Handled {
   readonly referenceId: string
   /**
-   * For an event kept in order (`orderedEventTypes`): its `created_at` in epoch microseconds, to record for the
-   * reference (keeping the newest) for `ttl`. Absent for other events, which record nothing for their reference.
+   * For an event kept in order (`orderedEventTypes`): its `created_at` in epoch microseconds, to record under `key`
+   * (keeping the newest) for `ttl`. Absent for other events, which record nothing. The key is the event's status and
+   * its reference (`orderKey`), so that statuses of different kinds of one resource never make each other stale.
    */
-  readonly order?: { readonly createdAt: number; readonly ttl: Duration.Duration } | undefined
+  readonly order?: { readonly key: string; readonly createdAt: number; readonly ttl: Duration.Duration } | undefined
 }
+
+/**
+ * What the order of a status event is kept under: its type without a version suffix (`virtual_account.status.v2`
+ * and `virtual_account.status` are one status) and its `event_reference_id`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const orderKey = (type: string, referenceId: string): string => `${type.replace(/\.v\d+$/, "")}:${referenceId}`
 
 /**
  * Where the handler keeps which events were handled (by `event.id`) and, per `event_reference_id`, the newest
@@ -934,7 +944,7 @@ export interface WebhookDedupeStoreService {
   ) => Effect.Effect<Claim, WebhookDedupeStoreError>
   /**
    * Marks `eventId` handled for `ttl` (unless another delivery has claimed it since `token`'s claim lapsed: that one
-   * marks it), records `handled.order` for its reference (keeping the newest) and frees the reference if `token` still
+   * marks it), records `handled.order` under its key (keeping the newest) and frees the reference if `token` still
    * holds it.
    */
   readonly complete: (
@@ -958,8 +968,8 @@ export interface WebhookDedupeStoreService {
    * once completed.
    */
   readonly release: (eventId: string, referenceId: string, token: string) => Effect.Effect<void, WebhookDedupeStoreError>
-  /** The newest `created_at` (epoch microseconds) handled for a reference. */
-  readonly lastHandled: (referenceId: string) => Effect.Effect<Option.Option<number>, WebhookDedupeStoreError>
+  /** The newest `created_at` (epoch microseconds) recorded under an order key (`Handled.order.key`). */
+  readonly lastHandled: (key: string) => Effect.Effect<Option.Option<number>, WebhookDedupeStoreError>
 }
 
 /**
@@ -1056,10 +1066,10 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
           handledEvents.set(eventId, { expiresAt: now + Duration.toMillis(ttl) }, now)
         }
         const order = handled.order
-        const last = references.get(handled.referenceId, now)
+        const last = order === undefined ? undefined : references.get(order.key, now)
         if (order !== undefined && (last === undefined || last.createdAt < order.createdAt)) {
           references.set(
-            handled.referenceId,
+            order.key,
             { createdAt: order.createdAt, expiresAt: now + Duration.toMillis(order.ttl) },
             now
           )
@@ -1076,10 +1086,10 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
       }),
     release: (eventId, referenceId, token) =>
       Effect.map(Clock.currentTimeMillis, (now) => drop(eventId, referenceId, token, now)),
-    lastHandled: (referenceId) =>
+    lastHandled: (key) =>
       Effect.map(
         Clock.currentTimeMillis,
-        (now) => Option.map(Option.fromNullable(references.get(referenceId, now)), (r) => r.createdAt)
+        (now) => Option.map(Option.fromNullable(references.get(key, now)), (r) => r.createdAt)
       )
   }
 }
@@ -1522,11 +1532,12 @@ const makeApp = <const H extends Handlers>(
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
         const isOrdered = ordered.has(event.type)
-        const handled: Handled = isOrdered ? { referenceId, order: { createdAt, ttl: orderTtl } } : { referenceId }
+        const key = orderKey(event.type, referenceId)
+        const handled: Handled = isOrdered ? { referenceId, order: { key, createdAt, ttl: orderTtl } } : { referenceId }
         // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
         const releaseClaim = store.release(event.id, referenceId, claim.token).pipe(Effect.catchAll(() => Effect.void))
         const run = Effect.gen(function*() {
-          const last = isOrdered ? yield* store.lastHandled(referenceId) : Option.none()
+          const last = isOrdered ? yield* store.lastHandled(key) : Option.none()
           const stale = Option.isSome(last) && last.value > createdAt
           if (stale && options.deliverStale !== true) {
             yield* store.complete(event.id, claim.token, handled, dedupeTtl)

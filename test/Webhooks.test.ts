@@ -903,6 +903,30 @@ describe("Webhooks.handler", () => {
       ])
     }))
 
+  it.effect("keeps order per status and resource: another kind of status sharing the id never makes one stale", () =>
+    Effect.gen(function*() {
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "transaction.status": (event) => record(`transaction ${event.id}`),
+        "virtual_account.status": (event) => record(`account ${event.id}`),
+        "virtual_account.status.v2": (event) => record(`account v2 ${event.id}`)
+      }))
+      const at = (second: number) => `2026-04-04T17:40:0${second}.000000Z`
+      const shared = { referenceId: "7d2d2a6e-5e0b-4d40-9d1c-3f1f5c1f0e11", data: {} }
+      const bodies = [
+        // An item status (no handler for it) dated after the transaction's own status, for the same id.
+        makeBody({ ...shared, id: "i-1", type: "batch.transaction.item.status", createdAt: at(5) }),
+        makeBody({ ...shared, id: "t-1", type: "transaction.status", createdAt: at(4) }),
+        // The two versions of one status are one order: the older is stale, whichever version it comes in.
+        makeBody({ ...shared, id: "a-2", type: "virtual_account.status.v2", createdAt: at(3) }),
+        makeBody({ ...shared, id: "a-1", type: "virtual_account.status", createdAt: at(2) })
+      ]
+      const outcomes: Array<string> = []
+      for (const body of bodies) outcomes.push(JSON.parse((yield* send(handle, yield* signedPost(body))).body).outcome)
+      expect(outcomes).toEqual(["handled", "handled", "handled", "stale"])
+      expect(yield* seen).toEqual(["transaction t-1", "account v2 a-2"])
+      expect(Webhooks.orderKey("virtual_account.status.v2", "r")).toBe(Webhooks.orderKey("virtual_account.status", "r"))
+    }))
+
   it.effect("a status event replayed after its id is forgotten is still stale (orderTtl outlives dedupeTtl)", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({ "beneficiary.status": (event) => record(`${event.id}`) }), { dedupeTtl: "24 hours" })
@@ -1251,7 +1275,7 @@ describe("Webhooks memory store", () => {
       const ttl = Duration.hours(1)
       for (const id of ["a", "b", "c", "d"]) {
         const claim = yield* store.claim(id, id, ttl)
-        if (claim._tag === "Claimed") yield* store.complete(id, claim.token, { referenceId: id, order: { createdAt: 1, ttl } }, ttl)
+        if (claim._tag === "Claimed") yield* store.complete(id, claim.token, { referenceId: id, order: { key: id, createdAt: 1, ttl } }, ttl)
       }
       // "a" was the oldest and is gone; the newest three remain.
       expect((yield* store.claim("a", "a", ttl))._tag).toBe("Claimed")

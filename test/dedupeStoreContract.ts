@@ -45,7 +45,7 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("ReferenceBusy")
 
     // Complete marks the event done, records its created_at and frees the reference.
-    yield* store.complete("evt-1", second, { referenceId: "ref-1", order: { createdAt: newest, ttl: minute } }, minute)
+    yield* store.complete("evt-1", second, { referenceId: "ref-1", order: { key: "ref-1", createdAt: newest, ttl: minute } }, minute)
     expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("Done")
     expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
     expect(yield* store.lastHandled("ref-3")).toEqual(Option.none())
@@ -55,7 +55,7 @@ export const dedupeStoreContract = (
     const older = tokenOf(yield* store.claim("evt-0", "ref-1", minute))
     yield* store.release("evt-0", "ref-1", "not-the-token")
     expect((yield* store.claim("evt-9", "ref-1", minute))._tag).toBe("ReferenceBusy")
-    yield* store.complete("evt-0", older, { referenceId: "ref-1", order: { createdAt: newest - 843_132, ttl: minute } }, minute)
+    yield* store.complete("evt-0", older, { referenceId: "ref-1", order: { key: "ref-1", createdAt: newest - 843_132, ttl: minute } }, minute)
     expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
     // A done event is answered as done even while its reference is held by another.
     const holder = tokenOf(yield* store.claim("evt-9", "ref-1", minute))
@@ -70,7 +70,7 @@ export const dedupeStoreContract = (
 
     // The reference's created_at outlives the event id when its TTL is longer (checked after pastShortTtl below).
     const remembered = tokenOf(yield* store.claim("evt-r", "ref-r", minute))
-    yield* store.complete("evt-r", remembered, { referenceId: "ref-r", order: { createdAt: newest, ttl: minute } }, shortTtl)
+    yield* store.complete("evt-r", remembered, { referenceId: "ref-r", order: { key: "ref-r", createdAt: newest, ttl: minute } }, shortTtl)
 
     // A crashed handler's claim expires, its reference with it, and cannot be renewed then; a renewed one lives on.
     const crashed = tokenOf(yield* store.claim("evt-2", "ref-4", shortTtl))
@@ -96,7 +96,7 @@ export const dedupeStoreContract = (
     // The expired claim's late release or completion leaves the new holder's claim on the reference alone.
     yield* store.release("evt-2", "ref-4", crashed)
     expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
-    yield* store.complete("evt-2", crashed, { referenceId: "ref-4", order: { createdAt: newest, ttl: minute } }, minute)
+    yield* store.complete("evt-2", crashed, { referenceId: "ref-4", order: { key: "ref-4", createdAt: newest, ttl: minute } }, minute)
     expect((yield* store.claim("evt-4", "ref-4", minute))._tag).toBe("ReferenceBusy")
     // With no claim on it since, the late completion marks the event done: its handler did run.
     expect((yield* store.claim("evt-2", "ref-2b", minute))._tag).toBe("Done")

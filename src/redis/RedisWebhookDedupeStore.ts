@@ -33,7 +33,7 @@ if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'bus
 redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
 return 'claimed'`)
 
-// KEYS: event, reference's newest created_at, reference claim. ARGV: event TTL, created_at ("" for an event not kept
+// KEYS: event, the newest created_at of the event's order key (unused without one), reference claim. ARGV: event TTL, created_at ("" for an event not kept
 // in order), token, created_at TTL. Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit)
 // and stored as sent. An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
 // its handler would lose its claim midway.
@@ -81,7 +81,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
   const timeout = Connection.durationOption("RedisWebhookDedupeStore", "timeout", options.timeout, "1 second")
   return Effect.map(Connection.connect(options, timeout), (redis): Webhooks.WebhookDedupeStoreService => {
     const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
-    const referenceKey = (referenceId: string) => `${redis.prefix}:webhook:reference:${referenceId}`
+    const orderKey = (key: string) => `${redis.prefix}:webhook:order:${key}`
     const referenceClaimKey = (referenceId: string) => `${redis.prefix}:webhook:reference-claim:${referenceId}`
     const failed = (failure: Connection.Failure) => new Webhooks.WebhookDedupeStoreError(failure)
     const releaseClaim = (eventId: string, referenceId: string, token: string) =>
@@ -117,7 +117,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
         redis.eval(
           "complete",
           complete,
-          [eventKey(eventId), referenceKey(handled.referenceId), referenceClaimKey(handled.referenceId)],
+          [eventKey(eventId), orderKey(handled.order?.key ?? ""), referenceClaimKey(handled.referenceId)],
           [
             millis(ttl),
             handled.order === undefined ? "" : String(handled.order.createdAt),
@@ -131,8 +131,8 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           Effect.mapError(failed)
         ),
       release: releaseClaim,
-      lastHandled: (referenceId) =>
-        redis.run("lastHandled", (client) => client.get(referenceKey(referenceId))).pipe(
+      lastHandled: (key) =>
+        redis.run("lastHandled", (client) => client.get(orderKey(key))).pipe(
           Effect.map((value) => value === null ? Option.none() : Option.some(Number(value))),
           Effect.mapError(failed)
         )
