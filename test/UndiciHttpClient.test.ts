@@ -8,6 +8,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -38,6 +39,12 @@ const closedEarlyAtLeast = (n: number) =>
 
 beforeAll(async () => {
   server = Http.createServer((req, res) => {
+    if (req.url === "/too-large") {
+      // Answers at once, without reading what is being sent.
+      res.writeHead(413, { connection: "close" })
+      res.end("too large")
+      return
+    }
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
@@ -112,6 +119,24 @@ describe("UndiciHttpClient", () => {
         expect(yield* response.text).toBe(`{"method":"POST","test":"42","body":"{\\"hello\\":\\"world\\"}"}`)
       })
     ))
+
+  it.live("sends a streamed body; one the server does not read is stopped once the answer comes, its finalizers run", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const parts = Stream.make("a", "b", "c").pipe(Stream.map((text) => new TextEncoder().encode(text)))
+      const echoed = yield* client.execute(HttpClientRequest.post(`${base}/echo`).pipe(HttpClientRequest.bodyStream(parts)))
+      expect((yield* echoed.json) as { body: string }).toMatchObject({ body: "abc" })
+
+      // A source that never ends (a pipe, a socket): the answer comes first, and the source must not be left open.
+      const stopped = yield* Deferred.make<void>()
+      const endless = Stream.make(new TextEncoder().encode("x")).pipe(
+        Stream.concat(Stream.never),
+        Stream.ensuring(Deferred.succeed(stopped, undefined))
+      )
+      const refused = yield* client.execute(HttpClientRequest.post(`${base}/too-large`).pipe(HttpClientRequest.bodyStream(endless)))
+      expect(refused.status).toBe(413)
+      yield* Deferred.await(stopped).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => "the source was left open" }))
+    }).pipe(Effect.provide(UndiciHttpClient.layer)))
 
   it.live("reads a body sent in parts, as text and as a stream", () =>
     withClient((client) =>

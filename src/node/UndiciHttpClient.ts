@@ -82,10 +82,19 @@ const requestBody = (body: HttpBody.HttpBody): RequestBody | Effect.Effect<Reque
     case "FormData":
       return body.formData as unknown as RequestBody
     case "Stream":
-      // A web ReadableStream is an async iterable, which undici sends as the body.
-      return Effect.map(Stream.toReadableStreamEffect(body.stream), (stream) => stream as unknown as RequestBody)
+      // A Node Readable, as NodeHttpClient sends: when undici stops reading it (the server answered early, the
+      // request was aborted) it is destroyed, which interrupts the stream and runs its finalizers. A web stream would
+      // wait for its pending read first, for ever from a source that produces nothing more.
+      return Effect.flatMap(
+        Effect.promise(() => (nodeStream ??= import("@effect/platform-node/NodeStream"))),
+        (NodeStream) => Effect.map(NodeStream.toReadable(body.stream), (readable) => readable as RequestBody)
+      )
   }
 }
+
+// Loaded on the first streamed body, as undici is on the first layer built: importing `effect-fin/node` requires
+// neither.
+let nodeStream: Promise<typeof import("@effect/platform-node/NodeStream")> | undefined
 
 /**
  * A platform `HttpClient` sending through `dispatcher` (an undici `Agent`, `Pool`, ...).
