@@ -6,8 +6,10 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -55,7 +57,7 @@ beforeAll(async () => {
           "x-reply": "yes",
           "set-cookie": ["a=1; Path=/", "b=2; Path=/"]
         })
-        res.end(JSON.stringify({ method: req.method, test: req.headers["x-test"], body }))
+        res.end(JSON.stringify({ method: req.method, test: req.headers["x-test"], connection: req.headers.connection, body }))
       } else if (req.url === "/text") {
         res.writeHead(200, { "content-type": "text/plain" })
         res.write("hello, ")
@@ -114,9 +116,9 @@ describe("UndiciHttpClient", () => {
         expect(response.cookies.cookies["a"]?.value).toBe("1")
         expect(response.cookies.cookies["b"]?.value).toBe("2")
         const json = yield* response.json
-        expect(json).toEqual({ method: "POST", test: "42", body: `{"hello":"world"}` })
+        expect(json).toEqual({ method: "POST", test: "42", connection: "keep-alive", body: `{"hello":"world"}` })
         // The body is read once: reading it again gives the same text.
-        expect(yield* response.text).toBe(`{"method":"POST","test":"42","body":"{\\"hello\\":\\"world\\"}"}`)
+        expect(yield* response.text).toBe(JSON.stringify(json))
       })
     ))
 
@@ -136,6 +138,18 @@ describe("UndiciHttpClient", () => {
       const refused = yield* client.execute(HttpClientRequest.post(`${base}/too-large`).pipe(HttpClientRequest.bodyStream(endless)))
       expect(refused.status).toBe(413)
       yield* Deferred.await(stopped).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => "the source was left open" }))
+    }).pipe(Effect.provide(UndiciHttpClient.layer)))
+
+  it.live("applies the NodeHttpClient.UndiciRequestOptions in context, as NodeHttpClient does", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const connection = Effect.flatMap(client.post(`${base}/echo`), (r) => r.json).pipe(
+        Effect.map((json) => (json as { connection: string }).connection)
+      )
+      expect(yield* connection).toBe("keep-alive")
+      // The platform types the options as whole requests; only the fields given are used.
+      const reset = { reset: true } as unknown as Context.Tag.Service<typeof NodeHttpClient.UndiciRequestOptions>
+      expect(yield* Effect.provideService(connection, NodeHttpClient.UndiciRequestOptions, reset)).toBe("close")
     }).pipe(Effect.provide(UndiciHttpClient.layer)))
 
   it.live("reads a body sent in parts, as text and as a stream", () =>

@@ -1,7 +1,8 @@
 /**
  * A lean platform `HttpClient` on `undici`'s `Dispatcher.request`, for Node: the same interface and behaviour as
  * `NodeHttpClient.layerUndici` (built with `HttpClient.make`, so spans, trace headers and abort on interruption are
- * the platform's own), with less work per request: the request is sent with undici's callback API (no promise, no
+ * the platform's own; `NodeHttpClient.UndiciRequestOptions` in context apply; a streamed body goes as a Node
+ * `Readable`; only a URL's fragment is not sent, as it never belongs on the wire), with less work per request: the request is sent with undici's callback API (no promise, no
  * extra fiber), the response headers are converted once, and the body is read once without a cached effect being
  * run per response.
  *
@@ -28,6 +29,7 @@ import type * as Undici from "@effect/platform-node/Undici"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -37,6 +39,11 @@ import * as Stream from "effect/Stream"
 const Dispatcher = Context.GenericTag<NodeHttpClient.Dispatcher, Undici.Dispatcher>(
   "@effect/platform-node/NodeHttpClient/Dispatcher"
 )
+
+// `NodeHttpClient.UndiciRequestOptions`, by its key: options a program provides for the requests in an effect (say
+// `{ reset: true }`) apply here too, as with NodeHttpClient.
+const undiciOptionsKey = "@effect/platform-node/NodeHttpClient/undiciOptions"
+const noOptions: Partial<Undici.Dispatcher.RequestOptions> = {}
 
 // Timeouts are left to Effect (`Effect.timeout`, effect-fin's per-attempt timeout), as NodeHttpClient does.
 const HEADERS_TIMEOUT = 60 * 60 * 1000
@@ -48,11 +55,13 @@ const send = (
   request: HttpClientRequest.HttpClientRequest,
   url: URL,
   signal: AbortSignal,
+  options: Partial<Undici.Dispatcher.RequestOptions>,
   body: RequestBody
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.RequestError> =>
   Effect.async((resume) => {
     dispatcher.request(
       {
+        ...options,
         method: request.method,
         origin: url.origin,
         path: url.pathname + url.search,
@@ -103,11 +112,13 @@ let nodeStream: Promise<typeof import("@effect/platform-node/NodeStream")> | und
  * @category constructors
  */
 export const make = (dispatcher: Undici.Dispatcher): HttpClient.HttpClient =>
-  HttpClient.make((request, url, signal) => {
+  HttpClient.make((request, url, signal, fiber) => {
+    const options: Partial<Undici.Dispatcher.RequestOptions> =
+      fiber.getFiberRef(FiberRef.currentContext).unsafeMap.get(undiciOptionsKey) ?? noOptions
     const body = requestBody(request.body)
     return Effect.isEffect(body)
-      ? Effect.flatMap(body, (b) => send(dispatcher, request, url, signal, b))
-      : send(dispatcher, request, url, signal, body)
+      ? Effect.flatMap(body, (b) => send(dispatcher, request, url, signal, options, b))
+      : send(dispatcher, request, url, signal, options, body)
   })
 
 const noop = () => {}
