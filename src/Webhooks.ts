@@ -1481,7 +1481,7 @@ const makeApp = <const H extends Handlers>(
   // The handler stops a tenth of the claim's time before the claim could lapse, whatever its renewals do (a store that
   // fails, or one that does not answer): from then on a redelivery may claim the event, and must not run beside it.
   const claimMargin = claimMillis / 10
-  const unrenewed = "the claim on the event expired: the de-duplication store could not renew it"
+  const unrenewed = "the claim on the event could not be renewed in time: the de-duplication store failed or was too slow"
 
   const keepClaim = (
     store: WebhookDedupeStoreService,
@@ -1493,9 +1493,11 @@ const makeApp = <const H extends Handlers>(
     Effect.gen(function*() {
       let stopAt = claimedAt + claimMillis - claimMargin
       while (true) {
-        const now = yield* Clock.currentTimeMillis
-        if (now >= stopAt) return yield* Effect.fail(unrenewed)
-        yield* Effect.sleep(Math.min(claimMillis / 3, stopAt - now))
+        // Every third of the claim's time, and sooner as its end nears (half of what is left), so that a renewal that
+        // failed or was slow leaves time for another; with no time left for one, the handler stops.
+        const wait = Math.min(claimMillis / 3, (stopAt - (yield* Clock.currentTimeMillis)) / 2)
+        if (wait < claimMillis / 30) return yield* Effect.fail(unrenewed)
+        yield* Effect.sleep(wait)
         const sentAt = yield* Clock.currentTimeMillis
         if (sentAt >= stopAt) return yield* Effect.fail(unrenewed)
         const renewed = yield* store.renew(eventId, referenceId, token, claimTtl).pipe(

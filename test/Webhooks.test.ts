@@ -1186,6 +1186,29 @@ describe("Webhooks.handler", () => {
       expect([runs, most]).toEqual([2, 1])
     }))
 
+  it.effect("renewals come sooner as the claim's end nears: two failed ones in a row still leave time for a third", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const down = new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection reset" })
+      let renewals = 0
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: (...args) => Effect.suspend(() => ++renewals <= 2 ? Effect.fail(down) : memory.renew(...args))
+      }
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: { "beneficiary.status": () => Effect.sleep("4 seconds") }
+      }))
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* realPause(20)
+      for (let i = 0; i < 50; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), realPause(5))
+      const answer = yield* Fiber.join(delivery)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+      expect(renewals).toBeGreaterThan(2)
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()
