@@ -24,6 +24,13 @@ const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => 
 const requestsTo = (path: string) =>
   Effect.map(Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests), (all) => all.filter((r) => r.path === path))
 
+// The token route answering `first`, then issuing tokens (numbered from token-1).
+const firstThenTokens = (first: FinTest.Reply): FinTest.Handler => {
+  const tokens = FinTest.tokenHandler()
+  let calls = 0
+  return (request) => (calls++ === 0 ? first : tokens(request))
+}
+
 // One issuer behind both token routes, so issued and refreshed tokens are numbered in one sequence.
 const bothTokenRoutes = (handler: FinTest.Handler): FinTest.Routes => ({
   "POST /v1/oauth/token": handler,
@@ -341,13 +348,7 @@ describe("TokenProvider", () => {
       expect(Exit.isFailure(first)).toBe(true)
       expect(yield* tokenValue).toBe("token-1")
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": (() => {
-        const tokens = FinTest.tokenHandler()
-        let calls = 0
-        return (request) => (calls++ === 0 ? FinTest.json(422, { message: "bad", errors: [] }) : tokens(request))
-      })()
-    })))
+    }).pipe(provideClient({ "POST /v1/oauth/token": firstThenTokens(FinTest.json(422, { message: "bad", errors: [] })) })))
 
   it.effect("401 from the issue call is AuthenticationError, not retried", () =>
     Effect.gen(function*() {
@@ -379,13 +380,7 @@ describe("TokenProvider", () => {
       if (Exit.isFailure(secondExit)) expect(Cause.failureOption(secondExit.cause).pipe(Option.map((e) => e._tag))).toEqual(Option.some("TimeoutError"))
       expect(yield* tokenValue).toBe("token-1")
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": (() => {
-        const tokens = FinTest.tokenHandler()
-        let calls = 0
-        return (request) => (calls++ === 0 ? FinTest.stall : tokens(request))
-      })()
-    }, { tokenTimeout: "1 second", maxRetries: 0 })))
+    }).pipe(provideClient({ "POST /v1/oauth/token": firstThenTokens(FinTest.stall) }, { tokenTimeout: "1 second", maxRetries: 0 })))
 
   it.effect("a caller after the client was shut down is interrupted, not left waiting", () =>
     Effect.gen(function*() {
