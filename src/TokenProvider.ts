@@ -26,8 +26,8 @@ import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinErr
 import type { FinError } from "./FinError.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
-import * as Timestamps from "./internal/timestamp.js"
 import * as Retry from "./internal/retry.js"
+import * as Timestamps from "./internal/timestamp.js"
 import * as TokenStore from "./TokenStore.js"
 
 /**
