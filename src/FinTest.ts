@@ -177,10 +177,7 @@ export const advanceUntilDone = <A, E, R>(
 }
 
 const durationOption = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>
-  Either.getOrThrowWith(
-    Durations.check(input ?? fallback, false),
-    (problem) => new Cause.IllegalArgumentException(`effect-fin/test: advanceUntilDone: ${name} ${problem}`)
-  )
+  Durations.checkOrThrow(input ?? fallback, false, `effect-fin/test: advanceUntilDone: ${name}`)
 
 /**
  * A handler that gives `replies` in turn, then repeats the last one. Its turn is its own state: make one per test.
@@ -465,9 +462,10 @@ const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.Q
     Schema.decodeUnknownEither(FeeServiceOptionsData, { errors: "all", onExcessProperty: "error" })(options),
     (error) => invalid(Issues.describeAll(error))
   )
-  const lifetime = Either.getOrThrowWith(
-    Durations.check(options.quoteLifetime ?? "15 minutes", false),
-    (problem) => invalid(`quoteLifetime ${problem}`)
+  const lifetime = Durations.checkOrThrow(
+    options.quoteLifetime ?? "15 minutes",
+    false,
+    "FinTest.layerFeeService: quoteLifetime"
   )
   const beneficiaries: Record<string, typeof Quote.Beneficiary.Type> = {}
   for (const [id, beneficiary] of Object.entries(data.beneficiaries ?? {})) beneficiaries[id.toLowerCase()] = beneficiary
@@ -485,7 +483,11 @@ const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.Q
 const operation = "POST /v1/fee-calculation"
 
 // Only what an override is checked against: this service neither waits nor retries.
-const overrideDefaults: CallOptions.Resolved = { timeout: Duration.seconds(30), deadline: Duration.seconds(60), maxRetries: 2 }
+const overrideDefaults: CallOptions.Resolved = {
+  timeout: Duration.seconds(30),
+  deadline: Duration.seconds(60),
+  maxRetries: 2
+}
 
 /**
  * A `FeeService` that computes quotes from a rate table with no network, with the emulator's figures for the same

@@ -1221,7 +1221,7 @@ const checkedDuration = (
   name: string,
   input: Duration.DurationInput | undefined,
   allowZero: boolean
-) => Either.getOrThrowWith(Durations.check(input, allowZero), (problem) => invalidOption(where, `${name} ${problem}`))
+) => Durations.checkOrThrow(input, allowZero, `effect-fin: Webhooks.${where}: ${name}`)
 
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)

@@ -3,6 +3,7 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -31,3 +32,13 @@ export const check = (input: unknown, allowZero: boolean): Either.Either<Duratio
   if (!allowZero && Duration.toMillis(d) === 0) return Either.left(sign)
   return Either.right(d)
 }
+
+/**
+ * The duration `input` is, or an `IllegalArgumentException` thrown as `${subject} ${problem}` (options checked when a
+ * layer or handler is made, where a mistake is the program's own).
+ */
+export const checkOrThrow = (input: unknown, allowZero: boolean, subject: string): Duration.Duration =>
+  Either.getOrThrowWith(
+    check(input, allowZero),
+    (problem) => new Cause.IllegalArgumentException(`${subject} ${problem}`)
+  )

@@ -2,10 +2,8 @@
  * The Redis connection of the stores: a client of the user's or one of ours, commands bounded by a timeout, Lua
  * scripts run by their SHA-1 (loaded again after a Redis restart).
  */
-import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
@@ -80,10 +78,7 @@ export const durationOption = (
   input: Duration.DurationInput | undefined,
   fallback: Duration.DurationInput
 ): Duration.Duration =>
-  Either.getOrThrowWith(
-    Durations.check(input ?? fallback, false),
-    (problem) => new Cause.IllegalArgumentException(`effect-fin: ${store}: ${name} ${problem}`)
-  )
+  Durations.checkOrThrow(input ?? fallback, false, `effect-fin: ${store}: ${name}`)
 
 /** Opens (or borrows) the client for the life of the scope; `timeout` bounds each command. */
 export const connect = (options: Options, timeout: Duration.Duration): Effect.Effect<Connection, never, Scope.Scope> =>
