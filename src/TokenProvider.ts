@@ -241,10 +241,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         refreshAt: expiresAt - margin,
         usableUntil: expiresAt - margin / 2
       }
+      // A refresh token is sent for as long as an access token would be (until half the margin is left), not only
+      // until the margin: the documented token response gives both tokens the same expiry, and a refresh due at the
+      // margin would then never use the refresh token.
       const refresh = response.refresh_token !== undefined && response.refresh_token_ttl !== undefined
         ? Option.some<Refresh>({
           token: response.refresh_token,
-          usableUntil: now + (response.refresh_token_ttl - serverNow) - margin
+          usableUntil: now + (response.refresh_token_ttl - serverNow) - margin / 2
         })
         : Option.none()
       yield* Effect.logDebug(`effect-fin: access token ready (valid ${Duration.format(Duration.millis(lifetime))})`)

@@ -103,6 +103,25 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour" })))))
 
+  it.effect("refreshes with the refresh token when it expires with the access token (the newer documented example)", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR - MIN)
+      expect(yield* tokenValue).toBe("token-2")
+      expect((yield* requestsTo("/v1/oauth/refresh-token")).map((r) => r.body)).toEqual([{ refresh_token: "refresh-1" }])
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "1 hour" })))))
+
+  it.effect("issues anew once the refresh token is as near its expiry as a used-up access token", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      // The refresh token lives 30 s past the access token's refresh point: past half the margin (30 s) before its
+      // expiry it is not sent, since it could lapse on the way.
+      yield* advance(HOUR - MIN)
+      expect(yield* tokenValue).toBe("token-2")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
+    }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "3570 seconds" })))))
+
   it.effect("an early refresh that fails gives callers the still-usable token; only a used-up one fails them", () => {
     const log = captureLogs()
     let down = false
