@@ -61,7 +61,7 @@ export class AuthenticationError extends Schema.TaggedError<AuthenticationError>
 ) {}
 
 /**
- * A field-level message from an error body (`errors[]` of a 422, `data` of a 400).
+ * A field-level message from an error body (`errors[]` of a 422, `data` of a 400, `error.details[]`).
  *
  * @since 0.1.0
  * @category models
@@ -83,7 +83,10 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
   /** `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`) or a numeric `status` field. */
   code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
   fieldErrors: Schema.optional(Schema.Array(FieldError)),
-  /** The start of the raw body (at most 1 KiB), for bodies no documented shape explains. */
+  /**
+   * The start of the raw body (at most 1 KiB, credentials redacted), when the fields above do not hold all of it: an
+   * unknown body, or one with more in it (a 409's existing `beneficiary_id`, an error `type`).
+   */
   body: Schema.optional(Schema.String),
   /** The wait the service asked for (`Retry-After` / `retry-after-ms`), e.g. on a 503. */
   retryAfter: Schema.optional(Schema.Duration),

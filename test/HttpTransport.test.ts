@@ -29,6 +29,10 @@ const tokenRequests = Effect.flatMap(
   (http) => Effect.zipWith(http.count("POST /v1/oauth/token"), http.count("POST /v1/oauth/refresh-token"), (a, b) => a + b)
 )
 const ok = FinTest.json(200, quoteBody)
+const conflict = {
+  message: "A beneficiary with the same account details already exists.",
+  error: { beneficiary_id: "3fa85f64-5717-4562-b3fc-2c963f66afa6" }
+}
 const status = (code: number, headers: Record<string, string> = {}) =>
   FinTest.json(code, { message: `status ${code}` }, headers)
 
@@ -553,10 +557,44 @@ describe("HttpTransport", () => {
           message: "Validation failed",
           code: undefined,
           fieldErrors: [{ field: "source_amount", message: "too big" }],
-          understood: true
+          // The status as text is in no field: the body is kept for it.
+          understood: false
         })
       expect(parseErrorBody(`["not", "an", "object"]`).understood).toBe(false)
     })
+    it("422 {error: {code, type, message, details: [{field, message}]}} (crypto orchestration)", () => {
+      const parsed = parseErrorBody(
+        `{"error":{"code":422,"type":"FIN_ERROR","message":"One or more fields are invalid",` +
+          `"details":[{"field":"amount","message":"must be positive"},{"field":"asset","message":"unknown"}]}}`
+      )
+      expect(parsed).toMatchObject({ code: 422, message: "One or more fields are invalid" })
+      expect(parsed.fieldErrors).toEqual([
+        { field: "amount", message: "must be positive" },
+        { field: "asset", message: "unknown" }
+      ])
+      // `type` is not one of ApiError's fields: the body is kept for it.
+      expect(parsed.understood).toBe(false)
+      expect(parseErrorBody(`{"error":{"code":422,"message":"Invalid","details":null}}`).understood).toBe(true)
+    })
+    it("a body is understood only when ApiError's fields hold all of it", () => {
+      expect(parseErrorBody(`{"message":"Authentication failed"}`).understood).toBe(true)
+      expect(parseErrorBody(`{"status":400,"message":"Validation failed","data":{"a.b":"bad"}}`).understood).toBe(true)
+      expect(parseErrorBody(`{"message":"Invalid","errors":[{"x":["bad"]}]}`).understood).toBe(true)
+      expect(parseErrorBody(`{"message":"Conflict","error":{"beneficiary_id":"b1"}}`).understood).toBe(false)
+      expect(parseErrorBody(`{"message":"exists","collisions":["w1"]}`).understood).toBe(false)
+      expect(parseErrorBody(`{"message":"Invalid","errors":[{"x":{"nested":1}}]}`).understood).toBe(false)
+    })
+    it.effect("what ApiError's fields cannot hold stays in ApiError.body: a 409's existing beneficiary_id", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && error.message).toBe("A beneficiary with the same account details already exists.")
+        expect(error._tag === "ApiError" && error.body).toBe(JSON.stringify(conflict))
+      }).pipe(provideClient({ [FEE]: () => FinTest.json(409, conflict) })))
+    it.effect("a body ApiError's fields hold whole is not repeated in ApiError.body", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && error.body).toBeUndefined()
+      }).pipe(provideClient({ [FEE]: () => FinTest.json(404, { message: "Resource not found" }) })))
     it.effect("an unknown body is kept (truncated) in ApiError.body", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)

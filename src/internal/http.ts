@@ -100,31 +100,47 @@ export type AttemptError =
 
 const MAX_BODY_IN_ERROR = 1024
 
-const NestedError = Schema.Struct({
-  code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
-  message: Schema.optional(Schema.String)
-})
-const decodeNestedError = Schema.decodeUnknownOption(NestedError)
-
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-// `{"field": "msg"}` or `{"field": ["msg", ...]}`, as found in `errors[]` items and in a 400's `data`.
-const fieldErrorsOf = (record: Record<string, unknown>): Array<FieldError> => {
-  const out: Array<FieldError> = []
+const isStringArray = (u: unknown): u is ReadonlyArray<string> =>
+  Array.isArray(u) && u.every((item) => typeof item === "string")
+
+// `{"field": "msg"}` or `{"field": ["msg", ...]}`, as found in `errors[]` items and in a 400's `data`. Answers whether
+// every entry was taken.
+const addFieldErrors = (record: Record<string, unknown>, out: Array<FieldError>): boolean => {
+  let all = true
   for (const [field, value] of Object.entries(record)) {
     if (typeof value === "string") out.push(new FieldError({ field, message: value }))
-    else if (Array.isArray(value)) {
-      for (const item of value) if (typeof item === "string") out.push(new FieldError({ field, message: item }))
-    }
+    else if (isStringArray(value)) for (const message of value) out.push(new FieldError({ field, message }))
+    else all = false
   }
-  return out
+  return all
 }
+
+// `[{"field": ..., "message": ...}]`, the `error.details` of the crypto orchestration routes' 422.
+const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
+  if (details === null || details === undefined) return true
+  if (!Array.isArray(details)) return false
+  let all = true
+  for (const item of details) {
+    if (isRecord(item) && typeof item.field === "string" && typeof item.message === "string") {
+      out.push(new FieldError({ field: item.field, message: item.message }))
+      if (Object.keys(item).length > 2) all = false
+    } else all = false
+  }
+  return all
+}
+
+const isCode = (u: unknown): u is string | number => typeof u === "string" || typeof u === "number"
 
 interface ParsedErrorBody {
   readonly message: string | undefined
   readonly code: string | number | undefined
   readonly fieldErrors: ReadonlyArray<FieldError> | undefined
-  /** Whether a documented shape explained the body. */
+  /**
+   * Whether the fields above hold the whole body (a message was found, and nothing else is in it); if not, the
+   * body is kept in `ApiError.body`, so nothing the service said (a 409's existing `beneficiary_id`, say) is lost.
+   */
   readonly understood: boolean
 }
 
@@ -141,19 +157,37 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
     return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
   }
   if (!isRecord(body)) return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
-  const { data, error, errors } = body
-  const message = typeof body.message === "string" ? body.message : undefined
-  const status = typeof body.status === "number" ? body.status : undefined
-  const nested = error === undefined ? undefined : decodeNestedError(error)
   const fields: Array<FieldError> = []
-  for (const item of Array.isArray(errors) ? errors : [errors]) if (isRecord(item)) fields.push(...fieldErrorsOf(item))
-  if (isRecord(data)) fields.push(...fieldErrorsOf(data))
-  const nestedValue = nested?._tag === "Some" ? nested.value : undefined
+  let message: string | undefined
+  let nestedMessage: string | undefined
+  let code: string | number | undefined
+  let status: number | undefined
+  let explained = true
+  for (const [key, value] of Object.entries(body)) {
+    if (key === "message" && typeof value === "string") message = value
+    else if (key === "status" && typeof value === "number") status = value
+    else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
+      for (const item of Array.isArray(value) ? value : [value]) {
+        explained = isRecord(item) ? addFieldErrors(item, fields) && explained : false
+      }
+    } else if (key === "data" && isRecord(value)) explained = addFieldErrors(value, fields) && explained
+    else if (key === "error" && isRecord(value)) {
+      for (const [nestedKey, nested] of Object.entries(value)) {
+        if (nestedKey === "message" && typeof nested === "string") nestedMessage = nested
+        else if (nestedKey === "code" && isCode(nested)) code = nested
+        else if (nestedKey === "details") explained = addDetails(nested, fields) && explained
+        else explained = false
+      }
+    } else explained = false
+  }
+  // Where the body says both, the top-level message and the nested code win; the other is kept in the body.
+  if (message !== undefined && nestedMessage !== undefined && message !== nestedMessage) explained = false
+  if (code !== undefined && status !== undefined && code !== status) explained = false
   return {
-    message: message ?? nestedValue?.message,
-    code: nestedValue?.code ?? status,
+    message: message ?? nestedMessage,
+    code: code ?? status,
     fieldErrors: fields.length > 0 ? fields : undefined,
-    understood: message !== undefined || nestedValue?.message !== undefined
+    understood: (message ?? nestedMessage) !== undefined && explained
   }
 }
 
