@@ -222,6 +222,27 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
 
+  it.effect("a 503 asking to wait beyond the cap on the last attempt is a RateLimitError too", () =>
+    Effect.gen(function*() {
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate))
+      // (Not toMatchObject: its diff of an Effect error overflows the stack.)
+      expect(error._tag).toBe("RateLimitError")
+      expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([503, 3])
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(status(503), status(503), status(503, { "retry-after": "120" }))
+    }, { maxRetryAfter: "60 seconds" })))
+
+  it.effect("an unsafe call's 503 asking for a long wait stays an ApiError (it is never retried)", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        HttpTransport.request({ method: "POST", path: "/v1/payouts", body: {}, response: Schema.Unknown })
+      )
+      expect(error).toMatchObject({ _tag: "ApiError", status: 503 })
+    }).pipe(provideClient({ "POST /v1/payouts": () => status(503, { "retry-after": "120" }) }, {
+      maxRetryAfter: "60 seconds"
+    })))
+
   it.effect("Retry-After beyond what is left of the deadline: RateLimitError at once", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)

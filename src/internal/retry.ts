@@ -99,30 +99,25 @@ const withinTime = <Out, In, R>(
  * backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a longer one ends
  * the retries at once, and so does any wait longer than `timeLeft`. `onRetry` runs before each wait.
  */
-export const policy = <E extends Retried>(options: PolicyOptions<E> & {
-  /** Called when a `Retry-After` longer than `waitCap` ends the retries. */
-  readonly onWaitRefused?: () => void
-}): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
+export const policy = <E extends Retried>(options: PolicyOptions<E>): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
   Schedule.identity<E>().pipe(
     Schedule.intersect(backoff),
     Schedule.intersect(Schedule.recurs(options.maxRetries)),
-    Schedule.whileInputEffect((error: E) => {
-      if (!isRetryable(error)) return Effect.succeed(false)
-      const wait = retryAfterOf(error)
-      return wait === undefined
-        ? Effect.succeed(true)
-        : Effect.map(options.waitCap, (cap) => {
-          if (Duration.lessThanOrEqualTo(wait, cap)) return true
-          options.onWaitRefused?.()
-          return false
-        })
-    }),
+    Schedule.whileInputEffect((error: E) =>
+      isRetryable(error) ? Effect.map(asksTooLong(error, options.waitCap), (tooLong) => !tooLong) : Effect.succeed(false)
+    ),
     Schedule.modifyDelay(([[error]], delay) => retryAfterOf(error) ?? delay),
     (schedule) => options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft),
     Schedule.onDecision(([[error], retry], decision) =>
       ScheduleDecision.isDone(decision) ? Effect.void : options.onRetry(error, retry + 1)
     )
   )
+
+// Whether the error asks for a longer wait than `waitCap` allows.
+const asksTooLong = (error: Retried, waitCap: Effect.Effect<Duration.Duration>): Effect.Effect<boolean> => {
+  const wait = retryAfterOf(error)
+  return wait === undefined ? Effect.succeed(false) : Effect.map(waitCap, (cap) => Duration.greaterThan(wait, cap))
+}
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
 const slowDown = (error: ApiError): RateLimitError =>
@@ -138,18 +133,18 @@ const slowDown = (error: ApiError): RateLimitError =>
   })
 
 /**
- * `self` retried under `policy(options)`. When a `Retry-After` longer than `waitCap` ends the retries, an `ApiError`
- * (a 503 asking for two minutes) becomes a `RateLimitError`, as a 429 would be. Without retries (an unsafe call) the
- * wait changes nothing, so the error stays as it came.
+ * `self` retried under `policy(options)`. A retryable `ApiError` asking for a longer wait than `waitCap` (a 503 asking
+ * for two minutes) ends as a `RateLimitError`, as a 429 would, whether it ended the retries or came after the last
+ * one. Without retries (an unsafe call) the wait changes nothing, so the error stays as it came.
  */
 export const retry = <A, E extends Retried, R>(
   self: Effect.Effect<A, E, R>,
   options: PolicyOptions<E>
 ): Effect.Effect<A, E | RateLimitError, R> =>
-  Effect.suspend(() => {
-    let refused = false
-    const onWaitRefused = () => void (refused = options.maxRetries > 0)
-    return Effect.retry(self, policy({ ...options, onWaitRefused })).pipe(
-      Effect.mapError((error): E | RateLimitError => refused && error._tag === "ApiError" ? slowDown(error) : error)
+  Effect.retry(self, policy(options)).pipe(
+    Effect.catchAll((error): Effect.Effect<never, E | RateLimitError> =>
+      options.maxRetries > 0 && error._tag === "ApiError" && isRetryable(error)
+        ? Effect.flatMap(asksTooLong(error, options.waitCap), (tooLong) => Effect.fail(tooLong ? slowDown(error) : error))
+        : Effect.fail(error)
     )
-  })
+  )
