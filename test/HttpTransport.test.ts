@@ -201,6 +201,9 @@ describe("HttpTransport", () => {
   it.effect("a Retry-After that is neither whole seconds nor an HTTP date is ignored: the backoff applies", () =>
     secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "1.5" }), ok) })))
 
+  it.effect("Retry-After: 0 (or a date now past) does not skip the backoff: the service is slowing us down", () =>
+    secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "0" }), ok) })))
+
   it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)

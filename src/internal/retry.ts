@@ -95,8 +95,8 @@ const withinTime = <Out, In, R>(
     }))
 
 /**
- * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` replaces the
- * backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a longer one ends
+ * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` (above zero)
+ * replaces the backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a longer one ends
  * the retries at once, and so does any wait longer than `timeLeft`. `onRetry` runs before each wait.
  */
 export const policy = <E extends Retried>(options: PolicyOptions<E>): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
@@ -106,7 +106,12 @@ export const policy = <E extends Retried>(options: PolicyOptions<E>): Schedule.S
     Schedule.whileInputEffect((error: E) =>
       isRetryable(error) ? Effect.map(asksTooLong(error, options.waitCap), (tooLong) => !tooLong) : Effect.succeed(false)
     ),
-    Schedule.modifyDelay(([[error]], delay) => retryAfterOf(error) ?? delay),
+    // A wait of zero (`Retry-After: 0`, a date already past) does not skip the backoff: back to back retries are
+    // the last thing a service that is slowing us down needs.
+    Schedule.modifyDelay(([[error]], delay) => {
+      const wait = retryAfterOf(error)
+      return wait === undefined || Duration.isZero(wait) ? delay : wait
+    }),
     (schedule) => options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft),
     Schedule.onDecision(([[error], retry], decision) =>
       ScheduleDecision.isDone(decision) ? Effect.void : options.onRetry(error, retry + 1)
