@@ -200,6 +200,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const started = yield* Clock.currentTimeMillis
         let attempts = 0
         let status = 0
+        // The status of the last failed attempt that had an answer: the span's status when the call then ends
+        // without one (the deadline cut the next attempt, a reset).
+        let lastStatus: number | undefined
         let tokenFailed = false
 
         const send = (token: Redacted.Redacted<string>) =>
@@ -249,12 +252,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: Effect.map(remaining, (left) => Duration.min(left, config.maxRetryAfter)),
           timeLeft: remaining,
-          onRetry: (error, retry) =>
-            Effect.logDebug(
+          onRetry: (error, retry) => {
+            lastStatus = Http.statusOf(error) ?? lastStatus
+            return Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${
                 error._tag === "ApiError" ? ` ${error.status}` : ""
               } (retry ${retry} of ${options.maxRetries})`
             ).pipe(Effect.zipRight(Metric.increment(retriesOf(name))))
+          }
         }
 
         // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the
@@ -311,9 +316,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               tokenFailed
                 ? Effect.zipRight(
                   Effect.annotateCurrentSpan("effect_fin.failed_step", "token"),
-                  Http.annotateOutcome(attempts, failure.value._tag, undefined)
+                  Http.annotateOutcome(attempts, failure.value._tag, lastStatus)
                 )
-                : Http.annotateOutcome(attempts, failure.value._tag, Http.statusOf(failure.value)),
+                : Http.annotateOutcome(attempts, failure.value._tag, Http.statusOf(failure.value) ?? lastStatus),
               metrics
             )
           })

@@ -131,6 +131,24 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
 
+  it.effect("a call the deadline ends keeps the status of its last answer on its span", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      const calls = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(calls.map((span) => Object.fromEntries(span.attributes))).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "http.response.status_code": 503,
+        "effect_fin.attempts": 2,
+        "effect_fin.outcome": "TimeoutError"
+      }])
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), FinTest.stall) }, {
+      timeout: "1 minute",
+      deadline: "10 seconds"
+    })))
+
   it.effect("a token that cannot be had: the call's span names the token step, the token's span has the status", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
