@@ -122,6 +122,8 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
   {
     message: Schema.String,
     reason: Schema.Literal("RequestFailed", "BodyReadFailed"),
+    /** The system's error code, when there was one: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, `CERT_HAS_EXPIRED`... */
+    code: Schema.optional(Schema.String),
     ...callFields
   }
 ) {}

@@ -242,13 +242,32 @@ export const parseRetryAfter = (
 const requestIdOf = (headers: Readonly<Record<string, string>>): string | undefined =>
   headers["x-request-id"] ?? headers["request-id"] ?? headers["x-correlation-id"]
 
-const transportMessage = (error: HttpClientError.HttpClientError): string => {
-  switch (error._tag) {
-    case "RequestError":
-      return `could not send the request (${error.reason})`
-    case "ResponseError":
-      return `could not read the response body (${error.reason})`
+// The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
+// along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
+// hold a host or a URL.
+const systemCode = (cause: unknown): string | undefined => {
+  let error = cause
+  for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
+    const { code } = error as { readonly code?: unknown }
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return code
+    error = (error as { readonly cause?: unknown }).cause
   }
+  return undefined
+}
+
+const transportError = (error: HttpClientError.HttpClientError, spec: Attempt<unknown>): TransportError => {
+  const code = systemCode(error.cause)
+  // Without a code, a request error still says what failed (Transport, Encode, InvalidUrl); a body error's word
+  // ("Decode") would only suggest a ResponseDecodeError.
+  const detail = code ?? (error._tag === "RequestError" ? error.reason : undefined)
+  const what = error._tag === "RequestError" ? "could not send the request" : "could not read the response body"
+  return new TransportError({
+    message: `${spec.operation}: ${what}${detail === undefined ? "" : ` (${detail})`}`,
+    reason: error._tag === "RequestError" ? "RequestFailed" : "BodyReadFailed",
+    ...(code === undefined ? {} : { code }),
+    operation: spec.operation,
+    attempts: spec.attempt
+  })
 }
 
 // The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
@@ -452,14 +471,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         cut
       }))
     }),
-    Effect.mapError((error) =>
-      new TransportError({
-        message: `${spec.operation}: ${transportMessage(error)}`,
-        reason: error._tag === "RequestError" ? "RequestFailed" : "BodyReadFailed",
-        operation: spec.operation,
-        attempts: spec.attempt
-      })
-    ),
+    Effect.mapError((error) => transportError(error, spec)),
     (response) =>
       timeoutFail(response, spec.timeout, () =>
         new TimeoutError({

@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Http from "node:http"
 import * as Zlib from "node:zlib"
+import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
@@ -340,6 +341,33 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             expect(["TransportError", "TimeoutError"]).toContain(error._tag)
           })
         ))
+
+      it.live("a connection reset mid-body is a TransportError naming the code (ECONNRESET, or undici's)", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const server = yield* feeServer((response) => {
+            response.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+            response.write(JSON.stringify(quoteBody).slice(0, 40), () => response.socket?.resetAndDestroy())
+          })
+          const error = yield* quoteFrom(server, httpClient)
+          expect(error._tag === "TransportError" && error.reason).toBe("BodyReadFailed")
+          // Whether the reset or the closed socket is seen first depends on timing.
+          expect(error.message).toMatch(
+            /^POST \/v1\/fee-calculation: could not read the response body \((ECONNRESET|UND_ERR_SOCKET)\)$/
+          )
+        })))
+
+      it.live("a refused connection is a TransportError naming the system's code (ECONNREFUSED)", () =>
+        Effect.gen(function*() {
+          const closedPort = yield* Effect.async<number>((resume) => {
+            const probe = Net.createServer().listen(0, "127.0.0.1", () => {
+              const { port } = probe.address() as AddressInfo
+              probe.close(() => resume(Effect.succeed(port)))
+            })
+          })
+          const error = yield* quoteFrom({ url: `http://127.0.0.1:${closedPort}` }, httpClient)
+          expect(error._tag === "TransportError" && [error.reason, error.code]).toEqual(["RequestFailed", "ECONNREFUSED"])
+          expect(error.message).toBe("POST /v1/oauth/token: could not send the request (ECONNREFUSED)")
+        }))
 
       it.live("a body that never ends is cut off at 4 MiB: a ResponseDecodeError, and the connection closed", () =>
         Effect.scoped(Effect.gen(function*() {
