@@ -1,13 +1,33 @@
 import { defineConfig } from "tsup"
 
+// Declarations come from tsc, one file per module (tsconfig.build.json, scripts/dts.ts), not from tsup's bundler.
 const shared = {
-  dts: true,
   sourcemap: true,
   target: "es2022",
   treeshake: true
 } as const
 
-// ESM and CommonJS with declarations; esbuild inlines the snapshot data, so no format needs `fs` or JSON imports.
+// The modules with a path of their own in package.json's `exports` ("effect-fin/FeeService", ...).
+const modules = [
+  "CountryCode",
+  "FeeService",
+  "FinClient",
+  "FinConfig",
+  "FinError",
+  "HttpTransport",
+  "SubdivisionService",
+  "Subdivisions",
+  "TokenProvider",
+  "TokenStore",
+  "Webhooks",
+  "node/NodeWebhookCrypto",
+  "node/UndiciHttpClient",
+  "redis/RedisTokenStore",
+  "redis/RedisWebhookDedupeStore",
+  "emulator/Emulator"
+]
+
+// ESM and CommonJS; esbuild inlines the snapshot data, so no format needs `fs` or JSON imports.
 // The executable is ESM only: it checks its optional peers with top-level await.
 export default defineConfig([
   {
@@ -18,7 +38,10 @@ export default defineConfig([
       "node/index": "src/node/index.ts",
       "redis/index": "src/redis/index.ts",
       "cli/index": "src/cli/main.ts",
-      "emulator/index": "src/emulator/index.ts"
+      "emulator/index": "src/emulator/index.ts",
+      // Each module on its own path too, as effect's are: a consumer's emitted declarations name effect-fin's types
+      // through them (`import("effect-fin/FinError").ApiError`); a namespace of the main entry cannot be named so.
+      ...Object.fromEntries(modules.map((module) => [module, `src/${module}.ts`]))
     },
     format: ["esm", "cjs"],
     // CommonJS too: each entry would otherwise carry its own copy of every class, and `instanceof` would fail
@@ -31,7 +54,6 @@ export default defineConfig([
     ...shared,
     entry: { "cli/bin": "src/cli/bin.ts" },
     format: ["esm"],
-    dts: false,
     platform: "node"
   }
 ])

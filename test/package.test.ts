@@ -23,6 +23,13 @@ const runAsync = (file: string, args: ReadonlyArray<string>, cwd: string) =>
       error ? reject(error) : resolve(stdout))
   )
 
+// What tsc reports in `cwd` (empty when it passes), so a failure shows the compiler's own words.
+const typecheck = (cwd: string) =>
+  new Promise<string>((resolve) =>
+    execFile(bin("tsc"), ["-p", "tsconfig.json"], { cwd, encoding: "utf8" }, (_error, stdout, stderr) =>
+      resolve(stdout + stderr))
+  )
+
 const smoke = (load: (id: string) => string) => `
 const fin = ${load("effect-fin")}
 const finTest = ${load("effect-fin/test")}
@@ -110,7 +117,38 @@ export const schemas: ReadonlyArray<Schema.Schema.Any> = [
       },
       files: ["types.mts", "types.cts"]
     }))
-    await expect(runAsync(bin("tsc"), ["-p", "tsconfig.json"], app)).resolves.toBe("")
+    expect(await typecheck(app)).toBe("")
+  }, 120_000)
+
+  it("a consumer that emits declarations can export values typed by effect-fin, for import and require", async () => {
+    // A library or a project-references build writes the inferred types of its exports: each effect-fin type in them
+    // must be nameable through the package's entries (bundled declaration chunks made that fail with TS2742).
+    const consumer = `import { CountryCode, FeeService, FinClient, Subdivisions, SubdivisionService, Webhooks } from "effect-fin"
+import * as FinTest from "effect-fin/test"
+import { Emulator } from "effect-fin/emulator"
+export const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
+export const client = FinClient.layer({ clientId: "id", clientSecret: "secret" })
+export const validated = FeeService.validate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" })
+export const offline = Subdivisions.forCountry("USA")
+export const online = SubdivisionService.list("USA")
+export const parsed = CountryCode.parse("US")
+export const verified = Webhooks.verify(new Uint8Array(), {}, ["secret"])
+export const fees = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } })
+export const emulator = Emulator.layer()
+`
+    const dir = join(app, "declarations")
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, "consumer.mts"), consumer)
+    writeFileSync(join(dir, "consumer.cts"), consumer.replace(`import { Emulator } from "effect-fin/emulator"\n`, "")
+      .replace("export const emulator = Emulator.layer()\n", ""))
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        strict: true, declaration: true, emitDeclarationOnly: true, outDir: "out", target: "es2022",
+        lib: ["es2022", "dom"], module: "node16", moduleResolution: "node16", skipLibCheck: true, types: []
+      },
+      files: ["consumer.mts", "consumer.cts"]
+    }))
+    expect(await typecheck(dir)).toBe("")
   }, 120_000)
 
   it("the effect-fin command names the missing optional peers instead of crashing", () => {

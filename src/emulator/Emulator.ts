@@ -28,7 +28,7 @@ import * as Issues from "../internal/issues.js"
 import type * as Quote from "../internal/quote.js"
 import type * as Webhooks from "../Webhooks.js"
 import * as App from "./internal/app.js"
-import * as internalError from "./internal/error.js"
+import { EmulatorError } from "./internal/error.js"
 import * as model from "./internal/model.js"
 import * as State from "./internal/state.js"
 import * as Webhook from "./internal/webhook.js"
@@ -142,13 +142,7 @@ export type BeneficiaryStatusEnvelope = Webhook.BeneficiaryStatusEnvelope
  * @since 0.1.0
  * @category errors
  */
-export const EmulatorError: typeof internalError.EmulatorError = internalError.EmulatorError
-
-/**
- * @since 0.1.0
- * @category errors
- */
-export type EmulatorError = internalError.EmulatorError
+export { EmulatorError } from "./internal/error.js"
 
 /**
  * A beneficiary the emulator knows: its payout currency and developer fee.
@@ -296,7 +290,7 @@ export class Emulator extends Context.Tag("effect-fin/Emulator")<Emulator, Servi
 // Options
 // ---------------------------------------------------------------------------------------------------------------------
 
-const invalidOptions = (message: string) => new internalError.EmulatorError({ reason: "InvalidOptions", message })
+const invalidOptions = (message: string) => new EmulatorError({ reason: "InvalidOptions", message })
 
 const positiveDuration = (
   name: string,
@@ -352,7 +346,7 @@ const decodeInput = <A, I>(schema: Schema.Schema<A, I>, what: string) => {
     Either.match(decode(input), {
       onLeft: (error) =>
         Effect.fail(
-          new internalError.EmulatorError({
+          new EmulatorError({
             reason: "InvalidInput",
             message: `Invalid ${what}: ${Issues.describeAll(error)}`
           })
