@@ -27,6 +27,16 @@ describe("README", () => {
     expect(/## Testing your programs\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
   })
 
+  it("shows examples/emulator.ts verbatim, and it runs as written", () => {
+    const example = readFileSync(join(root, "examples", "emulator.ts"), "utf8")
+    expect(/## Local emulator[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+    const output = execFileSync(join(root, "node_modules", ".bin", "tsx"), ["examples/emulator.ts"], {
+      cwd: root,
+      encoding: "utf8"
+    })
+    expect(output.trim()).toBe("142.1 CAD")
+  })
+
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
     const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
     const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
