@@ -195,6 +195,8 @@ describe("effect-fin against the emulator", () => {
     expect(send.code).toBe(0)
     expect(send.stdout).toMatch(/^send\s+100 USD$/m)
     expect(send.stdout).toMatch(/^exchange rate\s+1\.45$/m)
+    // The service does not say whether `percentage` is a percent or a fraction: shown as given, with no unit.
+    expect(send.stdout).toMatch(/^fee\s+2 \(fixed 1, percentage 1\)$/m)
     const receive = JSON.parse((await cli(["quote", "--from", "USD", "--to", "CAD", "--receive", "100", "--json"], env)).stdout)
     expect(receive.destination_amount).toBe(100)
     expect(receive.valid_till).toMatch(/Z$/)
