@@ -165,6 +165,17 @@ export const emulator = Emulator.layer()
     )
   })
 
+  it("UndiciHttpClient.layer without @effect/platform-node names it, instead of a bare module-not-found", () => {
+    const script = `import("effect-fin/node").then(({ UndiciHttpClient }) =>
+  import("effect").then(({ Effect, Layer }) =>
+    Effect.runPromise(Effect.scoped(Layer.build(UndiciHttpClient.layer))).then(
+      () => console.log("built"),
+      (error) => console.log(String(error)))))`
+    expect(run(process.execPath, ["--input-type=module", "-e", script], app)).toContain(
+      "effect-fin/node: UndiciHttpClient needs @effect/platform-node: npm install @effect/platform-node@0.108"
+    )
+  })
+
   it("the effect-fin command, the emulator and the Redis stores run from the package once their peers are installed", () => {
     const withPeers = join(scratch, "with-peers")
     mkdirSync(join(withPeers, "node_modules", "@effect"), { recursive: true })

@@ -95,7 +95,7 @@ const requestBody = (body: HttpBody.HttpBody): RequestBody | Effect.Effect<Reque
       // request was aborted) it is destroyed, which interrupts the stream and runs its finalizers. A web stream would
       // wait for its pending read first, for ever from a source that produces nothing more.
       return Effect.flatMap(
-        Effect.promise(() => (nodeStream ??= import("@effect/platform-node/NodeStream"))),
+        Effect.promise(() => (nodeStream ??= import("@effect/platform-node/NodeStream").catch(peerMissing))),
         (NodeStream) => Effect.map(NodeStream.toReadable(body.stream), (readable) => readable as RequestBody)
       )
   }
@@ -104,6 +104,15 @@ const requestBody = (body: HttpBody.HttpBody): RequestBody | Effect.Effect<Reque
 // Loaded on the first streamed body, as undici is on the first layer built: importing `effect-fin/node` requires
 // neither.
 let nodeStream: Promise<typeof import("@effect/platform-node/NodeStream")> | undefined
+
+// The optional peer is not installed: a defect (the app is set up wrong) that says what to install, rather than the
+// loader's bare "Cannot find package".
+const peerMissing = (cause: unknown): never => {
+  throw new Error(
+    "effect-fin/node: UndiciHttpClient needs @effect/platform-node: npm install @effect/platform-node@0.108",
+    { cause }
+  )
+}
 
 /**
  * A platform `HttpClient` sending through `dispatcher` (an undici `Agent`, `Pool`, ...).
@@ -289,7 +298,9 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
   HttpClient.HttpClient,
   Effect.map(
     Effect.acquireRelease(
-      Effect.promise(() => import("@effect/platform-node/Undici")).pipe(Effect.map((undici) => new undici.Agent())),
+      Effect.promise(() => import("@effect/platform-node/Undici").catch(peerMissing)).pipe(
+        Effect.map((undici) => new undici.Agent())
+      ),
       (agent) => Effect.promise(() => agent.destroy())
     ),
     make
