@@ -69,7 +69,7 @@ export interface Attempt<A> {
   readonly decode: Decoder<A>
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
-  /** `METHOD /path`, for errors and spans. */
+  /** `METHOD /path`, for errors. */
   readonly operation: string
   /** 1-based number of this attempt, recorded in errors. */
   readonly attempt: number
