@@ -15,6 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Durations from "./internal/duration.js"
 
 /**
  * A token pair as stored: absolute times in epoch milliseconds, so every process that reads it refreshes at the same
@@ -126,13 +127,18 @@ export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string>
 
 /**
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.
- * Its lock is real (with an expiry), so clients sharing one store in a process also fetch one at a time.
+ * Its lock is real (with an expiry), so clients sharing one store in a process also fetch one at a time. Throws
+ * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput | undefined } = {}): Service => {
-  const lockTtl = Duration.decode(options.lockTtl ?? Duration.seconds(10))
+  const lockTtl = Durations.checkOrThrow(
+    options.lockTtl ?? Duration.seconds(10),
+    false,
+    "effect-fin: TokenStore.makeMemory: lockTtl"
+  )
   const pairs = new Map<string, Tokens>()
   const locks = new Map<string, { readonly owner: string; readonly until: number }>()
   const failures = new Map<string, Failure & { readonly until: number }>()

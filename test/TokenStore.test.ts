@@ -180,6 +180,14 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("connection refused")
     }))
 
+  it("the memory store's lockTtl that is not a finite duration above zero throws when it is made", () => {
+    // Duration.decode would read "-5 seconds" or NaN as zero: a lock that is never held.
+    for (const lockTtl of ["-5 seconds", Number.NaN, 0, "soon" as Duration.DurationInput, Infinity] as const) {
+      expect(() => TokenStore.makeMemory({ lockTtl })).toThrow(/^effect-fin: TokenStore\.makeMemory: lockTtl /)
+    }
+    expect(TokenStore.makeMemory({ lockTtl: "2 seconds" }).lockTtl).toEqual(Duration.seconds(2))
+  })
+
   it.effect("the memory store keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
     tokenStoreContract(TokenStore.makeMemory({ lockTtl: "1 second" }), 1_000, (millis) => TestClock.adjust(millis)))
 })
