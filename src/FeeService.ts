@@ -191,6 +191,8 @@ export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
 export const FeeCalculationResponse = Schema.Struct({ data: FeeQuote })
 
 /**
+ * The fee service: quotes for a transfer.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -199,6 +201,8 @@ export interface Service {
 }
 
 /**
+ * The fee service, provided by `layer` (or `FinClient.layer`); `FinTest.layerFeeService` for tests.
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -253,6 +257,8 @@ export const make: Effect.Effect<Service, never, HttpTransport.HttpTransport> = 
 )
 
 /**
+ * The fee service on a client's `HttpTransport`.
+ *
  * @since 0.1.0
  * @category layers
  */

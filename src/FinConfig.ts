@@ -56,12 +56,16 @@ export interface Options {
 }
 
 /**
+ * Which service to talk to: the sandbox or production.
+ *
  * @since 0.1.0
  * @category models
  */
 export type Environment = "sandbox" | "production"
 
 /**
+ * Where subdivisions come from: the API only, the snapshot only, or the API with the snapshot as fallback.
+ *
  * @since 0.1.0
  * @category models
  */

@@ -263,6 +263,8 @@ export interface InMemoryHttpService {
 }
 
 /**
+ * What `layerClient`'s in-memory service recorded: requests, unmatched ones, counts per route.
+ *
  * @since 0.1.0
  * @category tags
  */

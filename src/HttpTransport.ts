@@ -51,6 +51,8 @@ export interface RequestSpec<A, I> {
 }
 
 /**
+ * The transport: one typed call to the service, with token, retries, timeouts and deadline.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -59,6 +61,8 @@ export interface Service {
 }
 
 /**
+ * The transport of a client, provided by `layer` (or `FinClient.layer`).
+ *
  * @since 0.1.0
  * @category tags
  */

@@ -59,6 +59,8 @@ export const SubdivisionsResponse = Schema.Struct({
 })
 
 /**
+ * Subdivisions of a country from the API, the snapshot, or both (`subdivisionMode`), and the cross-check of the two.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -70,6 +72,8 @@ export interface Service {
 }
 
 /**
+ * The subdivision service, provided by `layer` (or `FinClient.layer`).
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -238,6 +242,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
   })
 
 /**
+ * The subdivision service on a client's options and `HttpTransport`.
+ *
  * @since 0.1.0
  * @category layers
  */

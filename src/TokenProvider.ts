@@ -31,6 +31,8 @@ import * as Timestamps from "./internal/timestamp.js"
 import * as TokenStore from "./TokenStore.js"
 
 /**
+ * Access tokens: the current one (fetched when due), and the invalidation of one the service refused.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -42,6 +44,8 @@ export interface Service {
 }
 
 /**
+ * The token provider of a client, provided by `layer` (or `FinClient.layer`); `layerStatic` for tests.
+ *
  * @since 0.1.0
  * @category tags
  */

@@ -108,6 +108,8 @@ export interface Service {
 }
 
 /**
+ * Where token pairs are shared between clients: optional; in memory by default, Redis from `effect-fin/redis`.
+ *
  * @since 0.1.0
  * @category tags
  */

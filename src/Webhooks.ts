@@ -607,78 +607,104 @@ export const BeneficiaryStatusData = Schema.Struct({
 })
 
 /**
+ * The `beneficiary.status` event, its `data` decoded.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const BeneficiaryStatusEvent = event("beneficiary.status", BeneficiaryStatusData)
 
 /**
+ * The `customer.created` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const CustomerCreatedEvent = event("customer.created", JsonValue)
 
 /**
+ * The `customer.status` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const CustomerStatusEvent = event("customer.status", JsonValue)
 
 /**
+ * The `customer.rfi` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const CustomerRfiEvent = event("customer.rfi", JsonValue)
 
 /**
+ * The `transaction.status` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const TransactionStatusEvent = event("transaction.status", JsonValue)
 
 /**
+ * The `virtual_account.created` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const VirtualAccountCreatedEvent = event("virtual_account.created", JsonValue)
 
 /**
+ * The `virtual_account.created.v2` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const VirtualAccountCreatedV2Event = event("virtual_account.created.v2", JsonValue)
 
 /**
+ * The `virtual_account.status` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const VirtualAccountStatusEvent = event("virtual_account.status", JsonValue)
 
 /**
+ * The `virtual_account.status.v2` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const VirtualAccountStatusV2Event = event("virtual_account.status.v2", JsonValue)
 
 /**
+ * The `beneficiary.created` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const BeneficiaryCreatedEvent = event("beneficiary.created", JsonValue)
 
 /**
+ * The `beneficiary.liquidation.deposit` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const BeneficiaryLiquidationDepositEvent = event("beneficiary.liquidation.deposit", JsonValue)
 
 /**
+ * The `batch.transaction.item.status` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
 export const BatchTransactionItemStatusEvent = event("batch.transaction.item.status", JsonValue)
 
 /**
+ * The `transit.payment.status` event, its `data` kept as JSON.
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -1157,6 +1183,8 @@ export type HandlersContext<H extends Handlers> = {
 }[keyof H]
 
 /**
+ * What `handler` and `makeHandler` take: the secrets, the handlers per event type, and the limits.
+ *
  * @since 0.1.0
  * @category models
  */

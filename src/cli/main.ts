@@ -255,6 +255,9 @@ const snapshotArgs = (
  * Whether the command line (`process.argv.slice(2)`) runs the emulator, which serves until a signal stops it: the
  * command, not any argument (`webhook verify --signature emulator` is not the emulator). `--log-level` is the one
  * option before a command that takes a value.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const servesUntilStopped = (args: ReadonlyArray<string>): boolean =>
   args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "--log-level") === "emulator"

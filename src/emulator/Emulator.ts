@@ -281,6 +281,8 @@ export interface Service {
 }
 
 /**
+ * A running emulator, provided by `layer`.
+ *
  * @since 0.1.0
  * @category tags
  */

@@ -21,6 +21,7 @@ export interface KeyCache<K> {
   readonly forget: (algorithm: Algorithm, secret: string) => void
 }
 
+/** A cache that makes each entry with `prepare` on its first `get`, at most 64 per algorithm (the oldest go first). */
 export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): KeyCache<K> => {
   const caches: { readonly [A in Algorithm]: Map<string, K> } = {
     sha256: new Map(),

@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
  */
 const codePattern = /^[A-Z]{2}-[A-Z0-9]{1,3}$/
 
+/** An ISO 3166-2 code: the country's alpha-2, a hyphen, one to three letters or digits. */
 export const SubdivisionCode = Schema.String.pipe(
   Schema.pattern(codePattern, {
     title: "an ISO 3166-2 subdivision code",

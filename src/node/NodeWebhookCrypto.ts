@@ -16,6 +16,8 @@ import type { WebhookCrypto, WebhookCryptoService } from "../Webhooks.js"
 const WebhookCryptoTag = Context.GenericTag<WebhookCrypto, WebhookCryptoService>("effect-fin/WebhookCrypto")
 
 /**
+ * The node:crypto `WebhookCryptoService`: HMAC and `timingSafeEqual`, synchronous.
+ *
  * @since 0.1.0
  * @category constructors
  */

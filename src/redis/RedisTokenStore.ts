@@ -22,6 +22,8 @@ import * as TokenStore from "../TokenStore.js"
 import * as Connection from "./internal/connection.js"
 
 /**
+ * The options of `make` and `layer`.
+ *
  * @since 0.1.0
  * @category models
  */

@@ -19,6 +19,8 @@ import * as Webhooks from "../Webhooks.js"
 import * as Connection from "./internal/connection.js"
 
 /**
+ * The options of `make` and `layer`.
+ *
  * @since 0.1.0
  * @category models
  */

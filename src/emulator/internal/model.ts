@@ -16,15 +16,18 @@ export const routeNames = [
   "GET /v1/countries/{country_code}/subdivisions"
 ] as const
 
+/** A faultable route, as `METHOD /path`. */
 export type RouteName = typeof routeNames[number]
 
 /** A route of `routeNames`, or `*` for all of them (admin routes are never faulted). */
-export const RouteSelector = Schema.Literal("*", ...routeNames).annotations({
+const RouteSelector = Schema.Literal("*", ...routeNames).annotations({
   title: `"*" or one of ${routeNames.map((r) => JSON.stringify(r)).join(", ")}`
 })
 
+/** The kinds of fault a rule can inject. */
 export const faultKinds = ["status", "latency", "stall", "stallBody", "reset", "malformed", "truncated"] as const
 
+/** One of `faultKinds`. */
 export type FaultKind = typeof faultKinds[number]
 
 // Fields every fault rule has.
@@ -41,7 +44,8 @@ const ruleFields = {
 
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative({ message: () => "a whole number >= 0" }))
 
-export const StatusFault = Schema.Struct({
+/** Answer with an error status (and `Retry-After`, a body of choice). */
+const StatusFault = Schema.Struct({
   kind: Schema.Literal("status"),
   /** An error status, 400 to 599. */
   status: Schema.Int.pipe(Schema.between(400, 599, { message: () => "a whole number from 400 to 599" })),
@@ -54,7 +58,8 @@ export const StatusFault = Schema.Struct({
   ...ruleFields
 })
 
-export const LatencyFault = Schema.Struct({
+/** Wait before handling the request. */
+const LatencyFault = Schema.Struct({
   kind: Schema.Literal("latency"),
   /** Added before the request is handled (or before the next matching fault). */
   millis: Schema.Int.pipe(Schema.between(0, 600_000, { message: () => "a whole number of milliseconds up to 600000" })),
@@ -63,12 +68,15 @@ export const LatencyFault = Schema.Struct({
 
 const bare = <K extends string>(kind: K) => Schema.Struct({ kind: Schema.Literal(kind), ...ruleFields })
 
-export const StallFault = bare("stall")
-export const StallBodyFault = bare("stallBody")
-export const ResetFault = bare("reset")
-export const MalformedFault = bare("malformed")
-export const TruncatedFault = bare("truncated")
+// Never answer; send the headers and then nothing; reset the connection; a 200 whose body is not JSON; a body cut
+// short of its Content-Length.
+const StallFault = bare("stall")
+const StallBodyFault = bare("stallBody")
+const ResetFault = bare("reset")
+const MalformedFault = bare("malformed")
+const TruncatedFault = bare("truncated")
 
+/** One fault to inject: which kind, on which route, how often. */
 export const FaultRule = Schema.Union(
   StatusFault,
   LatencyFault,
@@ -79,6 +87,7 @@ export const FaultRule = Schema.Union(
   TruncatedFault
 ).annotations({ title: "a fault rule" })
 
+/** A decoded `FaultRule`. */
 export type FaultRule = typeof FaultRule.Type
 
 /** Body of `POST /__emulator/faults`. */
@@ -94,6 +103,7 @@ export const ExpireTokensBody = Schema.Struct({
   refresh: Schema.optional(Schema.Boolean)
 })
 
+/** An absolute http(s) URL: a webhook target. */
 export const HttpUrl = Schema.String.pipe(
   Schema.filter((s) => {
     try {
@@ -131,6 +141,7 @@ export const WebhookRequest = Schema.Struct({
   algorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms))
 })
 
+/** A decoded `WebhookRequest`. */
 export type WebhookRequest = typeof WebhookRequest.Type
 
 /** Body of `POST /__emulator/webhooks`: a `WebhookRequest`, plus `send: false` to only register `url`. */

@@ -14,9 +14,10 @@ import { EmulatorError } from "./error.js"
 import type { WebhookRequest } from "./model.js"
 import type { State } from "./state.js"
 
-/** The documented example ids (developer.fin.com, beneficiary.status). */
+/** The documented example beneficiary (developer.fin.com, beneficiary.status). */
 export const exampleBeneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
-export const exampleCustomerId = "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f"
+// The documented example's customer.
+const exampleCustomerId = "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f"
 
 /** One delivery. */
 export interface Delivery {
