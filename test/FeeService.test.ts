@@ -101,14 +101,17 @@ describe("FeeService", () => {
       expect(sent.map((request) => request.body)).toContainEqual(input)
     }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
 
-  it("the request type rejects both amounts and a missing destination at compile time", () => {
-    // @ts-expect-error both amounts
-    const both: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1, destination_amount: 1, destination_currency: "CAD" }
-    // @ts-expect-error no destination currency and no beneficiary
-    const nowhere: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1 }
-    const byBeneficiary: FeeService.FeeCalculationRequest = { destination_amount: 10, beneficiary_id: UUID }
-    expect([both, nowhere, byBeneficiary]).toHaveLength(3)
-  })
+  it.effect("both amounts or no destination: refused by the type when compiled (tsc), and by validate at run time", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error both amounts
+      const both: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1, destination_amount: 1, destination_currency: "CAD" }
+      // @ts-expect-error no destination currency and no beneficiary
+      const nowhere: FeeService.FeeCalculationRequest = { source_currency: "USD", source_amount: 1 }
+      const byBeneficiary: FeeService.FeeCalculationRequest = { destination_amount: 10, beneficiary_id: UUID }
+      expect((yield* Effect.flip(FeeService.validate(both)))._tag).toBe("RequestValidationError")
+      expect((yield* Effect.flip(FeeService.validate(nowhere)))._tag).toBe("RequestValidationError")
+      expect(yield* FeeService.validate(byBeneficiary)).toEqual(byBeneficiary)
+    }))
 
   it.effect("a request built from optional values (absent fields given as undefined) compiles and is sent without them", () =>
     Effect.gen(function*() {

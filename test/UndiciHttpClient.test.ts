@@ -19,6 +19,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { UndiciHttpClient } from "../src/node/index.js"
 import { clientSuite } from "./emulator/clientSuite.js"
+import { closedPort } from "./support.js"
 
 // 4 MiB of a repeating pattern, so that a lost, repeated or reordered chunk shows.
 const largeBody = Buffer.from(Uint8Array.from({ length: 4 * 1024 * 1024 }, (_, i) => (i * 7) % 251))
@@ -237,11 +238,7 @@ describe("UndiciHttpClient", () => {
   it.live("a transport failure is a RequestError with reason Transport", () =>
     withClient((client) =>
       Effect.gen(function*() {
-        // A port that was just free: nothing listens there.
-        const closed = Http.createServer()
-        yield* Effect.promise(() => new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve)))
-        const port = (closed.address() as AddressInfo).port
-        yield* Effect.promise(() => new Promise<void>((resolve) => closed.close(() => resolve())))
+        const port = yield* closedPort
         const error = yield* Effect.flip(client.get(`http://127.0.0.1:${port}/`))
         expect(error._tag).toBe("RequestError")
         if (error._tag === "RequestError") expect(error.reason).toBe("Transport")

@@ -11,7 +11,7 @@ import { servesUntilStopped } from "../src/cli/main.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
-import { documentedWebhookBody } from "./support.js"
+import { closedPort, documentedWebhookBody } from "./support.js"
 
 let harness: Cli
 const cli: Cli["run"] = (...args) => harness.run(...args)
@@ -268,7 +268,7 @@ describe("effect-fin against the emulator", () => {
   })
 
   it("subdivisions falls back to the snapshot when the service is unreachable, warning on stderr", async () => {
-    const unreachable = { ...env, FIN_BASE_URL: "http://127.0.0.1:9" }
+    const unreachable = { ...env, FIN_BASE_URL: `http://127.0.0.1:${await Effect.runPromise(closedPort)}` }
     const result = await cli(["subdivisions", "CAN"], unreachable)
     expect(result.code).toBe(0)
     expect(result.stdout).toContain("13 subdivisions of CAN (offline snapshot: the API call failed, as logged above)")

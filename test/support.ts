@@ -5,6 +5,7 @@ import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
+import * as Net from "node:net"
 import * as FinTest from "../src/FinTest.js"
 import type * as TokenStore from "../src/TokenStore.js"
 import type * as FinConfig from "../src/FinConfig.js"
@@ -88,3 +89,11 @@ export const captureLogs = () => {
 export const documentedWebhookBody =
   `{"event":{"id":"40061557-f125-4b39-97d6-c16a0f1230c1","event_reference_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31","type":"beneficiary.status","created_at":"2026-04-04T17:38:26.843132Z","sandbox_mode":true},` +
   `"data":{"type":"INDIVIDUAL","active":false,"status":"PROCESSING","customer_id":"ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f","beneficiary_id":"e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"}}`
+
+/** A loopback port nothing listens on: one the system just gave out and that was closed again. */
+export const closedPort: Effect.Effect<number> = Effect.async<number>((resume) => {
+  const probe = Net.createServer().listen(0, "127.0.0.1", () => {
+    const { port } = probe.address() as Net.AddressInfo
+    probe.close(() => resume(Effect.succeed(port)))
+  })
+})

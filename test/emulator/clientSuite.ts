@@ -12,7 +12,6 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Http from "node:http"
 import * as Zlib from "node:zlib"
-import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
@@ -23,7 +22,7 @@ import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import * as Subdivisions from "../../src/Subdivisions.js"
-import { quoteBody } from "../support.js"
+import { closedPort, quoteBody } from "../support.js"
 
 const beneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
 const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
@@ -244,7 +243,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
           })
         ))
 
-      it.live("503s with retry-after-ms are retried after the wait asked for", () =>
+      it.live("503s with retry-after-ms are retried (the wait itself: HttpTransport.test.ts, on the TestClock)", () =>
         run()((emulator) =>
           Effect.gen(function*() {
             yield* emulator.setFaults([
@@ -257,7 +256,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
           })
         ))
 
-      it.live("a 429 with Retry-After is retried after it", () =>
+      it.live("a 429 with Retry-After on the token call is retried", () =>
         run()((emulator) =>
           Effect.gen(function*() {
             yield* emulator.setFaults([{ kind: "status", status: 429, retryAfter: 1, times: 1 }])
@@ -358,13 +357,8 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
 
       it.live("a refused connection is a TransportError naming the system's code (ECONNREFUSED)", () =>
         Effect.gen(function*() {
-          const closedPort = yield* Effect.async<number>((resume) => {
-            const probe = Net.createServer().listen(0, "127.0.0.1", () => {
-              const { port } = probe.address() as AddressInfo
-              probe.close(() => resume(Effect.succeed(port)))
-            })
-          })
-          const error = yield* quoteFrom({ url: `http://127.0.0.1:${closedPort}` }, httpClient)
+          const port = yield* closedPort
+          const error = yield* quoteFrom({ url: `http://127.0.0.1:${port}` }, httpClient)
           expect(error._tag === "TransportError" && [error.reason, error.code]).toEqual(["RequestFailed", "ECONNREFUSED"])
           expect(error.message).toBe("POST /v1/oauth/token: could not send the request (ECONNREFUSED)")
         }))

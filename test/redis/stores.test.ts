@@ -20,7 +20,7 @@ import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.
 import * as TokenStore from "../../src/TokenStore.js"
 import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
-import { captureLogs, seedTokens } from "../support.js"
+import { captureLogs, closedPort, seedTokens } from "../support.js"
 import { dedupeStoreContract } from "../dedupeStoreContract.js"
 import { plain, tokenStoreContract } from "../tokenStoreContract.js"
 import { redisClient, redisUrl, uniquePrefix } from "./support.js"
@@ -124,7 +124,7 @@ describe("RedisTokenStore", () => {
     Effect.gen(function*() {
       const logs = captureLogs()
       const store = yield* RedisTokenStore.make({
-        url: "redis://127.0.0.1:1",
+        url: `redis://127.0.0.1:${yield* closedPort}`,
         timeout: "200 millis",
         redisOptions: { retryStrategy: () => 50 }
       }).pipe(Effect.provide(logs.layer))
