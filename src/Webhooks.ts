@@ -31,7 +31,6 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
 import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
@@ -1343,31 +1342,6 @@ const reject = (error: WebhookVerificationError) => {
 
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
 
-// Reads at most `limit` bytes. The stream is pulled in the request's scope, so on Node the platform closes the
-// request only after the response is written: ending it earlier would reset the connection before the 413 is sent.
-const readBody = <E>(
-  stream: Stream.Stream<Uint8Array, E>,
-  limit: number
-): Effect.Effect<Uint8Array, E | WebhookVerificationError, Scope.Scope> =>
-  Effect.flatMap(Stream.toPull(stream), (pull) =>
-    Effect.gen(function*() {
-      const chunks: Array<Uint8Array> = []
-      let size = 0
-      while (true) {
-        const next = yield* Effect.either(pull)
-        if (Either.isLeft(next)) {
-          if (Option.isSome(next.left)) return yield* Effect.fail(next.left.value)
-          break
-        }
-        for (const chunk of next.right) {
-          size += chunk.length
-          if (size > limit) return yield* Effect.fail(tooLarge(limit))
-          chunks.push(chunk)
-        }
-      }
-      return Bytes.concat(chunks, size)
-    }))
-
 /**
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
@@ -1636,8 +1610,15 @@ const makeApp = <const H extends Handlers>(
     // Checked before the body is read, so unsigned requests cost no body read.
     const parsed = parseSignatureHeaders(request.headers)
     if (Either.isLeft(parsed)) return yield* reject(parsed.left)
-    const body = yield* (contentLength === "0" ? Effect.succeed(new Uint8Array(0)) : readBody(request.stream, limit))
-      .pipe(Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read"))))
+    const read = contentLength === "0"
+      ? Effect.succeed(new Uint8Array(0))
+      : Effect.flatMap(
+        Bytes.readAtMost(request.stream, limit),
+        Option.match({ onNone: () => Effect.fail(tooLarge(limit)), onSome: Effect.succeed })
+      )
+    const body = yield* read.pipe(
+      Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read")))
+    )
     const decoded = yield* verifyWith(body, parsed.right, secrets, verifyOptions)
     return yield* runner.admit(handle(decoded, runner), respond(503, "shutting_down"))
   }).pipe(

@@ -117,10 +117,13 @@ describe("Emulator", () => {
           message: "Validation failed",
           errors: [{ client_secret: "The client_secret field is required." }]
         })
-        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: "{nope" })).status).toBe(422)
+        // Not JSON at all: the documented 400 (service-facts 5); JSON but not an object: a field error.
+        const notJson = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: "{nope" })
+        expect([notJson.status, notJson.json]).toEqual([400, { status: 400, message: "Malformed request body" }])
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: "[]" })).status).toBe(422)
         const counters = yield* emulator.counters
         expect(counters.tokensIssued).toBe(1)
-        expect(counters.statuses).toEqual({ "200": 1, "401": 1, "422": 2 })
+        expect(counters.statuses).toEqual({ "200": 1, "400": 1, "401": 1, "422": 2 })
       }))
 
     it.scopedLive("refreshes with a valid refresh token only", () =>
@@ -202,6 +205,29 @@ describe("Emulator", () => {
       }))
   })
 
+  describe("request bodies", () => {
+    // 2 MiB of JSON whitespace: over the emulator's 1 MiB limit; read whole, bodies this size (and 600 MB ones) would
+    // be held in memory, and a large enough one would end the process.
+    const large = " ".repeat(2 * 1024 * 1024)
+
+    it.scopedLive("a body over 1 MiB is answered 413, with or without Content-Length, and the emulator goes on", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const declared = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: large })
+        expect([declared.status, declared.json]).toEqual([413, { message: "Request body too large" }])
+        const streamed = yield* Effect.promise(() =>
+          fetch(`${emulator.url}/v1/oauth/token`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: new Blob([large]).stream(),
+            duplex: "half"
+          } as RequestInit)
+        )
+        expect(streamed.status).toBe(413)
+        expect((yield* tokenOf(emulator))["access_token"]).toBeTypeOf("string")
+      }))
+  })
+
   describe("fee calculation", () => {
     const check = (body: unknown, status: number, errors?: ReadonlyArray<Record<string, string>>) =>
       Effect.gen(function*() {
@@ -245,11 +271,21 @@ describe("Emulator", () => {
         })
       }))
 
-    it.scopedLive("422 on bad JSON or a body that is not an object", () =>
+    it.scopedLive("400 on a body that is not JSON (the documented Malformed request body), 422 on one not an object", () =>
       Effect.gen(function*() {
-        const answer = yield* check("{\"source_amount\": ", 422, [{ body: "must be a JSON object" }])
-        expect(answer.json).toMatchObject({ message: "The request body is not a JSON object" })
-        yield* check([1, 2], 422, [{ body: "must be a JSON object" }])
+        const answer = yield* check("{\"source_amount\": ", 400)
+        expect(answer.json).toEqual({ status: 400, message: "Malformed request body" })
+        const list = yield* check([1, 2], 422, [{ body: "must be a JSON object" }])
+        expect(list.json).toMatchObject({ message: "The request body is not a JSON object" })
+      }))
+
+    it.scopedLive("422 on an amount past Number.MAX_SAFE_INTEGER (1e308 would round to Infinity, sent as null)", () =>
+      Effect.gen(function*() {
+        for (const field of ["source_amount", "destination_amount"]) {
+          yield* check({ source_currency: "USD", [field]: 1e308, destination_currency: "CAD" }, 422, [
+            { [field]: `The ${field} must be a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}.` }
+          ])
+        }
       }))
 
     it.scopedLive("422 on both amounts or neither", () =>
@@ -264,7 +300,7 @@ describe("Emulator", () => {
 
     it.scopedLive("422 on non-positive or non-numeric amounts", () =>
       Effect.gen(function*() {
-        const rule = { source_amount: "The source_amount must be a number greater than 0." }
+        const rule = { source_amount: `The source_amount must be a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}.` }
         yield* check({ source_currency: "USD", source_amount: 0, destination_currency: "CAD" }, 422, [rule])
         yield* check({ source_currency: "USD", source_amount: -5, destination_currency: "CAD" }, 422, [rule])
         yield* check({ source_currency: "USD", source_amount: "5", destination_currency: "CAD" }, 422, [rule])

@@ -13,10 +13,13 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { STATUS_CODES } from "node:http"
+import * as Bytes from "../../internal/bytes.js"
 import * as Quote from "../../internal/quote.js"
 import * as Subdivisions from "../../Subdivisions.js"
 import type { EmulatorError } from "./error.js"
@@ -146,11 +149,26 @@ type Parsed = { readonly _tag: "Json"; readonly value: unknown } | { readonly _t
   readonly _tag: "Invalid"
 }
 
-// The raw body: JSON, empty, or not JSON. A body that cannot be read at all fails with the response to send.
-const readBody: Effect.Effect<Parsed, Response, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
+// What reading a request's body needs: the request, and its scope (see Bytes.readAtMost).
+type RequestContext = HttpServerRequest.HttpServerRequest | Scope.Scope
+
+// Larger bodies are refused, not buffered: read whole, a big enough one would end the process.
+const MAX_BODY_BYTES = 1024 * 1024
+const tooLarge = json({ message: "Request body too large" }, 413)
+const utf8 = new TextDecoder()
+
+// The raw body: JSON, empty, or not JSON. A body that is too large, or cannot be read at all, fails with the response
+// to send.
+const readBody: Effect.Effect<Parsed, Response, RequestContext> = Effect.flatMap(
   HttpServerRequest.HttpServerRequest,
-  (request) =>
-    Effect.map(Effect.mapError(request.text, () => malformedRequest), (text): Parsed => {
+  (request) => {
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return Effect.fail(tooLarge)
+    const text = Effect.flatMap(
+      Effect.mapError(Bytes.readAtMost(request.stream, MAX_BODY_BYTES), () => malformedRequest),
+      Option.match({ onNone: () => Effect.fail(tooLarge), onSome: (bytes) => Effect.succeed(utf8.decode(bytes)) })
+    )
+    return Effect.map(text, (text): Parsed => {
       if (text.trim() === "") return { _tag: "Empty" }
       try {
         return { _tag: "Json", value: JSON.parse(text) }
@@ -158,16 +176,21 @@ const readBody: Effect.Effect<Parsed, Response, HttpServerRequest.HttpServerRequ
         return { _tag: "Invalid" }
       }
     })
+  }
 )
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-// The body of an API POST as an object, or the 422 to answer.
-const readObject: Effect.Effect<Record<string, unknown>, Response, HttpServerRequest.HttpServerRequest> = Effect
-  .flatMap(readBody, (parsed) =>
+// The body of an API POST as an object, or the 400, 413 or 422 to answer.
+const readObject: Effect.Effect<Record<string, unknown>, Response, RequestContext> = Effect.flatMap(
+  readBody,
+  (parsed) =>
     parsed._tag === "Json" && isRecord(parsed.value)
       ? Effect.succeed(parsed.value)
-      : Effect.fail(invalid([{ body: "must be a JSON object" }], "The request body is not a JSON object")))
+      : parsed._tag === "Invalid"
+      ? Effect.fail(malformedRequest)
+      : Effect.fail(invalid([{ body: "must be a JSON object" }], "The request body is not a JSON object"))
+)
 
 const CURRENCY = /^[A-Z]{3}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -188,8 +211,9 @@ export const validateFee = (
   const amount = (field: string): number | undefined => {
     const value = body[field]
     if (value === undefined) return undefined
-    if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
-      errors.push({ [field]: `The ${field} must be a number greater than 0.` })
+    // Past MAX_SAFE_INTEGER (as FeeService.validate refuses it) the cent rounding can reach Infinity, sent as null.
+    if (typeof value !== "number" || !(value > 0 && value <= Number.MAX_SAFE_INTEGER)) {
+      errors.push({ [field]: `The ${field} must be a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}.` })
     }
     return typeof value === "number" ? value : undefined
   }
