@@ -243,6 +243,16 @@ describe("effect-fin against the emulator", () => {
     expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)
   })
 
+  it("a refused call's line names the status, the operation and the service's field errors", async () => {
+    // A fixed fee of 1 takes the whole of 1.01 once the percentage is added: the service's 422 says so per field.
+    const refused = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1.01"], env)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1)
+    expect(refused.stderr.trim()).toMatch(
+      /^effect-fin: ApiError: 422 on POST \/v1\/fee-calculation: [^(]+ \(source_amount: The fees take [^)]+\)$/
+    )
+  })
+
   it("cross-check compares the emulator's answers with the bundled snapshot, from any folder", async () => {
     // Run from a folder with no data/ of its own, as an installed command is: the package's snapshot is used.
     const report = join(harness.dir, "cross-check-report.json")

@@ -5,6 +5,7 @@
  */
 import * as ConfigError from "effect/ConfigError"
 import * as Predicate from "effect/Predicate"
+import * as FinError from "../FinError.js"
 
 // Config.redacted hides the whole message of a missing secret, so the variable names are listed here instead.
 const configProblems = (error: ConfigError.ConfigError): Array<string> => {
@@ -32,9 +33,18 @@ export const pairs = (rows: ReadonlyArray<readonly [string, string]>): string =>
   return rows.map(([label, value]) => `${label.padEnd(width)}  ${value}`).join("\n")
 }
 
-/** `effect-fin: ApiError: The service answered 503 ...`: the tag first, so scripts can match on it. */
+// An ApiError's message is the service's own words ("Validation failed"): the line adds the status and operation
+// (unless the message already names them) and the field errors, which say what to change.
+const apiErrorText = (error: FinError.ApiError): string => {
+  const where = error.operation === undefined ? `${error.status}` : `${error.status} on ${error.operation}`
+  const fields = (error.fieldErrors ?? []).map((f) => `${f.field}: ${f.message}`).join("; ")
+  return `${error.message.includes(where) ? "" : `${where}: `}${error.message}${fields === "" ? "" : ` (${fields})`}`
+}
+
+/** `effect-fin: ApiError: 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can match on it. */
 export const errorLine = (error: unknown): string => {
   if (ConfigError.isConfigError(error)) return `effect-fin: ConfigError: ${[...new Set(configProblems(error))].join("; ")}`
+  if (error instanceof FinError.ApiError) return `effect-fin: ApiError: ${apiErrorText(error).split("\n")[0]}`
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {
     const message = Predicate.hasProperty(error, "message") && typeof error.message === "string" ? error.message : ""
     // The platform's errors may say nothing themselves (a ServeError on a busy port); their cause then does.
