@@ -570,9 +570,11 @@ describe("Emulator", () => {
     const receiver = (secret: string) =>
       Effect.gen(function*() {
         const received = yield* Queue.unbounded<Webhooks.WebhookEvent>()
+        const headers: Array<Readonly<Record<string, string>>> = []
         const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
         const app = Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
+          headers.push(request.headers)
           const body = new Uint8Array(yield* request.arrayBuffer)
           return yield* Webhooks.verify(body, request.headers, secret).pipe(
             Effect.flatMap((event) => Queue.offer(received, event)),
@@ -583,7 +585,7 @@ describe("Emulator", () => {
         yield* HttpServer.serveEffect(app).pipe(Effect.provideService(HttpServer.HttpServer, server))
         const address = server.address
         const port = address._tag === "TcpAddress" ? address.port : 0
-        return { url: `http://127.0.0.1:${port}/hooks`, received }
+        return { url: `http://127.0.0.1:${port}/hooks`, received, headers }
       })
 
     it.scopedLive("delivers a signed beneficiary.status event that Webhooks.verify accepts", () =>
@@ -597,6 +599,8 @@ describe("Emulator", () => {
         const event = yield* Queue.take(target.received)
         expect(event.type).toBe("beneficiary.status")
         expect(event.id).toBe(delivery.event.event.id)
+        // The documented headers only: no trace context of the emulator's own client.
+        expect(Object.keys(target.headers[0]!).filter((name) => /^(traceparent|tracestate|b3)$/.test(name))).toEqual([])
         if (event.type !== "beneficiary.status") throw new Error("narrowing")
         expect(event.data).toMatchObject({
           beneficiary_id: "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31",

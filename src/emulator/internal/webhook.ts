@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -98,7 +98,8 @@ export const send = (
       request.algorithm ?? settings.webhookAlgorithm
     )
     const timeout = Duration.millis(settings.webhookTimeout)
-    const answer = yield* client.execute(
+    // The service's documented headers only: no trace context of this client's own.
+    const answer = yield* HttpClient.withTracerPropagation(client, false).execute(
       HttpClientRequest.post(url).pipe(
         HttpClientRequest.setHeaders({ "user-agent": "effect-fin-emulator" }),
         HttpClientRequest.setHeaders(headers),
