@@ -732,4 +732,25 @@ describe("emulator admin routes", () => {
       // In-process, with no socket: nothing to refuse.
       expect((yield* from(undefined)).status).toBe(200)
     }))
+
+  it.effect("answer 403 to a browser page of another site, even from loopback (a foreign Origin or Host)", () =>
+    Effect.gen(function*() {
+      const route = App.loopbackOnly(Effect.succeed(HttpServerResponse.text("admin")))
+      const withHeaders = (headers: Record<string, string>) =>
+        Effect.provideService(
+          route,
+          HttpServerRequest.HttpServerRequest,
+          HttpServerRequest.fromWeb(new Request("http://emulator/__emulator", { method: "POST", headers })).modify({
+            remoteAddress: "127.0.0.1"
+          })
+        )
+      // A page on any site can send simple requests to loopback; a rebound DNS name reaches it with its own Host.
+      expect((yield* withHeaders({ origin: "https://evil.example" })).status).toBe(403)
+      expect((yield* withHeaders({ origin: "null" })).status).toBe(403)
+      expect((yield* withHeaders({ host: "evil.example:4010" })).status).toBe(403)
+      expect((yield* withHeaders({ origin: "http://localhost:3000", host: "127.0.0.1:4010" })).status).toBe(200)
+      expect((yield* withHeaders({ origin: "http://[::1]:3000", host: "[::1]:4010" })).status).toBe(200)
+      expect((yield* withHeaders({ host: "localhost:4010" })).status).toBe(200)
+      expect((yield* withHeaders({ host: "127.0.0.1" })).status).toBe(200)
+    }))
 })

@@ -43,18 +43,34 @@ export const isLoopback = (address: string): boolean =>
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
+// A host name (of a Host header or an Origin) that names this machine: localhost, 127.x.x.x, [::1].
+const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?$/i.test(host)
+
+const loopbackOrigin = (origin: string): boolean => {
+  try {
+    return isLoopbackHost(new URL(origin).host)
+  } catch {
+    return false
+  }
+}
+
 /**
  * `route`, for loopback clients only. The admin routes change what the emulator does (faults, revocations, webhooks
  * sent to any URL), so they answer 403 to any other client, even when the emulator listens on another address. A
- * request with no socket (an app run in-process) has no remote address and is let through.
+ * request with no socket (an app run in-process) has no remote address and is let through. A browser on this machine
+ * is a loopback client too: a page of another site (its `Origin`), or one reaching the emulator through a DNS name
+ * rebound to 127.0.0.1 (its `Host`), is refused as well.
  */
 export const loopbackOnly = <E, R>(
   route: Effect.Effect<Response, E, R>
 ): Effect.Effect<Response, E, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    request.remoteAddress._tag === "None" || isLoopback(request.remoteAddress.value)
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const { host, origin } = request.headers
+    return (request.remoteAddress._tag === "None" || isLoopback(request.remoteAddress.value)) &&
+        (origin === undefined || loopbackOrigin(origin)) && (host === undefined || isLoopbackHost(host))
       ? route
-      : Effect.succeed(json({ message: "The emulator's admin routes answer loopback clients only" }, 403)))
+      : Effect.succeed(json({ message: "The emulator's admin routes answer loopback clients only" }, 403))
+  })
 
 // The documented error bodies (service-facts 5).
 const unauthorized = json({ message: "Authentication failed" }, 401)
