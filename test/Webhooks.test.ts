@@ -486,8 +486,21 @@ const recordingHandler = (
     return { handle, seen }
   })
 
-// Real time, for fibers of the app (run by the web handler) to reach their next TestClock sleep.
-const realPause = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
+// Lets the fibers of the app (run by the web handler) run until they are all parked (on a TestClock sleep, a gate, a
+// Deferred): turns of the event loop until the TestClock's pending sleeps stay the same for several turns in a row.
+// Everything here is in memory, so nothing is still to happen once they are. Waiting a fixed real time instead would
+// race a loaded machine.
+const settle = Effect.gen(function*() {
+  const turn = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+  let last = ""
+  let same = 0
+  for (let turns = 0; turns < 10_000 && same < 5; turns++) {
+    yield* turn
+    const sleeps = Chunk.join(Chunk.map(yield* TestClock.sleeps(), String), ",")
+    same = sleeps === last ? same + 1 : 0
+    last = sleeps
+  }
+})
 
 // A user handler that says when it starts, then waits to be let go; counts its runs.
 const gate = Effect.gen(function*() {
@@ -1013,10 +1026,10 @@ describe("Webhooks.handler", () => {
       void handle(new Request(url, { method: "POST", body: currentBody, headers: { ...headers }, signal: client.signal }))
       yield* handler.started
       client.abort()
-      yield* realPause(20)
+      yield* settle
       expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "in_progress" })
       yield* handler.open
-      yield* realPause(20)
+      yield* settle
       expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
       expect(handler.runs()).toBe(1)
     }))
@@ -1034,7 +1047,7 @@ describe("Webhooks.handler", () => {
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
       yield* handler.started
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* realPause(20)
+      yield* settle
       // The handler is held at its gate, so the scope cannot have closed.
       expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
       const later = yield* send(handle, yield* signedPost(makeBody({ id: "0b9f4c1e-7a52-4c53-9d0e-2f1a3b4c5d6e" })))
@@ -1066,7 +1079,7 @@ describe("Webhooks.handler", () => {
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
       yield* paused
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* realPause(20)
+      yield* settle
       expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
       yield* resume
       yield* Fiber.join(closing)
@@ -1092,7 +1105,7 @@ describe("Webhooks.handler", () => {
       const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
       yield* Deferred.await(started)
       // Real time for the handler's timeout to start its (test) clock, then past it.
-      yield* realPause(50)
+      yield* settle
       yield* TestClock.adjust("31 seconds")
       const answer = yield* Fiber.join(first)
       expect(answer.status).toBe(500)
@@ -1102,10 +1115,10 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
-  // Lets `seconds` pass on the TestClock a second at a time, with a real pause after each step for the woken fibers
-  // (the claim's renewals) to run and sleep again.
+  // Lets `seconds` pass on the TestClock a second at a time, settling after each step for the woken fibers (the
+  // claim's renewals) to run and sleep again.
   const pass = (seconds: number) =>
-    Effect.forEach(Array.from({ length: seconds }), () => Effect.zipRight(TestClock.adjust("1 second"), realPause(10)), {
+    Effect.forEach(Array.from({ length: seconds }), () => Effect.zipRight(TestClock.adjust("1 second"), settle), {
       discard: true
     })
 
@@ -1139,7 +1152,7 @@ describe("Webhooks.handler", () => {
           handlers: { "beneficiary.status": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => interrupted++)) }
         }))
         const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-        yield* realPause(20)
+        yield* settle
         yield* pass(seconds)
         const answer = yield* Fiber.join(delivery)
         expect(answer.status).toBe(500)
@@ -1171,7 +1184,7 @@ describe("Webhooks.handler", () => {
       const a = yield* webHandler(Webhooks.handler({ ...options, store: storeA }))
       const b = yield* webHandler(Webhooks.handler({ ...options, store: shared }))
       const first = yield* Effect.fork(send(a, yield* signedPost(currentBody)))
-      yield* realPause(20)
+      yield* settle
       yield* pass(10) // renewed at 10 s: the claim holds until 40 s
       partitioned = true
       yield* pass(27) // A stops its handler at 37 s, a tenth of claimTtl before the claim lapses
@@ -1180,7 +1193,7 @@ describe("Webhooks.handler", () => {
       expect(running).toBe(0)
       yield* pass(4) // 41 s: the claim has lapsed; the redelivery runs the handler, alone
       const second = yield* Effect.fork(send(b, yield* signedPost(currentBody)))
-      yield* realPause(20)
+      yield* settle
       yield* pass(61)
       expect((yield* Fiber.join(second)).status).toBe(200)
       expect([runs, most]).toEqual([2, 1])
@@ -1202,8 +1215,8 @@ describe("Webhooks.handler", () => {
         handlers: { "beneficiary.status": () => Effect.sleep("4 seconds") }
       }))
       const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* realPause(20)
-      for (let i = 0; i < 50; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), realPause(5))
+      yield* settle
+      for (let i = 0; i < 50; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), settle)
       const answer = yield* Fiber.join(delivery)
       expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
       expect(renewals).toBeGreaterThan(2)
