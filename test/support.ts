@@ -97,3 +97,13 @@ export const closedPort: Effect.Effect<number> = Effect.async<number>((resume) =
     probe.close(() => resume(Effect.succeed(port)))
   })
 })
+
+/** Checks `check` every 20 ms of real time until it holds, or dies naming `what` after `attempts` tries. */
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, attempts = 1000) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < attempts; i++) {
+      if (yield* check) return
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.dieMessage(`timed out waiting for ${what}`)
+  })

@@ -84,12 +84,4 @@ export const worker = (job: Job) =>
     (w) => w.kill
   )
 
-/** Polls `check` every 20 ms until it holds (at most `attempts` times). */
-export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, attempts = 1000) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < attempts; i++) {
-      if (yield* check) return
-      yield* Effect.sleep("20 millis")
-    }
-    return yield* Effect.dieMessage(`timed out waiting for ${what}`)
-  })
+export { eventually } from "../support.js"
