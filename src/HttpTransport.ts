@@ -25,6 +25,7 @@ import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Http from "./internal/http.js"
 import { memo } from "./internal/memo.js"
+import { retriesOf } from "./internal/metrics.js"
 import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
@@ -154,10 +155,6 @@ const requests = Metric.counter("effect_fin_requests_total", {
   description: "Calls made through effect-fin, by operation and outcome",
   incremental: true
 })
-const retries = Metric.counter("effect_fin_retries_total", {
-  description: "Retries made by effect-fin, by operation",
-  incremental: true
-})
 const latency = Metric.histogram(
   "effect_fin_request_duration_ms",
   MetricBoundaries.exponential({ start: 5, factor: 2, count: 14 }),
@@ -167,7 +164,6 @@ const latency = Metric.histogram(
 // Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
 // new key each time. Both labels of a request count go on in one step: a metric tagged twice merges its label lists
 // into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
-const retriesOf = memo((name) => Metric.tagged(retries, "operation", name))
 const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
 const requestsByOutcome = memo((name) =>
   memo((outcome) =>

@@ -26,6 +26,7 @@ import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinErr
 import type { FinError } from "./FinError.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
+import { retriesOf } from "./internal/metrics.js"
 import * as Retry from "./internal/retry.js"
 import * as Timestamps from "./internal/timestamp.js"
 import * as TokenStore from "./TokenStore.js"
@@ -210,7 +211,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           maxRetries,
           waitCap: Effect.succeed(config.maxRetryAfter),
           onRetry: (error, retry) =>
-            Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`)
+            Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
+              Effect.zipRight(Metric.increment(retriesOf("token")))
+            )
         }),
         Effect.onExit((exit) =>
           Exit.isSuccess(exit)

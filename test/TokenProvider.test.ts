@@ -5,6 +5,8 @@ import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -323,12 +325,21 @@ describe("TokenProvider", () => {
     })))
   }
 
-  it.effect("retries a 503 from the token call", () =>
+  it.effect("retries a 503 from the token call, counted in effect_fin_retries_total as operation token", () =>
     Effect.gen(function*() {
+      const tokenRetries = Effect.sync(() => {
+        const pair = Metric.unsafeSnapshot().find((p) =>
+          p.metricKey.name === "effect_fin_retries_total" &&
+          p.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "token")
+        )
+        return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
+      })
+      const before = yield* tokenRetries
       const fiber = yield* Effect.fork(tokenValue)
       yield* advance(500)
       expect(yield* Fiber.join(fiber)).toBe("token-1")
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
+      expect(yield* tokenRetries).toBe(before + 1)
     }).pipe(provideClient({
       "POST /v1/oauth/token": (() => {
         const tokens = FinTest.tokenHandler()

@@ -1,0 +1,15 @@
+/**
+ * The metrics shared by the transport and the token provider.
+ *
+ * @internal
+ */
+import * as Metric from "effect/Metric"
+import { memo } from "./memo.js"
+
+const retries = Metric.counter("effect_fin_retries_total", {
+  description: "Retries made by effect-fin, by operation",
+  incremental: true
+})
+
+/** `effect_fin_retries_total` tagged with `operation`, made once per operation (`Metric.tagged` hashes a new key). */
+export const retriesOf = memo((operation) => Metric.tagged(retries, "operation", operation))
