@@ -126,6 +126,7 @@ export const schemas: ReadonlyArray<Schema.Schema.Any> = [
     const consumer = `import { CountryCode, FeeService, FinClient, Subdivisions, SubdivisionService, Webhooks } from "effect-fin"
 import * as FinTest from "effect-fin/test"
 import { Emulator } from "effect-fin/emulator"
+import * as Effect from "effect/Effect"
 export const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
 export const client = FinClient.layer({ clientId: "id", clientSecret: "secret" })
 export const validated = FeeService.validate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" })
@@ -135,12 +136,14 @@ export const parsed = CountryCode.parse("US")
 export const verified = Webhooks.verify(new Uint8Array(), {}, ["secret"])
 export const fees = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } })
 export const emulator = Emulator.layer()
+export const delivery = Emulator.Emulator.pipe(Effect.flatMap((running) => running.sendWebhook()))
+export const counters = Emulator.Emulator.pipe(Effect.flatMap((running) => running.counters))
+export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
 `
     const dir = join(app, "declarations")
     mkdirSync(dir, { recursive: true })
     writeFileSync(join(dir, "consumer.mts"), consumer)
-    writeFileSync(join(dir, "consumer.cts"), consumer.replace(`import { Emulator } from "effect-fin/emulator"\n`, "")
-      .replace("export const emulator = Emulator.layer()\n", ""))
+    writeFileSync(join(dir, "consumer.cts"), consumer)
     writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
       compilerOptions: {
         strict: true, declaration: true, emitDeclarationOnly: true, outDir: "out", target: "es2022",

@@ -25,13 +25,15 @@ import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import * as Issues from "../internal/issues.js"
-import type * as Quote from "../internal/quote.js"
+import type { FeeRule } from "../internal/quote.js"
 import type * as Webhooks from "../Webhooks.js"
 import * as App from "./internal/app.js"
 import { EmulatorError } from "./internal/error.js"
+import type { Counters } from "./internal/model.js"
 import * as model from "./internal/model.js"
 import * as State from "./internal/state.js"
 import * as Webhook from "./internal/webhook.js"
+import type { Delivery as WebhookDelivery } from "./internal/webhook.js"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Models
@@ -101,7 +103,7 @@ export type FaultRule = model.FaultRule
  * @since 0.1.0
  * @category models
  */
-export type Counters = model.Counters
+export type { Counters } from "./internal/model.js"
 
 /**
  * Schema of what a webhook send may set: the target `url` (registered for later sends), the event's
@@ -125,7 +127,7 @@ export type WebhookRequest = model.WebhookRequest
  * @since 0.1.0
  * @category models
  */
-export type WebhookDelivery = Webhook.Delivery
+export type { Delivery as WebhookDelivery } from "./internal/webhook.js"
 
 /**
  * The documented `beneficiary.status` envelope the sender builds.
@@ -133,7 +135,15 @@ export type WebhookDelivery = Webhook.Delivery
  * @since 0.1.0
  * @category models
  */
-export type BeneficiaryStatusEnvelope = Webhook.BeneficiaryStatusEnvelope
+export type { BeneficiaryStatusEnvelope } from "./internal/webhook.js"
+
+/**
+ * A fee: `fixed` plus `percentage` (4 = 4 %) of the source amount (the emulator's reading; the service does not say).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { FeeRule } from "../internal/quote.js"
 
 /**
  * Invalid options or input (`InvalidOptions`, `InvalidInput`), no webhook target (`WebhookNotRegistered`), or a
@@ -154,7 +164,7 @@ export interface Beneficiary {
   /** The destination currency when a request names none. */
   readonly currency: string
   /** Added to the base fee when a request names this beneficiary. */
-  readonly developerFee?: Quote.FeeRule | undefined
+  readonly developerFee?: FeeRule | undefined
 }
 
 /**
@@ -182,7 +192,7 @@ export interface Options {
   /** Exchange rates keyed `"USD/CAD"` (inverse pairs are derived); default `defaultRates`. */
   readonly rates?: Readonly<Record<string, number>> | undefined
   /** The base fee: fixed part plus percentage of the source amount; default `{ fixed: 1, percentage: 1 }`. */
-  readonly fee?: Quote.FeeRule | undefined
+  readonly fee?: FeeRule | undefined
   /** How long a quote holds (`valid_till`); default 15 minutes. */
   readonly quoteLifetime?: Duration.DurationInput | undefined
   /** Known beneficiaries by id; default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
