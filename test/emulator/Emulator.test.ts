@@ -18,6 +18,7 @@ import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
 import * as Http from "node:http"
 import * as Net from "node:net"
+import * as Os from "node:os"
 import { Emulator } from "../../src/emulator/index.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
@@ -750,7 +751,10 @@ describe("emulator admin routes", () => {
       expect((yield* withHeaders({ host: "evil.example:4010" })).status).toBe(403)
       expect((yield* withHeaders({ origin: "http://localhost:3000", host: "127.0.0.1:4010" })).status).toBe(200)
       expect((yield* withHeaders({ origin: "http://[::1]:3000", host: "[::1]:4010" })).status).toBe(200)
-      expect((yield* withHeaders({ host: "localhost:4010" })).status).toBe(200)
-      expect((yield* withHeaders({ host: "127.0.0.1" })).status).toBe(200)
+      // Every name of this machine a local client may type: all answered.
+      for (const host of ["localhost:4010", "127.0.0.1", "0.0.0.0:4010", "[::]:4010", "[0:0:0:0:0:0:0:1]:4010",
+        "[::ffff:127.0.0.1]:4010", "localhost.:4010", "app.localhost:4010", `${Os.hostname()}:4010`]) {
+        expect([host, (yield* withHeaders({ host })).status]).toEqual([host, 200])
+      }
     }))
 })

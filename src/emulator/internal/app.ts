@@ -19,6 +19,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { STATUS_CODES } from "node:http"
+import * as Os from "node:os"
 import * as Bytes from "../../internal/bytes.js"
 import * as Quote from "../../internal/quote.js"
 import * as Subdivisions from "../../Subdivisions.js"
@@ -43,12 +44,20 @@ export const isLoopback = (address: string): boolean =>
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
-// A host name (of a Host header or an Origin) that names this machine: localhost, 127.x.x.x, [::1].
-const isLoopbackHost = (host: string): boolean => /^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?$/i.test(host)
+// A host name that names this machine (as a local client may type it): localhost and its subdomains, 127.x.x.x,
+// 0.0.0.0, [::1], [::], IPv4 loopback mapped into IPv6, or the machine's own name. A page whose DNS name an attacker
+// rebound to 127.0.0.1 carries that name instead.
+const isLocalHostname = (hostname: string): boolean => {
+  const name = hostname.toLowerCase().replace(/\.$/, "")
+  return name === "localhost" || name.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(name) ||
+    name === "0.0.0.0" || name === "[::1]" || name === "[::]" ||
+    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(name) || name === Os.hostname().toLowerCase()
+}
 
-const loopbackOrigin = (origin: string): boolean => {
+// Whether `url` (an Origin, or http:// and a Host header) names this machine; the URL parser normalises IPv6 forms.
+const isLocalUrl = (url: string): boolean => {
   try {
-    return isLoopbackHost(new URL(origin).host)
+    return isLocalHostname(new URL(url).hostname)
   } catch {
     return false
   }
@@ -67,7 +76,7 @@ export const loopbackOnly = <E, R>(
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const { host, origin } = request.headers
     return (request.remoteAddress._tag === "None" || isLoopback(request.remoteAddress.value)) &&
-        (origin === undefined || loopbackOrigin(origin)) && (host === undefined || isLoopbackHost(host))
+        (origin === undefined || isLocalUrl(origin)) && (host === undefined || isLocalUrl(`http://${host}`))
       ? route
       : Effect.succeed(json({ message: "The emulator's admin routes answer loopback clients only" }, 403))
   })
