@@ -618,6 +618,11 @@ describe("HttpTransport", () => {
       expect(parsed.understood).toBe(false)
       expect(parseErrorBody(`{"error":{"code":422,"message":"Invalid","details":null}}`).understood).toBe(true)
     })
+    it("errors[] items of the form {field, message} are one field error each, not two", () => {
+      const parsed = parseErrorBody(`{"message":"Validation failed!","errors":[{"field":"email","message":"is invalid"}]}`)
+      expect(parsed.fieldErrors).toEqual([{ field: "email", message: "is invalid" }])
+      expect(parsed.understood).toBe(true)
+    })
     it("a body is understood only when ApiError's fields hold all of it", () => {
       expect(parseErrorBody(`{"message":"Authentication failed"}`).understood).toBe(true)
       expect(parseErrorBody(`{"status":400,"message":"Validation failed","data":{"a.b":"bad"}}`).understood).toBe(true)

@@ -117,7 +117,12 @@ const addFieldErrors = (record: Record<string, unknown>, out: Array<FieldError>)
   return all
 }
 
-// `[{"field": ..., "message": ...}]`, the `error.details` of the crypto orchestration routes' 422.
+// `{"field": ..., "message": ...}`: one field error, as the items of the crypto orchestration routes' `error.details`
+// are (and maybe those of an `errors` list, whose items the docs do not describe).
+const isFieldMessage = (item: Record<string, unknown>): item is { readonly field: string; readonly message: string } =>
+  typeof item.field === "string" && typeof item.message === "string" && Object.keys(item).length === 2
+
+// The `error.details` list of the crypto orchestration routes' 422 (or `null`).
 const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   if (details === null || details === undefined) return true
   if (!Array.isArray(details)) return false
@@ -125,7 +130,8 @@ const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   for (const item of details) {
     if (isRecord(item) && typeof item.field === "string" && typeof item.message === "string") {
       out.push(new FieldError({ field: item.field, message: item.message }))
-      if (Object.keys(item).length > 2) all = false
+      // More than the two fields: the body is kept for the rest.
+      if (!isFieldMessage(item)) all = false
     } else all = false
   }
   return all
@@ -168,7 +174,8 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
     else if (key === "status" && typeof value === "number") status = value
     else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
       for (const item of Array.isArray(value) ? value : [value]) {
-        explained = isRecord(item) ? addFieldErrors(item, fields) && explained : false
+        if (isRecord(item) && isFieldMessage(item)) fields.push(new FieldError({ field: item.field, message: item.message }))
+        else explained = isRecord(item) ? addFieldErrors(item, fields) && explained : false
       }
     } else if (key === "data" && isRecord(value)) explained = addFieldErrors(value, fields) && explained
     else if (key === "error" && isRecord(value)) {
