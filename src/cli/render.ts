@@ -37,14 +37,16 @@ export const pairs = (rows: ReadonlyArray<readonly [string, string]>): string =>
 // (unless the message already names them) and the field errors, which say what to change.
 const apiErrorText = (error: FinError.ApiError): string => {
   const where = error.operation === undefined ? `${error.status}` : `${error.status} on ${error.operation}`
-  const fields = (error.fieldErrors ?? []).map((f) => `${f.field}: ${f.message}`).join("; ")
-  return `${error.message.includes(where) ? "" : `${where}: `}${error.message}${fields === "" ? "" : ` (${fields})`}`
+  const message = error.message.split("\n")[0]!
+  const named = error.operation !== undefined && message.includes(where)
+  const fields = (error.fieldErrors ?? []).map((f) => `${f.field}: ${f.message}`.replace(/\s+/g, " ")).join("; ")
+  return `${named ? "" : `${where}: `}${message}${fields === "" ? "" : ` (${fields})`}`
 }
 
 /** `effect-fin: ApiError: 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can match on it. */
 export const errorLine = (error: unknown): string => {
   if (ConfigError.isConfigError(error)) return `effect-fin: ConfigError: ${[...new Set(configProblems(error))].join("; ")}`
-  if (error instanceof FinError.ApiError) return `effect-fin: ApiError: ${apiErrorText(error).split("\n")[0]}`
+  if (error instanceof FinError.ApiError) return `effect-fin: ApiError: ${apiErrorText(error)}`
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {
     const message = Predicate.hasProperty(error, "message") && typeof error.message === "string" ? error.message : ""
     // The platform's errors may say nothing themselves (a ServeError on a busy port); their cause then does.
