@@ -8,6 +8,8 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { servesUntilStopped } from "../src/cli/main.js"
+import { errorLine } from "../src/cli/render.js"
+import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
@@ -106,6 +108,16 @@ describe("effect-fin (offline commands)", () => {
     expect(tampered.stderr + tampered.stdout).not.toContain("whsec_cli")
     const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
+  })
+
+  it("an ApiError's line: status and operation once, the first line of the message, every field error", () => {
+    const line = (fields: ConstructorParameters<typeof FinError.ApiError>[0]) => errorLine(new FinError.ApiError(fields))
+    const tooBig = new FinError.FieldError({ field: "a", message: "too\nbig" })
+    expect(line({ status: 422, message: "Invalid\nsee the docs", fieldErrors: [tooBig] }))
+      .toBe("effect-fin: ApiError: 422: Invalid (a: too big)")
+    expect(line({ status: 503, message: "The service answered 503 on GET /x", operation: "GET /x" }))
+      .toBe("effect-fin: ApiError: The service answered 503 on GET /x")
+    expect(line({ status: 404, message: "Error 404", operation: "GET /x" })).toBe("effect-fin: ApiError: 404 on GET /x: Error 404")
   })
 
   it("only the emulator command counts as serving until stopped (its signal exits 0), not an argument naming it", () => {
