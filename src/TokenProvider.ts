@@ -336,6 +336,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         )
         const pair = yield* fetch(refresh, now).pipe(
           Effect.tapError((error) => Effect.sync(() => void (failure = encodeFailure(error)))),
+          Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),
           holding(store, owner)
         )
         const shared = yield* Effect.catchAll(store.set(key, toTokens(pair), owner), (e) => Effect.as(storeUnavailable(e), true))
@@ -344,6 +345,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       }).pipe(
         Effect.ensuring(Effect.suspend(() => Effect.catchAll(store.unlock(key, owner, failure), storeUnavailable)))
       )
+    }
+
+    // When the service refused the stored refresh token and the issue after it failed too, no new pair replaces the
+    // stored one: its refresh token is taken out, or every other process would spend a call on it.
+    const forgetRefusedRefresh = (store: TokenStore.Service, owner: string, stored: Option.Option<TokenStore.Tokens>) => {
+      const refused = Option.filter(
+        stored,
+        (tokens) => tokens.refreshToken !== undefined && Redacted.value(tokens.refreshToken) === refusedRefresh
+      )
+      return Option.match(refused, {
+        onNone: () => Effect.void,
+        onSome: (tokens) =>
+          store.set(key, { ...tokens, refreshToken: undefined, refreshUsableUntil: undefined }, owner).pipe(
+            Effect.asVoid,
+            Effect.catchAll(storeUnavailable)
+          )
+      })
     }
 
     const sharedFailure = (store: TokenStore.Service, waitedFor: ReadonlySet<string>) =>

@@ -97,6 +97,34 @@ describe("TokenStore", () => {
       expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
     }))
 
+  it.effect("a refused refresh token leaves the shared pair when the issue after it failed too: no other client tries it", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      yield* seed(store, yield* key, {
+        accessToken: Redacted.make("old"),
+        refreshAt: 0,
+        refreshToken: Redacted.make("refresh-old"),
+        refreshUsableUntil: Duration.toMillis("1 day")
+      })
+      let refreshCalls = 0
+      const routes: FinTest.Routes = {
+        "POST /v1/oauth/refresh-token": () => {
+          refreshCalls++
+          return FinTest.json(401, { message: "Authentication failed" })
+        },
+        "POST /v1/oauth/token": () => FinTest.json(503, { message: "down" }),
+        "POST /v1/fee-calculation": fee
+      }
+      // Two clients, one after the other (two processes): each fails, as the issue route is down.
+      for (let client = 0; client < 2; client++) {
+        const error = yield* FinTest.advanceUntilDone(Effect.flip(FeeService.calculate(quoteRequest).pipe(withStore(store, routes))))
+        expect(error._tag).toBe("ApiError")
+      }
+      expect(refreshCalls).toBe(1)
+      const stored = yield* store.get(yield* key)
+      expect(Option.map(stored, (tokens) => tokens.refreshToken)).toEqual(Option.some(undefined))
+    }))
+
   it.effect("a token fetch that times out fails the client waiting on it with the same TimeoutError, no second fetch", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
