@@ -177,7 +177,7 @@ export const make = (
 
     const get: TokenStore.Service["get"] = (key) =>
       Effect.gen(function*() {
-        const [, value] = yield* redis.run("get", (client) => client.hmget(pairKey(key), "fp", "v"))
+        const [fp, value] = yield* redis.run("get", (client) => client.hmget(pairKey(key), "fp", "v"))
         if (value === null || value === undefined) return Option.none()
         const text = yield* open(pairKey(key), value)
         if (Option.isNone(text)) {
@@ -188,8 +188,12 @@ export const make = (
         const decoded = decodeStored(text.value)
         if (Either.isLeft(decoded)) return yield* unreadable("malformed")
         const { a, r, t, u, x } = decoded.right
+        // `fp` is what a 401 clears the pair by, and it is outside the sealed value: one that does not match (a pair
+        // written back by someone without the key, with its `fp` changed) would make the pair impossible to clear.
+        const accessToken = Redacted.make(a)
+        if (fp !== fingerprint(accessToken)) return yield* unreadable("not matching its fingerprint")
         return Option.some<TokenStore.Tokens>({
-          accessToken: Redacted.make(a),
+          accessToken,
           refreshAt: r,
           ...(x !== undefined ? { accessUsableUntil: x } : {}),
           ...(t !== undefined && u !== undefined ? { refreshToken: Redacted.make(t), refreshUsableUntil: u } : {})

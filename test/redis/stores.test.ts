@@ -106,6 +106,25 @@ describe("RedisTokenStore", () => {
       expect(yield* store.get("copied")).toEqual(Option.none())
     }))
 
+  it.scopedLive("a pair whose fingerprint does not match its token is ignored: a replayed old pair cannot outlive a 401", () =>
+    Effect.gen(function*() {
+      // Someone who can write to Redis (without the key) puts back an old, revoked pair with its `fp` changed: a 401
+      // would then clear nothing (clear compares `fp`), and every new process would take the revoked token.
+      const prefix = uniquePrefix("replayed")
+      const store = yield* RedisTokenStore.make({
+        url: redisUrl,
+        prefix,
+        encryptionKey: Redacted.make(new Uint8Array(32).fill(7))
+      })
+      yield* seedTokens(store, "k", tokens("revoked-access-token", Date.now() + 60_000))
+      const redis = yield* redisClient
+      yield* Effect.promise(() => redis.hset(`${prefix}:token:k`, "fp", "junk"))
+      const log = captureLogs()
+      const read = yield* store.get("k").pipe(Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.All))
+      expect(read).toEqual(Option.none())
+      expect(log.lines.filter((line) => line.startsWith("WARN") && line.includes("fingerprint"))).toHaveLength(1)
+    }))
+
   it.scopedLive("an encryption key of the wrong size, or a string that is not base64, is refused when the layer is built", () =>
     Effect.gen(function*() {
       const refused = (encryptionKey: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) =>
