@@ -486,6 +486,28 @@ describe("HttpTransport", () => {
       [FEE]: () => FinTest.json(200, { data: { ...quoteBody.data, exchange_rate: "one point four" } })
     })))
 
+  for (const [status, headers] of [[204, {}], [202, { "content-length": "0" }], [200, {}]] as const) {
+    it.effect(`an empty ${status} answer is a success for a schema that takes no body, sent once even when safe`, () =>
+      Effect.gen(function*() {
+        const answer = yield* HttpTransport.request({
+          method: "POST",
+          path: "/v1/payments",
+          body: { amount: 1 },
+          response: Schema.Void,
+          safe: true
+        })
+        expect(answer).toBeUndefined()
+        expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/payments"))).toBe(1)
+      }).pipe(provideClient({ "POST /v1/payments": () => FinTest.text(status, "", headers) })))
+  }
+
+  it.effect("an empty 200 where a quote is expected: ResponseDecodeError, not retried (never a TransportError)", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag).toBe("ResponseDecodeError")
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.text(204, "") })))
+
   it.effect("a POST not marked safe is never retried", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(HttpTransport.request({

@@ -433,6 +433,8 @@ const readBody = (
   headers: Readonly<Record<string, string>>,
   limit: number
 ): Effect.Effect<Body, HttpClientError.ResponseError> => {
+  // No content: the platform's fetch response has no stream to read (an "EmptyBody" error), which is not a failure.
+  if (response.status === 204 || response.status === 205 || response.status === 304) return Effect.succeed(noBody)
   const length = headers["content-length"]
   const encoding = headers["content-encoding"]
   if (
@@ -442,7 +444,7 @@ const readBody = (
     return Effect.map(response.text, (text) => ({ text, cut: false }))
   }
   // Pulled by hand: a stream run (a sink, its fold) costs more than the rest of a small answer's read.
-  return Effect.scoped(Effect.flatMap(Stream.toPull(response.stream), (pull) =>
+  return Effect.scoped(Effect.flatMap(Stream.toPull(bodyStream(response)), (pull) =>
     Effect.gen(function*() {
       const chunks: Array<Uint8Array> = []
       let size = 0
@@ -462,6 +464,15 @@ const readBody = (
 }
 
 const utf8 = new TextDecoder()
+
+const noBody: Body = { text: "", cut: false }
+
+// A fetch response without a body (a 200 or 202 with nothing in it) has no stream: the platform fails it as
+// "EmptyBody", where there is only nothing to read.
+const bodyStream = (
+  response: HttpClientResponse.HttpClientResponse
+): Stream.Stream<Uint8Array, HttpClientError.ResponseError> =>
+  Stream.catchAll(response.stream, (error) => error.reason === "EmptyBody" ? Stream.empty : Stream.fail(error))
 
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
@@ -501,9 +512,10 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         const expected = `a body of at most ${MAX_RESPONSE_BYTES} bytes`
         return Effect.fail(decodeError(spec, status, requestId, [new Issue({ path: "", expected })]))
       }
+      // An empty answer is no JSON document, but nothing: a schema that takes no body (`Schema.Void`) accepts it.
       let json: unknown
       try {
-        json = JSON.parse(text)
+        json = text.trim() === "" ? undefined : JSON.parse(text)
       } catch {
         // The parser's own message quotes the body (possibly a token), so it is not kept.
         return Effect.fail(decodeError(spec, status, requestId, [new Issue({ path: "", expected: "a JSON document" })]))

@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import * as Zlib from "node:zlib"
 import type { AddressInfo } from "node:net"
@@ -340,6 +341,27 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             expect(["TransportError", "TimeoutError"]).toContain(error._tag)
           })
         ))
+
+      it.live("a 204 (no body at all) is a success for Schema.Void, sent once though safe", () =>
+        Effect.scoped(Effect.gen(function*() {
+          let received = 0
+          const server = yield* feeServer((response) => {
+            received++
+            response.writeHead(204).end()
+          })
+          const answer = yield* HttpTransport.request({
+            method: "POST",
+            path: "/v1/payments",
+            body: { amount: 1 },
+            response: Schema.Void,
+            safe: true
+          }).pipe(
+            Effect.provide(FinClient.layer({ clientId: "client", clientSecret: Redacted.make("secret"), baseUrl: server.url })),
+            Effect.provide(httpClient)
+          )
+          expect(answer).toBeUndefined()
+          expect(received).toBe(1)
+        })))
 
       it.live("a connection reset mid-body is a TransportError naming the code (ECONNRESET, or undici's)", () =>
         Effect.scoped(Effect.gen(function*() {
