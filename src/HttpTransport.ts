@@ -36,15 +36,16 @@ import * as TokenProvider from "./TokenProvider.js"
  * @category models
  */
 export interface RequestSpec<A, I> {
-  readonly method: "GET" | "POST"
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
   readonly query?: Readonly<Record<string, string>> | undefined
   readonly body?: unknown
   readonly response: Schema.Schema<A, I, never>
   /**
-   * Whether the call may be sent more than once (GET always is; a POST only when it changes nothing, like a fee
-   * quote). Unsafe calls are never retried, so a retry can never double-charge. Default: `true` for GET only.
+   * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
+   * the fee quote's POST, or when the service documents it as idempotent). Unsafe calls are never retried, so a retry
+   * can never double-charge. Default: `true` for GET only.
    */
   readonly safe?: boolean | undefined
   /** Span name suffix and metric tag, e.g. `fee-calculation`. Default `request`. */

@@ -508,6 +508,22 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.text(204, "") })))
 
+  it.effect("PUT, PATCH and DELETE are sent as asked, and (not marked safe) never retried", () =>
+    Effect.gen(function*() {
+      for (const method of ["PUT", "PATCH", "DELETE"] as const) {
+        const error = yield* Effect.flip(
+          HttpTransport.request({ method, path: "/v1/beneficiaries/b1", body: { a: 1 }, response: Schema.Unknown })
+        )
+        expect(error._tag === "ApiError" && error.status).toBe(503)
+        const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(`${method} /v1/beneficiaries/b1`))
+        expect([method, sent]).toEqual([method, 1])
+      }
+    }).pipe(provideClient({
+      "PUT /v1/beneficiaries/b1": () => status(503),
+      "PATCH /v1/beneficiaries/b1": () => status(503),
+      "DELETE /v1/beneficiaries/b1": () => status(503)
+    })))
+
   it.effect("a POST not marked safe is never retried", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(HttpTransport.request({

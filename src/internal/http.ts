@@ -60,7 +60,7 @@ export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A>
 
 /** What one attempt sends and how it reads the answer. */
 export interface Attempt<A> {
-  readonly method: "GET" | "POST"
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
   /** Absolute URL. */
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
