@@ -173,7 +173,8 @@ export const WebhookFailureReason = Schema.Literal(
   "too_old",
   "from_future",
   "wrong_environment",
-  "body_too_large"
+  "body_too_large",
+  "body_timeout"
 )
 
 /**

@@ -1193,6 +1193,12 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly handlers: H
   /** Largest body read, in bytes (default 1 MiB); larger deliveries get 413. */
   readonly maxBodySize?: number | undefined
+  /**
+   * How long a delivery's body may take to arrive (default 10 seconds; the service sends a small JSON document at
+   * once); a slower one gets 408 and its connection closed. Without it a body that never ends would hold what it
+   * sent (up to `maxBodySize`, before any signature check) until the server's own request timeout: 300 s on Node.
+   */
+  readonly bodyTimeout?: Duration.DurationInput | undefined
   /** Also pass stale events to the handlers (with `delivery.stale`); by default they are only acknowledged. */
   readonly deliverStale?: boolean | undefined
   /** De-duplication store; default: the `WebhookDedupeStore` service if provided, else one in memory. */
@@ -1275,6 +1281,7 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
     dedupeTtl,
     orderTtl: Duration.max(duration("orderTtl", options.orderTtl ?? "30 days", false), dedupeTtl),
     handlerTimeout: duration("handlerTimeout", options.handlerTimeout ?? "1 minute", false),
+    bodyTimeout: duration("bodyTimeout", options.bodyTimeout ?? "10 seconds", false),
     claimTtl: Duration.max(duration("claimTtl", options.claimTtl ?? "30 seconds", false), Duration.seconds(1)),
     referenceWait: Duration.toMillis(duration("referenceWait", options.referenceWait ?? "5 seconds", true))
   }
@@ -1317,16 +1324,17 @@ const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   too_old: 400,
   from_future: 400,
   wrong_environment: 400,
-  body_too_large: 413
+  body_too_large: 413,
+  body_timeout: 408
 }
 
 // 401 says nothing (the verification guide asks for no detail); 400 names the reason (the sender is authenticated by
-// then); 413 closes the connection rather than reading the rest of an oversized body.
+// then); 413 and 408 close the connection rather than reading the rest of an oversized or stalled body.
 const reject = (error: WebhookVerificationError) => {
   const status = statusOf[error.reason]
   const response = status === 401 || status === 500
     ? HttpServerResponse.empty({ status })
-    : status === 413
+    : status === 413 || status === 408
     ? HttpServerResponse.empty({ status, headers: Headers.fromInput({ connection: "close" }) })
     : HttpServerResponse.unsafeJson({ error: error.reason }, { status })
   // A 500 here is our own misconfiguration (no secret), not the sender's fault.
@@ -1345,7 +1353,8 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
 /**
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
- * 1. checks `Content-Length` against `maxBodySize` (413), then reads at most that many bytes on every runtime (413);
+ * 1. checks `Content-Length` against `maxBodySize` (413), then reads at most that many bytes on every runtime (413),
+ *    within `bodyTimeout` (408);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
  *    another delivery handles it; while another event of the same reference is being handled it waits (up to
@@ -1430,7 +1439,17 @@ const detached: Runner = { fork: Effect.forkDaemon, admit: (delivery) => deliver
 const makeApp = <const H extends Handlers>(
   options: HandlerOptions<H>
 ): (runner: Runner) => HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
-  const { claimTtl, dedupeTtl, handlerTimeout, limit, maxAge, orderTtl, referenceWait, secrets } = handlerSettings(
+  const {
+    bodyTimeout,
+    claimTtl,
+    dedupeTtl,
+    handlerTimeout,
+    limit,
+    maxAge,
+    orderTtl,
+    referenceWait,
+    secrets
+  } = handlerSettings(
     options
   )
   const claimMillis = Duration.toMillis(claimTtl)
@@ -1617,7 +1636,14 @@ const makeApp = <const H extends Handlers>(
         Option.match({ onNone: () => Effect.fail(tooLarge(limit)), onSome: Effect.succeed })
       )
     const body = yield* read.pipe(
-      Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read")))
+      Effect.catchTag("RequestError", () => Effect.fail(malformed("the body could not be read"))),
+      // The platform runs the app uninterruptibly: the read is made interruptible so the timeout can end it, and the
+      // 408 go out at once, rather than when the client closes the connection.
+      Effect.interruptible,
+      Effect.timeoutFail({
+        duration: bodyTimeout,
+        onTimeout: () => fail("body_timeout", `the body did not arrive within ${Duration.format(bodyTimeout)}`)
+      })
     )
     const decoded = yield* verifyWith(body, parsed.right, secrets, verifyOptions)
     return yield* runner.admit(handle(decoded, runner), respond(503, "shutting_down"))

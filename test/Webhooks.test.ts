@@ -650,6 +650,25 @@ describe("Webhooks.handler", () => {
       expect(pulls).toBeLessThan(30)
     }))
 
+  it.effect("answers 408 to a body that does not arrive within bodyTimeout (default 10 s), closing the connection", () =>
+    Effect.gen(function*() {
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} }))
+      // A signed start, then nothing more: such requests would each hold what they sent until the server's own
+      // request timeout (300 s on Node).
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(currentBody.slice(0, 100)))
+        }
+      })
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      const init: RequestInit & { readonly duplex: "half" } = { method: "POST", body, headers: { ...headers }, duplex: "half" }
+      const answer = yield* Effect.fork(send(handle, new Request(url, init)))
+      yield* settleUntil((sleeps, now) => sleeps.some((wakeUp) => wakeUp >= now + 10_000))
+      yield* TestClock.adjust("10 seconds")
+      const answered = yield* Fiber.join(answer)
+      expect([answered.status, answered.headers.get("connection")]).toEqual([408, "close"])
+    }))
+
   it.effect("accepts a body right at the limit", () =>
     Effect.gen(function*() {
       const handle = yield* webHandler(Webhooks.handler({
@@ -998,6 +1017,7 @@ describe("Webhooks.handler", () => {
     refused({ maxAge: 0 }, "maxAge must be greater than zero")
     refused({ handlerTimeout: Number.POSITIVE_INFINITY }, "handlerTimeout must be finite")
     refused({ referenceWait: -5 }, "referenceWait must be zero or more")
+    refused({ bodyTimeout: 0 }, "bodyTimeout must be greater than zero")
     for (const secrets of ["", [], [""], Redacted.make("")]) {
       refused({ secrets }, "secrets holds no webhook secret (empty ones do not count)")
     }

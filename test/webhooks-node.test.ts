@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import * as Webhooks from "../src/Webhooks.js"
 import { captureLogs, documentedWebhookBody, eventually } from "./support.js"
 
@@ -120,4 +121,29 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       const again = yield* store.claim(eventId, "another", Duration.minutes(1))
       expect(again._tag).toBe("Done")
     }), 20_000)
+
+  it.live("a body that stops arriving gets 408 after bodyTimeout and its connection closed, at once", () =>
+    Effect.gen(function*() {
+      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
+      yield* HttpServer.serveEffect(Webhooks.handler({ secrets: secret, handlers: {}, bodyTimeout: "200 millis" })).pipe(
+        Effect.provideService(HttpServer.HttpServer, httpServer)
+      )
+      const port = httpServer.address._tag === "TcpAddress" ? httpServer.address.port : 0
+      const headers = yield* Webhooks.sign(body, secret)
+      // Signed headers and the start of a chunked body, then nothing: the socket stays open on the client's side.
+      const exchange = yield* Effect.async<{ readonly answer: string; readonly closed: boolean }>((resume) => {
+        let answer = ""
+        const socket = Net.connect(port, "127.0.0.1", () => {
+          socket.write(
+            `POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+              `x-fin-signature: ${headers["x-fin-signature"]}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"dat\r\n`
+          )
+        })
+        socket.on("data", (data) => void (answer += data))
+        socket.on("close", () => resume(Effect.succeed({ answer, closed: true })))
+        return Effect.sync(() => socket.destroy())
+      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no answer within 10 s") }))
+      expect(exchange.answer.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout")
+      expect(exchange.closed).toBe(true)
+    }).pipe(Effect.scoped), 20_000)
 })
