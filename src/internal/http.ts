@@ -128,6 +128,9 @@ const addFieldErrors = (record: Record<string, unknown>, out: Array<FieldError>)
 const isFieldMessage = (item: Record<string, unknown>): item is { readonly field: string; readonly message: string } =>
   typeof item.field === "string" && typeof item.message === "string" && Object.keys(item).length === 2
 
+const toFieldError = (item: { readonly field: string; readonly message: string }) =>
+  new FieldError({ field: item.field, message: item.message })
+
 // The `error.details` list of the crypto orchestration routes' 422 (or `null`).
 const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   if (details === null || details === undefined) return true
@@ -135,7 +138,7 @@ const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   let all = true
   for (const item of details) {
     if (isRecord(item) && typeof item.field === "string" && typeof item.message === "string") {
-      out.push(new FieldError({ field: item.field, message: item.message }))
+      out.push(toFieldError(item))
       // More than the two fields: the body is kept for the rest.
       if (!isFieldMessage(item)) all = false
     } else all = false
@@ -180,7 +183,7 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
     else if (key === "status" && typeof value === "number") status = value
     else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
       for (const item of Array.isArray(value) ? value : [value]) {
-        if (isRecord(item) && isFieldMessage(item)) fields.push(new FieldError({ field: item.field, message: item.message }))
+        if (isRecord(item) && isFieldMessage(item)) fields.push(toFieldError(item))
         else explained = isRecord(item) ? addFieldErrors(item, fields) && explained : false
       }
     } else if (key === "data" && isRecord(value)) explained = addFieldErrors(value, fields) && explained
@@ -450,14 +453,17 @@ const readBody = (
     return Effect.map(response.text, (text) => ({ text, cut: false }))
   }
   // Pulled by hand: a stream run (a sink, its fold) costs more than the rest of a small answer's read.
-  return Effect.scoped(Effect.flatMap(Stream.toPull(bodyStream(response)), (pull) =>
+  return Effect.scoped(Effect.flatMap(Stream.toPull(response.stream), (pull) =>
     Effect.gen(function*() {
       const chunks: Array<Uint8Array> = []
       let size = 0
       while (size <= limit) {
         const next = yield* Effect.either(pull)
         if (Either.isLeft(next)) {
-          if (Option.isSome(next.left)) return yield* Effect.fail(next.left.value)
+          // A fetch response with no body at all (a 200 or 202 with nothing in it) has no stream: the platform fails
+          // it as "EmptyBody", where there is only nothing to read.
+          const failure = next.left
+          if (Option.isSome(failure) && failure.value.reason !== "EmptyBody") return yield* Effect.fail(failure.value)
           break
         }
         for (const chunk of next.right) {
@@ -481,13 +487,6 @@ const withoutRedirects = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<
       ...Option.getOrElse(init, () => ({})),
       redirect: "manual"
     }))
-
-// A fetch response without a body (a 200 or 202 with nothing in it) has no stream: the platform fails it as
-// "EmptyBody", where there is only nothing to read.
-const bodyStream = (
-  response: HttpClientResponse.HttpClientResponse
-): Stream.Stream<Uint8Array, HttpClientError.ResponseError> =>
-  Stream.catchAll(response.stream, (error) => error.reason === "EmptyBody" ? Stream.empty : Stream.fail(error))
 
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
