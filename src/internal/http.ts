@@ -137,8 +137,13 @@ const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   if (!Array.isArray(details)) return false
   let all = true
   for (const item of details) {
-    if (isRecord(item) && typeof item.field === "string" && typeof item.message === "string") {
-      out.push(toFieldError(item))
+    if (!isRecord(item)) {
+      all = false
+      continue
+    }
+    const { field, message } = item
+    if (typeof field === "string" && typeof message === "string") {
+      out.push(new FieldError({ field, message }))
       // More than the two fields: the body is kept for the rest.
       if (!isFieldMessage(item)) all = false
     } else all = false
