@@ -3,10 +3,12 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as Net from "node:net"
 import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
 import type * as TokenStore from "../src/TokenStore.js"
 import type * as FinConfig from "../src/FinConfig.js"
 
@@ -107,3 +109,12 @@ export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: stri
     }
     return yield* Effect.dieMessage(`timed out waiting for ${what}`)
   })
+
+/** A POST answered with no body (a 204, or a 202 with nothing in it), marked safe: one that must be sent once. */
+export const acceptPayment = HttpTransport.request({
+  method: "POST",
+  path: "/v1/payments",
+  body: { amount: 1 },
+  response: Schema.Void,
+  safe: true
+})

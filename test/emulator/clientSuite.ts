@@ -10,7 +10,6 @@ import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import * as Zlib from "node:zlib"
 import type { AddressInfo } from "node:net"
@@ -23,7 +22,7 @@ import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import * as Subdivisions from "../../src/Subdivisions.js"
-import { closedPort, quoteBody } from "../support.js"
+import { acceptPayment, closedPort, quoteBody } from "../support.js"
 
 const beneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
 const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
@@ -369,13 +368,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             received++
             response.writeHead(204).end()
           })
-          const answer = yield* HttpTransport.request({
-            method: "POST",
-            path: "/v1/payments",
-            body: { amount: 1 },
-            response: Schema.Void,
-            safe: true
-          }).pipe(
+          const answer = yield* acceptPayment.pipe(
             Effect.provide(FinClient.layer({ clientId: "client", clientSecret: Redacted.make("secret"), baseUrl: server.url })),
             Effect.provide(httpClient)
           )
