@@ -84,8 +84,8 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
   code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
   fieldErrors: Schema.optional(Schema.Array(FieldError)),
   /**
-   * The start of the raw body (at most 1024 characters, credentials redacted), when the fields above do not hold all of it: an
-   * unknown body, or one with more in it (a 409's existing `beneficiary_id`, an error `type`).
+   * The start of the raw body (at most 1024 characters, credentials redacted), when the fields above do not hold all
+   * of it: an unknown body, or one with more in it (a 409's existing `beneficiary_id`, an error `type`).
    */
   body: Schema.optional(Schema.String),
   /** The wait the service asked for (`Retry-After` / `retry-after-ms`), e.g. on a 503. */

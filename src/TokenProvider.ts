@@ -350,7 +350,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // When the service refused the stored refresh token and the issue after it failed too, no new pair replaces the
     // stored one: its refresh token is taken out, or every other process would spend a call on it.
-    const forgetRefusedRefresh = (store: TokenStore.Service, owner: string, stored: Option.Option<TokenStore.Tokens>) => {
+    const forgetRefusedRefresh = (
+      store: TokenStore.Service,
+      owner: string,
+      stored: Option.Option<TokenStore.Tokens>
+    ) => {
       const refused = Option.filter(
         stored,
         (tokens) => tokens.refreshToken !== undefined && Redacted.value(tokens.refreshToken) === refusedRefresh

@@ -87,7 +87,12 @@ const quote = Command.make(
           ["send", `${result.source_amount} ${result.source_currency}`],
           ["receive", `${result.destination_amount} ${result.destination_currency}`],
           ["exchange rate", String(result.exchange_rate)],
-          ["fee", `${result.fee.total} (fixed ${result.fee.fixed}, percentage ${result.fee.percentage}${result.fee.is_fee_applied ? "" : ", not applied"})`],
+          [
+            "fee",
+            `${result.fee.total} (fixed ${result.fee.fixed}, percentage ${result.fee.percentage}${
+              result.fee.is_fee_applied ? "" : ", not applied"
+            })`
+          ],
           ["valid till", validTill]
         ]))
     })

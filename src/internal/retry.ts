@@ -96,15 +96,19 @@ const withinTime = <Out, In, R>(
 
 /**
  * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` (above zero)
- * replaces the backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a longer one ends
- * the retries at once, and so does any wait longer than `timeLeft`. `onRetry` runs before each wait.
+ * replaces the backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a
+ * longer one ends the retries at once, and so does any wait longer than `timeLeft`. `onRetry` runs before each wait.
  */
-export const policy = <E extends Retried>(options: PolicyOptions<E>): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
+export const policy = <E extends Retried>(
+  options: PolicyOptions<E>
+): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
   Schedule.identity<E>().pipe(
     Schedule.intersect(backoff),
     Schedule.intersect(Schedule.recurs(options.maxRetries)),
     Schedule.whileInputEffect((error: E) =>
-      isRetryable(error) ? Effect.map(asksTooLong(error, options.waitCap), (tooLong) => !tooLong) : Effect.succeed(false)
+      isRetryable(error)
+        ? Effect.map(asksTooLong(error, options.waitCap), (tooLong) => !tooLong)
+        : Effect.succeed(false)
     ),
     // A wait of zero (`Retry-After: 0`, a date already past) does not skip the backoff: back to back retries are
     // the last thing a service that is slowing us down needs.
@@ -149,7 +153,10 @@ export const retry = <A, E extends Retried, R>(
   Effect.retry(self, policy(options)).pipe(
     Effect.catchAll((error): Effect.Effect<never, E | RateLimitError> =>
       options.maxRetries > 0 && error._tag === "ApiError" && isRetryable(error)
-        ? Effect.flatMap(asksTooLong(error, options.waitCap), (tooLong) => Effect.fail(tooLong ? slowDown(error) : error))
+        ? Effect.flatMap(
+          asksTooLong(error, options.waitCap),
+          (tooLong) => Effect.fail(tooLong ? slowDown(error) : error)
+        )
         : Effect.fail(error)
     )
   )
