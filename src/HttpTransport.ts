@@ -220,7 +220,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               operation,
               attempt: attempts,
               keepBody: true,
-              secretBody: false,
               credentials: [Redacted.value(token), secret]
             })
           })

@@ -198,7 +198,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           operation,
           attempt,
           keepBody: false,
-          secretBody: true,
           credentials: Object.values(body)
         })
       }).pipe(

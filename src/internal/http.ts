@@ -7,7 +7,6 @@
  *
  * @internal
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -76,11 +75,6 @@ export interface Attempt<A> {
   readonly attempt: number
   /** Whether the start of an unexplained error body may be kept in `ApiError.body` (never for token calls). */
   readonly keepBody: boolean
-  /**
-   * Whether the body holds a credential (token calls): fetch, which follows a redirect with the same body, is then
-   * told not to, so the secret never goes on to the redirect's target (the answer is the redirect itself, an error).
-   */
-  readonly secretBody: boolean
   /**
    * The credentials this attempt sends (bearer token, client secret, refresh token). The service's words about a
    * refused call are kept in the error, but never a credential it echoed back.
@@ -484,20 +478,11 @@ const utf8 = new TextDecoder()
 
 const noBody: Body = { text: "", cut: false }
 
-// For the platform's fetch client (the others follow no redirect): its `RequestInit`, the user's if any, with
-// `redirect: "manual"`.
-const withoutRedirects = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.serviceOption(FetchHttpClient.RequestInit), (init) =>
-    Effect.provideService(self, FetchHttpClient.RequestInit, {
-      ...Option.getOrElse(init, () => ({})),
-      redirect: "manual"
-    }))
-
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
   if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
-  return (spec.secretBody ? withoutRedirects(client.execute(request)) : client.execute(request)).pipe(
+  return client.execute(request).pipe(
     Effect.flatMap((response) => {
       // Read once: some platform clients convert the headers again on every access.
       const headers = response.headers

@@ -341,26 +341,6 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
           })
         ))
 
-      it.live("a redirect of the token call is not followed: the secret never reaches another host", () =>
-        Effect.scoped(Effect.gen(function*() {
-          let elsewhere = 0
-          const other = yield* feeServer(() => undefined)
-          other.server.prependListener("request", () => void elsewhere++)
-          const redirecting = yield* Effect.acquireRelease(
-            Effect.async<Http.Server>((resume) => {
-              const server = Http.createServer((_request, response) => {
-                response.writeHead(307, { location: `${other.url}/v1/oauth/token` }).end()
-              })
-              server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-            }),
-            (server) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
-          )
-          const { port } = redirecting.address() as AddressInfo
-          const error = yield* quoteFrom({ url: `http://127.0.0.1:${port}` }, httpClient)
-          expect(error._tag === "ApiError" && error.status).toBe(307)
-          expect(elsewhere).toBe(0)
-        })))
-
       it.live("a 204 (no body at all) is a success for Schema.Void, sent once though safe", () =>
         Effect.scoped(Effect.gen(function*() {
           let received = 0
