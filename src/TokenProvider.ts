@@ -329,11 +329,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         if (Option.isSome(fresh)) return fromTokens(fresh.value)
         const failed = yield* sharedFailure(store, waitedFor)
         if (Option.isSome(failed)) return yield* failed.value
-        // The stored refresh token if it is still usable, else ours.
-        const refresh = Option.orElse(
-          Option.filter(Option.flatMap(stored, (t) => fromTokens(t).refresh), (r) => now < r.usableUntil),
-          () => local
-        )
+        // The stored pair is the newest: its refresh token if it has a usable one, and ours only when nothing is
+        // stored (ours may be one the service refused since, which its refuser took out of the stored pair).
+        const refresh = Option.isSome(stored)
+          ? Option.filter(fromTokens(stored.value).refresh, (r) => now < r.usableUntil)
+          : local
         const pair = yield* fetch(refresh, now).pipe(
           Effect.tapError((error) => Effect.sync(() => void (failure = encodeFailure(error)))),
           Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),

@@ -125,6 +125,35 @@ describe("TokenStore", () => {
       expect(Option.map(stored, (tokens) => tokens.refreshToken)).toEqual(Option.some(undefined))
     }))
 
+  it.effect("a client that read the pair before its refresh token was refused does not try its own copy of it", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      let issues = 0
+      let refreshCalls = 0
+      const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+      const routes: FinTest.Routes = {
+        "POST /v1/oauth/token": (request) => issues++ === 0 ? tokens(request) : FinTest.json(503, { message: "down" }),
+        "POST /v1/oauth/refresh-token": () => {
+          refreshCalls++
+          return FinTest.json(401, { message: "Authentication failed" })
+        },
+        "POST /v1/fee-calculation": fee
+      }
+      const client = () =>
+        Layer.build(FinTest.layerClient(routes).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store))))
+      const [a, b] = [yield* client(), yield* client()]
+      // Both hold the pair (and its refresh token) in memory.
+      yield* Effect.provide(FeeService.calculate(quoteRequest), a)
+      yield* Effect.provide(FeeService.calculate(quoteRequest), b)
+      // Past the point where the token is still handed out while its refresh fails (half the margin before expiry).
+      yield* TestClock.adjust("3585 seconds")
+      for (const context of [a, b]) {
+        const error = yield* FinTest.advanceUntilDone(Effect.flip(Effect.provide(FeeService.calculate(quoteRequest), context)))
+        expect(error._tag).toBe("ApiError")
+      }
+      expect(refreshCalls).toBe(1)
+    }).pipe(Effect.scoped, fixedRandom))
+
   it.effect("a token fetch that times out fails the client waiting on it with the same TimeoutError, no second fetch", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
