@@ -654,6 +654,14 @@ describe("HttpTransport", () => {
       const parsed = parseErrorBody(`{"message":"Validation failed!","errors":[{"field":"email","message":"is invalid"}]}`)
       expect(parsed.fieldErrors).toEqual([{ field: "email", message: "is invalid" }])
       expect(parsed.understood).toBe(true)
+      // A list of messages, or more keys than the two (kept in the body then).
+      const listed = parseErrorBody(`{"message":"Invalid","errors":[{"field":"email","message":["is invalid","too long"]}]}`)
+      expect(listed.fieldErrors).toEqual([
+        { field: "email", message: "is invalid" },
+        { field: "email", message: "too long" }
+      ])
+      const coded = parseErrorBody(`{"message":"Invalid","errors":[{"field":"email","message":"is invalid","code":"format"}]}`)
+      expect([coded.fieldErrors, coded.understood]).toEqual([[{ field: "email", message: "is invalid" }], false])
     })
     it("a body is understood only when ApiError's fields hold all of it", () => {
       expect(parseErrorBody(`{"message":"Authentication failed"}`).understood).toBe(true)

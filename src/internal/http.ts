@@ -117,31 +117,23 @@ const addFieldErrors = (record: Record<string, unknown>, out: Array<FieldError>)
   return all
 }
 
-// `{"field": ..., "message": ...}`: one field error, as the items of the crypto orchestration routes' `error.details`
-// are (and maybe those of an `errors` list, whose items the docs do not describe).
-const isFieldMessage = (item: Record<string, unknown>): item is { readonly field: string; readonly message: string } =>
-  typeof item.field === "string" && typeof item.message === "string" && Object.keys(item).length === 2
-
-const toFieldError = (item: { readonly field: string; readonly message: string }) =>
-  new FieldError({ field: item.field, message: item.message })
+// `{"field": ..., "message": ...}` (or a list of messages), as the items of the crypto orchestration routes'
+// `error.details` are, and maybe those of an `errors` list, whose items the docs do not describe: the field's errors.
+// Answers undefined for an item not of that form, else whether it held nothing more.
+const addFieldItem = (item: Record<string, unknown>, out: Array<FieldError>): boolean | undefined => {
+  const { field, message } = item
+  const messages = typeof message === "string" ? [message] : isStringArray(message) ? message : undefined
+  if (typeof field !== "string" || messages === undefined) return undefined
+  for (const text of messages) out.push(new FieldError({ field, message: text }))
+  return Object.keys(item).length === 2
+}
 
 // The `error.details` list of the crypto orchestration routes' 422 (or `null`).
 const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   if (details === null || details === undefined) return true
   if (!Array.isArray(details)) return false
   let all = true
-  for (const item of details) {
-    if (!isRecord(item)) {
-      all = false
-      continue
-    }
-    const { field, message } = item
-    if (typeof field === "string" && typeof message === "string") {
-      out.push(new FieldError({ field, message }))
-      // More than the two fields: the body is kept for the rest.
-      if (!isFieldMessage(item)) all = false
-    } else all = false
-  }
+  for (const item of details) if (!(isRecord(item) && addFieldItem(item, out))) all = false
   return all
 }
 
@@ -182,8 +174,8 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
     else if (key === "status" && typeof value === "number") status = value
     else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
       for (const item of Array.isArray(value) ? value : [value]) {
-        if (isRecord(item) && isFieldMessage(item)) fields.push(toFieldError(item))
-        else explained = isRecord(item) ? addFieldErrors(item, fields) && explained : false
+        const taken = isRecord(item) ? addFieldItem(item, fields) ?? addFieldErrors(item, fields) : false
+        explained = taken && explained
       }
     } else if (key === "data" && isRecord(value)) explained = addFieldErrors(value, fields) && explained
     else if (key === "error" && isRecord(value)) {
