@@ -22,29 +22,37 @@ export const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Ar
 }
 
 /**
- * `stream` read whole, or `None` as soon as it has given more than `limit` bytes (the rest is never read, nor held).
- * The stream is pulled in the caller's scope: on Node the platform then closes a request's body only after the
- * response is written, where ending it earlier would reset the connection before a 413 is sent.
+ * `stream` read until it ends or has given more than `limit` bytes, whichever comes first: its first `limit` bytes,
+ * and whether there was more (the rest is never read, nor held). The stream is pulled in the caller's scope: on Node
+ * the platform then closes a request's body only after the response is written, where ending it earlier would reset
+ * the connection before a 413 is sent.
  */
-export const readAtMost = <E>(
+export const readUpTo = <E>(
   stream: Stream.Stream<Uint8Array, E>,
   limit: number
-): Effect.Effect<Option.Option<Uint8Array>, E, Scope.Scope> =>
+): Effect.Effect<{ readonly bytes: Uint8Array; readonly cut: boolean }, E, Scope.Scope> =>
   Effect.flatMap(Stream.toPull(stream), (pull) =>
     Effect.gen(function*() {
       const chunks: Array<Uint8Array> = []
       let size = 0
-      while (true) {
+      while (size <= limit) {
         const next = yield* Effect.either(pull)
         if (Either.isLeft(next)) {
           if (Option.isSome(next.left)) return yield* Effect.fail(next.left.value)
           break
         }
         for (const chunk of next.right) {
-          size += chunk.length
-          if (size > limit) return Option.none()
           chunks.push(chunk)
+          size += chunk.length
         }
       }
-      return Option.some(concat(chunks, size))
+      const bytes = concat(chunks, size)
+      return size > limit ? { bytes: bytes.subarray(0, limit), cut: true } : { bytes, cut: false }
     }))
+
+/** `stream` read whole, or `None` once it has given more than `limit` bytes (see `readUpTo`). */
+export const readAtMost = <E>(
+  stream: Stream.Stream<Uint8Array, E>,
+  limit: number
+): Effect.Effect<Option.Option<Uint8Array>, E, Scope.Scope> =>
+  Effect.map(readUpTo(stream, limit), ({ bytes, cut }) => cut ? Option.none() : Option.some(bytes))
