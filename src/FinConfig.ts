@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Record from "effect/Record"
 import * as Redacted from "effect/Redacted"
 import * as Durations from "./internal/duration.js"
 import { version } from "./internal/version.js"
@@ -146,74 +147,97 @@ const duration = (
 ): Either.Either<Duration.Duration, ConfigError.ConfigError> =>
   Either.mapLeft(Durations.check(input ?? fallback, allowZero), (problem) => invalid(path, `${path} ${problem}`))
 
+// `value`, unless a rule (taken in order) is broken: then the first broken rule's message, under `path`.
+const checked = <A>(
+  value: A,
+  path: string,
+  ...rules: ReadonlyArray<readonly [ok: () => boolean, message: string]>
+): Either.Either<A, ConfigError.ConfigError> => {
+  const broken = rules.find(([ok]) => !ok())
+  return broken === undefined ? Either.right(value) : Either.left(invalid(path, broken[1]))
+}
+
+// Every option checked on its own, so that all problems are told at once, not one per attempt.
+const checks = (options: Options): { readonly [K in keyof Resolved]: Either.Either<Resolved[K], ConfigError.ConfigError> } => {
+  const { clientId, userAgent } = options
+  const clientSecret = Redacted.isRedacted(options.clientSecret)
+    ? options.clientSecret as Redacted.Redacted<string>
+    : Redacted.make(options.clientSecret)
+  const secret = Redacted.value(clientSecret)
+  const environment = options.environment ?? "sandbox"
+  const maxRetries = options.maxRetries ?? 2
+  const mode = options.subdivisionMode ?? "fallback"
+  return {
+    clientId: checked(
+      clientId,
+      "clientId",
+      [() => typeof clientId === "string" && clientId.trim() !== "", "clientId must be a non-empty string"],
+      // Sent as is, a pasted space would only show as a 401 from the token call.
+      [() => clientId.trim() === clientId, "clientId must not start or end with whitespace"]
+    ),
+    clientSecret: checked(
+      clientSecret,
+      "clientSecret",
+      [() => typeof secret === "string" && secret !== "", "clientSecret must be a non-empty string"],
+      // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
+      // value), not as a 401 from the token call.
+      [() => secret.trim() === secret, "clientSecret must not start or end with whitespace (a trailing newline, say)"]
+    ),
+    baseUrl: environment !== "sandbox" && environment !== "production"
+      ? Either.left(invalid("environment", `environment must be "sandbox" or "production"`))
+      : parseBaseUrl(options.baseUrl ?? baseUrls[environment]),
+    timeout: duration("timeout", options.timeout, "30 seconds", false),
+    deadline: duration("deadline", options.deadline, "60 seconds", false),
+    maxRetries: checked(maxRetries, "maxRetries", [
+      () => Number.isSafeInteger(maxRetries) && maxRetries >= 0 && maxRetries <= 10,
+      "maxRetries must be a whole number from 0 to 10"
+    ]),
+    maxRetryAfter: duration("maxRetryAfter", options.maxRetryAfter, "60 seconds", true),
+    tokenTimeout: duration("tokenTimeout", options.tokenTimeout, "10 seconds", false),
+    refreshMargin: duration("refreshMargin", options.refreshMargin, "60 seconds", true),
+    tracePropagation: Either.right(options.tracePropagation ?? false),
+    userAgent: checked(
+      userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
+      "userAgent",
+      [() => userAgent === undefined || /^[\x20-\x7e]*$/.test(userAgent), "userAgent must be printable ASCII"]
+    ),
+    subdivisionMode: checked(mode, "subdivisionMode", [
+      () => mode === "online" || mode === "offline" || mode === "fallback",
+      `subdivisionMode must be "online", "offline" or "fallback"`
+    ]),
+    subdivisionCacheTtl: duration("subdivisionCacheTtl", options.subdivisionCacheTtl, "24 hours", true),
+    subdivisionFallbackCooldown: duration(
+      "subdivisionFallbackCooldown",
+      options.subdivisionFallbackCooldown,
+      "30 seconds",
+      true
+    )
+  }
+}
+
+// The problems the checks found, but those of the options in `skip` (values that could not be read at all).
+const problems = (results: ReturnType<typeof checks>, skip: ReadonlySet<string>): Array<ConfigError.ConfigError> =>
+  (Object.values(results) as ReadonlyArray<Either.Either<unknown, ConfigError.ConfigError>>).flatMap((result) =>
+    Either.isLeft(result) && !(ConfigError.isInvalidData(result.left) && skip.has(result.left.path[0]!))
+      ? [result.left]
+      : []
+  )
+
+const allOf = (errors: ReadonlyArray<ConfigError.ConfigError>): ConfigError.ConfigError =>
+  errors.reduce((all, error) => ConfigError.And(all, error))
+
 /**
- * Validates options and fills in defaults; every problem is a `ConfigError` naming the option.
+ * Validates options and fills in defaults; every problem is a `ConfigError` naming the option (several problems: an
+ * `And` of them, all told at once).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> =>
-  Effect.gen(function*() {
-    if (typeof options.clientId !== "string" || options.clientId.trim() === "") {
-      return yield* Effect.fail(invalid("clientId", "clientId must be a non-empty string"))
-    }
-    // Sent as is, a pasted space would only show as a 401 from the token call.
-    if (options.clientId.trim() !== options.clientId) {
-      return yield* Effect.fail(invalid("clientId", "clientId must not start or end with whitespace"))
-    }
-    const clientSecret = Redacted.isRedacted(options.clientSecret)
-      ? options.clientSecret as Redacted.Redacted<string>
-      : Redacted.make(options.clientSecret)
-    const secret = Redacted.value(clientSecret)
-    if (typeof secret !== "string" || secret === "") {
-      return yield* Effect.fail(invalid("clientSecret", "clientSecret must be a non-empty string"))
-    }
-    // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
-    // value), not as a 401 from the token call.
-    if (secret.trim() !== secret) {
-      return yield* Effect.fail(
-        invalid("clientSecret", "clientSecret must not start or end with whitespace (a trailing newline, say)")
-      )
-    }
-    const environment = options.environment ?? "sandbox"
-    if (environment !== "sandbox" && environment !== "production") {
-      return yield* Effect.fail(invalid("environment", `environment must be "sandbox" or "production"`))
-    }
-    const baseUrl = yield* parseBaseUrl(options.baseUrl ?? baseUrls[environment])
-    const maxRetries = options.maxRetries ?? 2
-    if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
-      return yield* Effect.fail(invalid("maxRetries", "maxRetries must be a whole number from 0 to 10"))
-    }
-    const mode = options.subdivisionMode ?? "fallback"
-    if (mode !== "online" && mode !== "offline" && mode !== "fallback") {
-      return yield* Effect.fail(invalid("subdivisionMode", `subdivisionMode must be "online", "offline" or "fallback"`))
-    }
-    const userAgent = options.userAgent
-    if (userAgent !== undefined && !/^[\x20-\x7e]*$/.test(userAgent)) {
-      return yield* Effect.fail(invalid("userAgent", "userAgent must be printable ASCII"))
-    }
-    return {
-      clientId: options.clientId,
-      clientSecret,
-      baseUrl,
-      timeout: yield* duration("timeout", options.timeout, "30 seconds", false),
-      deadline: yield* duration("deadline", options.deadline, "60 seconds", false),
-      maxRetries,
-      maxRetryAfter: yield* duration("maxRetryAfter", options.maxRetryAfter, "60 seconds", true),
-      tokenTimeout: yield* duration("tokenTimeout", options.tokenTimeout, "10 seconds", false),
-      refreshMargin: yield* duration("refreshMargin", options.refreshMargin, "60 seconds", true),
-      tracePropagation: options.tracePropagation ?? false,
-      userAgent: userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
-      subdivisionMode: mode,
-      subdivisionCacheTtl: yield* duration("subdivisionCacheTtl", options.subdivisionCacheTtl, "24 hours", true),
-      subdivisionFallbackCooldown: yield* duration(
-        "subdivisionFallbackCooldown",
-        options.subdivisionFallbackCooldown,
-        "30 seconds",
-        true
-      )
-    }
-  })
+export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> => {
+  const results = checks(options)
+  const errors = problems(results, new Set())
+  return errors.length === 0 ? Effect.succeed(Either.getOrThrow(Either.all(results))) : Effect.fail(allOf(errors))
+}
 
 /**
  * A layer of the resolved options.
@@ -281,17 +305,8 @@ const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
     : ConfigError.InvalidData([variable], error.message.replace(new RegExp(`^${option}\\b`), variable))
 }
 
-/**
- * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
- * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
- * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
- * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
- * `500 millis`.
- *
- * @since 0.1.0
- * @category config
- */
-export const fromEnv: Config.Config<Options> = Config.all({
+// One Config per option, each reading its variable.
+const envOptions = {
   clientId: Config.nonEmptyString("FIN_CLIENT_ID"),
   clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
   environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
@@ -307,32 +322,50 @@ export const fromEnv: Config.Config<Options> = Config.all({
   subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
   subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL")),
   subdivisionFallbackCooldown: Config.option(durationVar("FIN_SUBDIVISION_FALLBACK_COOLDOWN"))
-}).pipe(Config.map(({ clientId, clientSecret, ...rest }): Options => ({
-  clientId,
-  clientSecret,
-  environment: Option.getOrUndefined(rest.environment),
-  baseUrl: Option.getOrUndefined(rest.baseUrl),
-  timeout: Option.getOrUndefined(rest.timeout),
-  deadline: Option.getOrUndefined(rest.deadline),
-  maxRetries: Option.getOrUndefined(rest.maxRetries),
-  maxRetryAfter: Option.getOrUndefined(rest.maxRetryAfter),
-  tokenTimeout: Option.getOrUndefined(rest.tokenTimeout),
-  refreshMargin: Option.getOrUndefined(rest.refreshMargin),
-  tracePropagation: Option.getOrUndefined(rest.tracePropagation),
-  userAgent: Option.getOrUndefined(rest.userAgent),
-  subdivisionMode: Option.getOrUndefined(rest.subdivisionMode),
-  subdivisionCacheTtl: Option.getOrUndefined(rest.subdivisionCacheTtl),
-  subdivisionFallbackCooldown: Option.getOrUndefined(rest.subdivisionFallbackCooldown)
-})))
+}
+
+type EnvValues = { readonly [K in keyof typeof envOptions]: Config.Config.Success<(typeof envOptions)[K]> }
+
+// Options from what was read; a value that could not be read (`undefined`) is left out.
+const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Options => ({
+  clientId: clientId!,
+  clientSecret: clientSecret!,
+  ...Object.fromEntries(
+    Object.entries(rest).flatMap(([key, value]) =>
+      value === undefined ? [] : [[key, Option.getOrUndefined(value as Option.Option<unknown>)]]
+    )
+  )
+})
+
+/**
+ * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
+ * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
+ * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
+ * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
+ * `500 millis`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const fromEnv: Config.Config<Options> = Config.map(Config.all(envOptions), toOptions)
 
 /**
  * `fromEnv`, checked as `resolve` checks options, every problem naming its variable (`FIN_MAX_RETRIES`, not
- * `maxRetries`), so a misconfigured deployment is told what to change.
+ * `maxRetries`), so a misconfigured deployment is told what to change: variables that cannot be read and values the
+ * checks refuse, all at once.
  *
  * @since 0.1.0
  * @category config
  */
 export const optionsFromEnv: Effect.Effect<Options, ConfigError.ConfigError> = Effect.flatMap(
-  fromEnv,
-  (options) => resolve(options).pipe(Effect.mapError(inVariables), Effect.as(options))
+  Effect.all(Record.map(envOptions, (config: Config.Config<unknown>) => Effect.either(config))),
+  (read) => {
+    const unread = Object.keys(read).filter((key) => Either.isLeft(read[key as keyof typeof read]))
+    const options = toOptions(Record.map(read, Either.getOrUndefined) as Partial<EnvValues>)
+    const errors = [
+      ...Object.values(read).flatMap((result) => Either.isLeft(result) ? [result.left] : []),
+      ...problems(checks(options), new Set(unread)).map(inVariables)
+    ]
+    return errors.length === 0 ? Effect.succeed(options) : Effect.fail(allOf(errors))
+  }
 )

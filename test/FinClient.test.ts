@@ -19,6 +19,13 @@ const base = { clientId: "id", clientSecret: "secret" }
 const configError = (options: FinConfig.Options) =>
   Effect.map(Effect.flip(FinConfig.resolve(options)), (e) => String(e))
 
+// The path of each problem a ConfigError holds, sorted.
+const problemPaths = (error: ConfigError.ConfigError): Array<string> => {
+  const paths = (e: ConfigError.ConfigError): Array<string> =>
+    e._op === "And" || e._op === "Or" ? [...paths(e.left), ...paths(e.right)] : [e.path.join(".")]
+  return paths(error).sort()
+}
+
 describe("FinConfig", () => {
   it.effect("fills in the documented defaults", () =>
     Effect.gen(function*() {
@@ -74,6 +81,40 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, environment: "prod" as FinConfig.Environment })).toContain("environment")
       expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")
       expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
+    }))
+
+  it.effect("reports every problem of the options at once, one InvalidData per option", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        FinConfig.resolve({ ...base, clientId: " id", maxRetries: -1, timeout: 0, baseUrl: "http://x.example" })
+      )
+      expect(problemPaths(error)).toEqual(["baseUrl", "clientId", "maxRetries", "timeout"])
+    }))
+
+  it.effect("from FIN_* variables, values that do not parse and values the option checks refuse are told together", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([
+            ["FIN_CLIENT_SECRET", "secret\n"],
+            ["FIN_TIMEOUT", "30"],
+            ["FIN_MAX_RETRIES", "11"],
+            ["FIN_BASE_URL", "http://x.example"],
+            ["FIN_ENVIRONMENT", "staging"]
+          ])
+        ))
+      ))
+      // FIN_CLIENT_ID missing, FIN_TIMEOUT and FIN_ENVIRONMENT unreadable; the secret, the count and the URL readable
+      // but refused. Each variable named once.
+      expect(problemPaths(error)).toEqual([
+        "FIN_BASE_URL",
+        "FIN_CLIENT_ID",
+        "FIN_CLIENT_SECRET",
+        "FIN_ENVIRONMENT",
+        "FIN_MAX_RETRIES",
+        "FIN_TIMEOUT"
+      ])
+      expect(String(error)).not.toContain("secret\n")
     }))
 
   it.effect("layerFromEnv reads FIN_* variables, with the secret redacted", () =>
