@@ -210,6 +210,22 @@ export type Secrets = Secret | ReadonlyArray<Secret>
 const toRedacted = (secret: Secret): Redacted.Redacted<string> =>
   typeof secret === "string" ? Redacted.make(secret) : secret
 
+// A secret with surrounding whitespace (read from a file with its newline, say) never matches the service's: refused,
+// rather than every delivery answered as badly signed.
+const paddedSecret = (secrets: ReadonlyArray<Redacted.Redacted<string>>): boolean =>
+  secrets.some((secret) => {
+    const value = Redacted.value(secret)
+    return value.trim() !== value
+  })
+
+const paddedMessage = "holds a webhook secret that starts or ends with whitespace (a trailing newline, say)"
+
+const checkEnvironment = (where: "handler" | "verify", environment: unknown): void => {
+  if (environment !== undefined && environment !== "sandbox" && environment !== "production") {
+    throw invalidOption(where, `environment must be "sandbox" or "production"`)
+  }
+}
+
 // Empty secrets are dropped: an HMAC under an empty key proves nothing.
 const secretList = (secrets: Secrets): ReadonlyArray<Redacted.Redacted<string>> => {
   if (typeof secrets === "string" || Redacted.isRedacted(secrets)) {
@@ -338,6 +354,7 @@ const checkSignature = (
   body: Uint8Array
 ): Effect.Effect<void, WebhookVerificationError> => {
   if (secrets.length === 0) return Effect.fail(fail("no_secret", "no webhook secret is configured"))
+  if (paddedSecret(secrets)) return Effect.fail(fail("no_secret", `the configuration ${paddedMessage}`))
   const { algorithm, hex } = parsed
   const verifySync = crypto.verifySync
   if (verifySync !== undefined) {
@@ -876,7 +893,8 @@ const verifyWith = (
  * `reason` says why; no error or log carries a secret or a received value.
  *
  * Throws `IllegalArgumentException` when `maxAge` is not a duration greater than zero and finite (a NaN would refuse
- * every event, an infinite one silently switch the check off).
+ * every event, an infinite one silently switch the check off), or `environment` is neither `"sandbox"` nor
+ * `"production"`. A secret with surrounding whitespace fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification
@@ -887,6 +905,7 @@ export const verify = (
   secrets: Secrets,
   options: VerifyOptions = {}
 ): Effect.Effect<WebhookEvent, WebhookVerificationError> => {
+  checkEnvironment("verify", options.environment)
   const checked: VerifyOptions = options.maxAge === undefined
     ? options
     : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
@@ -1218,8 +1237,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    */
   readonly claimTtl?: Duration.DurationInput | undefined
   /**
-   * How long handled event ids are remembered (default 24 hours; at least `maxAge` when that is set, so that a
-   * replay is refused either as too old or as a duplicate). A delivery repeated after that runs the handlers again.
+   * How long handled event ids are remembered (default 24 hours; when `maxAge` is set, at least `maxAge` and the 5
+   * minutes an event may be dated ahead, so that a replay is refused either as too old or as a duplicate). A delivery repeated after that runs the handlers again.
    */
   readonly dedupeTtl?: Duration.DurationInput | undefined
   /**
@@ -1261,6 +1280,8 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
   if (secrets.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
+  if (paddedSecret(secrets)) throw invalid(`secrets ${paddedMessage}`)
+  checkEnvironment("handler", options.environment)
   // A misspelt event type would leave its events acknowledged (200 handled) and never handled: lost for good.
   for (const [type, handle] of Object.entries(options.handlers)) {
     if (type !== "Unknown" && !documented.has(type)) {
@@ -1273,7 +1294,11 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const limit = options.maxBodySize ?? defaultMaxBodySize
   if (!Number.isSafeInteger(limit) || limit < 0) throw invalid("maxBodySize must be a whole number of bytes, 0 or more")
   const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)
-  const dedupeTtl = Duration.max(duration("dedupeTtl", options.dedupeTtl ?? "24 hours", false), maxAge ?? Duration.zero)
+  // An event dated ahead of this clock (as far as maxAge allows) stays young for that much longer than maxAge.
+  const dedupeTtl = Duration.max(
+    duration("dedupeTtl", options.dedupeTtl ?? "24 hours", false),
+    maxAge === undefined ? Duration.zero : Duration.sum(maxAge, MAX_FUTURE_SKEW_MILLIS)
+  )
   return {
     secrets,
     limit,
@@ -1370,7 +1395,8 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * marked handled): handlers must be idempotent.
  *
  * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is negative, NaN, infinite or
- * not a duration, or `secrets` with no non-empty secret.
+ * not a duration, `secrets` with no non-empty secret or one with surrounding whitespace, an `environment` other than
+ * `"sandbox"` and `"production"`.
  *
  * @since 0.1.0
  * @category handler
@@ -1554,7 +1580,10 @@ const makeApp = <const H extends Handlers>(
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
-        const isOrdered = ordered.has(event.type)
+        const userHandler = handlerFor(event)
+        // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
+        // version of it, say) must never be made stale by one that was not applied.
+        const isOrdered = ordered.has(event.type) && userHandler !== undefined
         const key = orderKey(event.type, referenceId)
         const handled: Handled = isOrdered ? { referenceId, order: { key, createdAt, ttl: orderTtl } } : { referenceId }
         // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
@@ -1569,7 +1598,6 @@ const makeApp = <const H extends Handlers>(
             )
             return yield* settleAs(200, "stale")
           }
-          const userHandler = handlerFor(event)
           const exit = yield* Effect.exit(
             userHandler === undefined
               ? Effect.void

@@ -320,6 +320,15 @@ describe("Webhooks decoding", () => {
       const headers = yield* Webhooks.sign(currentBody, secret)
       expect(yield* reasonOf(Webhooks.verify(currentBody, headers, []))).toBe("no_secret")
       expect(yield* reasonOf(Webhooks.verify(currentBody, headers, [""]))).toBe("no_secret")
+      // A secret with a trailing newline (read from a file) would refuse every delivery as a bad signature.
+      const padded = yield* Effect.flip(Webhooks.verify(currentBody, headers, [secret, `${secretValue}\n`]))
+      expect(padded.reason).toBe("no_secret")
+      expect(padded.message).toContain("whitespace")
+      expect(padded.message).not.toContain(secretValue)
+      // An environment other than the two is a mistake in the caller's configuration, said at once.
+      expect(() => Webhooks.verify(currentBody, headers, secret, { environment: "Sandbox" as "sandbox" })).toThrow(
+        `effect-fin: Webhooks.verify: environment must be "sandbox" or "production"`
+      )
     }))
 
   it.effect("never shows a secret in an error", () =>
@@ -969,6 +978,22 @@ describe("Webhooks.handler", () => {
       expect(Webhooks.orderKey("virtual_account.status.v2", "r")).toBe(Webhooks.orderKey("virtual_account.status", "r"))
     }))
 
+  it.effect("an event no handler takes records no order: it never makes a handled version of its status stale", () =>
+    Effect.gen(function*() {
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "virtual_account.status": (event) => record(`account ${event.id}`)
+      }))
+      const shared = { referenceId: "7d2d2a6e-5e0b-4d40-9d1c-3f1f5c1f0e11", data: {} }
+      const newerV2 = makeBody({ ...shared, id: "a-2", type: "virtual_account.status.v2", createdAt: "2026-04-04T17:40:03.000001Z" })
+      const olderV1 = makeBody({ ...shared, id: "a-1", type: "virtual_account.status", createdAt: "2026-04-04T17:40:03Z" })
+      const outcomes: Array<string> = []
+      for (const body of [newerV2, olderV1]) {
+        outcomes.push(JSON.parse((yield* send(handle, yield* signedPost(body))).body).outcome)
+      }
+      expect(outcomes).toEqual(["handled", "handled"])
+      expect(yield* seen).toEqual(["account a-1"])
+    }))
+
   it.effect("a status event replayed after its id is forgotten is still stale (orderTtl outlives dedupeTtl)", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({ "beneficiary.status": (event) => record(`${event.id}`) }), { dedupeTtl: "24 hours" })
@@ -1000,6 +1025,20 @@ describe("Webhooks.handler", () => {
       yield* TestClock.adjust("2 days")
       expect(JSON.parse((yield* send(handle, yield* signedPost(deposit))).body)).toEqual({ error: "too_old" })
       expect(runs).toBe(1)
+      // An event dated ahead of this clock (within the 5 minutes allowed) is young for longer than maxAge after it was
+      // handled: its id is kept that much longer too, so a replay in between is still a duplicate.
+      const now = yield* Clock.currentTimeMillis
+      const ahead = makeBody({
+        id: "d-2",
+        type: "beneficiary.liquidation.deposit",
+        createdAt: DateTime.formatIso(DateTime.unsafeMake(now + 4 * 60_000)),
+        data: {}
+      })
+      expect(JSON.parse((yield* send(handle, yield* signedPost(ahead))).body)).toEqual({ outcome: "handled" })
+      yield* TestClock.adjust("7 days")
+      yield* TestClock.adjust("1 minute")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(ahead))).body)).toEqual({ outcome: "duplicate" })
+      expect(runs).toBe(2)
     }))
 
   it("refuses invalid options when it is built", () => {
@@ -1020,6 +1059,14 @@ describe("Webhooks.handler", () => {
     refused({ bodyTimeout: 0 }, "bodyTimeout must be greater than zero")
     for (const secrets of ["", [], [""], Redacted.make("")]) {
       refused({ secrets }, "secrets holds no webhook secret (empty ones do not count)")
+    }
+    // A value read from configuration: anything but the two names would refuse every event of one environment.
+    for (const environment of ["Sandbox", "staging", ""]) {
+      refused({ environment: environment as "sandbox" }, `environment must be "sandbox" or "production"`)
+    }
+    // Every delivery would be refused (401) with no clue why: the HMAC key would hold the newline.
+    for (const secrets of ["whsec_x\n", [secretValue, " whsec_y"], Redacted.make("whsec_x\r\n")]) {
+      refused({ secrets }, "secrets holds a webhook secret that starts or ends with whitespace (a trailing newline, say)")
     }
     // A misspelt event type (a compile error too) would have its events acknowledged and never handled.
     refused(
