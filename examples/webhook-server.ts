@@ -10,7 +10,7 @@ const WebhookServer = Layer.unwrapScoped(
   Effect.gen(function* () {
     const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
     const webhooks = yield* Webhooks.makeHandler({
-      secrets: secret,              // or [newSecret, oldSecret] while rotating
+      secrets: secret,              // or [newSecret, oldSecret] while rotating; no surrounding whitespace
       environment: "production",    // refuse events whose sandbox_mode is true
       maxAge: "1 hour",             // refuse events created earlier, or over 5 min ahead (off by default)
       handlers: {

@@ -140,7 +140,7 @@ describe("Webhooks signature fuzz, against deliberately broken verifiers", () =>
     const [name, layer] of [
       brokenCrypto("compares only the first 4 bytes of the digest", (mac, signature) =>
         mac.subarray(0, 4).every((byte, i) => byte === signature[i])),
-      brokenCrypto("also accepts the secret with blanks trimmed", sameDigest, (secret) => [secret, secret.trim()])
+      brokenCrypto("also accepts the secret with a newline added", sameDigest, (secret) => [secret, `${secret}\n`])
     ]
   ) {
     it.effect(`finds a forgery accepted by a verifier that ${name}`, () =>

@@ -137,8 +137,8 @@ const randomSecret = text(1, 90).filter((s) => s.trim() !== "")
 
 /**
  * The secrets a verifier may be configured with: a fixed pool, so that each is a key the crypto layers prepare once
- * (random current secrets would measure key import, not verification). Short, typical, non-ASCII, with blanks (inside
- * and, by mistake, around: a secret is used as given), and longer than the block sizes of SHA-256 (64 bytes) and
+ * (random current secrets would measure key import, not verification). Short, typical, non-ASCII, with blanks inside
+ * (blanks around one are refused: see "no usable secret"), and longer than the block sizes of SHA-256 (64 bytes) and
  * SHA-384/512 (128 bytes), where HMAC hashes the key first.
  */
 export const secretPool: ReadonlyArray<string> = [
@@ -146,7 +146,7 @@ export const secretPool: ReadonlyArray<string> = [
   "k",
   "Zürich-Straße-密钥-🔑",
   "correct horse battery staple",
-  " whsec_padded_by_mistake\t",
+  "whsec inner\tblanks kept",
   "whsec_ABCdef_rotation_2026",
   "whsec_" + "0123456789abcdef".repeat(5),
   "whsec_" + "ЖжЯя".repeat(40)
@@ -539,7 +539,14 @@ const change = fc.oneof(
       other: fc.constantFrom("same", "same", "wrong first", "wrong second")
     })
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("no usable secret" as const), empty: fc.boolean() }) }
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("no usable secret" as const),
+      // None at all, only empty ones, or beside the current ones one padded by mistake (a file's newline).
+      form: fc.constantFrom("none" as const, "empty" as const, "padded" as const)
+    })
+  }
 )
 
 /** A delivery of a valid envelope, or of random bytes, with at most one hostile change. */
@@ -662,9 +669,13 @@ const build = (c: Drawn): Case => {
       kinds.push(`duplicate ${c.change.header} header (${c.change.other})`)
       break
     case "no usable secret":
-      secrets = c.change.empty ? [] : ["", Redacted.make("")]
+      secrets = c.change.form === "none"
+        ? []
+        : c.change.form === "empty"
+        ? ["", Redacted.make("")]
+        : [...c.current, `${c.current[0]!}\n`]
       genuine = false
-      kinds.push("no usable secret configured")
+      kinds.push(`no usable secret configured (${c.change.form})`)
       break
   }
 
