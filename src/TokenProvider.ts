@@ -272,6 +272,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // The last refresh token the service refused: when the issue that followed failed too, the state (or the shared
     // store) still holds it, and the next fetch must not spend a call on it again.
     let refusedRefresh: string | undefined
+    // The last access token the service refused (`invalidate`): never handed out again, nor taken back from a store
+    // that failed to clear it.
+    let refusedAccess: string | undefined
+    const isRefused = (token: Redacted.Redacted<string>) => Redacted.value(token) === refusedAccess
 
     const refresh = (token: Redacted.Redacted<string>) =>
       Effect.gen(function*() {
@@ -299,7 +303,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         : issue
 
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
-      Option.filter(stored, (tokens) => now < tokens.refreshAt)
+      Option.filter(stored, (tokens) => now < tokens.refreshAt && !isRefused(tokens.accessToken))
 
     // While this process fetches under the lock, the lock is renewed, so it expires only if the process dies. Renewal
     // stops once the lock is lost, not on a failed renewal: a store that failed once may answer the next time, before
@@ -379,10 +383,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const round = (
       store: TokenStore.Service,
       local: Option.Option<Refresh>,
-      waitedFor: Set<string>
+      waitedFor: Set<string>,
+      seen: { stored: Option.Option<TokenStore.Tokens> }
     ): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
       Effect.gen(function*() {
-        const stored = usable(yield* store.get(key), yield* Clock.currentTimeMillis)
+        seen.stored = yield* store.get(key)
+        const stored = usable(seen.stored, yield* Clock.currentTimeMillis)
         if (Option.isSome(stored)) return Option.some(fromTokens(stored.value))
         const failed = yield* sharedFailure(store, waitedFor)
         if (Option.isSome(failed)) return yield* failed.value
@@ -399,13 +405,27 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       })
 
     // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
-    // A failing store is bypassed: this process fetches for itself.
+    // A failing store is bypassed: this process fetches for itself. A stored token due for a refresh but still usable
+    // serves as a process's own would (see `awaitFetch`): when the fetch fails, and when waiting on another process's
+    // fetch would outlast it.
     const obtain = (store: TokenStore.Service, local: Option.Option<Refresh>): Effect.Effect<Pair, FinError> => {
       const waitedFor = new Set<string>()
+      const seen = { stored: Option.none<TokenStore.Tokens>() }
+      const stillUsable = (now: number) =>
+        Option.filter(
+          Option.map(seen.stored, fromTokens),
+          (pair) => now < pair.access.usableUntil && !isRefused(pair.access.token)
+        )
+      const waitMillis = Duration.toMillis(store.waitInterval)
       const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
-        round(store, local, waitedFor),
+        round(store, local, waitedFor, seen),
         Option.match({
-          onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
+          onNone: () =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Option.match(Option.filter(stillUsable(now), (pair) => now + waitMillis >= pair.access.usableUntil), {
+                onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
+                onSome: (pair) => Effect.succeed({ ...pair, access: pauseRefresh(now)(pair.access) })
+              })),
           onSome: Effect.succeed
         })
       )
@@ -413,8 +433,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         storeUnavailable(error).pipe(
           Effect.zipRight(Clock.currentTimeMillis),
           Effect.flatMap((now) => fetch(local, now))
-        ))
+        )).pipe(
+          Effect.catchAll((error) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Option.match(stillUsable(now), {
+                onNone: () => Effect.fail(error),
+                onSome: (pair) =>
+                  refreshFailed(error._tag).pipe(Effect.as({ ...pair, access: pauseRefresh(now)(pair.access) }))
+              }))
+          )
+        )
     }
+
+    const refreshFailed = (reason: string) =>
+      Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
+        Effect.annotateLogs("error", reason)
+      )
 
     const pauseRefresh = (failedAt: number) => (access: Access): Access => ({
       ...access,
@@ -440,9 +474,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             onNone: () => "interrupted",
             onSome: (error) => error._tag
           })
-          yield* Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
-            Effect.annotateLogs("error", reason)
-          )
+          yield* refreshFailed(reason)
         }
         yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
       })
@@ -457,17 +489,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
       if (Option.isNone(fallback)) return Deferred.await(deferred)
       const { token, usableUntil } = fallback.value
+      // Read when it would be handed out: the service may have refused it (`invalidate`) while the caller waited.
       return Effect.flatMap(Clock.currentTimeMillis, (start) =>
         Deferred.await(deferred).pipe(
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, usableUntil - start)),
-            onSuccess: (fresh) => fresh,
-            onTimeout: () => token
+            onSuccess: Effect.succeed,
+            onTimeout: () => isRefused(token) ? Deferred.await(deferred) : Effect.succeed(token)
           }),
+          Effect.flatten,
           // So that the time limit holds for a caller in a finalizer too.
           detachedIfUninterruptible,
           Effect.catchAll((error) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => now < usableUntil ? Effect.succeed(token) : Effect.fail(error))
+            Effect.flatMap(
+              Clock.currentTimeMillis,
+              (now) => now < usableUntil && !isRefused(token) ? Effect.succeed(token) : Effect.fail(error)
+            )
           )
         ))
     }
@@ -522,15 +559,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked
     })
 
-    // The store first: once this returns, no fetch in this process can read the refused token back from it.
+    // Recorded first, so that no fetch in this process takes the refused token back from the store, even one that
+    // failed to clear it. Uninterruptible (the store's calls are bounded): a deadline must not stop it halfway, with the
+    // store cleared and this process still holding the token.
     const invalidate: Service["invalidate"] = (token) =>
-      Effect.zipRight(
-        Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable),
-        SynchronizedRef.update(ref, (state) =>
-          Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
-            ? { ...state, access: Option.none() }
-            : state)
-      )
+      Effect.uninterruptible(Effect.zipRight(
+        Effect.sync(() => void (refusedAccess = Redacted.value(token))),
+        Effect.zipRight(
+          Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable),
+          SynchronizedRef.update(ref, (state) =>
+            Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
+              ? { ...state, access: Option.none() }
+              : state)
+        )
+      ))
 
     return TokenProvider.of({ get, invalidate })
   }

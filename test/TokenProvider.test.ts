@@ -171,6 +171,27 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
+  it.effect("callers waiting on a refresh that fails do not get back a token invalidated meanwhile", () => {
+    let down = false
+    const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })
+    const token: FinTest.Handler = (request) =>
+      down ? FinTest.delayed("1 second", () => FinTest.json(503, { message: "down" }))(request) : issuer(request)
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      const first = yield* provider.get
+      // Due for a refresh, usable for 29 s more.
+      yield* advance(HOUR - MIN + 1_000)
+      down = true
+      const waiter = yield* Effect.fork(Effect.either(provider.get))
+      yield* Effect.yieldNow()
+      // A call sent with it meanwhile was refused.
+      yield* provider.invalidate(first)
+      yield* advance(30_000)
+      const got = yield* Fiber.join(waiter)
+      expect(got).toMatchObject({ _tag: "Left", left: { _tag: "ApiError", status: 503 } })
+    }).pipe(provideClient(bothTokenRoutes(token)))
+  })
+
   it.effect("a token call's error never carries a credential the service echoed back", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(getToken)

@@ -97,6 +97,56 @@ describe("TokenStore", () => {
       expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
     }))
 
+  it.effect("a new process whose refresh fails goes on with the stored token while it is usable, as a process holding it would", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      // Due for a refresh an hour in, usable for 30 s more; the service down.
+      yield* seed(store, yield* key, {
+        accessToken: Redacted.make("stored-token"),
+        refreshAt: Duration.toMillis("1 hour"),
+        accessUsableUntil: Duration.toMillis("1 hour") + 30_000,
+        refreshToken: Redacted.make("stored-refresh"),
+        refreshUsableUntil: Duration.toMillis("1 hour") + 30_000
+      })
+      yield* advance(Duration.toMillis("1 hour") + 10_000)
+      const down = () => FinTest.json(503, { message: "down" })
+      const routes: FinTest.Routes = {
+        "POST /v1/oauth/token": down,
+        "POST /v1/oauth/refresh-token": down,
+        "POST /v1/fee-calculation": fee
+      }
+      const [first, again, requests] = yield* Effect.gen(function*() {
+        const fiber = yield* Effect.fork(FeeService.calculate(quoteRequest))
+        yield* advance(5_000)
+        yield* Fiber.join(fiber)
+        // Within the pause after a failed refresh, the next call goes on with it at once.
+        yield* FeeService.calculate(quoteRequest)
+        return [...(yield* bearers), yield* count("POST /v1/oauth/*")] as const
+      }).pipe(withStore(store, routes))
+      expect([first, again]).toEqual(["Bearer stored-token", "Bearer stored-token"])
+      // The refresh through its retries, then one issue attempt: one round, not one per call.
+      expect(requests).toBe(4)
+    }))
+
+  it.effect("a refused token is not taken back from a store that failed to clear it", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" }))
+      }
+      const [first, second, requests] = yield* Effect.gen(function*() {
+        const provider = yield* TokenProvider.TokenProvider
+        const refused = yield* provider.get
+        yield* provider.invalidate(refused)
+        const next = yield* provider.get
+        return [Redacted.value(refused), Redacted.value(next), yield* count("POST /v1/oauth/*")] as const
+      }).pipe(withStore(store, {}))
+      expect([first, second, requests]).toEqual(["token-1", "token-2", 2])
+      // The new pair replaced the refused one in the store too.
+      expect(yield* storedAccess(memory, yield* key)).toEqual(Option.some("token-2"))
+    }))
+
   it.effect("a refused refresh token leaves the shared pair when the issue after it failed too: no other client tries it", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
