@@ -128,6 +128,27 @@ describe("TokenStore", () => {
       expect(requests).toBe(4)
     }))
 
+  it.effect("waiting on another process's refresh, a new process goes on with the stored token rather than outlast it", () =>
+    Effect.gen(function*() {
+      // Another process holds the lock (for a minute, renewing it) while it refreshes; the stored token is usable 20 s
+      // more.
+      const store = TokenStore.makeMemory({ lockTtl: "1 minute" })
+      yield* seed(store, yield* key, {
+        accessToken: Redacted.make("stored-token"),
+        refreshAt: Duration.toMillis("1 hour"),
+        accessUsableUntil: Duration.toMillis("1 hour") + 30_000
+      })
+      yield* advance(Duration.toMillis("1 hour") + 10_000)
+      expect((yield* store.lock(yield* key))._tag).toBe("Acquired")
+      const fiber = yield* Effect.fork(FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store)))
+      yield* advance(19_000)
+      // Still waiting for the other process while the token lasts...
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* advance(1_000)
+      // ...then on with it, before it is used up, without a token request of its own.
+      expect(yield* Fiber.join(fiber)).toEqual(["Bearer stored-token"])
+    }))
+
   it.effect("a refused token is not taken back from a store that failed to clear it", () =>
     Effect.gen(function*() {
       const memory = TokenStore.makeMemory()
