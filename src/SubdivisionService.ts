@@ -15,9 +15,10 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
 import * as FinConfig from "./FinConfig.js"
-import { type FinError, Issue, RequestValidationError, type TimeoutError } from "./FinError.js"
+import { type FinError, Issue, RequestValidationError, ResponseDecodeError, type TimeoutError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
+import * as Issues from "./internal/issues.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import { memo } from "./internal/memo.js"
 import * as internal from "./internal/subdivisions.js"
@@ -65,7 +66,11 @@ export const SubdivisionsResponse = Schema.Struct({
  * @category models
  */
 export interface Service {
-  /** By `subdivisionMode`: the API (`online`), the snapshot (`offline`) or the API with the snapshot as fallback. */
+  /**
+   * By `subdivisionMode`: the API (`online`), the snapshot (`offline`) or the API with the snapshot as fallback. An
+   * API answer with an entry that is no subdivision of the country (what `crossCheck` calls `invalid`) is a
+   * `ResponseDecodeError` naming it (in fallback mode: the snapshot), never served or cached.
+   */
   readonly list: (country: string) => Effect.Effect<SubdivisionList, FinError>
   /** Always asks the API, never cached; refused in `offline` mode. */
   readonly crossCheck: (country: string) => Effect.Effect<SubdivisionDiff, FinError>
@@ -95,6 +100,44 @@ const snapshotServed = Metric.counter("effect_fin_subdivision_snapshot_total", {
 })
 const snapshotServedFor = memo((reason) => Metric.tagged(snapshotServed, "reason", reason))
 
+// A lookup falls back on these too (`judge` still counts them as answers, so they start no cool-down): an answer
+// that is not the documented list (a proxy's page), or that lists entries that are no subdivisions of the country.
+const canServeSnapshotFor = (error: FinError): boolean => canFallBack(error) || error._tag === "ResponseDecodeError"
+
+const expectedOf: Record<internal.InvalidEntry["reason"], (alpha2: string) => readonly [field: string, string]> = {
+  malformed_code: () => ["code", `an ISO 3166-2 code in upper case (e.g. "US-CA")`],
+  other_country: (alpha2) => ["code", `a code of ${alpha2} (${alpha2}-...)`],
+  empty_name: () => ["name", "a name"],
+  duplicate: () => ["code", "a code not listed before"]
+}
+
+// The API's entries as a lookup serves them: each a subdivision of the country, or the answer is a ResponseDecodeError
+// naming those that are not (what `crossCheck` reports as `invalid`), never served or cached as the country's list.
+const checkedEntries = (
+  country: CountryCode.CountryCode,
+  entries: ReadonlyArray<Subdivisions.Subdivision>
+): Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, ResponseDecodeError> => {
+  const alpha2 = CountryCode.toAlpha2(country)
+  const seen = new Set<string>()
+  const issues: Array<Issue> = []
+  entries.forEach((entry, i) => {
+    const reason = internal.problemOf(entry, alpha2, seen)
+    if (reason === undefined) return void seen.add(entry.code)
+    const [field, expected] = expectedOf[reason](alpha2)
+    issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
+  })
+  if (issues.length === 0) return Effect.succeed(entries)
+  const operation = `GET /v1/countries/${country}/subdivisions`
+  return Effect.fail(
+    new ResponseDecodeError({
+      message: `Unexpected response from ${operation}: ${Issues.summarize(issues)}`,
+      status: 200,
+      issues,
+      operation
+    })
+  )
+}
+
 const snapshotOf = (country: CountryCode.CountryCode): ReadonlyArray<Subdivisions.Subdivision> =>
   // `country` is already validated, so the lookup cannot fail.
   Either.getOrElse(Subdivisions.forCountry(country), () => [])
@@ -120,6 +163,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         }),
         (response) => response.data.subdivisions
       )
+    const fetchChecked = (country: CountryCode.CountryCode) =>
+      Effect.flatMap(fetch(country), (entries) => checkedEntries(country, entries))
 
     const fromSnapshot = (country: CountryCode.CountryCode): SubdivisionList => ({
       country,
@@ -136,7 +181,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       lookup: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, FinError>
     ) => KeyedCache.make({ lookup, timeToLive: config.subdivisionCacheTtl })
 
-    const online = Effect.map(cacheOf(fetch), (cache) => (country: CountryCode.CountryCode) =>
+    const online = Effect.map(cacheOf(fetchChecked), (cache) => (country: CountryCode.CountryCode) =>
       Effect.flatMap(HttpTransport.currentCallOptions, (options) =>
         Effect.map(cache.get(country, shareable(options)), apiList(country))))
 
@@ -184,7 +229,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         })
         : Breaker.none()
       const cache = yield* cacheOf((country) =>
-        Effect.flatMap(HttpTransport.currentCallOptions, (options) => breaker.track(fetch(country), judge(options)))
+        Effect.flatMap(HttpTransport.currentCallOptions, (options) => breaker.track(fetchChecked(country), judge(options)))
       )
       const lookup = (country: CountryCode.CountryCode) =>
         Effect.flatMap(HttpTransport.currentCallOptions, (options) =>
@@ -206,7 +251,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
               )
             )
           }
-          return canFallBack(error)
+          return canServeSnapshotFor(error)
             ? fromSnapshotLogged(
               country,
               error._tag,

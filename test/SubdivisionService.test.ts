@@ -10,6 +10,7 @@ import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
 import type * as MetricState from "effect/MetricState"
 import * as Scope from "effect/Scope"
+import * as CountryCode from "../src/CountryCode.js"
 import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
@@ -27,8 +28,26 @@ const list = SubdivisionService.list
 const noRetries = HttpTransport.withOptions({ maxRetries: 0 })
 const snapshotUsa = Either.getOrThrow(Subdivisions.forCountry("USA"))
 
+// `usa` given for another country becomes that country's answer: the same two entries under its own code (a list of
+// another country's codes is refused).
+const asAsked = (handler: FinTest.Handler): FinTest.Handler => (request) => {
+  const reply = handler(request)
+  const country = request.path.split("/")[3]!
+  const own = (r: FinTest.Reply) =>
+    r === usa && country !== "USA"
+      ? apiBody([
+        { code: `${CountryCode.toAlpha2(country as CountryCode.CountryCode)}-CA`, name: "California" },
+        { code: `${CountryCode.toAlpha2(country as CountryCode.CountryCode)}-NY`, name: "New York" }
+      ])
+      : r
+  return Effect.isEffect(reply) ? Effect.map(reply, own) : own(reply)
+}
+
 const withMode = (mode: FinConfig.SubdivisionMode, routes: FinTest.Routes, options: Partial<FinConfig.Options> = {}) =>
-  provideClient(routes, { subdivisionMode: mode, ...options })
+  provideClient(
+    { ...routes, ...(routes[ROUTE] === undefined ? {} : { [ROUTE]: asAsked(routes[ROUTE]) }) },
+    { subdivisionMode: mode, ...options }
+  )
 
 describe("SubdivisionService", () => {
   for (const input of ["usa", "XXX", "../v1", "", "US", "USA/../..", " USA"]) {
@@ -187,6 +206,62 @@ describe("SubdivisionService", () => {
           { code: "US-ZZ", name: "Nowhere" },
           { code: "US-ZZ", name: "Nowhere again" },
           { code: "CA-ON", name: "Ontario" }
+        ])
+    })))
+
+  // Entries crossCheck leaves out: a code of another country, one not upper case, one with no name, one listed twice.
+  const doubtful = apiBody([
+    { code: "US-CA", name: "California" },
+    { code: "CA-ON", name: "Ontario" },
+    { code: "us-ny", name: "New York" },
+    { code: "US-WA", name: " " },
+    { code: "US-CA", name: "California" }
+  ])
+
+  it.effect("online: an answer listing entries that are no subdivisions of the country is a ResponseDecodeError naming them, not cached", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(list("USA"))
+      expect(error._tag).toBe("ResponseDecodeError")
+      expect(error._tag === "ResponseDecodeError" && error.issues.map((issue) => issue.path)).toEqual([
+        "data.subdivisions[1].code",
+        "data.subdivisions[2].code",
+        "data.subdivisions[3].name",
+        "data.subdivisions[4].code"
+      ])
+      expect(error.message).toContain("GET /v1/countries/USA/subdivisions")
+      // The values are not repeated in the error (they come from outside).
+      expect(error.message).not.toContain("Ontario")
+      yield* Effect.flip(list("USA"))
+      expect(yield* calls).toBe(2)
+    }).pipe(withMode("online", { [ROUTE]: () => doubtful })))
+
+  it.effect("fallback: the snapshot for an answer that does not decode or lists entries that are no subdivisions; no cool-down", () =>
+    Effect.gen(function*() {
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+      // The service answered: the next lookup asks it again at once.
+      expect((yield* list("USA")).source).toBe("api")
+      expect(yield* calls).toBe(3)
+    }).pipe(withMode("fallback", {
+      [ROUTE]: FinTest.sequence(FinTest.text(200, "<html>maintenance</html>"), doubtful, usa)
+    })))
+
+  it.effect("crossCheck: a name differing only in surrounding or repeated blanks is no rename; a code it could not compare is not extra", () =>
+    Effect.gen(function*() {
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.renamed).toEqual([])
+      expect(diff.invalid.map((entry) => entry.code)).toEqual(["us-ny", "US-WA"])
+      const extra = diff.extra.map((s) => s.code)
+      expect(extra).not.toContain("US-NY")
+      expect(extra).not.toContain("US-WA")
+      expect(extra).toHaveLength(snapshotUsa.length - 4)
+    }).pipe(withMode("online", {
+      [ROUTE]: () =>
+        apiBody([
+          { code: "US-CA", name: "California " },
+          { code: "US-NM", name: "New  Mexico" },
+          { code: "us-ny", name: "New York" },
+          { code: "US-WA", name: "" }
         ])
     })))
 

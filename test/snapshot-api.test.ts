@@ -239,7 +239,10 @@ describe("snapshot script, online", () => {
 
       const foreign = await runMain(fromApi(out), { served: { ...served, CAN: [{ code: "US-CA", name: "California" }] } })
       expect(foreign.code).toBe(2)
-      expect(foreign.stderr).toContain(`${baseUrl} CAN: invalid data: [0].code: expected a code starting with CA-`)
+      expect(foreign.stderr).toContain(
+        `${baseUrl} CAN: ResponseDecodeError: Unexpected response from GET /v1/countries/CAN/subdivisions: ` +
+          `data.subdivisions[0].code: expected a code of CA (CA-...)`
+      )
       expect(await readAll(out)).toEqual(before)
     })
 

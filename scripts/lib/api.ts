@@ -19,6 +19,7 @@ import * as CountryCode from "../../src/CountryCode.js"
 import * as FinClient from "../../src/FinClient.js"
 import type { FinError } from "../../src/FinError.js"
 import * as FinConfig from "../../src/FinConfig.js"
+import * as HttpTransport from "../../src/HttpTransport.js"
 import { Subdivision, type Subdivision as SubdivisionType } from "../../src/internal/subdivisions.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import { ExitCode, files } from "./files.js"
@@ -72,11 +73,11 @@ const providerOf = (env: Readonly<Record<string, string | undefined>>): ConfigPr
   return ConfigProvider.fromMap(map)
 }
 
-/** `SubdivisionService` (online) of `settings` on the given platform client. */
+/** `SubdivisionService` (online) of `settings` on the given platform client, and the transport it uses. */
 export const serviceLayer = (
   settings: ClientSettings,
   httpClient: Layer.Layer<HttpClient.HttpClient>
-): Layer.Layer<SubdivisionService.SubdivisionService, ConfigError.ConfigError> =>
+): Layer.Layer<SubdivisionService.SubdivisionService | HttpTransport.HttpTransport, ConfigError.ConfigError> =>
   FinClient.layer(settings.options).pipe(Layer.provide(httpClient))
 
 /**
@@ -90,6 +91,23 @@ export const listOnline = (
     result.source === "api"
       ? Effect.succeed(result.subdivisions)
       : Effect.dieMessage(`${country}: the service answered from the offline snapshot in online mode`))
+
+/**
+ * One country's list as the API sent it, entries `SubdivisionService.list` would refuse included (another country's
+ * code, a malformed one, no name, a repeat): the cross-check reports those as `invalid`.
+ */
+export const listAsSent = (
+  country: CountryCode.CountryCode
+): Effect.Effect<ReadonlyArray<SubdivisionType>, FinError, HttpTransport.HttpTransport> =>
+  Effect.map(
+    HttpTransport.request({
+      method: "GET",
+      path: `/v1/countries/${country}/subdivisions`,
+      response: SubdivisionService.SubdivisionsResponse,
+      name: "subdivisions"
+    }),
+    (response) => response.data.subdivisions
+  )
 
 /**
  * One line: the tag (with the status of an `ApiError`), the first line of the message, the attempts made, e.g.

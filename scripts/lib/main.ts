@@ -157,7 +157,7 @@ const execute = async (
       baseUrl: settings.baseUrl,
       generatedAt: command.generatedAt,
       concurrency: command.concurrency,
-      list: Api.listOnline,
+      list: Api.listAsSent,
       describeError: Api.describeFinError,
       onProgress: progress.update,
       log

@@ -173,21 +173,34 @@ export interface CrossCheck {
   readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
 }
 
+/**
+ * Why an API entry cannot be compared with the snapshot or served as a subdivision of the country of ISO 3166-1
+ * `alpha2` (when known), given the codes of the entries before it that could; undefined when it can.
+ *
+ * @internal
+ */
+export const problemOf = (
+  entry: Subdivision,
+  alpha2: string | undefined,
+  before: ReadonlySet<string>
+): InvalidEntry["reason"] | undefined =>
+  !codePattern.test(entry.code)
+    ? "malformed_code"
+    : alpha2 !== undefined && !entry.code.startsWith(`${alpha2}-`)
+    ? "other_country"
+    : entry.name.trim() === ""
+    ? "empty_name"
+    : before.has(entry.code)
+    ? "duplicate"
+    : undefined
+
 // Splits the API's list into what can be compared and what cannot (see `InvalidEntry`).
 const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined) => {
   const invalid: Array<InvalidEntry> = []
   const valid: Array<Subdivision> = []
   const seen = new Set<string>()
   for (const entry of entries) {
-    const reason: InvalidEntry["reason"] | undefined = !codePattern.test(entry.code)
-      ? "malformed_code"
-      : alpha2 !== undefined && !entry.code.startsWith(`${alpha2}-`)
-      ? "other_country"
-      : entry.name.trim() === ""
-      ? "empty_name"
-      : seen.has(entry.code)
-      ? "duplicate"
-      : undefined
+    const reason = problemOf(entry, alpha2, seen)
     if (reason === undefined) {
       seen.add(entry.code)
       valid.push(entry)
@@ -198,9 +211,14 @@ const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined)
   return { invalid, valid }
 }
 
+// A name as compared with the API's: one encoding of its accents, blanks around it and runs of blanks inside it not
+// counted (an API name with a trailing space is no rename).
+const comparable = (name: string): string => name.normalize("NFC").trim().replace(/\s+/g, " ")
+
 /**
  * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
- * `CrossCheck`).
+ * `CrossCheck`). A snapshot code the API listed in a form that could not be compared (lower case, say, or without a
+ * name) is not `extra`: it is in `invalid`.
  *
  * @internal
  */
@@ -211,11 +229,14 @@ export const crossCheckCountry = (
 ): CrossCheck => {
   const { invalid, valid } = screen(apiEntries, alpha2)
   const diff = compareEntries(snapshotEntries, valid, false)
+  const listedAsInvalid = new Set(invalid.map((entry) => entry.code.trim().toUpperCase()))
   return {
     invalid,
     missing: diff.added,
-    extra: diff.removed,
-    renamed: diff.renamed.map((r) => ({ code: r.code, snapshotName: r.from, apiName: r.to }))
+    extra: diff.removed.filter((entry) => !listedAsInvalid.has(entry.code)),
+    renamed: diff.renamed
+      .filter((r) => comparable(r.from) !== comparable(r.to))
+      .map((r) => ({ code: r.code, snapshotName: r.from, apiName: r.to }))
   }
 }
 
