@@ -223,6 +223,15 @@ describe("snapshot-subdivisions", () => {
       ))).toContain(`3166-2[${list.length}].parent: expected a chain of parents that ends (US-ZY comes back)`)
       const noUsa = { "3166-1": input.iso31661["3166-1"].filter((c) => c["alpha_3"] !== "USA") }
       expect(failure({ ...input, iso31661: noUsa })).toContain("no entry with alpha_3 \"USA\"")
+      // A country listed twice: the later listing would take the other's alpha-2 code, and its subdivisions with it.
+      const countries = input.iso31661["3166-1"]
+      for (const again of [{ alpha_2: "US", alpha_3: "XUS" }, { alpha_2: "XU", alpha_3: "USA" }]) {
+        expect(failure({ ...input, iso31661: { "3166-1": [...countries, { ...again, name: "Again" }] } })).toContain(
+          `iso_3166-1.json: invalid data: 3166-1[${countries.length}].${
+            again.alpha_3 === "USA" ? "alpha_3" : "alpha_2"
+          }: expected a code not used before`
+        )
+      }
     })
   })
 
@@ -308,9 +317,10 @@ describe("snapshot-subdivisions", () => {
           { code: "../x", name: "x", reason: "malformed_code" },
           { code: "US-ZZ", name: " ", reason: "empty_name" }
         ],
-        // The duplicate does not count as a rename, and US-CA, listed only in lower case, is not in the API's list.
+        // The duplicate does not count as a rename, and US-CA, listed only in lower case, is reported once, as invalid,
+        // not also as a code the API lacks.
         missing: [],
-        extra: [entry("US-CA", "California")],
+        extra: [],
         renamed: []
       })
     })

@@ -143,8 +143,19 @@ export const buildFromIsoCodes = (input: {
     const invalid = (label: string, message: string) =>
       Either.left(new SnapshotError({ message: `${label}: invalid data: ${message}` }))
 
+    // Each code once: a repeated alpha-2 would give its subdivisions to whichever country was listed last.
     const alpha2To3 = new Map<string, string>()
-    for (const country of countries["3166-1"]) alpha2To3.set(country.alpha_2, country.alpha_3)
+    const alpha3Seen = new Set<string>()
+    for (const [i, country] of countries["3166-1"].entries()) {
+      for (const [field, code, seen] of [
+        ["alpha_2", country.alpha_2, alpha2To3.has(country.alpha_2)],
+        ["alpha_3", country.alpha_3, alpha3Seen.has(country.alpha_3)]
+      ] as const) {
+        if (seen) return yield* invalid(input.label31661, `3166-1[${i}].${field}: expected a code not used before ("${code}")`)
+      }
+      alpha2To3.set(country.alpha_2, country.alpha_3)
+      alpha3Seen.add(country.alpha_3)
+    }
     const listed = new Map<string, string>(countries["3166-1"].map((c) => [c.alpha_3, c.alpha_2]))
     for (const code of CountryCode.alpha3Codes) {
       const alpha2 = listed.get(code)
