@@ -145,6 +145,7 @@ export const forCountry = (
  * @category lookups
  */
 export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
+  if (typeof code !== "string") return Option.none()
   const known = someByCode.get(code)
   if (known !== undefined) return known
   // Not seen yet: its country may not be loaded. Loading it settles the answer.
@@ -219,7 +220,8 @@ const rankOf = (name: string, query: string): number => {
  * finds `BR-SP` São Paulo, `"new y"` finds `US-NY`); a query equal to the code (`"US-NY"`, `"ny"`) counts as exact.
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
  * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; a
- * fraction rounds down). Fails with `RequestValidationError` when `country` is unknown or `limit` is negative or NaN
+ * fraction rounds down). Fails with `RequestValidationError` when `country` is unknown, `text` is not a string (a
+ * repeated query parameter), or `limit` is negative or NaN
  * (an unset setting read as a number, say, would otherwise find nothing, silently).
  *
  * @since 0.1.0
@@ -232,6 +234,14 @@ export const search = (
 ): Either.Either<ReadonlyArray<SnapshotSubdivision>, RequestValidationError> => {
   const found = countryOf(country)
   if (found === undefined) return invalidCountry(country)
+  if (typeof text !== "string") {
+    return Either.left(
+      new RequestValidationError({
+        message: "Invalid search text",
+        issues: [new Issue({ path: "text", expected: "the text to search for" })]
+      })
+    )
+  }
   const query = internal.normalize(text)
   const limit = options?.limit === undefined ? Infinity : Math.floor(options.limit)
   if (!(limit >= 0)) {

@@ -153,6 +153,17 @@ describe("Inputs from outside are validated before use", () => {
       for (const typed of ["\u0131ta", "U\u0405", "uk", "xx", "usa/..", "u s", "", "__proto__", "U$A"]) {
         expect((yield* Effect.flip(CountryCode.parse(typed)))._tag, typed).toBe("RequestValidationError")
       }
+      // Values that are not text at all (a query parameter given twice is an array, a JSON field may be anything):
+      // the same typed answers, no TypeError thrown.
+      for (const value of [["us"], null, undefined, 840, { code: "US" }]) {
+        const what = JSON.stringify(value) ?? "undefined"
+        const input = value as unknown as string
+        expect((yield* Effect.flip(CountryCode.parse(input)))._tag, what).toBe("RequestValidationError")
+        expect(Option.isNone(Subdivisions.byCode(input)), what).toBe(true)
+        const search = Subdivisions.search("USA", input)
+        expect(Either.isLeft(search) && search.left.issues.map((i) => i.path), what).toEqual(["text"])
+        expect(Subdivisions.isValid("USA", input), what).toEqual(Either.right(false))
+      }
     }))
 
   it.scoped("currency codes: RequestValidationError naming the field, nothing sent", () =>
