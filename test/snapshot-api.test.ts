@@ -196,6 +196,18 @@ describe("snapshot script, online", () => {
       expect(await readAll(out)).toEqual(before)
     })
 
+    it("a snapshot in --out that cannot be read stops the run before any request: its types and parents would be lost", async () => {
+      const out = await committedCopy()
+      await Fs.writeFile(Path.join(out, "subdivisions.json"), "{\"USA\": [")
+      const before = await readAll(out)
+      const result = await runMain(fromApi(out), { served })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain(`${Path.join(out, "subdivisions.json")}: `)
+      expect(result.stderr).toContain("Nothing was written.")
+      expect(result.subdivisionCalls).toEqual([])
+      expect(await readAll(out)).toEqual(before)
+    })
+
     it("a country refused with 401 stops the run, names the country and the tag, writes nothing", async () => {
       const out = await committedCopy()
       const before = await readAll(out)

@@ -186,14 +186,12 @@ export const parseCountries = (
 }
 
 /**
- * The snapshot in `dir` to take `type` and `parent` from, or an empty one when it is missing or unusable (the run then
- * reports it against the new one anyway).
+ * The snapshot in `dir` to take `type` and `parent` from (the API has neither), or an empty one when there is none. One
+ * that cannot be read stops the run: taken as empty, it would be replaced by one with every type blank and no parent.
  */
-export const readPrevious = (dir: string): Effect.Effect<Snapshot> =>
+export const readPrevious = (dir: string): Effect.Effect<Snapshot, SnapshotError> =>
   Effect.promise(() => Fs.readFile(Path.join(dir, files.data), "utf8").catch(() => undefined)).pipe(
-    Effect.map((text) =>
-      text === undefined ? {} : Either.getOrElse(parseSnapshot(text, Path.join(dir, files.data)), () => ({}))
-    )
+    Effect.flatMap((text) => text === undefined ? Effect.succeed({}) : parseSnapshot(text, Path.join(dir, files.data)))
   )
 
 // ---------------------------------------------------------------------------------------------------------------
