@@ -521,13 +521,16 @@ const documented: ReadonlySet<string> = new Set(documentedEventTypes)
 /**
  * The event types the handler keeps in order per `event_reference_id`: each carries the whole current status of its
  * resource, so an older one arriving late is stale. Every other event (a deposit, a creation, a request for
- * information, an undocumented type) carries news of its own: it is never stale, and does not make others stale.
+ * information, an undocumented type) carries news of its own: it is never stale, and does not make others stale. Not
+ * `batch.transaction.item.status` either: it is fired once per item (at `PENDING`), so there is no older status to
+ * undo, and the docs do not say whether its `event_reference_id` is the item or the whole batch (if the batch, one
+ * item's event would make the others' stale).
  *
  * @since 0.1.0
  * @category constants
  */
 export const orderedEventTypes: ReadonlyArray<DocumentedEventType> = documentedEventTypes.filter((type) =>
-  /\.status(\.v\d+)?$/.test(type)
+  /\.status(\.v\d+)?$/.test(type) && type !== "batch.transaction.item.status"
 )
 
 const ordered: ReadonlySet<string> = new Set(orderedEventTypes)

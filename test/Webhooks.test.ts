@@ -949,9 +949,26 @@ describe("Webhooks.handler", () => {
         "virtual_account.status",
         "virtual_account.status.v2",
         "beneficiary.status",
-        "batch.transaction.item.status",
         "transit.payment.status"
       ])
+    }))
+
+  it.effect("batch item statuses are not kept in order: two items' events under one reference are both handled", () =>
+    Effect.gen(function*() {
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "batch.transaction.item.status": (event) => record(`item ${event.id}`)
+      }))
+      // Whether event_reference_id is the item or the batch is undocumented; if it is the batch, the later item's event
+      // arriving first must not make the other's stale (each is fired once, at PENDING).
+      const batch = { referenceId: "0b5e8a52-3c1d-4f7e-9a10-6d2c4b8e9f01", type: "batch.transaction.item.status" }
+      const bodies = [
+        makeBody({ ...batch, id: "item-2", createdAt: "2026-04-04T17:40:02Z", data: { batch_item_id: "2" } }),
+        makeBody({ ...batch, id: "item-1", createdAt: "2026-04-04T17:40:01Z", data: { batch_item_id: "1" } })
+      ]
+      const outcomes: Array<string> = []
+      for (const body of bodies) outcomes.push(JSON.parse((yield* send(handle, yield* signedPost(body))).body).outcome)
+      expect(outcomes).toEqual(["handled", "handled"])
+      expect(yield* seen).toEqual(["item item-2", "item item-1"])
     }))
 
   it.effect("keeps order per status and resource: another kind of status sharing the id never makes one stale", () =>
