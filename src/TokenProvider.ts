@@ -296,11 +296,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         })
       )
 
+    // A token the service hands out again is good again.
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
-      Option.isSome(previous) && now < previous.value.usableUntil &&
-        Redacted.value(previous.value.token) !== refusedRefresh
-        ? refresh(previous.value.token)
-        : issue
+      Effect.tap(
+        Option.isSome(previous) && now < previous.value.usableUntil &&
+          Redacted.value(previous.value.token) !== refusedRefresh
+          ? refresh(previous.value.token)
+          : issue,
+        (pair) => Effect.sync(() => void (isRefused(pair.access.token) && (refusedAccess = undefined)))
+      )
 
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
       Option.filter(stored, (tokens) => now < tokens.refreshAt && !isRefused(tokens.accessToken))
@@ -405,16 +409,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       })
 
     // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
-    // A failing store is bypassed: this process fetches for itself. A stored token due for a refresh but still usable
-    // serves as a process's own would (see `awaitFetch`): when the fetch fails, and when waiting on another process's
-    // fetch would outlast it.
-    const obtain = (store: TokenStore.Service, local: Option.Option<Refresh>): Effect.Effect<Pair, FinError> => {
+    // A failing store is bypassed: this process fetches for itself. A process with no usable token of its own (`own`:
+    // see `awaitFetch`) is served as if it had the stored one, when that is due for a refresh but still usable: when
+    // the fetch fails, and when waiting on another process's fetch would outlast it.
+    const obtain = (
+      store: TokenStore.Service,
+      local: Option.Option<Refresh>,
+      own: Option.Option<Access>
+    ): Effect.Effect<Pair, FinError> => {
       const waitedFor = new Set<string>()
       const seen = { stored: Option.none<TokenStore.Tokens>() }
       const stillUsable = (now: number) =>
         Option.filter(
           Option.map(seen.stored, fromTokens),
-          (pair) => now < pair.access.usableUntil && !isRefused(pair.access.token)
+          (pair) => Option.isNone(own) && now < pair.access.usableUntil && !isRefused(pair.access.token)
         )
       const waitMillis = Duration.toMillis(store.waitInterval)
       const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
@@ -526,7 +534,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
             // The fiber ends with the fetch's exit as its value: `settle` passes a failure on to the waiters, so the
             // runtime does not also report it as a fiber that "terminated with an unhandled error".
-            const fiber = yield* obtain(yield* storeFor, state.refresh).pipe(
+            const fiber = yield* obtain(yield* storeFor, state.refresh, usable).pipe(
               Effect.onExit((exit) => settle(exit, usable, deferred)),
               Effect.interruptible,
               Effect.exit,
@@ -559,20 +567,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked
     })
 
-    // Recorded first, so that no fetch in this process takes the refused token back from the store, even one that
-    // failed to clear it. Uninterruptible (the store's calls are bounded): a deadline must not stop it halfway, with the
-    // store cleared and this process still holding the token.
+    // This process first, in one step: from then on nobody here gets the token, nor takes it back from the store (even
+    // one that fails to clear it). The store's clear may then be cut short (the caller's deadline) at no cost.
     const invalidate: Service["invalidate"] = (token) =>
-      Effect.uninterruptible(Effect.zipRight(
-        Effect.sync(() => void (refusedAccess = Redacted.value(token))),
-        Effect.zipRight(
-          Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable),
-          SynchronizedRef.update(ref, (state) =>
-            Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
-              ? { ...state, access: Option.none() }
-              : state)
-        )
-      ))
+      Effect.zipRight(
+        SynchronizedRef.update(ref, (state) => {
+          refusedAccess = Redacted.value(token)
+          return Option.isSome(state.access) && isRefused(state.access.value.token)
+            ? { ...state, access: Option.none() }
+            : state
+        }),
+        Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
+      )
 
     return TokenProvider.of({ get, invalidate })
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
@@ -190,6 +191,47 @@ describe("TokenProvider", () => {
       const got = yield* Fiber.join(waiter)
       expect(got).toMatchObject({ _tag: "Left", left: { _tag: "ApiError", status: 503 } })
     }).pipe(provideClient(bothTokenRoutes(token)))
+  })
+
+  it.effect("callers waiting on a refresh that hangs past the token's usable time do not get it back if it was refused", () => {
+    let slow = false
+    const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })
+    const token: FinTest.Handler = (request) => slow ? FinTest.delayed("40 seconds", issuer)(request) : issuer(request)
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      const first = yield* provider.get
+      yield* advance(HOUR - MIN + 1_000)
+      slow = true
+      const waiter = yield* Effect.fork(Effect.map(provider.get, Redacted.value))
+      yield* Effect.yieldNow()
+      yield* provider.invalidate(first)
+      // Past its usable time (29 s) the waiter would go on with token-1; refused, it waits for the refresh instead.
+      yield* advance(40_000)
+      expect(yield* Fiber.join(waiter)).toBe("token-2")
+    }).pipe(provideClient(bothTokenRoutes(token), { tokenTimeout: "1 minute" }))
+  })
+
+  it.effect("a refused token the service hands out again is good again: a failing refresh then goes on with it", () => {
+    let down = false
+    const same: FinTest.Handler = () =>
+      down
+        ? FinTest.json(503, { message: "down" })
+        : Effect.map(Clock.currentTimeMillis, (now) =>
+          FinTest.json(200, {
+            access_token: "same-token",
+            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
+            current_time: FinTest.formatServiceTimestamp(now)
+          }))
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      yield* provider.invalidate(yield* provider.get)
+      expect(Redacted.value(yield* provider.get)).toBe("same-token")
+      yield* advance(HOUR - MIN + 1_000)
+      down = true
+      const fiber = yield* Effect.fork(Effect.map(provider.get, Redacted.value))
+      yield* advance(5_000)
+      expect(yield* Fiber.join(fiber)).toBe("same-token")
+    }).pipe(provideClient(bothTokenRoutes(same)))
   })
 
   it.effect("a token call's error never carries a credential the service echoed back", () =>

@@ -15,6 +15,7 @@ import * as TestClock from "effect/TestClock"
 import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
 import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
@@ -147,6 +148,72 @@ describe("TokenStore", () => {
       yield* advance(1_000)
       // ...then on with it, before it is used up, without a token request of its own.
       expect(yield* Fiber.join(fiber)).toEqual(["Bearer stored-token"])
+    }))
+
+  it.effect("a refused token is not handed out while the store is being cleared of it", () => {
+    const memory = TokenStore.makeMemory()
+    const slow: TokenStore.Service = {
+      ...memory,
+      clear: (key, token) => Effect.zipRight(Effect.sleep("500 millis"), memory.clear(key, token))
+    }
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      const refused = yield* provider.get
+      const invalidating = yield* Effect.fork(provider.invalidate(refused))
+      yield* Effect.yieldNow()
+      const during = yield* Effect.fork(provider.get)
+      yield* advance(500)
+      yield* Fiber.join(invalidating)
+      expect(Redacted.value(yield* Fiber.join(during))).toBe("token-2")
+    }).pipe(withStore(slow, {}))
+  })
+
+  it.effect("a 401 whose token the store is slow to clear still ends at the call's deadline", () => {
+    const memory = TokenStore.makeMemory()
+    const slow: TokenStore.Service = {
+      ...memory,
+      clear: (key, token) => Effect.zipRight(Effect.sleep("10 seconds"), memory.clear(key, token))
+    }
+    let calls = 0
+    const refuseFirst: FinTest.Handler = () =>
+      ++calls === 1 ? FinTest.json(401, { message: "Authentication failed" }) : fee()
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.fork(
+        Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "2 seconds" })))
+      )
+      yield* advance(2_000)
+      expect(fiber.unsafePoll()).not.toBeNull()
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline" })
+    }).pipe(withStore(slow, { "POST /v1/fee-calculation": refuseFirst }))
+  })
+
+  it.effect("a process whose refresh fails keeps its own usable token over an older one in the store", () =>
+    Effect.gen(function*() {
+      // This process's pair never reaches the store (its writes fail); an older pair is there, due as its own is.
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        set: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "set", message: "read-only replica" }))
+      }
+      let down = false
+      const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })
+      const token: FinTest.Handler = (request) => down ? FinTest.json(503, { message: "down" }) : issuer(request)
+      const routes: FinTest.Routes = { "POST /v1/oauth/token": token, "POST /v1/oauth/refresh-token": token }
+      const got = yield* Effect.gen(function*() {
+        const provider = yield* TokenProvider.TokenProvider
+        expect(Redacted.value(yield* provider.get)).toBe("token-1")
+        yield* seed(memory, yield* key, {
+          accessToken: Redacted.make("older-token"),
+          refreshAt: Duration.toMillis("59 minutes"),
+          accessUsableUntil: Duration.toMillis("59 minutes") + 30_000
+        })
+        yield* advance(Duration.toMillis("59 minutes") + 10_000)
+        down = true
+        const fiber = yield* Effect.fork(provider.get)
+        yield* advance(5_000)
+        return [Redacted.value(yield* Fiber.join(fiber)), Redacted.value(yield* provider.get)]
+      }).pipe(withStore(store, routes))
+      expect(got).toEqual(["token-1", "token-1"])
     }))
 
   it.effect("a refused token is not taken back from a store that failed to clear it", () =>
