@@ -157,14 +157,18 @@ const checked = <A>(
   return broken === undefined ? Either.right(value) : Either.left(invalid(path, broken[1]))
 }
 
-// Every option checked on its own, so that all problems are told at once, not one per attempt.
-const checks = (options: Options): { readonly [K in keyof Resolved]: Either.Either<Resolved[K], ConfigError.ConfigError> } => {
+// Every option checked on its own, so that all problems are told at once, not one per attempt. `environment` is
+// checked apart from the base URL it picks: a base URL given (which overrides it) is checked whatever it is.
+const checks = (options: Options): {
+  readonly [K in keyof Resolved | "environment"]: Either.Either<K extends keyof Resolved ? Resolved[K] : Environment, ConfigError.ConfigError>
+} => {
   const { clientId, userAgent } = options
   const clientSecret = Redacted.isRedacted(options.clientSecret)
     ? options.clientSecret as Redacted.Redacted<string>
     : Redacted.make(options.clientSecret)
   const secret = Redacted.value(clientSecret)
   const environment = options.environment ?? "sandbox"
+  const knownEnvironment = environment === "sandbox" || environment === "production"
   const maxRetries = options.maxRetries ?? 2
   const mode = options.subdivisionMode ?? "fallback"
   return {
@@ -183,9 +187,11 @@ const checks = (options: Options): { readonly [K in keyof Resolved]: Either.Eith
       // value), not as a 401 from the token call.
       [() => secret.trim() === secret, "clientSecret must not start or end with whitespace (a trailing newline, say)"]
     ),
-    baseUrl: environment !== "sandbox" && environment !== "production"
-      ? Either.left(invalid("environment", `environment must be "sandbox" or "production"`))
-      : parseBaseUrl(options.baseUrl ?? baseUrls[environment]),
+    environment: checked(environment, "environment", [
+      () => knownEnvironment,
+      `environment must be "sandbox" or "production"`
+    ]),
+    baseUrl: parseBaseUrl(options.baseUrl ?? baseUrls[knownEnvironment ? environment : "sandbox"]),
     timeout: duration("timeout", options.timeout, "30 seconds", false),
     deadline: duration("deadline", options.deadline, "60 seconds", false),
     maxRetries: checked(maxRetries, "maxRetries", [
@@ -233,11 +239,17 @@ const allOf = (errors: ReadonlyArray<ConfigError.ConfigError>): ConfigError.Conf
  * @since 0.1.0
  * @category constructors
  */
-export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> => {
-  const results = checks(options)
-  const errors = problems(results, new Set())
-  return errors.length === 0 ? Effect.succeed(Either.getOrThrow(Either.all(results))) : Effect.fail(allOf(errors))
-}
+export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> =>
+  Effect.suspend(() => {
+    // From JavaScript or a cast: said as the other problems are, not thrown.
+    if (typeof options !== "object" || options === null) {
+      return Effect.fail(ConfigError.InvalidData([], "the options must be an object (FinConfig.Options)"))
+    }
+    const all = checks(options)
+    const errors = problems(all, new Set())
+    const { environment: _environment, ...results } = all
+    return errors.length === 0 ? Effect.succeed(Either.getOrThrow(Either.all(results))) : Effect.fail(allOf(errors))
+  })
 
 /**
  * A layer of the resolved options.

@@ -89,6 +89,14 @@ describe("FinConfig", () => {
         FinConfig.resolve({ ...base, clientId: " id", maxRetries: -1, timeout: 0, baseUrl: "http://x.example" })
       )
       expect(problemPaths(error)).toEqual(["baseUrl", "clientId", "maxRetries", "timeout"])
+      // A base URL given is checked whatever the environment, which it overrides.
+      const both = yield* Effect.flip(
+        FinConfig.resolve({ ...base, environment: "staging" as FinConfig.Environment, baseUrl: "ftp://x" })
+      )
+      expect(problemPaths(both)).toEqual(["baseUrl", "environment"])
+      // Options that are no object at all fail the effect, not its construction.
+      const nothing = yield* Effect.flip(FinConfig.resolve(undefined as unknown as FinConfig.Options))
+      expect(ConfigError.isConfigError(nothing) ? "ConfigError" : "other").toBe("ConfigError")
     }))
 
   it.effect("from FIN_* variables, values that do not parse and values the option checks refuse are told together", () =>

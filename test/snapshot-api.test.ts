@@ -206,6 +206,13 @@ describe("snapshot script, online", () => {
       expect(result.stderr).toContain("Nothing was written.")
       expect(result.subdivisionCalls).toEqual([])
       expect(await readAll(out)).toEqual(before)
+      // One that is there but cannot be read at all (a directory in its place) stops it too.
+      const odd = await tempDir()
+      await Fs.mkdir(Path.join(odd, "subdivisions.json"))
+      const unreadable = await runMain(fromApi(odd), { served })
+      expect(unreadable.code).toBe(2)
+      expect(unreadable.stderr).toContain(`${Path.join(odd, "subdivisions.json")}: cannot be read (EISDIR)`)
+      expect(unreadable.subdivisionCalls).toEqual([])
     })
 
     it("a country refused with 401 stops the run, names the country and the tag, writes nothing", async () => {

@@ -189,10 +189,13 @@ export const parseCountries = (
  * The snapshot in `dir` to take `type` and `parent` from (the API has neither), or an empty one when there is none. One
  * that cannot be read stops the run: taken as empty, it would be replaced by one with every type blank and no parent.
  */
-export const readPrevious = (dir: string): Effect.Effect<Snapshot, SnapshotError> =>
-  Effect.promise(() => Fs.readFile(Path.join(dir, files.data), "utf8").catch(() => undefined)).pipe(
-    Effect.flatMap((text) => text === undefined ? Effect.succeed({}) : parseSnapshot(text, Path.join(dir, files.data)))
-  )
+export const readPrevious = (dir: string): Effect.Effect<Snapshot, SnapshotError> => {
+  const path = Path.join(dir, files.data)
+  return Effect.tryPromise({
+    try: () => Fs.readFile(path, "utf8").catch((e: NodeJS.ErrnoException) => e.code === "ENOENT" ? undefined : Promise.reject(e)),
+    catch: (e) => new SnapshotError({ message: `${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})` })
+  }).pipe(Effect.flatMap((text) => text === undefined ? Effect.succeed({}) : parseSnapshot(text, path)))
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Cross-check
