@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -43,8 +44,10 @@ describe("secrets", () => {
   it.effect("the client secret and tokens never reach logs, spans, metrics or errors", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
-      const logger = Logger.make(({ annotations, message, spans }) => {
+      // Everything a logger could print, the cause in full included.
+      const logger = Logger.make(({ annotations, cause, message, spans }) => {
         lines.push(Inspectable.format({ message, annotations: [...annotations], spans: [...spans] }))
+        if (!Cause.isEmpty(cause)) lines.push(Cause.pretty(cause, { renderErrorCause: true }))
       })
       const { layer: tracing, spans } = yield* recordingTracer
       const errors: Array<unknown> = []
@@ -75,7 +78,16 @@ describe("secrets", () => {
 
       const recorded = yield* spans
       expect(recorded.some((s) => s.name === "effect-fin.fee-calculation")).toBe(true)
-      const spanText = recorded.map((s) => `${s.name} ${Inspectable.format(Object.fromEntries(s.attributes))}`)
+      // Attributes and events (the native span keeps its events in `events`).
+      const spanText = recorded.map((s) =>
+        `${s.name} ${Inspectable.format(Object.fromEntries(s.attributes))} ${
+          Inspectable.format(
+            ((s as { readonly events?: ReadonlyArray<readonly [string, bigint, unknown]> }).events ?? []).map((
+              [name, , attributes]
+            ) => [name, attributes])
+          )
+        }`
+      )
       const metricText = Inspectable.format(Metric.unsafeSnapshot().map((m) => [m.metricKey.name, m.metricKey.tags]))
       const errorText = errors.flatMap((cause) => [String(cause), Inspectable.format(cause), JSON.stringify(cause)])
       const everything = [...lines, ...spanText, metricText, ...errorText].join("\n")

@@ -3,17 +3,20 @@
  * emulator, with faults injected on a share of requests and tokens revoked and expired while calls are in flight.
  * `npm run chaos` runs the full size; `test/chaos.test.ts` a reduced one. Both use this harness.
  */
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Supervisor from "effect/Supervisor"
 import * as Tracer from "effect/Tracer"
@@ -21,6 +24,8 @@ import * as CountryCode from "../../src/CountryCode.js"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as FinClient from "../../src/FinClient.js"
 import * as FinError from "../../src/FinError.js"
+import * as DiagnosticsChannel from "node:diagnostics_channel"
+import type * as Net from "node:net"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 
 /** How big a run is and how the client is configured. */
@@ -63,17 +68,32 @@ export interface ChaosReport {
   readonly defects: number
   readonly interruptions: number
   readonly unhandledRejections: number
+  readonly uncaughtExceptions: number
+  /** Attempts per call as its span records them (`effect_fin.attempts`). */
   readonly maxAttempts: number
   readonly attemptsHistogram: Readonly<Record<number, number>>
+  /**
+   * Attempts per call as the platform client saw them: requests to the API routes, counted per call below effect-fin
+   * (a retry it did not count would show here).
+   */
+  readonly sentMaxAttempts: number
+  readonly sentAttemptsHistogram: Readonly<Record<number, number>>
+  /** Calls that sent more requests than their span counts attempts (a retry effect-fin did not count). */
+  readonly callsSentMoreThanCounted: number
   readonly maxCallMillis: number
   /** Calls that took longer than the deadline plus the worst event-loop stall of the run (timers cannot fire sooner). */
   readonly callsOverDeadline: number
   readonly maxEventLoopDelayMillis: number
+  /** Requests to the token routes, answered or not. */
   readonly tokenRequests: number
   readonly tokenTroubleEvents: number
   readonly emulatorRequests: Readonly<Record<string, number>>
   readonly faultsInjected: Readonly<Record<string, number>>
   readonly liveFibersAfter: number
+  /** Client sockets the run opened (seen on `net.client.socket`) still open once its HTTP client was closed. */
+  readonly clientSocketsOpened: number
+  readonly clientSocketsLeft: number
+  /** Sockets and servers keeping the process alive, before and after (the emulator's server among them). */
   readonly socketsBefore: number
   readonly socketsAfter: number
   readonly heapSamplesMiB: ReadonlyArray<number>
@@ -92,22 +112,33 @@ const heapMiB = (): number => {
   return Math.round(process.memoryUsage().heapUsed / 1024 / 1024 * 10) / 10
 }
 
-// Nine kinds, each at the same per-rule rate, so that together they hit `faultRate` of requests.
+/** The API routes the faults go to (token trouble comes from revoked and expired tokens). */
+export const apiRoutes = ["POST /v1/fee-calculation", "GET /v1/countries/{country_code}/subdivisions"] as const
+
+const faultsPerRoute = (each: number, route: typeof apiRoutes[number]): ReadonlyArray<Emulator.FaultRule> => [
+  { kind: "status", status: 500, rate: each, route },
+  { kind: "status", status: 502, rate: each, route },
+  { kind: "status", status: 503, rate: each, route },
+  // A 429 in each of the forms the docs allow: `retry-after-ms` and `Retry-After` in seconds.
+  { kind: "status", status: 429, retryAfterMs: 20, rate: each, route },
+  { kind: "status", status: 429, retryAfter: 1, rate: each, route },
+  { kind: "reset", rate: each, route },
+  { kind: "stall", rate: each, route },
+  { kind: "stallBody", rate: each, route },
+  { kind: "truncated", rate: each, route },
+  { kind: "malformed", rate: each, route }
+]
+
+// Each kind at the same per-rule rate, so that together they hit `faultRate` of requests.
 const faultRules = (rate: number): ReadonlyArray<Emulator.FaultRule> => {
-  const each = 1 - Math.pow(1 - rate, 1 / 9)
-  const api = ["POST /v1/fee-calculation", "GET /v1/countries/{country_code}/subdivisions"] as const
-  return api.flatMap((route): ReadonlyArray<Emulator.FaultRule> => [
-    { kind: "status", status: 500, rate: each, route },
-    { kind: "status", status: 502, rate: each, route },
-    { kind: "status", status: 503, rate: each, route },
-    { kind: "status", status: 429, retryAfterMs: 20, rate: each, route },
-    { kind: "reset", rate: each, route },
-    { kind: "stall", rate: each, route },
-    { kind: "stallBody", rate: each, route },
-    { kind: "truncated", rate: each, route },
-    { kind: "malformed", rate: each, route }
-  ])
+  const each = 1 - Math.pow(1 - rate, 1 / faultsPerRoute(0, apiRoutes[0]).length)
+  return apiRoutes.flatMap((route) => faultsPerRoute(each, route))
 }
+
+// The call a request belongs to (set around each call, inherited by the fibers of its attempts), and the attribute of
+// the call's own span, the parent of effect-fin's.
+const callIdRef = FiberRef.unsafeMake<number | undefined>(undefined)
+const callAttribute = "chaos.call"
 
 const currencies = ["CAD", "EUR", "GBP", "AUD"] as const
 
@@ -115,11 +146,21 @@ const currencies = ["CAD", "EUR", "GBP", "AUD"] as const
 export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> =>
   Effect.gen(function*() {
     let unhandledRejections = 0
+    let uncaughtExceptions = 0
     const onRejection = () => {
       unhandledRejections += 1
     }
+    const onException = () => {
+      uncaughtExceptions += 1
+    }
     process.on("unhandledRejection", onRejection)
+    process.on("uncaughtException", onException)
     const socketsBefore = sockets()
+    const clientSockets = new Set<Net.Socket>()
+    const onSocket = (message: unknown) => void clientSockets.add((message as { readonly socket: Net.Socket }).socket)
+    DiagnosticsChannel.subscribe("net.client.socket", onSocket)
+    const sent = new Map<number, number>()
+    const counted = new Map<number, number>()
     const captured: Array<string> = []
     const attemptsHistogram: Record<number, number> = {}
     let maxAttempts = 0
@@ -136,15 +177,29 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
           if (typeof attempts === "number") {
             attemptsHistogram[attempts] = (attemptsHistogram[attempts] ?? 0) + 1
             maxAttempts = Math.max(maxAttempts, attempts)
+            // The call's own span (see `call`) is its parent.
+            const id = Option.isSome(parent) && parent.value._tag === "Span"
+              ? parent.value.attributes.get(callAttribute)
+              : undefined
+            if (typeof id === "number") counted.set(id, attempts)
           }
           if (options.capture) captured.push(`${name} ${Inspectable.format(Object.fromEntries(span.attributes))}`)
+        }
+        const event = span.event.bind(span)
+        span.event = (eventName, startTime, attributes) => {
+          event(eventName, startTime, attributes)
+          if (options.capture) captured.push(`${name} event ${eventName} ${Inspectable.format(attributes ?? {})}`)
         }
         return span
       },
       context: (f) => f()
     })
-    const logger = Logger.make(({ annotations, message }) => {
-      if (options.capture) captured.push(Inspectable.format({ message, annotations: [...annotations] }))
+    // Everything a logger could print: the message, its annotations and spans, and its cause in full.
+    const logger = Logger.make(({ annotations, cause, message, spans }) => {
+      if (options.capture) {
+        captured.push(Inspectable.format({ message, annotations: [...annotations], spans: [...spans] }))
+        if (!Cause.isEmpty(cause)) captured.push(Cause.pretty(cause, { renderErrorCause: true }))
+      }
     })
 
     const supervisor = yield* Supervisor.track
@@ -155,9 +210,19 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     const heapSamplesMiB: Array<number> = [heapMiB()]
     const deadlineMillis = Duration.toMillis(options.deadline)
 
-    const body = Effect.scoped(Effect.gen(function*() {
-      const emulator = yield* Emulator.make({ seed: options.seed, accessTokenLifetime: "2 seconds" })
-      yield* emulator.setFaults(faultRules(options.faultRate))
+    // The platform client the run's calls go through, counting each call's requests to the API routes.
+    const countingClient = Layer.effect(
+      HttpClient.HttpClient,
+      Effect.map(HttpClient.HttpClient, (client) =>
+        HttpClient.tapRequest(client, (request) =>
+          Effect.map(FiberRef.get(callIdRef), (id) => {
+            if (id !== undefined && !request.url.includes("/oauth/")) sent.set(id, (sent.get(id) ?? 0) + 1)
+          })))
+    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+
+    // The calls, in a scope of their own (the client and its sockets), inside the emulator's: once it closes, every
+    // socket the client opened must be closed, while the emulator would still keep one open.
+    const calls = (emulator: Emulator.Service) => Effect.scoped(Effect.gen(function*() {
       const client = yield* FinClient.make({
         ...emulator.credentials,
         baseUrl: emulator.url,
@@ -202,7 +267,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
         let t0 = 0
         return Effect.exit(Effect.zipRight(Effect.sync(() => {
           t0 = Date.now()
-        }), effect)).pipe(Effect.map((exit) => {
+        }), Effect.locally(effect, callIdRef, i).pipe(Effect.withSpan("chaos.call", { attributes: { [callAttribute]: i } })))).pipe(Effect.map((exit) => {
           const took = Date.now() - t0
           maxCallMillis = Math.max(maxCallMillis, took)
           durations.push(took)
@@ -226,19 +291,25 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
         discard: true
       })
       yield* Fiber.interrupt(trouble)
-      const counters = yield* emulator.counters
       if (options.capture) {
         captured.push(Inspectable.format(Metric.unsafeSnapshot().map((m) => [m.metricKey.name, m.metricKey.tags])))
       }
+      return { calls: total, successes, failuresByTag, defects, interruptions, maxCallMillis, tokenTroubleEvents }
+    })).pipe(Effect.provide(countingClient))
+
+    const body = Effect.scoped(Effect.gen(function*() {
+      const emulator = yield* Emulator.make({ seed: options.seed, accessTokenLifetime: "2 seconds" })
+      yield* emulator.setFaults(faultRules(options.faultRate))
+      const result = yield* calls(emulator)
+      // Sockets close on the next turns of the event loop.
+      yield* Effect.sleep("50 millis")
+      const counters = yield* emulator.counters
       return {
-        calls: total,
-        successes,
-        failuresByTag,
-        defects,
-        interruptions,
-        maxCallMillis,
-        tokenRequests: counters.tokensIssued + counters.tokensRefreshed,
-        tokenTroubleEvents,
+        ...result,
+        clientSocketsOpened: clientSockets.size,
+        clientSocketsLeft: [...clientSockets].filter((socket) => !socket.destroyed).length,
+        tokenRequests: (counters.requests["POST /v1/oauth/token"] ?? 0) +
+          (counters.requests["POST /v1/oauth/refresh-token"] ?? 0),
         emulatorRequests: counters.requests,
         faultsInjected: counters.faults,
         secret: emulator.credentials.clientSecret
@@ -246,7 +317,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     }))
 
     const result = yield* body.pipe(
-      Effect.provide(Layer.mergeAll(NodeHttpClient.layerUndici, Layer.setTracer(tracer))),
+      Effect.provide(Layer.setTracer(tracer)),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
       Logger.withMinimumLogLevel(options.capture ? LogLevel.All : LogLevel.None),
       Effect.supervised(supervisor)
@@ -256,14 +327,23 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     heapSamplesMiB.push(heapMiB())
     const liveFibersAfter = (yield* supervisor.value).length
     process.off("unhandledRejection", onRejection)
+    process.off("uncaughtException", onException)
+    DiagnosticsChannel.unsubscribe("net.client.socket", onSocket)
     loop.disable()
     const maxEventLoopDelayMillis = Math.round(loop.max / 1e6)
     return {
       ...result,
       options,
       unhandledRejections,
+      uncaughtExceptions,
       maxAttempts,
       attemptsHistogram,
+      sentMaxAttempts: Math.max(0, ...sent.values()),
+      sentAttemptsHistogram: [...sent.values()].reduce<Record<number, number>>(
+        (histogram, n) => ({ ...histogram, [n]: (histogram[n] ?? 0) + 1 }),
+        {}
+      ),
+      callsSentMoreThanCounted: [...sent].filter(([id, n]) => n > (counted.get(id) ?? 0)).length,
       liveFibersAfter,
       maxEventLoopDelayMillis,
       callsOverDeadline: durations.filter((took) => took > deadlineMillis + 50 + maxEventLoopDelayMillis).length,
@@ -286,12 +366,19 @@ export const summary = (report: ChaosReport): string => {
     ["defects", String(report.defects), report.defects === 0 ? "ok" : "FAIL"],
     ["interruptions", String(report.interruptions), report.interruptions === 0 ? "ok" : "FAIL"],
     ["unhandled rejections", String(report.unhandledRejections), report.unhandledRejections === 0 ? "ok" : "FAIL"],
+    ["uncaught exceptions", String(report.uncaughtExceptions), report.uncaughtExceptions === 0 ? "ok" : "FAIL"],
     [
-      "max attempts per call",
-      `${report.maxAttempts} (policy: ${report.options.maxRetries + 1} + one 401 refresh = ${policy})`,
-      report.maxAttempts <= policy ? "ok" : "FAIL"
+      "max attempts per call (span / sent)",
+      `${report.maxAttempts} / ${report.sentMaxAttempts} (policy: ${report.options.maxRetries + 1} + one 401 refresh = ${policy})`,
+      report.maxAttempts <= policy && report.sentMaxAttempts <= policy && report.sentMaxAttempts > 1 ? "ok" : "FAIL"
     ],
-    ["attempts histogram", Object.entries(report.attemptsHistogram).map(([k, v]) => `${k}: ${v}`).join(", "), ""],
+    [
+      "calls sending more than they count",
+      String(report.callsSentMoreThanCounted),
+      report.callsSentMoreThanCounted === 0 ? "ok" : "FAIL"
+    ],
+    ["attempts histogram (span)", histogram(report.attemptsHistogram), ""],
+    ["attempts histogram (sent)", histogram(report.sentAttemptsHistogram), ""],
     [
       "slowest call",
       `${report.maxCallMillis} ms (deadline ${Duration.format(Duration.decode(report.options.deadline))}, ` +
@@ -300,11 +387,18 @@ export const summary = (report: ChaosReport): string => {
     ],
     [
       "token requests",
-      `${report.tokenRequests} for ${report.tokenTroubleEvents} revoke/expire events`,
-      report.tokenRequests <= 3 * (report.tokenTroubleEvents + 1) ? "ok" : "FAIL"
+      `${report.tokenRequests} for ${report.tokenTroubleEvents} revoke/expire events (at most ${
+        tokenRequestLimit(report)
+      })`,
+      report.tokenRequests <= tokenRequestLimit(report) ? "ok" : "FAIL"
     ],
     ["faults injected", Object.entries(report.faultsInjected).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(", "), ""],
     ["fibers left", String(report.liveFibersAfter), report.liveFibersAfter === 0 ? "ok" : "FAIL"],
+    [
+      "client sockets left",
+      `${report.clientSocketsLeft} of ${report.clientSocketsOpened} opened`,
+      report.clientSocketsLeft === 0 && report.clientSocketsOpened > 0 ? "ok" : "FAIL"
+    ],
     ["sockets before / after", `${report.socketsBefore} / ${report.socketsAfter}`, report.socketsAfter <= report.socketsBefore ? "ok" : "FAIL"],
     ["heap samples (MiB)", report.heapSamplesMiB.join(", "), heapFlat(report.heapSamplesMiB) ? "flat" : "GROWING"],
     ["wall time", `${(report.wallMillis / 1000).toFixed(1)} s`, ""]
@@ -313,6 +407,16 @@ export const summary = (report: ChaosReport): string => {
   const w1 = Math.max(...rows.map((r) => r[1].length))
   return rows.map(([a, b, c]) => `${a.padEnd(w0)}  ${b.padEnd(w1)}  ${c}`.trimEnd()).join("\n")
 }
+
+const histogram = (counts: Readonly<Record<number, number>>): string =>
+  Object.entries(counts).map(([k, v]) => `${k}: ${v}`).join(", ")
+
+/**
+ * The most token requests the run may make: the first, and for each revoke or expire event one refresh and, when the
+ * refresh token went with the access token (revoked), one issue after it. More would mean callers fetching on their
+ * own rather than waiting on the one fetch in flight.
+ */
+export const tokenRequestLimit = (report: ChaosReport): number => 2 * (report.tokenTroubleEvents + 1)
 
 /** Flat: the last samples are within 50% (and 20 MiB) of the early ones, after the first warm-up sample. */
 export const heapFlat = (samples: ReadonlyArray<number>): boolean => {
