@@ -255,6 +255,33 @@ describe("effect-fin against the emulator", () => {
     expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)
   })
 
+  it("at debug level, under faults and refused tokens, no output carries the secret or a token", async () => {
+    const fee = "POST /v1/fee-calculation" as const
+    const outputs: Array<string> = []
+    // A refused token (401, then a fresh one), a 503 then a retry, a body that is no JSON, a token route failing once.
+    const faults: ReadonlyArray<ReadonlyArray<Emulator.FaultRule>> = [
+      [{ kind: "status", status: 401, route: fee, times: 1 }],
+      [{ kind: "status", status: 503, route: fee, times: 1 }],
+      [{ kind: "malformed", route: fee, times: 1 }],
+      [{ kind: "status", status: 503, route: "POST /v1/oauth/token", times: 1 }]
+    ]
+    try {
+      for (const rules of faults) {
+        await Effect.runPromise(emulator.setFaults(rules))
+        const result = await cli(["--log-level", "debug", "quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)
+        outputs.push(result.stdout, result.stderr)
+      }
+    } finally {
+      await Effect.runPromise(emulator.clearFaults)
+    }
+    const everything = outputs.join("\n")
+    // The debug lines were written: the check reads what a user would see with logging up.
+    expect(everything).toContain("effect-fin: retrying")
+    expect(everything).toContain("got 401")
+    expect(everything).not.toContain(emulator.credentials.clientSecret)
+    expect(everything).not.toMatch(/emu_(at|rt)_\d+_[0-9a-f]{8}/)
+  })
+
   it("a refused call's line names the status, the operation and the service's field errors", async () => {
     // A fixed fee of 1 takes the whole of 1.01 once the percentage is added: the service's 422 says so per field.
     const refused = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1.01"], env)
