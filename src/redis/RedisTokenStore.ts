@@ -233,27 +233,32 @@ export const make = (
         Effect.asVoid
       )
 
-    const release: TokenStore.Service["unlock"] = (key, owner, failure) =>
-      Effect.mapError(
-        redis.eval("unlock", unlock, [lockKey(key), failureKey(key)], [
-          owner,
-          failure === undefined ? "" : encodeFailure({ owner, error: failure }),
-          lockMillis
-        ]),
-        failed
-      ).pipe(Effect.asVoid)
+    const unlockCommand = (key: string, owner: string, failure?: string): Connection.Command => ({
+      script: unlock,
+      keys: [lockKey(key), failureKey(key)],
+      args: [owner, failure === undefined ? "" : encodeFailure({ owner, error: failure }), lockMillis]
+    })
+
+    const release: TokenStore.Service["unlock"] = (key, owner, failure) => {
+      const { args, keys, script } = unlockCommand(key, owner, failure)
+      return Effect.mapError(redis.eval("unlock", script, keys, args), failed).pipe(Effect.asVoid)
+    }
 
     const take: TokenStore.Service["lock"] = (key) => {
       const owner = globalThis.crypto.randomUUID()
-      return redis.eval("lock", lock, [lockKey(key)], [owner, lockMillis]).pipe(
+      // A command that timed out may still reach Redis and take the lock for no one: it is released behind it, so the
+      // others need not wait for it to expire.
+      return redis.evalTaking(
+        "lock",
+        { script: lock, keys: [lockKey(key)], args: [owner, lockMillis] },
+        unlockCommand(key, owner),
+        lockMillis
+      ).pipe(
         Effect.map((reply): TokenStore.Lock => {
           const [taken, holder] = reply as [number, string]
           return taken === 1 ? { _tag: "Acquired", owner } : { _tag: "Held", owner: holder }
         }),
-        Effect.mapError(failed),
-        // A command that timed out may still reach Redis and take the lock for no one: release it behind it (the
-        // connection keeps the order), so the others need not wait for it to expire.
-        Effect.tapError(() => Effect.forkDaemon(Effect.ignore(release(key, owner))))
+        Effect.mapError(failed)
       )
     }
 

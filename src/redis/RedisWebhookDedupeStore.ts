@@ -11,7 +11,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -94,7 +93,15 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
     return {
       claim: (eventId, referenceId, ttl) => {
         const token = globalThis.crypto.randomUUID()
-        return redis.eval("claim", claim, [eventKey(eventId), referenceClaimKey(referenceId)], [token, millis(ttl)])
+        const keys = [eventKey(eventId), referenceClaimKey(referenceId)]
+        // A claim that timed out, or whose caller was interrupted, may still reach Redis: it is released behind it, or
+        // redeliveries would get 409 until the claim expires.
+        return redis.evalTaking(
+          "claim",
+          { script: claim, keys, args: [token, millis(ttl)] },
+          { script: release, keys, args: [token] },
+          millis(ttl)
+        )
           .pipe(
             Effect.map((reply): Webhooks.Claim =>
               reply === "claimed"
@@ -105,14 +112,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
                 ? { _tag: "ReferenceBusy" }
                 : { _tag: "InProgress" }
             ),
-            Effect.mapError(failed),
-            // A claim that timed out, or whose caller was interrupted, may still reach Redis: release it behind it (the
-            // connection keeps the order), or redeliveries would get 409 until the claim expires.
-            Effect.onExit((exit) =>
-              Exit.isSuccess(exit)
-                ? Effect.void
-                : Effect.forkDaemon(Effect.ignore(releaseClaim(eventId, referenceId, token)))
-            )
+            Effect.mapError(failed)
           )
       },
       complete: (eventId, token, handled, ttl) =>

@@ -12,7 +12,9 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { Redis } from "ioredis"
 import { createHash } from "node:crypto"
+import * as Net from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
@@ -20,7 +22,7 @@ import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.
 import * as TokenStore from "../../src/TokenStore.js"
 import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
-import { captureLogs, closedPort, seedTokens } from "../support.js"
+import { captureLogs, closedPort, eventually, seedTokens } from "../support.js"
 import { dedupeStoreContract } from "../dedupeStoreContract.js"
 import { plain, tokenStoreContract } from "../tokenStoreContract.js"
 import { redisClient, redisUrl, uniquePrefix } from "./support.js"
@@ -184,6 +186,77 @@ describe("RedisTokenStore", () => {
         Effect.uninterruptible(Effect.flatMap(RedisTokenStore.make(options), (made) => Effect.flip(made.get("k"))))
       )
       expect([late._tag, late.operation]).toEqual(["TokenStoreError", "get"])
+    }).pipe(Effect.scoped), 20_000)
+
+  // A lock or claim whose command timed out may still be taken when Redis answers: it is released behind it, once the
+  // command has settled, also when Redis had forgotten its script (NOSCRIPT: the whole script is sent after the
+  // answer) while it remembered the release's.
+  for (const forgotten of [false, true]) {
+    it.live(`a lock or claim that timed out is released once Redis answers${forgotten ? ", its script forgotten" : ""}`, () =>
+      Effect.gen(function*() {
+        const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+        const options = { url: server.url, timeout: "300 millis", lockTtl: "30 seconds" } as const
+        const store = yield* RedisTokenStore.make(options)
+        const dedupe = yield* RedisWebhookDedupeStore.make(options)
+        const admin = yield* Effect.acquireRelease(
+          Effect.sync(() => new Redis(server.url)),
+          (redis) => Effect.promise(() => redis.quit())
+        )
+        if (forgotten) {
+          yield* Effect.promise(() => admin.script("FLUSH"))
+          // The releases' scripts cached again, those of the lock and the claim not.
+          yield* store.unlock("other", "nobody")
+          yield* dedupe.release("other-event", "other-reference", "nobody")
+        }
+        server.freeze()
+        const failed = yield* Effect.all([
+          Effect.flip(store.lock("k")),
+          Effect.flip(dedupe.claim("event", "reference", Duration.seconds(30)))
+        ])
+        expect(failed.map((e) => e.message)).toEqual(["Redis did not answer within 300ms", "Redis did not answer within 300ms"])
+        server.thaw()
+        // Taken for no one, then released: within moments (not the 30 s they were taken for), the next caller gets them.
+        yield* eventually(Effect.map(store.lock("k"), (lock) => lock._tag === "Acquired"), "the lock released", 150)
+        yield* eventually(
+          Effect.map(dedupe.claim("event", "reference", Duration.seconds(30)), (claim) => claim._tag === "Claimed"),
+          "the claim released",
+          150
+        )
+      }).pipe(Effect.scoped), 20_000)
+  }
+
+  it.live("a lock that timed out is released once Redis answers, also when the connection dropped meanwhile", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      // The store talks to Redis through a proxy whose connections the test can cut.
+      const pairs = new Set<Net.Socket>()
+      const proxy = Net.createServer((downstream) => {
+        const upstream = Net.connect(server.port, "127.0.0.1")
+        for (const socket of [downstream, upstream]) {
+          pairs.add(socket)
+          socket.on("error", () => undefined)
+          socket.on("close", () => {
+            pairs.delete(socket)
+            downstream.destroy()
+            upstream.destroy()
+          })
+        }
+        downstream.pipe(upstream)
+        upstream.pipe(downstream)
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))),
+        () => Effect.sync(() => proxy.close())
+      )
+      const url = `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`
+      const store = yield* RedisTokenStore.make({ url, timeout: "300 millis", lockTtl: "30 seconds" })
+      server.freeze()
+      const failed = yield* Effect.fork(Effect.flip(store.lock("k")))
+      yield* Effect.sleep("100 millis")
+      for (const socket of pairs) socket.destroy()
+      expect((yield* failed).message).toMatch(/Redis did not answer within 300ms|Redis is not connected/)
+      server.thaw()
+      yield* eventually(Effect.map(Effect.either(store.lock("k")), (lock) => lock._tag === "Right" && lock.right._tag === "Acquired"), "the lock released", 250)
     }).pipe(Effect.scoped), 20_000)
 
   it("a store's timeout, lockTtl or waitInterval that is not a finite duration above zero throws when it is made", () => {

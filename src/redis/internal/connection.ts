@@ -4,6 +4,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
@@ -60,6 +61,26 @@ export interface Connection {
     keys: ReadonlyArray<string>,
     args: ReadonlyArray<string | number>
   ) => Effect.Effect<unknown, Failure>
+  /**
+   * `eval` of a command that takes something for `ttl` milliseconds (a lock, a claim). If its caller does not see it
+   * succeed (it timed out, failed, or was interrupted), the command may still take it in Redis: `undo` is sent once
+   * the command has settled (answered, or given up by the client), and again until it is answered or the thing has
+   * expired. Sending it at once would not do: the command is sent a second time, after its answer, when Redis had
+   * forgotten its script, and a connection that drops loses what is sent meanwhile.
+   */
+  readonly evalTaking: (
+    operation: string,
+    command: Command,
+    undo: Command,
+    ttl: number
+  ) => Effect.Effect<unknown, Failure>
+}
+
+/** A script with its keys and arguments. */
+export interface Command {
+  readonly script: Script
+  readonly keys: ReadonlyArray<string>
+  readonly args: ReadonlyArray<string | number>
 }
 
 // Only the first line of a Redis error, and not too much of it: enough to act on, nothing of what was sent.
@@ -163,13 +184,34 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         }),
         detachedIfUninterruptible
       )
+    const send = ({ args, keys, script }: Command): Promise<unknown> =>
+      client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) =>
+        // A restarted or flushed Redis forgot the script: send it whole (Redis caches it again).
+        describe(error).startsWith("NOSCRIPT")
+          ? client.eval(script.source, keys.length, ...keys, ...args)
+          : Promise.reject(error)
+      )
     const evalScript: Connection["eval"] = (operation, script, keys, args) =>
-      run(operation, (redis) =>
-        redis.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) =>
-          // A restarted or flushed Redis forgot the script: send it whole (Redis caches it again).
-          describe(error).startsWith("NOSCRIPT")
-            ? redis.eval(script.source, keys.length, ...keys, ...args)
-            : Promise.reject(error)
-        ))
-    return { prefix: options.prefix ?? "effect-fin", run, eval: evalScript }
+      run(operation, () => send({ script, keys, args }))
+
+    // Background clean-up, on plain timers (unref'd: it never keeps the process alive), until the undo is answered,
+    // the thing it undoes has expired, or the client is closed.
+    const undoAfter = (sent: Promise<unknown>, undo: Command, ttl: number) => {
+      const until = Date.now() + ttl
+      const attempt = (pause: number): void => {
+        if (client.status === "end" || Date.now() >= until) return
+        send(undo).catch(() => {
+          setTimeout(() => attempt(Math.min(pause * 2, 1_000)), pause).unref()
+        })
+      }
+      sent.then(() => attempt(50), () => attempt(50))
+    }
+    const evalTaking: Connection["evalTaking"] = (operation, command, undo, ttl) =>
+      Effect.suspend(() => {
+        const sent = send(command)
+        return run(operation, () => sent).pipe(
+          Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => undoAfter(sent, undo, ttl)))
+        )
+      })
+    return { prefix: options.prefix ?? "effect-fin", run, eval: evalScript, evalTaking }
   })
