@@ -36,7 +36,8 @@ return 'claimed'`)
 
 // KEYS: event, the newest created_at of the event's order key (unused without one), reference claim. ARGV: event TTL, created_at ("" for an event not kept
 // in order), token, created_at TTL. Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit)
-// and stored as sent. An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
+// and stored as sent; a stored value that is no number (another writer's) counts as none and is replaced (a script
+// that fails midway is not rolled back). An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
 // its handler would lose its claim midway.
 const complete = Connection.script(`
 local v = redis.call('GET', KEYS[1])
@@ -44,8 +45,8 @@ if not (v and string.sub(v, 1, 8) == 'pending:' and v ~= 'pending:' .. ARGV[3]) 
   redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
 end
 if ARGV[2] ~= '' then
-  local last = redis.call('GET', KEYS[2])
-  if (not last) or tonumber(last) < tonumber(ARGV[2]) then
+  local last = tonumber(redis.call('GET', KEYS[2]) or '')
+  if (not last) or last < tonumber(ARGV[2]) then
     redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
   end
 end
@@ -135,7 +136,8 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
       release: releaseClaim,
       lastHandled: (key) =>
         redis.run("lastHandled", (client) => client.get(orderKey(key))).pipe(
-          Effect.map((value) => value === null ? Option.none() : Option.some(Number(value))),
+          // A value that is no number (another writer's) is none: the next event handled replaces it.
+          Effect.map((value) => Option.filter(Option.fromNullable(value).pipe(Option.map(Number)), Number.isFinite)),
           Effect.mapError(failed)
         )
     }

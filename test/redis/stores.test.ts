@@ -299,6 +299,22 @@ describe("RedisWebhookDedupeStore", () => {
       RedisWebhookDedupeStore.make({ url: redisUrl, prefix: uniquePrefix("dedupe") }),
       (store) => dedupeStoreContract(store, Duration.seconds(1), Effect.sleep("1500 millis"))
     ))
+
+  it.scopedLive("an order record that is no number (another writer's) is taken as none, and replaced, not a failure each time", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("dedupe-odd-order")
+      const store = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix })
+      const redis = yield* redisClient
+      yield* Effect.promise(() => redis.set(`${prefix}:webhook:order:beneficiary.status:ref-1`, "2026-04-04T17:40:00Z"))
+      expect(yield* store.lastHandled("beneficiary.status:ref-1")).toEqual(Option.none())
+      const claim = yield* store.claim("event-1", "ref-1", Duration.seconds(30))
+      if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${claim._tag}`)
+      const order = { key: "beneficiary.status:ref-1", createdAt: 1_775_324_400_000_000, ttl: Duration.days(30) }
+      yield* store.complete("event-1", claim.token, { referenceId: "ref-1", order }, Duration.hours(24))
+      expect(yield* store.lastHandled("beneficiary.status:ref-1")).toEqual(Option.some(order.createdAt))
+      // The reference is free again for the next event.
+      expect((yield* store.claim("event-2", "ref-1", Duration.seconds(30)))._tag).toBe("Claimed")
+    }))
 })
 
 describe("Redis stopped mid-run", () => {
