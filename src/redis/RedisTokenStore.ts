@@ -126,6 +126,7 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> => {
   const timeout = Connection.durationOption("RedisTokenStore", "timeout", options.timeout, "1 second")
+  Connection.checkUrl("RedisTokenStore", options.url)
   const lockTtl = Connection.durationOption("RedisTokenStore", "lockTtl", options.lockTtl, "10 seconds")
   const waitInterval = Connection.durationOption("RedisTokenStore", "waitInterval", options.waitInterval, "25 millis")
   return Effect.gen(function*() {

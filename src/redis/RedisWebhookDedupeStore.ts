@@ -81,6 +81,7 @@ const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMil
  */
 export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> => {
   const timeout = Connection.durationOption("RedisWebhookDedupeStore", "timeout", options.timeout, "1 second")
+  Connection.checkUrl("RedisWebhookDedupeStore", options.url)
   return Effect.map(Connection.connect(options, timeout), (redis): Webhooks.WebhookDedupeStoreService => {
     const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
     const orderKey = (key: string) => `${redis.prefix}:webhook:order:${key}`

@@ -268,6 +268,19 @@ describe("RedisTokenStore", () => {
       () => RedisWebhookDedupeStore.make({ timeout: Number.POSITIVE_INFINITY })
     ]
     for (const make of refused) expect(make).toThrow(/^effect-fin: Redis\w+Store: (timeout|lockTtl|waitInterval) /)
+    // A malformed URL: said without the URL, whose password ioredis's own error would quote.
+    for (const url of ["redis://:s3cret@127.0.0.1:notaport", "redis://:s3cr%ET@127.0.0.1:6379", "http://127.0.0.1:6379", "127.0.0.1:6379"]) {
+      for (const make of [() => RedisTokenStore.make({ url }), () => RedisWebhookDedupeStore.layer({ url })]) {
+        expect(make, url).toThrow(/^effect-fin: Redis\w+Store: url is not a Redis URL/)
+        let thrown: unknown
+        try {
+          make()
+        } catch (error) {
+          thrown = error
+        }
+        expect(`${JSON.stringify(thrown)} ${String(thrown)}`).not.toContain("s3cr")
+      }
+    }
   })
 })
 

@@ -2,6 +2,7 @@
  * The Redis connection of the stores: a client of the user's or one of ours, commands bounded by a timeout, Lua
  * scripts run by their SHA-1 (loaded again after a Redis restart).
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -100,6 +101,28 @@ export const durationOption = (
   fallback: Duration.DurationInput
 ): Duration.Duration =>
   Durations.checkOrThrow(input ?? fallback, false, `effect-fin: ${store}: ${name}`)
+
+/**
+ * The `url` option of a store, checked when the store is made: ioredis would throw on a malformed one, and its error
+ * quotes the URL, password included. Said without it.
+ */
+export const checkUrl = (store: string, url: string | undefined): void => {
+  if (url === undefined) return
+  const refused = () =>
+    new Cause.IllegalArgumentException(
+      `effect-fin: ${store}: url is not a Redis URL (redis://[user:password@]host[:port][/db] or rediss://...)`
+    )
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+    // ioredis decodes the credentials and would throw on a stray %.
+    decodeURIComponent(parsed.username)
+    decodeURIComponent(parsed.password)
+  } catch {
+    throw refused()
+  }
+  if ((parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") || parsed.hostname === "") throw refused()
+}
 
 /** Opens (or borrows) the client for the life of the scope; `timeout` bounds each command. */
 export const connect = (options: Options, timeout: Duration.Duration): Effect.Effect<Connection, never, Scope.Scope> =>
