@@ -278,7 +278,15 @@ export class InMemoryHttp extends Context.Tag("effect-fin/test/InMemoryHttp")<In
  * @since 0.1.0
  * @category models
  */
-export type Routes = Readonly<Record<string, Handler>>
+export type Routes = Readonly<Record<Route, Handler>>
+
+/**
+ * A route of `Routes`: an upper-case method, a space, and a path (a misspelt method is a compile error).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Route = `${"GET" | "POST" | "PUT" | "PATCH" | "DELETE"} /${string}`
 
 const matches = (route: string, method: string, path: string): boolean => {
   const [routeMethod, routePath = ""] = route.split(" ", 2)

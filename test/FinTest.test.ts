@@ -44,3 +44,23 @@ describe("FinTest.advanceUntilDone", () => {
     expect(() => FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" })).toThrow("limit is not a valid duration")
   })
 })
+
+describe("FinTest.layerClient routes", () => {
+  it.effect("a route's method is checked when compiled (tsc); a route no request matches is listed as unmatched", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error a method in lower case never matches: a compile error
+      const lower: FinTest.Routes = { "post /v1/fee-calculation": () => FinTest.json(200, quoteBody) }
+      // @ts-expect-error no space between the method and the path
+      const glued: FinTest.Routes = { "POST/v1/fee-calculation": () => FinTest.json(200, quoteBody) }
+      // A misspelt path compiles: the request it was meant for is answered 404 and listed as unmatched.
+      const misspelt: FinTest.Routes = { "POST /v1/fee-calulation": () => FinTest.json(200, quoteBody) }
+      for (const routes of [lower, glued, misspelt]) {
+        const [error, unmatched] = yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(
+          Effect.zip(Effect.flatMap(FinTest.InMemoryHttp, (http) => http.unmatched)),
+          provideClient(routes)
+        )
+        expect(error).toMatchObject({ _tag: "ApiError", status: 404 })
+        expect(unmatched.map((request) => `${request.method} ${request.path}`)).toEqual([FEE])
+      }
+    }))
+})
