@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { execFile, execFileSync } from "node:child_process"
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -213,14 +213,29 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     expect(run(process.execPath, ["-e", redisCjs], withPeers).trim()).toBe("function function")
   })
 
+  it("typesVersions names every subpath of exports, with its CommonJS declarations (TypeScript's node10 resolution)", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      readonly exports: Record<string, string | { readonly require: { readonly types: string } }>
+      readonly typesVersions: { readonly "*": Record<string, ReadonlyArray<string>> }
+    }
+    const expected = Object.fromEntries(
+      Object.entries(pkg.exports).flatMap(([subpath, target]) =>
+        typeof target === "string" || subpath === "." ? [] : [[subpath.slice(2), [target.require.types]]]
+      )
+    )
+    expect(pkg.typesVersions["*"]).toEqual(expected)
+  })
+
   it("passes publint", async () => {
     expect(await runAsync(bin("publint"), [], root)).toContain("All good")
   }, 120_000)
 
-  it("passes @arethetypeswrong/cli for node16 and bundlers", async () => {
-    // Exits non-zero on any problem; node10 (no `exports` support) cannot see subpaths at all, by design.
-    const output = await runAsync(bin("attw"), [join(scratch, tarball), "--profile", "node16"], root)
+  it("passes @arethetypeswrong/cli for node10, node16 and bundlers", async () => {
+    // Exits non-zero on any problem. node10 (TypeScript's resolution for `module: commonjs`, no `exports`) finds the
+    // subpaths through `typesVersions`.
+    const output = await runAsync(bin("attw"), [join(scratch, tarball)], root)
     expect(output).toContain(`"effect-fin/test"`)
+    expect(output).toContain("node10: 🟢")
     expect(output).not.toContain("❌")
   }, 120_000)
 })
