@@ -139,13 +139,23 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
 }
 
-const duration = (
-  path: string,
-  input: Duration.DurationInput | undefined,
-  fallback: Duration.DurationInput,
-  allowZero: boolean
-): Either.Either<Duration.Duration, ConfigError.ConfigError> =>
-  Either.mapLeft(Durations.check(input ?? fallback, allowZero), (problem) => invalid(path, `${path} ${problem}`))
+// The duration options: their defaults, and whether zero is allowed (it means "off" for those that take it).
+const durations = {
+  timeout: ["30 seconds", false],
+  deadline: ["60 seconds", false],
+  maxRetryAfter: ["60 seconds", true],
+  tokenTimeout: ["10 seconds", false],
+  refreshMargin: ["60 seconds", true],
+  subdivisionCacheTtl: ["24 hours", true],
+  subdivisionFallbackCooldown: ["30 seconds", true]
+} as const satisfies Record<string, readonly [Duration.DurationInput, boolean]>
+
+type DurationOption = keyof typeof durations
+
+const duration = (options: Options, name: DurationOption): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
+  const [fallback, allowZero] = durations[name]
+  return Either.mapLeft(Durations.check(options[name] ?? fallback, allowZero), (problem) => invalid(name, `${name} ${problem}`))
+}
 
 // `value`, unless a rule (taken in order) is broken: then the first broken rule's message, under `path`.
 const checked = <A>(
@@ -192,15 +202,15 @@ const checks = (options: Options): {
       `environment must be "sandbox" or "production"`
     ]),
     baseUrl: parseBaseUrl(options.baseUrl ?? baseUrls[knownEnvironment ? environment : "sandbox"]),
-    timeout: duration("timeout", options.timeout, "30 seconds", false),
-    deadline: duration("deadline", options.deadline, "60 seconds", false),
+    timeout: duration(options, "timeout"),
+    deadline: duration(options, "deadline"),
     maxRetries: checked(maxRetries, "maxRetries", [
       () => Number.isSafeInteger(maxRetries) && maxRetries >= 0 && maxRetries <= 10,
       "maxRetries must be a whole number from 0 to 10"
     ]),
-    maxRetryAfter: duration("maxRetryAfter", options.maxRetryAfter, "60 seconds", true),
-    tokenTimeout: duration("tokenTimeout", options.tokenTimeout, "10 seconds", false),
-    refreshMargin: duration("refreshMargin", options.refreshMargin, "60 seconds", true),
+    maxRetryAfter: duration(options, "maxRetryAfter"),
+    tokenTimeout: duration(options, "tokenTimeout"),
+    refreshMargin: duration(options, "refreshMargin"),
     tracePropagation: Either.right(options.tracePropagation ?? false),
     userAgent: checked(
       userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
@@ -211,13 +221,8 @@ const checks = (options: Options): {
       () => mode === "online" || mode === "offline" || mode === "fallback",
       `subdivisionMode must be "online", "offline" or "fallback"`
     ]),
-    subdivisionCacheTtl: duration("subdivisionCacheTtl", options.subdivisionCacheTtl, "24 hours", true),
-    subdivisionFallbackCooldown: duration(
-      "subdivisionFallbackCooldown",
-      options.subdivisionFallbackCooldown,
-      "30 seconds",
-      true
-    )
+    subdivisionCacheTtl: duration(options, "subdivisionCacheTtl"),
+    subdivisionFallbackCooldown: duration(options, "subdivisionFallbackCooldown")
   }
 }
 
@@ -260,13 +265,15 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
 export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.ConfigError> =>
   Layer.effect(FinConfig, resolve(options))
 
-// Config.duration reads "-5 seconds" as zero: a negative duration is refused here, so that `resolve` sees the mistake.
-// Values are quoted, so that stray whitespace shows.
-const durationVar = (name: string): Config.Config<Duration.Duration> =>
+// Config.duration reads "-5 seconds" as zero: a negative duration is refused here, in the words `resolve` uses for zero
+// where zero is not allowed. Values are quoted, so that stray whitespace shows.
+const durationVar = (name: string, option: DurationOption): Config.Config<Duration.Duration> =>
   Config.nested(
     Config.mapOrFail(Config.string(), (text) =>
       Durations.isNegativeOrNaN(text)
-        ? Either.left(ConfigError.InvalidData([], `Expected a duration of zero or more but received ${JSON.stringify(text)}`))
+        ? Either.left(
+          ConfigError.InvalidData([], `${name} must be ${durations[option][1] ? "zero or more" : "greater than zero"}`)
+        )
         : Either.fromOption(
           Duration.decodeUnknown(text),
           () =>
@@ -319,21 +326,22 @@ const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
 
 // One Config per option, each reading its variable.
 const envOptions = {
-  clientId: Config.nonEmptyString("FIN_CLIENT_ID"),
+  // Read as any text: `resolve` says what is wrong with it, in the words it uses for the secret.
+  clientId: Config.string("FIN_CLIENT_ID"),
   clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
   environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
   baseUrl: Config.option(Config.string("FIN_BASE_URL")),
-  timeout: Config.option(durationVar("FIN_TIMEOUT")),
-  deadline: Config.option(durationVar("FIN_DEADLINE")),
+  timeout: Config.option(durationVar("FIN_TIMEOUT", "timeout")),
+  deadline: Config.option(durationVar("FIN_DEADLINE", "deadline")),
   maxRetries: Config.option(countVar("FIN_MAX_RETRIES")),
-  maxRetryAfter: Config.option(durationVar("FIN_MAX_RETRY_AFTER")),
-  tokenTimeout: Config.option(durationVar("FIN_TOKEN_TIMEOUT")),
-  refreshMargin: Config.option(durationVar("FIN_REFRESH_MARGIN")),
+  maxRetryAfter: Config.option(durationVar("FIN_MAX_RETRY_AFTER", "maxRetryAfter")),
+  tokenTimeout: Config.option(durationVar("FIN_TOKEN_TIMEOUT", "tokenTimeout")),
+  refreshMargin: Config.option(durationVar("FIN_REFRESH_MARGIN", "refreshMargin")),
   tracePropagation: Config.option(Config.boolean("FIN_TRACE_PROPAGATION")),
   userAgent: Config.option(Config.string("FIN_USER_AGENT")),
   subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
-  subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL")),
-  subdivisionFallbackCooldown: Config.option(durationVar("FIN_SUBDIVISION_FALLBACK_COOLDOWN"))
+  subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL", "subdivisionCacheTtl")),
+  subdivisionFallbackCooldown: Config.option(durationVar("FIN_SUBDIVISION_FALLBACK_COOLDOWN", "subdivisionFallbackCooldown"))
 }
 
 type EnvValues = { readonly [K in keyof typeof envOptions]: Config.Config.Success<(typeof envOptions)[K]> }
@@ -361,6 +369,10 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  */
 export const fromEnv: Config.Config<Options> = Config.map(Config.all(envOptions), toOptions)
 
+// A variable that is not set, said so (Config.redacted hides the message of a missing secret as "<redacted>").
+const notSetSaid = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
+  ConfigError.isMissingData(error) ? ConfigError.MissingData(error.path, `${error.path.join(".")} is not set`) : error
+
 /**
  * `fromEnv`, checked as `resolve` checks options, every problem naming its variable (`FIN_MAX_RETRIES`, not
  * `maxRetries`), so a misconfigured deployment is told what to change: variables that cannot be read and values the
@@ -375,7 +387,7 @@ export const optionsFromEnv: Effect.Effect<Options, ConfigError.ConfigError> = E
     const unread = Object.keys(read).filter((key) => Either.isLeft(read[key as keyof typeof read]))
     const options = toOptions(Record.map(read, Either.getOrUndefined) as Partial<EnvValues>)
     const errors = [
-      ...Object.values(read).flatMap((result) => Either.isLeft(result) ? [result.left] : []),
+      ...Object.values(read).flatMap((result) => Either.isLeft(result) ? [notSetSaid(result.left)] : []),
       ...problems(checks(options), new Set(unread)).map(inVariables)
     ]
     return errors.length === 0 ? Effect.succeed(options) : Effect.fail(allOf(errors))

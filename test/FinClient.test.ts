@@ -125,6 +125,25 @@ describe("FinConfig", () => {
       expect(String(error)).not.toContain("secret\n")
     }))
 
+  it.effect("from FIN_* variables, one wording per kind of problem: what is not set, what is empty, what is not above zero", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([["FIN_CLIENT_ID", ""], ["FIN_TIMEOUT", "-5 seconds"], ["FIN_DEADLINE", "0 seconds"]])
+        ))
+      ))
+      const problems = (e: ConfigError.ConfigError): Array<string> =>
+        e._op === "And" || e._op === "Or"
+          ? [...problems(e.left), ...problems(e.right)]
+          : [`${e._op} ${e.path.join(".")}: ${"message" in e ? e.message : ""}`]
+      expect(problems(error).sort()).toEqual([
+        "InvalidData FIN_CLIENT_ID: FIN_CLIENT_ID must be a non-empty string",
+        "InvalidData FIN_DEADLINE: FIN_DEADLINE must be greater than zero",
+        "InvalidData FIN_TIMEOUT: FIN_TIMEOUT must be greater than zero",
+        "MissingData FIN_CLIENT_SECRET: FIN_CLIENT_SECRET is not set"
+      ])
+    }))
+
   it.effect("layerFromEnv reads FIN_* variables, with the secret redacted", () =>
     Effect.gen(function*() {
       const options = yield* FinConfig.fromEnv.pipe(
