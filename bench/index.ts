@@ -308,7 +308,10 @@ const webCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<strin
     `  alone, with no library code, reaches ${x(raw)} here: on Node 20 each call is a job on libuv's thread pool`,
     "  (4 threads) with its own promise, and on this 2-CPU machine those threads compete with the main thread. A",
     "  one-off run with `UV_THREADPOOL_SIZE=1` (2026-11-23) brought bare `subtle.verify` to about two thirds of raw, but a library",
-    "  cannot set that for its users. The node:crypto layer (`effect-fin/node`) is the fast one and the README says so.",
+    "  cannot set that for its users. Nor is the rest waste: 64 fibers each awaiting `Effect.promise` around bare",
+    "  `subtle.verify`, and nothing else, reached about 0.6x of bare `subtle.verify` (2026-11-25, three rounds), and",
+    "  the layer (header parsing, hex decoding, the secrets' rotation) about 0.4-0.5x. The node:crypto layer",
+    "  (`effect-fin/node`) is the fast one and the README says so.",
     ""
   ]
 }
