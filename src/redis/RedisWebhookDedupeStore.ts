@@ -36,8 +36,8 @@ return 'claimed'`)
 
 // KEYS: event, the newest created_at of the event's order key (unused without one), reference claim. ARGV: event TTL, created_at ("" for an event not kept
 // in order), token, created_at TTL. Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit)
-// and stored as sent; a stored value that is no number (another writer's) counts as none and is replaced (a script
-// that fails midway is not rolled back). An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
+// and stored as sent; a stored value that is not digits (another writer's: "nan" and "inf" are numbers to Lua) counts
+// as none and is replaced (a script that fails midway is not rolled back). An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
 // its handler would lose its claim midway.
 const complete = Connection.script(`
 local v = redis.call('GET', KEYS[1])
@@ -45,7 +45,8 @@ if not (v and string.sub(v, 1, 8) == 'pending:' and v ~= 'pending:' .. ARGV[3]) 
   redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
 end
 if ARGV[2] ~= '' then
-  local last = tonumber(redis.call('GET', KEYS[2]) or '')
+  local stored = redis.call('GET', KEYS[2])
+  local last = stored and string.match(stored, '^%d+$') and tonumber(stored)
   if (not last) or last < tonumber(ARGV[2]) then
     redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
   end
@@ -137,8 +138,8 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
       release: releaseClaim,
       lastHandled: (key) =>
         redis.run("lastHandled", (client) => client.get(orderKey(key))).pipe(
-          // A value that is no number (another writer's) is none: the next event handled replaces it.
-          Effect.map((value) => Option.filter(Option.fromNullable(value).pipe(Option.map(Number)), Number.isFinite)),
+          // A value that is not digits (another writer's) is none, as `complete` takes it: the next event replaces it.
+          Effect.map((value) => value !== null && /^\d+$/.test(value) ? Option.some(Number(value)) : Option.none()),
           Effect.mapError(failed)
         )
     }

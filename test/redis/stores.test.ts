@@ -12,6 +12,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Scheduler from "effect/Scheduler"
 import { Redis } from "ioredis"
 import { createHash } from "node:crypto"
 import * as Net from "node:net"
@@ -225,6 +226,28 @@ describe("RedisTokenStore", () => {
       }).pipe(Effect.scoped), 20_000)
   }
 
+  it.live("a lock or claim refused at once by an unreachable Redis leaves no unhandled rejection, whatever the scheduler", () =>
+    Effect.gen(function*() {
+      const rejections: Array<unknown> = []
+      const onRejection = (reason: unknown) => void rejections.push(reason)
+      yield* Effect.acquireRelease(
+        Effect.sync(() => process.on("unhandledRejection", onRejection)),
+        () => Effect.sync(() => process.off("unhandledRejection", onRejection))
+      )
+      const url = `redis://127.0.0.1:${yield* closedPort}`
+      const options = { url, timeout: "200 millis" } as const
+      const store = yield* RedisTokenStore.make(options)
+      const dedupe = yield* RedisWebhookDedupeStore.make(options)
+      // A scheduler that runs fibers on timers: the command's failure comes before they run.
+      yield* Effect.withScheduler(
+        Effect.forEach([1, 2, 3], () =>
+          Effect.all([Effect.either(store.lock("k")), Effect.either(dedupe.claim("e", "r", Duration.seconds(1)))])),
+        Scheduler.timer(0)
+      )
+      yield* Effect.sleep("100 millis")
+      expect(rejections).toEqual([])
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("a lock that timed out is released once Redis answers, also when the connection dropped meanwhile", () =>
     Effect.gen(function*() {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
@@ -318,6 +341,16 @@ describe("RedisWebhookDedupeStore", () => {
       const prefix = uniquePrefix("dedupe-odd-order")
       const store = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix })
       const redis = yield* redisClient
+      // Lua's tonumber reads "nan", "inf" and "1e400" as numbers no timestamp is ever above: refused as well.
+      for (const odd of ["nan", "inf", "1e400", "12.5"]) {
+        yield* Effect.promise(() => redis.set(`${prefix}:webhook:order:beneficiary.status:ref-odd`, odd))
+        expect(yield* store.lastHandled("beneficiary.status:ref-odd"), odd).toEqual(Option.none())
+        const oddClaim = yield* store.claim(`event-${odd}`, "ref-odd", Duration.seconds(30))
+        if (oddClaim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${oddClaim._tag}`)
+        const at = { key: "beneficiary.status:ref-odd", createdAt: 1_775_324_400_000_000, ttl: Duration.days(30) }
+        yield* store.complete(`event-${odd}`, oddClaim.token, { referenceId: "ref-odd", order: at }, Duration.hours(24))
+        expect(yield* store.lastHandled("beneficiary.status:ref-odd"), odd).toEqual(Option.some(at.createdAt))
+      }
       yield* Effect.promise(() => redis.set(`${prefix}:webhook:order:beneficiary.status:ref-1`, "2026-04-04T17:40:00Z"))
       expect(yield* store.lastHandled("beneficiary.status:ref-1")).toEqual(Option.none())
       const claim = yield* store.claim("event-1", "ref-1", Duration.seconds(30))

@@ -232,6 +232,9 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     const evalTaking: Connection["evalTaking"] = (operation, command, undo, ttl) =>
       Effect.suspend(() => {
         const sent = send(command)
+        // Handled from now on: the command may fail before `run`'s fiber listens (an unreachable Redis fails it at once,
+        // and a scheduler may run that fiber on a later timer), which Node would report as an unhandled rejection.
+        sent.catch(() => undefined)
         return run(operation, () => sent).pipe(
           Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => undoAfter(sent, undo, ttl)))
         )
