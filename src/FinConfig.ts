@@ -267,8 +267,9 @@ export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.Conf
 
 // Config.duration reads "-5 seconds" as zero: a negative duration is refused here, in the words `resolve` uses for zero
 // where zero is not allowed. Values are quoted, so that stray whitespace shows.
-const durationVar = (name: string, option: DurationOption): Config.Config<Duration.Duration> =>
-  Config.nested(
+const durationVar = (option: DurationOption): Config.Config<Duration.Duration> => {
+  const name = variables[option]
+  return Config.nested(
     Config.mapOrFail(Config.string(), (text) =>
       Durations.isNegativeOrNaN(text)
         ? Either.left(
@@ -284,6 +285,7 @@ const durationVar = (name: string, option: DurationOption): Config.Config<Durati
         )),
     name
   )
+}
 
 // Config.integer reads with `Number`: an empty value (`FIN_MAX_RETRIES=` in a container spec) would be 0, retries off
 // without a word, and " 3", "3.0" or "1e1" would pass. Only digits are a count.
@@ -331,17 +333,17 @@ const envOptions = {
   clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
   environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
   baseUrl: Config.option(Config.string("FIN_BASE_URL")),
-  timeout: Config.option(durationVar("FIN_TIMEOUT", "timeout")),
-  deadline: Config.option(durationVar("FIN_DEADLINE", "deadline")),
+  timeout: Config.option(durationVar("timeout")),
+  deadline: Config.option(durationVar("deadline")),
   maxRetries: Config.option(countVar("FIN_MAX_RETRIES")),
-  maxRetryAfter: Config.option(durationVar("FIN_MAX_RETRY_AFTER", "maxRetryAfter")),
-  tokenTimeout: Config.option(durationVar("FIN_TOKEN_TIMEOUT", "tokenTimeout")),
-  refreshMargin: Config.option(durationVar("FIN_REFRESH_MARGIN", "refreshMargin")),
+  maxRetryAfter: Config.option(durationVar("maxRetryAfter")),
+  tokenTimeout: Config.option(durationVar("tokenTimeout")),
+  refreshMargin: Config.option(durationVar("refreshMargin")),
   tracePropagation: Config.option(Config.boolean("FIN_TRACE_PROPAGATION")),
   userAgent: Config.option(Config.string("FIN_USER_AGENT")),
   subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
-  subdivisionCacheTtl: Config.option(durationVar("FIN_SUBDIVISION_CACHE_TTL", "subdivisionCacheTtl")),
-  subdivisionFallbackCooldown: Config.option(durationVar("FIN_SUBDIVISION_FALLBACK_COOLDOWN", "subdivisionFallbackCooldown"))
+  subdivisionCacheTtl: Config.option(durationVar("subdivisionCacheTtl")),
+  subdivisionFallbackCooldown: Config.option(durationVar("subdivisionFallbackCooldown"))
 }
 
 type EnvValues = { readonly [K in keyof typeof envOptions]: Config.Config.Success<(typeof envOptions)[K]> }

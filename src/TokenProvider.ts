@@ -121,6 +121,9 @@ interface State {
 // After a failed early refresh, how long the current token is used before the next refresh is tried.
 const REFRESH_PAUSE_MILLIS = 5_000
 
+// How many refused access tokens a provider remembers.
+const MAX_REFUSED = 16
+
 const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
   description: "Token issue and refresh calls made by effect-fin",
   incremental: true
@@ -272,10 +275,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // The last refresh token the service refused: when the issue that followed failed too, the state (or the shared
     // store) still holds it, and the next fetch must not spend a call on it again.
     let refusedRefresh: string | undefined
-    // The last access token the service refused (`invalidate`): never handed out again, nor taken back from a store
-    // that failed to clear it.
-    let refusedAccess: string | undefined
-    const isRefused = (token: Redacted.Redacted<string>) => Redacted.value(token) === refusedAccess
+    // The access tokens the service refused (`invalidate`), the latest few: never handed out again, nor taken back
+    // from a store that failed to clear them (each stays there no longer than its lifetime; a token refused this many
+    // refusals ago has long been replaced).
+    const refusedAccess = new Set<string>()
+    const isRefused = (token: Redacted.Redacted<string>) => refusedAccess.has(Redacted.value(token))
+    const refuse = (token: Redacted.Redacted<string>) => {
+      refusedAccess.add(Redacted.value(token))
+      if (refusedAccess.size > MAX_REFUSED) refusedAccess.delete(refusedAccess.values().next().value!)
+    }
 
     const refresh = (token: Redacted.Redacted<string>) =>
       Effect.gen(function*() {
@@ -303,7 +311,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Redacted.value(previous.value.token) !== refusedRefresh
           ? refresh(previous.value.token)
           : issue,
-        (pair) => Effect.sync(() => void (isRefused(pair.access.token) && (refusedAccess = undefined)))
+        (pair) => Effect.sync(() => void refusedAccess.delete(Redacted.value(pair.access.token)))
       )
 
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
@@ -424,6 +432,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Option.map(seen.stored, fromTokens),
           (pair) => Option.isNone(own) && now < pair.access.usableUntil && !isRefused(pair.access.token)
         )
+      // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next try.
+      const goOnWith = (pair: Pair, now: number): Pair => ({ ...pair, access: pauseRefresh(now)(pair.access) })
       const waitMillis = Duration.toMillis(store.waitInterval)
       const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
         round(store, local, waitedFor, seen),
@@ -432,7 +442,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Option.match(Option.filter(stillUsable(now), (pair) => now + waitMillis >= pair.access.usableUntil), {
                 onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
-                onSome: (pair) => Effect.succeed({ ...pair, access: pauseRefresh(now)(pair.access) })
+                onSome: (pair) => Effect.succeed(goOnWith(pair, now))
               })),
           onSome: Effect.succeed
         })
@@ -446,8 +456,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Option.match(stillUsable(now), {
                 onNone: () => Effect.fail(error),
-                onSome: (pair) =>
-                  refreshFailed(error._tag).pipe(Effect.as({ ...pair, access: pauseRefresh(now)(pair.access) }))
+                onSome: (pair) => refreshFailed(error._tag).pipe(Effect.as(goOnWith(pair, now)))
               }))
           )
         )
@@ -475,7 +484,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const now = yield* Clock.currentTimeMillis
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
-            ? { access: Option.some(exit.value.access), refresh: exit.value.refresh, pending: Option.none() }
+            ? {
+              // Refused while the fetch ended (a stored pair handed on): not kept for the callers after these.
+              access: Option.some(exit.value.access).pipe(Option.filter((access) => !isRefused(access.token))),
+              refresh: exit.value.refresh,
+              pending: Option.none()
+            }
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now)), pending: Option.none() })
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
           const reason = Option.match(Cause.failureOption(exit.cause), {
@@ -572,7 +586,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const invalidate: Service["invalidate"] = (token) =>
       Effect.zipRight(
         SynchronizedRef.update(ref, (state) => {
-          refusedAccess = Redacted.value(token)
+          refuse(token)
           return Option.isSome(state.access) && isRefused(state.access.value.token)
             ? { ...state, access: Option.none() }
             : state

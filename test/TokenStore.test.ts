@@ -235,6 +235,26 @@ describe("TokenStore", () => {
       expect(yield* storedAccess(memory, yield* key)).toEqual(Option.some("token-2"))
     }))
 
+  it.effect("a token refused earlier stays refused after another is refused too", () =>
+    Effect.gen(function*() {
+      // The store keeps token-1 (its clears fail): a second refusal, of another token, must not let it back.
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" })),
+        set: (key, tokens, owner) =>
+          Redacted.value(tokens.accessToken) === "token-1" ? memory.set(key, tokens, owner) : Effect.succeed(true)
+      }
+      const got = yield* Effect.gen(function*() {
+        const provider = yield* TokenProvider.TokenProvider
+        yield* provider.invalidate(yield* provider.get)
+        const second = yield* provider.get
+        yield* provider.invalidate(second)
+        return [Redacted.value(second), Redacted.value(yield* provider.get)]
+      }).pipe(withStore(store, {}))
+      expect(got).toEqual(["token-2", "token-3"])
+    }))
+
   it.effect("a refused refresh token leaves the shared pair when the issue after it failed too: no other client tries it", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()

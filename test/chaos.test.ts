@@ -57,6 +57,8 @@ describe("chaos (reduced)", () => {
       // those calls, with the error of their last attempt or a TimeoutError.
       const report = yield* Chaos.run({ ...Chaos.fullRun, fees: 300, subdivisions: 0, deadline: "700 millis" })
       expect(report.sentAttemptsHistogram[2]).toBeGreaterThan(0)
+      // Calls did run into it (a retry after the first backoff ends past 500 ms), and none outlived it.
+      expect(report.maxCallMillis).toBeGreaterThan(500)
       expect(report.callsOverDeadline).toBe(0)
       expect([report.defects, report.interruptions, report.unhandledRejections, report.uncaughtExceptions]).toEqual([
         0,
