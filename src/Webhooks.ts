@@ -210,13 +210,15 @@ export type Secrets = Secret | ReadonlyArray<Secret>
 const toRedacted = (secret: Secret): Redacted.Redacted<string> =>
   typeof secret === "string" ? Redacted.make(secret) : secret
 
+// What `String.prototype.trim` removes.
+const isSpace = (c: number): boolean =>
+  c <= 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
+  c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+
 // A secret with surrounding whitespace (read from a file with its newline, say) never matches the service's: refused,
-// rather than every delivery answered as badly signed.
-const paddedSecret = (secrets: ReadonlyArray<Redacted.Redacted<string>>): boolean =>
-  secrets.some((secret) => {
-    const value = Redacted.value(secret)
-    return value.trim() !== value
-  })
+// rather than every delivery answered as badly signed. Two character codes, not a trim: this is on every verification.
+const isPadded = (value: string): boolean =>
+  value !== "" && (isSpace(value.charCodeAt(0)) || isSpace(value.charCodeAt(value.length - 1)))
 
 const paddedMessage = "holds a webhook secret that starts or ends with whitespace (a trailing newline, say)"
 
@@ -226,18 +228,37 @@ const checkEnvironment = (where: "handler" | "verify", environment: unknown): vo
   }
 }
 
+/** The secrets to try, and whether one of them has whitespace around it (see `isPadded`). */
+interface SecretList {
+  readonly keys: ReadonlyArray<Redacted.Redacted<string>>
+  readonly padded: boolean
+}
+
+// The list of one `Redacted` secret, made once (it cannot change): the usual case, and on every verification.
+const listsOfOne = new WeakMap<Redacted.Redacted<string>, SecretList>()
+
 // Empty secrets are dropped: an HMAC under an empty key proves nothing.
-const secretList = (secrets: Secrets): ReadonlyArray<Redacted.Redacted<string>> => {
-  if (typeof secrets === "string" || Redacted.isRedacted(secrets)) {
-    const one = toRedacted(secrets)
-    return Redacted.value(one) === "" ? [] : [one]
+const secretList = (secrets: Secrets): SecretList => {
+  if (Redacted.isRedacted(secrets)) {
+    const one = secrets as Redacted.Redacted<string>
+    let list = listsOfOne.get(one)
+    if (list === undefined) listsOfOne.set(one, list = listOf([one]))
+    return list
   }
-  const out: Array<Redacted.Redacted<string>> = []
+  return listOf(typeof secrets === "string" ? [secrets] : secrets)
+}
+
+const listOf = (secrets: ReadonlyArray<Secret>): SecretList => {
+  const keys: Array<Redacted.Redacted<string>> = []
+  let padded = false
   for (const secret of secrets) {
     const redacted = toRedacted(secret)
-    if (Redacted.value(redacted) !== "") out.push(redacted)
+    const value = Redacted.value(redacted)
+    if (value === "") continue
+    padded ||= isPadded(value)
+    keys.push(redacted)
   }
-  return out
+  return { keys, padded }
 }
 
 /**
@@ -350,11 +371,11 @@ const toBytes = (body: Uint8Array | string): Uint8Array => typeof body === "stri
 const checkSignature = (
   crypto: WebhookCryptoService,
   parsed: SignatureHeaders,
-  secrets: ReadonlyArray<Redacted.Redacted<string>>,
+  { keys: secrets, padded }: SecretList,
   body: Uint8Array
 ): Effect.Effect<void, WebhookVerificationError> => {
   if (secrets.length === 0) return Effect.fail(fail("no_secret", "no webhook secret is configured"))
-  if (paddedSecret(secrets)) return Effect.fail(fail("no_secret", `the configuration ${paddedMessage}`))
+  if (padded) return Effect.fail(fail("no_secret", `the configuration ${paddedMessage}`))
   const { algorithm, hex } = parsed
   const verifySync = crypto.verifySync
   if (verifySync !== undefined) {
@@ -884,7 +905,7 @@ const decodeBody = (body: Uint8Array, options: VerifyOptions): Effect.Effect<Dec
 const verifyWith = (
   body: Uint8Array,
   parsed: SignatureHeaders,
-  secrets: ReadonlyArray<Redacted.Redacted<string>>,
+  secrets: SecretList,
   options: VerifyOptions
 ): Effect.Effect<Decoded, WebhookVerificationError> =>
   Effect.withFiberRuntime((fiber) =>
@@ -1282,8 +1303,8 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
-  if (secrets.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
-  if (paddedSecret(secrets)) throw invalid(`secrets ${paddedMessage}`)
+  if (secrets.keys.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
+  if (secrets.padded) throw invalid(`secrets ${paddedMessage}`)
   checkEnvironment("handler", options.environment)
   // A misspelt event type would leave its events acknowledged (200 handled) and never handled: lost for good.
   for (const [type, handle] of Object.entries(options.handlers)) {
