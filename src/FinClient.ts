@@ -67,8 +67,9 @@ export const layerConfig = (
   Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
 
 /**
- * Like `layer`, with the options read from the `FIN_*` environment variables (see `FinConfig.fromEnv`); a missing
- * `FIN_CLIENT_ID` or `FIN_CLIENT_SECRET` is a `ConfigError`.
+ * Like `layer`, with the options read from the `FIN_*` environment variables and checked (see
+ * `FinConfig.optionsFromEnv`): a missing `FIN_CLIENT_ID` or `FIN_CLIENT_SECRET`, or any value that does not read or
+ * is refused, is a `ConfigError` naming its variable, all of them at once.
  *
  * @since 0.1.0
  * @category layers

@@ -29,7 +29,7 @@ export interface Options {
   readonly environment?: Environment | undefined
   /** Overrides `environment`; https required unless the host is loopback. */
   readonly baseUrl?: string | undefined
-  /** Per attempt (request + body + decode). Default 30 s. */
+  /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */
   readonly timeout?: Duration.DurationInput | undefined
   /** Whole call, retries and waits included. Default 60 s. */
   readonly deadline?: Duration.DurationInput | undefined

@@ -1,7 +1,7 @@
 /**
- * The one place that executes HTTP. One attempt = send the request, read the body once as text (up to a limit),
- * decode it, all under one timeout; every outcome is mapped to a typed error that holds no request, header, token or
- * value.
+ * The one place that executes HTTP. One attempt = send the request and read the body once as text (up to a limit),
+ * under one timeout, then decode it (synchronously); every outcome is mapped to a typed error that holds no request,
+ * header, token or value.
  *
  * Only this module imports the platform's HTTP client modules, so a port to another HTTP layer touches one file.
  *
