@@ -125,7 +125,7 @@ export const validate = (input: unknown): Effect.Effect<CountryCode, RequestVali
  * @category validation
  */
 export const parse = (input: string): Effect.Effect<CountryCode, RequestValidationError> => {
-  // Typed as text, but given from outside (a repeated query parameter is an array): refused as any other bad code.
+  // Typed as text, but given from outside (a repeated query parameter is an array): refused like every other bad code.
   if (typeof input !== "string") return validate(input)
   const trimmed = input.trim()
   // ASCII letters only: upper-casing other scripts can make ASCII ("ıta" would become "ITA").

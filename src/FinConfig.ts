@@ -328,7 +328,7 @@ const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
 
 // One Config per option, each reading its variable.
 const envOptions = {
-  // Read as any text: `resolve` says what is wrong with it, in the words it uses for the secret.
+  // Read as plain text: `resolve` says what is wrong with it, in the words it uses for the secret.
   clientId: Config.string("FIN_CLIENT_ID"),
   clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
   environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
