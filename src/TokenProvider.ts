@@ -587,7 +587,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       Effect.zipRight(
         SynchronizedRef.update(ref, (state) => {
           refuse(token)
-          return Option.isSome(state.access) && isRefused(state.access.value.token)
+          return Option.isSome(state.access) && Redacted.value(state.access.value.token) === Redacted.value(token)
             ? { ...state, access: Option.none() }
             : state
         }),
