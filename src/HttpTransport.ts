@@ -111,7 +111,11 @@ export const withOptions: {
 } = dual(
   2,
   <A, E, R>(self: Effect.Effect<A, E, R>, options: CallOptions): Effect.Effect<A, E, R> =>
-    Effect.locallyWith(self, currentOptions, (current) => ({ ...current, ...options }))
+    // An option left undefined is not this caller's to say: the outer one (or the client's) stands.
+    Effect.locallyWith(self, currentOptions, (current) => ({
+      ...current,
+      ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))
+    }))
 )
 
 const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
@@ -190,9 +194,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
     const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
       Effect.gen(function*() {
-        const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions), defaults)
-        const body = yield* jsonBody(spec.body)
         const name = spec.name ?? "request"
+        // Refused before anything is sent: counted and traced all the same, with no attempt (no latency either).
+        const refused = (error: RequestValidationError) =>
+          Effect.zipRight(
+            Http.annotateOutcome(0, error._tag, undefined),
+            Metric.increment(requestsByOutcome(name)(error._tag))
+          )
+        const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions), defaults).pipe(
+          Effect.tapError(refused)
+        )
+        const body = yield* Effect.tapError(jsonBody(spec.body), refused)
         const operation = `${spec.method} ${spec.path}`
         const query = spec.query === undefined ? "" : `?${new URLSearchParams(spec.query).toString()}`
         const url = config.baseUrl + spec.path + query
@@ -297,20 +309,27 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 operation,
                 attempts
               })),
-          // One step at the end: the span's outcome (a success or a failure, not an interruption), then the metrics.
+          // One step at the end: the span's outcome (a success, a failure or a defect, not an interruption), then the
+          // metrics.
           Effect.onExit((exit) => {
             const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
+            // No failure: an interruption, or a defect (a platform client or a response schema that threw).
+            const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
             const metrics = Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Effect.zipRight(
                 Metric.update(latencyOf(name), now - started),
                 Metric.increment(
                   requestsByOutcome(name)(
-                    failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : "interrupted"
+                    failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : other
                   )
                 )
               ))
             if (failure === undefined) return Effect.zipRight(Http.annotateOutcome(attempts, "success", status), metrics)
-            if (failure._tag === "None") return metrics
+            if (failure._tag === "None") {
+              return other === "defect"
+                ? Effect.zipRight(Http.annotateOutcome(attempts, "defect", lastStatus), metrics)
+                : metrics
+            }
             // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not
             // this operation's, which was maybe never sent.
             return Effect.zipRight(

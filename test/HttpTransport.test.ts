@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -6,6 +7,8 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
@@ -21,6 +24,17 @@ import { backoff } from "../src/internal/retry.js"
 import { acceptPayment, advance, captureLogs, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
+
+// `effect_fin_requests_total` of one operation: [outcome, count] for each outcome seen.
+const outcomesOf = (operation: string) =>
+  Effect.sync(() =>
+    Metric.unsafeSnapshot().flatMap((pair) => {
+      const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
+      return pair.metricKey.name === "effect_fin_requests_total" && tags.operation === operation
+        ? [[tags.outcome, (pair.metricState as MetricState.MetricState.Counter<number>).count] as const]
+        : []
+    })
+  )
 const calculate = FeeService.calculate(quoteRequest)
 const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
 // Issued or refreshed: after a 401 the provider refreshes with the refresh token it holds.
@@ -453,6 +467,53 @@ describe("HttpTransport", () => {
       expect(error._tag === "TimeoutError" && error.kind).toBe("attempt")
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
+
+  it.effect("a nested withOptions that leaves an option undefined keeps the outer one (maxRetries 0 stays 0)", () =>
+    Effect.gen(function*() {
+      // A helper passing its own optional settings through: `maxRetries: undefined` means "not mine to say".
+      const helper = (options: { readonly maxRetries?: number | undefined }) =>
+        HttpTransport.withOptions({ timeout: "5 seconds", maxRetries: options.maxRetries })
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(
+        calculate.pipe(helper({}), HttpTransport.withOptions({ maxRetries: 0, deadline: "20 seconds" }))
+      ))
+      expect(error._tag).toBe("ApiError")
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(503) })))
+
+  it.effect("a call that dies (a platform client or schema that throws) is counted and traced as a defect", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const dies = HttpTransport.request({
+        method: "GET",
+        path: "/v1/dies",
+        response: Schema.transform(Schema.Unknown, Schema.Unknown, {
+          strict: true,
+          decode: () => {
+            throw new Error("boom")
+          },
+          encode: (u) => u
+        }),
+        name: "dies"
+      })
+      const exit = yield* Effect.exit(dies.pipe(Effect.provide(tracing)))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      const span = (yield* spans).find((s) => s.name === "effect-fin.dies")
+      expect(span?.attributes.get("effect_fin.outcome")).toBe("defect")
+      expect(yield* outcomesOf("dies")).toEqual([["defect", 1]])
+    }).pipe(provideClient({ "GET /v1/dies": () => ok })))
+
+  it.effect("a call refused before anything is sent is counted and traced too, with no attempt", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const refused = HttpTransport.request({ method: "GET", path: "/v1/../x", response: Schema.Unknown, name: "refused" })
+      expect((yield* Effect.flip(refused.pipe(Effect.provide(tracing))))._tag).toBe("RequestValidationError")
+      const span = (yield* spans).find((s) => s.name === "effect-fin.refused")
+      expect([span?.attributes.get("effect_fin.outcome"), span?.attributes.get("effect_fin.attempts")]).toEqual([
+        "RequestValidationError",
+        0
+      ])
+      expect(yield* outcomesOf("refused")).toEqual([["RequestValidationError", 1]])
+    }).pipe(provideClient({})))
 
   it.effect("an invalid override is a RequestValidationError and sends nothing", () =>
     Effect.gen(function*() {
