@@ -448,6 +448,29 @@ describe("Emulator", () => {
         expect(first).toContain(422)
       }))
 
+    it.scopedLive("with a seed, the fault choices do not move when tokens are issued in between", () =>
+      Effect.gen(function*() {
+        // The same lookups, with one token issued first or three: timed revocations bring such differences.
+        const run = (tokens: number) =>
+          Effect.scoped(Effect.gen(function*() {
+            const emulator = yield* Emulator.make({
+              seed: 7,
+              faults: [{ kind: "status", status: 503, rate: 0.5, route: "GET /v1/countries/{country_code}/subdivisions" }]
+            })
+            let token = ""
+            for (let i = 0; i < tokens; i++) token = (yield* tokenOf(emulator))["access_token"]!
+            const statuses: Array<number> = []
+            for (let i = 0; i < 16; i++) {
+              statuses.push((yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions", { token })).status)
+            }
+            return statuses
+          }))
+        const one = yield* run(1)
+        expect(yield* run(3)).toEqual(one)
+        expect(one).toContain(503)
+        expect(one).toContain(200)
+      }))
+
     it.scopedLive("closing the emulator ends stalled requests and frees the port", () =>
       Effect.gen(function*() {
         const { inFlight, port } = yield* Effect.scoped(Effect.gen(function*() {

@@ -108,8 +108,12 @@ export interface State {
 export const make = (settings: Settings): Effect.Effect<State> =>
   Effect.gen(function*() {
     const ambient = yield* Effect.random
-    const newRandom = () => settings.seed === undefined ? ambient : Random.make(settings.seed)
-    let random = newRandom()
+    // Two seeded streams: the fault rolls are not moved by the tokens and ids drawn meanwhile (a token request more
+    // or fewer, as timed revocations bring, would otherwise change every fault decision after it).
+    const newRandom = (stream: string) =>
+      settings.seed === undefined ? ambient : stream === "" ? Random.make(settings.seed) : Random.make(`${settings.seed}:${stream}`)
+    let random = newRandom("")
+    let faultRandom = newRandom("faults")
     let rules: Array<Rule> = settings.faults.map((rule) => ({ rule, injected: 0 }))
     let requests = zeroRequests()
     let statuses: Record<string, number> = {}
@@ -155,7 +159,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
         // sequence of requests; then decided in one synchronous block.
         const rolls: Array<number> = []
         for (const { rule } of candidates) {
-          rolls.push(rule.rate === undefined || rule.rate >= 1 ? 0 : yield* random.next)
+          rolls.push(rule.rate === undefined || rule.rate >= 1 ? 0 : yield* faultRandom.next)
         }
         return yield* Effect.sync(() => {
           let latency = 0
@@ -211,7 +215,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       })
 
     const reset = Effect.sync(() => {
-      random = newRandom()
+      random = newRandom("")
+      faultRandom = newRandom("faults")
       rules = settings.faults.map((rule) => ({ rule, injected: 0 }))
       requests = zeroRequests()
       statuses = {}
