@@ -692,6 +692,31 @@ describe("Emulator", () => {
       }))
   })
 
+  describe("webhook answers", () => {
+    it.scopedLive("a receiver that answers its status then stalls its body counts as answered, with that status", () =>
+      Effect.gen(function*() {
+        const sockets = new Set<Net.Socket>()
+        const stalling = Http.createServer((_request, response) => {
+          response.writeHead(200, { "content-type": "text/plain", "content-length": "100" })
+          response.write("partial")
+        })
+        stalling.on("connection", (socket) => sockets.add(socket))
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => stalling.listen(0, "127.0.0.1", resolve))),
+          () =>
+            Effect.sync(() => {
+              for (const socket of sockets) socket.destroy()
+              stalling.close()
+            })
+        )
+        const { port } = stalling.address() as Net.AddressInfo
+        const emulator = yield* Emulator.make({ webhookUrl: `http://127.0.0.1:${port}/hooks`, webhookTimeout: "300 millis" })
+        const delivery = yield* emulator.sendWebhook()
+        expect(delivery.status).toBe(200)
+        expect(yield* emulator.counters).toMatchObject({ webhooksSent: 1, webhooksFailed: 0 })
+      }))
+  })
+
   describe("layer and serve", () => {
     it.live("the layer provides the service; once closed, the port refuses connections", () =>
       Effect.gen(function*() {

@@ -106,13 +106,8 @@ export const send = (
         HttpClientRequest.bodyUint8Array(bytes, "application/json")
       )
     ).pipe(
-      // The answer's body is read (and dropped) so the connection can be reused; a failure there keeps the status.
-      Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
       Effect.mapError((error) =>
-        new EmulatorError({
-          reason: "WebhookDeliveryFailed",
-          message: `The webhook delivery to ${url} failed: ${error._tag === "RequestError" ? error.reason : "body"}`
-        })
+        new EmulatorError({ reason: "WebhookDeliveryFailed", message: `The webhook delivery to ${url} failed: ${error.reason}` })
       ),
       Effect.timeoutFail({
         duration: timeout,
@@ -122,6 +117,9 @@ export const send = (
             message: `The webhook delivery to ${url} got no answer within ${Duration.format(timeout)}`
           })
       }),
+      // The answer's body is read (and dropped) so the connection can be reused, within the same time; one that fails
+      // or stalls keeps the status already received.
+      Effect.tap((response) => Effect.ignore(Effect.timeout(response.arrayBuffer, timeout))),
       Effect.tapBoth({
         onFailure: () => state.countWebhook(false),
         onSuccess: () => state.countWebhook(true)
