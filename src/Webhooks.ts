@@ -315,7 +315,12 @@ const parseSignatureHeaders = (headers: HeadersInput): Either.Either<SignatureHe
   if (typeof algorithmValue !== "string" && algorithmValue !== undefined) {
     return Either.left(fail("unsupported_algorithm", `the ${algorithmHeader} header is repeated`))
   }
-  const algorithm = algorithmValue === undefined || algorithmValue.trim() === ""
+  // As sent by the service (a name in lower case) at no cost; otherwise trimmed and lower-cased.
+  const algorithm = algorithmValue === undefined
+    ? "sha256"
+    : isAlgorithm(algorithmValue)
+    ? algorithmValue
+    : algorithmValue.trim() === ""
     ? "sha256"
     : algorithmValue.trim().toLowerCase()
   if (!isAlgorithm(algorithm)) {
