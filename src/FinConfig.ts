@@ -152,9 +152,15 @@ const durations = {
 
 type DurationOption = keyof typeof durations
 
-const duration = (options: Options, name: DurationOption): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
+const duration = (
+  options: Options,
+  name: DurationOption
+): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
   const [fallback, allowZero] = durations[name]
-  return Either.mapLeft(Durations.check(options[name] ?? fallback, allowZero), (problem) => invalid(name, `${name} ${problem}`))
+  return Either.mapLeft(
+    Durations.check(options[name] ?? fallback, allowZero),
+    (problem) => invalid(name, `${name} ${problem}`)
+  )
 }
 
 // `value`, unless a rule (taken in order) is broken: then the first broken rule's message, under `path`.
@@ -169,9 +175,14 @@ const checked = <A>(
 
 // Every option checked on its own, so that all problems are told at once, not one per attempt. `environment` is
 // checked apart from the base URL it picks: a base URL given (which overrides it) is checked whatever it is.
-const checks = (options: Options): {
-  readonly [K in keyof Resolved | "environment"]: Either.Either<K extends keyof Resolved ? Resolved[K] : Environment, ConfigError.ConfigError>
-} => {
+type Checked = {
+  readonly [K in keyof Resolved | "environment"]: Either.Either<
+    K extends keyof Resolved ? Resolved[K] : Environment,
+    ConfigError.ConfigError
+  >
+}
+
+const checks = (options: Options): Checked => {
   const { clientId, userAgent } = options
   const clientSecret = Redacted.isRedacted(options.clientSecret)
     ? options.clientSecret as Redacted.Redacted<string>
@@ -227,7 +238,7 @@ const checks = (options: Options): {
 }
 
 // The problems the checks found, but those of the options in `skip` (values that could not be read at all).
-const problems = (results: ReturnType<typeof checks>, skip: ReadonlySet<string>): Array<ConfigError.ConfigError> =>
+const problems = (results: Checked, skip: ReadonlySet<string>): Array<ConfigError.ConfigError> =>
   (Object.values(results) as ReadonlyArray<Either.Either<unknown, ConfigError.ConfigError>>).flatMap((result) =>
     Either.isLeft(result) && !(ConfigError.isInvalidData(result.left) && skip.has(result.left.path[0]!))
       ? [result.left]

@@ -229,7 +229,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         })
         : Breaker.none()
       const cache = yield* cacheOf((country) =>
-        Effect.flatMap(HttpTransport.currentCallOptions, (options) => breaker.track(fetchChecked(country), judge(options)))
+        Effect.flatMap(
+          HttpTransport.currentCallOptions,
+          (options) => breaker.track(fetchChecked(country), judge(options))
+        )
       )
       const lookup = (country: CountryCode.CountryCode) =>
         Effect.flatMap(HttpTransport.currentCallOptions, (options) =>

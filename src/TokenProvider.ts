@@ -432,7 +432,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Option.map(seen.stored, fromTokens),
           (pair) => Option.isNone(own) && now < pair.access.usableUntil && !isRefused(pair.access.token)
         )
-      // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next try.
+      // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next
+      // try.
       const goOnWith = (pair: Pair, now: number): Pair => ({ ...pair, access: pauseRefresh(now)(pair.access) })
       const waitMillis = Duration.toMillis(store.waitInterval)
       const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(

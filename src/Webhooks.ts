@@ -1267,7 +1267,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly claimTtl?: Duration.DurationInput | undefined
   /**
    * How long handled event ids are remembered (default 24 hours; when `maxAge` is set, at least `maxAge` and the 5
-   * minutes an event may be dated ahead, so that a replay is refused either as too old or as a duplicate). A delivery repeated after that runs the handlers again.
+   * minutes an event may be dated ahead, so that a replay is refused either as too old or as a duplicate). A delivery
+   * repeated after that runs the handlers again.
    */
   readonly dedupeTtl?: Duration.DurationInput | undefined
   /**

@@ -192,8 +192,10 @@ export const parseCountries = (
 export const readPrevious = (dir: string): Effect.Effect<Snapshot, SnapshotError> => {
   const path = Path.join(dir, files.data)
   return Effect.tryPromise({
-    try: () => Fs.readFile(path, "utf8").catch((e: NodeJS.ErrnoException) => e.code === "ENOENT" ? undefined : Promise.reject(e)),
-    catch: (e) => new SnapshotError({ message: `${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})` })
+    try: () =>
+      Fs.readFile(path, "utf8").catch((e: NodeJS.ErrnoException) => e.code === "ENOENT" ? undefined : Promise.reject(e)),
+    catch: (e) =>
+      new SnapshotError({ message: `${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})` })
   }).pipe(Effect.flatMap((text) => text === undefined ? Effect.succeed({}) : parseSnapshot(text, path)))
 }
 

@@ -265,9 +265,13 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
               : { source_currency: "USD", destination_amount: 100 + (i % 50), destination_currency: currencies[i % 4]! }
           )
         let t0 = 0
+        // The call's own span and id: what the attempts are counted against.
+        const traced = Effect.locally(effect, callIdRef, i).pipe(
+          Effect.withSpan("chaos.call", { attributes: { [callAttribute]: i } })
+        )
         return Effect.exit(Effect.zipRight(Effect.sync(() => {
           t0 = Date.now()
-        }), Effect.locally(effect, callIdRef, i).pipe(Effect.withSpan("chaos.call", { attributes: { [callAttribute]: i } })))).pipe(Effect.map((exit) => {
+        }), traced)).pipe(Effect.map((exit) => {
           const took = Date.now() - t0
           maxCallMillis = Math.max(maxCallMillis, took)
           durations.push(took)

@@ -34,11 +34,12 @@ if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'bus
 redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
 return 'claimed'`)
 
-// KEYS: event, the newest created_at of the event's order key (unused without one), reference claim. ARGV: event TTL, created_at ("" for an event not kept
-// in order), token, created_at TTL. Numbers are compared with tonumber (exact below 2^53: microsecond timestamps fit)
-// and stored as sent; a stored value that is not digits (another writer's: "nan" and "inf" are numbers to Lua) counts
-// as none and is replaced (a script that fails midway is not rolled back). An event another delivery has claimed since (this claim lapsed) is left to it: marked done here,
-// its handler would lose its claim midway.
+// KEYS: event, the newest created_at of the event's order key (unused without one), reference claim. ARGV: event TTL,
+// created_at ("" for an event not kept in order), token, created_at TTL. Numbers are compared with tonumber (exact
+// below 2^53: microsecond timestamps fit) and stored as sent; a stored value that is not digits (another writer's:
+// "nan" and "inf" are numbers to Lua) counts as none and is replaced (a script that fails midway is not rolled back).
+// An event another delivery has claimed since (this claim lapsed) is left to it: marked done here, its handler would
+// lose its claim midway.
 const complete = Connection.script(`
 local v = redis.call('GET', KEYS[1])
 if not (v and string.sub(v, 1, 8) == 'pending:' and v ~= 'pending:' .. ARGV[3]) then

@@ -111,7 +111,9 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     // Two seeded streams: the fault rolls are not moved by the tokens and ids drawn meanwhile (a token request more
     // or fewer, as timed revocations bring, would otherwise change every fault decision after it).
     const newRandom = (stream: string) =>
-      settings.seed === undefined ? ambient : stream === "" ? Random.make(settings.seed) : Random.make(`${settings.seed}:${stream}`)
+      settings.seed === undefined
+        ? ambient
+        : Random.make(stream === "" ? settings.seed : `${settings.seed}:${stream}`)
     let random = newRandom("")
     let faultRandom = newRandom("faults")
     let rules: Array<Rule> = settings.faults.map((rule) => ({ rule, injected: 0 }))

@@ -107,7 +107,10 @@ export const send = (
       )
     ).pipe(
       Effect.mapError((error) =>
-        new EmulatorError({ reason: "WebhookDeliveryFailed", message: `The webhook delivery to ${url} failed: ${error.reason}` })
+        new EmulatorError({
+          reason: "WebhookDeliveryFailed",
+          message: `The webhook delivery to ${url} failed: ${error.reason}`
+        })
       ),
       Effect.timeoutFail({
         duration: timeout,
