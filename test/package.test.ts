@@ -232,10 +232,26 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
 
   it("passes @arethetypeswrong/cli for node10, node16 and bundlers", async () => {
     // Exits non-zero on any problem. node10 (TypeScript's resolution for `module: commonjs`, no `exports`) finds the
-    // subpaths through `typesVersions`.
-    const output = await runAsync(bin("attw"), [join(scratch, tarball)], root)
-    expect(output).toContain(`"effect-fin/test"`)
-    expect(output).toContain("node10: 🟢")
-    expect(output).not.toContain("❌")
+    // subpaths through `typesVersions`. JSON, because attw's default text layout follows the terminal's width.
+    const output = await runAsync(bin("attw"), ["--format", "json", join(scratch, tarball)], root)
+    const { analysis } = JSON.parse(output) as {
+      readonly analysis: {
+        readonly problems: ReadonlyArray<unknown>
+        readonly entrypoints: Record<
+          string,
+          { readonly resolutions: Record<string, { readonly resolution?: { readonly fileName: string } }> }
+        >
+      }
+    }
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { readonly exports: object }
+    expect(analysis.problems).toEqual([])
+    expect(Object.keys(analysis.entrypoints).sort()).toEqual(Object.keys(pkg.exports).sort())
+    for (const [subpath, { resolutions }] of Object.entries(analysis.entrypoints)) {
+      const found = Object.fromEntries(Object.entries(resolutions).map(([kind, r]) => [kind, r.resolution !== undefined]))
+      expect({ subpath, found }).toEqual({
+        subpath,
+        found: { node10: true, "node16-cjs": true, "node16-esm": true, bundler: true }
+      })
+    }
   }, 120_000)
 })
