@@ -118,16 +118,29 @@ type Target =
  */
 export type FeeCalculationRequest = Amounts & Target
 
+// A figure in an answer past MAX_SAFE_INTEGER is not what the service sent (JSON.parse rounds it, and reads 1e400 as
+// Infinity), so it is refused rather than quoted. Fees are not documented as never negative, so only their size counts.
+const QUOTED = `a number from 0 to ${Number.MAX_SAFE_INTEGER}`
+const Quoted = Schema.Number.pipe(
+  Schema.filter((n) => n >= 0 && n <= Number.MAX_SAFE_INTEGER, { message: () => QUOTED })
+).annotations({ title: QUOTED })
+
+const FEE = `a number from -${Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`
+const FeeFigure = Schema.Number.pipe(
+  Schema.filter((n) => Math.abs(n) <= Number.MAX_SAFE_INTEGER, { message: () => FEE })
+).annotations({ title: FEE })
+
 /**
- * The fee breakdown of a quote.
+ * The fee breakdown of a quote. Each figure is within `Number.MAX_SAFE_INTEGER` of zero, so it is the one the service
+ * sent.
  *
  * @since 0.1.0
  * @category schemas
  */
 export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
-  fixed: Schema.Number,
-  percentage: Schema.Number,
-  total: Schema.Number,
+  fixed: FeeFigure,
+  percentage: FeeFigure,
+  total: FeeFigure,
   is_fee_applied: Schema.Boolean
 }) {}
 
@@ -145,7 +158,8 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
 }).annotations({ title: "an ISO 8601 date-time" })
 
 /**
- * A quote from the service. `valid_till` is `None` for the older response shape that lacks it (or holds `null`).
+ * A quote from the service. `valid_till` is `None` for the older response shape that lacks it (or holds `null`). The
+ * amounts and the rate are from 0 to `Number.MAX_SAFE_INTEGER`; past it a number is no longer the one sent.
  *
  * @since 0.1.0
  * @category schemas
@@ -153,9 +167,9 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
 export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
   source_currency: Schema.String,
   destination_currency: Schema.String,
-  source_amount: Schema.Number,
-  exchange_rate: Schema.Number,
-  destination_amount: Schema.Number,
+  source_amount: Quoted,
+  exchange_rate: Quoted,
+  destination_amount: Quoted,
   valid_till: Schema.optionalWith(ValidTill, { as: "Option", exact: true, nullable: true }),
   fee: Fee
 }) {

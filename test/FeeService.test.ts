@@ -92,6 +92,36 @@ describe("FeeService", () => {
       "POST /v1/fee-calculation": () => FinTest.json(200, { data: { ...quoteBody.data, valid_till: "2026" } })
     })))
 
+  it.effect("a quote whose figures a number cannot hold exactly, or that are negative, is a ResponseDecodeError naming them", () =>
+    Effect.gen(function*() {
+      const data = JSON.stringify(quoteBody.data)
+      // As sent: JSON.parse turns 9007199254740993 into ...992 and 1e400 into Infinity, so neither is what was quoted.
+      const answers: ReadonlyArray<[string, string]> = [
+        ["source_amount", data.replace(/"source_amount":\d+/, `"source_amount":9007199254740993`)],
+        ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":1e400`)],
+        ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":-508679`)],
+        ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":-1.45`)],
+        ["fee.total", data.replace(/"total":[\d.]+/, `"total":1e400`)],
+        ["fee.fixed", data.replace(/"fixed":[\d.]+/, `"fixed":-9007199254740993`)]
+      ]
+      for (const [path, body] of answers) {
+        expect(body, path).not.toBe(data)
+        const error = yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(
+          provideClient({ "POST /v1/fee-calculation": () => FinTest.text(200, `{"data":${body}}`, { "content-type": "application/json" }) })
+        )
+        expect(error._tag, path).toBe("ResponseDecodeError")
+        if (error._tag === "ResponseDecodeError") {
+          expect(error.issues.map((i) => i.path), body).toEqual([`data.${path}`])
+        }
+      }
+      // Zero, the largest safe figures and fractions are kept as sent.
+      const edge = { ...quoteBody.data, destination_amount: 0, source_amount: Number.MAX_SAFE_INTEGER, exchange_rate: 0.00001 }
+      const quote = yield* FeeService.calculate(quoteRequest).pipe(
+        provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, { data: edge }) })
+      )
+      expect([quote.destination_amount, quote.source_amount, quote.exchange_rate]).toEqual([0, Number.MAX_SAFE_INTEGER, 0.00001])
+    }))
+
   it.effect("what validate returns (from untyped input) is quoted as is, without a cast", () =>
     Effect.gen(function*() {
       const input: unknown = JSON.parse('{"source_currency":"USD","destination_currency":"CAD","source_amount":100}')
@@ -209,20 +239,28 @@ describe("FeeService", () => {
           }
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.45 }, fee: { fixed: 1, percentage: 1 } }))))
-    it.effect("a receive quote ends for any amount and rate: huge amounts, tiny rates", () =>
+    it.effect("a receive quote ends for any amount and rate: huge amounts, tiny rates; one whose figures a number cannot hold is a 422", () =>
       Effect.gen(function*() {
-        for (const to of ["CAD", "XYZ"]) {
-          for (const wanted of [2e14, Number.MAX_SAFE_INTEGER, 100]) {
-            const quote = yield* FeeService.calculate({ source_currency: "USD", destination_amount: wanted, destination_currency: to })
-            expect(quote.destination_amount).toBe(wanted)
-            expect(quote.source_amount).toBeGreaterThan(0)
-          }
-        }
+        const receive = (to: string, wanted: number) =>
+          FeeService.calculate({ source_currency: "USD", destination_amount: wanted, destination_currency: to }).pipe(
+            Effect.map((quote) => [quote.destination_amount === wanted, quote.source_amount > 0]),
+            Effect.catchTag("ApiError", (e) => Effect.succeed([e.status, e.fieldErrors?.map((f) => f.field)]))
+          )
+        const tooLarge = [422, ["destination_amount"]]
+        expect(yield* receive("CAD", 100)).toEqual([true, true])
+        expect(yield* receive("CAD", 2e14)).toEqual([true, true])
+        // No fee at rate 1: the source is the largest exact number, and still quoted.
+        expect(yield* receive("CAD", Number.MAX_SAFE_INTEGER)).toEqual([true, true])
+        expect(yield* receive("XYZ", 100)).toEqual([true, true])
+        // Its source amount, 2e23, passes Number.MAX_SAFE_INTEGER.
+        expect(yield* receive("XYZ", 2e14)).toEqual(tooLarge)
         // Past what the client sends, as the emulator may be asked over plain HTTP.
         const settings = { rates: { "USD/XYZ": 1e-9 }, fee: { fixed: 0, percentage: 1 }, beneficiaries: {}, defaultSourceCurrency: "USD" }
         for (const wanted of [1e16, 1e300]) {
           const quoted = Quote.quote(settings, { source_currency: "USD", destination_currency: "XYZ", destination_amount: wanted })
-          expect(Either.map(quoted, (figures) => figures.source_amount > 0)).toEqual(Either.right(true))
+          expect(Either.mapLeft(quoted, (problem) => problem._tag === "Unprocessable" && problem.field)).toEqual(
+            Either.left("destination_amount")
+          )
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1, "USD/XYZ": 1e-9 } }))))
     it.effect("quotes are in cents: either amount is rounded to the cent first; an amount under a cent, or one that delivers nothing, is refused", () =>

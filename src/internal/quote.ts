@@ -103,9 +103,12 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
   if (field === "source_amount" && deliver(amount, rate, fee) === 0) {
     return invalid("The fees take the whole amount, or what is left of it is less than a cent: it delivers nothing.")
   }
-  return Either.right(
-    compute({ source_currency: source, destination_currency: destination, [field]: amount }, rate, fee)
-  )
+  const figures = compute({ source_currency: source, destination_currency: destination, [field]: amount }, rate, fee)
+  // The client refuses a figure a number cannot hold exactly (past MAX_SAFE_INTEGER), so no quote holds one.
+  const { source_amount, exchange_rate, destination_amount, fee: { total } } = figures
+  return [source_amount, exchange_rate, destination_amount, total].every((n) => n <= Number.MAX_SAFE_INTEGER)
+    ? Either.right(figures)
+    : invalid(`The quote's figures pass ${Number.MAX_SAFE_INTEGER}, past which a number is not exact.`)
 }
 
 /** What a quote is computed from: either amount, in cents. */
