@@ -263,7 +263,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
         const policy: Retry.PolicyOptions<Retry.Retried> = {
           maxRetries: safe ? options.maxRetries : 0,
-          waitCap: Effect.map(remaining, (left) => Duration.min(left, config.maxRetryAfter)),
+          waitCap: config.maxRetryAfter,
           timeLeft: remaining,
           onRetry: (error, retry) => {
             lastStatus = Http.statusOf(error) ?? lastStatus

@@ -212,7 +212,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
         (self) => Retry.retry(self, {
           maxRetries,
-          waitCap: Effect.succeed(config.maxRetryAfter),
+          waitCap: config.maxRetryAfter,
           onRetry: (error, retry) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
               Effect.zipRight(Metric.increment(retriesOf("token")))

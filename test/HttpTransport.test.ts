@@ -389,6 +389,22 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(4)
     }).pipe(provideClient({ [FEE]: () => status(503) }, { deadline: "5 seconds", maxRetries: 10 })))
 
+  // An attempt started as the deadline falls would be cut at once: the service's own answer is the better error.
+  it.effect("a backoff that ends exactly at the deadline ends the call at once, with the service's error", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "ApiError" && [error.status, error.attempts]).toEqual([503, 1])
+      expect(yield* attempts).toBe(1)
+      // 0.5 puts the jitter at x1: the first wait is 500 ms, exactly the deadline.
+    }).pipe(Effect.withRandom(Random.fixed([0.5])), provideClient({ [FEE]: () => status(503) }, { deadline: "500 millis" })))
+
+  it.effect("a Retry-After of exactly what is left of the deadline: RateLimitError at once", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([429, 1])
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "10" }) }, { deadline: "10 seconds" })))
+
   it.effect("the deadline still cuts short an attempt that runs past it", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))

@@ -63,14 +63,15 @@ export const backoff: Schedule.Schedule<Duration.Duration> = Schedule.exponentia
 /** What `policy` is built from. */
 export interface PolicyOptions<E> {
   readonly maxRetries: number
-  readonly waitCap: Effect.Effect<Duration.Duration>
-  /** What is left of the call's deadline, if it has one: a backoff that does not fit ends the retries. */
+  /** The longest `Retry-After` honoured: a longer one ends the retries. */
+  readonly waitCap: Duration.Duration
+  /** What is left of the call's deadline, if it has one: a wait that does not end before it ends the retries. */
   readonly timeLeft?: Effect.Effect<Duration.Duration>
   readonly onRetry: (error: E, retry: number) => Effect.Effect<void>
 }
 
-// `self`, ended when its next delay would not fit in `timeLeft`: sleeping only to be cut off by the deadline would
-// answer later, with a TimeoutError in place of the error the service gave.
+// `self`, ended when its next delay would not end before `timeLeft` does: sleeping only to be cut off by the deadline
+// (or to start an attempt with no time left) would answer later, with a TimeoutError in place of the service's error.
 const withinTime = <Out, In, R>(
   self: Schedule.Schedule<Out, In, R>,
   timeLeft: Effect.Effect<Duration.Duration>
@@ -81,7 +82,7 @@ const withinTime = <Out, In, R>(
       if (ScheduleDecision.isDone(decision)) return Effect.succeed(result)
       return Effect.flatMap(timeLeft, (left) => {
         const delay = Duration.millis(Math.max(0, Intervals.start(decision.intervals) - now))
-        return Duration.lessThanOrEqualTo(delay, left)
+        return Duration.lessThan(delay, left)
           ? Effect.succeed(result)
           : Effect.as(
             Effect.logDebug(
@@ -96,8 +97,8 @@ const withinTime = <Out, In, R>(
 
 /**
  * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` (above zero)
- * replaces the backoff when it is within `waitCap` (evaluated at each retry, so it can shrink with the deadline); a
- * longer one ends the retries at once, and so does any wait longer than `timeLeft`. `onRetry` runs before each wait.
+ * replaces the backoff when it is within `waitCap` and ends before `timeLeft` does; any other ends the retries at once,
+ * and so does a backoff that does not end before `timeLeft`. `onRetry` runs before each wait.
  */
 export const policy = <E extends Retried>(
   options: PolicyOptions<E>
@@ -107,7 +108,7 @@ export const policy = <E extends Retried>(
     Schedule.intersect(Schedule.recurs(options.maxRetries)),
     Schedule.whileInputEffect((error: E) =>
       isRetryable(error)
-        ? Effect.map(asksTooLong(error, options.waitCap), (tooLong) => !tooLong)
+        ? Effect.map(asksTooLong(error, options), (tooLong) => !tooLong)
         : Effect.succeed(false)
     ),
     // A wait of zero (`Retry-After: 0`, a date already past) does not skip the backoff: back to back retries are
@@ -122,10 +123,14 @@ export const policy = <E extends Retried>(
     )
   )
 
-// Whether the error asks for a longer wait than `waitCap` allows.
-const asksTooLong = (error: Retried, waitCap: Effect.Effect<Duration.Duration>): Effect.Effect<boolean> => {
+// Whether the error asks for a longer wait than `waitCap` allows, or for one that does not end before the deadline.
+const asksTooLong = (error: Retried, options: PolicyOptions<never>): Effect.Effect<boolean> => {
   const wait = retryAfterOf(error)
-  return wait === undefined ? Effect.succeed(false) : Effect.map(waitCap, (cap) => Duration.greaterThan(wait, cap))
+  if (wait === undefined) return Effect.succeed(false)
+  if (Duration.greaterThan(wait, options.waitCap)) return Effect.succeed(true)
+  return options.timeLeft === undefined
+    ? Effect.succeed(false)
+    : Effect.map(options.timeLeft, (left) => Duration.greaterThanOrEqualTo(wait, left))
 }
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
@@ -143,8 +148,8 @@ const slowDown = (error: ApiError): RateLimitError =>
 
 /**
  * `self` retried under `policy(options)`. A retryable `ApiError` asking for a longer wait than `waitCap` (a 503 asking
- * for two minutes) ends as a `RateLimitError`, as a 429 would, whether it ended the retries or came after the last
- * one. Without retries (an unsafe call) the wait changes nothing, so the error stays as it came.
+ * for two minutes), or one that does not end before `timeLeft`, ends as a `RateLimitError`, as a 429 would, whether it
+ * ended the retries or came after the last one. Without retries (an unsafe call) the wait changes nothing, so the error stays as it came.
  */
 export const retry = <A, E extends Retried, R>(
   self: Effect.Effect<A, E, R>,
@@ -154,7 +159,7 @@ export const retry = <A, E extends Retried, R>(
     Effect.catchAll((error): Effect.Effect<never, E | RateLimitError> =>
       options.maxRetries > 0 && error._tag === "ApiError" && isRetryable(error)
         ? Effect.flatMap(
-          asksTooLong(error, options.waitCap),
+          asksTooLong(error, options),
           (tooLong) => Effect.fail(tooLong ? slowDown(error) : error)
         )
         : Effect.fail(error)
