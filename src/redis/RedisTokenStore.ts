@@ -31,6 +31,7 @@ export interface Options extends Connection.Options {
   /**
    * Encrypts the stored pair with AES-GCM: 16, 24 or 32 bytes, as a `Uint8Array` or a base64 string. Every process
    * sharing the pair needs the same key; a pair that does not decrypt is ignored (and replaced by the next refresh).
+   * The cipher's key and the fingerprint's HMAC key are derived from it (HKDF-SHA256), never the key itself.
    */
   readonly encryptionKey?: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string> | undefined
   /**
@@ -86,7 +87,8 @@ redis.call('DEL', KEYS[1])
 if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
 return 1`)
 
-const ENCRYPTED = "e1:"
+// e1 (AES-GCM and the fingerprint under the given key itself) is no longer written, and is ignored as unreadable.
+const ENCRYPTED = "e2:"
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
 const configError = (message: string) => new TokenStore.TokenStoreError({ operation: "configure", message })
@@ -106,10 +108,16 @@ const importKey = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string
     if (![16, 24, 32].includes(bytes.length)) {
       return yield* configError(`encryptionKey must be 16, 24 or 32 bytes, not ${bytes.length}`)
     }
+    // One key, one use: the cipher's key and the fingerprint's are each derived from the given one (HKDF-SHA256).
+    const derive = (use: string, length: number) =>
+      new Uint8Array(NodeCrypto.hkdfSync("sha256", bytes, new Uint8Array(0), `effect-fin token store: ${use}`, length))
     const cryptoKey = yield* Effect.promise(() =>
-      globalThis.crypto.subtle.importKey("raw", bytes, { name: "AES-GCM" }, false, ["encrypt", "decrypt"])
+      globalThis.crypto.subtle.importKey("raw", derive("AES-GCM", bytes.length), { name: "AES-GCM" }, false, [
+        "encrypt",
+        "decrypt"
+      ])
     )
-    return { cryptoKey, bytes }
+    return { cryptoKey, fingerprintKey: derive("fingerprint", 32) }
   })
 
 /**
@@ -142,7 +150,7 @@ export const make = (
     const fingerprint = (token: Redacted.Redacted<string>) =>
       encryption === undefined
         ? Connection.sha256(Redacted.value(token))
-        : NodeCrypto.createHmac("sha256", encryption.bytes).update(Redacted.value(token)).digest("hex")
+        : NodeCrypto.createHmac("sha256", encryption.fingerprintKey).update(Redacted.value(token)).digest("hex")
     // The key name is authenticated with the data: a pair copied under another client's key does not decrypt.
     const gcm = (name: string, iv: Uint8Array<ArrayBuffer>) => ({
       name: "AES-GCM",

@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scheduler from "effect/Scheduler"
 import { Redis } from "ioredis"
-import { createHash } from "node:crypto"
+import { createDecipheriv, createHash, createHmac } from "node:crypto"
 import * as Net from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
@@ -92,7 +92,16 @@ describe("RedisTokenStore", () => {
       expect(JSON.stringify(stored)).not.toContain("refresh-of-secret-access-token")
       // Not even a plain hash that could confirm a guessed token.
       expect(stored.fp).not.toBe(createHash("sha256").update("secret-access-token").digest("hex"))
-      expect(stored.v!.startsWith("e1:")).toBe(true)
+      expect(stored.v!.startsWith("e2:")).toBe(true)
+      // One key, one use: neither the fingerprint's HMAC nor the cipher runs under the given key itself.
+      const raw = new Uint8Array(32).fill(7)
+      expect(stored.fp).not.toBe(createHmac("sha256", raw).update("secret-access-token").digest("hex"))
+      const sealed = Buffer.from(stored.v!.slice(3), "base64")
+      const underRaw = createDecipheriv("aes-256-gcm", raw, sealed.subarray(0, 12))
+      underRaw.setAAD(Buffer.from(`${prefix}:token:k`))
+      underRaw.setAuthTag(sealed.subarray(sealed.length - 16))
+      underRaw.update(sealed.subarray(12, sealed.length - 16))
+      expect(() => underRaw.final()).toThrow("Unsupported state or unable to authenticate data")
 
       const log = captureLogs()
       const base64Key = Redacted.make(Buffer.from(new Uint8Array(32).fill(8)).toString("base64"))
