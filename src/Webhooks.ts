@@ -1096,15 +1096,27 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
   }
 }
 
+// NaN (an unset variable read as a number) would make every write drop every entry, the new one too: no
+// de-duplication and no stale check, without a word.
+const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }): number => {
+  const maxEntries = options.maxEntries ?? 10_000
+  if (Number.isSafeInteger(maxEntries) && maxEntries >= 1) return maxEntries
+  throw new Cause.IllegalArgumentException(
+    `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${maxEntries}`
+  )
+}
+
 /**
  * An in-memory store for one process, bounded in size (default 10,000 handled events and as many references) and in
  * time (the TTLs the handler passes); claims are bounded by time only.
+ *
+ * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | undefined } = {}): WebhookDedupeStoreService => {
-  const maxEntries = Math.max(1, options.maxEntries ?? 10_000)
+  const maxEntries = checkedMaxEntries(options)
   const handledEvents = expiringMap<{ readonly expiresAt: number }>(maxEntries)
   const references = expiringMap<{ readonly createdAt: number; readonly expiresAt: number }>(maxEntries)
   // Claims are never evicted before they expire: one lives only while its handler runs (so their number is that of
@@ -1170,12 +1182,17 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
 /**
  * Provides an in-memory `WebhookDedupeStore` (one per layer build).
  *
+ * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more, as `makeMemoryDedupeStore`.
+ *
  * @since 0.1.0
  * @category layers
  */
 export const layerMemoryDedupeStore = (
   options: { readonly maxEntries?: number | undefined } = {}
-): Layer.Layer<WebhookDedupeStore> => Layer.sync(WebhookDedupeStore, () => makeMemoryDedupeStore(options))
+): Layer.Layer<WebhookDedupeStore> => {
+  const maxEntries = checkedMaxEntries(options)
+  return Layer.sync(WebhookDedupeStore, () => makeMemoryDedupeStore({ maxEntries }))
+}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Handler

@@ -1426,6 +1426,16 @@ describe("Webhooks memory store", () => {
       expect((yield* store.claim("second-of-r1", "r1", ttl))._tag).toBe("ReferenceBusy")
     }))
 
+  // NaN (an unset variable read as a number) had made every write drop every entry: no de-duplication, no stale check.
+  it("a maxEntries that is not a whole number of 1 or more is refused when the store or its layer is made", () => {
+    for (const maxEntries of [NaN, 0, -1, 2.5, Infinity]) {
+      const expected = `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${maxEntries}`
+      expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries })).toThrow(new Cause.IllegalArgumentException(expected))
+      expect(() => Webhooks.layerMemoryDedupeStore({ maxEntries })).toThrow(new Cause.IllegalArgumentException(expected))
+    }
+    expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: 1 })).not.toThrow()
+  })
+
   it.effect("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>
     dedupeStoreContract(Webhooks.makeMemoryDedupeStore(), Duration.seconds(1), TestClock.adjust("2 seconds")))
 })
