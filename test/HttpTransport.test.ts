@@ -740,6 +740,45 @@ describe("HttpTransport", () => {
       const coded = parseErrorBody(`{"message":"Invalid","errors":[{"field":"email","message":"is invalid","code":"format"}]}`)
       expect([coded.fieldErrors, coded.understood]).toEqual([[{ field: "email", message: "is invalid" }], false])
     })
+    it("errors[] items with a message but no field ({code, message}) are no field errors: the body is kept", () => {
+      const parsed = parseErrorBody(
+        `{"message":"Validation failed!","errors":[{"code":"invalid_amount","message":"Amount exceeds the corridor limit"}]}`
+      )
+      expect([parsed.message, parsed.fieldErrors, parsed.understood]).toEqual(["Validation failed!", undefined, false])
+      // Beside proper field maps, only those count.
+      const mixed = parseErrorBody(`{"message":"Invalid","errors":[{"code":"x","message":"y"},{"email":"is invalid"}]}`)
+      expect([mixed.fieldErrors, mixed.understood]).toEqual([[{ field: "email", message: "is invalid" }], false])
+    })
+    it("a blank message is no message: the body is kept", () => {
+      for (const body of [`{"message":""}`, `{"message":"  "}`, `{"error":{"message":""}}`]) {
+        expect(parseErrorBody(body), body).toMatchObject({ message: undefined, understood: false })
+      }
+      // A blank top-level message leaves the nested one.
+      expect(parseErrorBody(`{"message":"","error":{"message":"Not eligible"}}`).message).toBe("Not eligible")
+    })
+    it.effect("a blank message gives ApiError the standard one, and the body", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && [error.message, error.body]).toEqual([
+          "The service answered 400 on POST /v1/fee-calculation",
+          `{"message":""}`
+        ])
+      }).pipe(provideClient({ [FEE]: () => FinTest.json(400, { message: "" }) })))
+    it.effect("at most 20 field errors are kept (the rest of the body, cut, in ApiError.body)", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag).toBe("ApiError")
+        if (error._tag === "ApiError") {
+          expect(error.fieldErrors?.map((f) => f.field)).toEqual(Array.from({ length: 20 }, (_, i) => `f${i}`))
+          expect(error.body?.length).toBe(1024)
+        }
+      }).pipe(provideClient({
+        [FEE]: () =>
+          FinTest.json(422, {
+            message: "Invalid",
+            errors: Array.from({ length: 1_000 }, (_, i) => ({ [`f${i}`]: `bad value ${i}` }))
+          })
+      })))
     it("a body is understood only when ApiError's fields hold all of it", () => {
       expect(parseErrorBody(`{"message":"Authentication failed"}`).understood).toBe(true)
       expect(parseErrorBody(`{"status":400,"message":"Validation failed","data":{"a.b":"bad"}}`).understood).toBe(true)

@@ -97,6 +97,7 @@ export type AttemptError =
   | ResponseDecodeError
 
 const MAX_BODY_IN_ERROR = 1024
+const MAX_FIELD_ERRORS = 20
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -168,17 +169,19 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
   let status: number | undefined
   let explained = true
   for (const [key, value] of Object.entries(body)) {
-    if (key === "message" && typeof value === "string") message = value
+    if (key === "message" && typeof value === "string") message = nonBlank(value)
     else if (key === "status" && typeof value === "number") status = value
     else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
       for (const item of Array.isArray(value) ? value : [value]) {
-        const taken = isRecord(item) ? addFieldItem(item, fields) ?? addFieldErrors(item, fields) : false
+        // An item with a message but no field (`{code, message}`) is an error of its own, not a map of fields.
+        const taken = isRecord(item) &&
+          (addFieldItem(item, fields) ?? (!("message" in item) && addFieldErrors(item, fields)))
         explained = taken && explained
       }
     } else if (key === "data" && isRecord(value)) explained = addFieldErrors(value, fields) && explained
     else if (key === "error" && isRecord(value)) {
       for (const [nestedKey, nested] of Object.entries(value)) {
-        if (nestedKey === "message" && typeof nested === "string") nestedMessage = nested
+        if (nestedKey === "message" && typeof nested === "string") nestedMessage = nonBlank(nested)
         else if (nestedKey === "code" && isCode(nested)) code = nested
         else if (nestedKey === "details") explained = addDetails(nested, fields) && explained
         else explained = false
@@ -191,10 +194,14 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
   return {
     message: message ?? nestedMessage,
     code: code ?? status,
-    fieldErrors: fields.length > 0 ? fields : undefined,
-    understood: (message ?? nestedMessage) !== undefined && explained
+    // Bounded, as a ResponseDecodeError's issues are: an error is logged, and a body may list a field per row.
+    fieldErrors: fields.length > 0 ? fields.slice(0, MAX_FIELD_ERRORS) : undefined,
+    understood: (message ?? nestedMessage) !== undefined && explained && fields.length <= MAX_FIELD_ERRORS
   }
 }
+
+// A blank message says nothing: the standard one is used, and the body kept.
+const nonBlank = (value: string): string | undefined => value.trim() === "" ? undefined : value
 
 const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 const MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
