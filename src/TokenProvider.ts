@@ -70,12 +70,13 @@ const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
   encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
 }).annotations({ title: "a timestamp like 2025-12-28 10:34:45+00 or ISO 8601" })
 
+// An optional field sent as null (as some serialisers write an absent one) is absent, not a failed token request.
 const TokenFields = Schema.Struct({
   access_token: Schema.Redacted(Schema.NonEmptyString),
   access_token_ttl: Timestamp,
-  refresh_token: Schema.optional(Schema.Redacted(Schema.NonEmptyString)),
-  refresh_token_ttl: Schema.optional(Timestamp),
-  current_time: Schema.optional(Timestamp)
+  refresh_token: Schema.optionalWith(Schema.Redacted(Schema.NonEmptyString), { nullable: true }),
+  refresh_token_ttl: Schema.optionalWith(Timestamp, { nullable: true }),
+  current_time: Schema.optionalWith(Timestamp, { nullable: true })
 })
 
 /**

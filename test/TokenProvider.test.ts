@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
 import * as Fiber from "effect/Fiber"
@@ -77,6 +78,18 @@ describe("TokenProvider", () => {
         expect(decoded.access_token_ttl).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
         expect(decoded.current_time).toBe(Date.UTC(2025, 11, 21, 10, 34, 45))
       }
+    })
+    // A serialiser may write an absent optional field as null: that must not fail every token request.
+    it("reads null in an optional field as absent, in either envelope", () => {
+      const decode = Schema.decodeUnknownEither(TokenProvider.TokenResponse)
+      const nulls = { ...fields, refresh_token: null, refresh_token_ttl: null, current_time: null }
+      for (const body of [nulls, { data: nulls }]) {
+        expect(Either.map(decode(body), (d) => [d.refresh_token, d.refresh_token_ttl, d.current_time])).toEqual(
+          Either.right([undefined, undefined, undefined])
+        )
+      }
+      // The access token itself is never optional.
+      expect(Either.isLeft(decode({ ...fields, access_token: null }))).toBe(true)
     })
   })
 
