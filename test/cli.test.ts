@@ -110,6 +110,34 @@ describe("effect-fin (offline commands)", () => {
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
   })
 
+  // Standard input left open (the body forgotten, as at a terminal): the signal still ends the command.
+  it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {
+    for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+      const stopped = await cli(
+        ["--log-level", "debug", "webhook", "verify", "--signature", "00"],
+        { FIN_WEBHOOK_SECRET: "whsec_cli" },
+        null,
+        undefined,
+        { when: { stderrIncludes: "reading the webhook body from standard input" }, signal }
+      )
+      expect([stopped.code, stopped.stdout, stopped.stderr.trim().split("\n").at(-1)]).toEqual([
+        code,
+        "",
+        `effect-fin: interrupted (${signal})`
+      ])
+    }
+  })
+
+  it("webhook verify refuses a body over 1 MiB, without reading the rest", async () => {
+    const huge = `{"padding":"${"x".repeat(2 * 1024 * 1024)}"}`
+    const result = await cli(["webhook", "verify", "--signature", "00".repeat(32)], { FIN_WEBHOOK_SECRET: "whsec_cli" }, huge)
+    expect([result.code, result.stdout, result.stderr.trim()]).toEqual([
+      1,
+      "",
+      "effect-fin: WebhookVerificationError: the body is larger than 1048576 bytes"
+    ])
+  })
+
   it("an ApiError's line: status and operation once, the first line of the message, every field error", () => {
     const line = (fields: ConstructorParameters<typeof FinError.ApiError>[0]) => errorLine(new FinError.ApiError(fields))
     const tooBig = new FinError.FieldError({ field: "a", message: "too\nbig" })

@@ -18,21 +18,21 @@ export interface CliResult {
   readonly stderr: string
 }
 
-/** A signal sent to the command once `when` resolves. */
+/** A signal sent to the command once `when` resolves, or once its standard error holds the text `when` names. */
 export interface Stop {
-  readonly when: Promise<unknown>
+  readonly when: Promise<unknown> | { readonly stderrIncludes: string }
   readonly signal: NodeJS.Signals
 }
 
 export interface Cli {
   /**
-   * Runs `effect-fin ARGS` with only the given variables (plus PATH and HOME) and `stdin` as standard input, in `cwd`
-   * (default: the repository).
+   * Runs `effect-fin ARGS` with only the given variables (plus PATH and HOME) and `stdin` as standard input (`null`:
+   * left open, as a terminal's), in `cwd` (default: the repository).
    */
   readonly run: (
     args: ReadonlyArray<string>,
     env?: Record<string, string>,
-    stdin?: string,
+    stdin?: string | null,
     cwd?: string,
     stop?: Stop
   ) => Promise<CliResult>
@@ -59,7 +59,13 @@ export const bundleCli = async (): Promise<Cli> => {
     outfile: bin,
     logLevel: "silent"
   })
-  const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}, stdin = "", cwd = root, stop?: Stop) =>
+  const run = (
+    args: ReadonlyArray<string>,
+    env: Record<string, string> = {},
+    stdin: string | null = "",
+    cwd = root,
+    stop?: Stop
+  ) =>
     new Promise<CliResult>((resolve) => {
       const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: "1", ...env }
       const child = execFile(
@@ -68,8 +74,24 @@ export const bundleCli = async (): Promise<Cli> => {
         { cwd, env: clean, encoding: "utf8" },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
       )
-      child.stdin?.end(stdin)
-      void stop?.when.then(() => child.kill(stop.signal))
+      // A command may stop reading early (a body over its limit): the rest of the input is then refused, harmlessly.
+      child.stdin?.on("error", () => {})
+      if (stdin !== null) child.stdin?.end(stdin)
+      if (stop === undefined) return
+      const { when, signal } = stop
+      if (when instanceof Promise) {
+        void when.then(() => child.kill(signal))
+        return
+      }
+      let stderr = ""
+      const watch = (text: string) => {
+        stderr += text
+        if (!stderr.includes(when.stderrIncludes)) return
+        // Once: a second signal, after the command has let go of its handlers, would kill it outright.
+        child.stderr?.off("data", watch)
+        child.kill(signal)
+      }
+      child.stderr?.on("data", watch)
     })
   return { run, dir, dispose: () => rmSync(dir, { recursive: true, force: true }) }
 }

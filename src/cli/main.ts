@@ -10,6 +10,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
@@ -18,12 +19,13 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
 import * as CountryCode from "../CountryCode.js"
 import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
 import * as FinClient from "../FinClient.js"
 import * as FinConfig from "../FinConfig.js"
+import * as FinError from "../FinError.js"
+import * as Bytes from "../internal/bytes.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
@@ -144,16 +146,27 @@ const subdivisions = Command.make(
 // webhook verify
 // ---------------------------------------------------------------------------------------------------------------------
 
-const readStdin = Stream.fromAsyncIterable(
-  process.stdin as AsyncIterable<Uint8Array>,
-  (cause) => new Error(`could not read standard input: ${String(cause)}`)
-).pipe(
-  Stream.runFold(new Uint8Array(0), (acc, chunk) => {
-    const next = new Uint8Array(acc.length + chunk.length)
-    next.set(acc)
-    next.set(chunk, acc.length)
-    return next
-  })
+// The body, at most the handler's default limit, read once (not copied per chunk). The platform's reader ends at once
+// when a signal interrupts it; an async iterator over stdin would wait for a next chunk that may never come.
+const readStdin = Effect.logDebug("effect-fin: reading the webhook body from standard input").pipe(
+  Effect.zipRight(
+    Bytes.readAtMost(
+      NodeStream.fromReadable<Error, Uint8Array>(
+        () => process.stdin,
+        (cause) => new Error(`could not read standard input: ${String(cause)}`)
+      ),
+      Webhooks.defaultMaxBodySize
+    )
+  ),
+  Effect.flatMap(Option.match({
+    onNone: () =>
+      new FinError.WebhookVerificationError({
+        reason: "body_too_large",
+        message: `the body is larger than ${Webhooks.defaultMaxBodySize} bytes`
+      }),
+    onSome: Effect.succeed
+  })),
+  Effect.scoped
 )
 
 const verify = Command.make(
@@ -309,7 +322,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       process.exitCode = 1
     })),
     Effect.catchAll((error) =>
-      // @effect/cli has already shown usage errors with help; ours are one line with the tag.
+      // @effect/cli has already printed a usage error (one line); ours are one line with the tag.
       ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
     )
   )
