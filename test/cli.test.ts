@@ -72,6 +72,26 @@ describe("effect-fin (offline commands)", () => {
     expect(nan.code).toBe(1)
   })
 
+  it("quote refuses an amount a number cannot hold exactly, rather than send a rounded one", async () => {
+    for (const [flag, field, amount] of [
+      ["--amount", "source_amount", "90071992547409.99"],
+      ["--receive", "destination_amount", "1234567890123456.78"],
+      ["--amount", "source_amount", "0.30000000000000001"]
+    ] as const) {
+      const result = await cli(["quote", "--from", "USD", "--to", "CAD", flag, amount])
+      expect([result.code, result.stderr.trim()], amount).toEqual([
+        1,
+        `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: ` +
+        "expected a decimal a number holds exactly (it has more significant digits than that)"
+      ])
+    }
+    // Held exactly (16 digits, leading and trailing zeros, a tiny fraction): on to the configuration, not refused.
+    for (const amount of ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991"]) {
+      const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
+      expect(result.stderr.trim(), amount).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
+    }
+  })
+
   it("quote without credentials names the missing variables", async () => {
     const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"])
     expect(result.code).toBe(1)

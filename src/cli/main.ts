@@ -51,8 +51,21 @@ const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (opt
 // ---------------------------------------------------------------------------------------------------------------------
 
 // Plain decimal notation only: `Number` would also read "0x10" as 16, "1e2" as 100 and " 12" as 12. Anything else is
-// left a string, which the request schema refuses like any other non-number.
-const decimal = (text: string): number | string => (/^\d+(\.\d+)?$/.test(text) ? Number(text) : text)
+// left a string, which the request schema refuses like any other non-number. A decimal with more significant digits
+// than a number keeps (90071992547409.99 reads as ...409.98) is refused: the service would quote another amount.
+const amount = (field: "source_amount" | "destination_amount", text: string) => {
+  if (!/^\d+(\.\d+)?$/.test(text)) return Effect.succeed({ [field]: text })
+  const value = Number(text)
+  const digits = text.replace(/^0+(?=\d)/, "")
+  const exact = value > Number.MAX_SAFE_INTEGER || value.toFixed(digits.split(".")[1]?.length ?? 0) === digits
+  return exact ? Effect.succeed({ [field]: value }) : Effect.fail(
+    new FinError.RequestValidationError({
+      message: `Invalid fee calculation request: ${field}: expected a decimal a number holds exactly (it has more ` +
+        "significant digits than that)",
+      issues: [new FinError.Issue({ path: field, expected: "a decimal a number holds exactly" })]
+    })
+  )
+}
 
 const quote = Command.make(
   "quote",
@@ -76,8 +89,8 @@ const quote = Command.make(
       const request = {
         ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: v }) }),
         ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: v }) }),
-        ...Option.match(args.amount, { onNone: () => ({}), onSome: (v) => ({ source_amount: decimal(v) }) }),
-        ...Option.match(args.receive, { onNone: () => ({}), onSome: (v) => ({ destination_amount: decimal(v) }) }),
+        ...(Option.isSome(args.amount) ? yield* amount("source_amount", args.amount.value) : {}),
+        ...(Option.isSome(args.receive) ? yield* amount("destination_amount", args.receive.value) : {}),
         ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
       }
       const result = yield* FeeService.calculate(yield* FeeService.validate(request)).pipe(
