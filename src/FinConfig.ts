@@ -139,16 +139,17 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
 }
 
-// The duration options: their defaults, and whether zero is allowed (it means "off" for those that take it).
+// The duration options: their defaults, whether zero is allowed (it means "off" for those that take it), and whether
+// it is a time limit (a timer, so at most Durations.MAX_TIMER).
 const durations = {
-  timeout: ["30 seconds", false],
-  deadline: ["60 seconds", false],
-  maxRetryAfter: ["60 seconds", true],
-  tokenTimeout: ["10 seconds", false],
-  refreshMargin: ["60 seconds", true],
-  subdivisionCacheTtl: ["24 hours", true],
-  subdivisionFallbackCooldown: ["30 seconds", true]
-} as const satisfies Record<string, readonly [Duration.DurationInput, boolean]>
+  timeout: ["30 seconds", false, true],
+  deadline: ["60 seconds", false, true],
+  maxRetryAfter: ["60 seconds", true, true],
+  tokenTimeout: ["10 seconds", false, true],
+  refreshMargin: ["60 seconds", true, false],
+  subdivisionCacheTtl: ["24 hours", true, false],
+  subdivisionFallbackCooldown: ["30 seconds", true, false]
+} as const satisfies Record<string, readonly [Duration.DurationInput, boolean, boolean]>
 
 type DurationOption = keyof typeof durations
 
@@ -156,9 +157,9 @@ const duration = (
   options: Options,
   name: DurationOption
 ): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
-  const [fallback, allowZero] = durations[name]
+  const [fallback, allowZero, timer] = durations[name]
   return Either.mapLeft(
-    Durations.check(options[name] ?? fallback, allowZero),
+    Durations.check(options[name] ?? fallback, allowZero, timer),
     (problem) => invalid(name, `${name} ${problem}`)
   )
 }

@@ -1319,8 +1319,9 @@ const checkedDuration = (
   where: "handler" | "verify",
   name: string,
   input: Duration.DurationInput | undefined,
-  allowZero: boolean
-) => Durations.checkOrThrow(input, allowZero, `effect-fin: Webhooks.${where}: ${name}`)
+  allowZero: boolean,
+  timer = false
+) => Durations.checkOrThrow(input, allowZero, `effect-fin: Webhooks.${where}: ${name}`, timer)
 
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)
@@ -1336,8 +1337,8 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
     }
     if (handle !== undefined && typeof handle !== "function") throw invalid(`handlers["${type}"] is not a function`)
   }
-  const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean) =>
-    checkedDuration("handler", name, input, allowZero)
+  const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean, timer = false) =>
+    checkedDuration("handler", name, input, allowZero, timer)
   const limit = options.maxBodySize ?? defaultMaxBodySize
   if (!Number.isSafeInteger(limit) || limit < 0) throw invalid("maxBodySize must be a whole number of bytes, 0 or more")
   const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)
@@ -1352,10 +1353,10 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
     maxAge,
     dedupeTtl,
     orderTtl: Duration.max(duration("orderTtl", options.orderTtl ?? "30 days", false), dedupeTtl),
-    handlerTimeout: duration("handlerTimeout", options.handlerTimeout ?? "1 minute", false),
-    bodyTimeout: duration("bodyTimeout", options.bodyTimeout ?? "10 seconds", false),
+    handlerTimeout: duration("handlerTimeout", options.handlerTimeout ?? "1 minute", false, true),
+    bodyTimeout: duration("bodyTimeout", options.bodyTimeout ?? "10 seconds", false, true),
     claimTtl: Duration.max(duration("claimTtl", options.claimTtl ?? "30 seconds", false), Duration.seconds(1)),
-    referenceWait: Duration.toMillis(duration("referenceWait", options.referenceWait ?? "5 seconds", true))
+    referenceWait: Duration.toMillis(duration("referenceWait", options.referenceWait ?? "5 seconds", true, true))
   }
 }
 

@@ -70,6 +70,13 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, timeout: 0 })).toContain("timeout must be greater than zero")
       expect(yield* configError({ ...base, deadline: "0 seconds" })).toContain("deadline")
       expect(yield* configError({ ...base, tokenTimeout: Duration.infinity })).toContain("finite")
+      // Past 24 days a timer never fires: these would be no limit at all. TTLs are no timers, and may be longer.
+      for (const name of ["timeout", "deadline", "tokenTimeout", "maxRetryAfter"] as const) {
+        expect(yield* configError({ ...base, [name]: "25 days" })).toContain(`${name} must be at most 24 days`)
+      }
+      expect((yield* FinConfig.resolve({ ...base, subdivisionCacheTtl: "30 days" })).subdivisionCacheTtl).toEqual(
+        Duration.days(30)
+      )
       expect(yield* configError({ ...base, timeout: "soon" as Duration.DurationInput })).toContain("timeout")
       expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")

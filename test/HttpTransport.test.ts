@@ -535,6 +535,13 @@ describe("HttpTransport", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: -1 })))
       expect(error._tag).toBe("RequestValidationError")
+      // Past 24 days a timer never fires (2^31 - 1 ms is the most one waits): no limit at all, without a word.
+      for (const options of [{ timeout: "25 days" }, { deadline: Duration.days(30) }] as const) {
+        const long = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(options)))
+        expect(long._tag === "RequestValidationError" && long.issues.map((i) => i.expected)).toEqual([
+          "a finite duration greater than zero, at most 24 days"
+        ])
+      }
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ [FEE]: () => ok })))
 

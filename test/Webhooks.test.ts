@@ -1072,6 +1072,10 @@ describe("Webhooks.handler", () => {
     refused({ dedupeTtl: "15 mins" as Duration.DurationInput }, "dedupeTtl is not a valid duration")
     refused({ maxAge: 0 }, "maxAge must be greater than zero")
     refused({ handlerTimeout: Number.POSITIVE_INFINITY }, "handlerTimeout must be finite")
+    // Past 24 days a timer never fires.
+    refused({ handlerTimeout: "25 days" }, "handlerTimeout must be at most 24 days")
+    refused({ bodyTimeout: "25 days" }, "bodyTimeout must be at most 24 days")
+    refused({ referenceWait: "25 days" }, "referenceWait must be at most 24 days")
     refused({ referenceWait: -5 }, "referenceWait must be zero or more")
     refused({ bodyTimeout: 0 }, "bodyTimeout must be greater than zero")
     for (const secrets of ["", [], [""], Redacted.make("")]) {

@@ -19,10 +19,16 @@ export const isNegativeOrNaN = (input: unknown): boolean =>
     : Array.isArray(input) && input.some((n) => typeof n === "number" && !(n >= 0))
 
 /**
- * `input` as a finite duration, greater than zero unless `allowZero`; `Left` is what it must be, to follow the
- * option's name ("must be greater than zero").
+ * The longest a time limit may be: past 2^31 - 1 ms (24.8 days) `setTimeout`, and so Effect's clock, never fires, and
+ * the limit would be none at all.
  */
-export const check = (input: unknown, allowZero: boolean): Either.Either<Duration.Duration, string> => {
+export const MAX_TIMER = Duration.days(24)
+
+/**
+ * `input` as a finite duration, greater than zero unless `allowZero`, and at most `MAX_TIMER` if it is a `timer`;
+ * `Left` is what it must be, to follow the option's name ("must be greater than zero").
+ */
+export const check = (input: unknown, allowZero: boolean, timer = false): Either.Either<Duration.Duration, string> => {
   const sign = `must be ${allowZero ? "zero or more" : "greater than zero"}`
   if (isNegativeOrNaN(input)) return Either.left(sign)
   const decoded = Duration.decodeUnknown(input)
@@ -30,6 +36,7 @@ export const check = (input: unknown, allowZero: boolean): Either.Either<Duratio
   const d = decoded.value
   if (!Duration.isFinite(d)) return Either.left("must be finite")
   if (!allowZero && Duration.toMillis(d) === 0) return Either.left(sign)
+  if (timer && Duration.greaterThan(d, MAX_TIMER)) return Either.left("must be at most 24 days")
   return Either.right(d)
 }
 
@@ -37,8 +44,8 @@ export const check = (input: unknown, allowZero: boolean): Either.Either<Duratio
  * The duration `input` is, or an `IllegalArgumentException` thrown as `${subject} ${problem}` (options checked when a
  * layer or handler is made, where a mistake is the program's own).
  */
-export const checkOrThrow = (input: unknown, allowZero: boolean, subject: string): Duration.Duration =>
+export const checkOrThrow = (input: unknown, allowZero: boolean, subject: string, timer = false): Duration.Duration =>
   Either.getOrThrowWith(
-    check(input, allowZero),
+    check(input, allowZero, timer),
     (problem) => new Cause.IllegalArgumentException(`${subject} ${problem}`)
   )

@@ -300,6 +300,10 @@ describe("RedisTokenStore", () => {
       () => RedisWebhookDedupeStore.make({ timeout: Number.POSITIVE_INFINITY })
     ]
     for (const make of refused) expect(make).toThrow(/^effect-fin: Redis\w+Store: (timeout|lockTtl|waitInterval) /)
+    // Past 24 days a timer never fires: the wait would have no bound at all.
+    expect(() => RedisWebhookDedupeStore.make({ timeout: "25 days" })).toThrow(
+      "effect-fin: RedisWebhookDedupeStore: timeout must be at most 24 days"
+    )
     // A malformed URL: said without the URL, whose password ioredis's own error would quote.
     for (const url of ["redis://:s3cret@127.0.0.1:notaport", "redis://:s3cr%ET@127.0.0.1:6379", "http://127.0.0.1:6379", "127.0.0.1:6379"]) {
       for (const make of [() => RedisTokenStore.make({ url }), () => RedisWebhookDedupeStore.layer({ url })]) {

@@ -100,7 +100,7 @@ export const durationOption = (
   input: Duration.DurationInput | undefined,
   fallback: Duration.DurationInput
 ): Duration.Duration =>
-  Durations.checkOrThrow(input ?? fallback, false, `effect-fin: ${store}: ${name}`)
+  Durations.checkOrThrow(input ?? fallback, false, `effect-fin: ${store}: ${name}`, true)
 
 /**
  * The `url` option of a store, checked when the store is made: ioredis would throw on a malformed one, and its error
