@@ -283,7 +283,15 @@ describe("snapshot script, online", () => {
       const insecure = await runMain(["--from-api", "--base-url", "http://api.example.test", "--out", out])
       expect(insecure.code).toBe(2)
       expect(insecure.stderr).toContain("baseUrl must use https")
-      expect([...missing.requests, ...insecure.requests]).toEqual([])
+      // Every problem at once, each named by its variable, as the rest of the command line does.
+      const several = await runMain(fromApi(out), {
+        env: { FIN_CLIENT_ID: "id", FIN_CLIENT_SECRET: "s3cr3t-value\n", FIN_MAX_RETRIES: "11", FIN_TIMEOUT: "30" }
+      })
+      expect(several.code).toBe(2)
+      const told = several.stderr.split("\n")[0]!
+      for (const variable of ["FIN_CLIENT_SECRET", "FIN_MAX_RETRIES", "FIN_TIMEOUT"]) expect(told, variable).toContain(variable)
+      expect(several.stderr).not.toContain("s3cr3t-value")
+      expect([...missing.requests, ...insecure.requests, ...several.requests]).toEqual([])
       expect(await Fs.readdir(out)).toEqual([])
     })
   })

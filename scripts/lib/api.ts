@@ -57,7 +57,8 @@ export const clientSettings = (
   baseUrl: string | undefined
 ): Effect.Effect<ClientSettings, ConfigError.ConfigError> =>
   Effect.gen(function*() {
-    const fromEnv = yield* FinConfig.fromEnv
+    // Every problem of the variables at once, each named by its variable, as the rest of the command line says them.
+    const fromEnv = yield* FinConfig.optionsFromEnv
     const options: FinConfig.Options = {
       ...fromEnv,
       subdivisionMode: "online",
