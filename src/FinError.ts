@@ -107,6 +107,8 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
     message: Schema.String,
     /** The status of the last answer: 429, or the 5xx that asked for too long a wait. */
     status: Schema.optional(Schema.Number),
+    /** The service's own code for a 429 (`error.code` or `status` of its body), which tells a quota from a throttle. */
+    code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
     retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }

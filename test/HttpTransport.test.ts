@@ -278,6 +278,19 @@ describe("HttpTransport", () => {
       maxRetryAfter: "60 seconds"
     })))
 
+  // A daily quota and a per-second throttle both answer 429: what the service said tells them apart.
+  it.effect("a 429 keeps the service's message and code", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "RateLimitError" && [error.message, error.code]).toEqual([
+        "Rate limited (429) on POST /v1/fee-calculation: Daily quota of 1000 quotes exceeded",
+        "daily_quota_exceeded"
+      ])
+    }).pipe(provideClient({
+      [FEE]: () =>
+        FinTest.json(429, { error: { code: "daily_quota_exceeded", message: "Daily quota of 1000 quotes exceeded" } })
+    }, { maxRetries: 0 })))
+
   it.effect("Retry-After beyond what is left of the deadline: RateLimitError at once", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)

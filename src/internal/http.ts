@@ -326,10 +326,14 @@ const statusError = (
       ...common
     })
   }
+  const code = parsed.code === undefined
+    ? {}
+    : { code: typeof parsed.code === "string" ? short(redact(parsed.code)) : parsed.code }
   if (status === 429) {
     return new RateLimitError({
-      message: `Rate limited (429) on ${spec.operation}`,
+      message: `Rate limited (429) on ${spec.operation}${message ? `: ${message}` : ""}`,
       status,
+      ...code,
       ...(retryAfter ? { retryAfter } : {}),
       ...common
     })
@@ -337,7 +341,7 @@ const statusError = (
   return new ApiError({
     status,
     message: message ?? `The service answered ${status} on ${spec.operation}`,
-    ...(parsed.code !== undefined ? { code: typeof parsed.code === "string" ? short(redact(parsed.code)) : parsed.code } : {}),
+    ...code,
     ...(parsed.fieldErrors
       ? {
         fieldErrors: parsed.fieldErrors.map((f) =>
