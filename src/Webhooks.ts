@@ -1401,15 +1401,17 @@ const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   body_timeout: 408
 }
 
+const closing = Headers.fromInput({ connection: "close" })
+
 // 401 says nothing (the verification guide asks for no detail); 400 names the reason (the sender is authenticated by
-// then); 413 and 408 close the connection rather than reading the rest of an oversized or stalled body.
-const reject = (error: WebhookVerificationError) => {
+// then). A delivery refused before its body is read whole (`unread`: 413, 408, and the checks of the headers) has its
+// connection closed, rather than the server reading the rest of a body that may never end.
+const reject = (error: WebhookVerificationError, unread = false) => {
   const status = statusOf[error.reason]
-  const response = status === 401 || status === 500
-    ? HttpServerResponse.empty({ status })
-    : status === 413 || status === 408
-    ? HttpServerResponse.empty({ status, headers: Headers.fromInput({ connection: "close" }) })
-    : HttpServerResponse.unsafeJson({ error: error.reason }, { status })
+  const headers = unread || status === 413 || status === 408 ? closing : Headers.empty
+  const response = status === 401 || status === 500 || status === 413 || status === 408
+    ? HttpServerResponse.empty({ status, headers })
+    : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
   // A 500 here is our own misconfiguration (no secret), not the sender's fault.
   const log = status === 500 ? Effect.logError : Effect.logWarning
   // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was expected;
@@ -1695,16 +1697,16 @@ const makeApp = <const H extends Handlers>(
   return (runner) => Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (request.method !== "POST") {
-      return HttpServerResponse.empty({ status: 405, headers: Headers.fromInput({ allow: "POST" }) })
+      return HttpServerResponse.empty({ status: 405, headers: Headers.set(closing, "allow", "POST") })
     }
     const contentLength = request.headers["content-length"]
     if (contentLength !== undefined) {
-      if (!/^\d+$/.test(contentLength)) return yield* reject(malformed("the Content-Length header is not a number"))
+      if (!/^\d+$/.test(contentLength)) return yield* reject(malformed("the Content-Length header is not a number"), true)
       if (Number(contentLength) > limit) return yield* reject(tooLarge(limit))
     }
     // Checked before the body is read, so unsigned requests cost no body read.
     const parsed = parseSignatureHeaders(request.headers)
-    if (Either.isLeft(parsed)) return yield* reject(parsed.left)
+    if (Either.isLeft(parsed)) return yield* reject(parsed.left, true)
     const read = contentLength === "0"
       ? Effect.succeed(new Uint8Array(0))
       : Effect.flatMap(

@@ -146,4 +146,41 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       expect(exchange.answer.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout")
       expect(exchange.closed).toBe(true)
     }).pipe(Effect.scoped), 20_000)
+
+  // Refused before its body is read: the server closes the connection rather than read (and discard) a body that may
+  // never end, until Node's own request timeout.
+  it.live("a delivery refused before its body is read gets its answer and its connection closed, at once", () =>
+    Effect.gen(function*() {
+      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
+      yield* HttpServer.serveEffect(Webhooks.handler({ secrets: secret, handlers: {} })).pipe(
+        Effect.provideService(HttpServer.HttpServer, httpServer)
+      )
+      const port = httpServer.address._tag === "TcpAddress" ? httpServer.address.port : 0
+      const headers = yield* Webhooks.sign(body, secret)
+      const refusals = [
+        ["POST", "", "HTTP/1.1 401 Unauthorized"],
+        ["POST", `x-fin-signature: ${headers["x-fin-signature"]}\r\nx-fin-signature-algorithm: md5\r\n`, "HTTP/1.1 401 Unauthorized"],
+        ["PUT", `x-fin-signature: ${headers["x-fin-signature"]}\r\n`, "HTTP/1.1 405 Method Not Allowed"]
+      ] as const
+      for (const [method, signature, status] of refusals) {
+        // The start of a chunked body, then nothing: the socket stays open on the client's side.
+        const exchange = yield* Effect.async<{ readonly answer: string; readonly closed: boolean }>((resume) => {
+          let answer = ""
+          const socket = Net.connect(port, "127.0.0.1", () => {
+            socket.write(
+              `${method} / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${signature}` +
+                `Transfer-Encoding: chunked\r\n\r\n5\r\n{"dat\r\n`
+            )
+          })
+          socket.on("data", (data) => void (answer += data))
+          socket.on("close", () => resume(Effect.succeed({ answer, closed: true })))
+          return Effect.sync(() => socket.destroy())
+        }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`${status}: not closed within 10 s`) }))
+        const [statusLine, ...headerLines] = exchange.answer.split("\r\n\r\n")[0]!.split("\r\n")
+        expect(statusLine).toBe(status)
+        // Said in the answer, so the client knows not to send its next request on it.
+        expect(headerLines.map((line) => line.toLowerCase())).toContain("connection: close")
+        expect(exchange.closed).toBe(true)
+      }
+    }).pipe(Effect.scoped), 40_000)
 })
