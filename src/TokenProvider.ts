@@ -13,6 +13,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -60,6 +62,13 @@ export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<Token
  * @category parsing
  */
 export const parseTimestamp = (text: string): number | undefined => Timestamps.toMillis(text.trim())
+
+// A wait of the token fetch before it tries again (see `awaitShared`), and the deferred the next one is announced in.
+interface RetryWait {
+  readonly error: FinError
+  readonly until: number
+  readonly next: Deferred.Deferred<RetryWait>
+}
 
 const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
   strict: true,
@@ -185,12 +194,25 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     })
     const headers = { accept: "application/json", "user-agent": config.userAgent }
 
+    // While the fetch waits to try again: the failure it retries and when its next try starts. Each wait is announced
+    // to the callers waiting on the fetch, so that one whose deadline comes first ends at once (`awaitShared`).
+    let waiting: RetryWait | undefined
+    let announce = Deferred.unsafeMake<RetryWait>(FiberId.none)
+    const announceWait = (error: FinError, until: number) =>
+      Effect.sync(() => {
+        const next = Deferred.unsafeMake<RetryWait>(FiberId.none)
+        waiting = { error, until, next }
+        Deferred.unsafeDone(announce, Exit.succeed(waiting))
+        announce = next
+      })
+
     const call = (path: string, body: Readonly<Record<string, string>>, maxRetries = config.maxRetries) => {
       const operation = `POST ${path}`
       let attempt = 0
       let status = 0
       return Effect.suspend(() => {
         attempt += 1
+        waiting = undefined
         return Http.execute(client, {
           method: "POST",
           url: config.baseUrl + path,
@@ -214,9 +236,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         (self) => Retry.retry(self, {
           maxRetries,
           waitCap: config.maxRetryAfter,
-          onRetry: (error, retry) =>
+          onRetry: (error, retry, until) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
-              Effect.zipRight(Metric.increment(retriesOf("token")))
+              Effect.zipRight(Metric.increment(retriesOf("token"))),
+              Effect.zipRight(announceWait(error, until))
             )
         }),
         Effect.onExit((exit) =>
@@ -483,6 +506,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>
     ) =>
       Effect.gen(function*() {
+        waiting = undefined
         const now = yield* Clock.currentTimeMillis
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
@@ -503,6 +527,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
       })
 
+    // The fetch's outcome; or, for a caller with a deadline (an API call's, `Retry.callDeadline`), the fetch's error as
+    // soon as the fetch is to wait past that deadline before trying again: the caller would only be cut off by it.
+    const awaitShared = (
+      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
+      Effect.flatMap(FiberRef.get(Retry.callDeadline), (deadline) => {
+        if (deadline === undefined) return Deferred.await(deferred)
+        const watch = (wait: RetryWait | undefined, next: Deferred.Deferred<RetryWait>): Effect.Effect<never, FinError> =>
+          wait !== undefined && wait.until >= deadline
+            ? Effect.fail(Retry.tooLate(wait.error))
+            : Effect.flatMap(Deferred.await(next), (announced) => watch(announced, announced.next))
+        return Effect.raceFirst(Deferred.await(deferred), Effect.suspend(() => watch(waiting, announce)))
+      })
+
     // A token due for a refresh is not handed out while the refresh runs (the service may revoke it on issuing the new
     // one, and calls sent with it late would meet 401s), but if the refresh fails, callers get it back while it is
     // still usable (until half the margin is left), rather than the refresh's error. Nor do they wait past that for a
@@ -511,11 +549,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
       fallback: Option.Option<Access>
     ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
-      if (Option.isNone(fallback)) return Deferred.await(deferred)
+      if (Option.isNone(fallback)) return awaitShared(deferred)
       const { token, usableUntil } = fallback.value
       // Read when it would be handed out: the service may have refused it (`invalidate`) while the caller waited.
       return Effect.flatMap(Clock.currentTimeMillis, (start) =>
-        Deferred.await(deferred).pipe(
+        awaitShared(deferred).pipe(
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, usableUntil - start)),
             onSuccess: Effect.succeed,
@@ -580,7 +618,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked
         )
       }
-      return Option.isSome(state.pending) ? Deferred.await(state.pending.value) : getLocked
+      return Option.isSome(state.pending) ? awaitShared(state.pending.value) : getLocked
     })
 
     // This process first, in one step: from then on nobody here gets the token, nor takes it back from the store (even

@@ -298,6 +298,49 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "30" }) }, { deadline: "10 seconds" })))
 
+  // The token fetch is shared, so it keeps its retries; a caller whose deadline comes before the fetch's next try ends
+  // at once with the fetch's error, as it would for a wait of its own, not cut off later by a bare TimeoutError.
+  describe("a token fetch waiting to try again past a caller's deadline", () => {
+    it.effect("a token 429 asking for longer than the deadline leaves: RateLimitError at once; a caller with time left gets the token", () =>
+      Effect.gen(function*() {
+        const short = yield* Effect.fork(Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))))
+        const long = yield* Effect.fork(calculate)
+        yield* advance(0)
+        const error = yield* Fiber.join(short)
+        expect(error._tag === "RateLimitError" && [error.status, error.operation, error.retryAfter]).toEqual([
+          429,
+          "POST /v1/oauth/token",
+          Duration.seconds(30)
+        ])
+        yield* advance(30_000)
+        expect((yield* Fiber.join(long)).source_amount).toBe(3508679)
+        expect(yield* attempts).toBe(1)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": FinTest.sequence(
+          status(429, { "retry-after": "30" }),
+          FinTest.json(200, {
+            access_token: "t",
+            access_token_ttl: FinTest.formatServiceTimestamp(Date.UTC(2100, 0, 1)),
+            current_time: FinTest.formatServiceTimestamp(0)
+          })
+        ),
+        [FEE]: () => ok
+      })))
+
+    it.effect("a token 503 whose backoff would outlast the deadline: the 503 at once, as the transport's own retries do", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(Effect.flip(calculate))
+        // The waits are 500 ms then 1 s (jitter fixed at x1): the second ends past the 1.2 s deadline.
+        yield* advance(500)
+        const error = yield* Fiber.join(fiber)
+        expect(error._tag === "ApiError" && [error.status, error.operation, error.attempts]).toEqual([
+          503,
+          "POST /v1/oauth/token",
+          2
+        ])
+      }).pipe(provideClient({ "POST /v1/oauth/token": () => status(503), [FEE]: () => ok }, { deadline: "1200 millis" })))
+  })
+
   it.effect("429 x3: RateLimitError after the last retry", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))

@@ -6,6 +6,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
@@ -67,7 +68,8 @@ export interface PolicyOptions<E> {
   readonly waitCap: Duration.Duration
   /** What is left of the call's deadline, if it has one: a wait that does not end before it ends the retries. */
   readonly timeLeft?: Effect.Effect<Duration.Duration>
-  readonly onRetry: (error: E, retry: number) => Effect.Effect<void>
+  /** Runs before each wait, told the error retried and when (epoch milliseconds, on the `Clock`) the wait ends. */
+  readonly onRetry: (error: E, retry: number, until: number) => Effect.Effect<void>
 }
 
 // `self`, ended when its next delay would not end before `timeLeft` does: sleeping only to be cut off by the deadline
@@ -119,7 +121,9 @@ export const policy = <E extends Retried>(
     }),
     (schedule) => options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft),
     Schedule.onDecision(([[error], retry], decision) =>
-      ScheduleDecision.isDone(decision) ? Effect.void : options.onRetry(error, retry + 1)
+      ScheduleDecision.isDone(decision)
+        ? Effect.void
+        : options.onRetry(error, retry + 1, Intervals.start(decision.intervals))
     )
   )
 
@@ -132,6 +136,21 @@ const asksTooLong = (error: Retried, options: PolicyOptions<never>): Effect.Effe
     ? Effect.succeed(false)
     : Effect.map(options.timeLeft, (left) => Duration.greaterThanOrEqualTo(wait, left))
 }
+
+/**
+ * When the API call a token is fetched for must end (epoch milliseconds, on the `Clock`): a shared token fetch that is
+ * to wait past it before trying again ends that caller's wait at once, with `tooLate` of its error.
+ */
+export const callDeadline: FiberRef.FiberRef<number | undefined> = FiberRef.unsafeMake<number | undefined>(undefined)
+
+/**
+ * The error a call ends with when a retry's wait would not end before its deadline: the error retried, or, if it is
+ * a 5xx whose `Retry-After` set that wait, a `RateLimitError`, as `retry` gives.
+ */
+export const tooLate = (error: FinError): FinError =>
+  error._tag === "ApiError" && error.retryAfter !== undefined && !Duration.isZero(error.retryAfter)
+    ? slowDown(error)
+    : error
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
 const slowDown = (error: ApiError): RateLimitError =>
