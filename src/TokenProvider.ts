@@ -538,7 +538,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           wait !== undefined && wait.until >= deadline
             ? Effect.fail(Retry.tooLate(wait.error))
             : Effect.flatMap(Deferred.await(next), (announced) => watch(announced, announced.next))
-        return Effect.raceFirst(Deferred.await(deferred), Effect.suspend(() => watch(waiting, announce)))
+        // Interruptible, so the loser ends even under a caller in an uninterruptible region (a finalizer).
+        return Effect.raceFirst(
+          Effect.interruptible(Deferred.await(deferred)),
+          Effect.interruptible(Effect.suspend(() => watch(waiting, announce)))
+        )
       })
 
     // A token due for a refresh is not handed out while the refresh runs (the service may revoke it on issuing the new
