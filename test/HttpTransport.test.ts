@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Supervisor from "effect/Supervisor"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinClient from "../src/FinClient.js"
 import type { FinError } from "../src/FinError.js"
@@ -301,6 +302,11 @@ describe("HttpTransport", () => {
   // The token fetch is shared, so it keeps its retries; a caller whose deadline comes before the fetch's next try ends
   // at once with the fetch's error, as it would for a wait of its own, not cut off later by a bare TimeoutError.
   describe("a token fetch waiting to try again past a caller's deadline", () => {
+    const token = FinTest.json(200, {
+      access_token: "t",
+      access_token_ttl: FinTest.formatServiceTimestamp(Date.UTC(2100, 0, 1)),
+      current_time: FinTest.formatServiceTimestamp(0)
+    })
     it.effect("a token 429 asking for longer than the deadline leaves: RateLimitError at once; a caller with time left gets the token", () =>
       Effect.gen(function*() {
         const short = yield* Effect.fork(Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))))
@@ -316,14 +322,20 @@ describe("HttpTransport", () => {
         expect((yield* Fiber.join(long)).source_amount).toBe(3508679)
         expect(yield* attempts).toBe(1)
       }).pipe(provideClient({
-        "POST /v1/oauth/token": FinTest.sequence(
-          status(429, { "retry-after": "30" }),
-          FinTest.json(200, {
-            access_token: "t",
-            access_token_ttl: FinTest.formatServiceTimestamp(Date.UTC(2100, 0, 1)),
-            current_time: FinTest.formatServiceTimestamp(0)
-          })
-        ),
+        "POST /v1/oauth/token": FinTest.sequence(status(429, { "retry-after": "30" }), token),
+        [FEE]: () => ok
+      })))
+
+    it.effect("a call from an uninterruptible region (a finalizer) leaves no fiber behind watching the fetch", () =>
+      Effect.gen(function*() {
+        const supervisor = yield* Supervisor.track
+        const fiber = yield* Effect.fork(Effect.supervised(Effect.uninterruptible(calculate), supervisor))
+        // The token call's 503, its 500 ms wait, then a token.
+        yield* advance(500)
+        expect((yield* Fiber.join(fiber)).source_amount).toBe(3508679)
+        expect(yield* supervisor.value).toEqual([])
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": FinTest.sequence(status(503), token),
         [FEE]: () => ok
       })))
 
