@@ -894,20 +894,25 @@ const decodeBody = (body: Uint8Array, options: VerifyOptions): Effect.Effect<Dec
     if (options.environment !== undefined && Option.isSome(sandbox) && sandbox.value !== (options.environment === "sandbox")) {
       return Effect.fail(fail("wrong_environment", `the event is not from the ${options.environment} environment`))
     }
-    const result: Decoded = { event, createdAt: parseTimestamp(envelope.right.event.created_at)! }
-    if (options.maxAge === undefined) return Effect.succeed(result)
-    const maxAge = Duration.toMillis(Duration.decode(options.maxAge))
-    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const age = now - DateTime.toEpochMillis(event.created_at)
-      return age > maxAge
-        ? Effect.fail(fail("too_old", "the event is older than the maximum age"))
-        : age < -MAX_FUTURE_SKEW_MILLIS
-        ? Effect.fail(fail("from_future", "the event is dated more than 5 minutes ahead of this clock"))
-        : Effect.succeed(result)
-    })
+    return Effect.succeed({ event, createdAt: parseTimestamp(envelope.right.event.created_at)! })
   })
 
-const verifyWith = (
+// With `maxAge`: refused when older than that, or dated more than 5 minutes ahead of the Clock.
+const checkAge = (decoded: Decoded, options: VerifyOptions): Effect.Effect<Decoded, WebhookVerificationError> => {
+  if (options.maxAge === undefined) return Effect.succeed(decoded)
+  const maxAge = Duration.toMillis(Duration.decode(options.maxAge))
+  return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const age = now - DateTime.toEpochMillis(decoded.event.created_at)
+    return age > maxAge
+      ? Effect.fail(fail("too_old", "the event is older than the maximum age"))
+      : age < -MAX_FUTURE_SKEW_MILLIS
+      ? Effect.fail(fail("from_future", "the event is dated more than 5 minutes ahead of this clock"))
+      : Effect.succeed(decoded)
+  })
+}
+
+// The signature, then the event decoded, not yet checked for age.
+const verifyDecoded = (
   body: Uint8Array,
   parsed: SignatureHeaders,
   secrets: SecretList,
@@ -916,6 +921,14 @@ const verifyWith = (
   Effect.withFiberRuntime((fiber) =>
     Effect.zipRight(checkSignature(cryptoIn(fiber.currentContext), parsed, secrets, body), decodeBody(body, options))
   )
+
+const verifyWith = (
+  body: Uint8Array,
+  parsed: SignatureHeaders,
+  secrets: SecretList,
+  options: VerifyOptions
+): Effect.Effect<Decoded, WebhookVerificationError> =>
+  Effect.flatMap(verifyDecoded(body, parsed, secrets, options), (decoded) => checkAge(decoded, options))
 
 /**
  * Verifies a delivery (see `verifySignature`) and decodes its event. Fails with `WebhookVerificationError`, whose
@@ -1619,6 +1632,21 @@ const makeApp = <const H extends Handlers>(
       Effect.zipRight(settleAs(500, "store_unavailable"))
     )
 
+  // An event past maxAge that was handled before is a duplicate (200), so a delivery whose 200 was lost is not
+  // answered 400 for ever; any other is refused as too old, and the claim taken to tell is given back at once.
+  const handledBefore = (event: WebhookEvent, tooOld: WebhookVerificationError) =>
+    Effect.flatMap(storeFor, (store) =>
+      Effect.uninterruptible(Effect.flatMap(store.claim(event.id, event.event_reference_id, claimTtl), (claim) =>
+        claim._tag === "Done"
+          ? respond(200, "duplicate")
+          : claim._tag === "Claimed"
+          ? Effect.zipRight(store.release(event.id, event.event_reference_id, claim.token), reject(tooOld))
+          : reject(tooOld)))).pipe(
+        Effect.catchTag("WebhookDedupeStoreError", (error) =>
+          Effect.flatMap(storeUnavailable(error, event.id), (answer) => respond(answer.status, answer.outcome))
+        )
+      )
+
   const handle = (decoded: Decoded, runner: Runner) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
@@ -1723,8 +1751,13 @@ const makeApp = <const H extends Handlers>(
         onTimeout: () => fail("body_timeout", `the body did not arrive within ${Duration.format(bodyTimeout)}`)
       })
     )
-    const decoded = yield* verifyWith(body, parsed.right, secrets, verifyOptions)
-    return yield* runner.admit(handle(decoded, runner), respond(503, "shutting_down"))
+    const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions)
+    return yield* checkAge(decoded, verifyOptions).pipe(
+      Effect.matchEffect({
+        onFailure: (error) => error.reason === "too_old" ? handledBefore(decoded.event, error) : reject(error),
+        onSuccess: (decoded) => runner.admit(handle(decoded, runner), respond(503, "shutting_down"))
+      })
+    )
   }).pipe(
     Effect.catchTag("WebhookVerificationError", reject),
     Effect.withSpan("effect-fin.webhook")

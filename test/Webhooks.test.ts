@@ -1025,6 +1025,31 @@ describe("Webhooks.handler", () => {
       expect(yield* seen).toEqual(["e-1", "e-2", "e-1"])
     }))
 
+  // The service retries a delivery until it sees a 2xx: one whose 200 was lost must not meet 400 for ever once past
+  // maxAge, though it was handled.
+  it.effect("with maxAge, a redelivery of a handled event past maxAge is a duplicate (200), one never handled too_old", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        maxAge: "1 hour",
+        store: memory,
+        handlers: { "beneficiary.liquidation.deposit": () => Effect.sync(() => runs++) }
+      }))
+      yield* TestClock.setTime(DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:40:00Z")))
+      const deposit = (id: string) =>
+        makeBody({ id, type: "beneficiary.liquidation.deposit", createdAt: "2026-04-04T17:39:00Z", data: {} })
+      expect(JSON.parse((yield* send(handle, yield* signedPost(deposit("d-1")))).body)).toEqual({ outcome: "handled" })
+      yield* TestClock.adjust("2 hours")
+      expect(JSON.parse((yield* send(handle, yield* signedPost(deposit("d-1")))).body)).toEqual({ outcome: "duplicate" })
+      const never = yield* send(handle, yield* signedPost(deposit("d-2")))
+      expect([never.status, JSON.parse(never.body)]).toEqual([400, { error: "too_old" }])
+      expect(runs).toBe(1)
+      // Nothing is left claimed by the refused one.
+      expect((yield* memory.claim("d-2", "r", Duration.minutes(1)))._tag).toBe("Claimed")
+    }))
+
   it.effect("with maxAge longer than dedupeTtl, handled ids are kept for maxAge: a replay is a duplicate", () =>
     Effect.gen(function*() {
       let runs = 0
