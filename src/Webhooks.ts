@@ -922,14 +922,6 @@ const verifyDecoded = (
     Effect.zipRight(checkSignature(cryptoIn(fiber.currentContext), parsed, secrets, body), decodeBody(body, options))
   )
 
-const verifyWith = (
-  body: Uint8Array,
-  parsed: SignatureHeaders,
-  secrets: SecretList,
-  options: VerifyOptions
-): Effect.Effect<Decoded, WebhookVerificationError> =>
-  Effect.flatMap(verifyDecoded(body, parsed, secrets, options), (decoded) => checkAge(decoded, options))
-
 /**
  * Verifies a delivery (see `verifySignature`) and decodes its event. Fails with `WebhookVerificationError`, whose
  * `reason` says why; no error or log carries a secret or a received value.
@@ -954,7 +946,10 @@ export const verify = (
   return Effect.suspend(() => {
     const parsed = parseSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
-    return Effect.map(verifyWith(toBytes(rawBody), parsed.right, secretList(secrets), checked), (d) => d.event)
+    return verifyDecoded(toBytes(rawBody), parsed.right, secretList(secrets), checked).pipe(
+      Effect.flatMap((decoded) => checkAge(decoded, checked)),
+      Effect.map((decoded) => decoded.event)
+    )
   })
 }
 
