@@ -237,9 +237,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           })
 
         // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its error.
-        const getToken = tokens.get.pipe(
-          Effect.locally(Retry.callDeadline, started + Duration.toMillis(options.deadline)),
-          Effect.mapError((error) => new Retry.NotRetryable(error))
+        const getToken = Effect.mapError(
+          tokens.getBefore === undefined ? tokens.get : tokens.getBefore(started + Duration.toMillis(options.deadline)),
+          (error) => new Retry.NotRetryable(error)
         )
 
         // One scheduled attempt. The first 401 of the call clears that token and tries once more with a fresh one,

@@ -14,7 +14,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
@@ -42,6 +41,12 @@ import * as TokenStore from "./TokenStore.js"
 export interface Service {
   /** A valid access token: the cached one, or one fetched now (a single fetch shared by all callers). */
   readonly get: Effect.Effect<Redacted.Redacted<string>, FinError>
+  /**
+   * `get` for a caller that must be done by `deadline` (epoch milliseconds, on the `Clock`): when a shared fetch is to
+   * wait past it before trying again, this caller's wait ends at once with the fetch's error (a 5xx whose
+   * `Retry-After` sets that wait as a `RateLimitError`). Optional: a provider without it is asked with `get`.
+   */
+  readonly getBefore?: ((deadline: number) => Effect.Effect<Redacted.Redacted<string>, FinError>) | undefined
   /** Forgets `token` if it is still the cached one (compare-and-clear), so the next `get` fetches a new one. */
   readonly invalidate: (token: Redacted.Redacted<string>) => Effect.Effect<void>
 }
@@ -527,23 +532,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
       })
 
-    // The fetch's outcome; or, for a caller with a deadline (an API call's, `Retry.callDeadline`), the fetch's error as
-    // soon as the fetch is to wait past that deadline before trying again: the caller would only be cut off by it.
+    // The fetch's outcome; or, for a caller with a deadline (an API call's: `getBefore`), the fetch's error as soon as
+    // the fetch is to wait past that deadline before trying again: the caller would only be cut off by it.
     const awaitShared = (
-      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>
-    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
-      Effect.flatMap(FiberRef.get(Retry.callDeadline), (deadline) => {
-        if (deadline === undefined) return Deferred.await(deferred)
-        const watch = (wait: RetryWait | undefined, next: Deferred.Deferred<RetryWait>): Effect.Effect<never, FinError> =>
-          wait !== undefined && wait.until >= deadline
-            ? Effect.fail(Retry.tooLate(wait.error))
-            : Effect.flatMap(Deferred.await(next), (announced) => watch(announced, announced.next))
-        // Interruptible, so the loser ends even under a caller in an uninterruptible region (a finalizer).
-        return Effect.raceFirst(
-          Effect.interruptible(Deferred.await(deferred)),
-          Effect.interruptible(Effect.suspend(() => watch(waiting, announce)))
-        )
-      })
+      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
+      deadline: number | undefined
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
+      if (deadline === undefined) return Deferred.await(deferred)
+      const watch = (wait: RetryWait | undefined, next: Deferred.Deferred<RetryWait>): Effect.Effect<never, FinError> =>
+        wait !== undefined && wait.until >= deadline
+          ? Effect.fail(Retry.tooLate(wait.error))
+          : Effect.flatMap(Deferred.await(next), (announced) => watch(announced, announced.next))
+      // Interruptible, so the loser ends even under a caller in an uninterruptible region (a finalizer).
+      return Effect.raceFirst(
+        Effect.interruptible(Deferred.await(deferred)),
+        Effect.interruptible(Effect.suspend(() => watch(waiting, announce)))
+      )
+    }
 
     // A token due for a refresh is not handed out while the refresh runs (the service may revoke it on issuing the new
     // one, and calls sent with it late would meet 401s), but if the refresh fails, callers get it back while it is
@@ -551,13 +556,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // refresh that hangs (its timeouts and retries can outlast the margin): then they go on with it too.
     const awaitFetch = (
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
-      fallback: Option.Option<Access>
+      fallback: Option.Option<Access>,
+      deadline: number | undefined
     ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
-      if (Option.isNone(fallback)) return awaitShared(deferred)
+      if (Option.isNone(fallback)) return awaitShared(deferred, deadline)
       const { token, usableUntil } = fallback.value
       // Read when it would be handed out: the service may have refused it (`invalidate`) while the caller waited.
       return Effect.flatMap(Clock.currentTimeMillis, (start) =>
-        awaitShared(deferred).pipe(
+        awaitShared(deferred, deadline).pipe(
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, usableUntil - start)),
             onSuccess: Effect.succeed,
@@ -579,7 +585,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // state update would otherwise leave the fetch unrecorded, and the next caller would start a second one. The
     // fetch itself is interruptible (its timeouts and the scope's closing interrupt it), whatever its first caller's
     // state: one that asked from a finalizer must not leave every caller waiting on a fetch its timeouts cannot stop.
-    const getLocked: Service["get"] = Effect.flatten(
+    const getLocked = (deadline: number | undefined): Service["get"] => Effect.flatten(
       SynchronizedRef.modifyEffect(ref, (state) =>
         Effect.uninterruptible(
           Effect.gen(function*() {
@@ -588,7 +594,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             if (Option.isSome(usable) && now < usable.value.refreshAt) {
               return [Effect.succeed(usable.value.token), state] as const
             }
-            if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable), state] as const
+            if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable, deadline), state] as const
             const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
             // The fiber ends with the fetch's exit as its value: `settle` passes a failure on to the waiters, so the
             // runtime does not also report it as a fiber that "terminated with an unhandled error".
@@ -607,23 +613,27 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                 Exit.isSuccess(exit) ? Exit.map(exit.value, (pair) => pair.access.token) : Exit.failCause(exit.cause)
               )
             )
-            return [awaitFetch(deferred, usable), { ...state, access: usable, pending: Option.some(deferred) }] as const
+            return [
+              awaitFetch(deferred, usable, deadline),
+              { ...state, access: usable, pending: Option.some(deferred) }
+            ] as const
           })
         ))
     )
 
     // A fresh cached token, or a fetch in flight, needs no lock (the lock serialises every caller, a thousand of them
     // waiting one after another for one fetch); anything else goes through it.
-    const get: Service["get"] = Effect.flatMap(SynchronizedRef.get(ref), (state) => {
-      if (Option.isSome(state.access)) {
-        const access = state.access.value
-        return Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked
-        )
-      }
-      return Option.isSome(state.pending) ? awaitShared(state.pending.value) : getLocked
-    })
+    const getBefore = (deadline: number | undefined): Service["get"] =>
+      Effect.flatMap(SynchronizedRef.get(ref), (state) => {
+        if (Option.isSome(state.access)) {
+          const access = state.access.value
+          return Effect.flatMap(
+            Clock.currentTimeMillis,
+            (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked(deadline)
+          )
+        }
+        return Option.isSome(state.pending) ? awaitShared(state.pending.value, deadline) : getLocked(deadline)
+      })
 
     // This process first, in one step: from then on nobody here gets the token, nor takes it back from the store (even
     // one that fails to clear it). The store's clear may then be cut short (the caller's deadline) at no cost.
@@ -638,7 +648,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
       )
 
-    return TokenProvider.of({ get, invalidate })
+    return TokenProvider.of({ get: getBefore(undefined), getBefore, invalidate })
   }
 )
 

@@ -6,7 +6,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
@@ -136,12 +135,6 @@ const asksTooLong = (error: Retried, options: PolicyOptions<never>): Effect.Effe
     ? Effect.succeed(false)
     : Effect.map(options.timeLeft, (left) => Duration.greaterThanOrEqualTo(wait, left))
 }
-
-/**
- * When the API call a token is fetched for must end (epoch milliseconds, on the `Clock`): a shared token fetch that is
- * to wait past it before trying again ends that caller's wait at once, with `tooLate` of its error.
- */
-export const callDeadline: FiberRef.FiberRef<number | undefined> = FiberRef.unsafeMake<number | undefined>(undefined)
 
 /**
  * The error a call ends with when a retry's wait would not end before its deadline: the error retried, or, if it is
