@@ -567,7 +567,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, usableUntil - start)),
             onSuccess: Effect.succeed,
-            onTimeout: () => isRefused(token) ? Deferred.await(deferred) : Effect.succeed(token)
+            onTimeout: () => isRefused(token) ? awaitShared(deferred, deadline) : Effect.succeed(token)
           }),
           Effect.flatten,
           // So that the time limit holds for a caller in a finalizer too.

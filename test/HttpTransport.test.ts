@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -324,6 +325,41 @@ describe("HttpTransport", () => {
       }).pipe(provideClient({
         "POST /v1/oauth/token": FinTest.sequence(status(429, { "retry-after": "30" }), token),
         [FEE]: () => ok
+      })))
+
+    it.effect("a caller whose refresh fallback was refused meanwhile (a 401) still ends at once when the refresh is to wait past its deadline", () =>
+      Effect.gen(function*() {
+        const hour = 3_600_000
+        yield* calculate // token-1: its refresh is due at 59 minutes, it is usable until 59.5
+        yield* advance(hour - 61_000)
+        // D sends with token-1, and is answered 401 two seconds later, while the refresh runs: token-1 is refused.
+        const d = yield* Effect.fork(Effect.flip(calculate))
+        yield* advance(1000)
+        // C starts the refresh, with token-1 to fall back on; the refresh waits 35 s (before C's deadline), then 40 s.
+        const c = yield* Effect.fork(Effect.flip(calculate))
+        const startedC = yield* Clock.currentTimeMillis
+        yield* advance(35_000)
+        const [errorC, endedC] = yield* Effect.zip(Fiber.join(c), Clock.currentTimeMillis)
+        expect(errorC._tag === "RateLimitError" && [errorC.operation, endedC - startedC]).toEqual([
+          "POST /v1/oauth/refresh-token",
+          35_000
+        ])
+        expect((yield* Fiber.join(d))._tag).toBe("RateLimitError")
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+        "POST /v1/oauth/refresh-token": FinTest.sequence(
+          status(503, { "retry-after": "35" }),
+          status(503, { "retry-after": "40" }),
+          status(503)
+        ),
+        [FEE]: (() => {
+          let calls = 0
+          const expired = FinTest.delayed("2 seconds", () => FinTest.json(401, { message: "expired" }))
+          return (request: FinTest.RecordedRequest) => {
+            calls += 1
+            return calls === 2 ? expired(request) : ok
+          }
+        })()
       })))
 
     it.effect("a call from an uninterruptible region (a finalizer) leaves no fiber behind watching the fetch", () =>
