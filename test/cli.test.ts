@@ -85,8 +85,15 @@ describe("effect-fin (offline commands)", () => {
         "expected a decimal a number holds exactly (it has more significant digits than that)"
       ])
     }
-    // Held exactly (16 digits, leading and trailing zeros, a tiny fraction): on to the configuration, not refused.
-    for (const amount of ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991"]) {
+    // Past the 100 decimals Number#toFixed takes: refused all the same, not a crash without a word.
+    const long = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", `1.${"0".repeat(100)}1`])
+    expect([long.code, long.stderr.trim()]).toEqual([
+      1,
+      "effect-fin: RequestValidationError: Invalid fee calculation request: source_amount: " +
+      "expected a decimal a number holds exactly (it has more significant digits than that)"
+    ])
+    // Held exactly (16 digits, leading and trailing zeros, however many, a tiny fraction): on to the configuration.
+    for (const amount of ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991", "1.10000000000000000", `1.${"0".repeat(101)}`]) {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
       expect(result.stderr.trim(), amount).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
     }

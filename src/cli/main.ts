@@ -56,8 +56,13 @@ const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (opt
 const amount = (field: "source_amount" | "destination_amount", text: string) => {
   if (!/^\d+(\.\d+)?$/.test(text)) return Effect.succeed({ [field]: text })
   const value = Number(text)
-  const digits = text.replace(/^0+(?=\d)/, "")
-  const exact = value > Number.MAX_SAFE_INTEGER || value.toFixed(digits.split(".")[1]?.length ?? 0) === digits
+  // Leading zeros and the fraction's trailing ones are no significant digits.
+  const [whole = "", fraction = ""] = text.split(".")
+  const decimals = fraction.replace(/0+$/, "")
+  const digits = whole.replace(/^0+(?=\d)/, "") + (decimals === "" ? "" : `.${decimals}`)
+  // Number#toFixed takes at most 100 decimals; a number holds no decimal that long exactly anyway.
+  const exact = value > Number.MAX_SAFE_INTEGER ||
+    (decimals.length <= 100 && value.toFixed(decimals.length) === digits)
   return exact ? Effect.succeed({ [field]: value }) : Effect.fail(
     new FinError.RequestValidationError({
       message: `Invalid fee calculation request: ${field}: expected a decimal a number holds exactly (it has more ` +
