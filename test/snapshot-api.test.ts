@@ -291,6 +291,13 @@ describe("snapshot script, online", () => {
       const told = several.stderr.split("\n")[0]!
       for (const variable of ["FIN_CLIENT_SECRET", "FIN_MAX_RETRIES", "FIN_TIMEOUT"]) expect(told, variable).toContain(variable)
       expect(several.stderr).not.toContain("s3cr3t-value")
+      // What the script replaces is not held against it: --base-url over FIN_BASE_URL, "online" over
+      // FIN_SUBDIVISION_MODE.
+      const replaced = await runMain(fromApi(out, "--dry-run"), {
+        served,
+        env: { ...env, FIN_BASE_URL: "http://insecure.example", FIN_SUBDIVISION_MODE: "bogus" }
+      })
+      expect([replaced.code, replaced.stderr.split("\n").filter((line) => line.includes("Error"))]).toEqual([0, []])
       expect([...missing.requests, ...insecure.requests, ...several.requests]).toEqual([])
       expect(await Fs.readdir(out)).toEqual([])
     })

@@ -66,7 +66,14 @@ export const clientSettings = (
     }
     const resolved = yield* FinConfig.resolve(options)
     return { options, baseUrl: resolved.baseUrl }
-  }).pipe(Effect.withConfigProvider(providerOf(env)))
+  }).pipe(
+    // Not the variables the script replaces: they are not held against it.
+    Effect.withConfigProvider(providerOf({
+      ...env,
+      FIN_SUBDIVISION_MODE: undefined,
+      ...(baseUrl === undefined ? {} : { FIN_BASE_URL: undefined })
+    }))
+  )
 
 const providerOf = (env: Readonly<Record<string, string | undefined>>): ConfigProvider.ConfigProvider => {
   const map = new Map<string, string>()
