@@ -875,7 +875,7 @@ describe("HttpTransport", () => {
           `{"message":""}`
         ])
       }).pipe(provideClient({ [FEE]: () => FinTest.json(400, { message: "" }) })))
-    it.effect("at most 20 field errors are kept (the rest of the body, cut, in ApiError.body)", () =>
+    it.effect("at most 20 field errors are kept, and the body (cut to 1,024 characters) in ApiError.body", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
         expect(error._tag).toBe("ApiError")
