@@ -107,8 +107,10 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
     message: Schema.String,
     /** The status of the last answer: 429, or the 5xx that asked for too long a wait. */
     status: Schema.optional(Schema.Number),
-    /** The service's own code for a 429 (`error.code` or `status` of its body), which tells a quota from a throttle. */
+    /** The service's own code (`error.code` or `status` of its body), which tells a quota from a throttle. */
     code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
+    /** As `ApiError.body`: the start of a body that `message` and `code` do not hold whole (a quota's reset time). */
+    body: Schema.optional(Schema.String),
     retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }

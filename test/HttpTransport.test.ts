@@ -254,10 +254,35 @@ describe("HttpTransport", () => {
       expect(error).toMatchObject({ _tag: "RateLimitError", status: 503, attempts: 1 })
       expect(error._tag === "RateLimitError" && error.retryAfter && Duration.toSeconds(error.retryAfter)).toBe(120)
       expect(error.message).toBe(
-        "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation"
+        "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 503"
       )
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
+
+  it.effect("a 503 asking to wait beyond the cap keeps the service's message and code; a 429's other fields stay in body", () =>
+    Effect.gen(function*() {
+      const maintenance = yield* Effect.flip(calculate)
+      expect(maintenance._tag === "RateLimitError" && [maintenance.message, maintenance.code, maintenance.body]).toEqual([
+        "The service answered 503 and asked to wait 2h, longer than allowed, on POST /v1/fee-calculation: " +
+        "Down for maintenance until 14:00",
+        "maintenance",
+        undefined
+      ])
+      const quota = yield* Effect.flip(calculate)
+      expect(quota._tag === "RateLimitError" && [quota.code, quota.body]).toEqual([
+        "daily_quota",
+        `{"error":{"code":"daily_quota","message":"Daily quota exceeded","reset_at":"2026-11-26T00:00:00Z"}}`
+      ])
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(
+        FinTest.json(503, { error: { code: "maintenance", message: "Down for maintenance until 14:00" } }, {
+          "retry-after": "7200"
+        }),
+        FinTest.json(429, {
+          error: { code: "daily_quota", message: "Daily quota exceeded", reset_at: "2026-11-26T00:00:00Z" }
+        }, { "retry-after": "7200" })
+      )
+    }, { maxRetryAfter: "60 seconds" })))
 
   it.effect("a 503 asking to wait beyond the cap on the last attempt is a RateLimitError too", () =>
     Effect.gen(function*() {

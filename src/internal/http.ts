@@ -329,18 +329,22 @@ const statusError = (
   const code = parsed.code === undefined
     ? {}
     : { code: typeof parsed.code === "string" ? short(redact(parsed.code)) : parsed.code }
+  const body = !parsed.understood && spec.keepBody && text !== ""
+    ? { body: redact(normalisedBody(text)).slice(0, MAX_BODY_IN_ERROR) }
+    : {}
   if (status === 429) {
     return new RateLimitError({
       message: `Rate limited (429) on ${spec.operation}${message ? `: ${message}` : ""}`,
       status,
       ...code,
+      ...body,
       ...(retryAfter ? { retryAfter } : {}),
       ...common
     })
   }
   return new ApiError({
     status,
-    message: message ?? `The service answered ${status} on ${spec.operation}`,
+    message: message ?? defaultMessage(status, spec.operation),
     ...code,
     ...(parsed.fieldErrors
       ? {
@@ -349,13 +353,15 @@ const statusError = (
         )
       }
       : {}),
-    ...(!parsed.understood && spec.keepBody && text !== ""
-      ? { body: redact(normalisedBody(text)).slice(0, MAX_BODY_IN_ERROR) }
-      : {}),
+    ...body,
     ...(retryAfter ? { retryAfter } : {}),
     ...common
   })
 }
+
+/** An `ApiError`'s message when the body gave none. */
+export const defaultMessage = (status: number, operation: string): string =>
+  `The service answered ${status} on ${operation}`
 
 const decodeError = (spec: Attempt<unknown>, status: number, requestId: string | undefined, issues: ReadonlyArray<Issue>) =>
   new ResponseDecodeError({

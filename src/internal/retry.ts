@@ -10,7 +10,7 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
 import { type ApiError, type FinError, RateLimitError } from "../FinError.js"
-import type { AttemptError } from "./http.js"
+import { type AttemptError, defaultMessage } from "./http.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
 export class NotRetryable {
@@ -146,12 +146,19 @@ export const tooLate = (error: FinError): FinError =>
     : error
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
+// What the service said, kept: its message (unless the body gave none), code and body.
 const slowDown = (error: ApiError): RateLimitError =>
   new RateLimitError({
     message: `The service answered ${error.status} and asked to wait ${
       Duration.format(error.retryAfter ?? Duration.zero)
-    }, longer than allowed${error.operation === undefined ? "" : `, on ${error.operation}`}`,
+    }, longer than allowed${error.operation === undefined ? "" : `, on ${error.operation}`}${
+      error.operation === undefined || error.message === defaultMessage(error.status, error.operation)
+        ? ""
+        : `: ${error.message}`
+    }`,
     status: error.status,
+    ...(error.code === undefined ? {} : { code: error.code }),
+    ...(error.body === undefined ? {} : { body: error.body }),
     ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
     ...(error.operation === undefined ? {} : { operation: error.operation }),
     ...(error.attempts === undefined ? {} : { attempts: error.attempts }),
