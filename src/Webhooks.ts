@@ -1453,7 +1453,8 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * marked handled): handlers must be idempotent.
  *
  * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is negative, NaN, infinite or
- * not a duration, `secrets` with no non-empty secret or one with surrounding whitespace, an `environment` other than
+ * not a duration, a `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never
+ * fires), `secrets` with no non-empty secret or one with surrounding whitespace, an `environment` other than
  * `"sandbox"` and `"production"`.
  *
  * @since 0.1.0

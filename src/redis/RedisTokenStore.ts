@@ -125,7 +125,8 @@ const importKey = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string
  * unreachable Redis is not an error here (the provider works around it until Redis is back; a warning says why, and so
  * does each failed command's `TokenStoreError`).
  *
- * Throws `IllegalArgumentException` when `timeout`, `lockTtl` or `waitInterval` is not a finite duration above zero.
+ * Throws `IllegalArgumentException` when `timeout`, `lockTtl` or `waitInterval` is not a finite duration above zero
+ * and at most 24 days (past 2^31 - 1 ms a timer never fires).
  *
  * @since 0.1.0
  * @category constructors

@@ -76,7 +76,8 @@ const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMil
  * Connects (or borrows `options.client`) for the life of the scope. An unreachable Redis is not an error here: a
  * warning says why, and each failed command's `WebhookDedupeStoreError` too (the handler answers 500 meanwhile).
  *
- * Throws `IllegalArgumentException` when `timeout` is not a finite duration above zero.
+ * Throws `IllegalArgumentException` when `timeout` is not a finite duration above zero and at most 24 days (past
+ * 2^31 - 1 ms a timer never fires).
  *
  * @since 0.1.0
  * @category constructors
