@@ -1629,12 +1629,15 @@ const makeApp = <const H extends Handlers>(
     )
 
   // An event past maxAge that was handled before is a duplicate (200), so a delivery whose 200 was lost is not
-  // answered 400 for ever; any other is refused as too old, and the claim taken to tell is given back at once.
+  // answered 400 for ever, and one being handled right now is in progress (409), as any event; any other is refused as
+  // too old, and the claim taken to tell is given back at once.
   const handledBefore = (event: WebhookEvent, tooOld: WebhookVerificationError) =>
     Effect.flatMap(storeFor, (store) =>
       Effect.uninterruptible(Effect.flatMap(store.claim(event.id, event.event_reference_id, claimTtl), (claim) =>
         claim._tag === "Done"
           ? respond(200, "duplicate")
+          : claim._tag === "InProgress"
+          ? respond(409, "in_progress")
           : claim._tag === "Claimed"
           ? Effect.zipRight(store.release(event.id, event.event_reference_id, claim.token), reject(tooOld))
           : reject(tooOld)))).pipe(
@@ -1750,7 +1753,10 @@ const makeApp = <const H extends Handlers>(
     const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions)
     return yield* checkAge(decoded, verifyOptions).pipe(
       Effect.matchEffect({
-        onFailure: (error) => error.reason === "too_old" ? handledBefore(decoded.event, error) : reject(error),
+        onFailure: (error) =>
+          error.reason === "too_old"
+            ? runner.admit(handledBefore(decoded.event, error), respond(503, "shutting_down"))
+            : reject(error),
         onSuccess: (decoded) => runner.admit(handle(decoded, runner), respond(503, "shutting_down"))
       })
     )

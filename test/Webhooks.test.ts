@@ -1048,6 +1048,15 @@ describe("Webhooks.handler", () => {
       expect(runs).toBe(1)
       // Nothing is left claimed by the refused one.
       expect((yield* memory.claim("d-2", "r", Duration.minutes(1)))._tag).toBe("Claimed")
+      // Being handled right now by another delivery: 409, as for any event, so the service asks again.
+      const busy = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        maxAge: "1 hour",
+        store: { ...memory, claim: () => Effect.succeed({ _tag: "InProgress" as const }) },
+        handlers: {}
+      }))
+      const inProgress = yield* send(busy, yield* signedPost(deposit("d-3")))
+      expect([inProgress.status, JSON.parse(inProgress.body)]).toEqual([409, { outcome: "in_progress" }])
     }))
 
   it.effect("with maxAge longer than dedupeTtl, handled ids are kept for maxAge: a replay is a duplicate", () =>
