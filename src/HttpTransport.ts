@@ -239,9 +239,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           })
 
         // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its error.
-        const getToken = Effect.mapError(
-          tokens.getBefore === undefined ? tokens.get : tokens.getBefore(started + Duration.toMillis(options.deadline)),
-          (error) => new Retry.NotRetryable(error)
+        // While it runs, a deadline that comes is the token step's failure (`waitingForToken`).
+        let waitingForToken = false
+        const getToken = Effect.suspend(() => {
+          waitingForToken = true
+          return tokens.getBefore === undefined ? tokens.get : tokens.getBefore(started + Duration.toMillis(options.deadline))
+        }).pipe(
+          Effect.mapBoth({
+            onFailure: (error) => new Retry.NotRetryable(error),
+            onSuccess: (token) => {
+              waitingForToken = false
+              return token
+            }
+          })
         )
 
         // One scheduled attempt. The first 401 of the call clears that token and tries once more with a fresh one,
@@ -331,15 +341,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 )
               ))
             if (failure === undefined) return Effect.zipRight(Http.annotateOutcome(attempts, "success", status), metrics)
+            // The token step failed, died, or was still running when the deadline came.
+            const tokenStep = tokenFailed || waitingForToken
             if (failure._tag === "None") {
               return other === "defect"
-                ? Effect.zipRight(Http.annotateOutcome(attempts, "defect", lastStatus), metrics)
+                ? Effect.zipRight(
+                  Effect.zipRight(
+                    tokenStep ? Effect.annotateCurrentSpan("effect_fin.failed_step", "token") : Effect.void,
+                    Http.annotateOutcome(attempts, "defect", lastStatus)
+                  ),
+                  metrics
+                )
                 : metrics
             }
             // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not
             // this operation's, which was maybe never sent.
             return Effect.zipRight(
-              tokenFailed
+              tokenStep
                 ? Effect.zipRight(
                   Effect.annotateCurrentSpan("effect_fin.failed_step", "token"),
                   Http.annotateOutcome(attempts, failure.value._tag, lastStatus)

@@ -189,6 +189,24 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: () => ok })))
 
+  it.effect("the deadline coming while the call waits for a token: the call's span names the token step", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      const call = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(call.map((span) => Object.fromEntries(span.attributes))).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "effect_fin.attempts": 0,
+        "effect_fin.outcome": "TimeoutError",
+        "effect_fin.failed_step": "token"
+      }])
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.stall, [FEE]: () => ok }, {
+      deadline: "5 seconds",
+      tokenTimeout: "1 minute"
+    })))
+
   const failing: ReadonlyArray<readonly [string, FinTest.Routes, Effect.Effect<unknown, FinError, FinClient.Services>]> = [
     ["a refused call", { [FEE]: () => status(422) }, calculate],
     ["a token that cannot be had", { "POST /v1/oauth/token": () => status(401) }, calculate],
