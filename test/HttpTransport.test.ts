@@ -207,6 +207,26 @@ describe("HttpTransport", () => {
       tokenTimeout: "1 minute"
     })))
 
+  it.effect("a token step that dies: the call's span says defect, and names the token step", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const exit = yield* Effect.exit(calculate.pipe(Effect.provide(tracing)))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      const call = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(call.map((span) => Object.fromEntries(span.attributes))).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "effect_fin.attempts": 0,
+        "effect_fin.outcome": "defect",
+        "effect_fin.failed_step": "token"
+      }])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () => {
+        throw new Error("a test route that throws")
+      },
+      [FEE]: () => ok
+    })))
+
   const failing: ReadonlyArray<readonly [string, FinTest.Routes, Effect.Effect<unknown, FinError, FinClient.Services>]> = [
     ["a refused call", { [FEE]: () => status(422) }, calculate],
     ["a token that cannot be had", { "POST /v1/oauth/token": () => status(401) }, calculate],
