@@ -181,13 +181,15 @@ const durationOption = (name: string, input: Duration.DurationInput | undefined,
 
 /**
  * A handler that gives `replies` in turn, then repeats the last one. Its turn is its own state: make one per test.
+ * Throws `IllegalArgumentException` when given no reply.
  *
  * @since 0.1.0
  * @category handlers
  */
 export const sequence = (...replies: ReadonlyArray<Reply>): Handler => {
+  if (replies.length === 0) throw new Cause.IllegalArgumentException("effect-fin/test: sequence needs at least one reply")
   let i = 0
-  return () => replies[Math.min(i++, replies.length - 1)] ?? text(500, "no reply")
+  return () => replies[Math.min(i++, replies.length - 1)]!
 }
 
 /**
@@ -405,20 +407,23 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
 export const layerClient = (
   routes: Routes,
   options: Partial<FinConfig.Options> = {}
-): Layer.Layer<FinClient.Services | InMemoryHttp, ConfigError.ConfigError> => {
-  const issue = routes["POST /v1/oauth/token"] ?? tokenHandler()
-  const withToken: Routes = {
-    "POST /v1/oauth/token": issue,
-    "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue,
-    ...routes
-  }
-  return FinClient.layer({
-    clientId: "test-client",
-    clientSecret: "test-secret",
-    baseUrl: "http://127.0.0.1:4010",
-    ...options
-  }).pipe(Layer.provideMerge(layerHttpClient(withToken)))
-}
+): Layer.Layer<FinClient.Services | InMemoryHttp, ConfigError.ConfigError> =>
+  // Suspended: the token endpoint added here is made with each build, so a layer provided in several tests does not
+  // carry its token count from one to the next.
+  Layer.suspend(() => {
+    const issue = routes["POST /v1/oauth/token"] ?? tokenHandler()
+    const withToken: Routes = {
+      "POST /v1/oauth/token": issue,
+      "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue,
+      ...routes
+    }
+    return FinClient.layer({
+      clientId: "test-client",
+      clientSecret: "test-secret",
+      baseUrl: "http://127.0.0.1:4010",
+      ...options
+    }).pipe(Layer.provideMerge(layerHttpClient(withToken)))
+  })
 
 /**
  * Options of the deterministic fee service, checked when the layer is built (the emulator takes the same ones).

@@ -64,3 +64,24 @@ describe("FinTest.layerClient routes", () => {
       }
     }))
 })
+
+describe("FinTest handlers", () => {
+  // A layer made once (at a file's top) and provided in several tests: each build starts its own token count.
+  it.effect("layerClient's own token endpoint starts again with each build of the layer", () =>
+    Effect.gen(function*() {
+      const layer = FinTest.layerClient({ [FEE]: () => FinTest.json(200, quoteBody) })
+      const tokenSent = FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)),
+        Effect.map((requests) => requests.find((r) => r.path === "/v1/fee-calculation")?.headers["authorization"]),
+        Effect.provide(layer)
+      )
+      expect([yield* tokenSent, yield* tokenSent]).toEqual(["Bearer token-1", "Bearer token-1"])
+    }))
+
+  it("sequence with no replies is refused when made, not a 500 the client retries", () => {
+    expect(() => FinTest.sequence()).toThrow(
+      new Cause.IllegalArgumentException("effect-fin/test: sequence needs at least one reply")
+    )
+  })
+})
+
