@@ -519,9 +519,11 @@ export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeServ
     return FeeService.FeeService.of({
       calculate: (request) =>
         Effect.gen(function*() {
-          // Overrides the real client would refuse (`withOptions({ maxRetries: -1 })`) are refused here too.
+          // The request first, then the overrides the real client would refuse (`withOptions({ maxRetries: -1 })`), in
+          // the real client's order (it validates the request before the transport sees the overrides).
+          const valid = yield* FeeService.validate(request)
           yield* CallOptions.resolve(overrideDefaults, yield* HttpTransport.currentCallOptions)
-          const quoted = Quote.quote(settings, yield* FeeService.validate(request))
+          const quoted = Quote.quote(settings, valid)
           if (Either.isLeft(quoted)) {
             const problem = quoted.left
             return yield* problem._tag === "UnknownBeneficiary"

@@ -313,6 +313,13 @@ describe("FeeService", () => {
           expect(override._tag === "RequestValidationError" && override.issues.map((i) => i.path))
             .toEqual([Object.keys(options)[0]])
         }
+        // Both wrong: the request is told first, as the real client (which validates it before the transport) does.
+        const both = yield* Effect.flip(
+          FeeService.calculate({ source_currency: "USD", source_amount: -1, destination_currency: "CAD" }).pipe(
+            HttpTransport.withOptions({ maxRetries: -1 })
+          )
+        )
+        expect(both._tag === "RequestValidationError" && both.issues.map((i) => i.path)).toEqual(["source_amount"])
       }).pipe(Effect.provide(layer)))
   })
 })
