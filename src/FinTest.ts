@@ -274,8 +274,8 @@ export class InMemoryHttp extends Context.Tag("effect-fin/test/InMemoryHttp")<In
 
 /**
  * Routes keyed `METHOD /path`, where a `*` segment matches any one segment: `"GET /v1/countries/* /subdivisions"`
- * (without the space). Unmatched requests get the service's 404, with a warning logged (`InMemoryHttp.unmatched` lists
- * them).
+ * (without the space). Where several match, the most specific (fewest `*`) answers. Unmatched requests get the
+ * service's 404, with a warning logged (`InMemoryHttp.unmatched` lists them).
  *
  * @since 0.1.0
  * @category models
@@ -353,6 +353,11 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
  */
 export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
   Layer.unwrapEffect(Effect.gen(function*() {
+    // The most specific route first (fewest `*` segments), whatever the order of the keys; then in the order given.
+    const wildcards = (route: string) => route.split("/").filter((segment) => segment === "*").length
+    const table = typeof routes === "function"
+      ? []
+      : Object.entries(routes).sort(([a], [b]) => wildcards(a) - wildcards(b))
     const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const unmatched = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const client = HttpClient.make((request, url, signal) =>
@@ -369,7 +374,7 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
         yield* Ref.update(recorded, (all) => [...all, seen])
         const handler = typeof routes === "function"
           ? routes
-          : Object.entries(routes).find(([route]) => matches(route, seen.method, seen.path))?.[1]
+          : table.find(([route]) => matches(route, seen.method, seen.path))?.[1]
         if (handler === undefined) {
           yield* Ref.update(unmatched, (all) => [...all, seen])
           yield* Effect.logWarning(

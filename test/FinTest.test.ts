@@ -6,6 +6,7 @@ import * as Option from "effect/Option"
 import * as FeeService from "../src/FeeService.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
+import * as SubdivisionService from "../src/SubdivisionService.js"
 import { provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
@@ -66,6 +67,17 @@ describe("FinTest.layerClient routes", () => {
 })
 
 describe("FinTest handlers", () => {
+  it.effect("the most specific route answers, wherever it is listed: an exact path before a * one", () =>
+    Effect.gen(function*() {
+      const list = SubdivisionService.list("USA").pipe(Effect.map((answer) => answer.subdivisions.map((s) => s.code)))
+      expect(yield* list).toEqual(["US-CA"])
+    }).pipe(provideClient({
+      "GET /v1/countries/*/subdivisions": () => FinTest.json(200, { data: { subdivisions: [] } }),
+      "GET /v1/countries/USA/subdivisions": () =>
+        FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
+    }, { subdivisionMode: "online" })))
+
+
   // A layer made once (at a file's top) and provided in several tests: each build starts its own token count.
   it.effect("layerClient's own token endpoint starts again with each build of the layer", () =>
     Effect.gen(function*() {
