@@ -207,6 +207,22 @@ describe("HttpTransport", () => {
       tokenTimeout: "1 minute"
     })))
 
+  // A call cut by the default 60 s deadline must land in a bucket of its own, not only in the unbounded one.
+  it.effect("effect_fin_request_duration_ms has finite buckets up past the default deadline", () =>
+    Effect.gen(function*() {
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(
+        HttpTransport.request({ method: "GET", path: "/v1/slow", response: Schema.Unknown, name: "bucket-probe" })
+      ))
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      const histogram = Metric.unsafeSnapshot().find((pair) =>
+        pair.metricKey.name === "effect_fin_request_duration_ms" &&
+        pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "bucket-probe")
+      )?.metricState as MetricState.MetricState.Histogram | undefined
+      const finite = [...(histogram?.buckets ?? [])].filter(([bound]) => Number.isFinite(bound))
+      // Cumulative counts: the call is counted in the last finite bucket.
+      expect(finite.at(-1)?.[1]).toBe(1)
+    }).pipe(provideClient({ "GET /v1/slow": () => FinTest.stall }, { timeout: "2 minutes" })))
+
   it.effect("a token step that dies: the call's span says defect, and names the token step", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
