@@ -352,6 +352,11 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
  * @category layers
  */
 export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
+  inMemory(routes, "")
+
+// `basePath`: the path of the client's base URL (a proxy's prefix), taken off each request's path before it is matched
+// and recorded, so that routes and counts are written as the API's paths.
+const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     // The most specific route first (fewest `*` segments), whatever the order of the keys; then in the order given.
     const wildcards = (route: string) => route.split("/").filter((segment) => segment === "*").length
@@ -367,7 +372,9 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
         const seen: RecordedRequest = {
           method: request.method,
           url: url.toString(),
-          path: url.pathname,
+          path: basePath !== "" && url.pathname.startsWith(`${basePath}/`)
+            ? url.pathname.slice(basePath.length)
+            : url.pathname,
           headers,
           body: bodyOf(request)
         }
@@ -398,7 +405,8 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
 
 /**
  * The real client (`FinClient.layer`) on the in-memory `HttpClient`, with test credentials and a loopback base URL
- * unless `options` says otherwise. Token routes are added when `routes` has none: `POST /v1/oauth/token` answers
+ * unless `options` says otherwise (a base URL with a path, a proxy's prefix, is taken off each request's path: routes,
+ * counts and recorded paths are the API's). Token routes are added when `routes` has none: `POST /v1/oauth/token` answers
  * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the issue route's handler (that one, or yours), so
  * refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence.
  *
@@ -422,13 +430,20 @@ export const layerClient = (
       "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue,
       ...routes
     }
-    return FinClient.layer({
-      clientId: "test-client",
-      clientSecret: "test-secret",
-      baseUrl: "http://127.0.0.1:4010",
-      ...options
-    }).pipe(Layer.provideMerge(layerHttpClient(withToken)))
+    const baseUrl = options.baseUrl ?? "http://127.0.0.1:4010"
+    return FinClient.layer({ clientId: "test-client", clientSecret: "test-secret", ...options, baseUrl }).pipe(
+      Layer.provideMerge(inMemory(withToken, basePathOf(baseUrl)))
+    )
   })
+
+// The path of a base URL, without its trailing slash; empty for one that is no URL (FinClient.layer refuses it).
+const basePathOf = (baseUrl: string): string => {
+  try {
+    return new URL(baseUrl).pathname.replace(/\/+$/, "")
+  } catch {
+    return ""
+  }
+}
 
 /**
  * Options of the deterministic fee service, checked when the layer is built (the emulator takes the same ones).

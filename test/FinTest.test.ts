@@ -67,6 +67,19 @@ describe("FinTest.layerClient routes", () => {
 })
 
 describe("FinTest handlers", () => {
+  // FinConfig takes a base URL with a path (a proxy's prefix); routes are still written as the API's paths.
+  it.effect("layerClient with a base URL that has a path: routes, counts and recorded paths are the API's paths", () =>
+    Effect.gen(function*() {
+      const quote = yield* FeeService.calculate(quoteRequest)
+      expect(quote.source_amount).toBe(3508679)
+      const http = yield* FinTest.InMemoryHttp
+      expect(yield* http.count(FEE)).toBe(1)
+      expect(yield* http.unmatched).toEqual([])
+      const sent = (yield* http.requests).find((r) => r.path === "/v1/fee-calculation")
+      expect(sent?.url).toBe("http://127.0.0.1:4010/api/v1/fee-calculation")
+    }).pipe(provideClient({ [FEE]: () => FinTest.json(200, quoteBody) }, { baseUrl: "http://127.0.0.1:4010/api/" })))
+
+
   it.effect("the most specific route answers, wherever it is listed: an exact path before a * one", () =>
     Effect.gen(function*() {
       const list = SubdivisionService.list("USA").pipe(Effect.map((answer) => answer.subdivisions.map((s) => s.code)))
