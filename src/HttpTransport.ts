@@ -217,9 +217,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const started = yield* Clock.currentTimeMillis
         let attempts = 0
         let status = 0
-        // The status of the last failed attempt that had an answer: the span's status when the call then ends
-        // without one (the deadline cut the next attempt, a reset).
+        // The status of the last answer: the span's status when the call then ends without one (the deadline cut the
+        // next attempt, a reset, a response schema that threw).
         let lastStatus: number | undefined
+        const answered = (status: number) => {
+          lastStatus = status
+        }
         let tokenFailed = false
 
         const send = (token: Redacted.Redacted<string>) =>
@@ -236,7 +239,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               operation,
               attempt: attempts,
               keepBody: true,
-              credentials: [Redacted.value(token), secret]
+              credentials: [Redacted.value(token), secret],
+              onStatus: answered
             })
           })
 
@@ -283,14 +287,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
           timeLeft: remaining,
-          onRetry: (error, retry) => {
-            lastStatus = Http.statusOf(error) ?? lastStatus
-            return Effect.logDebug(
+          onRetry: (error, retry) =>
+            Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${
                 error._tag === "ApiError" ? ` ${error.status}` : ""
               } (retry ${retry} of ${options.maxRetries})`
             ).pipe(Effect.zipRight(Metric.increment(retriesOf(name))))
-          }
         }
 
         // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the

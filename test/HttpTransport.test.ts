@@ -698,6 +698,8 @@ describe("HttpTransport", () => {
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
       const span = (yield* spans).find((s) => s.name === "effect-fin.dies")
       expect(span?.attributes.get("effect_fin.outcome")).toBe("defect")
+      // The answer that came before the schema threw: its status is on the span, as any last answer's is.
+      expect(span?.attributes.get("http.response.status_code")).toBe(200)
       expect(yield* outcomesOf("dies")).toEqual([["defect", 1]])
     }).pipe(provideClient({ "GET /v1/dies": () => ok })))
 

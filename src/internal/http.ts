@@ -78,6 +78,8 @@ export interface Attempt<A> {
    * refused call are kept in the error, but never a credential it echoed back.
    */
   readonly credentials: ReadonlyArray<string>
+  /** Told the status of the answer as soon as it has come, before it is decoded (which may throw). */
+  readonly onStatus?: ((status: number) => void) | undefined
 }
 
 /** A decoded answer. */
@@ -497,6 +499,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
           attempts: spec.attempt
         })),
     Effect.flatMap(({ cut, headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
+      spec.onStatus?.(status)
       // An error status keeps its meaning (and whether it is retried) however long its page; an answer cannot be cut.
       if (status < 200 || status > 299) {
         return Effect.flatMap(
