@@ -1629,8 +1629,8 @@ const makeApp = <const H extends Handlers>(
     )
 
   // An event past maxAge that was handled before is a duplicate (200), so a delivery whose 200 was lost is not
-  // answered 400 for ever, and one being handled right now is in progress (409), as any event; any other is refused as
-  // too old, and the claim taken to tell is given back at once.
+  // answered 400 for ever, and one being handled right now is in progress (409), like every other event; the rest
+  // are refused as too old, and the claim taken to tell is given back at once.
   const handledBefore = (event: WebhookEvent, tooOld: WebhookVerificationError) =>
     Effect.flatMap(storeFor, (store) =>
       Effect.uninterruptible(Effect.flatMap(store.claim(event.id, event.event_reference_id, claimTtl), (claim) =>
