@@ -1627,6 +1627,10 @@ const makeApp = <const H extends Handlers>(
       Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
       Effect.zipRight(settleAs(500, "store_unavailable"))
     )
+  // The answer to a delivery whose store failed before its handler ran.
+  const answerStoreFailure = (eventId: string) => (error: WebhookDedupeStoreError) =>
+    Effect.flatMap(storeUnavailable(error, eventId), (answer) => respond(answer.status, answer.outcome))
+  const shuttingDown = respond(503, "shutting_down")
 
   // An event past maxAge that was handled before is a duplicate (200), so a delivery whose 200 was lost is not
   // answered 400 for ever, and one being handled right now is in progress (409), like every other event; the rest
@@ -1640,11 +1644,7 @@ const makeApp = <const H extends Handlers>(
           ? respond(409, "in_progress")
           : claim._tag === "Claimed"
           ? Effect.zipRight(store.release(event.id, event.event_reference_id, claim.token), reject(tooOld))
-          : reject(tooOld)))).pipe(
-        Effect.catchTag("WebhookDedupeStoreError", (error) =>
-          Effect.flatMap(storeUnavailable(error, event.id), (answer) => respond(answer.status, answer.outcome))
-        )
-      )
+          : reject(tooOld)))).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(event.id)))
 
   const handle = (decoded: Decoded, runner: Runner) =>
     Effect.uninterruptibleMask((restore) =>
@@ -1715,11 +1715,7 @@ const makeApp = <const H extends Handlers>(
         yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
         const answer = yield* Effect.flatMap(runner.fork(finish), (fiber) => restore(Fiber.join(fiber)))
         return yield* respond(answer.status, answer.outcome)
-      })).pipe(
-      Effect.catchTag("WebhookDedupeStoreError", (error) =>
-        Effect.flatMap(storeUnavailable(error, decoded.event.id), (answer) => respond(answer.status, answer.outcome))
-      )
-    )
+      })).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(decoded.event.id)))
 
   return (runner) => Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -1755,9 +1751,9 @@ const makeApp = <const H extends Handlers>(
       Effect.matchEffect({
         onFailure: (error) =>
           error.reason === "too_old"
-            ? runner.admit(handledBefore(decoded.event, error), respond(503, "shutting_down"))
+            ? runner.admit(handledBefore(decoded.event, error), shuttingDown)
             : reject(error),
-        onSuccess: (decoded) => runner.admit(handle(decoded, runner), respond(503, "shutting_down"))
+        onSuccess: (decoded) => runner.admit(handle(decoded, runner), shuttingDown)
       })
     )
   }).pipe(
