@@ -76,7 +76,10 @@ describe("effect-fin (offline commands)", () => {
     for (const [flag, field, amount] of [
       ["--amount", "source_amount", "90071992547409.99"],
       ["--receive", "destination_amount", "1234567890123456.78"],
-      ["--amount", "source_amount", "0.30000000000000001"]
+      ["--amount", "source_amount", "0.30000000000000001"],
+      // What the double holds, written out: still not what would be sent (0.1).
+      ["--amount", "source_amount", "0.10000000000000001"],
+      ["--amount", "source_amount", "0.1000000000000000055511151231257827"]
     ] as const) {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", flag, amount])
       expect([result.code, result.stderr.trim()], amount).toEqual([

@@ -60,9 +60,9 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
   const [whole = "", fraction = ""] = text.split(".")
   const decimals = fraction.replace(/0+$/, "")
   const digits = whole.replace(/^0+(?=\d)/, "") + (decimals === "" ? "" : `.${decimals}`)
-  // Number#toFixed takes at most 100 decimals; a number holds no decimal that long exactly anyway.
-  const exact = value > Number.MAX_SAFE_INTEGER ||
-    (decimals.length <= 100 && value.toFixed(decimals.length) === digits)
+  // What is sent is the number's shortest form (JSON's): it must be what was typed. Past MAX_SAFE_INTEGER the schema
+  // refuses the amount anyway, with its own message.
+  const exact = value > Number.MAX_SAFE_INTEGER || plainDecimal(value) === digits
   return exact ? Effect.succeed({ [field]: value }) : Effect.fail(
     new FinError.RequestValidationError({
       message: `Invalid fee calculation request: ${field}: expected a decimal a number holds exactly (it has more ` +
@@ -70,6 +70,13 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
       issues: [new FinError.Issue({ path: field, expected: "a decimal a number holds exactly" })]
     })
   )
+}
+
+// The shortest decimal that reads back as `value` (as JSON writes it), in plain notation: 1e-7 as 0.0000001.
+const plainDecimal = (value: number): string => {
+  const shortest = String(value)
+  const exponent = /^(\d)(?:\.(\d+))?e-(\d+)$/.exec(shortest)
+  return exponent === null ? shortest : `0.${"0".repeat(Number(exponent[3]) - 1)}${exponent[1]}${exponent[2] ?? ""}`
 }
 
 const quote = Command.make(
