@@ -23,6 +23,7 @@ import * as FinConfig from "./FinConfig.js"
 import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
+import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Http from "./internal/http.js"
 import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
@@ -190,6 +191,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
   Effect.gen(function*() {
     const config = yield* FinConfig.FinConfig
     const tokens = yield* TokenProvider.TokenProvider
+    const getBefore = DeadlineAware.of(tokens)
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
     // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
@@ -244,12 +246,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             })
           })
 
-        // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its error.
-        // While it runs, a deadline that comes is the token step's failure (`waitingForToken`).
+        // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its
+        // error. While it runs, a deadline that comes is the token step's failure (`waitingForToken`).
         let waitingForToken = false
         const getToken = Effect.suspend(() => {
           waitingForToken = true
-          return tokens.getBefore === undefined ? tokens.get : tokens.getBefore(started + Duration.toMillis(options.deadline))
+          return getBefore === undefined ? tokens.get : getBefore(started + Duration.toMillis(options.deadline))
         }).pipe(
           Effect.mapBoth({
             onFailure: (error) => new Retry.NotRetryable(error),

@@ -25,6 +25,7 @@ import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
 import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
+import * as DeadlineAware from "./internal/deadlineAware.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
 import { retriesOf } from "./internal/metrics.js"
@@ -41,12 +42,6 @@ import * as TokenStore from "./TokenStore.js"
 export interface Service {
   /** A valid access token: the cached one, or one fetched now (a single fetch shared by all callers). */
   readonly get: Effect.Effect<Redacted.Redacted<string>, FinError>
-  /**
-   * `get` for a caller that must be done by `deadline` (epoch milliseconds, on the `Clock`): when a shared fetch is to
-   * wait past it before trying again, this caller's wait ends at once with the fetch's error (a 5xx whose
-   * `Retry-After` sets that wait as a `RateLimitError`). Optional: a provider without it is asked with `get`.
-   */
-  readonly getBefore?: ((deadline: number) => Effect.Effect<Redacted.Redacted<string>, FinError>) | undefined
   /** Forgets `token` if it is still the cached one (compare-and-clear), so the next `get` fetches a new one. */
   readonly invalidate: (token: Redacted.Redacted<string>) => Effect.Effect<void>
 }
@@ -532,8 +527,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
       })
 
-    // The fetch's outcome; or, for a caller with a deadline (an API call's: `getBefore`), the fetch's error as soon as
-    // the fetch is to wait past that deadline before trying again: the caller would only be cut off by it.
+    // The fetch's outcome; or, for a caller with a deadline (an API call's, through `DeadlineAware`), the fetch's
+    // error as soon as the fetch is to wait past that deadline before trying again: the caller would only be cut off.
     const awaitShared = (
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
       deadline: number | undefined
@@ -648,7 +643,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
       )
 
-    return TokenProvider.of({ get: getBefore(undefined), getBefore, invalidate })
+    // An API call passes its deadline (`DeadlineAware`): when a shared fetch is to wait past it before trying again,
+    // that call's wait ends at once with the fetch's error.
+    return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
   }
 )
 

@@ -14,7 +14,9 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as FeeService from "../src/FeeService.js"
+import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import { advance, captureLogs, provideClient, quoteBody, quoteRequest } from "./support.js"
 
@@ -537,4 +539,34 @@ describe("TokenProvider", () => {
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("static")
     }).pipe(Effect.provide(TokenProvider.layerStatic("static"))))
+
+  // A decorator written the usual way (the inner service spread, `get` overridden) is what the transport asks.
+  it.effect("a provider that wraps the real one, overriding get, is asked through its get", () => {
+    let asked = 0
+    const wrapped = Layer.scoped(
+      TokenProvider.TokenProvider,
+      Effect.map(TokenProvider.make, (inner) =>
+        TokenProvider.TokenProvider.of({
+          ...inner,
+          get: Effect.suspend(() => {
+            asked += 1
+            return inner.get
+          })
+        }))
+    )
+    const layer = FeeService.layer.pipe(
+      Layer.provideMerge(HttpTransport.layer),
+      Layer.provideMerge(wrapped),
+      Layer.provide(FinConfig.layer({ clientId: "a", clientSecret: "b", baseUrl: "http://127.0.0.1:4010" })),
+      Layer.provideMerge(FinTest.layerHttpClient({
+        "POST /v1/oauth/token": FinTest.tokenHandler(),
+        "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody)
+      }))
+    )
+    return Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      yield* FeeService.calculate(quoteRequest)
+      expect(asked).toBe(2)
+    }).pipe(Effect.provide(layer))
+  })
 })

@@ -1,0 +1,24 @@
+/**
+ * The deadline-aware `get` of the token providers this library makes, kept by service object rather than as a member
+ * of the service: a provider that wraps one (the service spread, `get` overridden) is another object, so the
+ * transport asks its `get`, never the inner provider's behind its back.
+ *
+ * @internal
+ */
+import type * as Effect from "effect/Effect"
+import type * as Redacted from "effect/Redacted"
+import type { FinError } from "../FinError.js"
+
+/** `get` for a caller that must be done by `deadline` (epoch milliseconds, on the `Clock`). */
+export type GetBefore = (deadline: number) => Effect.Effect<Redacted.Redacted<string>, FinError>
+
+const byService = new WeakMap<object, GetBefore>()
+
+/** Records `getBefore` as the deadline-aware `get` of `service`. */
+export const register = <S extends object>(service: S, getBefore: GetBefore): S => {
+  byService.set(service, getBefore)
+  return service
+}
+
+/** The deadline-aware `get` of `service`, if this library made it. */
+export const of = (service: object): GetBefore | undefined => byService.get(service)
