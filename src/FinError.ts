@@ -109,7 +109,9 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
     status: Schema.optional(Schema.Number),
     /** The service's own code (`error.code` or `status` of its body), which tells a quota from a throttle. */
     code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
-    /** As `ApiError.body`: the start of a body that `message` and `code` do not hold whole (a quota's reset time). */
+    /** As `ApiError.fieldErrors`: the fields the service named. */
+    fieldErrors: Schema.optional(Schema.Array(FieldError)),
+    /** As `ApiError.body`: the start of a body that the fields above do not hold whole (a quota's reset time). */
     body: Schema.optional(Schema.String),
     retryAfter: Schema.optional(Schema.Duration),
     ...callFields

@@ -327,6 +327,11 @@ describe("HttpTransport", () => {
         "daily_quota",
         `{"error":{"code":"daily_quota","message":"Daily quota exceeded","reset_at":"2026-11-26T00:00:00Z"}}`
       ])
+      // Field errors are kept too, as an ApiError keeps them: from a 5xx turned RateLimitError, and from a 429.
+      for (const field of ["destination_currency", "source_amount"]) {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "RateLimitError" && error.fieldErrors?.map((f) => f.field)).toEqual([field])
+      }
     }).pipe(provideClient({
       [FEE]: FinTest.sequence(
         FinTest.json(503, { error: { code: "maintenance", message: "Down for maintenance until 14:00" } }, {
@@ -334,6 +339,12 @@ describe("HttpTransport", () => {
         }),
         FinTest.json(429, {
           error: { code: "daily_quota", message: "Daily quota exceeded", reset_at: "2026-11-26T00:00:00Z" }
+        }, { "retry-after": "7200" }),
+        FinTest.json(503, { message: "Corridor paused", errors: [{ field: "destination_currency", message: "paused" }] }, {
+          "retry-after": "7200"
+        }),
+        FinTest.json(429, {
+          error: { code: "limit", message: "Too many quotes", details: [{ field: "source_amount", message: "daily volume" }] }
         }, { "retry-after": "7200" })
       )
     }, { maxRetryAfter: "60 seconds" })))

@@ -334,11 +334,17 @@ const statusError = (
   const body = !parsed.understood && spec.keepBody && text !== ""
     ? { body: redact(normalisedBody(text)).slice(0, MAX_BODY_IN_ERROR) }
     : {}
+  const fieldErrors = parsed.fieldErrors === undefined ? {} : {
+    fieldErrors: parsed.fieldErrors.map((f) =>
+      new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
+    )
+  }
   if (status === 429) {
     return new RateLimitError({
       message: `Rate limited (429) on ${spec.operation}${message ? `: ${message}` : ""}`,
       status,
       ...code,
+      ...fieldErrors,
       ...body,
       ...(retryAfter ? { retryAfter } : {}),
       ...common
@@ -348,13 +354,7 @@ const statusError = (
     status,
     message: message ?? defaultMessage(status, spec.operation),
     ...code,
-    ...(parsed.fieldErrors
-      ? {
-        fieldErrors: parsed.fieldErrors.map((f) =>
-          new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
-        )
-      }
-      : {}),
+    ...fieldErrors,
     ...body,
     ...(retryAfter ? { retryAfter } : {}),
     ...common

@@ -146,7 +146,7 @@ export const tooLate = (error: FinError): FinError =>
     : error
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
-// What the service said, kept: its message (unless the body gave none), code and body.
+// What the service said, kept: its message (unless the body gave none), code, field errors and body.
 const slowDown = (error: ApiError): RateLimitError =>
   new RateLimitError({
     message: `The service answered ${error.status} and asked to wait ${
@@ -158,6 +158,7 @@ const slowDown = (error: ApiError): RateLimitError =>
     }`,
     status: error.status,
     ...(error.code === undefined ? {} : { code: error.code }),
+    ...(error.fieldErrors === undefined ? {} : { fieldErrors: error.fieldErrors }),
     ...(error.body === undefined ? {} : { body: error.body }),
     ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
     ...(error.operation === undefined ? {} : { operation: error.operation }),
