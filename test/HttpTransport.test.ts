@@ -15,6 +15,7 @@ import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Supervisor from "effect/Supervisor"
+import type * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinClient from "../src/FinClient.js"
 import type { FinError } from "../src/FinError.js"
@@ -37,6 +38,9 @@ const outcomesOf = (operation: string) =>
         : []
     })
   )
+// The attributes of each recorded span named `name`.
+const attributesOf = (spans: ReadonlyArray<Tracer.Span>, name: string) =>
+  spans.filter((span) => span.name === name).map((span) => Object.fromEntries(span.attributes))
 const calculate = FeeService.calculate(quoteRequest)
 const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
 // Issued or refreshed: after a 401 the provider refreshes with the refresh token it holds.
@@ -128,8 +132,7 @@ describe("HttpTransport", () => {
       const fiber = yield* Effect.fork(Effect.all([calculate, Effect.flip(calculate)]).pipe(Effect.provide(tracing)))
       yield* advance(2000)
       yield* Fiber.join(fiber)
-      const calls = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
-      expect(calls.map((span) => Object.fromEntries(span.attributes))).toEqual([
+      expect(attributesOf(yield* spans, "effect-fin.fee-calculation")).toEqual([
         {
           "http.request.method": "POST",
           "url.path": "/v1/fee-calculation",
@@ -147,13 +150,17 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
 
+  // The attributes of the call's span, for a call its deadline ends.
+  const spanCutByDeadline = Effect.gen(function*() {
+    const { layer: tracing, spans } = yield* recordingTracer
+    const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
+    expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+    return attributesOf(yield* spans, "effect-fin.fee-calculation")
+  })
+
   it.effect("a call the deadline ends keeps the status of its last answer on its span", () =>
     Effect.gen(function*() {
-      const { layer: tracing, spans } = yield* recordingTracer
-      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
-      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
-      const calls = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
-      expect(calls.map((span) => Object.fromEntries(span.attributes))).toEqual([{
+      expect(yield* spanCutByDeadline).toEqual([{
         "http.request.method": "POST",
         "url.path": "/v1/fee-calculation",
         "http.response.status_code": 503,
@@ -171,8 +178,7 @@ describe("HttpTransport", () => {
       const error = yield* Effect.flip(calculate.pipe(Effect.provide(tracing)))
       expect(error).toMatchObject({ _tag: "AuthenticationError", status: 401 })
       const recorded = yield* spans
-      const attributes = (name: string) =>
-        recorded.filter((span) => span.name === name).map((span) => Object.fromEntries(span.attributes))
+      const attributes = (name: string) => attributesOf(recorded, name)
       expect(attributes("effect-fin.fee-calculation")).toEqual([{
         "http.request.method": "POST",
         "url.path": "/v1/fee-calculation",
@@ -191,11 +197,7 @@ describe("HttpTransport", () => {
 
   it.effect("the deadline coming while the call waits for a token: the call's span names the token step", () =>
     Effect.gen(function*() {
-      const { layer: tracing, spans } = yield* recordingTracer
-      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
-      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
-      const call = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
-      expect(call.map((span) => Object.fromEntries(span.attributes))).toEqual([{
+      expect(yield* spanCutByDeadline).toEqual([{
         "http.request.method": "POST",
         "url.path": "/v1/fee-calculation",
         "effect_fin.attempts": 0,
@@ -228,8 +230,7 @@ describe("HttpTransport", () => {
       const { layer: tracing, spans } = yield* recordingTracer
       const exit = yield* Effect.exit(calculate.pipe(Effect.provide(tracing)))
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
-      const call = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
-      expect(call.map((span) => Object.fromEntries(span.attributes))).toEqual([{
+      expect(attributesOf(yield* spans, "effect-fin.fee-calculation")).toEqual([{
         "http.request.method": "POST",
         "url.path": "/v1/fee-calculation",
         "effect_fin.attempts": 0,
