@@ -55,9 +55,16 @@ const Stored = Schema.parseJson(Schema.Struct({
 const encodeStored = Schema.encodeSync(Stored)
 const decodeStored = Schema.decodeUnknownEither(Stored)
 
-const StoredFailure = Schema.parseJson(Schema.Struct({ owner: Schema.String, error: Schema.String }))
+// `m`: with encryptionKey, an HMAC of the record under the fingerprint key, so one written without the key is ignored.
+const StoredFailure = Schema.parseJson(
+  Schema.Struct({ owner: Schema.String, error: Schema.String, m: Schema.optional(Schema.String) })
+)
 const encodeFailure = Schema.encodeSync(StoredFailure)
 const decodeFailure = Schema.decodeUnknownOption(StoredFailure)
+
+// Compared in constant time: the MAC of a failure record.
+const sameText = (a: string, b: string): boolean =>
+  a.length === b.length && NodeCrypto.timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
 // KEYS: pair, lock. ARGV: fingerprint, value, ttl, owner. Written only while the writer holds the lock, so a writer
 // that lost it (stalled past lockTtl) cannot overwrite a newer pair.
@@ -243,11 +250,32 @@ export const make = (
         Effect.asVoid
       )
 
-    const unlockCommand = (key: string, owner: string, failure?: string): Connection.Command => ({
-      script: unlock,
-      keys: [lockKey(key), failureKey(key)],
-      args: [owner, failure === undefined ? "" : encodeFailure({ owner, error: failure }), lockMillis]
-    })
+    // The MAC of a failure record (with encryption on): its key name, owner and error, under the fingerprint key.
+    const failureMac = (key: string, owner: string, error: string) =>
+      encryption === undefined
+        ? undefined
+        : NodeCrypto.createHmac("sha256", encryption.fingerprintKey)
+          .update(JSON.stringify([failureKey(key), owner, error]))
+          .digest("hex")
+    const unlockCommand = (key: string, owner: string, failure?: string): Connection.Command => {
+      const m = failure === undefined ? undefined : failureMac(key, owner, failure)
+      return {
+        script: unlock,
+        keys: [lockKey(key), failureKey(key)],
+        args: [
+          owner,
+          failure === undefined ? "" : encodeFailure({ owner, error: failure, ...(m === undefined ? {} : { m }) }),
+          lockMillis
+        ]
+      }
+    }
+    const readFailure = (key: string, value: string | null): Option.Option<TokenStore.Failure> =>
+      Option.flatMap(Option.flatMap(Option.fromNullable(value), decodeFailure), ({ error, m, owner }) => {
+        const expected = failureMac(key, owner, error)
+        return expected === undefined || (m !== undefined && sameText(m, expected))
+          ? Option.some({ owner, error })
+          : Option.none()
+      })
 
     const release: TokenStore.Service["unlock"] = (key, owner, failure) => {
       const { args, keys, script } = unlockCommand(key, owner, failure)
@@ -284,7 +312,7 @@ export const make = (
       unlock: release,
       failure: (key) =>
         Effect.mapError(redis.run("failure", (client) => client.get(failureKey(key))), failed).pipe(
-          Effect.map((value) => value === null ? Option.none() : decodeFailure(value))
+          Effect.map((value) => readFailure(key, value))
         ),
       lockTtl,
       waitInterval

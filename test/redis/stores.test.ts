@@ -118,6 +118,24 @@ describe("RedisTokenStore", () => {
       expect(yield* store.get("copied")).toEqual(Option.none())
     }))
 
+  // Someone who can write to Redis but lacks the key must not be able to fail every process's token step with an
+  // error of their making.
+  it.scopedLive("with encryptionKey, a failure record not written with the key is ignored; the store's own is read", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("failure-mac")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: Redacted.make(new Uint8Array(32).fill(7)) })
+      const lock = yield* store.lock("k")
+      expect(lock._tag).toBe("Acquired")
+      if (lock._tag !== "Acquired") return
+      yield* store.unlock("k", lock.owner, "recorded-error")
+      expect(yield* store.failure("k")).toEqual(Option.some({ owner: lock.owner, error: "recorded-error" }))
+      const redis = yield* redisClient
+      yield* Effect.promise(() =>
+        redis.set(`${prefix}:token-failure:k`, JSON.stringify({ owner: lock.owner, error: "forged-error" }), "PX", 10_000)
+      )
+      expect(yield* store.failure("k")).toEqual(Option.none())
+    }))
+
   it.scopedLive("a pair whose fingerprint does not match its token is ignored: a replayed old pair cannot outlive a 401", () =>
     Effect.gen(function*() {
       // Someone who can write to Redis (without the key) puts back an old, revoked pair with its `fp` changed: a 401
