@@ -225,7 +225,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const answered = (status: number) => {
           lastStatus = status
         }
-        let tokenFailed = false
 
         const send = (token: Redacted.Redacted<string>) =>
           Effect.suspend(() => {
@@ -247,7 +246,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           })
 
         // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its
-        // error. While it runs, a deadline that comes is the token step's failure (`waitingForToken`).
+        // error. `waitingForToken` stays set when the token step fails, dies or is cut by the deadline: the call then
+        // ended at the token step.
         let waitingForToken = false
         const getToken = Effect.suspend(() => {
           waitingForToken = true
@@ -315,11 +315,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             status = success.status
             return success.value
           }),
-          Effect.mapError((e): FinError => {
-            if (e._tag !== "NotRetryable") return e
-            tokenFailed = true
-            return e.error
-          }),
+          Effect.mapError((e): FinError => e._tag === "NotRetryable" ? e.error : e),
           (call) =>
             Http.timeoutFail(call, options.deadline, () =>
               new TimeoutError({
@@ -347,30 +343,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 )
               ))
             if (failure === undefined) return Effect.zipRight(Http.annotateOutcome(attempts, "success", status), metrics)
-            // The token step failed, died, or was still running when the deadline came.
-            const tokenStep = tokenFailed || waitingForToken
+            const tokenStep = waitingForToken
+              ? Effect.annotateCurrentSpan("effect_fin.failed_step", "token")
+              : Effect.void
             if (failure._tag === "None") {
               return other === "defect"
-                ? Effect.zipRight(
-                  Effect.zipRight(
-                    tokenStep ? Effect.annotateCurrentSpan("effect_fin.failed_step", "token") : Effect.void,
-                    Http.annotateOutcome(attempts, "defect", lastStatus)
-                  ),
-                  metrics
-                )
+                ? Effect.all([tokenStep, Http.annotateOutcome(attempts, "defect", lastStatus), metrics])
                 : metrics
             }
             // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not
             // this operation's, which was maybe never sent.
-            return Effect.zipRight(
-              tokenStep
-                ? Effect.zipRight(
-                  Effect.annotateCurrentSpan("effect_fin.failed_step", "token"),
-                  Http.annotateOutcome(attempts, failure.value._tag, lastStatus)
-                )
-                : Http.annotateOutcome(attempts, failure.value._tag, Http.statusOf(failure.value) ?? lastStatus),
-              metrics
-            )
+            const lastAnswer = waitingForToken ? lastStatus : Http.statusOf(failure.value) ?? lastStatus
+            return Effect.all([tokenStep, Http.annotateOutcome(attempts, failure.value._tag, lastAnswer), metrics])
           })
         )
         return result

@@ -6,7 +6,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import * as Durations from "./duration.js"
 import { Issue, RequestValidationError } from "../FinError.js"
 import type { CallOptions } from "../HttpTransport.js"
@@ -21,15 +20,14 @@ export interface Resolved {
 const invalid = (path: string, expected: string) =>
   new RequestValidationError({ message: `Invalid ${path} override`, issues: [new Issue({ path, expected })] })
 
-// A time limit past Durations.MAX_TIMER would never fire.
-const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) => {
-  if (input === undefined) return Either.right(fallback)
-  const decoded = Duration.decodeUnknown(input)
-  return Option.isSome(decoded) && Duration.toMillis(decoded.value) > 0 &&
-      Duration.lessThanOrEqualTo(decoded.value, Durations.MAX_TIMER)
-    ? Either.right(decoded.value)
-    : Either.left(invalid(name, "a finite duration greater than zero, at most 24 days"))
-}
+// Checked as the client's own time limits are (a limit past Durations.MAX_TIMER would never fire).
+const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
+  input === undefined
+    ? Either.right(fallback)
+    : Either.mapLeft(
+      Durations.check(input, false, true),
+      () => invalid(name, "a finite duration greater than zero, at most 24 days")
+    )
 
 /** `options` over `defaults`; an override that is out of range is a `RequestValidationError` naming it. */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
