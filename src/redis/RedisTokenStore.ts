@@ -155,10 +155,13 @@ export const make = (
     const failed = (failure: Connection.Failure) => new TokenStore.TokenStoreError(failure)
     // What compare-and-delete compares: with encryption on, an HMAC under the key, so Redis holds nothing that can
     // confirm a guessed token.
-    const fingerprint = (token: Redacted.Redacted<string>) =>
+    // HMAC-SHA256 under the fingerprint key, in hex; none without encryption.
+    const mac = (data: string) =>
       encryption === undefined
-        ? Connection.sha256(Redacted.value(token))
-        : NodeCrypto.createHmac("sha256", encryption.fingerprintKey).update(Redacted.value(token)).digest("hex")
+        ? undefined
+        : NodeCrypto.createHmac("sha256", encryption.fingerprintKey).update(data).digest("hex")
+    const fingerprint = (token: Redacted.Redacted<string>) =>
+      mac(Redacted.value(token)) ?? Connection.sha256(Redacted.value(token))
     // The key name is authenticated with the data: a pair copied under another client's key does not decrypt.
     const gcm = (name: string, iv: Uint8Array<ArrayBuffer>) => ({
       name: "AES-GCM",
@@ -252,11 +255,7 @@ export const make = (
 
     // The MAC of a failure record (with encryption on): its key name, owner and error, under the fingerprint key.
     const failureMac = (key: string, owner: string, error: string) =>
-      encryption === undefined
-        ? undefined
-        : NodeCrypto.createHmac("sha256", encryption.fingerprintKey)
-          .update(JSON.stringify([failureKey(key), owner, error]))
-          .digest("hex")
+      mac(JSON.stringify([failureKey(key), owner, error]))
     const unlockCommand = (key: string, owner: string, failure?: string): Connection.Command => {
       const m = failure === undefined ? undefined : failureMac(key, owner, failure)
       return {
