@@ -12,6 +12,7 @@ import * as Metric from "effect/Metric"
 import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Supervisor from "effect/Supervisor"
@@ -22,6 +23,7 @@ import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
+import * as TokenProvider from "../src/TokenProvider.js"
 import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
 import { acceptPayment, advance, captureLogs, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
@@ -87,6 +89,45 @@ describe("HttpTransport", () => {
       }).pipe(provideClient({
         [FEE]: (request) => reply((request.headers.authorization ?? "").replace("Bearer ", ""))
       }, { maxRetries: 0 })))
+  }
+
+  // `+`, `/` and `=` (as in base64) change when URL- or form-encoded; `!` and `~` only when form-encoded.
+  const encodedSecret = "s3cr+t/v!al=ue~"
+  for (
+    const [name, echo] of [
+      ["URL-encoded", encodeURIComponent(encodedSecret)],
+      ["URL-encoded in lower case", encodeURIComponent(encodedSecret).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())],
+      ["form-encoded", new URLSearchParams({ s: encodedSecret }).toString().slice(2)]
+    ] as const
+  ) {
+    it.effect(`a token error never carries the client secret the service echoed ${name}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(Effect.flatMap(TokenProvider.TokenProvider, (tokens) => tokens.get))
+        const text = `${JSON.stringify(error)} ${error.message}`
+        expect(text).toContain("<redacted>")
+        expect(text).not.toContain(echo)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": () => FinTest.json(422, { message: `bad client_secret=${echo}` })
+      }, { clientSecret: Redacted.make(encodedSecret) })))
+  }
+
+  for (
+    const [name, id] of [
+      ["the bearer token", (bearer: string) => bearer],
+      ["the authorization header", (bearer: string) => `Bearer ${bearer}`],
+      ["a page of text", () => "x".repeat(1000)],
+      ["a control character", () => "req\u00071"]
+    ] as const
+  ) {
+    it.effect(`a request id that is ${name} is not kept`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag).toBe("ApiError")
+        expect("requestId" in error).toBe(false)
+        expect(JSON.stringify(error)).not.toMatch(/token-\d/)
+      }).pipe(provideClient({
+        [FEE]: (request) => status(404, { "x-request-id": id((request.headers.authorization ?? "").replace("Bearer ", "")) })
+      })))
   }
 
   it.effect("a body over 4 MiB is cut off: a 200 fails, not retried; an error status keeps its meaning", () =>

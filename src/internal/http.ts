@@ -86,7 +86,6 @@ export interface Attempt<A> {
 export interface Success<A> {
   readonly value: A
   readonly status: number
-  readonly requestId: string | undefined
 }
 
 /** Every way one attempt can fail. */
@@ -253,8 +252,15 @@ export const parseRetryAfter = (
       return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
     })
 
-const requestIdOf = (headers: Readonly<Record<string, string>>): string | undefined =>
-  headers["x-request-id"] ?? headers["request-id"] ?? headers["x-correlation-id"]
+// The service's id of a request, kept in errors for its support: an id has a plain form (at most 128 printable
+// characters, no blank). Anything else (a page, a header a gateway echoed, with a credential in it) is not kept.
+const requestIdOf = (
+  headers: Readonly<Record<string, string>>,
+  redact: (text: string) => string
+): string | undefined => {
+  const id = headers["x-request-id"] ?? headers["request-id"] ?? headers["x-correlation-id"]
+  return id !== undefined && /^[\x21-\x7e]{1,128}$/.test(id) && redact(id) === id ? id : undefined
+}
 
 // The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
 // along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
@@ -286,14 +292,33 @@ const transportError = (error: HttpClientError.HttpClientError, spec: Attempt<un
 
 // The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
 // after parsing (whatever escapes the JSON used: `\/`, `\u0041`), and a kept raw body first normalised when it is
-// JSON. A credential as sent and as JSON-escaped, the longer first so that no part of it is left when the shorter is a
-// part of it.
+// JSON. A credential is found as sent, JSON-escaped, URL-encoded and form-encoded (a base64 secret's `+/=` change
+// there), the `%XX` escapes in either case; the longer forms first, so that no part of one is left when a shorter
+// form is a part of it.
 const redactor = (credentials: ReadonlyArray<string>): (text: string) => string => {
-  const forms = credentials
-    .flatMap((credential) => credential === "" ? [] : [credential, JSON.stringify(credential).slice(1, -1)])
-    .sort((a, b) => b.length - a.length)
-  return (text) => forms.reduce((out, form) => out.includes(form) ? out.split(form).join("<redacted>") : out, text)
+  const forms = [
+    ...new Set(credentials.flatMap((credential) =>
+      credential === "" ? [] : [
+        credential,
+        JSON.stringify(credential).slice(1, -1),
+        encodeURIComponent(credential),
+        new URLSearchParams({ c: credential }).toString().slice(2)
+      ]
+    ))
+  ].sort((a, b) => b.length - a.length)
+  if (forms.length === 0) return (text) => text
+  const pattern = new RegExp(
+    forms.map((form) =>
+      form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/%([0-9A-F])([0-9A-F])/g, (_, a: string, b: string) =>
+        `%${caseless(a)}${caseless(b)}`)
+    ).join("|"),
+    "g"
+  )
+  return (text) => text.replace(pattern, "<redacted>")
 }
+
+// A hex digit in either case, as a pattern.
+const caseless = (digit: string): string => /[A-F]/.test(digit) ? `[${digit}${digit.toLowerCase()}]` : digit
 
 // A raw body as kept in an error: JSON re-serialised with the standard escapes (so the redaction sees the credential),
 // and no longer than MAX_BODY_IN_ERROR.
@@ -315,10 +340,10 @@ const statusError = (
   text: string,
   nowMillis: number
 ): AttemptError => {
-  const requestId = requestIdOf(headers)
+  const redact = redactor(spec.credentials)
+  const requestId = requestIdOf(headers, redact)
   const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
   const parsed = parseErrorBody(text)
-  const redact = redactor(spec.credentials)
   const message = parsed.message === undefined ? undefined : short(redact(parsed.message))
   const retryAfter = parseRetryAfter(headers, nowMillis)
   if (status === 401) {
@@ -365,8 +390,14 @@ const statusError = (
 export const defaultMessage = (status: number, operation: string): string =>
   `The service answered ${status} on ${operation}`
 
-const decodeError = (spec: Attempt<unknown>, status: number, requestId: string | undefined, issues: ReadonlyArray<Issue>) =>
-  new ResponseDecodeError({
+const decodeError = (
+  spec: Attempt<unknown>,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  issues: ReadonlyArray<Issue>
+) => {
+  const requestId = requestIdOf(headers, redactor(spec.credentials))
+  return new ResponseDecodeError({
     message: `Unexpected response from ${spec.operation}: ${Issues.summarize(issues)}`,
     status,
     issues,
@@ -374,6 +405,7 @@ const decodeError = (spec: Attempt<unknown>, status: number, requestId: string |
     attempts: spec.attempt,
     ...(requestId ? { requestId } : {})
   })
+}
 
 const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
 // Longer timers never fire, as with the live clock's own `sleep`.
@@ -507,10 +539,9 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
           (now) => Effect.fail(statusError(spec, status, headers, text, now))
         )
       }
-      const requestId = requestIdOf(headers)
       if (cut) {
         const expected = `a body of at most ${MAX_RESPONSE_BYTES} bytes`
-        return Effect.fail(decodeError(spec, status, requestId, [new Issue({ path: "", expected })]))
+        return Effect.fail(decodeError(spec, status, headers, [new Issue({ path: "", expected })]))
       }
       // An empty answer is no JSON document, but nothing: a schema that takes no body (`Schema.Void`) accepts it.
       let json: unknown
@@ -518,12 +549,12 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         json = text.trim() === "" ? undefined : JSON.parse(text)
       } catch {
         // The parser's own message quotes the body (possibly a token), so it is not kept.
-        return Effect.fail(decodeError(spec, status, requestId, [new Issue({ path: "", expected: "a JSON document" })]))
+        return Effect.fail(decodeError(spec, status, headers, [new Issue({ path: "", expected: "a JSON document" })]))
       }
       const decoded = spec.decode(json)
       return Either.isRight(decoded)
-        ? Effect.succeed({ value: decoded.right, status, requestId })
-        : Effect.fail(decodeError(spec, status, requestId, Issues.fromParseIssue(decoded.left.issue)))
+        ? Effect.succeed({ value: decoded.right, status })
+        : Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
     })
   )
 }
