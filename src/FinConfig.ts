@@ -193,6 +193,7 @@ const checks = (options: Options): Checked => {
   const knownEnvironment = environment === "sandbox" || environment === "production"
   const maxRetries = options.maxRetries ?? 2
   const mode = options.subdivisionMode ?? "fallback"
+  const tracePropagation = options.tracePropagation ?? false
   return {
     clientId: checked(
       clientId,
@@ -223,7 +224,10 @@ const checks = (options: Options): Checked => {
     maxRetryAfter: duration(options, "maxRetryAfter"),
     tokenTimeout: duration(options, "tokenTimeout"),
     refreshMargin: duration(options, "refreshMargin"),
-    tracePropagation: Either.right(options.tracePropagation ?? false),
+    tracePropagation: checked(tracePropagation, "tracePropagation", [
+      () => typeof tracePropagation === "boolean",
+      "tracePropagation must be true or false"
+    ]),
     userAgent: checked(
       userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
       "userAgent",

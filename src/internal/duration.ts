@@ -25,8 +25,9 @@ export const isNegativeOrNaN = (input: unknown): boolean =>
 export const MAX_TIMER = Duration.days(24)
 
 /**
- * `input` as a finite duration, greater than zero unless `allowZero`, and at most `MAX_TIMER` if it is a `timer`;
- * `Left` is what it must be, to follow the option's name ("must be greater than zero").
+ * `input` as a finite duration, greater than zero unless `allowZero`, and for a `timer` at most `MAX_TIMER` and, unless
+ * zero, at least a millisecond (timers count whole milliseconds: "1 nanos" would fire after about one); `Left` is what
+ * it must be, to follow the option's name ("must be greater than zero").
  */
 export const check = (input: unknown, allowZero: boolean, timer = false): Either.Either<Duration.Duration, string> => {
   const sign = `must be ${allowZero ? "zero or more" : "greater than zero"}`
@@ -37,6 +38,7 @@ export const check = (input: unknown, allowZero: boolean, timer = false): Either
   if (!Duration.isFinite(d)) return Either.left("must be finite")
   if (!allowZero && Duration.toMillis(d) === 0) return Either.left(sign)
   if (timer && Duration.greaterThan(d, MAX_TIMER)) return Either.left("must be at most 24 days")
+  if (timer && Duration.toMillis(d) > 0 && Duration.toMillis(d) < 1) return Either.left("must be at least 1 millisecond")
   return Either.right(d)
 }
 

@@ -280,7 +280,12 @@ describe("Inputs from outside are validated before use", () => {
               0,
               Number.NaN
             ]].map((value) => [name, { [name]: value }] as const)
-          )
+          ),
+        // A timer counts whole milliseconds: less than one (but more than none) would fire after about one.
+        ...(["timeout", "deadline", "tokenTimeout", "maxRetryAfter"] as const)
+          .flatMap((name) => [0.5, "1 nanos", "999 micros", 1n].map((value) => [name, { [name]: value }] as const)),
+        ["tracePropagation", { tracePropagation: "false" }],
+        ["tracePropagation", { tracePropagation: 1 }]
       ]
       const wrong: Array<string> = []
       for (const [name, options] of hostile) {
