@@ -103,7 +103,15 @@ export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: Tok
   })
 )
 
-const decodeTokenResponse = Http.decoderFor(TokenResponse)
+// `TokenResponse`, with the envelope chosen by its shape before decoding (`data` holding an object, and no token at the
+// top level): a problem is then told in the envelope the service used, not also as the other's "data (missing)".
+const decodeTopLevel = Http.decoderFor(TokenFields)
+const decodeWrapped = Http.decoderFor(Schema.Struct({ data: TokenFields }))
+const decodeTokenResponse: Http.Decoder<typeof TokenResponse.Type> = (json) =>
+  typeof json === "object" && json !== null && !("access_token" in json) && "data" in json &&
+    typeof json.data === "object" && json.data !== null
+    ? Either.map(decodeWrapped(json), (response) => response.data)
+    : decodeTopLevel(json)
 
 interface Access {
   readonly token: Redacted.Redacted<string>

@@ -794,13 +794,29 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.text(200, `{"data": {"source_currency": "US`) })))
 
+  // What a reader of the error is told is expected: in words, never the schema's inner workings.
+  for (
+    const [name, body, message] of [
+      ["no body at all (a 204)", FinTest.text(204, ""), "expected an object with data"],
+      ["an object without data", FinTest.json(200, {}), "data: expected an object with source_currency, destination_currency, source_amount, exchange_rate, destination_amount, valid_till, fee (missing)"],
+      ["a quote without its fields", FinTest.json(200, { data: { source_currency: "USD", destination_currency: "CAD" } }), "data.source_amount: expected a number from 0 to 9007199254740991 (missing); data.exchange_rate: expected a number from 0 to 9007199254740991 (missing); data.destination_amount: expected a number from 0 to 9007199254740991 (missing); data.fee: expected an object with fixed, percentage, total, is_fee_applied (missing)"],
+      ["a valid_till that is no date", FinTest.json(200, { data: { ...quoteBody.data, valid_till: "tomorrow" } }), "data.valid_till: expected an ISO 8601 date-time"]
+    ] as const
+  ) {
+    it.effect(`a decode error says what was expected in words: ${name}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error.message).toBe(`Unexpected response from POST /v1/fee-calculation: ${message}`)
+      }).pipe(provideClient({ [FEE]: () => body }, { maxRetries: 0 })))
+  }
+
   it.effect("a 200 with a wrong field type: ResponseDecodeError naming the path, not the value", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
       expect(error._tag).toBe("ResponseDecodeError")
       if (error._tag === "ResponseDecodeError") {
         expect(error.issues.map((i) => i.path)).toEqual(["data.exchange_rate"])
-        expect(error.issues[0]?.expected).toBe("number")
+        expect(error.issues[0]?.expected).toBe("a number")
         expect(error.message).toContain("data.exchange_rate")
         expect(JSON.stringify(error)).not.toContain("one point four")
       }

@@ -95,6 +95,21 @@ describe("TokenProvider", () => {
     })
   })
 
+  // A problem is told in the envelope the service used, not also as the other envelope's "data (missing)".
+  for (
+    const [name, body, message] of [
+      ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a non empty string; access_token_ttl: expected a string"],
+      ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a non empty string; data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["neither", {}, "access_token: expected a non empty string (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
+    ] as const
+  ) {
+    it.effect(`a token response that does not decode says why, in its envelope: ${name}`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(getToken)
+        expect(error.message).toBe(`Unexpected response from POST /v1/oauth/token: ${message}`)
+      }).pipe(Effect.provide(FinTest.layerClient({ "POST /v1/oauth/token": () => FinTest.json(200, body) }))))
+  }
+
   it.effect("uses the data-wrapped envelope to authenticate calls", () =>
     Effect.gen(function*() {
       yield* FeeService.calculate(quoteRequest)

@@ -4,11 +4,48 @@
  *
  * @internal
  */
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as SchemaAST from "effect/SchemaAST"
 import { Issue } from "../FinError.js"
 
-const describe = (ast: SchemaAST.AST | SchemaAST.Type): string => String(ast)
+// What a schema expects, in words: its own title or description (`an ISO 8601 date-time`, `a number`), else what its
+// shape is (`an object with data`), never the schema's inner workings (`(Struct (Encoded side) <-> ...)`). A
+// transformation is described by what it is decoded from (what the service sends).
+const describe = (ast: SchemaAST.AST): string => {
+  const own = annotated(ast)
+  if (own !== undefined) return own
+  switch (ast._tag) {
+    case "Transformation":
+    case "Refinement":
+      return describe(ast.from)
+    case "TypeLiteral": {
+      const keys = ast.propertySignatures.map((property) => String(property.name))
+      return keys.length === 0 ? "an object" : `an object with ${keys.join(", ")}`
+    }
+    case "TupleType":
+      return "an array"
+    case "Union":
+      return ast.types.map(describe).join(" or ")
+    case "Literal":
+      return ast.literal === null ? "null" : JSON.stringify(ast.literal)
+    default:
+      return String(ast)
+  }
+}
+
+// Ours have a phrase as title; Effect's own a word ("string", "nonEmptyString") and a phrase as description.
+const annotated = (ast: SchemaAST.AST): string | undefined => {
+  const title = Option.getOrUndefined(SchemaAST.getTitleAnnotation(ast))
+  if (title?.includes(" ")) return title
+  return Option.getOrUndefined(SchemaAST.getDescriptionAnnotation(ast)) ?? title
+}
+
+// A union member the value plainly is not, beside another member's real issue: `expected undefined` (an optional
+// field) or `expected null` (a nullable one).
+const isAbsentMember = (issue: ParseResult.ParseIssue): boolean =>
+  issue._tag === "Type" &&
+  (issue.ast._tag === "UndefinedKeyword" || (issue.ast._tag === "Literal" && issue.ast.literal === null))
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
@@ -27,9 +64,8 @@ const collect = (
       return
     case "Composite":
       if (Array.isArray(issue.issues)) {
-        // An optional field's union with `undefined` would add a useless "expected undefined" beside the real issue.
         const inners = issue.issues as ReadonlyArray<ParseResult.ParseIssue>
-        const useful = inners.filter((inner) => !(inner._tag === "Type" && inner.ast._tag === "UndefinedKeyword"))
+        const useful = inners.filter((inner) => !isAbsentMember(inner))
         for (const inner of useful.length > 0 ? useful : inners) collect(inner, path, out, trusted)
       } else {
         collect(issue.issues as ParseResult.ParseIssue, path, out, trusted)
@@ -50,7 +86,7 @@ const collect = (
       )
       return
     case "Missing":
-      out.push(new Issue({ path: formatPath(path), expected: `${describe(issue.ast)} (missing)` }))
+      out.push(new Issue({ path: formatPath(path), expected: `${describe(issue.ast.type)} (missing)` }))
       return
     case "Unexpected":
       out.push(new Issue({ path: formatPath(path), expected: "no such key" }))
@@ -77,7 +113,15 @@ export const summarize = (issues: ReadonlyArray<Issue>): string =>
  * quote the values, so this is for options a program gives (the emulator's, the test layers'), never for data from
  * outside.
  */
-export const describeAll = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => `${issue.path.length === 0 ? "" : `${issue.path.join(".")}: `}${issue.message}`)
-    .join("; ")
+export const describeAll = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+    path: issue.path.join("."),
+    message: issue.message
+  }))
+  // An optional option's other form, beside a real problem with it: "fee: Expected undefined, actual {...}".
+  const useful = issues.filter(({ message, path }) =>
+    !message.startsWith("Expected undefined,") ||
+    !issues.some((other) => other.message !== message && (other.path === path || other.path.startsWith(`${path}.`)))
+  )
+  return useful.map(({ message, path }) => `${path === "" ? "" : `${path}: `}${message}`).join("; ")
+}
