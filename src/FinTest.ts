@@ -547,12 +547,13 @@ export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeServ
           if (Either.isLeft(quoted)) {
             const problem = quoted.left
             return yield* problem._tag === "UnknownBeneficiary"
-              ? new ApiError({ status: 404, message: "Resource not found", operation })
+              ? new ApiError({ status: 404, message: "Resource not found", operation, attempts: 1 })
               : new ApiError({
                 status: 422,
                 message: problem.message,
                 fieldErrors: [new FieldError({ field: problem.field, message: problem.detail })],
-                operation
+                operation,
+                attempts: 1
               })
           }
           const figures = quoted.right
