@@ -50,13 +50,18 @@ export interface SubdivisionDiff extends internal.CrossCheck {
 }
 
 /**
- * The response: `{ "data": { "subdivisions": [{ "name", "code" }] } }`.
+ * The response: `{ "data": { "subdivisions": [{ "name", "code" }] } }`. Only the documented `code` and `name` are
+ * read: another field (a `type: null`, say) is dropped, whatever it holds, rather than failing the list.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const SubdivisionsResponse = Schema.Struct({
-  data: Schema.Struct({ subdivisions: Schema.Array(Subdivisions.Subdivision) })
+  data: Schema.Struct({
+    subdivisions: Schema.Array(
+      Schema.Struct({ code: Schema.String, name: Schema.String }).annotations({ title: "a subdivision {code, name}" })
+    )
+  })
 })
 
 /**
@@ -126,7 +131,7 @@ const checkedEntries = (
     const [field, expected] = expectedOf[reason](alpha2)
     issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
   })
-  if (issues.length === 0) return Effect.succeed(entries)
+  if (issues.length === 0) return Effect.succeed(entries.map((entry) => ({ ...entry, name: internal.comparable(entry.name) })))
   const operation = `GET /v1/countries/${country}/subdivisions`
   return Effect.fail(
     new ResponseDecodeError({
@@ -163,8 +168,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         }),
         (response) => response.data.subdivisions
       )
+    // Countries do not lose every subdivision: an empty list where the snapshot has some is served (the API is the
+    // authority) but said, once per fetch, as the likely fault of the service it is.
     const fetchChecked = (country: CountryCode.CountryCode) =>
-      Effect.flatMap(fetch(country), (entries) => checkedEntries(country, entries))
+      Effect.flatMap(fetch(country), (entries) => checkedEntries(country, entries)).pipe(
+        Effect.tap((entries) => {
+          const known = snapshotOf(country).length
+          return entries.length === 0 && known > 0
+            ? Effect.logWarning(
+              `effect-fin: the API lists no subdivisions for ${country}, where the offline snapshot has ${known}`
+            )
+            : Effect.void
+        })
+      )
 
     const fromSnapshot = (country: CountryCode.CountryCode): SubdivisionList => ({
       country,
@@ -258,7 +274,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
             ? fromSnapshotLogged(
               country,
               error._tag,
-              Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag})`)
+              Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag}: ${error.message})`)
             )
             : Effect.fail(error)
         })

@@ -265,6 +265,48 @@ describe("SubdivisionService", () => {
         ])
     })))
 
+  it.effect("online: the API's names are served as compared: trimmed, blanks collapsed, accents in one encoding", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA")
+      expect(result.subdivisions).toEqual([{ code: "US-CA", name: "California" }, { code: "US-NY", name: "Caf\u00e9 York" }])
+    }).pipe(withMode("online", {
+      [ROUTE]: () => apiBody([{ code: "US-CA", name: " California " }, { code: "US-NY", name: "Cafe\u0301  York" }])
+    })))
+
+  it.effect("online: fields the interface does not document are dropped whatever they hold, never failing the list", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA")
+      expect(result).toEqual({ country: "USA", source: "api", subdivisions: [{ code: "US-CA", name: "California" }] })
+    }).pipe(withMode("online", {
+      [ROUTE]: () => FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California", type: null, parent: 5 }] } })
+    })))
+
+  it.effect("online: a name of invisible characters only is no name", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(list("USA"))
+      expect(error._tag === "ResponseDecodeError" && error.issues.map((issue) => issue.path)).toEqual([
+        "data.subdivisions[0].name"
+      ])
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.invalid).toEqual([{ code: "US-CA", name: "\u200b\u00a0", reason: "empty_name" }])
+    }).pipe(withMode("online", { [ROUTE]: () => apiBody([{ code: "US-CA", name: "\u200b\u00a0" }]) })))
+
+  for (const mode of ["online", "fallback"] as const) {
+    it.effect(`${mode}: an empty list where the snapshot has subdivisions is served, with a warning saying so`, () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        const result = yield* list("USA").pipe(Effect.provide(layer))
+        expect(result).toEqual({ country: "USA", source: "api", subdivisions: [] })
+        const warnings = () => lines.filter((line) => line.startsWith("WARN")).map((line) => line.replace(/ \{.*\}$/, ""))
+        expect(warnings()).toEqual([
+          `WARN ["effect-fin: the API lists no subdivisions for USA, where the offline snapshot has ${snapshotUsa.length}"]`
+        ])
+        // A country with none in the snapshot either is no news.
+        yield* list("ATA").pipe(Effect.provide(layer))
+        expect(warnings()).toHaveLength(1)
+      }).pipe(withMode(mode, { [ROUTE]: () => apiBody([]) })))
+  }
+
   it.effect("crossCheck in offline mode is refused, and nothing is sent", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(SubdivisionService.crossCheck("USA"))
@@ -618,10 +660,10 @@ describe("SubdivisionService", () => {
         const ours = lines.filter((line) => /snapshot|subdivisions API/.test(line)).map((line) => line.replace(/ \{.*\}$/, ""))
         expect(ours).toEqual([
           `INFO ["effect-fin: the subdivisions API failed with TransportError; lookups use the offline snapshot for the next 30s, then ask it again"]`,
-          `WARN ["effect-fin: serving the offline snapshot for USA (TransportError)"]`,
+          `WARN ["effect-fin: serving the offline snapshot for USA (TransportError: GET /v1/countries/USA/subdivisions: could not send the request (Transport))"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with TransportError; it is asked again from 1970-01-01T00:00:30.000Z)"]`,
           `INFO ["effect-fin: the subdivisions API still fails (ApiError); lookups use the offline snapshot for another 30s"]`,
-          `WARN ["effect-fin: serving the offline snapshot for USA (ApiError)"]`,
+          `WARN ["effect-fin: serving the offline snapshot for USA (ApiError: bad gateway)"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with ApiError; another lookup is asking it again)"]`,
           `INFO ["effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in from 1970-01-01T00:00:00.000Z; the last failure was ApiError)"]`
         ])

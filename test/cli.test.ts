@@ -379,7 +379,7 @@ describe("effect-fin against the emulator", () => {
     const result = await cli(["subdivisions", "CAN"], unreachable)
     expect(result.code).toBe(0)
     expect(result.stdout).toContain("13 subdivisions of CAN (offline snapshot: the API call failed, as logged above)")
-    expect(result.stderr).toContain("effect-fin: serving the offline snapshot for CAN (TransportError)")
+    expect(result.stderr).toContain("effect-fin: serving the offline snapshot for CAN (TransportError: POST /v1/oauth/token: could not send the request (ECONNREFUSED))")
     // One lookup per command: no cool-down is announced for lookups that will never come.
     expect(result.stderr).not.toContain("for the next")
     // With --json, stdout is the JSON document alone.

@@ -173,6 +173,9 @@ export interface CrossCheck {
   readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
 }
 
+// A character that shows: neither a blank (a no-break space included) nor an invisible format character (U+200B).
+const visible = /[^\s\p{Cf}]/u
+
 /**
  * Why an API entry cannot be compared with the snapshot or served as a subdivision of the country of ISO 3166-1
  * `alpha2` (when known), given the codes of the entries before it that could; undefined when it can.
@@ -188,7 +191,7 @@ export const problemOf = (
     ? "malformed_code"
     : alpha2 !== undefined && !entry.code.startsWith(`${alpha2}-`)
     ? "other_country"
-    : entry.name.trim() === ""
+    : !visible.test(entry.name)
     ? "empty_name"
     : before.has(entry.code)
     ? "duplicate"
@@ -211,9 +214,13 @@ const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined)
   return { invalid, valid }
 }
 
-// A name as compared with the API's: one encoding of its accents, blanks around it and runs of blanks inside it not
-// counted (an API name with a trailing space is no rename).
-const comparable = (name: string): string => name.normalize("NFC").trim().replace(/\s+/g, " ")
+/**
+ * A name as compared with the API's, and as a lookup serves the API's: one encoding of its accents, no blanks around
+ * it, runs of blanks inside it as one space (an API name with a trailing space is no rename).
+ *
+ * @internal
+ */
+export const comparable = (name: string): string => name.normalize("NFC").trim().replace(/\s+/g, " ")
 
 /**
  * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
