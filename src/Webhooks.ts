@@ -859,6 +859,11 @@ interface Decoded {
   readonly event: WebhookEvent
   /** `created_at` in epoch microseconds, for ordering. */
   readonly createdAt: number
+  /**
+   * A documented event whose data is not of the documented shape, of a type the handler has no handler for: it is
+   * acknowledged (as `Unknown`, its data as sent), given to no handler.
+   */
+  readonly ignored?: true
 }
 
 // With `maxAge`, the clocks are trusted to agree within this (as Stripe's 5-minute signature tolerance does).
@@ -867,6 +872,7 @@ const MAX_FUTURE_SKEW_MILLIS = 5 * 60_000
 const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
 const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope)
+const decodeUnknownEvent = Schema.decodeEither(UnknownEvent)
 
 const malformed = (message: string, issue?: ParseResult.ParseIssue) =>
   issue === undefined
@@ -877,7 +883,12 @@ const malformed = (message: string, issue?: ParseResult.ParseIssue) =>
       issues: Issues.fromParseIssue(issue)
     })
 
-const decodeBody = (body: Uint8Array, options: VerifyOptions): Effect.Effect<Decoded, WebhookVerificationError> =>
+// `ignores`: the event types whose data need not be of the documented shape (the handler has no handler for them).
+const decodeBody = (
+  body: Uint8Array,
+  options: VerifyOptions,
+  ignores?: (type: string) => boolean
+): Effect.Effect<Decoded, WebhookVerificationError> =>
   Effect.suspend(() => {
     let json: unknown
     try {
@@ -887,14 +898,21 @@ const decodeBody = (body: Uint8Array, options: VerifyOptions): Effect.Effect<Dec
     }
     const envelope = decodeEnvelope(json)
     if (Either.isLeft(envelope)) return Effect.fail(malformed("the body is not a webhook envelope", envelope.left.issue))
-    const decoded = decodeFlat(envelope.right)
+    let decoded: Either.Either<WebhookEvent, ParseResult.ParseError> = decodeFlat(envelope.right)
+    let ignored = false
+    if (Either.isLeft(decoded) && ignores?.(envelope.right.event.type) === true) {
+      const { data, event: { type, ...meta } } = envelope.right
+      decoded = decodeUnknownEvent({ type: "Unknown", received_type: type, ...meta, data })
+      ignored = true
+    }
     if (Either.isLeft(decoded)) return Effect.fail(malformed("the event data is malformed", decoded.left.issue))
     const event = decoded.right
     const sandbox = event.sandbox_mode
     if (options.environment !== undefined && Option.isSome(sandbox) && sandbox.value !== (options.environment === "sandbox")) {
       return Effect.fail(fail("wrong_environment", `the event is not from the ${options.environment} environment`))
     }
-    return Effect.succeed({ event, createdAt: parseTimestamp(envelope.right.event.created_at)! })
+    const createdAt = parseTimestamp(envelope.right.event.created_at)!
+    return Effect.succeed(ignored ? { event, createdAt, ignored } : { event, createdAt })
   })
 
 // With `maxAge`: refused when older than that, or dated more than 5 minutes ahead of the Clock.
@@ -916,10 +934,14 @@ const verifyDecoded = (
   body: Uint8Array,
   parsed: SignatureHeaders,
   secrets: SecretList,
-  options: VerifyOptions
+  options: VerifyOptions,
+  ignores?: (type: string) => boolean
 ): Effect.Effect<Decoded, WebhookVerificationError> =>
   Effect.withFiberRuntime((fiber) =>
-    Effect.zipRight(checkSignature(cryptoIn(fiber.currentContext), parsed, secrets, body), decodeBody(body, options))
+    Effect.zipRight(
+      checkSignature(cryptoIn(fiber.currentContext), parsed, secrets, body),
+      decodeBody(body, options, ignores)
+    )
   )
 
 /**
@@ -1221,8 +1243,8 @@ export interface Delivery {
 }
 
 /**
- * The user's handlers, one per event type (all optional; events without a handler are acknowledged). `Unknown`
- * receives events of undocumented types.
+ * The user's handlers, one per event type (all optional; events without a handler are acknowledged, whatever their
+ * data holds). `Unknown` receives events of undocumented types.
  *
  * @since 0.1.0
  * @category models
@@ -1556,6 +1578,8 @@ const makeApp = <const H extends Handlers>(
         ownStore
       )
     })
+  // Only documented types reach it (the data of others is kept as sent), so no key of Object's prototype.
+  const unhandled = (type: string) => (options.handlers as Readonly<Record<string, unknown>>)[type] === undefined
   const handlerFor = (event: WebhookEvent) =>
     // Indexing by `event.type` picks the entry whose parameter is this very variant.
     options.handlers[event.type] as
@@ -1657,7 +1681,7 @@ const makeApp = <const H extends Handlers>(
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
-        const userHandler = handlerFor(event)
+        const userHandler = decoded.ignored ? undefined : handlerFor(event)
         // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
         // version of it, say) must never be made stale by one that was not applied.
         const isOrdered = ordered.has(event.type) && userHandler !== undefined
@@ -1746,7 +1770,7 @@ const makeApp = <const H extends Handlers>(
         onTimeout: () => fail("body_timeout", `the body did not arrive within ${Duration.format(bodyTimeout)}`)
       })
     )
-    const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions)
+    const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions, unhandled)
     return yield* checkAge(decoded, verifyOptions).pipe(
       Effect.matchEffect({
         onFailure: (error) =>

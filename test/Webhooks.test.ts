@@ -1011,6 +1011,26 @@ describe("Webhooks.handler", () => {
       expect(yield* seen).toEqual(["account a-1"])
     }))
 
+  // A service that changes a payload must not have its deliveries of a type the app ignores refused (and redelivered)
+  // for it; an app that handles the type still refuses them.
+  it.effect("an event no handler takes is acknowledged even if its data is not the documented shape", () =>
+    Effect.gen(function*() {
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "transaction.status": (event) => record(`transaction ${event.id}`),
+        Unknown: (event) => record(`unknown ${event.id}`)
+      }))
+      const odd = makeBody({ id: "b-1", data: { ...beneficiaryData("ACTIVE"), active: "yes" } })
+      const answer = yield* send(handle, yield* signedPost(odd))
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+      // Nor is it given to the handler of undocumented types: it is a documented one.
+      expect(yield* seen).toEqual([])
+      const { handle: strict } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event) => record(`beneficiary ${event.id}`)
+      }))
+      const refused = yield* send(strict, yield* signedPost(odd))
+      expect([refused.status, JSON.parse(refused.body).error]).toEqual([400, "malformed_body"])
+    }))
+
   it.effect("a status event replayed after its id is forgotten is still stale (orderTtl outlives dedupeTtl)", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({ "beneficiary.status": (event) => record(`${event.id}`) }), { dedupeTtl: "24 hours" })
