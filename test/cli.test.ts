@@ -136,6 +136,23 @@ describe("effect-fin (offline commands)", () => {
     expect(tampered.code).toBe(1)
     expect(tampered.stderr).toMatch(/^effect-fin: WebhookVerificationError: /)
     expect(tampered.stderr + tampered.stdout).not.toContain("whsec_cli")
+    // The algorithm as the header reads, whatever its case (as a log shows it): as the handler takes it.
+    const sha512 = await Effect.runPromise(Webhooks.sign(body, "whsec_cli", "sha512"))
+    const upper = await cli(
+      ["webhook", "verify", "--signature", sha512["x-fin-signature"], "--algorithm", "SHA512"],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      body
+    )
+    expect(upper.code).toBe(0)
+    const unknown = await cli(
+      ["webhook", "verify", "--signature", sha512["x-fin-signature"], "--algorithm", "md5"],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      body
+    )
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr.trim()).toBe(
+      "effect-fin: WebhookVerificationError: the signature algorithm is not one of sha256, sha384, sha512"
+    )
     const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
   })

@@ -198,9 +198,10 @@ const verify = Command.make(
   "verify",
   {
     signature: Options.text("signature").pipe(Options.withDescription("The x-fin-signature header (hex)")),
-    algorithm: Options.choice("algorithm", Webhooks.algorithms).pipe(
-      Options.withDescription("The x-fin-signature-algorithm header"),
-      Options.withDefault("sha256" as const)
+    // Text, checked as the header is (any case, blanks around it): what a log shows can be pasted as it is.
+    algorithm: Options.text("algorithm").pipe(
+      Options.withDescription(`The x-fin-signature-algorithm header: ${Webhooks.algorithms.join(", ")} (any case)`),
+      Options.withDefault("sha256")
     ),
     json
   },
@@ -347,7 +348,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       process.exitCode = 1
     })),
     Effect.catchAll((error) =>
-      // @effect/cli has already printed a usage error (one line); ours are one line with the tag.
+      // @effect/cli has already printed a usage error (one line, then a blank one); ours are one line with the tag.
       ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
     )
   )
