@@ -503,6 +503,21 @@ const readBody = (
 
 const utf8 = new TextDecoder()
 
+// Whether the client followed a redirect to get this answer: fetch does (the platform's fetch response, under the
+// wrapper that aborts on interruption (`original`), keeps the web `Response` as `source`, whose `redirected` says so);
+// undici's request does not, and answers with the 3xx itself, an ApiError like any other status outside 2xx.
+const followedRedirect = (response: HttpClientResponse.HttpClientResponse): boolean => {
+  let current: unknown = response
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    const { original, source } = current as { readonly original?: unknown; readonly source?: unknown }
+    if (typeof source === "object" && source !== null) {
+      return (source as { readonly redirected?: unknown }).redirected === true
+    }
+    current = original
+  }
+  return false
+}
+
 const noBody: Body = { text: "", cut: false }
 
 /** Runs one attempt with `client`. */
@@ -517,7 +532,8 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         status: response.status,
         headers,
         text,
-        cut
+        cut,
+        redirected: followedRedirect(response)
       }))
     }),
     Effect.mapError((error) => transportError(error, spec)),
@@ -530,8 +546,13 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
           operation: spec.operation,
           attempts: spec.attempt
         })),
-    Effect.flatMap(({ cut, headers, status, text }): Effect.Effect<Success<A>, AttemptError> => {
+    Effect.flatMap(({ cut, headers, redirected, status, text }): Effect.Effect<Success<A>, AttemptError> => {
       spec.onStatus?.(status)
+      // Whatever it says, it is another address's answer (not retried: the service would redirect again).
+      if (redirected) {
+        const expected = "the service's own answer, not one from an address it redirected to"
+        return Effect.fail(decodeError(spec, status, headers, [new Issue({ path: "", expected })]))
+      }
       // An error status keeps its meaning (and whether it is retried) however long its page; an answer cannot be cut.
       if (status < 200 || status > 299) {
         return Effect.flatMap(

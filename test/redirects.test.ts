@@ -1,0 +1,91 @@
+/**
+ * A service (or a proxy before it) that redirects: the answer of another address is never taken for the service's.
+ * Real loopback servers: the "API" redirects every call but the token's to an "elsewhere" server, which counts what
+ * it receives. fetch follows redirects (FetchHttpClient), undici's request does not (NodeHttpClient, UndiciHttpClient).
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as FeeService from "../src/FeeService.js"
+import * as FinClient from "../src/FinClient.js"
+import * as SubdivisionService from "../src/SubdivisionService.js"
+import { quoteBody, quoteRequest } from "./support.js"
+
+let api: Http.Server
+let elsewhere: Http.Server
+let apiUrl = ""
+const received: Array<string> = []
+
+const listen = (server: Http.Server) =>
+  new Promise<string>((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+  )
+
+beforeAll(async () => {
+  // Answers like the service would, so that only the redirect tells it apart.
+  elsewhere = Http.createServer((req, res) => {
+    received.push(`${req.method} ${req.url}`)
+    res.writeHead(200, { "content-type": "application/json" })
+    res.end(JSON.stringify(req.url?.includes("subdivisions") ? { data: { subdivisions: [] } } : quoteBody))
+  })
+  const elsewhereUrl = await listen(elsewhere)
+  api = Http.createServer((req, res) => {
+    req.resume()
+    req.on("end", () => {
+      if (req.url === "/v1/oauth/token") {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(JSON.stringify({ access_token: "token-1", access_token_ttl: "2099-01-01T00:00:00Z" }))
+        return
+      }
+      res.writeHead(302, { location: `${elsewhereUrl}${req.url}` })
+      res.end()
+    })
+  })
+  apiUrl = await listen(api)
+})
+
+afterAll(async () => {
+  await Promise.all([api, elsewhere].map((server) => new Promise((resolve) => server.close(resolve))))
+})
+
+const client = (http: Layer.Layer<HttpClient.HttpClient>) =>
+  FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: apiUrl, subdivisionMode: "online" }).pipe(
+    Layer.provide(http)
+  )
+
+describe("redirects", () => {
+  it.live("FetchHttpClient follows one: the answer is a ResponseDecodeError, not taken, and not retried", () =>
+    Effect.gen(function*() {
+      received.length = 0
+      const quote = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(quote).toMatchObject({ _tag: "ResponseDecodeError", attempts: 1, operation: "POST /v1/fee-calculation" })
+      expect(quote.message).toContain("redirect")
+      const list = yield* Effect.flip(SubdivisionService.list("USA"))
+      expect(list).toMatchObject({ _tag: "ResponseDecodeError", attempts: 1 })
+      // What fetch sent there, once each, and nothing more.
+      expect(received).toEqual(["GET /v1/fee-calculation", "GET /v1/countries/USA/subdivisions"])
+    }).pipe(Effect.provide(client(FetchHttpClient.layer))))
+
+  it.live("FetchHttpClient told not to follow (as the README says): an ApiError with the 3xx, nothing sent elsewhere", () =>
+    Effect.gen(function*() {
+      received.length = 0
+      const quote = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(quote).toMatchObject({ _tag: "ApiError", status: 302, attempts: 1 })
+      expect(received).toEqual([])
+    }).pipe(Effect.provide(client(
+      Layer.provide(FetchHttpClient.layer, Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))
+    ))))
+
+  it.live("NodeHttpClient does not follow one: an ApiError with the 3xx, not retried, nothing sent elsewhere", () =>
+    Effect.gen(function*() {
+      received.length = 0
+      const quote = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(quote).toMatchObject({ _tag: "ApiError", status: 302, attempts: 1 })
+      expect(received).toEqual([])
+    }).pipe(Effect.provide(client(NodeHttpClient.layerUndici))))
+})
