@@ -167,10 +167,29 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
     : Option.none()
 })
 
-// A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret).
-const FailureJson = Schema.parseJson(FinErrorSchema)
+// A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret), with
+// the fingerprint of the credentials it was fetched with: a waiter with other credentials (a secret rotated in while a
+// stale instance still runs) would not have failed the same way, and fetches itself instead.
+const FailureJson = Schema.parseJson(Schema.Struct({ credentials: Schema.String, error: FinErrorSchema }))
 const encodeFailure = Schema.encodeSync(FailureJson)
-const decodeFailure = Schema.decodeUnknownEither(FailureJson)
+const decodeFailure = Schema.decodeUnknownOption(FailureJson)
+
+// An HMAC under the client secret of the client id (hex): the same for the same credentials, and telling nothing of
+// the secret (which has the entropy of a key, not of a password).
+const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacted<string>): Effect.Effect<string> =>
+  Effect.promise(async () => {
+    const subtle = globalThis.crypto.subtle
+    const utf8 = new TextEncoder()
+    const key = await subtle.importKey(
+      "raw",
+      utf8.encode(Redacted.value(clientSecret)),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"]
+    )
+    const mac = await subtle.sign("HMAC", key, utf8.encode(`effect-fin token failure|${clientId}`))
+    return Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("")
+  })
 
 // A store that fails is worked around, never reported as a FinError.
 const storeUnavailable = (error: TokenStore.TokenStoreError) =>
@@ -195,6 +214,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const layerStore = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
     const storeFor = Effect.map(Effect.serviceOption(TokenStore.TokenStore), Option.getOrElse(() => layerStore))
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
+    const credentials = yield* credentialsFingerprint(config.clientId, config.clientSecret)
     const ref = yield* SynchronizedRef.make<State>({
       access: Option.none(),
       refresh: Option.none(),
@@ -383,7 +403,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           ? Option.filter(fromTokens(stored.value).refresh, (r) => now < r.usableUntil)
           : local
         const pair = yield* fetch(refresh, now).pipe(
-          Effect.tapError((error) => Effect.sync(() => void (failure = encodeFailure(error)))),
+          Effect.tapError((error) => Effect.sync(() => void (failure = encodeFailure({ credentials, error })))),
           Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),
           holding(store, owner)
         )
@@ -419,7 +439,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const sharedFailure = (store: TokenStore.Service, waitedFor: ReadonlySet<string>) =>
       Effect.map(
         store.failure(key),
-        Option.flatMap((f) => waitedFor.has(f.owner) ? Option.getRight(decodeFailure(f.error)) : Option.none())
+        Option.flatMap((f) =>
+          waitedFor.has(f.owner)
+            ? Option.flatMap(decodeFailure(f.error), (recorded) =>
+              recorded.credentials === credentials ? Option.some(recorded.error) : Option.none())
+            : Option.none()
+        )
       )
 
     // One round: the stored pair if it is still good; else the lock and a fetch under it; else (someone holds the lock)

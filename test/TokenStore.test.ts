@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -335,6 +336,37 @@ describe("TokenStore", () => {
       expect(waiterError._tag === "TimeoutError" && Duration.toMillis(waiterError.timeout)).toBe(1000)
       expect(ownerRequests + waiterRequests).toBe(1)
     }))
+
+  // During a secret rotation a stale instance must not fail the healthy ones sharing its store: a failure is shared
+  // only between clients with the same credentials (its record carries their fingerprint, not the secret).
+  it.effect("a fetch that failed under other credentials is not the failure of a client waiting on it: it fetches", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const issuer = FinTest.tokenHandler()
+      // Slow enough that the second client finds the first one's lock held and waits on it.
+      const tokens: FinTest.Handler = (request) =>
+        Effect.zipRight(
+          Effect.sleep("1 second"),
+          (request.body as { readonly client_secret?: string }).client_secret === "rotated-out"
+            ? Effect.succeed(FinTest.json(401, { message: "Authentication failed" }))
+            : Effect.suspend(() => {
+              const reply = issuer(request)
+              return Effect.isEffect(reply) ? reply : Effect.succeed(reply)
+            })
+        )
+      const token = Effect.flatMap(TokenProvider.TokenProvider, (provider) => Effect.map(provider.get, Redacted.value))
+      const instance = (clientSecret: string) =>
+        FinTest.layerClient({ "POST /v1/oauth/token": tokens }, { clientSecret: Redacted.make(clientSecret) }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
+        )
+      const stale = yield* Effect.fork(Effect.either(Effect.provide(token, instance("rotated-out"))))
+      yield* advance(100)
+      const healthy = yield* Effect.fork(Effect.either(Effect.provide(token, instance("test-secret"))))
+      for (let i = 0; i < 20; i++) yield* advance(500)
+      const [staleResult, healthyResult] = yield* Fiber.join(Fiber.zip(stale, healthy))
+      expect(Either.isLeft(staleResult) && staleResult.left._tag).toBe("AuthenticationError")
+      expect(healthyResult).toEqual(Either.right("token-1"))
+    }).pipe(fixedRandom))
 
   it.effect("a renewal that fails once does not give the lock up: a slow fetch stays the only one, its token shared", () =>
     Effect.gen(function*() {
