@@ -97,7 +97,11 @@ describe("HttpTransport", () => {
     const [name, echo] of [
       ["URL-encoded", encodeURIComponent(encodedSecret)],
       ["URL-encoded in lower case", encodeURIComponent(encodedSecret).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())],
-      ["form-encoded", new URLSearchParams({ s: encodedSecret }).toString().slice(2)]
+      ["form-encoded", new URLSearchParams({ s: encodedSecret }).toString().slice(2)],
+      // Python's quote() keeps `/`; RFC 3986-strict encoders also escape `!` and `~`; a mix of encoded and raw.
+      ["URL-encoded with / kept", encodeURIComponent(encodedSecret).replace(/%2F/g, "/")],
+      ["URL-encoded strictly", encodedSecret.replace(/[^A-Za-z0-9]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)],
+      ["partly encoded", encodedSecret.replace("+", "%2b")]
     ] as const
   ) {
     it.effect(`a token error never carries the client secret the service echoed ${name}`, () =>
@@ -109,6 +113,21 @@ describe("HttpTransport", () => {
       }).pipe(provideClient({
         "POST /v1/oauth/token": () => FinTest.json(422, { message: `bad client_secret=${echo}` })
       }, { clientSecret: Redacted.make(encodedSecret) })))
+  }
+
+  // A credential no encoder takes as is (a lone surrogate), and one far longer than a token: an error is still a
+  // typed error, the credential redacted.
+  for (const [name, odd] of [["a lone surrogate", "s3cr\ud800t"], ["40,000 characters", "k".repeat(40_000)]] as const) {
+    it.effect(`a refused token call whose secret has ${name} is an AuthenticationError, the secret redacted`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(Effect.flatMap(TokenProvider.TokenProvider, (tokens) => tokens.get))
+        expect(error._tag).toBe("AuthenticationError")
+        expect(error.message).toContain("<redacted>")
+        expect(error.message).not.toContain(odd)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": (request) =>
+          FinTest.json(401, { message: `bad secret ${(request.body as { client_secret: string }).client_secret}` })
+      }, { clientSecret: Redacted.make(odd), maxRetries: 0 })))
   }
 
   for (

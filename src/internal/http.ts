@@ -34,6 +34,7 @@ import {
 import * as Bytes from "./bytes.js"
 import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
+import * as Redact from "./redact.js"
 
 /** The platform client a user provides. */
 export type Client = HttpClient.HttpClient
@@ -292,33 +293,8 @@ const transportError = (error: HttpClientError.HttpClientError, spec: Attempt<un
 
 // The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
 // after parsing (whatever escapes the JSON used: `\/`, `\u0041`), and a kept raw body first normalised when it is
-// JSON. A credential is found as sent, JSON-escaped, URL-encoded and form-encoded (a base64 secret's `+/=` change
-// there), the `%XX` escapes in either case; the longer forms first, so that no part of one is left when a shorter
-// form is a part of it.
-const redactor = (credentials: ReadonlyArray<string>): (text: string) => string => {
-  const forms = [
-    ...new Set(credentials.flatMap((credential) =>
-      credential === "" ? [] : [
-        credential,
-        JSON.stringify(credential).slice(1, -1),
-        encodeURIComponent(credential),
-        new URLSearchParams({ c: credential }).toString().slice(2)
-      ]
-    ))
-  ].sort((a, b) => b.length - a.length)
-  if (forms.length === 0) return (text) => text
-  const pattern = new RegExp(
-    forms.map((form) =>
-      form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/%([0-9A-F])([0-9A-F])/g, (_, a: string, b: string) =>
-        `%${caseless(a)}${caseless(b)}`)
-    ).join("|"),
-    "g"
-  )
-  return (text) => text.replace(pattern, "<redacted>")
-}
-
-// A hex digit in either case, as a pattern.
-const caseless = (digit: string): string => /[A-F]/.test(digit) ? `[${digit}${digit.toLowerCase()}]` : digit
+// JSON (see `Redact.redactor` for the forms a credential is found in).
+const redactor = (credentials: ReadonlyArray<string>) => Redact.redactor(credentials, MAX_BODY_IN_ERROR)
 
 // A raw body as kept in an error: JSON re-serialised with the standard escapes (so the redaction sees the credential),
 // and no longer than MAX_BODY_IN_ERROR.

@@ -1,0 +1,99 @@
+/**
+ * Redaction of credentials from the text of a service's answer (its message, its field errors, its body kept in an
+ * error): a credential is found however it was echoed.
+ *
+ * @internal
+ */
+
+const utf8 = new TextEncoder()
+
+// A string of one character per byte of `text` in UTF-8 (a lone surrogate as U+FFFD, as a client would send it).
+const bytesOf = (text: string): string => {
+  let out = ""
+  for (const byte of utf8.encode(text)) out += String.fromCharCode(byte)
+  return out
+}
+
+const hexDigit = /^[0-9A-Fa-f]{2}$/
+
+// `text` as the bytes it stands for when URL-decoded (`%XX` in either case as its byte, `+` as a space or as itself),
+// with, for each byte, the span of `text` it came from: an echo URL-encoded by any encoder (everything escaped, or
+// `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes.
+const decodedView = (text: string, plusIsSpace: boolean) => {
+  let bytes = ""
+  const from: Array<number> = []
+  const to: Array<number> = []
+  let i = 0
+  while (i < text.length) {
+    if (text[i] === "%" && hexDigit.test(text.slice(i + 1, i + 3))) {
+      bytes += String.fromCharCode(Number.parseInt(text.slice(i + 1, i + 3), 16))
+      from.push(i)
+      to.push(i + 3)
+      i += 3
+      continue
+    }
+    const codePoint = text.codePointAt(i)!
+    const width = codePoint > 0xffff ? 2 : 1
+    const own = plusIsSpace && text[i] === "+" ? " " : bytesOf(text.slice(i, i + width))
+    for (let k = 0; k < own.length; k++) {
+      from.push(i)
+      to.push(i + width)
+    }
+    bytes += own
+    i += width
+  }
+  return { bytes, from, to }
+}
+
+// The spans of `text` that are `needles` URL-encoded (or partly so), merged.
+const encodedSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
+  const spans: Array<readonly [number, number]> = []
+  for (const plusIsSpace of [false, true]) {
+    const view = decodedView(text, plusIsSpace)
+    for (const needle of needles) {
+      for (let at = view.bytes.indexOf(needle); at !== -1; at = view.bytes.indexOf(needle, at + 1)) {
+        spans.push([view.from[at]!, view.to[at + needle.length - 1]!])
+      }
+    }
+  }
+  spans.sort((a, b) => a[0] - b[0])
+  const merged: Array<readonly [number, number]> = []
+  for (const span of spans) {
+    const last = merged[merged.length - 1]
+    if (last !== undefined && span[0] <= last[1]) merged[merged.length - 1] = [last[0], Math.max(last[1], span[1])]
+    else merged.push(span)
+  }
+  return merged
+}
+
+/**
+ * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
+ * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`). No regular expression is built
+ * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
+ *
+ * Only the start of a text that its reader keeps (its first `keep` characters) is redacted, and what follows is
+ * dropped: a credential that begins there is redacted whole however it is encoded (12 characters at most per
+ * character of it: `\uXXXX`, or `%XX` for each of 4 bytes), and a 4 MiB page costs no more than its start.
+ */
+export const redactor = (credentials: ReadonlyArray<string>, keep: number): (text: string) => string => {
+  const present = credentials.filter((credential) => credential !== "")
+  if (present.length === 0) return (text) => text.slice(0, keep + 1)
+  // As sent and JSON-escaped, the longer first, so that no part of one is left when a shorter is a part of it.
+  const literal = [...new Set(present.flatMap((c) => [c, JSON.stringify(c).slice(1, -1)]))].sort((a, b) =>
+    b.length - a.length
+  )
+  const encoded = [...new Set(present.map(bytesOf))]
+  const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
+  return (whole) => {
+    const text = whole.slice(0, keep + 1 + 12 * longest)
+    let out = literal.reduce((acc, form) => acc.includes(form) ? acc.split(form).join("<redacted>") : acc, text)
+    // Only an answer with an escape or a plus can hold an encoded credential that the literal pass left.
+    if (!out.includes("%") && !out.includes("+")) return out
+    const spans = encodedSpans(out, encoded)
+    for (let k = spans.length - 1; k >= 0; k--) {
+      const [start, end] = spans[k]!
+      out = `${out.slice(0, start)}<redacted>${out.slice(end)}`
+    }
+    return out.slice(0, keep + 1)
+  }
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "@effect/vitest"
+import { redactor } from "../../src/internal/redact.js"
+
+describe("redactor", () => {
+  const secret = "s3cr+t/v!al=ue~ x*"
+  const redact = redactor([secret, "tok"], 1024)
+
+  it("finds a credential however it was echoed: as sent, JSON-escaped, URL- or form-encoded by any encoder", () => {
+    const echoes = [
+      secret,
+      JSON.stringify(secret).slice(1, -1),
+      encodeURIComponent(secret),
+      encodeURIComponent(secret).toLowerCase(),
+      new URLSearchParams({ s: secret }).toString().slice(2),
+      encodeURIComponent(secret).replace(/%2F/g, "/"),
+      secret.replace(/[^A-Za-z0-9]/g, (c) => `%${c.charCodeAt(0).toString(16)}`),
+      secret.replace("+", "%2B").replace(" ", "+")
+    ]
+    for (const echo of echoes) expect(redact(`before ${echo} after`), echo).toBe("before <redacted> after")
+  })
+
+  it("leaves everything else as it was, the other escapes included", () => {
+    expect(redact("100%25 of a+b, %zz, tok")).toBe("100%25 of a+b, %zz, <redacted>")
+    expect(redact("no credential here")).toBe("no credential here")
+  })
+
+  it("a credential with a lone surrogate or of 40,000 characters is found, not a failure", () => {
+    expect(redactor(["a\ud800b"], 100)(`x a\ud800b y ${encodeURIComponent("a\ufffdb")}`)).toBe("x <redacted> y <redacted>")
+    const long = "k".repeat(40_000)
+    expect(redactor([long], 100)(`x ${long} y`)).toBe("x <redacted> y")
+  })
+
+  it("keeps one character past `keep` (so a reader can tell the text was longer), a credential there redacted whole", () => {
+    const text = `${"x".repeat(1020)}${encodeURIComponent(secret)}${"y".repeat(5000)}`
+    const out = redact(text)
+    expect(out).toBe(`${"x".repeat(1020)}<redacted>`.slice(0, 1025))
+    expect(out).not.toContain("s3cr")
+  })
+})
