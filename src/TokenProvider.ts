@@ -103,15 +103,19 @@ export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: Tok
   })
 )
 
-// `TokenResponse`, with the envelope chosen by its shape before decoding (`data` holding an object, and no token at the
-// top level): a problem is then told in the envelope the service used, not also as the other's "data (missing)".
+// `TokenResponse` (either envelope), with a failure told in the envelope the service used (`data` holding an object,
+// and no token at the top level), not also as the other's "data (missing)".
 const decodeTopLevel = Http.decoderFor(TokenFields)
-const decodeWrapped = Http.decoderFor(Schema.Struct({ data: TokenFields }))
-const decodeTokenResponse: Http.Decoder<typeof TokenResponse.Type> = (json) =>
-  typeof json === "object" && json !== null && !("access_token" in json) && "data" in json &&
+const decodeData = Http.decoderFor(Schema.Struct({ data: TokenFields }))
+const decodeWrapped: Http.Decoder<typeof TokenFields.Type> = (json) =>
+  Either.map(decodeData(json), (response) => response.data)
+const decodeTokenResponse: Http.Decoder<typeof TokenResponse.Type> = (json) => {
+  const wrapped = typeof json === "object" && json !== null && !("access_token" in json) && "data" in json &&
     typeof json.data === "object" && json.data !== null
-    ? Either.map(decodeWrapped(json), (response) => response.data)
-    : decodeTopLevel(json)
+  const [first, second] = wrapped ? [decodeWrapped, decodeTopLevel] : [decodeTopLevel, decodeWrapped]
+  const decoded = first(json)
+  return Either.isRight(decoded) ? decoded : Either.orElse(second(json), () => decoded)
+}
 
 interface Access {
   readonly token: Redacted.Redacted<string>

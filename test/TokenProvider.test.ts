@@ -95,6 +95,21 @@ describe("TokenProvider", () => {
     })
   })
 
+  // Whatever the other envelope holds, a valid one is taken, as the schema takes it.
+  for (
+    const [name, body] of [
+      ["a null token at the top level", { access_token: null, data: { access_token: "abc", access_token_ttl: "2099-01-01T00:00:00Z" } }],
+      ["an empty token at the top level", { access_token: "", data: { access_token: "abc", access_token_ttl: "2099-01-01T00:00:00Z" } }],
+      ["a valid top level and odd data", { access_token: "abc", access_token_ttl: "2099-01-01T00:00:00Z", data: { x: 1 } }]
+    ] as const
+  ) {
+    it.effect(`a token response in one valid envelope is taken beside ${name}`, () =>
+      Effect.gen(function*() {
+        expect(Redacted.value(yield* getToken)).toBe("abc")
+        expect(Either.isRight(Schema.decodeUnknownEither(TokenProvider.TokenResponse)(body))).toBe(true)
+      }).pipe(Effect.provide(FinTest.layerClient({ "POST /v1/oauth/token": () => FinTest.json(200, body) }))))
+  }
+
   // A problem is told in the envelope the service used, not also as the other envelope's "data (missing)".
   for (
     const [name, body, message] of [
