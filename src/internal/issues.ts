@@ -17,8 +17,10 @@ const describe = (ast: SchemaAST.AST): string => {
   if (own !== undefined) return own
   switch (ast._tag) {
     case "Transformation":
-    case "Refinement":
       return describe(ast.from)
+    case "Refinement":
+      // A check of the schema's with no words of its own: its name, else what it checks and that it checks it.
+      return Option.getOrElse(SchemaAST.getIdentifierAnnotation(ast), () => `${describe(ast.from)} (refined)`)
     case "TypeLiteral": {
       const keys = ast.propertySignatures.map((property) => String(property.name))
       return keys.length === 0 ? "an object" : `an object with ${keys.join(", ")}`
@@ -26,7 +28,8 @@ const describe = (ast: SchemaAST.AST): string => {
     case "TupleType":
       return "an array"
     case "Union":
-      return ast.types.map(describe).join(" or ")
+      // An optional field's `undefined` goes without saying.
+      return ast.types.filter((type) => type._tag !== "UndefinedKeyword").map(describe).join(" or ")
     case "Literal":
       return ast.literal === null ? "null" : JSON.stringify(ast.literal)
     default:
@@ -66,6 +69,11 @@ const collect = (
       if (Array.isArray(issue.issues)) {
         const inners = issue.issues as ReadonlyArray<ParseResult.ParseIssue>
         const useful = inners.filter((inner) => !isAbsentMember(inner))
+        // A value that is none of a union's plain members ("a" | "b") is one issue naming them all.
+        if (issue.ast._tag === "Union" && useful.length > 1 && useful.every((inner) => inner._tag === "Type")) {
+          out.push(new Issue({ path: formatPath(path), expected: describe(issue.ast) }))
+          return
+        }
         for (const inner of useful.length > 0 ? useful : inners) collect(inner, path, out, trusted)
       } else {
         collect(issue.issues as ParseResult.ParseIssue, path, out, trusted)
