@@ -291,6 +291,21 @@ describe("SubdivisionService", () => {
       expect(diff.invalid).toEqual([{ code: "US-CA", name: "\u200b\u00a0", reason: "empty_name" }])
     }).pipe(withMode("online", { [ROUTE]: () => apiBody([{ code: "US-CA", name: "\u200b\u00a0" }]) })))
 
+  it.effect("online: fillers and lone accents are no name either; invisible characters around a name are dropped", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(list("USA"))
+      expect(error._tag === "ResponseDecodeError" && error.issues.map((issue) => issue.path)).toEqual(
+        [0, 1, 2, 3].map((i) => `data.subdivisions[${i}].name`)
+      )
+      const padded = yield* list("CAN")
+      expect(padded.subdivisions).toEqual([{ code: "CA-ON", name: "Ontario" }])
+    }).pipe(withMode("online", {
+      [ROUTE]: (request) =>
+        request.path.includes("USA")
+          ? apiBody(["\u3164", "\u2800", "\u0301", "\ufeff\u115f"].map((name, i) => ({ code: `US-A${i}`, name })))
+          : apiBody([{ code: "CA-ON", name: "\u200bOntario\ufeff" }])
+    })))
+
   for (const mode of ["online", "fallback"] as const) {
     it.effect(`${mode}: an empty list where the snapshot has subdivisions is served, with a warning saying so`, () =>
       Effect.gen(function*() {

@@ -173,8 +173,9 @@ export interface CrossCheck {
   readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
 }
 
-// A character that shows: neither a blank (a no-break space included) nor an invisible format character (U+200B).
-const visible = /[^\s\p{Cf}]/u
+// A character that shows: not a blank (a no-break space included), an invisible format character (U+200B), a lone
+// combining mark, nor a filler that renders as blank (Hangul fillers, the blank Braille pattern).
+const visible = /[^\s\p{Cf}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u
 
 /**
  * Why an API entry cannot be compared with the snapshot or served as a subdivision of the country of ISO 3166-1
@@ -215,12 +216,14 @@ const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined)
 }
 
 /**
- * A name as compared with the API's, and as a lookup serves the API's: one encoding of its accents, no blanks around
- * it, runs of blanks inside it as one space (an API name with a trailing space is no rename).
+ * A name as compared with the API's, and as a lookup serves the API's: one encoding of its accents, no blanks or
+ * invisible format characters (U+200B, U+FEFF) around it, runs of blanks inside it as one space (an API name with a
+ * trailing space is no rename).
  *
  * @internal
  */
-export const comparable = (name: string): string => name.normalize("NFC").trim().replace(/\s+/g, " ")
+export const comparable = (name: string): string =>
+  name.normalize("NFC").replace(/^[\s\p{Cf}]+|[\s\p{Cf}]+$/gu, "").replace(/\s+/g, " ")
 
 /**
  * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
