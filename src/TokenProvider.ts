@@ -195,6 +195,40 @@ const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacte
     return Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("")
   })
 
+// A store (one of the user's own, say) that hangs or dies is worked around as one that fails: each operation gets as
+// long as a token request, and a defect is its failure (without its message, which may quote what the store held).
+const guardedStores = (timeout: Duration.Duration) => {
+  const guarded = new WeakMap<TokenStore.Service, TokenStore.Service>()
+  const guardOp = <A>(operation: string, op: Effect.Effect<A, TokenStore.TokenStoreError>) =>
+    op.pipe(
+      Effect.catchAllDefect(() =>
+        Effect.fail(new TokenStore.TokenStoreError({ operation, message: "the store failed unexpectedly (a defect)" }))
+      ),
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () =>
+          new TokenStore.TokenStoreError({ operation, message: `no answer within ${Duration.format(timeout)}` })
+      })
+    )
+  return (store: TokenStore.Service): TokenStore.Service => {
+    let safe = guarded.get(store)
+    if (safe === undefined) {
+      safe = {
+        ...store,
+        get: (key) => guardOp("get", store.get(key)),
+        set: (key, tokens, owner) => guardOp("set", store.set(key, tokens, owner)),
+        clear: (key, token) => guardOp("clear", store.clear(key, token)),
+        lock: (key) => guardOp("lock", store.lock(key)),
+        renew: (key, owner) => guardOp("renew", store.renew(key, owner)),
+        unlock: (key, owner, failure) => guardOp("unlock", store.unlock(key, owner, failure)),
+        failure: (key) => guardOp("failure", store.failure(key))
+      }
+      guarded.set(store, safe)
+    }
+    return safe
+  }
+}
+
 // A store that fails is worked around, never reported as a FinError.
 const storeUnavailable = (error: TokenStore.TokenStoreError) =>
   Effect.logWarning("effect-fin: the token store is unavailable; going on without sharing tokens").pipe(
@@ -216,7 +250,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const scope = yield* Effect.scope
     // The store in the caller's context, else the one the layer was built with, else one in memory.
     const layerStore = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
-    const storeFor = Effect.map(Effect.serviceOption(TokenStore.TokenStore), Option.getOrElse(() => layerStore))
+    const guard = guardedStores(config.tokenTimeout)
+    const storeFor = Effect.map(
+      Effect.serviceOption(TokenStore.TokenStore),
+      (provided) => guard(Option.getOrElse(provided, () => layerStore))
+    )
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
     const credentials = yield* credentialsFingerprint(config.clientId, config.clientSecret)
     const ref = yield* SynchronizedRef.make<State>({

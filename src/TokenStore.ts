@@ -3,7 +3,8 @@
  * keeps both in memory (one process); `effect-fin/redis` shares them between processes, so many instances of a service
  * make one token request per expiry between them.
  *
- * A store's failures never become a `FinError`: `TokenProvider` logs a warning and fetches without sharing.
+ * A store's failures never become a `FinError`: `TokenProvider` logs a warning and fetches without sharing. An
+ * operation that does not answer within `tokenTimeout`, or dies, counts as failed too.
  *
  * @since 0.1.0
  */

@@ -427,6 +427,35 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("connection refused")
     }))
 
+  // A store of the user's own that hangs or dies is worked around like one that fails: within tokenTimeout, and with
+  // a warning, never the call's deadline or a defect.
+  for (
+    const [name, broken] of [
+      ["hang", Effect.never],
+      ["die", Effect.dieMessage("Unexpected token 'o' in JSON")]
+    ] as const
+  ) {
+    it.effect(`a store whose operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
+      Effect.gen(function*() {
+        const memory = TokenStore.makeMemory()
+        const store: TokenStore.Service = { ...memory, get: () => broken, lock: () => broken }
+        const { layer: logger, lines } = captureLogs()
+        const fiber = yield* Effect.fork(
+          FeeService.calculate(quoteRequest).pipe(
+            Effect.zipRight(count("POST /v1/oauth/token")),
+            withStore(store),
+            Effect.provide(logger)
+          )
+        )
+        for (let i = 0; i < 25; i++) yield* advance(1000)
+        expect(yield* Fiber.join(fiber)).toBe(1)
+        const warnings = lines.filter((line) => line.startsWith("WARN"))
+        expect(warnings.length).toBeGreaterThan(0)
+        expect(warnings[0]).toContain("token store is unavailable")
+        expect(warnings.join("\n")).not.toContain("Unexpected token")
+      }))
+  }
+
   it("the memory store's lockTtl that is not a finite duration above zero throws when it is made", () => {
     // Duration.decode would read "-5 seconds" or NaN as zero: a lock that is never held.
     for (const lockTtl of ["-5 seconds", Number.NaN, 0, "soon" as Duration.DurationInput, Infinity] as const) {
