@@ -29,8 +29,9 @@ import * as Connection from "./internal/connection.js"
  */
 export interface Options extends Connection.Options {
   /**
-   * Encrypts the stored pair with AES-GCM: 16, 24 or 32 bytes, as a `Uint8Array` or a base64 string. Every process
-   * sharing the pair needs the same key; a pair that does not decrypt is ignored (and replaced by the next refresh).
+   * Encrypts the stored pair with AES-GCM: 16, 24 or 32 bytes, as a `Uint8Array` or a base64 string (hex is refused:
+   * it would read as base64 of another key). Every process sharing the pair needs the same key; a pair that does not
+   * decrypt is ignored (and replaced by the next refresh), with a warning saying why, once.
    * The cipher's key and the fingerprint's HMAC key are derived from it (HKDF-SHA256), never the key itself.
    */
   readonly encryptionKey?: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string> | undefined
@@ -103,6 +104,10 @@ const configError = (message: string) => new TokenStore.TokenStoreError({ operat
 const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) => {
   const value = Redacted.value<Uint8Array | string>(key)
   if (typeof value !== "string") return Either.right(new Uint8Array(value))
+  // Hex (`openssl rand -hex 16`) is valid base64 too, of another length and another key.
+  if (/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{48}|[0-9a-fA-F]{64})$/.test(value)) {
+    return Either.left(configError("encryptionKey looks like hex; give it as base64 (or a Uint8Array)"))
+  }
   // Strict: a raw text key, or a typo, must not pass as base64 of another length.
   return BASE64.test(value)
     ? Either.right(new Uint8Array(Buffer.from(value, "base64")))
@@ -180,32 +185,46 @@ export const make = (
         return ENCRYPTED + Buffer.concat([iv, new Uint8Array(sealed)]).toString("base64")
       })
 
-    const open = (name: string, value: string): Effect.Effect<Option.Option<string>> => {
-      if (!value.startsWith(ENCRYPTED)) return Effect.succeed(encryption === undefined ? Option.some(value) : Option.none())
-      if (encryption === undefined) return Effect.succeed(Option.none())
+    // The pair's text, or why it cannot be read here (said so that a mismatch between processes can be told apart).
+    const open = (name: string, value: string): Effect.Effect<Either.Either<string, string>> => {
+      if (!value.startsWith(ENCRYPTED)) {
+        return Effect.succeed(
+          encryption === undefined
+            ? Either.right(value)
+            : Either.left(
+              value.startsWith("e1:")
+                ? "sealed by an older build (e1:), which this one no longer opens"
+                : "not encrypted: written by a process with no encryptionKey"
+            )
+        )
+      }
+      if (encryption === undefined) return Effect.succeed(Either.left("encrypted, and this process has no encryptionKey"))
       const bytes = new Uint8Array(Buffer.from(value.slice(ENCRYPTED.length), "base64"))
       return Effect.tryPromise(() =>
         globalThis.crypto.subtle.decrypt(gcm(name, bytes.slice(0, 12)), encryption.cryptoKey, bytes.slice(12))
-      ).pipe(Effect.map((plain) => Option.some(new TextDecoder().decode(plain))), Effect.orElseSucceed(Option.none))
+      ).pipe(
+        Effect.map((plain) => Either.right(new TextDecoder().decode(plain))),
+        Effect.orElseSucceed(() => Either.left("sealed with another encryptionKey (or altered)"))
+      )
     }
 
-    const unreadable = (reason: string) =>
-      Effect.as(
-        Effect.logWarning(`effect-fin: the token pair in Redis is ${reason}; ignoring it until the next refresh`),
-        Option.none<TokenStore.Tokens>()
-      )
+    // Said once per reason as a warning (a process waiting on another's refresh reads the pair many times a second),
+    // then at Debug: processes that do not share a key each fetch their own token until they are configured alike.
+    const said = new Set<string>()
+    const unreadable = (reason: string) => {
+      const message = `effect-fin: the token pair in Redis is ${reason}; ignoring it until the next refresh`
+      const first = !said.has(reason)
+      said.add(reason)
+      return Effect.as(first ? Effect.logWarning(message) : Effect.logDebug(message), Option.none<TokenStore.Tokens>())
+    }
 
     const get: TokenStore.Service["get"] = (key) =>
       Effect.gen(function*() {
         const [fp, value] = yield* redis.run("get", (client) => client.hmget(pairKey(key), "fp", "v"))
         if (value === null || value === undefined) return Option.none()
         const text = yield* open(pairKey(key), value)
-        if (Option.isNone(text)) {
-          return yield* unreadable(
-            encryption === undefined ? "encrypted (no encryptionKey given)" : "not decryptable with this key"
-          )
-        }
-        const decoded = decodeStored(text.value)
+        if (Either.isLeft(text)) return yield* unreadable(text.left)
+        const decoded = decodeStored(text.right)
         if (Either.isLeft(decoded)) return yield* unreadable("malformed")
         const { a, r, t, u, x } = decoded.right
         // `fp` is what a 401 clears the pair by, and it is outside the sealed value: one that does not match (a pair

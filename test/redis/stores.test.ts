@@ -112,7 +112,18 @@ describe("RedisTokenStore", () => {
         Logger.withMinimumLogLevel(LogLevel.All)
       )
       expect(reads).toEqual([Option.none(), Option.none()])
-      expect(log.lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
+      // Each says why, once (a process polling the pair while it waits would repeat it many times a second).
+      yield* Effect.all([otherKey.get("k"), noKey.get("k")]).pipe(Effect.provide(log.layer))
+      const warnings = log.lines.filter((line) => line.startsWith("WARN"))
+      expect(warnings).toHaveLength(2)
+      expect(warnings[0]).toContain("sealed with another encryptionKey")
+      expect(warnings[1]).toContain("encrypted, and this process has no encryptionKey")
+      // A pair written without a key, read by a process with one: said as such.
+      const plainPrefix = uniquePrefix("plain")
+      yield* seedTokens(yield* RedisTokenStore.make({ url: redisUrl, prefix: plainPrefix }), "k", tokens("plain-token", Date.now() + 60_000))
+      const keyed = yield* RedisTokenStore.make({ url: redisUrl, prefix: plainPrefix, encryptionKey: key })
+      yield* keyed.get("k").pipe(Effect.provide(log.layer))
+      expect(log.lines.filter((line) => line.startsWith("WARN"))[2]).toContain("not encrypted: written by a process with no encryptionKey")
       // A pair copied under another key does not decrypt (the key name is authenticated).
       yield* Effect.promise(() => redis.copy(`${prefix}:token:k`, `${prefix}:token:copied`))
       expect(yield* store.get("copied")).toEqual(Option.none())
@@ -167,6 +178,9 @@ describe("RedisTokenStore", () => {
       expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(12)).toString("base64"))))
         .toBe("encryptionKey must be 16, 24 or 32 bytes, not 12")
       expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(16)).toString("base64")))).toBe("accepted")
+      // Hex (`openssl rand -hex 16`) would read as base64 of another length and key: refused, with what to give.
+      expect(yield* refused(Redacted.make("0123456789abcdef0123456789abcdef")))
+        .toBe("encryptionKey looks like hex; give it as base64 (or a Uint8Array)")
     }))
 
   it.scopedLive("an unreachable Redis is a TokenStoreError naming why, at once or after the timeout, not a hang", () =>
