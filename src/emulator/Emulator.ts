@@ -19,11 +19,11 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import * as Durations from "../internal/duration.js"
 import * as Issues from "../internal/issues.js"
 import type { FeeRule } from "../internal/quote.js"
 import type * as Webhooks from "../Webhooks.js"
@@ -178,22 +178,29 @@ export interface Options {
   readonly port?: number | undefined
   /** Host to listen on; default `127.0.0.1`. */
   readonly host?: string | undefined
-  /** The accepted credentials; default `emulator-client` / `emulator-secret`. */
+  /** The accepted credentials (no surrounding whitespace, as a client sends them); default `emulator-client` /
+   * `emulator-secret`. */
   readonly clientId?: string | undefined
   readonly clientSecret?: string | undefined
-  /** Lifetime of access tokens; default 1 day (the documented example's). Use whole seconds: expiries are sent so. */
+  /**
+   * Lifetime of access tokens (at most 100 years); default 1 day (the documented example's). Use whole seconds:
+   * expiries are sent so.
+   */
   readonly accessTokenLifetime?: Duration.DurationInput | undefined
-  /** Lifetime of refresh tokens; default 7 days. */
+  /** Lifetime of refresh tokens (at most 100 years); default 7 days. */
   readonly refreshTokenLifetime?: Duration.DurationInput | undefined
   /** Token response at top level (the newer documented shape, default) or wrapped in `data` (the older one). */
   readonly tokenEnvelope?: "top" | "data" | undefined
   /** Whether issuing or refreshing a token revokes every token issued before; default false. */
   readonly revokeOnIssue?: boolean | undefined
-  /** Exchange rates keyed `"USD/CAD"` (inverse pairs are derived); default `defaultRates`. */
+  /**
+   * Exchange rates keyed `"USD/CAD"`; default `defaultRates`. A missing inverse pair is derived; one given is used as
+   * it is (a spread), not checked against the other.
+   */
   readonly rates?: Readonly<Record<string, number>> | undefined
   /** The base fee: fixed part plus percentage of the source amount; default `{ fixed: 1, percentage: 1 }`. */
   readonly fee?: FeeRule | undefined
-  /** How long a quote holds (`valid_till`); default 15 minutes. */
+  /** How long a quote holds (`valid_till`, at most 100 years); default 15 minutes. */
   readonly quoteLifetime?: Duration.DurationInput | undefined
   /** Known beneficiaries by id; default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
   readonly beneficiaries?: Readonly<Record<string, Beneficiary>> | undefined
@@ -209,7 +216,7 @@ export interface Options {
   readonly webhookUrl?: string | undefined
   /** HMAC algorithm of the webhook signatures; default `sha256`. */
   readonly webhookAlgorithm?: Webhooks.Algorithm | undefined
-  /** How long a webhook delivery may take; default 10 seconds. */
+  /** How long a webhook delivery may take (at most 24 days); default 10 seconds. */
   readonly webhookTimeout?: Duration.DurationInput | undefined
   /** `sandbox_mode` of the events sent; default true. */
   readonly sandboxMode?: boolean | undefined
@@ -304,16 +311,27 @@ export class Emulator extends Context.Tag("effect-fin/Emulator")<Emulator, Servi
 
 const invalidOptions = (message: string) => new EmulatorError({ reason: "InvalidOptions", message })
 
+// A lifetime is sent as an expiry timestamp, which must stay in the documented format (years of four digits).
+const MAX_LIFETIME = Duration.days(36_500)
+
+// In milliseconds: greater than zero, and at most 100 years for a lifetime, 24 days for a timer (past that it fires
+// at once).
 const positiveDuration = (
   name: string,
   input: Duration.DurationInput | undefined,
-  fallback: Duration.DurationInput
-): Either.Either<number, EmulatorError> => {
-  const decoded = Duration.decodeUnknown(input ?? fallback)
-  return Option.isSome(decoded) && Duration.isFinite(decoded.value) && Duration.toMillis(decoded.value) > 0
-    ? Either.right(Duration.toMillis(decoded.value))
-    : Either.left(invalidOptions(`Invalid emulator option ${name}: expected a finite duration greater than zero`))
-}
+  fallback: Duration.DurationInput,
+  kind: "lifetime" | "timer" = "lifetime"
+): Either.Either<number, EmulatorError> =>
+  Durations.check(input ?? fallback, false, kind === "timer").pipe(
+    Either.filterOrLeft(
+      (d) => kind === "timer" || Duration.lessThanOrEqualTo(d, MAX_LIFETIME),
+      () => "must be at most 100 years"
+    ),
+    Either.mapBoth({
+      onLeft: (problem) => invalidOptions(`Invalid emulator option ${name}: ${name} ${problem}`),
+      onRight: Duration.toMillis
+    })
+  )
 
 const decodeOptionsData = Schema.decodeUnknownEither(model.OptionsData, { errors: "all", onExcessProperty: "error" })
 
@@ -347,7 +365,7 @@ const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Set
       webhookSecret: data.webhookSecret ?? "emulator-webhook-secret",
       webhookUrl: data.webhookUrl,
       webhookAlgorithm: data.webhookAlgorithm ?? "sha256",
-      webhookTimeout: yield* positiveDuration("webhookTimeout", options.webhookTimeout, "10 seconds"),
+      webhookTimeout: yield* positiveDuration("webhookTimeout", options.webhookTimeout, "10 seconds", "timer"),
       sandboxMode: data.sandboxMode ?? true
     }
   })

@@ -584,6 +584,23 @@ describe("Emulator", () => {
         expect(options).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: 0 }))
         expect(duration.message).toContain("accessTokenLifetime")
+        // Past what a timestamp in the documented format holds (year 9999), or what a timer waits (24 days).
+        for (const [name, value] of [
+          ["accessTokenLifetime", "3000000 days"],
+          ["refreshTokenLifetime", "100000000 days"],
+          ["quoteLifetime", "40000 days"],
+          ["webhookTimeout", "25 days"],
+          ["accessTokenLifetime", "-5 seconds"]
+        ] as const) {
+          const error = yield* Effect.flip(Emulator.make({ [name]: value }))
+          expect(error, `${name} ${value}`).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
+          expect(error.message).toContain(name)
+        }
+        // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace).
+        for (const credentials of [{ clientId: "client " }, { clientSecret: " secret\n" }]) {
+          const error = yield* Effect.flip(Emulator.make(credentials))
+          expect(error, JSON.stringify(credentials)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
+        }
         const webhook = yield* Effect.flip(emulator.registerWebhook("not a url"))
         expect(webhook.reason).toBe("InvalidInput")
       }))

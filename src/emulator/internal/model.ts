@@ -150,12 +150,17 @@ export const WebhookAdminBody = Schema.Struct({
   send: Schema.optional(Schema.Boolean)
 })
 
+// As a client can send it: FinConfig refuses a credential with surrounding whitespace.
+const Credential = Schema.NonEmptyString.pipe(
+  Schema.filter((s) => s.trim() === s, { message: () => "a credential without surrounding whitespace" })
+)
+
 /** The data parts of the options (durations are checked apart). */
 export const OptionsData = Schema.Struct({
   port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
   host: Schema.optional(Schema.NonEmptyString),
-  clientId: Schema.optional(Schema.NonEmptyString),
-  clientSecret: Schema.optional(Schema.NonEmptyString),
+  clientId: Schema.optional(Credential),
+  clientSecret: Schema.optional(Credential),
   tokenEnvelope: Schema.optional(Schema.Literal("top", "data")),
   revokeOnIssue: Schema.optional(Schema.Boolean),
   rates: Schema.optional(Quote.Rates),
