@@ -45,7 +45,7 @@ const decodedView = (text: string, plusIsSpace: boolean) => {
   return { bytes, from, to }
 }
 
-// The spans of `text` that are `needles` URL-encoded (or partly so), merged.
+// The spans of `text` that are `needles` URL-encoded (or partly so).
 const encodedSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
@@ -56,14 +56,16 @@ const encodedSpans = (text: string, needles: ReadonlyArray<string>): Array<reado
       }
     }
   }
-  spans.sort((a, b) => a[0] - b[0])
-  const merged: Array<readonly [number, number]> = []
-  for (const span of spans) {
-    const last = merged[merged.length - 1]
-    if (last !== undefined && span[0] <= last[1]) merged[merged.length - 1] = [last[0], Math.max(last[1], span[1])]
-    else merged.push(span)
+  return spans
+}
+
+// The spans of `text` that are `needles` as they are.
+const literalSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
+  const spans: Array<readonly [number, number]> = []
+  for (const needle of needles) {
+    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) spans.push([at, at + needle.length])
   }
-  return merged
+  return spans
 }
 
 /**
@@ -71,29 +73,32 @@ const encodedSpans = (text: string, needles: ReadonlyArray<string>): Array<reado
  * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`). No regular expression is built
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
- * Only the start of a text that its reader keeps (its first `keep` characters) is redacted, and what follows is
- * dropped: a credential that begins there is redacted whole however it is encoded (12 characters at most per
- * character of it: `\uXXXX`, or `%XX` for each of 4 bytes), and a 4 MiB page costs no more than its start.
+ * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the
+ * reader can tell it was longer), a credential that begins there redacted whole however it is encoded (12 characters
+ * at most per character of it: `\uXXXX`, or `%XX` for each of 4 bytes). Every match is found in the text as it came
+ * and replaced at once, so two credentials that overlap leave nothing of either, and nothing past the searched part
+ * of the text is ever moved into what is returned. A 4 MiB page costs no more than its start.
  */
 export const redactor = (credentials: ReadonlyArray<string>, keep: number): (text: string) => string => {
   const present = credentials.filter((credential) => credential !== "")
-  if (present.length === 0) return (text) => text.slice(0, keep + 1)
-  // As sent and JSON-escaped, the longer first, so that no part of one is left when a shorter is a part of it.
-  const literal = [...new Set(present.flatMap((c) => [c, JSON.stringify(c).slice(1, -1)]))].sort((a, b) =>
-    b.length - a.length
-  )
+  const end = keep + 1
+  if (present.length === 0) return (text) => text.slice(0, end)
+  const literal = [...new Set(present.flatMap((c) => [c, JSON.stringify(c).slice(1, -1)]))]
   const encoded = [...new Set(present.map(bytesOf))]
   const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
   return (whole) => {
-    const text = whole.slice(0, keep + 1 + 12 * longest)
-    let out = literal.reduce((acc, form) => acc.includes(form) ? acc.split(form).join("<redacted>") : acc, text)
-    // Only an answer with an escape or a plus can hold an encoded credential that the literal pass left.
-    if (!out.includes("%") && !out.includes("+")) return out
-    const spans = encodedSpans(out, encoded)
-    for (let k = spans.length - 1; k >= 0; k--) {
-      const [start, end] = spans[k]!
-      out = `${out.slice(0, start)}<redacted>${out.slice(end)}`
+    const text = whole.slice(0, end + 12 * longest)
+    const spans = literalSpans(text, literal)
+    // Only a text with an escape or a plus can hold an encoded credential.
+    if (text.includes("%") || text.includes("+")) spans.push(...encodedSpans(text, encoded))
+    spans.sort((a, b) => a[0] - b[0])
+    let out = ""
+    let at = 0
+    for (const [start, stop] of spans) {
+      if (start >= end) break
+      if (start >= at) out += `${text.slice(at, start)}<redacted>`
+      at = Math.max(at, stop)
     }
-    return out.slice(0, keep + 1)
+    return at < end ? out + text.slice(at, end) : out
   }
 }
