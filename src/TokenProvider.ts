@@ -13,6 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
@@ -196,20 +197,44 @@ const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacte
   })
 
 // A store (one of the user's own, say) that hangs or dies is worked around as one that fails: each operation gets as
-// long as a token request, and a defect is its failure (without its message, which may quote what the store held).
+// long as a token request, even where the provider runs it uninterruptibly (the lock, the release in a finalizer), and
+// a defect is its failure (without its message, which may quote what the store held). An operation runs in a fiber of
+// its own, to its end (for at most `bound`), whoever stops waiting for it: a release that an interrupted call made in
+// its finalizer still releases.
 const guardedStores = (timeout: Duration.Duration) => {
   const guarded = new WeakMap<TokenStore.Service, TokenStore.Service>()
-  const guardOp = <A>(operation: string, op: Effect.Effect<A, TokenStore.TokenStoreError>) =>
-    op.pipe(
-      Effect.catchAllDefect(() =>
-        Effect.fail(new TokenStore.TokenStoreError({ operation, message: "the store failed unexpectedly (a defect)" }))
-      ),
-      Effect.timeoutFail({
-        duration: timeout,
-        onTimeout: () =>
-          new TokenStore.TokenStoreError({ operation, message: `no answer within ${Duration.format(timeout)}` })
-      })
+  const tooLate = (operation: string, after: Duration.Duration) =>
+    new TokenStore.TokenStoreError({ operation, message: `no answer within ${Duration.format(after)}` })
+  const detached = <A>(operation: string, op: Effect.Effect<A, TokenStore.TokenStoreError>, bound: Duration.Duration) =>
+    Effect.forkDaemon(
+      op.pipe(
+        Effect.catchAllDefect(() =>
+          Effect.fail(new TokenStore.TokenStoreError({ operation, message: "the store failed unexpectedly (a defect)" }))
+        ),
+        Effect.timeoutFail({ duration: bound, onTimeout: () => tooLate(operation, bound) })
+      )
     )
+  const awaited = <A>(attempt: Fiber.Fiber<A, TokenStore.TokenStoreError>) =>
+    Effect.timeoutOption(Effect.interruptible(Fiber.join(attempt)), timeout)
+  const guardOp = <A>(operation: string, op: Effect.Effect<A, TokenStore.TokenStoreError>) =>
+    Effect.flatMap(detached(operation, op, timeout), (attempt) =>
+      Effect.flatMap(awaited(attempt), (answer) =>
+        Option.isSome(answer) ? Effect.succeed(answer.value) : Effect.fail(tooLate(operation, timeout))))
+  // A lock that comes after its caller stopped waiting is released when it comes (within lockTtl, when it would expire
+  // anyway), so that the other processes are not kept waiting for an owner that went on without it.
+  const guardLock = (store: TokenStore.Service, key: string) =>
+    Effect.flatMap(detached("lock", store.lock(key), store.lockTtl), (attempt) => {
+      const releaseLate = Effect.forkDaemon(Effect.ignore(Effect.flatMap(Fiber.join(attempt), (lock) =>
+        lock._tag === "Acquired" ? store.unlock(key, lock.owner) : Effect.void)))
+      return awaited(attempt).pipe(
+        Effect.onInterrupt(() => releaseLate),
+        Effect.flatMap((answer) =>
+          Option.isSome(answer)
+            ? Effect.succeed(answer.value)
+            : Effect.zipRight(releaseLate, Effect.fail(tooLate("lock", timeout)))
+        )
+      )
+    })
   return (store: TokenStore.Service): TokenStore.Service => {
     let safe = guarded.get(store)
     if (safe === undefined) {
@@ -218,7 +243,7 @@ const guardedStores = (timeout: Duration.Duration) => {
         get: (key) => guardOp("get", store.get(key)),
         set: (key, tokens, owner) => guardOp("set", store.set(key, tokens, owner)),
         clear: (key, token) => guardOp("clear", store.clear(key, token)),
-        lock: (key) => guardOp("lock", store.lock(key)),
+        lock: (key) => guardLock(store, key),
         renew: (key, owner) => guardOp("renew", store.renew(key, owner)),
         unlock: (key, owner, failure) => guardOp("unlock", store.unlock(key, owner, failure)),
         failure: (key) => guardOp("failure", store.failure(key))

@@ -6,12 +6,14 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
@@ -435,10 +437,11 @@ describe("TokenStore", () => {
       ["die", Effect.dieMessage("Unexpected token 'o' in JSON")]
     ] as const
   ) {
-    it.effect(`a store whose operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
+    for (const op of ["get", "lock", "unlock"] as const) {
+    it.effect(`a store whose ${op} operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
       Effect.gen(function*() {
         const memory = TokenStore.makeMemory()
-        const store: TokenStore.Service = { ...memory, get: () => broken, lock: () => broken }
+        const store: TokenStore.Service = { ...memory, [op]: () => broken }
         const { layer: logger, lines } = captureLogs()
         const fiber = yield* Effect.fork(
           FeeService.calculate(quoteRequest).pipe(
@@ -454,7 +457,38 @@ describe("TokenStore", () => {
         expect(warnings[0]).toContain("token store is unavailable")
         expect(warnings.join("\n")).not.toContain("Unexpected token")
       }))
+    }
   }
+
+  it.effect("a client shut down while it fetches under the lock releases it", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory({ lockTtl: "1 minute" })
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        FinTest.layerClient({ "POST /v1/oauth/token": () => FinTest.stall }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, memory))
+        ),
+        scope
+      )
+      yield* Effect.fork(Effect.provide(FeeService.calculate(quoteRequest), context))
+      yield* advance(100)
+      expect((yield* memory.lock(yield* key))._tag).toBe("Held")
+      yield* Scope.close(scope, Exit.void)
+      yield* advance(100)
+      expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+    }))
+
+  // Its late answer is not lost: the lock it took is given back, so the other processes are not kept waiting.
+  it.effect("a lock taken after the store's answer came too late is released", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory({ lockTtl: "1 minute" })
+      const store: TokenStore.Service = { ...memory, lock: (key) => Effect.delay(memory.lock(key), "15 seconds") }
+      const fiber = yield* Effect.fork(FeeService.calculate(quoteRequest).pipe(withStore(store)))
+      for (let i = 0; i < 20; i++) yield* advance(1000)
+      yield* Fiber.join(fiber)
+      const lock = yield* memory.lock(yield* key)
+      expect(lock._tag).toBe("Acquired")
+    }))
 
   it("the memory store's lockTtl that is not a finite duration above zero throws when it is made", () => {
     // Duration.decode would read "-5 seconds" or NaN as zero: a lock that is never held.
