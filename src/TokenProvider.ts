@@ -105,14 +105,14 @@ export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: Tok
 )
 
 // `TokenResponse` (either envelope), with a failure told in the envelope the service used (`data` holding an object,
-// and no token at the top level), not also as the other's "data (missing)".
+// and no token, a null or an empty one at the top level), not also as the other's "data (missing)".
 const decodeTopLevel = Http.decoderFor(TokenFields)
 const decodeData = Http.decoderFor(Schema.Struct({ data: TokenFields }))
 const decodeWrapped: Http.Decoder<typeof TokenFields.Type> = (json) =>
   Either.map(decodeData(json), (response) => response.data)
 const decodeTokenResponse: Http.Decoder<typeof TokenResponse.Type> = (json) => {
-  const wrapped = typeof json === "object" && json !== null && !("access_token" in json) && "data" in json &&
-    typeof json.data === "object" && json.data !== null
+  const wrapped = typeof json === "object" && json !== null && "data" in json && typeof json.data === "object" &&
+    json.data !== null && (!("access_token" in json) || json.access_token === null || json.access_token === "")
   const [first, second] = wrapped ? [decodeWrapped, decodeTopLevel] : [decodeTopLevel, decodeWrapped]
   const decoded = first(json)
   return Either.isRight(decoded) ? decoded : Either.orElse(second(json), () => decoded)

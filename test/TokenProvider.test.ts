@@ -115,7 +115,8 @@ describe("TokenProvider", () => {
     const [name, body, message] of [
       ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a non empty string; access_token_ttl: expected a string"],
       ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a non empty string; data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
-      ["neither", {}, "access_token: expected a non empty string (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
+      ["neither", {}, "access_token: expected a non empty string (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["wrapped, beside a null top-level token", { access_token: null, data: { access_token: "abc" } }, "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
     ] as const
   ) {
     it.effect(`a token response that does not decode says why, in its envelope: ${name}`, () =>

@@ -105,7 +105,7 @@ const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>
   const value = Redacted.value<Uint8Array | string>(key)
   if (typeof value !== "string") return Either.right(new Uint8Array(value))
   // Hex (`openssl rand -hex 16`) is valid base64 too, of another length and another key.
-  if (/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{48}|[0-9a-fA-F]{64})$/.test(value)) {
+  if (/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{48}|[0-9a-fA-F]{64})$/.test(value.trim())) {
     return Either.left(configError("encryptionKey looks like hex; give it as base64 (or a Uint8Array)"))
   }
   // Strict: a raw text key, or a typo, must not pass as base64 of another length.
@@ -187,6 +187,9 @@ export const make = (
 
     // The pair's text, or why it cannot be read here (said so that a mismatch between processes can be told apart).
     const open = (name: string, value: string): Effect.Effect<Either.Either<string, string>> => {
+      if (encryption === undefined && value.startsWith("e1:")) {
+        return Effect.succeed(Either.left("sealed by an older build (e1:), and this process has no encryptionKey"))
+      }
       if (!value.startsWith(ENCRYPTED)) {
         return Effect.succeed(
           encryption === undefined

@@ -179,8 +179,9 @@ describe("RedisTokenStore", () => {
         .toBe("encryptionKey must be 16, 24 or 32 bytes, not 12")
       expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(16)).toString("base64")))).toBe("accepted")
       // Hex (`openssl rand -hex 16`) would read as base64 of another length and key: refused, with what to give.
-      expect(yield* refused(Redacted.make("0123456789abcdef0123456789abcdef")))
-        .toBe("encryptionKey looks like hex; give it as base64 (or a Uint8Array)")
+      for (const hex of ["0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef\n"]) {
+        expect(yield* refused(Redacted.make(hex))).toBe("encryptionKey looks like hex; give it as base64 (or a Uint8Array)")
+      }
     }))
 
   it.scopedLive("an unreachable Redis is a TokenStoreError naming why, at once or after the timeout, not a hang", () =>
