@@ -26,6 +26,7 @@ import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
 import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
+import * as BoundedStore from "./internal/boundedStore.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
@@ -196,11 +197,11 @@ const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacte
     return Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("")
   })
 
-// A store (one of the user's own, say) that hangs or dies is worked around as one that fails: each operation gets as
-// long as a token request, even where the provider runs it uninterruptibly (the lock, the release in a finalizer), and
-// a defect is its failure (without its message, which may quote what the store held). An operation runs in a fiber of
-// its own, to its end (for at most `bound`), whoever stops waiting for it: a release that an interrupted call made in
-// its finalizer still releases.
+// A store of the user's own (effect-fin's bound their operations themselves) that hangs or dies is worked around as
+// one that fails: each operation gets as long as a token request, even where the provider runs it uninterruptibly
+// (the lock, the release in a finalizer), and a defect is its failure (without its message, which may quote what the
+// store held). An operation runs in a fiber of its own, to its end (for at most `bound`), whoever stops waiting for
+// it: a release that an interrupted call made in its finalizer still releases.
 const guardedStores = (timeout: Duration.Duration) => {
   const guarded = new WeakMap<TokenStore.Service, TokenStore.Service>()
   const tooLate = (operation: string, after: Duration.Duration) =>
@@ -236,6 +237,7 @@ const guardedStores = (timeout: Duration.Duration) => {
       )
     })
   return (store: TokenStore.Service): TokenStore.Service => {
+    if (BoundedStore.isBounded(store)) return store
     let safe = guarded.get(store)
     if (safe === undefined) {
       safe = {

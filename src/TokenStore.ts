@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as BoundedStore from "./internal/boundedStore.js"
 import * as Durations from "./internal/duration.js"
 
 /**
@@ -152,7 +153,7 @@ export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput 
   }
   const ifOwner = <A>(key: string, owner: string, f: (now: number) => A, otherwise: A) =>
     Effect.map(Clock.currentTimeMillis, (now) => holder(key, now) === owner ? f(now) : otherwise)
-  return {
+  return BoundedStore.bounded({
     get: (key) => Effect.sync(() => Option.fromNullable(pairs.get(key))),
     set: (key, tokens, owner) => ifOwner(key, owner, () => (pairs.set(key, tokens), true), false),
     clear: (key, accessToken) =>
@@ -183,7 +184,7 @@ export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput 
         )),
     lockTtl,
     waitInterval: Duration.millis(10)
-  }
+  })
 }
 
 /**

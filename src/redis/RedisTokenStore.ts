@@ -18,6 +18,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as NodeCrypto from "node:crypto"
+import * as BoundedStore from "../internal/boundedStore.js"
 import * as TokenStore from "../TokenStore.js"
 import * as Connection from "./internal/connection.js"
 
@@ -321,7 +322,8 @@ export const make = (
       )
     }
 
-    return {
+    // Each command is bounded by `timeout`: TokenProvider need not guard it.
+    return BoundedStore.bounded<TokenStore.Service>({
       get,
       set,
       clear,
@@ -337,7 +339,7 @@ export const make = (
         ),
       lockTtl,
       waitInterval
-    }
+    })
   })
 }
 
