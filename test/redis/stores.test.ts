@@ -78,6 +78,8 @@ describe("RedisTokenStore", () => {
       expect(yield* Effect.promise(() => redis.keys(`${prefix}:token:*`))).toHaveLength(1)
     }))
 
+  const noKeyOf = (prefix: string) => RedisTokenStore.make({ url: redisUrl, prefix })
+
   it.scopedLive("encrypts at rest: Redis holds no token, another key or no key reads nothing (with a warning)", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("encrypted")
@@ -124,6 +126,11 @@ describe("RedisTokenStore", () => {
       const keyed = yield* RedisTokenStore.make({ url: redisUrl, prefix: plainPrefix, encryptionKey: key })
       yield* keyed.get("k").pipe(Effect.provide(log.layer))
       expect(log.lines.filter((line) => line.startsWith("WARN"))[2]).toContain("not encrypted: written by a process with no encryptionKey")
+      // A pair sealed by an older build, read with no key at all: said as such, not as malformed.
+      yield* Effect.promise(() => redis.hset(`${plainPrefix}:token:k`, "v", "e1:AAAA"))
+      expect(yield* noKeyOf(plainPrefix).pipe(Effect.flatMap((store) => store.get("k")), Effect.provide(log.layer)))
+        .toEqual(Option.none())
+      expect(log.lines.filter((line) => line.startsWith("WARN"))[3]).toContain("sealed by an older build (e1:)")
       // A pair copied under another key does not decrypt (the key name is authenticated).
       yield* Effect.promise(() => redis.copy(`${prefix}:token:k`, `${prefix}:token:copied`))
       expect(yield* store.get("copied")).toEqual(Option.none())
