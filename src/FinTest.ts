@@ -209,8 +209,9 @@ export const delayed = (duration: Duration.DurationInput, handler: Handler): Han
 
 /**
  * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's
- * timestamp format, expiring `lifetime` after the current `Clock` time. It counts for as long as it lives: make one
- * per test. Serve it on both token routes to number issued and refreshed tokens in one sequence.
+ * timestamp format, expiring `lifetime` after the current `Clock` time. Throws `IllegalArgumentException` when a
+ * lifetime is not a duration above zero or is over 100 years. It counts for as long as it lives: make one per test.
+ * Serve it on both token routes to number issued and refreshed tokens in one sequence.
  *
  * @since 0.1.0
  * @category handlers
@@ -221,8 +222,16 @@ export const tokenHandler = (options: {
   readonly envelope?: "top" | "data" | undefined
 } = {}): Handler => {
   let issued = 0
-  const lifetime = Duration.toMillis(options.lifetime ?? "1 hour")
-  const refreshLifetime = Duration.toMillis(options.refreshLifetime ?? "7 days")
+  // A test's own mistake (a negative lifetime, one past what the timestamp format holds) stops it here, named.
+  const checked = (name: string, input: Duration.DurationInput) => {
+    const lifetime = Durations.checkOrThrow(input, false, `effect-fin/test: tokenHandler: ${name}`)
+    if (Duration.greaterThan(lifetime, Durations.MAX_LIFETIME)) {
+      throw new Cause.IllegalArgumentException(`effect-fin/test: tokenHandler: ${name} must be at most 100 years`)
+    }
+    return Duration.toMillis(lifetime)
+  }
+  const lifetime = checked("lifetime", options.lifetime ?? "1 hour")
+  const refreshLifetime = checked("refreshLifetime", options.refreshLifetime ?? "7 days")
   return () =>
     Effect.map(Clock.currentTimeMillis, (now) => {
       issued += 1

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -102,6 +103,16 @@ describe("FinTest handlers", () => {
       )
       expect([yield* tokenSent, yield* tokenSent]).toEqual(["Bearer token-1", "Bearer token-1"])
     }))
+
+  it("tokenHandler refuses lifetimes no token endpoint could send, when made", () => {
+    for (const lifetime of ["-5 seconds", Number.NaN, 0, "soon", "3000000 days"] as const) {
+      expect(() => FinTest.tokenHandler({ lifetime: lifetime as Duration.DurationInput }), String(lifetime)).toThrow(
+        /^effect-fin\/test: tokenHandler: lifetime /
+      )
+    }
+    expect(() => FinTest.tokenHandler({ refreshLifetime: -1 })).toThrow(/refreshLifetime must be greater than zero/)
+    expect(() => FinTest.tokenHandler({ lifetime: "2 hours", refreshLifetime: "30 days" })).not.toThrow()
+  })
 
   it("sequence with no replies is refused when made, not a 500 the client retries", () => {
     expect(() => FinTest.sequence()).toThrow(

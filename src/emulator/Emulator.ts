@@ -311,9 +311,6 @@ export class Emulator extends Context.Tag("effect-fin/Emulator")<Emulator, Servi
 
 const invalidOptions = (message: string) => new EmulatorError({ reason: "InvalidOptions", message })
 
-// A lifetime is sent as an expiry timestamp, which must stay in the documented format (years of four digits).
-const MAX_LIFETIME = Duration.days(36_500)
-
 // In milliseconds: greater than zero, and at most 100 years for a lifetime, 24 days for a timer (past that it fires
 // at once).
 const positiveDuration = (
@@ -324,7 +321,7 @@ const positiveDuration = (
 ): Either.Either<number, EmulatorError> =>
   Durations.check(input ?? fallback, false, kind === "timer").pipe(
     Either.filterOrLeft(
-      (d) => kind === "timer" || Duration.lessThanOrEqualTo(d, MAX_LIFETIME),
+      (d) => kind === "timer" || Duration.lessThanOrEqualTo(d, Durations.MAX_LIFETIME),
       () => "must be at most 100 years"
     ),
     Either.mapBoth({

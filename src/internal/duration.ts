@@ -25,6 +25,11 @@ export const isNegativeOrNaN = (input: unknown): boolean =>
 export const MAX_TIMER = Duration.days(24)
 
 /**
+ * The longest lifetime a token or a quote is given: its expiry is sent as a timestamp, which keeps four-digit years.
+ */
+export const MAX_LIFETIME = Duration.days(36_500)
+
+/**
  * `input` as a finite duration, greater than zero unless `allowZero`, and for a `timer` at most `MAX_TIMER` and, unless
  * zero, at least a millisecond (timers count whole milliseconds: "1 nanos" would fire after about one); `Left` is what
  * it must be, to follow the option's name ("must be greater than zero").
