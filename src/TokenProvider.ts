@@ -28,6 +28,7 @@ import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinErr
 import type { FinError } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
+import * as Hex from "./internal/hex.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
 import { retriesOf } from "./internal/metrics.js"
@@ -194,7 +195,7 @@ const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacte
       ["sign"]
     )
     const mac = await subtle.sign("HMAC", key, utf8.encode(`effect-fin token failure|${clientId}`))
-    return Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("")
+    return Hex.fromBytes(new Uint8Array(mac))
   })
 
 // A store of the user's own (effect-fin's bound their operations themselves) that hangs or dies is worked around as

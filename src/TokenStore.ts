@@ -18,6 +18,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Durations from "./internal/duration.js"
+import * as Hex from "./internal/hex.js"
 
 /**
  * A token pair as stored: absolute times in epoch milliseconds, so every process that reads it refreshes at the same
@@ -126,7 +127,7 @@ export class TokenStore extends Context.Tag("effect-fin/TokenStore")<TokenStore,
 export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string> =>
   Effect.map(
     Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(clientId))),
-    (digest) => `${baseUrl}|${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")}`
+    (digest) => `${baseUrl}|${Hex.fromBytes(new Uint8Array(digest))}`
   )
 
 /**

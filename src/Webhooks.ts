@@ -34,6 +34,7 @@ import type * as Scope from "effect/Scope"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
 import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
+import * as Hex from "./internal/hex.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
 import * as Timestamps from "./internal/timestamp.js"
@@ -362,13 +363,6 @@ const scratch: { readonly [A in Algorithm]: Uint8Array } = {
   sha512: new Uint8Array(64)
 }
 
-const hexDigits = "0123456789abcdef"
-
-const bytesToHex = (bytes: Uint8Array): string => {
-  let out = ""
-  for (const byte of bytes) out += hexDigits[byte >> 4]! + hexDigits[byte & 15]!
-  return out
-}
 
 const toBytes = (body: Uint8Array | string): Uint8Array => typeof body === "string" ? utf8.encode(body) : body
 
@@ -458,7 +452,7 @@ export const sign = (
     }
     return Effect.map(cryptoIn(fiber.currentContext).sign(algorithm, redacted, toBytes(rawBody)), (mac) => ({
       "content-type": "application/json" as const,
-      "x-fin-signature": bytesToHex(mac),
+      "x-fin-signature": Hex.fromBytes(mac),
       "x-fin-signature-algorithm": algorithm
     }))
   })

@@ -346,16 +346,10 @@ describe("TokenStore", () => {
       const store = TokenStore.makeMemory()
       const issuer = FinTest.tokenHandler()
       // Slow enough that the second client finds the first one's lock held and waits on it.
-      const tokens: FinTest.Handler = (request) =>
-        Effect.zipRight(
-          Effect.sleep("1 second"),
-          (request.body as { readonly client_secret?: string }).client_secret === "rotated-out"
-            ? Effect.succeed(FinTest.json(401, { message: "Authentication failed" }))
-            : Effect.suspend(() => {
-              const reply = issuer(request)
-              return Effect.isEffect(reply) ? reply : Effect.succeed(reply)
-            })
-        )
+      const tokens = FinTest.delayed("1 second", (request) =>
+        (request.body as { readonly client_secret?: string }).client_secret === "rotated-out"
+          ? FinTest.json(401, { message: "Authentication failed" })
+          : issuer(request))
       const token = Effect.flatMap(TokenProvider.TokenProvider, (provider) => Effect.map(provider.get, Redacted.value))
       const instance = (clientSecret: string) =>
         FinTest.layerClient({ "POST /v1/oauth/token": tokens }, { clientSecret: Redacted.make(clientSecret) }).pipe(

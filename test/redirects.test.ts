@@ -58,6 +58,14 @@ const client = (http: Layer.Layer<HttpClient.HttpClient>) =>
     Layer.provide(http)
   )
 
+// A client that does not follow the redirect: the quote fails with the 3xx, once, and nothing reaches elsewhere.
+const notFollowed = Effect.gen(function*() {
+  received.length = 0
+  const quote = yield* Effect.flip(FeeService.calculate(quoteRequest))
+  expect(quote).toMatchObject({ _tag: "ApiError", status: 302, attempts: 1 })
+  expect(received).toEqual([])
+})
+
 describe("redirects", () => {
   it.live("FetchHttpClient follows one: the answer is a ResponseDecodeError, not taken, and not retried", () =>
     Effect.gen(function*() {
@@ -72,20 +80,10 @@ describe("redirects", () => {
     }).pipe(Effect.provide(client(FetchHttpClient.layer))))
 
   it.live("FetchHttpClient told not to follow (as the README says): an ApiError with the 3xx, nothing sent elsewhere", () =>
-    Effect.gen(function*() {
-      received.length = 0
-      const quote = yield* Effect.flip(FeeService.calculate(quoteRequest))
-      expect(quote).toMatchObject({ _tag: "ApiError", status: 302, attempts: 1 })
-      expect(received).toEqual([])
-    }).pipe(Effect.provide(client(
+    notFollowed.pipe(Effect.provide(client(
       Layer.provide(FetchHttpClient.layer, Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))
     ))))
 
   it.live("NodeHttpClient does not follow one: an ApiError with the 3xx, not retried, nothing sent elsewhere", () =>
-    Effect.gen(function*() {
-      received.length = 0
-      const quote = yield* Effect.flip(FeeService.calculate(quoteRequest))
-      expect(quote).toMatchObject({ _tag: "ApiError", status: 302, attempts: 1 })
-      expect(received).toEqual([])
-    }).pipe(Effect.provide(client(NodeHttpClient.layerUndici))))
+    notFollowed.pipe(Effect.provide(client(NodeHttpClient.layerUndici))))
 })
