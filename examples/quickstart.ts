@@ -8,7 +8,8 @@ const program = Effect.gen(function*() {
   yield* Console.log(`100 USD -> ${quote.destination_amount} CAD (fee ${quote.fee.total})`)
 }).pipe(Effect.catchTag("RateLimitError", (e) => Console.error(`slow down: ${e.message}`)))
 
-const Live = FinClient.layerFromEnv().pipe(Layer.provide(FetchHttpClient.layer)) // FIN_CLIENT_ID, FIN_CLIENT_SECRET
+const Fetch = Layer.provide(FetchHttpClient.layer, Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" }))
+const Live = FinClient.layerFromEnv().pipe(Layer.provide(Fetch)) // FIN_CLIENT_ID, FIN_CLIENT_SECRET
 const Offline = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 }, fee: { fixed: 1, percentage: 0.5 } })
 
 Effect.runPromise(process.env.FIN_CLIENT_ID ? Effect.provide(program, Live) : Effect.provide(program, Offline))
