@@ -10,7 +10,7 @@ const key = process.env.TOKEN_STORE_KEY
 // One token request per expiry across all instances.
 export const client = FinClient.layerFromEnv().pipe(
   Layer.provide(RedisTokenStore.layer({ ...redis, ...(key ? { encryptionKey: Redacted.make(key) } : {}) })),
-  Layer.provide(FetchHttpClient.layer)
+  Layer.provide(Layer.provide(FetchHttpClient.layer, Layer.succeed(FetchHttpClient.RequestInit, { redirect: "manual" })))
 )
 
 // Every Webhooks.handler without a `store` option uses it: each event handled once across all instances.
