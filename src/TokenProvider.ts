@@ -82,9 +82,16 @@ const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
   encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
 }).annotations({ title: "a timestamp like 2025-12-28 10:34:45+00 or ISO 8601" })
 
+// The access token goes into the Authorization header: one that no header can carry is refused here, not cached to
+// fail every call until it expires.
+const BearerToken = Schema.String.pipe(
+  Schema.pattern(/^[\x21-\x7e]+$/),
+  Schema.annotations({ title: "a token of visible ASCII characters (no spaces)" })
+)
+
 // An optional field sent as null (as some serialisers write an absent one) is absent, not a failed token request.
 const TokenFields = Schema.Struct({
-  access_token: Schema.Redacted(Schema.NonEmptyString),
+  access_token: Schema.Redacted(BearerToken),
   access_token_ttl: Timestamp,
   refresh_token: Schema.optionalWith(Schema.Redacted(Schema.NonEmptyString), { nullable: true }),
   refresh_token_ttl: Schema.optionalWith(Timestamp, { nullable: true }),

@@ -113,9 +113,9 @@ describe("TokenProvider", () => {
   // A problem is told in the envelope the service used, not also as the other envelope's "data (missing)".
   for (
     const [name, body, message] of [
-      ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a non empty string; access_token_ttl: expected a string"],
-      ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a non empty string; data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
-      ["neither", {}, "access_token: expected a non empty string (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a token of visible ASCII characters (no spaces); access_token_ttl: expected a string"],
+      ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a token of visible ASCII characters (no spaces); data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["neither", {}, "access_token: expected a token of visible ASCII characters (no spaces) (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
       ["wrapped, beside a null top-level token", { access_token: null, data: { access_token: "abc" } }, "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
     ] as const
   ) {
@@ -565,6 +565,24 @@ describe("TokenProvider", () => {
           current_time: "1970-01-01 00:00:00+00"
         })
     })))
+
+  // It goes into the Authorization header: one no header can carry would fail every call until it expired.
+  it.effect("rejects, and does not cache, a token that is not visible ASCII (it could not be sent as a bearer)", () =>
+    Effect.gen(function*() {
+      for (const token of ["tök€n", "abc def", "abc\ndef"]) {
+        const error = yield* Effect.flip(getToken)
+        expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "POST /v1/oauth/token" })
+        expect(error.message).toContain("visible ASCII")
+        expect(error.message).not.toContain(token)
+      }
+      expect(yield* tokenValue).toBe("token-ok")
+      expect(yield* count("POST /v1/oauth/token")).toBe(4)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        const tokens = ["tök€n", "abc def", "abc\ndef", "token-ok"]
+        return () => FinTest.json(200, { access_token: tokens.shift(), access_token_ttl: "2099-01-01 00:00:00+00" })
+      })()
+    }, { maxRetries: 0 })))
 
   it.effect("layerStatic answers a fixed token", () =>
     Effect.gen(function*() {
