@@ -131,7 +131,12 @@ const checkedEntries = (
     const [field, expected] = expectedOf[reason](alpha2)
     issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
   })
-  if (issues.length === 0) return Effect.succeed(entries.map((entry) => ({ ...entry, name: internal.comparable(entry.name) })))
+  // Frozen as the snapshot's are: the list is cached and shared by every caller.
+  if (issues.length === 0) {
+    return Effect.succeed(
+      Object.freeze(entries.map((entry) => Object.freeze({ ...entry, name: internal.comparable(entry.name) })))
+    )
+  }
   const operation = `GET /v1/countries/${country}/subdivisions`
   return Effect.fail(
     new ResponseDecodeError({

@@ -155,6 +155,19 @@ describe("SubdivisionService", () => {
       expect(yield* calls).toBe(3)
     }).pipe(withMode("online", { [ROUTE]: () => usa }, { subdivisionCacheTtl: "1 minute" })))
 
+  // Shared by every caller until it expires: one caller's (cast-away) mutation must not reach the others.
+  it.effect("a cached API list and its entries are frozen, like the snapshot's", () =>
+    Effect.gen(function*() {
+      const first = yield* list("USA")
+      expect(Object.isFrozen(first.subdivisions)).toBe(true)
+      expect(first.subdivisions.every(Object.isFrozen)).toBe(true)
+      expect(() => (first.subdivisions as Array<unknown>).pop()).toThrow(TypeError)
+      expect((yield* list("USA")).subdivisions).toEqual([
+        { code: "US-CA", name: "California" },
+        { code: "US-NY", name: "New York" }
+      ])
+    }).pipe(withMode("online", { [ROUTE]: () => usa })))
+
   it.effect("never caches a failure", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(list("USA"))
