@@ -842,7 +842,8 @@ export const WebhookEventFromEnvelope: Schema.Schema<WebhookEvent, Envelope> = S
 export interface VerifyOptions {
   /**
    * Refuse events whose `created_at` is older than this (`too_old`), or more than 5 minutes ahead of this clock
-   * (`from_future`: one such event would make every genuine event of its resource stale). Off by default.
+   * (`from_future`: one such event would make every genuine event of its resource stale). Off by default: then an
+   * event dated ahead is taken as signed, and orders the status events of its resource after it.
    */
   readonly maxAge?: Duration.DurationInput | undefined
   /** Refuse events whose `sandbox_mode` says otherwise (`wrong_environment`); events without the field pass. */
