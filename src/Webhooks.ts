@@ -1310,7 +1310,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   /**
    * How long handled event ids are remembered (default 24 hours; when `maxAge` is set, at least `maxAge` and the 5
    * minutes an event may be dated ahead, so that a replay is refused either as too old or as a duplicate). A delivery
-   * repeated after that runs the handlers again.
+   * repeated after that runs the handlers again, as does one whose id a bounded store dropped first (the in-memory
+   * store keeps at most `maxEntries`, 10,000 by default).
    */
   readonly dedupeTtl?: Duration.DurationInput | undefined
   /**
