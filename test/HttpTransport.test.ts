@@ -374,6 +374,15 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
 
+  it.effect("a 503 asking to wait within the cap but past the deadline: RateLimitError saying the deadline ended it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "RateLimitError", status: 503, attempts: 1 })
+      expect(error.message).toBe(
+        "The service answered 503 and asked to wait 30s, more than the call's deadline leaves, on POST /v1/fee-calculation: status 503"
+      )
+    }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "30" }) }, { deadline: "10 seconds" })))
+
   it.effect("a 503 asking to wait beyond the cap keeps the service's message and code; a 429's other fields stay in body", () =>
     Effect.gen(function*() {
       const maintenance = yield* Effect.flip(calculate)

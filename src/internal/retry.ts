@@ -109,7 +109,7 @@ export const policy = <E extends Retried>(
     Schedule.intersect(Schedule.recurs(options.maxRetries)),
     Schedule.whileInputEffect((error: E) =>
       isRetryable(error)
-        ? Effect.map(asksTooLong(error, options), (tooLong) => !tooLong)
+        ? Effect.map(tooLongFor(error, options), (limit) => limit === undefined)
         : Effect.succeed(false)
     ),
     // A wait of zero (`Retry-After: 0`, a date already past) does not skip the backoff: back to back retries are
@@ -126,14 +126,15 @@ export const policy = <E extends Retried>(
     )
   )
 
-// Whether the error asks for a longer wait than `waitCap` allows, or for one that does not end before the deadline.
-const asksTooLong = (error: Retried, options: PolicyOptions<never>): Effect.Effect<boolean> => {
+// What the error's wait is too long for: `waitCap`, or the deadline (it would not end before); none if it fits.
+type Limit = "waitCap" | "deadline"
+const tooLongFor = (error: Retried, options: PolicyOptions<never>): Effect.Effect<Limit | undefined> => {
   const wait = retryAfterOf(error)
-  if (wait === undefined) return Effect.succeed(false)
-  if (Duration.greaterThan(wait, options.waitCap)) return Effect.succeed(true)
+  if (wait === undefined) return Effect.succeed(undefined)
+  if (Duration.greaterThan(wait, options.waitCap)) return Effect.succeed("waitCap")
   return options.timeLeft === undefined
-    ? Effect.succeed(false)
-    : Effect.map(options.timeLeft, (left) => Duration.greaterThanOrEqualTo(wait, left))
+    ? Effect.succeed(undefined)
+    : Effect.map(options.timeLeft, (left) => Duration.greaterThanOrEqualTo(wait, left) ? "deadline" : undefined)
 }
 
 /**
@@ -142,16 +143,16 @@ const asksTooLong = (error: Retried, options: PolicyOptions<never>): Effect.Effe
  */
 export const tooLate = (error: FinError): FinError =>
   error._tag === "ApiError" && error.retryAfter !== undefined && !Duration.isZero(error.retryAfter)
-    ? slowDown(error)
+    ? slowDown(error, "deadline")
     : error
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
-const slowDown = (error: ApiError): RateLimitError =>
+const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
   new RateLimitError({
     message: `The service answered ${error.status} and asked to wait ${
       Duration.format(error.retryAfter ?? Duration.zero)
-    }, longer than allowed${error.operation === undefined ? "" : `, on ${error.operation}`}${
+    }, ${limit === "waitCap" ? "longer than allowed" : "more than the call's deadline leaves"}${error.operation === undefined ? "" : `, on ${error.operation}`}${
       error.operation === undefined || error.message === defaultMessage(error.status, error.operation)
         ? ""
         : `: ${error.message}`
@@ -179,8 +180,8 @@ export const retry = <A, E extends Retried, R>(
     Effect.catchAll((error): Effect.Effect<never, E | RateLimitError> =>
       options.maxRetries > 0 && error._tag === "ApiError" && isRetryable(error)
         ? Effect.flatMap(
-          asksTooLong(error, options),
-          (tooLong) => Effect.fail(tooLong ? slowDown(error) : error)
+          tooLongFor(error, options),
+          (limit) => Effect.fail(limit === undefined ? error : slowDown(error, limit))
         )
         : Effect.fail(error)
     )
