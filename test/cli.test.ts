@@ -85,7 +85,7 @@ describe("effect-fin (offline commands)", () => {
       expect([result.code, result.stderr.trim()], amount).toEqual([
         1,
         `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: ` +
-        "expected a decimal a number holds exactly (it has more significant digits than that)"
+        "expected an amount with no more significant digits than a number keeps exactly (15 always are)"
       ])
     }
     // Past the 100 decimals Number#toFixed takes: refused all the same, not a crash without a word.
@@ -93,12 +93,28 @@ describe("effect-fin (offline commands)", () => {
     expect([long.code, long.stderr.trim()]).toEqual([
       1,
       "effect-fin: RequestValidationError: Invalid fee calculation request: source_amount: " +
-      "expected a decimal a number holds exactly (it has more significant digits than that)"
+      "expected an amount with no more significant digits than a number keeps exactly (15 always are)"
     ])
     // Held exactly (16 digits, leading and trailing zeros, however many, a tiny fraction): on to the configuration.
     for (const amount of ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991", "1.10000000000000000", `1.${"0".repeat(101)}`]) {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
       expect(result.stderr.trim(), amount).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
+    }
+  })
+
+  it("quote refuses an amount not in plain decimal notation, saying so (1e3 is a thousand to Number, not to us)", async () => {
+    for (const [flag, field, amount] of [
+      ["--amount", "source_amount", "1e3"],
+      ["--amount", "source_amount", "0x10"],
+      ["--receive", "destination_amount", "-5"],
+      ["--amount", "source_amount", "12."]
+    ] as const) {
+      const result = await cli(["quote", "--from", "USD", "--to", "CAD", flag, amount])
+      expect([result.code, result.stderr.trim()], amount).toEqual([
+        1,
+        `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: ` +
+        "expected an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)"
+      ])
     }
   })
 

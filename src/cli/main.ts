@@ -50,11 +50,20 @@ const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (opt
 // quote
 // ---------------------------------------------------------------------------------------------------------------------
 
-// Plain decimal notation only: `Number` would also read "0x10" as 16, "1e2" as 100 and " 12" as 12. Anything else is
-// left a string, which the request schema refuses like any other non-number. A decimal with more significant digits
-// than a number keeps (90071992547409.99 reads as ...409.98) is refused: the service would quote another amount.
+// Plain decimal notation only: `Number` would also read "0x10" as 16, "1e2" as 100 and " 12" as 12. A decimal with
+// more significant digits than a number keeps (90071992547409.99 reads as ...409.98) is refused too: the service would
+// quote another amount.
 const amount = (field: "source_amount" | "destination_amount", text: string) => {
-  if (!/^\d+(\.\d+)?$/.test(text)) return Effect.succeed({ [field]: text })
+  const refuse = (expected: string) =>
+    Effect.fail(
+      new FinError.RequestValidationError({
+        message: `Invalid fee calculation request: ${field}: expected ${expected}`,
+        issues: [new FinError.Issue({ path: field, expected })]
+      })
+    )
+  if (!/^\d+(\.\d+)?$/.test(text)) {
+    return refuse("an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)")
+  }
   const value = Number(text)
   // Leading zeros and the fraction's trailing ones are no significant digits.
   const [whole = "", fraction = ""] = text.split(".")
@@ -63,13 +72,9 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
   // What is sent is the number's shortest form (JSON's): it must be what was typed. Past MAX_SAFE_INTEGER the schema
   // refuses the amount anyway, with its own message.
   const exact = value > Number.MAX_SAFE_INTEGER || plainDecimal(value) === digits
-  return exact ? Effect.succeed({ [field]: value }) : Effect.fail(
-    new FinError.RequestValidationError({
-      message: `Invalid fee calculation request: ${field}: expected a decimal a number holds exactly (it has more ` +
-        "significant digits than that)",
-      issues: [new FinError.Issue({ path: field, expected: "a decimal a number holds exactly" })]
-    })
-  )
+  return exact
+    ? Effect.succeed({ [field]: value })
+    : refuse("an amount with no more significant digits than a number keeps exactly (15 always are)")
 }
 
 // The shortest decimal that reads back as `value` (as JSON writes it), in plain notation: 1e-7 as 0.0000001.
@@ -84,9 +89,9 @@ const quote = Command.make(
   {
     from: Options.text("from").pipe(Options.withDescription("Source currency (ISO 4217, e.g. USD)"), Options.optional),
     to: Options.text("to").pipe(Options.withDescription("Destination currency (e.g. CAD)"), Options.optional),
-    amount: Options.text("amount").pipe(Options.withDescription("Amount to send, in the source currency"), Options.optional),
+    amount: Options.text("amount").pipe(Options.withDescription("Amount to send, in the source currency (plain decimal: 100 or 12.50)"), Options.optional),
     receive: Options.text("receive").pipe(
-      Options.withDescription("Amount to receive, in the destination currency"),
+      Options.withDescription("Amount to receive, in the destination currency (plain decimal)"),
       Options.optional
     ),
     beneficiary: Options.text("beneficiary").pipe(
