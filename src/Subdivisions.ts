@@ -221,7 +221,7 @@ const rankOf = (name: string, query: string): number => {
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
  * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; a
  * fraction rounds down). Fails with `RequestValidationError` when `country` is unknown, `text` is not a string (a
- * repeated query parameter), or `limit` is negative or NaN
+ * repeated query parameter), or `limit` is negative, NaN or no number
  * (an unset setting read as a number, say, would otherwise find nothing, silently).
  *
  * @since 0.1.0
@@ -243,7 +243,7 @@ export const search = (
     )
   }
   const query = internal.normalize(text)
-  const limit = options?.limit === undefined ? Infinity : Math.floor(options.limit)
+  const limit = options?.limit === undefined ? Infinity : typeof options.limit === "number" ? Math.floor(options.limit) : NaN
   if (!(limit >= 0)) {
     return Either.left(
       new RequestValidationError({

@@ -186,7 +186,8 @@ describe("Subdivisions", () => {
       expect(right(Subdivisions.search("USA", "a", { limit: 2.5 }))).toHaveLength(2)
       expect(right(Subdivisions.search("USA", "new york", { limit: 0 }))).toEqual([])
       expect(right(Subdivisions.search("USA", "new york", { limit: Infinity }))).toHaveLength(1)
-      for (const limit of [-1, Number.NaN, -Infinity]) {
+      // And, from untyped code, a limit that is no number (null would floor to 0: nothing found, silently).
+      for (const limit of [-1, Number.NaN, -Infinity, null as unknown as number, "3" as unknown as number]) {
         const refused = Subdivisions.search("USA", "new york", { limit })
         expect(Either.isLeft(refused) && refused.left.issues.map((i) => i.path), String(limit)).toEqual(["limit"])
       }
