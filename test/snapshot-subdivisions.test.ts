@@ -221,6 +221,12 @@ describe("snapshot-subdivisions", () => {
         { code: "US-ZY", name: "Round", type: "State", parent: "US-ZZ" },
         { code: "US-ZZ", name: "And round", type: "State", parent: "US-ZY" }
       ))).toContain(`3166-2[${list.length}].parent: expected a chain of parents that ends (US-ZY comes back)`)
+      // A name as lookups serve and compare them, or the snapshot and the API would never agree on it.
+      for (const name of ["   ", " Padded", "Trailing\u200b", "Dou  ble", "Nul\u0000", "Lone \ud800"]) {
+        expect(failure(withEntries({ code: "US-ZZ", name, type: "State" })), JSON.stringify(name)).toContain(
+          `3166-2[${list.length}].name: expected a name that shows`
+        )
+      }
       const noUsa = { "3166-1": input.iso31661["3166-1"].filter((c) => c["alpha_3"] !== "USA") }
       expect(failure({ ...input, iso31661: noUsa })).toContain("no entry with alpha_3 \"USA\"")
       // A country listed twice: the later listing would take the other's alpha-2 code, and its subdivisions with it.

@@ -40,6 +40,19 @@ export const Subdivision = Schema.Struct({
   parent: Schema.optional(Schema.String)
 }).annotations({ title: "a subdivision {code, name, type?, parent?}" })
 
+// A character that shows: not a blank (a no-break space included), an invisible format character (U+200B), a lone
+// combining mark, nor a filler that renders as blank (Hangul fillers, the blank Braille pattern).
+const visible = /[^\s\p{Cf}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u
+
+// A snapshot name is served as it is: it must show, and be in the form names are compared in (`comparable`), or the
+// snapshot and the API would never agree on it; no control character or lone surrogate half.
+const SnapshotName = Schema.String.pipe(
+  Schema.filter(
+    (name) => visible.test(name) && !/[\p{Cc}\p{Cs}]/u.test(name) && comparable(name) === name.normalize("NFC"),
+    { title: "a name that shows, without blanks or invisible characters around it, single blanks inside, no control character" }
+  )
+)
+
 /**
  * An entry of the committed snapshot: the strict form, `type` always present (it may be empty only if a source had
  * none), codes checked.
@@ -48,7 +61,7 @@ export const Subdivision = Schema.Struct({
  */
 export const SnapshotSubdivision = Schema.Struct({
   code: SubdivisionCode,
-  name: Schema.String.pipe(Schema.minLength(1, { title: "a non-empty name" })),
+  name: SnapshotName,
   type: Schema.String,
   parent: Schema.optional(SubdivisionCode)
 }).annotations({ title: "a subdivision {code, name, type, parent?}" })
@@ -172,10 +185,6 @@ export interface CrossCheck {
   readonly extra: ReadonlyArray<Subdivision>
   readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
 }
-
-// A character that shows: not a blank (a no-break space included), an invisible format character (U+200B), a lone
-// combining mark, nor a filler that renders as blank (Hangul fillers, the blank Braille pattern).
-const visible = /[^\s\p{Cf}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u
 
 /**
  * Why an API entry cannot be compared with the snapshot or served as a subdivision of the country of ISO 3166-1
