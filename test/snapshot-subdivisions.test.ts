@@ -414,6 +414,32 @@ describe("snapshot-subdivisions", () => {
         expect(yield* readAll(dir)).toEqual(before)
       }))
 
+    // A source that lost data (an empty file, a country dropped by a bad upstream change) is not a new snapshot.
+    it.live("a source listing no subdivisions for a country the snapshot has some for is refused unless allowed", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        yield* run(options(dir))
+        const before = yield* readAll(dir)
+        const full = JSON.parse(yield* Effect.promise(() => read(`${inputs}/iso_3166-2.json`))) as {
+          "3166-2": Array<{ code: string }>
+        }
+        const withoutUsa = { "3166-2": full["3166-2"].filter((e) => !e.code.startsWith("US-")) }
+        for (const [broken, countries] of [[JSON.stringify(withoutUsa), "1 country (USA)"], ["{\"3166-2\": []}", "200 countries (AFG, "]] as const) {
+          const source = yield* brokenSource(broken)
+          const error = yield* Effect.flip(run(options(dir, fromIsoCodes(source, "broken"))))
+          expect(error.message).toContain(`the source lists no subdivisions for ${countries}`)
+          expect(error.message).toContain("--allow-emptied")
+          expect(yield* readAll(dir)).toEqual(before)
+          // A dry run says the same, and writes nothing either.
+          const dry = { ...options(dir, fromIsoCodes(source, "broken")), dryRun: true }
+          expect(yield* run(dry)).toBe(0)
+          expect(dry.output.join("\n")).toContain(`the source lists no subdivisions for ${countries}`)
+        }
+        const allowed = { ...options(dir, fromIsoCodes(yield* brokenSource(JSON.stringify(withoutUsa)), "x")), allowEmptied: true }
+        expect(yield* run(allowed)).toBe(0)
+        expect(JSON.parse((yield* readAll(dir))["subdivisions.json"]!)["USA"]).toEqual([])
+      }))
+
     it.live("reads the inputs from an http base URL", () =>
       Effect.gen(function*() {
         const server = Http.createServer((req, res) => {
@@ -502,6 +528,8 @@ describe("snapshot-subdivisions", () => {
         )
       }
       expect(Option.getOrThrow(usageError(["--cross-check", "--check"]))).toContain("do not go with --cross-check")
+      expect(Option.getOrThrow(usageError(["--cross-check", "--allow-emptied"]))).toContain("do not go with --cross-check")
+      expect(parse([...source, "--allow-emptied"])).toMatchObject(Either.right({ allowEmptied: true }))
       expect(Option.getOrThrow(usageError(["--cross-check", "--countries", " , "]))).toContain("--countries: expected")
       expect(Option.getOrThrow(usageError(["--cross-check", "--source-version", "1"]))).toContain("--source-version only")
       expect(Option.getOrThrow(usageError(["--from-api", "--base-url", ""]))).toContain("--base-url must not be empty")
@@ -522,7 +550,8 @@ describe("snapshot-subdivisions", () => {
         modulePath: "src/internal/subdivisionsData.ts",
         generatedAt: "2025-06-01T12:00:00.000Z",
         check: false,
-        dryRun: false
+        dryRun: false,
+        allowEmptied: false
       }))
       expect(
         parse(["--from-api", "--base-url", "http://127.0.0.1:4010", "--concurrency", "3", "--source-version", "2025-06",
@@ -558,7 +587,8 @@ describe("snapshot-subdivisions", () => {
         modulePath: "src/internal/subdivisionsData.ts",
         generatedAt: "2025-06-01T12:00:00.000Z",
         check: false,
-        dryRun: false
+        dryRun: false,
+        allowEmptied: false
       }))
       expect(parse([...source, "--out", "/tmp/x", "--check"])).toMatchObject(
         Either.right({ outDir: "/tmp/x", modulePath: Path.join("/tmp/x", "subdivisionsData.ts"), check: true })

@@ -42,6 +42,8 @@ Options:
   --module FILE              generated module (default: ${defaultModulePath}, or DIR/${files.module} with --out)
   --check                    write nothing; exit 1 if the committed files differ from what the source gives
   --dry-run                  print the diff, write nothing
+  --allow-emptied            write even if the source lists no subdivisions for a country the snapshot has some
+                             for (refused by default: a source that lost data)
   --generated-at ISO8601     time recorded in the meta or report (default: SOURCE_DATE_EPOCH if set, else now)
   --base-url URL             with --from-api / --cross-check: the API to ask instead of FIN_BASE_URL or
                              FIN_ENVIRONMENT (https, or http on loopback, e.g. the emulator at http://127.0.0.1:4010)
@@ -73,6 +75,7 @@ export type Command =
     readonly generatedAt: string
     readonly check: boolean
     readonly dryRun: boolean
+    readonly allowEmptied: boolean
   }
   | ApiOptions & {
     readonly _tag: "FromApi"
@@ -82,6 +85,7 @@ export type Command =
     readonly generatedAt: string
     readonly check: boolean
     readonly dryRun: boolean
+    readonly allowEmptied: boolean
   }
   | ApiOptions & {
     readonly _tag: "CrossCheck"
@@ -126,6 +130,7 @@ export const parseCommandLine = (
         module: { type: "string" },
         check: { type: "boolean", default: false },
         "dry-run": { type: "boolean", default: false },
+        "allow-emptied": { type: "boolean", default: false },
         "generated-at": { type: "string" },
         help: { type: "boolean", short: "h", default: false }
       }
@@ -161,8 +166,8 @@ export const parseCommandLine = (
     }
   }
   if (mode === "--cross-check") {
-    if (values.check || values["dry-run"]) {
-      return Either.left("--check and --dry-run do not go with --cross-check (it writes only its report).")
+    if (values.check || values["dry-run"] || values["allow-emptied"]) {
+      return Either.left("--check, --dry-run and --allow-emptied do not go with --cross-check (it writes only its report).")
     }
     if (values.module !== undefined) return Either.left(onlyWith("--module", ["--from-iso-codes", "--from-api"]))
     if (values["source-version"] !== undefined) {
@@ -224,7 +229,8 @@ export const parseCommandLine = (
     modulePath: values.module ?? (values.out === undefined ? defaultModulePath : Path.join(values.out, files.module)),
     generatedAt,
     check: values.check,
-    dryRun: values["dry-run"]
+    dryRun: values["dry-run"],
+    allowEmptied: values["allow-emptied"]
   }
   return mode === "--from-api"
     ? Either.right({ _tag: "FromApi", version: version ?? defaultApiVersion, baseUrl, concurrency, ...common })

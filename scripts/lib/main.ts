@@ -99,6 +99,7 @@ const execute = async (
         generatedAt: command.generatedAt,
         check: command.check,
         dryRun: command.dryRun,
+        allowEmptied: command.allowEmptied,
         log
       }))
     )
@@ -147,6 +148,7 @@ const execute = async (
         generatedAt: command.generatedAt,
         check: command.check,
         dryRun: command.dryRun,
+        allowEmptied: command.allowEmptied,
         log
       }).pipe(Effect.provide(service))
     }

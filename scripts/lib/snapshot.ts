@@ -602,6 +602,8 @@ export interface RunOptions<R = never> {
   readonly dryRun: boolean
   /** Where the report goes (one call per block of text). */
   readonly log: (text: string) => void
+  /** Write even when the source lists no subdivisions for a country the snapshot has some for. */
+  readonly allowEmptied?: boolean | undefined
 }
 
 const readOptional = (path: string): Effect.Effect<string | undefined, SnapshotError> =>
@@ -693,7 +695,20 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
     }
     const diff = diffSnapshots(before, loaded.snapshot)
     log(formatDiff(diff, { listEntries: committedData !== undefined }))
-    if (dataDiffers && diff.totals.countries === 0) log(`${dataPath}: same entries, other bytes (formatting)`)
+    if (committedData !== undefined && dataDiffers && diff.totals.countries === 0) {
+      log(`${dataPath}: same entries, other bytes (formatting)`)
+    }
+    // A country that had subdivisions and has none in the source: far more likely a source that lost data (an empty
+    // file, a bad upstream change, an API answering []) than a country that lost them all.
+    const emptied = Object.keys(before).filter((country) =>
+      before[country]!.length > 0 && (loaded.snapshot[country]?.length ?? 0) === 0
+    ).sort()
+    const emptiedRefusal = emptied.length === 0 || options.allowEmptied === true ? undefined : `${dataPath}: ` +
+      `the source lists no subdivisions for ${emptied.length === 1 ? "1 country" : `${emptied.length} countries`} (${
+        emptied.slice(0, 10).join(", ")
+      }${emptied.length > 10 ? ", ..." : ""}) that the snapshot has some for: refused as a source that lost data; ` +
+      "pass --allow-emptied if they did lose them all"
+    if (emptiedRefusal !== undefined) log(emptiedRefusal)
 
     let metaDiffers = true
     if (committedMeta !== undefined) {
@@ -726,6 +741,7 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
       log("Dry run; nothing written.")
       return ExitCode.ok
     }
+    if (emptiedRefusal !== undefined) return yield* new SnapshotError({ message: emptiedRefusal })
     // Only what differs: a module brought back in sync does not rewrite the meta (and its generation time).
     const targets = [
       ...(dataDiffers ? [{ path: dataPath, content: dataText }] : []),
