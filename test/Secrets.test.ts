@@ -78,9 +78,10 @@ describe("secrets", () => {
 
       const recorded = yield* spans
       expect(recorded.some((s) => s.name === "effect-fin.fee-calculation")).toBe(true)
-      // Attributes and events (the native span keeps its events in `events`).
+      // Attributes, events (the native span keeps its events in `events`) and how it ended: a tracer that exports the
+      // exit (the value a span's effect produced) must not find a request or response holding a credential in it.
       const spanText = recorded.map((s) =>
-        `${s.name} ${Inspectable.format(Object.fromEntries(s.attributes))} ${
+        `${s.name} ${Inspectable.format(Object.fromEntries(s.attributes))} ${s.status._tag === "Ended" ? Inspectable.format(s.status.exit) : "not ended"} ${
           Inspectable.format(
             ((s as { readonly events?: ReadonlyArray<readonly [string, bigint, unknown]> }).events ?? []).map((
               [name, , attributes]

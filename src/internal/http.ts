@@ -11,6 +11,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
@@ -19,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import {
@@ -568,6 +570,18 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
 export const statusOf = (error: object): number | undefined =>
   "status" in error && typeof error.status === "number" ? error.status : undefined
 
-/** The user's client, with trace headers on or off. */
-export const configure = (client: Client, tracePropagation: boolean): Client =>
-  HttpClient.withTracerPropagation(client, tracePropagation)
+// The trace headers of effect-fin's own span of the call (or of the token call), when there is one.
+const withTraceHeaders = (request: HttpClientRequest.HttpClientRequest) =>
+  Effect.map(Effect.option(Effect.currentSpan), (span) =>
+    Option.isSome(span) ? HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span.value)) : request)
+
+/**
+ * The user's client as effect-fin calls it: without the platform's own `http.client` span, whose end holds the
+ * request and the response (so the bearer token, and the client secret of the token call, for any tracer that exports
+ * it) and which records every response header (one echoing a credential included); effect-fin's own span of the call
+ * stands in for it. With `tracePropagation`, the trace headers are that span's.
+ */
+export const configure = (client: Client, tracePropagation: boolean): Client => {
+  const untraced = HttpClient.withTracerDisabledWhen(client, () => true)
+  return tracePropagation ? HttpClient.mapRequestEffect(untraced, withTraceHeaders) : untraced
+}
