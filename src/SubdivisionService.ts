@@ -198,9 +198,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     const shareable = (options: HttpTransport.CallOptions) => Object.values(options).every((value) => value === undefined)
     const apiList = (country: CountryCode.CountryCode) => (subdivisions: ReadonlyArray<Subdivisions.Subdivision>) =>
       ({ country, subdivisions, source: "api" }) satisfies SubdivisionList
+    // An empty list where the snapshot has entries is served but not kept: a degraded service's [] is not pinned for
+    // the cache's lifetime.
     const cacheOf = (
       lookup: (country: CountryCode.CountryCode) => Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, FinError>
-    ) => KeyedCache.make({ lookup, timeToLive: config.subdivisionCacheTtl })
+    ) =>
+      KeyedCache.make({
+        lookup,
+        timeToLive: config.subdivisionCacheTtl,
+        cacheable: (country, entries) => entries.length > 0 || snapshotOf(country).length === 0
+      })
 
     const online = Effect.map(cacheOf(fetchChecked), (cache) => (country: CountryCode.CountryCode) =>
       Effect.flatMap(HttpTransport.currentCallOptions, (options) =>

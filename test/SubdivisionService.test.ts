@@ -320,7 +320,8 @@ describe("SubdivisionService", () => {
     })))
 
   for (const mode of ["online", "fallback"] as const) {
-    it.effect(`${mode}: an empty list where the snapshot has subdivisions is served, with a warning saying so`, () =>
+    // Not cached either: a degraded service's [] is not pinned for the cache's lifetime; the next lookup asks again.
+    it.effect(`${mode}: an empty list where the snapshot has subdivisions is served, with a warning saying so, not cached`, () =>
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
         const result = yield* list("USA").pipe(Effect.provide(layer))
@@ -329,10 +330,15 @@ describe("SubdivisionService", () => {
         expect(warnings()).toEqual([
           `WARN ["effect-fin: the API lists no subdivisions for USA, where the offline snapshot has ${snapshotUsa.length}"]`
         ])
-        // A country with none in the snapshot either is no news.
+        expect((yield* list("USA")).subdivisions).toHaveLength(2)
+        expect((yield* list("USA")).subdivisions).toHaveLength(2)
+        expect(yield* calls).toBe(2)
+        // A country with none in the snapshot either is no news, and its empty list is cached.
         yield* list("ATA").pipe(Effect.provide(layer))
+        yield* list("ATA")
         expect(warnings()).toHaveLength(1)
-      }).pipe(withMode(mode, { [ROUTE]: () => apiBody([]) })))
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode(mode, { [ROUTE]: FinTest.sequence(apiBody([]), usa, apiBody([])) })))
   }
 
   it.effect("crossCheck in offline mode is refused, and nothing is sent", () =>

@@ -35,6 +35,8 @@ export interface KeyedCache<K, A, E> {
 export const make = <K, A, E>(options: {
   readonly lookup: (key: K) => Effect.Effect<A, E>
   readonly timeToLive: Duration.Duration
+  /** Whether a success is kept (default: every one); one that is not is handed to its waiters only, as a failure is. */
+  readonly cacheable?: ((key: K, value: A) => boolean) | undefined
 }): Effect.Effect<KeyedCache<K, A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
@@ -56,7 +58,7 @@ export const make = <K, A, E>(options: {
           const own = deferred !== undefined && entry?._tag === "Pending" && entry.deferred === deferred
           const newer = entry !== undefined && entry.started > started && (entry._tag === "Pending" || fresh(entry, now))
           const next = new Map(entries)
-          if (Exit.isSuccess(exit) && ttl > 0 && (own || !newer)) {
+          if (Exit.isSuccess(exit) && ttl > 0 && (own || !newer) && (options.cacheable?.(key, exit.value) ?? true)) {
             next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl, started })
           } else if (own) {
             next.delete(key)
