@@ -72,29 +72,32 @@ describe("effect-fin (offline commands)", () => {
     expect(nan.code).toBe(1)
   })
 
-  it("quote refuses an amount a number cannot hold exactly, rather than send a rounded one", async () => {
-    for (const [flag, field, amount] of [
-      ["--amount", "source_amount", "90071992547409.99"],
-      ["--receive", "destination_amount", "1234567890123456.78"],
-      ["--amount", "source_amount", "0.30000000000000001"],
-      // What the double holds, written out: still not what would be sent (0.1).
-      ["--amount", "source_amount", "0.10000000000000001"],
-      ["--amount", "source_amount", "0.1000000000000000055511151231257827"]
-    ] as const) {
+  // `quote` with each amount, refused before any configuration is read, with `expected` said of its field.
+  const refusesAmounts = async (
+    amounts: ReadonlyArray<readonly ["--amount" | "--receive", string]>,
+    expected: string
+  ) => {
+    for (const [flag, amount] of amounts) {
+      const field = flag === "--amount" ? "source_amount" : "destination_amount"
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", flag, amount])
       expect([result.code, result.stderr.trim()], amount).toEqual([
         1,
-        `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: ` +
-        "expected an amount with no more significant digits than a number keeps exactly (15 always are)"
+        `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: expected ${expected}`
       ])
     }
-    // Past the 100 decimals Number#toFixed takes: refused all the same, not a crash without a word.
-    const long = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", `1.${"0".repeat(100)}1`])
-    expect([long.code, long.stderr.trim()]).toEqual([
-      1,
-      "effect-fin: RequestValidationError: Invalid fee calculation request: source_amount: " +
-      "expected an amount with no more significant digits than a number keeps exactly (15 always are)"
-    ])
+  }
+
+  it("quote refuses an amount a number cannot hold exactly, rather than send a rounded one", async () => {
+    await refusesAmounts([
+      ["--amount", "90071992547409.99"],
+      ["--receive", "1234567890123456.78"],
+      ["--amount", "0.30000000000000001"],
+      // What the double holds, written out: still not what would be sent (0.1).
+      ["--amount", "0.10000000000000001"],
+      ["--amount", "0.1000000000000000055511151231257827"],
+      // Past the 100 decimals Number#toFixed takes: refused all the same, not a crash without a word.
+      ["--amount", `1.${"0".repeat(100)}1`]
+    ], "an amount with no more significant digits than a number keeps exactly (15 always are)")
     // Held exactly (16 digits, leading and trailing zeros, however many, a tiny fraction): on to the configuration.
     for (const amount of ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991", "1.10000000000000000", `1.${"0".repeat(101)}`]) {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
@@ -103,19 +106,10 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("quote refuses an amount not in plain decimal notation, saying so (1e3 is a thousand to Number, not to us)", async () => {
-    for (const [flag, field, amount] of [
-      ["--amount", "source_amount", "1e3"],
-      ["--amount", "source_amount", "0x10"],
-      ["--receive", "destination_amount", "-5"],
-      ["--amount", "source_amount", "12."]
-    ] as const) {
-      const result = await cli(["quote", "--from", "USD", "--to", "CAD", flag, amount])
-      expect([result.code, result.stderr.trim()], amount).toEqual([
-        1,
-        `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: ` +
-        "expected an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)"
-      ])
-    }
+    await refusesAmounts(
+      [["--amount", "1e3"], ["--amount", "0x10"], ["--receive", "-5"], ["--amount", "12."]],
+      "an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)"
+    )
   })
 
   it("quote without credentials names the missing variables", async () => {
