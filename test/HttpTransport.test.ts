@@ -936,6 +936,17 @@ describe("HttpTransport", () => {
       }
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
 
+  // The platform sent none then either; a noop span's headers ("00-noop-noop-00") are no trace context.
+  it.effect("sends no trace headers when the tracer is off, even with tracePropagation", () =>
+    Effect.gen(function*() {
+      yield* calculate.pipe(Effect.withTracerEnabled(false))
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.map((r) => [r.path, r.headers.traceparent, r.headers.b3])).toEqual([
+        ["/v1/oauth/token", undefined, undefined],
+        ["/v1/fee-calculation", undefined, undefined]
+      ])
+    }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
+
   it.effect("keeps the request id the service sent", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)

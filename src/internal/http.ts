@@ -20,9 +20,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
 import {
   ApiError,
   AuthenticationError,
@@ -570,10 +572,17 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
 export const statusOf = (error: object): number | undefined =>
   "status" in error && typeof error.status === "number" ? error.status : undefined
 
-// The trace headers of effect-fin's own span of the call (or of the token call), when there is one.
+// The trace headers of effect-fin's own span of the call (or of the token call), when there is one and the tracer is
+// on (a noop span's would be "00-noop-noop-00", no trace context; the platform sent none then either).
 const withTraceHeaders = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.map(Effect.option(Effect.currentSpan), (span) =>
-    Option.isSome(span) ? HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span.value)) : request)
+  Effect.withFiberRuntime<HttpClientRequest.HttpClientRequest>((fiber) => {
+    const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+    return Effect.succeed(
+      fiber.getFiberRef(FiberRef.currentTracerEnabled) && Option.isSome(span) && span.value._tag === "Span"
+        ? HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span.value))
+        : request
+    )
+  })
 
 /**
  * The user's client as effect-fin calls it: without the platform's own `http.client` span, whose end holds the
