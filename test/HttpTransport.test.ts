@@ -1,3 +1,4 @@
+import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -6,6 +7,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
@@ -18,7 +20,7 @@ import * as Schema from "effect/Schema"
 import * as Supervisor from "effect/Supervisor"
 import type * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
-import type * as FinClient from "../src/FinClient.js"
+import * as FinClient from "../src/FinClient.js"
 import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
@@ -935,6 +937,31 @@ describe("HttpTransport", () => {
         expect(parent, path).toBe(`00-${span.traceId}-${span.spanId}-01`)
       }
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
+
+  // A client the user set up their own way (its span off for health checks, say) must not switch the platform's span,
+  // or its trace headers, back on for effect-fin's calls: effect-fin's setting decides.
+  for (const tracePropagation of [false, true]) {
+    it.effect(`a client with its own tracer settings: no platform span, trace headers only as tracePropagation (${tracePropagation}) says`, () =>
+      Effect.gen(function*() {
+        const { layer: tracing, spans } = yield* recordingTracer
+        yield* Effect.provide(calculate, tracing)
+        const recorded = yield* spans
+        expect(recorded.map((span) => span.name).filter((name) => !name.startsWith("effect-fin."))).toEqual([])
+        const fee = recorded.find((span) => span.name === "effect-fin.fee-calculation")!
+        const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+        expect(requests.find((r) => r.path === "/v1/fee-calculation")?.headers.traceparent).toBe(
+          tracePropagation ? `00-${fee.traceId}-${fee.spanId}-01` : undefined
+        )
+      }).pipe(Effect.provide(
+        FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010", tracePropagation }).pipe(
+          Layer.provideMerge(Layer.effect(
+            HttpClient.HttpClient,
+            Effect.map(HttpClient.HttpClient, (client) =>
+              HttpClient.withTracerPropagation(HttpClient.withTracerDisabledWhen(client, (r) => r.url.endsWith("/health")), true))
+          ).pipe(Layer.provideMerge(FinTest.layerHttpClient({ "POST /v1/oauth/token": FinTest.tokenHandler(), [FEE]: () => ok }))))
+        )
+      )))
+  }
 
   // The platform sent none then either; a noop span's headers ("00-noop-noop-00") are no trace context.
   it.effect("sends no trace headers when the tracer is off, even with tracePropagation", () =>

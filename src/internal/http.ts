@@ -20,11 +20,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
-import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as Tracer from "effect/Tracer"
 import {
   ApiError,
   AuthenticationError,
@@ -572,25 +569,23 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
 export const statusOf = (error: object): number | undefined =>
   "status" in error && typeof error.status === "number" ? error.status : undefined
 
-// The trace headers of effect-fin's own span of the call (or of the token call), when there is one and the tracer is
-// on (a noop span's would be "00-noop-noop-00", no trace context; the platform sent none then either).
+// The trace headers of effect-fin's own span of the call (or of the token call). A span of a tracer that is off
+// propagates nothing (its headers would read "00-noop-noop-00"; the platform sent none then either).
 const withTraceHeaders = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.withFiberRuntime<HttpClientRequest.HttpClientRequest>((fiber) => {
-    const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
-    return Effect.succeed(
-      fiber.getFiberRef(FiberRef.currentTracerEnabled) && Option.isSome(span) && span.value._tag === "Span"
-        ? HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span.value))
-        : request
-    )
+  Effect.match(Effect.currentPropagatedSpan, {
+    onFailure: () => request,
+    onSuccess: (span) => HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span))
   })
 
 /**
  * The user's client as effect-fin calls it: without the platform's own `http.client` span, whose end holds the
  * request and the response (so the bearer token, and the client secret of the token call, for any tracer that exports
  * it) and which records every response header (one echoing a credential included); effect-fin's own span of the call
- * stands in for it. With `tracePropagation`, the trace headers are that span's.
+ * stands in for it. The tracer is off for the client's run, the platform's first check, so that no setting of the
+ * client's own (`HttpClient.withTracerDisabledWhen`, `withTracerPropagation`) turns the span, or its trace headers,
+ * back on. With `tracePropagation`, the trace headers are effect-fin's span's, added before.
  */
 export const configure = (client: Client, tracePropagation: boolean): Client => {
-  const untraced = HttpClient.withTracerDisabledWhen(client, () => true)
+  const untraced = HttpClient.transformResponse(client, Effect.withTracerEnabled(false))
   return tracePropagation ? HttpClient.mapRequestEffect(untraced, withTraceHeaders) : untraced
 }
