@@ -218,7 +218,11 @@ describe("effect-fin (offline commands)", () => {
       const result = await cli(args)
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("USAGE")
+      // Not a terminal here: plain text, no colour codes in a file or a pipe.
+      expect(result.stdout, args.join(" ")).not.toContain("\x1b[")
     }
+    // Nor in a usage error on standard error.
+    expect((await cli(["quote", "--bogus"])).stderr).not.toContain("\x1b[")
     // The snapshot tool has its own help, which names the installed command.
     for (const sub of ["snapshot", "cross-check"]) {
       const result = await cli([sub, "--help"])

@@ -325,6 +325,20 @@ export const command = Command.make("effect-fin").pipe(
   Command.withSubcommands([quote, subdivisions, webhook, emulator])
 )
 
+// @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
+// them as plain text.
+const colourCodes = /\x1b\[[0-9;]*m/g
+const plainOffTerminal = Effect.map(Effect.console, (console): Console.Console => {
+  const noColour = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
+  const forStream = (stream: NodeJS.WriteStream) => (args: ReadonlyArray<unknown>) =>
+    stream.isTTY === true && !noColour
+      ? args
+      : args.map((arg) => typeof arg === "string" ? arg.replace(colourCodes, "") : arg)
+  const out = forStream(process.stdout)
+  const err = forStream(process.stderr)
+  return { ...console, log: (...args) => console.log(...out(args)), error: (...args) => console.error(...err(args)) }
+})
+
 /**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
  *
@@ -355,6 +369,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
     Effect.catchAll((error) =>
       // @effect/cli has already printed a usage error (one line, then a blank one); ours are one line with the tag.
       ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
-    )
+    ),
+    (program) => Effect.flatMap(plainOffTerminal, (console) => Effect.withConsole(program, console))
   )
 }
