@@ -430,10 +430,15 @@ describe("snapshot-subdivisions", () => {
           expect(error.message).toContain(`the source lists no subdivisions for ${countries}`)
           expect(error.message).toContain("--allow-emptied")
           expect(yield* readAll(dir)).toEqual(before)
-          // A dry run says the same, and writes nothing either.
+          // A dry run fails the same way (a preview must not pass where the run will not), and writes nothing either;
+          // the diff is printed first, the refusal once, as the error.
           const dry = { ...options(dir, fromIsoCodes(source, "broken")), dryRun: true }
-          expect(yield* run(dry)).toBe(0)
-          expect(dry.output.join("\n")).toContain(`the source lists no subdivisions for ${countries}`)
+          expect((yield* Effect.flip(run(dry))).message).toBe(error.message)
+          expect(dry.output.join("\n")).not.toContain("the source lists no subdivisions")
+          expect(dry.output.join("\n")).toContain("Changes against")
+          const check = { ...options(dir, fromIsoCodes(source, "broken")), check: true }
+          expect(yield* run(check)).toBe(1)
+          expect(check.output.join("\n")).toContain(`the source lists no subdivisions for ${countries}`)
         }
         const allowed = { ...options(dir, fromIsoCodes(yield* brokenSource(JSON.stringify(withoutUsa)), "x")), allowEmptied: true }
         expect(yield* run(allowed)).toBe(0)

@@ -708,7 +708,6 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
         emptied.slice(0, 10).join(", ")
       }${emptied.length > 10 ? ", ..." : ""}) that the snapshot has some for: refused as a source that lost data; ` +
       "pass --allow-emptied if they did lose them all"
-    if (emptiedRefusal !== undefined) log(emptiedRefusal)
 
     let metaDiffers = true
     if (committedMeta !== undefined) {
@@ -730,6 +729,7 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
 
     const differs = dataDiffers || metaDiffers || moduleDiffers
     if (options.check) {
+      if (emptiedRefusal !== undefined) log(emptiedRefusal)
       log(`Check: the committed snapshot ${differs ? "differs from the source" : "is up to date"}.`)
       return differs ? ExitCode.differences : ExitCode.ok
     }
@@ -737,11 +737,12 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
       log("Up to date; nothing written.")
       return ExitCode.ok
     }
+    // A dry run fails as the run would: a preview in CI must not pass where the real run will not.
+    if (emptiedRefusal !== undefined) return yield* new SnapshotError({ message: emptiedRefusal })
     if (options.dryRun) {
       log("Dry run; nothing written.")
       return ExitCode.ok
     }
-    if (emptiedRefusal !== undefined) return yield* new SnapshotError({ message: emptiedRefusal })
     // Only what differs: a module brought back in sync does not rewrite the meta (and its generation time).
     const targets = [
       ...(dataDiffers ? [{ path: dataPath, content: dataText }] : []),
