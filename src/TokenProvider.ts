@@ -82,8 +82,9 @@ const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
   encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
 }).annotations({ title: "a timestamp like 2025-12-28 10:34:45+00 or ISO 8601" })
 
-// The access token goes into the Authorization header: one that no header can carry is refused here, not cached to
-// fail every call until it expires.
+// The access token goes into the Authorization header as `Bearer <token>`, which RFC 6750 spells in visible ASCII: one
+// with a blank, a control or another character (which undici or fetch refuse to send, or send mangled) is refused here,
+// not cached to fail every call until it expires.
 const BearerToken = Schema.String.pipe(
   Schema.pattern(/^[\x21-\x7e]+$/),
   Schema.annotations({ title: "a token of visible ASCII characters (no spaces)" })
