@@ -71,6 +71,8 @@ export type Reply =
     readonly headers: Readonly<Record<string, string>>
     /** The body never finishes (headers are sent). */
     readonly stallBody: boolean
+    /** The body fails after the headers, the connection lost with this system error code. */
+    readonly failBody?: string | undefined
   }
   | { readonly _tag: "Fail"; readonly description: string }
   | { readonly _tag: "Stall" }
@@ -120,12 +122,34 @@ export const stallBody = (status = 200): Reply => ({ _tag: "Respond", status, bo
 export const stall: Reply = { _tag: "Stall" }
 
 /**
- * A transport failure, as a refused or reset connection.
+ * The connection lost while the body is read (headers sent): a `TransportError` of reason `BodyReadFailed` carrying
+ * `code`, as a real client's is.
  *
  * @since 0.1.0
  * @category replies
  */
-export const fail = (description = "connection refused"): Reply => ({ _tag: "Fail", description })
+export const failBody = (code = "ECONNRESET", status = 200): Reply => ({
+  _tag: "Respond",
+  status,
+  body: "",
+  headers: {},
+  stallBody: false,
+  failBody: code
+})
+
+/**
+ * A transport failure, as a refused or reset connection. A system error code (`ECONNREFUSED`, the default,
+ * `ECONNRESET`, `ENOTFOUND`, `CERT_HAS_EXPIRED`...) is the `TransportError`'s `code`, as a real client's is; other
+ * text only describes the failure.
+ *
+ * @since 0.1.0
+ * @category replies
+ */
+export const fail = (description = "ECONNREFUSED"): Reply => ({ _tag: "Fail", description })
+
+// What a real client's failure carries: the system error, with its code when the description is one.
+const systemError = (description: string) =>
+  Object.assign(new Error(description), /^[A-Z][A-Z0-9_]+$/.test(description) ? { code: description } : {})
 
 /**
  * Answers a request; may use `Clock`, `Ref`s, anything without requirements.
@@ -326,7 +350,12 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
       return Effect.never
     case "Fail":
       return Effect.fail(
-        new HttpClientError.RequestError({ request, reason: "Transport", description: reply.description })
+        new HttpClientError.RequestError({
+          request,
+          reason: "Transport",
+          description: reply.description,
+          cause: systemError(reply.description)
+        })
       )
     case "Respond": {
       const bytes = new TextEncoder().encode(reply.body)
@@ -337,6 +366,7 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
             signal.addEventListener("abort", () => controller.error(new Error("aborted")))
             return
           }
+          if (reply.failBody !== undefined) return controller.error(systemError(reply.failBody))
           if (bytes.length > 0) controller.enqueue(bytes)
           controller.close()
         }

@@ -47,6 +47,24 @@ describe("FinTest.advanceUntilDone", () => {
   })
 })
 
+describe("FinTest transport failures", () => {
+  // As the real clients give them: a program branching on `code` or `reason` is testable without a network.
+  it.effect("fail(code) is a TransportError carrying that code; failBody a BodyReadFailed with its code", () =>
+    Effect.gen(function*() {
+      const refused = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(refused).toMatchObject({ _tag: "TransportError", reason: "RequestFailed", code: "ENOTFOUND", attempts: 1 })
+      expect(refused.message).toBe("POST /v1/fee-calculation: could not send the request (ENOTFOUND)")
+      const cut = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(cut).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", code: "ECONNRESET", attempts: 1 })
+      // A description that is no system code is only a description.
+      const other = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(other).toMatchObject({ _tag: "TransportError", reason: "RequestFailed" })
+      expect(other).not.toHaveProperty("code")
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(FinTest.fail("ENOTFOUND"), FinTest.failBody(), FinTest.fail("connection refused"))
+    }, { maxRetries: 0 })))
+})
+
 describe("FinTest.layerClient routes", () => {
   it.effect("a route's method is checked when compiled (tsc); a route no request matches is listed as unmatched", () =>
     Effect.gen(function*() {

@@ -694,7 +694,7 @@ describe("SubdivisionService", () => {
         const ours = lines.filter((line) => /snapshot|subdivisions API/.test(line)).map((line) => line.replace(/ \{.*\}$/, ""))
         expect(ours).toEqual([
           `INFO ["effect-fin: the subdivisions API failed with TransportError; lookups use the offline snapshot for the next 30s, then ask it again"]`,
-          `WARN ["effect-fin: serving the offline snapshot for USA (TransportError: GET /v1/countries/USA/subdivisions: could not send the request (Transport))"]`,
+          `WARN ["effect-fin: serving the offline snapshot for USA (TransportError: GET /v1/countries/USA/subdivisions: could not send the request (ECONNREFUSED))"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with TransportError; it is asked again from 1970-01-01T00:00:30.000Z)"]`,
           `INFO ["effect-fin: the subdivisions API still fails (ApiError); lookups use the offline snapshot for another 30s"]`,
           `WARN ["effect-fin: serving the offline snapshot for USA (ApiError: bad gateway)"]`,
