@@ -234,7 +234,7 @@ export const delayed = (duration: Duration.DurationInput, handler: Handler): Han
 /**
  * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's
  * timestamp format, expiring `lifetime` after the current `Clock` time. Throws `IllegalArgumentException` when a
- * lifetime is not a duration above zero or is over 100 years. It counts for as long as it lives: make one per test.
+ * lifetime is not a duration from 1 second (expiries are sent in whole seconds) to 100 years. It counts for as long as it lives: make one per test.
  * Serve it on both token routes to number issued and refreshed tokens in one sequence.
  *
  * @since 0.1.0
@@ -249,8 +249,9 @@ export const tokenHandler = (options: {
   // A test's own mistake (a negative lifetime, one past what the timestamp format holds) stops it here, named.
   const checked = (name: string, input: Duration.DurationInput) => {
     const lifetime = Durations.checkOrThrow(input, false, `effect-fin/test: tokenHandler: ${name}`)
-    if (Duration.greaterThan(lifetime, Durations.MAX_LIFETIME)) {
-      throw new Cause.IllegalArgumentException(`effect-fin/test: tokenHandler: ${name} must be at most 100 years`)
+    const problem = Durations.lifetimeProblem(lifetime)
+    if (problem !== undefined) {
+      throw new Cause.IllegalArgumentException(`effect-fin/test: tokenHandler: ${name} ${problem}`)
     }
     return Duration.toMillis(lifetime)
   }

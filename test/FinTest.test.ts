@@ -129,7 +129,11 @@ describe("FinTest handlers", () => {
       )
     }
     expect(() => FinTest.tokenHandler({ refreshLifetime: -1 })).toThrow(/refreshLifetime must be greater than zero/)
-    expect(() => FinTest.tokenHandler({ lifetime: "2 hours", refreshLifetime: "30 days" })).not.toThrow()
+    // Expiries go out in whole seconds: under one, the expiry could read as the issue time, and every call fail.
+    expect(() => FinTest.tokenHandler({ lifetime: "500 millis" })).toThrow(
+      "effect-fin/test: tokenHandler: lifetime must be at least 1 second (expiries are sent in whole seconds)"
+    )
+    expect(() => FinTest.tokenHandler({ lifetime: "1 second", refreshLifetime: "30 days" })).not.toThrow()
   })
 
   it("sequence with no replies is refused when made, not a 500 the client retries", () => {

@@ -183,11 +183,11 @@ export interface Options {
   readonly clientId?: string | undefined
   readonly clientSecret?: string | undefined
   /**
-   * Lifetime of access tokens (at most 100 years); default 1 day (the documented example's). Use whole seconds:
+   * Lifetime of access tokens (1 second to 100 years); default 1 day (the documented example's). Use whole seconds:
    * expiries are sent so.
    */
   readonly accessTokenLifetime?: Duration.DurationInput | undefined
-  /** Lifetime of refresh tokens (at most 100 years); default 7 days. */
+  /** Lifetime of refresh tokens (1 second to 100 years); default 7 days. */
   readonly refreshTokenLifetime?: Duration.DurationInput | undefined
   /** Token response at top level (the newer documented shape, default) or wrapped in `data` (the older one). */
   readonly tokenEnvelope?: "top" | "data" | undefined
@@ -311,8 +311,8 @@ export class Emulator extends Context.Tag("effect-fin/Emulator")<Emulator, Servi
 
 const invalidOptions = (message: string) => new EmulatorError({ reason: "InvalidOptions", message })
 
-// In milliseconds: greater than zero, and at most 100 years for a lifetime, 24 days for a timer (past that it fires
-// at once).
+// In milliseconds: greater than zero, and from 1 second to 100 years for a lifetime, at most 24 days for a timer (past
+// that it fires at once).
 const positiveDuration = (
   name: string,
   input: Duration.DurationInput | undefined,
@@ -320,10 +320,10 @@ const positiveDuration = (
   kind: "lifetime" | "timer" = "lifetime"
 ): Either.Either<number, EmulatorError> =>
   Durations.check(input ?? fallback, false, kind === "timer").pipe(
-    Either.filterOrLeft(
-      (d) => kind === "timer" || Duration.lessThanOrEqualTo(d, Durations.MAX_LIFETIME),
-      () => "must be at most 100 years"
-    ),
+    Either.flatMap((d) => {
+      const problem = kind === "timer" ? undefined : Durations.lifetimeProblem(d)
+      return problem === undefined ? Either.right(d) : Either.left(problem)
+    }),
     Either.mapBoth({
       onLeft: (problem) => invalidOptions(`Invalid emulator option ${name}: ${name} ${problem}`),
       onRight: Duration.toMillis

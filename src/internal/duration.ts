@@ -30,6 +30,19 @@ export const MAX_TIMER = Duration.days(24)
 export const MAX_LIFETIME = Duration.days(36_500)
 
 /**
+ * The shortest: expiries are sent in whole seconds, so a shorter lifetime could read as ending when it began.
+ */
+export const MIN_LIFETIME = Duration.seconds(1)
+
+/** Why a lifetime (already a duration above zero) cannot be sent as an expiry; undefined when it can. */
+export const lifetimeProblem = (lifetime: Duration.Duration): string | undefined =>
+  Duration.lessThan(lifetime, MIN_LIFETIME)
+    ? "must be at least 1 second (expiries are sent in whole seconds)"
+    : Duration.greaterThan(lifetime, MAX_LIFETIME)
+    ? "must be at most 100 years"
+    : undefined
+
+/**
  * `input` as a finite duration, greater than zero unless `allowZero`, and for a `timer` at most `MAX_TIMER` and, unless
  * zero, at least a millisecond (timers count whole milliseconds: "1 nanos" would fire after about one); `Left` is what
  * it must be, to follow the option's name ("must be greater than zero").

@@ -590,7 +590,10 @@ describe("Emulator", () => {
           ["refreshTokenLifetime", "100000000 days"],
           ["quoteLifetime", "40000 days"],
           ["webhookTimeout", "25 days"],
-          ["accessTokenLifetime", "-5 seconds"]
+          ["accessTokenLifetime", "-5 seconds"],
+          // Expiries go out in whole seconds: under one, the expiry could read as the issue time.
+          ["accessTokenLifetime", "500 millis"],
+          ["refreshTokenLifetime", "999 millis"]
         ] as const) {
           const error = yield* Effect.flip(Emulator.make({ [name]: value }))
           expect(error, `${name} ${value}`).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
