@@ -164,7 +164,8 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
  * work out how far to move the clock. Past `limit` of virtual time (default 10 minutes) it is interrupted and the test
  * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Either option that is
- * not a duration above zero throws `IllegalArgumentException`.
+ * not a duration above zero throws `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`), it
+ * dies saying so.
  *
  * @since 0.1.0
  * @category clock
@@ -180,7 +181,12 @@ export const advanceUntilDone = <A, E, R>(
 ): Effect.Effect<A, E, R> => {
   const step = durationOption("step", options.step, "100 millis")
   const limit = durationOption("limit", options.limit, "10 minutes")
-  return Effect.flatMap(Effect.fork(effect), (fiber) =>
+  const notTestClock = Effect.dieMessage(
+    "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
+      "run the effect as it is there, or use it.effect"
+  )
+  return Effect.flatMap(Effect.clock, (clock) =>
+    typeof (clock as { readonly adjust?: unknown }).adjust !== "function" ? notTestClock : Effect.flatMap(Effect.fork(effect), (fiber) =>
     Effect.gen(function*() {
       let elapsed = Duration.zero
       // The fiber may need a few turns of the scheduler to reach its next sleep, or its end.
@@ -197,7 +203,7 @@ export const advanceUntilDone = <A, E, R>(
         elapsed = Duration.sum(elapsed, step)
       }
       return yield* Fiber.join(fiber)
-    }))
+    })))
 }
 
 const durationOption = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>

@@ -41,6 +41,17 @@ describe("FinTest.advanceUntilDone", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
 
+  it.live("under a live clock (it.live), dies saying it needs the TestClock, not with a TypeError", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("1 millis")))
+      expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+        Option.some(
+          "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
+            "run the effect as it is there, or use it.effect"
+        )
+      )
+    }))
+
   it("refuses a step or limit that is not a duration above zero", () => {
     expect(() => FinTest.advanceUntilDone(Effect.void, { step: 0 })).toThrow("advanceUntilDone: step must be greater than zero")
     expect(() => FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" })).toThrow("limit is not a valid duration")
