@@ -299,8 +299,11 @@ export interface InMemoryHttpService {
    * program, so a test can assert there are none.
    */
   readonly unmatched: Effect.Effect<ReadonlyArray<RecordedRequest>>
-  /** Requests whose `METHOD /path` matches `route` (same pattern syntax as the routes). */
-  readonly count: (route: string) => Effect.Effect<number>
+  /**
+   * Requests whose `METHOD /path` matches `route`: the routes' syntax, so a method not in upper case is a compile error
+   * (a `*` stands for a segment; the emulator's counter names, `{country_code}`, match nothing here).
+   */
+  readonly count: (route: Route) => Effect.Effect<number>
   readonly clear: Effect.Effect<void>
 }
 

@@ -83,6 +83,9 @@ describe("FinTest.layerClient routes", () => {
       const lower: FinTest.Routes = { "post /v1/fee-calculation": () => FinTest.json(200, quoteBody) }
       // @ts-expect-error no space between the method and the path
       const glued: FinTest.Routes = { "POST/v1/fee-calculation": () => FinTest.json(200, quoteBody) }
+      // So is a count in another syntax (which would count nothing).
+      // @ts-expect-error a method in lower case
+      const _lowerCount = (http: FinTest.InMemoryHttpService) => http.count("post /v1/fee-calculation")
       // A misspelt path compiles: the request it was meant for is answered 404 and listed as unmatched.
       const misspelt: FinTest.Routes = { "POST /v1/fee-calulation": () => FinTest.json(200, quoteBody) }
       for (const routes of [lower, glued, misspelt]) {

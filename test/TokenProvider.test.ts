@@ -26,7 +26,7 @@ const MIN = 60_000
 const fee = () => FinTest.json(200, quoteBody)
 const getToken = Effect.flatMap(TokenProvider.TokenProvider, (p) => p.get)
 const tokenValue = Effect.map(getToken, Redacted.value)
-const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
+const count = (route: FinTest.Route) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
 const requestsTo = (path: string) =>
   Effect.map(Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests), (all) => all.filter((r) => r.path === path))
 

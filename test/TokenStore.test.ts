@@ -25,7 +25,7 @@ import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens 
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
-const count = (route: string) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
+const count = (route: FinTest.Route) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
 const bearers = Effect.map(
   Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests),
   (all) => all.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.headers.authorization)
