@@ -964,12 +964,15 @@ describe("HttpTransport", () => {
   }
 
   // The platform sent none then either; a noop span's headers ("00-noop-noop-00") are no trace context.
-  it.effect("sends no trace headers when the tracer is off, even with tracePropagation", () =>
+  // Nor the context of a span of the user's around it: this call does not run in that span.
+  it.effect("sends no trace headers when the tracer is off, even with tracePropagation and a span around it", () =>
     Effect.gen(function*() {
       yield* calculate.pipe(Effect.withTracerEnabled(false))
+      yield* calculate.pipe(Effect.withTracerEnabled(false), Effect.withSpan("user-outer"))
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.map((r) => [r.path, r.headers.traceparent, r.headers.b3])).toEqual([
         ["/v1/oauth/token", undefined, undefined],
+        ["/v1/fee-calculation", undefined, undefined],
         ["/v1/fee-calculation", undefined, undefined]
       ])
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))

@@ -22,6 +22,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
 import {
   ApiError,
   AuthenticationError,
@@ -569,12 +570,16 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
 export const statusOf = (error: object): number | undefined =>
   "status" in error && typeof error.status === "number" ? error.status : undefined
 
-// The trace headers of effect-fin's own span of the call (or of the token call). A span of a tracer that is off
-// propagates nothing (its headers would read "00-noop-noop-00"; the platform sent none then either).
+// The trace headers of effect-fin's own span of the call (or of the token call). One made while the tracer was off is
+// marked not to propagate: no headers then, as the platform sent none (its own would read "00-noop-noop-00"), and not
+// a span of the user's around the call either, which this call does not run in.
 const withTraceHeaders = (request: HttpClientRequest.HttpClientRequest) =>
-  Effect.match(Effect.currentPropagatedSpan, {
+  Effect.match(Effect.currentSpan, {
     onFailure: () => request,
-    onSuccess: (span) => HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span))
+    onSuccess: (span) =>
+      Context.get(span.context, Tracer.DisablePropagation)
+        ? request
+        : HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span))
   })
 
 /**
