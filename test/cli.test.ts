@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -7,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { servesUntilStopped } from "../src/cli/main.js"
+import { plainWhereNoColour, servesUntilStopped } from "../src/cli/main.js"
 import { errorLine } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
@@ -231,6 +232,35 @@ describe("effect-fin (offline commands)", () => {
       expect(result.stdout).not.toContain("npm run")
     }
   })
+})
+
+describe("the CLI's console", () => {
+  // A console of the user's may be a class: its getters (the loggers read `unsafe`) and methods must reach it bound.
+  it.effect("takes colour codes out where colour is off, and leaves the rest of a class console working", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      class Recording {
+        readonly #lines = lines
+        get unsafe() {
+          return { log: (...args: ReadonlyArray<unknown>) => this.#lines.push(`unsafe ${args.join(" ")}`) }
+        }
+        log(...args: ReadonlyArray<unknown>) {
+          return Effect.sync(() => void this.#lines.push(`log ${args.join(" ")}`))
+        }
+        error(...args: ReadonlyArray<unknown>) {
+          return Effect.sync(() => void this.#lines.push(`error ${args.join(" ")}`))
+        }
+        info(...args: ReadonlyArray<unknown>) {
+          return Effect.sync(() => void this.#lines.push(`info ${args.join(" ")}`))
+        }
+      }
+      const console = plainWhereNoColour(new Recording() as unknown as Console.Console, { out: false, err: true })
+      yield* console.log("\x1b[0;1mUSAGE\x1b[0m", 2)
+      yield* console.error("\x1b[31mred\x1b[0m")
+      yield* console.info("as is")
+      console.unsafe.log("direct")
+      expect(lines).toEqual(["log USAGE 2", "error \x1b[31mred\x1b[0m", "info as is", "unsafe direct"])
+    }))
 })
 
 describe("effect-fin against the emulator", () => {

@@ -328,16 +328,32 @@ export const command = Command.make("effect-fin").pipe(
 // @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
 // them as plain text.
 const colourCodes = /\x1b\[[0-9;]*m/g
-const plainOffTerminal = Effect.map(Effect.console, (console): Console.Console => {
-  const noColour = process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
-  const forStream = (stream: NodeJS.WriteStream) => (args: ReadonlyArray<unknown>) =>
-    stream.isTTY === true && !noColour
-      ? args
-      : args.map((arg) => typeof arg === "string" ? arg.replace(colourCodes, "") : arg)
-  const out = forStream(process.stdout)
-  const err = forStream(process.stderr)
-  return { ...console, log: (...args) => console.log(...out(args)), error: (...args) => console.error(...err(args)) }
-})
+const noColour = () => process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
+const colourOn = (stream: { readonly isTTY?: boolean | undefined }) => stream.isTTY === true && !noColour()
+
+/**
+ * `console` with the colour codes taken out of what it logs to an output that is not a terminal (`colour` off for
+ * it). Everything else is the console's own, bound to it (a console may be a class, with getters and private state).
+ *
+ * @internal
+ */
+export const plainWhereNoColour = (
+  console: Console.Console,
+  colour: { readonly out: boolean; readonly err: boolean }
+): Console.Console => {
+  const plain = (on: boolean) => (args: ReadonlyArray<unknown>) =>
+    on ? args : args.map((arg) => typeof arg === "string" ? arg.replace(colourCodes, "") : arg)
+  const out = plain(colour.out)
+  const err = plain(colour.err)
+  return new Proxy(console, {
+    get: (target, key) => {
+      if (key === "log") return (...args: ReadonlyArray<unknown>) => target.log(...out(args))
+      if (key === "error") return (...args: ReadonlyArray<unknown>) => target.error(...err(args))
+      const value: unknown = Reflect.get(target, key, target)
+      return typeof value === "function" ? value.bind(target) : value
+    }
+  })
+}
 
 /**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
@@ -362,7 +378,9 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   }
   return Command.run(command, { name: "effect-fin", version })(argv).pipe(
     // Logs (a fallback's warning, say) go to stderr: stdout carries only the answer, which `--json` keeps parseable.
-    Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))),
+    Effect.provide(
+      Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: colourOn(process.stderr) }))
+    ),
     Effect.tapErrorCause(() => Effect.sync(() => {
       process.exitCode = 1
     })),
@@ -370,6 +388,11 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       // @effect/cli has already printed a usage error (one line, then a blank one); ours are one line with the tag.
       ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
     ),
-    (program) => Effect.flatMap(plainOffTerminal, (console) => Effect.withConsole(program, console))
+    (program) =>
+      Effect.flatMap(Effect.console, (console) =>
+        Effect.withConsole(
+          program,
+          plainWhereNoColour(console, { out: colourOn(process.stdout), err: colourOn(process.stderr) })
+        ))
   )
 }
