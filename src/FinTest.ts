@@ -123,19 +123,19 @@ export const stall: Reply = { _tag: "Stall" }
 
 /**
  * The connection lost while the body is read (headers sent): a `TransportError` of reason `BodyReadFailed` carrying
- * `code`, as a real client's is.
+ * `code`, as a real client's is. Throws `IllegalArgumentException` for a status that has no body (204, 205, 304).
  *
  * @since 0.1.0
  * @category replies
  */
-export const failBody = (code = "ECONNRESET", status = 200): Reply => ({
-  _tag: "Respond",
-  status,
-  body: "",
-  headers: {},
-  stallBody: false,
-  failBody: code
-})
+export const failBody = (code = "ECONNRESET", status = 200): Reply => {
+  if (noBody(status)) {
+    throw new Cause.IllegalArgumentException(`effect-fin/test: failBody: a ${status} has no body to lose`)
+  }
+  return { _tag: "Respond", status, body: "", headers: {}, stallBody: false, failBody: code }
+}
+
+const noBody = (status: number) => status === 204 || status === 205 || status === 304
 
 /**
  * A transport failure, as a refused or reset connection. A system error code (`ECONNREFUSED`, the default,
@@ -382,11 +382,10 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
         }
       })
       const status = reply.status
-      const nullBody = status === 204 || status === 205 || status === 304
       return Effect.succeed(
         HttpClientResponse.fromWeb(
           request,
-          new Response(nullBody ? null : stream, { status, headers: reply.headers })
+          new Response(noBody(status) ? null : stream, { status, headers: reply.headers })
         )
       )
     }

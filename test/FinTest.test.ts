@@ -74,6 +74,12 @@ describe("FinTest transport failures", () => {
     }).pipe(provideClient({
       [FEE]: FinTest.sequence(FinTest.fail("ENOTFOUND"), FinTest.failBody(), FinTest.fail("connection refused"))
     }, { maxRetries: 0 })))
+
+  it("failBody refuses a status that has no body to lose, when made", () => {
+    for (const status of [204, 205, 304]) {
+      expect(() => FinTest.failBody("ECONNRESET", status)).toThrow(`effect-fin/test: failBody: a ${status} has no body to lose`)
+    }
+  })
 })
 
 describe("FinTest.layerClient routes", () => {
