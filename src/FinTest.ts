@@ -185,8 +185,7 @@ export const advanceUntilDone = <A, E, R>(
     "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
       "run the effect as it is there, or use it.effect"
   )
-  return Effect.flatMap(Effect.clock, (clock) =>
-    typeof (clock as { readonly adjust?: unknown }).adjust !== "function" ? notTestClock : Effect.flatMap(Effect.fork(effect), (fiber) =>
+  const advancing = Effect.flatMap(Effect.fork(effect), (fiber) =>
     Effect.gen(function*() {
       let elapsed = Duration.zero
       // The fiber may need a few turns of the scheduler to reach its next sleep, or its end.
@@ -203,7 +202,9 @@ export const advanceUntilDone = <A, E, R>(
         elapsed = Duration.sum(elapsed, step)
       }
       return yield* Fiber.join(fiber)
-    })))
+    }))
+  return Effect.flatMap(Effect.clock, (clock) =>
+    typeof (clock as { readonly adjust?: unknown }).adjust === "function" ? advancing : notTestClock)
 }
 
 const durationOption = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>
@@ -240,8 +241,8 @@ export const delayed = (duration: Duration.DurationInput, handler: Handler): Han
 /**
  * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's
  * timestamp format, expiring `lifetime` after the current `Clock` time. Throws `IllegalArgumentException` when a
- * lifetime is not a duration from 1 second (expiries are sent in whole seconds) to 100 years. It counts for as long as it lives: make one per test.
- * Serve it on both token routes to number issued and refreshed tokens in one sequence.
+ * lifetime is not a duration from 1 second (expiries are sent in whole seconds) to 100 years. It counts for as long as
+ * it lives: make one per test. Serve it on both token routes to number issued and refreshed tokens in one sequence.
  *
  * @since 0.1.0
  * @category handlers
