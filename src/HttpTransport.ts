@@ -40,16 +40,21 @@ export interface RequestSpec<A, I> {
   readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
-  readonly query?: Readonly<Record<string, string>> | undefined
+  /** Text values; one left `undefined` (an optional parameter) is not sent. */
+  readonly query?: Readonly<Record<string, string | undefined>> | undefined
   readonly body?: unknown
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
-   * the fee quote's POST, or when the service documents it as idempotent). Unsafe calls are never retried, so a retry
-   * can never double-charge. Default: `true` for GET only.
+   * the fee quote's POST, or when the service documents it as idempotent). Unsafe calls are not retried after a
+   * failure, so a retry can never double-charge; the one resend of any call is after a 401, which the service answers
+   * before doing anything, with a fresh token. Default: `true` for GET only.
    */
   readonly safe?: boolean | undefined
-  /** Span name suffix and metric tag, e.g. `fee-calculation`. Default `request`. */
+  /**
+   * Span name suffix and metric tag, e.g. `fee-calculation`: letters, digits and `._-`, at most 64, the same for every
+   * call of the route (never an id: each name is a metric series). Default `request`.
+   */
   readonly name?: string | undefined
 }
 
@@ -122,35 +127,85 @@ export const withOptions: {
 )
 
 const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
+// Far past any route of the service; a longer one (an id from outside, say) would end up whole in errors and spans.
+const MAX_PATH = 2048
+const METHODS: ReadonlySet<unknown> = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"])
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 const invalidRequest = (path: string, message: string, expected: string) =>
   new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
 
+// What the types say, checked too: a spec may come from untyped code, a cast or configuration, and `safe` is what
+// keeps a payment from being sent twice (`"false"` would be truthy).
 const validateSpec = (
-  path: string,
+  spec: Omit<RequestSpec<unknown, unknown>, "response">,
   config: FinConfig.Resolved,
   options: CallOptions,
   defaults: Either.Either<CallOptionsInternal.Resolved, RequestValidationError>
 ): Either.Either<CallOptionsInternal.Resolved, RequestValidationError> => {
-  if (!PATH.test(path) || path.split("/").some((s) => s === "." || s === "..")) {
-    return Either.left(invalidRequest("path", "Invalid request path", "an absolute path of plain segments"))
+  const { path } = spec
+  if (!METHODS.has(spec.method)) {
+    return Either.left(invalidRequest("method", "Invalid request method", "GET, POST, PUT, PATCH or DELETE"))
+  }
+  if (
+    typeof path !== "string" || path.length > MAX_PATH || !PATH.test(path) ||
+    path.split("/").some((s) => s === "." || s === "..")
+  ) {
+    return Either.left(
+      invalidRequest("path", "Invalid request path", `an absolute path of plain segments, at most ${MAX_PATH} characters`)
+    )
+  }
+  if (spec.safe !== undefined && typeof spec.safe !== "boolean") {
+    return Either.left(invalidRequest("safe", "Invalid request option safe", "true or false"))
+  }
+  if (spec.name !== undefined && !(typeof spec.name === "string" && NAME.test(spec.name))) {
+    return Either.left(
+      invalidRequest("name", "Invalid request name", "letters, digits and ._- (at most 64), the same for every call")
+    )
+  }
+  if (spec.method === "GET" && spec.body !== undefined) {
+    return Either.left(invalidRequest("body", "A GET request has no body", "no body (put the values in query)"))
   }
   // Without per-call overrides, the options resolved once when the transport was built.
   return hasNoKeys(options) ? defaults : CallOptionsInternal.resolve(config, options)
 }
 
+// `?` and the text values, in order; one left undefined is not sent (never as "undefined").
+const queryString = (query: unknown): Either.Either<string, RequestValidationError> => {
+  if (query === undefined) return Either.right("")
+  const refused = Either.left(invalidRequest("query", "Invalid request query", "an object of text values"))
+  if (typeof query !== "object" || query === null || Array.isArray(query)) return refused
+  const params = new URLSearchParams()
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue
+    if (typeof value !== "string") return refused
+    params.append(key, value)
+  }
+  const text = params.toString()
+  return Either.right(text === "" ? "" : `?${text}`)
+}
+
+// JSON writes NaN and the infinities as null: in an amount, another value than the one given.
+const finiteNumbers = (_key: string, value: unknown) => {
+  if (typeof value === "number" && !Number.isFinite(value)) throw new RangeError("not a finite number")
+  return value
+}
+
 // Serialised before anything is sent (and once, not per attempt): a body JSON cannot hold (a BigInt, a cycle, a
-// function) is the caller's mistake, a typed error, never a defect. The reason is not kept: it may quote a value.
+// function, a number that is not finite) is the caller's mistake, a typed error, never a defect. The reason is not
+// kept: it may quote a value.
 const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValidationError> => {
   if (body === undefined) return Either.right(undefined)
   let text: string | undefined
   try {
-    text = JSON.stringify(body)
+    text = JSON.stringify(body, finiteNumbers)
   } catch {
     text = undefined
   }
   return text === undefined
-    ? Either.left(invalidRequest("body", "The request body cannot be sent as JSON", "a value JSON can represent"))
+    ? Either.left(
+      invalidRequest("body", "The request body cannot be sent as JSON", "a value JSON can represent, numbers finite")
+    )
     : Either.right(text)
 }
 
@@ -198,21 +253,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
 
-    const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> =>
-      Effect.gen(function*() {
-        const name = spec.name ?? "request"
+    const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> => {
+      // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
+      const name = typeof spec.name === "string" && NAME.test(spec.name) ? spec.name : "request"
+      return Effect.gen(function*() {
         // Refused before anything is sent: counted and traced all the same, with no attempt (no latency either).
         const refused = (error: RequestValidationError) =>
           Effect.zipRight(
             Http.annotateOutcome(0, error._tag, undefined),
             Metric.increment(requestsByOutcome(name)(error._tag))
           )
-        const options = yield* validateSpec(spec.path, config, yield* FiberRef.get(currentOptions), defaults).pipe(
+        const options = yield* validateSpec(spec, config, yield* FiberRef.get(currentOptions), defaults).pipe(
           Effect.tapError(refused)
         )
         const body = yield* Effect.tapError(jsonBody(spec.body), refused)
+        const query = yield* Effect.tapError(queryString(spec.query), refused)
         const operation = `${spec.method} ${spec.path}`
-        const query = spec.query === undefined ? "" : `?${new URLSearchParams(spec.query).toString()}`
         const url = config.baseUrl + spec.path + query
         const decode = Http.decoderFor(spec.response)
         const safe = spec.safe ?? spec.method === "GET"
@@ -359,13 +415,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         )
         return result
       }).pipe(
-        Effect.withSpan(`effect-fin.${spec.name ?? "request"}`, {
+        Effect.withSpan(`effect-fin.${name}`, {
           kind: "client",
           // The call site would be this line of effect-fin, never the user's: capturing it costs a stack trace per call.
           captureStackTrace: false,
           attributes: { "http.request.method": spec.method, "url.path": spec.path }
         })
       )
+    }
 
     return HttpTransport.of({ request })
   })

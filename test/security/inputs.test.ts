@@ -396,6 +396,33 @@ describe("Inputs from outside are validated before use", () => {
       expect(url.hash).toBe("")
       expect(Object.keys(request!.headers)).not.toContain("x-injected")
     }))
+
+  // From untyped code, a cast, or a value read from configuration: the flag that keeps a payment from being sent twice,
+  // the method, a metric label, query values and numbers JSON would turn into null are checked before anything is sent.
+  it.scoped("request specs: a bad method, safe flag, name, query value, GET body, long path or non-finite number is refused, nothing sent", () =>
+    Effect.gen(function*() {
+      const { client, sent } = yield* recordingClient()
+      const request = (spec: Record<string, unknown>) =>
+        client.transport.request(
+          { method: "POST", path: "/v1/transfers", response: Schema.Unknown, ...spec } as unknown as HttpTransport.RequestSpec<
+            unknown,
+            unknown
+          >
+        )
+      const wrong = yield* refuseAll<Record<string, unknown>>([
+        { method: "post" }, { method: "OPTIONS" }, { method: "GET", body: { a: 1 } }, { safe: "false" }, { safe: 1 },
+        { name: "" }, { name: "a\nb" }, { name: "x".repeat(65) }, { name: "fee calculation" },
+        { query: { a: 1 } }, { query: { a: null } }, { query: { a: ["x", "y"] } }, { query: "a=1" },
+        { body: { amount: Number.NaN } }, { body: { amount: Number.POSITIVE_INFINITY } }, { body: [Number.NEGATIVE_INFINITY] },
+        { path: `/v1/${"x".repeat(2_100)}` }
+      ], request)
+      expect(wrong).toEqual([])
+      expect(yield* sent).toEqual([])
+      // A query value left undefined (an optional parameter) is left out, not sent as "undefined".
+      yield* request({ method: "GET", path: "/v1/countries/USA/subdivisions", query: { a: "1", b: undefined } })
+      const calls = (yield* sent).filter((r) => r.path === "/v1/countries/USA/subdivisions")
+      expect(calls.map((r) => new URL(r.url).search)).toEqual(["?a=1"])
+    }))
 })
 
 // --- The command line ----------------------------------------------------------------------------------------------------
