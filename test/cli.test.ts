@@ -260,6 +260,13 @@ describe("the CLI's console", () => {
       yield* console.info("as is")
       console.unsafe.log("direct")
       expect(lines).toEqual(["log USAGE 2", "error \x1b[31mred\x1b[0m", "info as is", "unsafe direct"])
+      // A frozen console too (a Proxy over it could only hand out its frozen methods unchanged).
+      const own = new Recording()
+      const frozenConsole = Object.freeze({ log: own.log.bind(own), info: own.info.bind(own) })
+      const frozen = plainWhereNoColour(frozenConsole as unknown as Console.Console, { out: false, err: false })
+      yield* frozen.log("\x1b[1mfrozen\x1b[0m")
+      yield* frozen.info("info")
+      expect(lines.slice(4)).toEqual(["log frozen", "info info"])
     }))
 })
 

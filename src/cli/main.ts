@@ -345,13 +345,15 @@ export const plainWhereNoColour = (
     on ? args : args.map((arg) => typeof arg === "string" ? arg.replace(colourCodes, "") : arg)
   const out = plain(colour.out)
   const err = plain(colour.err)
-  return new Proxy(console, {
-    get: (target, key) => {
-      if (key === "log") return (...args: ReadonlyArray<unknown>) => target.log(...out(args))
-      if (key === "error") return (...args: ReadonlyArray<unknown>) => target.error(...err(args))
-      const value: unknown = Reflect.get(target, key, target)
-      return typeof value === "function" ? value.bind(target) : value
-    }
+  // Over an empty object, not the console itself: a frozen console's methods could only be handed out unchanged.
+  return new Proxy({} as Console.Console, {
+    get: (_, key) => {
+      if (key === "log") return (...args: ReadonlyArray<unknown>) => console.log(...out(args))
+      if (key === "error") return (...args: ReadonlyArray<unknown>) => console.error(...err(args))
+      const value: unknown = Reflect.get(console, key, console)
+      return typeof value === "function" ? value.bind(console) : value
+    },
+    has: (_, key) => key in console
   })
 }
 
