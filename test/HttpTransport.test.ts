@@ -7,6 +7,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -962,6 +963,24 @@ describe("HttpTransport", () => {
         )
       )))
   }
+
+  // A client of the user's that turns its failures into defects (`Effect.orDie`): the call still ends in a typed error,
+  // and no span's end holds the request (the token call's body has the client secret).
+  it.effect("a client whose failures are defects: a TransportError all the same, no request in any span's end", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const error = yield* Effect.flip(Effect.provide(calculate, tracing))
+      expect(error).toMatchObject({ _tag: "TransportError", code: "ECONNREFUSED", operation: "POST /v1/oauth/token" })
+      const exits = (yield* spans).map((span) => span.status._tag === "Ended" ? Inspectable.format(span.status.exit) : "")
+      expect(exits.join("\n")).not.toContain("client_secret")
+    }).pipe(Effect.provide(
+      FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010", maxRetries: 0 }).pipe(
+        Layer.provideMerge(Layer.effect(
+          HttpClient.HttpClient,
+          Effect.map(HttpClient.HttpClient, (client) => HttpClient.transformResponse(client, Effect.orDie))
+        ).pipe(Layer.provideMerge(FinTest.layerHttpClient({ "POST /v1/oauth/token": () => FinTest.fail() }))))
+      )
+    )))
 
   // The platform sent none then either; a noop span's headers ("00-noop-noop-00") are no trace context.
   // Nor the context of a span of the user's around it: this call does not run in that span.

@@ -8,7 +8,7 @@
  * @internal
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
@@ -515,6 +515,11 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       }))
     }),
     Effect.mapError((error) => transportError(error, spec)),
+    // A client that turns its failures into defects (`Effect.orDie` in a user's wrapper) would end the call in a
+    // defect holding the request, secret body and all: it is the transport failure it was.
+    Effect.catchAllDefect((defect) =>
+      HttpClientError.isHttpClientError(defect) ? Effect.fail(transportError(defect, spec)) : Effect.die(defect)
+    ),
     (response) =>
       timeoutFail(response, spec.timeout, () =>
         new TimeoutError({
