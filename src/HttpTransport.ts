@@ -139,6 +139,7 @@ const invalidRequest = (path: string, message: string, expected: string) =>
 // keeps a payment from being sent twice (`"false"` would be truthy).
 const validateSpec = (
   spec: Omit<RequestSpec<unknown, unknown>, "response">,
+  nameValid: boolean,
   config: FinConfig.Resolved,
   options: CallOptions,
   defaults: Either.Either<CallOptionsInternal.Resolved, RequestValidationError>
@@ -158,7 +159,7 @@ const validateSpec = (
   if (spec.safe !== undefined && typeof spec.safe !== "boolean") {
     return Either.left(invalidRequest("safe", "Invalid request option safe", "true or false"))
   }
-  if (spec.name !== undefined && !(typeof spec.name === "string" && NAME.test(spec.name))) {
+  if (!nameValid) {
     return Either.left(
       invalidRequest("name", "Invalid request name", "letters, digits and ._- (at most 64), the same for every call")
     )
@@ -255,7 +256,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
     const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> => {
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
-      const name = typeof spec.name === "string" && NAME.test(spec.name) ? spec.name : "request"
+      const nameValid = spec.name === undefined || (typeof spec.name === "string" && NAME.test(spec.name))
+      const name = nameValid ? spec.name ?? "request" : "request"
       return Effect.gen(function*() {
         // Refused before anything is sent: counted and traced all the same, with no attempt (no latency either).
         const refused = (error: RequestValidationError) =>
@@ -263,7 +265,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             Http.annotateOutcome(0, error._tag, undefined),
             Metric.increment(requestsByOutcome(name)(error._tag))
           )
-        const options = yield* validateSpec(spec, config, yield* FiberRef.get(currentOptions), defaults).pipe(
+        const options = yield* validateSpec(spec, nameValid, config, yield* FiberRef.get(currentOptions), defaults).pipe(
           Effect.tapError(refused)
         )
         const body = yield* Effect.tapError(jsonBody(spec.body), refused)
