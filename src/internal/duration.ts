@@ -27,12 +27,12 @@ export const MAX_TIMER = Duration.days(24)
 /**
  * The longest lifetime a token or a quote is given: its expiry is sent as a timestamp, which keeps four-digit years.
  */
-export const MAX_LIFETIME = Duration.days(36_500)
+const MAX_LIFETIME = Duration.days(36_500)
 
 /**
  * The shortest: expiries are sent in whole seconds, so a shorter lifetime could read as ending when it began.
  */
-export const MIN_LIFETIME = Duration.seconds(1)
+const MIN_LIFETIME = Duration.seconds(1)
 
 /** Why a lifetime (already a duration above zero) cannot be sent as an expiry; undefined when it can. */
 export const lifetimeProblem = (lifetime: Duration.Duration): string | undefined =>
