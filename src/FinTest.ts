@@ -77,41 +77,59 @@ export type Reply =
   | { readonly _tag: "Fail"; readonly description: string }
   | { readonly _tag: "Stall" }
 
+// A response's status is from 200 to 599 (fetch's `Response` refuses others, so would the client at request time, as a
+// defect of the call): a reply with another is the test's mistake, refused where it is written.
+const checked = (status: number): number => {
+  if (!Number.isInteger(status) || status < 200 || status > 599) {
+    throw new Cause.IllegalArgumentException(
+      `effect-fin/test: ${status} is no response status (a whole number from 200 to 599)`
+    )
+  }
+  return status
+}
+
 /**
- * A JSON answer.
+ * A JSON answer. Throws `IllegalArgumentException` for a status outside 200-599.
  *
  * @since 0.1.0
  * @category replies
  */
 export const json = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): Reply => ({
   _tag: "Respond",
-  status,
+  status: checked(status),
   body: JSON.stringify(body),
   headers: { "content-type": "application/json", ...headers },
   stallBody: false
 })
 
 /**
- * An answer with a raw body (for malformed or truncated JSON).
+ * An answer with a raw body (for malformed or truncated JSON). Throws `IllegalArgumentException` for a status outside
+ * 200-599.
  *
  * @since 0.1.0
  * @category replies
  */
 export const text = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): Reply => ({
   _tag: "Respond",
-  status,
+  status: checked(status),
   body,
   headers,
   stallBody: false
 })
 
 /**
- * Headers arrive, the body never finishes.
+ * Headers arrive, the body never finishes. Throws `IllegalArgumentException` for a status outside 200-599.
  *
  * @since 0.1.0
  * @category replies
  */
-export const stallBody = (status = 200): Reply => ({ _tag: "Respond", status, body: "", headers: {}, stallBody: true })
+export const stallBody = (status = 200): Reply => ({
+  _tag: "Respond",
+  status: checked(status),
+  body: "",
+  headers: {},
+  stallBody: true
+})
 
 /**
  * No answer at all, ever (until the client gives up).
@@ -123,13 +141,14 @@ export const stall: Reply = { _tag: "Stall" }
 
 /**
  * The connection lost while the body is read (headers sent): a `TransportError` of reason `BodyReadFailed` carrying
- * `code`, as a real client's is. Throws `IllegalArgumentException` for a status that has no body (204, 205, 304).
+ * `code`, as a real client's is. Throws `IllegalArgumentException` for a status that has no body (204, 205, 304) or is
+ * outside 200-599.
  *
  * @since 0.1.0
  * @category replies
  */
 export const failBody = (code = "ECONNRESET", status = 200): Reply => {
-  if (noBody(status)) {
+  if (noBody(checked(status))) {
     throw new Cause.IllegalArgumentException(`effect-fin/test: failBody: a ${status} has no body to lose`)
   }
   return { _tag: "Respond", status, body: "", headers: {}, stallBody: false, failBody: code }

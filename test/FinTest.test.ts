@@ -82,6 +82,28 @@ describe("FinTest transport failures", () => {
   })
 })
 
+describe("FinTest replies", () => {
+  // A real response has a status from 200 to 599 (fetch's Response refuses others): one outside is the test's mistake,
+  // reported where it is written, not as a defect of the call that meets it.
+  it("a status no HTTP response can have is refused when the reply is made", () => {
+    for (const status of [0, 99, 101, 199, 600, 200.5, Number.NaN]) {
+      const message = `effect-fin/test: ${status} is no response status (a whole number from 200 to 599)`
+      expect(() => FinTest.json(status, {})).toThrow(message)
+      expect(() => FinTest.text(status, "")).toThrow(message)
+      expect(() => FinTest.stallBody(status)).toThrow(message)
+      expect(() => FinTest.failBody("ECONNRESET", status)).toThrow(message)
+    }
+  })
+
+  it.effect("statuses from 200 to 599 are answered as given", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(first).toMatchObject({ _tag: "ApiError", status: 599 })
+      const second = yield* FeeService.calculate(quoteRequest)
+      expect(second.source_amount).toBe(quoteBody.data.source_amount)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.json(599, {}), FinTest.json(200, quoteBody)) }, { maxRetries: 0 })))
+})
+
 describe("FinTest.layerClient routes", () => {
   it.effect("a route's method is checked when compiled (tsc); a route no request matches is listed as unmatched", () =>
     Effect.gen(function*() {
