@@ -353,6 +353,14 @@ describe("HttpTransport", () => {
   it.effect("a Retry-After that is neither whole seconds nor an HTTP date is ignored: the backoff applies", () =>
     secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "1.5" }), ok) })))
 
+  it.effect("retry-after-ms below one millisecond is a wait of zero: the backoff applies", () =>
+    secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "0.001" }), ok) })))
+
+  it.effect("retry-after-ms: 0 beside Retry-After: 30 waits the 30 seconds", () =>
+    secondAttemptAfter(30_000).pipe(
+      provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "0", "retry-after": "30" }), ok) })
+    ))
+
   it.effect("Retry-After: 0 (or a date now past) does not skip the backoff: the service is slowing us down", () =>
     secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "0" }), ok) })))
 
@@ -1188,7 +1196,14 @@ describe("HttpTransport", () => {
       const now = Date.UTC(2026, 0, 1, 0, 0, 0)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "3" }, now)!)).toBe(3000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thu, 01 Jan 2026 00:00:05 GMT" }, now)!)).toBe(5000)
-      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(150)
+      // Both forms: the longer wait, as for a header sent twice (a zero in one cannot cancel the other's wait).
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(9000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "9500", "retry-after": "9" }, now)!)).toBe(9500)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0", "retry-after": "30" }, now)!)).toBe(30000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "250", "retry-after": "soon" }, now)!)).toBe(250)
+      // Milliseconds are whole ones: less than one is a wait of zero, which keeps the backoff.
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0.001" }, now)!)).toBe(0)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "1.9" }, now)!)).toBe(1)
       expect(parseRetryAfter({ "retry-after": "soon" }, now)).toBeUndefined()
       // The obsolete HTTP-date forms; asctime has no zone and is GMT.
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thursday, 01-Jan-26 00:00:07 GMT" }, now)!)).toBe(7000)

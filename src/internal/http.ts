@@ -240,20 +240,23 @@ const longestWait = (
 }
 
 /**
- * `retry-after-ms` (milliseconds), else `Retry-After` as whole seconds or an HTTP date; anything else is ignored (the
- * backoff applies). Only HTTP dates reach `Date.parse`, which reads "1.5" or "-1" as dates in 2001, a wait of zero.
- * A header sent more than once counts with its longest wait.
+ * `retry-after-ms` (whole milliseconds: less than one is a wait of zero) and `Retry-After` as whole seconds or an HTTP
+ * date; anything else is ignored (the backoff applies). Only HTTP dates reach `Date.parse`, which reads "1.5" or "-1"
+ * as dates in 2001, a wait of zero. A header sent more than once, or in both forms, counts with its longest wait: a
+ * zero in one cannot cancel the other's.
  */
 export const parseRetryAfter = (
   headers: Readonly<Record<string, string>>,
   nowMillis: number
-): Duration.Duration | undefined =>
-  longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Number(ms) : undefined) ??
-    longestWait(headers["retry-after"], (value) => {
-      if (/^\d+$/.test(value)) return Number(value) * 1000
-      const date = parseHttpDate(value)
-      return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
-    })
+): Duration.Duration | undefined => {
+  const millis = longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Math.floor(Number(ms)) : undefined)
+  const seconds = longestWait(headers["retry-after"], (value) => {
+    if (/^\d+$/.test(value)) return Number(value) * 1000
+    const date = parseHttpDate(value)
+    return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
+  })
+  return millis === undefined ? seconds : seconds === undefined ? millis : Duration.max(millis, seconds)
+}
 
 // The service's id of a request, kept in errors for its support: an id has a plain form (at most 128 printable
 // characters, no blank). Anything else (a page, a header a gateway echoed, with a credential in it) is not kept.
