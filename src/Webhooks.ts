@@ -208,9 +208,6 @@ export type Secret = Redacted.Redacted<string> | string
  */
 export type Secrets = Secret | ReadonlyArray<Secret>
 
-const toRedacted = (secret: Secret): Redacted.Redacted<string> =>
-  typeof secret === "string" ? Redacted.make(secret) : secret
-
 // What `String.prototype.trim` removes.
 const isSpace = (c: number): boolean =>
   c <= 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
@@ -229,10 +226,14 @@ const checkEnvironment = (where: "handler" | "verify", environment: unknown): vo
   }
 }
 
-/** The secrets to try, and whether one of them has whitespace around it (see `isPadded`). */
+/**
+ * The secrets to try, whether one of them has whitespace around it (see `isPadded`), and whether one is not text at
+ * all (untyped configuration: an unset variable, a number).
+ */
 interface SecretList {
   readonly keys: ReadonlyArray<Redacted.Redacted<string>>
   readonly padded: boolean
+  readonly notText: boolean
 }
 
 // The list of one `Redacted` secret, made once (it cannot change): the usual case, and on every verification.
@@ -246,21 +247,29 @@ const secretList = (secrets: Secrets): SecretList => {
     if (list === undefined) listsOfOne.set(one, list = listOf([one]))
     return list
   }
-  return listOf(typeof secrets === "string" ? [secrets] : secrets)
+  if (typeof secrets === "string") return listOf([secrets])
+  return Array.isArray(secrets) ? listOf(secrets) : { keys: [], padded: false, notText: true }
 }
 
-const listOf = (secrets: ReadonlyArray<Secret>): SecretList => {
+const listOf = (secrets: ReadonlyArray<unknown>): SecretList => {
   const keys: Array<Redacted.Redacted<string>> = []
   let padded = false
+  let notText = false
   for (const secret of secrets) {
-    const redacted = toRedacted(secret)
-    const value = Redacted.value(redacted)
+    const redacted = typeof secret === "string" ? Redacted.make(secret) : Redacted.isRedacted(secret) ? secret : undefined
+    const value = redacted === undefined ? undefined : Redacted.value(redacted)
+    if (typeof value !== "string") {
+      notText = true
+      continue
+    }
     if (value === "") continue
     padded ||= isPadded(value)
-    keys.push(redacted)
+    keys.push(redacted as Redacted.Redacted<string>)
   }
-  return { keys, padded }
+  return { keys, padded, notText }
 }
+
+const notTextMessage = "must be text or Redacted text, or a list of them"
 
 /**
  * Request headers in any of the usual forms: a plain record (header names in any case, Node's
@@ -370,9 +379,10 @@ const toBytes = (body: Uint8Array | string): Uint8Array => typeof body === "stri
 const checkSignature = (
   crypto: WebhookCryptoService,
   parsed: SignatureHeaders,
-  { keys: secrets, padded }: SecretList,
+  { keys: secrets, notText, padded }: SecretList,
   body: Uint8Array
 ): Effect.Effect<void, WebhookVerificationError> => {
+  if (notText) return Effect.fail(fail("no_secret", "the configuration holds a webhook secret that is not text"))
   if (secrets.length === 0) return Effect.fail(fail("no_secret", "no webhook secret is configured"))
   if (padded) return Effect.fail(fail("no_secret", `the configuration ${paddedMessage}`))
   const { algorithm, hex } = parsed
@@ -445,8 +455,11 @@ export const sign = (
   algorithm: Algorithm = "sha256"
 ): Effect.Effect<SignedHeaders> =>
   Effect.withFiberRuntime((fiber) => {
-    const redacted = toRedacted(secret)
-    if (Redacted.value(redacted) === "") return Effect.dieMessage("effect-fin: a webhook secret must not be empty")
+    const list = secretList(secret)
+    const redacted = list.keys[0]
+    if (list.notText || redacted === undefined) {
+      return Effect.dieMessage("effect-fin: a webhook secret must be text, and not empty")
+    }
     if (!algorithms.includes(algorithm)) {
       return Effect.dieMessage(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)
     }
@@ -945,7 +958,7 @@ const verifyDecoded = (
  *
  * Throws `IllegalArgumentException` when `maxAge` is not a duration greater than zero and finite (a NaN would refuse
  * every event, an infinite one silently switch the check off), or `environment` is neither `"sandbox"` nor
- * `"production"`. A secret with surrounding whitespace fails the call (`no_secret`).
+ * `"production"`. A secret with surrounding whitespace, or one that is not text, fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification
@@ -1353,6 +1366,7 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
+  if (secrets.notText) throw invalid(`secrets ${notTextMessage}`)
   if (secrets.keys.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
   if (secrets.padded) throw invalid(`secrets ${paddedMessage}`)
   checkEnvironment("handler", options.environment)
@@ -1472,7 +1486,7 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  *
  * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is negative, NaN, infinite or
  * not a duration, a `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never
- * fires), `secrets` with no non-empty secret or one with surrounding whitespace, an `environment` other than
+ * fires), `secrets` with no non-empty secret, one with surrounding whitespace or one that is not text, an `environment` other than
  * `"sandbox"` and `"production"`.
  *
  * @since 0.1.0

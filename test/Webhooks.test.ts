@@ -142,12 +142,16 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         }
       }).pipe(Effect.provide(cryptoLayer)))
 
-    it.effect("sign refuses an empty secret and an algorithm outside the allow-list with a defect that says so", () =>
+    it.effect("sign refuses an empty or non-text secret and an algorithm outside the allow-list with a defect that says so", () =>
       Effect.gen(function*() {
         const defect = (effect: Effect.Effect<unknown>) =>
           Effect.map(Effect.exit(effect), (exit) =>
             Exit.isFailure(exit) ? Cause.dieOption(exit.cause).pipe(Option.map((e) => (e as Error).message)) : Option.none())
-        expect(yield* defect(Webhooks.sign(currentBody, ""))).toEqual(Option.some("effect-fin: a webhook secret must not be empty"))
+        for (const bad of ["", Redacted.make(""), undefined, 42, Redacted.make(42)]) {
+          expect(yield* defect(Webhooks.sign(currentBody, bad as Webhooks.Secret))).toEqual(
+            Option.some("effect-fin: a webhook secret must be text, and not empty")
+          )
+        }
         expect(yield* defect(Webhooks.sign(currentBody, secret, "md5" as Webhooks.Algorithm)))
           .toEqual(Option.some("effect-fin: the signature algorithm is not one of sha256, sha384, sha512"))
       }).pipe(Effect.provide(cryptoLayer)))
@@ -325,6 +329,17 @@ describe("Webhooks decoding", () => {
       expect(padded.reason).toBe("no_secret")
       expect(padded.message).toContain("whitespace")
       expect(padded.message).not.toContain(secretValue)
+      // A secret that is no text (untyped configuration) is no secret, not a defect.
+      for (const secrets of [undefined, null, 42, [42], [secret, undefined], Redacted.make(42)]) {
+        const notText = yield* Effect.flip(Webhooks.verify(currentBody, headers, secrets as Webhooks.Secrets))
+        expect([notText.reason, notText.message]).toEqual([
+          "no_secret",
+          "the configuration holds a webhook secret that is not text"
+        ])
+        expect(yield* reasonOf(Webhooks.verifySignature(currentBody, headers, secrets as Webhooks.Secrets))).toBe(
+          "no_secret"
+        )
+      }
       // An environment other than the two is a mistake in the caller's configuration, said at once.
       expect(() => Webhooks.verify(currentBody, headers, secret, { environment: "Sandbox" as "sandbox" })).toThrow(
         `effect-fin: Webhooks.verify: environment must be "sandbox" or "production"`
@@ -1142,6 +1157,14 @@ describe("Webhooks.handler", () => {
     // Every delivery would be refused (401) with no clue why: the HMAC key would hold the newline.
     for (const secrets of ["whsec_x\n", [secretValue, " whsec_y"], Redacted.make("whsec_x\r\n")]) {
       refused({ secrets }, "secrets holds a webhook secret that starts or ends with whitespace (a trailing newline, say)")
+    }
+    // From untyped configuration (an unset variable, a number): said as such, not a TypeError from deep inside.
+    for (
+      const secrets of [undefined, null, 42, {}, [42], [undefined], [secretValue, null], Redacted.make(42), [
+        Redacted.make(undefined)
+      ]]
+    ) {
+      refused({ secrets: secrets as Webhooks.Secrets }, "secrets must be text or Redacted text, or a list of them")
     }
     // A misspelt event type (a compile error too) would have its events acknowledged and never handled.
     refused(
