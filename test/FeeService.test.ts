@@ -297,6 +297,19 @@ describe("FeeService", () => {
         fee: { fixed: 1, percentage: 2 },
         beneficiaries: { [GREEDY]: { currency: "CAD", developerFee: { fixed: 0, percentage: 98 } } }
       }))))
+    it.effect("half a cent rounds up, as the amounts are written: not as the nearest double happens to fall", () =>
+      Effect.gen(function*() {
+        const send = (source_amount: number) =>
+          FeeService.calculate({ source_currency: "USD", source_amount, destination_currency: "CAD" })
+        // 1.005, 10.075 and 0.145 lie just under their decimal value as doubles (x 100 is 100.4999...).
+        expect((yield* send(1.005)).source_amount).toBe(1.01)
+        expect((yield* send(10.075)).source_amount).toBe(10.08)
+        expect((yield* send(0.145)).source_amount).toBe(0.15)
+        expect((yield* send(1.0049)).source_amount).toBe(1)
+        // A fee of 1.5% of 67 is 1.005: 1.01, leaving 65.99.
+        const quote = yield* send(67)
+        expect([quote.fee.total, quote.destination_amount]).toEqual([1.01, 65.99])
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1 }, fee: { fixed: 0, percentage: 1.5 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))

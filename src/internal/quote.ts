@@ -129,7 +129,14 @@ export interface QuoteFigures {
   readonly fee: { readonly fixed: number; readonly percentage: number; readonly total: number; readonly is_fee_applied: boolean }
 }
 
-const round2 = (n: number): number => Math.round(n * 100) / 100
+// Half a cent rounds up as the amount is written in decimal: 1.005 is 1.01, though the double nearest it lies just
+// under (x 100 gives 100.4999..., which `Math.round` alone takes down). Fifteen significant digits are what a double
+// holds exactly in decimal, so the product read to fifteen is the amount the figures stand for; a larger product is
+// taken as it is (reading it to fifteen would change its last digits, and a cent is at a double's precision there).
+const round2 = (n: number): number => {
+  const cents = n * 100
+  return Math.round(Math.abs(cents) < 1e15 ? Number(cents.toPrecision(15)) : cents) / 100
+}
 
 /**
  * The rate of `from` -> `to` from a table keyed `"USD/CAD"`, using the inverse pair when only that is listed and 1
