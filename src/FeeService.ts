@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { RequestValidationError } from "./FinError.js"
+import { Issue, RequestValidationError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Issues from "./internal/issues.js"
@@ -125,6 +125,12 @@ const Quoted = Schema.Number.pipe(
   Schema.filter((n) => n >= 0 && n <= Number.MAX_SAFE_INTEGER, { message: () => QUOTED })
 ).annotations({ title: QUOTED })
 
+// No conversion is at a rate of zero: such a quote delivers nothing, whatever its amounts say.
+const RATE = `a number above 0, up to ${Number.MAX_SAFE_INTEGER}`
+const Rate = Schema.Number.pipe(
+  Schema.filter((n) => n > 0 && n <= Number.MAX_SAFE_INTEGER, { message: () => RATE })
+).annotations({ title: RATE })
+
 const FEE = `a number from -${Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`
 const FeeFigure = Schema.Number.pipe(
   Schema.filter((n) => Math.abs(n) <= Number.MAX_SAFE_INTEGER, { message: () => FEE })
@@ -168,7 +174,7 @@ export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
   source_currency: Schema.String,
   destination_currency: Schema.String,
   source_amount: Quoted,
-  exchange_rate: Quoted,
+  exchange_rate: Rate,
   destination_amount: Quoted,
   valid_till: Schema.optionalWith(ValidTill, { as: "Option", exact: true, nullable: true }),
   fee: Fee
@@ -242,6 +248,21 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
     onRight: Effect.succeed
   })
 
+// A quote in other currencies than those asked for (a mixed-up answer, a cache in between) is not this request's. With
+// a beneficiary, the destination currency is its account's, the service's to pick.
+const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
+  const issues: Array<Issue> = []
+  const { data } = response
+  if (request.source_currency !== undefined && data.source_currency !== request.source_currency) {
+    issues.push(new Issue({ path: "data.source_currency", expected: `${request.source_currency}, the currency asked for` }))
+  }
+  const destination = request.beneficiary_id === undefined ? request.destination_currency : undefined
+  if (destination !== undefined && data.destination_currency !== destination) {
+    issues.push(new Issue({ path: "data.destination_currency", expected: `${destination}, the currency asked for` }))
+  }
+  return issues
+}
+
 /**
  * Builds the service on the transport in context.
  *
@@ -260,6 +281,7 @@ export const make: Effect.Effect<Service, never, HttpTransport.HttpTransport> = 
               path: "/v1/fee-calculation",
               body,
               response: FeeCalculationResponse,
+              check: asked(body),
               // A quote changes nothing on the service, so sending it twice is harmless.
               safe: true,
               name: "fee-calculation"

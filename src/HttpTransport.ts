@@ -56,6 +56,12 @@ export interface RequestSpec<A, I> {
    * call of the route (never an id: each name is a metric series). Default `request`.
    */
   readonly name?: string | undefined
+  /**
+   * Checks a decoded answer against what was asked (a quote's currencies): any issue makes the attempt a
+   * `ResponseDecodeError` (not retried) with these issues. Put what was expected in `expected`, never the value
+   * received (errors keep no answered value).
+   */
+  readonly check?: ((value: A) => ReadonlyArray<Issue>) | undefined
 }
 
 /**
@@ -138,7 +144,7 @@ const invalidRequest = (path: string, message: string, expected: string) =>
 // What the types say, checked too: a spec may come from untyped code, a cast or configuration, and `safe` is what
 // keeps a payment from being sent twice (`"false"` would be truthy).
 const validateSpec = (
-  spec: Omit<RequestSpec<unknown, unknown>, "response">,
+  spec: Omit<RequestSpec<unknown, unknown>, "response" | "check"> & { readonly check?: unknown },
   nameValid: boolean,
   config: FinConfig.Resolved,
   options: CallOptions,
@@ -163,6 +169,9 @@ const validateSpec = (
     return Either.left(
       invalidRequest("name", "Invalid request name", "letters, digits and ._- (at most 64), the same for every call")
     )
+  }
+  if (spec.check !== undefined && typeof spec.check !== "function") {
+    return Either.left(invalidRequest("check", "Invalid request option check", "a function"))
   }
   if (spec.method === "GET" && spec.body !== undefined) {
     return Either.left(invalidRequest("body", "A GET request has no body", "no body (put the values in query)"))
@@ -293,6 +302,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
               body,
               decode,
+              check: spec.check,
               timeout: options.timeout,
               timeoutKind: "attempt",
               operation,

@@ -101,6 +101,8 @@ describe("FeeService", () => {
         ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":1e400`)],
         ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":-508679`)],
         ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":-1.45`)],
+        // No conversion is at a rate of zero.
+        ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":0`)],
         ["fee.total", data.replace(/"total":[\d.]+/, `"total":1e400`)],
         ["fee.fixed", data.replace(/"fixed":[\d.]+/, `"fixed":-9007199254740993`)]
       ]
@@ -120,6 +122,39 @@ describe("FeeService", () => {
         provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, { data: edge }) })
       )
       expect([quote.destination_amount, quote.source_amount, quote.exchange_rate]).toEqual([0, Number.MAX_SAFE_INTEGER, 0.00001])
+    }))
+
+  it.effect("a quote in other currencies than those asked for is a ResponseDecodeError, not retried", () =>
+    Effect.gen(function*() {
+      const answered = (data: Partial<typeof quoteBody.data>) => ({
+        "POST /v1/fee-calculation": () => FinTest.json(200, { data: { ...quoteBody.data, ...data } })
+      })
+      const mixedUp = yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(
+        provideClient(answered({ source_currency: "EUR", destination_currency: "JPY" }))
+      )
+      expect(mixedUp).toMatchObject({ _tag: "ResponseDecodeError", status: 200, attempts: 1 })
+      if (mixedUp._tag === "ResponseDecodeError") {
+        expect(mixedUp.issues.map((i) => [i.path, i.expected])).toEqual([
+          ["data.source_currency", "USD, the currency asked for"],
+          ["data.destination_currency", "CAD, the currency asked for"]
+        ])
+        expect(mixedUp.message).not.toContain("EUR")
+      }
+      // With a beneficiary, the service picks the destination currency (its account's): only the source is asked for.
+      const forBeneficiary = { source_currency: "USD", source_amount: 100, beneficiary_id: UUID } as const
+      const quote = yield* FeeService.calculate(forBeneficiary).pipe(provideClient(answered({ destination_currency: "EUR" })))
+      expect(quote.destination_currency).toBe("EUR")
+      const otherSource = yield* Effect.flip(FeeService.calculate(forBeneficiary)).pipe(
+        provideClient(answered({ source_currency: "GBP" }))
+      )
+      expect(otherSource._tag === "ResponseDecodeError" && otherSource.issues.map((i) => i.path)).toEqual([
+        "data.source_currency"
+      ])
+      // Without a source currency (a beneficiary's quote), any is taken.
+      const anySource = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID }).pipe(
+        provideClient(answered({ source_currency: "GBP" }))
+      )
+      expect(anySource.source_currency).toBe("GBP")
     }))
 
   it.effect("what validate returns (from untyped input) is quoted as is, without a cast", () =>

@@ -838,7 +838,7 @@ describe("HttpTransport", () => {
     const [name, body, message] of [
       ["no body at all (a 204)", FinTest.text(204, ""), "expected an object with data"],
       ["an object without data", FinTest.json(200, {}), "data: expected an object with source_currency, destination_currency, source_amount, exchange_rate, destination_amount, valid_till, fee (missing)"],
-      ["a quote without its fields", FinTest.json(200, { data: { source_currency: "USD", destination_currency: "CAD" } }), "data.source_amount: expected a number from 0 to 9007199254740991 (missing); data.exchange_rate: expected a number from 0 to 9007199254740991 (missing); data.destination_amount: expected a number from 0 to 9007199254740991 (missing); data.fee: expected an object with fixed, percentage, total, is_fee_applied (missing)"],
+      ["a quote without its fields", FinTest.json(200, { data: { source_currency: "USD", destination_currency: "CAD" } }), "data.source_amount: expected a number from 0 to 9007199254740991 (missing); data.exchange_rate: expected a number above 0, up to 9007199254740991 (missing); data.destination_amount: expected a number from 0 to 9007199254740991 (missing); data.fee: expected an object with fixed, percentage, total, is_fee_applied (missing)"],
       ["a valid_till that is no date", FinTest.json(200, { data: { ...quoteBody.data, valid_till: "tomorrow" } }), "data.valid_till: expected an ISO 8601 date-time"]
     ] as const
   ) {

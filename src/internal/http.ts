@@ -59,6 +59,9 @@ export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A>
   return decoder as Decoder<A>
 }
 
+/** What an error of an attempt is told of it. */
+type AttemptInfo = Pick<Attempt<unknown>, "operation" | "attempt" | "keepBody" | "credentials">
+
 /** What one attempt sends and how it reads the answer. */
 export interface Attempt<A> {
   readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
@@ -68,6 +71,8 @@ export interface Attempt<A> {
   /** The body as JSON text (serialised once per call, before the first attempt). */
   readonly body?: string | undefined
   readonly decode: Decoder<A>
+  /** Issues of a decoded answer with what was asked; any makes it a `ResponseDecodeError`. */
+  readonly check?: ((value: A) => ReadonlyArray<Issue>) | undefined
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
   /** `METHOD /path`, for errors. */
@@ -281,7 +286,7 @@ const systemCode = (cause: unknown): string | undefined => {
   return undefined
 }
 
-const transportError = (error: HttpClientError.HttpClientError, spec: Attempt<unknown>): TransportError => {
+const transportError = (error: HttpClientError.HttpClientError, spec: AttemptInfo): TransportError => {
   const code = systemCode(error.cause)
   // Without a code, a request error still says what failed (Transport, Encode, InvalidUrl); a body error's word
   // ("Decode") would only suggest a ResponseDecodeError.
@@ -315,7 +320,7 @@ const normalisedBody = (text: string): string => {
 const short = (text: string): string => text.length > MAX_BODY_IN_ERROR ? `${text.slice(0, MAX_BODY_IN_ERROR)}...` : text
 
 const statusError = (
-  spec: Attempt<unknown>,
+  spec: AttemptInfo,
   status: number,
   headers: Readonly<Record<string, string>>,
   text: string,
@@ -372,7 +377,7 @@ export const defaultMessage = (status: number, operation: string): string =>
   `The service answered ${status} on ${operation}`
 
 const decodeError = (
-  spec: Attempt<unknown>,
+  spec: AttemptInfo,
   status: number,
   headers: Readonly<Record<string, string>>,
   issues: ReadonlyArray<Issue>
@@ -559,9 +564,13 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         return Effect.fail(decodeError(spec, status, headers, [new Issue({ path: "", expected: "a JSON document" })]))
       }
       const decoded = spec.decode(json)
-      return Either.isRight(decoded)
+      if (Either.isLeft(decoded)) {
+        return Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
+      }
+      const mismatches = spec.check?.(decoded.right)
+      return mismatches === undefined || mismatches.length === 0
         ? Effect.succeed({ value: decoded.right, status })
-        : Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
+        : Effect.fail(decodeError(spec, status, headers, mismatches))
     })
   )
 }

@@ -399,7 +399,7 @@ describe("Inputs from outside are validated before use", () => {
 
   // From untyped code, a cast, or a value read from configuration: the flag that keeps a payment from being sent twice,
   // the method, a metric label, query values and numbers JSON would turn into null are checked before anything is sent.
-  it.scoped("request specs: a bad method, safe flag, name, query value, GET body, long path or non-finite number is refused, nothing sent", () =>
+  it.scoped("request specs: a bad method, safe flag, name, check, query value, GET body, long path or non-finite number is refused, nothing sent", () =>
     Effect.gen(function*() {
       const { client, sent } = yield* recordingClient()
       const request = (spec: Record<string, unknown>) =>
@@ -414,7 +414,7 @@ describe("Inputs from outside are validated before use", () => {
         { name: "" }, { name: "a\nb" }, { name: "x".repeat(65) }, { name: "fee calculation" },
         { query: { a: 1 } }, { query: { a: null } }, { query: { a: ["x", "y"] } }, { query: "a=1" },
         { body: { amount: Number.NaN } }, { body: { amount: Number.POSITIVE_INFINITY } }, { body: [Number.NEGATIVE_INFINITY] },
-        { path: `/v1/${"x".repeat(2_100)}` }
+        { path: `/v1/${"x".repeat(2_100)}` }, { check: "currency" }
       ], request)
       expect(wrong).toEqual([])
       expect(yield* sent).toEqual([])
