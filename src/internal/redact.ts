@@ -45,32 +45,50 @@ const decodedView = (text: string, plusIsSpace: boolean) => {
   return { bytes, from, to }
 }
 
-// The spans of `text` that are `needles` URL-encoded (or partly so).
+// A credential cut short where it was echoed (a gateway that shortens long values in its error page) still gives most
+// of it away: a run of its first characters is redacted too, from 16 of them (half of a shorter credential, at least
+// 8); one of 8 characters or fewer only whole.
+const headLength = (needle: string): number =>
+  needle.length <= 8 ? needle.length : Math.max(8, Math.min(16, Math.ceil(needle.length / 2)))
+
+// Calls `found(start, end)` for each place of `haystack` holding `needle` (overlapping ones too), and each run that
+// matches at least its head (see `headLength`) from its start.
+const runsOf = (haystack: string, needle: string, found: (start: number, end: number) => void): void => {
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
+    found(at, at + needle.length)
+  }
+  const head = needle.slice(0, headLength(needle))
+  if (head.length === needle.length) return
+  // The next run is looked for past this one: linear in the text, however the credential repeats itself.
+  for (let at = haystack.indexOf(head); at !== -1; ) {
+    let end = at + head.length
+    while (end - at < needle.length && end < haystack.length && haystack[end] === needle[end - at]) end++
+    found(at, end)
+    at = haystack.indexOf(head, end)
+  }
+}
+
+// The spans of `text` that are `needles` (or their heads) URL-encoded, or partly so.
 const encodedSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
     const view = decodedView(text, plusIsSpace)
-    for (const needle of needles) {
-      for (let at = view.bytes.indexOf(needle); at !== -1; at = view.bytes.indexOf(needle, at + 1)) {
-        spans.push([view.from[at]!, view.to[at + needle.length - 1]!])
-      }
-    }
+    for (const needle of needles) runsOf(view.bytes, needle, (start, end) => spans.push([view.from[start]!, view.to[end - 1]!]))
   }
   return spans
 }
 
-// The spans of `text` that are `needles` as they are.
+// The spans of `text` that are `needles` (or their heads) as they are.
 const literalSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
-  for (const needle of needles) {
-    for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) spans.push([at, at + needle.length])
-  }
+  for (const needle of needles) runsOf(text, needle, (start, end) => spans.push([start, end]))
   return spans
 }
 
 /**
  * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
- * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`). No regular expression is built
+ * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`), and cut short (see
+ * `headLength`). No regular expression is built
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
  * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the

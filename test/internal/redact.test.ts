@@ -30,6 +30,24 @@ describe("redactor", () => {
     expect(redactor([long], 100_000)(`x ${long} y`)).toBe("x <redacted> y")
   })
 
+  it("a credential cut short where it was echoed (a gateway shortening long values) is redacted from its start", () => {
+    const token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbGllbnQtNDIifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+    const cut = redactor([token], 1024)
+    for (const kept of [token.length - 4, 40, 16]) {
+      const echo = token.slice(0, kept)
+      expect(cut(`authorization=Bearer ${echo}...`), String(kept)).toBe("authorization=Bearer <redacted>...")
+      expect(cut(`authorization=Bearer%20${encodeURIComponent(echo)}...`), String(kept)).toBe("authorization=Bearer%20<redacted>...")
+    }
+    // Fifteen characters of a long credential are not it (its first sixteen are the least that is).
+    expect(cut(`x ${token.slice(0, 15)} y`)).toBe(`x ${token.slice(0, 15)} y`)
+    // A shorter credential: half of it, at least 8 characters; one of 8 or fewer only whole.
+    const secret = "0123456789abcdefghij"
+    expect(redactor([secret], 100)(`${secret.slice(0, 10)}|${secret.slice(0, 9)}`)).toBe(`<redacted>|${secret.slice(0, 9)}`)
+    expect(redactor(["12345678"], 100)("1234567 12345678")).toBe("1234567 <redacted>")
+    // A run stops where the echo leaves the credential: what follows is kept.
+    expect(cut(`${token.slice(0, 30)}...and more`)).toBe("<redacted>...and more")
+  })
+
   it("credentials that overlap leave nothing of either", () => {
     expect(redactor(["abcX", "Xdef"], 100)("<abcXdef>")).toBe("<<redacted>>")
   })
