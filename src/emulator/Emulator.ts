@@ -206,6 +206,14 @@ export interface Options {
   readonly beneficiaries?: Readonly<Record<string, Beneficiary>> | undefined
   /** Source currency of a request that names a beneficiary but no `source_currency`; default `USD`. */
   readonly defaultSourceCurrency?: string | undefined
+  /**
+   * The subdivision lists to serve, by country (three upper-case letters), instead of the snapshot's: to test what a
+   * service whose list differs does to your program (renamed, missing or added entries, entries of another country,
+   * none at all). Served as given; every other country keeps the snapshot's list.
+   */
+  readonly subdivisions?:
+    | Readonly<Record<string, ReadonlyArray<{ readonly code: string; readonly name: string }>>>
+    | undefined
   /** Fault rules active from the start (and again after a reset). */
   readonly faults?: ReadonlyArray<FaultRule> | undefined
   /** Seed of the `Random` behind fault rates and ids, for runs that repeat exactly; default: Effect's `Random`. */
@@ -357,6 +365,7 @@ const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Set
       quoteLifetime: yield* positiveDuration("quoteLifetime", options.quoteLifetime, "15 minutes"),
       beneficiaries,
       defaultSourceCurrency: data.defaultSourceCurrency ?? "USD",
+      subdivisions: data.subdivisions ?? {},
       faults: data.faults ?? [],
       seed: data.seed,
       webhookSecret: data.webhookSecret ?? "emulator-webhook-secret",

@@ -6,6 +6,7 @@ import type * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -211,6 +212,34 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             expect(empty).toEqual({ country: none, subdivisions: [], source: "api" })
             const diff = yield* SubdivisionService.crossCheck("FRA")
             expect(diff).toMatchObject({ missing: [], extra: [], renamed: [] })
+          })
+        ))
+
+      it.live("a list set in the options is served instead of the snapshot's: a cross-check sees how it differs", () =>
+        run({
+          subdivisions: {
+            FRA: [
+              ...Subdivisions.forCountry("FRA").pipe(
+                Either.getOrThrow,
+                (entries) => entries.filter((s) => s.code !== "FR-75C" && s.code !== "FR-IDF")
+              ),
+              { code: "FR-ZZZ", name: "Nowhere" },
+              { code: "DE-BY", name: "Bayern" }
+            ].map((s) => s.code === "FR-13" ? { code: s.code, name: "Bouches du Rhône" } : { code: s.code, name: s.name }),
+            DEU: []
+          }
+        })(() =>
+          Effect.gen(function*() {
+            const diff = yield* SubdivisionService.crossCheck("FRA")
+            expect(diff).toMatchObject({
+              missing: [{ code: "FR-ZZZ", name: "Nowhere" }],
+              extra: [{ code: "FR-75C" }, { code: "FR-IDF" }],
+              renamed: [{ code: "FR-13", apiName: "Bouches du Rhône", snapshotName: "Bouches-du-Rhône" }]
+            })
+            expect(diff.invalid.map((i) => i.code)).toEqual(["DE-BY"])
+            // Other countries stay the snapshot's; one set to none is served as none.
+            expect((yield* SubdivisionService.list("USA")).subdivisions.length).toBe(57)
+            expect((yield* SubdivisionService.list("DEU")).subdivisions).toEqual([])
           })
         ))
 

@@ -382,11 +382,15 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     })
   }))
 
-  const subdivisions = Effect.map(HttpRouter.params, (params) =>
-    Either.match(Subdivisions.forCountry(params["country_code"] ?? ""), {
-      onLeft: () => notFound,
-      onRight: (entries) => json({ data: { subdivisions: entries.map(({ code, name }) => ({ name, code })) } })
-    }))
+  const listed = (entries: ReadonlyArray<{ readonly code: string; readonly name: string }>) =>
+    json({ data: { subdivisions: entries.map(({ code, name }) => ({ name, code })) } })
+  const subdivisions = Effect.map(HttpRouter.params, (params) => {
+    const country = params["country_code"] ?? ""
+    const set = Object.hasOwn(settings.subdivisions, country) ? settings.subdivisions[country] : undefined
+    return set !== undefined
+      ? listed(set)
+      : Either.match(Subdivisions.forCountry(country), { onLeft: () => notFound, onRight: listed })
+  })
 
   const counters: Effect.Effect<Counters> = state.counters
 

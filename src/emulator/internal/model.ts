@@ -167,6 +167,10 @@ export const OptionsData = Schema.Struct({
   fee: Schema.optional(Quote.FeeRule),
   beneficiaries: Schema.optional(Schema.Record({ key: Uuid, value: Quote.Beneficiary })),
   defaultSourceCurrency: Schema.optional(Quote.CurrencyCode),
+  subdivisions: Schema.optional(Schema.Record({
+    key: Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/, { message: () => "a country code (three upper-case letters)" })),
+    value: Schema.Array(Schema.Struct({ code: Schema.String, name: Schema.String }))
+  })),
   faults: Schema.optional(Schema.Array(FaultRule)),
   seed: Schema.optional(Schema.Int),
   webhookSecret: Schema.optional(Schema.NonEmptyString),

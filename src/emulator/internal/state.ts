@@ -31,6 +31,8 @@ export interface Settings {
     Record<string, { readonly currency: string; readonly developerFee?: Quote.FeeRule | undefined }>
   >
   readonly defaultSourceCurrency: string
+  /** Lists served instead of the snapshot's, by country. */
+  readonly subdivisions: Readonly<Record<string, ReadonlyArray<{ readonly code: string; readonly name: string }>>>
   readonly faults: ReadonlyArray<FaultRule>
   readonly seed: number | undefined
   readonly webhookSecret: string
