@@ -345,6 +345,30 @@ describe("FeeService", () => {
         const quote = yield* send(67)
         expect([quote.fee.total, quote.destination_amount]).toEqual([1.01, 65.99])
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1 }, fee: { fixed: 0, percentage: 1.5 } }))))
+
+    it.effect("figures are computed exactly: a product just under half a cent rounds down, however many digits it has", () =>
+      Effect.gen(function*() {
+        // 401098.91 x 1.23456789 is 495183.8349999999...: read to fifteen digits it would pass for .835, and round up.
+        const precise = yield* FeeService.calculate({ source_currency: "USD", source_amount: 401098.91, destination_currency: "EUR" })
+        expect(precise.destination_amount).toBe(495183.83)
+        // Asked for .84, the source found is the cent that delivers it.
+        const receive = yield* FeeService.calculate({ source_currency: "USD", destination_amount: 495183.84, destination_currency: "EUR" })
+        expect(receive.source_amount).toBe(401098.92)
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/EUR": 1.23456789 } }))))
+
+    it.effect("at a small rate, the source quoted for an amount is the smallest that delivers it", () =>
+      Effect.gen(function*() {
+        // A cent of yen moves a dollar's amount by 0.0067 cents: about 150 sources deliver the same 100 USD.
+        const receive = yield* FeeService.calculate({ source_currency: "JPY", destination_amount: 100, destination_currency: "USD" })
+        const send = (source_amount: number) =>
+          Effect.map(
+            FeeService.calculate({ source_currency: "JPY", source_amount, destination_currency: "USD" }),
+            (q) => q.destination_amount
+          )
+        expect(yield* send(receive.source_amount)).toBeGreaterThanOrEqual(100)
+        expect(yield* send(Math.round(receive.source_amount * 100 - 1) / 100)).toBeLessThan(100)
+        expect(receive.source_amount).toBe(14924.63)
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "JPY/USD": 0.0067 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))

@@ -98,12 +98,16 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
   // Either way round: a quote whose fee is more than what is sent would be no quote at all.
   if (fee.percentage >= 100) return invalid("The fees take the whole amount: no amount delivers anything.")
   // Quotes are in cents: an amount rounds to the cent before anything is computed from it.
-  const amount = round2(request.source_amount ?? request.destination_amount!)
-  if (amount === 0) return invalid(`The ${field} is less than one cent.`)
-  if (field === "source_amount" && deliver(amount, rate, fee) === 0) {
+  const cents = centsOf(request.source_amount ?? request.destination_amount!)
+  if (cents === 0n) return invalid(`The ${field} is less than one cent.`)
+  if (field === "source_amount" && deliver(cents, rate, fee) === 0n) {
     return invalid("The fees take the whole amount, or what is left of it is less than a cent: it delivers nothing.")
   }
-  const figures = compute({ source_currency: source, destination_currency: destination, [field]: amount }, rate, fee)
+  const figures = compute(
+    { source_currency: source, destination_currency: destination, [field]: amountOf(cents) },
+    rate,
+    fee
+  )
   // The client refuses a figure a number cannot hold exactly (past MAX_SAFE_INTEGER), so no quote holds one.
   const { source_amount, exchange_rate, destination_amount, fee: { total } } = figures
   return [source_amount, exchange_rate, destination_amount, total].every((n) => n <= Number.MAX_SAFE_INTEGER)
@@ -129,15 +133,6 @@ export interface QuoteFigures {
   readonly fee: { readonly fixed: number; readonly percentage: number; readonly total: number; readonly is_fee_applied: boolean }
 }
 
-// Half a cent rounds up as the amount is written in decimal: 1.005 is 1.01, though the double nearest it lies just
-// under (x 100 gives 100.4999..., which `Math.round` alone takes down). Fifteen significant digits are what a double
-// holds exactly in decimal, so the product read to fifteen is the amount the figures stand for; a larger product is
-// taken as it is (reading it to fifteen would change its last digits, and a cent is at a double's precision there).
-const round2 = (n: number): number => {
-  const cents = n * 100
-  return Math.round(Math.abs(cents) < 1e15 ? Number(cents.toPrecision(15)) : cents) / 100
-}
-
 /**
  * The rate of `from` -> `to` from a table keyed `"USD/CAD"`, using the inverse pair when only that is listed and 1
  * for a currency to itself.
@@ -147,16 +142,66 @@ export const rateOf = (rates: Readonly<Record<string, number>>, from: string, to
   const direct = rates[`${from}/${to}`]
   if (direct !== undefined) return direct
   const inverse = rates[`${to}/${from}`]
-  return inverse === undefined || inverse === 0 ? undefined : 1 / inverse
+  // The inverse of a rate too small to invert (1e-310) is no rate.
+  return inverse === undefined || !Number.isFinite(1 / inverse) ? undefined : 1 / inverse
 }
 
-const MAX_CENT_STEPS = 8
+// Quotes are computed in exact decimal, from the figures as written (the shortest text of each number: 1.005 is
+// 1.005, not the double just under it), so half a cent rounds up wherever the figures put it, and no float error
+// moves an amount by a cent. A value is `units / 10^scale`.
+interface Decimal {
+  readonly units: bigint
+  readonly scale: number
+}
 
-const feeOn = (source: number, fee: FeeRule): number => round2(fee.fixed + source * fee.percentage / 100)
+const decimal = (n: number): Decimal => {
+  // A finite number's text: digits, maybe a fraction, maybe an exponent ("1e-7", "1.5e+21").
+  const [, sign = "", whole = "0", fraction = "", exponent = "0"] =
+    /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(n)) ?? []
+  const scale = fraction.length - Number(exponent)
+  const units = BigInt(`${sign}${whole}${fraction}`)
+  return scale >= 0 ? { units, scale } : { units: units * 10n ** BigInt(-scale), scale: 0 }
+}
 
-// What sending `source` delivers: destination = (source - fee) x rate, to the cent.
-const deliver = (source: number, rate: number, fee: FeeRule): number =>
-  round2(Math.max(0, source - feeOn(source, fee)) * rate)
+const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** BigInt(scale - d.scale)
+
+const add = (a: Decimal, b: Decimal): Decimal => {
+  const scale = Math.max(a.scale, b.scale)
+  return { units: atScale(a, scale) + atScale(b, scale), scale }
+}
+
+const times = (a: Decimal, b: Decimal): Decimal => ({ units: a.units * b.units, scale: a.scale + b.scale })
+
+const percentOf = (a: Decimal, percentage: number): Decimal => {
+  const product = times(a, decimal(percentage))
+  return { units: product.units, scale: product.scale + 2 }
+}
+
+// To whole cents, half a cent up (away from zero).
+const toCents = (d: Decimal): bigint => {
+  if (d.scale <= 2) return atScale(d, 2)
+  const unit = 10n ** BigInt(d.scale - 2)
+  const cents = d.units / unit
+  const rest = d.units % unit
+  const half = (rest < 0n ? -rest : rest) * 2n >= unit
+  return half ? cents + (d.units < 0n ? -1n : 1n) : cents
+}
+
+const ofCents = (cents: bigint): Decimal => ({ units: cents, scale: 2 })
+
+const amountOf = (cents: bigint): number => Number(cents) / 100
+
+const centsOf = (n: number): bigint => toCents(decimal(n))
+
+// The fee on `source` cents: fixed + percentage of the source, to the cent.
+const feeOn = (source: bigint, fee: FeeRule): bigint =>
+  toCents(add(decimal(fee.fixed), percentOf(ofCents(source), fee.percentage)))
+
+// What sending `source` cents delivers, in cents: destination = (source - fee) x rate, to the cent.
+const deliver = (source: bigint, rate: number, fee: FeeRule): bigint => {
+  const left = source - feeOn(source, fee)
+  return left <= 0n ? 0n : toCents(times(ofCents(left), decimal(rate)))
+}
 
 /**
  * The fee is taken from the source amount: destination = (source - fee) x rate, to the cent. Given the destination,
@@ -164,28 +209,33 @@ const deliver = (source: number, rate: number, fee: FeeRule): number =>
  * delivers less than asked (rounding the solved source to the nearest cent could leave it a cent short).
  */
 export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
-  let source: number
+  let source: bigint
   if (input.source_amount !== undefined) {
-    source = input.source_amount
+    source = centsOf(input.source_amount)
   } else {
-    const wanted = input.destination_amount!
-    const exact = (wanted / rate + fee.fixed) / (1 - fee.percentage / 100)
-    // Up to the cent, then a few cents either way for the rounding of the fee and of the result (bounded: at huge
-    // amounts a cent is below a double's precision, and at tiny rates many cents deliver the same).
-    let cents = Math.ceil(Math.round(exact * 1e6) / 1e4)
-    for (let step = 0; step < MAX_CENT_STEPS && deliver(cents / 100, rate, fee) < wanted; step++) cents += 1
-    for (let step = 0; step < MAX_CENT_STEPS && cents > 1 && deliver((cents - 1) / 100, rate, fee) >= wanted; step++) {
-      cents -= 1
+    const wanted = centsOf(input.destination_amount!)
+    // What is delivered never falls as the source grows (a cent more costs at most a cent more in fees), so the
+    // smallest source that delivers `wanted` is found by halving: from a bound that delivers it (doubled from the
+    // estimate until it does) down to one cent above one that does not.
+    const estimate = (Number(wanted) / rate + fee.fixed * 100) / (1 - fee.percentage / 100)
+    let high = Number.isFinite(estimate) && estimate >= 1 ? BigInt(Math.ceil(estimate)) : 1n
+    // Bounded: past 2^2000 cents the quote is refused anyway (its figures pass MAX_SAFE_INTEGER).
+    for (let doubled = 0; doubled < 2000 && deliver(high, rate, fee) < wanted; doubled++) high *= 2n
+    let low = 0n
+    while (high - low > 1n) {
+      const middle = (low + high) / 2n
+      if (deliver(middle, rate, fee) >= wanted) high = middle
+      else low = middle
     }
-    source = cents / 100
+    source = high
   }
   const total = feeOn(source, fee)
   return {
     source_currency: input.source_currency,
     destination_currency: input.destination_currency,
-    source_amount: source,
+    source_amount: amountOf(source),
     exchange_rate: rate,
-    destination_amount: input.destination_amount ?? deliver(source, rate, fee),
-    fee: { fixed: fee.fixed, percentage: fee.percentage, total, is_fee_applied: total > 0 }
+    destination_amount: input.destination_amount ?? amountOf(deliver(source, rate, fee)),
+    fee: { fixed: fee.fixed, percentage: fee.percentage, total: amountOf(total), is_fee_applied: total > 0n }
   }
 }
