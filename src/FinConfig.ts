@@ -27,7 +27,10 @@ export interface Options {
   readonly clientSecret: Redacted.Redacted<string> | string
   /** Default `"sandbox"`. */
   readonly environment?: Environment | undefined
-  /** Overrides `environment`; https required unless the host is loopback. */
+  /**
+   * Overrides `environment` (a proxy, the emulator), but not with the other environment's address (a `ConfigError`);
+   * https required unless the host is loopback.
+   */
   readonly baseUrl?: string | undefined
   /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */
   readonly timeout?: Duration.DurationInput | undefined
@@ -139,6 +142,20 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
 }
 
+// An environment given with the other environment's address (FIN_ENVIRONMENT=production, FIN_BASE_URL left at the
+// sandbox's) would send one environment's credentials to the other: said, rather than one of them silently winning.
+const contradicts = (environment: unknown, url: string): Either.Either<string, ConfigError.ConfigError> => {
+  const other = environment === "production" ? "sandbox" : environment === "sandbox" ? "production" : undefined
+  return other !== undefined && new URL(url).origin === baseUrls[other]
+    ? Either.left(
+      invalid(
+        "baseUrl",
+        `baseUrl is the ${other} environment's address, and environment is "${environment}": give one of them, or both alike`
+      )
+    )
+    : Either.right(url)
+}
+
 // The duration options: their defaults, whether zero is allowed (it means "off" for those that take it), and whether
 // it is a time limit (a timer, so at most Durations.MAX_TIMER).
 const durations = {
@@ -214,7 +231,10 @@ const checks = (options: Options): Checked => {
       () => knownEnvironment,
       `environment must be "sandbox" or "production"`
     ]),
-    baseUrl: parseBaseUrl(options.baseUrl ?? baseUrls[knownEnvironment ? environment : "sandbox"]),
+    baseUrl: Either.flatMap(
+      parseBaseUrl(options.baseUrl ?? baseUrls[knownEnvironment ? environment : "sandbox"]),
+      (url) => contradicts(options.environment, url)
+    ),
     timeout: duration(options, "timeout"),
     deadline: duration(options, "deadline"),
     maxRetries: checked(maxRetries, "maxRetries", [

@@ -63,6 +63,23 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
     }))
 
+  it.effect("an environment given with the other environment's address is a ConfigError, not a silent choice", () =>
+    Effect.gen(function*() {
+      // FIN_ENVIRONMENT=production with FIN_BASE_URL left at the sandbox's: production credentials sent to the sandbox.
+      expect(yield* configError({ ...base, environment: "production", baseUrl: "https://sandbox.api.fin.com/" })).toContain(
+        `baseUrl is the sandbox environment's address, and environment is "production"`
+      )
+      expect(yield* configError({ ...base, environment: "sandbox", baseUrl: "https://api.fin.com/v1-proxy" })).toContain(
+        `baseUrl is the production environment's address, and environment is "sandbox"`
+      )
+      // Alike, or one of them only, or another address (a proxy, the emulator): as given.
+      expect((yield* FinConfig.resolve({ ...base, environment: "production", baseUrl: "https://api.fin.com" })).baseUrl)
+        .toBe("https://api.fin.com")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "https://api.fin.com" })).baseUrl).toBe("https://api.fin.com")
+      expect((yield* FinConfig.resolve({ ...base, environment: "production", baseUrl: "https://proxy.example" })).baseUrl)
+        .toBe("https://proxy.example")
+    }))
+
   it.effect("rejects bad numbers, durations and credentials with a ConfigError naming the option", () =>
     Effect.gen(function*() {
       expect(yield* configError({ ...base, maxRetries: -1 })).toContain("maxRetries")
