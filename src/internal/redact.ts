@@ -51,44 +51,72 @@ const decodedView = (text: string, plusIsSpace: boolean) => {
 const headLength = (needle: string): number =>
   needle.length <= 8 ? needle.length : Math.max(8, Math.min(16, Math.ceil(needle.length / 2)))
 
-// Calls `found(start, end)` for each place of `haystack` holding `needle` (overlapping ones too), and each run that
-// matches at least its head (see `headLength`) from its start.
-const runsOf = (haystack: string, needle: string, found: (start: number, end: number) => void): void => {
-  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
-    found(at, at + needle.length)
+type Runs = (haystack: string, found: (start: number, end: number) => void) => void
+
+// For `needle`, a function calling `found(start, end)` for each stretch of a haystack covered by copies of it (any,
+// overlapping ones too) or by runs of its start at least `headLength` long. At each place, the longest start of the
+// needle found there is known from the Z-algorithm (the needle's own table made once): linear in the haystack,
+// however the credential repeats itself.
+const runsOf = (needle: string): Runs => {
+  const m = needle.length
+  const least = headLength(needle)
+  // z[i]: how far needle[i..] agrees with needle's start.
+  const z = new Int32Array(m)
+  z[0] = m
+  for (let i = 1, l = 0, r = 0; i < m; i++) {
+    let k = i < r ? Math.min(r - i, z[i - l]!) : 0
+    while (i + k < m && needle[k] === needle[i + k]) k++
+    z[i] = k
+    if (i + k > r) {
+      l = i
+      r = i + k
+    }
   }
-  const head = needle.slice(0, headLength(needle))
-  if (head.length === needle.length) return
-  // The next run is looked for past this one: linear in the text, however the credential repeats itself.
-  for (let at = haystack.indexOf(head); at !== -1; ) {
-    let end = at + head.length
-    while (end - at < needle.length && end < haystack.length && haystack[end] === needle[end - at]) end++
-    found(at, end)
-    at = haystack.indexOf(head, end)
+  return (haystack, found) => {
+    let start = -1
+    let stop = -1
+    // haystack[l..r) agrees with the needle's start.
+    for (let i = 0, l = 0, r = 0; i < haystack.length; i++) {
+      let k = i < r ? Math.min(r - i, z[i - l]!) : 0
+      while (k < m && i + k < haystack.length && haystack[i + k] === needle[k]) k++
+      if (i + k > r) {
+        l = i
+        r = i + k
+      }
+      if (k < least) continue
+      if (i <= stop) {
+        stop = Math.max(stop, i + k)
+      } else {
+        if (start !== -1) found(start, stop)
+        start = i
+        stop = i + k
+      }
+    }
+    if (start !== -1) found(start, stop)
   }
 }
 
-// The spans of `text` that are `needles` (or their heads) URL-encoded, or partly so.
-const encodedSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
+// The spans of `text` that are the needles of `runs` (or their starts) URL-encoded, or partly so.
+const encodedSpans = (text: string, runs: ReadonlyArray<Runs>): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
     const view = decodedView(text, plusIsSpace)
-    for (const needle of needles) runsOf(view.bytes, needle, (start, end) => spans.push([view.from[start]!, view.to[end - 1]!]))
+    for (const run of runs) run(view.bytes, (start, end) => spans.push([view.from[start]!, view.to[end - 1]!]))
   }
   return spans
 }
 
-// The spans of `text` that are `needles` (or their heads) as they are.
-const literalSpans = (text: string, needles: ReadonlyArray<string>): Array<readonly [number, number]> => {
+// The spans of `text` that are the needles of `runs` (or their starts) as they are.
+const literalSpans = (text: string, runs: ReadonlyArray<Runs>): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
-  for (const needle of needles) runsOf(text, needle, (start, end) => spans.push([start, end]))
+  for (const run of runs) run(text, (start, end) => spans.push([start, end]))
   return spans
 }
 
 /**
  * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
- * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`), and cut short (see
- * `headLength`). No regular expression is built
+ * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`), `/` escaped as `\/`, and cut
+ * short (see `headLength`). No regular expression is built
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
  * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the
@@ -101,8 +129,14 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
   const present = credentials.filter((credential) => credential !== "")
   const end = keep + 1
   if (present.length === 0) return (text) => text.slice(0, end)
-  const literal = [...new Set(present.flatMap((c) => [c, JSON.stringify(c).slice(1, -1)]))]
-  const encoded = [...new Set(present.map(bytesOf))]
+  // As sent, JSON-escaped, and with `/` escaped too (as PHP's encoder does): a body cut short is no JSON to unescape.
+  const literal = [
+    ...new Set(present.flatMap((c) => {
+      const escaped = JSON.stringify(c).slice(1, -1)
+      return [c, escaped, escaped.replaceAll("/", "\\/")]
+    }))
+  ].map(runsOf)
+  const encoded = [...new Set(present.map(bytesOf))].map(runsOf)
   const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
   return (whole) => {
     const text = whole.slice(0, end + 12 * longest)

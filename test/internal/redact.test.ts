@@ -48,6 +48,24 @@ describe("redactor", () => {
     expect(cut(`${token.slice(0, 30)}...and more`)).toBe("<redacted>...and more")
   })
 
+  it("a cut echo that starts inside another run of a credential that repeats itself is redacted to its end", () => {
+    const periodic = `${"abcd".repeat(5)}SECRETPART0123456789xyz`
+    expect(redactor([periodic], 1024)(`x=abcd${periodic.slice(0, 35)}...`)).toBe("x=<redacted>...")
+    const runOfA = `${"a".repeat(20)}TOPSECRET-0123456789`
+    expect(redactor([runOfA], 1024)(`x=aaaa${runOfA.slice(0, 30)}...`)).toBe("x=<redacted>...")
+    // Long repetitive credentials and texts stay cheap (the search is linear): a 40,000-character one, echoed cut.
+    const long = "k".repeat(40_000)
+    expect(redactor([long], 100_000)(`x ${long.slice(0, 39_000)} y ${long}`)).toBe("x <redacted> y <redacted>")
+  })
+
+  it("a credential with `/` escaped as `\\/` (a PHP encoder), in a body cut short, whole or cut, is found", () => {
+    const secret = "Ab3/9xQ/zz0123456789/abcdefgh"
+    const escaped = secret.replaceAll("/", "\\/")
+    const find = redactor([secret], 1024)
+    expect(find(`{"client_secret":"${escaped}"}`)).toBe(`{"client_secret":"<redacted>"}`)
+    expect(find(`{"client_secret":"${escaped.slice(0, 24)}`)).toBe(`{"client_secret":"<redacted>`)
+  })
+
   it("credentials that overlap leave nothing of either", () => {
     expect(redactor(["abcX", "Xdef"], 100)("<abcXdef>")).toBe("<<redacted>>")
   })
