@@ -253,11 +253,12 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
 const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
   const issues: Array<Issue> = []
   const { data } = response
-  if (request.source_currency !== undefined && data.source_currency !== request.source_currency) {
+  // Letter case aside: "usd" is still the currency asked for.
+  if (request.source_currency !== undefined && data.source_currency.toUpperCase() !== request.source_currency) {
     issues.push(new Issue({ path: "data.source_currency", expected: `${request.source_currency}, the currency asked for` }))
   }
   const destination = request.beneficiary_id === undefined ? request.destination_currency : undefined
-  if (destination !== undefined && data.destination_currency !== destination) {
+  if (destination !== undefined && data.destination_currency.toUpperCase() !== destination) {
     issues.push(new Issue({ path: "data.destination_currency", expected: `${destination}, the currency asked for` }))
   }
   return issues

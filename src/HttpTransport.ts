@@ -57,11 +57,12 @@ export interface RequestSpec<A, I> {
    */
   readonly name?: string | undefined
   /**
-   * Checks a decoded answer against what was asked (a quote's currencies): any issue makes the attempt a
-   * `ResponseDecodeError` (not retried) with these issues. Put what was expected in `expected`, never the value
-   * received (errors keep no answered value).
+   * Checks a decoded answer against what was asked (a quote's currencies): each issue (`{ path, expected }`, or an
+   * `Issue`) makes the attempt a `ResponseDecodeError` (not retried) holding it; none, an answer. Put what was
+   * expected in `expected`, never the value received (errors keep no answered value). A check that throws, or returns
+   * anything but such a list, is a defect naming the mistake.
    */
-  readonly check?: ((value: A) => ReadonlyArray<Issue>) | undefined
+  readonly check?: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
 }
 
 /**

@@ -150,6 +150,11 @@ describe("FeeService", () => {
       expect(otherSource._tag === "ResponseDecodeError" && otherSource.issues.map((i) => i.path)).toEqual([
         "data.source_currency"
       ])
+      // Letter case aside, it is the currency asked for.
+      const lower = yield* FeeService.calculate(quoteRequest).pipe(
+        provideClient(answered({ source_currency: "usd", destination_currency: "cad" }))
+      )
+      expect([lower.source_currency, lower.destination_currency]).toEqual(["usd", "cad"])
       // Without a source currency (a beneficiary's quote), any is taken.
       const anySource = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID }).pipe(
         provideClient(answered({ source_currency: "GBP" }))

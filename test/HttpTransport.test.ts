@@ -1191,6 +1191,46 @@ describe("HttpTransport", () => {
       for (const late of high.slice(4)) expect(late).toBeCloseTo(7998, 0)
     }))
 
+  describe("check", () => {
+    const Thing = Schema.Struct({ data: Schema.Struct({ id: Schema.String }) })
+    const thing = (check: (value: typeof Thing.Type) => unknown) =>
+      HttpTransport.request({
+        method: "GET",
+        path: "/v1/things",
+        response: Thing,
+        safe: true,
+        name: "thing",
+        check: check as (value: typeof Thing.Type) => ReadonlyArray<{ path: string; expected: string }>
+      })
+    const answering = provideClient({ "GET /v1/things": () => FinTest.json(200, { data: { id: "x" } }) })
+
+    it.effect("issues as plain objects (or Issues) make the answer a ResponseDecodeError, not retried", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(thing((v) => v.data.id === "y" ? [] : [{ path: "data.id", expected: "y" }]))
+        expect(error).toMatchObject({ _tag: "ResponseDecodeError", status: 200, attempts: 1 })
+        expect(error.message).toBe("Unexpected response from GET /v1/things: data.id: expected y")
+        expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("GET /v1/things"))).toBe(1)
+        expect((yield* thing(() => [])).data.id).toBe("x")
+      }).pipe(answering))
+
+    it.effect("a check that returns no list of issues, or throws, is a defect naming the mistake", () =>
+      Effect.gen(function*() {
+        for (const returned of [true, false, null, undefined, "x", [{ path: "data.id" }], [{ path: 1, expected: "y" }]]) {
+          const exit = yield* Effect.exit(thing(() => returned))
+          expect(Exit.isFailure(exit) && Cause.isDie(exit.cause), String(returned)).toBe(true)
+          if (Exit.isFailure(exit)) {
+            expect(Cause.pretty(exit.cause)).toContain(
+              "effect-fin: a request's check must return a list of issues, each { path, expected } as text"
+            )
+          }
+        }
+        const thrown = yield* Effect.exit(thing(() => {
+          throw new Error("boom")
+        }))
+        expect(Exit.isFailure(thrown) && Cause.isDie(thrown.cause)).toBe(true)
+      }).pipe(answering))
+  })
+
   describe("Retry-After parsing", () => {
     it("seconds, HTTP dates and retry-after-ms", () => {
       const now = Date.UTC(2026, 0, 1, 0, 0, 0)

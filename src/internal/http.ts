@@ -72,7 +72,7 @@ export interface Attempt<A> {
   readonly body?: string | undefined
   readonly decode: Decoder<A>
   /** Issues of a decoded answer with what was asked; any makes it a `ResponseDecodeError`. */
-  readonly check?: ((value: A) => ReadonlyArray<Issue>) | undefined
+  readonly check?: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
   /** `METHOD /path`, for errors. */
@@ -506,6 +506,23 @@ const followedRedirect = (response: HttpClientResponse.HttpClientResponse): bool
 
 const noBody: Body = { text: "", cut: false }
 
+// What a request's check returned, as issues; undefined when it is no list of `{ path, expected }` texts (from
+// untyped code: `true` for "fine", say).
+const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
+  if (!Array.isArray(returned)) return undefined
+  const issues: Array<Issue> = []
+  for (const item of returned as ReadonlyArray<unknown>) {
+    if (item instanceof Issue) {
+      issues.push(item)
+      continue
+    }
+    const { expected, path } = (typeof item === "object" && item !== null ? item : {}) as Record<string, unknown>
+    if (typeof path !== "string" || typeof expected !== "string") return undefined
+    issues.push(new Issue({ path, expected }))
+  }
+  return issues
+}
+
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
@@ -567,8 +584,10 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       if (Either.isLeft(decoded)) {
         return Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
       }
-      const mismatches = spec.check?.(decoded.right)
-      return mismatches === undefined || mismatches.length === 0
+      const mismatches = spec.check === undefined ? [] : checkedIssues(spec.check(decoded.right))
+      return mismatches === undefined
+        ? Effect.dieMessage("effect-fin: a request's check must return a list of issues, each { path, expected } as text")
+        : mismatches.length === 0
         ? Effect.succeed({ value: decoded.right, status })
         : Effect.fail(decodeError(spec, status, headers, mismatches))
     })
