@@ -1236,9 +1236,12 @@ describe("HttpTransport", () => {
       const now = Date.UTC(2026, 0, 1, 0, 0, 0)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "3" }, now)!)).toBe(3000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": "Thu, 01 Jan 2026 00:00:05 GMT" }, now)!)).toBe(5000)
-      // Both forms: the longer wait, as for a header sent twice (a zero in one cannot cancel the other's wait).
-      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(9000)
+      // Both forms: the precise one when they agree to within a second (the seconds rounded, up or down), else the
+      // longer wait (a zero in one cannot cancel the other's).
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "500", "retry-after": "1" }, now)!)).toBe(500)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "9500", "retry-after": "9" }, now)!)).toBe(9500)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(9000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "100", "retry-after": "61" }, now)!)).toBe(61000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0", "retry-after": "30" }, now)!)).toBe(30000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "250", "retry-after": "soon" }, now)!)).toBe(250)
       // Milliseconds are whole ones: less than one is a wait of zero, which keeps the backoff.

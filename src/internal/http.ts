@@ -247,8 +247,9 @@ const longestWait = (
 /**
  * `retry-after-ms` (whole milliseconds: less than one is a wait of zero) and `Retry-After` as whole seconds or an HTTP
  * date; anything else is ignored (the backoff applies). Only HTTP dates reach `Date.parse`, which reads "1.5" or "-1"
- * as dates in 2001, a wait of zero. A header sent more than once, or in both forms, counts with its longest wait: a
- * zero in one cannot cancel the other's.
+ * as dates in 2001, a wait of zero. A header sent more than once counts with its longest wait; both headers, with
+ * `retry-after-ms` when the two are within a second of each other (the seconds rounded), else with the longer: a zero
+ * in one cannot cancel the other's.
  */
 export const parseRetryAfter = (
   headers: Readonly<Record<string, string>>,
@@ -260,7 +261,11 @@ export const parseRetryAfter = (
     const date = parseHttpDate(value)
     return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
   })
-  return millis === undefined ? seconds : seconds === undefined ? millis : Duration.max(millis, seconds)
+  if (millis === undefined) return seconds
+  if (seconds === undefined) return millis
+  // Both: the usual pairing gives one wait twice, the seconds rounded, so the precise one is taken; two that disagree
+  // by a second or more count with the longer (a zero in one cannot cancel the other's wait).
+  return Math.abs(Duration.toMillis(millis) - Duration.toMillis(seconds)) < 1000 ? millis : Duration.max(millis, seconds)
 }
 
 // The service's id of a request, kept in errors for its support: an id has a plain form (at most 128 printable
