@@ -239,13 +239,28 @@ interface SecretList {
 // The list of one `Redacted` secret, made once (it cannot change): the usual case, and on every verification.
 const listsOfOne = new WeakMap<Redacted.Redacted<string>, SecretList>()
 
+// The text of a secret; undefined for anything else, a `Redacted` wiped (`Redacted.unsafeWipe`) included.
+const textOf = (secret: unknown): string | undefined => {
+  if (typeof secret === "string") return secret
+  if (!Redacted.isRedacted(secret)) return undefined
+  try {
+    const value: unknown = Redacted.value(secret)
+    return typeof value === "string" ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const wiped: SecretList = { keys: [], padded: false, notText: true }
+
 // Empty secrets are dropped: an HMAC under an empty key proves nothing.
 const secretList = (secrets: Secrets): SecretList => {
   if (Redacted.isRedacted(secrets)) {
     const one = secrets as Redacted.Redacted<string>
     let list = listsOfOne.get(one)
     if (list === undefined) listsOfOne.set(one, list = listOf([one]))
-    return list
+    // A secret wiped since its list was made (at shutdown, say) is no secret: refused, not a defect in the crypto.
+    return list.notText || textOf(one) !== undefined ? list : wiped
   }
   if (typeof secrets === "string") return listOf([secrets])
   return Array.isArray(secrets) ? listOf(secrets) : { keys: [], padded: false, notText: true }
@@ -256,20 +271,19 @@ const listOf = (secrets: ReadonlyArray<unknown>): SecretList => {
   let padded = false
   let notText = false
   for (const secret of secrets) {
-    const redacted = typeof secret === "string" ? Redacted.make(secret) : Redacted.isRedacted(secret) ? secret : undefined
-    const value = redacted === undefined ? undefined : Redacted.value(redacted)
-    if (typeof value !== "string") {
+    const value = textOf(secret)
+    if (value === undefined) {
       notText = true
       continue
     }
     if (value === "") continue
     padded ||= isPadded(value)
-    keys.push(redacted as Redacted.Redacted<string>)
+    keys.push(typeof secret === "string" ? Redacted.make(secret) : secret as Redacted.Redacted<string>)
   }
   return { keys, padded, notText }
 }
 
-const notTextMessage = "must be text or Redacted text, or a list of them"
+const notTextMessage = "must be text or Redacted text (not wiped), or a list of them"
 
 /**
  * Request headers in any of the usual forms: a plain record (header names in any case, Node's
@@ -382,7 +396,9 @@ const checkSignature = (
   { keys: secrets, notText, padded }: SecretList,
   body: Uint8Array
 ): Effect.Effect<void, WebhookVerificationError> => {
-  if (notText) return Effect.fail(fail("no_secret", "the configuration holds a webhook secret that is not text"))
+  if (notText) {
+    return Effect.fail(fail("no_secret", "the configuration holds a webhook secret that is not text (or was wiped)"))
+  }
   if (secrets.length === 0) return Effect.fail(fail("no_secret", "no webhook secret is configured"))
   if (padded) return Effect.fail(fail("no_secret", `the configuration ${paddedMessage}`))
   const { algorithm, hex } = parsed
@@ -455,10 +471,14 @@ export const sign = (
   algorithm: Algorithm = "sha256"
 ): Effect.Effect<SignedHeaders> =>
   Effect.withFiberRuntime((fiber) => {
-    const list = secretList(secret)
+    // One secret (a list is for verifying during a rotation), text, not empty, as `verify` takes it.
+    const list = typeof secret === "string" || Redacted.isRedacted(secret) ? secretList(secret) : wiped
     const redacted = list.keys[0]
     if (list.notText || redacted === undefined) {
-      return Effect.dieMessage("effect-fin: a webhook secret must be text, and not empty")
+      return Effect.dieMessage("effect-fin: a webhook secret must be one text, and not empty")
+    }
+    if (list.padded) {
+      return Effect.dieMessage("effect-fin: a webhook secret must not start or end with whitespace (a trailing newline, say)")
     }
     if (!algorithms.includes(algorithm)) {
       return Effect.dieMessage(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)

@@ -147,11 +147,17 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         const defect = (effect: Effect.Effect<unknown>) =>
           Effect.map(Effect.exit(effect), (exit) =>
             Exit.isFailure(exit) ? Cause.dieOption(exit.cause).pipe(Option.map((e) => (e as Error).message)) : Option.none())
-        for (const bad of ["", Redacted.make(""), undefined, 42, Redacted.make(42)]) {
+        const wipedSecret = Redacted.make("whsec_wiped")
+        Redacted.unsafeWipe(wipedSecret)
+        for (const bad of ["", Redacted.make(""), undefined, 42, Redacted.make(42), [secretValue, "other"], wipedSecret]) {
           expect(yield* defect(Webhooks.sign(currentBody, bad as Webhooks.Secret))).toEqual(
-            Option.some("effect-fin: a webhook secret must be text, and not empty")
+            Option.some("effect-fin: a webhook secret must be one text, and not empty")
           )
         }
+        // verify would refuse it (no_secret): its signatures would test nothing.
+        expect(yield* defect(Webhooks.sign(currentBody, "whsec_x\n"))).toEqual(
+          Option.some("effect-fin: a webhook secret must not start or end with whitespace (a trailing newline, say)")
+        )
         expect(yield* defect(Webhooks.sign(currentBody, secret, "md5" as Webhooks.Algorithm)))
           .toEqual(Option.some("effect-fin: the signature algorithm is not one of sha256, sha384, sha512"))
       }).pipe(Effect.provide(cryptoLayer)))
@@ -329,12 +335,16 @@ describe("Webhooks decoding", () => {
       expect(padded.reason).toBe("no_secret")
       expect(padded.message).toContain("whitespace")
       expect(padded.message).not.toContain(secretValue)
-      // A secret that is no text (untyped configuration) is no secret, not a defect.
-      for (const secrets of [undefined, null, 42, [42], [secret, undefined], Redacted.make(42)]) {
+      // A secret that is no text (untyped configuration), or one wiped since (also after a first use), is no
+      // secret, not a defect.
+      const wipedLater = Redacted.make(secretValue)
+      expect((yield* Webhooks.verify(currentBody, headers, wipedLater)).type).toBe("beneficiary.status")
+      Redacted.unsafeWipe(wipedLater)
+      for (const secrets of [undefined, null, 42, [42], [secret, undefined], Redacted.make(42), wipedLater, [wipedLater]]) {
         const notText = yield* Effect.flip(Webhooks.verify(currentBody, headers, secrets as Webhooks.Secrets))
         expect([notText.reason, notText.message]).toEqual([
           "no_secret",
-          "the configuration holds a webhook secret that is not text"
+          "the configuration holds a webhook secret that is not text (or was wiped)"
         ])
         expect(yield* reasonOf(Webhooks.verifySignature(currentBody, headers, secrets as Webhooks.Secrets))).toBe(
           "no_secret"
@@ -1158,13 +1168,15 @@ describe("Webhooks.handler", () => {
     for (const secrets of ["whsec_x\n", [secretValue, " whsec_y"], Redacted.make("whsec_x\r\n")]) {
       refused({ secrets }, "secrets holds a webhook secret that starts or ends with whitespace (a trailing newline, say)")
     }
-    // From untyped configuration (an unset variable, a number): said as such, not a TypeError from deep inside.
+    // From untyped configuration (an unset variable, a number), or wiped: said as such, not an error from deep inside.
+    const wipedSecret = Redacted.make("whsec_wiped")
+    Redacted.unsafeWipe(wipedSecret)
     for (
       const secrets of [undefined, null, 42, {}, [42], [undefined], [secretValue, null], Redacted.make(42), [
         Redacted.make(undefined)
-      ]]
+      ], wipedSecret]
     ) {
-      refused({ secrets: secrets as Webhooks.Secrets }, "secrets must be text or Redacted text, or a list of them")
+      refused({ secrets: secrets as Webhooks.Secrets }, "secrets must be text or Redacted text (not wiped), or a list of them")
     }
     // A misspelt event type (a compile error too) would have its events acknowledged and never handled.
     refused(

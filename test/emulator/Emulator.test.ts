@@ -599,8 +599,9 @@ describe("Emulator", () => {
           expect(error, `${name} ${value}`).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
           expect(error.message).toContain(name)
         }
-        // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace).
-        for (const credentials of [{ clientId: "client " }, { clientSecret: " secret\n" }]) {
+        // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace), and a webhook
+        // secret a handler would refuse (no_secret).
+        for (const credentials of [{ clientId: "client " }, { clientSecret: " secret\n" }, { webhookSecret: "whsec\n" }]) {
           const error = yield* Effect.flip(Emulator.make(credentials))
           expect(error, JSON.stringify(credentials)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         }

@@ -173,7 +173,7 @@ export const OptionsData = Schema.Struct({
   })),
   faults: Schema.optional(Schema.Array(FaultRule)),
   seed: Schema.optional(Schema.Int),
-  webhookSecret: Schema.optional(Schema.NonEmptyString),
+  webhookSecret: Schema.optional(Credential),
   webhookUrl: Schema.optional(HttpUrl),
   webhookAlgorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms)),
   sandboxMode: Schema.optional(Schema.Boolean),
