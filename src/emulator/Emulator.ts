@@ -23,6 +23,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import * as CountryCode from "../CountryCode.js"
 import * as Durations from "../internal/duration.js"
 import * as Issues from "../internal/issues.js"
 import type { FeeRule } from "../internal/quote.js"
@@ -346,6 +347,14 @@ const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Set
       decodeOptionsData(options),
       (error) => invalidOptions(`Invalid emulator options: ${Issues.describeAll(error)}`)
     )
+    // A list for a country the client cannot ask for (a misspelt "GER") would leave the snapshot's served, unnoticed.
+    for (const country of Object.keys(data.subdivisions ?? {})) {
+      if (!CountryCode.isCountryCode(country)) {
+        return yield* invalidOptions(
+          `Invalid emulator option subdivisions: ${JSON.stringify(country)} is not a country code of ISO 3166-1 alpha-3, like DEU`
+        )
+      }
+    }
     const beneficiaries: Record<string, Beneficiary> = {}
     // Ids are matched without regard to case, as UUIDs are.
     for (const [id, beneficiary] of Object.entries(data.beneficiaries ?? defaultBeneficiaries)) {

@@ -605,6 +605,13 @@ describe("Emulator", () => {
           const error = yield* Effect.flip(Emulator.make(credentials))
           expect(error, JSON.stringify(credentials)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         }
+        // A list for a country the client cannot ask for (a misspelt "GER") is a mistake, said at once.
+        for (const key of ["GER", "fra", "FR"]) {
+          const error = yield* Effect.flip(Emulator.make({ subdivisions: { [key]: [] } }))
+          expect(error.message, key).toBe(
+            `Invalid emulator option subdivisions: ${JSON.stringify(key)} is not a country code of ISO 3166-1 alpha-3, like DEU`
+          )
+        }
         const webhook = yield* Effect.flip(emulator.registerWebhook("not a url"))
         expect(webhook.reason).toBe("InvalidInput")
       }))

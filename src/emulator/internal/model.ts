@@ -167,8 +167,9 @@ export const OptionsData = Schema.Struct({
   fee: Schema.optional(Quote.FeeRule),
   beneficiaries: Schema.optional(Schema.Record({ key: Uuid, value: Quote.Beneficiary })),
   defaultSourceCurrency: Schema.optional(Quote.CurrencyCode),
+  // Keys are checked apart (countries the client can ask for), with a message naming the key.
   subdivisions: Schema.optional(Schema.Record({
-    key: Schema.String.pipe(Schema.pattern(/^[A-Z]{3}$/, { message: () => "a country code (three upper-case letters)" })),
+    key: Schema.String,
     value: Schema.Array(Schema.Struct({ code: Schema.String, name: Schema.String }))
   })),
   faults: Schema.optional(Schema.Array(FaultRule)),
