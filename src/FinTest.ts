@@ -401,7 +401,9 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
           controller.close()
         }
       })
-      const status = reply.status
+      // A reply written by hand rather than with `json`/`text` (the type is exported) is checked here, where the
+      // client would otherwise die on `Response`'s own RangeError.
+      const status = checked(reply.status)
       return Effect.succeed(
         HttpClientResponse.fromWeb(
           request,

@@ -95,6 +95,17 @@ describe("FinTest replies", () => {
     }
   })
 
+  it.effect("a reply written by hand with such a status is a defect saying so, when the request meets it", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(FeeService.calculate(quoteRequest))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      if (Exit.isFailure(exit)) {
+        expect(Cause.pretty(exit.cause)).toContain("effect-fin/test: 700 is no response status (a whole number from 200 to 599)")
+      }
+    }).pipe(provideClient({
+      [FEE]: () => ({ _tag: "Respond", status: 700, body: "{}", headers: {}, stallBody: false })
+    }, { maxRetries: 0 })))
+
   it.effect("statuses from 200 to 599 are answered as given", () =>
     Effect.gen(function*() {
       const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
