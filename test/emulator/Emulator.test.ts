@@ -99,6 +99,17 @@ describe("Emulator", () => {
         const now = TokenProvider.parseTimestamp(token["current_time"]!)!
         expect(TokenProvider.parseTimestamp(token["access_token_ttl"]!)! - now).toBe(86_400_000)
         expect(TokenProvider.parseTimestamp(token["refresh_token_ttl"]!)! - now).toBe(7 * 86_400_000)
+        // Shaped as the documented tokens (JWTs, "eyJhbGciOiJIUzI1NiIs..."): header, claims, a 32-byte signature.
+        for (const [name, typ, lifetime] of [["access_token", "access", 86_400], ["refresh_token", "refresh", 7 * 86_400]] as const) {
+          const [header, claims, signature] = token[name]!.split(".")
+          expect(token[name]!.startsWith("eyJhbGciOiJIUzI1NiIs")).toBe(true)
+          expect(JSON.parse(Buffer.from(header!, "base64url").toString())).toEqual({ alg: "HS256", typ: "JWT" })
+          const payload = JSON.parse(Buffer.from(claims!, "base64url").toString())
+          expect(payload).toMatchObject({ iss: "effect-fin-emulator", typ })
+          expect(payload.exp - payload.iat).toBe(lifetime)
+          expect(Buffer.from(signature!, "base64url")).toHaveLength(32)
+        }
+        expect(token["access_token"]).not.toBe(token["refresh_token"])
       }))
 
     it.scopedLive("wraps in data when asked; checks credentials and fields", () =>

@@ -85,6 +85,11 @@ const TOKEN_LOG_SIZE = 1000
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, "0")
 
+const base64url = (text: string): string => Buffer.from(text).toString("base64url")
+
+/** The JOSE header of the emulator's tokens: `{"alg":"HS256","typ":"JWT"}`, as the documented example begins. */
+export const JOSE = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }))
+
 /** The state of one emulator. */
 export interface State {
   readonly settings: Settings
@@ -145,8 +150,24 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       return n
     }
 
-    const tokenString = (prefix: string) =>
-      Effect.map(random.nextIntBetween(0, 0x7fffffff), (r) => `${prefix}_${serial}_${hex(r, 8)}`)
+    // Shaped as the service's tokens are documented (`eyJhbGciOiJIUzI1NiIs...`, bearerFormat JWT): a header, claims
+    // (which token, its serial, when it was issued and ends) and 32 random bytes for a signature, so that a program
+    // that scrubs, stores or measures tokens meets the real shape here. Nothing checks the signature: the emulator
+    // knows its tokens by their whole text.
+    const tokenString = (typ: "access" | "refresh", now: number, expiry: number) =>
+      Effect.map(
+        Effect.all(Array.from({ length: 32 }, () => random.nextIntBetween(0, 256))),
+        (bytes) => {
+          const claims = {
+            iss: "effect-fin-emulator",
+            typ,
+            n: serial,
+            iat: Math.floor(now / 1000),
+            exp: Math.floor(expiry / 1000)
+          }
+          return `${JOSE}.${base64url(JSON.stringify(claims))}.${Buffer.from(bytes).toString("base64url")}`
+        }
+      )
 
     const matching = (route: RouteName) =>
       rules.filter(({ injected, rule }) =>
@@ -185,8 +206,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         serial += 1
-        const accessToken = yield* tokenString("emu_at")
-        const refreshToken = yield* tokenString("emu_rt")
+        const accessToken = yield* tokenString("access", now, now + settings.accessLifetime)
+        const refreshToken = yield* tokenString("refresh", now, now + settings.refreshLifetime)
         return yield* Effect.sync((): TokenFields => {
           if (settings.revokeOnIssue) {
             access.clear()
