@@ -251,7 +251,7 @@ const textOf = (secret: unknown): string | undefined => {
   }
 }
 
-const wiped: SecretList = { keys: [], padded: false, notText: true }
+const notASecret: SecretList = { keys: [], padded: false, notText: true }
 
 // Empty secrets are dropped: an HMAC under an empty key proves nothing.
 const secretList = (secrets: Secrets): SecretList => {
@@ -259,8 +259,7 @@ const secretList = (secrets: Secrets): SecretList => {
     const one = secrets as Redacted.Redacted<string>
     let list = listsOfOne.get(one)
     if (list === undefined) listsOfOne.set(one, list = listOf([one]))
-    // A secret wiped since its list was made (at shutdown, say) is no secret: refused, not a defect in the crypto.
-    return list.notText || textOf(one) !== undefined ? list : wiped
+    return list
   }
   if (typeof secrets === "string") return listOf([secrets])
   return Array.isArray(secrets) ? listOf(secrets) : { keys: [], padded: false, notText: true }
@@ -396,7 +395,9 @@ const checkSignature = (
   { keys: secrets, notText, padded }: SecretList,
   body: Uint8Array
 ): Effect.Effect<void, WebhookVerificationError> => {
-  if (notText) {
+  // A secret wiped since its list was made (a handler's, at shutdown say) is no secret: refused, not a defect in the
+  // crypto.
+  if (notText || !secrets.every((key) => textOf(key) !== undefined)) {
     return Effect.fail(fail("no_secret", "the configuration holds a webhook secret that is not text (or was wiped)"))
   }
   if (secrets.length === 0) return Effect.fail(fail("no_secret", "no webhook secret is configured"))
@@ -472,9 +473,9 @@ export const sign = (
 ): Effect.Effect<SignedHeaders> =>
   Effect.withFiberRuntime((fiber) => {
     // One secret (a list is for verifying during a rotation), text, not empty, as `verify` takes it.
-    const list = typeof secret === "string" || Redacted.isRedacted(secret) ? secretList(secret) : wiped
+    const list = typeof secret === "string" || Redacted.isRedacted(secret) ? secretList(secret) : notASecret
     const redacted = list.keys[0]
-    if (list.notText || redacted === undefined) {
+    if (list.notText || redacted === undefined || textOf(redacted) === undefined) {
       return Effect.dieMessage("effect-fin: a webhook secret must be one text, and not empty")
     }
     if (list.padded) {

@@ -611,6 +611,17 @@ describe("Webhooks.handler", () => {
       expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1 PROCESSING"])
     }))
 
+  it.effect("a secret wiped after the handler was built (at shutdown, say) answers 500 no_secret, logged, not a defect", () =>
+    Effect.gen(function*() {
+      const wipeable = Redacted.make(secretValue)
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({ secrets: wipeable, handlers: {} })).pipe(Effect.provide(capture))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      Redacted.unsafeWipe(wipeable)
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      expect(logs.join("\n")).toContain("no_secret")
+    }))
+
   it.effect("answers 401 without detail on a bad or missing signature, 400 on a malformed body", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({ "beneficiary.status": (event) => record(event.id) }))
