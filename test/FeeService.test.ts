@@ -279,7 +279,7 @@ describe("FeeService", () => {
           }
         }
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.45 }, fee: { fixed: 1, percentage: 1 } }))))
-    it.effect("a receive quote ends for any amount and rate: huge amounts, tiny rates; one whose figures a number cannot hold is a 422", () =>
+    it.effect("a receive quote ends for any amount and rate: huge amounts, tiny rates; one whose amounts a number cannot hold to the cent is a 422", () =>
       Effect.gen(function*() {
         const receive = (to: string, wanted: number) =>
           FeeService.calculate({ source_currency: "USD", destination_amount: wanted, destination_currency: to }).pipe(
@@ -288,12 +288,14 @@ describe("FeeService", () => {
           )
         const tooLarge = [422, ["destination_amount"]]
         expect(yield* receive("CAD", 100)).toEqual([true, true])
-        expect(yield* receive("CAD", 2e14)).toEqual([true, true])
-        // No fee at rate 1: the source is the largest exact number, and still quoted.
-        expect(yield* receive("CAD", Number.MAX_SAFE_INTEGER)).toEqual([true, true])
+        expect(yield* receive("CAD", 9e13)).toEqual([true, true])
+        // No fee at rate 1: the source is the largest amount a number holds to the cent, and still quoted.
+        expect(yield* receive("CAD", Number.MAX_SAFE_INTEGER / 100)).toEqual([true, true])
+        // Past it, a number does not hold every cent: the quoted source could deliver a cent less than asked.
+        expect(yield* receive("CAD", 2e14)).toEqual(tooLarge)
         expect(yield* receive("XYZ", 100)).toEqual([true, true])
-        // Its source amount, 2e23, passes Number.MAX_SAFE_INTEGER.
-        expect(yield* receive("XYZ", 2e14)).toEqual(tooLarge)
+        // Its source amount, 2e22, passes what a number holds to the cent.
+        expect(yield* receive("XYZ", 2e13)).toEqual(tooLarge)
         // Past what the client sends, as the emulator may be asked over plain HTTP.
         const settings = { rates: { "USD/XYZ": 1e-9 }, fee: { fixed: 0, percentage: 1 }, beneficiaries: {}, defaultSourceCurrency: "USD" }
         for (const wanted of [1e16, 1e300]) {
@@ -360,6 +362,21 @@ describe("FeeService", () => {
         const receive = yield* FeeService.calculate({ source_currency: "USD", destination_amount: 495183.84, destination_currency: "EUR" })
         expect(receive.source_amount).toBe(401098.92)
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/EUR": 1.23456789 } }))))
+
+    it.effect("the client's fee and a beneficiary's are added in decimal: 0.003 + 0.022 is 0.025, half a cent up", () =>
+      Effect.gen(function*() {
+        const quote = yield* FeeService.calculate({ source_currency: "USD", source_amount: 10, beneficiary_id: UUID })
+        expect([quote.fee.fixed, quote.fee.percentage, quote.fee.total, quote.destination_amount]).toEqual([
+          0.025,
+          0.8,
+          0.11,
+          9.89
+        ])
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "USD/CAD": 1 },
+        fee: { fixed: 0.003, percentage: 0.7 },
+        beneficiaries: { [UUID]: { currency: "CAD", developerFee: { fixed: 0.022, percentage: 0.1 } } }
+      }))))
 
     it.effect("at a small rate, the source quoted for an amount is the smallest that delivers it", () =>
       Effect.gen(function*() {

@@ -93,7 +93,7 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
   }
   const field = request.source_amount !== undefined ? "source_amount" : "destination_amount"
   const developer = beneficiary?.developerFee ?? { fixed: 0, percentage: 0 }
-  const fee = { fixed: settings.fee.fixed + developer.fixed, percentage: settings.fee.percentage + developer.percentage }
+  const fee = { fixed: sum(settings.fee.fixed, developer.fixed), percentage: sum(settings.fee.percentage, developer.percentage) }
   const invalid = (detail: string) => Either.left<QuoteProblem>({ _tag: "Unprocessable", message: "Validation failed", field, detail })
   // Either way round: a quote whose fee is more than what is sent would be no quote at all.
   if (fee.percentage >= 100) return invalid("The fees take the whole amount: no amount delivers anything.")
@@ -108,11 +108,13 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
     rate,
     fee
   )
-  // The client refuses a figure a number cannot hold exactly (past MAX_SAFE_INTEGER), so no quote holds one.
+  // Amounts a number holds to the cent (MAX_CENTS cents), a rate one holds at all (the client refuses figures past
+  // MAX_SAFE_INTEGER): past them, the figure quoted would not be the one computed.
   const { source_amount, exchange_rate, destination_amount, fee: { total } } = figures
-  return [source_amount, exchange_rate, destination_amount, total].every((n) => n <= Number.MAX_SAFE_INTEGER)
+  return [source_amount, destination_amount, total].every((n) => n <= MAX_AMOUNT) &&
+      exchange_rate <= Number.MAX_SAFE_INTEGER
     ? Either.right(figures)
-    : invalid(`The quote's figures pass ${Number.MAX_SAFE_INTEGER}, past which a number is not exact.`)
+    : invalid(`The quote's amounts pass ${MAX_AMOUNT}, past which a number does not hold every cent.`)
 }
 
 /** What a quote is computed from: either amount, in cents. */
@@ -190,6 +192,17 @@ const toCents = (d: Decimal): bigint => {
 const ofCents = (cents: bigint): Decimal => ({ units: cents, scale: 2 })
 
 const amountOf = (cents: bigint): number => Number(cents) / 100
+
+/** The largest amount a number holds to the cent: 90071992547409.91 (MAX_SAFE_INTEGER cents). */
+const MAX_AMOUNT = Number.MAX_SAFE_INTEGER / 100
+
+// The sum of two figures in decimal, as a number (0.003 + 0.022 is 0.025, not 0.024999999999999998).
+const sum = (a: number, b: number): number => {
+  const total = add(decimal(a), decimal(b))
+  // Fees are never negative, so the digits are all there is.
+  const text = total.units.toString().padStart(total.scale + 1, "0")
+  return Number(total.scale === 0 ? text : `${text.slice(0, -total.scale)}.${text.slice(-total.scale)}`)
+}
 
 const centsOf = (n: number): bigint => toCents(decimal(n))
 
