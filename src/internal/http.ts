@@ -511,8 +511,8 @@ const followedRedirect = (response: HttpClientResponse.HttpClientResponse): bool
 
 const noBody: Body = { text: "", cut: false }
 
-// What a request's check returned, as issues; undefined when it is no list of `{ path, expected }` texts (from
-// untyped code: `true` for "fine", say).
+// What a request's check returned, as issues (the first `MAX_ISSUES`, as for a schema's); undefined when it is no list
+// of `{ path, expected }` texts (from untyped code: `true` for "fine", say).
 const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
   if (!Array.isArray(returned)) return undefined
   const issues: Array<Issue> = []
@@ -525,7 +525,7 @@ const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
     if (typeof path !== "string" || typeof expected !== "string") return undefined
     issues.push(new Issue({ path, expected }))
   }
-  return issues
+  return issues.slice(0, Issues.MAX_ISSUES)
 }
 
 /** Runs one attempt with `client`. */

@@ -105,8 +105,11 @@ const collect = (
   }
 }
 
+/** The most issues an error keeps: enough to fix a request or a schema by, and a message still of a readable size. */
+export const MAX_ISSUES = 20
+
 /** The safe issues of a parse failure, at most `limit` of them. */
-export const fromParseIssue = (issue: ParseResult.ParseIssue, limit = 20): ReadonlyArray<Issue> => {
+export const fromParseIssue = (issue: ParseResult.ParseIssue, limit = MAX_ISSUES): ReadonlyArray<Issue> => {
   const out: Array<Issue> = []
   collect(issue, [], out)
   return out.slice(0, limit)
