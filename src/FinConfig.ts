@@ -146,7 +146,9 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
 // sandbox's) would send one environment's credentials to the other: said, rather than one of them silently winning.
 const contradicts = (environment: unknown, url: string): Either.Either<string, ConfigError.ConfigError> => {
   const other = environment === "production" ? "sandbox" : environment === "sandbox" ? "production" : undefined
-  return other !== undefined && new URL(url).origin === baseUrls[other]
+  // The host as DNS reads it: "sandbox.api.fin.com." (the root's dot) is the same address.
+  const { hostname, port, protocol } = new URL(url)
+  return other !== undefined && `${protocol}//${hostname.replace(/\.$/, "")}${port === "" ? "" : `:${port}`}` === baseUrls[other]
     ? Either.left(
       invalid(
         "baseUrl",

@@ -69,6 +69,9 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, environment: "production", baseUrl: "https://sandbox.api.fin.com/" })).toContain(
         `baseUrl is the sandbox environment's address, and environment is "production"`
       )
+      expect(yield* configError({ ...base, environment: "production", baseUrl: "https://SANDBOX.api.fin.com.:443/" })).toContain(
+        `baseUrl is the sandbox environment's address`
+      )
       expect(yield* configError({ ...base, environment: "sandbox", baseUrl: "https://api.fin.com/v1-proxy" })).toContain(
         `baseUrl is the production environment's address, and environment is "sandbox"`
       )
