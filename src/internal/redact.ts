@@ -16,10 +16,19 @@ const bytesOf = (text: string): string => {
 
 const hexDigit = /^[0-9A-Fa-f]{2}$/
 
+interface View {
+  /** One character per byte. */
+  readonly bytes: string
+  /** For each byte, the span of the text it came from. */
+  readonly from: ReadonlyArray<number>
+  readonly to: ReadonlyArray<number>
+}
+
 // `text` as the bytes it stands for when URL-decoded (`%XX` in either case as its byte, `+` as a space or as itself),
 // with, for each byte, the span of `text` it came from: an echo URL-encoded by any encoder (everything escaped, or
-// `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes.
-const decodedView = (text: string, plusIsSpace: boolean) => {
+// `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes. `text` is
+// one of bytes already (a view decoded again) when `isBytes`.
+const decodedView = (text: string, plusIsSpace: boolean, isBytes = false): View => {
   let bytes = ""
   const from: Array<number> = []
   const to: Array<number> = []
@@ -33,8 +42,13 @@ const decodedView = (text: string, plusIsSpace: boolean) => {
       continue
     }
     const codePoint = text.codePointAt(i)!
-    const width = codePoint > 0xffff ? 2 : 1
-    const own = plusIsSpace && text[i] === "+" ? " " : bytesOf(text.slice(i, i + width))
+    const width = codePoint > 0xffff && !isBytes ? 2 : 1
+    // ASCII (and a byte already) is its own byte: no encoder per character on a long page.
+    const own = plusIsSpace && text[i] === "+"
+      ? " "
+      : codePoint < 0x80 || isBytes
+      ? text[i]!
+      : bytesOf(text.slice(i, i + width))
     for (let k = 0; k < own.length; k++) {
       from.push(i)
       to.push(i + width)
@@ -96,12 +110,18 @@ const runsOf = (needle: string): Runs => {
   }
 }
 
-// The spans of `text` that are the needles of `runs` (or their starts) URL-encoded, or partly so.
+// The spans of `text` that are the needles of `runs` (or their starts) URL-encoded, or partly so, once or twice (a
+// value encoded again as a parameter of another URL: `%252F`).
 const encodedSpans = (text: string, runs: ReadonlyArray<Runs>): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
-    const view = decodedView(text, plusIsSpace)
-    for (const run of runs) run(view.bytes, (start, end) => spans.push([view.from[start]!, view.to[end - 1]!]))
+    const once = decodedView(text, plusIsSpace)
+    for (const run of runs) run(once.bytes, (start, end) => spans.push([once.from[start]!, once.to[end - 1]!]))
+    if (!once.bytes.includes("%")) continue
+    const twice = decodedView(once.bytes, false, true)
+    for (const run of runs) {
+      run(twice.bytes, (start, end) => spans.push([once.from[twice.from[start]!]!, once.to[twice.to[end - 1]! - 1]!]))
+    }
   }
   return spans
 }
@@ -113,10 +133,28 @@ const literalSpans = (text: string, runs: ReadonlyArray<Runs>): Array<readonly [
   return spans
 }
 
+const unicodeEscaped = (text: string, upper: boolean): string =>
+  text.replace(/[^\x20-\x7e]|[&<>]/g, (c) => {
+    const hex = c.charCodeAt(0).toString(16).padStart(4, "0")
+    return `\\u${upper ? hex.toUpperCase() : hex}`
+  })
+
+// The forms a credential is echoed in as text (see `redactor`).
+const echoesOf = (credential: string): ReadonlyArray<string> => {
+  const escaped = JSON.stringify(credential).slice(1, -1)
+  return [
+    credential,
+    escaped,
+    escaped.replaceAll("/", "\\/"),
+    unicodeEscaped(escaped, false),
+    unicodeEscaped(escaped, true)
+  ]
+}
+
 /**
  * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
- * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`), `/` escaped as `\/`, and cut
- * short (see `headLength`). No regular expression is built
+ * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`, once or twice), as JSON encoders
+ * escape it (`\/`, `\uXXXX`), and cut short (see `headLength`). No regular expression is built
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
  * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the
@@ -129,14 +167,12 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
   const present = credentials.filter((credential) => credential !== "")
   const end = keep + 1
   if (present.length === 0) return (text) => text.slice(0, end)
-  // As sent, JSON-escaped, and with `/` escaped too (as PHP's encoder does): a body cut short is no JSON to unescape.
-  const literal = [
-    ...new Set(present.flatMap((c) => {
-      const escaped = JSON.stringify(c).slice(1, -1)
-      return [c, escaped, escaped.replaceAll("/", "\\/")]
-    }))
-  ].map(runsOf)
-  const encoded = [...new Set(present.map(bytesOf))].map(runsOf)
+  // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape): JSON.stringify's escapes, `/` as
+  // `\/` (PHP), every character outside printable ASCII and `&<>` as `\uXXXX` in either case (Python's ensure_ascii,
+  // Go's HTML-safe escapes). Each of these may then be URL-encoded too.
+  const forms = [...new Set(present.flatMap(echoesOf))]
+  const literal = forms.map(runsOf)
+  const encoded = [...new Set(forms.map(bytesOf))].map(runsOf)
   const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
   return (whole) => {
     const text = whole.slice(0, end + 12 * longest)

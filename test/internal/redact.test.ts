@@ -66,6 +66,25 @@ describe("redactor", () => {
     expect(find(`{"client_secret":"${escaped.slice(0, 24)}`)).toBe(`{"client_secret":"<redacted>`)
   })
 
+  it("as other JSON encoders write it (\\uXXXX for &<> or any non-ASCII, either case), and URL-encoded twice", () => {
+    const goSecret = "a&b<c>d_0123456789ABCDEFGHIJ"
+    const go = goSecret.replace(/[&<>]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+    expect(redactor([goSecret], 1024)(`{"secret":"${go}"}`)).toBe(`{"secret":"<redacted>"}`)
+    const pySecret = "pässwörd-0123456789-abcdefghij"
+    const python = JSON.stringify(pySecret).slice(1, -1).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+    expect(redactor([pySecret], 1024)(`{"secret":"${python}"}`)).toBe(`{"secret":"<redacted>"}`)
+    const upperHex = python.replace(/\\u([0-9a-f]{4})/g, (_, hex: string) => `\\u${hex.toUpperCase()}`)
+    expect(upperHex).toContain("\\u00E4")
+    expect(redactor([pySecret], 1024)(`{"secret":"${upperHex}"}`)).toBe(`{"secret":"<redacted>"}`)
+    const slashy = "Ab3/9xQ/zz0123456789/abcdefgh"
+    const find = redactor([slashy], 1024)
+    expect(find(`next=${encodeURIComponent(encodeURIComponent(slashy))}&x=1`)).toBe("next=<redacted>&x=1")
+    expect(find(`q=${encodeURIComponent(slashy.replaceAll("/", "\\/"))}&x=1`)).toBe("q=<redacted>&x=1")
+    // A long credential and a page of plus signs (every byte through the form view) stay cheap.
+    const long = "k".repeat(65_536)
+    expect(redactor([long], 1024)(`${"+".repeat(4 * 1024 * 1024)}`)).toBe("+".repeat(1025))
+  })
+
   it("credentials that overlap leave nothing of either", () => {
     expect(redactor(["abcX", "Xdef"], 100)("<abcXdef>")).toBe("<<redacted>>")
   })
