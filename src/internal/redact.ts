@@ -117,10 +117,13 @@ const encodedSpans = (text: string, runs: ReadonlyArray<Runs>): Array<readonly [
   for (const plusIsSpace of [false, true]) {
     const once = decodedView(text, plusIsSpace)
     for (const run of runs) run(once.bytes, (start, end) => spans.push([once.from[start]!, once.to[end - 1]!]))
-    if (!once.bytes.includes("%")) continue
-    const twice = decodedView(once.bytes, false, true)
-    for (const run of runs) {
-      run(twice.bytes, (start, end) => spans.push([once.from[twice.from[start]!]!, once.to[twice.to[end - 1]! - 1]!]))
+    if (!once.bytes.includes("%") && !once.bytes.includes("+")) continue
+    // The inner encoding may be a form's (a space as `+`, `%2B` once encoded again) whatever the outer one was.
+    for (const innerPlusIsSpace of [false, true]) {
+      const twice = decodedView(once.bytes, innerPlusIsSpace, true)
+      for (const run of runs) {
+        run(twice.bytes, (start, end) => spans.push([once.from[twice.from[start]!]!, once.to[twice.to[end - 1]! - 1]!]))
+      }
     }
   }
   return spans
@@ -133,22 +136,27 @@ const literalSpans = (text: string, runs: ReadonlyArray<Runs>): Array<readonly [
   return spans
 }
 
-const unicodeEscaped = (text: string, upper: boolean): string =>
-  text.replace(/[^\x20-\x7e]|[&<>]/g, (c) => {
+// `\uXXXX` for what `pattern` matches, in the hex case asked for.
+const unicodeEscaped = (text: string, pattern: RegExp, upper: boolean): string =>
+  text.replace(pattern, (c) => {
     const hex = c.charCodeAt(0).toString(16).padStart(4, "0")
     return `\\u${upper ? hex.toUpperCase() : hex}`
   })
 
-// The forms a credential is echoed in as text (see `redactor`).
+// What JSON encoders write as `\uXXXX` beyond JSON.stringify's escapes, alone or together: every character outside
+// ASCII (Python's ensure_ascii, PHP's default), `&<>'` (Go's HTML-safe escapes, PHP's JSON_HEX_* flags), both.
+const escapable = [/[^\x00-\x7f]/g, /[&<>']/g, /[^\x00-\x7f]|[&<>']/g]
+
+// The forms a credential is echoed in as text (see `redactor`): JSON.stringify's, with `/` as `\/` or not (PHP), each
+// with or without the escapes above, in either hex case.
 const echoesOf = (credential: string): ReadonlyArray<string> => {
   const escaped = JSON.stringify(credential).slice(1, -1)
-  return [
-    credential,
-    escaped,
-    escaped.replaceAll("/", "\\/"),
-    unicodeEscaped(escaped, false),
-    unicodeEscaped(escaped, true)
-  ]
+  const forms = [credential]
+  for (const base of [escaped, escaped.replaceAll("/", "\\/")]) {
+    forms.push(base)
+    for (const pattern of escapable) forms.push(unicodeEscaped(base, pattern, false), unicodeEscaped(base, pattern, true))
+  }
+  return forms
 }
 
 /**

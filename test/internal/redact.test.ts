@@ -80,6 +80,26 @@ describe("redactor", () => {
     const find = redactor([slashy], 1024)
     expect(find(`next=${encodeURIComponent(encodeURIComponent(slashy))}&x=1`)).toBe("next=<redacted>&x=1")
     expect(find(`q=${encodeURIComponent(slashy.replaceAll("/", "\\/"))}&x=1`)).toBe("q=<redacted>&x=1")
+    // Escapes together, as PHP writes them: `\\/` and `\\u00e4` (its default), `\\/` and `\\u003C` (JSON_HEX_TAG).
+    const u = (c: string, upper: boolean) => {
+      const hex = c.charCodeAt(0).toString(16).padStart(4, "0")
+      return `\\u${upper ? hex.toUpperCase() : hex}`
+    }
+    const phpSecret = "pässwörd/0123456789/abcdefghij"
+    const php = JSON.stringify(phpSecret).slice(1, -1).replaceAll("/", "\\/").replace(/[^\x00-\x7f]/g, (c) => u(c, false))
+    expect(redactor([phpSecret], 1024)(`{"secret":"${php}"}`)).toBe(`{"secret":"<redacted>"}`)
+    const tagSecret = "a/b<c>d&e_0123456789ABCDEFGHIJ"
+    const hexTag = tagSecret.replaceAll("/", "\\/").replace(/[<>&]/g, (c) => u(c, true))
+    expect(redactor([tagSecret], 1024)(`{"secret":"${hexTag}"}`)).toBe(`{"secret":"<redacted>"}`)
+    // Go escapes &<> but keeps other characters as they are.
+    const goMixed = "ä&b_0123456789ABCDEFGHIJ"
+    expect(redactor([goMixed], 1024)(`"${goMixed.replace("&", "\\u0026")}"`)).toBe(`"<redacted>"`)
+    // Form-encoded twice: a space is `+`, then `%2B`.
+    const spaced = "correct horse battery staple 0123456789"
+    const twice = new URLSearchParams({ next: `https://x.test/cb?s=${new URLSearchParams({ s: spaced }).toString().slice(2)}` })
+      .toString()
+    expect(twice).toContain("correct%2Bhorse")
+    expect(redactor([spaced], 1024)(twice)).toBe("next=https%3A%2F%2Fx.test%2Fcb%3Fs%3D<redacted>")
     // A long credential and a page of plus signs (every byte through the form view) stay cheap.
     const long = "k".repeat(65_536)
     expect(redactor([long], 1024)(`${"+".repeat(4 * 1024 * 1024)}`)).toBe("+".repeat(1025))
