@@ -288,11 +288,12 @@ describe("FeeService", () => {
           )
         const tooLarge = [422, ["destination_amount"]]
         expect(yield* receive("CAD", 100)).toEqual([true, true])
-        expect(yield* receive("CAD", 9e13)).toEqual([true, true])
+        expect(yield* receive("CAD", 7e13)).toEqual([true, true])
         // No fee at rate 1: the source is the largest amount a number holds to the cent, and still quoted.
-        expect(yield* receive("CAD", Number.MAX_SAFE_INTEGER / 100)).toEqual([true, true])
+        expect(yield* receive("CAD", 2 ** 46 - 0.01)).toEqual([true, true])
         // Past it, a number does not hold every cent: the quoted source could deliver a cent less than asked.
-        expect(yield* receive("CAD", 2e14)).toEqual(tooLarge)
+        expect(yield* receive("CAD", 2 ** 46)).toEqual(tooLarge)
+        expect(yield* receive("CAD", 9e13)).toEqual(tooLarge)
         expect(yield* receive("XYZ", 100)).toEqual([true, true])
         // Its source amount, 2e22, passes what a number holds to the cent.
         expect(yield* receive("XYZ", 2e13)).toEqual(tooLarge)
@@ -377,6 +378,15 @@ describe("FeeService", () => {
         fee: { fixed: 0.003, percentage: 0.7 },
         beneficiaries: { [UUID]: { currency: "CAD", developerFee: { fixed: 0.022, percentage: 0.1 } } }
       }))))
+
+    it.effect("a receive quote past what a number holds to the cent is a 422, not a source a cent short", () =>
+      Effect.gen(function*() {
+        // Its source would be 70379422454120.95, past 2^46: sent back, it would deliver .23.
+        const error = yield* Effect.flip(
+          FeeService.calculate({ source_currency: "USD", destination_amount: 62391358005578.24, destination_currency: "CAD" })
+        )
+        expect(error._tag === "ApiError" && [error.status, error.fieldErrors?.map((f) => f.field)]).toEqual([422, ["destination_amount"]])
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 0.9 }, fee: { fixed: 0, percentage: 1.5 } }))))
 
     it.effect("at a small rate, the source quoted for an amount is the smallest that delivers it", () =>
       Effect.gen(function*() {

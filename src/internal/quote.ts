@@ -108,7 +108,7 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
     rate,
     fee
   )
-  // Amounts a number holds to the cent (MAX_CENTS cents), a rate one holds at all (the client refuses figures past
+  // Amounts a number holds to the cent (MAX_AMOUNT), a rate one holds at all (the client refuses figures past
   // MAX_SAFE_INTEGER): past them, the figure quoted would not be the one computed.
   const { source_amount, exchange_rate, destination_amount, fee: { total } } = figures
   return [source_amount, destination_amount, total].every((n) => n <= MAX_AMOUNT) &&
@@ -193,8 +193,12 @@ const ofCents = (cents: bigint): Decimal => ({ units: cents, scale: 2 })
 
 const amountOf = (cents: bigint): number => Number(cents) / 100
 
-/** The largest amount a number holds to the cent: 90071992547409.91 (MAX_SAFE_INTEGER cents). */
-const MAX_AMOUNT = Number.MAX_SAFE_INTEGER / 100
+/**
+ * Amounts below 2^46 (70,368,744,177,664) are held to the cent: there a number's step is under a cent (at most 1/128),
+ * so each amount in cents has a number of its own that reads back as it. From 2^46 the step is 1/64: neighbouring
+ * cents can share one number.
+ */
+const MAX_AMOUNT = 2 ** 46 - 0.01
 
 // The sum of two figures in decimal, as a number (0.003 + 0.022 is 0.025, not 0.024999999999999998).
 const sum = (a: number, b: number): number => {
