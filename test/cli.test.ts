@@ -406,6 +406,12 @@ describe("effect-fin against the emulator", () => {
     expect(everything).toContain("got 401")
     expect(everything).not.toContain(emulator.credentials.clientSecret)
     expect(everything).not.toMatch(/eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9\.[\w-]+\.[\w-]+/)
+    // Nor the secret parts of any token issued (its claims, its signature), whole or from their start.
+    const issued = await Effect.runPromise(emulator.issuedTokens)
+    expect(issued.length).toBeGreaterThan(2)
+    for (const token of issued) {
+      for (const part of token.split(".").slice(1)) expect(everything).not.toContain(part.slice(0, 16))
+    }
   })
 
   it("a refused call's line names the status, the operation and the service's field errors", async () => {

@@ -101,6 +101,8 @@ export interface ChaosReport {
   /** Every log line, error text, span attribute and metric key of the run (only with `capture`). */
   readonly captured: ReadonlyArray<string>
   readonly secret: string
+  /** Every token the emulator issued in the run, to look for in `captured`. */
+  readonly issuedTokens: ReadonlyArray<string>
 }
 
 const sockets = (): number =>
@@ -316,7 +318,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
           (counters.requests["POST /v1/oauth/refresh-token"] ?? 0),
         emulatorRequests: counters.requests,
         faultsInjected: counters.faults,
-        secret: emulator.credentials.clientSecret
+        secret: emulator.credentials.clientSecret,
+        issuedTokens: yield* emulator.issuedTokens
       }
     }))
 

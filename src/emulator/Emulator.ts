@@ -298,6 +298,11 @@ export interface Service {
   readonly reset: Effect.Effect<void>
   /** Revokes every access and refresh token; returns how many access tokens were active. */
   readonly revokeTokens: Effect.Effect<number>
+  /**
+   * Every access and refresh token issued so far (the last 10,000, oldest first; kept across `reset`): for tests that
+   * check none reaches a log line, an error or a span.
+   */
+  readonly issuedTokens: Effect.Effect<ReadonlyArray<string>>
   /** Expires every access token now (and the refresh tokens with `refresh: true`); returns how many were active. */
   readonly expireTokens: (options?: { readonly refresh?: boolean | undefined }) => Effect.Effect<number>
   /** Registers the webhook target. */
@@ -458,6 +463,7 @@ const makeWithDefaultPort = (
       counters: state.counters,
       reset: state.reset,
       revokeTokens: state.revokeTokens,
+      issuedTokens: state.issuedTokens,
       expireTokens: (options) => state.expireTokens(options?.refresh ?? false),
       registerWebhook: (target) => Effect.flatMap(decodeWebhookUrl(target), (valid) => state.setWebhookUrl(valid)),
       sendWebhook: (request = {}) => Effect.flatMap(decodeWebhookRequest(request), sendWebhook)

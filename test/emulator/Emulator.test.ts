@@ -110,6 +110,9 @@ describe("Emulator", () => {
           expect(Buffer.from(signature!, "base64url")).toHaveLength(32)
         }
         expect(token["access_token"]).not.toBe(token["refresh_token"])
+        // Listed for tests that look for leaks, kept across a reset.
+        yield* emulator.reset
+        expect(yield* emulator.issuedTokens).toEqual([token["access_token"], token["refresh_token"]])
       }))
 
     it.scopedLive("wraps in data when asked; checks credentials and fields", () =>

@@ -85,6 +85,9 @@ const TOKEN_LOG_SIZE = 1000
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, "0")
 
+/** How many issued tokens `issuedTokens` keeps: the latest. */
+export const ISSUED_KEPT = 10_000
+
 const base64url = (text: string): string => Buffer.from(text).toString("base64url")
 
 /** The JOSE header of the emulator's tokens: `{"alg":"HS256","typ":"JWT"}`, as the documented example begins. */
@@ -100,6 +103,8 @@ export interface State {
   readonly checkAccess: (token: string) => Effect.Effect<boolean>
   readonly checkRefresh: (token: string) => Effect.Effect<boolean>
   readonly revokeTokens: Effect.Effect<number>
+  /** Every token issued or refreshed, oldest first (the last `ISSUED_KEPT`). */
+  readonly issuedTokens: Effect.Effect<ReadonlyArray<string>>
   readonly expireTokens: (refresh: boolean) => Effect.Effect<number>
   readonly faults: Effect.Effect<ReadonlyArray<FaultRule>>
   readonly setFaults: (rules: ReadonlyArray<FaultRule>, append: boolean) => Effect.Effect<ReadonlyArray<FaultRule>>
@@ -138,6 +143,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     const refresh = new Map<string, number>()
     // Never reset: a token string is never handed out twice in one process.
     let serial = 0
+    // For tests that check no token leaks: never reset either (a leak may outlive a reset).
+    const issued: Array<string> = []
 
     const sweep = (now: number) => {
       for (const [token, expiry] of access) if (expiry <= now) access.delete(token)
@@ -219,6 +226,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           const refreshExpiry = now + settings.refreshLifetime
           access.set(accessToken, accessExpiry)
           refresh.set(refreshToken, refreshExpiry)
+          issued.push(accessToken, refreshToken)
+          if (issued.length > ISSUED_KEPT) issued.splice(0, issued.length - ISSUED_KEPT)
           if (kind === "issue") tokensIssued += 1
           else tokensRefreshed += 1
           tokenLog.push({ at: now, kind })
@@ -274,6 +283,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       issueTokens,
       checkAccess: valid(access),
       checkRefresh: valid(refresh),
+      issuedTokens: Effect.sync(() => [...issued]),
       revokeTokens: Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.sync(() => {
           const n = activeAt(now)
