@@ -159,6 +159,10 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
   return forms
 }
 
+// The most characters one UTF-16 unit of a credential takes in an echo: 3 bytes in UTF-8 (a character from U+0800 to
+// U+FFFF), each URL-encoded twice (`%25XX`, 5 characters); a 4-byte character is two units.
+const MAX_WIDTH = 15
+
 /**
  * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
  * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`, once or twice), as JSON encoders
@@ -166,8 +170,8 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
  * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the
- * reader can tell it was longer), a credential that begins there redacted whole however it is encoded (12 characters
- * at most per character of it: `\uXXXX`, or `%XX` for each of 4 bytes). Every match is found in the text as it came
+ * reader can tell it was longer), a credential that begins there redacted whole however it is encoded (`MAX_WIDTH`
+ * characters at most per character of it). Every match is found in the text as it came
  * and replaced at once, so two credentials that overlap leave nothing of either, and nothing past the searched part
  * of the text is ever moved into what is returned. A 4 MiB page costs no more than its start.
  */
@@ -175,15 +179,13 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
   const present = credentials.filter((credential) => credential !== "")
   const end = keep + 1
   if (present.length === 0) return (text) => text.slice(0, end)
-  // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape): JSON.stringify's escapes, `/` as
-  // `\/` (PHP), every character outside printable ASCII and `&<>` as `\uXXXX` in either case (Python's ensure_ascii,
-  // Go's HTML-safe escapes). Each of these may then be URL-encoded too.
+  // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape), each maybe URL-encoded too.
   const forms = [...new Set(present.flatMap(echoesOf))]
   const literal = forms.map(runsOf)
   const encoded = [...new Set(forms.map(bytesOf))].map(runsOf)
   const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
   return (whole) => {
-    const text = whole.slice(0, end + 12 * longest)
+    const text = whole.slice(0, end + MAX_WIDTH * longest)
     const spans = literalSpans(text, literal)
     // Only a text with an escape or a plus can hold an encoded credential.
     if (text.includes("%") || text.includes("+")) spans.push(...encodedSpans(text, encoded))
