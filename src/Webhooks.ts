@@ -262,7 +262,7 @@ const secretList = (secrets: Secrets): SecretList => {
     return list
   }
   if (typeof secrets === "string") return listOf([secrets])
-  return Array.isArray(secrets) ? listOf(secrets) : { keys: [], padded: false, notText: true }
+  return Array.isArray(secrets) ? listOf(secrets) : notASecret
 }
 
 const listOf = (secrets: ReadonlyArray<unknown>): SecretList => {

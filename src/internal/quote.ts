@@ -236,7 +236,7 @@ export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFig
     // estimate until it does) down to one cent above one that does not.
     const estimate = (Number(wanted) / rate + fee.fixed * 100) / (1 - fee.percentage / 100)
     let high = Number.isFinite(estimate) && estimate >= 1 ? BigInt(Math.ceil(estimate)) : 1n
-    // Bounded: past 2^2000 cents the quote is refused anyway (its figures pass MAX_SAFE_INTEGER).
+    // Bounded: past 2^2000 cents the quote is refused anyway (its amounts pass MAX_AMOUNT).
     for (let doubled = 0; doubled < 2000 && deliver(high, rate, fee) < wanted; doubled++) high *= 2n
     let low = 0n
     while (high - low > 1n) {
