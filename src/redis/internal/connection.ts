@@ -218,16 +218,20 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       run(operation, () => send({ script, keys, args }))
 
     // Background clean-up, on plain timers (unref'd: it never keeps the process alive), until the undo is answered,
-    // the thing it undoes has expired, or the client is closed.
+    // the thing it undoes has expired, or the client is closed. What the command took lasts `ttl` from when Redis ran
+    // it, at the latest when it answered (a Redis frozen past the ttl runs it late): counted from then.
     const undoAfter = (sent: Promise<unknown>, undo: Command, ttl: number) => {
-      const until = Date.now() + ttl
-      const attempt = (pause: number): void => {
-        if (client.status === "end" || Date.now() >= until) return
-        send(undo).catch(() => {
-          setTimeout(() => attempt(Math.min(pause * 2, 1_000)), pause).unref()
-        })
+      const start = () => {
+        const until = Date.now() + ttl
+        const attempt = (pause: number): void => {
+          if (client.status === "end" || Date.now() >= until) return
+          send(undo).catch(() => {
+            setTimeout(() => attempt(Math.min(pause * 2, 1_000)), pause).unref()
+          })
+        }
+        attempt(50)
       }
-      sent.then(() => attempt(50), () => attempt(50))
+      sent.then(start, start)
     }
     const evalTaking: Connection["evalTaking"] = (operation, command, undo, ttl) =>
       Effect.suspend(() => {
