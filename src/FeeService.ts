@@ -165,7 +165,8 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
 
 /**
  * A quote from the service. `valid_till` is `None` for the older response shape that lacks it (or holds `null`). The
- * amounts and the rate are from 0 to `Number.MAX_SAFE_INTEGER`; past it a number is no longer the one sent.
+ * amounts are from 0 to `Number.MAX_SAFE_INTEGER`, the rate above 0 up to it; past it a number is no longer the one
+ * sent.
  *
  * @since 0.1.0
  * @category schemas

@@ -28,8 +28,8 @@ export interface Options {
   /** Default `"sandbox"`. */
   readonly environment?: Environment | undefined
   /**
-   * Overrides `environment` (a proxy, the emulator), but not with the other environment's address (a `ConfigError`);
-   * https required unless the host is loopback.
+   * Overrides `environment` (a proxy, the emulator), but not with the other environment's address when `environment`
+   * is given too (a `ConfigError`); https required unless the host is loopback.
    */
   readonly baseUrl?: string | undefined
   /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */

@@ -149,8 +149,9 @@ export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/T
 }) {}
 
 /**
- * A response did not match its schema (malformed JSON, a missing field, a wrong type). Names the paths and the
- * expected types, never the values received.
+ * A response did not match its schema (malformed JSON, a missing field, a wrong type), or is not the answer to what
+ * was asked (a quote in other currencies, a request's `check`). Names the paths and what was expected, never the
+ * values received.
  *
  * @since 0.1.0
  * @category errors

@@ -460,8 +460,9 @@ export type SignedHeaders = {
 }
 
 /**
- * Signs a body as the service would and returns the headers it would send: for users' tests. An empty secret or an
- * algorithm outside the allow-list (past the type, from a cast) is a defect naming the mistake: a test's own bug.
+ * Signs a body as the service would and returns the headers it would send: for users' tests. One secret, as `verify`
+ * takes it: a list, an empty, padded or wiped secret, one that is not text, or an algorithm outside the allow-list
+ * (past the type, from a cast) is a defect naming the mistake: a test's own bug.
  *
  * @since 0.1.0
  * @category signing
