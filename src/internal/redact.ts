@@ -176,7 +176,12 @@ const MAX_WIDTH = 15
  * of the text is ever moved into what is returned. A 4 MiB page costs no more than its start.
  */
 export const redactor = (credentials: ReadonlyArray<string>, keep: number): (text: string) => string => {
-  const present = credentials.filter((credential) => credential !== "")
+  // A JWT gives itself away without its header, the same public text on every token: each later part of 16
+  // characters or more (its claims, its signature) counts as a credential of its own.
+  const partsOf = (credential: string) => credential.split(".").slice(1).filter((part) => part.length >= 16)
+  const present = [...new Set(credentials.flatMap((credential) => [credential, ...partsOf(credential)]))].filter(
+    (credential) => credential !== ""
+  )
   const end = keep + 1
   if (present.length === 0) return (text) => text.slice(0, end)
   // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape), each maybe URL-encoded too.

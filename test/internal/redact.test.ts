@@ -48,6 +48,15 @@ describe("redactor", () => {
     expect(cut(`${token.slice(0, 30)}...and more`)).toBe("<redacted>...and more")
   })
 
+  it("a JWT's claims or signature echoed without its header (the same public text on every token) are redacted", () => {
+    const jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJjbGllbnQtNDIiLCJuIjoxfQ.c2lnbmF0dXJlLXNpZ25hdHVyZS0xMjM0NTY3OA"
+    const [, claims, signature] = jwt.split(".")
+    const find = redactor([jwt], 1024)
+    expect(find(`sig ${signature}`)).toBe("sig <redacted>")
+    expect(find(`claims ${claims}.${signature}`)).toBe("claims <redacted>.<redacted>")
+    expect(find(`cut ${signature!.slice(0, 20)}...`)).toBe("cut <redacted>...")
+  })
+
   it("a cut echo that starts inside another run of a credential that repeats itself is redacted to its end", () => {
     const periodic = `${"abcd".repeat(5)}SECRETPART0123456789xyz`
     expect(redactor([periodic], 1024)(`x=abcd${periodic.slice(0, 35)}...`)).toBe("x=<redacted>...")
