@@ -431,6 +431,22 @@ describe("RedisWebhookDedupeStore", () => {
       expect(yield* store.lastHandled("beneficiary.status:ref-1")).toEqual(Option.some(order.createdAt))
       // The reference is free again for the next event.
       expect((yield* store.claim("event-2", "ref-1", Duration.seconds(30)))._tag).toBe("Claimed")
+      // A key of another type (a hash, a list) is none as well, and `complete` replaces it whole: no half-applied
+      // script leaving the event done and its reference claimed.
+      for (const [odd, write] of [
+        ["hash", (key: string) => redis.hset(key, "x", "1")],
+        ["list", (key: string) => redis.lpush(key, "1")]
+      ] as const) {
+        const key = `beneficiary.status:ref-${odd}`
+        yield* Effect.promise(() => write(`${prefix}:webhook:order:${key}`))
+        expect(yield* store.lastHandled(key), odd).toEqual(Option.none())
+        const typed = yield* store.claim(`event-${odd}`, `ref-${odd}`, Duration.seconds(30))
+        if (typed._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${typed._tag}`)
+        const at = { key, createdAt: 1_775_324_400_000_000, ttl: Duration.days(30) }
+        yield* store.complete(`event-${odd}`, typed.token, { referenceId: `ref-${odd}`, order: at }, Duration.hours(24))
+        expect(yield* store.lastHandled(key), odd).toEqual(Option.some(at.createdAt))
+        expect((yield* store.claim(`event-${odd}-2`, `ref-${odd}`, Duration.seconds(30)))._tag, odd).toBe("Claimed")
+      }
     }))
 })
 
