@@ -109,6 +109,8 @@ const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>
   if (/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{48}|[0-9a-fA-F]{64})$/.test(value.trim())) {
     return Either.left(configError("encryptionKey looks like hex; give it as base64 (or a Uint8Array)"))
   }
+  // Refused as the other secrets are (the key is not guessed at), but named: a file's newline is the usual cause.
+  if (value.trim() !== value) return Either.left(configError("encryptionKey starts or ends with whitespace (a trailing newline, say)"))
   // Strict: a raw text key, or a typo, must not pass as base64 of another length.
   return BASE64.test(value)
     ? Either.right(new Uint8Array(Buffer.from(value, "base64")))

@@ -189,6 +189,9 @@ describe("RedisTokenStore", () => {
       for (const hex of ["0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef\n"]) {
         expect(yield* refused(Redacted.make(hex))).toBe("encryptionKey looks like hex; give it as base64 (or a Uint8Array)")
       }
+      // A base64 key read from a file with its newline: said as such, not as text that is not base64.
+      expect(yield* refused(Redacted.make(`${Buffer.from(new Uint8Array(32)).toString("base64")}\n`)))
+        .toBe("encryptionKey starts or ends with whitespace (a trailing newline, say)")
     }))
 
   it.scopedLive("an unreachable Redis is a TokenStoreError naming why, at once or after the timeout, not a hang", () =>
