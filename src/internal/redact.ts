@@ -159,6 +159,9 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
   return forms
 }
 
+// A JWT in its compact form: a JSON header (`{"` in base64url is `eyJ`), claims and a signature, in base64url.
+const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]+$/
+
 // The most characters one UTF-16 unit of a credential takes in an echo: 3 bytes in UTF-8 (a character from U+0800 to
 // U+FFFF), each URL-encoded twice (`%25XX`, 5 characters); a 4-byte character is two units.
 const MAX_WIDTH = 15
@@ -177,8 +180,10 @@ const MAX_WIDTH = 15
  */
 export const redactor = (credentials: ReadonlyArray<string>, keep: number): (text: string) => string => {
   // A JWT gives itself away without its header, the same public text on every token: each later part of 16
-  // characters or more (its claims, its signature) counts as a credential of its own.
-  const partsOf = (credential: string) => credential.split(".").slice(1).filter((part) => part.length >= 16)
+  // characters or more (its claims, its signature) counts as a credential of its own. Only a JWT's: the parts of
+  // another credential with dots ("prod.2024.payments-key") are words the service's own text may hold.
+  const partsOf = (credential: string) =>
+    JWT.test(credential) ? credential.split(".").slice(1).filter((part) => part.length >= 16) : []
   const present = [...new Set(credentials.flatMap((credential) => [credential, ...partsOf(credential)]))].filter(
     (credential) => credential !== ""
   )

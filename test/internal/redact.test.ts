@@ -55,6 +55,11 @@ describe("redactor", () => {
     expect(find(`sig ${signature}`)).toBe("sig <redacted>")
     expect(find(`claims ${claims}.${signature}`)).toBe("claims <redacted>.<redacted>")
     expect(find(`cut ${signature!.slice(0, 20)}...`)).toBe("cut <redacted>...")
+    // Only a JWT's parts: those of another credential with dots are words the service's own text may hold.
+    const dotted = redactor(["prod.2024.payments-service-key-7", "com.acme.invalid_client_for_env"], 1024)
+    expect(dotted("payments-service unavailable, error: invalid_client")).toBe(
+      "payments-service unavailable, error: invalid_client"
+    )
   })
 
   it("a cut echo that starts inside another run of a credential that repeats itself is redacted to its end", () => {
