@@ -53,7 +53,7 @@ if ARGV[2] ~= '' then
     redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
   end
 end
-if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
+if redis.pcall('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return 1`)
 
 // KEYS: event, reference claim; both extended only while `token` holds both.

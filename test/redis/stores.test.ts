@@ -450,6 +450,14 @@ describe("RedisWebhookDedupeStore", () => {
         expect(yield* store.lastHandled(key), odd).toEqual(Option.some(at.createdAt))
         expect((yield* store.claim(`event-${odd}-2`, `ref-${odd}`, Duration.seconds(30)))._tag, odd).toBe("Claimed")
       }
+      // A reference claim turned into another type meanwhile (another writer's) does not stop `complete` halfway.
+      const late = yield* store.claim("event-late", "ref-late", Duration.seconds(30))
+      if (late._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${late._tag}`)
+      yield* Effect.promise(() => redis.del(`${prefix}:webhook:reference-claim:ref-late`))
+      yield* Effect.promise(() => redis.hset(`${prefix}:webhook:reference-claim:ref-late`, "x", "1"))
+      const lateAt = { key: "beneficiary.status:ref-late", createdAt: 1_775_324_400_000_000, ttl: Duration.days(30) }
+      yield* store.complete("event-late", late.token, { referenceId: "ref-late", order: lateAt }, Duration.hours(24))
+      expect(yield* store.lastHandled(lateAt.key)).toEqual(Option.some(lateAt.createdAt))
     }))
 })
 
