@@ -86,12 +86,12 @@ const TOKEN_LOG_SIZE = 1000
 const hex = (n: number, width: number) => n.toString(16).padStart(width, "0")
 
 /** How many issued tokens `issuedTokens` keeps: the latest. */
-export const ISSUED_KEPT = 10_000
+const ISSUED_KEPT = 10_000
 
 const base64url = (text: string): string => Buffer.from(text).toString("base64url")
 
 /** The JOSE header of the emulator's tokens: `{"alg":"HS256","typ":"JWT"}`, as the documented example begins. */
-export const JOSE = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }))
+const JOSE = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }))
 
 /** The state of one emulator. */
 export interface State {
