@@ -131,6 +131,8 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
     reason: Schema.Literal("RequestFailed", "BodyReadFailed"),
     /** The system's error code, when there was one: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, `CERT_HAS_EXPIRED`... */
     code: Schema.optional(Schema.String),
+    /** For `BodyReadFailed`: the status of the response whose body was lost. */
+    status: Schema.optional(Schema.Number),
     ...callFields
   }
 ) {}

@@ -66,13 +66,20 @@ describe("FinTest transport failures", () => {
       expect(refused).toMatchObject({ _tag: "TransportError", reason: "RequestFailed", code: "ENOTFOUND", attempts: 1 })
       expect(refused.message).toBe("POST /v1/fee-calculation: could not send the request (ENOTFOUND)")
       const cut = yield* Effect.flip(FeeService.calculate(quoteRequest))
-      expect(cut).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", code: "ECONNRESET", attempts: 1 })
+      expect(cut).toMatchObject({
+        _tag: "TransportError",
+        reason: "BodyReadFailed",
+        code: "ECONNRESET",
+        status: 503,
+        attempts: 1
+      })
+      expect(cut.message).toBe("POST /v1/fee-calculation: could not read the body of the 503 response (ECONNRESET)")
       // A description that is no system code is only a description.
       const other = yield* Effect.flip(FeeService.calculate(quoteRequest))
       expect(other).toMatchObject({ _tag: "TransportError", reason: "RequestFailed" })
       expect(other).not.toHaveProperty("code")
     }).pipe(provideClient({
-      [FEE]: FinTest.sequence(FinTest.fail("ENOTFOUND"), FinTest.failBody(), FinTest.fail("connection refused"))
+      [FEE]: FinTest.sequence(FinTest.fail("ENOTFOUND"), FinTest.failBody("ECONNRESET", 503), FinTest.fail("connection refused"))
     }, { maxRetries: 0 })))
 
   it("failBody refuses a status that has no body to lose, when made", () => {

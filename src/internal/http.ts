@@ -296,13 +296,28 @@ const transportError = (error: HttpClientError.HttpClientError, spec: AttemptInf
   // Without a code, a request error still says what failed (Transport, Encode, InvalidUrl); a body error's word
   // ("Decode") would only suggest a ResponseDecodeError.
   const detail = code ?? (error._tag === "RequestError" ? error.reason : undefined)
-  const what = error._tag === "RequestError" ? "could not send the request" : "could not read the response body"
+  if (error._tag === "RequestError") {
+    return new TransportError({
+      message: `${spec.operation}: could not send the request${detail === undefined ? "" : ` (${detail})`}`,
+      reason: "RequestFailed",
+      ...(code === undefined ? {} : { code }),
+      operation: spec.operation,
+      attempts: spec.attempt
+    })
+  }
+  // The answer's head had arrived: its status and request id say what the lost body was (a 503's page, say).
+  const { status } = error.response
+  const requestId = requestIdOf(error.response.headers, redactor(spec.credentials))
   return new TransportError({
-    message: `${spec.operation}: ${what}${detail === undefined ? "" : ` (${detail})`}`,
-    reason: error._tag === "RequestError" ? "RequestFailed" : "BodyReadFailed",
+    message: `${spec.operation}: could not read the body of the ${status} response${
+      detail === undefined ? "" : ` (${detail})`
+    }`,
+    reason: "BodyReadFailed",
     ...(code === undefined ? {} : { code }),
+    status,
     operation: spec.operation,
-    attempts: spec.attempt
+    attempts: spec.attempt,
+    ...(requestId ? { requestId } : {})
   })
 }
 

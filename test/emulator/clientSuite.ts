@@ -388,14 +388,19 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
       it.live("a connection reset mid-body is a TransportError naming the code (ECONNRESET, or undici's)", () =>
         Effect.scoped(Effect.gen(function*() {
           const server = yield* feeServer((response) => {
-            response.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+            response.writeHead(200, {
+              "content-type": "application/json",
+              "content-length": "1000",
+              "x-request-id": "req-cut-1"
+            })
             response.write(JSON.stringify(quoteBody).slice(0, 40), () => response.socket?.resetAndDestroy())
           })
           const error = yield* quoteFrom(server, httpClient)
-          expect(error._tag === "TransportError" && error.reason).toBe("BodyReadFailed")
+          // The head had arrived: its status and request id are kept.
+          expect(error).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", status: 200, requestId: "req-cut-1" })
           // Whether the reset or the closed socket is seen first depends on timing.
           expect(error.message).toMatch(
-            /^POST \/v1\/fee-calculation: could not read the response body \((ECONNRESET|UND_ERR_SOCKET)\)$/
+            /^POST \/v1\/fee-calculation: could not read the body of the 200 response \((ECONNRESET|UND_ERR_SOCKET)\)$/
           )
         })))
 
