@@ -312,7 +312,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         announce = next
       })
 
-    const call = (path: string, body: Readonly<Record<string, string>>, maxRetries = config.maxRetries) => {
+    // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are
+    // redacted of it, not of the client id, which is no secret (and, short, would hide the service's own words).
+    const call = (
+      path: string,
+      body: Readonly<Record<string, string>>,
+      credential: string,
+      maxRetries = config.maxRetries
+    ) => {
       const operation = `POST ${path}`
       let attempt = 0
       let status = 0
@@ -330,7 +337,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           operation,
           attempt,
           keepBody: false,
-          credentials: Object.values(body)
+          credentials: [credential]
         })
       }).pipe(
         Effect.map((success) => {
@@ -397,8 +404,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const issueWith = (maxRetries: number) =>
       Effect.gen(function*() {
         yield* Effect.logDebug("effect-fin: issuing an access token")
-        const body = { client_id: config.clientId, client_secret: Redacted.value(config.clientSecret) }
-        return yield* toState(yield* call("/v1/oauth/token", body, maxRetries), "POST /v1/oauth/token")
+        const secret = Redacted.value(config.clientSecret)
+        const body = { client_id: config.clientId, client_secret: secret }
+        return yield* toState(yield* call("/v1/oauth/token", body, secret, maxRetries), "POST /v1/oauth/token")
       })
     const issue = issueWith(config.maxRetries)
 
@@ -418,7 +426,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const refresh = (token: Redacted.Redacted<string>) =>
       Effect.gen(function*() {
         yield* Effect.logDebug("effect-fin: refreshing the access token")
-        const response = yield* call("/v1/oauth/refresh-token", { refresh_token: Redacted.value(token) })
+        const refreshToken = Redacted.value(token)
+        const response = yield* call("/v1/oauth/refresh-token", { refresh_token: refreshToken }, refreshToken)
         return yield* toState(response, "POST /v1/oauth/refresh-token")
       }).pipe(
         // A refused refresh token (401 or another 4xx) means: issue anew. A refresh route that still fails after its

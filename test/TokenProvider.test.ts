@@ -299,6 +299,17 @@ describe("TokenProvider", () => {
         })
     })))
 
+  // The client id is no secret: short, it would hide the service's own words (and its request id) wherever it recurs.
+  it.effect("a token call's error keeps the client id and what merely starts like it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect([error._tag, error._tag === "RateLimitError" && error.requestId]).toEqual(["RateLimitError", "req-42-1"])
+      expect(error.message).toBe("Rate limited (429) on POST /v1/oauth/token: Client 42 exceeded 420 token requests")
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        FinTest.json(429, { message: "Client 42 exceeded 420 token requests" }, { "x-request-id": "req-42-1" })
+    }, { clientId: "42", maxRetries: 0 })))
+
   for (const awkward of ['pa"ss\\word', "tab\tsecret", "ends-with\\"]) {
     it.effect(`a token call's error never carries an echoed secret with JSON escapes in it: ${JSON.stringify(awkward)}`, () =>
       Effect.gen(function*() {
