@@ -197,26 +197,44 @@ const queryString = (query: unknown): Either.Either<string, RequestValidationErr
   return Either.right(text === "" ? "" : `?${text}`)
 }
 
-// JSON writes NaN and the infinities as null: in an amount, another value than the one given.
-const finiteNumbers = (_key: string, value: unknown) => {
-  if (typeof value === "number" && !Number.isFinite(value)) throw new RangeError("not a finite number")
+// What JSON would write as another value than the one given: a number that is not finite (null: in an amount!), a
+// Redacted (its placeholder), an Effect data type (Option, BigDecimal, Duration...: its inspection form, `_id` and
+// all), a Map or Set (`{}`), binary data (its bytes as keys). `this[key]` is the value before its `toJSON`.
+function sameInJson(this: unknown, key: string, value: unknown) {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new RangeError("not a finite number")
+  } else if (typeof value === "object" && value !== null) {
+    if (value instanceof Map || value instanceof Set || value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+      throw new TypeError("no JSON form")
+    }
+    if (typeof (value as { readonly _id?: unknown })._id === "string" && (this as Record<string, unknown>)[key] !== value) {
+      throw new TypeError("an inspection form")
+    }
+  } else if (typeof value === "string" && Redacted.isRedacted((this as Record<string, unknown>)[key])) {
+    throw new TypeError("a placeholder")
+  }
   return value
 }
 
 // Serialised before anything is sent (and once, not per attempt): a body JSON cannot hold (a BigInt, a cycle, a
-// function, a number that is not finite) is the caller's mistake, a typed error, never a defect. The reason is not
-// kept: it may quote a value.
+// function) or would change (see `sameInJson`) is the caller's mistake, a typed error, never a defect. The reason is
+// not kept: it may quote a value.
 const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValidationError> => {
   if (body === undefined) return Either.right(undefined)
   let text: string | undefined
   try {
-    text = JSON.stringify(body, finiteNumbers)
+    text = JSON.stringify(body, sameInJson)
   } catch {
     text = undefined
   }
   return text === undefined
     ? Either.left(
-      invalidRequest("body", "The request body cannot be sent as JSON", "a value JSON can represent, numbers finite")
+      invalidRequest(
+        "body",
+        "The request body cannot be sent as JSON",
+        "a value JSON holds as it is: numbers finite; no Redacted (unwrap it), Option, BigDecimal or other Effect data " +
+          "type (encode it), no Map, Set or binary data"
+      )
     )
     : Either.right(text)
 }

@@ -1,8 +1,10 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
+import * as BigDecimal from "effect/BigDecimal"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
+import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -907,6 +909,40 @@ describe("HttpTransport", () => {
       const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/transactions/transfer-payout"))
       expect(sent).toBe(1)
     }).pipe(provideClient({ "POST /v1/transactions/transfer-payout": () => status(503) })))
+
+  // JSON.stringify sends these as something else (a placeholder, Effect's inspection form, `{}`), and succeeds.
+  it.effect("a body JSON would change is refused, nothing sent; dates, classes and an _id of one's own are sent", () =>
+    Effect.gen(function*() {
+      const send = (body: unknown) =>
+        HttpTransport.request({ method: "POST", path: "/v1/things", body, response: Schema.Unknown, safe: true })
+      const changed = [
+        { account: Redacted.make("acct-123") },
+        Redacted.make("acct-123"),
+        { amount: BigDecimal.unsafeFromString("100.25") },
+        { note: Option.some("x") },
+        { wait: Duration.seconds(1) },
+        { items: Chunk.make(1) },
+        { byId: new Map([["a", 1]]) },
+        [new Set([1])],
+        { bytes: new Uint8Array([1, 2]) }
+      ]
+      for (const body of changed) {
+        const error = yield* Effect.flip(send(body))
+        expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "body" }] })
+        expect(error.message).toBe("The request body cannot be sent as JSON")
+      }
+      expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/things"))).toBe(0)
+
+      class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {}
+      yield* send({ at: new Date(0), utc: DateTime.unsafeMake(0), payee: new Payee({ name: "Ann" }), _id: "doc-1" })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.find((r) => r.path === "/v1/things")?.body).toEqual({
+        at: "1970-01-01T00:00:00.000Z",
+        utc: "1970-01-01T00:00:00.000Z",
+        payee: { name: "Ann" },
+        _id: "doc-1"
+      })
+    }).pipe(provideClient({ "POST /v1/things": () => FinTest.json(200, {}) })))
 
   // A refused connection or an unknown name proves the payout never reached the service; a reset proves nothing.
   describe("an unsafe call whose connection was never made", () => {

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as CountryCode from "../../src/CountryCode.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
@@ -378,10 +379,12 @@ describe("Inputs from outside are validated before use", () => {
       const badOverrides = yield* refuseAll(overrides, (options) =>
         HttpTransport.withOptions(get("/v1/countries/USA/subdivisions"), options))
       expect(badOverrides).toEqual([])
-      // A body JSON cannot hold is refused before anything is sent (JSON.stringify would throw or drop it).
+      // A body JSON cannot hold, or would send as another value, is refused before anything is sent (JSON.stringify
+      // would throw, drop it, or write a placeholder, an inspection form, `{}`).
       const cyclic: Record<string, unknown> = {}
       cyclic.self = cyclic
-      const badBodies = yield* refuseAll([{ amount: 10n }, 10n, cyclic, () => 1, Symbol("x")], (body) =>
+      const changed = [{ account: Redacted.make("acct-1") }, { fee: Option.some(1) }, { byId: new Map([["a", 1]]) }]
+      const badBodies = yield* refuseAll([{ amount: 10n }, 10n, cyclic, () => 1, Symbol("x"), ...changed], (body) =>
         client.transport.request({ method: "POST", path: "/v1/fee-calculation", body, response: Schema.Unknown }))
       expect(badBodies).toEqual([])
       expect(yield* sent).toEqual([])
