@@ -147,8 +147,12 @@ const unicodeEscaped = (text: string, pattern: RegExp, upper: boolean): string =
 // ASCII (Python's ensure_ascii, PHP's default), `&<>'` (Go's HTML-safe escapes, PHP's JSON_HEX_* flags), both.
 const escapable = [/[^\x00-\x7f]/g, /[&<>']/g, /[^\x00-\x7f]|[&<>']/g]
 
+// What .NET's System.Text.Json writes as `\uXXXX` by default: its HTML-safe set, `+` and the backtick too (a base64
+// secret's `+`), and every character outside ASCII; a `"` as `\u0022`, not `\"`.
+const dotNetEscapable = /[^\x00-\x7f]|[&<>'+`]/g
+
 // The forms a credential is echoed in as text (see `redactor`): JSON.stringify's, with `/` as `\/` or not (PHP), each
-// with or without the escapes above, in either hex case.
+// with or without the escapes above, in either hex case; .NET's.
 const echoesOf = (credential: string): ReadonlyArray<string> => {
   const escaped = JSON.stringify(credential).slice(1, -1)
   const forms = [credential]
@@ -156,6 +160,8 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
     forms.push(base)
     for (const pattern of escapable) forms.push(unicodeEscaped(base, pattern, false), unicodeEscaped(base, pattern, true))
   }
+  // Every `\"` of JSON.stringify's is an escaped quote (a backslash of the text is itself escaped, `\\`).
+  forms.push(unicodeEscaped(escaped.replaceAll('\\"', "\\u0022"), dotNetEscapable, true))
   return forms
 }
 

@@ -119,6 +119,19 @@ describe("redactor", () => {
     expect(redactor([long], 1024)(`${"+".repeat(4 * 1024 * 1024)}`)).toBe("+".repeat(1025))
   })
 
+  // System.Text.Json by default: `+`, the backtick, &<>' and non-ASCII as `\u` with upper-case hex, `"` as `\u0022`.
+  it("as .NET writes it (a base64 secret's + as \\u002B), whole or cut short", () => {
+    const secret = "q8+Vd3kLr1/XmP0aZt7Yc2NwB5uGhJ4eRs9Tf6=="
+    const dotNet = secret.replaceAll("+", "\\u002B")
+    const find = redactor([secret], 1024)
+    expect(find(`{"message":"Invalid body: {\\"client_secret\\":\\"${dotNet}\\"}"}`))
+      .toBe(`{"message":"Invalid body: {\\"client_secret\\":\\"<redacted>\\"}"}`)
+    expect(find(`"${dotNet.slice(0, 20)}`)).toBe(`"<redacted>`)
+    const quoted = 'pa"ss`wörd&0123456789abcdef'
+    const written = 'pa\\u0022ss\\u0060w\\u00F6rd\\u00260123456789abcdef'
+    expect(redactor([quoted], 1024)(`{"s":"${written}"}`)).toBe(`{"s":"<redacted>"}`)
+  })
+
   it("credentials that overlap leave nothing of either", () => {
     expect(redactor(["abcX", "Xdef"], 100)("<abcXdef>")).toBe("<<redacted>>")
   })
