@@ -199,6 +199,7 @@ const amountOf = (cents: bigint): number => Number(cents) / 100
  * cents can share one number.
  */
 const MAX_AMOUNT = 2 ** 46 - 0.01
+const MAX_CENTS = BigInt(2 ** 46 * 100 - 1)
 
 // The sum of two figures in decimal, as a number (0.003 + 0.022 is 0.025, not 0.024999999999999998).
 const sum = (a: number, b: number): number => {
@@ -236,9 +237,13 @@ export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFig
     // estimate until it does) down to one cent above one that does not.
     const estimate = (Number(wanted) / rate + fee.fixed * 100) / (1 - fee.percentage / 100)
     let high = Number.isFinite(estimate) && estimate >= 1 ? BigInt(Math.ceil(estimate)) : 1n
-    // Bounded: past 2^2000 cents the quote is refused anyway (its amounts pass MAX_AMOUNT).
-    for (let doubled = 0; doubled < 2000 && deliver(high, rate, fee) < wanted; doubled++) high *= 2n
-    let low = 0n
+    // Bounded: a source past MAX_AMOUNT is refused anyway, so none is searched for past it (however small the rate).
+    let delivers = deliver(high, rate, fee) >= wanted
+    while (!delivers && high <= MAX_CENTS) {
+      high *= 2n
+      delivers = deliver(high, rate, fee) >= wanted
+    }
+    let low = delivers ? 0n : high
     while (high - low > 1n) {
       const middle = (low + high) / 2n
       if (deliver(middle, rate, fee) >= wanted) high = middle
