@@ -60,8 +60,8 @@ export interface RequestSpec<A, I> {
   /**
    * Checks a decoded answer against what was asked (a quote's currencies): each issue (`{ path, expected }`, or an
    * `Issue`) makes the attempt a `ResponseDecodeError` (not retried) holding it; none, an answer. Put what was
-   * expected in `expected`, never the value received (errors keep no answered value). A check that throws, or returns
-   * anything but such a list, is a defect naming the mistake.
+   * expected in `expected`, never the value received (errors keep no answered value). A check that throws is a defect
+   * of what it threw; one that returns anything but such a list, a defect naming the mistake.
    */
   readonly check?: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
 }
