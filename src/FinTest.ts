@@ -523,14 +523,14 @@ const basePathOf = (baseUrl: string): string => {
  */
 export interface FeeServiceOptions {
   /** Rates keyed `"USD/CAD"`, each finite and above zero; the inverse pair is derived when missing. */
-  readonly rates: Readonly<Record<string, number>>
+  readonly rates: Readonly<Record<`${string}/${string}`, number>>
   /** Default `{ fixed: 0, percentage: 0 }` (the emulator's default is `{ fixed: 1, percentage: 1 }`). */
   readonly fee?: FeeRule | undefined
   /** Default 15 minutes from the current `Clock` time; `valid_till` is sent in whole seconds, as the emulator does. */
   readonly quoteLifetime?: Duration.DurationInput | undefined
   /**
-   * Known beneficiaries (ids matched without regard to case): their currency and developer fee (added to the base
-   * fee).
+   * Known beneficiaries by id (a UUID, matched without regard to case): their currency and developer fee (added to
+   * the base fee).
    */
   readonly beneficiaries?:
     | Readonly<Record<string, { readonly currency: string; readonly developerFee?: FeeRule | undefined }>>
@@ -554,7 +554,7 @@ export interface FeeRule {
 const FeeServiceOptionsData = Schema.Struct({
   rates: Quote.Rates,
   fee: Schema.optional(Quote.FeeRule),
-  beneficiaries: Schema.optional(Schema.Record({ key: Schema.String, value: Quote.Beneficiary })),
+  beneficiaries: Schema.optional(Quote.Beneficiaries),
   defaultSourceCurrency: Schema.optional(Quote.CurrencyCode),
   quoteLifetime: Schema.optional(Schema.Unknown)
 })

@@ -198,12 +198,12 @@ export interface Options {
    * Exchange rates keyed `"USD/CAD"`; default `defaultRates`. A missing inverse pair is derived; one given is used as
    * it is (a spread), not checked against the other.
    */
-  readonly rates?: Readonly<Record<string, number>> | undefined
+  readonly rates?: Readonly<Record<`${string}/${string}`, number>> | undefined
   /** The base fee: fixed part plus percentage of the source amount; default `{ fixed: 1, percentage: 1 }`. */
   readonly fee?: FeeRule | undefined
   /** How long a quote holds (`valid_till`, at most 100 years); default 15 minutes. */
   readonly quoteLifetime?: Duration.DurationInput | undefined
-  /** Known beneficiaries by id; default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
+  /** Known beneficiaries by id (a UUID); default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
   readonly beneficiaries?: Readonly<Record<string, Beneficiary>> | undefined
   /** Source currency of a request that names a beneficiary but no `source_currency`; default `USD`. */
   readonly defaultSourceCurrency?: string | undefined

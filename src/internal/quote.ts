@@ -45,6 +45,9 @@ export const Beneficiary = Schema.Struct({
   developerFee: Schema.optional(FeeRule)
 })
 
+/** Known beneficiaries by id: a UUID (a request names no other). */
+export const Beneficiaries = Schema.Record({ key: Schema.UUID.annotations({ message: () => "a UUID" }), value: Beneficiary })
+
 /** What quotes are made from; beneficiary ids in lower case. */
 export interface QuoteSettings {
   readonly rates: Readonly<Record<string, number>>

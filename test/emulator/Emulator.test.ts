@@ -594,7 +594,7 @@ describe("Emulator", () => {
         const error = yield* Effect.flip(emulator.setFaults([rule]))
         expect(error).toMatchObject({ _tag: "EmulatorError", reason: "InvalidInput" })
         expect(error.message).toContain("a whole number from 400 to 599")
-        const options = yield* Effect.flip(Emulator.make({ rates: { "USD-CAD": 1 } }))
+        const options = yield* Effect.flip(Emulator.make({ rates: { "USD-CAD": 1 } as Record<string, number> }))
         expect(options).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: 0 }))
         expect(duration.message).toContain("accessTokenLifetime")

@@ -83,7 +83,9 @@ describe("FinTest.layerFeeService and the emulator", () => {
     }
     expect(refusal({ rates: { "USD/CAD": Number.NaN } })).toContain("a finite rate > 0")
     expect(refusal({ rates: { "USD/CAD": -1.37 } })).toContain("a finite rate > 0")
-    expect(refusal({ rates: { "usd-cad": 1 } })).toContain("rates.usd-cad: is unexpected")
+    expect(refusal({ rates: { "usd-cad": 1 } as Record<string, number> })).toContain("rates.usd-cad: is unexpected")
+    // A request names no other beneficiary id: one set under any other key could never be quoted.
+    expect(refusal({ beneficiaries: { "acme-ltd": { currency: "CAD" } } })).toContain("beneficiaries.acme-ltd: is unexpected")
     expect(refusal({ fee: { fixed: 0, percentage: 100 } })).toContain("a percentage below 100")
     // The optional field's other form (`undefined`) is no problem worth naming.
     expect(refusal({ fee: { fixed: -1, percentage: 100 } })).not.toContain("Expected undefined")

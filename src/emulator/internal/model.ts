@@ -165,7 +165,7 @@ export const OptionsData = Schema.Struct({
   revokeOnIssue: Schema.optional(Schema.Boolean),
   rates: Schema.optional(Quote.Rates),
   fee: Schema.optional(Quote.FeeRule),
-  beneficiaries: Schema.optional(Schema.Record({ key: Uuid, value: Quote.Beneficiary })),
+  beneficiaries: Schema.optional(Quote.Beneficiaries),
   defaultSourceCurrency: Schema.optional(Quote.CurrencyCode),
   // Keys are checked apart (countries the client can ask for), with a message naming the key.
   subdivisions: Schema.optional(Schema.Record({
