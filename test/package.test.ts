@@ -168,6 +168,36 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     )
   })
 
+  // As `npm install --legacy-peer-deps` leaves them: naming the peers again would send the user round in a circle.
+  it("the effect-fin command names what an installed peer lacks (its own peers), with the range it asks for", () => {
+    const legacy = join(scratch, "legacy-peers")
+    mkdirSync(join(legacy, "node_modules", "@effect"), { recursive: true })
+    cpSync(join(app, "node_modules", "effect-fin"), join(legacy, "node_modules", "effect-fin"), { recursive: true })
+    for (const peer of ["effect", "@effect/platform"]) {
+      symlinkSync(join(root, "node_modules", peer), join(legacy, "node_modules", peer), "dir")
+    }
+    // Copies: a link's imports would resolve from its real path, where everything is installed.
+    for (const peer of ["@effect/cli", "@effect/platform-node"]) {
+      cpSync(join(root, "node_modules", peer), join(legacy, "node_modules", peer), { recursive: true })
+    }
+    const bin = join(legacy, "node_modules", "effect-fin", "dist", "cli", "bin.js")
+    let failure: { status: number; stderr: string } | undefined
+    try {
+      run(process.execPath, [bin, "--help"], legacy)
+    } catch (error) {
+      failure = error as { status: number; stderr: string }
+    }
+    expect(failure?.status).toBe(1)
+    // Which of a peer's own peers is looked for first is the peer's affair; each is named with its range.
+    expect(failure?.stderr.trim()).toMatch(
+      new RegExp(
+        "^effect-fin: the command line needs (@effect/printer(?:-ansi)?) \\(for @effect/cli\\) and " +
+          "(@effect/(?:cluster|rpc|sql)) \\(for @effect/platform-node\\): " +
+          "npm install '\\1@\\^\\d+\\.\\d+\\.\\d+' '\\2@\\^\\d+\\.\\d+\\.\\d+'$"
+      )
+    )
+  })
+
   it("UndiciHttpClient.layer without @effect/platform-node names it, instead of a bare module-not-found", () => {
     const script = `import("effect-fin/node").then(({ UndiciHttpClient }) =>
   import("effect").then(({ Effect, Layer }) =>

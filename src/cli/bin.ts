@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `effect-fin` executable. The command line needs two optional peers; when one is missing, one line says which
- * package to install instead of a stack trace.
+ * The `effect-fin` executable. The command line needs two optional peers; when one (or a package one of them needs)
+ * is missing, one line says which package to install instead of a stack trace.
  *
  * @internal
  */
@@ -21,19 +21,54 @@ const supported = (peer: string): string => {
   }
 }
 
-const missing: Array<string> = []
+// The package a failed import could not find ("" when the message does not say); undefined for another failure.
+const notFound = (error: unknown): string | undefined => {
+  const code = (error as { code?: unknown }).code
+  if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") return undefined
+  return /Cannot find (?:package|module) '((?:@[^/']+\/)?[^/']+)/.exec(String((error as Error).message))?.[1] ?? ""
+}
+
+// The range the installed `peer` asks of `dependency`, from its package.json (above its entry module).
+const rangeOf = (peer: string, dependency: string): string | undefined => {
+  try {
+    let dir = new URL(".", import.meta.resolve(peer))
+    for (let depth = 0; depth < 6; depth++, dir = new URL("..", dir)) {
+      try {
+        const manifest = JSON.parse(readFileSync(new URL("package.json", dir), "utf8"))
+        if (manifest.name === peer) return manifest.peerDependencies?.[dependency]
+      } catch {
+        // No manifest at this level: one further up.
+      }
+    }
+  } catch {
+    // Not resolvable: no range to give.
+  }
+  return undefined
+}
+
+// What is missing, as said and as installed: a peer, or a package a peer needs that was left out (its own peer, which
+// `npm install --legacy-peer-deps` does not install): naming the peer would send the user round in a circle.
+const needs: Array<string> = []
+const installs: Array<string> = []
 for (const peer of peers) {
   try {
     await import(peer)
   } catch (error) {
-    const code = (error as { code?: unknown }).code
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") missing.push(peer)
-    else throw error
+    const name = notFound(error)
+    if (name === undefined) throw error
+    if (name === "" || name === peer) {
+      needs.push(peer)
+      installs.push(supported(peer))
+    } else {
+      const range = rangeOf(peer, name)
+      needs.push(`${name} (for ${peer})`)
+      installs.push(range === undefined ? name : `'${name}@${range}'`)
+    }
   }
 }
 
-if (missing.length > 0) {
-  console.error(`effect-fin: the command line needs ${missing.join(" and ")}: npm install ${missing.map(supported).join(" ")}`)
+if (needs.length > 0) {
+  console.error(`effect-fin: the command line needs ${needs.join(" and ")}: npm install ${installs.join(" ")}`)
   process.exitCode = 1
 } else {
   await import("./start.js")
