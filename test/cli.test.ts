@@ -230,6 +230,10 @@ describe("effect-fin (offline commands)", () => {
       expect(result.code).toBe(0)
       expect(result.stdout).toMatch(/^Usage: effect-fin snapshot --from-iso-codes /)
       expect(result.stdout).not.toContain("npm run")
+      // Its defaults are the installed command's: the bundled snapshot, no repository paths.
+      expect(result.stdout).toContain("effect-fin cross-check [--countries")
+      expect(result.stdout).toContain("compare the API with the bundled snapshot (or the one in --out DIR)")
+      expect(result.stdout).not.toContain("src/internal")
     }
   })
 })

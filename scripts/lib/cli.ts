@@ -12,12 +12,22 @@ export const repositoryProgram = "npm run snapshot --"
 
 /**
  * Shown on `--help` and after every usage error; `program` is how the tool was started (`effect-fin snapshot` when
- * installed).
+ * installed, where `installed` says so: the defaults are then the bundled snapshot's, not the repository's paths).
  */
-export const usage = (program: string = repositoryProgram) => {
+export const usage = (program: string = repositoryProgram, installed = false) => {
+  const compared = installed
+    ? "the bundled snapshot (or the one in --out DIR)"
+    : `the committed snapshot in --out (default data/${files.data})`
+  const out = installed
+    ? `folder of ${files.data} and ${files.meta} (required to write: the
+                             bundled snapshot is not rewritten; --from-api then keeps type and parent from the bundled
+                             snapshot when DIR has none yet)`
+    : `folder of ${files.data} and ${files.meta} (default: data)`
+  const module = installed ? `DIR/${files.module}` : `${defaultModulePath}, or DIR/${files.module} with --out`
+  const crossCheck = installed ? "effect-fin cross-check" : `${program} --cross-check`
   return `Usage: ${program} --from-iso-codes DIR|URL --source-version VERSION [options]
        ${program} --from-api [--base-url URL] [--concurrency N] [options]
-       ${program} --cross-check [--countries USA,CAN,...] [--base-url URL] [--report FILE]
+       ${crossCheck} [--countries USA,CAN,...] [--base-url URL] [--report FILE]
 
 Source (exactly one, no default: a system's iso-codes may be older than the committed one):
   --from-iso-codes DIR|URL   folder or http(s) base URL holding iso_3166-1.json and iso_3166-2.json (Debian iso-codes)
@@ -30,16 +40,14 @@ Source (exactly one, no default: a system's iso-codes may be older than the comm
                              the client's retries stops the run: nothing is written
 
 Cross-check (writes only the report):
-  --cross-check              compare the API with the committed snapshot in --out (default data/${files.data});
+  --cross-check              compare the API with ${compared};
                              exit 1 on any disagreement (codes missing from the snapshot, extra in it, or renamed)
   --countries A,B,...        only these alpha-3 codes (default: all 249); an unknown code is a usage error
   --report FILE              JSON report of the comparison (default: ${defaultReportPath} in the current folder)
 
 Options:
-  --out DIR                  folder of ${files.data} and ${files.meta} (default: data; required by the installed
-                             command, whose --from-api then keeps type and parent from the bundled snapshot when
-                             DIR has none yet)
-  --module FILE              generated module (default: ${defaultModulePath}, or DIR/${files.module} with --out)
+  --out DIR                  ${out}
+  --module FILE              generated module (default: ${module})
   --check                    write nothing; exit 1 if the committed files differ from what the source gives
   --dry-run                  print the diff, write nothing
   --allow-emptied            write even if the source lists no subdivisions for a country the snapshot has some

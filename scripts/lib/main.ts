@@ -46,12 +46,12 @@ export const main = async (argv: ReadonlyArray<string>, options: MainOptions = {
   const stderr = options.stderr ?? ((text: string) => void process.stderr.write(text))
   const parsed = parseCommandLine(argv, { now: options.now ?? new Date(), sourceDateEpoch: env["SOURCE_DATE_EPOCH"] })
   if (Either.isLeft(parsed)) {
-    stderr(`${parsed.left}\n\n${usage(options.program)}\n`)
+    stderr(`${parsed.left}\n\n${usage(options.program, options.bundledDir !== undefined)}\n`)
     return ExitCode.trouble
   }
   const command = parsed.right
   if (command._tag === "Help") {
-    stdout(`${usage(options.program)}\n`)
+    stdout(`${usage(options.program, options.bundledDir !== undefined)}\n`)
     return ExitCode.ok
   }
   try {
@@ -113,7 +113,7 @@ const execute = async (
     // Checked before the client is even configured: an invalid code sends nothing.
     const checked = Api.parseCountries(command.countries)
     if (Either.isLeft(checked)) {
-      stderr(`${checked.left}\n\n${usage(options.program)}\n`)
+      stderr(`${checked.left}\n\n${usage(options.program, options.bundledDir !== undefined)}\n`)
       return ExitCode.trouble
     }
     countries = checked.right
