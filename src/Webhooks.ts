@@ -1133,16 +1133,21 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
 >() {}
 
 // A Map in insertion order whose entries expire; re-set keys move to the end, so the oldest are first. Bounded: past
-// `maxEntries` the oldest entries go first (expired or not).
+// `maxEntries` the oldest entries go first (expired or not; `full` says whether one had not).
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
   const map = new Map<string, V>()
+  let full = false
   const sweep = (now: number) => {
     for (const [key, value] of map) {
       if (value.expiresAt > now && map.size <= maxEntries) break
+      if (value.expiresAt > now) full = true
       map.delete(key)
     }
   }
   return {
+    get full() {
+      return full
+    },
     get: (key: string, now: number): V | undefined => {
       const value = map.get(key)
       return value !== undefined && value.expiresAt > now ? value : undefined
@@ -1168,7 +1173,8 @@ const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }
 
 /**
  * An in-memory store for one process, bounded in size (default 10,000 handled events and as many references) and in
- * time (the TTLs the handler passes); claims are bounded by time only.
+ * time (the TTLs the handler passes); claims are bounded by time only. The first time it forgets a handled event or
+ * resource before its time (more events within `dedupeTtl` than `maxEntries`), it logs a warning.
  *
  * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more.
  *
@@ -1186,6 +1192,8 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
   const eventClaims = expiringMap<Claimed>(Number.POSITIVE_INFINITY)
   const referenceClaims = expiringMap<Claimed>(Number.POSITIVE_INFINITY)
   let counter = 0
+  // Said once: a store this busy would say it on every event.
+  let warned = false
   const holds = (claims: typeof eventClaims, key: string, token: string, now: number) =>
     claims.get(key, now)?.token === token
   const drop = (eventId: string, referenceId: string, token: string, now: number) => {
@@ -1204,7 +1212,7 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
         return { _tag: "Claimed", token: claimed.token }
       }),
     complete: (eventId, token, handled, ttl) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         // An event another delivery has claimed since (this claim lapsed) is left to that delivery to mark.
         const claimed = eventClaims.get(eventId, now)
         if (claimed === undefined || claimed.token === token) {
@@ -1220,6 +1228,13 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
           )
         }
         drop(eventId, handled.referenceId, token, now)
+        if (warned || !(handledEvents.full || references.full)) return Effect.void
+        warned = true
+        return Effect.logWarning(
+          `effect-fin: the in-memory webhook dedupe store holds its most (maxEntries ${maxEntries}): handled events ` +
+            "and resources are forgotten before their time, so a redelivery may run its handler again and an older " +
+            "status pass as new; raise maxEntries, or share a store (effect-fin/redis)"
+        )
       }),
     renew: (eventId, referenceId, token, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
@@ -1330,7 +1345,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly store?: WebhookDedupeStoreService | undefined
   /**
    * How long a user handler may run (default 1 minute); one that runs longer is interrupted and counts as failed
-   * (500, so the service delivers again).
+   * (500, so the service delivers again). A handler that cannot be interrupted (`Effect.uninterruptible`) is waited
+   * for, its claim kept meanwhile: a redelivery never runs it beside itself.
    */
   readonly handlerTimeout?: Duration.DurationInput | undefined
   /**

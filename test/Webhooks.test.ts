@@ -1530,6 +1530,28 @@ describe("Webhooks memory store", () => {
       expect((yield* store.claim("second-of-r1", "r1", ttl))._tag).toBe("ReferenceBusy")
     }))
 
+  // Forgetting before their time is what lets a redelivery run again: said once (a store this busy would say it on
+  // every event); forgetting expired entries is no news.
+  it.effect("says once, as a warning, when it forgets handled events before their time", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2 })
+      const handle = (id: string, ttl: Duration.Duration) =>
+        Effect.gen(function*() {
+          const claim = yield* store.claim(id, `ref-${id}`, ttl)
+          if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
+          yield* store.complete(id, claim.token, { referenceId: `ref-${id}`, order: { key: `ref-${id}`, createdAt: 1, ttl } }, ttl)
+        }).pipe(Effect.provide(logs.layer))
+      for (const id of ["a", "b"]) yield* handle(id, Duration.seconds(1))
+      yield* TestClock.adjust("2 seconds")
+      // Both have expired: dropping them says nothing.
+      for (const id of ["d", "e"]) yield* handle(id, Duration.hours(1))
+      expect(logs.lines).toEqual([])
+      for (const id of ["f", "g", "h"]) yield* handle(id, Duration.hours(1))
+      expect(logs.lines).toHaveLength(1)
+      expect(logs.lines[0]).toMatch(/^WARN .*in-memory webhook dedupe store holds its most \(maxEntries 2\)/)
+    }))
+
   // NaN (an unset variable read as a number) had made every write drop every entry: no de-duplication, no stale check.
   it("a maxEntries that is not a whole number of 1 or more is refused when the store or its layer is made", () => {
     for (const maxEntries of [NaN, 0, -1, 2.5, Infinity]) {
