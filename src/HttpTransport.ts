@@ -18,31 +18,39 @@ import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Redacted from "effect/Redacted"
-import type * as Schema from "effect/Schema"
+import * as Schema from "effect/Schema"
 import * as FinConfig from "./FinConfig.js"
 import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Http from "./internal/http.js"
+import * as Issues from "./internal/issues.js"
 import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
- * One call: method, path (under the base URL), optional JSON body and query, and the schema of a 2xx body.
+ * One call: method, path (under the base URL), optional JSON body (encoded by `bodySchema` when given) and query, and
+ * the schema of a 2xx body.
  *
  * @since 0.1.0
  * @category models
  */
-export interface RequestSpec<A, I> {
+export interface RequestSpec<A, I, B = unknown, J = unknown> {
   readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
   /** Text values; one left `undefined` (an optional parameter) is not sent. */
   readonly query?: Readonly<Record<string, string | undefined>> | undefined
-  readonly body?: unknown
+  /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
+  readonly body?: NoInfer<B>
+  /**
+   * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
+   * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
+   */
+  readonly bodySchema?: Schema.Schema<B, J, never> | undefined
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
@@ -73,7 +81,7 @@ export interface RequestSpec<A, I> {
  * @category models
  */
 export interface Service {
-  readonly request: <A, I>(spec: RequestSpec<A, I>) => Effect.Effect<A, FinError>
+  readonly request: <A, I, B = unknown, J = unknown>(spec: RequestSpec<A, I, B, J>) => Effect.Effect<A, FinError>
 }
 
 /**
@@ -146,7 +154,10 @@ const invalidRequest = (path: string, message: string, expected: string) =>
 // What the types say, checked too: a spec may come from untyped code, a cast or configuration, and `safe` is what
 // keeps a payment from being sent twice (`"false"` would be truthy).
 const validateSpec = (
-  spec: Omit<RequestSpec<unknown, unknown>, "response" | "check"> & { readonly check?: unknown },
+  spec: Omit<RequestSpec<unknown, unknown>, "response" | "check" | "bodySchema"> & {
+    readonly check?: unknown
+    readonly bodySchema?: unknown
+  },
   nameValid: boolean,
   config: FinConfig.Resolved,
   options: CallOptions,
@@ -174,6 +185,9 @@ const validateSpec = (
   }
   if (spec.check !== undefined && typeof spec.check !== "function") {
     return Either.left(invalidRequest("check", "Invalid request option check", "a function"))
+  }
+  if (spec.bodySchema !== undefined && !Schema.isSchema(spec.bodySchema)) {
+    return Either.left(invalidRequest("bodySchema", "Invalid request option bodySchema", "a Schema"))
   }
   if (spec.method === "GET" && spec.body !== undefined) {
     return Either.left(invalidRequest("body", "A GET request has no body", "no body (put the values in query)"))
@@ -239,6 +253,19 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
     : Either.right(text)
 }
 
+// A body as its schema sends it; the issues keep the path and what was expected, never the value (as a decode's).
+const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): Either.Either<J, RequestValidationError> =>
+  Either.mapLeft(
+    Http.encoderFor(schema)(body),
+    (error) =>
+      new RequestValidationError({
+        message: "Invalid request body",
+        issues: Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
+          new Issue({ path: path === "" || path.startsWith("[") ? `body${path}` : `body.${path}`, expected })
+        )
+      })
+  )
+
 const hasNoKeys = (options: CallOptions): boolean => {
   for (const _ in options) return false
   return true
@@ -283,7 +310,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
 
-    const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError> => {
+    const request = <A, I, B, J>(spec: RequestSpec<A, I, B, J>): Effect.Effect<A, FinError> => {
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
       const nameValid = spec.name === undefined || (typeof spec.name === "string" && NAME.test(spec.name))
       const name = nameValid ? spec.name ?? "request" : "request"
@@ -297,7 +324,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const options = yield* validateSpec(spec, nameValid, config, yield* FiberRef.get(currentOptions), defaults).pipe(
           Effect.tapError(refused)
         )
-        const body = yield* Effect.tapError(jsonBody(spec.body), refused)
+        const encoded = spec.bodySchema === undefined ? Either.right(spec.body) : encodedBody(spec.bodySchema, spec.body)
+        const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
         const operation = `${spec.method} ${spec.path}`
         const url = config.baseUrl + spec.path + query
@@ -476,5 +504,7 @@ export const layer: Layer.Layer<HttpTransport, never, FinConfig.FinConfig | Toke
  * @since 0.1.0
  * @category accessors
  */
-export const request = <A, I>(spec: RequestSpec<A, I>): Effect.Effect<A, FinError, HttpTransport> =>
+export const request = <A, I, B = unknown, J = unknown>(
+  spec: RequestSpec<A, I, B, J>
+): Effect.Effect<A, FinError, HttpTransport> =>
   Effect.flatMap(HttpTransport, (transport) => transport.request(spec))

@@ -944,6 +944,56 @@ describe("HttpTransport", () => {
       })
     }).pipe(provideClient({ "POST /v1/things": () => FinTest.json(200, {}) })))
 
+  describe("a body with its schema", () => {
+    const Payout = Schema.Struct({
+      amount: Schema.NumberFromString.pipe(Schema.positive()),
+      send_at: Schema.DateTimeUtc,
+      tags: Schema.Array(Schema.String)
+    })
+    const payout = (body: typeof Payout.Type) =>
+      HttpTransport.request({ method: "POST", path: "/v1/payouts", body, bodySchema: Payout, response: Schema.Unknown })
+    const sent = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests).pipe(
+      Effect.map((requests) => requests.filter((r) => r.path === "/v1/payouts").map((r) => r.body))
+    )
+
+    it.effect("is sent as the schema encodes it", () =>
+      Effect.gen(function*() {
+        yield* payout({ amount: 12.5, send_at: DateTime.unsafeMake(0), tags: ["a"] })
+        expect(yield* sent).toEqual([{ amount: "12.5", send_at: "1970-01-01T00:00:00.000Z", tags: ["a"] }])
+      }).pipe(provideClient({ "POST /v1/payouts": () => FinTest.json(200, {}) })))
+
+    it.effect("one the schema refuses is a RequestValidationError naming each issue, nothing sent", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(payout({ amount: -1, send_at: DateTime.unsafeMake(0), tags: [1 as unknown as string] }))
+        expect(error._tag).toBe("RequestValidationError")
+        expect(error.message).toBe("Invalid request body")
+        expect(error._tag === "RequestValidationError" && error.issues.map((i) => i.path)).toEqual([
+          "body.amount",
+          "body.tags[0]"
+        ])
+        expect(JSON.stringify(error)).not.toContain("-1")
+        // From untyped code: a schema that is none.
+        const notSchema = yield* Effect.flip(HttpTransport.request({
+          method: "POST",
+          path: "/v1/payouts",
+          body: {},
+          bodySchema: { encode: true } as unknown as Schema.Schema<object>,
+          response: Schema.Unknown
+        }))
+        expect(notSchema).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "bodySchema", expected: "a Schema" }] })
+        expect(yield* sent).toEqual([])
+      }).pipe(provideClient({ "POST /v1/payouts": () => FinTest.json(200, {}) })))
+
+    it("its type is checked against the schema's at compile time", () => {
+      const typed = (body: { readonly amount: string }) =>
+        // @ts-expect-error the schema's type has a number, the encoded form's text is not it
+        HttpTransport.request({ method: "POST", path: "/v1/payouts", body, bodySchema: Payout, response: Schema.Unknown })
+      // Without a schema, any body type-checks (and is checked when sent).
+      const untyped = HttpTransport.request({ method: "POST", path: "/v1/x", body: { any: 1 }, response: Schema.Unknown })
+      expect([typeof typed, Effect.isEffect(untyped)]).toEqual(["function", true])
+    })
+  })
+
   // A refused connection or an unknown name proves the payout never reached the service; a reset proves nothing.
   describe("an unsafe call whose connection was never made", () => {
     const payout = HttpTransport.request({

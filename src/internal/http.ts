@@ -59,6 +59,18 @@ export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A>
   return decoder as Decoder<A>
 }
 
+const encoders = new WeakMap<Schema.Schema.Any, Decoder<unknown>>()
+
+/** The cached encoder of `schema` (a request body's), every issue reported. */
+export const encoderFor = <B, J>(schema: Schema.Schema<B, J, never>): Decoder<J> => {
+  let encoder = encoders.get(schema)
+  if (encoder === undefined) {
+    encoder = Schema.encodeUnknownEither(schema, { errors: "all" })
+    encoders.set(schema, encoder)
+  }
+  return encoder as Decoder<J>
+}
+
 /** What an error of an attempt is told of it. */
 type AttemptInfo = Pick<Attempt<unknown>, "operation" | "attempt" | "keepBody" | "credentials">
 
