@@ -54,10 +54,9 @@ export interface RequestSpec<A, I, B = unknown, J = unknown> {
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
-   * the fee quote's POST, or when the service documents it as idempotent). Unsafe calls are retried only when no
-   * connection was made (refused, name not found: nothing reached the service), so a retry can never double-charge;
-   * the one other resend of any call is after a 401, which the service answers before doing anything, with a fresh
-   * token. Default: `true` for GET only.
+   * the fee quote's POST, or when the service documents it as idempotent). Unsafe calls are not retried after a
+   * failure, so a retry can never double-charge; the one resend of any call is after a 401, which the service answers
+   * before doing anything, with a fresh token. Default: `true` for GET only.
    */
   readonly safe?: boolean | undefined
   /**
@@ -402,9 +401,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         )
 
         const policy: Retry.PolicyOptions<Retry.Retried> = {
-          maxRetries: options.maxRetries,
-          // An unsafe call is sent again only when nothing reached the service: a repeat can never double-charge.
-          retryable: safe ? Retry.isRetryable : Retry.isUnsent,
+          maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
           timeLeft: remaining,
           onRetry: (error, retry) =>

@@ -42,24 +42,6 @@ export const isRetryable = (error: Retried): boolean => {
   }
 }
 
-// System codes of a connection that was never made: the request cannot have reached the service.
-const NOT_CONNECTED: ReadonlySet<string> = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "UND_ERR_CONNECT_TIMEOUT"
-])
-
-/**
- * Whether a failed attempt provably never reached the service (the connection was refused, the name not found), so
- * even a call that must not be repeated may be tried again. A reset, a timeout or any answer proves nothing.
- */
-export const isUnsent = (error: Retried): boolean =>
-  error._tag === "TransportError" && error.reason === "RequestFailed" && error.code !== undefined &&
-  NOT_CONNECTED.has(error.code)
-
 /** The wait the service asked for, if any. */
 export const retryAfterOf = (error: Retried): Duration.Duration | undefined =>
   error._tag === "RateLimitError" || error._tag === "ApiError" ? error.retryAfter : undefined
@@ -81,8 +63,6 @@ export const backoff: Schedule.Schedule<Duration.Duration> = Schedule.exponentia
 /** What `policy` is built from. */
 export interface PolicyOptions<E> {
   readonly maxRetries: number
-  /** Which failures are retried: default `isRetryable`. */
-  readonly retryable?: ((error: Retried) => boolean) | undefined
   /** The longest `Retry-After` honoured: a longer one ends the retries. */
   readonly waitCap: Duration.Duration
   /** What is left of the call's deadline, if it has one: a wait that does not end before it ends the retries. */
@@ -128,7 +108,7 @@ export const policy = <E extends Retried>(
     Schedule.intersect(backoff),
     Schedule.intersect(Schedule.recurs(options.maxRetries)),
     Schedule.whileInputEffect((error: E) =>
-      (options.retryable ?? isRetryable)(error)
+      isRetryable(error)
         ? Effect.map(tooLongFor(error, options), (limit) => limit === undefined)
         : Effect.succeed(false)
     ),
@@ -190,8 +170,7 @@ const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
 /**
  * `self` retried under `policy(options)`. A retryable `ApiError` asking for a longer wait than `waitCap` (a 503 asking
  * for two minutes), or one that does not end before `timeLeft`, ends as a `RateLimitError`, as a 429 would, whether it
- * ended the retries or came after the last one. Where it is not retried (no retries, an unsafe call) the wait changes
- * nothing, so the error stays as it came.
+ * ended the retries or came after the last one. Without retries (an unsafe call) the wait changes nothing, so the error stays as it came.
  */
 export const retry = <A, E extends Retried, R>(
   self: Effect.Effect<A, E, R>,
@@ -199,7 +178,7 @@ export const retry = <A, E extends Retried, R>(
 ): Effect.Effect<A, E | RateLimitError, R> =>
   Effect.retry(self, policy(options)).pipe(
     Effect.catchAll((error): Effect.Effect<never, E | RateLimitError> =>
-      options.maxRetries > 0 && error._tag === "ApiError" && (options.retryable ?? isRetryable)(error)
+      options.maxRetries > 0 && error._tag === "ApiError" && isRetryable(error)
         ? Effect.flatMap(
           tooLongFor(error, options),
           (limit) => Effect.fail(limit === undefined ? error : slowDown(error, limit))
