@@ -13,6 +13,7 @@ import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
+import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
@@ -210,23 +211,49 @@ const queryString = (query: unknown): Either.Either<string, RequestValidationErr
   return Either.right(text === "" ? "" : `?${text}`)
 }
 
-// What JSON would write as another value than the one given: a number that is not finite (null: in an amount!), a
-// Redacted (its placeholder), an Effect data type (Option, BigDecimal, Duration...: its inspection form, `_id` and
-// all), a Map or Set (`{}`), binary data (its bytes as keys). `this[key]` is the value before its `toJSON`.
+// What JSON would write as another value than the one given (see `changedInJson`); `this[key]` is the value before
+// its `toJSON`.
 function sameInJson(this: unknown, key: string, value: unknown) {
-  if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw new RangeError("not a finite number")
-  } else if (typeof value === "object" && value !== null) {
-    if (value instanceof Map || value instanceof Set || value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
-      throw new TypeError("no JSON form")
-    }
-    if (typeof (value as { readonly _id?: unknown })._id === "string" && (this as Record<string, unknown>)[key] !== value) {
-      throw new TypeError("an inspection form")
-    }
-  } else if (typeof value === "string" && Redacted.isRedacted((this as Record<string, unknown>)[key])) {
-    throw new TypeError("a placeholder")
+  if (changedInJson((this as Record<string, unknown>)[key], value, Array.isArray(this))) {
+    throw new TypeError("changed in JSON")
   }
   return value
+}
+
+const PLAIN: ReadonlySet<unknown> = new Set([Object.prototype, null, Array.prototype])
+
+// Whether JSON writes `original` (as its `toJSON` left it: `value`) as another value: a number that is not finite or an
+// invalid date (null: in an amount!); nothing in a list (null there, though left out of an object, as an optional
+// field); a Redacted (its placeholder); an Effect data type (Option, BigDecimal, Duration...: its inspection form,
+// `_id` and all); a Map, a Set, an Error, any object whose state JSON cannot see (`{}`); binary data (its bytes as
+// keys, or a Buffer's `{ type, data }`).
+const changedInJson = (original: unknown, value: unknown, inList: boolean): boolean => {
+  switch (typeof value) {
+    case "number":
+      return !Number.isFinite(value)
+    case "undefined":
+    case "function":
+    case "symbol":
+      return inList
+    case "string":
+      return Redacted.isRedacted(original)
+    case "object": {
+      if (value === null) return original instanceof Date
+      if (
+        Redacted.isRedacted(value) || value instanceof Map || value instanceof Set || value instanceof WeakMap ||
+        value instanceof WeakSet || value instanceof ArrayBuffer || ArrayBuffer.isView(value) || ArrayBuffer.isView(original)
+      ) return true
+      if (value instanceof Number) return !Number.isFinite(value.valueOf())
+      if (value instanceof String || value instanceof Boolean) return false
+      if (original !== value) {
+        return typeof original === "object" && original !== null && Inspectable.NodeInspectSymbol in original &&
+          typeof (value as { readonly _id?: unknown })._id === "string"
+      }
+      return !PLAIN.has(Object.getPrototypeOf(value)) && Object.keys(value).length === 0
+    }
+    default:
+      return false
+  }
 }
 
 // Serialised before anything is sent (and once, not per attempt): a body JSON cannot hold (a BigInt, a cycle, a

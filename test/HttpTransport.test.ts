@@ -924,7 +924,15 @@ describe("HttpTransport", () => {
         { items: Chunk.make(1) },
         { byId: new Map([["a", 1]]) },
         [new Set([1])],
-        { bytes: new Uint8Array([1, 2]) }
+        { bytes: new Uint8Array([1, 2]) },
+        { bytes: Buffer.from([1, 2]) },
+        { at: new Date("not a date") },
+        { amounts: [1, undefined] },
+        [() => 1],
+        { query: new URLSearchParams("a=1") },
+        { cause: new Error("x") },
+        { amount: new Number(Number.NaN) },
+        { secret: { toJSON: () => Redacted.make("s") } }
       ]
       for (const body of changed) {
         const error = yield* Effect.flip(send(body))
@@ -934,13 +942,29 @@ describe("HttpTransport", () => {
       expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/things"))).toBe(0)
 
       class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {}
-      yield* send({ at: new Date(0), utc: DateTime.unsafeMake(0), payee: new Payee({ name: "Ann" }), _id: "doc-1" })
+      // A document class of one's own whose JSON has an `_id` is no Effect data type.
+      class Doc {
+        toJSON() {
+          return { _id: "doc-2", name: "Bo" }
+        }
+      }
+      yield* send({
+        at: new Date(0),
+        utc: DateTime.unsafeMake(0),
+        payee: new Payee({ name: "Ann" }),
+        _id: "doc-1",
+        doc: new Doc(),
+        left: undefined,
+        boxed: new String("x")
+      })
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.find((r) => r.path === "/v1/things")?.body).toEqual({
         at: "1970-01-01T00:00:00.000Z",
         utc: "1970-01-01T00:00:00.000Z",
         payee: { name: "Ann" },
-        _id: "doc-1"
+        _id: "doc-1",
+        doc: { _id: "doc-2", name: "Bo" },
+        boxed: "x"
       })
     }).pipe(provideClient({ "POST /v1/things": () => FinTest.json(200, {}) })))
 
