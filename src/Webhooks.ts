@@ -1133,14 +1133,21 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
 >() {}
 
 // A Map in insertion order whose entries expire; re-set keys move to the end, so the oldest are first. Bounded: past
-// `maxEntries` the oldest entries go first (expired or not; `full` says whether one had not).
+// `maxEntries` the expired entries go first, wherever they are (entries of different TTLs interleave), then the
+// oldest live ones (`full` then says so).
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
   const map = new Map<string, V>()
   let full = false
   const sweep = (now: number) => {
     for (const [key, value] of map) {
-      if (value.expiresAt > now && map.size <= maxEntries) break
-      if (value.expiresAt > now) full = true
+      if (value.expiresAt > now) break
+      map.delete(key)
+    }
+    if (map.size <= maxEntries) return
+    for (const [key, value] of map) if (value.expiresAt <= now) map.delete(key)
+    for (const [key] of map) {
+      if (map.size <= maxEntries) break
+      full = true
       map.delete(key)
     }
   }
@@ -1346,7 +1353,9 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   /**
    * How long a user handler may run (default 1 minute); one that runs longer is interrupted and counts as failed
    * (500, so the service delivers again). A handler that cannot be interrupted (`Effect.uninterruptible`) is waited
-   * for, its claim kept meanwhile: a redelivery never runs it beside itself.
+   * for, its claim renewed meanwhile, and still counts as failed: while the store renews the claim, a redelivery is
+   * answered 409; once a renewal fails (the store unreachable), the claim lapses after `claimTtl` and a redelivery
+   * runs the handler beside the one still running. Keep handlers interruptible.
    */
   readonly handlerTimeout?: Duration.DurationInput | undefined
   /**

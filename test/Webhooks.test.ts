@@ -1552,6 +1552,25 @@ describe("Webhooks memory store", () => {
       expect(logs.lines[0]).toMatch(/^WARN .*in-memory webhook dedupe store holds its most \(maxEntries 2\)/)
     }))
 
+  // Handlers of different dedupeTtl sharing one store interleave TTLs: an expired entry behind a live one goes first.
+  it.effect("makes room by dropping expired entries before any live one, wherever they are", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2 })
+      const handle = (id: string, ttl: Duration.DurationInput) =>
+        Effect.gen(function*() {
+          const claim = yield* store.claim(id, `ref-${id}`, Duration.seconds(30))
+          if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
+          yield* store.complete(id, claim.token, { referenceId: `ref-${id}` }, Duration.decode(ttl))
+        }).pipe(Effect.provide(logs.layer))
+      yield* handle("long", "1 day")
+      yield* handle("short", "1 second")
+      yield* TestClock.adjust("2 seconds")
+      yield* handle("next", "1 day")
+      expect((yield* store.claim("long", "ref-long", Duration.seconds(30)))._tag).toBe("Done")
+      expect(logs.lines).toEqual([])
+    }))
+
   // NaN (an unset variable read as a number) had made every write drop every entry: no de-duplication, no stale check.
   it("a maxEntries that is not a whole number of 1 or more is refused when the store or its layer is made", () => {
     for (const maxEntries of [NaN, 0, -1, 2.5, Infinity]) {
