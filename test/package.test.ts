@@ -193,9 +193,20 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
       new RegExp(
         "^effect-fin: the command line needs (@effect/printer(?:-ansi)?) \\(for @effect/cli\\) and " +
           "(@effect/(?:cluster|rpc|sql)) \\(for @effect/platform-node\\): " +
-          "npm install '\\1@\\^\\d+\\.\\d+\\.\\d+' '\\2@\\^\\d+\\.\\d+\\.\\d+'$"
+          "npm install \"\\1@\\^\\d+\\.\\d+\\.\\d+\" \"\\2@\\^\\d+\\.\\d+\\.\\d+\"$"
       )
     )
+    // A file missing inside an installed package is a broken installation, not a package to install: its own error.
+    rmSync(join(legacy, "node_modules", "@effect", "cli", "dist", "esm", "Args.js"))
+    let broken: { status: number; stderr: string } | undefined
+    try {
+      run(process.execPath, [bin, "--help"], legacy)
+    } catch (error) {
+      broken = error as { status: number; stderr: string }
+    }
+    expect(broken?.status).toBe(1)
+    expect(broken?.stderr).toContain("Args.js")
+    expect(broken?.stderr).not.toContain("the command line needs")
   })
 
   it("UndiciHttpClient.layer without @effect/platform-node names it, instead of a bare module-not-found", () => {

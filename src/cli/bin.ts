@@ -21,11 +21,13 @@ const supported = (peer: string): string => {
   }
 }
 
-// The package a failed import could not find ("" when the message does not say); undefined for another failure.
+// The package a failed import could not find; undefined for another failure, a file missing inside an installed
+// package included (a path, relative or absolute: the installation is broken, which its stack trace tells).
 const notFound = (error: unknown): string | undefined => {
   const code = (error as { code?: unknown }).code
   if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") return undefined
-  return /Cannot find (?:package|module) '((?:@[^/']+\/)?[^/']+)/.exec(String((error as Error).message))?.[1] ?? ""
+  const name = /Cannot find (?:package|module) '((?:@[\w.-]+\/)?[\w.-]+)(?:\/[^']*)?'/.exec(String((error as Error).message))
+  return name === null || name[1]!.startsWith(".") ? undefined : name[1]
 }
 
 // The range the installed `peer` asks of `dependency`, from its package.json (above its entry module).
@@ -35,7 +37,7 @@ const rangeOf = (peer: string, dependency: string): string | undefined => {
     for (let depth = 0; depth < 6; depth++, dir = new URL("..", dir)) {
       try {
         const manifest = JSON.parse(readFileSync(new URL("package.json", dir), "utf8"))
-        if (manifest.name === peer) return manifest.peerDependencies?.[dependency]
+        if (manifest.name === peer) return manifest.peerDependencies?.[dependency] ?? manifest.dependencies?.[dependency]
       } catch {
         // No manifest at this level: one further up.
       }
@@ -56,13 +58,14 @@ for (const peer of peers) {
   } catch (error) {
     const name = notFound(error)
     if (name === undefined) throw error
-    if (name === "" || name === peer) {
+    if (name === peer) {
       needs.push(peer)
       installs.push(supported(peer))
-    } else {
+    } else if (!needs.some((need) => need.startsWith(`${name} `))) {
+      // Quoted for every shell (a range's `^` is cmd.exe's escape); one the two peers share is named once.
       const range = rangeOf(peer, name)
       needs.push(`${name} (for ${peer})`)
-      installs.push(range === undefined ? name : `'${name}@${range}'`)
+      installs.push(range === undefined ? name : `"${name}@${range}"`)
     }
   }
 }
