@@ -234,6 +234,8 @@ describe("effect-fin (offline commands)", () => {
       expect(result.stdout).toContain("effect-fin cross-check [--countries")
       expect(result.stdout).toContain("compare the API with the bundled snapshot (or the one in --out DIR)")
       expect(result.stdout).not.toContain("src/internal")
+      expect(result.stdout).not.toContain("committed")
+      expect(result.stdout).toContain("required by every snapshot run")
     }
   })
 })

@@ -19,17 +19,19 @@ export const usage = (program: string = repositoryProgram, installed = false) =>
     ? "the bundled snapshot (or the one in --out DIR)"
     : `the committed snapshot in --out (default data/${files.data})`
   const out = installed
-    ? `folder of ${files.data} and ${files.meta} (required to write: the
-                             bundled snapshot is not rewritten; --from-api then keeps type and parent from the bundled
-                             snapshot when DIR has none yet)`
+    ? `folder of ${files.data} and ${files.meta} (required by every snapshot run,
+                             --check and --dry-run too: the bundled snapshot is not rewritten; --from-api then keeps
+                             type and parent from the bundled snapshot when DIR has none yet)`
     : `folder of ${files.data} and ${files.meta} (default: data)`
+  // The snapshot a run compares with: the repository's committed one, or the one in --out of the installed command.
+  const current = installed ? "the snapshot in --out" : "the committed snapshot"
   const module = installed ? `DIR/${files.module}` : `${defaultModulePath}, or DIR/${files.module} with --out`
   const crossCheck = installed ? "effect-fin cross-check" : `${program} --cross-check`
   return `Usage: ${program} --from-iso-codes DIR|URL --source-version VERSION [options]
        ${program} --from-api [--base-url URL] [--concurrency N] [options]
        ${crossCheck} [--countries USA,CAN,...] [--base-url URL] [--report FILE]
 
-Source (exactly one, no default: a system's iso-codes may be older than the committed one):
+Source (exactly one, no default: a system's iso-codes may be older than ${installed ? "the bundled" : "the committed"} one):
   --from-iso-codes DIR|URL   folder or http(s) base URL holding iso_3166-1.json and iso_3166-2.json (Debian iso-codes)
   --source-version VERSION   version of that source, recorded in the meta file (required with --from-iso-codes;
                              with --from-api default: v1, the API's path version)
@@ -48,7 +50,7 @@ Cross-check (writes only the report):
 Options:
   --out DIR                  ${out}
   --module FILE              generated module (default: ${module})
-  --check                    write nothing; exit 1 if the committed files differ from what the source gives
+  --check                    write nothing; exit 1 if the ${installed ? "files in --out" : "committed files"} differ from what the source gives
   --dry-run                  print the diff, write nothing
   --allow-emptied            write even if the source lists no subdivisions for a country the snapshot has some
                              for (refused by default: a source that lost data)
@@ -58,7 +60,7 @@ Options:
   --concurrency N            with --from-api / --cross-check: countries asked at once, 1-64 (default: 8)
   -h, --help                 this text
 
-The diff against the committed snapshot is always printed before anything is written. Progress goes to stderr.
+The diff against ${current} is always printed before anything is written. Progress goes to stderr.
 Exit codes: 0 done or up to date (cross-check: all agree), 1 differences found (--check, --cross-check),
 2 usage or configuration error, unusable source, or an API call that failed.`
 }
