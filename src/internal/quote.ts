@@ -45,8 +45,21 @@ export const Beneficiary = Schema.Struct({
   developerFee: Schema.optional(FeeRule)
 })
 
-/** Known beneficiaries by id: a UUID (a request names no other). */
-export const Beneficiaries = Schema.Record({ key: Schema.UUID.annotations({ message: () => "a UUID" }), value: Beneficiary })
+/**
+ * Known beneficiaries by id: a UUID (a request names no other), each once: ids are matched without regard to case, so
+ * two that differ only in it would be one, the other's settings lost.
+ */
+export const Beneficiaries = Schema.Record({ key: Schema.UUID, value: Beneficiary }).pipe(
+  Schema.filter((beneficiaries) => {
+    const seen = new Set<string>()
+    for (const id of Object.keys(beneficiaries)) {
+      const key = id.toLowerCase()
+      if (seen.has(key)) return `one id given twice, in other letter case: ${id}`
+      seen.add(key)
+    }
+    return true
+  })
+)
 
 /** What quotes are made from; beneficiary ids in lower case. */
 export interface QuoteSettings {

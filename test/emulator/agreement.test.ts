@@ -86,6 +86,9 @@ describe("FinTest.layerFeeService and the emulator", () => {
     expect(refusal({ rates: { "usd-cad": 1 } as Record<string, number> })).toContain("rates.usd-cad: is unexpected")
     // A request names no other beneficiary id: one set under any other key could never be quoted.
     expect(refusal({ beneficiaries: { "acme-ltd": { currency: "CAD" } } })).toContain("beneficiaries.acme-ltd: is unexpected")
+    const id = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
+    expect(refusal({ beneficiaries: { [id]: { currency: "CAD" }, [id.toUpperCase()]: { currency: "EUR" } } }))
+      .toContain(`one id given twice, in other letter case: ${id.toUpperCase()}`)
     expect(refusal({ fee: { fixed: 0, percentage: 100 } })).toContain("a percentage below 100")
     // The optional field's other form (`undefined`) is no problem worth naming.
     expect(refusal({ fee: { fixed: -1, percentage: 100 } })).not.toContain("Expected undefined")
