@@ -1530,18 +1530,26 @@ describe("Webhooks memory store", () => {
       expect((yield* store.claim("second-of-r1", "r1", ttl))._tag).toBe("ReferenceBusy")
     }))
 
+  // A store of two entries, and how to handle an event (and its resource) through it, remembered for `ttl`.
+  const smallStore = () => {
+    const logs = captureLogs()
+    const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2 })
+    const handle = (id: string, ttl: Duration.DurationInput) =>
+      Effect.gen(function*() {
+        const claim = yield* store.claim(id, `ref-${id}`, Duration.seconds(30))
+        if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
+        const remembered = Duration.decode(ttl)
+        const order = { key: `ref-${id}`, createdAt: 1, ttl: remembered }
+        yield* store.complete(id, claim.token, { referenceId: `ref-${id}`, order }, remembered)
+      }).pipe(Effect.provide(logs.layer))
+    return { logs, store, handle }
+  }
+
   // Forgetting before their time is what lets a redelivery run again: said once (a store this busy would say it on
   // every event); forgetting expired entries is no news.
   it.effect("says once, as a warning, when it forgets handled events before their time", () =>
     Effect.gen(function*() {
-      const logs = captureLogs()
-      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2 })
-      const handle = (id: string, ttl: Duration.Duration) =>
-        Effect.gen(function*() {
-          const claim = yield* store.claim(id, `ref-${id}`, ttl)
-          if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
-          yield* store.complete(id, claim.token, { referenceId: `ref-${id}`, order: { key: `ref-${id}`, createdAt: 1, ttl } }, ttl)
-        }).pipe(Effect.provide(logs.layer))
+      const { handle, logs } = smallStore()
       for (const id of ["a", "b"]) yield* handle(id, Duration.seconds(1))
       yield* TestClock.adjust("2 seconds")
       // Both have expired: dropping them says nothing.
@@ -1555,14 +1563,7 @@ describe("Webhooks memory store", () => {
   // Handlers of different dedupeTtl sharing one store interleave TTLs: an expired entry behind a live one goes first.
   it.effect("makes room by dropping expired entries before any live one, wherever they are", () =>
     Effect.gen(function*() {
-      const logs = captureLogs()
-      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2 })
-      const handle = (id: string, ttl: Duration.DurationInput) =>
-        Effect.gen(function*() {
-          const claim = yield* store.claim(id, `ref-${id}`, Duration.seconds(30))
-          if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
-          yield* store.complete(id, claim.token, { referenceId: `ref-${id}` }, Duration.decode(ttl))
-        }).pipe(Effect.provide(logs.layer))
+      const { handle, logs, store } = smallStore()
       yield* handle("long", "1 day")
       yield* handle("short", "1 second")
       yield* TestClock.adjust("2 seconds")

@@ -16,6 +16,16 @@ let tarball = ""
 const run = (file: string, args: ReadonlyArray<string>, cwd: string) =>
   execFileSync(file, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } })
 
+/** How a command that is to fail ended: its exit status and standard error (undefined if it succeeded). */
+const failureOf = (file: string, args: ReadonlyArray<string>, cwd: string) => {
+  try {
+    run(file, args, cwd)
+    return undefined
+  } catch (error) {
+    return error as { status: number; stderr: string }
+  }
+}
+
 // The build takes a while; a synchronous call would block the worker and time out vitest's own messages.
 const runAsync = (file: string, args: ReadonlyArray<string>, cwd: string) =>
   new Promise<string>((resolve, reject) =>
@@ -156,12 +166,7 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
 
   it("the effect-fin command names the missing optional peers instead of crashing", () => {
     const bin = join(app, "node_modules", "effect-fin", "dist", "cli", "bin.js")
-    let failure: { status: number; stderr: string } | undefined
-    try {
-      run(process.execPath, [bin, "--help"], app)
-    } catch (error) {
-      failure = error as { status: number; stderr: string }
-    }
+    const failure = failureOf(process.execPath, [bin, "--help"], app)
     expect(failure?.status).toBe(1)
     expect(failure?.stderr.trim()).toBe(
       "effect-fin: the command line needs @effect/cli and @effect/platform-node: npm install @effect/cli@0.77 @effect/platform-node@0.108"
@@ -181,12 +186,7 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
       cpSync(join(root, "node_modules", peer), join(legacy, "node_modules", peer), { recursive: true })
     }
     const bin = join(legacy, "node_modules", "effect-fin", "dist", "cli", "bin.js")
-    let failure: { status: number; stderr: string } | undefined
-    try {
-      run(process.execPath, [bin, "--help"], legacy)
-    } catch (error) {
-      failure = error as { status: number; stderr: string }
-    }
+    const failure = failureOf(process.execPath, [bin, "--help"], legacy)
     expect(failure?.status).toBe(1)
     // Which of a peer's own peers is looked for first is the peer's affair; each is named with its range.
     expect(failure?.stderr.trim()).toMatch(
@@ -198,12 +198,7 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     )
     // A file missing inside an installed package is a broken installation, not a package to install: its own error.
     rmSync(join(legacy, "node_modules", "@effect", "cli", "dist", "esm", "Args.js"))
-    let broken: { status: number; stderr: string } | undefined
-    try {
-      run(process.execPath, [bin, "--help"], legacy)
-    } catch (error) {
-      broken = error as { status: number; stderr: string }
-    }
+    const broken = failureOf(process.execPath, [bin, "--help"], legacy)
     expect(broken?.status).toBe(1)
     expect(broken?.stderr).toContain("Args.js")
     expect(broken?.stderr).not.toContain("the command line needs")
@@ -234,12 +229,7 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     expect(output.source).toBe("snapshot")
     expect(output.subdivisions.some((s: { code: string }) => s.code === "US-CA")).toBe(true)
     // The installed command knows its bundled snapshot: it will not rewrite it, nor write into a folder it was not given.
-    let refused: { status: number; stderr: string } | undefined
-    try {
-      run(process.execPath, [bin, "snapshot", "--from-api"], withPeers)
-    } catch (error) {
-      refused = error as { status: number; stderr: string }
-    }
+    const refused = failureOf(process.execPath, [bin, "snapshot", "--from-api"], withPeers)
     expect(refused?.status).toBe(2)
     expect(refused?.stderr).toMatch(/^effect-fin snapshot: give --out DIR/)
     // The Node-only subpaths load in both formats once @effect/platform-node is there.
