@@ -272,8 +272,9 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
       invalidRequest(
         "body",
         "The request body cannot be sent as JSON",
-        "a value JSON holds as it is: numbers finite; no Redacted (unwrap it), Option, BigDecimal or other Effect data " +
-          "type (encode it), no Map, Set or binary data"
+        "a value JSON holds as it is: numbers finite, dates valid, nothing missing in a list; no Redacted (unwrap " +
+          "it), Option, BigDecimal or other Effect data type (encode it, or give a bodySchema); no Map, Set, Error " +
+          "or binary data"
       )
     )
     : Either.right(text)
