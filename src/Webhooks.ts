@@ -1138,13 +1138,22 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
   const map = new Map<string, V>()
   let full = false
+  // No entry expires before this (a bound, not the exact time): the whole map is searched for expired entries only once
+  // one may be, not on every insert of a store kept full by a flood of live ones.
+  let soonest = Number.POSITIVE_INFINITY
   const sweep = (now: number) => {
     for (const [key, value] of map) {
       if (value.expiresAt > now) break
       map.delete(key)
     }
     if (map.size <= maxEntries) return
-    for (const [key, value] of map) if (value.expiresAt <= now) map.delete(key)
+    if (now >= soonest) {
+      soonest = Number.POSITIVE_INFINITY
+      for (const [key, value] of map) {
+        if (value.expiresAt <= now) map.delete(key)
+        else soonest = Math.min(soonest, value.expiresAt)
+      }
+    }
     for (const [key] of map) {
       if (map.size <= maxEntries) break
       full = true
@@ -1162,6 +1171,7 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
     set: (key: string, value: V, now: number) => {
       map.delete(key)
       map.set(key, value)
+      soonest = Math.min(soonest, value.expiresAt)
       sweep(now)
     },
     delete: (key: string) => map.delete(key)
