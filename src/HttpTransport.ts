@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Equal from "effect/Equal"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
@@ -189,7 +190,7 @@ const validateSpec = (
   if (spec.bodySchema !== undefined && !Schema.isSchema(spec.bodySchema)) {
     return Either.left(invalidRequest("bodySchema", "Invalid request option bodySchema", "a Schema"))
   }
-  if (spec.method === "GET" && spec.body !== undefined) {
+  if (spec.method === "GET" && (spec.body !== undefined || spec.bodySchema !== undefined)) {
     return Either.left(invalidRequest("body", "A GET request has no body", "no body (put the values in query)"))
   }
   // Without per-call overrides, the options resolved once when the transport was built.
@@ -220,18 +221,24 @@ function sameInJson(this: unknown, key: string, value: unknown) {
   return value
 }
 
-const PLAIN: ReadonlySet<unknown> = new Set([Object.prototype, null, Array.prototype])
+// A plain object or list, of this realm or another (a `vm` context's): its prototype is an `Object.prototype`.
+const isPlain = (value: object): boolean => {
+  const prototype = Object.getPrototypeOf(value)
+  return prototype === null || Object.getPrototypeOf(prototype) === null || Array.isArray(value)
+}
 
 // Whether JSON writes `original` (as its `toJSON` left it: `value`) as another value: a number that is not finite or an
 // invalid date (null: in an amount!); nothing in a list (null there, though left out of an object, as an optional
 // field); a Redacted (its placeholder); an Effect data type (Option, BigDecimal, Duration...: its inspection form,
-// `_id` and all); a Map, a Set, an Error, any object whose state JSON cannot see (`{}`); binary data (its bytes as
-// keys, or a Buffer's `{ type, data }`).
+// `_id` and all); a Map, a Set, an Error, any other object whose state JSON cannot see (`{}`; an Effect data class
+// with no fields is one's own `{}`); binary data (its bytes as keys, or a Buffer's `{ type, data }`); a value whose
+// `toJSON` gives nothing (left out).
 const changedInJson = (original: unknown, value: unknown, inList: boolean): boolean => {
   switch (typeof value) {
     case "number":
       return !Number.isFinite(value)
     case "undefined":
+      return inList || (original !== undefined && typeof original !== "function")
     case "function":
     case "symbol":
       return inList
@@ -241,15 +248,16 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
       if (value === null) return original instanceof Date
       if (
         Redacted.isRedacted(value) || value instanceof Map || value instanceof Set || value instanceof WeakMap ||
-        value instanceof WeakSet || value instanceof ArrayBuffer || ArrayBuffer.isView(value) || ArrayBuffer.isView(original)
+        value instanceof WeakSet || value instanceof ArrayBuffer || ArrayBuffer.isView(value) ||
+        ArrayBuffer.isView(original) || value instanceof Error
       ) return true
       if (value instanceof Number) return !Number.isFinite(value.valueOf())
       if (value instanceof String || value instanceof Boolean) return false
       if (original !== value) {
-        return typeof original === "object" && original !== null && Inspectable.NodeInspectSymbol in original &&
+        return Equal.isEqual(original) && Inspectable.NodeInspectSymbol in original &&
           typeof (value as { readonly _id?: unknown })._id === "string"
       }
-      return !PLAIN.has(Object.getPrototypeOf(value)) && Object.keys(value).length === 0
+      return !isPlain(value) && !Equal.isEqual(value) && Object.keys(value).length === 0
     }
     default:
       return false

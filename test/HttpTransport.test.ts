@@ -1,4 +1,5 @@
 import * as HttpClient from "@effect/platform/HttpClient"
+import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
 import * as BigDecimal from "effect/BigDecimal"
 import * as Cause from "effect/Cause"
@@ -936,6 +937,9 @@ describe("HttpTransport", () => {
         [() => 1],
         { query: new URLSearchParams("a=1") },
         { cause: new Error("x") },
+        { cause: Object.assign(new Error("x"), { code: 1 }) },
+        { state: new (class {})() },
+        { gone: { toJSON: () => undefined } },
         { amount: new Number(Number.NaN) },
         { secret: { toJSON: () => Redacted.make("s") } }
       ]
@@ -947,6 +951,7 @@ describe("HttpTransport", () => {
       expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/things"))).toBe(0)
 
       class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {}
+      class Empty extends Schema.Class<Empty>("Empty")({}) {}
       // A document class of one's own whose JSON has an `_id` is no Effect data type.
       class Doc {
         toJSON() {
@@ -960,7 +965,10 @@ describe("HttpTransport", () => {
         _id: "doc-1",
         doc: new Doc(),
         left: undefined,
-        boxed: new String("x")
+        boxed: new String("x"),
+        empty: new Empty(),
+        // Made in another realm (a `vm` context): plain all the same.
+        foreign: runInNewContext("({ list: [1, {}], nested: {} })")
       })
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.find((r) => r.path === "/v1/things")?.body).toEqual({
@@ -969,7 +977,9 @@ describe("HttpTransport", () => {
         payee: { name: "Ann" },
         _id: "doc-1",
         doc: { _id: "doc-2", name: "Bo" },
-        boxed: "x"
+        boxed: "x",
+        empty: {},
+        foreign: { list: [1, {}], nested: {} }
       })
     }).pipe(provideClient({ "POST /v1/things": () => FinTest.json(200, {}) })))
 
@@ -1010,6 +1020,9 @@ describe("HttpTransport", () => {
           response: Schema.Unknown
         }))
         expect(notSchema).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "bodySchema", expected: "a Schema" }] })
+        // A GET has no body, whatever a schema would make of none.
+        const get = yield* Effect.flip(HttpTransport.request({ method: "GET", path: "/v1/payouts", bodySchema: Payout, response: Schema.Unknown }))
+        expect(get).toMatchObject({ _tag: "RequestValidationError", message: "A GET request has no body" })
         expect(yield* sent).toEqual([])
       }).pipe(provideClient({ "POST /v1/payouts": () => FinTest.json(200, {}) })))
 
