@@ -48,10 +48,10 @@ const rangeOf = (peer: string, dependency: string): string | undefined => {
   return undefined
 }
 
-// What is missing, as said and as installed: a peer, or a package a peer needs that was left out (its own peer, which
-// `npm install --legacy-peer-deps` does not install): naming the peer would send the user round in a circle.
-const needs: Array<string> = []
-const installs: Array<string> = []
+// What is missing, by name: the peer that needs it (none for a peer itself) and how to install it. A package a peer
+// needs that was left out (its own peer, which `npm install --legacy-peer-deps` does not install) is named itself:
+// naming the peer would send the user round in a circle.
+const missing = new Map<string, { readonly peer?: string; readonly install: string; readonly ranged: boolean }>()
 for (const peer of peers) {
   try {
     await import(peer)
@@ -59,16 +59,18 @@ for (const peer of peers) {
     const name = notFound(error)
     if (name === undefined) throw error
     if (name === peer) {
-      needs.push(peer)
-      installs.push(supported(peer))
-    } else if (!needs.some((need) => need.startsWith(`${name} `))) {
-      // Quoted for every shell (a range's `^` is cmd.exe's escape); one the two peers share is named once.
-      const range = rangeOf(peer, name)
-      needs.push(`${name} (for ${peer})`)
-      installs.push(range === undefined ? name : `"${name}@${range}"`)
+      missing.set(peer, { install: supported(peer), ranged: true })
+      continue
     }
+    // Quoted for every shell (a range's `^` is cmd.exe's escape). One both peers lack is named once, with a range if
+    // either gives one (it may be another package's peer, which the first peer does not list).
+    const range = rangeOf(peer, name)
+    if (missing.get(name)?.ranged === true) continue
+    missing.set(name, { peer, install: range === undefined ? name : `"${name}@${range}"`, ranged: range !== undefined })
   }
 }
+const needs = [...missing].map(([name, { peer }]) => peer === undefined ? name : `${name} (for ${peer})`)
+const installs = [...missing.values()].map(({ install }) => install)
 
 if (needs.length > 0) {
   console.error(`effect-fin: the command line needs ${needs.join(" and ")}: npm install ${installs.join(" ")}`)
