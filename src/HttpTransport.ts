@@ -221,11 +221,16 @@ function sameInJson(this: unknown, key: string, value: unknown) {
   return value
 }
 
-// A plain object or list, of this realm or another (a `vm` context's): its prototype is an `Object.prototype`.
+// A plain object or list, of this realm or another (a `vm` context's): its prototype is none or an `Object.prototype`
+// (which has its own `hasOwnProperty`; another object without a prototype would hand down properties JSON leaves out).
 const isPlain = (value: object): boolean => {
   const prototype = Object.getPrototypeOf(value)
-  return prototype === null || Object.getPrototypeOf(prototype) === null || Array.isArray(value)
+  return prototype === null || Array.isArray(value) ||
+    (Object.getPrototypeOf(prototype) === null && Object.prototype.hasOwnProperty.call(prototype, "hasOwnProperty"))
 }
+
+// The built-in kind of a value, whatever its realm: `Date`, `Error`...
+const kindOf = (value: unknown): string => Object.prototype.toString.call(value).slice(8, -1)
 
 // Whether JSON writes `original` (as its `toJSON` left it: `value`) as another value: a number that is not finite or an
 // invalid date (null: in an amount!); nothing in a list (null there, though left out of an object, as an optional
@@ -240,22 +245,27 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
     case "undefined":
       return inList || (original !== undefined && typeof original !== "function")
     case "function":
-    case "symbol":
       return inList
+    case "symbol":
+      return true
     case "string":
       return Redacted.isRedacted(original)
     case "object": {
-      if (value === null) return original instanceof Date
+      if (value === null) return kindOf(original) === "Date"
       if (
         Redacted.isRedacted(value) || value instanceof Map || value instanceof Set || value instanceof WeakMap ||
         value instanceof WeakSet || value instanceof ArrayBuffer || ArrayBuffer.isView(value) ||
-        ArrayBuffer.isView(original) || value instanceof Error
+        ArrayBuffer.isView(original) || value instanceof Error || kindOf(value) === "Error"
       ) return true
       if (value instanceof Number) return !Number.isFinite(value.valueOf())
       if (value instanceof String || value instanceof Boolean) return false
       if (original !== value) {
-        return Equal.isEqual(original) && Inspectable.NodeInspectSymbol in original &&
+        // What a `toJSON` gave: Effect's inspection form, or an object with a `toJSON` JSON will not call.
+        if (
+          typeof original === "object" && original !== null && Inspectable.NodeInspectSymbol in original &&
           typeof (value as { readonly _id?: unknown })._id === "string"
+        ) return true
+        if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return true
       }
       return !isPlain(value) && !Equal.isEqual(value) && Object.keys(value).length === 0
     }

@@ -15,6 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
+import * as MutableHashMap from "effect/MutableHashMap"
 import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
@@ -940,6 +941,13 @@ describe("HttpTransport", () => {
         { cause: Object.assign(new Error("x"), { code: 1 }) },
         { state: new (class {})() },
         { gone: { toJSON: () => undefined } },
+        { byKey: MutableHashMap.make(["a", 1]) },
+        { via: { toJSON: () => Option.some(1) } },
+        { via: { toJSON: () => Duration.seconds(1) } },
+        { kind: Symbol("x") },
+        { inherited: Object.create(Object.create(null, { a: { value: 1, enumerable: true } })) },
+        runInNewContext("({ at: new Date('not a date') })"),
+        runInNewContext("({ cause: Object.assign(new Error('x'), { code: 1 }) })"),
         { amount: new Number(Number.NaN) },
         { secret: { toJSON: () => Redacted.make("s") } }
       ]
