@@ -1133,31 +1133,33 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
 >() {}
 
 // A Map in insertion order whose entries expire; re-set keys move to the end, so the oldest are first. Bounded: past
-// `maxEntries` the expired entries go first, wherever they are (entries of different TTLs interleave), then the
-// oldest live ones (`full` then says so).
+// `maxEntries` the expired entries go first, wherever they are (handlers of different TTLs may share a store), then
+// the oldest live ones (`full` then says so).
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
-  const map = new Map<string, V>()
+  const map = new Map<string, { readonly value: V; readonly lifetime: number }>()
+  // The keys of each lifetime in insertion order, which is their order of expiry (the clock only moves on): the
+  // expired ones of each lifetime are at its head, found without searching the whole map on every insert.
+  const byLifetime = new Map<number, Set<string>>()
   let full = false
-  // No entry expires before this (a bound, not the exact time): the whole map is searched for expired entries only once
-  // one may be, not on every insert of a store kept full by a flood of live ones.
-  let soonest = Number.POSITIVE_INFINITY
+  const remove = (key: string) => {
+    const entry = map.get(key)
+    if (entry === undefined) return
+    map.delete(key)
+    const keys = byLifetime.get(entry.lifetime)!
+    keys.delete(key)
+    if (keys.size === 0) byLifetime.delete(entry.lifetime)
+  }
   const sweep = (now: number) => {
-    for (const [key, value] of map) {
-      if (value.expiresAt > now) break
-      map.delete(key)
-    }
-    if (map.size <= maxEntries) return
-    if (now >= soonest) {
-      soonest = Number.POSITIVE_INFINITY
-      for (const [key, value] of map) {
-        if (value.expiresAt <= now) map.delete(key)
-        else soonest = Math.min(soonest, value.expiresAt)
+    for (const keys of byLifetime.values()) {
+      for (const key of keys) {
+        if (map.get(key)!.value.expiresAt > now) break
+        remove(key)
       }
     }
     for (const [key] of map) {
       if (map.size <= maxEntries) break
       full = true
-      map.delete(key)
+      remove(key)
     }
   }
   return {
@@ -1165,16 +1167,19 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
       return full
     },
     get: (key: string, now: number): V | undefined => {
-      const value = map.get(key)
+      const value = map.get(key)?.value
       return value !== undefined && value.expiresAt > now ? value : undefined
     },
     set: (key: string, value: V, now: number) => {
-      map.delete(key)
-      map.set(key, value)
-      soonest = Math.min(soonest, value.expiresAt)
+      remove(key)
+      const lifetime = value.expiresAt - now
+      map.set(key, { value, lifetime })
+      const keys = byLifetime.get(lifetime)
+      if (keys === undefined) byLifetime.set(lifetime, new Set([key]))
+      else keys.add(key)
       sweep(now)
     },
-    delete: (key: string) => map.delete(key)
+    delete: remove
   }
 }
 
