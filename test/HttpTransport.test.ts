@@ -1013,11 +1013,20 @@ describe("HttpTransport", () => {
       Effect.gen(function*() {
         const error = yield* Effect.flip(payout({ amount: -1, send_at: DateTime.unsafeMake(0), tags: [1 as unknown as string] }))
         expect(error._tag).toBe("RequestValidationError")
-        expect(error.message).toBe("Invalid request body")
+        expect(error.message).toMatch(/^Invalid request body: body\.amount: expected .*; body\.tags\[0\]: expected a string$/)
         expect(error._tag === "RequestValidationError" && error.issues.map((i) => i.path)).toEqual([
           "body.amount",
           "body.tags[0]"
         ])
+        // The schema would send "NaN" as text: a number that is not finite is refused before encoding.
+        for (const amount of [Number.NaN, Number.POSITIVE_INFINITY]) {
+          const notFinite = yield* Effect.flip(payout({ amount, send_at: DateTime.unsafeMake(0), tags: [] }))
+          expect(notFinite).toMatchObject({
+            _tag: "RequestValidationError",
+            message: "Invalid request body: body.amount: expected a finite number",
+            issues: [{ path: "body.amount", expected: "a finite number" }]
+          })
+        }
         expect(JSON.stringify(error)).not.toContain("-1")
         // From untyped code: a schema that is none.
         const notSchema = yield* Effect.flip(HttpTransport.request({
