@@ -37,6 +37,7 @@ import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
+import * as Redact from "./internal/redact.js"
 import * as Timestamps from "./internal/timestamp.js"
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -1503,6 +1504,9 @@ const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   body_timeout: 408
 }
 
+// The most of a failed handler's text logged once it had to be redacted: its cause and stack, not a page.
+const MAX_FAILURE_TEXT = 16 * 1024
+
 const closing = Headers.fromInput({ connection: "close" })
 
 // 401 says nothing (the verification guide asks for no detail); 400 names the reason (the sender is authenticated by
@@ -1632,6 +1636,16 @@ const makeApp = <const H extends Handlers>(
     options
   )
   const claimMillis = Duration.toMillis(claimTtl)
+  // A user handler's failure as logged: as it is, unless its text holds a webhook secret (an error quoting its
+  // configuration, say), which is then logged redacted, as text. The secrets are read when it is logged (rotated
+  // since, maybe).
+  const logFailure = (cause: Cause.Cause<unknown>) => {
+    const text = Cause.pretty(cause)
+    const redacted = Redact.redactor(secrets.keys.flatMap((key) => textOf(key) ?? []), MAX_FAILURE_TEXT)(text)
+    return redacted === text
+      ? Effect.logError("effect-fin: webhook handler failed", cause)
+      : Effect.logError("effect-fin: webhook handler failed (a webhook secret redacted)", redacted)
+  }
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const verifyOptions: VerifyOptions = { maxAge, environment: options.environment }
   const ownStore = makeMemoryDedupeStore()
@@ -1786,9 +1800,7 @@ const makeApp = <const H extends Handlers>(
           )
           if (Exit.isFailure(exit)) {
             yield* releaseClaim
-            yield* Effect.logError("effect-fin: webhook handler failed", exit.cause).pipe(
-              Effect.annotateLogs({ event_id: event.id, event_type: event.type })
-            )
+            yield* logFailure(exit.cause).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
             return yield* settleAs(500, "failed")
           }
           yield* store.complete(event.id, claim.token, handled, dedupeTtl)

@@ -1505,6 +1505,22 @@ describe("Webhooks.handler", () => {
         expect(line).not.toContain("whsec_wrong")
       }
     }))
+
+  // The handler knows the secret (its configuration): a failure quoting it is logged with the secret redacted.
+  it.effect("logs a handler's failure that quotes a webhook secret with the secret redacted", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: ["whsec_old_rotated_out", secret],
+        handlers: { "beneficiary.status": () => Effect.die(new Error(`cannot reach the ledger with ${secretValue}`)) }
+      })).pipe(Effect.provide(capture))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      const failed = logs.filter((line) => line.includes("webhook handler failed"))
+      expect(failed).toHaveLength(1)
+      expect(failed[0]).toContain("a webhook secret redacted")
+      expect(failed[0]).toContain("cannot reach the ledger with <redacted>")
+      expect(failed[0]).not.toContain(secretValue)
+    }))
 })
 
 describe("Webhooks memory store", () => {
