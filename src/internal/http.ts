@@ -290,10 +290,12 @@ const requestIdOf = (
   return id !== undefined && /^[\x21-\x7e]{1,128}$/.test(id) && redact(id) === id ? id : undefined
 }
 
-// The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
-// along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
-// hold a host or a URL.
-const systemCode = (cause: unknown): string | undefined => {
+/**
+ * The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
+ * along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
+ * hold a host or a URL.
+ */
+export const systemCode = (cause: unknown): string | undefined => {
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
     const { code } = error as { readonly code?: unknown }

@@ -728,6 +728,8 @@ describe("Emulator", () => {
         expect(failed.status).toBe(502)
         const error = yield* Effect.flip(emulator.sendWebhook())
         expect(error.reason).toBe("WebhookDeliveryFailed")
+        // The system's word for it, for the receiver's developer.
+        expect(error.message).toBe(`The webhook delivery to http://127.0.0.1:${closed}/hooks failed: Transport (ECONNREFUSED)`)
         const counters = yield* emulator.counters
         expect(counters.webhooksSent).toBe(1)
         expect(counters.webhooksFailed).toBe(2)

@@ -9,10 +9,17 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { systemCode } from "../../internal/http.js"
 import * as Webhooks from "../../Webhooks.js"
 import { EmulatorError } from "./error.js"
 import type { WebhookRequest } from "./model.js"
 import type { State } from "./state.js"
+
+// Why a delivery could not be made, as the system said it (ECONNREFUSED...), for the receiver's developer.
+const codeOf = (cause: unknown): string => {
+  const code = systemCode(cause)
+  return code === undefined ? "" : ` (${code})`
+}
 
 /** The documented example beneficiary (developer.fin.com, beneficiary.status). */
 export const exampleBeneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
@@ -109,7 +116,7 @@ export const send = (
       Effect.mapError((error) =>
         new EmulatorError({
           reason: "WebhookDeliveryFailed",
-          message: `The webhook delivery to ${url} failed: ${error.reason}`
+          message: `The webhook delivery to ${url} failed: ${error.reason}${codeOf(error.cause)}`
         })
       ),
       Effect.timeoutFail({
