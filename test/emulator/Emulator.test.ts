@@ -644,7 +644,7 @@ describe("Emulator", () => {
           const body = new Uint8Array(yield* request.arrayBuffer)
           return yield* Webhooks.verify(body, request.headers, secret).pipe(
             Effect.flatMap((event) => Queue.offer(received, event)),
-            Effect.as(HttpServerResponse.empty({ status: 200 })),
+            Effect.as(HttpServerResponse.unsafeJson({ outcome: "received" })),
             Effect.catchTag("WebhookVerificationError", () => Effect.succeed(HttpServerResponse.empty({ status: 401 })))
           )
         }).pipe(Effect.orDie)
@@ -715,6 +715,8 @@ describe("Emulator", () => {
         expect(sent.json).toMatchObject({
           url: target.url,
           status: 200,
+          // The start of the receiver's answer, so a test can tell a duplicate from a handled one.
+          answer: `{"outcome":"received"}`,
           event: { data: { active: true, status: "ACTIVE", beneficiary_id: "4d715f20-0000-4000-8000-000000000001" } }
         })
         const event = yield* Queue.take(target.received)

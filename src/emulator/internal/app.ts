@@ -417,7 +417,9 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
       return json({ url: request.url })
     }
     return yield* admin.sendWebhook(request).pipe(
-      Effect.map((delivery) => json({ url: delivery.url, status: delivery.status, event: delivery.event })),
+      Effect.map((delivery) =>
+        json({ url: delivery.url, status: delivery.status, event: delivery.event, answer: delivery.answer })
+      ),
       Effect.catchAll((error) =>
         Effect.succeed(json({ message: error.message }, error.reason === "WebhookDeliveryFailed" ? 502 : 400))
       )

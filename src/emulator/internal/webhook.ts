@@ -9,11 +9,15 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { systemCode } from "../../internal/http.js"
 import * as Webhooks from "../../Webhooks.js"
 import { EmulatorError } from "./error.js"
 import type { WebhookRequest } from "./model.js"
 import type { State } from "./state.js"
+
+// How much of a receiver's answer a delivery keeps.
+const MAX_ANSWER = 1024
 
 // Why a delivery could not be made, as the system said it (ECONNREFUSED...), for the receiver's developer.
 const codeOf = (cause: unknown): string => {
@@ -35,6 +39,11 @@ export interface Delivery {
   readonly event: BeneficiaryStatusEnvelope
   /** The exact body that was signed and sent. */
   readonly body: string
+  /**
+   * The start of the receiver's answer (its first 1,024 characters; empty if it sent none, or its body failed or
+   * stalled): effect-fin's handler answers `{"outcome":"handled"}`, `"duplicate"`, `"stale"`...
+   */
+  readonly answer: string
 }
 
 /** The documented `beneficiary.status` envelope. */
@@ -127,13 +136,18 @@ export const send = (
             message: `The webhook delivery to ${url} got no answer within ${Duration.format(timeout)}`
           })
       }),
-      // The answer's body is read (and dropped) so the connection can be reused, within the same time; one that fails
-      // or stalls keeps the status already received.
-      Effect.tap((response) => Effect.ignore(Effect.timeout(response.arrayBuffer, timeout))),
+      // The answer's body is read whole (so the connection can be reused), within the same time; one that fails or
+      // stalls keeps the status already received.
+      Effect.flatMap((response) =>
+        Effect.map(
+          Effect.option(Effect.timeout(response.text, timeout)),
+          (text) => ({ status: response.status, text: Option.getOrElse(text, () => "").slice(0, MAX_ANSWER) })
+        )
+      ),
       Effect.tapBoth({
         onFailure: () => state.countWebhook(false),
         onSuccess: () => state.countWebhook(true)
       })
     )
-    return { url, status: answer.status, event, body }
+    return { url, status: answer.status, event, body, answer: answer.text }
   })
