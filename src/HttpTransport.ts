@@ -34,36 +34,25 @@ import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
- * The methods a call may use.
- *
- * @since 0.1.0
- * @category models
- */
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
-
-/**
  * One call: method, path (under the base URL), optional JSON body (encoded by `bodySchema` when given) and query, and
  * the schema of a 2xx body.
  *
  * @since 0.1.0
  * @category models
  */
-export interface RequestSpec<A, I, B = unknown, J = unknown, M extends Method = Method> {
-  readonly method: M
+export interface RequestSpec<A, I, B = unknown, J = unknown> {
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
   /** Text values; one left `undefined` (an optional parameter) is not sent. */
   readonly query?: Readonly<Record<string, string | undefined>> | undefined
-  /**
-   * The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. None on
-   * a GET (a compile error where the method is written as `"GET"`).
-   */
-  readonly body?: M extends "GET" ? undefined : NoInfer<B>
+  /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
+  readonly body?: NoInfer<B>
   /**
    * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
    * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
    */
-  readonly bodySchema?: M extends "GET" ? undefined : Schema.Schema<B, J, never> | undefined
+  readonly bodySchema?: Schema.Schema<B, J, never> | undefined
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
@@ -93,9 +82,7 @@ export interface RequestSpec<A, I, B = unknown, J = unknown, M extends Method = 
  * @category models
  */
 export interface Service {
-  readonly request: <A, I, B = unknown, J = unknown, M extends Method = Method>(
-    spec: RequestSpec<A, I, B, J, M>
-  ) => Effect.Effect<A, FinError>
+  readonly request: <A, I, B = unknown, J = unknown>(spec: RequestSpec<A, I, B, J>) => Effect.Effect<A, FinError>
 }
 
 /**
@@ -386,7 +373,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
 
-    const request = <A, I, B, J, M extends Method>(spec: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
+    const request = <A, I, B, J>(spec: RequestSpec<A, I, B, J>): Effect.Effect<A, FinError> => {
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
       const nameValid = spec.name === undefined || (typeof spec.name === "string" && NAME.test(spec.name))
       const name = nameValid ? spec.name ?? "request" : "request"
@@ -400,9 +387,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const options = yield* validateSpec(spec, nameValid, config, yield* FiberRef.get(currentOptions), defaults).pipe(
           Effect.tapError(refused)
         )
-        // A GET with either was refused above: what is left is the schema of the body, if any.
-        const bodySchema = spec.bodySchema as Schema.Schema<B, J, never> | undefined
-        const encoded = bodySchema === undefined ? Either.right(spec.body) : encodedBody(bodySchema, spec.body)
+        const encoded = spec.bodySchema === undefined ? Either.right(spec.body) : encodedBody(spec.bodySchema, spec.body)
         const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
         const operation = `${spec.method} ${spec.path}`
@@ -580,7 +565,7 @@ export const layer: Layer.Layer<HttpTransport, never, FinConfig.FinConfig | Toke
  * @since 0.1.0
  * @category accessors
  */
-export const request = <A, I, B = unknown, J = unknown, M extends Method = Method>(
-  spec: RequestSpec<A, I, B, J, M>
+export const request = <A, I, B = unknown, J = unknown>(
+  spec: RequestSpec<A, I, B, J>
 ): Effect.Effect<A, FinError, HttpTransport> =>
   Effect.flatMap(HttpTransport, (transport) => transport.request(spec))
