@@ -298,27 +298,12 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
     : Either.right(text)
 }
 
-// The path of a number that is not finite in a body given with its schema, if any: the schema may write it as text
-// (`Schema.NumberFromString` sends "NaN", "Infinity"), which the JSON check cannot tell from the service's words.
-const nonFinitePath = (value: unknown, path: string, seen: Set<object>): string | undefined => {
-  if (typeof value === "number") return Number.isFinite(value) ? undefined : path
-  if (typeof value !== "object" || value === null || seen.has(value)) return undefined
-  seen.add(value)
-  for (const [key, item] of Object.entries(value)) {
-    const found = nonFinitePath(item, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`, seen)
-    if (found !== undefined) return found
-  }
-  return undefined
-}
-
 const invalidBody = (issues: ReadonlyArray<Issue>) =>
   new RequestValidationError({ message: `Invalid request body: ${Issues.summarize(issues)}`, issues })
 
 // A body as its schema sends it; the issues keep the path and what was expected, never the value (as a decode's).
-const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): Either.Either<J, RequestValidationError> => {
-  const notFinite = nonFinitePath(body, "body", new Set())
-  if (notFinite !== undefined) return Either.left(invalidBody([new Issue({ path: notFinite, expected: "a finite number" })]))
-  return Either.mapLeft(
+const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): Either.Either<J, RequestValidationError> =>
+  Either.mapLeft(
     Http.encoderFor(schema)(body),
     (error) =>
       invalidBody(
@@ -327,7 +312,6 @@ const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): E
         )
       )
   )
-}
 
 const hasNoKeys = (options: CallOptions): boolean => {
   for (const _ in options) return false
