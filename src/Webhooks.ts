@@ -1640,11 +1640,15 @@ const makeApp = <const H extends Handlers>(
   // configuration, say), which is then logged redacted, as text. The secrets are read when it is logged (rotated
   // since, maybe).
   const logFailure = (cause: Cause.Cause<unknown>) => {
-    const text = Cause.pretty(cause)
-    const redacted = Redact.redactor(secrets.keys.flatMap((key) => textOf(key) ?? []), MAX_FAILURE_TEXT)(text)
+    // As Effect's loggers render it (an error's own `cause` included), searched whole however long.
+    const text = Cause.pretty(cause, { renderErrorCause: true })
+    const redacted = Redact.redactor(secrets.keys.flatMap((key) => textOf(key) ?? []), text.length)(text)
     return redacted === text
       ? Effect.logError("effect-fin: webhook handler failed", cause)
-      : Effect.logError("effect-fin: webhook handler failed (a webhook secret redacted)", redacted)
+      : Effect.logError(
+        "effect-fin: webhook handler failed (a webhook secret redacted)",
+        redacted.slice(0, MAX_FAILURE_TEXT)
+      )
   }
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const verifyOptions: VerifyOptions = { maxAge, environment: options.environment }

@@ -1521,6 +1521,26 @@ describe("Webhooks.handler", () => {
       expect(failed[0]).toContain("cannot reach the ledger with <redacted>")
       expect(failed[0]).not.toContain(secretValue)
     }))
+
+  // Effect's loggers print an error's own `cause`; a long failure with no secret in it is logged as it was.
+  it.effect("finds a webhook secret in an error's cause, and leaves a long failure without one as it is", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      let failure: unknown = new Error("ledger unreachable", { cause: new Error(`bad key ${secretValue}`) })
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.die(failure) }
+      })).pipe(Effect.provide(capture))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      failure = new Error("x".repeat(20_000))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      const failed = logs.filter((line) => line.includes("webhook handler failed"))
+      expect(failed).toHaveLength(2)
+      expect(failed[0]).toContain("a webhook secret redacted")
+      expect(failed[0]).toContain("bad key <redacted>")
+      expect(failed[0]).not.toContain(secretValue)
+      expect(failed[1]).not.toContain("redacted")
+    }))
 })
 
 describe("Webhooks memory store", () => {
