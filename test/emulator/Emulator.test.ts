@@ -761,6 +761,29 @@ describe("Emulator", () => {
         expect(delivery.status).toBe(200)
         expect(yield* emulator.counters).toMatchObject({ webhooksSent: 1, webhooksFailed: 0 })
       }))
+
+    // Only the start of a long answer is read, and cut between characters, never inside one.
+    it.scopedLive("a delivery keeps the start of a long answer, in whole characters", () =>
+      Effect.gen(function*() {
+        const long = Http.createServer((_request, response) => {
+          response.writeHead(200, { "content-type": "text/plain; charset=utf-8" })
+          response.end("é" + "😀".repeat(200_000))
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => long.listen(0, "127.0.0.1", resolve))),
+          () => Effect.sync(() => long.closeAllConnections()).pipe(Effect.zipRight(Effect.promise(() => new Promise((resolve) => long.close(resolve)))))
+        )
+        const { port } = long.address() as Net.AddressInfo
+        const emulator = yield* Emulator.make({ webhookUrl: `http://127.0.0.1:${port}/hooks` })
+        const delivery = yield* emulator.sendWebhook()
+        expect(delivery.status).toBe(200)
+        const characters = Array.from(delivery.answer)
+        expect(characters.length).toBeLessThanOrEqual(1024)
+        expect(characters.length).toBeGreaterThan(1000)
+        expect(characters.slice(0, 2)).toEqual(["é", "😀"])
+        // No half of a character (a lone surrogate); a sequence the read cut would be U+FFFD.
+        expect(characters.every((c) => c === "é" || c === "😀" || c === "\uFFFD")).toBe(true)
+      }))
   })
 
   describe("layer and serve", () => {

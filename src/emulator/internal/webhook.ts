@@ -10,14 +10,22 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Bytes from "../../internal/bytes.js"
 import { systemCode } from "../../internal/http.js"
 import * as Webhooks from "../../Webhooks.js"
 import { EmulatorError } from "./error.js"
 import type { WebhookRequest } from "./model.js"
 import type { State } from "./state.js"
 
-// How much of a receiver's answer a delivery keeps.
+// How much of a receiver's answer a delivery keeps: 1,024 characters, read from at most 4 KiB (the rest is not read:
+// ending the read ends the request).
 const MAX_ANSWER = 1024
+const MAX_ANSWER_BYTES = 4 * MAX_ANSWER
+const utf8 = new TextDecoder()
+
+// The start of an answer read, in whole characters (never half of one).
+const answerOf = ({ bytes }: { readonly bytes: Uint8Array }): string =>
+  Array.from(utf8.decode(bytes)).slice(0, MAX_ANSWER).join("")
 
 // Why a delivery could not be made, as the system said it (ECONNREFUSED...), for the receiver's developer.
 const codeOf = (cause: unknown): string => {
@@ -140,8 +148,8 @@ export const send = (
       // stalls keeps the status already received.
       Effect.flatMap((response) =>
         Effect.map(
-          Effect.option(Effect.timeout(response.text, timeout)),
-          (text) => ({ status: response.status, text: Option.getOrElse(text, () => "").slice(0, MAX_ANSWER) })
+          Effect.option(Effect.timeout(Effect.scoped(Bytes.readUpTo(response.stream, MAX_ANSWER_BYTES)), timeout)),
+          (read) => ({ status: response.status, text: Option.match(read, { onNone: () => "", onSome: answerOf }) })
         )
       ),
       Effect.tapBoth({
