@@ -298,19 +298,16 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
     : Either.right(text)
 }
 
-const invalidBody = (issues: ReadonlyArray<Issue>) =>
-  new RequestValidationError({ message: `Invalid request body: ${Issues.summarize(issues)}`, issues })
-
 // A body as its schema sends it; the issues keep the path and what was expected, never the value (as a decode's).
 const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): Either.Either<J, RequestValidationError> =>
   Either.mapLeft(
     Http.encoderFor(schema)(body),
-    (error) =>
-      invalidBody(
-        Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
-          new Issue({ path: path === "" || path.startsWith("[") ? `body${path}` : `body.${path}`, expected })
-        )
+    (error) => {
+      const issues = Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
+        new Issue({ path: path === "" || path.startsWith("[") ? `body${path}` : `body.${path}`, expected })
       )
+      return new RequestValidationError({ message: `Invalid request body: ${Issues.summarize(issues)}`, issues })
+    }
   )
 
 const hasNoKeys = (options: CallOptions): boolean => {
