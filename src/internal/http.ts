@@ -44,32 +44,27 @@ export type Client = HttpClient.HttpClient
 /** The tag of the platform client, so layers outside this module can require it without importing the platform. */
 export const Client = HttpClient.HttpClient
 
-/** A decoder built once per schema (building one per call is a measurable cost on the hot path). */
+/** A decoder or an encoder, built once per schema (building one per call is a measurable cost on the hot path). */
 export type Decoder<A> = (u: unknown) => Either.Either<A, ParseResult.ParseError>
 
-const decoders = new WeakMap<Schema.Schema.Any, Decoder<unknown>>()
+// The parser `make` builds of a schema, built on its first use and kept while the schema lives.
+const perSchema = (make: (schema: Schema.Schema.AnyNoContext) => Decoder<unknown>) => {
+  const made = new WeakMap<Schema.Schema.AnyNoContext, Decoder<unknown>>()
+  return (schema: Schema.Schema.AnyNoContext): Decoder<unknown> => {
+    let parser = made.get(schema)
+    if (parser === undefined) made.set(schema, parser = make(schema))
+    return parser
+  }
+}
+
+const decoders = perSchema((schema) => Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" }))
+const encoders = perSchema((schema) => Schema.encodeUnknownEither(schema, { errors: "all" }))
 
 /** The cached decoder of `schema`. */
-export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A> => {
-  let decoder = decoders.get(schema)
-  if (decoder === undefined) {
-    decoder = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })
-    decoders.set(schema, decoder)
-  }
-  return decoder as Decoder<A>
-}
-
-const encoders = new WeakMap<Schema.Schema.Any, Decoder<unknown>>()
+export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A> => decoders(schema) as Decoder<A>
 
 /** The cached encoder of `schema` (a request body's), every issue reported. */
-export const encoderFor = <B, J>(schema: Schema.Schema<B, J, never>): Decoder<J> => {
-  let encoder = encoders.get(schema)
-  if (encoder === undefined) {
-    encoder = Schema.encodeUnknownEither(schema, { errors: "all" })
-    encoders.set(schema, encoder)
-  }
-  return encoder as Decoder<J>
-}
+export const encoderFor = <B, J>(schema: Schema.Schema<B, J, never>): Decoder<J> => encoders(schema) as Decoder<J>
 
 /** What an error of an attempt is told of it. */
 type AttemptInfo = Pick<Attempt<unknown>, "operation" | "attempt" | "keepBody" | "credentials">

@@ -144,8 +144,8 @@ export const send = (
             message: `The webhook delivery to ${url} got no answer within ${Duration.format(timeout)}`
           })
       }),
-      // The answer's body is read whole (so the connection can be reused), within the same time; one that fails or
-      // stalls keeps the status already received.
+      // The start of the answer's body is read (see MAX_ANSWER), within the same time; one that fails or stalls keeps
+      // the status already received.
       Effect.flatMap((response) =>
         Effect.map(
           Effect.option(Effect.timeout(Effect.scoped(Bytes.readUpTo(response.stream, MAX_ANSWER_BYTES)), timeout)),
