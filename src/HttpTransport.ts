@@ -376,6 +376,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const decode = Http.decoderFor(spec.response)
         const safe = spec.safe ?? spec.method === "GET"
         const started = yield* Clock.currentTimeMillis
+        const deadlineAt = started + Duration.toMillis(options.deadline)
         let attempts = 0
         let status = 0
         // The status of the last answer: the span's status when the call then ends without one (the deadline cut the
@@ -385,8 +386,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           lastStatus = status
         }
 
+        // No timer of its own for the deadline (a fiber per call): every wait of the call is cut at it instead, the
+        // attempts (by their own timer: the deadline's when it comes first), the token step, the 401's invalidation;
+        // the retry policy's waits end before it.
+        const deadlineError = () =>
+          new TimeoutError({
+            message: `${operation}: the call did not finish within its deadline of ${Duration.format(options.deadline)}`,
+            kind: "deadline",
+            timeout: options.deadline,
+            operation,
+            attempts
+          })
+
         const send = (token: Redacted.Redacted<string>) =>
-          Effect.suspend(() => {
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            if (now >= deadlineAt) return Effect.fail(deadlineError())
             attempts += 1
             return Http.execute(client, {
               method: spec.method,
@@ -397,6 +411,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               check: spec.check,
               timeout: options.timeout,
               timeoutKind: "attempt",
+              deadline: { left: Duration.millis(deadlineAt - now), error: deadlineError },
               operation,
               attempt: attempts,
               keepBody: true,
@@ -411,7 +426,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         let waitingForToken = false
         const getToken = Effect.suspend(() => {
           waitingForToken = true
-          return getBefore === undefined ? tokens.get : getBefore(started + Duration.toMillis(options.deadline))
+          return getBefore === undefined
+            ? Http.timeoutAt(tokens.get, deadlineAt, deadlineError)
+            : getBefore(deadlineAt, deadlineError)
         }).pipe(
           Effect.mapBoth({
             onFailure: (error) => new Retry.NotRetryable(error),
@@ -432,7 +449,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               () => {
                 refreshed = true
                 return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
-                  Effect.zipRight(tokens.invalidate(token)),
+                  Effect.zipRight(Http.timeoutAt(tokens.invalidate(token), deadlineAt, deadlineError)),
                   Effect.zipRight(getToken),
                   Effect.flatMap(send)
                 )
@@ -476,17 +493,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             return success.value
           }),
           Effect.mapError((e): FinError => e._tag === "NotRetryable" ? e.error : e),
-          (call) =>
-            Http.timeoutFail(call, options.deadline, () =>
-              new TimeoutError({
-                message: `${operation}: the call did not finish within its deadline of ${
-                  Duration.format(options.deadline)
-                }`,
-                kind: "deadline",
-                timeout: options.deadline,
-                operation,
-                attempts
-              })),
           // One step at the end: the span's outcome (a success, a failure or a defect, not an interruption), then the
           // metrics.
           Effect.onExit((exit) => {

@@ -737,18 +737,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     )
 
     // A fresh cached token, or a fetch in flight, needs no lock (the lock serialises every caller, a thousand of them
-    // waiting one after another for one fetch); anything else goes through it.
-    const getBefore = (deadline: number | undefined): Service["get"] =>
-      Effect.flatMap(SynchronizedRef.get(ref), (state) => {
+    // waiting one after another for one fetch); anything else goes through it. A caller with a deadline waits (for
+    // the lock, for a fetch) until then at most; a token at hand costs it no timer.
+    const getBefore = (deadline: number | undefined, onDeadline?: () => FinError): Service["get"] => {
+      const wait = (self: Service["get"]) =>
+        deadline === undefined || onDeadline === undefined ? self : Http.timeoutAt(self, deadline, onDeadline)
+      return Effect.flatMap(SynchronizedRef.get(ref), (state) => {
         if (Option.isSome(state.access)) {
           const access = state.access.value
           return Effect.flatMap(
             Clock.currentTimeMillis,
-            (now) => now < access.refreshAt ? Effect.succeed(access.token) : getLocked(deadline)
+            (now) => now < access.refreshAt ? Effect.succeed(access.token) : wait(getLocked(deadline))
           )
         }
-        return Option.isSome(state.pending) ? awaitShared(state.pending.value, deadline) : getLocked(deadline)
+        return wait(Option.isSome(state.pending) ? awaitShared(state.pending.value, deadline) : getLocked(deadline))
       })
+    }
 
     // This process first, in one step: from then on nobody here gets the token, nor takes it back from the store (even
     // one that fails to clear it). The store's clear may then be cut short (the caller's deadline) at no cost.
@@ -763,8 +767,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
       )
 
-    // An API call passes its deadline (`DeadlineAware`): when a shared fetch is to wait past it before trying again,
-    // that call's wait ends at once with the fetch's error.
+    // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
+    // shared fetch is to wait past it before trying again.
     return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
   }
 )

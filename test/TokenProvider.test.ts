@@ -1,3 +1,4 @@
+import type * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -600,6 +601,21 @@ describe("TokenProvider", () => {
       expect(yield* tokenValue).toBe("static")
     }).pipe(Effect.provide(TokenProvider.layerStatic("static"))))
 
+  // The fee service on `provider` (a user's own, or a wrapper of the real one) and a fake service.
+  const onProvider = (
+    provider: Layer.Layer<TokenProvider.TokenProvider, never, FinConfig.FinConfig | HttpClient.HttpClient>,
+    fees: FinTest.Handler = fee
+  ) =>
+    FeeService.layer.pipe(
+      Layer.provideMerge(HttpTransport.layer),
+      Layer.provideMerge(provider),
+      Layer.provideMerge(FinConfig.layer({ clientId: "a", clientSecret: "b", baseUrl: "http://127.0.0.1:4010" })),
+      Layer.provideMerge(FinTest.layerHttpClient({
+        "POST /v1/oauth/token": FinTest.tokenHandler(),
+        "POST /v1/fee-calculation": fees
+      }))
+    )
+
   // A decorator written the usual way (the inner service spread, `get` overridden) is what the transport asks.
   it.effect("a provider that wraps the real one, overriding get, is asked through its get", () => {
     let asked = 0
@@ -614,19 +630,33 @@ describe("TokenProvider", () => {
           })
         }))
     )
-    const layer = FeeService.layer.pipe(
-      Layer.provideMerge(HttpTransport.layer),
-      Layer.provideMerge(wrapped),
-      Layer.provide(FinConfig.layer({ clientId: "a", clientSecret: "b", baseUrl: "http://127.0.0.1:4010" })),
-      Layer.provideMerge(FinTest.layerHttpClient({
-        "POST /v1/oauth/token": FinTest.tokenHandler(),
-        "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody)
-      }))
-    )
     return Effect.gen(function*() {
       yield* FeeService.calculate(quoteRequest)
       yield* FeeService.calculate(quoteRequest)
       expect(asked).toBe(2)
-    }).pipe(Effect.provide(layer))
+    }).pipe(Effect.provide(onProvider(wrapped)))
+  })
+
+  // The transport cannot tell such a provider its deadline: the call's deadline still holds over its waits.
+  const deadlineHolds = (provider: TokenProvider.Service, fees?: FinTest.Handler) =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(
+        Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "2 seconds" })))
+      )
+      yield* advance(1_999)
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* advance(1)
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline" })
+    }).pipe(Effect.provide(onProvider(Layer.succeed(TokenProvider.TokenProvider, provider), fees)))
+
+  it.effect("a provider of the user's own whose get never ends: the call ends at its deadline", () =>
+    deadlineHolds({ get: Effect.never, invalidate: () => Effect.void }))
+
+  it.effect("a provider of the user's own that never ends invalidating after a 401: the call ends at its deadline", () => {
+    let calls = 0
+    return deadlineHolds(
+      { get: Effect.succeed(Redacted.make("token-1")), invalidate: () => Effect.never },
+      () => ++calls === 1 ? FinTest.json(401, { message: "Authentication failed" }) : fee()
+    )
   })
 })

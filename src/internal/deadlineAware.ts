@@ -9,8 +9,14 @@ import type * as Effect from "effect/Effect"
 import type * as Redacted from "effect/Redacted"
 import type { FinError } from "../FinError.js"
 
-/** `get` for a caller that must be done by `deadline` (epoch milliseconds, on the `Clock`). */
-export type GetBefore = (deadline: number) => Effect.Effect<Redacted.Redacted<string>, FinError>
+/**
+ * `get` for a caller that must be done by `deadline` (epoch milliseconds, on the `Clock`): a token at hand is handed
+ * out at once; a caller that would wait for one past the deadline ends then, with `onDeadline()`.
+ */
+export type GetBefore = (
+  deadline: number,
+  onDeadline: () => FinError
+) => Effect.Effect<Redacted.Redacted<string>, FinError>
 
 const byService = new WeakMap<object, GetBefore>()
 

@@ -82,6 +82,11 @@ export interface Attempt<A> {
   readonly check?: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
+  /**
+   * What is left of the call's deadline when the attempt starts: if less than `timeout`, the attempt is cut then,
+   * with `error()` (one timer for both limits: a second one would cost a fiber per call).
+   */
+  readonly deadline?: { readonly left: Duration.Duration; readonly error: () => TimeoutError } | undefined
   /** `METHOD /path`, for errors. */
   readonly operation: string
   /** 1-based number of this attempt, recorded in errors. */
@@ -478,6 +483,20 @@ export const timeoutFail = <A, E, E1>(
   }))
 
 /**
+ * `self` cut at `deadline` (epoch milliseconds, on the `Clock`) with `onDeadline()`, as `timeoutFail` cuts it; failed
+ * with it at once when the deadline has passed.
+ */
+export const timeoutAt = <A, E, E1>(
+  self: Effect.Effect<A, E>,
+  deadline: number,
+  onDeadline: () => E1
+): Effect.Effect<A, E | E1> =>
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) => now >= deadline ? Effect.fail(onDeadline()) : timeoutFail(self, Duration.millis(deadline - now), onDeadline)
+  )
+
+/**
  * The most of a response body read: 4 MiB. The service's answers are a few KiB; a misbehaving service or proxy must
  * not fill the memory (a larger answer is cut off there, and its request aborted).
  */
@@ -575,14 +594,16 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       HttpClientError.isHttpClientError(defect) ? Effect.fail(transportError(defect, spec)) : Effect.die(defect)
     ),
     (response) =>
-      timeoutFail(response, spec.timeout, () =>
-        new TimeoutError({
-          message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
-          kind: spec.timeoutKind,
-          timeout: spec.timeout,
-          operation: spec.operation,
-          attempts: spec.attempt
-        })),
+      spec.deadline !== undefined && Duration.lessThan(spec.deadline.left, spec.timeout)
+        ? timeoutFail(response, spec.deadline.left, spec.deadline.error)
+        : timeoutFail(response, spec.timeout, () =>
+          new TimeoutError({
+            message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
+            kind: spec.timeoutKind,
+            timeout: spec.timeout,
+            operation: spec.operation,
+            attempts: spec.attempt
+          })),
     Effect.flatMap(({ cut, headers, redirected, status, text }): Effect.Effect<Success<A>, AttemptError> => {
       spec.onStatus?.(status)
       // Whatever it says, it is another address's answer (not retried: the service would redirect again).
