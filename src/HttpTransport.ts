@@ -156,6 +156,7 @@ const invalidRequest = (path: string, message: string, expected: string) =>
 // keeps a payment from being sent twice (`"false"` would be truthy).
 const validateSpec = (
   spec: Omit<RequestSpec<unknown, unknown>, "response" | "check" | "bodySchema"> & {
+    readonly response?: unknown
     readonly check?: unknown
     readonly bodySchema?: unknown
   },
@@ -186,6 +187,9 @@ const validateSpec = (
   }
   if (spec.check !== undefined && typeof spec.check !== "function") {
     return Either.left(invalidRequest("check", "Invalid request option check", "a function"))
+  }
+  if (!Schema.isSchema(spec.response)) {
+    return Either.left(invalidRequest("response", "Invalid request option response", "a Schema"))
   }
   if (spec.bodySchema !== undefined && !Schema.isSchema(spec.bodySchema)) {
     return Either.left(invalidRequest("bodySchema", "Invalid request option bodySchema", "a Schema"))

@@ -1035,6 +1035,15 @@ describe("HttpTransport", () => {
           response: Schema.Unknown
         }))
         expect(notSchema).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "bodySchema", expected: "a Schema" }] })
+        // Nor a response schema (a defect before).
+        for (const response of [undefined, { decode: true }]) {
+          const noResponse = yield* Effect.flip(HttpTransport.request({
+            method: "GET",
+            path: "/v1/payouts",
+            response: response as unknown as Schema.Schema<unknown>
+          }))
+          expect(noResponse).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "response", expected: "a Schema" }] })
+        }
         // A GET has no body, whatever a schema would make of none.
         const get = yield* Effect.flip(HttpTransport.request({ method: "GET", path: "/v1/payouts", bodySchema: Payout, response: Schema.Unknown }))
         expect(get).toMatchObject({ _tag: "RequestValidationError", message: "A GET request has no body" })
