@@ -186,7 +186,8 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
 // the fingerprint of the credentials it was fetched with: a waiter with other credentials (a secret rotated in while a
 // stale instance still runs) would not have failed the same way, and fetches itself instead.
 const FailureJson = Schema.parseJson(Schema.Struct({ credentials: Schema.String, error: FinErrorSchema }))
-const encodeFailure = Schema.encodeSync(FailureJson)
+// An error that cannot be recorded is not shared (the others fetch themselves), never a defect of this call.
+const encodeFailure = Schema.encodeOption(FailureJson)
 const decodeFailure = Schema.decodeUnknownOption(FailureJson)
 
 // An HMAC under the client secret of the client id (hex): the same for the same credentials, and telling nothing of
@@ -490,7 +491,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           ? Option.filter(fromTokens(stored.value).refresh, (r) => now < r.usableUntil)
           : local
         const pair = yield* fetch(refresh, now).pipe(
-          Effect.tapError((error) => Effect.sync(() => void (failure = encodeFailure({ credentials, error })))),
+          Effect.tapError((error) =>
+            Effect.sync(() => void (failure = Option.getOrUndefined(encodeFailure({ credentials, error }))))
+          ),
           Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),
           holding(store, owner)
         )

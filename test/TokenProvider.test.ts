@@ -596,6 +596,21 @@ describe("TokenProvider", () => {
       })()
     }, { maxRetries: 0 })))
 
+  // Past the safe integers a wait was no Duration the fetch's recorded failure could encode: the call died.
+  for (
+    const [header, value] of [["retry-after", "9007199254741"], ["retry-after-ms", "99999999999999999999"]] as const
+  ) {
+    it.effect(`a token endpoint asking to wait a ${header} past the safe integers: a RateLimitError`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(FeeService.calculate(quoteRequest))
+        expect(error).toMatchObject({ _tag: "RateLimitError", status: 429, operation: "POST /v1/oauth/token" })
+        expect(yield* count("POST /v1/fee-calculation")).toBe(0)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": () => FinTest.json(429, { message: "slow down" }, { [header]: value }),
+        "POST /v1/fee-calculation": fee
+      })))
+  }
+
   it.effect("layerStatic answers a fixed token", () =>
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("static")
