@@ -121,7 +121,8 @@ export const currentCallOptions: Effect.Effect<CallOptions> = FiberRef.get(curre
 /**
  * Runs `self` with per-call overrides (`timeout`, `deadline`, `maxRetries`), like effect-aws's `withServiceConfig`.
  * An override out of range (a duration not above zero, below a millisecond or over 24 days, `maxRetries` not a whole
- * number from 0 to 10) makes each call inside fail with a `RequestValidationError` naming it, before anything is sent.
+ * number from 0 to 10), or of another name (from untyped code), makes each call inside fail with a
+ * `RequestValidationError` naming it, before anything is sent.
  *
  * @since 0.1.0
  * @category combinators

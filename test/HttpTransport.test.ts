@@ -823,6 +823,15 @@ describe("HttpTransport", () => {
           "a finite duration greater than zero, at most 24 days"
         ])
       }
+      // From untyped code, a misspelt option would change nothing without a word.
+      const unknown = yield* Effect.flip(
+        calculate.pipe(HttpTransport.withOptions({ maxRetry: 0 } as unknown as HttpTransport.CallOptions))
+      )
+      expect(unknown).toMatchObject({
+        _tag: "RequestValidationError",
+        message: "Invalid maxRetry override",
+        issues: [{ path: "maxRetry", expected: "no such option: timeout, deadline or maxRetries" }]
+      })
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ [FEE]: () => ok })))
 

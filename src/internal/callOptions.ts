@@ -29,8 +29,16 @@ const duration = (name: string, input: Duration.DurationInput | undefined, fallb
       () => invalid(name, "a finite duration greater than zero, at most 24 days")
     )
 
-/** `options` over `defaults`; an override that is out of range is a `RequestValidationError` naming it. */
+const NAMES: ReadonlySet<string> = new Set(["timeout", "deadline", "maxRetries"])
+
+/**
+ * `options` over `defaults`; an override that is out of range, or none of the three (from untyped code: `maxRetry`,
+ * which would otherwise change nothing without a word), is a `RequestValidationError` naming it.
+ */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
+  for (const name in options) {
+    if (!NAMES.has(name)) return Either.left(invalid(name.slice(0, 64), "no such option: timeout, deadline or maxRetries"))
+  }
   const maxRetries = options.maxRetries ?? defaults.maxRetries
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
     return Either.left(invalid("maxRetries", "a whole number from 0 to 10"))
