@@ -113,6 +113,7 @@ const expectedOf: Record<internal.InvalidEntry["reason"], (alpha2: string) => re
   malformed_code: () => ["code", `an ISO 3166-2 code in upper case (e.g. "US-CA")`],
   other_country: (alpha2) => ["code", `a code of ${alpha2} (${alpha2}-...)`],
   empty_name: () => ["name", "a name"],
+  unprintable_name: () => ["name", "a name without control characters"],
   duplicate: () => ["code", "a code not listed before"]
 }
 

@@ -278,6 +278,51 @@ describe("SubdivisionService", () => {
         ])
     })))
 
+  it.effect("crossCheck: a code the API mangled (full-width letters, an invisible character) is invalid, not also extra", () =>
+    Effect.gen(function*() {
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.invalid.map((entry) => entry.code)).toEqual(["US-TX\u200b", "\uff35\uff33-WA"])
+      const extra = diff.extra.map((s) => s.code)
+      expect(extra).not.toContain("US-TX")
+      expect(extra).not.toContain("US-WA")
+      expect(extra).toHaveLength(snapshotUsa.length - 3)
+    }).pipe(withMode("online", {
+      [ROUTE]: () =>
+        apiBody([
+          { code: "US-CA", name: "California" },
+          { code: "US-TX\u200b", name: "Texas" },
+          { code: "\uff35\uff33-WA", name: "Washington" }
+        ])
+    })))
+
+  // An escape sequence in a name would reach a terminal (the CLI prints names) or a page as it is.
+  it.effect("online: a name with a control character or a lone surrogate half is no name to serve", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(list("USA"))
+      expect(error._tag === "ResponseDecodeError" && error.issues).toEqual([
+        { path: "data.subdivisions[0].name", expected: "a name without control characters" },
+        { path: "data.subdivisions[1].name", expected: "a name without control characters" },
+        { path: "data.subdivisions[2].name", expected: "a name without control characters" }
+      ])
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.invalid.map((entry) => [entry.code, entry.reason])).toEqual([
+        ["US-NY", "unprintable_name"],
+        ["US-CA", "unprintable_name"],
+        ["US-WA", "unprintable_name"]
+      ])
+      // Blanks (a tab, a line break) are blanks: collapsed into one space.
+      expect(diff.renamed).toEqual([])
+    }).pipe(withMode("online", {
+      [ROUTE]: () =>
+        apiBody([
+          { code: "US-NY", name: "\u001b[2J\u001b[31mNew York" },
+          { code: "US-CA", name: "Cali\u0000" },
+          { code: "US-WA", name: "\ud800" },
+          { code: "US-TX", name: "Texas\n" },
+          { code: "US-NM", name: "New\tMexico" }
+        ])
+    })))
+
   it.effect("online: the API's names are served as compared: trimmed, blanks collapsed, accents in one encoding", () =>
     Effect.gen(function*() {
       const result = yield* list("USA")

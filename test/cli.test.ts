@@ -9,7 +9,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { plainWhereNoColour, servesUntilStopped } from "../src/cli/main.js"
-import { errorLine } from "../src/cli/render.js"
+import { errorLine, pairs, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
@@ -204,6 +204,18 @@ describe("effect-fin (offline commands)", () => {
     expect(line({ status: 503, message: "The service answered 503 on GET /x", operation: "GET /x" }))
       .toBe("effect-fin: ApiError: The service answered 503 on GET /x")
     expect(line({ status: 404, message: "Error 404", operation: "GET /x" })).toBe("effect-fin: ApiError: 404 on GET /x: Error 404")
+  })
+
+  // What the service said (a message, a currency, a name) must not reach the terminal as a command to it.
+  it("writes control characters and lone surrogate halves from outside as \\u escapes", () => {
+    const escape = "\u001b]8;;https://example.test\u0007Pay here\u001b]8;;\u0007\u001b[2K"
+    expect(errorLine(new FinError.ApiError({ status: 500, message: escape })))
+      .toBe("effect-fin: ApiError: 500: \\u001b]8;;https://example.test\\u0007Pay here\\u001b]8;;\\u0007\\u001b[2K")
+    expect(table(["code", "name"], [["US-NY", "New\u0000York\ud800"]]).split("\n").at(-1))
+      .toBe("US-NY  New\\u0000York\\ud800")
+    expect(pairs([["send", "100 \u009b31mUSD"]])).toBe("send  100 \\u009b31mUSD")
+    // Text as it is otherwise: accents, emoji (whole surrogate pairs), the no-break space.
+    expect(pairs([["name", "S\u00e3o Paulo \u{1f600}\u00a0"]])).toBe("name  S\u00e3o Paulo \u{1f600}\u00a0")
   })
 
   it("only the emulator command counts as serving until stopped (its signal exits 0), not an argument naming it", () => {

@@ -222,11 +222,14 @@ export const CrossCheckCountryReport = Schema.Struct({
   extra: Schema.Array(Subdivision),
   /** Same code, another name. */
   renamed: Schema.Array(Schema.Struct({ code: Schema.String, snapshotName: Schema.String, apiName: Schema.String })),
-  /** Listed by the API but not comparable: a malformed code, another country's code, no name, or listed twice. */
+  /**
+   * Listed by the API but not comparable: a malformed code, another country's code, no name, a name with a control
+   * character, or listed twice.
+   */
   invalid: Schema.Array(Schema.Struct({
     code: Schema.String,
     name: Schema.String,
-    reason: Schema.Literal("malformed_code", "other_country", "empty_name", "duplicate")
+    reason: Schema.Literal("malformed_code", "other_country", "empty_name", "unprintable_name", "duplicate")
   }))
 })
 

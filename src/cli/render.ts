@@ -20,17 +20,25 @@ const configProblems = (error: ConfigError.ConfigError): Array<string> => {
   }
 }
 
-/** A left-aligned table with a header row and a rule under it. */
-export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+/**
+ * `text` with every control character (an escape sequence's start, a line break) and lone surrogate half written as
+ * `\uXXXX`: what the service or a file said reaches the terminal as text, never as a command to it.
+ */
+export const printable = (text: string): string =>
+  text.replace(/[\x00-\x1f\x7f-\x9f]|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+
+/** A left-aligned table with a header row and a rule under it; its cells printable. */
+export const table = (header: ReadonlyArray<string>, cells: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const rows = cells.map((row) => row.map(printable))
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)))
   const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
 }
 
-/** Two columns: label and value. */
+/** Two columns: label and value (printable). */
 export const pairs = (rows: ReadonlyArray<readonly [string, string]>): string => {
   const width = Math.max(...rows.map(([label]) => label.length))
-  return rows.map(([label, value]) => `${label.padEnd(width)}  ${value}`).join("\n")
+  return rows.map(([label, value]) => `${label.padEnd(width)}  ${printable(value)}`).join("\n")
 }
 
 // An ApiError's message is the service's own words ("Validation failed"): the line adds the status and operation
@@ -43,8 +51,13 @@ const apiErrorText = (error: FinError.ApiError): string => {
   return `${named ? "" : `${where}: `}${message}${fields === "" ? "" : ` (${fields})`}`
 }
 
-/** `effect-fin: ApiError: 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can match on it. */
-export const errorLine = (error: unknown): string => {
+/**
+ * `effect-fin: ApiError: 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can match on it; one
+ * printable line.
+ */
+export const errorLine = (error: unknown): string => printable(errorText(error))
+
+const errorText = (error: unknown): string => {
   if (ConfigError.isConfigError(error)) return `effect-fin: ConfigError: ${[...new Set(configProblems(error))].join("; ")}`
   if (error instanceof FinError.ApiError) return `effect-fin: ApiError: ${apiErrorText(error)}`
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {

@@ -44,8 +44,12 @@ export const Subdivision = Schema.Struct({
 // combining mark, nor a filler that renders as blank (Hangul fillers, the blank Braille pattern).
 const visible = /[^\s\p{Cf}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u
 
+// A control character that is no blank (an escape sequence's start, NUL), or half of a surrogate pair alone: in a
+// name, it would reach a terminal or a page as it is.
+const unprintable = /[\x00-\x08\x0e-\x1f\x7f-\x9f]|\p{Cs}/u
+
 // A snapshot name is served as it is: it must show, and be in the form names are compared in (`comparable`), or the
-// snapshot and the API would never agree on it; no control character or lone surrogate half.
+// snapshot and the API would never agree on it; no control character (blanks included) or lone surrogate half.
 const SnapshotName = Schema.String.pipe(
   Schema.filter(
     (name) => visible.test(name) && !/[\p{Cc}\p{Cs}]/u.test(name) && comparable(name) === name.normalize("NFC"),
@@ -160,15 +164,16 @@ export const isEmptyDiff = (diff: EntriesDiff<unknown>): boolean =>
 
 /**
  * An entry of the API's list that is not compared, and why: a code that is not ISO 3166-2 (`malformed_code`, e.g.
- * lower case), a code of another country (`other_country`), no name (`empty_name`), or a code listed before
- * (`duplicate`; the first listing is the one compared).
+ * lower case), a code of another country (`other_country`), no name (`empty_name`), a name with a control character
+ * that is no blank or a lone surrogate half (`unprintable_name`), or a code listed before (`duplicate`; the first
+ * listing is the one compared).
  *
  * @internal
  */
 export interface InvalidEntry {
   readonly code: string
   readonly name: string
-  readonly reason: "malformed_code" | "other_country" | "empty_name" | "duplicate"
+  readonly reason: "malformed_code" | "other_country" | "empty_name" | "unprintable_name" | "duplicate"
 }
 
 /**
@@ -203,6 +208,8 @@ export const problemOf = (
     ? "other_country"
     : !visible.test(entry.name)
     ? "empty_name"
+    : unprintable.test(entry.name)
+    ? "unprintable_name"
     : before.has(entry.code)
     ? "duplicate"
     : undefined
@@ -234,6 +241,9 @@ const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined)
 export const comparable = (name: string): string =>
   name.normalize("NFC").replace(/^[\s\p{Cf}]+|[\s\p{Cf}]+$/gu, "").replace(/\s+/g, " ")
 
+// A code as the API may have mangled it (full-width letters, an invisible character in it), in the snapshot's form.
+const codeForm = (code: string): string => code.normalize("NFKC").replace(/[\s\p{Cf}]/gu, "").toUpperCase()
+
 /**
  * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
  * `CrossCheck`). A snapshot code the API listed in a form that could not be compared (lower case, say, or without a
@@ -248,7 +258,7 @@ export const crossCheckCountry = (
 ): CrossCheck => {
   const { invalid, valid } = screen(apiEntries, alpha2)
   const diff = compareEntries(snapshotEntries, valid, false)
-  const listedAsInvalid = new Set(invalid.map((entry) => entry.code.trim().toUpperCase()))
+  const listedAsInvalid = new Set(invalid.map((entry) => codeForm(entry.code)))
   return {
     invalid,
     missing: diff.added,
