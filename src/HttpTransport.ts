@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -380,7 +379,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const url = config.baseUrl + spec.path + query
         const decode = Http.decoderFor(spec.response)
         const safe = spec.safe ?? spec.method === "GET"
-        const started = yield* Clock.currentTimeMillis
+        // Measured on monotonic time, as the timers are: the wall clock may be set back during the call.
+        const started = yield* Http.monotonicMillis
         const deadlineAt = started + Duration.toMillis(options.deadline)
         let attempts = 0
         let status = 0
@@ -404,7 +404,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           })
 
         const send = (token: Redacted.Redacted<string>) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          Effect.flatMap(Http.monotonicMillis, (now) => {
             if (now >= deadlineAt) return Effect.fail(deadlineError())
             attempts += 1
             return Http.execute(client, {
@@ -463,7 +463,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           ))
 
         const remaining = Effect.map(
-          Clock.currentTimeMillis,
+          Http.monotonicMillis,
           (now) => Duration.millis(Math.max(0, Duration.toMillis(options.deadline) - (now - started)))
         )
 
@@ -504,7 +504,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
             // No failure: an interruption, or a defect (a platform client or a response schema that threw).
             const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
-            const metrics = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            const metrics = Effect.flatMap(Http.monotonicMillis, (now) =>
               Effect.zipRight(
                 Metric.update(latencyOf(name), now - started),
                 Metric.increment(

@@ -66,7 +66,8 @@ export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<Token
  */
 export const parseTimestamp = (text: string): number | undefined => Timestamps.toMillis(text.trim())
 
-// A wait of the token fetch before it tries again (see `awaitShared`), and the deferred the next one is announced in.
+// A wait of the token fetch before it tries again (see `awaitShared`): its error, when it ends (on monotonic time), and
+// the deferred the next one is announced in.
 interface RetryWait {
   readonly error: FinError
   readonly until: number
@@ -305,13 +306,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // to the callers waiting on the fetch, so that one whose deadline comes first ends at once (`awaitShared`).
     let waiting: RetryWait | undefined
     let announce = Deferred.unsafeMake<RetryWait>(FiberId.none)
+    // `until` is on the wall clock (the schedule's); it is announced on monotonic time, as callers' deadlines are.
     const announceWait = (error: FinError, until: number) =>
-      Effect.sync(() => {
-        const next = Deferred.unsafeMake<RetryWait>(FiberId.none)
-        waiting = { error, until, next }
-        Deferred.unsafeDone(announce, Exit.succeed(waiting))
-        announce = next
-      })
+      Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Http.monotonicMillis), ([wall, monotonic]) =>
+        Effect.sync(() => {
+          const next = Deferred.unsafeMake<RetryWait>(FiberId.none)
+          waiting = { error, until: until - wall + monotonic, next }
+          Deferred.unsafeDone(announce, Exit.succeed(waiting))
+          announce = next
+        }))
 
     // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are
     // redacted of it, not of the client id, which is no secret (and, short, would hide the service's own words).

@@ -709,6 +709,45 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "60 seconds", deadline: "120 seconds" })), 10_000)
 
+  // The wall clock set back in the middle of a call (an NTP step, a virtual machine resumed) gives it no more time: its
+  // limits are measured on monotonic time, as its timers are. Here the first backoff (about 500 ms) does not fit in what
+  // is left, so the call ends with its first attempt's timeout, as without the jump (measured on the wall clock, it
+  // would have had another minute: every retry).
+  it.live("the wall clock set back during a call gives it no more time before its deadline", () =>
+    Effect.gen(function*() {
+      const wallClock = Date.now
+      let shift = 0
+      const error = yield* Effect.acquireUseRelease(
+        Effect.sync(() => void (Date.now = () => wallClock() - shift)),
+        () =>
+          Effect.gen(function*() {
+            const fiber = yield* Effect.fork(Effect.flip(calculate))
+            yield* Effect.sleep("30 millis")
+            shift = 60_000
+            return yield* Fiber.join(fiber)
+          }),
+        () => Effect.sync(() => void (Date.now = wallClock))
+      )
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "attempt", attempts: 1 })
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "100 millis", deadline: "250 millis" })), 10_000)
+
+  // A deadline as long as the attempt's timeout ends the call as a deadline (a caller's own limit: the subdivision
+  // fallback tells the two apart), on the live clock as on the test clock.
+  it.live("a deadline equal to the timeout ends the call as a deadline on the live clock", () =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 3; i++) {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+      }
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "100 millis", deadline: "100 millis" })), 10_000)
+
+  it.effect("a deadline equal to the timeout ends the call as a deadline on the test clock", () =>
+    Effect.gen(function*() {
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate))
+      expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "2 seconds", deadline: "2 seconds" })))
+
   // A call made from a finalizer (or any uninterruptible region) keeps its time limits, on the test clock and the live
   // one; interrupting such a caller from outside does not cut its call short (the call runs to its end).
   it.effect("a call from an uninterruptible region still times out and ends at its deadline", () =>

@@ -10,8 +10,8 @@ import type * as Redacted from "effect/Redacted"
 import type { FinError } from "../FinError.js"
 
 /**
- * `get` for a caller that must be done by `deadline` (epoch milliseconds, on the `Clock`): a token at hand is handed
- * out at once; a caller that would wait for one past the deadline ends then, with `onDeadline()`.
+ * `get` for a caller that must be done by `deadline` (milliseconds, on `Http.monotonicMillis`): a token at hand is
+ * handed out at once; a caller that would wait for one past the deadline ends then, with `onDeadline()`.
  */
 export type GetBefore = (
   deadline: number,

@@ -83,8 +83,9 @@ export interface Attempt<A> {
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
   /**
-   * What is left of the call's deadline when the attempt starts: if less than `timeout`, the attempt is cut then,
-   * with `error()` (one timer for both limits: a second one would cost a fiber per call).
+   * What is left of the call's deadline when the attempt starts: if no more than `timeout`, the attempt is cut then,
+   * with `error()` (one timer for both limits: a second one would cost a fiber per call). The deadline's error wins a
+   * tie, as it did when it had a timer of its own, started first.
    */
   readonly deadline?: { readonly left: Duration.Duration; readonly error: () => TimeoutError } | undefined
   /** `METHOD /path`, for errors. */
@@ -485,7 +486,18 @@ export const timeoutFail = <A, E, E1>(
   }))
 
 /**
- * `self` cut at `deadline` (epoch milliseconds, on the `Clock`) with `onDeadline()`, as `timeoutFail` cuts it; failed
+ * Now, in milliseconds of the `Clock`'s monotonic time (`currentTimeNanos`: the process's high-resolution time on the
+ * live clock, set to the epoch when it started): what a call's time limits are measured in, as a timer measures them.
+ * The wall clock can be set back in the middle of a call (an NTP step, a virtual machine resumed), which would give a
+ * call more time left at each step, for ever.
+ */
+export const monotonicMillis: Effect.Effect<number> = Effect.map(
+  Clock.currentTimeNanos,
+  (nanos) => Number(nanos / 1000n) / 1000
+)
+
+/**
+ * `self` cut at `deadline` (milliseconds, on `monotonicMillis`) with `onDeadline()`, as `timeoutFail` cuts it; failed
  * with it at once when the deadline has passed.
  */
 export const timeoutAt = <A, E, E1>(
@@ -494,7 +506,7 @@ export const timeoutAt = <A, E, E1>(
   onDeadline: () => E1
 ): Effect.Effect<A, E | E1> =>
   Effect.flatMap(
-    Clock.currentTimeMillis,
+    monotonicMillis,
     (now) => now >= deadline ? Effect.fail(onDeadline()) : timeoutFail(self, Duration.millis(deadline - now), onDeadline)
   )
 
@@ -596,7 +608,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       HttpClientError.isHttpClientError(defect) ? Effect.fail(transportError(defect, spec)) : Effect.die(defect)
     ),
     (response) =>
-      spec.deadline !== undefined && Duration.lessThan(spec.deadline.left, spec.timeout)
+      spec.deadline !== undefined && Duration.lessThanOrEqualTo(spec.deadline.left, spec.timeout)
         ? timeoutFail(response, spec.deadline.left, spec.deadline.error)
         : timeoutFail(response, spec.timeout, () =>
           new TimeoutError({
