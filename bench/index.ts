@@ -7,7 +7,8 @@
  *    stack on each, the lean UndiciHttpClient, and the full stack as it was before the optimisations, at concurrency
  *    1, 16 and 64, against the loopback server in its own process.
  * 2. Where the bare platform client's cost goes: the steps from raw undici to NodeHttpClient.layerUndici (c = 16).
- * 3. Building blocks of a call measured alone, before and after (bench/lib/blocks.ts).
+ * 3. Building blocks of a call measured alone, before and after (bench/lib/blocks.ts), and what each piece of a
+ *    call costs: the full stack beside copies of it with one piece cut out (bench/lib/ablation.ts, c = 16).
  * 4. Token single flight: 1,000 concurrent TokenProvider.get on a cold cache.
  * 5. The subdivision lookups (bench/subdivisions.ts) and webhook verification (bench/webhooks.ts).
  * 6. Token reads from RedisTokenStore beside the in-memory store (bench/redis.ts; needs redis-server).
@@ -29,9 +30,10 @@ import {
   type TokenRow,
   tokenTable
 } from "./clients.js"
+import { cutName, cuts, loadCuts } from "./lib/ablation.js"
 import { baselineRef, loadBaseline } from "./lib/baseline.js"
 import { type BlockRow, runBlocks } from "./lib/blocks.js"
-import { baselineClients, breakdownClients, names, steps } from "./lib/clients.js"
+import { baselineClients, breakdownClients, fullStack, names, steps } from "./lib/clients.js"
 import { machineLines, writeReport } from "./lib/report.js"
 import * as RedisBench from "./redis.js"
 import * as SubdivisionsBench from "./subdivisions.js"
@@ -248,8 +250,44 @@ const beforeAfterSection = (rows: ReadonlyArray<ClientRow>, concurrencies: Reado
   return lines.join("\n")
 }
 
+/** What each piece of a call costs: the cuts of bench/lib/ablation.ts beside the full stack, in the same rounds. */
+interface Piece {
+  readonly cut: string
+  readonly row: ClientRow
+  /** The full stack's ratio to its bare client less the cut's (medians of per-round ratios). */
+  readonly worth: number
+}
+
+// What a piece of a call is worth below this is not told apart from the run's noise (two copies of the same code
+// differ by about this much within one run).
+const NOISE = 0.1
+
+const piecesOf = (rows: ReadonlyArray<ClientRow>): ReadonlyArray<Piece> => {
+  const full = find(rows, names.fullUndici, 16)
+  if (full?.vsBase === undefined) return []
+  return Object.keys(cuts).flatMap((cut) => {
+    const row = find(rows, cutName(cut), 16)
+    return row?.vsBase === undefined ? [] : [{ cut, row, worth: full.vsBase! - row.vsBase }]
+  })
+}
+
+const ablationTable = (rows: ReadonlyArray<ClientRow>) => {
+  const full = find(rows, names.fullUndici, 16)
+  const bare = find(rows, names.bareUndici, 16)
+  if (full?.vsBase === undefined || bare === undefined) return "(not measured)"
+  return [
+    "| effect-fin on NodeHttpClient.layerUndici, concurrency 16 | CPU µs/call | vs its bare client | the piece is worth |",
+    "|---|---:|---:|---:|",
+    `| bare NodeHttpClient.layerUndici | ${bare.value.toFixed(1)} | 1.00x | |`,
+    `| the full stack | ${full.value.toFixed(1)} | ${x(full.vsBase)} | |`,
+    ...piecesOf(rows).map((p) =>
+      `| without ${p.cut} | ${p.row.value.toFixed(1)} | ${x(p.row.vsBase!)} | ${x(p.worth)} of the ratio |`
+    )
+  ].join("\n")
+}
+
 /** Why the unmet client targets are unmet, with this run's figures (nothing when all are met). */
-const unmetNotes = (rows: ReadonlyArray<ClientRow>): Array<string> => {
+const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<ClientRow>): Array<string> => {
   const at16 = (library: string) => find(rows, library, 16)
   const full = at16(names.fullUndici)
   const bare = at16(names.bareUndici)
@@ -260,6 +298,10 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>): Array<string> => {
   const overheadUnmet = current.some((r) => r.vsBase !== undefined && r.vsBase > OVERHEAD_TARGET)
   const rawUnmet = rows.some((r) => r.library === names.fullUndici && r.vsRawUndici > RAW_TARGET)
   const notes: Array<string> = []
+  const pieces = [...piecesOf(ablation)].sort((a, b) => b.worth - a.worth)
+  const short = (p: Piece) => p.cut.replace(/ \(.*\)$/, "")
+  const seen = pieces.filter((p) => p.worth >= NOISE)
+  const unseen = pieces.filter((p) => p.worth < NOISE)
   if (overheadUnmet) {
     notes.push(
       `- **effect-fin's own cost <= 30%: not met.** At concurrency 16 effect-fin adds ${
@@ -267,21 +309,26 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>): Array<string> => {
       } µs of CPU per call to NodeHttpClient.layerUndici (${bare.value.toFixed(0)} µs bare)${
         before === undefined ? "" : `, down from ${(before.value - bare.value).toFixed(0)} µs before the optimisations below`
       }.`,
-      "  What is left is what DESIGN.md section 4 asks of every call, each a few Effect operations of a few",
-      "  microseconds: request validation (schema), the per-attempt timeout and the call's deadline (one child fiber",
-      "  each), the retry boundary, the cached token, the decode into `FeeQuote` (schema class, `DateTime`), the call's",
-      "  span (in place of the platform's `http.client` span, switched off per request: a fiber-ref change, as its end",
-      "  holds the request, credentials included) and two metrics. A profile of 2026-11-25 (copies of src/ side by side in one process on a fake",
-      "  platform client built with `HttpClient.make`, no sockets, 16 fibers, medians of per-round ratios over 13 or",
-      "  more rotating rounds) found no function of effect-fin's own above about 1.2% of self time. Measured alone:",
-      "  validation 2.8 µs, the decode into `FeeQuote` 6.1 µs, the span 5.5 µs, the two timeouts 11.5 µs, a fiber-ref",
-      "  switch (then trace propagation's) 2.2 µs, the metrics too little to measure: about 35 µs together of the ~100 µs; the rest is",
-      "  spread over Effect's fiber runtime and garbage collection (17.6% of the samples). One timer and one fiber for",
-      "  the deadline and the first attempt's timeout saved about 3 µs alone and nothing measurable in the full stack",
-      "  (tried with every test passing, not kept: 150 lines of concurrency code for no gain). Dropping the deadline,",
-      "  the fiber-ref inheritance after a timed attempt and the trace-propagation switch together (changes of",
-      "  behaviour, so only to size the gap) took the ratio from 2.7x to 2.2x. Reaching 1.3x would mean dropping",
-      "  features (deadline, attempt timeout, span, metrics), not removing waste."
+      "  What is left is what DESIGN.md section 4 asks of every call: request validation (schema), the cached token,",
+      "  the retry boundary, one timer (one child fiber) for the attempt's timeout and the call's deadline, the decode",
+      "  into `FeeQuote` (schema class, `DateTime`), the answer's check, the call's span (in place of the platform's",
+      "  `http.client` span, whose end holds the request, credentials included) and two metrics. The ablation below",
+      "  (\"What each piece of a call costs\") cuts each piece out in turn, a change of behaviour only to size it.",
+      ...(pieces.length === 0 ? [] : [
+        `  Against the ${x(full.vsBase! - OVERHEAD_TARGET)} between this run's ${x(full.vsBase!)} and ${
+          x(OVERHEAD_TARGET)
+        }: ${seen.length === 0 ? "no piece stands out" : seen.map((p) => `${short(p)} ${x(p.worth)}`).join(", ")}${
+          unseen.length === 0 ? "" : `; ${unseen.map(short).join(", ")} each less than the run's noise (about ${x(NOISE)})`
+        }.`
+      ]),
+      "  Over real sockets a fiber that waits across I/O costs more than on a fake client (a profile of 2026-11-25 on one",
+      "  put both timeouts at 11.5 µs, and one timer for the two at 3 µs less): in this benchmark, cutting the call's",
+      "  deadline (then a timed fiber of its own) out altogether was worth 0.1x to 0.3x of the ratio (2026-11-26/27, runs",
+      "  of 21 to 41 rounds). It has no fiber now (fe328e1: every wait of the call is cut at the deadline instead, the",
+      "  tests of the deadline unchanged and passing), which recovered about 0.1x (0.05x to 0.15x over five paired runs).",
+      "  The one timer left is the largest piece; a call with no time limit is not one DESIGN.md allows. The rest is",
+      "  spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about 1.2%",
+      "  of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`)."
     )
   }
   if (rawUnmet) {
@@ -373,8 +420,19 @@ const main = async () => {
     extraClients: breakdownClients,
     log
   })
-  log("3/7 building blocks ...")
+  log("3/7 building blocks, and what each piece of a call costs ...")
   const blockRows = await runBlocks()
+  const cutModules = await loadCuts()
+  const ablationRows = await runClientBench({
+    concurrencies: [16],
+    rounds: 25,
+    only: (name) => name === names.bareUndici || name === names.fullUndici,
+    extraClients: (baseUrl) =>
+      cutModules.map(([cut, modules]) =>
+        fullStack(cutName(cut), names.bareUndici, baseUrl, NodeHttpClient.layerUndici, modules)
+      ),
+    log
+  })
   log("4/7 token single flight ...")
   const tokenCases: Array<TokenCase> = [
     ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici],
@@ -425,7 +483,7 @@ const main = async () => {
     "",
     targetsSection(clientRows, tokenRows, concurrencies),
     "",
-    ...unmetNotes(clientRows),
+    ...unmetNotes(clientRows, ablationRows),
     "",
     "## Client cost per fee quote",
     "",
@@ -486,8 +544,8 @@ const main = async () => {
       ? beforeAfterSection(clientRows, concurrencies)
       : `(not measured: ${baseline.reason})`,
     "",
-    "What profiling found and what changed (commits 527b013, 02e8e95, 5847f22, d8be23f, 2be07be; behaviour unchanged,",
-    "tests green):",
+    "What profiling found and what changed (commits 527b013, 02e8e95, 5847f22, d8be23f, 2be07be, fe328e1; behaviour",
+    "unchanged, tests green):",
     "",
     "1. **Timeouts** were the largest single cost: `Effect.timeoutFail` races the effect in one child fiber against",
     "   `Clock.sleep` in a second, then interrupts and awaits the loser, twice per call (per-attempt timeout and",
@@ -503,12 +561,27 @@ const main = async () => {
     "   the retry schedule built and driven only after a first failure (`Effect.retry` then sees that failure first, so",
     "   it decides as before), no stack trace captured for the span (it would only ever point at effect-fin's own line).",
     "4. **One step at the end** of a call for the span's outcome and the metrics (was `tapBoth` + `onExit` + `Effect.all`).",
+    "5. **No fiber for the deadline** (fe328e1): the call's deadline was a timed fiber around the whole call; every wait",
+    "   of the call is now cut at it instead: an attempt by its own timer (the deadline's when that comes first), the",
+    "   token step only when it has to wait (a token at hand needs no timer), the 401's invalidation; the retry policy's",
+    "   waits already ended before it. One fiber per call fewer: about 0.1x of the ratio to the bare client (0.05x to",
+    "   0.15x over five paired runs of 31 to 41 rounds, 2026-11-27); the limits are measured on monotonic time.",
     "",
     "Schemas and decoders were already built once (`Http.decoderFor` caches per schema; the request validator and the",
     "token decoder are module constants); nothing else was rebuilt per call. The building blocks alone (asynchronous",
     "no-op, 16 fibers, CPU per call above the no-op; bench/lib/blocks.ts):",
     "",
     blocksTable(blockRows),
+    "",
+    "## What each piece of a call costs",
+    "",
+    "Copies of src/ with one piece of a call cut out (bench/lib/ablation.ts; changes of behaviour, only to size each",
+    "piece), run beside the full stack and the bare client in the same rounds (25 rounds, concurrency 16). What a",
+    "piece is worth is the full stack's ratio to its bare client less the copy's. Clients in one process disturb each",
+    "other (garbage collection, JIT): a figure moves by about 0.1x within a run, so a piece worth less than that (a",
+    "negative figure included) is not told apart from noise.",
+    "",
+    ablationTable(ablationRows),
     "",
     "## Token single flight",
     "",
