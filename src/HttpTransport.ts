@@ -29,6 +29,7 @@ import * as Http from "./internal/http.js"
 import * as Issues from "./internal/issues.js"
 import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
+import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
@@ -380,7 +381,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const decode = Http.decoderFor(spec.response)
         const safe = spec.safe ?? spec.method === "GET"
         // Measured on monotonic time, as the timers are: the wall clock may be set back during the call.
-        const started = yield* Http.monotonicMillis
+        const started = yield* Monotonic.millis
         const deadlineAt = started + Duration.toMillis(options.deadline)
         let attempts = 0
         let status = 0
@@ -404,7 +405,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           })
 
         const send = (token: Redacted.Redacted<string>) =>
-          Effect.flatMap(Http.monotonicMillis, (now) => {
+          Effect.flatMap(Monotonic.millis, (now) => {
             if (now >= deadlineAt) return Effect.fail(deadlineError())
             attempts += 1
             return Http.execute(client, {
@@ -463,7 +464,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           ))
 
         const remaining = Effect.map(
-          Http.monotonicMillis,
+          Monotonic.millis,
           (now) => Duration.millis(Math.max(0, Duration.toMillis(options.deadline) - (now - started)))
         )
 
@@ -504,7 +505,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
             // No failure: an interruption, or a defect (a platform client or a response schema that threw).
             const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
-            const metrics = Effect.flatMap(Http.monotonicMillis, (now) =>
+            const metrics = Effect.flatMap(Monotonic.millis, (now) =>
               Effect.zipRight(
                 Metric.update(latencyOf(name), now - started),
                 Metric.increment(

@@ -32,6 +32,7 @@ import * as Hex from "./internal/hex.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
 import { retriesOf } from "./internal/metrics.js"
+import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
 import * as Timestamps from "./internal/timestamp.js"
 import * as TokenStore from "./TokenStore.js"
@@ -308,7 +309,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     let announce = Deferred.unsafeMake<RetryWait>(FiberId.none)
     // `until` is on the wall clock (the schedule's); it is announced on monotonic time, as callers' deadlines are.
     const announceWait = (error: FinError, until: number) =>
-      Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Http.monotonicMillis), ([wall, monotonic]) =>
+      Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Monotonic.millis), ([wall, monotonic]) =>
         Effect.sync(() => {
           const next = Deferred.unsafeMake<RetryWait>(FiberId.none)
           waiting = { error, until: until - wall + monotonic, next }

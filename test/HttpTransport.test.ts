@@ -33,7 +33,16 @@ import * as SubdivisionService from "../src/SubdivisionService.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
-import { acceptPayment, advance, captureLogs, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
+import {
+  acceptPayment,
+  advance,
+  captureLogs,
+  provideClient,
+  quoteBody,
+  quoteRequest,
+  recordingTracer,
+  withWallClockSetBack
+} from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
 
@@ -715,18 +724,13 @@ describe("HttpTransport", () => {
   // would have had another minute: every retry).
   it.live("the wall clock set back during a call gives it no more time before its deadline", () =>
     Effect.gen(function*() {
-      const wallClock = Date.now
-      let shift = 0
-      const error = yield* Effect.acquireUseRelease(
-        Effect.sync(() => void (Date.now = () => wallClock() - shift)),
-        () =>
-          Effect.gen(function*() {
-            const fiber = yield* Effect.fork(Effect.flip(calculate))
-            yield* Effect.sleep("30 millis")
-            shift = 60_000
-            return yield* Fiber.join(fiber)
-          }),
-        () => Effect.sync(() => void (Date.now = wallClock))
+      const error = yield* withWallClockSetBack((setBack) =>
+        Effect.gen(function*() {
+          const fiber = yield* Effect.fork(Effect.flip(calculate))
+          yield* Effect.sleep("30 millis")
+          setBack(60_000)
+          return yield* Fiber.join(fiber)
+        })
       )
       expect(error).toMatchObject({ _tag: "TimeoutError", kind: "attempt", attempts: 1 })
       expect(yield* attempts).toBe(1)

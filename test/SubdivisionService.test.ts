@@ -16,7 +16,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as Subdivisions from "../src/Subdivisions.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { advance, captureLogs, provideClient } from "./support.js"
+import { advance, captureLogs, provideClient, withWallClockSetBack } from "./support.js"
 
 const ROUTE = "GET /v1/countries/*/subdivisions"
 const apiBody = (subdivisions: ReadonlyArray<{ code: string; name: string }>) => FinTest.json(200, { data: { subdivisions } })
@@ -493,6 +493,18 @@ describe("SubdivisionService", () => {
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
       }).pipe(withMode("fallback", down())))
+
+    // Measured on monotonic time: an hour's step back of the wall clock would otherwise be an hour of snapshots.
+    it.live("a cool-down ends on time when the wall clock is set back during it", () =>
+      withWallClockSetBack((setBack) =>
+        Effect.gen(function*() {
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          setBack(3_600_000)
+          yield* Effect.sleep("150 millis")
+          expect((yield* list("USA")).source).toBe("api")
+          expect(yield* calls).toBe(2)
+        })
+      ).pipe(withMode("fallback", down(), { subdivisionFallbackCooldown: "100 millis" })), 10_000)
 
     it.effect("counts the snapshot answers by reason in effect_fin_subdivision_snapshot_total", () =>
       Effect.gen(function*() {

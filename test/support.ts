@@ -118,3 +118,21 @@ export const acceptPayment = HttpTransport.request({
   response: Schema.Void,
   safe: true
 })
+
+/**
+ * Runs `self` with the wall clock (`Date.now`, the live `Clock`'s `currentTimeMillis`) able to be set back by `setBack`
+ * (an NTP step, a virtual machine resumed); monotonic time and timers go on as they were.
+ */
+export const withWallClockSetBack = <A, E, R>(
+  self: (setBack: (millis: number) => void) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const wallClock = Date.now
+      let shift = 0
+      Date.now = () => wallClock() - shift
+      return { wallClock, setBack: (millis: number) => void (shift = millis) }
+    }),
+    ({ setBack }) => self(setBack),
+    ({ wallClock }) => Effect.sync(() => void (Date.now = wallClock))
+  )

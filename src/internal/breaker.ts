@@ -7,12 +7,12 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Monotonic from "./monotonic.js"
 
 /** The breaker is open: the call was not made. `error` is the failure that opened it, `until` when a probe may run. */
 export class CircuitOpen<E> extends Data.TaggedError("CircuitOpen")<{
@@ -69,7 +69,7 @@ export const make = <E>(options: {
     let state: State<E> = { _tag: "Closed" }
 
     const settle = (began: State<E>, judge: (error: E) => Verdict) => <A>(exit: Exit.Exit<A, E>) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.flatMap(Monotonic.millis, (now) => {
         if (state !== began) return Effect.void
         // An interruption or a defect says nothing about the service.
         const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
@@ -91,7 +91,7 @@ export const make = <E>(options: {
     // Both are uninterruptible until the outcome is watched: an interruption in between would leave a probe for ever.
     const guard = <A, E2, R>(self: (probe: boolean) => Effect.Effect<A, E2, R>) =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<A, E2 | CircuitOpen<E>, R> => {
+        Effect.flatMap(Monotonic.millis, (now): Effect.Effect<A, E2 | CircuitOpen<E>, R> => {
           const current = state
           if (current._tag === "Closed") return restore(self(false))
           if (now < current.until || current.probing) {

@@ -10,7 +10,7 @@ import type * as Redacted from "effect/Redacted"
 import type { FinError } from "../FinError.js"
 
 /**
- * `get` for a caller that must be done by `deadline` (milliseconds, on `Http.monotonicMillis`): a token at hand is
+ * `get` for a caller that must be done by `deadline` (milliseconds, on `Monotonic.millis`): a token at hand is
  * handed out at once; a caller that would wait for one past the deadline ends then, with `onDeadline()`.
  */
 export type GetBefore = (

@@ -36,6 +36,7 @@ import {
 import * as Bytes from "./bytes.js"
 import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
+import * as Monotonic from "./monotonic.js"
 import * as Redact from "./redact.js"
 
 /** The platform client a user provides. */
@@ -486,18 +487,7 @@ export const timeoutFail = <A, E, E1>(
   }))
 
 /**
- * Now, in milliseconds of the `Clock`'s monotonic time (`currentTimeNanos`: the process's high-resolution time on the
- * live clock, set to the epoch when it started): what a call's time limits are measured in, as a timer measures them.
- * The wall clock can be set back in the middle of a call (an NTP step, a virtual machine resumed), which would give a
- * call more time left at each step, for ever.
- */
-export const monotonicMillis: Effect.Effect<number> = Effect.map(
-  Clock.currentTimeNanos,
-  (nanos) => Number(nanos / 1000n) / 1000
-)
-
-/**
- * `self` cut at `deadline` (milliseconds, on `monotonicMillis`) with `onDeadline()`, as `timeoutFail` cuts it; failed
+ * `self` cut at `deadline` (milliseconds, on `Monotonic.millis`) with `onDeadline()`, as `timeoutFail` cuts it; failed
  * with it at once when the deadline has passed.
  */
 export const timeoutAt = <A, E, E1>(
@@ -506,7 +496,7 @@ export const timeoutAt = <A, E, E1>(
   onDeadline: () => E1
 ): Effect.Effect<A, E | E1> =>
   Effect.flatMap(
-    monotonicMillis,
+    Monotonic.millis,
     (now) => now >= deadline ? Effect.fail(onDeadline()) : timeoutFail(self, Duration.millis(deadline - now), onDeadline)
   )
 

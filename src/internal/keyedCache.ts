@@ -5,7 +5,6 @@
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -13,6 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
+import * as Monotonic from "./monotonic.js"
 
 // `started` numbers the lookup an entry comes from, in the order the lookups began.
 type Entry<A, E> =
@@ -52,7 +52,7 @@ export const make = <K, A, E>(options: {
     // a shared lookup begun before it, and later callers stop waiting for that older one. A failure removes only the
     // lookup's own entry.
     const record = (key: K, started: number, deferred: Deferred.Deferred<A, E> | undefined, exit: Exit.Exit<A, E>) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.flatMap(Monotonic.millis, (now) =>
         SynchronizedRef.update(ref, (entries) => {
           const entry = entries.get(key)
           const own = deferred !== undefined && entry?._tag === "Pending" && entry.deferred === deferred
@@ -71,7 +71,7 @@ export const make = <K, A, E>(options: {
     const getIfFresh = (key: K) =>
       Effect.flatMap(SynchronizedRef.get(ref), (entries) => {
         const entry = entries.get(key)
-        return Effect.map(Clock.currentTimeMillis, (now) => fresh(entry, now) ? Option.some(entry.value) : Option.none())
+        return Effect.map(Monotonic.millis, (now) => fresh(entry, now) ? Option.some(entry.value) : Option.none())
       })
 
     const alone = (key: K) =>
@@ -88,7 +88,7 @@ export const make = <K, A, E>(options: {
         Effect.flatten(SynchronizedRef.modifyEffect(ref, (entries) =>
           Effect.gen(function*() {
             const entry = entries.get(key)
-            const now = yield* Clock.currentTimeMillis
+            const now = yield* Monotonic.millis
             if (fresh(entry, now)) return [Effect.succeed(entry.value), entries] as const
             if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
             const deferred = yield* Deferred.make<A, E>()
