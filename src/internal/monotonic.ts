@@ -5,11 +5,14 @@
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 
 /**
- * Now, in milliseconds of the `Clock`'s `currentTimeNanos`: the process's high-resolution time on the live clock (set
- * to the epoch when it started), the test clock's time under `TestClock`.
+ * Now, in milliseconds of the `Clock`'s nanosecond time: the process's high-resolution time on the live clock (set to
+ * the epoch when it started), the test clock's time under `TestClock`. Read through `unsafeCurrentTimeNanos`, which
+ * `TestClock` rounds to whole nanoseconds (its `currentTimeNanos` throws at a fractional millisecond, where a jittered
+ * backoff wakes up).
  */
-export const millis: Effect.Effect<number> = Effect.map(Clock.currentTimeNanos, (nanos) => Number(nanos / 1000n) / 1000)
+export const millis: Effect.Effect<number> = Effect.clockWith((clock) =>
+  Effect.sync(() => Number(clock.unsafeCurrentTimeNanos() / 1000n) / 1000)
+)
