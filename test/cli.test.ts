@@ -218,6 +218,31 @@ describe("effect-fin (offline commands)", () => {
     expect(pairs([["name", "S\u00e3o Paulo \u{1f600}\u00a0"]])).toBe("name  S\u00e3o Paulo \u{1f600}\u00a0")
   })
 
+  // A fallback's warning quotes the service's error: its message reaches stderr escaped too.
+  it("a log line quoting the service writes its control characters as \\u escapes", async () => {
+    const message = "Down \u001b]0;owned\u0007\u001b[2J\u001b[31mfor maintenance"
+    const server = Http.createServer((_, response) => {
+      response.writeHead(503, { "content-type": "application/json" })
+      response.end(JSON.stringify({ message }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    try {
+      const result = await cli(["subdivisions", "CAN"], {
+        FIN_CLIENT_ID: "id",
+        FIN_CLIENT_SECRET: "secret",
+        FIN_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        FIN_MAX_RETRIES: "0",
+        NO_COLOR: "1"
+      })
+      expect(result.code).toBe(0)
+      expect(result.stderr).toContain("serving the offline snapshot for CAN")
+      expect(result.stderr).toContain("Down \\u001b]0;owned\\u0007\\u001b[2J\\u001b[31mfor maintenance")
+      expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/)
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+
   it("only the emulator command counts as serving until stopped (its signal exits 0), not an argument naming it", () => {
     expect(servesUntilStopped(["emulator"])).toBe(true)
     expect(servesUntilStopped(["--log-level", "debug", "emulator", "--port", "0"])).toBe(true)

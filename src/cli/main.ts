@@ -16,6 +16,7 @@ import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
@@ -331,6 +332,18 @@ const colourCodes = /\x1b\[[0-9;]*m/g
 const noColour = () => process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
 const colourOn = (stream: { readonly isTTY?: boolean | undefined }) => stream.isTTY === true && !noColour()
 
+// A log line may quote the service (a fallback's warning names its error, message and all): its text, and the text of
+// its annotations, printable as the rest of the output is.
+const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.Logger<unknown, Output> =>
+  Logger.mapInputOptions(logger, (options: Logger.Logger.Options<unknown>) => ({
+    ...options,
+    message: printableValue(options.message),
+    annotations: HashMap.map(options.annotations, printableValue)
+  }))
+
+const printableValue = (value: unknown): unknown =>
+  typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
+
 /**
  * `console` with the colour codes taken out of what it logs to an output that is not a terminal (`colour` off for
  * it). Everything else is the console's own, bound to it (a console may be a class, with getters and private state).
@@ -381,7 +394,10 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   return Command.run(command, { name: "effect-fin", version })(argv).pipe(
     // Logs (a fallback's warning, say) go to stderr: stdout carries only the answer, which `--json` keeps parseable.
     Effect.provide(
-      Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: colourOn(process.stderr) }))
+      Logger.replace(
+        Logger.defaultLogger,
+        printableLogs(Logger.prettyLogger({ stderr: true, colors: colourOn(process.stderr) }))
+      )
     ),
     Effect.tapErrorCause(() => Effect.sync(() => {
       process.exitCode = 1
