@@ -105,6 +105,8 @@ export interface CallOptions {
   readonly maxRetries?: number | undefined
 }
 
+const OPTION_NAMES = ["timeout", "deadline", "maxRetries"] as const
+
 const currentOptions = globalValue(
   "effect-fin/HttpTransport/currentOptions",
   () => FiberRef.unsafeMake<CallOptions>({})
@@ -137,11 +139,17 @@ export const withOptions: {
 } = dual(
   2,
   <A, E, R>(self: Effect.Effect<A, E, R>, options: CallOptions): Effect.Effect<A, E, R> =>
-    // An option left undefined is not this caller's to say: the outer one (or the client's) stands.
-    Effect.locallyWith(self, currentOptions, (current) => ({
-      ...current,
-      ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))
-    }))
+    // An option left undefined is not this caller's to say: the outer one (or the client's) stands. Every enumerable
+    // key is taken, inherited ones too (one of another name is refused at the call), and the three by name, so that a
+    // getter of a class counts.
+    Effect.locallyWith(self, currentOptions, (current) => {
+      const given = options as Readonly<Record<string, unknown>>
+      const taken: Array<readonly [string, unknown]> = []
+      for (const key in given) if (given[key] !== undefined) taken.push([key, given[key]])
+      for (const key of OPTION_NAMES) if (given[key] !== undefined) taken.push([key, given[key]])
+      // Own data properties, a `__proto__` key of parsed JSON included (an assignment would set the prototype).
+      return { ...current, ...Object.fromEntries(taken) }
+    })
 )
 
 const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/

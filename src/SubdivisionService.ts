@@ -18,6 +18,7 @@ import * as FinConfig from "./FinConfig.js"
 import { type FinError, Issue, RequestValidationError, ResponseDecodeError, type TimeoutError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
+import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import { memo } from "./internal/memo.js"
@@ -300,7 +301,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         ? yield* online
         : yield* fallback
 
-    const list = (input: string) => Effect.flatMap(CountryCode.validate(input), byMode)
+    // Per-call options the transport would refuse are refused here too, before a cached answer or the snapshot can
+    // stand in for the call that would have refused them (offline, no call is made: they mean nothing).
+    const optionsChecked = Effect.flatMap(
+      HttpTransport.currentCallOptions,
+      (options) => shareable(options) ? Effect.void : CallOptionsInternal.resolve(config, options)
+    )
+    const list = (input: string) =>
+      Effect.flatMap(
+        CountryCode.validate(input),
+        (country) => config.subdivisionMode === "offline" ? byMode(country) : Effect.zipRight(optionsChecked, byMode(country))
+      )
 
     // Offline means no network at all, so the one operation that must ask the API is refused, not sent.
     const offline = new RequestValidationError({

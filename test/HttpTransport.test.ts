@@ -889,8 +889,38 @@ describe("HttpTransport", () => {
         message: "Invalid maxRetry override",
         issues: [{ path: "maxRetry", expected: "no such option: timeout, deadline or maxRetries" }]
       })
+      // An inherited key of another name is refused too, and so is a `__proto__` of parsed JSON.
+      const inherited = Object.create({ maxRetries: 0, maxRetry: 0 }) as HttpTransport.CallOptions
+      expect(yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(inherited)))).toMatchObject({
+        _tag: "RequestValidationError",
+        issues: [{ path: "maxRetry" }]
+      })
+      const parsed = JSON.parse(`{"__proto__": 5}`) as HttpTransport.CallOptions
+      expect(yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(parsed)))).toMatchObject({
+        _tag: "RequestValidationError",
+        issues: [{ path: "__proto__" }]
+      })
+      // A key with control characters is shown escaped, and cut between characters, never inside one.
+      const odd = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(
+        { [`\u001b[2J${"x".repeat(59)}\u{1f600}`]: 0 } as unknown as HttpTransport.CallOptions
+      )))
+      expect(odd._tag === "RequestValidationError" && odd.issues[0]!.path).toBe(`\\u001b[2J${"x".repeat(59)}\u{1f600}`)
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ [FEE]: () => ok })))
+
+  // Options of a class (a getter) or inherited count as given, not dropped without a word.
+  it.effect("options given through a getter or a prototype are taken", () =>
+    Effect.gen(function*() {
+      class Tight {
+        get maxRetries() {
+          return 0
+        }
+      }
+      yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(new Tight())))
+      expect(yield* attempts).toBe(1)
+      yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(Object.create({ maxRetries: 0 }))))
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({ [FEE]: () => status(503) })))
 
   it.effect("a 200 with malformed JSON: ResponseDecodeError, not retried", () =>
     Effect.gen(function*() {

@@ -415,6 +415,19 @@ describe("SubdivisionService", () => {
       yield* Fiber.interrupt(first)
     }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall })))
 
+  // Refused as the transport refuses them, whether or not a cached answer (or the snapshot) could stand in.
+  for (const mode of ["online", "fallback"] as const) {
+    it.effect(`${mode}: per-call options the transport refuses are refused with a warm cache too`, () =>
+      Effect.gen(function*() {
+        yield* list("USA")
+        for (const options of [{ maxRetry: 1 }, { maxRetries: -1 }]) {
+          const error = yield* Effect.flip(list("USA").pipe(HttpTransport.withOptions(options as HttpTransport.CallOptions)))
+          expect(error._tag).toBe("RequestValidationError")
+        }
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode(mode, { [ROUTE]: () => usa })))
+  }
+
   it.effect("per-call options that override nothing join the shared call", () =>
     Effect.gen(function*() {
       const plain = yield* Effect.fork(list("USA"))

@@ -37,7 +37,9 @@ const NAMES: ReadonlySet<string> = new Set(["timeout", "deadline", "maxRetries"]
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
   for (const name in options) {
-    if (!NAMES.has(name)) return Either.left(invalid(name.slice(0, 64), "no such option: timeout, deadline or maxRetries"))
+    // Shown escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
+    const shown = JSON.stringify(Array.from(name).slice(0, 64).join("")).slice(1, -1)
+    if (!NAMES.has(name)) return Either.left(invalid(shown, "no such option: timeout, deadline or maxRetries"))
   }
   const maxRetries = options.maxRetries ?? defaults.maxRetries
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
