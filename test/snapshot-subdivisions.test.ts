@@ -227,6 +227,12 @@ describe("snapshot-subdivisions", () => {
           `3166-2[${list.length}].name: expected a name that shows`
         )
       }
+      // A type is served and printed as it is too.
+      for (const type of ["State\u001b[2J", "Lone \ud800"]) {
+        expect(failure(withEntries({ code: "US-ZZ", name: "Zed", type })), JSON.stringify(type)).toContain(
+          `3166-2[${list.length}].type: expected a type without control characters`
+        )
+      }
       const noUsa = { "3166-1": input.iso31661["3166-1"].filter((c) => c["alpha_3"] !== "USA") }
       expect(failure({ ...input, iso31661: noUsa })).toContain("no entry with alpha_3 \"USA\"")
       // A country listed twice: the later listing would take the other's alpha-2 code, and its subdivisions with it.

@@ -304,7 +304,7 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
   return [
     table(["country", "missing", "extra", "renamed", "invalid", "first codes"], rows),
     "(+ listed by the API, not in the snapshot; - only in the snapshot; ~ named otherwise by the API; " +
-    "! an API entry not compared: malformed, another country's, unnamed or repeated)",
+    "! an API entry not compared: malformed, another country's, unnamed, unprintable or repeated)",
     `${t.countries} of ${all} disagree with ${report.snapshot}: ${t.missing} missing, ${t.extra} extra, ${t.renamed} renamed, ` +
     `${t.invalid} invalid.`
   ].join("\n")

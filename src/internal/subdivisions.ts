@@ -66,7 +66,8 @@ const SnapshotName = Schema.String.pipe(
 export const SnapshotSubdivision = Schema.Struct({
   code: SubdivisionCode,
   name: SnapshotName,
-  type: Schema.String,
+  // Served and printed as it is, as a name: no control character or lone surrogate half.
+  type: Schema.String.pipe(Schema.filter((type) => !/[\p{Cc}\p{Cs}]/u.test(type), { title: "a type without control characters" })),
   parent: Schema.optional(SubdivisionCode)
 }).annotations({ title: "a subdivision {code, name, type, parent?}" })
 
