@@ -302,13 +302,15 @@ describe("SubdivisionService", () => {
       expect(error._tag === "ResponseDecodeError" && error.issues).toEqual([
         { path: "data.subdivisions[0].name", expected: "a name without control characters" },
         { path: "data.subdivisions[1].name", expected: "a name without control characters" },
-        { path: "data.subdivisions[2].name", expected: "a name without control characters" }
+        { path: "data.subdivisions[2].name", expected: "a name without control characters" },
+        { path: "data.subdivisions[5].name", expected: "a name without control characters" }
       ])
       const diff = yield* SubdivisionService.crossCheck("USA")
       expect(diff.invalid.map((entry) => [entry.code, entry.reason])).toEqual([
         ["US-NY", "unprintable_name"],
         ["US-CA", "unprintable_name"],
-        ["US-WA", "unprintable_name"]
+        ["US-WA", "unprintable_name"],
+        ["US-FL", "unprintable_name"]
       ])
       // Blanks (a tab, a line break) are blanks: collapsed into one space.
       expect(diff.renamed).toEqual([])
@@ -319,7 +321,8 @@ describe("SubdivisionService", () => {
           { code: "US-CA", name: "Cali\u0000" },
           { code: "US-WA", name: "\ud800" },
           { code: "US-TX", name: "Texas\n" },
-          { code: "US-NM", name: "New\tMexico" }
+          { code: "US-NM", name: "New\tMexico" },
+          { code: "US-FL", name: "Flo\u202eadir" }
         ])
     })))
 

@@ -214,6 +214,7 @@ describe("effect-fin (offline commands)", () => {
     expect(table(["code", "name"], [["US-NY", "New\u0000York\ud800"]]).split("\n").at(-1))
       .toBe("US-NY  New\\u0000York\\ud800")
     expect(pairs([["send", "100 \u009b31mUSD"]])).toBe("send  100 \\u009b31mUSD")
+    expect(pairs([["name", "Flo\u202eadir"]])).toBe("name  Flo\\u202eadir")
     // Text as it is otherwise: accents, emoji (whole surrogate pairs), the no-break space.
     expect(pairs([["name", "S\u00e3o Paulo \u{1f600}\u00a0"]])).toBe("name  S\u00e3o Paulo \u{1f600}\u00a0")
   })

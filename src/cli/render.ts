@@ -21,11 +21,12 @@ const configProblems = (error: ConfigError.ConfigError): Array<string> => {
 }
 
 /**
- * `text` with every control character (an escape sequence's start, a line break) and lone surrogate half written as
- * `\uXXXX`: what the service or a file said reaches the terminal as text, never as a command to it.
+ * `text` with every control character (an escape sequence's start, a line break), bidirectional override or isolate
+ * and lone surrogate half written as `\uXXXX`: what the service or a file said reaches the terminal as text, in the
+ * order it was written, never as a command to it.
  */
 export const printable = (text: string): string =>
-  text.replace(/[\x00-\x1f\x7f-\x9f]|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  text.replace(/[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /** A left-aligned table with a header row and a rule under it; its cells printable. */
 export const table = (header: ReadonlyArray<string>, cells: ReadonlyArray<ReadonlyArray<string>>): string => {

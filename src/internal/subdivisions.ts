@@ -44,15 +44,17 @@ export const Subdivision = Schema.Struct({
 // combining mark, nor a filler that renders as blank (Hangul fillers, the blank Braille pattern).
 const visible = /[^\s\p{Cf}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u
 
-// A control character that is no blank (an escape sequence's start, NUL), or half of a surrogate pair alone: in a
-// name, it would reach a terminal or a page as it is.
-const unprintable = /[\x00-\x08\x0e-\x1f\x7f-\x9f]|\p{Cs}/u
+// A control character that is no blank (an escape sequence's start, NUL), a bidirectional override or isolate (which
+// reorders the text shown around it), or half of a surrogate pair alone: in a name, it would reach a terminal or a
+// page as it is.
+const unprintable = /[\x00-\x08\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\p{Cs}/u
 
 // A snapshot name is served as it is: it must show, and be in the form names are compared in (`comparable`), or the
 // snapshot and the API would never agree on it; no control character (blanks included) or lone surrogate half.
 const SnapshotName = Schema.String.pipe(
   Schema.filter(
-    (name) => visible.test(name) && !/[\p{Cc}\p{Cs}]/u.test(name) && comparable(name) === name.normalize("NFC"),
+    (name) => visible.test(name) && !/[\p{Cc}\p{Cs}]/u.test(name) && !unprintable.test(name) &&
+      comparable(name) === name.normalize("NFC"),
     { title: "a name that shows, without blanks or invisible characters around it, single blanks inside, no control character" }
   )
 )
