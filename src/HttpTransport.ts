@@ -471,10 +471,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             )
           ))
 
-        const remaining = Effect.map(
-          Monotonic.millis,
-          (now) => Duration.millis(Math.max(0, Duration.toMillis(options.deadline) - (now - started)))
-        )
+        const remaining = Effect.map(Monotonic.millis, (now) => Duration.millis(Math.max(0, deadlineAt - now)))
 
         const policy: Retry.PolicyOptions<Retry.Retried> = {
           maxRetries: safe ? options.maxRetries : 0,

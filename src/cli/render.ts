@@ -29,8 +29,8 @@ export const printable = (text: string): string =>
   text.replace(/[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /** A left-aligned table with a header row and a rule under it; its cells printable. */
-export const table = (header: ReadonlyArray<string>, cells: ReadonlyArray<ReadonlyArray<string>>): string => {
-  const rows = cells.map((row) => row.map(printable))
+export const table = (header: ReadonlyArray<string>, body: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const rows = body.map((row) => row.map(printable))
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)))
   const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
