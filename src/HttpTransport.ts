@@ -390,7 +390,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const safe = spec.safe ?? spec.method === "GET"
         // Measured on monotonic time, as the timers are: the wall clock may be set back during the call.
         const started = yield* Monotonic.millis
-        const deadlineAt = started + Duration.toMillis(options.deadline)
+        const deadlineAt = Monotonic.plus(started, options.deadline)
         let attempts = 0
         let status = 0
         // The status of the last answer: the span's status when the call then ends without one (the deadline cut the
@@ -414,7 +414,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
         const send = (token: Redacted.Redacted<string>) =>
           Effect.flatMap(Monotonic.millis, (now) => {
-            if (now >= deadlineAt) return Effect.fail(deadlineError())
+            if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
             attempts += 1
             return Http.execute(client, {
               method: spec.method,
@@ -425,7 +425,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               check: spec.check,
               timeout: options.timeout,
               timeoutKind: "attempt",
-              deadline: { left: Duration.millis(deadlineAt - now), error: deadlineError },
+              deadline: { left: Monotonic.between(now, deadlineAt), error: deadlineError },
               operation,
               attempt: attempts,
               keepBody: true,
@@ -471,7 +471,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             )
           ))
 
-        const remaining = Effect.map(Monotonic.millis, (now) => Duration.millis(Math.max(0, deadlineAt - now)))
+        const remaining = Effect.map(Monotonic.millis, (now) => Monotonic.between(now, deadlineAt))
 
         const policy: Retry.PolicyOptions<Retry.Retried> = {
           maxRetries: safe ? options.maxRetries : 0,

@@ -231,7 +231,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         ? "down"
         : "up"
 
-    const at = (millis: number) => new Date(millis).toISOString()
+    // Durations, not dates: the breaker's clock is monotonic, and the wall clock may have been set since.
+    const inMillis = (duration: Duration.Duration) => Duration.format(Duration.millis(Math.ceil(Duration.toMillis(duration))))
 
     // After a failure that the snapshot stood in for, the snapshot answers at once for the cool-down (a service that
     // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again, with a
@@ -251,10 +252,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
                 : `effect-fin: the subdivisions API failed with ${error._tag}; lookups use the offline snapshot for ` +
                   `the next ${Duration.format(cooldown)}, then ask it again`
             ),
-          onClose: (error, since) =>
+          onClose: (error, openFor) =>
             Effect.logInfo(
               `effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in ` +
-                `from ${at(since)}; the last failure was ${error._tag})`
+                `for ${inMillis(openFor)}; the last failure was ${error._tag})`
             )
         })
         : Breaker.none()
@@ -275,7 +276,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       return (country: CountryCode.CountryCode) =>
         Effect.catchAll(lookup(country), (error) => {
           if (error._tag === "CircuitOpen") {
-            const next = error.probing ? "another lookup is asking it again" : `it is asked again from ${at(error.until)}`
+            const next = error.probing ? "another lookup is asking it again" : `it is asked again in ${inMillis(error.retryIn)}`
             return fromSnapshotLogged(
               country,
               "cooldown",

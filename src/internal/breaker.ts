@@ -14,11 +14,14 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Monotonic from "./monotonic.js"
 
-/** The breaker is open: the call was not made. `error` is the failure that opened it, `until` when a probe may run. */
+/**
+ * The breaker is open: the call was not made. `error` is the failure that opened it, `retryIn` how long until a probe
+ * may run (a duration, not a time: the breaker's clock is monotonic, no date).
+ */
 export class CircuitOpen<E> extends Data.TaggedError("CircuitOpen")<{
   readonly error: E
-  readonly until: number
-  /** Whether a probe is in flight (then `until` has passed). */
+  readonly retryIn: Duration.Duration
+  /** Whether a probe is in flight (then `retryIn` is zero). */
   readonly probing: boolean
 }> {}
 
@@ -56,16 +59,16 @@ type State<E> =
 
 /**
  * A closed breaker. Its state is plain memory: every change is one synchronous step, so fibers cannot interleave;
- * each change is a new state object, which is how a request tells whether anything changed since it began. `onOpen` runs when a request opens it (`again`: a probe failed), `onClose` when a probe's request closes it,
- * with the last failure and the time the breaker first opened.
+ * each change is a new state object, which is how a request tells whether anything changed since it began. `onOpen`
+ * runs when a request opens it (`again`: a probe failed), `onClose` when a probe's request closes it, with the last
+ * failure and how long the breaker stayed open.
  */
 export const make = <E>(options: {
   readonly cooldown: Duration.Duration
   readonly onOpen: (error: E, again: boolean) => Effect.Effect<void>
-  readonly onClose: (error: E, since: number) => Effect.Effect<void>
+  readonly onClose: (error: E, openFor: Duration.Duration) => Effect.Effect<void>
 }): Effect.Effect<Breaker<E>> =>
   Effect.sync(() => {
-    const cooldown = Duration.toMillis(options.cooldown)
     let state: State<E> = { _tag: "Closed" }
 
     const settle = (began: State<E>, judge: (error: E) => Verdict) => <A>(exit: Exit.Exit<A, E>) =>
@@ -76,14 +79,14 @@ export const make = <E>(options: {
         const verdict: Verdict = Exit.isSuccess(exit) ? "up" : Option.isSome(failure) ? judge(failure.value) : "unknown"
         if (verdict === "down" && Option.isSome(failure)) {
           const since = began._tag === "Open" ? began.since : now
-          state = { _tag: "Open", error: failure.value, since, until: now + cooldown, probing: false }
+          state = { _tag: "Open", error: failure.value, since, until: Monotonic.plus(now, options.cooldown), probing: false }
           return options.onOpen(failure.value, began._tag === "Open")
         }
         if (began._tag === "Open" && verdict === "unknown") {
           state = { ...began, probing: false }
         } else if (began._tag === "Open") {
           state = { _tag: "Closed" }
-          return options.onClose(began.error, began.since)
+          return options.onClose(began.error, Monotonic.between(began.since, now))
         }
         return Effect.void
       })
@@ -94,8 +97,9 @@ export const make = <E>(options: {
         Effect.flatMap(Monotonic.millis, (now): Effect.Effect<A, E2 | CircuitOpen<E>, R> => {
           const current = state
           if (current._tag === "Closed") return restore(self(false))
-          if (now < current.until || current.probing) {
-            return Effect.fail(new CircuitOpen({ error: current.error, until: current.until, probing: current.probing }))
+          if (!Monotonic.reached(now, current.until) || current.probing) {
+            const retryIn = Monotonic.between(now, current.until)
+            return Effect.fail(new CircuitOpen({ error: current.error, retryIn, probing: current.probing }))
           }
           const probe: State<E> = { ...current, probing: true }
           state = probe

@@ -497,7 +497,7 @@ export const timeoutAt = <A, E, E1>(
 ): Effect.Effect<A, E | E1> =>
   Effect.flatMap(
     Monotonic.millis,
-    (now) => now >= deadline ? Effect.fail(onDeadline()) : timeoutFail(self, Duration.millis(deadline - now), onDeadline)
+    (now) => Monotonic.reached(now, deadline) ? Effect.fail(onDeadline()) : timeoutFail(self, Monotonic.between(now, deadline), onDeadline)
   )
 
 /**

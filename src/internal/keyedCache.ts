@@ -45,7 +45,7 @@ export const make = <K, A, E>(options: {
     let lookups = 0
 
     const fresh = (entry: Entry<A, E> | undefined, now: number): entry is Extract<Entry<A, E>, { _tag: "Ready" }> =>
-      entry?._tag === "Ready" && now < entry.expiresAt
+      entry?._tag === "Ready" && !Monotonic.reached(now, entry.expiresAt)
 
     // A success becomes the entry unless the entry comes from a lookup begun later (newer data, or a shared lookup
     // whose own result will come): the newest lookup wins, whichever ends first. A lone lookup's success so replaces
@@ -59,7 +59,7 @@ export const make = <K, A, E>(options: {
           const newer = entry !== undefined && entry.started > started && (entry._tag === "Pending" || fresh(entry, now))
           const next = new Map(entries)
           if (Exit.isSuccess(exit) && ttl > 0 && (own || !newer) && (options.cacheable?.(key, exit.value) ?? true)) {
-            next.set(key, { _tag: "Ready", value: exit.value, expiresAt: now + ttl, started })
+            next.set(key, { _tag: "Ready", value: exit.value, expiresAt: Monotonic.plus(now, options.timeToLive), started })
           } else if (own) {
             next.delete(key)
           } else {

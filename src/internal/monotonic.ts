@@ -5,14 +5,32 @@
  *
  * @internal
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 
 /**
- * Now, in milliseconds of the `Clock`'s nanosecond time: the process's high-resolution time on the live clock (set to
- * the epoch when it started), the test clock's time under `TestClock`. Read through `unsafeCurrentTimeNanos`, which
- * `TestClock` rounds to whole nanoseconds (its `currentTimeNanos` throws at a fractional millisecond, where a jittered
- * backoff wakes up).
+ * Now, in milliseconds of the `Clock`'s nanosecond time, on a grid of whole microseconds: the process's
+ * high-resolution time on the live clock (set to the epoch when it started), the test clock's time under `TestClock`.
+ * Read through `unsafeCurrentTimeNanos`, which `TestClock` floors to whole nanoseconds (its `currentTimeNanos` throws
+ * at a fractional millisecond, where a jittered backoff wakes up).
  */
 export const millis: Effect.Effect<number> = Effect.clockWith((clock) =>
   Effect.sync(() => Number(clock.unsafeCurrentTimeNanos() / 1000n) / 1000)
 )
+
+/** `now` (a reading of `millis`) plus `duration`, exactly on the same grid (rounded down). */
+export const plus = (now: number, duration: Duration.DurationInput): number => {
+  const ms = Duration.toMillis(duration)
+  return Number.isFinite(ms) ? (Math.round(now * 1000) + Math.floor(Math.round(ms * 1e6) / 1000)) / 1000 : ms
+}
+
+/**
+ * Whether the reading `now` has reached `limit` (a `plus` result), give or take the microsecond a reading can fall
+ * short: `TestClock` floors its floating-point time to nanoseconds, so the reading once a cool-down has passed can be
+ * a microsecond below the limit, and a cool-down or a cache entry would outlive its time.
+ */
+export const reached = (now: number, limit: number): boolean => Math.round(now * 1000) >= Math.round(limit * 1000) - 1
+
+/** The time from one reading (or `plus` result) to another, exactly on the grid; zero when `to` is not later. */
+export const between = (from: number, to: number): Duration.Duration =>
+  Duration.millis(Math.max(0, (Math.round(to * 1000) - Math.round(from * 1000)) / 1000))

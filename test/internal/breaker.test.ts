@@ -10,12 +10,16 @@ import * as Breaker from "../../src/internal/breaker.js"
 // A breaker over string errors: "down" opens it, "refused" is an answer, "mine" is the caller's own limit.
 const judge = (error: string): Breaker.Verdict => error === "down" ? "down" : error === "mine" ? "unknown" : "up"
 
+// How long a refused caller is told to wait, in milliseconds (or the error that was no refusal).
+const retryIn = (error: string | Breaker.CircuitOpen<string>) =>
+  typeof error === "string" ? error : Duration.toMillis(error.retryIn)
+
 const make = Effect.gen(function*() {
   const events: Array<string> = []
   const breaker = yield* Breaker.make<string>({
     cooldown: Duration.seconds(10),
     onOpen: (error, again) => Effect.sync(() => events.push(`${again ? "reopen" : "open"} ${error}`)),
-    onClose: (error, since) => Effect.sync(() => events.push(`close ${error} ${since}`))
+    onClose: (error, openFor) => Effect.sync(() => events.push(`close ${error} ${Duration.toMillis(openFor)}`))
   })
   // A caller whose one request ends with `outcome`; it reports whether it was the probe.
   const call = (outcome: Effect.Effect<void, string>) =>
@@ -31,11 +35,30 @@ describe("internal/breaker", () => {
       const { call, events } = yield* make
       expect(yield* Effect.flip(call(Effect.fail("down")))).toBe("down")
       const open = yield* Effect.flip(call(Effect.void))
-      expect(open).toMatchObject({ _tag: "CircuitOpen", error: "down", until: 10_000, probing: false })
-      yield* TestClock.adjust("10 seconds")
+      expect(open).toMatchObject({ _tag: "CircuitOpen", error: "down", probing: false })
+      expect(retryIn(open)).toBe(10_000)
+      yield* TestClock.adjust("4 seconds")
+      expect(retryIn(yield* Effect.flip(call(Effect.void)))).toBe(6_000)
+      yield* TestClock.adjust("6 seconds")
       expect(yield* call(Effect.fail("refused")).pipe(Effect.flip)).toBe("refused")
       expect(yield* call(Effect.void)).toBe(false)
-      expect(events).toEqual(["open down", "close down 0"])
+      expect(events).toEqual(["open down", "close down 10000"])
+    }))
+
+  // The breaker's clock reads whole microseconds, and TestClock floors its floating-point time: `now + cooldown` landed
+  // a microsecond past the reading a cool-down later for a few starting times, and the cool-down lasted longer.
+  it.effect("a cool-down ends when it has passed, from any starting time", () =>
+    Effect.gen(function*() {
+      const late: Array<number> = []
+      for (let k = 0; k < 200; k++) {
+        const { call } = yield* make
+        const start = 1000 + k * 1.001
+        yield* TestClock.setTime(start)
+        yield* Effect.flip(call(Effect.fail("down")))
+        yield* TestClock.adjust("10 seconds")
+        if (!(yield* call(Effect.succeed("up")).pipe(Effect.orElseSucceed(() => false)))) late.push(start)
+      }
+      expect(late).toEqual([])
     }))
 
   it.effect("a probe that sends no request frees the probe for the next caller", () =>
@@ -68,7 +91,7 @@ describe("internal/breaker", () => {
       yield* TestClock.adjust("1 second")
       expect(yield* Effect.flip(Fiber.join(probe))).toBe("mine")
       expect(yield* call(Effect.void)).toBe(true)
-      expect(events).toEqual(["open down", "close down 0"])
+      expect(events).toEqual(["open down", "close down 11000"])
     }))
 
   it.effect("a failed probe reopens for another cool-down, reported as again", () =>
@@ -76,7 +99,9 @@ describe("internal/breaker", () => {
       const { call, cooledDown, events } = yield* make
       yield* cooledDown
       yield* Effect.flip(call(Effect.fail("down")))
-      expect(yield* Effect.flip(call(Effect.void))).toMatchObject({ _tag: "CircuitOpen", until: 20_000 })
+      const open = yield* Effect.flip(call(Effect.void))
+      expect(open).toMatchObject({ _tag: "CircuitOpen", probing: false })
+      expect(retryIn(open)).toBe(10_000)
       expect(events).toEqual(["open down", "reopen down"])
     }))
 
@@ -92,6 +117,6 @@ describe("internal/breaker", () => {
       yield* Effect.flip(Fiber.join(old))
       // Still closed: let in, and not as a probe.
       expect(yield* call(Effect.void)).toBe(false)
-      expect(events).toEqual(["open down", "close down 0"])
+      expect(events).toEqual(["open down", "close down 10000"])
     }))
 })
