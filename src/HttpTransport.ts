@@ -139,13 +139,14 @@ export const withOptions: {
 } = dual(
   2,
   <A, E, R>(self: Effect.Effect<A, E, R>, options: CallOptions): Effect.Effect<A, E, R> =>
-    // An option left undefined is not this caller's to say: the outer one (or the client's) stands. Every enumerable
-    // key is taken, inherited ones too (one of another name is refused at the call), and the three by name, so that a
-    // getter of a class counts.
+    // An option left undefined is not this caller's to say: the outer one (or the client's) stands. Every own
+    // enumerable key is taken (one of another name is refused at the call), and the three by name, so that a getter of
+    // a class or an inherited option counts; other inherited keys are not the options' own (a method of a class
+    // compiled to ES5 is enumerable).
     Effect.locallyWith(self, currentOptions, (current) => {
       const given = options as Readonly<Record<string, unknown>>
       const taken: Array<readonly [string, unknown]> = []
-      for (const key in given) if (given[key] !== undefined) taken.push([key, given[key]])
+      for (const key of Object.keys(given)) if (given[key] !== undefined) taken.push([key, given[key]])
       for (const key of OPTION_NAMES) if (given[key] !== undefined) taken.push([key, given[key]])
       // Own data properties, a `__proto__` key of parsed JSON included (an assignment would set the prototype).
       return { ...current, ...Object.fromEntries(taken) }
