@@ -900,6 +900,10 @@ describe("HttpTransport", () => {
         { [`\u001b[2J${"x".repeat(59)}\u{1f600}`]: 0 } as unknown as HttpTransport.CallOptions
       )))
       expect(odd._tag === "RequestValidationError" && odd.issues[0]!.path).toBe(`\\u001b[2J${"x".repeat(59)}\u{1f600}`)
+      const bidi = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(
+        { "max\u202eseirteR\u0085": 0 } as unknown as HttpTransport.CallOptions
+      )))
+      expect(bidi._tag === "RequestValidationError" && bidi.issues[0]!.path).toBe("max\\u202eseirteR\\u0085")
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ [FEE]: () => ok })))
 

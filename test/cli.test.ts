@@ -169,6 +169,22 @@ describe("effect-fin (offline commands)", () => {
   })
 
   // Standard input left open (the body forgotten, as at a terminal): the signal still ends the command.
+  // The body is the sender's text: JSON leaves DEL, the C1 controls, U+2028/2029 and bidi overrides raw in strings.
+  it("webhook verify --json escapes what a terminal would act on, and stays the same JSON", async () => {
+    const note = "a\u0085b\u009b2Jc\u2028d\u202egnipsam\u007f"
+    const odd = body.replace(`"type":"INDIVIDUAL",`, `"type":"INDIVIDUAL","note":${JSON.stringify(note)},`)
+    const headers = await Effect.runPromise(Webhooks.sign(odd, "whsec_cli"))
+    const result = await cli(
+      ["webhook", "verify", "--signature", headers["x-fin-signature"], "--json"],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      odd
+    )
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain(`"note": "a\\u0085b\\u009b2Jc\\u2028d\\u202egnipsam\\u007f"`)
+    expect(result.stdout).not.toMatch(/[\x7f-\x9f\u2028\u202e]/)
+    expect(JSON.parse(result.stdout).event.data.note).toBe(note)
+  })
+
   it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {
     for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
       const stopped = await cli(
@@ -214,6 +230,7 @@ describe("effect-fin (offline commands)", () => {
     expect(table(["code", "name"], [["US-NY", "New\u0000York\ud800"]]).split("\n").at(-1))
       .toBe("US-NY  New\\u0000York\\ud800")
     expect(pairs([["send", "100 \u009b31mUSD"]])).toBe("send  100 \\u009b31mUSD")
+    expect(pairs([["name", "One\u2028Two\u2029"]])).toBe("name  One\\u2028Two\\u2029")
     expect(pairs([["name", "Flo\u202eadir"]])).toBe("name  Flo\\u202eadir")
     // Text as it is otherwise: accents, emoji (whole surrogate pairs), the no-break space.
     expect(pairs([["name", "S\u00e3o Paulo \u{1f600}\u00a0"]])).toBe("name  S\u00e3o Paulo \u{1f600}\u00a0")

@@ -228,9 +228,9 @@ describe("snapshot-subdivisions", () => {
         )
       }
       // A type is served and printed as it is too.
-      for (const type of ["State\u001b[2J", "Lone \ud800"]) {
+      for (const type of ["State\u001b[2J", "Lone \ud800", "State \u202egnipsam"]) {
         expect(failure(withEntries({ code: "US-ZZ", name: "Zed", type })), JSON.stringify(type)).toContain(
-          `3166-2[${list.length}].type: expected a type without control characters`
+          `3166-2[${list.length}].type: expected a type without control characters or bidirectional overrides`
         )
       }
       const noUsa = { "3166-1": input.iso31661["3166-1"].filter((c) => c["alpha_3"] !== "USA") }

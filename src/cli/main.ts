@@ -37,7 +37,7 @@ import * as Render from "./render.js"
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of a table"))
 
 const print = (asJson: boolean, value: unknown, human: () => string) =>
-  Console.log(asJson ? JSON.stringify(value, null, 2) : human())
+  Console.log(asJson ? Render.json(value) : human())
 
 /**
  * The client of the `FIN_*` variables on undici; only built by commands that call the service. A command makes one

@@ -6,6 +6,7 @@
 import * as ConfigError from "effect/ConfigError"
 import * as Predicate from "effect/Predicate"
 import * as FinError from "../FinError.js"
+import * as Printable from "../internal/printable.js"
 
 // Config.redacted hides the whole message of a missing secret, so the variable names are listed here instead.
 const configProblems = (error: ConfigError.ConfigError): Array<string> => {
@@ -20,13 +21,11 @@ const configProblems = (error: ConfigError.ConfigError): Array<string> => {
   }
 }
 
-/**
- * `text` with every control character (an escape sequence's start, a line break), bidirectional override or isolate
- * and lone surrogate half written as `\uXXXX`: what the service or a file said reaches the terminal as text, in the
- * order it was written, never as a command to it.
- */
-export const printable = (text: string): string =>
-  text.replace(/[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+/** `text` with what would act on a terminal written as `\uXXXX` (see `internal/printable`). */
+export const printable = Printable.printable
+
+/** `value` as indented JSON, safe to print (a webhook's signed body is the sender's text). */
+export const json = (value: unknown): string => Printable.json(value, 2)
 
 /** A left-aligned table with a header row and a rule under it; its cells printable. */
 export const table = (header: ReadonlyArray<string>, body: ReadonlyArray<ReadonlyArray<string>>): string => {

@@ -7,6 +7,7 @@
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Durations from "./duration.js"
+import * as Printable from "./printable.js"
 import { Issue, RequestValidationError } from "../FinError.js"
 import type { CallOptions } from "../HttpTransport.js"
 
@@ -37,8 +38,8 @@ const NAMES: ReadonlySet<string> = new Set(["timeout", "deadline", "maxRetries"]
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
   for (const name in options) {
-    // Shown escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
-    const shown = JSON.stringify(Array.from(name).slice(0, 64).join("")).slice(1, -1)
+    // Shown escaped, as JSON writes it (a key from outside may hold control characters or bidi overrides), and cut between characters.
+    const shown = Printable.json(Array.from(name).slice(0, 64).join("")).slice(1, -1)
     if (!NAMES.has(name)) return Either.left(invalid(shown, "no such option: timeout, deadline or maxRetries"))
   }
   const maxRetries = options.maxRetries ?? defaults.maxRetries

@@ -69,7 +69,11 @@ export const SnapshotSubdivision = Schema.Struct({
   code: SubdivisionCode,
   name: SnapshotName,
   // Served and printed as it is, as a name: no control character or lone surrogate half.
-  type: Schema.String.pipe(Schema.filter((type) => !/[\p{Cc}\p{Cs}]/u.test(type), { title: "a type without control characters" })),
+  type: Schema.String.pipe(
+    Schema.filter((type) => !/[\p{Cc}\p{Cs}]/u.test(type) && !unprintable.test(type), {
+      title: "a type without control characters or bidirectional overrides"
+    })
+  ),
   parent: Schema.optional(SubdivisionCode)
 }).annotations({ title: "a subdivision {code, name, type, parent?}" })
 

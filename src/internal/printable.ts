@@ -1,0 +1,24 @@
+/**
+ * Text from outside made safe to show: what would act on a terminal or reorder what is shown around it, written as
+ * `\uXXXX` escapes.
+ *
+ * @internal
+ */
+
+const escape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+
+/**
+ * `text` with every control character (an escape sequence's start, a line break, U+2028 and U+2029 too),
+ * bidirectional override or isolate and lone surrogate half written as `\uXXXX`: what the service or a file said
+ * reaches the terminal as text, in the order it was written, never as a command to it.
+ */
+export const printable = (text: string): string =>
+  text.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu, escape)
+
+/**
+ * `value` as JSON (`JSON.stringify`'s arguments), with what it leaves raw in strings and `printable` escapes (DEL and
+ * the C1 controls, line and paragraph separators, bidirectional overrides) written as `\uXXXX` too: the same
+ * document, safe to print.
+ */
+export const json = (value: unknown, space?: number): string =>
+  JSON.stringify(value, null, space).replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape)
