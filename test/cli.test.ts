@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { plainWhereNoColour, servesUntilStopped } from "../src/cli/main.js"
+import { printableConsole, servesUntilStopped } from "../src/cli/main.js"
 import { errorLine, pairs, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
@@ -185,6 +185,11 @@ describe("effect-fin (offline commands)", () => {
     expect(JSON.parse(result.stdout).event.data.note).toBe(note)
   })
 
+  it("a usage error quotes the argument escaped", async () => {
+    const result = await cli(["subdivisions", "USA", "--x\u001b]0;owned\u0007\u202e"])
+    expect([result.code, result.stderr.trim()]).toEqual([1, "Received unknown argument: '--x\\u001b]0;owned\\u0007\\u202e'"])
+  })
+
   it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {
     for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
       const stopped = await cli(
@@ -297,7 +302,7 @@ describe("effect-fin (offline commands)", () => {
 
 describe("the CLI's console", () => {
   // A console of the user's may be a class: its getters (the loggers read `unsafe`) and methods must reach it bound.
-  it.effect("takes colour codes out where colour is off, and leaves the rest of a class console working", () =>
+  it.effect("takes colour codes out where colour is off, escapes other control characters, and leaves the rest of a class console working", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
       class Recording {
@@ -315,16 +320,27 @@ describe("the CLI's console", () => {
           return Effect.sync(() => void this.#lines.push(`info ${args.join(" ")}`))
         }
       }
-      const console = plainWhereNoColour(new Recording() as unknown as Console.Console, { out: false, err: true })
+      const console = printableConsole(new Recording() as unknown as Console.Console, { out: false, err: true })
       yield* console.log("\x1b[0;1mUSAGE\x1b[0m", 2)
       yield* console.error("\x1b[31mred\x1b[0m")
       yield* console.info("as is")
       console.unsafe.log("direct")
       expect(lines).toEqual(["log USAGE 2", "error \x1b[31mred\x1b[0m", "info as is", "unsafe direct"])
+      // Anything else that would act on the terminal is escaped, colour on or off; line breaks and tabs are kept.
+      yield* console.error("'--x\x1b]0;owned\x07'\u202e\n\tnext\r")
+      yield* console.log("\x1b[2J\x1b[1mbold\x1b[0m")
+      // The logger writes through `unsafe` (a logged cause is the errors' own text).
+      console.unsafe.log("cause\x07")
+      expect(lines.slice(4)).toEqual([
+        "error '--x\\u001b]0;owned\\u0007'\\u202e\n\tnext\\u000d",
+        "log \\u001b[2Jbold",
+        "unsafe cause\\u0007"
+      ])
+      lines.length = 4
       // A frozen console too (a Proxy over it could only hand out its frozen methods unchanged).
       const own = new Recording()
       const frozenConsole = Object.freeze({ log: own.log.bind(own), info: own.info.bind(own) })
-      const frozen = plainWhereNoColour(frozenConsole as unknown as Console.Console, { out: false, err: false })
+      const frozen = printableConsole(frozenConsole as unknown as Console.Console, { out: false, err: false })
       yield* frozen.log("\x1b[1mfrozen\x1b[0m")
       yield* frozen.info("info")
       expect(lines.slice(4)).toEqual(["log frozen", "info info"])

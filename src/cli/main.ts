@@ -27,6 +27,7 @@ import * as FinClient from "../FinClient.js"
 import * as FinConfig from "../FinConfig.js"
 import * as FinError from "../FinError.js"
 import * as Bytes from "../internal/bytes.js"
+import * as Printable from "../internal/printable.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
@@ -328,12 +329,12 @@ export const command = Command.make("effect-fin").pipe(
 
 // @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
 // them as plain text.
-const colourCodes = /\x1b\[[0-9;]*m/g
 const noColour = () => process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
 const colourOn = (stream: { readonly isTTY?: boolean | undefined }) => stream.isTTY === true && !noColour()
 
 // A log line may quote the service (a fallback's warning names its error, message and all): its text, and the text of
-// its annotations, printable as the rest of the output is.
+// its annotations, escaped whole before the logger adds its own colour codes (the console keeps those, and would keep
+// a colour code of the service's that could hide the rest of the line).
 const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.Logger<unknown, Output> =>
   Logger.mapInputOptions(logger, (options: Logger.Logger.Options<unknown>) => ({
     ...options,
@@ -345,25 +346,39 @@ const printableValue = (value: unknown): unknown =>
   typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
 
 /**
- * `console` with the colour codes taken out of what it logs to an output that is not a terminal (`colour` off for
- * it). Everything else is the console's own, bound to it (a console may be a class, with getters and private state).
+ * `console` with what its `log` and `error` print, its `unsafe` ones too (where the logger writes), made printable
+ * (`internal/printable`'s `screen`): @effect/cli's usage errors quote the arguments as given, control characters
+ * included, and a logged cause is the errors' own text. The colour codes
+ * are taken out for an output that is not a terminal (`colour` off for it). Everything else is the console's own,
+ * bound to it (a console may be a class, with getters and private state).
  *
  * @internal
  */
-export const plainWhereNoColour = (
+export const printableConsole = (
   console: Console.Console,
   colour: { readonly out: boolean; readonly err: boolean }
-): Console.Console => {
-  const plain = (on: boolean) => (args: ReadonlyArray<unknown>) =>
-    on ? args : args.map((arg) => typeof arg === "string" ? arg.replace(colourCodes, "") : arg)
-  const out = plain(colour.out)
-  const err = plain(colour.err)
+): Console.Console => printableMethods(console, colour, true)
+
+const printableMethods = <C extends object>(
+  console: C,
+  colour: { readonly out: boolean; readonly err: boolean },
+  unsafeToo: boolean
+): C => {
+  const printable = (on: boolean) => (args: ReadonlyArray<unknown>): Array<unknown> =>
+    args.map((arg) => typeof arg === "string" ? Printable.screen(arg, on) : arg)
+  const out = printable(colour.out)
+  const err = printable(colour.err)
+  const call = (key: string, args: Array<unknown>): unknown =>
+    (Reflect.get(console, key, console) as (...args: ReadonlyArray<unknown>) => unknown).apply(console, args)
   // Over an empty object, not the console itself: a frozen console's methods could only be handed out unchanged.
-  return new Proxy({} as Console.Console, {
+  return new Proxy({} as C, {
     get: (_, key) => {
-      if (key === "log") return (...args: ReadonlyArray<unknown>) => console.log(...out(args))
-      if (key === "error") return (...args: ReadonlyArray<unknown>) => console.error(...err(args))
+      if (key === "log") return (...args: ReadonlyArray<unknown>) => call("log", out(args))
+      if (key === "error") return (...args: ReadonlyArray<unknown>) => call("error", err(args))
       const value: unknown = Reflect.get(console, key, console)
+      if (key === "unsafe" && unsafeToo && typeof value === "object" && value !== null) {
+        return printableMethods(value, colour, false)
+      }
       return typeof value === "function" ? value.bind(console) : value
     },
     has: (_, key) => key in console
@@ -410,7 +425,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       Effect.flatMap(Effect.console, (console) =>
         Effect.withConsole(
           program,
-          plainWhereNoColour(console, { out: colourOn(process.stdout), err: colourOn(process.stderr) })
+          printableConsole(console, { out: colourOn(process.stdout), err: colourOn(process.stderr) })
         ))
   )
 }

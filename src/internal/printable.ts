@@ -22,3 +22,14 @@ export const printable = (text: string): string =>
  */
 export const json = (value: unknown, space?: number): string =>
   JSON.stringify(value, null, space).replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape)
+
+// A colour code (an SGR sequence) as a whole, or one character `printable` escapes other than a line feed or a tab.
+const screenUnsafe = /\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu
+
+/**
+ * A screen of text (a command line's help, its usage errors, which quote the arguments as given) escaped as
+ * `printable` escapes it, with its line feeds and tabs kept, and its colour codes kept where `colour` is on, else
+ * taken out.
+ */
+export const screen = (text: string, colour: boolean): string =>
+  text.replace(screenUnsafe, (c) => c.length > 1 && c.startsWith("\x1b[") ? (colour ? c : "") : escape(c))
