@@ -185,9 +185,16 @@ describe("effect-fin (offline commands)", () => {
     expect(JSON.parse(result.stdout).event.data.note).toBe(note)
   })
 
-  it("a usage error quotes the argument escaped", async () => {
+  it("a usage error quotes the argument escaped, a colour code of its own too, in the snapshot tool as well", async () => {
     const result = await cli(["subdivisions", "USA", "--x\u001b]0;owned\u0007\u202e"])
     expect([result.code, result.stderr.trim()]).toEqual([1, "Received unknown argument: '--x\\u001b]0;owned\\u0007\\u202e'"])
+    // Not taken out as the parser's own colour would be: the message quotes the argument as given.
+    const concealed = await cli(["subdivisions", "USA", "--x\u001b[8mhidden"])
+    expect(concealed.stderr.trim()).toBe("Received unknown argument: '--x\\u001b[8mhidden'")
+    const snapshot = await cli(["cross-check", "--x\u001b]0;owned\u0007"])
+    expect(snapshot.code).toBe(2)
+    expect(snapshot.stderr).toContain("--x\\u001b]0;owned\\u0007")
+    expect(snapshot.stderr).not.toMatch(/[\u001b\u0007]/)
   })
 
   it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {

@@ -20,6 +20,7 @@ import * as FinClient from "../../src/FinClient.js"
 import type { FinError } from "../../src/FinError.js"
 import * as FinConfig from "../../src/FinConfig.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
+import * as Printable from "../../src/internal/printable.js"
 import { Subdivision, type Subdivision as SubdivisionType } from "../../src/internal/subdivisions.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import { ExitCode, files } from "./files.js"
@@ -187,7 +188,7 @@ export const parseCountries = (
   return invalid.length > 0
     ? Either.left(
       `--countries: not ${invalid.length === 1 ? "a country code" : "country codes"} of the service: ${
-        invalid.map((code) => JSON.stringify(code)).join(", ")
+        invalid.map((code) => Printable.json(code)).join(", ")
       } (expected upper-case ISO 3166-1 alpha-3 codes, e.g. USA,CAN)`
     )
     : Either.right(codes.filter(CountryCode.isCountryCode))
@@ -294,7 +295,7 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
       ...firstCodes("+", c.missing.map((e) => e.code)),
       ...firstCodes("-", c.extra.map((e) => e.code)),
       ...firstCodes("~", c.renamed.map((e) => e.code)),
-      ...firstCodes("!", c.invalid.map((e) => JSON.stringify(e.code)))
+      ...firstCodes("!", c.invalid.map((e) => Printable.json(e.code)))
     ].join(" ")
   ])
   const n = report.checked.length

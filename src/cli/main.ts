@@ -386,12 +386,16 @@ const printableMethods = <C extends object>(
 }
 
 /**
- * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
+ * Runs the command line on `given` (as `process.argv`), printing any failure as one line.
  *
  * @since 0.1.0
  * @category running
  */
-export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
+export const run = (given: ReadonlyArray<string>, options: RunOptions = {}) => {
+  // An argument with a control character or a bidi override (no option's value has one) is read as its escaped text:
+  // every message that quotes it (a usage error, the snapshot tool's, ours) then shows it printable, a colour code of
+  // its own included, which the console could not tell from the parser's.
+  const argv = given.map((arg, i) => i < 2 ? arg : Render.printable(arg))
   // The snapshot tool has its own flags (and --help); it runs as is rather than through @effect/cli's parser.
   const [sub, ...rest] = argv.slice(2)
   if (sub === "snapshot" || sub === "cross-check") {

@@ -25,11 +25,15 @@ export const plus = (now: number, duration: Duration.DurationInput): number => {
 }
 
 /**
- * Whether the reading `now` has reached `limit` (a `plus` result), give or take the microsecond a reading can fall
- * short: `TestClock` floors its floating-point time to nanoseconds, so the reading once a cool-down has passed can be
- * a microsecond below the limit, and a cool-down or a cache entry would outlive its time.
+ * Whether the reading `now` has reached `limit` (a `plus` result), give or take what a reading can fall short:
+ * `TestClock` floors its floating-point time to nanoseconds, so the reading once a cool-down has passed can be a
+ * microsecond below the limit (more for a time far past today's, where a millisecond number holds fewer fractional
+ * digits), and a cool-down or a cache entry would outlive its time.
  */
-export const reached = (now: number, limit: number): boolean => Math.round(now * 1000) >= Math.round(limit * 1000) - 1
+export const reached = (now: number, limit: number): boolean => {
+  const micros = Math.round(limit * 1000)
+  return Math.round(now * 1000) >= micros - Math.max(1, Math.ceil(Math.abs(micros) * 2 ** -51))
+}
 
 /** The time from one reading (or `plus` result) to another, exactly on the grid; zero when `to` is not later. */
 export const between = (from: number, to: number): Duration.Duration =>

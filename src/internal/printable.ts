@@ -21,7 +21,8 @@ export const printable = (text: string): string =>
  * document, safe to print.
  */
 export const json = (value: unknown, space?: number): string =>
-  JSON.stringify(value, null, space).replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape)
+  // `undefined` (or a function) has no JSON: `null` stands for it, as in an array.
+  (JSON.stringify(value, null, space) ?? "null").replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape)
 
 // A colour code (an SGR sequence) as a whole, or one character `printable` escapes other than a line feed or a tab.
 const screenUnsafe = /\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu

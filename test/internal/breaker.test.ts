@@ -50,9 +50,10 @@ describe("internal/breaker", () => {
   it.effect("a cool-down ends when it has passed, from any starting time", () =>
     Effect.gen(function*() {
       const late: Array<number> = []
-      for (let k = 0; k < 200; k++) {
+      for (let k = 0; k < 300; k++) {
         const { call } = yield* make
-        const start = 1000 + k * 1.001
+        // Today's times too, and a time far past them, where a millisecond number holds fewer fractional digits.
+        const start = [1000, 1.7e12, 2e13][k % 3]! + k * 1.001 + k * 0.000123
         yield* TestClock.setTime(start)
         yield* Effect.flip(call(Effect.fail("down")))
         yield* TestClock.adjust("10 seconds")

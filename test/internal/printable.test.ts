@@ -1,0 +1,19 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Printable from "../../src/internal/printable.js"
+
+describe("internal/printable", () => {
+  it("json escapes what JSON.stringify leaves raw, stays the same JSON, and has a text for what JSON has none", () => {
+    const text = "S\u00e3o \u{1f600} \u0085\u009b\u2028\u202e\u2066\u007f"
+    const json = Printable.json({ text })
+    expect(json).toBe(`{"text":"S\u00e3o \u{1f600} \\u0085\\u009b\\u2028\\u202e\\u2066\\u007f"}`)
+    expect(JSON.parse(json)).toEqual({ text })
+    expect(Printable.json(undefined)).toBe("null")
+    expect(Printable.json(() => 1)).toBe("null")
+  })
+
+  it("screen keeps line feeds, tabs and (with colour on) colour codes; escapes the rest", () => {
+    const text = "\u001b[1mUsage\u001b[0m\n\tx\r\u0007\u001b]0;t"
+    expect(Printable.screen(text, true)).toBe("\u001b[1mUsage\u001b[0m\n\tx\\u000d\\u0007\\u001b]0;t")
+    expect(Printable.screen(text, false)).toBe("Usage\n\tx\\u000d\\u0007\\u001b]0;t")
+  })
+})
