@@ -197,6 +197,15 @@ describe("effect-fin (offline commands)", () => {
     expect(snapshot.stderr).not.toMatch(/[\u001b\u0007]/)
   })
 
+  // Arguments are read as given: the search ignores what is no letter, and a signature its blanks around it.
+  it("an argument with a tab or a line break is taken as given, not as its escaped text", async () => {
+    const search = await cli(["subdivisions", "USA", "--search", "new\ty"])
+    expect(search.stdout).toContain("US-NY  New York")
+    const headers = await Effect.runPromise(Webhooks.sign(body, "whsec_cli"))
+    const verified = await cli(["webhook", "verify", "--signature", `${headers["x-fin-signature"]}\r\n`], { FIN_WEBHOOK_SECRET: "whsec_cli" }, body)
+    expect(verified.code).toBe(0)
+  })
+
   it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {
     for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
       const stopped = await cli(
@@ -249,7 +258,7 @@ describe("effect-fin (offline commands)", () => {
   })
 
   // A fallback's warning quotes the service's error: its message reaches stderr escaped too.
-  it("a log line quoting the service writes its control characters as \\u escapes", async () => {
+  it("a log line quoting the service, and the snapshot tool's, write its control characters as \\u escapes", async () => {
     const message = "Down \u001b]0;owned\u0007\u001b[2J\u001b[31mfor maintenance"
     const server = Http.createServer((_, response) => {
       response.writeHead(503, { "content-type": "application/json" })
@@ -257,17 +266,23 @@ describe("effect-fin (offline commands)", () => {
     })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     try {
-      const result = await cli(["subdivisions", "CAN"], {
+      const env = {
         FIN_CLIENT_ID: "id",
         FIN_CLIENT_SECRET: "secret",
         FIN_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
         FIN_MAX_RETRIES: "0",
         NO_COLOR: "1"
-      })
+      }
+      const result = await cli(["subdivisions", "CAN"], env)
       expect(result.code).toBe(0)
       expect(result.stderr).toContain("serving the offline snapshot for CAN")
       expect(result.stderr).toContain("Down \\u001b]0;owned\\u0007\\u001b[2J\\u001b[31mfor maintenance")
       expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/)
+      // The snapshot tool writes to the streams itself: its lines quoting the service are escaped on the way.
+      const checked = await cli(["cross-check", "--countries", "CAN", "--base-url", env.FIN_BASE_URL, "--report", join(harness.dir, "r.json")], env)
+      expect(checked.code).toBe(2)
+      expect(checked.stderr).toContain("Down \\u001b]0;owned\\u0007\\u001b[2J\\u001b[31mfor maintenance")
+      expect(checked.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/)
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }

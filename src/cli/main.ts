@@ -348,24 +348,27 @@ const printableValue = (value: unknown): unknown =>
 /**
  * `console` with what its `log` and `error` print, its `unsafe` ones too (where the logger writes), made printable
  * (`internal/printable`'s `screen`): @effect/cli's usage errors quote the arguments as given, control characters
- * included, and a logged cause is the errors' own text. The colour codes
- * are taken out for an output that is not a terminal (`colour` off for it). Everything else is the console's own,
+ * included, and a logged cause is the errors' own text. An argument of `argv` quoted is escaped whole, a colour code
+ * of its own too (`screen` could not tell it from the parser's). The colour codes are taken out for an output that is
+ * not a terminal (`colour` off for it). Everything else is the console's own,
  * bound to it (a console may be a class, with getters and private state).
  *
  * @internal
  */
 export const printableConsole = (
   console: Console.Console,
-  colour: { readonly out: boolean; readonly err: boolean }
-): Console.Console => printableMethods(console, colour, true)
+  colour: { readonly out: boolean; readonly err: boolean },
+  argv: ReadonlyArray<string> = []
+): Console.Console => printableMethods(console, colour, argv, true)
 
 const printableMethods = <C extends object>(
   console: C,
   colour: { readonly out: boolean; readonly err: boolean },
+  argv: ReadonlyArray<string>,
   unsafeToo: boolean
 ): C => {
   const printable = (on: boolean) => (args: ReadonlyArray<unknown>): Array<unknown> =>
-    args.map((arg) => typeof arg === "string" ? Printable.screen(arg, on) : arg)
+    args.map((arg) => typeof arg === "string" ? Printable.screen(Printable.quoting(arg, argv), on) : arg)
   const out = printable(colour.out)
   const err = printable(colour.err)
   const call = (key: string, args: Array<unknown>): unknown =>
@@ -377,7 +380,7 @@ const printableMethods = <C extends object>(
       if (key === "error") return (...args: ReadonlyArray<unknown>) => call("error", err(args))
       const value: unknown = Reflect.get(console, key, console)
       if (key === "unsafe" && unsafeToo && typeof value === "object" && value !== null) {
-        return printableMethods(value, colour, false)
+        return printableMethods(value, colour, argv, false)
       }
       return typeof value === "function" ? value.bind(console) : value
     },
@@ -386,25 +389,34 @@ const printableMethods = <C extends object>(
 }
 
 /**
- * Runs the command line on `given` (as `process.argv`), printing any failure as one line.
+ * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
  *
  * @since 0.1.0
  * @category running
  */
-export const run = (given: ReadonlyArray<string>, options: RunOptions = {}) => {
-  // An argument with a control character or a bidi override (no option's value has one) is read as its escaped text:
-  // every message that quotes it (a usage error, the snapshot tool's, ours) then shows it printable, a colour code of
-  // its own included, which the console could not tell from the parser's.
-  const argv = given.map((arg, i) => i < 2 ? arg : Render.printable(arg))
-  // The snapshot tool has its own flags (and --help); it runs as is rather than through @effect/cli's parser.
-  const [sub, ...rest] = argv.slice(2)
+export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
+  const args = argv.slice(2)
+  // The snapshot tool has its own flags (and --help); it runs as is rather than through @effect/cli's parser. It
+  // writes to the streams itself, quoting arguments, files and the service: its text is made printable on the way.
+  const [sub, ...rest] = args
   if (sub === "snapshot" || sub === "cross-check") {
-    const args = snapshotArgs(sub, rest, options.dataDir)
-    if (Either.isLeft(args)) {
-      return Effect.zipRight(Console.error(args.left), Effect.sync(() => void (process.exitCode = 2)))
+    const printable = (text: string) => Printable.lines(Printable.quoting(text, args))
+    const parsed = snapshotArgs(sub, rest, options.dataDir)
+    if (Either.isLeft(parsed)) {
+      return Effect.zipRight(
+        Console.error(printable(parsed.left)),
+        Effect.sync(() => void (process.exitCode = 2))
+      )
     }
     return Effect.flatMap(
-      Effect.promise(() => Snapshot.main(args.right, { program: "effect-fin snapshot", bundledDir: options.dataDir })),
+      Effect.promise(() =>
+        Snapshot.main(parsed.right, {
+          program: "effect-fin snapshot",
+          bundledDir: options.dataDir,
+          stdout: (text) => void process.stdout.write(printable(text)),
+          stderr: (text) => void process.stderr.write(printable(text))
+        })
+      ),
       (code) => Effect.sync(() => {
         process.exitCode = code
       })
@@ -429,7 +441,7 @@ export const run = (given: ReadonlyArray<string>, options: RunOptions = {}) => {
       Effect.flatMap(Effect.console, (console) =>
         Effect.withConsole(
           program,
-          printableConsole(console, { out: colourOn(process.stdout), err: colourOn(process.stderr) })
+          printableConsole(console, { out: colourOn(process.stdout), err: colourOn(process.stderr) }, args)
         ))
   )
 }

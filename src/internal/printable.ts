@@ -34,3 +34,23 @@ const screenUnsafe = /\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u2
  */
 export const screen = (text: string, colour: boolean): string =>
   text.replace(screenUnsafe, (c) => c.length > 1 && c.startsWith("\x1b[") ? (colour ? c : "") : escape(c))
+
+/**
+ * `text` with each of `quoted` (text from outside it may quote as given: a command line's arguments) that `printable`
+ * would change written as `printable` writes it: then even a colour code of its own is shown, not passed on.
+ */
+export const quoting = (text: string, quoted: ReadonlyArray<string>): string =>
+  quoted.reduce((done, raw) => {
+    const shown = printable(raw)
+    return shown === raw || raw === "" ? done : done.split(raw).join(shown)
+  }, text)
+
+// One character `printable` escapes other than a line feed or a tab.
+const linesUnsafe = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu
+
+/**
+ * Lines of text as `printable` escapes them, with their line feeds and tabs kept, and a carriage return that starts
+ * the text (a progress line redrawn in place): for a tool that prints no colour.
+ */
+export const lines = (text: string): string =>
+  text.startsWith("\r") ? `\r${text.slice(1).replace(linesUnsafe, escape)}` : text.replace(linesUnsafe, escape)

@@ -16,4 +16,12 @@ describe("internal/printable", () => {
     expect(Printable.screen(text, true)).toBe("\u001b[1mUsage\u001b[0m\n\tx\\u000d\\u0007\\u001b]0;t")
     expect(Printable.screen(text, false)).toBe("Usage\n\tx\\u000d\\u0007\\u001b]0;t")
   })
+
+  it("quoting escapes the quoted arguments whole (a colour code of their own too); lines keeps a leading \\r", () => {
+    const argument = "--x\u001b[8mhidden"
+    expect(Printable.quoting(`unknown '${argument}' \u001b[1m`, [argument, "plain", ""]))
+      .toBe("unknown '--x\\u001b[8mhidden' \u001b[1m")
+    expect(Printable.lines("\rbar [##--]\u001b[2K\n")).toBe("\rbar [##--]\\u001b[2K\n")
+    expect(Printable.lines("a\rb\tc")).toBe("a\\u000db\tc")
+  })
 })
