@@ -397,14 +397,14 @@ const printableMethods = <C extends object>(
 export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   const args = argv.slice(2)
   // The snapshot tool has its own flags (and --help); it runs as is rather than through @effect/cli's parser. It
-  // writes to the streams itself, quoting arguments, files and the service: its text is made printable on the way.
+  // writes to the streams itself, quoting arguments, files and the service, in no colour: its text is made printable
+  // on the way, escape sequences and all.
   const [sub, ...rest] = args
   if (sub === "snapshot" || sub === "cross-check") {
-    const printable = (text: string) => Printable.lines(Printable.quoting(text, args))
     const parsed = snapshotArgs(sub, rest, options.dataDir)
     if (Either.isLeft(parsed)) {
       return Effect.zipRight(
-        Console.error(printable(parsed.left)),
+        Console.error(Printable.lines(parsed.left)),
         Effect.sync(() => void (process.exitCode = 2))
       )
     }
@@ -413,8 +413,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
         Snapshot.main(parsed.right, {
           program: "effect-fin snapshot",
           bundledDir: options.dataDir,
-          stdout: (text) => void process.stdout.write(printable(text)),
-          stderr: (text) => void process.stderr.write(printable(text))
+          stdout: (text) => void process.stdout.write(Printable.lines(text)),
+          stderr: (text) => void process.stderr.write(Printable.lines(text))
         })
       ),
       (code) => Effect.sync(() => {

@@ -36,14 +36,13 @@ export const screen = (text: string, colour: boolean): string =>
   text.replace(screenUnsafe, (c) => c.length > 1 && c.startsWith("\x1b[") ? (colour ? c : "") : escape(c))
 
 /**
- * `text` with each of `quoted` (text from outside it may quote as given: a command line's arguments) that `printable`
- * would change written as `printable` writes it: then even a colour code of its own is shown, not passed on.
+ * `text` for `screen`, with each of `quoted` (text from outside it may quote as given: a command line's arguments)
+ * that holds an escape character written as `printable` writes it: `screen` lets colour codes through, and could not
+ * tell one of the argument's own from the text's. Only those: an argument that is a line feed alone would otherwise
+ * turn every line break of the text into an escape.
  */
 export const quoting = (text: string, quoted: ReadonlyArray<string>): string =>
-  quoted.reduce((done, raw) => {
-    const shown = printable(raw)
-    return shown === raw || raw === "" ? done : done.split(raw).join(shown)
-  }, text)
+  quoted.reduce((done, raw) => raw.includes("\x1b") ? done.split(raw).join(printable(raw)) : done, text)
 
 // One character `printable` escapes other than a line feed or a tab.
 const linesUnsafe = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu

@@ -19,8 +19,8 @@ describe("internal/printable", () => {
 
   it("quoting escapes the quoted arguments whole (a colour code of their own too); lines keeps a leading \\r", () => {
     const argument = "--x\u001b[8mhidden"
-    expect(Printable.quoting(`unknown '${argument}' \u001b[1m`, [argument, "plain", ""]))
-      .toBe("unknown '--x\\u001b[8mhidden' \u001b[1m")
+    expect(Printable.quoting(`unknown '${argument}' \u001b[1m\n\t`, [argument, "plain", "", "\n", "\t"]))
+      .toBe("unknown '--x\\u001b[8mhidden' \u001b[1m\n\t")
     expect(Printable.lines("\rbar [##--]\u001b[2K\n")).toBe("\rbar [##--]\\u001b[2K\n")
     expect(Printable.lines("a\rb\tc")).toBe("a\\u000db\tc")
   })
