@@ -422,12 +422,16 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       })
     )
   }
+  // An argument holding an escape character is shown escaped wherever it is quoted; one that is a colour code the
+  // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
+  const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
+    colourOn(stream) && !args.some((arg) => arg.includes("\x1b"))
   return Command.run(command, { name: "effect-fin", version })(argv).pipe(
     // Logs (a fallback's warning, say) go to stderr: stdout carries only the answer, which `--json` keeps parseable.
     Effect.provide(
       Logger.replace(
         Logger.defaultLogger,
-        printableLogs(Logger.prettyLogger({ stderr: true, colors: colourOn(process.stderr) }))
+        printableLogs(Logger.prettyLogger({ stderr: true, colors: colour(process.stderr) }))
       )
     ),
     Effect.tapErrorCause(() => Effect.sync(() => {
@@ -441,7 +445,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       Effect.flatMap(Effect.console, (console) =>
         Effect.withConsole(
           program,
-          printableConsole(console, { out: colourOn(process.stdout), err: colourOn(process.stderr) }, args)
+          printableConsole(console, { out: colour(process.stdout), err: colour(process.stderr) }, args)
         ))
   )
 }
