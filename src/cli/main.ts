@@ -350,8 +350,8 @@ const printableValue = (value: unknown): unknown =>
  * (`internal/printable`'s `screen`): @effect/cli's usage errors quote the arguments as given, control characters
  * included, and a logged cause is the errors' own text. An argument of `argv` quoted is escaped whole, a colour code
  * of its own too (`screen` could not tell it from the parser's). The colour codes are taken out for an output that is
- * not a terminal (`colour` off for it). Everything else is the console's own,
- * bound to it (a console may be a class, with getters and private state).
+ * not a terminal (`colour` off for it). Everything else is the console's own, bound to it (a console may be a class,
+ * with getters and private state).
  *
  * @internal
  */
