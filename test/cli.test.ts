@@ -191,6 +191,10 @@ describe("effect-fin (offline commands)", () => {
     // Not taken out as the parser's own colour would be: the message quotes the argument as given.
     const concealed = await cli(["subdivisions", "USA", "--x\u001b[8mhidden"])
     expect(concealed.stderr.trim()).toBe("Received unknown argument: '--x\\u001b[8mhidden'")
+    // An escape character alone is in every colour code of the parser's: those are still taken out, not shown.
+    const help = await cli(["quote", "--help", "\u001b"])
+    expect(help.stdout).toContain("USAGE")
+    expect(help.stdout + help.stderr).not.toMatch(/\u001b|\\u001b\[/)
     const snapshot = await cli(["cross-check", "--x\u001b]0;owned\u0007"])
     expect(snapshot.code).toBe(2)
     expect(snapshot.stderr).toContain("--x\\u001b]0;owned\\u0007")

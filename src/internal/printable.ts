@@ -35,14 +35,30 @@ const screenUnsafe = /\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u2
 export const screen = (text: string, colour: boolean): string =>
   text.replace(screenUnsafe, (c) => c.length > 1 && c.startsWith("\x1b[") ? (colour ? c : "") : escape(c))
 
+const colourCode = /\x1b\[[0-9;]*m/y
+
 /**
  * `text` for `screen`, with each of `quoted` (text from outside it may quote as given: a command line's arguments)
  * that holds an escape character written as `printable` writes it: `screen` lets colour codes through, and could not
- * tell one of the argument's own from the text's. Only those: an argument that is a line feed alone would otherwise
- * turn every line break of the text into an escape.
+ * tell one of the argument's own from the text's. Where a colour code and an argument start at one place, the longer
+ * wins: an argument that is an escape character alone leaves the text's colour codes to `screen`. Arguments without
+ * one are left to `screen`: one that is a line feed alone would otherwise turn every line break into an escape.
  */
-export const quoting = (text: string, quoted: ReadonlyArray<string>): string =>
-  quoted.reduce((done, raw) => raw.includes("\x1b") ? done.split(raw).join(printable(raw)) : done, text)
+export const quoting = (text: string, quoted: ReadonlyArray<string>): string => {
+  const escaping = quoted.filter((raw) => raw.includes("\x1b")).sort((a, b) => b.length - a.length)
+  if (escaping.length === 0) return text
+  let out = ""
+  let i = 0
+  while (i < text.length) {
+    colourCode.lastIndex = i
+    const code = colourCode.exec(text)?.[0] ?? ""
+    const raw = escaping.find((arg) => arg.length > code.length && text.startsWith(arg, i))
+    const taken = raw ?? (code === "" ? text[i]! : code)
+    out += raw === undefined ? taken : printable(raw)
+    i += taken.length
+  }
+  return out
+}
 
 // One character `printable` escapes other than a line feed or a tab.
 const linesUnsafe = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu

@@ -21,6 +21,9 @@ describe("internal/printable", () => {
     const argument = "--x\u001b[8mhidden"
     expect(Printable.quoting(`unknown '${argument}' \u001b[1m\n\t`, [argument, "plain", "", "\n", "\t"]))
       .toBe("unknown '--x\\u001b[8mhidden' \u001b[1m\n\t")
+    // An escape character alone (a prefix of every colour code) is escaped where it stands alone, not in the codes.
+    expect(Printable.quoting("\u001b[0;1mUSAGE\u001b[0m '\u001b' \u001b[31", ["\u001b"]))
+      .toBe("\u001b[0;1mUSAGE\u001b[0m '\\u001b' \\u001b[31")
     expect(Printable.lines("\rbar [##--]\u001b[2K\n")).toBe("\rbar [##--]\\u001b[2K\n")
     expect(Printable.lines("a\rb\tc")).toBe("a\\u000db\tc")
   })
