@@ -255,7 +255,7 @@ const longestWait = (
 ): Duration.Duration | undefined => {
   if (value === undefined) return undefined
   const waits = headerValues(value).map(parse).filter((millis): millis is number => millis !== undefined)
-  // Past the safe integers a wait is no exact number of milliseconds (nor one a `Schema.Duration` encodes): any such
+  // Past the safe integers a wait is no exact number of milliseconds (nor one a `Schema.Duration` encodes), and every such
   // wait is far past every cap anyway.
   return waits.length === 0 ? undefined : Duration.millis(Math.min(Number.MAX_SAFE_INTEGER, Math.max(...waits)))
 }

@@ -7,13 +7,22 @@
 
 const escape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
 
+// Past the C0 controls: DEL and the C1 controls, the line and paragraph separators, the bidirectional overrides and
+// isolates. Each pattern below is built on it, so that every function escapes the same characters.
+const beyondC0 = "\\x7f-\\x9f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069"
+const colourCodeSource = "\\x1b\\[[0-9;]*m"
+// One character `printable` escapes other than a line feed or a tab.
+const linesUnsafeSource = `[\\x00-\\x08\\x0b-\\x1f${beyondC0}]|\\p{Cs}`
+const unprintable = new RegExp(`[\\x00-\\x1f${beyondC0}]|\\p{Cs}`, "gu")
+// What JSON.stringify leaves raw in strings of what `printable` escapes.
+const rawInJson = new RegExp(`[${beyondC0}]`, "g")
+
 /**
  * `text` with every control character (an escape sequence's start, a line break, U+2028 and U+2029 too),
  * bidirectional override or isolate and lone surrogate half written as `\uXXXX`: what the service or a file said
  * reaches the terminal as text, in the order it was written, never as a command to it.
  */
-export const printable = (text: string): string =>
-  text.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu, escape)
+export const printable = (text: string): string => text.replace(unprintable, escape)
 
 /**
  * `value` as JSON (`JSON.stringify`'s arguments), with what it leaves raw in strings and `printable` escapes (DEL and
@@ -22,10 +31,10 @@ export const printable = (text: string): string =>
  */
 export const json = (value: unknown, space?: number): string =>
   // `undefined` (or a function) has no JSON: `null` stands for it, as in an array.
-  (JSON.stringify(value, null, space) ?? "null").replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape)
+  (JSON.stringify(value, null, space) ?? "null").replace(rawInJson, escape)
 
 // A colour code (an SGR sequence) as a whole, or one character `printable` escapes other than a line feed or a tab.
-const screenUnsafe = /\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu
+const screenUnsafe = new RegExp(`${colourCodeSource}|${linesUnsafeSource}`, "gu")
 
 /**
  * A screen of text (a command line's help, its usage errors, which quote the arguments as given) escaped as
@@ -33,9 +42,10 @@ const screenUnsafe = /\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u2
  * taken out.
  */
 export const screen = (text: string, colour: boolean): string =>
-  text.replace(screenUnsafe, (c) => c.length > 1 && c.startsWith("\x1b[") ? (colour ? c : "") : escape(c))
+  // Only a colour code is longer than one code unit: a lone surrogate half is one.
+  text.replace(screenUnsafe, (c) => c.length > 1 ? (colour ? c : "") : escape(c))
 
-const colourCode = /\x1b\[[0-9;]*m/y
+const colourCode = new RegExp(colourCodeSource, "y")
 
 /**
  * `text` for `screen`, with each of `quoted` (text from outside it may quote as given: a command line's arguments)
@@ -60,8 +70,7 @@ export const quoting = (text: string, quoted: ReadonlyArray<string>): string => 
   return out
 }
 
-// One character `printable` escapes other than a line feed or a tab.
-const linesUnsafe = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu
+const linesUnsafe = new RegExp(linesUnsafeSource, "gu")
 
 /**
  * Lines of text as `printable` escapes them, with their line feeds and tabs kept, and a carriage return that starts
