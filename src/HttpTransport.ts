@@ -34,25 +34,16 @@ import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
- * One call: method, path (under the base URL), optional JSON body (encoded by `bodySchema` when given) and query, and
- * the schema of a 2xx body.
+ * What every call has: path, optional query, the schema of a 2xx body and how the call is treated.
  *
  * @since 0.1.0
  * @category models
  */
-export interface RequestSpec<A, I, B = unknown, J = unknown> {
-  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+export interface RequestSpecBase<A, I> {
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
   /** Text values; one left `undefined` (an optional parameter) is not sent. */
   readonly query?: Readonly<Record<string, string | undefined>> | undefined
-  /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
-  readonly body?: NoInfer<B>
-  /**
-   * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
-   * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
-   */
-  readonly bodySchema?: Schema.Schema<B, J, never> | undefined
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
@@ -74,6 +65,44 @@ export interface RequestSpec<A, I, B = unknown, J = unknown> {
    */
   readonly check?: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
 }
+
+/**
+ * A GET: no body, which is a compile error here (and a `RequestValidationError` from untyped code).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface GetRequestSpec<A, I> extends RequestSpecBase<A, I> {
+  readonly method: "GET"
+  readonly body?: undefined
+  readonly bodySchema?: undefined
+}
+
+/**
+ * A call of another method, with an optional JSON body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BodyRequestSpec<A, I, B = unknown, J = unknown> extends RequestSpecBase<A, I> {
+  readonly method: "POST" | "PUT" | "PATCH" | "DELETE"
+  /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
+  readonly body?: NoInfer<B>
+  /**
+   * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
+   * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
+   */
+  readonly bodySchema?: Schema.Schema<B, J, never> | undefined
+}
+
+/**
+ * One call: method, path (under the base URL), optional JSON body (encoded by `bodySchema` when given; none on a GET)
+ * and query, and the schema of a 2xx body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RequestSpec<A, I, B = unknown, J = unknown> = GetRequestSpec<A, I> | BodyRequestSpec<A, I, B, J>
 
 /**
  * The transport: one typed call to the service, with token, retries, timeouts and deadline.

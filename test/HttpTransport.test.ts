@@ -1155,9 +1155,12 @@ describe("HttpTransport", () => {
           }))
           expect(noResponse).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "response", expected: "a Schema" }] })
         }
-        // A GET has no body, whatever a schema would make of none.
-        const get = yield* Effect.flip(HttpTransport.request({ method: "GET", path: "/v1/payouts", bodySchema: Payout, response: Schema.Unknown }))
-        expect(get).toMatchObject({ _tag: "RequestValidationError", message: "A GET request has no body" })
+        // A GET has no body, whatever a schema would make of none (a compile error; untyped code gets this).
+        for (const extra of [{ bodySchema: Payout }, { body: { amount: 1 } }]) {
+          const spec = { method: "GET", path: "/v1/payouts", response: Schema.Unknown, ...extra }
+          const get = yield* Effect.flip(HttpTransport.request(spec as unknown as HttpTransport.RequestSpec<unknown, unknown>))
+          expect(get).toMatchObject({ _tag: "RequestValidationError", message: "A GET request has no body" })
+        }
         expect(yield* sent).toEqual([])
       }).pipe(provideClient({ "POST /v1/payouts": () => FinTest.json(200, {}) })))
 
@@ -1167,7 +1170,14 @@ describe("HttpTransport", () => {
         HttpTransport.request({ method: "POST", path: "/v1/payouts", body, bodySchema: Payout, response: Schema.Unknown })
       // Without a schema, any body type-checks (and is checked when sent).
       const untyped = HttpTransport.request({ method: "POST", path: "/v1/x", body: { any: 1 }, response: Schema.Unknown })
-      expect([typeof typed, Effect.isEffect(untyped)]).toEqual(["function", true])
+      // A GET has none.
+      const get = () => [
+        // @ts-expect-error a GET has no body
+        HttpTransport.request({ method: "GET", path: "/v1/x", body: { any: 1 }, response: Schema.Unknown }),
+        // @ts-expect-error nor a schema of one
+        HttpTransport.request({ method: "GET", path: "/v1/x", bodySchema: Payout, response: Schema.Unknown })
+      ]
+      expect([typeof typed, Effect.isEffect(untyped), typeof get]).toEqual(["function", true, "function"])
     })
   })
 
