@@ -541,13 +541,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         )
       )
 
-    // One round: the stored pair if it is still good; else the lock and a fetch under it; else (someone holds the lock)
-    // the failure of an owner this process was waiting for, or None: look again later.
+    // One round: the stored pair if it is still good; else the lock and a fetch under it (`bound`ed); else (someone
+    // holds the lock) the failure of an owner this process was waiting for, or None: look again later.
     const round = (
       store: TokenStore.Service,
       local: Option.Option<Refresh>,
       waitedFor: Set<string>,
-      seen: { stored: Option.Option<TokenStore.Tokens> }
+      seen: { stored: Option.Option<TokenStore.Tokens> },
+      bound: <E>(fetching: Effect.Effect<Pair, E>) => Effect.Effect<Pair, E>
     ): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
       Effect.gen(function*() {
         seen.stored = yield* store.get(key)
@@ -562,7 +563,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
               waitedFor.add(lock.owner)
               return Effect.succeed(Option.none())
             }
-            return Effect.asSome(restore(fetchHolding(store, lock.owner, local, waitedFor)))
+            return Effect.asSome(restore(bound(fetchHolding(store, lock.owner, local, waitedFor))))
           })
         )
       })
@@ -570,7 +571,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
     // A failing store is bypassed: this process fetches for itself. A process with no usable token of its own (`own`:
     // see `awaitFetch`) is served as if it had the stored one, when that is due for a refresh but still usable: when
-    // the fetch fails, and when waiting on another process's fetch would outlast it.
+    // the fetch fails, when its own fetch hangs past the token's usable time (the fetch is then given up, and the lock
+    // with it), and when waiting on another process's fetch would outlast it.
     const obtain = (
       store: TokenStore.Service,
       local: Option.Option<Refresh>,
@@ -587,8 +589,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // try.
       const goOnWith = (pair: Pair, now: number): Pair => ({ ...pair, access: pauseRefresh(now)(pair.access) })
       const waitMillis = Duration.toMillis(store.waitInterval)
+      const bound = <E>(fetching: Effect.Effect<Pair, E>): Effect.Effect<Pair, E> =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Option.match(stillUsable(now), {
+            onNone: () => fetching,
+            onSome: (pair) =>
+              Effect.flatten(Effect.timeoutTo(fetching, {
+                duration: Duration.millis(pair.access.usableUntil - now),
+                onSuccess: Effect.succeed,
+                onTimeout: () =>
+                  Effect.flatMap(
+                    Clock.currentTimeMillis,
+                    (at) => Effect.as(refreshFailed("TimeoutError"), goOnWith(pair, at))
+                  )
+              }))
+          }))
       const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
-        round(store, local, waitedFor, seen),
+        round(store, local, waitedFor, seen, bound),
         Option.match({
           onNone: () =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>

@@ -153,6 +153,35 @@ describe("TokenStore", () => {
       expect(yield* Fiber.join(fiber)).toEqual(["Bearer stored-token"])
     }))
 
+  it.effect("a new process whose own refresh hangs goes on with the stored token before it is used up, as a process holding it would", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      // Due for a refresh an hour in, usable for 30 s more; the service takes requests and never answers.
+      yield* seed(store, yield* key, {
+        accessToken: Redacted.make("stored-token"),
+        refreshAt: Duration.toMillis("1 hour"),
+        accessUsableUntil: Duration.toMillis("1 hour") + 30_000,
+        refreshToken: Redacted.make("stored-refresh"),
+        refreshUsableUntil: Duration.toMillis("1 hour") + 30_000
+      })
+      yield* advance(Duration.toMillis("1 hour") + 10_000)
+      const hang = () => Effect.never
+      const routes: FinTest.Routes = {
+        "POST /v1/oauth/token": hang,
+        "POST /v1/oauth/refresh-token": hang,
+        "POST /v1/fee-calculation": fee
+      }
+      const fiber = yield* Effect.fork(
+        FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store, routes))
+      )
+      yield* advance(19_000)
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* advance(1_000)
+      expect(yield* Fiber.join(fiber)).toEqual(["Bearer stored-token"])
+      // The fetch was given up: the lock is free for the next one.
+      expect((yield* store.lock(yield* key))._tag).toBe("Acquired")
+    }))
+
   it.effect("a refused token is not handed out while the store is being cleared of it", () => {
     const memory = TokenStore.makeMemory()
     const slow: TokenStore.Service = {
