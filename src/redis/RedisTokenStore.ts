@@ -80,9 +80,11 @@ const clearPair = Connection.script(`
 if redis.call('HGET', KEYS[1], 'fp') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
-// KEYS: lock. ARGV: owner, ttl. Returns {1, owner} when taken, {0, holder} when held.
+// KEYS: lock. ARGV: owner, ttl. Returns {1, owner} when taken, {0, holder} when held. A lock with no expiry (set by
+// hand, restored from a dump) would hold every fetch off for ever: it gets this store's lockTtl.
 const lock = Connection.script(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, ARGV[1]} end
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return {0, redis.call('GET', KEYS[1]) or ''}`)
 
 const renew = Connection.script(`

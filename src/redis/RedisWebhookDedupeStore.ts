@@ -25,12 +25,20 @@ import * as Connection from "./internal/connection.js"
  */
 export interface Options extends Connection.Options {}
 
-// KEYS: event, reference claim. The event's state first: a duplicate is answered even while its reference is busy.
+// KEYS: event, reference claim. The event's state first: a duplicate is answered even while its reference is busy. A
+// claim with no expiry (set by hand, restored from a dump) would hold its event or reference off for ever: it gets
+// this claim's TTL.
 const claim = Connection.script(`
 local v = redis.call('GET', KEYS[1])
 if v == 'done' then return 'done' end
-if v then return 'pending' end
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'busy' end
+if v then
+  if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  return 'pending'
+end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if redis.call('PTTL', KEYS[2]) == -1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+  return 'busy'
+end
 redis.call('SET', KEYS[1], 'pending:' .. ARGV[1], 'PX', ARGV[2])
 return 'claimed'`)
 

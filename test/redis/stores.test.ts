@@ -63,6 +63,26 @@ describe("RedisTokenStore", () => {
       expect(yield* Effect.promise(() => redis.pttl(keys[0]!))).toBeGreaterThan(0)
     }))
 
+  it.scopedLive("a lock left with no expiry (by hand, a restore) gets the store's lockTtl: it holds no fetch off for ever", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("lock-no-expiry")
+      const emulator = yield* Emulator.make()
+      const key = yield* TokenStore.keyFor(emulator.url, emulator.credentials.clientId)
+      const redis = yield* redisClient
+      yield* Effect.promise(() => redis.set(`${prefix}:token-lock:${key}`, "gone-long-ago"))
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, lockTtl: "1 second" })
+      expect(yield* store.lock(key)).toEqual({ _tag: "Held", owner: "gone-long-ago" })
+      const ttl = yield* Effect.promise(() => redis.pttl(`${prefix}:token-lock:${key}`))
+      expect(ttl > 0 && ttl <= 1000).toBe(true)
+      // A call waiting on it gets its token once the lock has expired.
+      yield* quote.pipe(
+        Effect.provide(FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url })),
+        Effect.provide(Layer.succeed(TokenStore.TokenStore, store)),
+        Effect.provide(FetchHttpClient.layer)
+      )
+      expect((yield* emulator.counters).tokensIssued).toBe(1)
+    }))
+
   it.scopedLive("a store provided around the program, beside the client layer, is used too", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("beside")
@@ -409,6 +429,24 @@ describe("RedisWebhookDedupeStore", () => {
       RedisWebhookDedupeStore.make({ url: redisUrl, prefix: uniquePrefix("dedupe") }),
       (store) => dedupeStoreContract(store, Duration.seconds(1), Effect.sleep("1500 millis"))
     ))
+
+  it.scopedLive("a claim left with no expiry (by hand, a restore) gets the claim's TTL: it holds no event off for ever", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("dedupe-no-expiry")
+      const store = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix })
+      const redis = yield* redisClient
+      const ttlOf = (key: string) => Effect.promise(() => redis.pttl(`${prefix}:webhook:${key}`))
+      yield* Effect.promise(() => redis.set(`${prefix}:webhook:event:event-stuck`, "pending:gone-long-ago"))
+      yield* Effect.promise(() => redis.set(`${prefix}:webhook:reference-claim:ref-stuck`, "gone-long-ago"))
+      expect(yield* store.claim("event-stuck", "ref-other", Duration.seconds(1))).toEqual({ _tag: "InProgress" })
+      expect(yield* store.claim("event-new", "ref-stuck", Duration.seconds(1))).toEqual({ _tag: "ReferenceBusy" })
+      for (const key of ["event:event-stuck", "reference-claim:ref-stuck"]) {
+        const ttl = yield* ttlOf(key)
+        expect(ttl > 0 && ttl <= 1000, key).toBe(true)
+      }
+      yield* Effect.sleep("1100 millis")
+      expect((yield* store.claim("event-stuck", "ref-stuck", Duration.seconds(1)))._tag).toBe("Claimed")
+    }))
 
   it.scopedLive("an order record that is no number (another writer's) is taken as none, and replaced, not a failure each time", () =>
     Effect.gen(function*() {
