@@ -87,8 +87,9 @@ const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
 // The access token goes into the Authorization header as `Bearer <token>`, which RFC 6750 spells in visible ASCII: one
 // with a blank, a control or another character (which undici or fetch refuse to send, or send mangled) is refused here,
 // not cached to fail every call until it expires.
+const BEARER = /^[\x21-\x7e]+$/
 const BearerToken = Schema.String.pipe(
-  Schema.pattern(/^[\x21-\x7e]+$/),
+  Schema.pattern(BEARER),
   Schema.annotations({ title: "a token of visible ASCII characters (no spaces)" })
 )
 
@@ -458,6 +459,24 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         (pair) => Effect.sync(() => void refusedAccess.delete(Redacted.value(pair.access.token)))
       )
 
+    // A stored pair whose access token cannot be sent as a bearer token (another writer's, a damaged value) is none:
+    // handed out, it would fail every call until its refresh time, never with the 401 that clears a refused one. Said
+    // once per such token.
+    let ignoredStored: string | undefined
+    const readStored = (store: TokenStore.Service) =>
+      Effect.flatMap(store.get(key), (stored) => {
+        const token = Option.isSome(stored) ? Redacted.value(stored.value.accessToken) : undefined
+        if (token === undefined || BEARER.test(token)) return Effect.succeed(stored)
+        const said = ignoredStored === token
+        ignoredStored = token
+        return Effect.as(
+          said
+            ? Effect.void
+            : Effect.logWarning("effect-fin: the token store holds an access token that cannot be sent; ignoring it"),
+          Option.none()
+        )
+      })
+
     const usable = (stored: Option.Option<TokenStore.Tokens>, now: number) =>
       Option.filter(stored, (tokens) => now < tokens.refreshAt && !isRefused(tokens.accessToken))
 
@@ -483,7 +502,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       let failure: string | undefined
       return Effect.gen(function*() {
         // Another process may have stored a pair, or failed, between our last look and the lock.
-        const stored = yield* store.get(key)
+        const stored = yield* readStored(store)
         const now = yield* Clock.currentTimeMillis
         const fresh = usable(stored, now)
         if (Option.isSome(fresh)) return fromTokens(fresh.value)
@@ -551,7 +570,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       bound: <E>(fetching: Effect.Effect<Pair, E>) => Effect.Effect<Pair, E>
     ): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
       Effect.gen(function*() {
-        seen.stored = yield* store.get(key)
+        seen.stored = yield* readStored(store)
         const stored = usable(seen.stored, yield* Clock.currentTimeMillis)
         if (Option.isSome(stored)) return Option.some(fromTokens(stored.value))
         const failed = yield* sharedFailure(store, waitedFor)

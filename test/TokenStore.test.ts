@@ -64,6 +64,24 @@ describe("TokenStore", () => {
       )
     }))
 
+  it.effect("a stored access token that cannot be sent (a control character, a blank) is ignored with a warning: a token is fetched", () =>
+    Effect.gen(function*() {
+      for (const damaged of ["tok\nen", "tok en", ""]) {
+        const store = TokenStore.makeMemory()
+        yield* seed(store, yield* key, { accessToken: Redacted.make(damaged), refreshAt: Duration.toMillis("1 hour") })
+        const { layer: logger, lines } = captureLogs()
+        const [tokenRequests, seen] = yield* FeeService.calculate(quoteRequest).pipe(
+          Effect.zipRight(Effect.all([count("POST /v1/oauth/token"), bearers])),
+          withStore(store),
+          Effect.provide(logger)
+        )
+        expect(tokenRequests, damaged).toBe(1)
+        expect(seen).toEqual(["Bearer token-1"])
+        expect(lines.filter((line) => line.includes("cannot be sent"))).toHaveLength(1)
+        expect(yield* storedAccess(store, yield* key)).toEqual(Option.some("token-1"))
+      }
+    }))
+
   it.effect("two clients sharing a store make one token request between them", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
