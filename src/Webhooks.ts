@@ -1443,7 +1443,8 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean, timer = false) =>
     checkedDuration("handler", name, input, allowZero, timer)
   const limit = options.maxBodySize ?? defaultMaxBodySize
-  if (!Number.isSafeInteger(limit) || limit < 0) throw invalid("maxBodySize must be a whole number of bytes, 0 or more")
+  // 0 (an empty variable read as a number) would refuse every delivery: no event is empty.
+  if (!Number.isSafeInteger(limit) || limit < 1) throw invalid("maxBodySize must be a whole number of bytes, 1 or more")
   const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)
   // An event dated ahead of this clock (as far as maxAge allows) stays young for that much longer than maxAge.
   const dedupeTtl = Duration.max(

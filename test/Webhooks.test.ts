@@ -1156,8 +1156,10 @@ describe("Webhooks.handler", () => {
       expect(build(options)).toThrow(`effect-fin: Webhooks.handler: ${message}`)
     }
     // An unset variable read as a number is NaN: it must not switch off the body limit or the de-duplication.
-    refused({ maxBodySize: Number(undefined) }, "maxBodySize must be a whole number of bytes, 0 or more")
-    refused({ maxBodySize: -1 }, "maxBodySize must be a whole number of bytes, 0 or more")
+    refused({ maxBodySize: Number(undefined) }, "maxBodySize must be a whole number of bytes, 1 or more")
+    refused({ maxBodySize: -1 }, "maxBodySize must be a whole number of bytes, 1 or more")
+    // An empty variable read as a number is 0: every delivery would get 413.
+    refused({ maxBodySize: Number("") }, "maxBodySize must be a whole number of bytes, 1 or more")
     refused({ dedupeTtl: Number.NaN }, "dedupeTtl must be greater than zero")
     refused({ dedupeTtl: "15 mins" as Duration.DurationInput }, "dedupeTtl is not a valid duration")
     refused({ maxAge: 0 }, "maxAge must be greater than zero")
@@ -1195,7 +1197,7 @@ describe("Webhooks.handler", () => {
       `handlers has "transaction.stauts", which is not an event type (${Webhooks.documentedEventTypes.join(", ")}, Unknown)`
     )
     refused({ handlers: { Unknown: "log it" } as unknown as Webhooks.Handlers }, `handlers["Unknown"] is not a function`)
-    expect(build({ referenceWait: 0, maxBodySize: 0, orderTtl: "1 day" })).not.toThrow()
+    expect(build({ referenceWait: 0, maxBodySize: 1, orderTtl: "1 day" })).not.toThrow()
   })
 
   it.effect("applies maxAge and environment: 400", () =>
