@@ -139,6 +139,16 @@ describe("effect-fin (offline commands)", () => {
     )
     expect(ok.code).toBe(0)
     expect(ok.stdout).toContain("beneficiary.status 40061557-f125-4b39-97d6-c16a0f1230c1")
+    // The time as sent, to the microsecond; an undocumented type by the name it was sent with.
+    expect(ok.stdout).toContain("2026-04-04T17:38:26.843132Z")
+    const other = body.replace(`"type":"beneficiary.status"`, `"type":"payout.settled"`)
+    const otherHeaders = await Effect.runPromise(Webhooks.sign(other, "whsec_cli"))
+    const undocumented = await cli(
+      ["webhook", "verify", "--signature", otherHeaders["x-fin-signature"]],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      other
+    )
+    expect(undocumented.stdout).toContain("payout.settled (not a documented type) 40061557-f125-4b39-97d6-c16a0f1230c1")
     const tampered = await cli(
       ["webhook", "verify", "--signature", headers["x-fin-signature"]],
       { FIN_WEBHOOK_SECRET: "whsec_cli" },

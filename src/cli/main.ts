@@ -222,12 +222,17 @@ const verify = Command.make(
         { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm },
         secret
       )
-      yield* print(args.json, { verified: true, event: JSON.parse(new TextDecoder().decode(body)) }, () =>
+      const sent = JSON.parse(new TextDecoder().decode(body))
+      yield* print(args.json, { verified: true, event: sent }, () =>
         Render.pairs([
           ["verified", "yes"],
-          ["event", `${event.type} ${event.id}`],
+          [
+            "event",
+            `${event.type === "Unknown" ? `${event.received_type} (not a documented type)` : event.type} ${event.id}`
+          ],
           ["reference", event.event_reference_id],
-          ["created at", DateTime.formatIso(event.created_at)]
+          // As sent: the service's timestamps have microseconds, which a DateTime does not keep.
+          ["created at", sent.event.created_at]
         ]))
     })
 ).pipe(Command.withDescription("Verify a webhook body read from standard input (secret from FIN_WEBHOOK_SECRET)"))
