@@ -107,8 +107,11 @@ const snapshotServed = Metric.counter("effect_fin_subdivision_snapshot_total", {
 const snapshotServedFor = memo((reason) => Metric.tagged(snapshotServed, "reason", reason))
 
 // A lookup falls back on these too (`judge` still counts them as answers, so they start no cool-down): an answer
-// that is not the documented list (a proxy's page), or that lists entries that are no subdivisions of the country.
-const canServeSnapshotFor = (error: FinError): boolean => canFallBack(error) || error._tag === "ResponseDecodeError"
+// that is not the documented list (a proxy's page), or that lists entries that are no subdivisions of the country;
+// and a redirect (a proxy's, a captive portal's), which a client that follows it reports as the former.
+const canServeSnapshotFor = (error: FinError): boolean =>
+  canFallBack(error) || error._tag === "ResponseDecodeError" ||
+  (error._tag === "ApiError" && error.status >= 300 && error.status <= 399)
 
 const expectedOf: Record<internal.InvalidEntry["reason"], (alpha2: string) => readonly [field: string, string]> = {
   malformed_code: () => ["code", `an ISO 3166-2 code in upper case (e.g. "US-CA")`],

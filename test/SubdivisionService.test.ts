@@ -259,6 +259,20 @@ describe("SubdivisionService", () => {
       [ROUTE]: FinTest.sequence(FinTest.text(200, "<html>maintenance</html>"), doubtful, usa)
     })))
 
+  // A client that follows redirects reports the other address's answer as a ResponseDecodeError: one that does not,
+  // the 3xx itself. Either way the service did not answer.
+  it.effect("fallback: the snapshot for a redirect, as for a page that is no answer; no cool-down", () =>
+    Effect.gen(function*() {
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("api")
+      expect(yield* calls).toBe(2)
+    }).pipe(withMode("fallback", {
+      [ROUTE]: FinTest.sequence(
+        FinTest.text(302, "", { location: "http://portal.example/login" }),
+        usa
+      )
+    })))
+
   it.effect("crossCheck: a name differing only in surrounding or repeated blanks is no rename; a code it could not compare is not extra", () =>
     Effect.gen(function*() {
       const diff = yield* SubdivisionService.crossCheck("USA")
