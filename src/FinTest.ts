@@ -273,14 +273,8 @@ export const tokenHandler = (options: {
 } = {}): Handler => {
   let issued = 0
   // A test's own mistake (a negative lifetime, one past what the timestamp format holds) stops it here, named.
-  const checked = (name: string, input: Duration.DurationInput) => {
-    const lifetime = Durations.checkOrThrow(input, false, `effect-fin/test: tokenHandler: ${name}`)
-    const problem = Durations.lifetimeProblem(lifetime)
-    if (problem !== undefined) {
-      throw new Cause.IllegalArgumentException(`effect-fin/test: tokenHandler: ${name} ${problem}`)
-    }
-    return Duration.toMillis(lifetime)
-  }
+  const checked = (name: string, input: Duration.DurationInput) =>
+    Duration.toMillis(Durations.lifetimeOrThrow(input, `effect-fin/test: tokenHandler: ${name}`))
   const lifetime = checked("lifetime", options.lifetime ?? "1 hour")
   const refreshLifetime = checked("refreshLifetime", options.refreshLifetime ?? "7 days")
   return () =>
@@ -526,7 +520,10 @@ export interface FeeServiceOptions {
   readonly rates: Readonly<Record<`${string}/${string}`, number>>
   /** Default `{ fixed: 0, percentage: 0 }` (the emulator's default is `{ fixed: 1, percentage: 1 }`). */
   readonly fee?: FeeRule | undefined
-  /** Default 15 minutes from the current `Clock` time; `valid_till` is sent in whole seconds, as the emulator does. */
+  /**
+   * Default 15 minutes from the current `Clock` time; `valid_till` is sent in whole seconds, as the emulator does, so
+   * from 1 second to 100 years (as the emulator takes it).
+   */
   readonly quoteLifetime?: Duration.DurationInput | undefined
   /**
    * Known beneficiaries by id (a UUID, matched without regard to case): their currency and developer fee (added to
@@ -567,11 +564,8 @@ const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.Q
     Schema.decodeUnknownEither(FeeServiceOptionsData, { errors: "all", onExcessProperty: "error" })(options),
     (error) => invalid(Issues.describeAll(error))
   )
-  const lifetime = Durations.checkOrThrow(
-    options.quoteLifetime ?? "15 minutes",
-    false,
-    "FinTest.layerFeeService: quoteLifetime"
-  )
+  // As the emulator's: at least a second (`valid_till` is sent in whole seconds), at most 100 years.
+  const lifetime = Durations.lifetimeOrThrow(options.quoteLifetime ?? "15 minutes", "FinTest.layerFeeService: quoteLifetime")
   const beneficiaries: Record<string, typeof Quote.Beneficiary.Type> = {}
   for (const [id, beneficiary] of Object.entries(data.beneficiaries ?? {})) beneficiaries[id.toLowerCase()] = beneficiary
   return {

@@ -69,3 +69,11 @@ export const checkOrThrow = (input: unknown, allowZero: boolean, subject: string
     check(input, allowZero, timer),
     (problem) => new Cause.IllegalArgumentException(`${subject} ${problem}`)
   )
+
+/** `input` as a lifetime sent as an expiry (see `lifetimeProblem`), or `IllegalArgumentException` naming `subject`. */
+export const lifetimeOrThrow = (input: unknown, subject: string): Duration.Duration => {
+  const lifetime = checkOrThrow(input, false, subject)
+  const problem = lifetimeProblem(lifetime)
+  if (problem !== undefined) throw new Cause.IllegalArgumentException(`${subject} ${problem}`)
+  return lifetime
+}

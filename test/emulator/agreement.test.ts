@@ -93,6 +93,9 @@ describe("FinTest.layerFeeService and the emulator", () => {
     // The optional field's other form (`undefined`) is no problem worth naming.
     expect(refusal({ fee: { fixed: -1, percentage: 100 } })).not.toContain("Expected undefined")
     expect(refusal({ quoteLifetime: "15 mins" as Duration.DurationInput })).toContain("quoteLifetime is not a valid duration")
+    // As the emulator refuses them: `valid_till` is sent in whole seconds, so a shorter quote could be expired when made.
+    expect(refusal({ quoteLifetime: "500 millis" })).toContain("quoteLifetime must be at least 1 second")
+    expect(refusal({ quoteLifetime: "73000 days" })).toContain("quoteLifetime must be at most 100 years")
     expect(refusal({ defaultSourceCurrency: "usd" })).toContain("a currency code of three upper-case letters")
     expect(refusal({})).toBe("built")
   })
