@@ -253,7 +253,10 @@ const checks = (options: Options): Checked => {
     userAgent: checked(
       userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
       "userAgent",
-      [() => userAgent === undefined || /^[\x20-\x7e]*$/.test(userAgent), "userAgent must be printable ASCII"]
+      [
+        () => userAgent === undefined || (typeof userAgent === "string" && /^[\x20-\x7e]*$/.test(userAgent)),
+        "userAgent must be printable ASCII text"
+      ]
     ),
     subdivisionMode: checked(mode, "subdivisionMode", [
       () => mode === "online" || mode === "offline" || mode === "fallback",

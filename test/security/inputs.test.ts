@@ -256,6 +256,9 @@ describe("Inputs from outside are validated before use", () => {
         ["userAgent", { userAgent: "app\0" }],
         ["userAgent", { userAgent: "app/\u00e9" }],
         ["userAgent", { userAgent: "app\u2028" }],
+        // From untyped configuration: not text, so not what would be sent ("effect-fin/0.1.0 5").
+        ["userAgent", { userAgent: 5 }],
+        ["userAgent", { userAgent: { toString: () => "app/1" } }],
         ["maxRetries", { maxRetries: 1.5 }],
         ["maxRetries", { maxRetries: -1 }],
         ["maxRetries", { maxRetries: 11 }],
