@@ -44,6 +44,26 @@ const withStore = (store: TokenStore.Service, routes: FinTest.Routes = { "POST /
 
 const key = TokenStore.keyFor("http://127.0.0.1:4010", "test-client")
 
+// A pair in `store` due for a refresh an hour in and usable for 30 s more, the clock moved 10 s past its refresh time;
+// the routes of a service whose token routes answer with `token`.
+const dueStoredPair = (store: TokenStore.Service, token: FinTest.Handler) =>
+  Effect.gen(function*() {
+    yield* seed(store, yield* key, {
+      accessToken: Redacted.make("stored-token"),
+      refreshAt: Duration.toMillis("1 hour"),
+      accessUsableUntil: Duration.toMillis("1 hour") + 30_000,
+      refreshToken: Redacted.make("stored-refresh"),
+      refreshUsableUntil: Duration.toMillis("1 hour") + 30_000
+    })
+    yield* advance(Duration.toMillis("1 hour") + 10_000)
+    const routes: FinTest.Routes = {
+      "POST /v1/oauth/token": token,
+      "POST /v1/oauth/refresh-token": token,
+      "POST /v1/fee-calculation": fee
+    }
+    return routes
+  })
+
 describe("TokenStore", () => {
   it.effect("the key names the base URL and a SHA-256 of the client id, not the id", () =>
     Effect.gen(function*() {
@@ -123,21 +143,8 @@ describe("TokenStore", () => {
   it.effect("a new process whose refresh fails goes on with the stored token while it is usable, as a process holding it would", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
-      // Due for a refresh an hour in, usable for 30 s more; the service down.
-      yield* seed(store, yield* key, {
-        accessToken: Redacted.make("stored-token"),
-        refreshAt: Duration.toMillis("1 hour"),
-        accessUsableUntil: Duration.toMillis("1 hour") + 30_000,
-        refreshToken: Redacted.make("stored-refresh"),
-        refreshUsableUntil: Duration.toMillis("1 hour") + 30_000
-      })
-      yield* advance(Duration.toMillis("1 hour") + 10_000)
-      const down = () => FinTest.json(503, { message: "down" })
-      const routes: FinTest.Routes = {
-        "POST /v1/oauth/token": down,
-        "POST /v1/oauth/refresh-token": down,
-        "POST /v1/fee-calculation": fee
-      }
+      // The service down.
+      const routes = yield* dueStoredPair(store, () => FinTest.json(503, { message: "down" }))
       const [first, again, requests] = yield* Effect.gen(function*() {
         const fiber = yield* Effect.fork(FeeService.calculate(quoteRequest))
         yield* advance(5_000)
@@ -175,21 +182,8 @@ describe("TokenStore", () => {
   it.effect("a new process whose own refresh hangs goes on with the stored token before it is used up, as a process holding it would", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
-      // Due for a refresh an hour in, usable for 30 s more; the service takes requests and never answers.
-      yield* seed(store, yield* key, {
-        accessToken: Redacted.make("stored-token"),
-        refreshAt: Duration.toMillis("1 hour"),
-        accessUsableUntil: Duration.toMillis("1 hour") + 30_000,
-        refreshToken: Redacted.make("stored-refresh"),
-        refreshUsableUntil: Duration.toMillis("1 hour") + 30_000
-      })
-      yield* advance(Duration.toMillis("1 hour") + 10_000)
-      const hang = () => Effect.never
-      const routes: FinTest.Routes = {
-        "POST /v1/oauth/token": hang,
-        "POST /v1/oauth/refresh-token": hang,
-        "POST /v1/fee-calculation": fee
-      }
+      // The service takes requests and never answers.
+      const routes = yield* dueStoredPair(store, () => Effect.never)
       const seen = yield* FinTest.advanceUntilDone(
         FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store, routes)),
         { step: "1 second" }
