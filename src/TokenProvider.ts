@@ -590,8 +590,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
     // A failing store is bypassed: this process fetches for itself. A process with no usable token of its own (`own`:
     // see `awaitFetch`) is served as if it had the stored one, when that is due for a refresh but still usable: when
-    // the fetch fails, when its own fetch hangs past the token's usable time (the fetch is then given up, and the lock
-    // with it), and when waiting on another process's fetch would outlast it.
+    // the fetch fails, when its own fetch (under the lock, or without it when the store fails) hangs until the token's
+    // usable time ends (the fetch is then given up, and the lock with it), and when waiting on another process's fetch
+    // would outlast it.
     const obtain = (
       store: TokenStore.Service,
       local: Option.Option<Refresh>,
@@ -608,12 +609,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // try.
       const goOnWith = (pair: Pair, now: number): Pair => ({ ...pair, access: pauseRefresh(now)(pair.access) })
       const waitMillis = Duration.toMillis(store.waitInterval)
+      // Given up in the background (`disconnect`): its lock's release may take up to the store's timeout.
       const bound = <E>(fetching: Effect.Effect<Pair, E>): Effect.Effect<Pair, E> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Option.match(stillUsable(now), {
             onNone: () => fetching,
             onSome: (pair) =>
-              Effect.flatten(Effect.timeoutTo(fetching, {
+              Effect.flatten(Effect.timeoutTo(Effect.disconnect(fetching), {
                 duration: Duration.millis(pair.access.usableUntil - now),
                 onSuccess: Effect.succeed,
                 onTimeout: () =>
@@ -638,7 +640,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       return Effect.catchTag(loop, "TokenStoreError", (error) =>
         storeUnavailable(error).pipe(
           Effect.zipRight(Clock.currentTimeMillis),
-          Effect.flatMap((now) => fetch(local, now))
+          Effect.flatMap((now) => bound(fetch(local, now)))
         )).pipe(
           Effect.catchAll((error) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>

@@ -179,20 +179,27 @@ describe("TokenStore", () => {
       expect(yield* Fiber.join(fiber)).toEqual(["Bearer stored-token"])
     }))
 
-  it.effect("a new process whose own refresh hangs goes on with the stored token before it is used up, as a process holding it would", () =>
+  it.effect("a new process whose own refresh hangs goes on with the stored token when its usable time ends, as a process holding it would", () =>
     Effect.gen(function*() {
-      const store = TokenStore.makeMemory()
-      // The service takes requests and never answers.
-      const routes = yield* dueStoredPair(store, () => Effect.never)
-      const seen = yield* FinTest.advanceUntilDone(
-        FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store, routes)),
-        { step: "1 second" }
-      )
-      expect(seen).toEqual(["Bearer stored-token"])
-      // Done when the token's usable time ended (20 s in), not before.
-      expect(yield* Clock.currentTimeMillis).toBe(Duration.toMillis("1 hour") + 30_000)
-      // The fetch was given up: the lock is free for the next one.
-      expect((yield* store.lock(yield* key))._tag).toBe("Acquired")
+      for (const lockFails of [false, true]) {
+        const memory = TokenStore.makeMemory()
+        // A store whose lock fails: the process fetches without it, and is bounded all the same.
+        const store: TokenStore.Service = lockFails
+          ? { ...memory, lock: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "lock", message: "down" })) }
+          : memory
+        yield* TestClock.setTime(0)
+        // The service takes requests and never answers.
+        const routes = yield* dueStoredPair(memory, () => Effect.never)
+        const seen = yield* FinTest.advanceUntilDone(
+          FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store, routes)),
+          { step: "1 second" }
+        )
+        expect(seen, `lock fails: ${lockFails}`).toEqual(["Bearer stored-token"])
+        // Done when the token's usable time ended (20 s in), not before.
+        expect(yield* Clock.currentTimeMillis).toBe(Duration.toMillis("1 hour") + 30_000)
+        // The fetch was given up: the lock is free for the next one.
+        expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+      }
     }))
 
   it.effect("a refused token is not handed out while the store is being cleared of it", () => {
