@@ -251,7 +251,8 @@ const checks = (options: Options): Checked => {
       "tracePropagation must be true or false"
     ]),
     userAgent: checked(
-      userAgent === undefined || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
+      // Built from text only: anything else (a symbol, an object with no `toString`) would throw here.
+      typeof userAgent !== "string" || userAgent === "" ? `effect-fin/${version}` : `effect-fin/${version} ${userAgent}`,
       "userAgent",
       [
         () => userAgent === undefined || (typeof userAgent === "string" && /^[\x20-\x7e]*$/.test(userAgent)),

@@ -259,6 +259,8 @@ describe("Inputs from outside are validated before use", () => {
         // From untyped configuration: not text, so not what would be sent ("effect-fin/0.1.0 5").
         ["userAgent", { userAgent: 5 }],
         ["userAgent", { userAgent: { toString: () => "app/1" } }],
+        ["userAgent", { userAgent: Symbol("app") }],
+        ["userAgent", { userAgent: Object.create(null) }],
         ["maxRetries", { maxRetries: 1.5 }],
         ["maxRetries", { maxRetries: -1 }],
         ["maxRetries", { maxRetries: 11 }],
