@@ -34,16 +34,37 @@ import * as Retry from "./internal/retry.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
- * What every call has: path, optional query, the schema of a 2xx body and how the call is treated.
+ * The methods a call may use.
  *
  * @since 0.1.0
  * @category models
  */
-export interface RequestSpecBase<A, I> {
+export type RequestMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+
+// A GET has no body: `M` is inferred from the spec's method, and only a method that is surely GET shuts the body out
+// (one held in a variable of several methods is checked when sent).
+type BodyOf<M extends RequestMethod, T> = [M] extends ["GET"] ? undefined : T
+
+/**
+ * One call: method, path (under the base URL), optional JSON body (encoded by `bodySchema` when given; none on a GET,
+ * a compile error) and query, and the schema of a 2xx body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod> {
+  readonly method: M
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
   /** Text values; one left `undefined` (an optional parameter) is not sent. */
   readonly query?: Readonly<Record<string, string | undefined>> | undefined
+  /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
+  readonly body?: BodyOf<M, NoInfer<B>>
+  /**
+   * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
+   * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
+   */
+  readonly bodySchema?: BodyOf<M, Schema.Schema<B, J, never>> | undefined
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
@@ -67,51 +88,15 @@ export interface RequestSpecBase<A, I> {
 }
 
 /**
- * A GET: no body, which is a compile error here (and a `RequestValidationError` from untyped code).
- *
- * @since 0.1.0
- * @category models
- */
-export interface GetRequestSpec<A, I> extends RequestSpecBase<A, I> {
-  readonly method: "GET"
-  readonly body?: undefined
-  readonly bodySchema?: undefined
-}
-
-/**
- * A call of another method, with an optional JSON body.
- *
- * @since 0.1.0
- * @category models
- */
-export interface BodyRequestSpec<A, I, B = unknown, J = unknown> extends RequestSpecBase<A, I> {
-  readonly method: "POST" | "PUT" | "PATCH" | "DELETE"
-  /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
-  readonly body?: NoInfer<B>
-  /**
-   * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
-   * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
-   */
-  readonly bodySchema?: Schema.Schema<B, J, never> | undefined
-}
-
-/**
- * One call: method, path (under the base URL), optional JSON body (encoded by `bodySchema` when given; none on a GET)
- * and query, and the schema of a 2xx body.
- *
- * @since 0.1.0
- * @category models
- */
-export type RequestSpec<A, I, B = unknown, J = unknown> = GetRequestSpec<A, I> | BodyRequestSpec<A, I, B, J>
-
-/**
  * The transport: one typed call to the service, with token, retries, timeouts and deadline.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Service {
-  readonly request: <A, I, B = unknown, J = unknown>(spec: RequestSpec<A, I, B, J>) => Effect.Effect<A, FinError>
+  readonly request: <A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod>(
+    spec: RequestSpec<A, I, B, J, M>
+  ) => Effect.Effect<A, FinError>
 }
 
 /**
@@ -397,7 +382,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
 
-    const request = <A, I, B, J>(spec: RequestSpec<A, I, B, J>): Effect.Effect<A, FinError> => {
+    const request = <A, I, B, J, M extends RequestMethod>(spec: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
       const nameValid = spec.name === undefined || (typeof spec.name === "string" && NAME.test(spec.name))
       const name = nameValid ? spec.name ?? "request" : "request"
@@ -593,7 +578,7 @@ export const layer: Layer.Layer<HttpTransport, never, FinConfig.FinConfig | Toke
  * @since 0.1.0
  * @category accessors
  */
-export const request = <A, I, B = unknown, J = unknown>(
-  spec: RequestSpec<A, I, B, J>
+export const request = <A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod>(
+  spec: RequestSpec<A, I, B, J, M>
 ): Effect.Effect<A, FinError, HttpTransport> =>
   Effect.flatMap(HttpTransport, (transport) => transport.request(spec))

@@ -1177,7 +1177,20 @@ describe("HttpTransport", () => {
         // @ts-expect-error nor a schema of one
         HttpTransport.request({ method: "GET", path: "/v1/x", bodySchema: Payout, response: Schema.Unknown })
       ]
-      expect([typeof typed, Effect.isEffect(untyped), typeof get]).toEqual(["function", true, "function"])
+      // The spec stays one object type: helpers that take part of it (`Omit`) or extend it compile.
+      const withResponse = (spec: Omit<HttpTransport.RequestSpec<unknown, unknown>, "response">) =>
+        HttpTransport.request({ ...spec, response: Schema.Unknown })
+      interface Tagged extends HttpTransport.RequestSpec<unknown, unknown> {
+        readonly tag: string
+      }
+      const tagged = (spec: Tagged) => HttpTransport.request(spec)
+      expect([typeof typed, Effect.isEffect(untyped), typeof get, typeof withResponse, typeof tagged]).toEqual([
+        "function",
+        true,
+        "function",
+        "function",
+        "function"
+      ])
     })
   })
 
