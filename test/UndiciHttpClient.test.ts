@@ -13,6 +13,7 @@ import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import * as Http from "node:http"
@@ -143,14 +144,25 @@ describe("UndiciHttpClient", () => {
 
   it.live("applies the NodeHttpClient.UndiciRequestOptions in context, as NodeHttpClient does", () =>
     Effect.gen(function*() {
-      const client = yield* HttpClient.HttpClient
-      const connection = Effect.flatMap(client.post(`${base}/echo`), (r) => r.json).pipe(
-        Effect.map((json) => (json as { connection: string }).connection)
-      )
+      // The client in context: this test's, or one a layer below provides.
+      const connection = Effect.flatMap(HttpClient.HttpClient, (client) =>
+        Effect.flatMap(client.post(`${base}/echo`), (r) => r.json).pipe(
+          Effect.map((json) => (json as { connection: string }).connection)
+        ))
       expect(yield* connection).toBe("keep-alive")
       // The platform types the options as whole requests; only the fields given are used.
       const reset = { reset: true } as unknown as Context.Tag.Service<typeof NodeHttpClient.UndiciRequestOptions>
       expect(yield* Effect.provideService(connection, NodeHttpClient.UndiciRequestOptions, reset)).toBe("close")
+      // Provided to the layer, as NodeHttpClient's layers merge it into every request's context; a request's own wins.
+      const keepAlive = { reset: false } as unknown as Context.Tag.Service<typeof NodeHttpClient.UndiciRequestOptions>
+      for (const layer of [UndiciHttpClient.layer, NodeHttpClient.layerUndici]) {
+        const withReset = Layer.provide(layer, Layer.succeed(NodeHttpClient.UndiciRequestOptions, reset))
+        const seen = yield* Effect.all([
+          connection,
+          Effect.provideService(connection, NodeHttpClient.UndiciRequestOptions, keepAlive)
+        ]).pipe(Effect.provide(withReset))
+        expect(seen).toEqual(["close", "keep-alive"])
+      }
     }).pipe(Effect.provide(UndiciHttpClient.layer)))
 
   it.live("reads a body sent in parts, as text and as a stream", () =>

@@ -1,10 +1,10 @@
 /**
  * A lean platform `HttpClient` on `undici`'s `Dispatcher.request`, for Node: the same interface and behaviour as
  * `NodeHttpClient.layerUndici` (built with `HttpClient.make`, so spans, trace headers and abort on interruption are
- * the platform's own; `NodeHttpClient.UndiciRequestOptions` in context apply; a streamed body goes as a Node
- * `Readable`; only a URL's fragment is not sent, as it never belongs on the wire), with less work per request: the request is sent with undici's callback API (no promise, no
- * extra fiber), the response headers are converted once, and the body is read once without a cached effect being
- * run per response.
+ * the platform's own; `NodeHttpClient.UndiciRequestOptions` apply, provided to the layer or around a request; a
+ * streamed body goes as a Node `Readable`; only a URL's fragment is not sent, as it never belongs on the wire), with
+ * less work per request: the request is sent with undici's callback API (no promise, no extra fiber), the response
+ * headers are converted once, and the body is read once without a cached effect being run per response.
  *
  * ```ts
  * program.pipe(Effect.provide(FinClient.layer(options)), Effect.provide(UndiciHttpClient.layer))
@@ -44,6 +44,10 @@ const Dispatcher = Context.GenericTag<NodeHttpClient.Dispatcher, Undici.Dispatch
 // `{ reset: true }`) apply here too, as with NodeHttpClient.
 const undiciOptionsKey = "@effect/platform-node/NodeHttpClient/undiciOptions"
 const noOptions: Partial<Undici.Dispatcher.RequestOptions> = {}
+const layerOptions = Effect.map(
+  Effect.context<never>(),
+  (context): Partial<Undici.Dispatcher.RequestOptions> => context.unsafeMap.get(undiciOptionsKey) ?? noOptions
+)
 
 // Timeouts are left to Effect (`Effect.timeout`, effect-fin's per-attempt timeout), as NodeHttpClient does.
 const HEADERS_TIMEOUT = 60 * 60 * 1000
@@ -120,10 +124,17 @@ const peerMissing = (cause: unknown): never => {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (dispatcher: Undici.Dispatcher): HttpClient.HttpClient =>
+export const make = (dispatcher: Undici.Dispatcher): HttpClient.HttpClient => makeWith(dispatcher, noOptions)
+
+// `layerOptions`: those provided to the client's layer, which NodeHttpClient's layers merge into every request's
+// context; a request's own replace them, as there. Read here once rather than merging contexts per request.
+const makeWith = (
+  dispatcher: Undici.Dispatcher,
+  layerOptions: Partial<Undici.Dispatcher.RequestOptions>
+): HttpClient.HttpClient =>
   HttpClient.make((request, url, signal, fiber) => {
     const options: Partial<Undici.Dispatcher.RequestOptions> =
-      fiber.getFiberRef(FiberRef.currentContext).unsafeMap.get(undiciOptionsKey) ?? noOptions
+      fiber.getFiberRef(FiberRef.currentContext).unsafeMap.get(undiciOptionsKey) ?? layerOptions
     const body = requestBody(request.body)
     return Effect.isEffect(body)
       ? Effect.flatMap(body, (b) => send(dispatcher, request, url, signal, options, b))
@@ -286,7 +297,7 @@ class UndiciResponse extends Inspectable.Class implements HttpClientResponse.Htt
  * @category layers
  */
 export const layerWithoutDispatcher: Layer.Layer<HttpClient.HttpClient, never, NodeHttpClient.Dispatcher> = Layer
-  .effect(HttpClient.HttpClient, Effect.map(Dispatcher, make))
+  .effect(HttpClient.HttpClient, Effect.flatMap(Dispatcher, (dispatcher) => Effect.map(layerOptions, (o) => makeWith(dispatcher, o))))
 
 /**
  * The client on its own undici `Agent`, closed with the layer.
@@ -296,13 +307,13 @@ export const layerWithoutDispatcher: Layer.Layer<HttpClient.HttpClient, never, N
  */
 export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
   HttpClient.HttpClient,
-  Effect.map(
+  Effect.flatMap(
     Effect.acquireRelease(
       Effect.promise(() => import("@effect/platform-node/Undici").catch(peerMissing)).pipe(
         Effect.map((undici) => new undici.Agent())
       ),
       (agent) => Effect.promise(() => agent.destroy())
     ),
-    make
+    (agent) => Effect.map(layerOptions, (o) => makeWith(agent, o))
   )
 )
