@@ -260,6 +260,14 @@ describe("FeeService", () => {
         expect(inverse.exchange_rate).toBe(0.8)
         const developer = yield* FeeService.calculate({ source_currency: "USD", source_amount: 100, beneficiary_id: UUID })
         expect(developer.fee.total).toBe(4)
+        // The beneficiary's account's currency, whatever the request names (no USD/EUR rate is even needed).
+        const named = yield* FeeService.calculate({
+          source_currency: "USD",
+          source_amount: 100,
+          destination_currency: "EUR",
+          beneficiary_id: UUID
+        })
+        expect([named.destination_currency, named.destination_amount]).toEqual(["CAD", developer.destination_amount])
       }).pipe(Effect.provide(layer)))
     it.effect("a receive quote's source, sent, delivers at least the amount asked (rounded up to the cent, no further)", () =>
       Effect.gen(function*() {

@@ -97,7 +97,9 @@ export const quote = (settings: QuoteSettings, request: QuoteRequest): Either.Ei
     return Either.left({ _tag: "UnknownBeneficiary" })
   }
   const source = request.source_currency ?? settings.defaultSourceCurrency
-  const destination = request.destination_currency ?? beneficiary!.currency
+  // With a beneficiary, its account's currency, whatever the request names (the service's docs: the beneficiary
+  // model holds it), as the client's check of a quote takes it.
+  const destination = beneficiary?.currency ?? request.destination_currency!
   const rate = rateOf(settings.rates, source, destination)
   if (rate === undefined) {
     return Either.left({

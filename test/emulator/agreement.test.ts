@@ -36,6 +36,8 @@ const requests: ReadonlyArray<FeeService.FeeCalculationRequest> = [
   { beneficiary_id: beneficiary.toUpperCase(), source_amount: 80 },
   { source_currency: "USD", source_amount: 100, destination_currency: "JPY" },
   { source_currency: "USD", source_amount: 100, beneficiary_id: "9f8e7d6c-5b4a-4321-8fed-cba987654321" },
+  // The beneficiary's account's currency, whatever the request names.
+  { source_currency: "USD", source_amount: 100, destination_currency: "JPY", beneficiary_id: beneficiary },
   // 60 % + 45 %: no source amount delivers anything.
   { source_currency: "USD", destination_amount: 10, beneficiary_id: costly },
   { source_currency: "USD", source_amount: 10, beneficiary_id: costly }
