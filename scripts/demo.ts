@@ -68,7 +68,7 @@ const program = Effect.gen(function*() {
   let emulator: Emulator.Service | undefined
   let options: FinConfig.Options
   if (live) {
-    options = yield* FinConfig.fromEnv
+    options = yield* FinConfig.optionsFromEnv
     yield* Console.log("effect-fin demo against the service named by FIN_* (webhook step skipped)")
   } else {
     emulator = yield* Emulator.make({ port: 0 }).pipe(Scope.extend(emulatorScope))
