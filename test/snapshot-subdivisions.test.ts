@@ -548,6 +548,12 @@ describe("snapshot-subdivisions", () => {
       expect(Option.getOrThrow(usageError([...source, "--bogus"]))).toContain("--bogus")
       expect(Option.getOrThrow(usageError([...source, "--generated-at", "soon"]))).toContain("--generated-at")
       expect(Option.getOrThrow(usageError(source, "yesterday"))).toContain("SOURCE_DATE_EPOCH")
+      // Past year 9999 (the time would not be four digits of year, or no time at all).
+      expect(Option.getOrThrow(usageError(source, "99999999999999"))).toContain("SOURCE_DATE_EPOCH")
+      // Only ISO 8601: no `Date.parse` guesses, no rolled-over dates.
+      for (const time of ["1", "0", "Nov 22 2026", "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z"]) {
+        expect(Option.getOrThrow(usageError([...source, "--generated-at", time])), time).toContain("--generated-at")
+      }
       expect(parse(["--help"])).toEqual(Either.right({ _tag: "Help" }))
     })
 
@@ -606,6 +612,13 @@ describe("snapshot-subdivisions", () => {
       )
       expect(parse([...source, "--generated-at", "2025-02-03T04:05:06Z"], "0")).toMatchObject(
         Either.right({ generatedAt: "2025-02-03T04:05:06.000Z" })
+      )
+      // Without an offset, UTC, whatever the machine's time zone; with one, as it says.
+      expect(parse([...source, "--generated-at", "2025-02-03T04:05:06"])).toMatchObject(
+        Either.right({ generatedAt: "2025-02-03T04:05:06.000Z" })
+      )
+      expect(parse([...source, "--generated-at", "2025-02-03T04:05:06+02:00"])).toMatchObject(
+        Either.right({ generatedAt: "2025-02-03T02:05:06.000Z" })
       )
       expect(parse(source, "1700000000")).toMatchObject(Either.right({ generatedAt: "2023-11-14T22:13:20.000Z" }))
     })

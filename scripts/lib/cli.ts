@@ -5,7 +5,11 @@
 import * as Either from "effect/Either"
 import * as Path from "node:path"
 import { parseArgs } from "node:util"
+import * as Timestamp from "../../src/internal/timestamp.js"
 import { defaultModulePath, defaultReportPath, files } from "./files.js"
+
+// 9999-12-31T23:59:59Z, in seconds since 1970.
+const LAST_SECOND = 253_402_300_799
 
 /** How the tool is started in the effect-fin repository. */
 export const repositoryProgram = "npm run snapshot --"
@@ -195,12 +199,19 @@ export const parseCommandLine = (
   let generatedAt = env.now.toISOString()
   const flag = values["generated-at"]
   if (flag !== undefined) {
-    const time = Date.parse(flag)
-    if (Number.isNaN(time)) return Either.left(`--generated-at: expected an ISO 8601 time, got "${flag}"`)
+    // Strictly ISO 8601 (no `Date.parse` guesses, no rolled-over 30 February), UTC unless it says its offset: the
+    // same bytes on every machine, whatever its time zone.
+    const time = Timestamp.toMillis(flag)
+    if (time === undefined) {
+      return Either.left(`--generated-at: expected an ISO 8601 time (UTC unless it gives its offset), got "${flag}"`)
+    }
     generatedAt = new Date(time).toISOString()
   } else if (env.sourceDateEpoch !== undefined && env.sourceDateEpoch !== "") {
-    if (!/^\d+$/.test(env.sourceDateEpoch)) {
-      return Either.left(`SOURCE_DATE_EPOCH: expected whole seconds since 1970, got "${env.sourceDateEpoch}"`)
+    // Up to the end of year 9999, past which an ISO time needs more than four digits of year.
+    if (!/^\d+$/.test(env.sourceDateEpoch) || Number(env.sourceDateEpoch) > LAST_SECOND) {
+      return Either.left(
+        `SOURCE_DATE_EPOCH: expected whole seconds since 1970 (up to the end of 9999), got "${env.sourceDateEpoch}"`
+      )
     }
     generatedAt = new Date(Number(env.sourceDateEpoch) * 1000).toISOString()
   }
