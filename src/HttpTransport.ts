@@ -172,6 +172,13 @@ const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
 const MAX_PATH = 2048
 const METHODS: ReadonlySet<unknown> = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"])
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+// effect-fin's own spans and metric labels (`effect-fin.token`, `operation="token"`): a call named so would be
+// counted and traced as them.
+const OWN_NAMES: ReadonlySet<string> = new Set(["token", "webhook", "webhook.handle"])
+
+const isPlainPath = (path: unknown): path is string =>
+  typeof path === "string" && path.length <= MAX_PATH && PATH.test(path) &&
+  !path.split("/").some((s) => s === "." || s === "..")
 
 const invalidRequest = (path: string, message: string, expected: string) =>
   new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
@@ -184,19 +191,16 @@ const validateSpec = (
     readonly check?: unknown
     readonly bodySchema?: unknown
   },
+  pathValid: boolean,
   nameValid: boolean,
   config: FinConfig.Resolved,
   options: CallOptions,
   defaults: Either.Either<CallOptionsInternal.Resolved, RequestValidationError>
 ): Either.Either<CallOptionsInternal.Resolved, RequestValidationError> => {
-  const { path } = spec
   if (!METHODS.has(spec.method)) {
     return Either.left(invalidRequest("method", "Invalid request method", "GET, POST, PUT, PATCH or DELETE"))
   }
-  if (
-    typeof path !== "string" || path.length > MAX_PATH || !PATH.test(path) ||
-    path.split("/").some((s) => s === "." || s === "..")
-  ) {
+  if (!pathValid) {
     return Either.left(
       invalidRequest("path", "Invalid request path", `an absolute path of plain segments, at most ${MAX_PATH} characters`)
     )
@@ -206,7 +210,11 @@ const validateSpec = (
   }
   if (!nameValid) {
     return Either.left(
-      invalidRequest("name", "Invalid request name", "letters, digits and ._- (at most 64), the same for every call")
+      invalidRequest(
+        "name",
+        "Invalid request name",
+        "letters, digits and ._- (at most 64), the same for every call, and not token or webhook (effect-fin's own)"
+      )
     )
   }
   if (spec.check !== undefined && typeof spec.check !== "function") {
@@ -384,19 +392,31 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
     const request = <A, I, B, J, M extends RequestMethod>(spec: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
-      const nameValid = spec.name === undefined || (typeof spec.name === "string" && NAME.test(spec.name))
+      const nameValid = spec.name === undefined ||
+        (typeof spec.name === "string" && NAME.test(spec.name) && !OWN_NAMES.has(spec.name))
       const name = nameValid ? spec.name ?? "request" : "request"
+      const pathValid = isPlainPath(spec.path)
+      // Only what was checked goes into the span: a refused path may hold anything (personal data, a query, megabytes).
+      const attributes: Record<string, string> = {}
+      if (METHODS.has(spec.method)) attributes["http.request.method"] = spec.method
+      if (pathValid) attributes["url.path"] = spec.path
       return Effect.gen(function*() {
-        // Refused before anything is sent: counted and traced all the same, with no attempt (no latency either).
-        const refused = (error: RequestValidationError) =>
-          Effect.zipRight(
-            Http.annotateOutcome(0, error._tag, undefined),
-            Metric.increment(requestsByOutcome(name)(error._tag))
-          )
-        const options = yield* validateSpec(spec, nameValid, config, yield* FiberRef.get(currentOptions), defaults).pipe(
-          Effect.tapError(refused)
-        )
-        const encoded = spec.bodySchema === undefined ? Either.right(spec.body) : encodedBody(spec.bodySchema, spec.body)
+        // Ended before anything is sent: counted and traced all the same, with no attempt (no latency either).
+        const endedAs = (outcome: string) =>
+          Effect.zipRight(Http.annotateOutcome(0, outcome, undefined), Metric.increment(requestsByOutcome(name)(outcome)))
+        const refused = (error: RequestValidationError) => endedAs(error._tag)
+        const options = yield* validateSpec(
+          spec,
+          pathValid,
+          nameValid,
+          config,
+          yield* FiberRef.get(currentOptions),
+          defaults
+        ).pipe(Effect.tapError(refused))
+        // A schema that throws (a transform's own bug, an invalid Date's toISOString) is a defect, counted as one.
+        const encoded = spec.bodySchema === undefined
+          ? Either.right(spec.body)
+          : yield* Effect.tapDefect(Effect.sync(() => encodedBody(spec.bodySchema!, spec.body)), () => endedAs("defect"))
         const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
         const operation = `${spec.method} ${spec.path}`
@@ -555,7 +575,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           kind: "client",
           // The call site would be this line of effect-fin, never the user's: capturing it costs a stack trace per call.
           captureStackTrace: false,
-          attributes: { "http.request.method": spec.method, "url.path": spec.path }
+          attributes
         })
       )
     }

@@ -1290,6 +1290,54 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
 
+  it.effect("a refused spec's path is not traced, a body schema that throws is a counted defect, effect-fin's own names are refused", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const Stamped = Schema.Struct({
+        at: Schema.transform(Schema.String, Schema.DateFromSelf, {
+          strict: true,
+          decode: (s) => new Date(s),
+          encode: (d) => d.toISOString()
+        })
+      })
+      const [refused, thrown, named] = yield* Effect.all([
+        Effect.flip(HttpTransport.request({
+          method: "GET",
+          path: "/v1/customers/jane.doe@example.com?card=4111111111111111",
+          response: Schema.Unknown,
+          name: "lookup"
+        })),
+        // An invalid Date's toISOString throws inside the schema's encode.
+        Effect.exit(HttpTransport.request({
+          method: "POST",
+          path: "/v1/events",
+          body: { at: new Date(Number.NaN) },
+          bodySchema: Stamped,
+          response: Schema.Unknown,
+          name: "events"
+        })),
+        Effect.flip(HttpTransport.request({ method: "GET", path: "/v1/cards/token", response: Schema.Unknown, name: "token" }))
+      ]).pipe(Effect.provide(tracing))
+      expect(refused).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "path" }] })
+      expect(attributesOf(yield* spans, "effect-fin.lookup")).toEqual([{
+        "http.request.method": "GET",
+        "effect_fin.attempts": 0,
+        "effect_fin.outcome": "RequestValidationError"
+      }])
+      expect(Exit.isFailure(thrown) && Cause.isDie(thrown.cause)).toBe(true)
+      expect(attributesOf(yield* spans, "effect-fin.events")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/events",
+        "effect_fin.attempts": 0,
+        "effect_fin.outcome": "defect"
+      }])
+      expect(yield* outcomesOf("events")).toEqual([["defect", 1]])
+      // Traced and counted as `request`, never as the token call.
+      expect(named).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "name" }] })
+      expect(attributesOf(yield* spans, "effect-fin.token")).toEqual([])
+      expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)).toEqual([])
+    }).pipe(provideClient({})))
+
   it.effect("keeps the request id the service sent", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
