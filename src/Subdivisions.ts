@@ -62,8 +62,6 @@ export interface SnapshotSubdivision extends Schema.Schema.Type<typeof internal.
 
 interface Country {
   readonly entries: ReadonlyArray<SnapshotSubdivision>
-  // Built once: `forCountry` then allocates nothing.
-  readonly right: Either.Either<ReadonlyArray<SnapshotSubdivision>>
   readonly byCode: ReadonlyMap<string, SnapshotSubdivision>
   // Built on the country's first search.
   search?: SearchIndex
@@ -79,8 +77,9 @@ interface SearchIndex {
 
 const loaded = new Map<string, Country>()
 
-// Every code of the loaded countries, with its `Some` made once: `byCode` is then one map read and no allocation.
-const someByCode = new Map<string, Option.Option<SnapshotSubdivision>>()
+// Every code of the loaded countries: `byCode` is one map read. Its `Some`, like every `Either` answered here, is made
+// per call: a wrapper shared by every caller could be changed by one (the entries and arrays in it are frozen).
+const entryByCode = new Map<string, SnapshotSubdivision>()
 
 const loadCountry = (country: CountryCode.CountryCode): Country => {
   // The data was validated when generated (and again by the tests): no decode here, the load stays fast. Entries and
@@ -91,9 +90,9 @@ const loadCountry = (country: CountryCode.CountryCode): Country => {
   const byCode = new Map<string, SnapshotSubdivision>()
   for (const entry of entries) {
     byCode.set(entry.code, entry)
-    someByCode.set(entry.code, Option.some(entry))
+    entryByCode.set(entry.code, entry)
   }
-  const result: Country = { entries, right: Either.right(entries), byCode }
+  const result: Country = { entries, byCode }
   loaded.set(country, result)
   return result
 }
@@ -117,9 +116,6 @@ let without: ReadonlyArray<CountryCode.CountryCode> | undefined
 const invalidCountry = (input: unknown): Either.Either<never, RequestValidationError> =>
   Either.left(Effect.runSync(Effect.flip(CountryCode.validate(input))))
 
-const trueRight = Either.right(true)
-const falseRight = Either.right(false)
-
 // ---------------------------------------------------------------------------------------------------------------
 // Lookups
 // ---------------------------------------------------------------------------------------------------------------
@@ -134,8 +130,10 @@ const falseRight = Either.right(false)
  */
 export const forCountry = (
   country: string
-): Either.Either<ReadonlyArray<SnapshotSubdivision>, RequestValidationError> =>
-  countryOf(country)?.right ?? invalidCountry(country)
+): Either.Either<ReadonlyArray<SnapshotSubdivision>, RequestValidationError> => {
+  const found = countryOf(country)
+  return found === undefined ? invalidCountry(country) : Either.right(found.entries)
+}
 
 /**
  * The subdivision with this full code (`"US-CA"`), exactly as written (ISO codes are upper case); `None` if the
@@ -146,10 +144,9 @@ export const forCountry = (
  */
 export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
   if (typeof code !== "string") return Option.none()
-  const known = someByCode.get(code)
-  if (known !== undefined) return known
-  // Not seen yet: its country may not be loaded. Loading it settles the answer.
-  return countryOfCode(code) === undefined ? Option.none() : someByCode.get(code) ?? Option.none()
+  // Not seen: its country may not be loaded yet. Loading it settles the answer.
+  const entry = entryByCode.get(code) ?? (countryOfCode(code) === undefined ? undefined : entryByCode.get(code))
+  return entry === undefined ? Option.none() : Option.some(entry)
 }
 
 /**
@@ -162,7 +159,7 @@ export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
 export const isValid = (country: string, code: string): Either.Either<boolean, RequestValidationError> => {
   const found = countryOf(country)
   if (found === undefined) return invalidCountry(country)
-  return found.byCode.has(code) ? trueRight : falseRight
+  return Either.right(found.byCode.has(code))
 }
 
 /**

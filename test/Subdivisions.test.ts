@@ -66,6 +66,14 @@ describe("Subdivisions", () => {
       expect(Object.isFrozen(usa)).toBe(true)
       expect(Object.isFrozen(usa[0])).toBe(true)
       expect(right(Subdivisions.forCountry("USA"))).toBe(usa)
+      // Nor through the answers' wrappers (from plain JavaScript, or a cast): each call gets its own.
+      const answers = [Subdivisions.forCountry("CAN"), Subdivisions.byCode("US-CA"), Subdivisions.isValid("USA", "US-CA")]
+      Object.assign(answers[0]!, { right: [] })
+      Object.assign(answers[1]!, { value: { code: "US-CA", name: "changed" } })
+      Object.assign(answers[2]!, { right: false })
+      expect(right(Subdivisions.forCountry("CAN"))).toHaveLength(13)
+      expect(Option.map(Subdivisions.byCode("US-CA"), (e) => e.name)).toEqual(Option.some("California"))
+      expect(Subdivisions.isValid("USA", "US-CA")).toEqual(Either.right(true))
     })
   })
 
