@@ -257,6 +257,19 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     expect(pkg.typesVersions["*"]).toEqual(expected)
   })
 
+  // The snapshot is LGPL data: every built file holding it says so, in a comment bundlers keep.
+  it("every built file holding the subdivision data carries its licence comment; the package says both licences", () => {
+    const dist = join(app, "node_modules", "effect-fin", "dist")
+    const built = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) => /\.(c?js)$/.test(f))
+    const holding = built.filter((f) => readFileSync(join(dist, f), "utf8").includes("California"))
+    expect(holding.length).toBeGreaterThanOrEqual(2)
+    for (const file of holding) {
+      expect(readFileSync(join(dist, file), "utf8"), file).toContain("ISO 3166-2 subdivisions from Debian iso-codes (LGPL-2.1-or-later")
+    }
+    const manifest = JSON.parse(readFileSync(join(app, "node_modules", "effect-fin", "package.json"), "utf8"))
+    expect(manifest.license).toBe("MIT AND LGPL-2.1-or-later")
+  })
+
   it("passes publint", async () => {
     expect(await runAsync(bin("publint"), [], root)).toContain("All good")
   }, 120_000)

@@ -343,6 +343,11 @@ export const generatedModule = (dataText: string): string => {
     " * @internal",
     " */",
     "",
+    // A legal comment: bundlers keep it (esbuild at the end of the file holding this data), so built code and apps
+    // that bundle it carry the data's attribution.
+    "/*! ISO 3166-2 subdivisions from Debian iso-codes (LGPL-2.1-or-later; source and version in effect-fin's",
+    "    data/subdivisions.meta.json, licence and notice in its data/ folder). */",
+    "",
     "/** @internal */",
     "export const types: ReadonlyArray<string> = [",
     ...types.map((type, i) => `  ${toAsciiLiteral(type)}${i < types.length - 1 ? "," : ""}`),

@@ -9,6 +9,9 @@
  * @internal
  */
 
+/*! ISO 3166-2 subdivisions from Debian iso-codes (LGPL-2.1-or-later; source and version in effect-fin's
+    data/subdivisions.meta.json, licence and notice in its data/ folder). */
+
 /** @internal */
 export const types: ReadonlyArray<string> = [
   "Administration",
