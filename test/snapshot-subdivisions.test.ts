@@ -396,6 +396,22 @@ describe("snapshot-subdivisions", () => {
         const meta = JSON.parse(yield* Effect.promise(() => read(metaPath))) as Record<string, unknown>
         yield* Effect.promise(() => Fs.writeFile(metaPath, JSON.stringify({ ...meta, subdivisions: 9999, countriesWithout: 0 })))
         expect(yield* run({ ...options(dir), check: true })).toBe(1)
+        // And the same fields in other bytes: a key of its own, another layout, a generatedAt that is no time.
+        for (
+          const text of [
+            `${JSON.stringify({ ...meta, extra: 1 }, null, 2)}\n`,
+            JSON.stringify(meta),
+            `${JSON.stringify({ ...meta, generatedAt: "bogus" }, null, 2)}\n`
+          ]
+        ) {
+          yield* Effect.promise(() => Fs.writeFile(metaPath, text))
+          const check = { ...options(dir), check: true }
+          expect(yield* run(check), text).toBe(1)
+          expect(check.output.join("\n")).toContain("same fields, other bytes")
+        }
+        // A run writes it back; then it is up to date (the written time, whatever it is, kept).
+        yield* run({ ...options(dir), generatedAt: "2025-03-04T05:06:07.000Z" })
+        expect(yield* run({ ...options(dir), check: true })).toBe(0)
       }))
 
     it.live("a malformed source fails before anything is written", () =>

@@ -14,6 +14,7 @@ import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import * as CountryCode from "../../src/CountryCode.js"
 import { fromParseIssue, summarize } from "../../src/internal/issues.js"
+import * as Timestamp from "../../src/internal/timestamp.js"
 import {
   compareEntries,
   encodeRows,
@@ -723,8 +724,16 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
       if (Either.isLeft(parsedMeta)) log(parsedMeta.left.message)
       else {
         const fields = metaDifferences(parsedMeta.right, meta)
-        metaDiffers = fields.length > 0
-        if (metaDiffers) log(`${metaPath}: differs in ${fields.join(", ")}`)
+        // The same fields in other bytes (another layout, a key the meta does not have, which decoding drops, a
+        // generatedAt that is no time) differ too: `--check` passes only on the file this run would write.
+        const { generatedAt, sourceLocation } = parsedMeta.right
+        const sameBytes = Timestamp.toMillis(generatedAt) !== undefined &&
+          serializeMeta({ ...meta, generatedAt, sourceLocation }) === committedMeta
+        metaDiffers = fields.length > 0 || !sameBytes
+        if (fields.length > 0) log(`${metaPath}: differs in ${fields.join(", ")}`)
+        else if (!sameBytes) {
+          log(`${metaPath}: same fields, other bytes (layout, a key of its own, or a generatedAt that is no ISO time)`)
+        }
       }
     } else log(`No meta file at ${metaPath}`)
     const moduleDiffers = committedModule !== moduleText
