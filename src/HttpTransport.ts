@@ -390,7 +390,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
 
-    const request = <A, I, B, J, M extends RequestMethod>(spec: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
+    const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
+      // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
+      // send what was not checked, nor trace other values than those sent.
+      // (By name rather than spread: a spec's fields may be getters of its class.)
+      const spec = {
+        method: given.method,
+        path: given.path,
+        query: given.query,
+        body: given.body,
+        bodySchema: given.bodySchema,
+        response: given.response,
+        safe: given.safe,
+        name: given.name,
+        check: given.check
+      }
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
       const nameValid = spec.name === undefined ||
         (typeof spec.name === "string" && NAME.test(spec.name) && !OWN_NAMES.has(spec.name))

@@ -1338,6 +1338,19 @@ describe("HttpTransport", () => {
       expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)).toEqual([])
     }).pipe(provideClient({})))
 
+  it.effect("a spec changed after the call was made sends and traces what was checked, run once or again", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const transport = yield* HttpTransport.HttpTransport
+      const spec = { method: "GET" as const, path: "/v1/ok", response: Schema.Unknown, name: "lookup" }
+      const call = transport.request(spec)
+      spec.path = "/v1/../admin"
+      yield* Effect.provide(Effect.zipRight(call, call), tracing)
+      const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(sent.filter((r) => r.method === "GET").map((r) => r.path)).toEqual(["/v1/ok", "/v1/ok"])
+      expect(attributesOf(yield* spans, "effect-fin.lookup").map((a) => a["url.path"])).toEqual(["/v1/ok", "/v1/ok"])
+    }).pipe(provideClient({ "GET /v1/ok": () => FinTest.json(200, {}) })))
+
   it.effect("keeps the request id the service sent", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
