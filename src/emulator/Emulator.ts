@@ -162,7 +162,7 @@ export { EmulatorError } from "./internal/error.js"
  * @category models
  */
 export interface Beneficiary {
-  /** The destination currency when a request names none. */
+  /** The account's currency: the destination of every quote naming this beneficiary, whatever the request says. */
   readonly currency: string
   /** Added to the base fee when a request names this beneficiary. */
   readonly developerFee?: FeeRule | undefined

@@ -38,7 +38,7 @@ export const Rates = Schema.Record({
   value: Schema.Number.pipe(Schema.filter((n) => Number.isFinite(n) && n > 0, { message: () => "a finite rate > 0" }))
 })
 
-/** A known beneficiary: its payout currency (the destination when a request names none) and developer fee. */
+/** A known beneficiary: its payout currency (the destination of its quotes, whatever the request names) and developer fee. */
 export const Beneficiary = Schema.Struct({
   currency: CurrencyCode,
   /** Added to the base fee. */
