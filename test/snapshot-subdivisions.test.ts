@@ -567,7 +567,17 @@ describe("snapshot-subdivisions", () => {
       // Past year 9999 (the time would not be four digits of year, or no time at all).
       expect(Option.getOrThrow(usageError(source, "99999999999999"))).toContain("SOURCE_DATE_EPOCH")
       // Only ISO 8601: no `Date.parse` guesses, no rolled-over dates.
-      for (const time of ["1", "0", "Nov 22 2026", "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z"]) {
+      for (
+        const time of [
+          "1",
+          "0",
+          "Nov 22 2026",
+          "2026-02-30T00:00:00Z",
+          "2026-11-22T24:00:00Z",
+          "9999-12-31T23:59:59-01:00",
+          "0000-01-01T00:00:00+01:00"
+        ]
+      ) {
         expect(Option.getOrThrow(usageError([...source, "--generated-at", time])), time).toContain("--generated-at")
       }
       expect(parse(["--help"])).toEqual(Either.right({ _tag: "Help" }))

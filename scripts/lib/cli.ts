@@ -202,7 +202,8 @@ export const parseCommandLine = (
     // Strictly ISO 8601 (no `Date.parse` guesses, no rolled-over 30 February), UTC unless it says its offset: the
     // same bytes on every machine, whatever its time zone.
     const time = Timestamp.toMillis(flag)
-    if (time === undefined) {
+    // An offset can move a time out of years 0000-9999, which ISO writes with a sign and six digits.
+    if (time === undefined || !/^\d{4}-/.test(new Date(time).toISOString())) {
       return Either.left(`--generated-at: expected an ISO 8601 time (UTC unless it gives its offset), got "${flag}"`)
     }
     generatedAt = new Date(time).toISOString()
