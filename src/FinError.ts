@@ -6,7 +6,6 @@
  *
  * @since 0.1.0
  */
-import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 
 /**
@@ -246,21 +245,11 @@ export const FinError: Schema.Union<[
   ResponseDecodeError
 )
 
-const finErrorTags: ReadonlySet<string> = new Set([
-  "RequestValidationError",
-  "AuthenticationError",
-  "ApiError",
-  "RateLimitError",
-  "TransportError",
-  "TimeoutError",
-  "ResponseDecodeError"
-])
-
 /**
- * Whether `u` is one of the seven `FinError`s.
+ * Whether `u` is one of the seven `FinError`s: an instance of their classes, not any object with one of their tags (an
+ * app's own `ApiError` or `TimeoutError` is not one).
  *
  * @since 0.1.0
  * @category guards
  */
-export const isFinError = (u: unknown): u is FinError =>
-  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && finErrorTags.has(u._tag)
+export const isFinError: (u: unknown) => u is FinError = Schema.is(FinError)

@@ -3,6 +3,7 @@
  * processes waiting on it: every variant must survive JSON, Durations included.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 import {
@@ -10,6 +11,7 @@ import {
   AuthenticationError,
   FieldError,
   FinError,
+  isFinError,
   Issue,
   RateLimitError,
   RequestValidationError,
@@ -39,6 +41,14 @@ const examples: ReadonlyArray<FinError> = [
 ]
 
 describe("FinError", () => {
+  it("isFinError is true of the seven errors only, not of an app's own error with one of their tags", () => {
+    expect(examples.every(isFinError)).toBe(true)
+    class AppApiError extends Data.TaggedError("ApiError")<{ readonly reason: string }> {}
+    for (const other of [new AppApiError({ reason: "x" }), { _tag: "TimeoutError" }, new Error("ApiError"), null]) {
+      expect(isFinError(other)).toBe(false)
+    }
+  })
+
   it("every variant survives Schema.parseJson(FinError): encoded, then decoded back equal", () => {
     const json = Schema.parseJson(FinError)
     for (const error of examples) {
