@@ -472,7 +472,9 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
  * unless `options` says otherwise (a base URL with a path, a proxy's prefix, is taken off each request's path: routes,
  * counts and recorded paths are the API's). Token routes are added when `routes` has none: `POST /v1/oauth/token` answers
  * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the issue route's handler (that one, or yours), so
- * refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence.
+ * refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence. The
+ * in-memory `HttpClient` is provided too, so an app's own services that need one send through the same routes and
+ * are recorded in the same `InMemoryHttp`.
  *
  * A handler keeps its state (the turn of a `sequence`, the count of a `tokenHandler`) for as long as it lives: routes
  * made once and shared by several tests carry that state from one test to the next. Make the routes in each test, or
@@ -484,7 +486,7 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
 export const layerClient = (
   routes: Routes,
   options: Partial<FinConfig.Options> = {}
-): Layer.Layer<FinClient.Services | InMemoryHttp, ConfigError.ConfigError> =>
+): Layer.Layer<FinClient.Services | InMemoryHttp | HttpClient.HttpClient, ConfigError.ConfigError> =>
   // Suspended: the token endpoint added here is made with each build, so a layer provided in several tests does not
   // carry its token count from one to the next.
   Layer.suspend(() => {

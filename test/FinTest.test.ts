@@ -1,3 +1,4 @@
+import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
@@ -181,6 +182,16 @@ describe("FinTest handlers", () => {
       )
       expect([yield* tokenSent, yield* tokenSent]).toEqual(["Bearer token-1", "Bearer token-1"])
     }))
+
+  // An app's own services on the same in-memory client: their requests are routed and recorded with the client's.
+  it.effect("layerClient provides its in-memory HttpClient too, recorded in the same InMemoryHttp", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const response = yield* client.get("http://127.0.0.1:4010/v1/mine")
+      const body = yield* response.json
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect([response.status, body, requests.map((r) => r.path)]).toEqual([200, { mine: true }, ["/v1/mine"]])
+    }).pipe(Effect.provide(FinTest.layerClient({ "GET /v1/mine": () => FinTest.json(200, { mine: true }) }))))
 
   it("tokenHandler refuses lifetimes no token endpoint could send, when made", () => {
     for (const lifetime of ["-5 seconds", Number.NaN, 0, "soon", "3000000 days"] as const) {
