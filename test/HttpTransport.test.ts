@@ -1616,6 +1616,29 @@ describe("HttpTransport", () => {
       expect(parseRetryAfter({}, now)).toBeUndefined()
     })
 
+    it("an HTTP date is read field by field: its own year, times in range, each form's own layout", () => {
+      const now = Date.UTC(2026, 0, 1, 0, 0, 0)
+      const wait = (value: string) => Option.map(Option.fromNullable(parseRetryAfter({ "retry-after": value }, now)), Duration.toMillis)
+      // The year 26 is long past (Date.parse reads "0026" as 2026): no wait, so the backoff applies.
+      expect(wait("Thu, 01 Jan 0026 00:02:00 GMT")).toEqual(Option.some(0))
+      // A time out of range is no date (Date.parse rolls 61 seconds over into the next minute).
+      for (
+        const value of [
+          "Thu, 01 Jan 2026 00:01:61 GMT", "Thu, 01 Jan 2026 24:00:00 GMT", "Thu, 01 Jan 2026 00:60:00 GMT",
+          // IMF-fixdate has a four-digit year, RFC 850 a full day name and dashes, asctime a day padded to two places.
+          "Thu, 01 Jan 26 00:00:30 GMT", "Thursday, 01 Jan 2026 00:00:30 GMT", "Thu, 01-Jan-26 00:00:30 GMT",
+          "Thu Jan 1 00:00:09 2026"
+        ]
+      ) {
+        expect(wait(value), value).toEqual(Option.none())
+      }
+      // A leap second is a time the forms allow.
+      expect(wait("Thu, 01 Jan 2026 00:00:60 GMT")).toEqual(Option.some(60000))
+      // RFC 850's two-digit year is the latest with those digits that is not more than 50 years ahead (RFC 9110 5.6.7).
+      expect(wait("Wednesday, 01-Jan-76 00:00:05 GMT")).toEqual(Option.some(Date.UTC(2076, 0, 1, 0, 0, 5) - now))
+      expect(wait("Friday, 01-Jan-77 00:00:05 GMT")).toEqual(Option.some(0))
+    })
+
     it("a header sent more than once (joined with commas) counts with its longest wait", () => {
       const now = Date.UTC(2026, 0, 1, 0, 0, 0)
       const wait = (headers: Record<string, string>) => Option.map(Option.fromNullable(parseRetryAfter(headers, now)), Duration.toMillis)

@@ -227,20 +227,45 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
 const nonBlank = (value: string): string | undefined => value.trim() === "" ? undefined : value
 
 const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
-const MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
-const TIME = "\\d{2}:\\d{2}:\\d{2}"
-// The three HTTP-date forms (RFC 9110 5.6.7): IMF-fixdate, RFC 850, asctime (which is GMT though it does not say so).
-const IMF_OR_RFC850 = new RegExp(`^${DAY}[a-z]*, (\\d{2})[ -]${MONTH}[ -]\\d{2}(?:\\d{2})? ${TIME} GMT$`)
-const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} \\d{4}$`)
+const DAY_NAME = "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+const MONTH = `(${MONTHS.join("|")})`
+const TIME = "(\\d{2}):(\\d{2}):(\\d{2})"
+// The three HTTP-date forms (RFC 9110 5.6.7), each with its own layout: IMF-fixdate, RFC 850, asctime (which is GMT
+// though it does not say so). Captured: day, month, year, hours, minutes, seconds.
+const IMF = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`)
+const RFC850 = new RegExp(`^${DAY_NAME}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`)
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`)
 
-// An HTTP date in epoch milliseconds; NaN for anything else, a 31 February included (Date.parse rolls it over).
-const parseHttpDate = (value: string): number => {
-  const imf = IMF_OR_RFC850.exec(value)
-  const asctime = imf === null ? ASCTIME.exec(value) : null
-  const day = imf?.[1] ?? asctime?.[1]
+// RFC 850's two-digit year: the latest year with those digits that is not more than 50 years after `nowMillis`.
+const fullYear = (twoDigits: number, nowMillis: number): number => {
+  const now = new Date(nowMillis).getUTCFullYear()
+  const year = now - (now % 100) + twoDigits
+  return year > now + 50 ? year - 100 : year
+}
+
+// An HTTP date in epoch milliseconds, read field by field; NaN for anything else: a time out of range or a 31 February
+// (which `Date.parse` rolls over), a year of two digits outside RFC 850 (which it reads as this century's).
+const parseHttpDate = (value: string, nowMillis: number): number => {
+  const fields = IMF.exec(value)
+  const rfc850 = fields === null ? RFC850.exec(value) : null
+  const asctime = fields === null && rfc850 === null ? ASCTIME.exec(value) : null
+  const [day, month, year, hours, minutes, seconds] = fields !== null
+    ? fields.slice(1)
+    : rfc850 !== null
+    ? rfc850.slice(1)
+    : asctime !== null
+    ? [asctime[2]!, asctime[1]!, asctime[6]!, ...asctime.slice(3, 6)]
+    : []
   if (day === undefined) return NaN
-  const millis = Date.parse(imf !== null ? value : `${value} GMT`)
-  return new Date(millis).getUTCDate() === Number(day.trim()) ? millis : NaN
+  const date = new Date(0)
+  const fullYearOf = rfc850 !== null ? fullYear(Number(year), nowMillis) : Number(year)
+  // Set on a date, not `Date.UTC`, which reads the years 0-99 as 1900-1999. A leap second (60) is allowed.
+  date.setUTCFullYear(fullYearOf, MONTHS.indexOf(month!), Number(day.trim()))
+  if (date.getUTCDate() !== Number(day.trim()) || Number(hours) > 23 || Number(minutes) > 59 || Number(seconds) > 60) {
+    return NaN
+  }
+  return date.getTime() + ((Number(hours) * 60 + Number(minutes)) * 60 + Number(seconds)) * 1000
 }
 
 // A header sent twice reaches us joined with ", " ("2, 2"): split there, but not at the comma inside an HTTP date
@@ -262,8 +287,8 @@ const longestWait = (
 
 /**
  * `retry-after-ms` (whole milliseconds: less than one is a wait of zero) and `Retry-After` as whole seconds or an HTTP
- * date; anything else is ignored (the backoff applies). Only HTTP dates reach `Date.parse`, which reads "1.5" or "-1"
- * as dates in 2001, a wait of zero. A header sent more than once counts with its longest wait; both headers, with
+ * date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero); anything else is
+ * ignored (the backoff applies). A header sent more than once counts with its longest wait; both headers, with
  * `retry-after-ms` when the two are within a second of each other (the seconds rounded), else with the longer: a zero
  * in one cannot cancel the other's.
  */
@@ -274,7 +299,7 @@ export const parseRetryAfter = (
   const millis = longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Math.floor(Number(ms)) : undefined)
   const seconds = longestWait(headers["retry-after"], (value) => {
     if (/^\d+$/.test(value)) return Number(value) * 1000
-    const date = parseHttpDate(value)
+    const date = parseHttpDate(value, nowMillis)
     return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
   })
   if (millis === undefined) return seconds
