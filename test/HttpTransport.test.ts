@@ -873,6 +873,14 @@ describe("HttpTransport", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: -1 })))
       expect(error._tag).toBe("RequestValidationError")
+      // From untyped config, a null (meant as "none"?) is refused, as a null timeout is, not read as the client's own.
+      for (const options of [{ maxRetries: null }, { timeout: null }, { deadline: null }]) {
+        const given = options as unknown as HttpTransport.CallOptions
+        expect(yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(given)))).toMatchObject({
+          _tag: "RequestValidationError",
+          issues: [{ path: Object.keys(options)[0] }]
+        })
+      }
       // Past 24 days a timer never fires (2^31 - 1 ms is the most one waits): no limit at all, without a word.
       for (const options of [{ timeout: "25 days" }, { deadline: Duration.days(30) }] as const) {
         const long = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(options)))

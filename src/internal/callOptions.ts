@@ -42,7 +42,9 @@ export const resolve = (defaults: Resolved, options: CallOptions): Either.Either
     const shown = Printable.json(Array.from(name).slice(0, 64).join("")).slice(1, -1)
     if (!NAMES.has(name)) return Either.left(invalid(shown, "no such option: timeout, deadline or maxRetries"))
   }
-  const maxRetries = options.maxRetries ?? defaults.maxRetries
+  // Only an absent override is the client's: a null (from untyped config, meant as "none"?) is refused, as a null
+  // duration is.
+  const maxRetries = options.maxRetries === undefined ? defaults.maxRetries : options.maxRetries
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0 || maxRetries > 10) {
     return Either.left(invalid("maxRetries", "a whole number from 0 to 10"))
   }
