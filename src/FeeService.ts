@@ -136,6 +136,14 @@ const FeeFigure = Schema.Number.pipe(
   Schema.filter((n) => Math.abs(n) <= Number.MAX_SAFE_INTEGER, { message: () => FEE })
 ).annotations({ title: FEE })
 
+// A currency as the service names it, in upper case when it is three ASCII letters ("usd" is USD, so a quote's
+// currency compares equal to a request's); anything else as sent ("uſd" is no USD, though its upper case is "USD").
+const QuotedCurrency = Schema.transform(Schema.String, Schema.String, {
+  strict: true,
+  decode: (code) => /^[a-z]{3}$/i.test(code) ? code.toUpperCase() : code,
+  encode: (code) => code
+}).annotations({ title: "a currency code" })
+
 /**
  * The fee breakdown of a quote. Each figure is within `Number.MAX_SAFE_INTEGER` of zero, so it is the one the service
  * sent.
@@ -172,8 +180,8 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
  * @category schemas
  */
 export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
-  source_currency: Schema.String,
-  destination_currency: Schema.String,
+  source_currency: QuotedCurrency,
+  destination_currency: QuotedCurrency,
   source_amount: Quoted,
   exchange_rate: Rate,
   destination_amount: Quoted,
@@ -249,18 +257,25 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
     onRight: Effect.succeed
   })
 
-// A quote in other currencies than those asked for (a mixed-up answer, a cache in between) is not this request's. With
-// a beneficiary, the destination currency is its account's, the service's to pick.
+// A quote in other currencies than those asked for, or for another amount (a mixed-up answer, a cache in between), is
+// not this request's. With a beneficiary, the destination currency is its account's, the service's to pick. The amount
+// asked for comes back as asked (as in the documented example), give or take the service's rounding to the currency's
+// unit, which moves it by less than one.
 const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
   const issues: Array<Issue> = []
   const { data } = response
-  // Letter case aside: "usd" is still the currency asked for.
-  if (request.source_currency !== undefined && data.source_currency.toUpperCase() !== request.source_currency) {
+  if (request.source_currency !== undefined && data.source_currency !== request.source_currency) {
     issues.push(new Issue({ path: "data.source_currency", expected: `${request.source_currency}, the currency asked for` }))
   }
   const destination = request.beneficiary_id === undefined ? request.destination_currency : undefined
-  if (destination !== undefined && data.destination_currency.toUpperCase() !== destination) {
+  if (destination !== undefined && data.destination_currency !== destination) {
     issues.push(new Issue({ path: "data.destination_currency", expected: `${destination}, the currency asked for` }))
+  }
+  for (const field of ["source_amount", "destination_amount"] as const) {
+    const amount = request[field]
+    if (amount !== undefined && !(Math.abs(data[field] - amount) < 1)) {
+      issues.push(new Issue({ path: `data.${field}`, expected: `${amount}, the amount asked for (less than 1 off)` }))
+    }
   }
   return issues
 }

@@ -118,7 +118,7 @@ describe("FeeService", () => {
       }
       // Zero, the largest safe figures and fractions are kept as sent.
       const edge = { ...quoteBody.data, destination_amount: 0, source_amount: Number.MAX_SAFE_INTEGER, exchange_rate: 0.00001 }
-      const quote = yield* FeeService.calculate(quoteRequest).pipe(
+      const quote = yield* FeeService.calculate({ ...quoteRequest, source_amount: Number.MAX_SAFE_INTEGER }).pipe(
         provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, { data: edge }) })
       )
       expect([quote.destination_amount, quote.source_amount, quote.exchange_rate]).toEqual([0, Number.MAX_SAFE_INTEGER, 0.00001])
@@ -141,7 +141,7 @@ describe("FeeService", () => {
         expect(mixedUp.message).not.toContain("EUR")
       }
       // With a beneficiary, the service picks the destination currency (its account's): only the source is asked for.
-      const forBeneficiary = { source_currency: "USD", source_amount: 100, beneficiary_id: UUID } as const
+      const forBeneficiary = { source_currency: "USD", source_amount: 3508679, beneficiary_id: UUID } as const
       const quote = yield* FeeService.calculate(forBeneficiary).pipe(provideClient(answered({ destination_currency: "EUR" })))
       expect(quote.destination_currency).toBe("EUR")
       const otherSource = yield* Effect.flip(FeeService.calculate(forBeneficiary)).pipe(
@@ -150,21 +150,55 @@ describe("FeeService", () => {
       expect(otherSource._tag === "ResponseDecodeError" && otherSource.issues.map((i) => i.path)).toEqual([
         "data.source_currency"
       ])
-      // Letter case aside, it is the currency asked for.
+      // Letter case aside, it is the currency asked for, and named as asked, so it compares equal to the request's.
       const lower = yield* FeeService.calculate(quoteRequest).pipe(
-        provideClient(answered({ source_currency: "usd", destination_currency: "cad" }))
+        provideClient(answered({ source_currency: "usd", destination_currency: "cAd" }))
       )
-      expect([lower.source_currency, lower.destination_currency]).toEqual(["usd", "cad"])
+      expect([lower.source_currency, lower.destination_currency]).toEqual(["USD", "CAD"])
+      // Not every letter upper-cases to an ASCII one: "ſ" (long s) does to "S", but "uſd" is no currency asked for.
+      const lookalike = yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(
+        provideClient(answered({ source_currency: "uſd" }))
+      )
+      expect(lookalike._tag === "ResponseDecodeError" && lookalike.issues.map((i) => i.path)).toEqual([
+        "data.source_currency"
+      ])
       // Without a source currency (a beneficiary's quote), any is taken.
-      const anySource = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID }).pipe(
+      const anySource = yield* FeeService.calculate({ source_amount: 3508679, beneficiary_id: UUID }).pipe(
         provideClient(answered({ source_currency: "GBP" }))
       )
       expect(anySource.source_currency).toBe("GBP")
     }))
 
+  it.effect("a quote for another amount than the one asked for is a ResponseDecodeError; rounding (less than 1) is not", () =>
+    Effect.gen(function*() {
+      const answered = (data: Partial<typeof quoteBody.data>) =>
+        provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, { data: { ...quoteBody.data, ...data } }) })
+      // A send quote: its source amount is the one asked for.
+      const other = yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(answered({ source_amount: 1_000_000 }))
+      expect(other).toMatchObject({ _tag: "ResponseDecodeError", status: 200, attempts: 1 })
+      expect(other._tag === "ResponseDecodeError" && other.issues.map((i) => [i.path, i.expected])).toEqual([
+        ["data.source_amount", "3508679, the amount asked for (less than 1 off)"]
+      ])
+      expect(yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(answered({ source_amount: 3508680 })))
+        .toMatchObject({ _tag: "ResponseDecodeError" })
+      // Rounded to the currency's unit, it is still the amount asked for.
+      const asked = { ...quoteRequest, source_amount: 100.5 }
+      expect((yield* FeeService.calculate(asked).pipe(answered({ source_amount: 101 }))).source_amount).toBe(101)
+      expect((yield* FeeService.calculate(asked).pipe(answered({ source_amount: 100 }))).source_amount).toBe(100)
+      // A receive quote: its destination amount is the one asked for; its source amount is the service's to work out.
+      const receive = { source_currency: "USD", destination_amount: 59456, destination_currency: "CAD" } as const
+      const wrong = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({}))
+      expect(wrong._tag === "ResponseDecodeError" && wrong.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
+      const right = yield* FeeService.calculate(receive).pipe(answered({ destination_amount: 59456 }))
+      expect([right.destination_amount, right.source_amount]).toEqual([59456, 3508679])
+      // So with a beneficiary, where the currencies are the service's to pick.
+      const beneficiary = yield* Effect.flip(FeeService.calculate({ source_amount: 5, beneficiary_id: UUID })).pipe(answered({}))
+      expect(beneficiary._tag === "ResponseDecodeError" && beneficiary.issues.map((i) => i.path)).toEqual(["data.source_amount"])
+    }))
+
   it.effect("what validate returns (from untyped input) is quoted as is, without a cast", () =>
     Effect.gen(function*() {
-      const input: unknown = JSON.parse('{"source_currency":"USD","destination_currency":"CAD","source_amount":100}')
+      const input: unknown = JSON.parse('{"source_currency":"USD","destination_currency":"CAD","source_amount":3508679}')
       const quote = yield* Effect.flatMap(FeeService.validate(input), FeeService.calculate)
       expect(quote.exchange_rate).toBe(1.45)
       const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
@@ -188,24 +222,24 @@ describe("FeeService", () => {
       const beneficiary: string | undefined = undefined
       yield* FeeService.calculate({
         source_currency: "USD",
-        source_amount: 100,
+        source_amount: 3508679,
         destination_amount: undefined,
         destination_currency: "CAD",
         beneficiary_id: beneficiary
       })
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.body)).toEqual([
-        { source_currency: "USD", source_amount: 100, destination_currency: "CAD" }
+        { source_currency: "USD", source_amount: 3508679, destination_currency: "CAD" }
       ])
     }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
 
   it.effect("accepts a beneficiary request without currencies", () =>
     Effect.gen(function*() {
-      yield* FeeService.calculate({ destination_amount: 59456, beneficiary_id: UUID })
+      yield* FeeService.calculate({ destination_amount: 508679, beneficiary_id: UUID })
       const [request] = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests).pipe(
         Effect.map((all) => all.filter((r) => r.path === "/v1/fee-calculation"))
       )
-      expect(request?.body).toEqual({ destination_amount: 59456, beneficiary_id: UUID })
+      expect(request?.body).toEqual({ destination_amount: 508679, beneficiary_id: UUID })
     }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
 
   it.effect("decodes the documented current example", () =>

@@ -45,7 +45,7 @@ export const olderQuoteBody = {
   }
 }
 
-export const quoteRequest = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
+export const quoteRequest = { source_currency: "USD", source_amount: 3508679, destination_currency: "CAD" } as const
 
 /** Advances the TestClock in steps, letting forked fibers run between them. */
 export const advance = (millis: number) => TestClock.adjust(`${millis} millis`)
