@@ -15,11 +15,10 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
 import * as FinConfig from "./FinConfig.js"
-import { type FinError, Issue, RequestValidationError, ResponseDecodeError, type TimeoutError } from "./FinError.js"
+import { type FinError, Issue, RequestValidationError, type TimeoutError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
-import * as Issues from "./internal/issues.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import { memo } from "./internal/memo.js"
 import * as internal from "./internal/subdivisions.js"
@@ -121,37 +120,26 @@ const expectedOf: Record<internal.InvalidEntry["reason"], (alpha2: string) => re
   duplicate: () => ["code", "a code not listed before"]
 }
 
-// The API's entries as a lookup serves them: each a subdivision of the country, or the answer is a ResponseDecodeError
-// naming those that are not (what `crossCheck` reports as `invalid`), never served or cached as the country's list.
-const checkedEntries = (
-  country: CountryCode.CountryCode,
-  entries: ReadonlyArray<Subdivisions.Subdivision>
-): Effect.Effect<ReadonlyArray<Subdivisions.Subdivision>, ResponseDecodeError> => {
+// The API's entries as a lookup serves them must each be a subdivision of the country: the transport's check of a
+// lookup's answer, naming those that are not (what `crossCheck` reports as `invalid`), so the answer is a
+// ResponseDecodeError (with the call's attempts and request id), never served or cached as the country's list.
+const entryIssues = (country: CountryCode.CountryCode) =>
+(response: typeof SubdivisionsResponse.Type): ReadonlyArray<Issue> => {
   const alpha2 = CountryCode.toAlpha2(country)
   const seen = new Set<string>()
   const issues: Array<Issue> = []
-  entries.forEach((entry, i) => {
+  response.data.subdivisions.forEach((entry, i) => {
     const reason = internal.problemOf(entry, alpha2, seen)
     if (reason === undefined) return void seen.add(entry.code)
     const [field, expected] = expectedOf[reason](alpha2)
     issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
   })
-  // Frozen as the snapshot's are: the list is cached and shared by every caller.
-  if (issues.length === 0) {
-    return Effect.succeed(
-      Object.freeze(entries.map((entry) => Object.freeze({ ...entry, name: internal.comparable(entry.name) })))
-    )
-  }
-  const operation = `GET /v1/countries/${country}/subdivisions`
-  return Effect.fail(
-    new ResponseDecodeError({
-      message: `Unexpected response from ${operation}: ${Issues.summarize(issues)}`,
-      status: 200,
-      issues,
-      operation
-    })
-  )
+  return issues
 }
+
+// Checked entries, frozen as the snapshot's are: the list is cached and shared by every caller.
+const served = (entries: ReadonlyArray<Subdivisions.Subdivision>): ReadonlyArray<Subdivisions.Subdivision> =>
+  Object.freeze(entries.map((entry) => Object.freeze({ ...entry, name: internal.comparable(entry.name) })))
 
 const snapshotOf = (country: CountryCode.CountryCode): ReadonlyArray<Subdivisions.Subdivision> =>
   // `country` is already validated, so the lookup cannot fail.
@@ -168,20 +156,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     const config = yield* FinConfig.FinConfig
     const transport = yield* HttpTransport.HttpTransport
 
-    const fetch = (country: CountryCode.CountryCode) =>
+    // `checked`: a lookup's, whose entries must each be a subdivision of the country; crossCheck takes them as sent.
+    const fetch = (country: CountryCode.CountryCode, checked: boolean) =>
       Effect.map(
         transport.request({
           method: "GET",
           path: `/v1/countries/${country}/subdivisions`,
           response: SubdivisionsResponse,
-          name: "subdivisions"
+          name: "subdivisions",
+          check: checked ? entryIssues(country) : undefined
         }),
         (response) => response.data.subdivisions
       )
     // Countries do not lose every subdivision: an empty list where the snapshot has some is served (the API is the
     // authority) but said, once per fetch, as the likely fault of the service it is.
     const fetchChecked = (country: CountryCode.CountryCode) =>
-      Effect.flatMap(fetch(country), (entries) => checkedEntries(country, entries)).pipe(
+      Effect.map(fetch(country, true), served).pipe(
         Effect.tap((entries) => {
           const known = snapshotOf(country).length
           return entries.length === 0 && known > 0
@@ -325,7 +315,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
 
     const crossCheck = (input: string) =>
       Effect.flatMap(CountryCode.validate(input), (country) =>
-        config.subdivisionMode === "offline" ? Effect.fail(offline) : Effect.map(fetch(country), (api): SubdivisionDiff => ({
+        config.subdivisionMode === "offline" ? Effect.fail(offline) : Effect.map(fetch(country, false), (api): SubdivisionDiff => ({
           country,
           ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
         })))

@@ -223,13 +223,14 @@ describe("SubdivisionService", () => {
     })))
 
   // Entries crossCheck leaves out: a code of another country, one not upper case, one with no name, one listed twice.
-  const doubtful = apiBody([
+  const doubtfulEntries = [
     { code: "US-CA", name: "California" },
     { code: "CA-ON", name: "Ontario" },
     { code: "us-ny", name: "New York" },
     { code: "US-WA", name: " " },
     { code: "US-CA", name: "California" }
-  ])
+  ]
+  const doubtful = apiBody(doubtfulEntries)
 
   it.effect("online: an answer listing entries that are no subdivisions of the country is a ResponseDecodeError naming them, not cached", () =>
     Effect.gen(function*() {
@@ -244,9 +245,16 @@ describe("SubdivisionService", () => {
       expect(error.message).toContain("GET /v1/countries/USA/subdivisions")
       // The values are not repeated in the error (they come from outside).
       expect(error.message).not.toContain("Ontario")
+      // It carries what every error of a call does: the attempts made and the service's request id.
+      expect(error).toMatchObject({ status: 200, attempts: 1, requestId: "req-123" })
       yield* Effect.flip(list("USA"))
       expect(yield* calls).toBe(2)
-    }).pipe(withMode("online", { [ROUTE]: () => doubtful })))
+    }).pipe(withMode("online", {
+      [ROUTE]: () => FinTest.text(200, JSON.stringify({ data: { subdivisions: doubtfulEntries } }), {
+        "content-type": "application/json",
+        "x-request-id": "req-123"
+      })
+    })))
 
   it.effect("fallback: the snapshot for an answer that does not decode or lists entries that are no subdivisions; no cool-down", () =>
     Effect.gen(function*() {
