@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Redacted from "effect/Redacted"
 import * as Durations from "./internal/duration.js"
+import * as Printable from "./internal/printable.js"
 import { version } from "./internal/version.js"
 
 /**
@@ -276,6 +277,15 @@ const problems = (results: Checked, skip: ReadonlySet<string>): Array<ConfigErro
       : []
   )
 
+// Keys that are none of the options (misspelt, or from a config file): TypeScript checks excess keys only in an object
+// written out in the call, and `maxRetry: 0` would otherwise leave the default of 2 retries without a word. Shown
+// escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
+const unknownOptions = (options: object, known: Checked): Array<ConfigError.ConfigError> =>
+  Object.keys(options).filter((key) => !Object.hasOwn(known, key)).map((key) => {
+    const shown = Printable.json(Array.from(key).slice(0, 64).join("")).slice(1, -1)
+    return invalid(shown, `${shown} is no option of FinConfig.Options`)
+  })
+
 const allOf = (errors: ReadonlyArray<ConfigError.ConfigError>): ConfigError.ConfigError =>
   errors.reduce((all, error) => ConfigError.And(all, error))
 
@@ -293,7 +303,7 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       return Effect.fail(ConfigError.InvalidData([], "the options must be an object (FinConfig.Options)"))
     }
     const all = checks(options)
-    const errors = problems(all, new Set())
+    const errors = [...unknownOptions(options, all), ...problems(all, new Set())]
     const { environment: _environment, ...results } = all
     return errors.length === 0 ? Effect.succeed(Either.getOrThrow(Either.all(results))) : Effect.fail(allOf(errors))
   })

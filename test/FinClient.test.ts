@@ -110,6 +110,20 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
     }))
 
+  it.effect("an option that is none of FinConfig.Options (misspelt, from a config file) is a ConfigError naming it", () =>
+    Effect.gen(function*() {
+      // From a variable (or a spread) TypeScript does not check excess keys: `maxRetry: 0` would leave 2 retries.
+      const misspelt: FinConfig.Options = { ...base, ...{ maxRetry: 0, timout: "1 second" } }
+      const error = yield* Effect.flip(FinConfig.resolve(misspelt))
+      expect(problemPaths(error)).toEqual(["maxRetry", "timout"])
+      expect(String(error)).toContain("maxRetry is no option of FinConfig.Options")
+      // Told along with the other problems; a key with control characters is shown escaped.
+      const odd = { ...base, maxRetries: -1, ["\u001b[2Jx"]: 1 } as FinConfig.Options
+      const both = yield* Effect.flip(FinConfig.resolve(odd))
+      expect(problemPaths(both)).toEqual(["\\u001b[2Jx", "maxRetries"])
+      expect(String(both)).not.toContain("\u001b")
+    }))
+
   it.effect("reports every problem of the options at once, one InvalidData per option", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
