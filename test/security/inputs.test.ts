@@ -30,7 +30,11 @@ import { bundleCli, type Cli, type CountingServer, countingServer } from "../cli
 
 const routes: FinTest.Routes = {
   "POST /v1/oauth/token": FinTest.tokenHandler(),
-  "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody),
+  // The documented quote, for the amount asked for (a quote for another is refused as no answer to the request).
+  "POST /v1/fee-calculation": (request) => {
+    const { destination_amount, source_amount } = request.body as { source_amount?: number; destination_amount?: number }
+    return FinTest.json(200, { data: { ...quoteBody.data, ...(source_amount === undefined ? { destination_amount } : { source_amount }) } })
+  },
   "GET /v1/countries/*/subdivisions": () =>
     FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
 }
