@@ -161,8 +161,8 @@ describe("TokenStore", () => {
   it.effect("waiting on another process's refresh, a new process goes on with the stored token rather than outlast it", () =>
     Effect.gen(function*() {
       // Another process holds the lock (for a minute, renewing it) while it refreshes; the stored token is usable 20 s
-      // more.
-      const store = TokenStore.makeMemory({ lockTtl: "1 minute" })
+      // more. Polled every 250 ms, not every 10: 80 rounds of virtual time rather than 2,000 (seconds of real time).
+      const store: TokenStore.Service = { ...TokenStore.makeMemory({ lockTtl: "1 minute" }), waitInterval: Duration.millis(250) }
       yield* seed(store, yield* key, {
         accessToken: Redacted.make("stored-token"),
         refreshAt: Duration.toMillis("1 hour"),
@@ -419,6 +419,8 @@ describe("TokenStore", () => {
       let renewals = 0
       const store: TokenStore.Service = {
         ...memory,
+        // Polled every 250 ms, not every 10: fewer rounds of virtual time (seconds of real time).
+        waitInterval: Duration.millis(250),
         renew: (key, owner) =>
           Effect.suspend(() =>
             ++renewals === 1
