@@ -219,13 +219,16 @@ const guardedStores = (timeout: Duration.Duration) => {
   const guarded = new WeakMap<TokenStore.Service, TokenStore.Service>()
   const tooLate = (operation: string, after: Duration.Duration) =>
     new TokenStore.TokenStoreError({ operation, message: `no answer within ${Duration.format(after)}` })
+  // Interruptible whatever region forks it (a fiber forked in an uninterruptible one would be too, and its own
+  // timeout could not stop it).
   const detached = <A>(operation: string, op: Effect.Effect<A, TokenStore.TokenStoreError>, bound: Duration.Duration) =>
     Effect.forkDaemon(
       op.pipe(
         Effect.catchAllDefect(() =>
           Effect.fail(new TokenStore.TokenStoreError({ operation, message: "the store failed unexpectedly (a defect)" }))
         ),
-        Effect.timeoutFail({ duration: bound, onTimeout: () => tooLate(operation, bound) })
+        Effect.timeoutFail({ duration: bound, onTimeout: () => tooLate(operation, bound) }),
+        Effect.interruptible
       )
     )
   const awaited = <A>(attempt: Fiber.Fiber<A, TokenStore.TokenStoreError>) =>
@@ -239,7 +242,9 @@ const guardedStores = (timeout: Duration.Duration) => {
   const guardLock = (store: TokenStore.Service, key: string) =>
     Effect.flatMap(detached("lock", store.lock(key), store.lockTtl), (attempt) => {
       const releaseLate = Effect.forkDaemon(Effect.ignore(Effect.flatMap(Fiber.join(attempt), (lock) =>
-        lock._tag === "Acquired" ? store.unlock(key, lock.owner) : Effect.void)))
+        lock._tag === "Acquired"
+          ? Effect.flatMap(detached("unlock", store.unlock(key, lock.owner), timeout), Fiber.join)
+          : Effect.void)))
       return awaited(attempt).pipe(
         Effect.onInterrupt(() => releaseLate),
         Effect.flatMap((answer) =>
@@ -575,14 +580,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         if (Option.isSome(stored)) return Option.some(fromTokens(stored.value))
         const failed = yield* sharedFailure(store, waitedFor)
         if (Option.isSome(failed)) return yield* failed.value
-        // Taken and used without a gap an interruption could fall into: the lock is always released.
+        // Taken and used without a gap an interruption could fall into: the lock is always released. An interruption
+        // that waited for the lock's answer (a scope closed during the round trip) comes in before the fetch's own
+        // release is in place, so it is released here too (by owner: a no-op when the fetch released it already).
         return yield* Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(store.lock(key), (lock) => {
             if (lock._tag === "Held") {
               waitedFor.add(lock.owner)
               return Effect.succeed(Option.none())
             }
-            return Effect.asSome(restore(bound(fetchHolding(store, lock.owner, local, waitedFor))))
+            return Effect.asSome(restore(bound(fetchHolding(store, lock.owner, local, waitedFor)))).pipe(
+              Effect.onInterrupt(() => Effect.catchAll(store.unlock(key, lock.owner), storeUnavailable))
+            )
           })
         )
       })

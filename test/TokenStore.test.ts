@@ -22,6 +22,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
+import * as BoundedStore from "../src/internal/boundedStore.js"
 import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
@@ -413,6 +414,33 @@ describe("TokenStore", () => {
       expect(healthyResult).toEqual(Either.right("token-1"))
     }).pipe(fixedRandom))
 
+  it.effect("a client shut down while the store's lock is on its way releases the lock when it comes", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory({ lockTtl: "10 seconds" })
+      // A store that bounds its own operations (as RedisTokenStore does), whose lock takes a round trip.
+      const slow = BoundedStore.bounded<TokenStore.Service>({
+        ...memory,
+        lock: (key) => Effect.zipLeft(memory.lock(key), Effect.sleep("100 millis"))
+      })
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        FinTest.layerClient({ "POST /v1/oauth/token": FinTest.delayed("100 millis", FinTest.tokenHandler()) }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, slow))
+        ),
+        scope
+      )
+      const get = Effect.flatMap(TokenProvider.TokenProvider, (provider) => provider.get)
+      const caller = yield* Effect.fork(Effect.exit(get.pipe(Effect.provide(context))))
+      // The lock is on its way when the client's scope closes (a deploy's shutdown).
+      yield* advance(50)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* advance(60)
+      yield* Fiber.join(closing)
+      expect(Exit.isInterrupted(yield* Fiber.join(caller))).toBe(true)
+      // Released, not held for its TTL (10 s) against every other process.
+      expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+    }))
+
   it.effect("a renewal that fails once does not give the lock up: a slow fetch stays the only one, its token shared", () =>
     Effect.gen(function*() {
       const memory = TokenStore.makeMemory() // lockTtl 10 s, renewed every 3.3 s
@@ -475,16 +503,16 @@ describe("TokenStore", () => {
     }))
 
   // A store of the user's own that hangs or dies is worked around like one that fails: within tokenTimeout, and with
-  // a warning, never the call's deadline or a defect.
-  for (
-    const [name, broken] of [
-      ["hang", Effect.never],
-      ["die", Effect.dieMessage("Unexpected token 'o' in JSON")]
-    ] as const
-  ) {
+  // a warning, never the call's deadline or a defect. A hanging operation is stopped at its bound, even one the
+  // provider runs uninterruptibly (the lock, the release in a finalizer): nothing is left running for ever.
+  for (const name of ["hang", "die"] as const) {
     for (const op of ["get", "lock", "unlock"] as const) {
     it.effect(`a store whose ${op} operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
       Effect.gen(function*() {
+        let stopped = 0
+        const broken = name === "hang"
+          ? Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
+          : Effect.dieMessage("Unexpected token 'o' in JSON")
         const memory = TokenStore.makeMemory()
         const store: TokenStore.Service = { ...memory, [op]: () => broken }
         const { layer: logger, lines } = captureLogs()
@@ -501,6 +529,7 @@ describe("TokenStore", () => {
         expect(warnings.length).toBeGreaterThan(0)
         expect(warnings[0]).toContain("token store is unavailable")
         expect(warnings.join("\n")).not.toContain("Unexpected token")
+        if (name === "hang") expect(stopped).toBeGreaterThan(0)
       }))
     }
   }
