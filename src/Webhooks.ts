@@ -1819,6 +1819,8 @@ const makeApp = <const H extends Handlers>(
         // claim must not hold the event and its resource until the claim expires.
         const finish = run.pipe(
           Effect.catchTag("WebhookDedupeStoreError", (error) => Effect.zipRight(releaseClaim, storeUnavailable(error, event.id))),
+          // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
+          Effect.tapDefect(() => releaseClaim),
           Effect.scoped,
           Effect.withSpan("effect-fin.webhook.handle", {
             attributes: { "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type }

@@ -758,6 +758,30 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
+  it.effect("a store of the user's own that dies after the claim (a driver's bug) is a 500, and releases the event", () =>
+    Effect.gen(function*() {
+      for (const op of ["lastHandled", "complete"] as const) {
+        const memory = Webhooks.makeMemoryDedupeStore()
+        let calls = 0
+        const dies = <A, E>(effect: Effect.Effect<A, E>) =>
+          Effect.suspend(() => calls++ === 0 ? Effect.dieMessage("driver bug") : effect)
+        const store: Webhooks.WebhookDedupeStoreService = op === "lastHandled"
+          ? { ...memory, lastHandled: (key) => dies(memory.lastHandled(key)) }
+          : { ...memory, complete: (...args) => dies(memory.complete(...args)) }
+        let handled = 0
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store,
+          handlers: { "beneficiary.status": () => Effect.sync(() => void handled++) }
+        }))
+        expect((yield* send(handle, yield* signedPost(currentBody))).status, op).toBe(500)
+        // Not held until the claim expires (409 to every redelivery meanwhile): the redelivery runs it.
+        const again = yield* send(handle, yield* signedPost(currentBody))
+        expect([again.status, JSON.parse(again.body)], op).toEqual([200, { outcome: "handled" }])
+        expect(handled, op).toBe(op === "complete" ? 2 : 1)
+      }
+    }))
+
   it.effect("a handler that throws before returning its effect is a 500 too, and releases the event", () =>
     Effect.gen(function*() {
       let attempts = 0
