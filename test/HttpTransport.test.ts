@@ -92,7 +92,10 @@ describe("HttpTransport", () => {
       ["500 HTML page quoting the request", (bearer: string) =>
         FinTest.text(500, `<html><pre>authorization: Bearer ${bearer}</pre></html>`, { "content-type": "text/html" })],
       ["400 debugging page dumping the settings", (bearer: string) =>
-        FinTest.json(400, { message: `bad request (token ${bearer}, client secret test-secret)` })]
+        FinTest.json(400, { message: `bad request (token ${bearer}, client secret test-secret)` })],
+      // A field error is kept (`fieldErrors`): one whose name is what was sent (a header echoed as a field) too.
+      ["400 field errors named by the credentials", (bearer: string) =>
+        FinTest.json(400, { message: "invalid fields", data: { [bearer]: ["unknown"], "test-secret": ["unknown"] } })]
     ] as const
   ) {
     it.effect(`an error never carries the bearer token or the client secret: ${name}`, () =>
@@ -376,6 +379,14 @@ describe("HttpTransport", () => {
 
   it.effect("Retry-After: 0 (or a date now past) does not skip the backoff: the service is slowing us down", () =>
     secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(429, { "retry-after": "0" }), ok) })))
+
+  it.effect("a Retry-After of exactly the cap is honoured: the cap is the longest wait allowed", () =>
+    secondAttemptAfter(60_000).pipe(
+      provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after": "60" }), ok) }, {
+        maxRetryAfter: "60 seconds",
+        deadline: "5 minutes"
+      })
+    ))
 
   it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
     Effect.gen(function*() {

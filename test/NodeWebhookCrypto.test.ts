@@ -2,15 +2,23 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
+import { vi } from "vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as Http from "node:http"
+import * as NodeCrypto from "node:crypto"
 import { createHmac } from "node:crypto"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { documentedWebhookBody } from "./support.js"
+
+// `timingSafeEqual` watched (and still called): whether a comparison is constant-time cannot be seen in its result.
+vi.mock("node:crypto", async (original) => {
+  const crypto = await original<typeof import("node:crypto")>()
+  return { ...crypto, timingSafeEqual: vi.fn(crypto.timingSafeEqual) }
+})
 
 const secret = Redacted.make("whsec_node_test")
 const body = documentedWebhookBody
@@ -33,6 +41,20 @@ describe("NodeWebhookCrypto", () => {
         expect(yield* crypto.verify(algorithm, secret, bytes, mac.subarray(1))).toBe(false)
       }
     }))
+
+  it("compares digests with timingSafeEqual, never byte by byte: a signature is not found out one byte at a time", () => {
+    const crypto = NodeWebhookCrypto.make()
+    const bytes = new TextEncoder().encode(body)
+    const compare = vi.mocked(NodeCrypto.timingSafeEqual)
+    for (const algorithm of Webhooks.algorithms) {
+      const mac = createHmac(algorithm, Redacted.value(secret)).update(body).digest()
+      const wrong = Uint8Array.from(mac, (byte, i) => i === 0 ? byte ^ 1 : byte)
+      compare.mockClear()
+      expect([crypto.verifySync!(algorithm, secret, bytes, mac), crypto.verifySync!(algorithm, secret, bytes, wrong)])
+        .toEqual([true, false])
+      expect(compare, algorithm).toHaveBeenCalledTimes(2)
+    }
+  })
 
   it("is the WebhookCrypto the core uses once provided (it verifies synchronously, WebCrypto cannot)", () => {
     const headers = { "x-fin-signature": createHmac("sha256", Redacted.value(secret)).update(body).digest("hex") }

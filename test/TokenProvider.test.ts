@@ -664,6 +664,26 @@ describe("TokenProvider", () => {
       expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline" })
     }).pipe(Effect.provide(onProvider(Layer.succeed(TokenProvider.TokenProvider, provider), fees)))
 
+  // Its token comes after the deadline, and no timer could end the wait (the thread was blocked meanwhile): the call
+  // must not go out then, late, where it may move money after its caller was told it timed out.
+  it.live("a token that comes after the deadline (a provider of the user's own that blocks) sends nothing", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "50 millis" }))
+      )
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      expect(yield* count("POST /v1/fee-calculation")).toBe(0)
+    }).pipe(Effect.provide(onProvider(Layer.succeed(TokenProvider.TokenProvider, {
+      get: Effect.sync(() => {
+        const until = performance.now() + 120
+        while (performance.now() < until) {
+          // blocked, as a synchronous call of the provider's own would block
+        }
+        return Redacted.make("token-late")
+      }),
+      invalidate: () => Effect.void
+    })))))
+
   it.effect("a provider of the user's own whose get never ends: the call ends at its deadline", () =>
     deadlineHolds({ get: Effect.never, invalidate: () => Effect.void }))
 

@@ -371,6 +371,11 @@ describe("Webhooks decoding", () => {
       const createdAt = DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:38:26.843Z"))
       yield* TestClock.setTime(createdAt + 4 * 60_000)
       expect((yield* signedVerify(currentBody, { maxAge: "5 minutes" })).type).toBe("beneficiary.status")
+      // Exactly maxAge old is not older than it.
+      yield* TestClock.adjust("1 minute")
+      expect((yield* signedVerify(currentBody, { maxAge: "5 minutes" })).type).toBe("beneficiary.status")
+      yield* TestClock.adjust("1 millis")
+      expect(yield* reasonOf(signedVerify(currentBody, { maxAge: "5 minutes" }))).toBe("too_old")
       yield* TestClock.adjust("2 minutes")
       expect(yield* reasonOf(signedVerify(currentBody, { maxAge: "5 minutes" }))).toBe("too_old")
       // Off by default.
