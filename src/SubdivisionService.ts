@@ -38,6 +38,17 @@ export interface SubdivisionList {
 }
 
 /**
+ * An entry of the API's list that `crossCheck` left out of the comparison, and why: a code that is not ISO 3166-2
+ * (`malformed_code`, e.g. lower case), a code of another country (`other_country`), no name (`empty_name`), a name with
+ * a control character that is no blank or a lone surrogate half (`unprintable_name`), or a code listed before
+ * (`duplicate`; the first listing is the one compared). Exported, so an app's own declarations can name it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { InvalidEntry } from "./internal/subdivisions.js"
+
+/**
  * The snapshot measured against the API for one country: `missing` are codes the API lists and the snapshot lacks,
  * `extra` are codes only the snapshot has, `renamed` are codes both have under different names, `invalid` are API
  * entries left out of the comparison (a malformed code, another country's code, no name, or a code listed twice).

@@ -142,6 +142,8 @@ export const client = FinClient.layer({ clientId: "id", clientSecret: "secret" }
 export const validated = FeeService.validate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" })
 export const offline = Subdivisions.forCountry("USA")
 export const online = SubdivisionService.list("USA")
+export const invalid = Effect.map(SubdivisionService.crossCheck("USA"), (diff) => diff.invalid)
+export const renamed = Effect.map(SubdivisionService.crossCheck("USA"), (diff) => diff.renamed[0])
 export const parsed = CountryCode.parse("US")
 export const verified = Webhooks.verify(new Uint8Array(), {}, ["secret"])
 export const fees = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } })
