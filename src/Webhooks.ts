@@ -1312,13 +1312,14 @@ export interface Delivery {
 
 /**
  * The user's handlers, one per event type (all optional; events without a handler are acknowledged, whatever their
- * data holds). `Unknown` receives events of undocumented types.
+ * data holds). `Unknown` receives events of undocumented types. `R`: the services they require (none by default), so
+ * handlers annotated with this type still give `handler` the app's exact requirements.
  *
  * @since 0.1.0
  * @category models
  */
-export type Handlers = {
-  readonly [T in EventType]?: (event: WebhookEventOf<T>, delivery: Delivery) => Effect.Effect<unknown, unknown, unknown>
+export type Handlers<R = never> = {
+  readonly [T in EventType]?: (event: WebhookEventOf<T>, delivery: Delivery) => Effect.Effect<unknown, unknown, R>
 }
 
 /**
@@ -1338,7 +1339,7 @@ export type OnlyEventTypes<H> = { readonly handlers: { readonly [K in Exclude<ke
  * @since 0.1.0
  * @category models
  */
-export type HandlersContext<H extends Handlers> = {
+export type HandlersContext<H> = {
   [K in keyof H]-?: NonNullable<H[K]> extends (...args: ReadonlyArray<never>) => Effect.Effect<infer _A, infer _E, infer R>
     ? R
     : never
@@ -1350,7 +1351,7 @@ export type HandlersContext<H extends Handlers> = {
  * @since 0.1.0
  * @category models
  */
-export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
+export interface HandlerOptions<H extends Handlers<any>> extends VerifyOptions {
   /** The webhook secret, or several during a rotation. */
   readonly secrets: Secrets
   readonly handlers: H
@@ -1425,7 +1426,7 @@ const checkedDuration = (
   timer = false
 ) => Durations.checkOrThrow(input, allowZero, `effect-fin: Webhooks.${where}: ${name}`, timer)
 
-const handlerSettings = (options: HandlerOptions<Handlers>) => {
+const handlerSettings = (options: HandlerOptions<Handlers<any>>) => {
   const invalid = (message: string) => invalidOption("handler", message)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
@@ -1559,8 +1560,8 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * @since 0.1.0
  * @category handler
  */
-export const handler = <const H extends Handlers>(
-  options: HandlerOptions<H> & OnlyEventTypes<H>
+export const handler = <const H extends object>(
+  options: HandlerOptions<H & Handlers<any>> & OnlyEventTypes<H>
 ): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => makeApp(options)(detached)
 
 /**
@@ -1577,8 +1578,8 @@ export const handler = <const H extends Handlers>(
  * @since 0.1.0
  * @category handler
  */
-export const makeHandler = <const H extends Handlers>(
-  options: HandlerOptions<H> & OnlyEventTypes<H>
+export const makeHandler = <const H extends object>(
+  options: HandlerOptions<H & Handlers<any>> & OnlyEventTypes<H>
 ): Effect.Effect<HttpApp.Default<never, HandlersContext<H> | Scope.Scope>, never, Scope.Scope> => {
   const app = makeApp(options)
   return Effect.gen(function*() {
@@ -1620,8 +1621,8 @@ interface Runner {
 
 const detached: Runner = { fork: Effect.forkDaemon, admit: (delivery) => delivery }
 
-const makeApp = <const H extends Handlers>(
-  options: HandlerOptions<H>
+const makeApp = <const H extends object>(
+  options: HandlerOptions<H & Handlers<any>>
 ): (runner: Runner) => HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
   const {
     bodyTimeout,

@@ -1496,6 +1496,33 @@ describe("Webhooks.handler", () => {
       expect(notes).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
     }))
 
+  it("handlers annotated with Webhooks.Handlers give the app exact requirements; misspelt keys alone do not compile", () => {
+    class Audit extends Context.Tag("test/Audit")<Audit, { readonly note: (line: string) => Effect.Effect<void> }>() {}
+    // Annotated (as an app's own module would), needing nothing: the app needs only the request and a scope.
+    const plain: Webhooks.Handlers = { "beneficiary.status": (event) => Effect.log(event.id) }
+    const app: HttpApp.Default<never, HttpServerRequest.HttpServerRequest | Scope.Scope> = Webhooks.handler({
+      secrets: secret,
+      handlers: plain
+    })
+    // Needing a service: said in the annotation, and required by the app.
+    const audited: Webhooks.Handlers<Audit> = {
+      "beneficiary.status": (event) => Effect.flatMap(Audit, (audit) => audit.note(event.id))
+    }
+    const needs: HttpApp.Default<never, Audit | HttpServerRequest.HttpServerRequest | Scope.Scope> = Webhooks.handler({
+      secrets: secret,
+      handlers: audited
+    })
+    // @ts-expect-error a handler needing a service is no Webhooks.Handlers (no services) without saying which
+    const _unsaid: Webhooks.Handlers = audited
+    // Handlers whose only key is misspelt, held in a variable: every event would be acknowledged, none handled.
+    const misspelt = { "beneficiary.stauts": () => Effect.void }
+    // @ts-expect-error "beneficiary.stauts" is no event type
+    const _refused = () => Webhooks.handler({ secrets: secret, handlers: misspelt })
+    expect([Effect.isEffect(app), Effect.isEffect(needs), _unsaid === audited]).toEqual([true, true, true])
+    // And when built (from untyped code): refused.
+    expect(_refused).toThrow(`handlers has "beneficiary.stauts", which is not an event type`)
+  })
+
   it.effect("uses the WebhookDedupeStore service when provided", () =>
     Effect.gen(function*() {
       const store = yield* Webhooks.WebhookDedupeStore
