@@ -37,6 +37,7 @@ import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
+import * as Printable from "./internal/printable.js"
 import * as Redact from "./internal/redact.js"
 import * as Timestamps from "./internal/timestamp.js"
 
@@ -992,6 +993,7 @@ export const verify = (
   secrets: Secrets,
   options: VerifyOptions = {}
 ): Effect.Effect<WebhookEvent, WebhookVerificationError> => {
+  checkOptionNames("verify", options)
   checkEnvironment("verify", options.environment)
   const checked: VerifyOptions = options.maxAge === undefined
     ? options
@@ -1418,6 +1420,35 @@ export const defaultMaxBodySize = 1024 * 1024
 const invalidOption = (where: "handler" | "verify", message: string) =>
   new Cause.IllegalArgumentException(`effect-fin: Webhooks.${where}: ${message}`)
 
+// Every option, by name: a key that is none (misspelt, `maxBodysize`; from a config file) would otherwise leave its
+// default in force without a word. A record of the types' own keys, so a new option cannot be left out.
+const verifyOptionNames: { readonly [K in keyof VerifyOptions]-?: true } = { maxAge: true, environment: true }
+const handlerOptionNames: { readonly [K in keyof HandlerOptions<Handlers<any>>]-?: true } = {
+  ...verifyOptionNames,
+  secrets: true,
+  handlers: true,
+  maxBodySize: true,
+  bodyTimeout: true,
+  deliverStale: true,
+  store: true,
+  handlerTimeout: true,
+  claimTtl: true,
+  dedupeTtl: true,
+  orderTtl: true,
+  referenceWait: true
+}
+
+const checkOptionNames = (where: "handler" | "verify", options: object): void => {
+  const names: object = where === "handler" ? handlerOptionNames : verifyOptionNames
+  for (const name of Object.keys(options)) {
+    if (!Object.hasOwn(names, name)) {
+      // Shown escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
+      const shown = Printable.json(Array.from(name).slice(0, 64).join(""))
+      throw invalidOption(where, `${shown} is no option of Webhooks.${where === "handler" ? "HandlerOptions" : "VerifyOptions"}`)
+    }
+  }
+}
+
 const checkedDuration = (
   where: "handler" | "verify",
   name: string,
@@ -1428,6 +1459,7 @@ const checkedDuration = (
 
 const handlerSettings = (options: HandlerOptions<Handlers<any>>) => {
   const invalid = (message: string) => invalidOption("handler", message)
+  checkOptionNames("handler", options)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
   if (secrets.notText) throw invalid(`secrets ${notTextMessage}`)

@@ -1226,6 +1226,13 @@ describe("Webhooks.handler", () => {
       `handlers has "transaction.stauts", which is not an event type (${Webhooks.documentedEventTypes.join(", ")}, Unknown)`
     )
     refused({ handlers: { Unknown: "log it" } as unknown as Webhooks.Handlers }, `handlers["Unknown"] is not a function`)
+    // A misspelt option (from a variable, or a config file: no excess-property check) would leave its default in force.
+    const misspelt = { maxBodysize: 10 } as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>
+    refused(misspelt, `"maxBodysize" is no option of Webhooks.HandlerOptions`)
+    refused({ ["\u001b[2J"]: 1 } as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>, `"\\u001b[2J" is no option`)
+    expect(() => Webhooks.verify(currentBody, {}, secret, { maxage: "1 minute" } as Webhooks.VerifyOptions)).toThrow(
+      `effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`
+    )
     expect(build({ referenceWait: 0, maxBodySize: 1, orderTtl: "1 day" })).not.toThrow()
   })
 
