@@ -1314,21 +1314,24 @@ export interface Delivery {
 
 /**
  * The user's handlers, one per event type (all optional; events without a handler are acknowledged, whatever their
- * data holds). `Unknown` receives events of undocumented types. `R`: the services they require (none by default), so
- * handlers annotated with this type still give `handler` the app's exact requirements.
+ * data holds). `Unknown` receives events of undocumented types. `R`: the services they may require, any by default
+ * (so `<H extends Handlers>` and `satisfies Handlers` take every handler). A variable annotated with this type gives
+ * `handler` its `R` as the app's requirements: annotate with `Handlers<never>` (none) or `Handlers<Db>`, not the
+ * default, whose `unknown` no server provides.
  *
  * @since 0.1.0
  * @category models
  */
-export type Handlers<R = never> = {
+export type Handlers<R = unknown> = {
   readonly [T in EventType]?: (event: WebhookEventOf<T>, delivery: Delivery) => Effect.Effect<unknown, unknown, R>
 }
 
 /**
  * Refuses, at compile time, a key of `handlers` that is not an event type (a misspelt one would otherwise be accepted
- * beside valid ones, its events acknowledged and never handled). In a function generic over the handlers
- * (`<H extends Handlers>`), where this cannot be decided, state it: `handler({ secrets, handlers } as
- * HandlerOptions<H> & OnlyEventTypes<H>)`; the keys are still checked when the handler is built.
+ * beside valid ones, its events acknowledged and never handled). In a function generic over the handlers, where this
+ * cannot be decided, take the check into its own parameter, so its callers' keys are checked:
+ * `<H extends Handlers>(handlers: H & OnlyEventTypes<H>["handlers"]) => handler<H>({ secrets, handlers })`. The keys
+ * are also checked when the handler is built.
  *
  * @since 0.1.0
  * @category models

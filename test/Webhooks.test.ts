@@ -1506,7 +1506,7 @@ describe("Webhooks.handler", () => {
   it("handlers annotated with Webhooks.Handlers give the app exact requirements; misspelt keys alone do not compile", () => {
     class Audit extends Context.Tag("test/Audit")<Audit, { readonly note: (line: string) => Effect.Effect<void> }>() {}
     // Annotated (as an app's own module would), needing nothing: the app needs only the request and a scope.
-    const plain: Webhooks.Handlers = { "beneficiary.status": (event) => Effect.log(event.id) }
+    const plain: Webhooks.Handlers<never> = { "beneficiary.status": (event) => Effect.log(event.id) }
     const app: HttpApp.Default<never, HttpServerRequest.HttpServerRequest | Scope.Scope> = Webhooks.handler({
       secrets: secret,
       handlers: plain
@@ -1519,13 +1519,28 @@ describe("Webhooks.handler", () => {
       secrets: secret,
       handlers: audited
     })
-    // @ts-expect-error a handler needing a service is no Webhooks.Handlers (no services) without saying which
-    const _unsaid: Webhooks.Handlers = audited
+    // @ts-expect-error a handler needing a service is no Webhooks.Handlers<never> (no services)
+    const _unsaid: Webhooks.Handlers<never> = audited
+    // A helper of the app's own, generic over the handlers (as OnlyEventTypes says): exact requirements, keys checked.
+    const mount = <H extends Webhooks.Handlers>(handlers: H & Webhooks.OnlyEventTypes<H>["handlers"]) =>
+      Webhooks.handler<H>({ secrets: secret, handlers })
+    const mounted: HttpApp.Default<never, Audit | HttpServerRequest.HttpServerRequest | Scope.Scope> = mount({
+      "beneficiary.status": (event) => Effect.flatMap(Audit, (audit) => audit.note(event.id))
+    })
+    // @ts-expect-error "beneficiary.stauts" is no event type, through the helper too
+    const _mountedMisspelt = () => mount({ "beneficiary.stauts": () => Effect.void })
+    // Checked with `satisfies` (the literal's own type kept): exact requirements.
+    const satisfying = { "beneficiary.status": () => Audit } satisfies Webhooks.Handlers
+    const checked: HttpApp.Default<never, Audit | HttpServerRequest.HttpServerRequest | Scope.Scope> = Webhooks.handler({
+      secrets: secret,
+      handlers: satisfying
+    })
     // Handlers whose only key is misspelt, held in a variable: every event would be acknowledged, none handled.
     const misspelt = { "beneficiary.stauts": () => Effect.void }
     // @ts-expect-error "beneficiary.stauts" is no event type
     const _refused = () => Webhooks.handler({ secrets: secret, handlers: misspelt })
-    expect([Effect.isEffect(app), Effect.isEffect(needs), _unsaid === audited]).toEqual([true, true, true])
+    expect([app, needs, mounted, checked].every(Effect.isEffect) && _unsaid === audited).toBe(true)
+    expect(_mountedMisspelt).toThrow(`handlers has "beneficiary.stauts", which is not an event type`)
     // And when built (from untyped code): refused.
     expect(_refused).toThrow(`handlers has "beneficiary.stauts", which is not an event type`)
   })
