@@ -1656,6 +1656,10 @@ describe("HttpTransport", () => {
       // RFC 850's two-digit year is the latest with those digits that is not more than 50 years ahead (RFC 9110 5.6.7).
       expect(wait("Wednesday, 01-Jan-76 00:00:05 GMT")).toEqual(Option.some(Date.UTC(2076, 0, 1, 0, 0, 5) - now))
       expect(wait("Friday, 01-Jan-77 00:00:05 GMT")).toEqual(Option.some(0))
+      // Late in a century, the next one's years are the near ones.
+      const late = Date.UTC(2099, 11, 31, 23, 59, 59)
+      expect(Option.map(Option.fromNullable(parseRetryAfter({ "retry-after": "Friday, 01-Jan-00 00:00:05 GMT" }, late)), Duration.toMillis))
+        .toEqual(Option.some(6000))
     })
 
     it("a header sent more than once (joined with commas) counts with its longest wait", () => {

@@ -240,8 +240,9 @@ const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`)
 // RFC 850's two-digit year: the latest year with those digits that is not more than 50 years after `nowMillis`.
 const fullYear = (twoDigits: number, nowMillis: number): number => {
   const now = new Date(nowMillis).getUTCFullYear()
+  // This century's, or the next's (late in a century), or the last's.
   const year = now - (now % 100) + twoDigits
-  return year > now + 50 ? year - 100 : year
+  return year + 100 <= now + 50 ? year + 100 : year > now + 50 ? year - 100 : year
 }
 
 // An HTTP date in epoch milliseconds, read field by field; NaN for anything else: a time out of range or a 31 February
