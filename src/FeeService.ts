@@ -259,8 +259,9 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
 
 // A quote in other currencies than those asked for, or for another amount (a mixed-up answer, a cache in between), is
 // not this request's. With a beneficiary, the destination currency is its account's, the service's to pick. The amount
-// asked for comes back as asked (as in the documented example), give or take the service's rounding to the currency's
-// unit, which moves it by less than one.
+// asked for comes back as asked (as in the documented send example), give or take rounding: a source rounded to its
+// currency's unit moves by less than one; a destination worked back from a rounded source, by less than one source
+// unit's worth (the rate), so less than 1 or the rate, whichever is more.
 const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
   const issues: Array<Issue> = []
   const { data } = response
@@ -271,11 +272,19 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
   if (destination !== undefined && data.destination_currency !== destination) {
     issues.push(new Issue({ path: "data.destination_currency", expected: `${destination}, the currency asked for` }))
   }
-  for (const field of ["source_amount", "destination_amount"] as const) {
-    const amount = request[field]
-    if (amount !== undefined && !(Math.abs(data[field] - amount) < 1)) {
-      issues.push(new Issue({ path: `data.${field}`, expected: `${amount}, the amount asked for (less than 1 off)` }))
-    }
+  if (request.source_amount !== undefined && !(Math.abs(data.source_amount - request.source_amount) < 1)) {
+    issues.push(
+      new Issue({ path: "data.source_amount", expected: `${request.source_amount}, the amount asked for (less than 1 off)` })
+    )
+  }
+  const slack = Math.max(1, data.exchange_rate)
+  if (request.destination_amount !== undefined && !(Math.abs(data.destination_amount - request.destination_amount) < slack)) {
+    issues.push(
+      new Issue({
+        path: "data.destination_amount",
+        expected: `${request.destination_amount}, the amount asked for (less than ${slack} off)`
+      })
+    )
   }
   return issues
 }

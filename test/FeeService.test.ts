@@ -191,6 +191,15 @@ describe("FeeService", () => {
       expect(wrong._tag === "ResponseDecodeError" && wrong.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
       const right = yield* FeeService.calculate(receive).pipe(answered({ destination_amount: 59456 }))
       expect([right.destination_amount, right.source_amount]).toEqual([59456, 3508679])
+      // Worked back from a source rounded to the cent, it may be off by less than one source unit's worth (the rate).
+      const idr = { source_currency: "USD", destination_amount: 1_000_000, destination_currency: "IDR" } as const
+      const rounded = { source_currency: "USD", destination_currency: "IDR", exchange_rate: 16250, source_amount: 61.54 }
+      const delivered = yield* FeeService.calculate(idr).pipe(answered({ ...rounded, destination_amount: 1_000_025 }))
+      expect(delivered.destination_amount).toBe(1_000_025)
+      const doubled = yield* Effect.flip(FeeService.calculate(idr)).pipe(answered({ ...rounded, destination_amount: 2_000_000 }))
+      expect(doubled._tag === "ResponseDecodeError" && doubled.issues.map((i) => [i.path, i.expected])).toEqual([
+        ["data.destination_amount", "1000000, the amount asked for (less than 16250 off)"]
+      ])
       // So with a beneficiary, where the currencies are the service's to pick.
       const beneficiary = yield* Effect.flip(FeeService.calculate({ source_amount: 5, beneficiary_id: UUID })).pipe(answered({}))
       expect(beneficiary._tag === "ResponseDecodeError" && beneficiary.issues.map((i) => i.path)).toEqual(["data.source_amount"])
