@@ -981,8 +981,8 @@ const verifyDecoded = (
  * `reason` says why; no error or log carries a secret or a received value.
  *
  * Throws `IllegalArgumentException` when `maxAge` is not a duration greater than zero and finite (a NaN would refuse
- * every event, an infinite one silently switch the check off), or `environment` is neither `"sandbox"` nor
- * `"production"`. A secret with surrounding whitespace, or one that is not text, fails the call (`no_secret`).
+ * every event, an infinite one silently switch the check off), `environment` is neither `"sandbox"` nor
+ * `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them). A secret with surrounding whitespace, or one that is not text, fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification
@@ -1441,10 +1441,10 @@ const handlerOptionNames: { readonly [K in keyof HandlerOptions<Handlers<any>>]-
   referenceWait: true
 }
 
+// `verify` takes a handler's options too (they extend its own, so one object may serve both): the others are ignored.
 const checkOptionNames = (where: "handler" | "verify", options: object): void => {
-  const names: object = where === "handler" ? handlerOptionNames : verifyOptionNames
   for (const name of Object.keys(options)) {
-    if (!Object.hasOwn(names, name)) {
+    if (!Object.hasOwn(handlerOptionNames, name)) {
       // Shown escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
       const shown = Printable.json(Array.from(name).slice(0, 64).join(""))
       throw invalidOption(where, `${shown} is no option of Webhooks.${where === "handler" ? "HandlerOptions" : "VerifyOptions"}`)
@@ -1590,7 +1590,7 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is negative, NaN, infinite or
  * not a duration, a `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never
  * fires), `secrets` with no non-empty secret, one with surrounding whitespace or one that is not text, an `environment` other than
- * `"sandbox"` and `"production"`.
+ * `"sandbox"` and `"production"`, a key that is no option (`maxBodysize`).
  *
  * @since 0.1.0
  * @category handler

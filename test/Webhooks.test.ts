@@ -1233,6 +1233,9 @@ describe("Webhooks.handler", () => {
     expect(() => Webhooks.verify(currentBody, {}, secret, { maxage: "1 minute" } as Webhooks.VerifyOptions)).toThrow(
       `effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`
     )
+    // A handler's options extend verify's: one object may serve both.
+    const shared: Webhooks.HandlerOptions<Webhooks.Handlers> = { secrets: secret, handlers: {}, maxAge: "1 minute" }
+    expect(() => Webhooks.verify(currentBody, {}, secret, shared)).not.toThrow()
     expect(build({ referenceWait: 0, maxBodySize: 1, orderTtl: "1 day" })).not.toThrow()
   })
 
