@@ -137,13 +137,17 @@ const importKey = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string
     return { cryptoKey, fingerprintKey: derive("fingerprint", 32) }
   })
 
+// Every option of this store is among the names checked (a new one left out would not compile).
+const optionNames: { readonly [K in keyof Options]-?: true } = Connection.optionNames
+
 /**
  * Connects (or borrows `options.client`) for the life of the scope. Fails only on an invalid `encryptionKey`; an
  * unreachable Redis is not an error here (the provider works around it until Redis is back; a warning says why, and so
  * does each failed command's `TokenStoreError`).
  *
  * Throws `IllegalArgumentException` when `timeout`, `lockTtl` or `waitInterval` is not a finite duration above zero
- * and at most 24 days (past 2^31 - 1 ms a timer never fires).
+ * and at most 24 days (past 2^31 - 1 ms a timer never fires), or an option is none of these (`encryptionkey`: the
+ * tokens would be stored in plain text).
  *
  * @since 0.1.0
  * @category constructors
@@ -151,6 +155,7 @@ const importKey = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string
 export const make = (
   options: Options = {}
 ): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> => {
+  Connection.checkOptionNames("RedisTokenStore", options, optionNames)
   const timeout = Connection.durationOption("RedisTokenStore", "timeout", options.timeout, "1 second")
   Connection.checkUrl("RedisTokenStore", options.url)
   const lockTtl = Connection.durationOption("RedisTokenStore", "lockTtl", options.lockTtl, "10 seconds")

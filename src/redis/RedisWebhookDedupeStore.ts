@@ -86,12 +86,13 @@ const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMil
  * warning says why, and each failed command's `WebhookDedupeStoreError` too (the handler answers 500 meanwhile).
  *
  * Throws `IllegalArgumentException` when `timeout` is not a finite duration above zero and at most 24 days (past
- * 2^31 - 1 ms a timer never fires).
+ * 2^31 - 1 ms a timer never fires), or an option is none of these (misspelt, from a config file).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> => {
+  Connection.checkOptionNames("RedisWebhookDedupeStore", options, Connection.optionNames)
   const timeout = Connection.durationOption("RedisWebhookDedupeStore", "timeout", options.timeout, "1 second")
   Connection.checkUrl("RedisWebhookDedupeStore", options.url)
   return Effect.map(Connection.connect(options, timeout), (redis): Webhooks.WebhookDedupeStoreService => {

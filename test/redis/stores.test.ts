@@ -381,6 +381,17 @@ describe("RedisTokenStore", () => {
       () => RedisWebhookDedupeStore.make({ timeout: Number.POSITIVE_INFINITY })
     ]
     for (const make of refused) expect(make).toThrow(/^effect-fin: Redis\w+Store: (timeout|lockTtl|waitInterval) /)
+    // A misspelt option (from a variable or a config file) is refused: `encryptionkey` would store tokens in plain text.
+    const misspelt = { encryptionkey: Redacted.make("a".repeat(44)) } as RedisTokenStore.Options
+    expect(() => RedisTokenStore.make(misspelt)).toThrow(
+      `effect-fin: RedisTokenStore: "encryptionkey" is no option of RedisTokenStore.Options`
+    )
+    expect(() => RedisWebhookDedupeStore.layer({ prefx: "app" } as RedisWebhookDedupeStore.Options)).toThrow(
+      `effect-fin: RedisWebhookDedupeStore: "prefx" is no option of RedisWebhookDedupeStore.Options`
+    )
+    // One options object may serve both stores: each ignores the other's options.
+    const shared: RedisTokenStore.Options = { url: "redis://127.0.0.1:1", lockTtl: "5 seconds", waitInterval: "50 millis" }
+    expect(() => RedisWebhookDedupeStore.layer(shared)).not.toThrow()
     // Past 24 days a timer never fires: the wait would have no bound at all.
     expect(() => RedisWebhookDedupeStore.make({ timeout: "25 days" })).toThrow(
       "effect-fin: RedisWebhookDedupeStore: timeout must be at most 24 days"

@@ -11,6 +11,7 @@ import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
 import { detachedIfUninterruptible } from "../../internal/detached.js"
 import * as Durations from "../../internal/duration.js"
+import * as Printable from "../../internal/printable.js"
 
 /**
  * Where the stores find Redis, and how long one command may take.
@@ -29,6 +30,35 @@ export interface Options {
   readonly timeout?: Duration.DurationInput | undefined
   /** Prefix of every key; default `effect-fin`. */
   readonly prefix?: string | undefined
+}
+
+/**
+ * The names of either store's options (the token store's own too), for `checkOptionNames`: one options object may
+ * serve both stores, each ignoring the other's.
+ */
+export const optionNames: { readonly [K in keyof Options | "encryptionKey" | "lockTtl" | "waitInterval"]: true } = {
+  client: true,
+  url: true,
+  redisOptions: true,
+  timeout: true,
+  prefix: true,
+  encryptionKey: true,
+  lockTtl: true,
+  waitInterval: true
+}
+
+/**
+ * Refuses, when the store is made, a key of its options that is none of `names` (misspelt, from a config file):
+ * `encryptionkey` would otherwise leave the tokens stored in plain text without a word. Shown escaped, as JSON writes
+ * it (a key from outside may hold control characters), and cut between characters.
+ */
+export const checkOptionNames = (store: string, options: object, names: object): void => {
+  for (const name of Object.keys(options)) {
+    if (!Object.hasOwn(names, name)) {
+      const shown = Printable.json(Array.from(name).slice(0, 64).join(""))
+      throw new Cause.IllegalArgumentException(`effect-fin: ${store}: ${shown} is no option of ${store}.Options`)
+    }
+  }
 }
 
 /** A failed command, before a store names it in its own error type. */
