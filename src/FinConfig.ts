@@ -173,13 +173,17 @@ const durations = {
 
 type DurationOption = keyof typeof durations
 
+// Only an absent option takes its default: a null (from untyped config: meant as "none"? `maxRetries: null` would be 2
+// retries) is checked as given, and refused, as a per-call override's is.
+const orDefault = <A, B>(value: A | undefined, fallback: B): A | B => value === undefined ? fallback : value
+
 const duration = (
   options: Options,
   name: DurationOption
 ): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
   const [fallback, allowZero, timer] = durations[name]
   return Either.mapLeft(
-    Durations.check(options[name] ?? fallback, allowZero, timer),
+    Durations.check(orDefault(options[name], fallback), allowZero, timer),
     (problem) => invalid(name, `${name} ${problem}`)
   )
 }
@@ -209,11 +213,11 @@ const checks = (options: Options): Checked => {
     ? options.clientSecret as Redacted.Redacted<string>
     : Redacted.make(options.clientSecret)
   const secret = Redacted.value(clientSecret)
-  const environment = options.environment ?? "sandbox"
+  const environment = orDefault(options.environment, "sandbox")
   const knownEnvironment = environment === "sandbox" || environment === "production"
-  const maxRetries = options.maxRetries ?? 2
-  const mode = options.subdivisionMode ?? "fallback"
-  const tracePropagation = options.tracePropagation ?? false
+  const maxRetries = orDefault(options.maxRetries, 2)
+  const mode = orDefault(options.subdivisionMode, "fallback")
+  const tracePropagation = orDefault(options.tracePropagation, false)
   return {
     clientId: checked(
       clientId,
@@ -235,7 +239,7 @@ const checks = (options: Options): Checked => {
       `environment must be "sandbox" or "production"`
     ]),
     baseUrl: Either.flatMap(
-      parseBaseUrl(options.baseUrl ?? baseUrls[knownEnvironment ? environment : "sandbox"]),
+      parseBaseUrl(orDefault(options.baseUrl, baseUrls[knownEnvironment ? environment : "sandbox"])),
       (url) => contradicts(options.environment, url)
     ),
     timeout: duration(options, "timeout"),

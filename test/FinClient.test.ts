@@ -124,6 +124,18 @@ describe("FinConfig", () => {
       expect(String(both)).not.toContain("\u001b")
     }))
 
+  it.effect("an option given as null (untyped config, meant as none?) is a ConfigError naming it, not its default", () =>
+    Effect.gen(function*() {
+      const names = [
+        "environment", "baseUrl", "timeout", "deadline", "maxRetries", "maxRetryAfter", "tokenTimeout", "refreshMargin",
+        "tracePropagation", "userAgent", "subdivisionMode", "subdivisionCacheTtl", "subdivisionFallbackCooldown"
+      ]
+      for (const name of names) {
+        const error = yield* Effect.flip(FinConfig.resolve({ ...base, [name]: null } as unknown as FinConfig.Options))
+        expect(problemPaths(error), name).toEqual([name])
+      }
+    }))
+
   it.effect("reports every problem of the options at once, one InvalidData per option", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
