@@ -163,7 +163,11 @@ describe("TokenStore", () => {
     Effect.gen(function*() {
       // Another process holds the lock (for a minute, renewing it) while it refreshes; the stored token is usable 20 s
       // more. Polled every 250 ms, not every 10: 80 rounds of virtual time rather than 2,000 (seconds of real time).
-      const store: TokenStore.Service = { ...TokenStore.makeMemory({ lockTtl: "1 minute" }), waitInterval: Duration.millis(250) }
+      // Marked as bounding its own operations still, as the memory store is (a spread copy is not).
+      const store = BoundedStore.bounded<TokenStore.Service>({
+        ...TokenStore.makeMemory({ lockTtl: "1 minute" }),
+        waitInterval: Duration.millis(250)
+      })
       yield* seed(store, yield* key, {
         accessToken: Redacted.make("stored-token"),
         refreshAt: Duration.toMillis("1 hour"),
