@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Redacted from "effect/Redacted"
 import * as Durations from "./internal/duration.js"
-import * as Printable from "./internal/printable.js"
+import * as OptionNames from "./internal/optionNames.js"
 import { version } from "./internal/version.js"
 
 /**
@@ -281,14 +281,9 @@ const problems = (results: Checked, skip: ReadonlySet<string>): Array<ConfigErro
       : []
   )
 
-// Keys that are none of the options (misspelt, or from a config file): TypeScript checks excess keys only in an object
-// written out in the call, and `maxRetry: 0` would otherwise leave the default of 2 retries without a word. Shown
-// escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
+// Keys that are none of the options: `maxRetry: 0` would otherwise leave the default of 2 retries without a word.
 const unknownOptions = (options: object, known: Checked): Array<ConfigError.ConfigError> =>
-  Object.keys(options).filter((key) => !Object.hasOwn(known, key)).map((key) => {
-    const shown = Printable.json(Array.from(key).slice(0, 64).join("")).slice(1, -1)
-    return invalid(shown, `${shown} is no option of FinConfig.Options`)
-  })
+  OptionNames.unknown(options, known).map((shown) => invalid(shown, `${shown} is no option of FinConfig.Options`))
 
 const allOf = (errors: ReadonlyArray<ConfigError.ConfigError>): ConfigError.ConfigError =>
   errors.reduce((all, error) => ConfigError.And(all, error))

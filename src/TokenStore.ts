@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -19,6 +20,7 @@ import * as Schema from "effect/Schema"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
+import * as OptionNames from "./internal/optionNames.js"
 
 /**
  * A token pair as stored: absolute times in epoch milliseconds, so every process that reads it refreshes at the same
@@ -133,12 +135,14 @@ export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string>
 /**
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.
  * Its lock is real (with an expiry), so clients sharing one store in a process also fetch one at a time. Throws
- * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero.
+ * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero, or an option is none (`lockttl`).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput | undefined } = {}): Service => {
+  const [shown] = OptionNames.unknown(options, { lockTtl: true })
+  if (shown !== undefined) throw new Cause.IllegalArgumentException(`effect-fin: TokenStore.makeMemory: "${shown}" is no option (lockTtl)`)
   const lockTtl = Durations.checkOrThrow(
     options.lockTtl ?? Duration.seconds(10),
     false,

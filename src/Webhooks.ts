@@ -37,7 +37,7 @@ import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
-import * as Printable from "./internal/printable.js"
+import * as OptionNames from "./internal/optionNames.js"
 import * as Redact from "./internal/redact.js"
 import * as Timestamps from "./internal/timestamp.js"
 
@@ -1189,6 +1189,10 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
 // NaN (an unset variable read as a number) would make every write drop every entry, the new one too: no
 // de-duplication and no stale check, without a word.
 const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }): number => {
+  const [shown] = OptionNames.unknown(options, { maxEntries: true })
+  if (shown !== undefined) {
+    throw new Cause.IllegalArgumentException(`effect-fin: Webhooks.makeMemoryDedupeStore: "${shown}" is no option (maxEntries)`)
+  }
   const maxEntries = options.maxEntries ?? 10_000
   if (Number.isSafeInteger(maxEntries) && maxEntries >= 1) return maxEntries
   throw new Cause.IllegalArgumentException(
@@ -1201,7 +1205,8 @@ const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }
  * time (the TTLs the handler passes); claims are bounded by time only. The first time it forgets a handled event or
  * resource before its time (more events within `dedupeTtl` than `maxEntries`), it logs a warning.
  *
- * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more.
+ * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more, or an option is none of
+ * its own (`maxentries`).
  *
  * @since 0.1.0
  * @category constructors
@@ -1282,7 +1287,8 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
 /**
  * Provides an in-memory `WebhookDedupeStore` (one per layer build).
  *
- * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more, as `makeMemoryDedupeStore`.
+ * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more, or an option is none, as
+ * `makeMemoryDedupeStore`.
  *
  * @since 0.1.0
  * @category layers
@@ -1443,12 +1449,9 @@ const handlerOptionNames: { readonly [K in keyof HandlerOptions<Handlers<any>>]-
 
 // `verify` takes a handler's options too (they extend its own, so one object may serve both): the others are ignored.
 const checkOptionNames = (where: "handler" | "verify", options: object): void => {
-  for (const name of Object.keys(options)) {
-    if (!Object.hasOwn(handlerOptionNames, name)) {
-      // Shown escaped, as JSON writes it (a key from outside may hold control characters), and cut between characters.
-      const shown = Printable.json(Array.from(name).slice(0, 64).join(""))
-      throw invalidOption(where, `${shown} is no option of Webhooks.${where === "handler" ? "HandlerOptions" : "VerifyOptions"}`)
-    }
+  const [shown] = OptionNames.unknown(options, handlerOptionNames)
+  if (shown !== undefined) {
+    throw invalidOption(where, `"${shown}" is no option of Webhooks.${where === "handler" ? "HandlerOptions" : "VerifyOptions"}`)
   }
 }
 

@@ -418,6 +418,13 @@ describe("TokenStore", () => {
       expect(healthyResult).toEqual(Either.right("token-1"))
     }).pipe(fixedRandom))
 
+  it("makeMemory refuses an option that is none of its own (misspelt, it would leave the default in force)", () => {
+    expect(() => TokenStore.makeMemory({ lockttl: "1 minute" } as { lockTtl?: Duration.DurationInput })).toThrow(
+      `effect-fin: TokenStore.makeMemory: "lockttl" is no option (lockTtl)`
+    )
+    expect(() => TokenStore.makeMemory({ lockTtl: "1 minute" })).not.toThrow()
+  })
+
   it.effect("a client shut down while the store's lock is on its way releases the lock when it comes", () =>
     Effect.gen(function*() {
       const memory = TokenStore.makeMemory({ lockTtl: "10 seconds" })

@@ -1689,6 +1689,10 @@ describe("Webhooks memory store", () => {
       expect(() => Webhooks.layerMemoryDedupeStore({ maxEntries })).toThrow(new Cause.IllegalArgumentException(expected))
     }
     expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: 1 })).not.toThrow()
+    // So is a misspelt option, which would leave the default in force.
+    expect(() => Webhooks.makeMemoryDedupeStore({ maxentries: 5 } as { maxEntries?: number })).toThrow(
+      `effect-fin: Webhooks.makeMemoryDedupeStore: "maxentries" is no option (maxEntries)`
+    )
   })
 
   it.effect("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>

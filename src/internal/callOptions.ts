@@ -7,7 +7,7 @@
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Durations from "./duration.js"
-import * as Printable from "./printable.js"
+import * as OptionNames from "./optionNames.js"
 import { Issue, RequestValidationError } from "../FinError.js"
 import type { CallOptions } from "../HttpTransport.js"
 
@@ -30,18 +30,15 @@ const duration = (name: string, input: Duration.DurationInput | undefined, fallb
       () => invalid(name, "a finite duration greater than zero, at most 24 days")
     )
 
-const NAMES: ReadonlySet<string> = new Set(["timeout", "deadline", "maxRetries"])
+const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, deadline: true, maxRetries: true }
 
 /**
  * `options` over `defaults`; an override that is out of range, or none of the three (from untyped code: `maxRetry`,
  * which would otherwise change nothing without a word), is a `RequestValidationError` naming it.
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
-  for (const name in options) {
-    // Shown escaped, as JSON writes it (a key from outside may hold control characters or bidi overrides), and cut between characters.
-    const shown = Printable.json(Array.from(name).slice(0, 64).join("")).slice(1, -1)
-    if (!NAMES.has(name)) return Either.left(invalid(shown, "no such option: timeout, deadline or maxRetries"))
-  }
+  const [shown] = OptionNames.unknown(options, NAMES)
+  if (shown !== undefined) return Either.left(invalid(shown, "no such option: timeout, deadline or maxRetries"))
   // Only an absent override is the client's: a null (from untyped config, meant as "none"?) is refused, as a null
   // duration is.
   const maxRetries = options.maxRetries === undefined ? defaults.maxRetries : options.maxRetries

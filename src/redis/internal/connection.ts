@@ -11,7 +11,7 @@ import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
 import { detachedIfUninterruptible } from "../../internal/detached.js"
 import * as Durations from "../../internal/duration.js"
-import * as Printable from "../../internal/printable.js"
+import * as OptionNames from "../../internal/optionNames.js"
 
 /**
  * Where the stores find Redis, and how long one command may take.
@@ -49,15 +49,12 @@ export const optionNames: { readonly [K in keyof Options | "encryptionKey" | "lo
 
 /**
  * Refuses, when the store is made, a key of its options that is none of `names` (misspelt, from a config file):
- * `encryptionkey` would otherwise leave the tokens stored in plain text without a word. Shown escaped, as JSON writes
- * it (a key from outside may hold control characters), and cut between characters.
+ * `encryptionkey` would otherwise leave the tokens stored in plain text without a word.
  */
 export const checkOptionNames = (store: string, options: object, names: object): void => {
-  for (const name of Object.keys(options)) {
-    if (!Object.hasOwn(names, name)) {
-      const shown = Printable.json(Array.from(name).slice(0, 64).join(""))
-      throw new Cause.IllegalArgumentException(`effect-fin: ${store}: ${shown} is no option of ${store}.Options`)
-    }
+  const [shown] = OptionNames.unknown(options, names)
+  if (shown !== undefined) {
+    throw new Cause.IllegalArgumentException(`effect-fin: ${store}: "${shown}" is no option of ${store}.Options`)
   }
 }
 
