@@ -982,7 +982,8 @@ const verifyDecoded = (
  *
  * Throws `IllegalArgumentException` when `maxAge` is not a duration greater than zero and finite (a NaN would refuse
  * every event, an infinite one silently switch the check off), `environment` is neither `"sandbox"` nor
- * `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them). A secret with surrounding whitespace, or one that is not text, fails the call (`no_secret`).
+ * `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them). A secret with
+ * surrounding whitespace, or one that is not text, fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification
