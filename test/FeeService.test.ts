@@ -25,6 +25,8 @@ const invalid: ReadonlyArray<[string, unknown, string]> = [
   ["Infinity", { source_currency: "USD", source_amount: Infinity, destination_currency: "CAD" }, "source_amount"],
   ["amount past Number.MAX_SAFE_INTEGER", { source_currency: "USD", source_amount: 2 ** 53, destination_currency: "CAD" }, "source_amount"],
   ["amount written with an exponent past it", { source_currency: "USD", destination_amount: 1e21, destination_currency: "CAD" }, "destination_amount"],
+  ["a float sum's artefact (0.1 + 0.2)", { source_currency: "USD", source_amount: 0.1 + 0.2, destination_currency: "CAD" }, "source_amount"],
+  ["nine decimal places", { source_currency: "USD", destination_amount: 0.000000001, destination_currency: "CAD" }, "destination_amount"],
   ["amount as string", { source_currency: "USD", source_amount: "100", destination_currency: "CAD" }, "source_amount"],
   ["lower-case currency", { source_currency: "usd", source_amount: 1, destination_currency: "CAD" }, "source_currency"],
   ["4-letter currency", { source_currency: "USD", source_amount: 1, destination_currency: "CADX" }, "destination_currency"],
@@ -62,9 +64,19 @@ describe("FeeService", () => {
       }
     }))
 
+  it.effect("an amount with more than 8 decimal places (a float's artefact) says to round it first", () =>
+    Effect.gen(function*() {
+      for (const amount of [0.1 + 0.2, 1.1 * 3, 0.7 + 0.1, 1000000.1 + 0.2, 4.35 * 100, 1.5e-9, 12.123456789]) {
+        const error = yield* Effect.flip(FeeService.validate({ source_currency: "USD", destination_currency: "CAD", source_amount: amount }))
+        expect(error.message, String(amount)).toBe(
+          "Invalid fee calculation request: source_amount: expected an amount with at most 8 decimal places (round a computed amount first: 0.1 + 0.2 is 0.30000000000000004)"
+        )
+      }
+    }))
+
   it.effect("the largest safe amount and the smallest fractions pass through untouched", () =>
     Effect.gen(function*() {
-      for (const amount of [Number.MAX_SAFE_INTEGER, 0.00000001, 94.919]) {
+      for (const amount of [Number.MAX_SAFE_INTEGER, 0.00000001, 1.5e-7, 94.919, 12.12345678, Math.round((0.1 + 0.2) * 100) / 100]) {
         const request = { source_currency: "USD", destination_currency: "CAD", source_amount: amount }
         expect(yield* FeeService.validate(request)).toEqual(request)
       }
