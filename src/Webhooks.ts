@@ -631,17 +631,45 @@ const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(typ
   Schema.Struct({ type: Schema.Literal(type), ...eventFields, data }).annotations({ identifier: type })
 
 /**
- * A beneficiary type: `INDIVIDUAL`, `BUSINESS`, or a value the documentation does not list yet, kept as received
- * (branded, so comparisons with the known values still narrow). A signed status change of a new kind of beneficiary
- * is passed on, not refused with a 400 and lost.
+ * A value the documentation does not list (yet), kept as received in `value`: a signed event with a new status or
+ * type is passed on, not refused with a 400 and lost. An object rather than a plain string, so that a misspelt
+ * comparison (`status === "ACTIV"`) does not compile: a branded string would compare with any text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Unlisted extends Schema.TaggedClass<Unlisted>("effect-fin/Unlisted")("Unlisted", {
+  value: Schema.String
+}) {
+  /** The value as received (in a template literal, a log line). */
+  override toString(): string {
+    return this.value
+  }
+
+  /** The value as received: an event written out as JSON is the service's. */
+  toJSON(): string {
+    return this.value
+  }
+}
+
+// Any text as `Unlisted`, encoded back as the text received.
+const UnlistedFromString = Schema.transform(Schema.String, Schema.typeSchema(Unlisted), {
+  strict: true,
+  decode: (value) => new Unlisted({ value }),
+  encode: (unlisted) => unlisted.value
+})
+
+// The listed values as themselves, anything else as `Unlisted` (the listed ones match first).
+const listedOr = <const L extends ReadonlyArray<string>>(...listed: L) =>
+  Schema.Union(Schema.Literal(...listed), UnlistedFromString)
+
+/**
+ * A beneficiary type: `INDIVIDUAL`, `BUSINESS`, or a value the documentation does not list yet, as `Unlisted`.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const BeneficiaryType = Schema.Union(
-  Schema.Literal("INDIVIDUAL", "BUSINESS"),
-  Schema.String.pipe(Schema.brand("effect-fin/UnlistedBeneficiaryType"))
-)
+export const BeneficiaryType = listedOr("INDIVIDUAL", "BUSINESS")
 
 /**
  * @since 0.1.0
@@ -650,16 +678,12 @@ export const BeneficiaryType = Schema.Union(
 export type BeneficiaryType = typeof BeneficiaryType.Type
 
 /**
- * A beneficiary status: one of the documented four, or a value the documentation does not list yet, kept as received
- * (branded, so comparisons with the known values still narrow).
+ * A beneficiary status: one of the documented four, or a value the documentation does not list yet, as `Unlisted`.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const BeneficiaryStatus = Schema.Union(
-  Schema.Literal("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED"),
-  Schema.String.pipe(Schema.brand("effect-fin/UnlistedBeneficiaryStatus"))
-)
+export const BeneficiaryStatus = listedOr("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")
 
 /**
  * @since 0.1.0

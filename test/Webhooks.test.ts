@@ -263,11 +263,26 @@ describe("Webhooks decoding", () => {
       )
     }))
 
-  it.effect("keeps an unlisted status value", () =>
+  it.effect("keeps an unlisted status value, as Unlisted, which a typo cannot be compared with", () =>
     Effect.gen(function*() {
       const event = yield* signedVerify(makeBody({ data: beneficiaryData("SUSPENDED") }))
       if (event.type !== "beneficiary.status") return expect.fail(`decoded as ${event.type}`)
-      expect(event.data.status).toEqual(Option.some("SUSPENDED"))
+      expect(event.data.status).toEqual(Option.some(new Webhooks.Unlisted({ value: "SUSPENDED" })))
+      const status = Option.getOrThrow(event.data.status)
+      // @ts-expect-error "ACTIV" is no status: a misspelt comparison does not compile
+      expect(status === "ACTIV").toBe(false)
+      const described = typeof status === "string" ? status : `unlisted ${status.value}`
+      expect(described).toBe("unlisted SUSPENDED")
+      // Written out as received: in a log line and in JSON.
+      expect(`${status}`).toBe("SUSPENDED")
+      expect(JSON.parse(JSON.stringify(event.data))).toMatchObject({ status: { value: "SUSPENDED" }, type: "INDIVIDUAL" })
+      // Encoded back as received, so an event re-signed in a test is the service's.
+      const encoded = Schema.encodeSync(Webhooks.BeneficiaryStatusData)(event.data)
+      expect([encoded.status, encoded.type]).toEqual(["SUSPENDED", "INDIVIDUAL"])
+      // A listed value stays the literal.
+      const active = yield* signedVerify(makeBody({ data: beneficiaryData("ACTIVE") }))
+      if (active.type !== "beneficiary.status") return expect.fail(`decoded as ${active.type}`)
+      expect(active.data.status).toEqual(Option.some("ACTIVE"))
     }))
 
   it.effect("reads a null status as none; a status that is not a string is still malformed", () =>
@@ -283,7 +298,9 @@ describe("Webhooks decoding", () => {
     Effect.gen(function*() {
       const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: "JOINT" } }))
       if (event.type !== "beneficiary.status") return expect.fail(`decoded as ${event.type}`)
-      expect(event.data.type).toBe("JOINT")
+      expect(event.data.type).toEqual(new Webhooks.Unlisted({ value: "JOINT" }))
+      // @ts-expect-error "BUSSINESS" is no beneficiary type
+      expect(event.data.type === "BUSSINESS").toBe(false)
       const error = yield* Effect.flip(signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: 1 } })))
       expect(error.reason).toBe("malformed_body")
     }))
@@ -891,7 +908,7 @@ describe("Webhooks.handler", () => {
                 yield* Deferred.succeed(started, undefined)
                 yield* Deferred.await(release)
               }
-              yield* record(status)
+              yield* record(typeof status === "string" ? status : status.value)
             })
         }
       }))
