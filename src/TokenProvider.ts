@@ -526,7 +526,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           holding(store, owner)
         )
         const shared = yield* Effect.catchAll(store.set(key, toTokens(pair), owner), (e) => Effect.as(storeUnavailable(e), true))
-        if (!shared) yield* Effect.logDebug("effect-fin: lost the token store's lock while fetching; the new pair is not shared")
+        // A warning: other processes may be fetching too (with revokeOnIssue, revoking each other's tokens).
+        if (!shared) {
+          yield* Effect.logWarning(
+            "effect-fin: lost the token store's lock while fetching (the fetch outlasted lockTtl, or the store lost the key: eviction, a restart, a flush); the new pair is not shared"
+          )
+        }
         return pair
       }).pipe(
         Effect.ensuring(Effect.suspend(() => Effect.catchAll(store.unlock(key, owner, failure), storeUnavailable)))

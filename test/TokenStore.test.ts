@@ -104,6 +104,15 @@ describe("TokenStore", () => {
       }
     }))
 
+  it.effect("a pair that cannot be stored because the lock was lost (expired, evicted, flushed) is used, with a warning", () =>
+    Effect.gen(function*() {
+      const store: TokenStore.Service = { ...TokenStore.makeMemory(), set: () => Effect.succeed(false) }
+      const { layer: logger, lines } = captureLogs()
+      const seen = yield* FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store), Effect.provide(logger))
+      expect(seen).toEqual(["Bearer token-1"])
+      expect(lines.filter((line) => line.startsWith("WARN") && line.includes("lost the token store's lock"))).toHaveLength(1)
+    }))
+
   it.effect("two clients sharing a store make one token request between them", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
