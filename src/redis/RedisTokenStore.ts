@@ -69,15 +69,18 @@ const sameText = (a: string, b: string): boolean =>
   a.length === b.length && NodeCrypto.timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
 // KEYS: pair, lock. ARGV: fingerprint, value, ttl, owner. Written only while the writer holds the lock, so a writer
-// that lost it (stalled past lockTtl) cannot overwrite a newer pair.
+// that lost it (stalled past lockTtl) cannot overwrite a newer pair. A pair key of another type (another writer's) is
+// replaced, not a failure of every refresh: HSET would not write over it.
 const setPair = Connection.script(`
-if redis.call('GET', KEYS[2]) ~= ARGV[4] then return 0 end
+if redis.pcall('GET', KEYS[2]) ~= ARGV[4] then return 0 end
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then redis.call('DEL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'fp', ARGV[1], 'v', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
 const clearPair = Connection.script(`
-if redis.call('HGET', KEYS[1], 'fp') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.pcall('HGET', KEYS[1], 'fp') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
 // KEYS: lock. ARGV: owner, ttl. Returns {1, owner} when taken, {0, holder} when held. A lock with no expiry (set by
@@ -233,7 +236,9 @@ export const make = (
 
     const get: TokenStore.Service["get"] = (key) =>
       Effect.gen(function*() {
-        const [fp, value] = yield* redis.run("get", (client) => client.hmget(pairKey(key), "fp", "v"))
+        const read = yield* redis.run("get", (client) => Connection.orIfWrongType(client.hmget(pairKey(key), "fp", "v"), undefined))
+        if (read === undefined) return yield* unreadable("of another type than this store writes (a hash)")
+        const [fp, value] = read
         if (value === null || value === undefined) return Option.none()
         const text = yield* open(pairKey(key), value)
         if (Either.isLeft(text)) return yield* unreadable(text.left)
@@ -343,7 +348,7 @@ export const make = (
         ),
       unlock: release,
       failure: (key) =>
-        Effect.mapError(redis.run("failure", (client) => client.get(failureKey(key))), failed).pipe(
+        Effect.mapError(redis.run("failure", (client) => Connection.orIfWrongType(client.get(failureKey(key)), null)), failed).pipe(
           Effect.map((value) => readFailure(key, value))
         ),
       lockTtl,

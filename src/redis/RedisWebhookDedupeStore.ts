@@ -27,9 +27,10 @@ export interface Options extends Connection.Options {}
 
 // KEYS: event, reference claim. The event's state first: a duplicate is answered even while its reference is busy. A
 // claim with no expiry (set by hand, restored from a dump) would hold its event or reference off for ever: it gets
-// this claim's TTL.
+// this claim's TTL. So does an event key of another type (another writer's; GET's error, from pcall, is a table): held
+// for a while, then free, rather than a failure on every delivery for ever.
 const claim = Connection.script(`
-local v = redis.call('GET', KEYS[1])
+local v = redis.pcall('GET', KEYS[1])
 if v == 'done' then return 'done' end
 if v then
   if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -50,8 +51,8 @@ return 'claimed'`)
 // An event another delivery has claimed since (this claim lapsed) is left to it: marked done here, its handler would
 // lose its claim midway.
 const complete = Connection.script(`
-local v = redis.call('GET', KEYS[1])
-if not (v and string.sub(v, 1, 8) == 'pending:' and v ~= 'pending:' .. ARGV[3]) then
+local v = redis.pcall('GET', KEYS[1])
+if not (type(v) == 'string' and string.sub(v, 1, 8) == 'pending:' and v ~= 'pending:' .. ARGV[3]) then
   redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
 end
 if ARGV[2] ~= '' then
@@ -64,9 +65,9 @@ end
 if redis.pcall('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return 1`)
 
-// KEYS: event, reference claim; both extended only while `token` holds both.
+// KEYS: event, reference claim; both extended only while `token` holds both (a key of another type holds nothing).
 const renew = Connection.script(`
-if redis.call('GET', KEYS[1]) == 'pending:' .. ARGV[1] and redis.call('GET', KEYS[2]) == ARGV[1] then
+if redis.pcall('GET', KEYS[1]) == 'pending:' .. ARGV[1] and redis.pcall('GET', KEYS[2]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 1
@@ -75,8 +76,8 @@ return 0`)
 
 // KEYS: event, reference claim; each dropped only while `token` holds it.
 const release = Connection.script(`
-if redis.call('GET', KEYS[1]) == 'pending:' .. ARGV[1] then redis.call('DEL', KEYS[1]) end
-if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+if redis.pcall('GET', KEYS[1]) == 'pending:' .. ARGV[1] then redis.call('DEL', KEYS[1]) end
+if redis.pcall('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return 1`)
 
 const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMillis(ttl)))
@@ -151,9 +152,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
       lastHandled: (key) =>
         redis.run("lastHandled", (client) =>
           // A key of another type (another writer's) is none too, rather than a failure on every delivery.
-          client.get(orderKey(key)).catch((error: unknown) =>
-            error instanceof Error && error.message.startsWith("WRONGTYPE") ? null : Promise.reject(error)
-          )
+          Connection.orIfWrongType(client.get(orderKey(key)), null)
         ).pipe(
           // A value that is not digits (another writer's) is none, as `complete` takes it: the next event replaces it.
           Effect.map((value) => value !== null && /^\d+$/.test(value) ? Option.some(Number(value)) : Option.none()),

@@ -193,6 +193,23 @@ describe("RedisTokenStore", () => {
       expect(log.lines.filter((line) => line.startsWith("WARN") && line.includes("fingerprint"))).toHaveLength(1)
     }))
 
+  it.scopedLive("keys of another type (another writer's) are none, with a warning, and the next pair replaces them: sharing heals", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("wrong-type")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix })
+      const redis = yield* redisClient
+      yield* Effect.promise(() => redis.set(`${prefix}:token:k`, "not a hash"))
+      yield* Effect.promise(() => redis.hset(`${prefix}:token-failure:k`, "x", "1"))
+      const log = captureLogs()
+      expect(yield* store.get("k").pipe(Effect.provide(log.layer))).toEqual(Option.none())
+      expect(log.lines.filter((line) => line.startsWith("WARN") && line.includes("another type"))).toHaveLength(1)
+      expect(yield* store.failure("k")).toEqual(Option.none())
+      yield* store.clear("k", Redacted.make("some-token"))
+      yield* seedTokens(store, "k", tokens("fresh-access-token", Date.now() + 60_000))
+      const read = yield* store.get("k")
+      expect(Option.map(read, (t) => Redacted.value(t.accessToken))).toEqual(Option.some("fresh-access-token"))
+    }))
+
   it.scopedLive("an encryption key of the wrong size, or a string that is not base64, is refused when the layer is built", () =>
     Effect.gen(function*() {
       const refused = (encryptionKey: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) =>
@@ -457,6 +474,21 @@ describe("RedisWebhookDedupeStore", () => {
       }
       yield* Effect.sleep("1100 millis")
       expect((yield* store.claim("event-stuck", "ref-stuck", Duration.seconds(1)))._tag).toBe("Claimed")
+      // An event key of another type (another writer's) is held the same way, not a failure on every delivery for ever.
+      yield* Effect.promise(() => redis.hset(`${prefix}:webhook:event:event-hash`, "x", "1"))
+      expect(yield* store.claim("event-hash", "ref-hash", Duration.seconds(1))).toEqual({ _tag: "InProgress" })
+      const ttl = yield* ttlOf("event:event-hash")
+      expect(ttl > 0 && ttl <= 1000).toBe(true)
+      // Nor does one stop the claim's renewal, release or completion halfway (it turned up meanwhile).
+      const taken = yield* store.claim("event-late", "ref-late", Duration.seconds(30))
+      if (taken._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${taken._tag}`)
+      yield* Effect.promise(() => redis.del(`${prefix}:webhook:event:event-late`))
+      yield* Effect.promise(() => redis.hset(`${prefix}:webhook:event:event-late`, "x", "1"))
+      expect(yield* store.renew("event-late", "ref-late", taken.token, Duration.seconds(30))).toBe(false)
+      yield* store.release("event-late", "ref-late", taken.token)
+      expect(yield* store.claim("event-other", "ref-late", Duration.seconds(30))).toMatchObject({ _tag: "Claimed" })
+      yield* store.complete("event-late", taken.token, { referenceId: "ref-late" }, Duration.hours(24))
+      expect(yield* store.claim("event-late", "ref-free", Duration.seconds(30))).toEqual({ _tag: "Done" })
     }))
 
   it.scopedLive("an order record that is no number (another writer's) is taken as none, and replaced, not a failure each time", () =>

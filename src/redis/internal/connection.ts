@@ -76,6 +76,15 @@ export const script = (source: string): Script => ({
   sha: NodeCrypto.createHash("sha1").update(source).digest("hex")
 })
 
+/**
+ * `read`'s answer, or `wrongType` when the key holds a value of another type (another writer's, by hand or by
+ * mistake): read as nothing there rather than a failure of every command for as long as the key lives.
+ */
+export const orIfWrongType = <A, B>(read: Promise<A>, wrongType: B): Promise<A | B> =>
+  read.catch((error: unknown) =>
+    error instanceof Error && error.message.startsWith("WRONGTYPE") ? wrongType : Promise.reject(error)
+  )
+
 /** SHA-256 of a text, in hex. */
 export const sha256 = (text: string): string => NodeCrypto.createHash("sha256").update(text).digest("hex")
 
