@@ -276,6 +276,8 @@ describe("RedisTokenStore", () => {
         Effect.uninterruptible(Effect.flatMap(RedisTokenStore.make(options), (made) => Effect.flip(made.get("k"))))
       )
       expect([late._tag, late.operation]).toEqual(["TokenStoreError", "get"])
+      // Said as the README says it, not in the client's words ("Stream isn't writeable and enableOfflineQueue ...").
+      expect(late.message).toMatch(/^Redis is not connected/)
     }).pipe(Effect.scoped), 20_000)
 
   // A lock or claim whose command timed out may still be taken when Redis answers: it is released behind it, once the

@@ -223,10 +223,12 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         )
       )
     }
+    // While not connected, said so (with the client's last error, else its state), not in the client's own words
+    // ("Stream isn't writeable and enableOfflineQueue options is false").
     const failure = (operation: string, cause: unknown): Failure => ({
       operation,
-      message: client.status !== "ready" && connectionError !== undefined
-        ? `Redis is not connected: ${connectionError}`
+      message: client.status !== "ready"
+        ? `Redis is not connected: ${connectionError ?? `the connection is ${client.status}`}`
         : describe(cause)
     })
     // The timeout holds for a command sent from an uninterruptible region too (a lock taken or released by the token
