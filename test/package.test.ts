@@ -164,6 +164,23 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
       files: ["consumer.mts", "consumer.cts"]
     }))
     expect(await typecheck(dir)).toBe("")
+    // TypeScript's node10 resolution (`module: commonjs`) too: the types named through the entries, never a path into
+    // dist/ that no entry exports (which a reader on node16 or bundler could not resolve).
+    const node10 = join(app, "declarations-node10")
+    mkdirSync(node10, { recursive: true })
+    writeFileSync(join(node10, "consumer.ts"), consumer)
+    writeFileSync(join(node10, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        strict: true, declaration: true, emitDeclarationOnly: true, outDir: "out", target: "es2022",
+        lib: ["es2022", "dom"], module: "commonjs", moduleResolution: "node10", skipLibCheck: true, types: [],
+        ignoreDeprecations: "5.0"
+      },
+      files: ["consumer.ts"]
+    }))
+    expect(await typecheck(node10)).toBe("")
+    const emitted = readFileSync(join(node10, "out", "consumer.d.ts"), "utf8")
+    expect(emitted).toContain(`import("effect-fin/FinError").FinError`)
+    expect(emitted).not.toContain("effect-fin/dist")
   }, 120_000)
 
   it("the effect-fin command names the missing optional peers instead of crashing", () => {
