@@ -1354,7 +1354,10 @@ export interface Delivery {
  * @category models
  */
 export type Handlers<R = unknown> = {
-  readonly [T in EventType]?: (event: WebhookEventOf<T>, delivery: Delivery) => Effect.Effect<unknown, unknown, R>
+  // `undefined` (a handler switched off by a flag) is no handler, as an absent key is.
+  readonly [T in EventType]?:
+    | ((event: WebhookEventOf<T>, delivery: Delivery) => Effect.Effect<unknown, unknown, R>)
+    | undefined
 }
 
 /**
@@ -1376,10 +1379,11 @@ export type OnlyEventTypes<H> = { readonly handlers: { readonly [K in Exclude<ke
  * @category models
  */
 export type HandlersContext<H> = {
-  [K in keyof H]-?: NonNullable<H[K]> extends (...args: ReadonlyArray<never>) => Effect.Effect<infer _A, infer _E, infer R>
-    ? R
-    : never
+  [K in keyof H]-?: ContextOf<H[K]>
 }[keyof H]
+
+// Distributed over a union, so that an `undefined` handler (or an optional key) requires nothing, not `unknown`.
+type ContextOf<F> = F extends (...args: ReadonlyArray<never>) => Effect.Effect<infer _A, infer _E, infer R> ? R : never
 
 /**
  * What `handler` and `makeHandler` take: the secrets, the handlers per event type, and the limits.

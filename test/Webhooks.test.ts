@@ -1565,6 +1565,21 @@ describe("Webhooks.handler", () => {
     expect(_refused).toThrow(`handlers has "beneficiary.stauts", which is not an event type`)
   })
 
+  it.effect("a handler given as undefined (switched off by a flag) compiles under exactOptionalPropertyTypes and handles nothing", () =>
+    Effect.gen(function*() {
+      const enabled = (() => false)()
+      const seen: Array<string> = []
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": enabled ? (event) => Effect.sync(() => seen.push(event.id)) : undefined,
+          "customer.status": undefined
+        }
+      }))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect(seen).toEqual([])
+    }))
+
   it.effect("uses the WebhookDedupeStore service when provided", () =>
     Effect.gen(function*() {
       const store = yield* Webhooks.WebhookDedupeStore
