@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Issue, RequestValidationError } from "./FinError.js"
+import * as Amounts from "./internal/amount.js"
 import type { FinError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Issues from "./internal/issues.js"
@@ -30,33 +31,26 @@ export const CurrencyCode = Schema.String.pipe(
 
 const AMOUNT = `a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}`
 
-// Eight covers every currency's minor unit (ISO 4217 has at most 4; a satoshi is the 8th); a float's artefact has
-// about 16 significant digits, so it shows up past them on any amount below 10^7.
-const MAX_DECIMALS = 8
 const DECIMALS =
-  `an amount with at most ${MAX_DECIMALS} decimal places (round a computed amount first: 0.1 + 0.2 is 0.30000000000000004)`
-
-// The decimal places of the shortest decimal that reads back as `n` (what JSON sends): 1.5e-9 has 10.
-const decimalPlaces = (n: number): number => {
-  const [mantissa = "", exponent = "0"] = String(n).split("e")
-  const point = mantissa.indexOf(".")
-  return Math.max(0, (point === -1 ? 0 : mantissa.length - point - 1) - Number(exponent))
-}
+  `an amount with at most ${Amounts.MAX_DECIMALS} decimal places (round a computed amount first: 0.1 + 0.2 is 0.30000000000000004)`
 
 /**
  * An amount: a number greater than zero and at most `Number.MAX_SAFE_INTEGER` (past it, a number no longer tells
  * neighbouring whole amounts apart: 9007199254740993 is read as 9007199254740992), with at most 8 decimal places. The
  * places are counted on the number as it would be sent, so a float sum's artefact (`0.1 + 0.2` is
- * 0.30000000000000004) is refused rather than sent: round a computed amount first. Units are not documented, so
+ * 0.30000000000000004) is refused rather than sent, below 10^7 always (above, one can fall within 8 places): round a
+ * computed amount first. Units are not documented, so
  * amounts within these bounds pass through untouched.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const Amount = Schema.Number.annotations({ title: AMOUNT }).pipe(
-  // Each check names what it expects (an issue's text), the schema as a whole stays "a number ..." (a value that is none).
-  Schema.filter((n) => (n > 0 && n <= Number.MAX_SAFE_INTEGER) || AMOUNT),
-  Schema.filter((n) => decimalPlaces(n) <= MAX_DECIMALS || DECIMALS)
+  // One check saying what it expects (an issue's text); the schema as a whole is "a number ..." (for a value that is
+  // none).
+  Schema.filter((n) =>
+    !(n > 0 && n <= Number.MAX_SAFE_INTEGER) ? AMOUNT : Amounts.decimalPlaces(n) > Amounts.MAX_DECIMALS ? DECIMALS : true
+  )
 ).annotations({ title: AMOUNT })
 
 /**

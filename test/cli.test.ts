@@ -99,6 +99,8 @@ describe("effect-fin (offline commands)", () => {
       // Past the 100 decimals Number#toFixed takes: refused all the same, not a crash without a word.
       ["--amount", `1.${"0".repeat(100)}1`]
     ], "an amount with no more significant digits than a number keeps exactly (15 always are)")
+    // Held exactly, but with more decimal places than an amount has (as FeeService.validate says).
+    await refusesAmounts([["--amount", "0.000000001"], ["--receive", "12.123456789"]], "an amount with at most 8 decimal places")
     // Held exactly (16 digits, leading and trailing zeros, however many, a tiny fraction): on to the configuration.
     for (const amount of ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991", "1.10000000000000000", `1.${"0".repeat(101)}`]) {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])

@@ -26,6 +26,7 @@ import * as FeeService from "../FeeService.js"
 import * as FinClient from "../FinClient.js"
 import * as FinConfig from "../FinConfig.js"
 import * as FinError from "../FinError.js"
+import * as Amounts from "../internal/amount.js"
 import * as Bytes from "../internal/bytes.js"
 import * as Printable from "../internal/printable.js"
 import { version } from "../internal/version.js"
@@ -74,9 +75,11 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
   // What is sent is the number's shortest form (JSON's): it must be what was typed. Past MAX_SAFE_INTEGER the schema
   // refuses the amount anyway, with its own message.
   const exact = value > Number.MAX_SAFE_INTEGER || plainDecimal(value) === digits
-  return exact
-    ? Effect.succeed({ [field]: value })
-    : refuse("an amount with no more significant digits than a number keeps exactly (15 always are)")
+  if (!exact) return refuse("an amount with no more significant digits than a number keeps exactly (15 always are)")
+  // Said here in the terms of a typed amount (the schema's own message is about computed ones).
+  return decimals.length > Amounts.MAX_DECIMALS
+    ? refuse(`an amount with at most ${Amounts.MAX_DECIMALS} decimal places`)
+    : Effect.succeed({ [field]: value })
 }
 
 // The shortest decimal that reads back as `value` (as JSON writes it), in plain notation: 1e-7 as 0.0000001.

@@ -303,6 +303,15 @@ describe("Emulator", () => {
         }
       }))
 
+    it.scopedLive("422 on an amount with more than 8 decimal places, as FeeService.validate refuses it", () =>
+      Effect.gen(function*() {
+        for (const field of ["source_amount", "destination_amount"]) {
+          yield* check({ source_currency: "USD", [field]: 0.1 + 0.2, destination_currency: "CAD" }, 422, [
+            { [field]: `The ${field} must have at most 8 decimal places.` }
+          ])
+        }
+      }))
+
     it.scopedLive("422 on both amounts or neither", () =>
       Effect.gen(function*() {
         yield* check({ source_currency: "USD", source_amount: 1, destination_amount: 2, destination_currency: "CAD" }, 422, [

@@ -23,6 +23,7 @@ import * as Os from "node:os"
 import * as Bytes from "../../internal/bytes.js"
 import * as Quote from "../../internal/quote.js"
 import * as Subdivisions from "../../Subdivisions.js"
+import * as Amounts from "../../internal/amount.js"
 import type { EmulatorError } from "./error.js"
 import type { Counters, FaultRule, RouteName, WebhookRequest } from "./model.js"
 import { ExpireTokensBody, SetFaultsBody, WebhookAdminBody } from "./model.js"
@@ -239,6 +240,8 @@ export const validateFee = (
     // Past MAX_SAFE_INTEGER (as FeeService.validate refuses it) the cent rounding can reach Infinity, sent as null.
     if (typeof value !== "number" || !(value > 0 && value <= Number.MAX_SAFE_INTEGER)) {
       errors.push({ [field]: `The ${field} must be a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}.` })
+    } else if (Amounts.decimalPlaces(value) > Amounts.MAX_DECIMALS) {
+      errors.push({ [field]: `The ${field} must have at most ${Amounts.MAX_DECIMALS} decimal places.` })
     }
     return typeof value === "number" ? value : undefined
   }
