@@ -529,7 +529,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // A warning: other processes may be fetching too (with revokeOnIssue, revoking each other's tokens).
         if (!shared) {
           yield* Effect.logWarning(
-            "effect-fin: lost the token store's lock while fetching (the fetch outlasted lockTtl, or the store lost the key: eviction, a restart, a flush); the new pair is not shared"
+            "effect-fin: lost the token store's lock while fetching (its renewals failed for lockTtl, or the store lost the key: eviction, a restart, a flush); the new pair is not shared"
           )
         }
         return pair

@@ -84,19 +84,22 @@ if redis.pcall('HGET', KEYS[1], 'fp') == ARGV[1] then return redis.call('DEL', K
 return 0`)
 
 // KEYS: lock. ARGV: owner, ttl. Returns {1, owner} when taken, {0, holder} when held. A lock with no expiry (set by
-// hand, restored from a dump) would hold every fetch off for ever: it gets this store's lockTtl.
+// hand, restored from a dump) would hold every fetch off for ever: it gets this store's lockTtl. A key of another type
+// (another writer's; GET's error, from pcall, is a table) is held by no one of ours ('') until it expires.
 const lock = Connection.script(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, ARGV[1]} end
 if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return {0, redis.call('GET', KEYS[1]) or ''}`)
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) ~= 'string' then holder = '' end
+return {0, holder}`)
 
 const renew = Connection.script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`)
 
 // KEYS: lock, failure. ARGV: owner, failure record ('' for none), ttl.
 const unlock = Connection.script(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3]) end
 return 1`)

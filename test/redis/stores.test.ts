@@ -208,6 +208,12 @@ describe("RedisTokenStore", () => {
       yield* seedTokens(store, "k", tokens("fresh-access-token", Date.now() + 60_000))
       const read = yield* store.get("k")
       expect(Option.map(read, (t) => Redacted.value(t.accessToken))).toEqual(Option.some("fresh-access-token"))
+      // A lock key of another type is a lock held by no one of ours (until it expires), not a failure of each step.
+      yield* Effect.promise(() => redis.hset(`${prefix}:token-lock:other`, "x", "1"))
+      expect(yield* store.lock("other")).toEqual({ _tag: "Held", owner: "" })
+      expect(yield* store.renew("other", "someone")).toBe(false)
+      yield* store.unlock("other", "someone")
+      yield* store.unlock("other", "someone", "a failure")
     }))
 
   it.scopedLive("an encryption key of the wrong size, or a string that is not base64, is refused when the layer is built", () =>

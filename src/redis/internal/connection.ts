@@ -160,6 +160,14 @@ export const checkUrl = (store: string, url: string | undefined): void => {
   if ((parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") || parsed.hostname === "") throw refused()
 }
 
+// ioredis's connection states, in words.
+const state = (status: string): string =>
+  status === "reconnecting"
+    ? "reconnecting"
+    : status === "close" || status === "end"
+    ? "the connection is closed"
+    : "not ready yet (connecting, or Redis is loading its data)"
+
 /** Opens (or borrows) the client for the life of the scope; `timeout` bounds each command. */
 export const connect = (options: Options, timeout: Duration.Duration): Effect.Effect<Connection, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -227,9 +235,7 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     // ("Stream isn't writeable and enableOfflineQueue options is false").
     const failure = (operation: string, cause: unknown): Failure => ({
       operation,
-      message: client.status !== "ready"
-        ? `Redis is not connected: ${connectionError ?? `the connection is ${client.status}`}`
-        : describe(cause)
+      message: client.status !== "ready" ? `Redis is not connected: ${connectionError ?? state(client.status)}` : describe(cause)
     })
     // The timeout holds for a command sent from an uninterruptible region too (a lock taken or released by the token
     // provider, a webhook claim): a frozen Redis would otherwise hold it for as long as it keeps the connection open.
