@@ -10,6 +10,7 @@ import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
@@ -273,8 +274,20 @@ describe("Webhooks decoding", () => {
       expect(status === "ACTIV").toBe(false)
       const described = typeof status === "string" ? status : `unlisted ${status.value}`
       expect(described).toBe("unlisted SUSPENDED")
-      // Written out as received: in a log line and in JSON.
+      // Written out as received: in a log line and in JSON; compared by its text or by value.
       expect(`${status}`).toBe("SUSPENDED")
+      expect(String(status) === String(new Webhooks.Unlisted({ value: "SUSPENDED" }))).toBe(true)
+      expect(Equal.equals(status, new Webhooks.Unlisted({ value: "SUSPENDED" }))).toBe(true)
+      // Matched exhaustively as the README says.
+      const label = Match.value(status).pipe(
+        Match.when("PROCESSING", () => "pending"),
+        Match.when("ACTIVE", () => "usable"),
+        Match.when("INACTIVE", () => "closed"),
+        Match.when("REJECTED", () => "closed"),
+        Match.tag("Unlisted", (unlisted) => `unknown (${unlisted.value})`),
+        Match.exhaustive
+      )
+      expect(label).toBe("unknown (SUSPENDED)")
       expect(JSON.parse(JSON.stringify(event.data))).toMatchObject({ status: { value: "SUSPENDED" }, type: "INDIVIDUAL" })
       // Encoded back as received, so an event re-signed in a test is the service's.
       const encoded = Schema.encodeSync(Webhooks.BeneficiaryStatusData)(event.data)
