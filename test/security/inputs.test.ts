@@ -104,7 +104,9 @@ const hostileCurrencies: ReadonlyArray<unknown> = [
 
 const hostileAmounts: ReadonlyArray<unknown> = [
   0, -0, -1, -1e-9, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -Number.MAX_VALUE, Number.MAX_VALUE, 2 ** 53, "100", "1e400",
-  "-1", "Infinity", "NaN", "0x10", "", " 100", 10n, null, true, [100], { valueOf: () => 100 }, new Number(100)
+  "-1", "Infinity", "NaN", "0x10", "", " 100", 10n, null, true, [100], { valueOf: () => 100 }, new Number(100),
+  // More than 8 decimal places: a float sum's artefact, a denormal.
+  0.1 + 0.2, Number.MIN_VALUE
 ]
 
 const hostileUuids: ReadonlyArray<unknown> = [
@@ -187,7 +189,7 @@ describe("Inputs from outside are validated before use", () => {
       expect((yield* sent).map((r) => r.path)).toEqual(["/v1/oauth/token", "/v1/fee-calculation"])
     }))
 
-  it.scoped("amounts: zero, negative, NaN, infinities, past MAX_SAFE_INTEGER, strings and other non-numbers are refused, nothing sent", () =>
+  it.scoped("amounts: zero, negative, NaN, infinities, past MAX_SAFE_INTEGER, more than 8 decimal places, strings and other non-numbers are refused, nothing sent", () =>
     Effect.gen(function*() {
       const { client, sent } = yield* recordingClient()
       const calculate = (request: unknown) => client.fees.calculate(request as FeeService.FeeCalculationRequest)
@@ -208,13 +210,14 @@ describe("Inputs from outside are validated before use", () => {
       ], calculate)
       expect(shapes).toEqual([])
       expect(yield* sent).toEqual([])
-      // Amounts up to Number.MAX_SAFE_INTEGER pass through untouched: tiny ones are the caller's business.
-      for (const amount of [Number.MIN_VALUE, 0.01, Number.MAX_SAFE_INTEGER]) {
+      // Amounts up to Number.MAX_SAFE_INTEGER, to 8 decimal places, pass through untouched: tiny ones are the caller's
+      // business.
+      for (const amount of [0.00000001, 0.01, Number.MAX_SAFE_INTEGER]) {
         yield* calculate({ source_currency: "USD", destination_currency: "CAD", source_amount: amount })
       }
       const quoted = (yield* sent).filter((r) => r.path === "/v1/fee-calculation")
       expect(quoted.map((r) => (r.body as { source_amount: number }).source_amount))
-        .toEqual([Number.MIN_VALUE, 0.01, Number.MAX_SAFE_INTEGER])
+        .toEqual([0.00000001, 0.01, Number.MAX_SAFE_INTEGER])
     }))
 
   it.scoped("beneficiary ids: malformed UUIDs are refused, nothing sent; canonical UUIDs in either case go as given", () =>
