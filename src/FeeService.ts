@@ -39,8 +39,7 @@ const DECIMALS =
  * neighbouring whole amounts apart: 9007199254740993 is read as 9007199254740992), with at most 8 decimal places. The
  * places are counted on the number as it would be sent, so a float sum's artefact (`0.1 + 0.2` is
  * 0.30000000000000004) is refused rather than sent, below 10^7 always (above, one can fall within 8 places): round a
- * computed amount first. Units are not documented, so
- * amounts within these bounds pass through untouched.
+ * computed amount first. Units are not documented, so amounts within these bounds pass through untouched.
  *
  * @since 0.1.0
  * @category schemas

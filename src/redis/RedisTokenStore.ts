@@ -239,7 +239,10 @@ export const make = (
 
     const get: TokenStore.Service["get"] = (key) =>
       Effect.gen(function*() {
-        const read = yield* redis.run("get", (client) => Connection.orIfWrongType(client.hmget(pairKey(key), "fp", "v"), undefined))
+        const read = yield* redis.run(
+          "get",
+          (client) => Connection.orIfWrongType(client.hmget(pairKey(key), "fp", "v"), undefined)
+        )
         if (read === undefined) return yield* unreadable("of another type than this store writes (a hash)")
         const [fp, value] = read
         if (value === null || value === undefined) return Option.none()
@@ -351,7 +354,8 @@ export const make = (
         ),
       unlock: release,
       failure: (key) =>
-        Effect.mapError(redis.run("failure", (client) => Connection.orIfWrongType(client.get(failureKey(key)), null)), failed).pipe(
+        redis.run("failure", (client) => Connection.orIfWrongType(client.get(failureKey(key)), null)).pipe(
+          Effect.mapError(failed),
           Effect.map((value) => readFailure(key, value))
         ),
       lockTtl,
