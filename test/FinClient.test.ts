@@ -60,6 +60,7 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "ftp://x" })).toContain("must use https")
       expect(yield* configError({ ...base, baseUrl: "not a url" })).toContain("not a valid absolute URL")
       expect(yield* configError({ ...base, baseUrl: "https://u:p@x.example" })).toContain("credentials")
+      expect(yield* configError({ ...base, baseUrl: "https://:secret@api.fin.com" })).toContain("baseUrl must not carry credentials")
       expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
     }))
 
@@ -108,6 +109,7 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, environment: "prod" as FinConfig.Environment })).toContain("environment")
       expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")
       expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
+      expect(yield* configError({ ...base, userAgent: "app/1\x7f" })).toContain("userAgent")
     }))
 
   it.effect("an option that is none of FinConfig.Options (misspelt, from a config file) is a ConfigError naming it", () =>

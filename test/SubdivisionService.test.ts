@@ -835,5 +835,38 @@ describe("SubdivisionService", () => {
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* calls).toBe(2)
       }).pipe(withMode("online", down())))
+
+    it.effect("fallback: the snapshot on a plain 500, which starts a cool-down", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(500, { message: "boom" }), usa) })))
+
+    it.effect("the client's own deadline starts a cool-down (no per-call deadline)", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(list("USA"))
+        yield* advance(2000)
+        expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, usa) }, { deadline: "2 seconds", maxRetries: 0 })))
+
+    it.effect("a cool-down of 0: after a failure, concurrent lookups of a country share one call, none gets the snapshot", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        const first = yield* Effect.fork(list("USA"))
+        yield* advance(10)
+        const second = yield* Effect.fork(list("USA"))
+        yield* advance(1000)
+        expect((yield* Fiber.join(first)).source).toBe("api")
+        expect((yield* Fiber.join(second)).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", {
+        [ROUTE]: (() => {
+          let n = 0
+          return (request) => (++n === 1 ? FinTest.fail("ECONNREFUSED") : FinTest.delayed("1 second", () => usa)(request))
+        })()
+      }, { subdivisionFallbackCooldown: 0 })))
   })
 })

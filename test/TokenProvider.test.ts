@@ -19,6 +19,7 @@ import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
+import * as TokenStore from "../src/TokenStore.js"
 import { advance, captureLogs, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const HOUR = 3_600_000
@@ -391,27 +392,32 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
     })))
 
-  it.effect("a refused refresh token is not tried again when the issue after it failed too", () =>
-    Effect.gen(function*() {
-      yield* tokenValue
-      // Past the token's lifetime: the refresh is refused, then the issue fails (503 through its retries).
-      yield* advance(HOUR)
-      const failed = yield* Effect.fork(Effect.flip(tokenValue))
-      for (let i = 0; i < 10; i++) yield* advance(1000)
-      expect((yield* Fiber.join(failed))._tag).toBe("ApiError")
-      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
-      // The next fetch goes straight to the issue route.
-      expect(yield* tokenValue).toBe("token-2")
-      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": (() => {
-        const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
-        let calls = 0
-        // The first issue, then three failing attempts, then the service is back.
-        return (request) => (++calls >= 2 && calls <= 4 ? FinTest.json(503, { message: "down" }) : tokens(request))
-      })(),
-      "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
-    })))
+  // The refresh token is refused, then the issue fails (503 through its retries): whether the refresh was due because
+  // the token's lifetime passed or because it was invalidated (store cleared), the next fetch goes straight to the issue.
+  const refreshDue = {
+    "past the token's lifetime": Effect.zipRight(tokenValue, advance(HOUR)),
+    "after an invalidation (store cleared)": Effect.flatMap(TokenProvider.TokenProvider, (p) => Effect.flatMap(p.get, p.invalidate))
+  }
+  for (const [when, due] of Object.entries(refreshDue)) {
+    it.effect(`${when}, a refused refresh token is not tried again when the issue after it failed too`, () =>
+      Effect.gen(function*() {
+        yield* due
+        const failed = yield* Effect.fork(Effect.flip(tokenValue))
+        for (let i = 0; i < 10; i++) yield* advance(1000)
+        expect((yield* Fiber.join(failed))._tag).toBe("ApiError")
+        expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+        expect(yield* tokenValue).toBe("token-2")
+        expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": (() => {
+          const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+          let calls = 0
+          // The first issue, then three failing attempts, then the service is back.
+          return (request) => (++calls >= 2 && calls <= 4 ? FinTest.json(503, { message: "down" }) : tokens(request))
+        })(),
+        "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
+      })))
+  }
 
   it.effect("issues anew when the refresh route keeps failing (503 through its retries)", () =>
     Effect.gen(function*() {
@@ -694,4 +700,48 @@ describe("TokenProvider", () => {
       () => ++calls === 1 ? FinTest.json(401, { message: "Authentication failed" }) : fee()
     )
   })
+
+  it.effect("after an invalidation (store cleared), a refresh token past its usable time is not sent: a token is issued", () =>
+    Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      const first = yield* provider.get
+      yield* advance(45 * MIN)
+      yield* provider.invalidate(first)
+      expect(yield* tokenValue).toBe("token-2")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
+    }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "30 minutes" })))))
+
+  it.effect("the pause after a failed refresh never hands the token out past its usable time", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      // refreshAt is 4 s before expiry, the token usable until 2 s before it; the refresh fails at once.
+      yield* advance(HOUR - 4_000)
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(3_000)
+      // 1 s before expiry: no longer usable, so a fetch is made (and fails), rather than token-1 handed out.
+      expect((yield* Effect.flip(tokenValue))._tag).toBe("ApiError")
+    }).pipe(provideClient(bothTokenRoutes((() => {
+      const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+      let calls = 0
+      return (request) => (++calls === 1 ? tokens(request) : FinTest.json(503, { message: "down" }))
+    })()), { refreshMargin: "4 seconds", maxRetries: 0 })))
+
+  // With a store that cannot be read, the provider's own cache is all there is: a late 401 for an older token must not
+  // drop the current one (a second token request, which a service that revokes on issue answers by revoking it).
+  it.effect("invalidating an older token leaves the current one cached (compare-and-clear)", () =>
+    Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      const first = yield* provider.get
+      yield* advance(HOUR - MIN)
+      expect(yield* tokenValue).toBe("token-2")
+      yield* provider.invalidate(first)
+      expect(yield* tokenValue).toBe("token-2")
+      expect(yield* count("POST /v1/oauth/*")).toBe(2)
+    }).pipe(
+      provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour" }))),
+      Effect.provide(Layer.succeed(TokenStore.TokenStore, {
+        ...TokenStore.makeMemory(),
+        get: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "get", message: "down" }))
+      }))
+    ))
 })

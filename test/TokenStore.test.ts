@@ -45,6 +45,19 @@ const withStore = (store: TokenStore.Service, routes: FinTest.Routes = { "POST /
 
 const key = TokenStore.keyFor("http://127.0.0.1:4010", "test-client")
 
+// A token "revoked" in `store`, and a service that refuses it (401) and accepts any other.
+const seedRevoked = (store: TokenStore.Service) =>
+  Effect.gen(function*() {
+    yield* seed(store, yield* key, { accessToken: Redacted.make("revoked"), refreshAt: Duration.toMillis("1 hour") })
+    const routes: FinTest.Routes = {
+      "POST /v1/fee-calculation": (request) =>
+        request.headers.authorization === "Bearer revoked"
+          ? FinTest.json(401, { message: "Authentication failed" })
+          : fee()
+    }
+    return routes
+  })
+
 // A pair in `store` due for a refresh an hour in and usable for 30 s more, the clock moved 10 s past its refresh time;
 // the routes of a service whose token routes answer with `token`.
 const dueStoredPair = (store: TokenStore.Service, token: FinTest.Handler) =>
@@ -132,13 +145,7 @@ describe("TokenStore", () => {
   it.effect("a 401 clears the refused token from the store, and the new one is stored", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
-      yield* seed(store, yield* key, { accessToken: Redacted.make("revoked"), refreshAt: Duration.toMillis("1 hour") })
-      const routes: FinTest.Routes = {
-        "POST /v1/fee-calculation": (request) =>
-          request.headers.authorization === "Bearer revoked"
-            ? FinTest.json(401, { message: "Authentication failed" })
-            : fee()
-      }
+      const routes = yield* seedRevoked(store)
       const tokenRequests = yield* FeeService.calculate(quoteRequest).pipe(
         Effect.zipRight(count("POST /v1/oauth/token")),
         withStore(store, routes)
@@ -526,32 +533,47 @@ describe("TokenStore", () => {
   // a warning, never the call's deadline or a defect. A hanging operation is stopped at its bound, even one the
   // provider runs uninterruptibly (the lock, the release in a finalizer): nothing is left running for ever.
   for (const name of ["hang", "die"] as const) {
-    for (const op of ["get", "lock", "unlock"] as const) {
-    it.effect(`a store whose ${op} operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
-      Effect.gen(function*() {
-        let stopped = 0
-        const broken = name === "hang"
-          ? Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
-          : Effect.dieMessage("Unexpected token 'o' in JSON")
-        const memory = TokenStore.makeMemory()
-        const store: TokenStore.Service = { ...memory, [op]: () => broken }
-        const { layer: logger, lines } = captureLogs()
-        const fiber = yield* Effect.fork(
-          FeeService.calculate(quoteRequest).pipe(
-            Effect.zipRight(count("POST /v1/oauth/token")),
-            withStore(store),
-            Effect.provide(logger)
+    for (const op of ["get", "set", "lock", "unlock", "failure"] as const) {
+      it.effect(`a store whose ${op} operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
+        Effect.gen(function*() {
+          let stopped = 0
+          const broken = name === "hang"
+            ? Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
+            : Effect.dieMessage("Unexpected token 'o' in JSON")
+          const memory = TokenStore.makeMemory()
+          const store: TokenStore.Service = { ...memory, [op]: () => broken }
+          const { layer: logger, lines } = captureLogs()
+          const fiber = yield* Effect.fork(
+            FeeService.calculate(quoteRequest).pipe(
+              Effect.zipRight(count("POST /v1/oauth/token")),
+              withStore(store),
+              Effect.provide(logger)
+            )
           )
-        )
-        for (let i = 0; i < 25; i++) yield* advance(1000)
-        expect(yield* Fiber.join(fiber)).toBe(1)
-        const warnings = lines.filter((line) => line.startsWith("WARN"))
-        expect(warnings.length).toBeGreaterThan(0)
-        expect(warnings[0]).toContain("token store is unavailable")
-        expect(warnings.join("\n")).not.toContain("Unexpected token")
-        if (name === "hang") expect(stopped).toBeGreaterThan(0)
-      }))
+          for (let i = 0; i < 25; i++) yield* advance(1000)
+          expect(fiber.unsafePoll()).not.toBeNull()
+          expect(yield* Fiber.join(fiber)).toBe(1)
+          const warnings = lines.filter((line) => line.startsWith("WARN"))
+          expect(warnings.length).toBeGreaterThan(0)
+          expect(warnings[0]).toContain("token store is unavailable")
+          expect(warnings.join("\n")).not.toContain("Unexpected token")
+          if (name === "hang") expect(stopped).toBeGreaterThan(0)
+        }))
     }
+
+    it.effect(`a store whose clear ${name}s does not hold up or break the call after a 401`, () =>
+      Effect.gen(function*() {
+        const memory = TokenStore.makeMemory()
+        const store: TokenStore.Service = {
+          ...memory,
+          clear: () => name === "hang" ? Effect.never : Effect.dieMessage("Unexpected token 'o' in JSON")
+        }
+        const routes = yield* seedRevoked(store)
+        const fiber = yield* Effect.fork(Effect.exit(FeeService.calculate(quoteRequest).pipe(withStore(store, routes))))
+        for (let i = 0; i < 25; i++) yield* advance(1000)
+        const exit = fiber.unsafePoll()
+        expect(exit !== null && Exit.isSuccess(exit) && Exit.isSuccess(exit.value)).toBe(true)
+      }))
   }
 
   it.effect("a client shut down while it fetches under the lock releases it", () =>
@@ -594,4 +616,29 @@ describe("TokenStore", () => {
 
   it.effect("the memory store keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
     tokenStoreContract(TokenStore.makeMemory({ lockTtl: "1 second" }), 1_000, (millis) => TestClock.adjust(millis)))
+
+  // Another process stores a pair between this one's look at the store and its lock: the pair is used, not fetched
+  // again (a second token request, which a service that revokes on issue answers by revoking the other's token).
+  it.effect("a pair stored by another process between the read and the lock is used: no token request", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      const k = yield* key
+      let first = true
+      const store: TokenStore.Service = {
+        ...memory,
+        lock: (lockKey) =>
+          Effect.suspend(() => {
+            if (!first) return memory.lock(lockKey)
+            first = false
+            const other = { accessToken: Redacted.make("other-process"), refreshAt: Duration.toMillis("1 hour") }
+            return Effect.zipRight(seed(memory, k, other), memory.lock(lockKey))
+          })
+      }
+      const [tokenRequests, sent] = yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(Effect.all([count("POST /v1/oauth/token"), bearers])),
+        withStore(store)
+      )
+      expect(tokenRequests).toBe(0)
+      expect(sent).toEqual(["Bearer other-process"])
+    }))
 })

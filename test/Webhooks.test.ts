@@ -10,6 +10,7 @@ import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
@@ -203,6 +204,17 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         // A sha256 signature announced as sha512 has the wrong length for it.
         const announced512 = { "x-fin-signature": signature, "x-fin-signature-algorithm": "sha512" }
         expect(yield* reasonOf(Webhooks.verify(currentBody, announced512, secret))).toBe("bad_signature")
+      }).pipe(Effect.provide(cryptoLayer)))
+
+    it.effect("a blank algorithm header means sha256; a signature of another length or not hex is said to be one", () =>
+      Effect.gen(function*() {
+        const { "x-fin-signature": signature } = yield* Webhooks.sign(currentBody, secret)
+        const blank = { "x-fin-signature": signature, "x-fin-signature-algorithm": " " }
+        expect((yield* Webhooks.verify(currentBody, blank, secret)).id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
+        for (const bad of [signature.slice(1), `${signature}0`, `g${signature.slice(1)}`]) {
+          const error = yield* Effect.flip(Webhooks.verify(currentBody, { "x-fin-signature": bad }, secret))
+          expect([error.reason, error.message]).toEqual(["bad_signature", "the x-fin-signature header is not a hex sha256 digest"])
+        }
       }).pipe(Effect.provide(cryptoLayer)))
 
     it.effect("reads header names and hex in any case, from records, platform Headers and web Headers", () =>
@@ -1742,4 +1754,130 @@ describe("Webhooks memory store", () => {
 
   it.effect("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>
     dedupeStoreContract(Webhooks.makeMemoryDedupeStore(), Duration.seconds(1), TestClock.adjust("2 seconds")))
+})
+
+// --- Handler defaults and limits ----------------------------------------------------------------------------------
+
+// A memory store that records the TTLs the handler passes to it.
+const ttlSpy = () => {
+  const memory = Webhooks.makeMemoryDedupeStore()
+  const ttls: Record<string, number> = {}
+  const store: Webhooks.WebhookDedupeStoreService = {
+    ...memory,
+    claim: (eventId, referenceId, ttl) => {
+      ttls.claim = Duration.toMillis(ttl)
+      return memory.claim(eventId, referenceId, ttl)
+    },
+    complete: (eventId, token, handled, ttl) => {
+      ttls.dedupe = Duration.toMillis(ttl)
+      if (handled.order !== undefined) ttls.order = Duration.toMillis(handled.order.ttl)
+      return memory.complete(eventId, token, handled, ttl)
+    }
+  }
+  return { store, ttls }
+}
+
+// Settles until `fiber` is done (the app's answer travels through a promise), or dies.
+const answered = <A>(fiber: Fiber.Fiber<A>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 20; i++) {
+      const done = yield* Fiber.poll(fiber)
+      if (Option.isSome(done)) return yield* Fiber.join(fiber)
+      yield* settle
+    }
+    return yield* Effect.dieMessage("not answered")
+  })
+
+describe("Webhooks.handler defaults and limits", () => {
+  it.effect("passes the documented TTLs to the store: claimTtl 30 s, dedupeTtl 24 h, orderTtl 30 days", () =>
+    Effect.gen(function*() {
+      const { store, ttls } = ttlSpy()
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, store, handlers: { "beneficiary.status": () => Effect.void } }))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect(ttls).toEqual({ claim: 30_000, dedupe: 24 * 3_600_000, order: 30 * 24 * 3_600_000 })
+    }))
+
+  it.effect("claimTtl is at least 1 second, and orderTtl at least dedupeTtl", () =>
+    Effect.gen(function*() {
+      const { store, ttls } = ttlSpy()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "100 millis",
+        dedupeTtl: "2 hours",
+        orderTtl: "1 hour",
+        handlers: { "beneficiary.status": () => Effect.void }
+      }))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect(ttls).toEqual({ claim: 1_000, dedupe: 2 * 3_600_000, order: 2 * 3_600_000 })
+    }))
+
+  it.effect("handlerTimeout is 1 minute by default", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.never) }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(started)
+      yield* settleUntil((sleeps, now) => sleeps.some((wakeUp) => wakeUp >= now + 60_000))
+      yield* TestClock.adjust("61 seconds")
+      const answer = yield* answered(first)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+    }))
+
+  it.effect("referenceWait is 5 seconds by default", () =>
+    Effect.gen(function*() {
+      const { handle, handler } = yield* gatedHandler()
+      const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })
+      const processing = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
+      const newer = yield* Effect.fork(send(handle, yield* signedPost(active)))
+      yield* handler.started
+      const older = yield* Effect.fork(send(handle, yield* signedPost(processing)))
+      yield* settle
+      for (let step = 0; step < 19; step++) yield* Effect.zipRight(TestClock.adjust("250 millis"), settle)
+      // 4.75 s: still waiting for the resource.
+      expect(Option.isNone(yield* Fiber.poll(older))).toBe(true)
+      for (let step = 0; step < 3; step++) yield* Effect.zipRight(TestClock.adjust("250 millis"), settle)
+      const busy = yield* answered(older)
+      expect([busy.status, JSON.parse(busy.body)]).toEqual([409, { outcome: "reference_busy" }])
+      yield* handler.open
+      expect((yield* Fiber.join(newer)).status).toBe(200)
+    }))
+
+  it.effect("a chunked body one byte over maxBodySize gets 413", () =>
+    Effect.gen(function*() {
+      const bytes = new TextEncoder().encode(currentBody)
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {}, maxBodySize: bytes.length - 1 }))
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes)
+          controller.close()
+        }
+      })
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      const init: RequestInit & { readonly duplex: "half" } = { method: "POST", body, headers: { ...headers }, duplex: "half" }
+      const request = new Request(url, init)
+      expect(request.headers.get("content-length")).toBeNull()
+      expect((yield* send(handle, request)).status).toBe(413)
+    }))
+
+  it.effect("verify: a created_at without a zone is malformed, as the Timestamp schema says", () =>
+    Effect.gen(function*() {
+      expect(Either.isLeft(Schema.decodeUnknownEither(Webhooks.Timestamp)("2026-04-04T17:38:26.843132"))).toBe(true)
+      const body = makeBody({ createdAt: "2026-04-04T17:38:26.843132" })
+      const headers = yield* Webhooks.sign(body, secret)
+      expect(yield* reasonOf(Webhooks.verify(body, headers, secret))).toBe("malformed_body")
+    }))
+
+  it.effect("verify: a signed body that is not valid UTF-8 is malformed, not decoded with replacement characters", () =>
+    Effect.gen(function*() {
+      const bytes = new TextEncoder().encode(currentBody)
+      const at = currentBody.indexOf("INDIVIDUAL")
+      expect(at).toBeGreaterThan(0)
+      bytes[at] = 0xff
+      const headers = yield* Webhooks.sign(bytes, secret)
+      expect(yield* reasonOf(Webhooks.verify(bytes, headers, secret))).toBe("malformed_body")
+    }))
 })
