@@ -17,6 +17,9 @@ import { eventually, redisClient, redisUrl, uniquePrefix, worker } from "./suppo
 
 // Long enough that a call slowed by a loaded machine still finishes on the token it was retried with.
 const lifetime = 5_000
+// A call that takes this long can see its token replaced twice (refreshed, with revokeOnIssue revoked, or expired):
+// its second 401 is final by design (a revoked client never loops). On a loaded machine some calls take seconds.
+const slowAfter = lifetime / 2
 // The provider refreshes min(refreshMargin, 10 % of the lifetime) early: 500 ms here.
 const refreshEvery = lifetime - lifetime * 0.1
 
@@ -34,7 +37,8 @@ describe("RedisTokenStore across processes", () => {
               prefix,
               emulatorUrl: emulator.url,
               credentials: emulator.credentials,
-              concurrency: 200
+              concurrency: 200,
+              slowAfter
             })),
           { concurrency: "unbounded" }
         )
@@ -46,8 +50,12 @@ describe("RedisTokenStore across processes", () => {
 
         for (const result of results) {
           expect(result.failed).toEqual({})
-          expect(result.succeeded).toBeGreaterThanOrEqual(200)
+          expect(Object.keys(result.failedSlow).filter((tag) => tag !== "AuthenticationError")).toEqual([])
+          // At least a round of 200 each.
+          const slow = Object.values(result.failedSlow).reduce((sum, n) => sum + n, 0)
+          expect(result.succeeded + slow).toBeGreaterThanOrEqual(200)
         }
+        expect(results.reduce((sum, result) => sum + result.succeeded, 0)).toBeGreaterThanOrEqual(200)
         const counters = yield* emulator.counters
         const log = counters.tokenLog
         expect(log.length).toBe(counters.tokensIssued + counters.tokensRefreshed)

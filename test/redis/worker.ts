@@ -5,7 +5,7 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -19,7 +19,10 @@ import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.
 import * as Webhooks from "../../src/Webhooks.js"
 
 export type Job =
-  /** Once told `{ until }` (epoch ms), rounds of `concurrency` quotes until then; reports the outcomes. */
+  /**
+   * Once told `{ until }` (epoch ms), rounds of `concurrency` quotes until then; reports the outcomes, the failures of
+   * calls that took longer than `slowAfter` ms apart.
+   */
   | {
     readonly mode: "quotes"
     readonly redisUrl: string
@@ -27,6 +30,7 @@ export type Job =
     readonly emulatorUrl: string
     readonly credentials: { readonly clientId: string; readonly clientSecret: string }
     readonly concurrency: number
+    readonly slowAfter: number
   }
   /** One quote, whose token fetch the test stalls and then kills this process in the middle of. */
   | {
@@ -55,7 +59,12 @@ export type Job =
 export type Message =
   | { readonly type: "ready"; readonly port?: number }
   | { readonly type: "started"; readonly id: string }
-  | { readonly type: "quotes"; readonly succeeded: number; readonly failed: Readonly<Record<string, number>> }
+  | {
+    readonly type: "quotes"
+    readonly succeeded: number
+    readonly failed: Readonly<Record<string, number>>
+    readonly failedSlow: Readonly<Record<string, number>>
+  }
   /** `busy`: how many claims found the event's resource held by another event. */
   | { readonly type: "handled"; readonly ids: ReadonlyArray<string>; readonly busy: number }
 
@@ -82,16 +91,20 @@ const quotes = (job: Extract<Job, { readonly mode: "quotes" }>) =>
     const { until } = yield* receive<{ readonly until: number }>()
     let succeeded = 0
     const failed: Record<string, number> = {}
+    const failedSlow: Record<string, number> = {}
     while (Date.now() < until) {
-      const results = yield* Effect.all(Array.from({ length: job.concurrency }, () => Effect.either(quote)), {
+      const results = yield* Effect.all(Array.from({ length: job.concurrency }, () => Effect.timed(Effect.either(quote))), {
         concurrency: "unbounded"
       })
-      for (const result of results) {
+      for (const [took, result] of results) {
         if (Either.isRight(result)) succeeded += 1
-        else failed[result.left._tag] = (failed[result.left._tag] ?? 0) + 1
+        else {
+          const counts = Duration.toMillis(took) > job.slowAfter ? failedSlow : failed
+          counts[result.left._tag] = (counts[result.left._tag] ?? 0) + 1
+        }
       }
     }
-    yield* send({ type: "quotes", succeeded, failed })
+    yield* send({ type: "quotes", succeeded, failed, failedSlow })
   }).pipe(Effect.provide(client(job)))
 
 const hold = (job: Extract<Job, { readonly mode: "hold" }>) =>
