@@ -95,7 +95,12 @@ describe("HttpTransport", () => {
         FinTest.json(400, { message: `bad request (token ${bearer}, client secret test-secret)` })],
       // A field error is kept (`fieldErrors`): one whose name is what was sent (a header echoed as a field) too.
       ["400 field errors named by the credentials", (bearer: string) =>
-        FinTest.json(400, { message: "invalid fields", data: { [bearer]: ["unknown"], "test-secret": ["unknown"] } })]
+        FinTest.json(400, { message: "invalid fields", data: { [bearer]: ["unknown"], "test-secret": ["unknown"] } })],
+      // Kept in ApiError.body (a field ApiError has none for), its first letter written as a JSON escape.
+      ["500 JSON echoing the token with a \\u escape", (bearer: string) =>
+        FinTest.text(500, `{"echo":"\\u${bearer.charCodeAt(0).toString(16).padStart(4, "0")}${bearer.slice(1)}"}`, {
+          "content-type": "application/json"
+        })]
     ] as const
   ) {
     it.effect(`an error never carries the bearer token or the client secret: ${name}`, () =>
@@ -494,6 +499,59 @@ describe("HttpTransport", () => {
       expect(error._tag).toBe("RateLimitError")
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "30" }) }, { deadline: "10 seconds" })))
+
+  it.effect("Retry-After beyond the cap is refused at once however long the deadline, from a 429 and a 503", () =>
+    Effect.gen(function*() {
+      for (const code of [429, 503]) {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([code, 1])
+      }
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(status(429, { "retry-after": "120" }), status(503, { "retry-after": "120" }))
+    }, { maxRetryAfter: "60 seconds", deadline: "5 minutes" })))
+
+  it.effect("a Retry-After of exactly the time the deadline leaves: RateLimitError at once", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([503, 1])
+    }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "10" }) }, { deadline: "10 seconds" })))
+
+  for (const code of [408, 504]) {
+    it.effect(`a ${code} is retried`, () =>
+      secondAttemptAfter(1000).pipe(provideClient({ [FEE]: FinTest.sequence(status(code, { "retry-after": "1" }), ok) })))
+  }
+
+  // Only a wait the service asks for on a retryable answer makes a RateLimitError; a refusal stays an ApiError.
+  for (const code of [501, 409]) {
+    it.effect(`a ${code}, even with a long Retry-After, is an ApiError, never retried`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && [error.status, error.attempts]).toEqual([code, 1])
+        expect(yield* attempts).toBe(1)
+      }).pipe(provideClient({ [FEE]: () => status(code, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
+  }
+
+  it.effect("a 503 turned RateLimitError keeps the request id and a body its fields cannot hold", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "RateLimitError" && [error.requestId, error.body]).toEqual([
+        "req-1",
+        `{"message":"paused","until":"14:00"}`
+      ])
+    }).pipe(provideClient({
+      [FEE]: () =>
+        FinTest.json(503, { message: "paused", until: "14:00" }, { "retry-after": "7200", "x-request-id": "req-1" })
+    }, { maxRetryAfter: "60 seconds" })))
+
+  it.effect("a GET marked safe: false is not retried", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        HttpTransport.request({ method: "GET", path: "/v1/things", response: Schema.Unknown, safe: false })
+      )
+      expect(error._tag === "ApiError" && [error.status, error.attempts]).toEqual([503, 1])
+      expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("GET /v1/things"))).toBe(1)
+    }).pipe(provideClient({ "GET /v1/things": FinTest.sequence(status(503), FinTest.json(200, {})) })))
 
   // The token fetch is shared, so it keeps its retries; a caller whose deadline comes before the fetch's next try ends
   // at once with the fetch's error, as it would for a wait of its own, not cut off later by a bare TimeoutError.
@@ -1518,7 +1576,25 @@ describe("HttpTransport", () => {
       expect(parseErrorBody(`{"message":"Conflict","error":{"beneficiary_id":"b1"}}`).understood).toBe(false)
       expect(parseErrorBody(`{"message":"exists","collisions":["w1"]}`).understood).toBe(false)
       expect(parseErrorBody(`{"message":"Invalid","errors":[{"x":{"nested":1}}]}`).understood).toBe(false)
+      // A nested message other than the top-level one is kept in the body; the same one is not.
+      expect(parseErrorBody(`{"message":"a","error":{"message":"b"}}`).understood).toBe(false)
+      expect(parseErrorBody(`{"message":"a","error":{"message":"a"}}`).understood).toBe(true)
+      // Up to 20 field errors fit ApiError.fieldErrors.
+      const fields = (n: number) =>
+        JSON.stringify({ message: "Invalid", errors: Array.from({ length: n }, (_, i) => ({ [`f${i}`]: "bad" })) })
+      expect(parseErrorBody(fields(20)).understood).toBe(true)
+      expect(parseErrorBody(fields(21)).understood).toBe(false)
     })
+
+    it.effect("the service's message is kept whole up to 1,024 characters, cut with ... past that", () =>
+      Effect.gen(function*() {
+        for (const length of [1024, 1025]) {
+          const error = yield* Effect.flip(calculate)
+          expect(error.message).toBe(length === 1024 ? "m".repeat(1024) : `${"m".repeat(1024)}...`)
+        }
+      }).pipe(provideClient({
+        [FEE]: FinTest.sequence(FinTest.json(400, { message: "m".repeat(1024) }), FinTest.json(400, { message: "m".repeat(1025) }))
+      })))
     it.effect("what ApiError's fields cannot hold stays in ApiError.body: a 409's existing beneficiary_id", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
