@@ -203,6 +203,9 @@ describe("FeeService", () => {
       expect(wrong._tag === "ResponseDecodeError" && wrong.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
       const right = yield* FeeService.calculate(receive).pipe(answered({ destination_amount: 59456 }))
       expect([right.destination_amount, right.source_amount]).toEqual([59456, 3508679])
+      // Off by exactly the slack (the rate, here 2) is off by too much.
+      const edge = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ exchange_rate: 2, destination_amount: 59458 }))
+      expect(edge._tag === "ResponseDecodeError" && edge.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
       // Worked back from a source rounded to the cent, it may be off by less than one source unit's worth (the rate).
       const idr = { source_currency: "USD", destination_amount: 1_000_000, destination_currency: "IDR" } as const
       const rounded = { source_currency: "USD", destination_currency: "IDR", exchange_rate: 16250, source_amount: 61.54 }

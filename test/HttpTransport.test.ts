@@ -580,6 +580,26 @@ describe("HttpTransport", () => {
         [FEE]: () => ok
       })))
 
+    // A wait the service asks for that passes the deadline ends the call at once, with a RateLimitError saying so; with
+    // Retry-After: 0 it is the backoff's own wait that passes it, and the 503 stays an ApiError.
+    for (
+      const [retryAfter, deadline, expected] of [
+        ["30", "5 seconds", "RateLimitError"],
+        ["0", "300 millis", "ApiError"]
+      ] as const
+    ) {
+      it.effect(`a token 503 with Retry-After: ${retryAfter} past a ${deadline} deadline: ${expected} at once`, () =>
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline })))
+          const { _tag, operation, status } = error as { _tag: string; operation?: string; status?: number }
+          expect([_tag, status, operation]).toEqual([expected, 503, "POST /v1/oauth/token"])
+          if (expected === "RateLimitError") expect(error.message).toContain("more than the call's deadline leaves")
+        }).pipe(provideClient({
+          "POST /v1/oauth/token": FinTest.sequence(status(503, { "retry-after": retryAfter }), token),
+          [FEE]: () => ok
+        })))
+    }
+
     it.effect("a caller whose refresh fallback was refused meanwhile (a 401) still ends at once when the refresh is to wait past its deadline", () =>
       Effect.gen(function*() {
         const hour = 3_600_000

@@ -392,6 +392,13 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
     })))
 
+  // What a token route answers may echo the credentials sent: only its message and code are kept, never its body.
+  it.effect("a token route's refusal keeps no body in the error, however much the service said", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect([error._tag, error.message, "body" in error ? error.body : undefined]).toEqual(["ApiError", "x", undefined])
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(400, { message: "x", extra: "y" }) })))
+
   // The refresh token is refused, then the issue fails (503 through its retries): whether the refresh was due because
   // the token's lifetime passed or because it was invalidated (store cleared), the next fetch goes straight to the issue.
   const refreshDue = {

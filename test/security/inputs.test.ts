@@ -427,9 +427,9 @@ describe("Inputs from outside are validated before use", () => {
       const wrong = yield* refuseAll<Record<string, unknown>>([
         { method: "post" }, { method: "OPTIONS" }, { method: "GET", body: { a: 1 } }, { safe: "false" }, { safe: 1 },
         { name: "" }, { name: "a\nb" }, { name: "x".repeat(65) }, { name: "fee calculation" },
-        { query: { a: 1 } }, { query: { a: null } }, { query: { a: ["x", "y"] } }, { query: "a=1" },
+        { query: { a: 1 } }, { query: { a: null } }, { query: { a: ["x", "y"] } }, { query: "a=1" }, { query: ["a"] },
         { body: { amount: Number.NaN } }, { body: { amount: Number.POSITIVE_INFINITY } }, { body: [Number.NEGATIVE_INFINITY] },
-        { path: `/v1/${"x".repeat(2_100)}` }, { check: "currency" }
+        { path: `/v1/${"x".repeat(2_100)}` }, { path: `/${"x".repeat(2_048)}` }, { check: "currency" }
       ], request)
       expect(wrong).toEqual([])
       expect(yield* sent).toEqual([])
@@ -437,6 +437,10 @@ describe("Inputs from outside are validated before use", () => {
       yield* request({ method: "GET", path: "/v1/countries/USA/subdivisions", query: { a: "1", b: undefined } })
       const calls = (yield* sent).filter((r) => r.path === "/v1/countries/USA/subdivisions")
       expect(calls.map((r) => new URL(r.url).search)).toEqual(["?a=1"])
+      // A path of 2,048 characters, the most there may be, goes out.
+      const longest = `/${"x".repeat(2_047)}`
+      yield* Effect.either(request({ method: "GET", path: longest }))
+      expect((yield* sent).filter((r) => r.path === longest)).toHaveLength(1)
     }))
 })
 
