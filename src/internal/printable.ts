@@ -51,7 +51,9 @@ const colourCode = new RegExp(colourCodeSource, "y")
  * `text` for `screen`, with each of `quoted` (text from outside it may quote as given: a command line's arguments)
  * that holds an escape character written as `printable` writes it: `screen` lets colour codes through, and could not
  * tell one of the argument's own from the text's. Where a colour code and an argument start at one place, the longer
- * wins: an argument that is an escape character alone leaves the text's colour codes to `screen`. Arguments without
+ * wins: an argument that is an escape character alone leaves the text's colour codes to `screen`. On a tie (an
+ * argument that is a colour code exactly) the argument wins: the text's own code is then shown escaped, rather than
+ * an argument let act on the terminal (hiding what follows, say). Arguments without
  * one are left to `screen`: one that is a line feed alone would otherwise turn every line break into an escape.
  */
 export const quoting = (text: string, quoted: ReadonlyArray<string>): string => {
@@ -62,7 +64,7 @@ export const quoting = (text: string, quoted: ReadonlyArray<string>): string => 
   while (i < text.length) {
     colourCode.lastIndex = i
     const code = colourCode.exec(text)?.[0] ?? ""
-    const raw = escaping.find((arg) => arg.length > code.length && text.startsWith(arg, i))
+    const raw = escaping.find((arg) => arg.length >= code.length && text.startsWith(arg, i))
     const taken = raw ?? (code === "" ? text[i]! : code)
     out += raw === undefined ? taken : printable(raw)
     i += taken.length

@@ -27,4 +27,18 @@ describe("internal/printable", () => {
     expect(Printable.lines("\rbar [##--]\u001b[2K\n")).toBe("\rbar [##--]\\u001b[2K\n")
     expect(Printable.lines("a\rb\tc")).toBe("a\\u000db\tc")
   })
+
+  it("quoting: an argument that is a colour code exactly is escaped (it cannot be told from the text's own)", () => {
+    // A code that hides what follows, given as an argument: shown, never acting on the terminal.
+    expect(Printable.screen(Printable.quoting("unknown '\u001b[8m' secret", ["\u001b[8m"]), true))
+      .toBe("unknown '\\u001b[8m' secret")
+    // Of two arguments starting at one place the longer is taken whole, whichever order they were given in.
+    expect(Printable.quoting("x \u001bxy\u001b[1m y", ["\u001bxy", "\u001bxy\u001b[1m"])).toBe("x \\u001bxy\\u001b[1m y")
+  })
+
+  it("escapes the edges of each range: U+001F, U+2069", () => {
+    expect(Printable.lines("a\u001fb")).toBe("a\\u001fb")
+    expect(Printable.screen("a\u001fb", true)).toBe("a\\u001fb")
+    expect(Printable.printable("\u2069")).toBe("\\u2069")
+  })
 })
