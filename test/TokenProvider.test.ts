@@ -54,6 +54,9 @@ describe("TokenProvider", () => {
       expect(TokenProvider.parseTimestamp("2025-12-28T10:34:45Z")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
       expect(TokenProvider.parseTimestamp("2025-12-28T12:34:45.250+02:00")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45, 250))
       expect(TokenProvider.parseTimestamp("2025-12-28 05:34:45-0500")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
+      // Lower-case separators, as ISO 8601 allows; a fraction past milliseconds is cut, not rounded up.
+      expect(TokenProvider.parseTimestamp("2025-12-28t10:34:45z")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
+      expect(TokenProvider.parseTimestamp("2025-12-28T10:34:45.9999Z")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45, 999))
     })
     it("rejects impossible dates and other text", () => {
       expect(TokenProvider.parseTimestamp("2025-02-30 10:00:00+00")).toBeUndefined()
@@ -63,6 +66,13 @@ describe("TokenProvider", () => {
       expect(TokenProvider.parseTimestamp("2025-12-28 10:34:60+00")).toBeUndefined()
       expect(TokenProvider.parseTimestamp("0099-01-01T00:00:00Z")).toBe(new Date(0).setUTCFullYear(99, 0, 1))
       expect(TokenProvider.parseTimestamp("2025-12-28")).toBeUndefined()
+      // No field rolls over at its first value out of range.
+      for (const text of ["2025-00-10 10:00:00+00", "2025-13-10 10:00:00+00", "2025-12-28 10:60:00+00"]) {
+        expect(TokenProvider.parseTimestamp(text), text).toBeUndefined()
+      }
+      for (const text of ["2025-12-28T10:00:00+24:00", "2025-12-28T10:00:00+05:60"]) {
+        expect(TokenProvider.parseTimestamp(text), text).toBeUndefined()
+      }
     })
   })
 

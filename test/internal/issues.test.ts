@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Issues from "../../src/internal/issues.js"
 
@@ -27,5 +28,39 @@ describe("Issues", () => {
       "id: expected AccountId"
     )
     expect(expected(Schema.Struct({ status: filtered }), { status: "secret-p" })).toBe("status: expected a string (refined)")
+  })
+
+  it("an optional or nullable member goes without saying", () => {
+    const optional = Schema.Struct({ k: Schema.Union(Schema.String, Schema.Number, Schema.Undefined) })
+    expect(expected(optional, { k: true })).toBe("k: expected a string or a number")
+    expect(expected(Schema.Struct({ n: Schema.NullOr(Schema.Number) }), { n: "x" })).toBe("n: expected a number")
+  })
+
+  // A message other than a filter's may quote the input (a user's declared schema, JSON parsing): never kept.
+  it("a declared schema's own message, which may quote the value, gives way to its title, under a filter too", () => {
+    const thing = Schema.declare<number, number, readonly []>([], {
+      decode: () => (input, _, ast) => ParseResult.fail(new ParseResult.Type(ast, input, `bad value ${String(input)}`)),
+      encode: () => (input) => ParseResult.succeed(input as number)
+    }, { title: "a thing" })
+    expect(expected(Schema.Struct({ s: thing }), { s: 12345 })).toBe("s: expected a thing")
+    expect(expected(Schema.Struct({ s: thing.pipe(Schema.filter(() => true)) }), { s: 12345 })).toBe("s: expected a thing")
+  })
+
+  it("a key the schema does not have is said to be none", () => {
+    const result = Schema.decodeUnknownEither(Schema.Struct({ a: Schema.String }), { onExcessProperty: "error" })({
+      a: "x",
+      extra: 1
+    })
+    expect(Either.isLeft(result) && Issues.summarize(Issues.fromParseIssue(result.left.issue))).toBe(
+      "extra: expected no such key"
+    )
+  })
+
+  it("describeAll leaves out an optional option's 'Expected undefined' beside a real problem inside it", () => {
+    const schema = Schema.Struct({ fee: Schema.optional(Schema.Struct({ fixed: Schema.NonNegative })) })
+    const result = Schema.decodeUnknownEither(schema, { errors: "all" })({ fee: { fixed: -1 } })
+    const described = Either.isLeft(result) ? Issues.describeAll(result.left) : "decoded"
+    expect(described).toContain("fee.fixed: ")
+    expect(described).not.toContain("Expected undefined")
   })
 })
