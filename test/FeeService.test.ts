@@ -327,6 +327,17 @@ describe("FeeService", () => {
         })
         expect([named.destination_currency, named.destination_amount]).toEqual(["CAD", developer.destination_amount])
       }).pipe(Effect.provide(layer)))
+    // Defaults as the emulator's: quotes hold 15 minutes; a beneficiary-only quote is from USD. Ids in any case.
+    it.effect("defaults: a 15-minute quote lifetime, USD as the source currency; a beneficiary's id in any case", () =>
+      Effect.gen(function*() {
+        const quote = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID })
+        expect([quote.source_currency, Option.map(quote.valid_till, DateTime.toEpochMillis)]).toEqual(["USD", Option.some(900_000)])
+        const upper = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID.toUpperCase() })
+        expect(upper.destination_currency).toBe("CAD")
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "USD/CAD": 1.25 },
+        beneficiaries: { [UUID.toUpperCase()]: { currency: "CAD" } }
+      }))))
     it.effect("a receive quote's source, sent, delivers at least the amount asked (rounded up to the cent, no further)", () =>
       Effect.gen(function*() {
         for (const wanted of [100, 99.99, 0.01, 1234.56, 7, 333.33]) {

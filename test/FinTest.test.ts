@@ -1,6 +1,7 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -41,6 +42,15 @@ describe("FinTest.advanceUntilDone", () => {
       )
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
+
+  it.effect("gives up once the limit is reached, not a step later; steps 100 ms by default", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("2 seconds"), { step: "1 second", limit: "1 second" }))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      const start = yield* Clock.currentTimeMillis
+      yield* FinTest.advanceUntilDone(Effect.sleep("150 millis"))
+      expect((yield* Clock.currentTimeMillis) - start).toBe(200)
+    }))
 
   it.live("under a live clock (it.live), dies saying it needs the TestClock, not with a TypeError", () =>
     Effect.gen(function*() {

@@ -614,6 +614,12 @@ describe("TokenStore", () => {
     expect(TokenStore.makeMemory({ lockTtl: "2 seconds" }).lockTtl).toEqual(Duration.seconds(2))
   })
 
+  // Marked stores are run as they are; a wrapper of the user's (a spread) is run guarded.
+  it("the memory store is marked as bounding its own operations, a copy spread from it is not", () => {
+    const memory = TokenStore.makeMemory()
+    expect([BoundedStore.isBounded(memory), BoundedStore.isBounded({ ...memory })]).toEqual([true, false])
+  })
+
   it.effect("the memory store keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
     tokenStoreContract(TokenStore.makeMemory({ lockTtl: "1 second" }), 1_000, (millis) => TestClock.adjust(millis)))
 

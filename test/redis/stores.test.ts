@@ -20,6 +20,7 @@ import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
 import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.js"
+import * as BoundedStore from "../../src/internal/boundedStore.js"
 import * as TokenStore from "../../src/TokenStore.js"
 import * as Webhooks from "../../src/Webhooks.js"
 import { startRedis } from "./server.js"
@@ -441,6 +442,8 @@ describe("RedisTokenStore", () => {
       const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("defaults") })
       expect(Duration.toMillis(store.lockTtl)).toBe(10_000)
       expect(Duration.toMillis(store.waitInterval)).toBe(25)
+      // It bounds its own commands (by `timeout`): the provider runs it as it is, not guarded.
+      expect(BoundedStore.isBounded(store)).toBe(true)
     }))
 
   it.scopedLive("the pair is kept while either token is of use, not only until its refresh time", () =>
