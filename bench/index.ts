@@ -349,11 +349,13 @@ const webhooksNotes = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<strin
   ...webCryptoNote(rows)
 ]
 
+// The row of `library` verifying one at a time or many in flight.
+const webhookRow = (rows: ReadonlyArray<WebhooksBench.BenchRow>, library: string, mode: "1 at a time" | "in flight") =>
+  rows.find((r) => r.library === library && r.operation.includes(mode))
+
 const nodeCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<string> => {
-  const oneAtATime = (library: string) =>
-    rows.find((r) => r.library === library && r.operation.includes("1 at a time"))
-  const layer = oneAtATime("effect-fin NodeWebhookCrypto")
-  const raw = oneAtATime("raw node:crypto")
+  const layer = webhookRow(rows, "effect-fin NodeWebhookCrypto", "1 at a time")
+  const raw = webhookRow(rows, "raw node:crypto", "1 at a time")
   if (layer?.relative === undefined || raw === undefined || layer.relative >= 0.8) return []
   const micros = (row: WebhooksBench.BenchRow) => (1e6 / row.value).toFixed(2)
   return [
@@ -368,10 +370,8 @@ const nodeCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<stri
 
 /** Why the WebCrypto target is unmet, with this run's figures (nothing when it is met). */
 const webCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<string> => {
-  const inFlight = (library: string) =>
-    rows.find((r) => r.library === library && r.operation.includes("in flight"))?.relative
-  const layer = inFlight("effect-fin WebCrypto (default)")
-  const raw = inFlight("raw WebCrypto subtle.verify")
+  const layer = webhookRow(rows, "effect-fin WebCrypto (default)", "in flight")?.relative
+  const raw = webhookRow(rows, "raw WebCrypto subtle.verify", "in flight")?.relative
   if (layer === undefined || raw === undefined || layer >= 0.5) return []
   return [
     `- **WebCrypto layer >= 0.5x raw node:crypto at 64 in flight: not met (${x(layer)}).** \`crypto.subtle.verify\``,
