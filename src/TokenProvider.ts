@@ -293,6 +293,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const config = yield* FinConfig.FinConfig
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const scope = yield* Effect.scope
+    // A client kept past its scope (a `FinClient.make` value used after) gets no token, cached or not: its calls end
+    // as an interruption and send nothing, as they would if the token had to be fetched (into the closed scope).
+    let closed = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+      })
+    )
     // The store in the caller's context, else the one the layer was built with, else one in memory.
     const layerStore = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
     const guard = guardedStores(config.tokenTimeout)
@@ -802,6 +810,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       const wait = (self: Service["get"]) =>
         deadline === undefined || onDeadline === undefined ? self : Http.timeoutAt(self, deadline, onDeadline)
       return Effect.flatMap(SynchronizedRef.get(ref), (state) => {
+        if (closed) return Effect.interrupt
         if (Option.isSome(state.access)) {
           const access = state.access.value
           return Effect.flatMap(

@@ -4,6 +4,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { readFileSync } from "node:fs"
@@ -262,6 +263,27 @@ describe("FinClient", () => {
         "Bearer token-of-bob"
       ])
     }).pipe(Effect.scoped, Effect.provide(FinTest.layerHttpClient(routes))))
+
+  it.effect("make: a client kept past its scope sends nothing, its token cached or not: each call is interrupted", () =>
+    Effect.gen(function*() {
+      const make = FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1" })
+      const used = yield* Effect.scoped(Effect.tap(make, (client) => client.fees.calculate(quoteRequest)))
+      const unused = yield* Effect.scoped(make)
+      const http = yield* FinTest.InMemoryHttp
+      const before = (yield* http.requests).length
+      for (const client of [used, unused]) {
+        const calls: ReadonlyArray<Effect.Effect<unknown, unknown>> = [
+          client.fees.calculate(quoteRequest),
+          client.subdivisions.list("USA"),
+          client.tokens.get
+        ]
+        for (const call of calls) {
+          const exit = yield* Effect.exit(call)
+          expect(Exit.isInterrupted(exit)).toBe(true)
+        }
+      }
+      expect((yield* http.requests).length).toBe(before)
+    }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
 
   it.effect("layerConfig takes Config values", () =>
     Effect.gen(function*() {
