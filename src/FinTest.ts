@@ -29,6 +29,7 @@ import { ApiError, FieldError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as CallOptions from "./internal/callOptions.js"
 import * as Durations from "./internal/duration.js"
+import * as Http from "./internal/http.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
 import * as TokenProvider from "./TokenProvider.js"
@@ -612,15 +613,22 @@ export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeServ
           const quoted = Quote.quote(settings, valid)
           if (Either.isLeft(quoted)) {
             const problem = quoted.left
-            return yield* problem._tag === "UnknownBeneficiary"
-              ? new ApiError({ status: 404, message: "Resource not found", operation, attempts: 1 })
-              : new ApiError({
-                status: 422,
-                message: problem.message,
-                fieldErrors: [new FieldError({ field: problem.field, message: problem.detail })],
+            if (problem._tag === "UnknownBeneficiary") {
+              return yield* new ApiError({
+                status: 404,
+                message: Http.apiErrorMessage(404, operation, "Resource not found", undefined),
                 operation,
                 attempts: 1
               })
+            }
+            const fieldErrors = [new FieldError({ field: problem.field, message: problem.detail })]
+            return yield* new ApiError({
+              status: 422,
+              message: Http.apiErrorMessage(422, operation, problem.message, fieldErrors),
+              fieldErrors,
+              operation,
+              attempts: 1
+            })
           }
           const figures = quoted.right
           const now = yield* Clock.currentTimeMillis

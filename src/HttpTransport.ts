@@ -180,8 +180,9 @@ const isPlainPath = (path: unknown): path is string =>
   typeof path === "string" && path.length <= MAX_PATH && PATH.test(path) &&
   !path.split("/").some((s) => s === "." || s === "..")
 
+// The message says what was expected too: a log line shows only the message.
 const invalidRequest = (path: string, message: string, expected: string) =>
-  new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
+  new RequestValidationError({ message: `${message}: expected ${expected}`, issues: [new Issue({ path, expected })] })
 
 // What the types say, checked too: a spec may come from untyped code, a cast or configuration, and `safe` is what
 // keeps a payment from being sent twice (`"false"` would be truthy).

@@ -116,6 +116,9 @@ let without: ReadonlyArray<CountryCode.CountryCode> | undefined
 const invalidCountry = (input: unknown): Either.Either<never, RequestValidationError> =>
   Either.left(Effect.runSync(Effect.flip(CountryCode.validate(input))))
 
+const invalidSearch = (path: "text" | "limit", expected: string) =>
+  new RequestValidationError({ message: `Invalid search ${path}: expected ${expected}`, issues: [new Issue({ path, expected })] })
+
 // ---------------------------------------------------------------------------------------------------------------
 // Lookups
 // ---------------------------------------------------------------------------------------------------------------
@@ -233,20 +236,14 @@ export const search = (
   if (found === undefined) return invalidCountry(country)
   if (typeof text !== "string") {
     return Either.left(
-      new RequestValidationError({
-        message: "Invalid search text",
-        issues: [new Issue({ path: "text", expected: "the text to search for" })]
-      })
+      invalidSearch("text", "the text to search for")
     )
   }
   const query = internal.normalize(text)
   const limit = options?.limit === undefined ? Infinity : typeof options.limit === "number" ? Math.floor(options.limit) : NaN
   if (!(limit >= 0)) {
     return Either.left(
-      new RequestValidationError({
-        message: "Invalid search limit",
-        issues: [new Issue({ path: "limit", expected: "a number of results, 0 or more" })]
-      })
+      invalidSearch("limit", "a number of results, 0 or more")
     )
   }
   if (query === "" || limit === 0) return Either.right([])

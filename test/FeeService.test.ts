@@ -327,6 +327,21 @@ describe("FeeService", () => {
         })
         expect([named.destination_currency, named.destination_amount]).toEqual(["CAD", developer.destination_amount])
       }).pipe(Effect.provide(layer)))
+    // As effect-fin's client says them: the status, the route, the service's words, its field errors.
+    it.effect("its refusals say what the client's would: a 404 for an unknown beneficiary, a 422 naming the field", () =>
+      Effect.gen(function*() {
+        const unknown = yield* Effect.flip(
+          FeeService.calculate({ source_amount: 100, beneficiary_id: "00000000-0000-4000-8000-000000000000" })
+        )
+        expect(unknown.message).toBe("The service answered 404 on POST /v1/fee-calculation: Resource not found")
+        const eaten = yield* Effect.flip(
+          FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" })
+        )
+        expect(eaten.message).toBe(
+          "The service answered 422 on POST /v1/fee-calculation: Validation failed (source_amount: The fees take the " +
+            "whole amount, or what is left of it is less than a cent: it delivers nothing.)"
+        )
+      }).pipe(Effect.provide(layer)))
     // Defaults as the emulator's: quotes hold 15 minutes; a beneficiary-only quote is from USD. Ids in any case.
     it.effect("defaults: a 15-minute quote lifetime, USD as the source currency; a beneficiary's id in any case", () =>
       Effect.gen(function*() {

@@ -360,7 +360,7 @@ describe("HttpTransport", () => {
       if (error._tag === "ApiError") {
         expect(error.status).toBe(503)
         expect(error.attempts).toBe(3)
-        expect(error.message).toBe("status 503")
+        expect(error.message).toBe("The service answered 503 on POST /v1/fee-calculation: status 503")
       }
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: () => status(503) })))
@@ -962,6 +962,8 @@ describe("HttpTransport", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: -1 })))
       expect(error._tag).toBe("RequestValidationError")
+      // The message says what was expected: a log line shows nothing else.
+      expect(error.message).toBe("Invalid maxRetries override: expected a whole number from 0 to 10")
       // From untyped config, a null (meant as "none"?) is refused, as a null timeout is, not read as the client's own.
       for (const options of [{ maxRetries: null }, { timeout: null }, { deadline: null }]) {
         const given = options as unknown as HttpTransport.CallOptions
@@ -983,7 +985,7 @@ describe("HttpTransport", () => {
       )
       expect(unknown).toMatchObject({
         _tag: "RequestValidationError",
-        message: "Invalid maxRetry override",
+        message: "Unknown override maxRetry: the options are timeout, deadline and maxRetries",
         issues: [{ path: "maxRetry", expected: "no such option: timeout, deadline or maxRetries" }]
       })
       // So is a `__proto__` of parsed JSON.
@@ -1162,7 +1164,7 @@ describe("HttpTransport", () => {
       for (const body of changed) {
         const error = yield* Effect.flip(send(body))
         expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "body" }] })
-        expect(error.message).toBe("The request body cannot be sent as JSON")
+        expect(error.message).toMatch(/^The request body cannot be sent as JSON: expected a value JSON holds as it is: /)
       }
       expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/things"))).toBe(0)
 
@@ -1256,7 +1258,7 @@ describe("HttpTransport", () => {
         for (const extra of [{ bodySchema: Payout }, { body: { amount: 1 } }]) {
           const spec = { method: "GET", path: "/v1/payouts", response: Schema.Unknown, ...extra }
           const get = yield* Effect.flip(HttpTransport.request(spec as unknown as HttpTransport.RequestSpec<unknown, unknown>))
-          expect(get).toMatchObject({ _tag: "RequestValidationError", message: "A GET request has no body" })
+          expect(get).toMatchObject({ _tag: "RequestValidationError", message: "A GET request has no body: expected no body (put the values in query)" })
         }
         expect(yield* sent).toEqual([])
       }).pipe(provideClient({ "POST /v1/payouts": () => FinTest.json(200, {}) })))
@@ -1610,15 +1612,36 @@ describe("HttpTransport", () => {
       Effect.gen(function*() {
         for (const length of [1024, 1025]) {
           const error = yield* Effect.flip(calculate)
-          expect(error.message).toBe(length === 1024 ? "m".repeat(1024) : `${"m".repeat(1024)}...`)
+          expect(error.message).toBe(
+            `The service answered 400 on POST /v1/fee-calculation: ${"m".repeat(1024)}${length === 1024 ? "" : "..."}`
+          )
         }
       }).pipe(provideClient({
         [FEE]: FinTest.sequence(FinTest.json(400, { message: "m".repeat(1024) }), FinTest.json(400, { message: "m".repeat(1025) }))
       })))
+    // A log line or `Cause.pretty` shows only the message: it says what to change, on one line; fieldErrors has all.
+    it.effect("ApiError's message: status, route, the service's words on one line, its first three field errors", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error.message).toBe(
+          "The service answered 422 on POST /v1/fee-calculation: Validation failed, see the docs " +
+            "(a: too big; b: not a currency; c: missing; 2 more)"
+        )
+        expect(error._tag === "ApiError" && error.fieldErrors?.map((f) => f.field)).toEqual(["a", "b", "c", "d", "e"])
+        expect(error._tag === "ApiError" && error.fieldErrors?.[0]?.message).toBe("too\n  big")
+      }).pipe(provideClient({
+        [FEE]: () =>
+          FinTest.json(422, {
+            message: "Validation failed,\n  see the docs\n",
+            errors: [{ a: "too\n  big" }, { b: "not a currency" }, { c: "missing" }, { d: "x" }, { e: "y" }]
+          })
+      })))
     it.effect("what ApiError's fields cannot hold stays in ApiError.body: a 409's existing beneficiary_id", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
-        expect(error._tag === "ApiError" && error.message).toBe("A beneficiary with the same account details already exists.")
+        expect(error._tag === "ApiError" && error.message).toBe(
+          "The service answered 409 on POST /v1/fee-calculation: A beneficiary with the same account details already exists."
+        )
         expect(error._tag === "ApiError" && error.body).toBe(JSON.stringify(conflict))
       }).pipe(provideClient({ [FEE]: () => FinTest.json(409, conflict) })))
     it.effect("a body ApiError's fields hold whole is not repeated in ApiError.body", () =>

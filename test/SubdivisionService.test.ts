@@ -792,7 +792,7 @@ describe("SubdivisionService", () => {
           `WARN ["effect-fin: serving the offline snapshot for USA (TransportError: GET /v1/countries/USA/subdivisions: could not send the request (ECONNREFUSED))"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with TransportError; it is asked again in 30s)"]`,
           `INFO ["effect-fin: the subdivisions API still fails (ApiError); lookups use the offline snapshot for another 30s"]`,
-          `WARN ["effect-fin: serving the offline snapshot for USA (ApiError: bad gateway)"]`,
+          `WARN ["effect-fin: serving the offline snapshot for USA (ApiError: The service answered 502 on GET /v1/countries/USA/subdivisions: bad gateway)"]`,
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with ApiError; another lookup is asking it again)"]`,
           `INFO ["effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in for 1m 1s; the last failure was ApiError)"]`
         ])

@@ -198,6 +198,7 @@ describe("Subdivisions", () => {
       for (const limit of [-1, Number.NaN, -Infinity, null as unknown as number, "3" as unknown as number]) {
         const refused = Subdivisions.search("USA", "new york", { limit })
         expect(Either.isLeft(refused) && refused.left.issues.map((i) => i.path), String(limit)).toEqual(["limit"])
+        expect(Either.isLeft(refused) && refused.left.message).toBe("Invalid search limit: expected a number of results, 0 or more")
       }
       expect(right(Subdivisions.search("USA", "zzz"))).toEqual([])
       for (const input of badCountries) {

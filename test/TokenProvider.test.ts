@@ -298,7 +298,9 @@ describe("TokenProvider", () => {
       expect(error).toMatchObject({ _tag: "ApiError", status: 422, code: "bad <redacted>" })
       const text = JSON.stringify(error) + String(error)
       expect(text).not.toContain("test-secret")
-      expect(error.message).toBe("client_secret <redacted> is not valid")
+      expect(error.message).toBe(
+        "The service answered 422 on POST /v1/oauth/token: client_secret <redacted> is not valid (client_secret: unknown: <redacted>)"
+      )
       expect(error._tag === "ApiError" && error.fieldErrors).toEqual([
         { field: "client_secret", message: "unknown: <redacted>" }
       ])
@@ -331,7 +333,7 @@ describe("TokenProvider", () => {
           expect(text).not.toContain(awkward)
           expect(text).not.toContain(escaped)
         }
-        expect(error.message).toBe("client_secret <redacted> is not valid")
+        expect(error.message).toBe("The service answered 422 on POST /v1/oauth/token: client_secret <redacted> is not valid")
       }).pipe(provideClient({
         "POST /v1/oauth/token": () =>
           FinTest.json(422, { message: `client_secret ${awkward} is not valid`, echo: { client_secret: awkward } })
@@ -347,7 +349,7 @@ describe("TokenProvider", () => {
     it.effect(`a token call's error never carries an echoed secret escaped in ${style}`, () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(getToken)
-        expect(error.message).toBe("client_secret <redacted> is not valid")
+        expect(error.message).toBe("The service answered 422 on POST /v1/oauth/token: client_secret <redacted> is not valid")
         expect(JSON.stringify(error)).not.toContain("AbC+xyz")
       }).pipe(provideClient({
         "POST /v1/oauth/token": () =>
@@ -406,7 +408,11 @@ describe("TokenProvider", () => {
   it.effect("a token route's refusal keeps no body in the error, however much the service said", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(getToken)
-      expect([error._tag, error.message, "body" in error ? error.body : undefined]).toEqual(["ApiError", "x", undefined])
+      expect([error._tag, error.message, "body" in error ? error.body : undefined]).toEqual([
+        "ApiError",
+        "The service answered 400 on POST /v1/oauth/token: x",
+        undefined
+      ])
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(400, { message: "x", extra: "y" }) })))
 
   // The refresh token is refused, then the issue fails (503 through its retries): whether the refresh was due because

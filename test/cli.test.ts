@@ -535,7 +535,7 @@ describe("effect-fin against the emulator", () => {
     expect(refused.code).toBe(1)
     expect(refused.stderr.trim().split("\n")).toHaveLength(1)
     expect(refused.stderr.trim()).toMatch(
-      /^effect-fin: ApiError: 422 on POST \/v1\/fee-calculation: [^(]+ \(source_amount: The fees take [^)]+\)$/
+      /^effect-fin: ApiError: The service answered 422 on POST \/v1\/fee-calculation: [^(]+ \(source_amount: The fees take [^)]+\)$/
     )
   })
 

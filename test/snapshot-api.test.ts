@@ -252,7 +252,7 @@ describe("snapshot script, online", () => {
         }
       })
       expect(unavailable.code).toBe(2)
-      expect(unavailable.stderr).toContain(`${baseUrl} DEU: ApiError 503: Service Unavailable (3 attempts)\n`)
+      expect(unavailable.stderr).toContain(`${baseUrl} DEU: ApiError: The service answered 503 on GET /v1/countries/DEU/subdivisions: Service Unavailable (3 attempts)\n`)
       expect(unavailable.stderr).toContain("Nothing was written.")
       expect(attempts).toBe(3)
 
@@ -430,7 +430,7 @@ describe("snapshot script, online", () => {
         replies: { CAN: () => FinTest.json(403, { message: "Forbidden" }) }
       })
       expect(result.code).toBe(2)
-      expect(result.stderr).toBe(`${baseUrl} CAN: ApiError 403: Forbidden (1 attempt)\nNo report was written.\n`)
+      expect(result.stderr).toBe(`${baseUrl} CAN: ApiError: The service answered 403 on GET /v1/countries/CAN/subdivisions: Forbidden (1 attempt)\nNo report was written.\n`)
       expect(await exists(report)).toBe(false)
     })
   })

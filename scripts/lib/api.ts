@@ -119,15 +119,14 @@ export const listAsSent = (
   )
 
 /**
- * One line: the tag (with the status of an `ApiError`), the first line of the message, the attempts made, e.g.
- * `ApiError 503: Service Unavailable (3 attempts)`.
+ * One line: the tag, the first line of the message, the attempts made, e.g. `ApiError: The service answered 503 on
+ * GET /v1/countries/DEU/subdivisions: Service Unavailable (3 attempts)`.
  */
 export const describeFinError = (error: FinError): string => {
-  const status = error._tag === "ApiError" ? ` ${error.status}` : ""
   const attempts = "attempts" in error && error.attempts !== undefined
     ? ` (${error.attempts} attempt${error.attempts === 1 ? "" : "s"})`
     : ""
-  return `${error._tag}${status}: ${error.message.split("\n")[0]}${attempts}`
+  return `${error._tag}: ${error.message.split("\n")[0]}${attempts}`
 }
 
 // ---------------------------------------------------------------------------------------------------------------

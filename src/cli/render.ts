@@ -41,14 +41,14 @@ export const pairs = (rows: ReadonlyArray<readonly [string, string]>): string =>
   return rows.map(([label, value]) => `${label.padEnd(width)}  ${printable(value)}`).join("\n")
 }
 
-// An ApiError's message is the service's own words ("Validation failed"): the line adds the status and operation
-// (unless the message already names them) and the field errors, which say what to change.
+// effect-fin's ApiErrors say the status, operation and first field errors on one line already; one made elsewhere (a
+// user's test double: "Validation failed") gets the status and operation and every field error added.
 const apiErrorText = (error: FinError.ApiError): string => {
   const where = error.operation === undefined ? `${error.status}` : `${error.status} on ${error.operation}`
   const message = error.message.split("\n")[0]!
-  const named = error.operation !== undefined && message.includes(where)
+  if (error.operation !== undefined && message.includes(where)) return message
   const fields = (error.fieldErrors ?? []).map((f) => `${f.field}: ${f.message}`.replace(/\s+/g, " ")).join("; ")
-  return `${named ? "" : `${where}: `}${message}${fields === "" ? "" : ` (${fields})`}`
+  return `${where}: ${message}${fields === "" ? "" : ` (${fields})`}`
 }
 
 /**

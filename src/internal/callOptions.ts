@@ -18,8 +18,9 @@ export interface Resolved {
   readonly maxRetries: number
 }
 
-const invalid = (path: string, expected: string) =>
-  new RequestValidationError({ message: `Invalid ${path} override`, issues: [new Issue({ path, expected })] })
+// The message says what was expected too: a log line shows only the message.
+const invalid = (path: string, expected: string, message = `Invalid ${path} override: expected ${expected}`) =>
+  new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
 
 // Checked as the client's own time limits are (a limit past Durations.MAX_TIMER would never fire).
 const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
@@ -38,7 +39,11 @@ const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, de
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
   const [shown] = OptionNames.unknown(options, NAMES)
-  if (shown !== undefined) return Either.left(invalid(shown, "no such option: timeout, deadline or maxRetries"))
+  if (shown !== undefined) {
+    return Either.left(
+      invalid(shown, "no such option: timeout, deadline or maxRetries", `Unknown override ${shown}: the options are timeout, deadline and maxRetries`)
+    )
+  }
   // Only an absent override is the client's: a null (from untyped config, meant as "none"?) is refused, as a null
   // duration is.
   const maxRetries = options.maxRetries === undefined ? defaults.maxRetries : options.maxRetries

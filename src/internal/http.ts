@@ -409,11 +409,10 @@ const statusError = (
   const body = !parsed.understood && spec.keepBody && text !== ""
     ? { body: redact(normalisedBody(text)).slice(0, MAX_BODY_IN_ERROR) }
     : {}
-  const fieldErrors = parsed.fieldErrors === undefined ? {} : {
-    fieldErrors: parsed.fieldErrors.map((f) =>
-      new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
-    )
-  }
+  const fields = parsed.fieldErrors?.map((f) =>
+    new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
+  )
+  const fieldErrors = fields === undefined ? {} : { fieldErrors: fields }
   if (status === 429) {
     return new RateLimitError({
       message: `Rate limited (429) on ${spec.operation}${message ? `: ${message}` : ""}`,
@@ -427,7 +426,7 @@ const statusError = (
   }
   return new ApiError({
     status,
-    message: message ?? defaultMessage(status, spec.operation),
+    message: apiErrorMessage(status, spec.operation, message, fields),
     ...code,
     ...fieldErrors,
     ...body,
@@ -436,9 +435,33 @@ const statusError = (
   })
 }
 
-/** An `ApiError`'s message when the body gave none. */
+/** The start of every `ApiError`'s message: the whole of it when the body said nothing. */
 export const defaultMessage = (status: number, operation: string): string =>
   `The service answered ${status} on ${operation}`
+
+// Field errors named in a message: the first few, which say what to change (all of them are in `fieldErrors`).
+const FIELDS_IN_MESSAGE = 3
+
+/**
+ * An `ApiError`'s message: the status and operation, the service's message, its first field errors, on one line (a
+ * log line, `Cause.pretty`), e.g. `The service answered 422 on POST /v1/fee-calculation: Validation failed
+ * (source_amount: ...)`.
+ */
+export const apiErrorMessage = (
+  status: number,
+  operation: string,
+  message: string | undefined,
+  fieldErrors: ReadonlyArray<FieldError> | undefined
+): string => {
+  const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
+  const fields = (fieldErrors ?? []).slice(0, FIELDS_IN_MESSAGE).map((f) => `${oneLine(f.field)}: ${oneLine(f.message)}`)
+  const more = (fieldErrors?.length ?? 0) - fields.length
+  if (more > 0) fields.push(`${more} more`)
+  const said = message === undefined ? "" : oneLine(message)
+  return `${defaultMessage(status, operation)}${said === "" ? "" : `: ${said}`}${
+    fields.length === 0 ? "" : ` (${fields.join("; ")})`
+  }`
+}
 
 const decodeError = (
   spec: AttemptInfo,

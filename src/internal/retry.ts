@@ -146,6 +146,13 @@ export const tooLate = (error: FinError): FinError =>
     ? slowDown(error, "deadline")
     : error
 
+// What an ApiError's message adds to its status and operation (`: Service unavailable (field: ...)`), if anything.
+const saidBy = (error: ApiError): string => {
+  if (error.operation === undefined) return `: ${error.message}`
+  const start = defaultMessage(error.status, error.operation)
+  return error.message.startsWith(start) ? error.message.slice(start.length) : `: ${error.message}`
+}
+
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
 const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
@@ -153,9 +160,7 @@ const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
     message: `The service answered ${error.status} and asked to wait ${
       Duration.format(error.retryAfter ?? Duration.zero)
     }, ${limit === "waitCap" ? "longer than allowed" : "more than the call's deadline leaves"}${error.operation === undefined ? "" : `, on ${error.operation}`}${
-      error.operation === undefined || error.message === defaultMessage(error.status, error.operation)
-        ? ""
-        : `: ${error.message}`
+      saidBy(error)
     }`,
     status: error.status,
     ...(error.code === undefined ? {} : { code: error.code }),

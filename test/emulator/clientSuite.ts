@@ -195,7 +195,11 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             const error = yield* failureOf(
               FeeService.calculate({ beneficiary_id: "00000000-0000-4000-8000-000000000000", source_amount: 1 })
             )
-            expect(error).toMatchObject({ _tag: "ApiError", status: 404, message: "Resource not found" })
+            expect(error).toMatchObject({
+              _tag: "ApiError",
+              status: 404,
+              message: "The service answered 404 on POST /v1/fee-calculation: Resource not found"
+            })
             expect((yield* emulator.counters).requests["POST /v1/fee-calculation"]).toBe(1)
           })
         ))
@@ -252,7 +256,11 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
               path: "/v1/countries/XYZ/subdivisions",
               response: SubdivisionService.SubdivisionsResponse
             }))
-            expect(error).toMatchObject({ _tag: "ApiError", status: 404, message: "Resource not found" })
+            expect(error).toMatchObject({
+              _tag: "ApiError",
+              status: 404,
+              message: "The service answered 404 on GET /v1/countries/XYZ/subdivisions: Resource not found"
+            })
           })
         ))
 
@@ -315,11 +323,12 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
             expect(yield* failureOf(quote)).toMatchObject({
               _tag: "ApiError",
               status: 400,
-              message: "Malformed request body"
+              message: "The service answered 400 on POST /v1/fee-calculation: Malformed request body"
             })
             yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "status", status: 422, times: 1 }])
             const error = yield* failureOf(quote)
-            expect(error).toMatchObject({ _tag: "ApiError", status: 422, message: "Validation failed" })
+            expect(error).toMatchObject({ _tag: "ApiError", status: 422 })
+            expect(error.message).toMatch(/^The service answered 422 on POST \/v1\/fee-calculation: Validation failed \(request: /)
             expect(error._tag === "ApiError" && error.fieldErrors?.[0]?.field).toBe("request")
             expect((yield* emulator.counters).requests["POST /v1/fee-calculation"]).toBe(2)
           })
