@@ -493,6 +493,54 @@ describe("FeeService", () => {
         expect(yield* send(Math.round(receive.source_amount * 100 - 1) / 100)).toBeLessThan(100)
         expect(receive.source_amount).toBe(14924.63)
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "JPY/USD": 0.0067 } }))))
+    const refusedWith = (request: FeeService.FeeCalculationRequest) =>
+      Effect.map(
+        Effect.flip(FeeService.calculate(request)),
+        (e) => e._tag === "ApiError" ? [e.status, e.fieldErrors?.map((f) => [f.field, f.message])] : e._tag
+      )
+    it.effect("fees that add up to exactly 100 % are refused as taking the whole amount, whichever amount is given", () =>
+      Effect.gen(function*() {
+        const whole = "The fees take the whole amount: no amount delivers anything."
+        expect(yield* refusedWith({ source_currency: "USD", source_amount: 100, beneficiary_id: UUID }))
+          .toEqual([422, [["source_amount", whole]]])
+        expect(yield* refusedWith({ source_currency: "USD", destination_amount: 10, beneficiary_id: UUID }))
+          .toEqual([422, [["destination_amount", whole]]])
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "USD/CAD": 1 },
+        fee: { fixed: 0, percentage: 60 },
+        beneficiaries: { [UUID]: { currency: "CAD", developerFee: { fixed: 0, percentage: 40 } } }
+      }))))
+    it.effect("a currency to itself is quoted at rate 1, with no rate listed for it", () =>
+      Effect.gen(function*() {
+        const quote = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID })
+        expect([quote.source_currency, quote.destination_currency, quote.exchange_rate, quote.destination_amount])
+          .toEqual(["USD", "USD", 1, 100])
+        const receive = yield* FeeService.calculate({ source_currency: "CAD", destination_amount: 50, destination_currency: "CAD" })
+        expect([receive.exchange_rate, receive.source_amount]).toEqual([1, 50])
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "USD/CAD": 1.25 },
+        beneficiaries: { [UUID]: { currency: "USD" } }
+      }))))
+    it.effect("extreme rates: one a number cannot hold exactly, an inverse too small to invert, one too small to deliver anything", () =>
+      Effect.gen(function*() {
+        // A rate past MAX_SAFE_INTEGER is refused, even when every amount is small.
+        expect(yield* refusedWith({ source_currency: "USD", destination_amount: 0.01, destination_currency: "BIG" }))
+          .toEqual([422, [["destination_amount", expect.stringContaining("past which a number does not hold every cent")]]])
+        // 1 / 1e-310 is Infinity: no rate for that pair at all.
+        expect(yield* refusedWith({ source_currency: "USD", source_amount: 100, destination_currency: "INV" }))
+          .toEqual([422, [["destination_currency", "No rate for USD/INV."]]])
+        // At 1e-320 no source a number holds delivers even a cent: the search goes past MAX_AMOUNT, and it is refused.
+        expect(yield* refusedWith({ source_currency: "USD", destination_amount: 0.01, destination_currency: "TNY" }))
+          .toEqual([422, [["destination_amount", expect.stringContaining("past which a number does not hold every cent")]]])
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "USD/BIG": 1e16, "INV/USD": 1e-310, "USD/TNY": 1e-320 }
+      }))))
+    it.effect("a receive quote for a cent that one cent delivers is one cent, though the estimate starts above it", () =>
+      Effect.gen(function*() {
+        // 10 % of a cent rounds to no fee: one cent sent delivers one cent.
+        const receive = yield* FeeService.calculate({ source_currency: "USD", destination_amount: 0.01, destination_currency: "CAD" })
+        expect([receive.source_amount, receive.fee.total, receive.destination_amount]).toEqual([0.01, 0, 0.01])
+      }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1 }, fee: { fixed: 0, percentage: 10 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))

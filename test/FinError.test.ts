@@ -58,4 +58,17 @@ describe("FinError", () => {
       expect({ ...decoded }, error._tag).toEqual({ ...error })
     }
   })
+
+  it("the other forms survive too: a numeric code, a body-read failure; decoded issues are Issue instances", () => {
+    const json = Schema.parseJson(FinError)
+    const roundTrip = (error: FinError) => Schema.decodeUnknownSync(json)(Schema.encodeSync(json)(error))
+    const numeric = roundTrip(new ApiError({ status: 422, message: "no", code: 1042, ...call }))
+    expect(numeric._tag === "ApiError" && numeric.code).toBe(1042)
+    const read = roundTrip(new TransportError({ message: "cut", reason: "BodyReadFailed", code: "ECONNRESET", status: 200, ...call }))
+    expect(read._tag === "TransportError" && read.reason).toBe("BodyReadFailed")
+    for (const error of [examples[0]!, examples[6]!]) {
+      const decoded = roundTrip(error)
+      expect("issues" in decoded && decoded.issues[0], error._tag).toBeInstanceOf(Issue)
+    }
+  })
 })

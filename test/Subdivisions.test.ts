@@ -126,6 +126,15 @@ describe("Subdivisions", () => {
       expect(normalize("Ærøskøbing ǝ")).toBe("aeroskobing e")
     })
 
+    it("normalize: ß as ss, non-ASCII punctuation and a backtick as word breaks or nothing, letters past U+FFFF kept whole", () => {
+      expect(normalize("Straße")).toBe("strasse")
+      expect(normalize("Zürich")).toBe("zurich")
+      expect(normalize("Saint\u2014Denis")).toBe("saint denis") // an em dash separates words
+      expect(normalize("Ra`s al Khaymah")).toBe("ras al khaymah") // a backtick is an apostrophe
+      expect(normalize(" -Saint-Denis- ")).toBe("saint denis")
+      expect(normalize("x\u{1d401}y")).toBe("x\u{1d401}y") // one letter, two UTF-16 code units
+    })
+
     it("ranks exact, then prefix, then word prefix, then substring", () => {
       expect(names(Subdivisions.search("FRA", "loire"))).toEqual([
         "Loire", // exact
@@ -256,6 +265,16 @@ describe("Subdivisions", () => {
         expect(entries).toStrictEqual(file[country])
         expect(encodeRows(file[country]!, prefix, types)).toBe(subdivisionsData[country])
       }
+    })
+
+    it("encodeRows refuses a code, or a parent, of another country, and a type not in the table", () => {
+      const types = ["State"]
+      expect(() => encodeRows([{ code: "CA-ON", name: "Ontario", type: "State" }], "US-", types))
+        .toThrow("CA-ON does not start with US-")
+      expect(() => encodeRows([{ code: "US-XX", name: "X", type: "State", parent: "CA-ON" }], "US-", types))
+        .toThrow("CA-ON does not start with US-")
+      expect(() => encodeRows([{ code: "US-CA", name: "California", type: "Land" }], "US-", types))
+        .toThrow(`type "Land" is not in the table`)
     })
 
     it("a snapshot entry is a Subdivision (the API shape, type and parent optional)", () => {

@@ -84,6 +84,10 @@ beforeAll(async () => {
         res.on("close", () => {
           if (!res.writableEnded) onClosedEarly()
         })
+      } else if (req.url?.startsWith("/url")) {
+        // Answers the request's target as the server received it.
+        res.writeHead(200, { "content-type": "text/plain" })
+        res.end(req.url)
       } else {
         res.writeHead(404)
         res.end()
@@ -121,6 +125,26 @@ describe("UndiciHttpClient", () => {
         expect(json).toEqual({ method: "POST", test: "42", connection: "keep-alive", body: `{"hello":"world"}` })
         // The body is read once: reading it again gives the same text.
         expect(yield* response.text).toBe(JSON.stringify(json))
+      })
+    ))
+
+  it.live("sends the URL's path and query string, not its fragment", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.execute(HttpClientRequest.get(`${base}/url/a%20b?x=1&y=two%26three#fragment`))
+        expect([response.status, yield* response.text]).toEqual([200, "/url/a%20b?x=1&y=two%26three"])
+        const params = yield* client.execute(
+          HttpClientRequest.get(`${base}/url`).pipe(HttpClientRequest.setUrlParam("q", "a b"))
+        )
+        expect(yield* params.text).toBe("/url?q=a+b")
+      })
+    ))
+
+  it.live("an empty body read as JSON is null, as the platform's clients read it", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.execute(HttpClientRequest.get(`${base}/nowhere`))
+        expect([response.status, yield* response.json]).toEqual([404, null])
       })
     ))
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as ConfigError from "effect/ConfigError"
 import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -106,6 +107,19 @@ describe("effect-fin (offline commands)", () => {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
       expect(result.stderr.trim(), amount).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
     }
+  })
+
+  it("quote takes an amount with exactly 8 decimal places, leaves one past MAX_SAFE_INTEGER to the schema; subdivisions counts one result in the singular", async () => {
+    const eight = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "0.12345678"])
+    expect(eight.stderr.trim()).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
+    // Past MAX_SAFE_INTEGER: refused by the schema, in its words (the limit), not as a matter of significant digits.
+    const huge = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "9007199254740993"])
+    expect(huge.stderr.trim()).toBe(
+      "effect-fin: RequestValidationError: Invalid fee calculation request: source_amount: expected a number greater than 0 and at most 9007199254740991"
+    )
+    const one = await cli(["subdivisions", "BRA", "--search", "sao paulo"])
+    expect(one.code).toBe(0)
+    expect(one.stdout.trim().split("\n").at(-1)).toBe("1 subdivision of BRA (offline snapshot)")
   })
 
   it("quote refuses an amount not in plain decimal notation, saying so (1e3 is a thousand to Number, not to us)", async () => {
@@ -259,6 +273,32 @@ describe("effect-fin (offline commands)", () => {
     expect(line({ status: 404, message: "Error 404", operation: "GET /x" })).toBe("effect-fin: ApiError: 404 on GET /x: Error 404")
   })
 
+  it("a ConfigError's line names each variable once; a redacted one's message is said as invalid, not <redacted>", () => {
+    const error = ConfigError.And(
+      ConfigError.InvalidData(["FIN_CLIENT_SECRET"], "<redacted>"),
+      ConfigError.Or(ConfigError.MissingData(["FIN_CLIENT_ID"], "x"), ConfigError.MissingData(["FIN_CLIENT_ID"], "x"))
+    )
+    expect(errorLine(error)).toBe("effect-fin: ConfigError: FIN_CLIENT_SECRET: invalid; FIN_CLIENT_ID is not set")
+  })
+
+  it("a table: the header, a rule as wide as each column, cells padded to the widest one, no trailing blanks", () => {
+    expect(table(["code", "name", "type"], [["US-CA", "California", ""], ["X", "Y", "State"]]).split("\n")).toEqual([
+      "code   name        type",
+      "-----  ----------  -----",
+      "US-CA  California",
+      "X      Y           State"
+    ])
+    // A header wider than every cell sets its column's width.
+    expect(table(["subdivision", "n"], [["A", "1"]])).toBe("subdivision  n\n-----------  -\nA            1")
+  })
+
+  it("an error's line is its first line: a tagged error's message, an Error's, or the value as text", () => {
+    expect(errorLine({ _tag: "ServeError", message: "listen failed\n    at Server.listen" }))
+      .toBe("effect-fin: ServeError: listen failed")
+    expect(errorLine(new Error("boom\n    at main.ts:1"))).toBe("effect-fin: boom")
+    expect(errorLine("plain text")).toBe("effect-fin: plain text")
+  })
+
   // What the service said (a message, a currency, a name) must not reach the terminal as a command to it.
   it("writes control characters and lone surrogate halves from outside as \\u escapes", () => {
     const escape = "\u001b]8;;https://example.test\u0007Pay here\u001b]8;;\u0007\u001b[2K"
@@ -310,6 +350,29 @@ describe("effect-fin (offline commands)", () => {
     expect(servesUntilStopped(["webhook", "verify", "--signature", "emulator"])).toBe(false)
     expect(servesUntilStopped(["subdivisions", "USA", "--search", "emulator"])).toBe(false)
     expect(servesUntilStopped(["--log-level", "emulator", "quote"])).toBe(false)
+  })
+
+  it("without NO_COLOR, output to a pipe is plain text all the same: colour only on a terminal", async () => {
+    const help = await cli(["quote", "--help"], { NO_COLOR: "" })
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain("USAGE")
+    expect(help.stdout).not.toContain("\u001b[")
+  })
+
+  it("emulator listens on 127.0.0.1:4010 by default (held busy here: said with that address)", async () => {
+    const holder = Http.createServer()
+    await new Promise<void>((resolve) => holder.once("error", () => resolve()).listen(4010, "127.0.0.1", resolve))
+    try {
+      // Stopped after a while should it listen after all (on another port).
+      const busy = await cli(["emulator"], {}, undefined, undefined, {
+        when: new Promise((resolve) => setTimeout(resolve, 10_000)),
+        signal: "SIGTERM"
+      })
+      expect([busy.code, busy.stderr.trim()])
+        .toEqual([1, "effect-fin: ServeError: listen EADDRINUSE: address already in use 127.0.0.1:4010"])
+    } finally {
+      holder.close()
+    }
   })
 
   it("--help works on every command", async () => {

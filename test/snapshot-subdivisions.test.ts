@@ -271,6 +271,19 @@ describe("snapshot-subdivisions", () => {
       expect(diffSnapshots(after, after).totals).toEqual({ countries: 0, added: 0, removed: 0, renamed: 0, changed: 0 })
     })
 
+    it("the same accents encoded otherwise are no rename; another parent alone is a change", () => {
+      const composed: Snapshot = {
+        USA: [entry("US-SP", "S\u00e3o Paulo"), { ...entry("US-XX", "X"), parent: "US-SP" }]
+      }
+      const decomposed: Snapshot = {
+        USA: [entry("US-SP", "Sa\u0303o Paulo"), { ...entry("US-XX", "X"), parent: "US-CA" }]
+      }
+      const diff = diffSnapshots(composed, decomposed)
+      expect(diff.countries.map((c) => [c.country, c.renamed, c.changed.map((change) => change.code)]))
+        .toEqual([["USA", [], ["US-XX"]]])
+      expect(diff.totals).toEqual({ countries: 1, added: 0, removed: 0, renamed: 0, changed: 1 })
+    })
+
     it("prints one block per country and the totals", () => {
       const text = formatDiff(diffSnapshots(before, after))
       expect(text).toContain("USA  +2 -1 ~1")
@@ -335,6 +348,37 @@ describe("snapshot-subdivisions", () => {
         extra: [],
         renamed: []
       })
+    })
+
+    it("a code with a four-character suffix is malformed; a name with a bidirectional isolate is unprintable", () => {
+      const snapshot = [entry("US-CA", "California")]
+      const api = [
+        { code: "US-CA", name: "California" },
+        { code: "US-CALI", name: "California" },
+        { code: "US-NY", name: "New \u2067York" },
+        { code: "US-WA", name: "\u2066Washington\u2069" },
+        // Nothing that shows: no name, whatever else it holds.
+        { code: "US-TX", name: "\u2066 \u2069" }
+      ]
+      expect(crossCheckCountry(snapshot, api, "US").invalid).toEqual([
+        { code: "US-CALI", name: "California", reason: "malformed_code" },
+        { code: "US-NY", name: "New \u2067York", reason: "unprintable_name" },
+        { code: "US-WA", name: "\u2066Washington\u2069", reason: "unprintable_name" },
+        { code: "US-TX", name: "\u2066 \u2069", reason: "empty_name" }
+      ])
+    })
+
+    it("lists renamed codes sorted by code, whatever the API's order", () => {
+      const snapshot = [entry("US-CA", "California"), entry("US-NY", "New York")]
+      const api = [{ code: "US-NY", name: "Nueva York" }, { code: "US-CA", name: "Californie" }]
+      expect(crossCheckCountry(snapshot, api, "US").renamed.map((r) => r.code)).toEqual(["US-CA", "US-NY"])
+    })
+
+    it("a country named like an Object property is one the snapshot lacks, not a crash", () => {
+      const report = crossCheck({}, { constructor: [{ code: "XX-1", name: "One" }] }, () => undefined)
+      expect(report).toEqual([
+        { country: "constructor", invalid: [], missing: [{ code: "XX-1", name: "One" }], extra: [], renamed: [] }
+      ])
     })
 
     it("covers every country of the API map, sorted", () => {

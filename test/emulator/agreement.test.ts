@@ -85,6 +85,8 @@ describe("FinTest.layerFeeService and the emulator", () => {
     }
     expect(refusal({ rates: { "USD/CAD": Number.NaN } })).toContain("a finite rate > 0")
     expect(refusal({ rates: { "USD/CAD": -1.37 } })).toContain("a finite rate > 0")
+    // A rate of zero is no rate.
+    expect(refusal({ rates: { "USD/CAD": 0 } })).toContain("a finite rate > 0")
     expect(refusal({ rates: { "usd-cad": 1 } as Record<string, number> })).toContain("rates.usd-cad: is unexpected")
     // A request names no other beneficiary id: one set under any other key could never be quoted.
     expect(refusal({ beneficiaries: { "acme-ltd": { currency: "CAD" } } })).toContain("beneficiaries.acme-ltd: is unexpected")

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as KeyedCache from "../../src/internal/keyedCache.js"
 
@@ -25,5 +28,88 @@ describe("internal/keyedCache", () => {
         if ((yield* cache.get("a", false)) !== "a 2") stale.push(start)
       }
       expect(stale).toEqual([])
+    }))
+
+  // A cache whose lookups each wait for their own gate, opened by the test: lookup i
+  // answers `${key} ${i}`.
+  const gated = Effect.gen(function*() {
+    const gates: Array<Deferred.Deferred<void>> = []
+    const cache = yield* KeyedCache.make({
+      lookup: (key: string) =>
+        Effect.gen(function*() {
+          const gate = yield* Deferred.make<void>()
+          const i = gates.push(gate)
+          yield* Deferred.await(gate)
+          return `${key} ${i}`
+        }),
+      timeToLive: Duration.seconds(10)
+    })
+    // Waits until lookup `i` has begun, or opens its gate.
+    const begun = (i: number) => Effect.repeat(Effect.yieldNow(), { until: () => gates.length >= i })
+    const open = (i: number) => Deferred.succeed(gates[i - 1]!, undefined)
+    return { cache, gates, begun, open }
+  })
+
+  it.scoped("a lone get returns a fresh entry without a lookup", () =>
+    Effect.gen(function*() {
+      let lookups = 0
+      const cache = yield* KeyedCache.make({
+        lookup: (key: string) => Effect.sync(() => `${key} ${++lookups}`),
+        timeToLive: Duration.seconds(10)
+      })
+      expect(yield* cache.get("a")).toBe("a 1")
+      expect(yield* cache.get("a", false)).toBe("a 1")
+      expect(lookups).toBe(1)
+    }))
+
+  it.scoped("of two lone lookups, the one begun later is kept, whichever ends first", () =>
+    Effect.gen(function*() {
+      const { begun, cache, open } = yield* gated
+      const first = yield* Effect.fork(cache.get("a", false))
+      yield* begun(1)
+      const second = yield* Effect.fork(cache.get("a", false))
+      yield* begun(2)
+      yield* open(2)
+      expect(yield* Fiber.join(second)).toBe("a 2")
+      yield* open(1)
+      expect(yield* Fiber.join(first)).toBe("a 1")
+      expect(yield* cache.getIfFresh("a")).toEqual(Option.some("a 2"))
+    }))
+
+  it.scoped("an older lookup's success replaces a newer entry once that has expired", () =>
+    Effect.gen(function*() {
+      const { begun, cache, open } = yield* gated
+      const first = yield* Effect.fork(cache.get("a", false))
+      yield* begun(1)
+      const second = yield* Effect.fork(cache.get("a", false))
+      yield* begun(2)
+      yield* open(2)
+      expect(yield* Fiber.join(second)).toBe("a 2")
+      yield* TestClock.adjust("10 seconds")
+      yield* open(1)
+      expect(yield* Fiber.join(first)).toBe("a 1")
+      expect(yield* cache.getIfFresh("a")).toEqual(Option.some("a 1"))
+    }))
+
+  it.scoped("a shared lookup that ends after a newer shared one began neither becomes the entry nor ends the newer one", () =>
+    Effect.gen(function*() {
+      const { begun, cache, gates, open } = yield* gated
+      const a = yield* Effect.fork(cache.get("k"))
+      yield* begun(1)
+      // A lone lookup's success replaces the shared one's entry; once it expires, another shared lookup begins.
+      const b = yield* Effect.fork(cache.get("k", false))
+      yield* begun(2)
+      yield* open(2)
+      expect(yield* Fiber.join(b)).toBe("k 2")
+      yield* TestClock.adjust("10 seconds")
+      const c = yield* Effect.fork(cache.get("k"))
+      yield* begun(3)
+      yield* open(1)
+      expect(yield* Fiber.join(a)).toBe("k 1")
+      expect(yield* cache.getIfFresh("k")).toEqual(Option.none())
+      // Still one lookup in flight for the key: a new caller waits for the third.
+      const d = yield* Effect.fork(cache.get("k"))
+      yield* open(3)
+      expect([yield* Fiber.join(c), yield* Fiber.join(d), gates.length]).toEqual(["k 3", "k 3", 3])
     }))
 })

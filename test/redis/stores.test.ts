@@ -175,6 +175,37 @@ describe("RedisTokenStore", () => {
       expect(yield* store.failure("k")).toEqual(Option.none())
     }))
 
+  it.scopedLive("with encryptionKey, a failure record with a wrong MAC, or copied from another key, is ignored", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("failure-mac-forged")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: Redacted.make(new Uint8Array(32).fill(7)) })
+      const lock = yield* store.lock("a")
+      if (lock._tag !== "Acquired") return yield* Effect.dieMessage("lock not acquired")
+      yield* store.unlock("a", lock.owner, "recorded-error")
+      expect(yield* store.failure("a")).toEqual(Option.some({ owner: lock.owner, error: "recorded-error" }))
+      const redis = yield* redisClient
+      const record = JSON.parse((yield* Effect.promise(() => redis.get(`${prefix}:token-failure:a`)))!)
+      // The store's own record, under another client's key: its MAC covers the key name.
+      yield* Effect.promise(() => redis.set(`${prefix}:token-failure:b`, JSON.stringify(record), "PX", 10_000))
+      expect(yield* store.failure("b")).toEqual(Option.none())
+      // A MAC of the right length but wrong, or of another length (no exception either).
+      for (const m of ["0".repeat(record.m.length), `${record.m}0`, "0"]) {
+        yield* Effect.promise(() => redis.set(`${prefix}:token-failure:a`, JSON.stringify({ ...record, m }), "PX", 10_000))
+        expect(yield* store.failure("a"), m).toEqual(Option.none())
+      }
+    }))
+
+  it.scopedLive("a pair whose tokens are all past use is still kept a second, not dropped at once", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("pair-min-ttl")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix })
+      const lock = yield* store.lock("k")
+      if (lock._tag !== "Acquired") return yield* Effect.dieMessage("lock not acquired")
+      expect(yield* store.set("k", tokens("old", Date.now() - 120_000), lock.owner)).toBe(true)
+      const redis = yield* redisClient
+      expect(yield* Effect.promise(() => redis.pttl(`${prefix}:token:k`))).toBeGreaterThan(500)
+    }))
+
   it.scopedLive("a pair whose fingerprint does not match its token is ignored: a replayed old pair cannot outlive a 401", () =>
     Effect.gen(function*() {
       // Someone who can write to Redis (without the key) puts back an old, revoked pair with its `fp` changed: a 401
@@ -236,6 +267,26 @@ describe("RedisTokenStore", () => {
       // A base64 key read from a file with its newline: said as such, not as text that is not base64.
       expect(yield* refused(Redacted.make(`${Buffer.from(new Uint8Array(32)).toString("base64")}\n`)))
         .toBe("encryptionKey starts or ends with whitespace (a trailing newline, say)")
+    }))
+
+  it.scopedLive("an encryption key of 16, 24 or 32 bytes is taken, any other size refused; 48 hex digits are said to be hex", () =>
+    Effect.gen(function*() {
+      const made = (encryptionKey: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) =>
+        Effect.map(
+          Effect.exit(Effect.scoped(RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("key-size"), encryptionKey }))),
+          (exit) => Exit.isSuccess(exit) ? "accepted" : exit.cause._tag === "Fail" ? exit.cause.error.message : "defect"
+        )
+      for (const size of [16, 24, 32]) {
+        expect(yield* made(Redacted.make(new Uint8Array(size).fill(7))), `${size}`).toBe("accepted")
+        expect(yield* made(Redacted.make(Buffer.from(new Uint8Array(size).fill(7)).toString("base64"))), `${size}`)
+          .toBe("accepted")
+      }
+      for (const size of [0, 8, 15, 17, 31, 33, 64]) {
+        expect(yield* made(Redacted.make(new Uint8Array(size))), `${size}`)
+          .toBe(`encryptionKey must be 16, 24 or 32 bytes, not ${size}`)
+      }
+      expect(yield* made(Redacted.make("0123456789abcdef".repeat(3))))
+        .toBe("encryptionKey looks like hex; give it as base64 (or a Uint8Array)")
     }))
 
   it.scopedLive("an unreachable Redis is a TokenStoreError naming why, at once or after the timeout, not a hang", () =>
@@ -437,6 +488,97 @@ describe("RedisTokenStore", () => {
     }
   })
 
+  it("a url with no host is refused; rediss:// (TLS) is accepted", () => {
+    for (const url of ["redis:///0", "redis://"]) {
+      expect(() => RedisTokenStore.make({ url }), url).toThrow(/^effect-fin: RedisTokenStore: url is not a Redis URL/)
+      expect(() => RedisWebhookDedupeStore.layer({ url }), url).toThrow(
+        /^effect-fin: RedisWebhookDedupeStore: url is not a Redis URL/
+      )
+    }
+    for (const url of ["rediss://127.0.0.1:6380", "rediss://user:pass@redis.example:6380/2", "redis://127.0.0.1:1/0"]) {
+      expect(() => RedisTokenStore.make({ url }), url).not.toThrow()
+      expect(() => RedisWebhookDedupeStore.layer({ url }), url).not.toThrow()
+    }
+  })
+
+  it.scopedLive("a borrowed client is used and stays open when the store closes; closed by its owner, that is said", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("borrowed")
+      const client = yield* redisClient
+      yield* Effect.promise(() => client.ping())
+      yield* Effect.scoped(Effect.gen(function*() {
+        const dedupe = yield* RedisWebhookDedupeStore.make({ client, prefix })
+        expect((yield* dedupe.claim("e", "r", Duration.seconds(30)))._tag).toBe("Claimed")
+      }))
+      expect(client.status).toBe("ready")
+      expect(yield* Effect.promise(() => client.exists(`${prefix}:webhook:event:e`))).toBe(1)
+      const store = yield* RedisTokenStore.make({ client, prefix })
+      yield* Effect.promise(() => client.quit())
+      const error = yield* Effect.flip(store.get("k"))
+      expect(error.message).toBe("Redis is not connected: the connection is closed")
+      // redisClient's finalizer quits again: reconnect for it.
+      yield* Effect.promise(() => client.connect())
+    }))
+
+  it.scopedLive("redisOptions reach the client made from url (its database, here)", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("redis-options")
+      const dedupe = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix, redisOptions: { db: 7 } })
+      expect((yield* dedupe.claim("e", "r", Duration.seconds(30)))._tag).toBe("Claimed")
+      const redis = yield* redisClient
+      expect(yield* Effect.promise(() => redis.exists(`${prefix}:webhook:event:e`))).toBe(0)
+      yield* Effect.promise(() => redis.select(7))
+      expect(yield* Effect.promise(() => redis.exists(`${prefix}:webhook:event:e`))).toBe(1)
+    }))
+
+  it.scopedLive("a Redis error is said by its first line, at most 200 characters", () =>
+    Effect.gen(function*() {
+      const client = yield* redisClient
+      yield* Effect.promise(() => client.ping())
+      const store = yield* RedisTokenStore.make({ client, prefix: uniquePrefix("error-text") })
+      client.hmget = (() => Promise.reject(new Error(`ERR ${"x".repeat(300)}\nsecond line`))) as never
+      expect((yield* Effect.flip(store.get("k"))).message).toBe(`ERR ${"x".repeat(196)}`)
+      client.hmget = (() => Promise.reject(new Error("ERR first line\nwhat was sent"))) as never
+      expect((yield* Effect.flip(store.get("k"))).message).toBe("ERR first line")
+    }))
+
+  it.live("a store closed while Redis is frozen lets go of its connection after the timeout, not waiting on QUIT", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      yield* Effect.addFinalizer(() => Effect.sync(server.thaw))
+      // This process's sockets to the server it has not ended.
+      const held = () =>
+        (process as unknown as { _getActiveHandles(): Array<unknown> })._getActiveHandles().filter((handle) =>
+          handle instanceof Net.Socket && handle.remotePort === server.port && !handle.writableEnded
+        ).length
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* RedisTokenStore.make({ url: server.url, timeout: "200 millis" })
+        expect(yield* store.get("k")).toEqual(Option.none())
+        expect(held()).toBe(1)
+        server.freeze()
+      }))
+      expect(held()).toBe(0)
+    }).pipe(Effect.scoped), 20_000)
+
+  it.scopedLive("a borrowed client is not waited for, nor warned about: its owner connects it", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const client = new Redis(redisUrl, { lazyConnect: true })
+      yield* Effect.addFinalizer(() => Effect.sync(() => client.disconnect()))
+      yield* RedisTokenStore.make({ client, timeout: "200 millis" }).pipe(Effect.provide(logs.layer))
+      expect(logs.lines.filter((line) => line.includes("Redis is not reachable"))).toEqual([])
+    }))
+
+  it.scopedLive("without a prefix, keys live under effect-fin:", () =>
+    Effect.gen(function*() {
+      const dedupe = yield* RedisWebhookDedupeStore.make({ url: redisUrl })
+      const eventId = `${uniquePrefix("default-prefix")}-event`
+      const redis = yield* redisClient
+      yield* Effect.addFinalizer(() => Effect.promise(() => redis.del(`effect-fin:webhook:event:${eventId}`, `effect-fin:webhook:reference-claim:${eventId}`)))
+      expect((yield* dedupe.claim(eventId, eventId, Duration.seconds(30)))._tag).toBe("Claimed")
+      expect(yield* Effect.promise(() => redis.exists(`effect-fin:webhook:event:${eventId}`))).toBe(1)
+    }))
+
   it.scopedLive("defaults: lockTtl 10 s, waitInterval 25 ms", () =>
     Effect.gen(function*() {
       const store = yield* RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("defaults") })
@@ -527,6 +669,24 @@ describe("RedisWebhookDedupeStore", () => {
       expect(yield* store.claim("event-other", "ref-late", Duration.seconds(30))).toMatchObject({ _tag: "Claimed" })
       yield* store.complete("event-late", taken.token, { referenceId: "ref-late" }, Duration.hours(24))
       expect(yield* store.claim("event-late", "ref-free", Duration.seconds(30))).toEqual({ _tag: "Done" })
+    }))
+
+  it.scopedLive("a completed event and its order record expire: the event after its TTL, the order record after the order's", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("dedupe-ttls")
+      const store = yield* RedisWebhookDedupeStore.make({ url: redisUrl, prefix })
+      const redis = yield* redisClient
+      const pttl = (key: string) => Effect.promise(() => redis.pttl(`${prefix}:webhook:${key}`))
+      const claim = yield* store.claim("event-1", "ref-1", Duration.seconds(30))
+      if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${claim._tag}`)
+      const order = { key: "beneficiary.status:ref-1", createdAt: 1_775_324_400_000_000, ttl: Duration.days(30) }
+      yield* store.complete("event-1", claim.token, { referenceId: "ref-1", order }, Duration.hours(24))
+      const event = yield* pttl("event:event-1")
+      expect(event).toBeGreaterThan(Duration.toMillis(Duration.hours(23)))
+      expect(event).toBeLessThanOrEqual(Duration.toMillis(Duration.hours(24)))
+      const kept = yield* pttl("order:beneficiary.status:ref-1")
+      expect(kept).toBeGreaterThan(Duration.toMillis(Duration.days(29)))
+      expect(kept).toBeLessThanOrEqual(Duration.toMillis(Duration.days(30)))
     }))
 
   it.scopedLive("an order record that is no number (another writer's) is taken as none, and replaced, not a failure each time", () =>
