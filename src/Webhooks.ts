@@ -1714,9 +1714,9 @@ const makeApp = <const H extends object>(
     const redacted = Redact.redactor(secrets.keys.flatMap((key) => textOf(key) ?? []), text.length)(text)
     return redacted === text
       ? Effect.logError("effect-fin: webhook handler failed", cause)
+      // One message: a second would be a second `message` key in a logfmt line, which parsers drop.
       : Effect.logError(
-        "effect-fin: webhook handler failed (a webhook secret redacted)",
-        redacted.slice(0, MAX_FAILURE_TEXT)
+        `effect-fin: webhook handler failed (a webhook secret redacted): ${redacted.slice(0, MAX_FAILURE_TEXT)}`
       )
   }
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`

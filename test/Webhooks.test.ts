@@ -1666,7 +1666,8 @@ describe("Webhooks.handler", () => {
       expect(failed[0]).toContain("cannot reach the ledger with <redacted>")
       expect(failed[1]).toContain("bad key <redacted>")
       for (const line of failed.slice(0, 2)) {
-        expect(line).toContain("a webhook secret redacted")
+        // One message, the failure in it: a second message is a second `message` key in a logfmt line.
+        expect(line).toContain("(a webhook secret redacted): Error: ")
         expect(line).not.toContain(secretValue)
       }
       expect(failed[2]).not.toContain("redacted")

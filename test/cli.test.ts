@@ -65,7 +65,7 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("quote validates its flags before reading any configuration", async () => {
-    const result = await cli(["quote", "--from", "usd", "--to", "CAD", "--amount", "100"])
+    const result = await cli(["quote", "--from", "US", "--to", "CAD", "--amount", "100"])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("effect-fin: RequestValidationError: Invalid fee calculation request: source_currency")
     const both = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1", "--receive", "2"])
@@ -142,7 +142,7 @@ describe("effect-fin (offline commands)", () => {
       FIN_BASE_URL: "http://sandbox.api.fin.com"
     })
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain("ConfigError: FIN_BASE_URL: FIN_BASE_URL must use https")
+    expect(result.stderr).toContain("ConfigError: FIN_BASE_URL must use https")
     expect(result.stderr).not.toContain("secret")
   })
 
@@ -279,6 +279,9 @@ describe("effect-fin (offline commands)", () => {
       ConfigError.Or(ConfigError.MissingData(["FIN_CLIENT_ID"], "x"), ConfigError.MissingData(["FIN_CLIENT_ID"], "x"))
     )
     expect(errorLine(error)).toBe("effect-fin: ConfigError: FIN_CLIENT_SECRET: invalid; FIN_CLIENT_ID is not set")
+    // A message that names its variable itself is not prefixed with it again.
+    const named = ConfigError.InvalidData(["FIN_CLIENT_SECRET"], "FIN_CLIENT_SECRET must not start or end with whitespace")
+    expect(errorLine(named)).toBe("effect-fin: ConfigError: FIN_CLIENT_SECRET must not start or end with whitespace")
   })
 
   it("a table: the header, a rule as wide as each column, cells padded to the widest one, no trailing blanks", () => {
@@ -482,12 +485,13 @@ describe("effect-fin against the emulator", () => {
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
     const child = spawn(process.execPath, [join(harness.dir, "bin.mjs"), "emulator", "--port", "0", "--production"])
     try {
-      const url = await new Promise<string>((resolve, reject) => {
+      const [url, beneficiary] = await new Promise<[string, string]>((resolve, reject) => {
         let out = ""
         child.stdout.on("data", (chunk: Buffer) => {
           out += chunk.toString("utf8")
           const match = /listening on (http:\/\/\S+)/.exec(out)
-          if (match !== null) resolve(match[1]!)
+          const named = /--beneficiary (\S+) \(paid in CAD, with a developer fee\)/.exec(out)
+          if (match !== null && named !== null) resolve([match[1]!, named[1]!])
         })
         child.once("exit", (code) => reject(new Error(`the emulator exited (${code}): ${out}`)))
       })
@@ -500,6 +504,8 @@ describe("effect-fin against the emulator", () => {
       expect(sent.status).toBe(200)
       expect(received).toHaveLength(1)
       expect(JSON.parse(received[0]!).event.sandbox_mode).toBe(false)
+      // The banner names the beneficiary it knows, for `quote --beneficiary`.
+      expect(Object.keys(Emulator.defaultBeneficiaries)).toEqual([beneficiary])
     } finally {
       child.kill()
       receiver.close()
@@ -507,7 +513,8 @@ describe("effect-fin against the emulator", () => {
   })
 
   it("quote --amount prints the quote; --receive and --beneficiary with --json", async () => {
-    const send = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)
+    // Currencies in any case, as typed by hand.
+    const send = await cli(["quote", "--from", "usd", "--to", "cad", "--amount", "100"], env)
     expect(send.code).toBe(0)
     expect(send.stdout).toMatch(/^send\s+100 USD$/m)
     expect(send.stdout).toMatch(/^exchange rate\s+1\.45$/m)

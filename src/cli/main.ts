@@ -92,8 +92,8 @@ const plainDecimal = (value: number): string => {
 const quote = Command.make(
   "quote",
   {
-    from: Options.text("from").pipe(Options.withDescription("Source currency (ISO 4217, e.g. USD)"), Options.optional),
-    to: Options.text("to").pipe(Options.withDescription("Destination currency (e.g. CAD)"), Options.optional),
+    from: Options.text("from").pipe(Options.withDescription("Source currency (ISO 4217, e.g. USD; any case)"), Options.optional),
+    to: Options.text("to").pipe(Options.withDescription("Destination currency (e.g. CAD; any case)"), Options.optional),
     amount: Options.text("amount").pipe(Options.withDescription("Amount to send, in the source currency (plain decimal: 100 or 12.50)"), Options.optional),
     receive: Options.text("receive").pipe(
       Options.withDescription("Amount to receive, in the destination currency (plain decimal)"),
@@ -108,9 +108,10 @@ const quote = Command.make(
   (args) =>
     Effect.gen(function*() {
       // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError.
+      // Currencies typed by hand are taken in any case, as country codes are.
       const request = {
-        ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: v }) }),
-        ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: v }) }),
+        ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: v.toUpperCase() }) }),
+        ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: v.toUpperCase() }) }),
         ...(Option.isSome(args.amount) ? yield* amount("source_amount", args.amount.value) : {}),
         ...(Option.isSome(args.receive) ? yield* amount("destination_amount", args.receive.value) : {}),
         ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
@@ -252,10 +253,11 @@ const webhook = Command.make("webhook").pipe(
 const emulator = Command.make(
   "emulator",
   {
-    port: Options.integer("port").pipe(Options.withDescription("Port to listen on (0: a free port)"), Options.withDefault(4010)),
+    port: Options.integer("port").pipe(Options.withDescription("Port to listen on (default 4010; 0: a free port)"), Options.withDefault(4010)),
     host: Options.text("host").pipe(
       Options.withDescription(
-        "Address to listen on; on another than loopback the API is open to other machines, the admin routes are not"
+        "Address to listen on (default 127.0.0.1); on another than loopback the API is open to other machines, the " +
+          "admin routes are not"
       ),
       Options.withDefault("127.0.0.1")
     ),
@@ -271,7 +273,15 @@ const emulator = Command.make(
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
         ["admin", `${running.url}/__emulator`],
         ["use it with", `FIN_BASE_URL=${running.url} FIN_CLIENT_ID=${running.credentials.clientId} FIN_CLIENT_SECRET=${running.credentials.clientSecret}`],
-        ["webhooks", `signed with FIN_WEBHOOK_SECRET=${running.webhookSecret}`]
+        ["webhooks", `signed with FIN_WEBHOOK_SECRET=${running.webhookSecret}`],
+        ...Object.entries(Emulator.defaultBeneficiaries).map(([id, beneficiary]) =>
+          [
+            "beneficiary",
+            `--beneficiary ${id} (paid in ${beneficiary.currency}${
+              beneficiary.developerFee === undefined ? "" : ", with a developer fee"
+            })`
+          ] as const
+        )
       ]))
       return yield* Effect.never
     }))

@@ -16,8 +16,12 @@ const configProblems = (error: ConfigError.ConfigError): Array<string> => {
       return [...configProblems(error.left), ...configProblems(error.right)]
     case "MissingData":
       return [`${error.path.join(".")} is not set`]
-    default:
-      return [`${error.path.join(".")}: ${error.message === "<redacted>" ? "invalid" : error.message}`]
+    default: {
+      const name = error.path.join(".")
+      // The checks' own messages name the variable already ("FIN_BASE_URL must use https").
+      if (error.message.startsWith(`${name} `)) return [error.message]
+      return [`${name}: ${error.message === "<redacted>" ? "invalid" : error.message}`]
+    }
   }
 }
 
