@@ -124,15 +124,28 @@ export const summarize = (issues: ReadonlyArray<Issue>): string =>
  * quote the values, so this is for options a program gives (the emulator's, the test layers'), never for data from
  * outside.
  */
-export const describeAll = (error: ParseResult.ParseError): string => {
+export const describeAll = (error: ParseResult.ParseError): string =>
+  allIssues(error).map(({ message, path }) => `${path === "" ? "" : `${path}: `}${message}`).join("; ")
+
+/**
+ * Every issue of a parse failure, its path written by `pathOf` (default `a.b.0`), but for an optional value's other
+ * form beside a real problem with it ("fee: Expected undefined, actual {...}" beside what is wrong with the fee).
+ * Messages may quote the values, as in `describeAll`.
+ */
+export const allIssues = (
+  error: ParseResult.ParseError,
+  pathOf: (path: ReadonlyArray<PropertyKey>) => string = (path) => path.join(".")
+): Array<{ readonly path: string; readonly message: string }> => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: issue.path.join("."),
-    message: issue.message
+    path: pathOf(issue.path),
+    message: issue.message,
+    // The path as keys, to tell a value's own problems from another's whose name it begins.
+    keys: issue.path.map(String)
   }))
-  // An optional option's other form, beside a real problem with it: "fee: Expected undefined, actual {...}".
-  const useful = issues.filter(({ message, path }) =>
+  const within = (inner: ReadonlyArray<string>, outer: ReadonlyArray<string>) =>
+    inner.length >= outer.length && outer.every((key, i) => inner[i] === key)
+  return issues.filter(({ keys, message }) =>
     !message.startsWith("Expected undefined,") ||
-    !issues.some((other) => other.message !== message && (other.path === path || other.path.startsWith(`${path}.`)))
-  )
-  return useful.map(({ message, path }) => `${path === "" ? "" : `${path}: `}${message}`).join("; ")
+    !issues.some((other) => other.message !== message && within(other.keys, keys))
+  ).map(({ message, path }) => ({ path, message }))
 }

@@ -731,6 +731,27 @@ describe("Emulator", () => {
         const event = yield* Queue.take(target.received)
         expect(event.event_reference_id).toBe("4d715f20-0000-4000-8000-000000000001")
 
+        // A status (and type) the documentation does not list yet, as the service may send: received as Unlisted.
+        const unlisted = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
+          body: { status: "SUSPENDED", type: "TRUST" }
+        })
+        expect(unlisted.status).toBe(200)
+        const suspended = yield* Queue.take(target.received)
+        if (suspended.type !== "beneficiary.status") throw new Error("narrowing")
+        expect(suspended.data.status).toEqual(Option.some(new Webhooks.Unlisted({ value: "SUSPENDED" })))
+        expect(suspended.data.type).toEqual(new Webhooks.Unlisted({ value: "TRUST" }))
+        expect(suspended.data.active).toBe(false)
+        // What is wrong is said once per field, without the optional field's other form ("Expected undefined").
+        const refused = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
+          body: { status: "suspended", eventId: "x" }
+        })
+        expect(refused.status).toBe(400)
+        const said = "PROCESSING, ACTIVE, INACTIVE, REJECTED, or another value in upper-case letters and _ (at most 64)"
+        expect(refused.json).toEqual({
+          message: `Invalid body for POST /__emulator/webhooks: status: ${said}; eventId: a UUID`,
+          errors: [{ path: "status", message: said }, { path: "eventId", message: "a UUID" }]
+        })
+
         // Nothing listens on a port that was just closed.
         const closed = yield* Effect.scoped(Effect.map(Emulator.make(), (other) => other.port))
         const failed = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
@@ -742,7 +763,7 @@ describe("Emulator", () => {
         // The system's word for it, for the receiver's developer.
         expect(error.message).toBe(`The webhook delivery to http://127.0.0.1:${closed}/hooks failed: Transport (ECONNREFUSED)`)
         const counters = yield* emulator.counters
-        expect(counters.webhooksSent).toBe(1)
+        expect(counters.webhooksSent).toBe(2)
         expect(counters.webhooksFailed).toBe(2)
       }))
   })

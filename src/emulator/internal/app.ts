@@ -22,6 +22,7 @@ import { STATUS_CODES } from "node:http"
 import * as Os from "node:os"
 import * as Amounts from "../../internal/amount.js"
 import * as Bytes from "../../internal/bytes.js"
+import * as Issues from "../../internal/issues.js"
 import * as Quote from "../../internal/quote.js"
 import * as Subdivisions from "../../Subdivisions.js"
 import type { EmulatorError } from "./error.js"
@@ -281,10 +282,10 @@ export const validateFee = (
 const isoSeconds = (millis: number) => new Date(millis).toISOString().slice(0, 19) + "Z"
 
 const formatIssues = (error: ParseResult.ParseError) =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: issue.path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, ""),
-    message: issue.message
-  }))
+  Issues.allIssues(
+    error,
+    (path) => path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, "")
+  )
 
 /** Decodes an admin body, or answers 400 naming every problem. */
 const adminBody = <A, I>(schema: Schema.Schema<A, I>, operation: string, emptyAs?: unknown) =>

@@ -117,15 +117,26 @@ export const HttpUrl = Schema.String.pipe(
 
 const Uuid = Schema.UUID.annotations({ message: () => "a UUID" })
 
+// A documented value, or one the documentation does not list (yet): upper-case words, as the listed ones are. One
+// message for the whole, not one per listed value.
+const listedOrNew = <const L extends ReadonlyArray<string>>(...listed: L) =>
+  Schema.Union(Schema.Literal(...listed), Schema.String.pipe(Schema.pattern(/^[A-Z][A-Z_]{0,63}$/))).annotations({
+    message: () => ({ message: `${listed.join(", ")}, or another value in upper-case letters and _ (at most 64)`, override: true })
+  })
+
 /** What a `beneficiary.status` event says, and where and how it is sent. Everything has a default. */
 export const WebhookRequest = Schema.Struct({
   /** Target; registered for later sends too. Default: the registered target. */
   url: Schema.optional(HttpUrl),
   beneficiaryId: Schema.optional(Uuid),
   customerId: Schema.optional(Uuid),
-  // The documented types only: the emulator plays the service as documented.
-  type: Schema.optional(Schema.Literal("INDIVIDUAL", "BUSINESS")),
-  status: Schema.optional(Schema.Literal("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")),
+  /** `INDIVIDUAL` (default) or `BUSINESS`; other text plays a type the documentation does not list yet. */
+  type: Schema.optional(listedOrNew("INDIVIDUAL", "BUSINESS")),
+  /**
+   * `PROCESSING`, `ACTIVE` (default), `INACTIVE` or `REJECTED`; other text plays a status the documentation does not
+   * list yet (a receiver on effect-fin gets it as `Webhooks.Unlisted`).
+   */
+  status: Schema.optional(listedOrNew("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")),
   /** Default: `status === "ACTIVE"`. */
   active: Schema.optional(Schema.Boolean),
   sandboxMode: Schema.optional(Schema.Boolean),

@@ -64,9 +64,11 @@ export interface BeneficiaryStatusEnvelope {
     readonly sandbox_mode: boolean
   }
   readonly data: {
-    readonly type: "INDIVIDUAL" | "BUSINESS"
+    /** `INDIVIDUAL` or `BUSINESS`, or a type the documentation does not list yet (an admin request's). */
+    readonly type: "INDIVIDUAL" | "BUSINESS" | (string & {})
     readonly active: boolean
-    readonly status: "PROCESSING" | "ACTIVE" | "INACTIVE" | "REJECTED"
+    /** One of the documented four, or a status the documentation does not list yet (an admin request's). */
+    readonly status: "PROCESSING" | "ACTIVE" | "INACTIVE" | "REJECTED" | (string & {})
     readonly customer_id: string
     readonly beneficiary_id: string
   }
