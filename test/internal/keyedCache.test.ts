@@ -62,34 +62,24 @@ describe("internal/keyedCache", () => {
       expect(lookups).toBe(1)
     }))
 
-  it.scoped("of two lone lookups, the one begun later is kept, whichever ends first", () =>
-    Effect.gen(function*() {
-      const { begun, cache, open } = yield* gated
-      const first = yield* Effect.fork(cache.get("a", false))
-      yield* begun(1)
-      const second = yield* Effect.fork(cache.get("a", false))
-      yield* begun(2)
-      yield* open(2)
-      expect(yield* Fiber.join(second)).toBe("a 2")
-      yield* open(1)
-      expect(yield* Fiber.join(first)).toBe("a 1")
-      expect(yield* cache.getIfFresh("a")).toEqual(Option.some("a 2"))
-    }))
-
-  it.scoped("an older lookup's success replaces a newer entry once that has expired", () =>
-    Effect.gen(function*() {
-      const { begun, cache, open } = yield* gated
-      const first = yield* Effect.fork(cache.get("a", false))
-      yield* begun(1)
-      const second = yield* Effect.fork(cache.get("a", false))
-      yield* begun(2)
-      yield* open(2)
-      expect(yield* Fiber.join(second)).toBe("a 2")
-      yield* TestClock.adjust("10 seconds")
-      yield* open(1)
-      expect(yield* Fiber.join(first)).toBe("a 1")
-      expect(yield* cache.getIfFresh("a")).toEqual(Option.some("a 1"))
-    }))
+  // Of two lone lookups, the one begun later is kept, whichever ends first; once it has expired, the older one's
+  // success replaces it.
+  for (const expired of [false, true]) {
+    it.scoped(`of two lone lookups the later-begun is kept${expired ? ", until it expires" : ""}`, () =>
+      Effect.gen(function*() {
+        const { begun, cache, open } = yield* gated
+        const first = yield* Effect.fork(cache.get("a", false))
+        yield* begun(1)
+        const second = yield* Effect.fork(cache.get("a", false))
+        yield* begun(2)
+        yield* open(2)
+        expect(yield* Fiber.join(second)).toBe("a 2")
+        if (expired) yield* TestClock.adjust("10 seconds")
+        yield* open(1)
+        expect(yield* Fiber.join(first)).toBe("a 1")
+        expect(yield* cache.getIfFresh("a")).toEqual(Option.some(expired ? "a 1" : "a 2"))
+      }))
+  }
 
   it.scoped("a shared lookup that ends after a newer shared one began neither becomes the entry nor ends the newer one", () =>
     Effect.gen(function*() {
