@@ -558,6 +558,8 @@ describe("effect-fin against the emulator", () => {
     const online = await cli(["subdivisions", "USA"], env)
     expect(online.code).toBe(0)
     expect(online.stdout).toContain("57 subdivisions of USA (from the API)")
+    // The API gives no type: no empty column for it.
+    expect(online.stdout.split("\n")[0]).toBe("code   name")
     await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 503, route: "POST /v1/fee-calculation" }]))
     const failing = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)
     await Effect.runPromise(emulator.clearFaults)

@@ -140,8 +140,11 @@ const quote = Command.make(
 // subdivisions
 // ---------------------------------------------------------------------------------------------------------------------
 
+// The API's entries have no type (the snapshot's have): no empty column for them.
 const subdivisionRows = (list: ReadonlyArray<Subdivisions.Subdivision>) =>
-  Render.table(["code", "name", "type"], list.map((s) => [s.code, s.name, s.type ?? ""]))
+  list.some((s) => s.type !== undefined)
+    ? Render.table(["code", "name", "type"], list.map((s) => [s.code, s.name, s.type ?? ""]))
+    : Render.table(["code", "name"], list.map((s) => [s.code, s.name]))
 
 const count = (n: number) => `${n} subdivision${n === 1 ? "" : "s"}`
 
