@@ -15,6 +15,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Exit from "effect/Exit"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -212,6 +213,22 @@ describe("UndiciHttpClient", () => {
         expect(error.reason).toBe("StatusCode")
       })
     ))
+
+  it.live("closing the layer closes its agent: no connection it kept alive is left open on the server", () =>
+    Effect.gen(function*() {
+      const openConnections = Effect.async<number>((resume) => {
+        server.getConnections((error, count) => resume(error ? Effect.die(error) : Effect.succeed(count)))
+      })
+      const whileOpen = yield* withClient((client) =>
+        Effect.zipRight(Effect.flatMap(client.get(`${base}/text`), (r) => r.text), openConnections)
+      )
+      expect(whileOpen).toBeGreaterThanOrEqual(1)
+      // The server hears of the close a moment later: waited for (undici would keep the socket 4 s otherwise).
+      yield* openConnections.pipe(
+        Effect.repeat({ until: (count) => count === 0, schedule: Schedule.spaced("10 millis") }),
+        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("a connection was left open") })
+      )
+    }))
 
   it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>
     withClient((client) =>
