@@ -15,6 +15,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Http from "node:http"
@@ -270,6 +271,11 @@ describe("UndiciHttpClient", () => {
         expect(Buffer.concat(Chunk.toArray(yield* Stream.runCollect(done.stream))).toString("utf8")).toBe("hello, world")
         const again = yield* Effect.timeout(Stream.runCollect(done.stream), Duration.seconds(5))
         expect(Chunk.size(again)).toBe(0)
+        // A body whose stream was stopped early (closed, with no error): a second read fails, it does not wait.
+        const large = yield* client.get(`${base}/large`)
+        expect(Option.isSome(yield* Stream.runHead(large.stream))).toBe(true)
+        const stopped = yield* Effect.flip(Effect.timeout(Stream.runDrain(large.stream), Duration.seconds(5)))
+        expect(stopped._tag).toBe("ResponseError")
       })
     ))
 
