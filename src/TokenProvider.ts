@@ -296,11 +296,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // A client kept past its scope (a `FinClient.make` value used after) gets no token, cached or not: its calls end
     // as an interruption and send nothing, as they would if the token had to be fetched (into the closed scope).
     let closed = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-      })
-    )
     // The store in the caller's context, else the one the layer was built with, else one in memory.
     const layerStore = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
     const guard = guardedStores(config.tokenTimeout)
@@ -837,6 +832,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
     // shared fetch is to wait past it before trying again.
+    // Added last, so run first: from the moment the scope begins to close.
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+      })
+    )
     return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
   }
 )

@@ -1620,22 +1620,45 @@ describe("HttpTransport", () => {
         [FEE]: FinTest.sequence(FinTest.json(400, { message: "m".repeat(1024) }), FinTest.json(400, { message: "m".repeat(1025) }))
       })))
     // A log line or `Cause.pretty` shows only the message: it says what to change, on one line; fieldErrors has all.
-    it.effect("ApiError's message: status, route, the service's words on one line, its first three field errors", () =>
+    it.effect("ApiError's message: status, route, the service's words and each field error on one line", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
         expect(error.message).toBe(
           "The service answered 422 on POST /v1/fee-calculation: Validation failed, see the docs " +
-            "(a: too big; b: not a currency; c: missing; 2 more)"
+            `(a: too big; b: not a currency; c: missing; d: ${"x".repeat(200)}...)`
         )
-        expect(error._tag === "ApiError" && error.fieldErrors?.map((f) => f.field)).toEqual(["a", "b", "c", "d", "e"])
+        expect(error._tag === "ApiError" && error.fieldErrors?.map((f) => f.field)).toEqual(["a", "b", "c", "d", ""])
         expect(error._tag === "ApiError" && error.fieldErrors?.[0]?.message).toBe("too\n  big")
+        // A service that already says it in these words is not repeated; a 429's message is one line too.
+        const restated = yield* Effect.flip(calculate)
+        expect(restated.message).toBe("The service answered 400 on POST /v1/fee-calculation: bad")
+        const limited = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: 0 })))
+        expect(limited.message).toBe("Rate limited (429) on POST /v1/fee-calculation: slow down")
+      }).pipe(provideClient({
+        [FEE]: FinTest.sequence(
+          FinTest.json(422, {
+            message: "Validation failed,\n  see the docs\n",
+            errors: [{ a: "too\n  big" }, { b: "not a currency" }, { c: "missing" }, { d: "x".repeat(300) }, { "": " " }]
+          }),
+          FinTest.json(400, { message: "The service answered 400 on POST /v1/fee-calculation: bad" }),
+          FinTest.json(429, { message: "slow\ndown" })
+        )
+      })))
+    // Said on one line, an echo of a secret with blanks in it, its blanks otherwise, must not become the secret.
+    it.effect("an echoed secret with its blanks changed is redacted in the one-line message, not rebuilt", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error.message).toBe(
+          "The service answered 422 on POST /v1/fee-calculation: bad <redacted> (x: <redacted>; y: <redacted>)"
+        )
+        expect(JSON.stringify(error)).not.toContain("abc def ghi jkl")
       }).pipe(provideClient({
         [FEE]: () =>
           FinTest.json(422, {
-            message: "Validation failed,\n  see the docs\n",
-            errors: [{ a: "too\n  big" }, { b: "not a currency" }, { c: "missing" }, { d: "x" }, { e: "y" }]
+            message: "bad abc\ndef\nghi\njkl\nmno\npqr",
+            errors: [{ x: "abc  def  ghi  jkl  mno  pqr" }, { y: "abc def ghi jkl mno pqr" }]
           })
-      })))
+      }, { clientSecret: Redacted.make("abc def ghi jkl mno pqr") })))
     it.effect("what ApiError's fields cannot hold stays in ApiError.body: a 409's existing beneficiary_id", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)

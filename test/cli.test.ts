@@ -65,9 +65,12 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("quote validates its flags before reading any configuration", async () => {
-    const result = await cli(["quote", "--from", "US", "--to", "CAD", "--amount", "100"])
-    expect(result.code).toBe(1)
-    expect(result.stderr).toContain("effect-fin: RequestValidationError: Invalid fee calculation request: source_currency")
+    // Any case is taken, but only of ASCII letters: Unicode's upper case of "uſd" is USD.
+    for (const from of ["US", "u\u017fd"]) {
+      const result = await cli(["quote", "--from", from, "--to", "CAD", "--amount", "100"])
+      expect(result.code, from).toBe(1)
+      expect(result.stderr).toContain("effect-fin: RequestValidationError: Invalid fee calculation request: source_currency")
+    }
     const both = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1", "--receive", "2"])
     expect(both.stderr).toContain("exactly one of source_amount and destination_amount")
     const nan = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "abc"])

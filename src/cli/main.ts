@@ -89,6 +89,10 @@ const plainDecimal = (value: number): string => {
   return exponent === null ? shortest : `0.${"0".repeat(Number(exponent[3]) - 1)}${exponent[1]}${exponent[2] ?? ""}`
 }
 
+// A currency typed by hand, in any case, as country codes are: three ASCII letters only, as Unicode's upper case
+// would make "uſd" a USD.
+const currency = (typed: string) => /^[a-z]{3}$/i.test(typed) ? typed.toUpperCase() : typed
+
 const quote = Command.make(
   "quote",
   {
@@ -108,10 +112,9 @@ const quote = Command.make(
   (args) =>
     Effect.gen(function*() {
       // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError.
-      // Currencies typed by hand are taken in any case, as country codes are.
       const request = {
-        ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: v.toUpperCase() }) }),
-        ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: v.toUpperCase() }) }),
+        ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: currency(v) }) }),
+        ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: currency(v) }) }),
         ...(Option.isSome(args.amount) ? yield* amount("source_amount", args.amount.value) : {}),
         ...(Option.isSome(args.receive) ? yield* amount("destination_amount", args.receive.value) : {}),
         ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })

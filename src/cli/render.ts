@@ -56,8 +56,8 @@ const apiErrorText = (error: FinError.ApiError): string => {
 }
 
 /**
- * `effect-fin: ApiError: 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can match on it; one
- * printable line.
+ * `effect-fin: ApiError: The service answered 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can
+ * match on it; one printable line.
  */
 export const errorLine = (error: unknown): string => printable(errorText(error))
 

@@ -381,7 +381,10 @@ const normalisedBody = (text: string): string => {
 }
 
 // A message no longer than an error should carry (a page of text in a `message` field, say).
-const short = (text: string): string => text.length > MAX_BODY_IN_ERROR ? `${text.slice(0, MAX_BODY_IN_ERROR)}...` : text
+const short = (text: string, max = MAX_BODY_IN_ERROR): string => text.length > max ? `${text.slice(0, max)}...` : text
+
+// Text on one line (a log line, `Cause.pretty`): every run of blanks, line breaks included, one space.
+const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
 
 const statusError = (
   spec: AttemptInfo,
@@ -391,10 +394,14 @@ const statusError = (
   nowMillis: number
 ): AttemptError => {
   const redact = redactor(spec.credentials)
+  // What a message says, on one line: its blanks collapsed before the credentials are redacted, in their own form
+  // and with their blanks collapsed too, so that an echo with other blanks is never joined into the credential.
+  const redactLine = redactor([...spec.credentials, ...spec.credentials.map(oneLine)])
+  const said = (text: string) => short(redactLine(oneLine(text)))
   const requestId = requestIdOf(headers, redact)
   const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
   const parsed = parseErrorBody(text)
-  const message = parsed.message === undefined ? undefined : short(redact(parsed.message))
+  const message = parsed.message === undefined ? undefined : said(parsed.message)
   const retryAfter = parseRetryAfter(headers, nowMillis)
   if (status === 401) {
     return new AuthenticationError({
@@ -426,7 +433,12 @@ const statusError = (
   }
   return new ApiError({
     status,
-    message: apiErrorMessage(status, spec.operation, message, fields),
+    message: apiErrorMessage(
+      status,
+      spec.operation,
+      message,
+      parsed.fieldErrors?.map((f) => ({ field: said(f.field), message: said(f.message) }))
+    ),
     ...code,
     ...fieldErrors,
     ...body,
@@ -439,28 +451,30 @@ const statusError = (
 export const defaultMessage = (status: number, operation: string): string =>
   `The service answered ${status} on ${operation}`
 
-// Field errors named in a message: the first few, which say what to change (all of them are in `fieldErrors`).
-const FIELDS_IN_MESSAGE = 3
+// A field error's parts as a message names them: enough to say what to change (whole in `fieldErrors`).
+const FIELD_IN_MESSAGE = 64
+const FIELD_MESSAGE_IN_MESSAGE = 200
 
 /**
- * An `ApiError`'s message: the status and operation, the service's message, its first field errors, on one line (a
- * log line, `Cause.pretty`), e.g. `The service answered 422 on POST /v1/fee-calculation: Validation failed
- * (source_amount: ...)`.
+ * An `ApiError`'s message, on one line (a log line, `Cause.pretty`): the status and operation, the service's message,
+ * its field errors (each cut at 200 characters), e.g. `The service answered 422 on POST /v1/fee-calculation:
+ * Validation failed (source_amount: ...)`. Give it redacted text.
  */
 export const apiErrorMessage = (
   status: number,
   operation: string,
   message: string | undefined,
-  fieldErrors: ReadonlyArray<FieldError> | undefined
+  fieldErrors: ReadonlyArray<{ readonly field: string; readonly message: string }> | undefined
 ): string => {
-  const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
-  const fields = (fieldErrors ?? []).slice(0, FIELDS_IN_MESSAGE).map((f) => `${oneLine(f.field)}: ${oneLine(f.message)}`)
-  const more = (fieldErrors?.length ?? 0) - fields.length
-  if (more > 0) fields.push(`${more} more`)
-  const said = message === undefined ? "" : oneLine(message)
-  return `${defaultMessage(status, operation)}${said === "" ? "" : `: ${said}`}${
-    fields.length === 0 ? "" : ` (${fields.join("; ")})`
-  }`
+  const start = defaultMessage(status, operation)
+  const text = message === undefined ? "" : oneLine(message)
+  // A service (or a proxy) that already says it in these words is not repeated.
+  const own = text.startsWith(start) ? text.slice(start.length).replace(/^:\s*/, "") : text
+  const fields = (fieldErrors ?? []).flatMap(({ field, message }) => {
+    const [name, said] = [short(oneLine(field), FIELD_IN_MESSAGE), short(oneLine(message), FIELD_MESSAGE_IN_MESSAGE)]
+    return name === "" && said === "" ? [] : [`${name}: ${said}`]
+  })
+  return `${start}${own === "" ? "" : `: ${own}`}${fields.length === 0 ? "" : ` (${fields.join("; ")})`}`
 }
 
 const decodeError = (

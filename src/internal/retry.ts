@@ -147,10 +147,12 @@ export const tooLate = (error: FinError): FinError =>
     : error
 
 // What an ApiError's message adds to its status and operation (`: Service unavailable (field: ...)`), if anything.
-const saidBy = (error: ApiError): string => {
-  if (error.operation === undefined) return `: ${error.message}`
-  const start = defaultMessage(error.status, error.operation)
-  return error.message.startsWith(start) ? error.message.slice(start.length) : `: ${error.message}`
+const saidBy = ({ message, operation, status }: ApiError): string => {
+  const start = operation === undefined ? undefined : defaultMessage(status, operation)
+  if (start !== undefined && (message.startsWith(`${start}: `) || message.startsWith(`${start} (`))) {
+    return message.slice(start.length)
+  }
+  return message.trim() === "" || message === start ? "" : `: ${message}`
 }
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
