@@ -830,14 +830,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
       )
 
-    // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
-    // shared fetch is to wait past it before trying again.
     // Added last, so run first: from the moment the scope begins to close.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         closed = true
       })
     )
+    // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
+    // shared fetch is to wait past it before trying again.
     return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
   }
 )

@@ -45,8 +45,8 @@ export const pairs = (rows: ReadonlyArray<readonly [string, string]>): string =>
   return rows.map(([label, value]) => `${label.padEnd(width)}  ${printable(value)}`).join("\n")
 }
 
-// effect-fin's ApiErrors say the status, operation and first field errors on one line already; one made elsewhere (a
-// user's test double: "Validation failed") gets the status and operation and every field error added.
+// effect-fin's ApiErrors say the status, operation and field errors on one line already; one made elsewhere (a user's
+// test double: "Validation failed") gets the status and operation and every field error added.
 const apiErrorText = (error: FinError.ApiError): string => {
   const where = error.operation === undefined ? `${error.status}` : `${error.status} on ${error.operation}`
   const message = error.message.split("\n")[0]!

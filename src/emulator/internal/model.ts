@@ -121,7 +121,10 @@ const Uuid = Schema.UUID.annotations({ message: () => "a UUID" })
 // message for the whole, not one per listed value.
 const listedOrNew = <const L extends ReadonlyArray<string>>(...listed: L) =>
   Schema.Union(Schema.Literal(...listed), Schema.String.pipe(Schema.pattern(/^[A-Z][A-Z_]{0,63}$/))).annotations({
-    message: () => ({ message: `${listed.join(", ")}, or another value in upper-case letters and _ (at most 64)`, override: true })
+    message: () => ({
+      message: `${listed.join(", ")}, or another value in upper-case letters and _ (at most 64)`,
+      override: true
+    })
   })
 
 /** What a `beneficiary.status` event says, and where and how it is sent. Everything has a default. */
