@@ -180,10 +180,6 @@ const isPlainPath = (path: unknown): path is string =>
   typeof path === "string" && path.length <= MAX_PATH && PATH.test(path) &&
   !path.split("/").some((s) => s === "." || s === "..")
 
-// The message says what was expected too: a log line shows only the message.
-const invalidRequest = (path: string, message: string, expected: string) =>
-  new RequestValidationError({ message: `${message}: expected ${expected}`, issues: [new Issue({ path, expected })] })
-
 // What the types say, checked too: a spec may come from untyped code, a cast or configuration, and `safe` is what
 // keeps a payment from being sent twice (`"false"` would be truthy).
 const validateSpec = (
@@ -199,19 +195,19 @@ const validateSpec = (
   defaults: Either.Either<CallOptionsInternal.Resolved, RequestValidationError>
 ): Either.Either<CallOptionsInternal.Resolved, RequestValidationError> => {
   if (!METHODS.has(spec.method)) {
-    return Either.left(invalidRequest("method", "Invalid request method", "GET, POST, PUT, PATCH or DELETE"))
+    return Either.left(Issues.refusal("method", "Invalid request method", "GET, POST, PUT, PATCH or DELETE"))
   }
   if (!pathValid) {
     return Either.left(
-      invalidRequest("path", "Invalid request path", `an absolute path of plain segments, at most ${MAX_PATH} characters`)
+      Issues.refusal("path", "Invalid request path", `an absolute path of plain segments, at most ${MAX_PATH} characters`)
     )
   }
   if (spec.safe !== undefined && typeof spec.safe !== "boolean") {
-    return Either.left(invalidRequest("safe", "Invalid request option safe", "true or false"))
+    return Either.left(Issues.refusal("safe", "Invalid request option safe", "true or false"))
   }
   if (!nameValid) {
     return Either.left(
-      invalidRequest(
+      Issues.refusal(
         "name",
         "Invalid request name",
         "letters, digits and ._- (at most 64), the same for every call, and not token or webhook (effect-fin's own)"
@@ -219,16 +215,16 @@ const validateSpec = (
     )
   }
   if (spec.check !== undefined && typeof spec.check !== "function") {
-    return Either.left(invalidRequest("check", "Invalid request option check", "a function"))
+    return Either.left(Issues.refusal("check", "Invalid request option check", "a function"))
   }
   if (!Schema.isSchema(spec.response)) {
-    return Either.left(invalidRequest("response", "Invalid request option response", "a Schema"))
+    return Either.left(Issues.refusal("response", "Invalid request option response", "a Schema"))
   }
   if (spec.bodySchema !== undefined && !Schema.isSchema(spec.bodySchema)) {
-    return Either.left(invalidRequest("bodySchema", "Invalid request option bodySchema", "a Schema"))
+    return Either.left(Issues.refusal("bodySchema", "Invalid request option bodySchema", "a Schema"))
   }
   if (spec.method === "GET" && (spec.body !== undefined || spec.bodySchema !== undefined)) {
-    return Either.left(invalidRequest("body", "A GET request has no body", "no body (put the values in query)"))
+    return Either.left(Issues.refusal("body", "A GET request has no body", "no body (put the values in query)"))
   }
   // Without per-call overrides, the options resolved once when the transport was built.
   return hasNoKeys(options) ? defaults : CallOptionsInternal.resolve(config, options)
@@ -237,7 +233,7 @@ const validateSpec = (
 // `?` and the text values, in order; one left undefined is not sent (never as "undefined").
 const queryString = (query: unknown): Either.Either<string, RequestValidationError> => {
   if (query === undefined) return Either.right("")
-  const refused = Either.left(invalidRequest("query", "Invalid request query", "an object of text values"))
+  const refused = Either.left(Issues.refusal("query", "Invalid request query", "an object of text values"))
   if (typeof query !== "object" || query === null || Array.isArray(query)) return refused
   const params = new URLSearchParams()
   for (const [key, value] of Object.entries(query)) {
@@ -324,7 +320,7 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
   }
   return text === undefined
     ? Either.left(
-      invalidRequest(
+      Issues.refusal(
         "body",
         "The request body cannot be sent as JSON",
         "a value JSON holds as it is: numbers finite, dates valid, nothing missing in a list; no Redacted (unwrap " +

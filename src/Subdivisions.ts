@@ -13,7 +13,8 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as CountryCode from "./CountryCode.js"
-import { Issue, RequestValidationError } from "./FinError.js"
+import type { RequestValidationError } from "./FinError.js"
+import * as Issues from "./internal/issues.js"
 import * as internal from "./internal/subdivisions.js"
 import { subdivisionsData, types } from "./internal/subdivisionsData.js"
 
@@ -115,9 +116,6 @@ let without: ReadonlyArray<CountryCode.CountryCode> | undefined
 // The exact error `CountryCode.validate` fails with, so offline and online lookups reject input alike.
 const invalidCountry = (input: unknown): Either.Either<never, RequestValidationError> =>
   Either.left(Effect.runSync(Effect.flip(CountryCode.validate(input))))
-
-const invalidSearch = (path: "text" | "limit", expected: string) =>
-  new RequestValidationError({ message: `Invalid search ${path}: expected ${expected}`, issues: [new Issue({ path, expected })] })
 
 // ---------------------------------------------------------------------------------------------------------------
 // Lookups
@@ -235,16 +233,12 @@ export const search = (
   const found = countryOf(country)
   if (found === undefined) return invalidCountry(country)
   if (typeof text !== "string") {
-    return Either.left(
-      invalidSearch("text", "the text to search for")
-    )
+    return Either.left(Issues.refusal("text", "Invalid search text", "the text to search for"))
   }
   const query = internal.normalize(text)
   const limit = options?.limit === undefined ? Infinity : typeof options.limit === "number" ? Math.floor(options.limit) : NaN
   if (!(limit >= 0)) {
-    return Either.left(
-      invalidSearch("limit", "a number of results, 0 or more")
-    )
+    return Either.left(Issues.refusal("limit", "Invalid search limit", "a number of results, 0 or more"))
   }
   if (query === "" || limit === 0) return Either.right([])
   const index = searchIndexOf(found)

@@ -7,6 +7,7 @@
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Durations from "./duration.js"
+import * as Issues from "./issues.js"
 import * as OptionNames from "./optionNames.js"
 import { Issue, RequestValidationError } from "../FinError.js"
 import type { CallOptions } from "../HttpTransport.js"
@@ -18,9 +19,7 @@ export interface Resolved {
   readonly maxRetries: number
 }
 
-// The message says what was expected too: a log line shows only the message.
-const invalid = (path: string, expected: string, message = `Invalid ${path} override: expected ${expected}`) =>
-  new RequestValidationError({ message, issues: [new Issue({ path, expected })] })
+const invalid = (path: string, expected: string) => Issues.refusal(path, `Invalid ${path} override`, expected)
 
 // Checked as the client's own time limits are (a limit past Durations.MAX_TIMER would never fire).
 const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
@@ -41,7 +40,10 @@ export const resolve = (defaults: Resolved, options: CallOptions): Either.Either
   const [shown] = OptionNames.unknown(options, NAMES)
   if (shown !== undefined) {
     return Either.left(
-      invalid(shown, "no such option: timeout, deadline or maxRetries", `Unknown override ${shown}: the options are timeout, deadline and maxRetries`)
+      new RequestValidationError({
+        message: `Unknown override ${shown}: the options are timeout, deadline and maxRetries`,
+        issues: [new Issue({ path: shown, expected: "no such option: timeout, deadline or maxRetries" })]
+      })
     )
   }
   // Only an absent override is the client's: a null (from untyped config, meant as "none"?) is refused, as a null

@@ -7,7 +7,7 @@
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as SchemaAST from "effect/SchemaAST"
-import { Issue } from "../FinError.js"
+import { Issue, RequestValidationError } from "../FinError.js"
 
 // What a schema expects, in words: its own title or description (`an ISO 8601 date-time`, `a number`), else what its
 // shape is (`an object with data`), never the schema's inner workings (`(Struct (Encoded side) <-> ...)`). A
@@ -118,6 +118,13 @@ export const fromParseIssue = (issue: ParseResult.ParseIssue, limit = MAX_ISSUES
 /** One readable line: `source_amount: expected a positive finite number; ...`. */
 export const summarize = (issues: ReadonlyArray<Issue>): string =>
   issues.map((i) => (i.path === "" ? `expected ${i.expected}` : `${i.path}: expected ${i.expected}`)).join("; ")
+
+/**
+ * One input refused: `message` and what was expected, said in the message too (a log line shows only the message),
+ * e.g. `Invalid search limit: expected a number of results, 0 or more`.
+ */
+export const refusal = (path: string, message: string, expected: string): RequestValidationError =>
+  new RequestValidationError({ message: `${message}: expected ${expected}`, issues: [new Issue({ path, expected })] })
 
 /**
  * Every message of a parse failure with its path, one line: `rates.USD/CAD: a finite rate > 0; ...`. Messages may
