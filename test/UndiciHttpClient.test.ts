@@ -3,9 +3,11 @@
  * status, headers, cookies and body; an error status; abort on interruption (before the headers and while reading the
  * body: the server sees the connection closed); a transport failure. Then the whole client suite against the emulator.
  */
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as UrlParams from "@effect/platform/UrlParams"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
@@ -62,6 +64,10 @@ beforeAll(async () => {
           "set-cookie": ["a=1; Path=/", "b=2; Path=/"]
         })
         res.end(JSON.stringify({ method: req.method, test: req.headers["x-test"], connection: req.headers.connection, body }))
+      } else if (req.url === "/form") {
+        // Answers what it received, in the content type it received it in.
+        res.writeHead(200, { "content-type": req.headers["content-type"] ?? "" })
+        res.end(body)
       } else if (req.url === "/text") {
         res.writeHead(200, { "content-type": "text/plain" })
         res.write("hello, ")
@@ -127,6 +133,36 @@ describe("UndiciHttpClient", () => {
         expect(json).toEqual({ method: "POST", test: "42", connection: "keep-alive", body: `{"hello":"world"}` })
         // The body is read once: reading it again gives the same text.
         expect(yield* response.text).toBe(JSON.stringify(json))
+      })
+    ))
+
+  it.live("sends a FormData body as multipart/form-data with its boundary, and reads a form answered", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const form = new FormData()
+        form.append("note", "fee report")
+        form.append("file", new Blob(["a,b\n1,2\n"], { type: "text/csv" }), "report.csv")
+        const response = yield* client.execute(HttpClientRequest.post(`${base}/form`, { body: HttpBody.formData(form) }))
+        expect(response.headers["content-type"]).toMatch(/^multipart\/form-data; boundary=.+$/)
+        const echoed = yield* response.formData
+        expect(echoed.get("note")).toBe("fee report")
+        const file = echoed.get("file") as File
+        expect([file.name, file.type]).toEqual(["report.csv", "text/csv"])
+        expect(yield* Effect.promise(() => file.text())).toBe("a,b\n1,2\n")
+      })
+    ))
+
+  it.live("reads a URL-encoded form answered; a body that is no form fails as a decode error", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const urlEncoded = yield* client.execute(
+          HttpClientRequest.post(`${base}/form`, { body: HttpBody.urlParams(UrlParams.fromInput({ a: "1", b: "x y" })) })
+        )
+        const fields = yield* urlEncoded.formData
+        expect([fields.get("a"), fields.get("b")]).toEqual(["1", "x y"])
+        const json = yield* client.execute(HttpClientRequest.post(`${base}/form`).pipe(HttpClientRequest.bodyUnsafeJson({})))
+        const error = yield* Effect.flip(json.formData)
+        expect([error._tag, error.reason]).toEqual(["ResponseError", "Decode"])
       })
     ))
 

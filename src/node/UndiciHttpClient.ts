@@ -2,7 +2,8 @@
  * A lean platform `HttpClient` on `undici`'s `Dispatcher.request`, for Node: the same interface and behaviour as
  * `NodeHttpClient.layerUndici` (built with `HttpClient.make`, so spans, trace headers and abort on interruption are
  * the platform's own; `NodeHttpClient.UndiciRequestOptions` apply, provided to the layer or around a request; a
- * streamed body goes as a Node `Readable`; only a URL's fragment is not sent, as it never belongs on the wire), with
+ * streamed body goes as a Node `Readable`; only a URL's fragment is not sent, as it never belongs on the wire; and
+ * forms work both ways, sent and read, where undici 7 on Node 20 fails on them under `layerUndici`), with
  * less work per request: the request is sent with undici's callback API (no promise, no extra fiber), the response
  * headers are converted once, and the body is read once without a cached effect being run per response.
  *
@@ -17,7 +18,6 @@
  */
 import * as Cookies from "@effect/platform/Cookies"
 import * as Headers from "@effect/platform/Headers"
-import type * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -34,6 +34,8 @@ import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import { Readable } from "node:stream"
+import type { ReadableStream as WebReadableStream } from "node:stream/web"
 
 // `NodeHttpClient.Dispatcher`, by its key: a value import would make `effect-fin/node` require the platform package.
 const Dispatcher = Context.GenericTag<NodeHttpClient.Dispatcher, Undici.Dispatcher>(
@@ -60,7 +62,8 @@ const send = (
   url: URL,
   signal: AbortSignal,
   options: Partial<Undici.Dispatcher.RequestOptions>,
-  body: RequestBody
+  body: RequestBody,
+  headers: Exclude<Undici.Dispatcher.DispatchOptions["headers"], undefined>
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.RequestError> =>
   Effect.async((resume) => {
     dispatcher.request(
@@ -69,7 +72,7 @@ const send = (
         method: request.method,
         origin: url.origin,
         path: url.pathname + url.search,
-        headers: request.headers,
+        headers,
         body,
         signal,
         headersTimeout: HEADERS_TIMEOUT,
@@ -84,26 +87,6 @@ const send = (
       }
     )
   })
-
-const requestBody = (body: HttpBody.HttpBody): RequestBody | Effect.Effect<RequestBody> => {
-  switch (body._tag) {
-    case "Empty":
-      return null
-    case "Uint8Array":
-    case "Raw":
-      return body.body as RequestBody
-    case "FormData":
-      return body.formData as unknown as RequestBody
-    case "Stream":
-      // A Node Readable, as NodeHttpClient sends: when undici stops reading it (the server answered early, the
-      // request was aborted) it is destroyed, which interrupts the stream and runs its finalizers. A web stream would
-      // wait for its pending read first, for ever from a source that produces nothing more.
-      return Effect.flatMap(
-        Effect.promise(() => (nodeStream ??= import("@effect/platform-node/NodeStream").catch(peerMissing))),
-        (NodeStream) => Effect.map(NodeStream.toReadable(body.stream), (readable) => readable as RequestBody)
-      )
-  }
-}
 
 // Loaded on the first streamed body, as undici is on the first layer built: importing `effect-fin/node` requires
 // neither.
@@ -135,10 +118,35 @@ const makeWith = (
   HttpClient.make((request, url, signal, fiber) => {
     const options: Partial<Undici.Dispatcher.RequestOptions> =
       fiber.getFiberRef(FiberRef.currentContext).unsafeMap.get(undiciOptionsKey) ?? layerOptions
-    const body = requestBody(request.body)
-    return Effect.isEffect(body)
-      ? Effect.flatMap(body, (b) => send(dispatcher, request, url, signal, options, b))
-      : send(dispatcher, request, url, signal, options, body)
+    const body = request.body
+    switch (body._tag) {
+      case "Empty":
+        return send(dispatcher, request, url, signal, options, null, request.headers)
+      case "Uint8Array":
+      case "Raw":
+        return send(dispatcher, request, url, signal, options, body.body as RequestBody, request.headers)
+      case "FormData": {
+        // undici 7 cannot read Node's own FormData (undici 6's: "action is not a function"). Node's own Response
+        // encodes it instead, as NodeHttpClient's node:http driver does, and its content type carries the boundary.
+        const encoded = new Response(body.formData)
+        return send(dispatcher, request, url, signal, options, Readable.fromWeb(encoded.body as WebReadableStream), {
+          ...request.headers,
+          "content-type": encoded.headers.get("content-type") ?? "multipart/form-data"
+        })
+      }
+      case "Stream":
+        // A Node Readable, as NodeHttpClient sends: when undici stops reading it (the server answered early, the
+        // request was aborted) it is destroyed, which interrupts the stream and runs its finalizers. A web stream
+        // would wait for its pending read first, for ever from a source that produces nothing more.
+        return Effect.flatMap(
+          Effect.promise(() => (nodeStream ??= import("@effect/platform-node/NodeStream").catch(peerMissing))),
+          (NodeStream) =>
+            Effect.flatMap(
+              NodeStream.toReadable(body.stream),
+              (readable) => send(dispatcher, request, url, signal, options, readable as RequestBody, request.headers)
+            )
+        )
+    }
   })
 
 const noop = () => {}
@@ -226,7 +234,13 @@ class UndiciResponse extends Inspectable.Class implements HttpClientResponse.Htt
   }
 
   get formData(): Effect.Effect<FormData, HttpClientError.ResponseError> {
-    return this.fromPromise(() => this.source.body.formData() as Promise<FormData>)
+    // undici 7's body does not parse forms (NotSupportedError, on NodeHttpClient.layerUndici too): Node's own Response
+    // does, multipart or URL-encoded, from the bytes and the content type.
+    return this.fromPromise(() =>
+      (this.arrayBufferPromise ??= this.source.body.arrayBuffer()).then((bytes) =>
+        new Response(bytes, { headers: { "content-type": this.headers["content-type"] ?? "" } }).formData()
+      )
+    )
   }
 
   // Pulled with `read()` (the body stays paused between pulls: backpressure without a buffer of our own), one chunk per
