@@ -709,9 +709,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
       })
 
+    // The fetch's token, unless the service refused it as the fetch ended (`settle` keeps it out of the state, but the
+    // waiters were promised the fetch's outcome): then the caller asks again, and the next fetch gets another.
+    const awaitShared = (
+      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
+      deadline: number | undefined
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
+      Effect.flatMap(
+        awaitOutcome(deferred, deadline),
+        (token) => isRefused(token) ? getLocked(deadline) : Effect.succeed(token)
+      )
+
     // The fetch's outcome; or, for a caller with a deadline (an API call's, through `DeadlineAware`), the fetch's
     // error as soon as the fetch is to wait past that deadline before trying again: the caller would only be cut off.
-    const awaitShared = (
+    const awaitOutcome = (
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
       deadline: number | undefined
     ): Effect.Effect<Redacted.Redacted<string>, FinError> => {

@@ -241,6 +241,27 @@ describe("TokenStore", () => {
     }).pipe(withStore(slow, {}))
   })
 
+  it.effect("a token refused just as its fetch ends (stored, not yet handed over) goes to none of the callers waiting", () => {
+    const memory = TokenStore.makeMemory()
+    let afterSet: Effect.Effect<void> = Effect.void
+    const store: TokenStore.Service = {
+      ...memory,
+      set: (key, tokens, owner) => Effect.tap(memory.set(key, tokens, owner), () => afterSet)
+    }
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      // The invalidation of a call sent with token-1 landing between the fetch's last step and its hand-over (on a
+      // real runtime, where a fiber may yield between any two steps).
+      afterSet = Effect.suspend(() => {
+        afterSet = Effect.void
+        return provider.invalidate(Redacted.make("token-1"))
+      })
+      const got = yield* Effect.all([provider.get, provider.get, provider.get], { concurrency: "unbounded" })
+      expect(got.map(Redacted.value)).toEqual(["token-2", "token-2", "token-2"])
+      expect(yield* count("POST /v1/oauth/*")).toBe(2)
+    }).pipe(withStore(store, {}))
+  })
+
   it.effect("a 401 whose token the store is slow to clear still ends at the call's deadline", () => {
     const memory = TokenStore.makeMemory()
     const slow: TokenStore.Service = {
