@@ -62,6 +62,13 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-0", "ref-1", minute))._tag).toBe("Done")
     yield* store.release("evt-9", "ref-1", holder)
 
+    // Times before 1970 (negative microseconds) are kept in order too.
+    for (const [id, createdAt] of [["evt-p1", -1_000_000], ["evt-p0", -2_000_000]] as const) {
+      const token = tokenOf(yield* store.claim(id, "ref-p", minute))
+      yield* store.complete(id, token, { referenceId: "ref-p", order: { key: "ref-p", createdAt, ttl: minute } }, minute)
+    }
+    expect(yield* store.lastHandled("ref-p")).toEqual(Option.some(-1_000_000))
+
     // An event not kept in order records nothing for its reference.
     const unordered = tokenOf(yield* store.claim("evt-u", "ref-u", minute))
     yield* store.complete("evt-u", unordered, { referenceId: "ref-u" }, minute)

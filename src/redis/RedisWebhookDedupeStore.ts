@@ -45,9 +45,10 @@ return 'claimed'`)
 
 // KEYS: event, the newest created_at of the event's order key (unused without one), reference claim. ARGV: event TTL,
 // created_at ("" for an event not kept in order), token, created_at TTL. Numbers are compared with tonumber (exact
-// below 2^53: microsecond timestamps fit) and stored as sent; a stored value that is not digits (another writer's:
-// "nan" and "inf" are numbers to Lua), or a key of another type, counts as none and is replaced (a script that fails
-// midway is not rolled back, so nothing here may fail: the read is a pcall, and SET replaces a key of any type).
+// below 2^53: microsecond timestamps fit, negative before 1970) and stored as sent; a stored value that is not an
+// integer (another writer's: "nan" and "inf" are numbers to Lua), or a key of another type, counts as none and is
+// replaced (a script that fails midway is not rolled back, so nothing here may fail: the read is a pcall, and SET
+// replaces a key of any type).
 // An event another delivery has claimed since (this claim lapsed) is left to it: marked done here, its handler would
 // lose its claim midway.
 const complete = Connection.script(`
@@ -57,7 +58,7 @@ if not (type(v) == 'string' and string.sub(v, 1, 8) == 'pending:' and v ~= 'pend
 end
 if ARGV[2] ~= '' then
   local stored = redis.pcall('GET', KEYS[2])
-  local last = type(stored) == 'string' and string.match(stored, '^%d+$') and tonumber(stored)
+  local last = type(stored) == 'string' and string.match(stored, '^%-?%d+$') and tonumber(stored)
   if (not last) or last < tonumber(ARGV[2]) then
     redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])
   end
@@ -154,8 +155,9 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           // A key of another type (another writer's) is none too, rather than a failure on every delivery.
           Connection.orIfWrongType(client.get(orderKey(key)), null)
         ).pipe(
-          // A value that is not digits (another writer's) is none, as `complete` takes it: the next event replaces it.
-          Effect.map((value) => value !== null && /^\d+$/.test(value) ? Option.some(Number(value)) : Option.none()),
+          // A value that is not an integer (another writer's) is none, as `complete` takes it: the next event replaces
+          // it.
+          Effect.map((value) => value !== null && /^-?\d+$/.test(value) ? Option.some(Number(value)) : Option.none()),
           Effect.mapError(failed)
         )
     }
