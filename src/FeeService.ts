@@ -269,9 +269,10 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
 
 // A quote in other currencies than those asked for, or for another amount (a mixed-up answer, a cache in between), is
 // not this request's. With a beneficiary, the destination currency is its account's, the service's to pick. The amount
-// asked for comes back as asked (as in the documented send example), give or take rounding: a source rounded to its
-// currency's unit moves by less than one; a destination worked back from a rounded source, by less than one source
-// unit's worth (the rate), so less than 1 or the rate, whichever is more.
+// asked for comes back as asked (as in the documented send example), or rounded, either way, to fewer places (its
+// currency's unit): less than one unit of the answer's last place off (0.5 may come back as 1 or 0, never as 1.49). A
+// destination worked back from a source so rounded is off by less than one unit of the source's last place at the rate,
+// plus its own rounding.
 const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
   const issues: Array<Issue> = []
   const { data } = response
@@ -282,22 +283,32 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
   if (destination !== undefined && data.destination_currency !== destination) {
     issues.push(new Issue({ path: "data.destination_currency", expected: `${destination}, the currency asked for` }))
   }
-  if (request.source_amount !== undefined && !(Math.abs(data.source_amount - request.source_amount) < 1)) {
-    issues.push(
-      new Issue({ path: "data.source_amount", expected: `${request.source_amount}, the amount asked for (less than 1 off)` })
-    )
-  }
-  const slack = Math.max(1, data.exchange_rate)
-  if (request.destination_amount !== undefined && !(Math.abs(data.destination_amount - request.destination_amount) < slack)) {
+  if (request.source_amount !== undefined && !Amounts.roundsTo(request.source_amount, data.source_amount)) {
     issues.push(
       new Issue({
-        path: "data.destination_amount",
-        expected: `${request.destination_amount}, the amount asked for (less than ${slack} off)`
+        path: "data.source_amount",
+        expected: `${request.source_amount}, the amount asked for (or it rounded to fewer decimal places)`
       })
     )
   }
+  if (request.destination_amount !== undefined) {
+    const slack = Number(
+      (data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)
+    )
+    if (!(Math.abs(data.destination_amount - request.destination_amount) < slack)) {
+      issues.push(
+        new Issue({
+          path: "data.destination_amount",
+          expected: `${request.destination_amount}, the amount asked for (less than ${slack} off)`
+        })
+      )
+    }
+  }
   return issues
 }
+
+// One unit of `n`'s last decimal place (a float artefact's places past the 8 an amount may have do not count).
+const lastPlace = (n: number): number => 10 ** -Math.min(Amounts.decimalPlaces(n), Amounts.MAX_DECIMALS)
 
 /**
  * Builds the service on the transport in context.

@@ -181,7 +181,7 @@ describe("FeeService", () => {
       expect(anySource.source_currency).toBe("GBP")
     }))
 
-  it.effect("a quote for another amount than the one asked for is a ResponseDecodeError; rounding (less than 1) is not", () =>
+  it.effect("a quote for another amount than the one asked for is a ResponseDecodeError; the amount rounded is not", () =>
     Effect.gen(function*() {
       const answered = (data: Partial<typeof quoteBody.data>) =>
         provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, { data: { ...quoteBody.data, ...data } }) })
@@ -189,31 +189,51 @@ describe("FeeService", () => {
       const other = yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(answered({ source_amount: 1_000_000 }))
       expect(other).toMatchObject({ _tag: "ResponseDecodeError", status: 200, attempts: 1 })
       expect(other._tag === "ResponseDecodeError" && other.issues.map((i) => [i.path, i.expected])).toEqual([
-        ["data.source_amount", "3508679, the amount asked for (less than 1 off)"]
+        ["data.source_amount", "3508679, the amount asked for (or it rounded to fewer decimal places)"]
       ])
       expect(yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(answered({ source_amount: 3508680 })))
         .toMatchObject({ _tag: "ResponseDecodeError" })
-      // Rounded to the currency's unit, it is still the amount asked for.
-      const asked = { ...quoteRequest, source_amount: 100.5 }
-      expect((yield* FeeService.calculate(asked).pipe(answered({ source_amount: 101 }))).source_amount).toBe(101)
-      expect((yield* FeeService.calculate(asked).pipe(answered({ source_amount: 100 }))).source_amount).toBe(100)
+      // Rounded either way to fewer places (the currency's unit), it is still the amount asked for: less than one unit
+      // of the answer's last place off, counted exactly (1.15 - 1.05 is 0.09999999999999987 in floats) and without a
+      // float artefact's places.
+      const roundings: ReadonlyArray<readonly [number, number, boolean]> = [
+        [100.5, 101, true],
+        [100.5, 100, true],
+        [100.123, 100.12, true],
+        [100.123, 100.2, true],
+        [100.123, 100.12300000000001, true],
+        [0.5, 1.49, false],
+        [100.123, 100.9, false],
+        [1.15, 1.05, false],
+        [1.15, 1.1, true],
+        [100.5, 100.6, false]
+      ]
+      for (const [source_amount, answer, taken] of roundings) {
+        const exit = yield* Effect.exit(
+          FeeService.calculate({ ...quoteRequest, source_amount }).pipe(answered({ source_amount: answer }))
+        )
+        expect(exit._tag, `${source_amount} answered as ${answer}`).toBe(taken ? "Success" : "Failure")
+      }
       // A receive quote: its destination amount is the one asked for; its source amount is the service's to work out.
       const receive = { source_currency: "USD", destination_amount: 59456, destination_currency: "CAD" } as const
       const wrong = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({}))
       expect(wrong._tag === "ResponseDecodeError" && wrong.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
       const right = yield* FeeService.calculate(receive).pipe(answered({ destination_amount: 59456 }))
       expect([right.destination_amount, right.source_amount]).toEqual([59456, 3508679])
-      // Off by exactly the slack (the rate, here 2) is off by too much.
-      const edge = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ exchange_rate: 2, destination_amount: 59458 }))
+      // Worked back from a source rounded to its last place (here a whole unit), it may be off by less than that
+      // place's worth at the rate (here 2), plus its own last place (1): off by exactly that is off by too much.
+      const near = yield* FeeService.calculate(receive).pipe(answered({ exchange_rate: 2, destination_amount: 59458 }))
+      expect(near.destination_amount).toBe(59458)
+      const edge = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ exchange_rate: 2, destination_amount: 59459 }))
       expect(edge._tag === "ResponseDecodeError" && edge.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
-      // Worked back from a source rounded to the cent, it may be off by less than one source unit's worth (the rate).
+      // From a source rounded to the cent: less than a cent's worth at the rate, plus a unit.
       const idr = { source_currency: "USD", destination_amount: 1_000_000, destination_currency: "IDR" } as const
       const rounded = { source_currency: "USD", destination_currency: "IDR", exchange_rate: 16250, source_amount: 61.54 }
       const delivered = yield* FeeService.calculate(idr).pipe(answered({ ...rounded, destination_amount: 1_000_025 }))
       expect(delivered.destination_amount).toBe(1_000_025)
       const doubled = yield* Effect.flip(FeeService.calculate(idr)).pipe(answered({ ...rounded, destination_amount: 2_000_000 }))
       expect(doubled._tag === "ResponseDecodeError" && doubled.issues.map((i) => [i.path, i.expected])).toEqual([
-        ["data.destination_amount", "1000000, the amount asked for (less than 16250 off)"]
+        ["data.destination_amount", "1000000, the amount asked for (less than 163.5 off)"]
       ])
       // So with a beneficiary, where the currencies are the service's to pick.
       const beneficiary = yield* Effect.flip(FeeService.calculate({ source_amount: 5, beneficiary_id: UUID })).pipe(answered({}))

@@ -1,5 +1,6 @@
 /**
- * The decimal places an amount may have, shared by the request schema, the command line and the emulator.
+ * Amounts as decimals: the places an amount may have (the request schema, the command line and the emulator), exact
+ * decimal values (the emulator's quotes, the check of a quote's amounts).
  *
  * @internal
  */
@@ -15,4 +16,36 @@ export const decimalPlaces = (n: number): number => {
   const [mantissa = "", exponent = "0"] = String(n).split("e")
   const point = mantissa.indexOf(".")
   return Math.max(0, (point === -1 ? 0 : mantissa.length - point - 1) - Number(exponent))
+}
+
+/** A decimal value: `units / 10^scale`. */
+export interface Decimal {
+  readonly units: bigint
+  readonly scale: number
+}
+
+/** The exact decimal of `n` as written (the shortest text that reads back as it: 1.005 is 1.005, not the double just under it). */
+export const decimal = (n: number): Decimal => {
+  // A finite number's text: digits, maybe a fraction, maybe an exponent ("1e-7", "1.5e+21").
+  const [, sign = "", whole = "0", fraction = "", exponent = "0"] =
+    /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(n)) ?? []
+  const scale = fraction.length - Number(exponent)
+  const units = BigInt(`${sign}${whole}${fraction}`)
+  return scale >= 0 ? { units, scale } : { units: units * 10n ** BigInt(-scale), scale: 0 }
+}
+
+/** The units of `d` at a scale at least its own. */
+export const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** BigInt(scale - d.scale)
+
+/**
+ * Whether `given` is `amount` as a service may give it back: as it is, or rounded either way to fewer places (its
+ * currency's unit, say), so less than one unit of `given`'s last place off. Exact, in decimal; places of `given` past
+ * `MAX_DECIMALS` (a float artefact: 100.12300000000001) do not count as places.
+ */
+export const roundsTo = (amount: number, given: number): boolean => {
+  const a = decimal(amount)
+  const b = decimal(given)
+  const scale = Math.max(a.scale, b.scale)
+  const off = atScale(a, scale) - atScale(b, scale)
+  return (off < 0n ? -off : off) < 10n ** BigInt(scale - Math.min(b.scale, MAX_DECIMALS))
 }

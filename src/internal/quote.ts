@@ -7,6 +7,7 @@
 
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import * as Amounts from "./amount.js"
 
 /** A currency code of three upper-case letters. */
 export const CurrencyCode = Schema.String.pipe(
@@ -166,40 +167,27 @@ export const rateOf = (rates: Readonly<Record<string, number>>, from: string, to
   return inverse === undefined || !Number.isFinite(1 / inverse) ? undefined : 1 / inverse
 }
 
-// Quotes are computed in exact decimal, from the figures as written (the shortest text of each number: 1.005 is
-// 1.005, not the double just under it), so half a cent rounds up wherever the figures put it, and no float error
-// moves an amount by a cent. A value is `units / 10^scale`.
-interface Decimal {
-  readonly units: bigint
-  readonly scale: number
-}
+// Quotes are computed in exact decimal (`Amounts.decimal`: the figures as written, 1.005 is 1.005, not the double just
+// under it), so half a cent rounds up wherever the figures put it, and no float error moves an amount by a cent.
 
-const decimal = (n: number): Decimal => {
-  // A finite number's text: digits, maybe a fraction, maybe an exponent ("1e-7", "1.5e+21").
-  const [, sign = "", whole = "0", fraction = "", exponent = "0"] =
-    /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(n)) ?? []
-  const scale = fraction.length - Number(exponent)
-  const units = BigInt(`${sign}${whole}${fraction}`)
-  return scale >= 0 ? { units, scale } : { units: units * 10n ** BigInt(-scale), scale: 0 }
-}
-
-const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** BigInt(scale - d.scale)
-
-const add = (a: Decimal, b: Decimal): Decimal => {
+const add = (a: Amounts.Decimal, b: Amounts.Decimal): Amounts.Decimal => {
   const scale = Math.max(a.scale, b.scale)
-  return { units: atScale(a, scale) + atScale(b, scale), scale }
+  return { units: Amounts.atScale(a, scale) + Amounts.atScale(b, scale), scale }
 }
 
-const times = (a: Decimal, b: Decimal): Decimal => ({ units: a.units * b.units, scale: a.scale + b.scale })
+const times = (a: Amounts.Decimal, b: Amounts.Decimal): Amounts.Decimal => ({
+  units: a.units * b.units,
+  scale: a.scale + b.scale
+})
 
-const percentOf = (a: Decimal, percentage: number): Decimal => {
-  const product = times(a, decimal(percentage))
+const percentOf = (a: Amounts.Decimal, percentage: number): Amounts.Decimal => {
+  const product = times(a, Amounts.decimal(percentage))
   return { units: product.units, scale: product.scale + 2 }
 }
 
 // To whole cents, half a cent up (away from zero).
-const toCents = (d: Decimal): bigint => {
-  if (d.scale <= 2) return atScale(d, 2)
+const toCents = (d: Amounts.Decimal): bigint => {
+  if (d.scale <= 2) return Amounts.atScale(d, 2)
   const unit = 10n ** BigInt(d.scale - 2)
   const cents = d.units / unit
   const rest = d.units % unit
@@ -207,7 +195,7 @@ const toCents = (d: Decimal): bigint => {
   return half ? cents + (d.units < 0n ? -1n : 1n) : cents
 }
 
-const ofCents = (cents: bigint): Decimal => ({ units: cents, scale: 2 })
+const ofCents = (cents: bigint): Amounts.Decimal => ({ units: cents, scale: 2 })
 
 const amountOf = (cents: bigint): number => Number(cents) / 100
 
@@ -221,22 +209,22 @@ const MAX_CENTS = BigInt(2 ** 46 * 100 - 1)
 
 // The sum of two figures in decimal, as a number (0.003 + 0.022 is 0.025, not 0.024999999999999998).
 const sum = (a: number, b: number): number => {
-  const total = add(decimal(a), decimal(b))
+  const total = add(Amounts.decimal(a), Amounts.decimal(b))
   // Fees are never negative, so the digits are all there is.
   const text = total.units.toString().padStart(total.scale + 1, "0")
   return Number(total.scale === 0 ? text : `${text.slice(0, -total.scale)}.${text.slice(-total.scale)}`)
 }
 
-const centsOf = (n: number): bigint => toCents(decimal(n))
+const centsOf = (n: number): bigint => toCents(Amounts.decimal(n))
 
 // The fee on `source` cents: fixed + percentage of the source, to the cent.
 const feeOn = (source: bigint, fee: FeeRule): bigint =>
-  toCents(add(decimal(fee.fixed), percentOf(ofCents(source), fee.percentage)))
+  toCents(add(Amounts.decimal(fee.fixed), percentOf(ofCents(source), fee.percentage)))
 
 // What sending `source` cents delivers, in cents: destination = (source - fee) x rate, to the cent.
 const deliver = (source: bigint, rate: number, fee: FeeRule): bigint => {
   const left = source - feeOn(source, fee)
-  return left <= 0n ? 0n : toCents(times(ofCents(left), decimal(rate)))
+  return left <= 0n ? 0n : toCents(times(ofCents(left), Amounts.decimal(rate)))
 }
 
 /**
