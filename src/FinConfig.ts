@@ -34,17 +34,17 @@ export interface Options {
    */
   readonly baseUrl?: string | undefined
   /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly timeout?: DurationOption | undefined
   /** Whole call, retries and waits included. Default 60 s. */
-  readonly deadline?: Duration.DurationInput | undefined
+  readonly deadline?: DurationOption | undefined
   /** Default 2 (3 attempts); 0 disables. The 401 refresh-retry is extra. */
   readonly maxRetries?: number | undefined
   /** Longest `Retry-After` honoured (also capped by what is left of the deadline). Default 60 s. */
-  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly maxRetryAfter?: DurationOption | undefined
   /** Per attempt of a token call. Default 10 s. */
-  readonly tokenTimeout?: Duration.DurationInput | undefined
+  readonly tokenTimeout?: DurationOption | undefined
   /** Refresh this long before expiry (10% of the token's lifetime if that is shorter). Default 60 s. */
-  readonly refreshMargin?: Duration.DurationInput | undefined
+  readonly refreshMargin?: DurationOption | undefined
   /** Send b3/traceparent headers. Default false. */
   readonly tracePropagation?: boolean | undefined
   /** Appended to `effect-fin/<version>`. */
@@ -52,13 +52,23 @@ export interface Options {
   /** Default `"fallback"`. */
   readonly subdivisionMode?: SubdivisionMode | undefined
   /** How long API results are cached. Default 24 h. */
-  readonly subdivisionCacheTtl?: Duration.DurationInput | undefined
+  readonly subdivisionCacheTtl?: DurationOption | undefined
   /**
    * In `"fallback"` mode, how long lookups are answered from the snapshot without asking the API after it failed
    * (unreachable, timing out, 5xx); then one lookup asks it again. Default 30 s; 0 asks the API every time.
    */
-  readonly subdivisionFallbackCooldown?: Duration.DurationInput | undefined
+  readonly subdivisionFallbackCooldown?: DurationOption | undefined
 }
+
+/**
+ * A duration as the options take it: with its unit (`"30 seconds"`, `Duration.seconds(30)`), never a bare number,
+ * which Effect reads as milliseconds (`timeout: 30` would be 30 ms) and a bigint as nanoseconds. Refused at run time
+ * too, as the environment's `FIN_TIMEOUT=30` is.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DurationOption = Exclude<Duration.DurationInput, number | bigint>
 
 /**
  * Which service to talk to: the sandbox or production.
@@ -171,7 +181,7 @@ const durations = {
   subdivisionFallbackCooldown: ["30 seconds", true, false]
 } as const satisfies Record<string, readonly [Duration.DurationInput, boolean, boolean]>
 
-type DurationOption = keyof typeof durations
+type DurationName = keyof typeof durations
 
 // Only an absent option takes its default: a null (from untyped config: meant as "none"? `maxRetries: null` would be 2
 // retries) is checked as given, and refused, as a per-call override's is.
@@ -179,7 +189,7 @@ const orDefault = <A, B>(value: A | undefined, fallback: B): A | B => value === 
 
 const duration = (
   options: Options,
-  name: DurationOption
+  name: DurationName
 ): Either.Either<Duration.Duration, ConfigError.ConfigError> => {
   const [fallback, allowZero, timer] = durations[name]
   return Either.mapLeft(
@@ -318,7 +328,7 @@ export const layer = (options: Options): Layer.Layer<FinConfig, ConfigError.Conf
 
 // Config.duration reads "-5 seconds" as zero: a negative duration is refused here, in the words `resolve` uses for zero
 // where zero is not allowed. Values are quoted, so that stray whitespace shows.
-const durationVar = (option: DurationOption): Config.Config<Duration.Duration> => {
+const durationVar = (option: DurationName): Config.Config<Duration.Duration> => {
   const name = variables[option]
   return Config.nested(
     Config.mapOrFail(Config.string(), (text) =>

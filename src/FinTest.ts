@@ -196,7 +196,7 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  */
 export const advanceUntilDone = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
-  options: { readonly step?: Duration.DurationInput | undefined; readonly limit?: Duration.DurationInput | undefined } =
+  options: { readonly step?: FinConfig.DurationOption | undefined; readonly limit?: FinConfig.DurationOption | undefined } =
     {}
 ): Effect.Effect<A, E, R> => {
   const step = durationOption("step", options.step, "100 millis")
@@ -249,7 +249,7 @@ export const sequence = (...replies: ReadonlyArray<Reply>): Handler => {
  * @since 0.1.0
  * @category handlers
  */
-export const delayed = (duration: Duration.DurationInput, handler: Handler): Handler => (request) =>
+export const delayed = (duration: FinConfig.DurationOption, handler: Handler): Handler => (request) =>
   Effect.zipRight(
     Effect.sleep(duration),
     Effect.suspend(() => {
@@ -268,8 +268,8 @@ export const delayed = (duration: Duration.DurationInput, handler: Handler): Han
  * @category handlers
  */
 export const tokenHandler = (options: {
-  readonly lifetime?: Duration.DurationInput | undefined
-  readonly refreshLifetime?: Duration.DurationInput | undefined
+  readonly lifetime?: FinConfig.DurationOption | undefined
+  readonly refreshLifetime?: FinConfig.DurationOption | undefined
   readonly envelope?: "top" | "data" | undefined
 } = {}): Handler => {
   let issued = 0
@@ -527,7 +527,7 @@ export interface FeeServiceOptions {
    * Default 15 minutes from the current `Clock` time; `valid_till` is sent in whole seconds, as the emulator does, so
    * from 1 second to 100 years (as the emulator takes it).
    */
-  readonly quoteLifetime?: Duration.DurationInput | undefined
+  readonly quoteLifetime?: FinConfig.DurationOption | undefined
   /**
    * Known beneficiaries by id (a UUID, matched without regard to case): their currency and developer fee (added to
    * the base fee).

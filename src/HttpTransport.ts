@@ -114,8 +114,8 @@ export class HttpTransport extends Context.Tag("effect-fin/HttpTransport")<HttpT
  * @category models
  */
 export interface CallOptions {
-  readonly timeout?: Duration.DurationInput | undefined
-  readonly deadline?: Duration.DurationInput | undefined
+  readonly timeout?: FinConfig.DurationOption | undefined
+  readonly deadline?: FinConfig.DurationOption | undefined
   readonly maxRetries?: number | undefined
 }
 

@@ -17,6 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import type * as FinConfig from "./FinConfig.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
@@ -140,7 +141,7 @@ export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string>
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput | undefined } = {}): Service => {
+export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOption | undefined } = {}): Service => {
   const [shown] = OptionNames.unknown(options, { lockTtl: true })
   if (shown !== undefined) throw new Cause.IllegalArgumentException(`effect-fin: TokenStore.makeMemory: "${shown}" is no option (lockTtl)`)
   const lockTtl = Durations.checkOrThrow(
@@ -199,5 +200,5 @@ export const makeMemory = (options: { readonly lockTtl?: Duration.DurationInput 
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory = (options: { readonly lockTtl?: Duration.DurationInput | undefined } = {}): Layer.Layer<TokenStore> =>
+export const layerMemory = (options: { readonly lockTtl?: FinConfig.DurationOption | undefined } = {}): Layer.Layer<TokenStore> =>
   Layer.sync(TokenStore, () => makeMemory(options))

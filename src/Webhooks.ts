@@ -31,6 +31,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type * as FinConfig from "./FinConfig.js"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
 import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
@@ -906,7 +907,7 @@ export interface VerifyOptions {
    * (`from_future`: one such event would make every genuine event of its resource stale). Off by default: then an
    * event dated ahead is taken as signed, and orders the status events of its resource after it.
    */
-  readonly maxAge?: Duration.DurationInput | undefined
+  readonly maxAge?: FinConfig.DurationOption | undefined
   /** Refuse events whose `sandbox_mode` says otherwise (`wrong_environment`); events without the field pass. */
   readonly environment?: "sandbox" | "production" | undefined
 }
@@ -1402,7 +1403,7 @@ export interface HandlerOptions<H extends Handlers<any>> extends VerifyOptions {
    * once); a slower one gets 408 and its connection closed. Without it a body that never ends would hold what it
    * sent (up to `maxBodySize`, before any signature check) until the server's own request timeout: 300 s on Node.
    */
-  readonly bodyTimeout?: Duration.DurationInput | undefined
+  readonly bodyTimeout?: FinConfig.DurationOption | undefined
   /** Also pass stale events to the handlers (with `delivery.stale`); by default they are only acknowledged. */
   readonly deliverStale?: boolean | undefined
   /** De-duplication store; default: the `WebhookDedupeStore` service if provided, else one in memory. */
@@ -1414,7 +1415,7 @@ export interface HandlerOptions<H extends Handlers<any>> extends VerifyOptions {
    * answered 409; once a renewal fails (the store unreachable), the claim lapses after `claimTtl` and a redelivery
    * runs the handler beside the one still running. Keep handlers interruptible.
    */
-  readonly handlerTimeout?: Duration.DurationInput | undefined
+  readonly handlerTimeout?: FinConfig.DurationOption | undefined
   /**
    * How long a claim on an event (and its resource) lives unless renewed: default 30 seconds, at least 1 second. While
    * a user handler runs, its claim is renewed every third of that, so it never expires under a live handler; a
@@ -1423,25 +1424,25 @@ export interface HandlerOptions<H extends Handlers<any>> extends VerifyOptions {
    * store was unreachable, and maybe another delivery took it), the handler is interrupted and the delivery answered
    * 500.
    */
-  readonly claimTtl?: Duration.DurationInput | undefined
+  readonly claimTtl?: FinConfig.DurationOption | undefined
   /**
    * How long handled event ids are remembered (default 24 hours; when `maxAge` is set, at least `maxAge` and the 5
    * minutes an event may be dated ahead, so that a replay is refused either as too old or as a duplicate). A delivery
    * repeated after that runs the handlers again, as does one whose id a bounded store dropped first (the in-memory
    * store keeps at most `maxEntries`, 10,000 by default).
    */
-  readonly dedupeTtl?: Duration.DurationInput | undefined
+  readonly dedupeTtl?: FinConfig.DurationOption | undefined
   /**
    * How long the newest `created_at` handled per `event_reference_id` is remembered, for the order of status events
    * (default 30 days, at least `dedupeTtl`): a status event older than that one, redelivered or replayed later, is
    * stale rather than applied over the newer status.
    */
-  readonly orderTtl?: Duration.DurationInput | undefined
+  readonly orderTtl?: FinConfig.DurationOption | undefined
   /**
    * How long a delivery waits while another event of the same `event_reference_id` is being handled (default 5
    * seconds); after that it gets 409 and the service delivers it again later.
    */
-  readonly referenceWait?: Duration.DurationInput | undefined
+  readonly referenceWait?: FinConfig.DurationOption | undefined
 }
 
 /**

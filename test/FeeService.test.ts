@@ -568,7 +568,7 @@ describe("FeeService", () => {
         const pair = yield* Effect.flip(FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "JPY" }))
         expect(pair._tag === "ApiError" && pair.status).toBe(422)
         // Per-call overrides the real client refuses are refused too.
-        for (const options of [{ maxRetries: -1 }, { deadline: "0 seconds" }, { timeout: Infinity }] as const) {
+        for (const options of [{ maxRetries: -1 }, { deadline: "0 seconds" }, { timeout: Duration.infinity }] as const) {
           const override = yield* Effect.flip(
             FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" }).pipe(
               HttpTransport.withOptions(options)

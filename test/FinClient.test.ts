@@ -89,7 +89,15 @@ describe("FinConfig", () => {
     Effect.gen(function*() {
       expect(yield* configError({ ...base, maxRetries: -1 })).toContain("maxRetries")
       expect(yield* configError({ ...base, maxRetries: 1.5 })).toContain("maxRetries")
-      expect(yield* configError({ ...base, timeout: 0 })).toContain("timeout must be greater than zero")
+      expect(yield* configError({ ...base, timeout: "0 seconds" })).toContain("timeout must be greater than zero")
+      // A bare number is refused when compiled, and at run time (from untyped code): Effect would read it as millis.
+      expect(yield* configError({ ...base, timeout: 30 as unknown as FinConfig.DurationOption })).toContain(
+        `timeout must say its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`
+      )
+      // @ts-expect-error a bare number
+      expect(yield* configError({ ...base, refreshMargin: 0 })).toContain("refreshMargin must say its unit")
+      // @ts-expect-error a bigint (nanoseconds)
+      expect(yield* configError({ ...base, deadline: 5n })).toContain("a bare bigint would be read as nanoseconds")
       expect(yield* configError({ ...base, deadline: "0 seconds" })).toContain("deadline")
       expect(yield* configError({ ...base, tokenTimeout: Duration.infinity })).toContain("finite")
       // Past 24 days a timer never fires: these would be no limit at all. TTLs are no timers, and may be longer.
@@ -99,7 +107,7 @@ describe("FinConfig", () => {
       expect((yield* FinConfig.resolve({ ...base, subdivisionCacheTtl: "30 days" })).subdivisionCacheTtl).toEqual(
         Duration.days(30)
       )
-      expect(yield* configError({ ...base, timeout: "soon" as Duration.DurationInput })).toContain("timeout")
+      expect(yield* configError({ ...base, timeout: "soon" as FinConfig.DurationOption })).toContain("timeout")
       expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
       expect(yield* configError({ ...base, clientId: " id" })).toContain("clientId must not start or end with whitespace")
@@ -142,7 +150,7 @@ describe("FinConfig", () => {
   it.effect("reports every problem of the options at once, one InvalidData per option", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
-        FinConfig.resolve({ ...base, clientId: " id", maxRetries: -1, timeout: 0, baseUrl: "http://x.example" })
+        FinConfig.resolve({ ...base, clientId: " id", maxRetries: -1, timeout: "0 seconds", baseUrl: "http://x.example" })
       )
       expect(problemPaths(error)).toEqual(["baseUrl", "clientId", "maxRetries", "timeout"])
       // A base URL given is checked whatever the environment, which it overrides.

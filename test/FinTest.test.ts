@@ -2,11 +2,11 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as FeeService from "../src/FeeService.js"
+import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
@@ -64,7 +64,7 @@ describe("FinTest.advanceUntilDone", () => {
     }))
 
   it("refuses a step or limit that is not a duration above zero", () => {
-    expect(() => FinTest.advanceUntilDone(Effect.void, { step: 0 })).toThrow("advanceUntilDone: step must be greater than zero")
+    expect(() => FinTest.advanceUntilDone(Effect.void, { step: "0 millis" })).toThrow("advanceUntilDone: step must be greater than zero")
     expect(() => FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" })).toThrow("limit is not a valid duration")
   })
 })
@@ -205,11 +205,11 @@ describe("FinTest handlers", () => {
 
   it("tokenHandler refuses lifetimes no token endpoint could send, when made", () => {
     for (const lifetime of ["-5 seconds", Number.NaN, 0, "soon", "3000000 days"] as const) {
-      expect(() => FinTest.tokenHandler({ lifetime: lifetime as Duration.DurationInput }), String(lifetime)).toThrow(
+      expect(() => FinTest.tokenHandler({ lifetime: lifetime as unknown as FinConfig.DurationOption }), String(lifetime)).toThrow(
         /^effect-fin\/test: tokenHandler: lifetime /
       )
     }
-    expect(() => FinTest.tokenHandler({ refreshLifetime: -1 })).toThrow(/refreshLifetime must be greater than zero/)
+    expect(() => FinTest.tokenHandler({ refreshLifetime: "-1 seconds" })).toThrow(/refreshLifetime must be greater than zero/)
     // Expiries go out in whole seconds: under one, the expiry could read as the issue time, and every call fail.
     expect(() => FinTest.tokenHandler({ lifetime: "500 millis" })).toThrow(
       "effect-fin/test: tokenHandler: lifetime must be at least 1 second (expiries are sent in whole seconds)"

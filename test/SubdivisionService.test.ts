@@ -1,5 +1,4 @@
 import { describe, expect, it } from "@effect/vitest"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -740,7 +739,7 @@ describe("SubdivisionService", () => {
     })
 
     // A USA lookup under a deadline of its own, whose request times out `after` millis: it gets the snapshot.
-    const snapshotUnderDeadline = (deadline: Duration.DurationInput, after: number) =>
+    const snapshotUnderDeadline = (deadline: FinConfig.DurationOption, after: number) =>
       Effect.gen(function*() {
         const fiber = yield* Effect.fork(list("USA").pipe(HttpTransport.withOptions({ deadline })))
         yield* advance(after)
@@ -827,7 +826,7 @@ describe("SubdivisionService", () => {
         expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", down(), { subdivisionFallbackCooldown: 0 })))
+      }).pipe(withMode("fallback", down(), { subdivisionFallbackCooldown: "0 seconds" })))
 
     it.effect("online mode never serves the snapshot: each lookup asks the API", () =>
       Effect.gen(function*() {
@@ -867,6 +866,6 @@ describe("SubdivisionService", () => {
           let n = 0
           return (request) => (++n === 1 ? FinTest.fail("ECONNREFUSED") : FinTest.delayed("1 second", () => usa)(request))
         })()
-      }, { subdivisionFallbackCooldown: 0 })))
+      }, { subdivisionFallbackCooldown: "0 seconds" })))
   })
 })

@@ -18,6 +18,7 @@ import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
+import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
@@ -456,7 +457,7 @@ describe("TokenStore", () => {
     }).pipe(fixedRandom))
 
   it("makeMemory refuses an option that is none of its own (misspelt, it would leave the default in force)", () => {
-    expect(() => TokenStore.makeMemory({ lockttl: "1 minute" } as { lockTtl?: Duration.DurationInput })).toThrow(
+    expect(() => TokenStore.makeMemory({ lockttl: "1 minute" } as { lockTtl?: FinConfig.DurationOption })).toThrow(
       `effect-fin: TokenStore.makeMemory: "lockttl" is no option (lockTtl)`
     )
     expect(() => TokenStore.makeMemory({ lockTtl: "1 minute" })).not.toThrow()
@@ -629,8 +630,8 @@ describe("TokenStore", () => {
 
   it("the memory store's lockTtl that is not a finite duration above zero throws when it is made", () => {
     // Duration.decode would read "-5 seconds" or NaN as zero: a lock that is never held.
-    for (const lockTtl of ["-5 seconds", Number.NaN, 0, "soon" as Duration.DurationInput, Infinity] as const) {
-      expect(() => TokenStore.makeMemory({ lockTtl })).toThrow(/^effect-fin: TokenStore\.makeMemory: lockTtl /)
+    for (const lockTtl of ["-5 seconds", Number.NaN, 0, "soon", Infinity, Duration.infinity] as const) {
+      expect(() => TokenStore.makeMemory({ lockTtl: lockTtl as FinConfig.DurationOption })).toThrow(/^effect-fin: TokenStore\.makeMemory: lockTtl /)
     }
     expect(TokenStore.makeMemory({ lockTtl: "2 seconds" }).lockTtl).toEqual(Duration.seconds(2))
   })

@@ -26,6 +26,7 @@ import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHmac } from "node:crypto"
 import type { WebhookVerificationError } from "../src/FinError.js"
+import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
@@ -427,13 +428,14 @@ describe("Webhooks decoding", () => {
   it("refuses a maxAge that is not a finite duration greater than zero, when called", () => {
     for (
       const [maxAge, problem] of [
-        [Number.NaN, "must be greater than zero"],
+        [Number.NaN, "must say its unit"],
+        [3600, `must say its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`],
         ["-5 seconds", "must be greater than zero"],
-        [Number.POSITIVE_INFINITY, "must be finite"],
+        [Duration.infinity, "must be finite"],
         ["1 fortnight", "is not a valid duration"]
       ] as const
     ) {
-      const call = () => Webhooks.verify(currentBody, {}, secret, { maxAge: maxAge as Duration.DurationInput })
+      const call = () => Webhooks.verify(currentBody, {}, secret, { maxAge: maxAge as FinConfig.DurationOption })
       expect(call, String(maxAge)).toThrow(Cause.IllegalArgumentException)
       expect(call, String(maxAge)).toThrow(`effect-fin: Webhooks.verify: maxAge ${problem}`)
     }
@@ -1231,16 +1233,16 @@ describe("Webhooks.handler", () => {
     refused({ maxBodySize: -1 }, "maxBodySize must be a whole number of bytes, 1 or more")
     // An empty variable read as a number is 0: every delivery would get 413.
     refused({ maxBodySize: Number("") }, "maxBodySize must be a whole number of bytes, 1 or more")
-    refused({ dedupeTtl: Number.NaN }, "dedupeTtl must be greater than zero")
-    refused({ dedupeTtl: "15 mins" as Duration.DurationInput }, "dedupeTtl is not a valid duration")
-    refused({ maxAge: 0 }, "maxAge must be greater than zero")
-    refused({ handlerTimeout: Number.POSITIVE_INFINITY }, "handlerTimeout must be finite")
+    refused({ dedupeTtl: Number.NaN as unknown as FinConfig.DurationOption }, "dedupeTtl must say its unit")
+    refused({ dedupeTtl: "15 mins" as FinConfig.DurationOption }, "dedupeTtl is not a valid duration")
+    refused({ maxAge: "0 seconds" }, "maxAge must be greater than zero")
+    refused({ handlerTimeout: Duration.infinity }, "handlerTimeout must be finite")
     // Past 24 days a timer never fires.
     refused({ handlerTimeout: "25 days" }, "handlerTimeout must be at most 24 days")
     refused({ bodyTimeout: "25 days" }, "bodyTimeout must be at most 24 days")
     refused({ referenceWait: "25 days" }, "referenceWait must be at most 24 days")
-    refused({ referenceWait: -5 }, "referenceWait must be zero or more")
-    refused({ bodyTimeout: 0 }, "bodyTimeout must be greater than zero")
+    refused({ referenceWait: "-5 seconds" }, "referenceWait must be zero or more")
+    refused({ bodyTimeout: "0 seconds" }, "bodyTimeout must be greater than zero")
     for (const secrets of ["", [], [""], Redacted.make("")]) {
       refused({ secrets }, "secrets holds no webhook secret (empty ones do not count)")
     }
@@ -1278,7 +1280,7 @@ describe("Webhooks.handler", () => {
     // A handler's options extend verify's: one object may serve both.
     const shared: Webhooks.HandlerOptions<Webhooks.Handlers> = { secrets: secret, handlers: {}, maxAge: "1 minute" }
     expect(() => Webhooks.verify(currentBody, {}, secret, shared)).not.toThrow()
-    expect(build({ referenceWait: 0, maxBodySize: 1, orderTtl: "1 day" })).not.toThrow()
+    expect(build({ referenceWait: "0 seconds", maxBodySize: 1, orderTtl: "1 day" })).not.toThrow()
   })
 
   it.effect("applies maxAge and environment: 400", () =>

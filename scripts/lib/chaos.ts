@@ -23,6 +23,7 @@ import * as Tracer from "effect/Tracer"
 import * as CountryCode from "../../src/CountryCode.js"
 import * as Emulator from "../../src/emulator/Emulator.js"
 import * as FinClient from "../../src/FinClient.js"
+import type * as FinConfig from "../../src/FinConfig.js"
 import * as FinError from "../../src/FinError.js"
 import * as DiagnosticsChannel from "node:diagnostics_channel"
 import type * as Net from "node:net"
@@ -35,8 +36,8 @@ export interface ChaosOptions {
   readonly concurrency: number
   /** Share of API requests that get a fault, 0..1. */
   readonly faultRate: number
-  readonly timeout: Duration.DurationInput
-  readonly deadline: Duration.DurationInput
+  readonly timeout: FinConfig.DurationOption
+  readonly deadline: FinConfig.DurationOption
   readonly maxRetries: number
   /** How often tokens are revoked or expired on the emulator while the run goes on. */
   readonly tokenTroubleEvery: Duration.DurationInput
@@ -234,7 +235,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
         maxRetryAfter: "1 second",
         subdivisionMode: "online",
         // Every lookup goes to the API, so the faults reach it.
-        subdivisionCacheTtl: 0
+        subdivisionCacheTtl: "0 seconds"
       })
 
       let tokenTroubleEvents = 0

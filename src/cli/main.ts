@@ -46,7 +46,7 @@ const print = (asJson: boolean, value: unknown, human: () => string) =>
  * lookup, so the fallback cool-down (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN` asks.
  */
 const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (options) =>
-  FinClient.layer({ ...options, subdivisionFallbackCooldown: options.subdivisionFallbackCooldown ?? 0 })
+  FinClient.layer({ ...options, subdivisionFallbackCooldown: options.subdivisionFallbackCooldown ?? "0 seconds" })
 )).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import * as CountryCode from "../CountryCode.js"
+import type * as FinConfig from "../FinConfig.js"
 import * as Durations from "../internal/duration.js"
 import * as Issues from "../internal/issues.js"
 import type { FeeRule } from "../internal/quote.js"
@@ -187,9 +188,9 @@ export interface Options {
    * Lifetime of access tokens (1 second to 100 years); default 1 day (the documented example's). Use whole seconds:
    * expiries are sent so.
    */
-  readonly accessTokenLifetime?: Duration.DurationInput | undefined
+  readonly accessTokenLifetime?: FinConfig.DurationOption | undefined
   /** Lifetime of refresh tokens (1 second to 100 years); default 7 days. */
-  readonly refreshTokenLifetime?: Duration.DurationInput | undefined
+  readonly refreshTokenLifetime?: FinConfig.DurationOption | undefined
   /** Token response at top level (the newer documented shape, default) or wrapped in `data` (the older one). */
   readonly tokenEnvelope?: "top" | "data" | undefined
   /** Whether issuing or refreshing a token revokes every token issued before; default false. */
@@ -202,7 +203,7 @@ export interface Options {
   /** The base fee: fixed part plus percentage of the source amount; default `{ fixed: 1, percentage: 1 }`. */
   readonly fee?: FeeRule | undefined
   /** How long a quote holds (`valid_till`, at most 100 years); default 15 minutes. */
-  readonly quoteLifetime?: Duration.DurationInput | undefined
+  readonly quoteLifetime?: FinConfig.DurationOption | undefined
   /** Known beneficiaries by id (a UUID); default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
   readonly beneficiaries?: Readonly<Record<string, Beneficiary>> | undefined
   /** Source currency of a request that names a beneficiary but no `source_currency`; default `USD`. */
@@ -226,7 +227,7 @@ export interface Options {
   /** HMAC algorithm of the webhook signatures; default `sha256`. */
   readonly webhookAlgorithm?: Webhooks.Algorithm | undefined
   /** How long a webhook delivery may take (at most 24 days); default 10 seconds. */
-  readonly webhookTimeout?: Duration.DurationInput | undefined
+  readonly webhookTimeout?: FinConfig.DurationOption | undefined
   /** `sandbox_mode` of the events sent; default true. */
   readonly sandboxMode?: boolean | undefined
 }

@@ -8,13 +8,9 @@ import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 
-/** Duration.decode reads a negative or NaN amount (-1, "-5 seconds", -1n, [-1, 0]) as zero: a mistake, not zero. */
+/** Duration.decode reads a negative or NaN amount ("-5 seconds", [-1, 0]) as zero: a mistake, not zero. */
 export const isNegativeOrNaN = (input: unknown): boolean =>
-  typeof input === "number"
-    ? !(input >= 0)
-    : typeof input === "bigint"
-    ? input < 0n
-    : typeof input === "string"
+  typeof input === "string"
     ? input.trimStart().startsWith("-")
     : Array.isArray(input) && input.some((n) => typeof n === "number" && !(n >= 0))
 
@@ -48,6 +44,14 @@ export const lifetimeProblem = (lifetime: Duration.Duration): string | undefined
  * it must be, to follow the option's name ("must be greater than zero").
  */
 export const check = (input: unknown, allowZero: boolean, timer = false): Either.Either<Duration.Duration, string> => {
+  // `FinConfig.DurationOption` refuses them when compiled; a value from untyped code is refused here too.
+  if (typeof input === "number" || typeof input === "bigint") {
+    return Either.left(
+      `must say its unit ("30 seconds", Duration.seconds(30)): a bare ${typeof input} would be read as ${
+        typeof input === "number" ? "milliseconds" : "nanoseconds"
+      }`
+    )
+  }
   const sign = `must be ${allowZero ? "zero or more" : "greater than zero"}`
   if (isNegativeOrNaN(input)) return Either.left(sign)
   const decoded = Duration.decodeUnknown(input)

@@ -18,6 +18,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as NodeCrypto from "node:crypto"
+import type * as FinConfig from "../FinConfig.js"
 import * as BoundedStore from "../internal/boundedStore.js"
 import * as TokenStore from "../TokenStore.js"
 import * as Connection from "./internal/connection.js"
@@ -40,9 +41,9 @@ export interface Options extends Connection.Options {
    * How long the refresh lock lives unless renewed (its owner renews it every third of this while fetching), so how
    * long the others wait when its owner dies: default 10 seconds.
    */
-  readonly lockTtl?: Duration.DurationInput | undefined
+  readonly lockTtl?: FinConfig.DurationOption | undefined
   /** How often a process waiting for another's refresh looks at Redis again: default 25 ms. */
-  readonly waitInterval?: Duration.DurationInput | undefined
+  readonly waitInterval?: FinConfig.DurationOption | undefined
 }
 
 // Short field names: the pair is read on every refresh by every process.

@@ -605,7 +605,7 @@ describe("Emulator", () => {
         expect(error.message).toContain("a whole number from 400 to 599")
         const options = yield* Effect.flip(Emulator.make({ rates: { "USD-CAD": 1 } as Record<string, number> }))
         expect(options).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
-        const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: 0 }))
+        const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: "0 seconds" }))
         expect(duration.message).toContain("accessTokenLifetime")
         // Past what a timestamp in the documented format holds (year 9999), or what a timer waits (24 days).
         for (const [name, value] of [

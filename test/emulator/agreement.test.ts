@@ -14,7 +14,7 @@ import * as FinClient from "../../src/FinClient.js"
 import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as Layer from "effect/Layer"
-import type * as Duration from "effect/Duration"
+import type * as FinConfig from "../../src/FinConfig.js"
 
 const beneficiary = "0b6a3f1e-7c2d-4e5f-9a8b-1c2d3e4f5a6b"
 const costly = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
@@ -96,7 +96,7 @@ describe("FinTest.layerFeeService and the emulator", () => {
     expect(refusal({ fee: { fixed: 0, percentage: 100 } })).toContain("a percentage below 100")
     // The optional field's other form (`undefined`) is no problem worth naming.
     expect(refusal({ fee: { fixed: -1, percentage: 100 } })).not.toContain("Expected undefined")
-    expect(refusal({ quoteLifetime: "15 mins" as Duration.DurationInput })).toContain("quoteLifetime is not a valid duration")
+    expect(refusal({ quoteLifetime: "15 mins" as FinConfig.DurationOption })).toContain("quoteLifetime is not a valid duration")
     // As the emulator refuses them: `valid_till` is sent in whole seconds, so a shorter quote could be expired when made.
     expect(refusal({ quoteLifetime: "500 millis" })).toContain("quoteLifetime must be at least 1 second")
     expect(refusal({ quoteLifetime: "73000 days" })).toContain("quoteLifetime must be at most 100 years")

@@ -4,6 +4,7 @@
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -27,7 +28,7 @@ describe("RedisTokenStore across processes", () => {
   for (const revokeOnIssue of [false, true]) {
     it.live(`4 processes x 200 concurrent quotes over several expiries make one token request per expiry (revokeOnIssue: ${revokeOnIssue})`, () =>
       Effect.gen(function*() {
-        const emulator = yield* Emulator.make({ accessTokenLifetime: lifetime, revokeOnIssue })
+        const emulator = yield* Emulator.make({ accessTokenLifetime: Duration.millis(lifetime), revokeOnIssue })
         const prefix = uniquePrefix("quotes")
         const workers = yield* Effect.all(
           Array.from({ length: 4 }, () =>
@@ -99,7 +100,7 @@ describe("RedisTokenStore across processes", () => {
       expect(deadOwner).not.toBeNull()
 
       const client = FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url, timeout: "5 seconds" }).pipe(
-        Layer.provide(RedisTokenStore.layer({ url: redisUrl, prefix, lockTtl })),
+        Layer.provide(RedisTokenStore.layer({ url: redisUrl, prefix, lockTtl: Duration.millis(lockTtl) })),
         Layer.provide(FetchHttpClient.layer)
       )
       const call = yield* Effect.fork(

@@ -19,6 +19,7 @@ import * as Net from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
+import type * as FinConfig from "../../src/FinConfig.js"
 import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.js"
 import * as BoundedStore from "../../src/internal/boundedStore.js"
 import * as TokenStore from "../../src/TokenStore.js"
@@ -440,11 +441,11 @@ describe("RedisTokenStore", () => {
 
   it("a store's timeout, lockTtl or waitInterval that is not a finite duration above zero throws when it is made", () => {
     const refused = [
-      () => RedisTokenStore.make({ timeout: "1 secnd" as Duration.DurationInput }),
-      () => RedisTokenStore.layer({ lockTtl: Number.NaN }),
-      () => RedisTokenStore.make({ waitInterval: 0 }),
+      () => RedisTokenStore.make({ timeout: "1 secnd" as FinConfig.DurationOption }),
+      () => RedisTokenStore.layer({ lockTtl: Number.NaN as unknown as FinConfig.DurationOption }),
+      () => RedisTokenStore.make({ waitInterval: "0 seconds" }),
       () => RedisWebhookDedupeStore.layer({ timeout: "-1 seconds" }),
-      () => RedisWebhookDedupeStore.make({ timeout: Number.POSITIVE_INFINITY })
+      () => RedisWebhookDedupeStore.make({ timeout: Duration.infinity })
     ]
     for (const make of refused) expect(make).toThrow(/^effect-fin: Redis\w+Store: (timeout|lockTtl|waitInterval) /)
     // A misspelt option (from a variable or a config file) is refused: `encryptionkey` would store tokens in plain text.

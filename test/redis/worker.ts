@@ -15,6 +15,7 @@ import { Redis } from "ioredis"
 import * as Http from "node:http"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
+import type * as FinConfig from "../../src/FinConfig.js"
 import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.js"
 import * as Webhooks from "../../src/Webhooks.js"
 
@@ -78,7 +79,7 @@ const client = (job: Extract<Job, { readonly emulatorUrl: string }>, lockTtl?: n
       url: job.redisUrl,
       prefix: job.prefix,
       timeout: "5 seconds",
-      ...(lockTtl === undefined ? {} : { lockTtl })
+      ...(lockTtl === undefined ? {} : { lockTtl: Duration.millis(lockTtl) })
     })),
     Layer.provide(FetchHttpClient.layer)
   )
@@ -130,7 +131,7 @@ const webhooks = (job: Extract<Job, { readonly mode: "webhooks" }>) =>
       Webhooks.handler({
         secrets: job.secret,
         store,
-        ...(job.claimTtl === undefined ? {} : { claimTtl: job.claimTtl as Duration.DurationInput }),
+        ...(job.claimTtl === undefined ? {} : { claimTtl: job.claimTtl as FinConfig.DurationOption }),
         handlers: {
           "beneficiary.status": (event) =>
             Effect.gen(function*() {

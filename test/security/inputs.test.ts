@@ -355,10 +355,10 @@ describe("Inputs from outside are validated before use", () => {
       // Zero stays allowed where it means "off", and a loopback URL stays allowed.
       const zero = yield* FinConfig.resolve({
         ...base,
-        maxRetryAfter: 0,
+        maxRetryAfter: "0 seconds",
         refreshMargin: "0 seconds",
         subdivisionCacheTtl: Duration.zero,
-        subdivisionFallbackCooldown: 0
+        subdivisionFallbackCooldown: "0 millis"
       })
       expect(
         [zero.maxRetryAfter, zero.refreshMargin, zero.subdivisionCacheTtl, zero.subdivisionFallbackCooldown].map(
@@ -384,8 +384,9 @@ describe("Inputs from outside are validated before use", () => {
       expect(wrong).toEqual([])
       // Per-call overrides are checked the same way.
       const overrides: ReadonlyArray<HttpTransport.CallOptions> = [
-        { timeout: -1 }, { timeout: Number.NaN }, { timeout: Number.POSITIVE_INFINITY }, { timeout: 0 },
-        { timeout: "soon" as Duration.DurationInput }, { deadline: "-5 seconds" }, { deadline: Duration.infinity },
+        { timeout: "-1 seconds" }, { timeout: Number.NaN as unknown as "1 second" }, { timeout: Duration.infinity },
+        { timeout: "0 seconds" }, { timeout: 30 as unknown as "1 second" }, { timeout: "soon" as "1 second" },
+        { deadline: "-5 seconds" }, { deadline: Duration.infinity },
         { maxRetries: 1.5 }, { maxRetries: -1 }, { maxRetries: 11 }, { maxRetries: Number.NaN }
       ]
       const badOverrides = yield* refuseAll(overrides, (options) =>

@@ -9,6 +9,7 @@ import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
+import type * as FinConfig from "../../FinConfig.js"
 import { detachedIfUninterruptible } from "../../internal/detached.js"
 import * as Durations from "../../internal/duration.js"
 import * as OptionNames from "../../internal/optionNames.js"
@@ -27,7 +28,7 @@ export interface Options {
    * Longest wait for one command's answer (default 1 second); also the longest wait for the first connection of a
    * client made from `url`. A command that timed out may still run in Redis later: the stores undo what matters.
    */
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly timeout?: FinConfig.DurationOption | undefined
   /** Prefix of every key; default `effect-fin`. */
   readonly prefix?: string | undefined
 }
