@@ -972,16 +972,23 @@ const decodeBody = (
     return Effect.succeed(ignored ? { event, createdAt, ignored } : { event, createdAt })
   })
 
+const formatMillis = (millis: number): string => Duration.format(Duration.millis(millis))
+
 // With `maxAge`: refused when older than that, or dated more than 5 minutes ahead of the Clock.
 const checkAge = (decoded: Decoded, options: VerifyOptions): Effect.Effect<Decoded, WebhookVerificationError> => {
   if (options.maxAge === undefined) return Effect.succeed(decoded)
   const maxAge = Duration.toMillis(Duration.decode(options.maxAge))
   return Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const age = now - DateTime.toEpochMillis(decoded.event.created_at)
+    // By how much, and against what limit, so that a log says whether the event or the limit is wrong.
     return age > maxAge
-      ? Effect.fail(fail("too_old", "the event is older than the maximum age"))
+      ? Effect.fail(
+        fail("too_old", `the event was created ${formatMillis(age)} ago, over maxAge (${formatMillis(maxAge)})`)
+      )
       : age < -MAX_FUTURE_SKEW_MILLIS
-      ? Effect.fail(fail("from_future", "the event is dated more than 5 minutes ahead of this clock"))
+      ? Effect.fail(
+        fail("from_future", `the event is dated ${formatMillis(-age)} ahead of this clock, over the 5 minutes allowed`)
+      )
       : Effect.succeed(decoded)
   })
 }
