@@ -184,8 +184,8 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
  * work out how far to move the clock. Past `limit` of virtual time (default 10 minutes) it is interrupted and the test
  * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Either option that is
- * not a duration above zero throws `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`), it
- * dies saying so.
+ * not a duration above zero makes it die with `IllegalArgumentException`; run where the clock is no `TestClock`
+ * (`it.live`), it dies saying so.
  *
  * @since 0.1.0
  * @category clock
@@ -198,34 +198,36 @@ export const advanceUntilDone = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   options: { readonly step?: FinConfig.DurationOption | undefined; readonly limit?: FinConfig.DurationOption | undefined } =
     {}
-): Effect.Effect<A, E, R> => {
-  const step = durationOption("step", options.step, "100 millis")
-  const limit = durationOption("limit", options.limit, "10 minutes")
-  const notTestClock = Effect.dieMessage(
-    "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
-      "run the effect as it is there, or use it.effect"
-  )
-  const advancing = Effect.flatMap(Effect.fork(effect), (fiber) =>
-    Effect.gen(function*() {
-      let elapsed = Duration.zero
-      // The fiber may need a few turns of the scheduler to reach its next sleep, or its end.
-      const settled = Effect.zipRight(Effect.repeatN(Effect.yieldNow(), 9), Fiber.poll(fiber))
-      while (Option.isNone(yield* settled)) {
-        if (Duration.greaterThanOrEqualTo(elapsed, limit)) {
-          yield* Fiber.interrupt(fiber)
-          return yield* Effect.dieMessage(
-            `effect-fin/test: still running after ${Duration.format(limit)} of TestClock time (advanced ` +
-              `${Duration.format(step)} at a time); a stall with no timeout, or a limit too short for the waits in it`
-          )
+): Effect.Effect<A, E, R> =>
+  // Options checked in the effect: a bad one is a defect of its run, not an exception where it is built.
+  Effect.suspend(() => {
+    const step = durationOption("step", options.step, "100 millis")
+    const limit = durationOption("limit", options.limit, "10 minutes")
+    const notTestClock = Effect.dieMessage(
+      "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
+        "run the effect as it is there, or use it.effect"
+    )
+    const advancing = Effect.flatMap(Effect.fork(effect), (fiber) =>
+      Effect.gen(function*() {
+        let elapsed = Duration.zero
+        // The fiber may need a few turns of the scheduler to reach its next sleep, or its end.
+        const settled = Effect.zipRight(Effect.repeatN(Effect.yieldNow(), 9), Fiber.poll(fiber))
+        while (Option.isNone(yield* settled)) {
+          if (Duration.greaterThanOrEqualTo(elapsed, limit)) {
+            yield* Fiber.interrupt(fiber)
+            return yield* Effect.dieMessage(
+              `effect-fin/test: still running after ${Duration.format(limit)} of TestClock time (advanced ` +
+                `${Duration.format(step)} at a time); a stall with no timeout, or a limit too short for the waits in it`
+            )
+          }
+          yield* TestClock.adjust(step)
+          elapsed = Duration.sum(elapsed, step)
         }
-        yield* TestClock.adjust(step)
-        elapsed = Duration.sum(elapsed, step)
-      }
-      return yield* Fiber.join(fiber)
-    }))
-  return Effect.flatMap(Effect.clock, (clock) =>
-    typeof (clock as { readonly adjust?: unknown }).adjust === "function" ? advancing : notTestClock)
-}
+        return yield* Fiber.join(fiber)
+      }))
+    return Effect.flatMap(Effect.clock, (clock) =>
+      typeof (clock as { readonly adjust?: unknown }).adjust === "function" ? advancing : notTestClock)
+  })
 
 const durationOption = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>
   Durations.checkOrThrow(input ?? fallback, false, `effect-fin/test: advanceUntilDone: ${name}`)

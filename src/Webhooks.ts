@@ -1012,10 +1012,10 @@ const verifyDecoded = (
  * Verifies a delivery (see `verifySignature`) and decodes its event. Fails with `WebhookVerificationError`, whose
  * `reason` says why; no error or log carries a secret or a received value.
  *
- * Throws `IllegalArgumentException` when `maxAge` is not a duration greater than zero and finite (a NaN would refuse
- * every event, an infinite one silently switch the check off), `environment` is neither `"sandbox"` nor
- * `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them). A secret with
- * surrounding whitespace, or one that is not text, fails the call (`no_secret`).
+ * Dies with `IllegalArgumentException` (a defect: the program's mistake, not the delivery's) when `maxAge` is not a
+ * duration greater than zero and finite (an infinite one would silently switch the check off), `environment` is
+ * neither `"sandbox"` nor `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them).
+ * A secret with surrounding whitespace, or one that is not text, fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification
@@ -1025,13 +1025,14 @@ export const verify = (
   headers: HeadersInput,
   secrets: Secrets,
   options: VerifyOptions = {}
-): Effect.Effect<WebhookEvent, WebhookVerificationError> => {
-  checkOptionNames("verify", options)
-  checkEnvironment("verify", options.environment)
-  const checked: VerifyOptions = options.maxAge === undefined
-    ? options
-    : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
-  return Effect.suspend(() => {
+): Effect.Effect<WebhookEvent, WebhookVerificationError> =>
+  // In the effect, so that a bad option is a defect of its run, not an exception thrown where it is built.
+  Effect.suspend(() => {
+    checkOptionNames("verify", options)
+    checkEnvironment("verify", options.environment)
+    const checked: VerifyOptions = options.maxAge === undefined
+      ? options
+      : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
     const parsed = parseSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
     return verifyDecoded(toBytes(rawBody), parsed.right, secretList(secrets), checked).pipe(
@@ -1039,7 +1040,6 @@ export const verify = (
       Effect.map((decoded) => decoded.event)
     )
   })
-}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // De-duplication store
@@ -1320,18 +1320,15 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
 /**
  * Provides an in-memory `WebhookDedupeStore` (one per layer build).
  *
- * Throws `IllegalArgumentException` when `maxEntries` is not a whole number of 1 or more, or an option is none, as
- * `makeMemoryDedupeStore`.
+ * Fails its build with an `IllegalArgumentException` defect when `maxEntries` is not a whole number of 1 or more, or
+ * an option is none, where `makeMemoryDedupeStore` throws it.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerMemoryDedupeStore = (
   options: { readonly maxEntries?: number | undefined } = {}
-): Layer.Layer<WebhookDedupeStore> => {
-  const maxEntries = checkedMaxEntries(options)
-  return Layer.sync(WebhookDedupeStore, () => makeMemoryDedupeStore({ maxEntries }))
-}
+): Layer.Layer<WebhookDedupeStore> => Layer.sync(WebhookDedupeStore, () => makeMemoryDedupeStore(options))
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Handler
@@ -1648,16 +1645,16 @@ export const handler = <const H extends object>(
  * Build the server inside this scope (in the layer returned to `Layer.unwrapScoped`, the server layer provided
  * there): it then closes first, so no delivery is accepted while the handlers drain.
  *
- * Throws `IllegalArgumentException` when an option is invalid, as `handler` does.
+ * Dies with `IllegalArgumentException` (a defect) when an option is invalid, where `handler` throws it.
  *
  * @since 0.1.0
  * @category handler
  */
 export const makeHandler = <const H extends object>(
   options: HandlerOptions<H & Handlers<any>> & OnlyEventTypes<H>
-): Effect.Effect<HttpApp.Default<never, HandlersContext<H> | Scope.Scope>, never, Scope.Scope> => {
-  const app = makeApp(options)
-  return Effect.gen(function*() {
+): Effect.Effect<HttpApp.Default<never, HandlersContext<H> | Scope.Scope>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const app = makeApp(options)
     const running = yield* FiberSet.make<Answer>()
     // Deliveries admitted (past the shutdown check) and not yet forked or answered: the closing waits for them too, so
     // one that was claiming its event when the scope began to close still runs its handler, or frees its claim.
@@ -1685,7 +1682,6 @@ export const makeHandler = <const H extends object>(
         })
     })
   })
-}
 
 // Where a claimed delivery runs to its end: a fiber detached from the request (see `handle`), tracked by `makeHandler`,
 // whose `admit` answers `refused` once its scope is closing.

@@ -10,7 +10,7 @@ import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { provideClient, quoteBody, quoteRequest } from "./support.js"
+import { defectOf, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
 const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
@@ -64,8 +64,12 @@ describe("FinTest.advanceUntilDone", () => {
     }))
 
   it("refuses a step or limit that is not a duration above zero", () => {
-    expect(() => FinTest.advanceUntilDone(Effect.void, { step: "0 millis" })).toThrow("advanceUntilDone: step must be greater than zero")
-    expect(() => FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" })).toThrow("limit is not a valid duration")
+    expect(defectOf(FinTest.advanceUntilDone(Effect.void, { step: "0 millis" }))).toEqual(
+      new Cause.IllegalArgumentException("effect-fin/test: advanceUntilDone: step must be greater than zero")
+    )
+    expect(defectOf(FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" }))).toEqual(
+      new Cause.IllegalArgumentException("effect-fin/test: advanceUntilDone: limit is not a valid duration")
+    )
   })
 })
 

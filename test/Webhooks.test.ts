@@ -30,7 +30,7 @@ import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
-import { captureLogs, documentedWebhookBody } from "./support.js"
+import { captureLogs, defectOf, documentedWebhookBody } from "./support.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
@@ -393,9 +393,9 @@ describe("Webhooks decoding", () => {
           "no_secret"
         )
       }
-      // An environment other than the two is a mistake in the caller's configuration, said at once.
-      expect(() => Webhooks.verify(currentBody, headers, secret, { environment: "Sandbox" as "sandbox" })).toThrow(
-        `effect-fin: Webhooks.verify: environment must be "sandbox" or "production"`
+      // An environment other than the two is a mistake in the caller's configuration: a defect, said at once.
+      expect(defectOf(Webhooks.verify(currentBody, headers, secret, { environment: "Sandbox" as "sandbox" }))).toEqual(
+        new Cause.IllegalArgumentException(`effect-fin: Webhooks.verify: environment must be "sandbox" or "production"`)
       )
     }))
 
@@ -429,7 +429,7 @@ describe("Webhooks decoding", () => {
       expect((yield* signedVerify(currentBody)).type).toBe("beneficiary.status")
     }))
 
-  it("refuses a maxAge that is not a finite duration greater than zero, when called", () => {
+  it("refuses a maxAge that is not a finite duration greater than zero: a defect of the verification", () => {
     for (
       const [maxAge, problem] of [
         [Number.NaN, "must say its unit"],
@@ -439,9 +439,11 @@ describe("Webhooks decoding", () => {
         ["1 fortnight", "is not a valid duration"]
       ] as const
     ) {
-      const call = () => Webhooks.verify(currentBody, {}, secret, { maxAge: maxAge as FinConfig.DurationOption })
-      expect(call, String(maxAge)).toThrow(Cause.IllegalArgumentException)
-      expect(call, String(maxAge)).toThrow(`effect-fin: Webhooks.verify: maxAge ${problem}`)
+      // Built without a throw: the effect dies when run.
+      const verification = Webhooks.verify(currentBody, {}, secret, { maxAge: maxAge as FinConfig.DurationOption })
+      const defect = defectOf(verification)
+      expect(defect, String(maxAge)).toBeInstanceOf(Cause.IllegalArgumentException)
+      expect((defect as Error).message, String(maxAge)).toContain(`effect-fin: Webhooks.verify: maxAge ${problem}`)
     }
   })
 
@@ -1281,12 +1283,16 @@ describe("Webhooks.handler", () => {
     const misspelt = { maxBodysize: 10 } as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>
     refused(misspelt, `"maxBodysize" is no option of Webhooks.HandlerOptions`)
     refused({ ["\u001b[2J"]: 1 } as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>, `"\\u001b[2J" is no option`)
-    expect(() => Webhooks.verify(currentBody, {}, secret, { maxage: "1 minute" } as Webhooks.VerifyOptions)).toThrow(
-      `effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`
+    expect(defectOf(Webhooks.verify(currentBody, {}, secret, { maxage: "1 minute" } as Webhooks.VerifyOptions))).toEqual(
+      new Cause.IllegalArgumentException(`effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`)
     )
-    // A handler's options extend verify's: one object may serve both.
+    // makeHandler: the same refusals, a defect of the effect that makes it.
+    expect(defectOf(Webhooks.makeHandler({ secrets: secret, handlers: {}, maxBodySize: 0 }))).toEqual(
+      new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: maxBodySize must be a whole number of bytes, 1 or more`)
+    )
+    // A handler's options extend verify's: one object may serve both (the delivery's missing header is all it fails on).
     const shared: Webhooks.HandlerOptions<Webhooks.Handlers> = { secrets: secret, handlers: {}, maxAge: "1 minute" }
-    expect(() => Webhooks.verify(currentBody, {}, secret, shared)).not.toThrow()
+    expect(Effect.runSync(Effect.flip(Webhooks.verify(currentBody, {}, secret, shared))).reason).toBe("missing_signature")
     expect(build({ referenceWait: "0 seconds", maxBodySize: 1, orderTtl: "1 day" })).not.toThrow()
   })
 
@@ -1753,7 +1759,8 @@ describe("Webhooks memory store", () => {
     for (const maxEntries of [NaN, 0, -1, 2.5, Infinity]) {
       const expected = `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${maxEntries}`
       expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries })).toThrow(new Cause.IllegalArgumentException(expected))
-      expect(() => Webhooks.layerMemoryDedupeStore({ maxEntries })).toThrow(new Cause.IllegalArgumentException(expected))
+      // The layer is made; its build dies.
+      expect(defectOf(Webhooks.layerMemoryDedupeStore({ maxEntries }))).toEqual(new Cause.IllegalArgumentException(expected))
     }
     expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: 1 })).not.toThrow()
     // So is a misspelt option, which would leave the default in force.

@@ -1,3 +1,4 @@
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -136,3 +137,14 @@ export const withWallClockSetBack = <A, E, R>(
     ({ setBack }) => self(setBack),
     ({ wallClock }) => Effect.sync(() => void (Date.now = wallClock))
   )
+
+/**
+ * The defect `self` (an effect, or a layer's build) dies with at once, its options refused before it does anything:
+ * run synchronously, so only for refused options (valid ones would go on to connect).
+ */
+export const defectOf = (self: Effect.Effect<unknown, unknown, any> | Layer.Layer<any, any, any>): unknown => {
+  const effect = Layer.isLayer(self) ? Effect.scoped(Layer.build(self)) : self
+  const exit = Effect.runSyncExit(Effect.scoped(effect) as Effect.Effect<unknown, unknown>)
+  if (exit._tag === "Success" || !Cause.isDie(exit.cause)) throw new Error("expected a defect at once")
+  return Cause.squash(exit.cause)
+}

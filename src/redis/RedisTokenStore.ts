@@ -152,22 +152,22 @@ const optionNames: { readonly [K in keyof Options]-?: true } = Connection.option
  * unreachable Redis is not an error here (the provider works around it until Redis is back; a warning says why, and so
  * does each failed command's `TokenStoreError`).
  *
- * Throws `IllegalArgumentException` when `timeout`, `lockTtl` or `waitInterval` is not a finite duration above zero
- * and at most 24 days (past 2^31 - 1 ms a timer never fires), or an option is none of these (`encryptionkey`: the
- * tokens would be stored in plain text).
+ * Dies with `IllegalArgumentException` (a defect: the program's mistake) when `timeout`, `lockTtl` or `waitInterval`
+ * is not a finite duration above zero and at most 24 days (past 2^31 - 1 ms a timer never fires), `url` is no Redis
+ * URL, or an option is none of these (`encryptionkey`: the tokens would be stored in plain text).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> => {
-  Connection.checkOptionNames("RedisTokenStore", options, optionNames)
-  const timeout = Connection.durationOption("RedisTokenStore", "timeout", options.timeout, "1 second")
-  Connection.checkUrl("RedisTokenStore", options.url)
-  const lockTtl = Connection.durationOption("RedisTokenStore", "lockTtl", options.lockTtl, "10 seconds")
-  const waitInterval = Connection.durationOption("RedisTokenStore", "waitInterval", options.waitInterval, "25 millis")
-  return Effect.gen(function*() {
+): Effect.Effect<TokenStore.Service, TokenStore.TokenStoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    Connection.checkOptionNames("RedisTokenStore", options, optionNames)
+    const timeout = Connection.durationOption("RedisTokenStore", "timeout", options.timeout, "1 second")
+    Connection.checkUrl("RedisTokenStore", options.url)
+    const lockTtl = Connection.durationOption("RedisTokenStore", "lockTtl", options.lockTtl, "10 seconds")
+    const waitInterval = Connection.durationOption("RedisTokenStore", "waitInterval", options.waitInterval, "25 millis")
     const encryption = options.encryptionKey === undefined ? undefined : yield* importKey(options.encryptionKey)
     const lockMillis = Math.max(1, Math.round(Duration.toMillis(lockTtl)))
     const redis = yield* Connection.connect(options, timeout)
@@ -363,7 +363,6 @@ export const make = (
       waitInterval
     })
   })
-}
 
 /**
  * Provides the store to `TokenProvider` (e.g. `FinClient.layer(options).pipe(Layer.provide(RedisTokenStore.layer(...)))`).

@@ -87,17 +87,20 @@ const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMil
  * Connects (or borrows `options.client`) for the life of the scope. An unreachable Redis is not an error here: a
  * warning says why, and each failed command's `WebhookDedupeStoreError` too (the handler answers 500 meanwhile).
  *
- * Throws `IllegalArgumentException` when `timeout` is not a finite duration above zero and at most 24 days (past
- * 2^31 - 1 ms a timer never fires), or an option is none of these (misspelt, from a config file).
+ * Dies with `IllegalArgumentException` (a defect: the program's mistake) when `timeout` is not a finite duration above
+ * zero and at most 24 days (past 2^31 - 1 ms a timer never fires), `url` is no Redis URL, or an option is none of
+ * these (misspelt, from a config file).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> => {
-  Connection.checkOptionNames("RedisWebhookDedupeStore", options, Connection.optionNames)
-  const timeout = Connection.durationOption("RedisWebhookDedupeStore", "timeout", options.timeout, "1 second")
-  Connection.checkUrl("RedisWebhookDedupeStore", options.url)
-  return Effect.map(Connection.connect(options, timeout), (redis): Webhooks.WebhookDedupeStoreService => {
+export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedupeStoreService, never, Scope.Scope> =>
+  Effect.suspend(() => {
+    Connection.checkOptionNames("RedisWebhookDedupeStore", options, Connection.optionNames)
+    const timeout = Connection.durationOption("RedisWebhookDedupeStore", "timeout", options.timeout, "1 second")
+    Connection.checkUrl("RedisWebhookDedupeStore", options.url)
+    return Connection.connect(options, timeout)
+  }).pipe(Effect.map((redis): Webhooks.WebhookDedupeStoreService => {
     const eventKey = (eventId: string) => `${redis.prefix}:webhook:event:${eventId}`
     const orderKey = (key: string) => `${redis.prefix}:webhook:order:${key}`
     const referenceClaimKey = (referenceId: string) => `${redis.prefix}:webhook:reference-claim:${referenceId}`
@@ -161,8 +164,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
           Effect.mapError(failed)
         )
     }
-  })
-}
+  }))
 
 /**
  * Provides the store to every `Webhooks.handler` without a `store` option.
