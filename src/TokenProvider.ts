@@ -865,12 +865,22 @@ export const layer: Layer.Layer<TokenProvider, never, FinConfig.FinConfig | Http
 )
 
 /**
- * A provider that always returns `token` and never calls the service: for tests.
+ * A provider that always returns `token` and never calls the service: for tests. Its build dies with
+ * `IllegalArgumentException` when the token could not be sent as a bearer (empty, a blank, a control character), as a
+ * token the service issued so would be refused.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.Layer<TokenProvider> => {
-  const redacted = Redacted.isRedacted(token) ? token as Redacted.Redacted<string> : Redacted.make(token)
-  return Layer.succeed(TokenProvider, TokenProvider.of({ get: Effect.succeed(redacted), invalidate: () => Effect.void }))
-}
+export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.Layer<TokenProvider> =>
+  Layer.sync(TokenProvider, () => {
+    const redacted = Redacted.isRedacted(token) ? token as Redacted.Redacted<string> : Redacted.make(token)
+    const value: unknown = Redacted.value(redacted)
+    if (typeof value !== "string" || !BEARER.test(value)) {
+      // Not quoted: it may be a real token.
+      throw new Cause.IllegalArgumentException(
+        "effect-fin: TokenProvider.layerStatic: the token is not one of visible ASCII characters, 1 or more (no spaces)"
+      )
+    }
+    return TokenProvider.of({ get: Effect.succeed(redacted), invalidate: () => Effect.void })
+  })

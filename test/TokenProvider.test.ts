@@ -20,7 +20,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
-import { advance, captureLogs, provideClient, quoteBody, quoteRequest } from "./support.js"
+import { advance, captureLogs, defectOf, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const HOUR = 3_600_000
 const MIN = 60_000
@@ -644,6 +644,15 @@ describe("TokenProvider", () => {
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("static")
     }).pipe(Effect.provide(TokenProvider.layerStatic("static"))))
+
+  it("layerStatic refuses a token that could not be sent as a bearer: its build dies, the token not quoted", () => {
+    for (const token of ["", " ", "two words", "tok\n", Redacted.make("tab\there"), Redacted.make(42 as unknown as string)]) {
+      const defect = defectOf(TokenProvider.layerStatic(token))
+      expect(defect, String(token)).toEqual(new Cause.IllegalArgumentException(
+        "effect-fin: TokenProvider.layerStatic: the token is not one of visible ASCII characters, 1 or more (no spaces)"
+      ))
+    }
+  })
 
   // The fee service on `provider` (a user's own, or a wrapper of the real one) and a fake service.
   const onProvider = (
