@@ -219,6 +219,24 @@ export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
     return Option.map(quote.valid_till, (till) =>
       Duration.millis(Math.max(0, DateTime.toEpochMillis(till) - DateTime.toEpochMillis(now))))
   }
+
+  /**
+   * `isValidAt` the `Clock`'s now (so under a `TestClock` too).
+   *
+   * @since 0.1.0
+   */
+  static isValid(quote: FeeQuote): Effect.Effect<boolean> {
+    return Effect.map(DateTime.now, (now) => FeeQuote.isValidAt(quote, now))
+  }
+
+  /**
+   * `timeLeft` at the `Clock`'s now (so under a `TestClock` too).
+   *
+   * @since 0.1.0
+   */
+  static remaining(quote: FeeQuote): Effect.Effect<Option.Option<Duration.Duration>> {
+    return Effect.map(DateTime.now, (now) => FeeQuote.timeLeft(quote, now))
+  }
 }
 
 /**

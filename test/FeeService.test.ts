@@ -316,6 +316,17 @@ describe("FeeService", () => {
       expect(FeeService.FeeQuote.timeLeft(quote, at("2026-01-20T00:00:00Z"))).toEqual(Option.some(Duration.zero))
       expect(Option.isNone(FeeService.FeeQuote.timeLeft(older, at("2026-01-20T00:00:00Z")))).toBe(true)
     })
+    it.effect("isValid and remaining, at the Clock's now (a TestClock here)", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(DateTime.toEpochMillis(at("2026-01-19T09:58:29Z")))
+        expect(yield* FeeService.FeeQuote.isValid(quote)).toBe(true)
+        expect(yield* FeeService.FeeQuote.remaining(quote)).toEqual(Option.some(Duration.minutes(1)))
+        yield* TestClock.adjust("1 minute")
+        expect(yield* FeeService.FeeQuote.isValid(quote)).toBe(false)
+        expect(yield* FeeService.FeeQuote.remaining(quote)).toEqual(Option.some(Duration.zero))
+        expect(yield* FeeService.FeeQuote.isValid(older)).toBe(false)
+        expect(yield* FeeService.FeeQuote.remaining(older)).toEqual(Option.none())
+      }))
   })
 
   describe("FinTest.layerFeeService", () => {
