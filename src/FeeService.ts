@@ -325,8 +325,8 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
   return issues
 }
 
-// One unit of `n`'s last decimal place (a float artefact's places past the 8 an amount may have do not count).
-const lastPlace = (n: number): number => 10 ** -Math.min(Amounts.decimalPlaces(n), Amounts.MAX_DECIMALS)
+// One unit of `n`'s last decimal place, once `trimmed` (a float artefact's places do not count).
+const lastPlace = (n: number): number => 10 ** -Amounts.decimalPlaces(Amounts.trimmed(n))
 
 /**
  * Builds the service on the transport in context.

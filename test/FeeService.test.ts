@@ -194,19 +194,24 @@ describe("FeeService", () => {
       expect(yield* Effect.flip(FeeService.calculate(quoteRequest)).pipe(answered({ source_amount: 3508680 })))
         .toMatchObject({ _tag: "ResponseDecodeError" })
       // Rounded either way to fewer places (the currency's unit), it is still the amount asked for: less than one unit
-      // of the answer's last place off, counted exactly (1.15 - 1.05 is 0.09999999999999987 in floats) and without a
-      // float artefact's places.
+      // of the answer's last place off, counted exactly (1.15 - 1.05 is 0.09999999999999987 in floats).
       const roundings: ReadonlyArray<readonly [number, number, boolean]> = [
         [100.5, 101, true],
         [100.5, 100, true],
         [100.123, 100.12, true],
         [100.123, 100.2, true],
-        [100.123, 100.12300000000001, true],
         [0.5, 1.49, false],
         [100.123, 100.9, false],
         [1.15, 1.05, false],
         [1.15, 1.1, true],
-        [100.5, 100.6, false]
+        [100.5, 100.6, false],
+        // A float artefact of a rounded answer (1.1 * 3): its places past 8 do not count, its rounding does.
+        [3.304, 1.1 * 3, true],
+        [3.3, 1.1 * 3, true],
+        [3.41, 1.1 * 3, false],
+        // One unit of a last place past the second is too much.
+        [100.123, 100.124, false],
+        [1.23456789, 1.23456788, false]
       ]
       for (const [source_amount, answer, taken] of roundings) {
         const exit = yield* Effect.exit(
@@ -231,6 +236,10 @@ describe("FeeService", () => {
       const rounded = { source_currency: "USD", destination_currency: "IDR", exchange_rate: 16250, source_amount: 61.54 }
       const delivered = yield* FeeService.calculate(idr).pipe(answered({ ...rounded, destination_amount: 1_000_025 }))
       expect(delivered.destination_amount).toBe(1_000_025)
+      // A source with a float artefact (61.54 computed as 61.540000000000006) still has cents as its last place.
+      const artefact = { ...rounded, source_amount: 61.540000000000006 }
+      expect((yield* FeeService.calculate(idr).pipe(answered({ ...artefact, destination_amount: 1_000_025 }))).destination_amount)
+        .toBe(1_000_025)
       const doubled = yield* Effect.flip(FeeService.calculate(idr)).pipe(answered({ ...rounded, destination_amount: 2_000_000 }))
       expect(doubled._tag === "ResponseDecodeError" && doubled.issues.map((i) => [i.path, i.expected])).toEqual([
         ["data.destination_amount", "1000000, the amount asked for (less than 163.5 off)"]

@@ -263,6 +263,37 @@ describe("TokenStore", () => {
     }).pipe(withStore(store, {}))
   })
 
+  it.effect("a caller that asks again after a token refused as its fetch ended keeps its deadline", () => {
+    const memory = TokenStore.makeMemory()
+    let afterSet: Effect.Effect<void> = Effect.void
+    const store: TokenStore.Service = {
+      ...memory,
+      set: (key, tokens, owner) => Effect.tap(memory.set(key, tokens, owner), () => afterSet)
+    }
+    const issuer = FinTest.tokenHandler()
+    let issued = 0
+    const routes: FinTest.Routes = {
+      // The first token is refused as its fetch ends; the fetch asked for again is to wait 30 s before its retry.
+      "POST /v1/oauth/token": (request) =>
+        ++issued === 1 ? issuer(request) : FinTest.json(503, { message: "down" }, { "retry-after": "30" }),
+      "POST /v1/fee-calculation": fee
+    }
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      afterSet = Effect.suspend(() => {
+        afterSet = Effect.void
+        return provider.invalidate(Redacted.make("token-1"))
+      })
+      const fiber = yield* Effect.fork(
+        Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
+      )
+      yield* advance(1000)
+      // Failed at once (the fetch is to wait past the deadline), as a first ask would: not cut off 9 s later.
+      expect(fiber.unsafePoll()).not.toBeNull()
+      expect((yield* Fiber.join(fiber))._tag).toBe("RateLimitError")
+    }).pipe(withStore(store, routes))
+  })
+
   it.effect("a 401 whose token the store is slow to clear still ends at the call's deadline", () => {
     const memory = TokenStore.makeMemory()
     const slow: TokenStore.Service = {

@@ -66,7 +66,7 @@ beforeAll(async () => {
         res.end(JSON.stringify({ method: req.method, test: req.headers["x-test"], connection: req.headers.connection, body }))
       } else if (req.url === "/form") {
         // Answers what it received, in the content type it received it in.
-        res.writeHead(200, { "content-type": req.headers["content-type"] ?? "" })
+        res.writeHead(200, { "content-type": req.headers["content-type"] ?? "", "x-test": req.headers["x-test"] ?? "" })
         res.end(body)
       } else if (req.url === "/text") {
         res.writeHead(200, { "content-type": "text/plain" })
@@ -149,6 +149,23 @@ describe("UndiciHttpClient", () => {
         const file = echoed.get("file") as File
         expect([file.name, file.type]).toEqual(["report.csv", "text/csv"])
         expect(yield* Effect.promise(() => file.text())).toBe("a,b\n1,2\n")
+      })
+    ))
+
+  it.live("a form request keeps its other headers; a form answered reads again, and after its bytes", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const form = new FormData()
+        form.append("note", "fee report")
+        const response = yield* client.execute(
+          HttpClientRequest.post(`${base}/form`, { body: HttpBody.formData(form) }).pipe(
+            HttpClientRequest.setHeader("x-test", "42")
+          )
+        )
+        expect(response.headers["x-test"]).toBe("42")
+        expect((yield* response.arrayBuffer).byteLength).toBeGreaterThan(0)
+        expect((yield* response.formData).get("note")).toBe("fee report")
+        expect((yield* response.formData).get("note")).toBe("fee report")
       })
     ))
 

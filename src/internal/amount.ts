@@ -39,13 +39,17 @@ export const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** B
 
 /**
  * Whether `given` is `amount` as a service may give it back: as it is, or rounded either way to fewer places (its
- * currency's unit, say), so less than one unit of `given`'s last place off. Exact, in decimal; places of `given` past
- * `MAX_DECIMALS` (a float artefact: 100.12300000000001) do not count as places.
+ * currency's unit, say), so less than one unit of `given`'s last place off. Exact, in decimal; `given` is first
+ * `trimmed`, so a float artefact's places (3.3000000000000003 for 3.3) do not count.
  */
 export const roundsTo = (amount: number, given: number): boolean => {
   const a = decimal(amount)
-  const b = decimal(given)
+  const b = decimal(trimmed(given))
   const scale = Math.max(a.scale, b.scale)
   const off = atScale(a, scale) - atScale(b, scale)
-  return (off < 0n ? -off : off) < 10n ** BigInt(scale - Math.min(b.scale, MAX_DECIMALS))
+  return (off < 0n ? -off : off) < 10n ** BigInt(scale - b.scale)
 }
+
+/** `n` without a float artefact's places past `MAX_DECIMALS` (3.3000000000000003 is 3.3). */
+export const trimmed = (n: number): number =>
+  decimalPlaces(n) > MAX_DECIMALS && Math.abs(n) < 1e21 ? Number(n.toFixed(MAX_DECIMALS)) : n
