@@ -246,19 +246,23 @@ export const sequence = (...replies: ReadonlyArray<Reply>): Handler => {
 }
 
 /**
- * Answers like `handler`, after `duration` of (test) clock time.
+ * Answers like `handler`, after `duration` of (test) clock time. Throws `IllegalArgumentException` when `duration` is
+ * no duration of zero or more (a bare number, from untyped code: its unit is not said).
  *
  * @since 0.1.0
  * @category handlers
  */
-export const delayed = (duration: FinConfig.DurationOption, handler: Handler): Handler => (request) =>
-  Effect.zipRight(
-    Effect.sleep(duration),
-    Effect.suspend(() => {
-      const answer = handler(request)
-      return Effect.isEffect(answer) ? answer : Effect.succeed(answer)
-    })
-  )
+export const delayed = (duration: FinConfig.DurationOption, handler: Handler): Handler => {
+  const wait = Durations.checkOrThrow(duration, true, "effect-fin/test: delayed: duration")
+  return (request) =>
+    Effect.zipRight(
+      Effect.sleep(wait),
+      Effect.suspend(() => {
+        const answer = handler(request)
+        return Effect.isEffect(answer) ? answer : Effect.succeed(answer)
+      })
+    )
+}
 
 /**
  * A token endpoint: answers `token-1`, `token-2`, ... (refresh tokens `refresh-1`, ...) with the service's

@@ -221,6 +221,17 @@ describe("FinTest handlers", () => {
     expect(() => FinTest.tokenHandler({ lifetime: "1 second", refreshLifetime: "30 days" })).not.toThrow()
   })
 
+  it("delayed refuses a duration without its unit (from untyped code), when made", () => {
+    const reply = () => FinTest.json(200, {})
+    expect(() => FinTest.delayed(100 as unknown as "100 millis", reply)).toThrow(
+      new Cause.IllegalArgumentException(
+        `effect-fin/test: delayed: duration must say its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`
+      )
+    )
+    expect(() => FinTest.delayed("-1 seconds", reply)).toThrow("delayed: duration must be zero or more")
+    expect(() => FinTest.delayed("0 seconds", reply)).not.toThrow()
+  })
+
   it("sequence with no replies is refused when made, not a 500 the client retries", () => {
     expect(() => FinTest.sequence()).toThrow(
       new Cause.IllegalArgumentException("effect-fin/test: sequence needs at least one reply")

@@ -979,6 +979,13 @@ describe("HttpTransport", () => {
           "a finite duration greater than zero, at most 24 days"
         ])
       }
+      // From untyped code, a bare number: said to lack its unit, as the client's own options say it.
+      const bare = yield* Effect.flip(
+        calculate.pipe(HttpTransport.withOptions({ deadline: 5000 } as unknown as HttpTransport.CallOptions))
+      )
+      expect(bare.message).toBe(
+        `Invalid deadline override: expected a duration with its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`
+      )
       // From untyped code, a misspelt option would change nothing without a word.
       const unknown = yield* Effect.flip(
         calculate.pipe(HttpTransport.withOptions({ maxRetry: 0 } as unknown as HttpTransport.CallOptions))

@@ -25,10 +25,13 @@ const invalid = (path: string, expected: string) => Issues.refusal(path, `Invali
 const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
   input === undefined
     ? Either.right(fallback)
-    : Either.mapLeft(
-      Durations.check(input, false, true),
-      () => invalid(name, "a finite duration greater than zero, at most 24 days")
-    )
+    : Either.mapLeft(Durations.check(input, false, true), () => {
+      const unit = Durations.withoutUnit(input)
+      return invalid(
+        name,
+        unit === undefined ? "a finite duration greater than zero, at most 24 days" : `a duration with its unit ${unit}`
+      )
+    })
 
 const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, deadline: true, maxRetries: true }
 

@@ -39,19 +39,24 @@ export const lifetimeProblem = (lifetime: Duration.Duration): string | undefined
     : undefined
 
 /**
+ * For a bare number or bigint, which `FinConfig.DurationOption` refuses when compiled (a value from untyped code is
+ * refused at run time too): how to give its unit, and how Effect would read it without one.
+ */
+export const withoutUnit = (input: unknown): string | undefined =>
+  typeof input === "number" || typeof input === "bigint"
+    ? `("30 seconds", Duration.seconds(30)): a bare ${typeof input} would be read as ${
+      typeof input === "number" ? "milliseconds" : "nanoseconds"
+    }`
+    : undefined
+
+/**
  * `input` as a finite duration, greater than zero unless `allowZero`, and for a `timer` at most `MAX_TIMER` and, unless
  * zero, at least a millisecond (timers count whole milliseconds: "1 nanos" would fire after about one); `Left` is what
  * it must be, to follow the option's name ("must be greater than zero").
  */
 export const check = (input: unknown, allowZero: boolean, timer = false): Either.Either<Duration.Duration, string> => {
-  // `FinConfig.DurationOption` refuses them when compiled; a value from untyped code is refused here too.
-  if (typeof input === "number" || typeof input === "bigint") {
-    return Either.left(
-      `must say its unit ("30 seconds", Duration.seconds(30)): a bare ${typeof input} would be read as ${
-        typeof input === "number" ? "milliseconds" : "nanoseconds"
-      }`
-    )
-  }
+  const unit = withoutUnit(input)
+  if (unit !== undefined) return Either.left(`must say its unit ${unit}`)
   const sign = `must be ${allowZero ? "zero or more" : "greater than zero"}`
   if (isNegativeOrNaN(input)) return Either.left(sign)
   const decoded = Duration.decodeUnknown(input)
