@@ -1010,7 +1010,8 @@ const verifyDecoded = (
 
 /**
  * Verifies a delivery (see `verifySignature`) and decodes its event. Fails with `WebhookVerificationError`, whose
- * `reason` says why; no error or log carries a secret or a received value.
+ * `reason` says why; no error or log carries a secret or a received value (`too_old` and `from_future` say the age
+ * worked out from the signed `created_at`).
  *
  * Dies with `IllegalArgumentException` (a defect: the program's mistake, not the delivery's) when `maxAge` is not a
  * duration greater than zero and finite (an infinite one would silently switch the check off), `environment` is

@@ -1286,6 +1286,11 @@ describe("Webhooks.handler", () => {
     expect(defectOf(Webhooks.verify(currentBody, {}, secret, { maxage: "1 minute" } as Webhooks.VerifyOptions))).toEqual(
       new Cause.IllegalArgumentException(`effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`)
     )
+    // A bare number is refused when compiled too, in every duration option.
+    // @ts-expect-error a bare number (milliseconds to Effect)
+    refused({ handlerTimeout: 30 }, "handlerTimeout must say its unit")
+    // @ts-expect-error a bare number
+    refused({ bodyTimeout: 30, maxAge: "1 minute" }, "bodyTimeout must say its unit")
     // makeHandler: the same refusals, a defect of the effect that makes it.
     expect(defectOf(Webhooks.makeHandler({ secrets: secret, handlers: {}, maxBodySize: 0 }))).toEqual(
       new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: maxBodySize must be a whole number of bytes, 1 or more`)
