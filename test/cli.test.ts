@@ -69,10 +69,20 @@ describe("effect-fin (offline commands)", () => {
     for (const from of ["US", "u\u017fd"]) {
       const result = await cli(["quote", "--from", from, "--to", "CAD", "--amount", "100"])
       expect(result.code, from).toBe(1)
-      expect(result.stderr).toContain("effect-fin: RequestValidationError: Invalid fee calculation request: source_currency")
+      // Said by the flag typed, and without "upper-case" (any case is taken).
+      expect(result.stderr.trim()).toBe(
+        "effect-fin: RequestValidationError: Invalid quote: --from: expected a currency code of three letters"
+      )
     }
     const both = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1", "--receive", "2"])
-    expect(both.stderr).toContain("exactly one of source_amount and destination_amount")
+    expect(both.stderr.trim()).toBe(
+      "effect-fin: RequestValidationError: Invalid quote: --receive: expected exactly one of --amount and --receive"
+    )
+    const none = await cli(["quote"])
+    expect(none.stderr.trim()).toBe(
+      "effect-fin: RequestValidationError: Invalid quote: --amount: expected exactly one of --amount and --receive; " +
+        "--to: expected --to or --beneficiary; --from: expected --from (required unless --beneficiary is given)"
+    )
     const nan = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "abc"])
     expect(nan.code).toBe(1)
   })
@@ -84,11 +94,10 @@ describe("effect-fin (offline commands)", () => {
   ) => {
     // Side by side: a process each, which a loaded machine starts slowly.
     await Promise.all(amounts.map(async ([flag, amount]) => {
-      const field = flag === "--amount" ? "source_amount" : "destination_amount"
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", flag, amount])
       expect([result.code, result.stderr.trim()], amount).toEqual([
         1,
-        `effect-fin: RequestValidationError: Invalid fee calculation request: ${field}: expected ${expected}`
+        `effect-fin: RequestValidationError: Invalid quote: ${flag}: expected ${expected}`
       ])
     }))
   }
@@ -120,7 +129,7 @@ describe("effect-fin (offline commands)", () => {
     // Past MAX_SAFE_INTEGER: refused by the schema, in its words (the limit), not as a matter of significant digits.
     const huge = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "9007199254740993"])
     expect(huge.stderr.trim()).toBe(
-      "effect-fin: RequestValidationError: Invalid fee calculation request: source_amount: expected a number greater than 0 and at most 9007199254740991"
+      "effect-fin: RequestValidationError: Invalid quote: --amount: expected a number greater than 0 and at most 9007199254740991"
     )
     const one = await cli(["subdivisions", "BRA", "--search", "sao paulo"])
     expect(one.code).toBe(0)

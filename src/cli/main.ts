@@ -28,6 +28,7 @@ import * as FinConfig from "../FinConfig.js"
 import * as FinError from "../FinError.js"
 import * as Amounts from "../internal/amount.js"
 import * as Bytes from "../internal/bytes.js"
+import * as Issues from "../internal/issues.js"
 import * as Printable from "../internal/printable.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
@@ -52,6 +53,30 @@ const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (opt
 // ---------------------------------------------------------------------------------------------------------------------
 // quote
 // ---------------------------------------------------------------------------------------------------------------------
+
+// The request's fields by the flags that give them: a refusal names what was typed.
+const flags = {
+  source_currency: "--from",
+  destination_currency: "--to",
+  source_amount: "--amount",
+  destination_amount: "--receive",
+  beneficiary_id: "--beneficiary"
+} as const
+
+const flagWords = (text: string): string =>
+  text
+    .replace(/\b(source_currency|destination_currency|source_amount|destination_amount|beneficiary_id)\b/g, (field) =>
+      flags[field as keyof typeof flags])
+    // Currencies are taken in any case here (upper-cased before the check).
+    .replace("three upper-case letters", "three letters")
+
+// The request's refusal said in the terms of the command line: its flags, not the fields they fill.
+const inFlags = (error: FinError.RequestValidationError): FinError.RequestValidationError => {
+  const issues = error.issues.map((issue) =>
+    new FinError.Issue({ path: flagWords(issue.path), expected: flagWords(issue.expected) })
+  )
+  return new FinError.RequestValidationError({ message: `Invalid quote: ${Issues.summarize(issues)}`, issues })
+}
 
 // Plain decimal notation only: `Number` would also read "0x10" as 16, "1e2" as 100 and " 12" as 12. A decimal with
 // more significant digits than a number keeps (90071992547409.99 reads as ...409.98) is refused too: the service would
@@ -111,17 +136,18 @@ const quote = Command.make(
   },
   (args) =>
     Effect.gen(function*() {
-      // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError.
-      const request = {
-        ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: currency(v) }) }),
-        ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: currency(v) }) }),
-        ...(Option.isSome(args.amount) ? yield* amount("source_amount", args.amount.value) : {}),
-        ...(Option.isSome(args.receive) ? yield* amount("destination_amount", args.receive.value) : {}),
-        ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
-      }
-      const result = yield* FeeService.calculate(yield* FeeService.validate(request)).pipe(
-        Effect.provide(clientLayer)
-      )
+      // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError,
+      // naming the flag.
+      const request = yield* Effect.gen(function*() {
+        return yield* FeeService.validate({
+          ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: currency(v) }) }),
+          ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: currency(v) }) }),
+          ...(Option.isSome(args.amount) ? yield* amount("source_amount", args.amount.value) : {}),
+          ...(Option.isSome(args.receive) ? yield* amount("destination_amount", args.receive.value) : {}),
+          ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
+        })
+      }).pipe(Effect.mapError(inFlags))
+      const result = yield* FeeService.calculate(request).pipe(Effect.provide(clientLayer))
       const validTill = Option.match(result.valid_till, { onNone: () => "(not given)", onSome: DateTime.formatIso })
       yield* print(args.json, { ...result, valid_till: Option.getOrNull(Option.map(result.valid_till, DateTime.formatIso)) }, () =>
         Render.pairs([
