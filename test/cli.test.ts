@@ -227,7 +227,9 @@ describe("effect-fin (offline commands)", () => {
 
   it("a usage error quotes the argument escaped, a colour code of its own too, in the snapshot tool as well", async () => {
     const result = await cli(["subdivisions", "USA", "--x\u001b]0;owned\u0007\u202e"])
-    expect([result.code, result.stderr.trim()]).toEqual([1, "Received unknown argument: '--x\\u001b]0;owned\\u0007\\u202e'"])
+    // Exit 2, a usage error, as the snapshot tool's: a script tells it from a failed call (1).
+    expect([result.code, result.stderr.trim()]).toEqual([2, "Received unknown argument: '--x\\u001b]0;owned\\u0007\\u202e'"])
+    expect((await cli(["subdivisions"])).code).toBe(2)
     // Not taken out as the parser's own colour would be: the message quotes the argument as given.
     const concealed = await cli(["subdivisions", "USA", "--x\u001b[8mhidden"])
     expect(concealed.stderr.trim()).toBe("Received unknown argument: '--x\\u001b[8mhidden'")

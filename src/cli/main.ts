@@ -488,8 +488,13 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       process.exitCode = 1
     })),
     Effect.catchAll((error) =>
-      // @effect/cli has already printed a usage error (one line, then a blank one); ours are one line with the tag.
-      ValidationError.isValidationError(error) ? Effect.void : Console.error(Render.errorLine(error))
+      // @effect/cli has already printed a usage error (one line, then a blank one): exit 2, as `snapshot` and the
+      // usage errors of most tools, so a script tells it from a failed call (1). Ours are one line with the tag.
+      ValidationError.isValidationError(error)
+        ? Effect.sync(() => {
+          process.exitCode = 2
+        })
+        : Console.error(Render.errorLine(error))
     ),
     (program) =>
       Effect.flatMap(Effect.console, (console) =>
