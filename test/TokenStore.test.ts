@@ -242,21 +242,30 @@ describe("TokenStore", () => {
     }).pipe(withStore(slow, {}))
   })
 
-  it.effect("a token refused just as its fetch ends (stored, not yet handed over) goes to none of the callers waiting", () => {
+  // A store after whose next write `token` is invalidated: a call sent with it meeting a 401 between a fetch's last
+  // step and its hand-over (on a real runtime, where a fiber may yield between any two steps).
+  // `arm` with the provider once it is built.
+  const refusedAsStored = (token: string) => {
     const memory = TokenStore.makeMemory()
     let afterSet: Effect.Effect<void> = Effect.void
     const store: TokenStore.Service = {
       ...memory,
       set: (key, tokens, owner) => Effect.tap(memory.set(key, tokens, owner), () => afterSet)
     }
-    return Effect.gen(function*() {
-      const provider = yield* TokenProvider.TokenProvider
-      // The invalidation of a call sent with token-1 landing between the fetch's last step and its hand-over (on a
-      // real runtime, where a fiber may yield between any two steps).
+    const arm = (provider: TokenProvider.Service) => {
       afterSet = Effect.suspend(() => {
         afterSet = Effect.void
-        return provider.invalidate(Redacted.make("token-1"))
+        return provider.invalidate(Redacted.make(token))
       })
+    }
+    return { store, arm }
+  }
+
+  it.effect("a token refused just as its fetch ends (stored, not yet handed over) goes to none of the callers waiting", () => {
+    const { arm, store } = refusedAsStored("token-1")
+    return Effect.gen(function*() {
+      const provider = yield* TokenProvider.TokenProvider
+      arm(provider)
       const got = yield* Effect.all([provider.get, provider.get, provider.get], { concurrency: "unbounded" })
       expect(got.map(Redacted.value)).toEqual(["token-2", "token-2", "token-2"])
       expect(yield* count("POST /v1/oauth/*")).toBe(2)
@@ -264,12 +273,7 @@ describe("TokenStore", () => {
   })
 
   it.effect("a caller that asks again after a token refused as its fetch ended keeps its deadline", () => {
-    const memory = TokenStore.makeMemory()
-    let afterSet: Effect.Effect<void> = Effect.void
-    const store: TokenStore.Service = {
-      ...memory,
-      set: (key, tokens, owner) => Effect.tap(memory.set(key, tokens, owner), () => afterSet)
-    }
+    const { arm, store } = refusedAsStored("token-1")
     const issuer = FinTest.tokenHandler()
     let issued = 0
     const routes: FinTest.Routes = {
@@ -279,11 +283,7 @@ describe("TokenStore", () => {
       "POST /v1/fee-calculation": fee
     }
     return Effect.gen(function*() {
-      const provider = yield* TokenProvider.TokenProvider
-      afterSet = Effect.suspend(() => {
-        afterSet = Effect.void
-        return provider.invalidate(Redacted.make("token-1"))
-      })
+      arm(yield* TokenProvider.TokenProvider)
       const fiber = yield* Effect.fork(
         Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
       )
