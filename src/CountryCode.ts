@@ -112,10 +112,26 @@ export const validate = (input: unknown): Effect.Effect<CountryCode, RequestVali
     ? Effect.succeed(input)
     : Effect.fail(
       new RequestValidationError({
-        message: `Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")`,
+        message: `Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")${
+          hintFor(input)
+        }`,
         issues: [new Issue({ path: "country", expected: "an ISO 3166-1 alpha-3 country code of the service" })]
       })
     )
+
+const parseHint = "CountryCode.parse reads codes as people type them"
+
+// A code that names a country all the same (alpha-2, or another letter case) is said to, with the way to read it.
+// Only such a code is quoted: two or three ASCII letters of the table, never whatever else was given.
+const hintFor = (input: unknown): string => {
+  if (typeof input !== "string" || !/^[A-Za-z]{2,3}$/.test(input)) return ""
+  const code = input.toUpperCase()
+  const country = code.length === 2 ? toAlpha3Map.get(code) : isCountryCode(code) ? code : undefined
+  if (country === undefined) return ""
+  return code.length === 2
+    ? `; "${input}" is ${country}'s alpha-2 code (CountryCode.fromAlpha2 converts it; ${parseHint})`
+    : `; "${input}" is ${country} in other letters (${parseHint})`
+}
 
 /**
  * Reads a country code as people write it: surrounding spaces and letter case ignored, alpha-2 accepted (`" usa"`,

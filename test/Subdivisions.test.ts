@@ -61,6 +61,17 @@ describe("Subdivisions", () => {
       }
     })
 
+    it("says when a refused code names a country all the same (alpha-2, other letters), quoting only such a code", () => {
+      const messageOf = (input: string) => Either.match(Subdivisions.forCountry(input), { onLeft: (e) => e.message, onRight: () => "" })
+      const base = `Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")`
+      expect(messageOf("US")).toBe(
+        `${base}; "US" is USA's alpha-2 code (CountryCode.fromAlpha2 converts it; CountryCode.parse reads codes as people type them)`
+      )
+      expect(messageOf("fr")).toContain(`"fr" is FRA's alpha-2 code`)
+      expect(messageOf("usa")).toBe(`${base}; "usa" is USA in other letters (CountryCode.parse reads codes as people type them)`)
+      for (const input of ["XX", "XYZ", " US", "u\u017fa", "USAA", "<script>"]) expect(messageOf(input), input).toBe(base)
+    })
+
     it("hands out frozen entries, so no caller can change what the next one sees", () => {
       const usa = right(Subdivisions.forCountry("USA"))
       expect(Object.isFrozen(usa)).toBe(true)
