@@ -17,6 +17,14 @@ import * as SubdivisionService from "./SubdivisionService.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
+ * The options `layer` and `make` take: `FinConfig.Options`, named here too, where a client is made.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Options = FinConfig.Options
+
+/**
  * The services a client layer provides.
  *
  * @since 0.1.0
