@@ -128,8 +128,9 @@ const hintFor = (input: unknown): string => {
   const code = input.toUpperCase()
   const country = code.length === 2 ? toAlpha3Map.get(code) : isCountryCode(code) ? code : undefined
   if (country === undefined) return ""
+  // fromAlpha2 is case-sensitive: it reads "US", not "us".
   return code.length === 2
-    ? `; "${input}" is ${country}'s alpha-2 code (CountryCode.fromAlpha2 converts it; ${parseHint})`
+    ? `; "${input}" is ${country}'s alpha-2 code (${input === code ? "CountryCode.fromAlpha2 converts it; " : ""}${parseHint})`
     : `; "${input}" is ${country} in other letters (${parseHint})`
 }
 

@@ -355,6 +355,17 @@ describe("SubdivisionService", () => {
       [ROUTE]: () => apiBody([{ code: "US-CA", name: " California " }, { code: "US-NY", name: "Cafe\u0301  York" }])
     })))
 
+  // Trimming the end of a name once took time growing with the square of a run of blanks inside it, holding the event
+  // loop (no timeout or deadline could fire): 80 KB took half a minute, a 1 MB name hours. The runner's limit (5 s,
+  // a hang guard: the lookup takes milliseconds) fails it should that come back.
+  it.effect("online: a name with a long run of blanks inside is trimmed and collapsed like any other", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA")
+      expect(result.subdivisions).toEqual([{ code: "US-CA", name: "Cali fornia" }])
+    }).pipe(withMode("online", {
+      [ROUTE]: () => apiBody([{ code: "US-CA", name: `\u200bCali${" \t".repeat(40_000)}fornia \u{e0001}\u00a0` }])
+    })), 5_000)
+
   it.effect("online: fields the interface does not document are dropped whatever they hold, never failing the list", () =>
     Effect.gen(function*() {
       const result = yield* list("USA")

@@ -480,6 +480,16 @@ describe("snapshot-subdivisions", () => {
         expect(yield* readAll(dir)).toEqual(before)
       }))
 
+    it.live("a module path naming the data or meta file is refused before anything is written", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        for (const name of ["subdivisions.json", "subdivisions.meta.json"]) {
+          const error = yield* Effect.flip(run({ ...options(dir), modulePath: Path.join(dir, name) }))
+          expect(error.message).toBe(`cannot write the snapshot: two of its files would be ${Path.join(dir, name)}`)
+          expect(yield* listDir(dir)).toEqual([])
+        }
+      }))
+
     // A source that lost data (an empty file, a country dropped by a bad upstream change) is not a new snapshot.
     it.live("a source listing no subdivisions for a country the snapshot has some for is refused unless allowed", () =>
       Effect.gen(function*() {

@@ -636,6 +636,13 @@ export const writeFilesAtomically = (
     temp: Path.join(Path.dirname(t.path), `.${Path.basename(t.path)}.${process.pid}.tmp`)
   }))
   const cleanup = Effect.promise(() => Promise.all(temps.map((t) => Fs.rm(t.temp, { force: true }))))
+  // Two files for one path (`--module` naming the data or meta file) would share a temporary file: the second would
+  // replace the first's target, then fail its own rename, after "nothing was written".
+  const paths = targets.map((t) => Path.resolve(t.path))
+  const twice = paths.find((path, i) => paths.indexOf(path) !== i)
+  if (twice !== undefined) {
+    return Effect.fail(new SnapshotError({ message: `cannot write the snapshot: two of its files would be ${twice}` }))
+  }
   return Effect.tryPromise({
     try: async () => {
       for (const t of temps) {

@@ -245,8 +245,21 @@ const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined)
  *
  * @internal
  */
-export const comparable = (name: string): string =>
-  name.normalize("NFC").replace(/^[\s\p{Cf}]+|[\s\p{Cf}]+$/gu, "").replace(/\s+/g, " ")
+export const comparable = (name: string): string => {
+  const text = name.normalize("NFC").replace(/^[\s\p{Cf}]+/u, "")
+  // The end trimmed by hand: `[\s\p{Cf}]+$` retries every blank of a run that ends before the text does, so a name of
+  // many blanks inside would take quadratic time (seconds for 100 kB of the 4 MiB an answer may hold).
+  let end = text.length
+  while (end > 0) {
+    const last = text.codePointAt(end - 1)!
+    const size = last >= 0xdc00 && last <= 0xdfff && end >= 2 && text.codePointAt(end - 2)! > 0xffff ? 2 : 1
+    if (!blankOrFormat.test(text.slice(end - size, end))) break
+    end -= size
+  }
+  return text.slice(0, end).replace(/\s+/g, " ")
+}
+
+const blankOrFormat = /^[\s\p{Cf}]$/u
 
 // A code as the API may have mangled it (full-width letters, an invisible character in it), in the snapshot's form.
 const codeForm = (code: string): string => code.normalize("NFKC").replace(/[\s\p{Cf}]/gu, "").toUpperCase()
