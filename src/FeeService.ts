@@ -274,8 +274,15 @@ const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, 
  * @since 0.1.0
  * @category validation
  */
-export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, RequestValidationError> =>
-  Either.match(validateRequest(input, { onExcessProperty: "error" }), {
+export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, RequestValidationError> => {
+  let decoded: ReturnType<typeof validateRequest>
+  try {
+    decoded = validateRequest(input, { onExcessProperty: "error" })
+  } catch (defect) {
+    // A request that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
+    return Effect.die(defect)
+  }
+  return Either.match(decoded, {
     onLeft: (error) => {
       const issues = Issues.fromParseIssue(error.issue)
       return Effect.fail(
@@ -284,6 +291,7 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
     },
     onRight: Effect.succeed
   })
+}
 
 // A quote in other currencies than those asked for, or for another amount (a mixed-up answer, a cache in between), is
 // not this request's. With a beneficiary, the destination currency is its account's, the service's to pick. The amount

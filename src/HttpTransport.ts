@@ -391,16 +391,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
       // send what was not checked, nor trace other values than those sent.
       // (By name rather than spread: a spec's fields may be getters of its class.)
-      const spec = {
-        method: given.method,
-        path: given.path,
-        query: given.query,
-        body: given.body,
-        bodySchema: given.bodySchema,
-        response: given.response,
-        safe: given.safe,
-        name: given.name,
-        check: given.check
+      let spec
+      try {
+        spec = {
+          method: given.method,
+          path: given.path,
+          query: given.query,
+          body: given.body,
+          bodySchema: given.bodySchema,
+          response: given.response,
+          safe: given.safe,
+          name: given.name,
+          check: given.check
+        }
+      } catch (defect) {
+        // A spec that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
+        return Effect.die(defect)
       }
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
       const nameValid = spec.name === undefined ||

@@ -701,7 +701,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now)), pending: Option.none() })
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
           const reason = Option.match(Cause.failureOption(exit.cause), {
-            onNone: () => "interrupted",
+            onNone: () => Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
             onSome: (error) => error._tag
           })
           yield* refreshFailed(reason)
@@ -760,10 +760,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Effect.flatten,
           // So that the time limit holds for a caller in a finalizer too.
           detachedIfUninterruptible,
-          Effect.catchAll((error) =>
-            Effect.flatMap(
+          // A refresh that died (a platform client that threw) is a failed refresh too: the token in hand still
+          // serves; only an interruption (the client shutting down) is passed on as it is.
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(
               Clock.currentTimeMillis,
-              (now) => now < usableUntil && !isRefused(token) ? Effect.succeed(token) : Effect.fail(error)
+              (now) => now < usableUntil && !isRefused(token) ? Effect.succeed(token) : Effect.failCause(cause)
             )
           )
         ))

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as DateTime from "effect/DateTime"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
@@ -257,6 +259,27 @@ describe("FeeService", () => {
       const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(sent.map((request) => request.body)).toContainEqual(input)
     }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+
+  // A request that cannot be read (an immer draft used after its producer returned is a revoked Proxy): nothing is
+  // thrown where the effect is made; running it dies, on the real service and the test one alike.
+  it.effect("a request that cannot be read is a defect of the effect, never an exception where it is made", () =>
+    Effect.gen(function*() {
+      const { proxy, revoke } = Proxy.revocable({ ...quoteRequest }, {})
+      revoke()
+      const unreadable = proxy as FeeService.FeeCalculationRequest
+      const real = yield* FeeService.FeeService
+      const fake = yield* Effect.provide(FeeService.FeeService, FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))
+      const effects: ReadonlyArray<Effect.Effect<unknown, FinError>> = [
+        FeeService.validate(unreadable),
+        real.calculate(unreadable),
+        fake.calculate(unreadable)
+      ]
+      for (const effect of effects) {
+        const exit = yield* Effect.exit(effect)
+        expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      }
+      expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)).toEqual([])
+    }).pipe(provideClient({})))
 
   it.effect("both amounts or no destination: refused by the type when compiled (tsc), and by validate at run time", () =>
     Effect.gen(function*() {

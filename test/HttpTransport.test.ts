@@ -1457,6 +1457,20 @@ describe("HttpTransport", () => {
       expect(attributesOf(yield* spans, "effect-fin.lookup").map((a) => a["url.path"])).toEqual(["/v1/ok", "/v1/ok"])
     }).pipe(provideClient({ "GET /v1/ok": () => FinTest.json(200, {}) })))
 
+  it.effect("a spec that cannot be read (a getter that throws) is a defect of the effect, not an exception where it is made", () =>
+    Effect.gen(function*() {
+      const transport = yield* HttpTransport.HttpTransport
+      const spec = {
+        get method(): "GET" {
+          throw new Error("unreadable")
+        },
+        path: "/v1/ok",
+        response: Schema.Unknown
+      }
+      const exit = yield* Effect.exit(transport.request(spec))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause) && Cause.squash(exit.cause)).toEqual(new Error("unreadable"))
+    }).pipe(provideClient({ "GET /v1/ok": () => FinTest.json(200, {}) })))
+
   it.effect("keeps the request id the service sent", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
@@ -1764,6 +1778,10 @@ describe("HttpTransport", () => {
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "100", "retry-after": "61" }, now)!)).toBe(61000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0", "retry-after": "30" }, now)!)).toBe(30000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "250", "retry-after": "soon" }, now)!)).toBe(250)
+      // Sent twice, one value unreadable: the one that parses counts (the unreadable one does not swallow it).
+      for (const value of ["30, garbage", "30, -1", "garbage, 30", "30, Thu, 01 Jan 2026 00:00:05 GMT", "Thursday, 01-Jan-26 00:00:07 GMT, 30"]) {
+        expect(Duration.toMillis(parseRetryAfter({ "retry-after": value }, now)!), value).toBe(30_000)
+      }
       // Milliseconds are whole ones: less than one is a wait of zero, which keeps the backoff.
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0.001" }, now)!)).toBe(0)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "1.9" }, now)!)).toBe(1)

@@ -230,6 +230,37 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
+  it.effect("an early refresh that dies (a platform client that threw) is a failed refresh too: callers go on with the token", () => {
+    const log = captureLogs()
+    let broken = false
+    const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })
+    const token: FinTest.Handler = (request) => {
+      if (broken) throw new Error("client bug")
+      return issuer(request)
+    }
+    return Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      yield* advance(HOUR - MIN + 10_000)
+      broken = true
+      const callers = yield* Effect.fork(
+        Effect.all(Array.from({ length: 10 }, () => FeeService.calculate(quoteRequest)), { concurrency: "unbounded" })
+      )
+      yield* advance(5_000)
+      expect(yield* Fiber.join(callers)).toHaveLength(10)
+      const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
+      expect(new Set(bearers)).toEqual(new Set(["Bearer token-1"]))
+      const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("defect")
+      // Past its usable time, the defect reaches the caller: a bug is not turned into a typed error.
+      yield* advance(40_000)
+      const late = yield* Effect.fork(Effect.exit(FeeService.calculate(quoteRequest)))
+      yield* advance(5_000)
+      const exit = yield* Fiber.join(late)
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+    }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
+  })
+
   it.effect("callers waiting on a refresh that fails do not get back a token invalidated meanwhile", () => {
     let down = false
     const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })

@@ -270,9 +270,10 @@ const parseHttpDate = (value: string, nowMillis: number): number => {
 }
 
 // A header sent twice reaches us joined with ", " ("2, 2"): split there, but not at the comma inside an HTTP date
-// ("Wed, 21 Oct 2015 ..."), which is followed by the day of the month, not by a whole value or a day name.
+// ("Wed, 21 Oct 2015 ...", "Wednesday, 21-Oct-15 ..."), which is followed by the day, month and year; a value that
+// parses is kept whatever the other says ("30, garbage" waits 30 s).
 const headerValues = (value: string): ReadonlyArray<string> =>
-  value.split(/,\s*(?=[\d.]+\s*(?:,|$)|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun))/).map((part) => part.trim())
+  value.split(/,(?!\s*\d{2}[ -][A-Za-z]{3}[ -]\d{2,4}\b)\s*/).map((part) => part.trim())
 
 // The longest wait of the values that parse; none when none does.
 const longestWait = (
