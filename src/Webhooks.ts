@@ -38,6 +38,7 @@ import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
+import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as Redact from "./internal/redact.js"
 import * as Timestamps from "./internal/timestamp.js"
@@ -1249,6 +1250,10 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
   const maxEntries = checkedMaxEntries(options)
   const handledEvents = expiringMap<{ readonly expiresAt: number }>(maxEntries)
   const references = expiringMap<{ readonly createdAt: number; readonly expiresAt: number }>(maxEntries)
+  // Times are monotonic (as the handler's renewals are): a wall clock stepped forward would otherwise expire every
+  // live claim at once, and a redelivery would run beside its handler. Whole milliseconds, so that a lifetime
+  // (expiresAt - now) is exact and entries of one TTL share one list.
+  const currentMillis = Effect.map(Monotonic.millis, Math.floor)
   // Claims are never evicted before they expire: one lives only while its handler runs (so their number is that of
   // the deliveries in progress), and dropping a live one would let a duplicate of its event, or a second event of
   // its resource, run beside it.
@@ -1266,7 +1271,7 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
   }
   return {
     claim: (eventId, referenceId, ttl) =>
-      Effect.map(Clock.currentTimeMillis, (now): Claim => {
+      Effect.map(currentMillis, (now): Claim => {
         if (handledEvents.get(eventId, now) !== undefined) return { _tag: "Done" }
         if (eventClaims.get(eventId, now) !== undefined) return { _tag: "InProgress" }
         if (referenceClaims.get(referenceId, now) !== undefined) return { _tag: "ReferenceBusy" }
@@ -1276,7 +1281,7 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
         return { _tag: "Claimed", token: claimed.token }
       }),
     complete: (eventId, token, handled, ttl) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.flatMap(currentMillis, (now) => {
         // An event another delivery has claimed since (this claim lapsed) is left to that delivery to mark.
         const claimed = eventClaims.get(eventId, now)
         if (claimed === undefined || claimed.token === token) {
@@ -1301,7 +1306,7 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
         )
       }),
     renew: (eventId, referenceId, token, ttl) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
+      Effect.map(currentMillis, (now) => {
         if (!holds(eventClaims, eventId, token, now) || !holds(referenceClaims, referenceId, token, now)) return false
         const claimed = { token, expiresAt: now + Duration.toMillis(ttl) }
         eventClaims.set(eventId, claimed, now)
@@ -1309,10 +1314,10 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
         return true
       }),
     release: (eventId, referenceId, token) =>
-      Effect.map(Clock.currentTimeMillis, (now) => drop(eventId, referenceId, token, now)),
+      Effect.map(currentMillis, (now) => drop(eventId, referenceId, token, now)),
     lastHandled: (key) =>
       Effect.map(
-        Clock.currentTimeMillis,
+        currentMillis,
         (now) => Option.map(Option.fromNullable(references.get(key, now)), (r) => r.createdAt)
       )
   }
@@ -1759,10 +1764,10 @@ const makeApp = <const H extends object>(
     restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   ) =>
     Effect.gen(function*() {
-      const started = yield* Clock.currentTimeMillis
+      const started = yield* Monotonic.millis
       let pause = firstPollMillis
       while (true) {
-        const sentAt = yield* Clock.currentTimeMillis
+        const sentAt = yield* Monotonic.millis
         const claim = yield* store.claim(eventId, referenceId, claimTtl)
         if (claim._tag !== "ReferenceBusy" || sentAt - started >= referenceWait) return { claim, sentAt }
         yield* restore(Effect.sleep(pause))
@@ -1770,8 +1775,9 @@ const makeApp = <const H extends object>(
       }
     })
 
-  // Renews a claim every third of its TTL for as long as it runs; fails once the claim is gone, or once it has
-  // expired (counted from when the last successful renewal was sent) while the store could not be reached.
+  // Renews a claim every third of its TTL for as long as it runs; fails once the claim is gone, or once it has expired
+  // (counted from when the last successful renewal was sent) while the store could not be reached. On monotonic time,
+  // as its timers: a wall clock set back would keep the handler running past its claim, one set forward stop it early.
   // The handler stops a tenth of the claim's time before the claim could lapse, whatever its renewals do (a store that
   // fails, or one that does not answer): from then on a redelivery may claim the event, and must not run beside it.
   const claimMargin = claimMillis / 10
@@ -1789,10 +1795,10 @@ const makeApp = <const H extends object>(
       while (true) {
         // Every third of the claim's time, and sooner as its end nears (half of what is left), so that a renewal that
         // failed or was slow leaves time for another; with no time left for one, the handler stops.
-        const wait = Math.min(claimMillis / 3, (stopAt - (yield* Clock.currentTimeMillis)) / 2)
+        const wait = Math.min(claimMillis / 3, (stopAt - (yield* Monotonic.millis)) / 2)
         if (wait < claimMillis / 30) return yield* Effect.fail(unrenewed)
         yield* Effect.sleep(wait)
-        const sentAt = yield* Clock.currentTimeMillis
+        const sentAt = yield* Monotonic.millis
         if (sentAt >= stopAt) return yield* Effect.fail(unrenewed)
         const renewed = yield* store.renew(eventId, referenceId, token, claimTtl).pipe(
           Effect.either,
@@ -1867,12 +1873,13 @@ const makeApp = <const H extends object>(
             userHandler === undefined
               ? Effect.void
               // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
-              // a handler that throws before returning its effect fails here too, and frees its claim.
+              // a handler that throws before returning its effect fails here too, and frees its claim. Scoped here: what
+              // it acquires is released before its event is marked handled or released (and its resource freed).
               : Effect.raceFirst(
-                Effect.timeoutFail(Effect.interruptible(Effect.suspend(() => userHandler(event, { stale }))), {
-                  duration: handlerTimeout,
-                  onTimeout: timedOut
-                }),
+                Effect.timeoutFail(
+                  Effect.interruptible(Effect.scoped(Effect.suspend(() => userHandler(event, { stale })))),
+                  { duration: handlerTimeout, onTimeout: timedOut }
+                ),
                 Effect.interruptible(keepClaim(store, event.id, referenceId, claim.token, sentAt))
               )
           )

@@ -30,7 +30,7 @@ import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
-import { captureLogs, defectOf, documentedWebhookBody } from "./support.js"
+import { captureLogs, defectOf, documentedWebhookBody, withWallClockSetBack } from "./support.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
@@ -965,6 +965,72 @@ describe("Webhooks.handler", () => {
       expect(JSON.parse(olderAnswer.body)).toEqual({ outcome: "stale" })
       expect(yield* seen).toEqual(["REJECTED", "ACTIVE"])
     }))
+
+  // The handler's own scope closes inside its run: what it acquired (a transaction committed in a release, say) is
+  // released before its event is marked handled, or its claim given up, so nothing of its resource runs meanwhile.
+  it.live("a handler's resources are released before its event is marked or freed: the next event of its resource waits", () =>
+    Effect.gen(function*() {
+      const steps: Array<string> = []
+      const step = (line: string) => Effect.sync(() => void steps.push(line))
+      const releasing = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        complete: (eventId, ...rest) => Effect.zipRight(step(`complete ${eventId}`), memory.complete(eventId, ...rest)),
+        release: (eventId, ...rest) => Effect.zipRight(step(`release ${eventId}`), memory.release(eventId, ...rest))
+      }
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        handlers: {
+          "beneficiary.status": (event) =>
+            Effect.acquireRelease(step(`${event.id} begin`), () =>
+              event.id === "e-1"
+                ? Effect.zipRight(Deferred.succeed(releasing, undefined), Deferred.await(gate)).pipe(
+                  Effect.zipRight(step("e-1 released"))
+                )
+                : step(`${event.id} released`)).pipe(Effect.zipRight(event.id === "e-1" ? Effect.fail("boom") : Effect.void))
+        }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z" }))))
+      yield* Deferred.await(releasing)
+      const second = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" }))))
+      yield* Effect.sleep("100 millis")
+      expect(Option.isNone(yield* Fiber.poll(second))).toBe(true)
+      yield* Deferred.succeed(gate, undefined)
+      expect((yield* Fiber.join(first)).status).toBe(500)
+      expect((yield* Fiber.join(second)).status).toBe(200)
+      expect(steps).toEqual(["e-1 begin", "e-1 released", "release e-1", "e-2 begin", "e-2 released", "complete e-2"])
+    }))
+
+  // Claims are kept on monotonic time: a wall clock stepped forward (an NTP step, a virtual machine resumed) neither
+  // stops a handler whose claim is alive nor lapses the claim.
+  it.live("a wall clock stepped forward during a handler neither stops it nor frees its event for a redelivery", () =>
+    withWallClockSetBack((setBack) =>
+      Effect.gen(function*() {
+        let runs = 0
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          claimTtl: "1 second",
+          handlers: {
+            "beneficiary.status": () =>
+              Effect.suspend(() => {
+                runs++
+                setBack(-3_600_000)
+                return Effect.sleep("1200 millis")
+              })
+          }
+        }))
+        const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+        yield* Effect.sleep("600 millis")
+        const redelivery = yield* send(handle, yield* signedPost(currentBody))
+        expect([redelivery.status, JSON.parse(redelivery.body)]).toEqual([409, { outcome: "in_progress" }])
+        const answer = yield* Fiber.join(first)
+        expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+        expect(runs).toBe(1)
+      })
+    ), 10_000)
 
   it.live("answers 409 reference_busy when the resource stays busy past referenceWait; the redelivery is then stale", () =>
     Effect.gen(function*() {
