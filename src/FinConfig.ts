@@ -30,14 +30,14 @@ export interface Options {
   readonly environment?: Environment | undefined
   /**
    * Overrides `environment` (a proxy, the emulator), but not with the other environment's address when `environment`
-   * is given too (a `ConfigError`); https required unless the host is loopback.
+   * is given too (a `ConfigError`); https required unless the host is loopback; no credentials, query or fragment.
    */
   readonly baseUrl?: string | undefined
   /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */
   readonly timeout?: DurationOption | undefined
   /** Whole call, retries and waits included. Default 60 s. */
   readonly deadline?: DurationOption | undefined
-  /** Default 2 (3 attempts); 0 disables. The 401 refresh-retry is extra. */
+  /** A whole number from 0 to 10; default 2 (3 attempts); 0 disables. The 401 refresh-retry is extra. */
   readonly maxRetries?: number | undefined
   /** Longest `Retry-After` honoured (also capped by what is left of the deadline). Default 60 s. */
   readonly maxRetryAfter?: DurationOption | undefined

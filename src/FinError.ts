@@ -187,6 +187,8 @@ export const WebhookFailureReason = Schema.Literal(
 )
 
 /**
+ * Why a webhook delivery was refused: the `reason` of a `WebhookVerificationError`.
+ *
  * @since 0.1.0
  * @category models
  */

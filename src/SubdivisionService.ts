@@ -51,7 +51,8 @@ export type { InvalidEntry } from "./internal/subdivisions.js"
 /**
  * The snapshot measured against the API for one country: `missing` are codes the API lists and the snapshot lacks,
  * `extra` are codes only the snapshot has, `renamed` are codes both have under different names, `invalid` are API
- * entries left out of the comparison (a malformed code, another country's code, no name, or a code listed twice).
+ * entries left out of the comparison (a malformed code, another country's code, no name, an unprintable name, or a
+ * code listed twice).
  *
  * @since 0.1.0
  * @category models

@@ -72,6 +72,8 @@ export const algorithmHeader = "x-fin-signature-algorithm"
 export const algorithms = ["sha256", "sha384", "sha512"] as const
 
 /**
+ * A signature algorithm `verify` accepts (`x-fin-signature-algorithm`) and `sign` uses; one of `algorithms`.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -570,6 +572,8 @@ export const documentedEventTypes = [
 ] as const
 
 /**
+ * An event type the service documents; one of `documentedEventTypes`.
+ *
  * @since 0.1.0
  * @category models
  */

@@ -364,7 +364,9 @@ export const servesUntilStopped = (args: ReadonlyArray<string>): boolean =>
   args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "--log-level") === "emulator"
 
 /**
- * The `effect-fin` command and its subcommands.
+ * The `effect-fin` command and its subcommands: `quote`, `subdivisions`, `webhook verify`, `emulator`. `snapshot` and
+ * `cross-check` (named in its description) are not among them: `run` dispatches those before this parser sees them,
+ * so a program that mounts `command` itself does not get them.
  *
  * @since 0.1.0
  * @category commands

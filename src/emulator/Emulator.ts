@@ -50,6 +50,8 @@ import type { Delivery as WebhookDelivery } from "./internal/webhook.js"
 export const routeNames: typeof model.routeNames = model.routeNames
 
 /**
+ * A route of the emulator a fault rule can target; one of `routeNames`.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -72,6 +74,8 @@ export type RouteName = model.RouteName
 export const faultKinds: typeof model.faultKinds = model.faultKinds
 
 /**
+ * A fault the emulator can inject; one of `faultKinds`.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -308,7 +312,7 @@ export interface Service {
   readonly expireTokens: (options?: { readonly refresh?: boolean | undefined }) => Effect.Effect<number>
   /** Registers the webhook target. */
   readonly registerWebhook: (url: string) => Effect.Effect<void, EmulatorError>
-  /** Sends one signed `beneficiary.status` event and returns the receiver's status. */
+  /** Sends one signed `beneficiary.status` event; returns the receiver's status and the start of its answer. */
   readonly sendWebhook: (request?: WebhookRequest) => Effect.Effect<WebhookDelivery, EmulatorError>
 }
 

@@ -441,7 +441,7 @@ export const decodeRows = (
   )
 
 /**
- * Case, diacritics and punctuation folded: `"São Paulo"` -> `"sao paulo"`, `"Ra’s al Khaymah"` ->
+ * Case and diacritics folded, apostrophes dropped, other punctuation a space: `"São Paulo"` -> `"sao paulo"`, `"Ra’s al Khaymah"` ->
  * `"ras al khaymah"`, `"Escaldes-Engordany"` -> `"escaldes engordany"`.
  */
 export const normalize = (text: string): string => {
