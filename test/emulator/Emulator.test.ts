@@ -575,9 +575,12 @@ describe("Emulator", () => {
           "faults[0].status: a whole number from 400 to 599"
         )
         expect(yield* bad("/__emulator/faults", { faults: [{ kind: "explode" }] })).toContain("faults[0].kind")
-        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "stall", route: "GET /v2/x" }] })).toContain(
-          "faults[0].route"
-        )
+        // One problem for a route not in the list, not one per route it is not.
+        const route = yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [{ kind: "stall", route: "GET /v2/x" }] } })
+        expect((route.json as { errors: unknown }).errors).toEqual([{
+          path: "faults[0].route",
+          message: `"*" or one of ${Emulator.routeNames.map((name) => JSON.stringify(name)).join(", ")}`
+        }])
         expect(yield* bad("/__emulator/faults", { faults: [{ kind: "stall", retry_after: 1 }] })).toContain(
           "retry_after"
         )

@@ -19,9 +19,13 @@ export const routeNames = [
 /** A faultable route, as `METHOD /path`. */
 export type RouteName = typeof routeNames[number]
 
+const routeChoices = `"*" or one of ${routeNames.map((r) => JSON.stringify(r)).join(", ")}`
+
 /** A route of `routeNames`, or `*` for all of them (admin routes are never faulted). */
 const RouteSelector = Schema.Literal("*", ...routeNames).annotations({
-  title: `"*" or one of ${routeNames.map((r) => JSON.stringify(r)).join(", ")}`
+  title: routeChoices,
+  // One message for the whole choice, not one per route.
+  message: () => ({ message: routeChoices, override: true })
 })
 
 /** The kinds of fault a rule can inject. */
