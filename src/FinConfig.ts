@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Redacted from "effect/Redacted"
 import * as Durations from "./internal/duration.js"
+import * as Loopback from "./internal/loopback.js"
 import * as OptionNames from "./internal/optionNames.js"
 import { version } from "./internal/version.js"
 
@@ -131,9 +132,6 @@ export class FinConfig extends Context.Tag("effect-fin/FinConfig")<FinConfig, Re
 
 const invalid = (path: string, message: string) => ConfigError.InvalidData([path], message)
 
-const isLoopback = (hostname: string): boolean =>
-  hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname)
-
 const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigError> => {
   let url: URL
   try {
@@ -147,7 +145,7 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   if (url.search !== "" || url.hash !== "") {
     return Either.left(invalid("baseUrl", "baseUrl must not have a query or fragment"))
   }
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url.hostname))) {
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && Loopback.isLoopback(url.hostname))) {
     return Either.left(invalid("baseUrl", `baseUrl must use https (plain http is allowed only on loopback)`))
   }
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))

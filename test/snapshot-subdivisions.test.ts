@@ -549,6 +549,37 @@ describe("snapshot-subdivisions", () => {
         expect(missing.message).toContain(`http://127.0.0.1:${port}/other/iso_3166-1.json: cannot fetch (HTTP 404)`)
       }).pipe(Effect.scoped))
 
+    // What a download reads becomes the offline data, and a run in CI must end: TLS off loopback, a time and a size
+    // limit (a larger body refused as it arrives).
+    it.live("a download is refused over plain http off loopback, past its time limit, or past its size", () =>
+      Effect.gen(function*() {
+        const server = Http.createServer((req, res) => {
+          if (req.url?.startsWith("/slow/")) return // never answers
+          res.writeHead(200, { "content-type": "application/json" })
+          // No Content-Length: the limit is met while reading.
+          res.write("[")
+          res.end(`${"0,".repeat(600)}0]`)
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))),
+          () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+        )
+        yield* Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
+        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        const dir = yield* tempDir()
+        const failure = (location: string) =>
+          Effect.map(
+            Effect.flip(run(options(dir, fromIsoCodes(location, "x", { timeout: "300 millis", maxBytes: 1_000 })))),
+            (error) => error.message
+          )
+        expect(yield* failure("http://iso-codes.example/4.20")).toBe(
+          "http://iso-codes.example/4.20/iso_3166-1.json: plain http is read only on loopback; use https"
+        )
+        expect(yield* failure(`${base}/slow`)).toBe(`${base}/slow/iso_3166-1.json: not read within 300ms`)
+        expect(yield* failure(`${base}/big`)).toBe(`${base}/big/iso_3166-1.json: cannot fetch (larger than 1000 bytes)`)
+        expect(yield* listDir(dir)).toEqual([])
+      }).pipe(Effect.scoped))
+
     it.live("fromApi builds the same structure from per-country lists", () =>
       Effect.gen(function*() {
         const previous: Snapshot = { USA: [entry("US-CA", "California")] }

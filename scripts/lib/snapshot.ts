@@ -6,6 +6,7 @@
  * `SnapshotError`. Nothing here is part of the library: the library only sees the generated files.
  */
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -14,6 +15,7 @@ import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import * as CountryCode from "../../src/CountryCode.js"
 import { fromParseIssue, summarize } from "../../src/internal/issues.js"
+import * as Loopback from "../../src/internal/loopback.js"
 import * as Timestamp from "../../src/internal/timestamp.js"
 import {
   compareEntries,
@@ -450,18 +452,57 @@ export interface SnapshotSource<R = never> {
 
 const isUrl = (location: string): boolean => /^https?:\/\//i.test(location)
 
+/**
+ * Limits of a source read over http(s): what it reads becomes the data every lookup falls back on, and a run in CI
+ * must end. Defaults: 60 seconds for each file, whole, and 64 MiB (iso_3166-2.json is about 0.5 MB).
+ */
+export interface DownloadLimits {
+  readonly timeout?: Duration.DurationInput | undefined
+  readonly maxBytes?: number | undefined
+}
+
+// The body, up to `maxBytes`: a larger one fails as it arrives, never buffered whole.
+const boundedText = async (response: Response, maxBytes: number): Promise<string> => {
+  const declared = Number(response.headers.get("content-length") ?? Number.NaN)
+  if (declared > maxBytes) throw new Error(`larger than ${maxBytes} bytes`)
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  const reader = response.body?.getReader()
+  for (let read = await reader?.read(); read !== undefined && !read.done; read = await reader?.read()) {
+    size += read.value.byteLength
+    if (size > maxBytes) {
+      await reader?.cancel()
+      throw new Error(`larger than ${maxBytes} bytes`)
+    }
+    chunks.push(read.value)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
 /** Reads one file of a folder or an http(s) base URL as text. */
-export const readSourceFile = (location: string, file: string): Effect.Effect<string, SnapshotError> => {
+export const readSourceFile = (
+  location: string,
+  file: string,
+  limits: DownloadLimits = {}
+): Effect.Effect<string, SnapshotError> => {
   if (isUrl(location)) {
-    const url = new URL(file, location.endsWith("/") ? location : `${location}/`).toString()
+    const url = new URL(file, location.endsWith("/") ? location : `${location}/`)
+    // Over a network only with TLS: a file changed on the way would become the offline data.
+    if (url.protocol !== "https:" && !Loopback.isLoopback(url.hostname)) {
+      return Effect.fail(new SnapshotError({ message: `${url}: plain http is read only on loopback; use https` }))
+    }
+    const timeout = limits.timeout ?? "60 seconds"
     return Effect.tryPromise({
       try: async (signal) => {
         const response = await fetch(url, { signal })
         if (!response.ok) throw new Error(`HTTP ${response.status}`)
-        return await response.text()
+        return await boundedText(response, limits.maxBytes ?? 64 * 1024 * 1024)
       },
       catch: (e) => new SnapshotError({ message: `${url}: cannot fetch (${errorText(e)})` })
-    })
+    }).pipe(Effect.timeoutFail({
+      duration: timeout,
+      onTimeout: () => new SnapshotError({ message: `${url}: not read within ${Duration.format(timeout)}` })
+    }))
   }
   const path = Path.join(location, file)
   return Effect.tryPromise({
@@ -483,15 +524,15 @@ const recordedLocation = (location: string): string => {
     : location
 }
 
-/** Debian iso-codes' `iso_3166-1.json` and `iso_3166-2.json` in a folder or under an http(s) base URL. */
-export const fromIsoCodes = (location: string, version: string): SnapshotSource => ({
+/** Debian iso-codes' `iso_3166-1.json` and `iso_3166-2.json` in a folder or under an http(s) base URL (within `limits`). */
+export const fromIsoCodes = (location: string, version: string, limits?: DownloadLimits): SnapshotSource => ({
   source: "iso-codes",
   location: recordedLocation(location),
   version,
   load: Effect.gen(function*() {
     // One after the other: with both missing, the error always names the first.
-    const text1 = yield* readSourceFile(location, files.iso31661)
-    const text2 = yield* readSourceFile(location, files.iso31662)
+    const text1 = yield* readSourceFile(location, files.iso31661, limits)
+    const text2 = yield* readSourceFile(location, files.iso31662, limits)
     const label = (file: string) =>
       isUrl(location) ? new URL(file, `${location.replace(/\/$/, "")}/`).toString() : Path.join(location, file)
     const iso31661 = yield* parseJsonText(text1, label(files.iso31661))

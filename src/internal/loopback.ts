@@ -1,0 +1,8 @@
+/**
+ * Whether a URL's hostname is this machine's loopback: the one place plain http is allowed (the emulator, a local
+ * copy of a source), since nothing sent there crosses a network.
+ *
+ * @internal
+ */
+export const isLoopback = (hostname: string): boolean =>
+  hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname)
