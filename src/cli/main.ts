@@ -398,49 +398,6 @@ const printableValue = (value: unknown): unknown =>
   typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
 
 /**
- * `console` with what its `log` and `error` print, its `unsafe` ones too (where the logger writes), made printable
- * (`internal/printable`'s `screen`): @effect/cli's usage errors quote the arguments as given, control characters
- * included, and a logged cause is the errors' own text. An argument of `argv` quoted is escaped whole, a colour code
- * of its own too (`screen` could not tell it from the parser's). The colour codes are taken out for an output that is
- * not a terminal (`colour` off for it). Everything else is the console's own, bound to it (a console may be a class,
- * with getters and private state).
- *
- * @internal
- */
-export const printableConsole = (
-  console: Console.Console,
-  colour: { readonly out: boolean; readonly err: boolean },
-  argv: ReadonlyArray<string> = []
-): Console.Console => printableMethods(console, colour, argv, true)
-
-const printableMethods = <C extends object>(
-  console: C,
-  colour: { readonly out: boolean; readonly err: boolean },
-  argv: ReadonlyArray<string>,
-  unsafeToo: boolean
-): C => {
-  const printable = (on: boolean) => (args: ReadonlyArray<unknown>): Array<unknown> =>
-    args.map((arg) => typeof arg === "string" ? Printable.screen(Printable.quoting(arg, argv), on) : arg)
-  const out = printable(colour.out)
-  const err = printable(colour.err)
-  const call = (key: string, args: Array<unknown>): unknown =>
-    (Reflect.get(console, key, console) as (...args: ReadonlyArray<unknown>) => unknown).apply(console, args)
-  // Over an empty object, not the console itself: a frozen console's methods could only be handed out unchanged.
-  return new Proxy({} as C, {
-    get: (_, key) => {
-      if (key === "log") return (...args: ReadonlyArray<unknown>) => call("log", out(args))
-      if (key === "error") return (...args: ReadonlyArray<unknown>) => call("error", err(args))
-      const value: unknown = Reflect.get(console, key, console)
-      if (key === "unsafe" && unsafeToo && typeof value === "object" && value !== null) {
-        return printableMethods(value, colour, argv, false)
-      }
-      return typeof value === "function" ? value.bind(console) : value
-    },
-    has: (_, key) => key in console
-  })
-}
-
-/**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
  *
  * @since 0.1.0
@@ -502,7 +459,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       Effect.flatMap(Effect.console, (console) =>
         Effect.withConsole(
           program,
-          printableConsole(console, { out: colour(process.stdout), err: colour(process.stderr) }, args)
+          Render.printableConsole(console, { out: colour(process.stdout), err: colour(process.stderr) }, args)
         ))
   )
 }

@@ -3,6 +3,7 @@
  *
  * @internal
  */
+import type * as Console from "effect/Console"
 import * as ConfigError from "effect/ConfigError"
 import * as Predicate from "effect/Predicate"
 import * as FinError from "../FinError.js"
@@ -71,4 +72,45 @@ const errorText = (error: unknown): string => {
     return `effect-fin: ${error._tag}: ${(message === "" ? cause : message).split("\n")[0]}`
   }
   return `effect-fin: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`
+}
+
+/**
+ * `console` with what its `log` and `error` print, its `unsafe` ones too (where the logger writes), made printable
+ * (`internal/printable`'s `screen`): @effect/cli's usage errors quote the arguments as given, control characters
+ * included, and a logged cause is the errors' own text. An argument of `argv` quoted is escaped whole, a colour code
+ * of its own too (`screen` could not tell it from the parser's). The colour codes are taken out for an output that is
+ * not a terminal (`colour` off for it). Everything else is the console's own, bound to it (a console may be a class,
+ * with getters and private state).
+ */
+export const printableConsole = (
+  console: Console.Console,
+  colour: { readonly out: boolean; readonly err: boolean },
+  argv: ReadonlyArray<string> = []
+): Console.Console => printableMethods(console, colour, argv, true)
+
+const printableMethods = <C extends object>(
+  console: C,
+  colour: { readonly out: boolean; readonly err: boolean },
+  argv: ReadonlyArray<string>,
+  unsafeToo: boolean
+): C => {
+  const printable = (on: boolean) => (args: ReadonlyArray<unknown>): Array<unknown> =>
+    args.map((arg) => typeof arg === "string" ? Printable.screen(Printable.quoting(arg, argv), on) : arg)
+  const out = printable(colour.out)
+  const err = printable(colour.err)
+  const call = (key: string, args: Array<unknown>): unknown =>
+    (Reflect.get(console, key, console) as (...args: ReadonlyArray<unknown>) => unknown).apply(console, args)
+  // Over an empty object, not the console itself: a frozen console's methods could only be handed out unchanged.
+  return new Proxy({} as C, {
+    get: (_, key) => {
+      if (key === "log") return (...args: ReadonlyArray<unknown>) => call("log", out(args))
+      if (key === "error") return (...args: ReadonlyArray<unknown>) => call("error", err(args))
+      const value: unknown = Reflect.get(console, key, console)
+      if (key === "unsafe" && unsafeToo && typeof value === "object" && value !== null) {
+        return printableMethods(value, colour, argv, false)
+      }
+      return typeof value === "function" ? value.bind(console) : value
+    },
+    has: (_, key) => key in console
+  })
 }
