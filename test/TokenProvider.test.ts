@@ -261,6 +261,30 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
+  it.effect("an early refresh interrupted by the client's shutdown interrupts its waiter, rather than handing out the token", () => {
+    const log = captureLogs()
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        FinTest.layerClient({
+          "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+          "POST /v1/oauth/refresh-token": () => FinTest.stall
+        }),
+        scope
+      )
+      const provider = Context.get(context, TokenProvider.TokenProvider)
+      yield* provider.get
+      yield* advance(HOUR - MIN + 10_000)
+      const waiter = yield* Effect.fork(Effect.exit(provider.get))
+      yield* advance(100)
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.join(waiter))).toBe(true)
+      const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("interrupted")
+    }).pipe(Effect.provide(log.layer))
+  })
+
   it.effect("callers waiting on a refresh that fails do not get back a token invalidated meanwhile", () => {
     let down = false
     const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })

@@ -1032,6 +1032,61 @@ describe("Webhooks.handler", () => {
       })
     ), 10_000)
 
+  it.live("the timeout bounds a handler's work, not its release: one done in time whose commit takes longer is handled", () =>
+    Effect.gen(function*() {
+      let commits = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlerTimeout: "300 millis",
+        handlers: {
+          "beneficiary.status": () =>
+            Effect.zipRight(
+              Effect.acquireRelease(Effect.void, () => Effect.zipRight(Effect.sleep("400 millis"), Effect.sync(() => commits++))),
+              Effect.sleep("50 millis")
+            )
+        }
+      }))
+      const first = yield* send(handle, yield* signedPost(currentBody))
+      expect([first.status, JSON.parse(first.body)]).toEqual([200, { outcome: "handled" }])
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
+      expect(commits).toBe(1)
+    }))
+
+  it.live("a wall clock set back before a delivery, or stepped while it waits for its resource, changes none of its times", () =>
+    withWallClockSetBack((setBack) =>
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          claimTtl: "1 second",
+          referenceWait: "5 seconds",
+          handlers: {
+            "beneficiary.status": (event) =>
+              event.id === "e-1"
+                ? Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate))
+                : Effect.sleep("300 millis")
+          }
+        }))
+        const other = makeBody({ id: "e-0", referenceId: "another-beneficiary" })
+        setBack(3_600_000)
+        // Its claim's first renewal is due by monotonic time, not an hour late.
+        const alone = yield* send(handle, yield* signedPost(other))
+        expect([alone.status, JSON.parse(alone.body)]).toEqual([200, { outcome: "handled" }])
+        const first = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z" }))))
+        yield* Deferred.await(started)
+        const second = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" }))))
+        yield* Effect.sleep("200 millis")
+        // Two hours forward while it waits: its referenceWait has not run out.
+        setBack(-3_600_000)
+        yield* Effect.sleep("300 millis")
+        yield* Deferred.succeed(gate, undefined)
+        expect((yield* Fiber.join(first)).status).toBe(200)
+        const answer = yield* Fiber.join(second)
+        expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+      })
+    ), 15_000)
+
   it.live("answers 409 reference_busy when the resource stays busy past referenceWait; the redelivery is then stale", () =>
     Effect.gen(function*() {
       const { handle, handler } = yield* gatedHandler({ referenceWait: "100 millis" })

@@ -20,11 +20,13 @@ import {
   fromApi,
   fromIsoCodes,
   generatedModule,
+  readSourceFile,
   run,
   type RunOptions,
   type Snapshot,
   serializeSnapshot,
-  SnapshotMeta
+  SnapshotMeta,
+  writeFilesAtomically
 } from "../scripts/lib/snapshot.js"
 
 const inputs = "data/iso-codes-4.20"
@@ -488,6 +490,14 @@ describe("snapshot-subdivisions", () => {
           expect(error.message).toBe(`cannot write the snapshot: two of its files would be ${Path.join(dir, name)}`)
           expect(yield* listDir(dir)).toEqual([])
         }
+        // One file under two spellings of its path.
+        const absolute = Path.join(dir, "subdivisions.json")
+        const twice = yield* Effect.flip(writeFilesAtomically([
+          { path: absolute, content: "data" },
+          { path: Path.relative(process.cwd(), absolute), content: "module" }
+        ]))
+        expect(twice.message).toBe(`cannot write the snapshot: two of its files would be ${absolute}`)
+        expect(yield* listDir(dir)).toEqual([])
       }))
 
     // A source that lost data (an empty file, a country dropped by a bad upstream change) is not a new snapshot.
@@ -554,9 +564,17 @@ describe("snapshot-subdivisions", () => {
     it.live("a download is refused over plain http off loopback, past its time limit, or past its size", () =>
       Effect.gen(function*() {
         const server = Http.createServer((req, res) => {
-          if (req.url?.startsWith("/slow/")) return // never answers
-          res.writeHead(200, { "content-type": "application/json" })
+          const url = req.url ?? ""
+          if (url.startsWith("/slow/")) return // never answers
+          if (url.startsWith("/half/") && url.endsWith("iso_3166-2.json")) return // the second file never comes
+          // Plain http off loopback as far as the rule goes (an IPv4-mapped address), without leaving the machine.
+          if (url.startsWith("/moved/")) return void res.writeHead(302, { location: `http://[::ffff:127.0.0.1]:${port}/x` }).end()
+          // A Content-Length over the limit is refused before the body comes (its 10 bytes, then nothing).
+          if (url.startsWith("/declared/")) return void res.writeHead(200, { "content-length": "5000" }).write("x".repeat(10))
+          if (url.startsWith("/exact/")) return void res.writeHead(200).end("x".repeat(1_000))
+          if (url.startsWith("/half/")) return void res.writeHead(200).end("{}")
           // No Content-Length: the limit is met while reading.
+          res.writeHead(200, { "content-type": "application/json" })
           res.write("[")
           res.end(`${"0,".repeat(600)}0]`)
         })
@@ -565,18 +583,24 @@ describe("snapshot-subdivisions", () => {
           () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
         )
         yield* Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections()))
-        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        const port = (server.address() as AddressInfo).port
+        const base = `http://127.0.0.1:${port}`
         const dir = yield* tempDir()
+        const limits = { timeout: "300 millis", maxBytes: 1_000 } as const
         const failure = (location: string) =>
-          Effect.map(
-            Effect.flip(run(options(dir, fromIsoCodes(location, "x", { timeout: "300 millis", maxBytes: 1_000 })))),
-            (error) => error.message
-          )
+          Effect.map(Effect.flip(run(options(dir, fromIsoCodes(location, "x", limits)))), (error) => error.message)
         expect(yield* failure("http://iso-codes.example/4.20")).toBe(
           "http://iso-codes.example/4.20/iso_3166-1.json: plain http is read only on loopback; use https"
         )
+        expect(yield* failure(`${base}/moved`)).toBe(
+          `${base}/moved/iso_3166-1.json: cannot fetch (redirected to http://[::ffff:7f00:1]:${port}: plain http is read only on loopback)`
+        )
         expect(yield* failure(`${base}/slow`)).toBe(`${base}/slow/iso_3166-1.json: not read within 300ms`)
-        expect(yield* failure(`${base}/big`)).toBe(`${base}/big/iso_3166-1.json: cannot fetch (larger than 1000 bytes)`)
+        expect(yield* failure(`${base}/half`)).toBe(`${base}/half/iso_3166-2.json: not read within 300ms`)
+        for (const path of ["big", "declared"]) {
+          expect(yield* failure(`${base}/${path}`)).toBe(`${base}/${path}/iso_3166-1.json: cannot fetch (larger than 1000 bytes)`)
+        }
+        expect((yield* readSourceFile(`${base}/exact`, "f.json", limits)).length).toBe(1_000)
         expect(yield* listDir(dir)).toEqual([])
       }).pipe(Effect.scoped))
 

@@ -495,6 +495,12 @@ export const readSourceFile = (
     return Effect.tryPromise({
       try: async (signal) => {
         const response = await fetch(url, { signal })
+        // A redirect is followed: where it ended must meet the same rule (an https source moved to plain http).
+        const final = new URL(response.url)
+        if (final.protocol !== "https:" && !Loopback.isLoopback(final.hostname)) {
+          await response.body?.cancel()
+          throw new Error(`redirected to ${final.origin}: plain http is read only on loopback`)
+        }
         if (!response.ok) throw new Error(`HTTP ${response.status}`)
         return await boundedText(response, limits.maxBytes ?? 64 * 1024 * 1024)
       },
