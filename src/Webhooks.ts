@@ -1427,7 +1427,8 @@ export interface HandlerOptions<H extends Handlers<any>> extends VerifyOptions {
    * (500, so the service delivers again). A handler that cannot be interrupted (`Effect.uninterruptible`) is waited
    * for, its claim renewed meanwhile, and still counts as failed: while the store renews the claim, a redelivery is
    * answered 409; once a renewal fails (the store unreachable), the claim lapses after `claimTtl` and a redelivery
-   * runs the handler beside the one still running. Keep handlers interruptible.
+   * runs the handler beside the one still running. Keep handlers interruptible. The handler's own work is timed: the
+   * release of what it acquired in its scope (a commit) runs after, before its event is marked handled.
    */
   readonly handlerTimeout?: FinConfig.DurationOption | undefined
   /**
