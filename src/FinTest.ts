@@ -119,18 +119,18 @@ export const text = (status: number, body: string, headers: Readonly<Record<stri
 })
 
 /**
- * Headers arrive, the body never finishes. Throws `IllegalArgumentException` for a status outside 200-599.
+ * Headers arrive, the body never finishes. Throws `IllegalArgumentException` for a status outside 200-599, and for
+ * 204, 205 and 304, which have no body to stall.
  *
  * @since 0.1.0
  * @category replies
  */
-export const stallBody = (status = 200): Reply => ({
-  _tag: "Respond",
-  status: checked(status),
-  body: "",
-  headers: {},
-  stallBody: true
-})
+export const stallBody = (status = 200): Reply => {
+  if (noBody(checked(status))) {
+    throw new Cause.IllegalArgumentException(`effect-fin/test: stallBody: a ${status} has no body to stall`)
+  }
+  return { _tag: "Respond", status, body: "", headers: {}, stallBody: true }
+}
 
 /**
  * No answer at all, ever (until the client gives up).
@@ -477,7 +477,8 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
 /**
  * The real client (`FinClient.layer`) on the in-memory `HttpClient`, with test credentials and a loopback base URL
  * unless `options` says otherwise (a base URL with a path, a proxy's prefix, is taken off each request's path: routes,
- * counts and recorded paths are the API's). Token routes are added when `routes` has none: `POST /v1/oauth/token` answers
+ * counts and recorded paths are the API's). Token routes are added for the token paths no route of `routes` answers (a
+ * `"POST /v1/oauth/*"` of yours answers both, and is not shadowed by a more specific one): `POST /v1/oauth/token` answers
  * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the issue route's handler (that one, or yours), so
  * refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence. The
  * in-memory `HttpClient` is provided too, so an app's own services that need one send through the same routes and
@@ -497,10 +498,15 @@ export const layerClient = (
   // Suspended: the token endpoint added here is made with each build, so a layer provided in several tests does not
   // carry its token count from one to the next.
   Layer.suspend(() => {
+    // A route of the test's that already answers a token path (`"POST /v1/oauth/*"`) is not shadowed by an added,
+    // more specific one.
+    const covered = (path: string) => Object.keys(routes).some((route) => matches(route, "POST", path))
     const issue = routes["POST /v1/oauth/token"] ?? tokenHandler()
     const withToken: Routes = {
-      "POST /v1/oauth/token": issue,
-      "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue,
+      ...(covered("/v1/oauth/token") ? {} : { "POST /v1/oauth/token": issue }),
+      ...(covered("/v1/oauth/refresh-token")
+        ? {}
+        : { "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue }),
       ...routes
     }
     const baseUrl = options.baseUrl ?? "http://127.0.0.1:4010"

@@ -97,11 +97,24 @@ describe("FinTest transport failures", () => {
       [FEE]: FinTest.sequence(FinTest.fail("ENOTFOUND"), FinTest.failBody("ECONNRESET", 503), FinTest.fail("connection refused"))
     }, { maxRetries: 0 })))
 
-  it("failBody refuses a status that has no body to lose, when made", () => {
+  it("failBody and stallBody refuse a status that has no body to lose or stall, when made", () => {
     for (const status of [204, 205, 304]) {
       expect(() => FinTest.failBody("ECONNRESET", status)).toThrow(`effect-fin/test: failBody: a ${status} has no body to lose`)
+      // It would answer at once, empty, where the test means a body that never ends.
+      expect(() => FinTest.stallBody(status)).toThrow(`effect-fin/test: stallBody: a ${status} has no body to stall`)
     }
   })
+
+  it.effect("a route of the test's answering the token paths is not shadowed by the token routes added for it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(error._tag).toBe("AuthenticationError")
+      const http = yield* FinTest.InMemoryHttp
+      expect((yield* http.requests).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/oauth/token"])
+    }).pipe(provideClient({
+      "POST /v1/oauth/*": () => FinTest.json(401, { message: "Authentication failed" }),
+      [FEE]: () => FinTest.json(200, quoteBody)
+    }, { maxRetries: 0 })))
 })
 
 describe("FinTest replies", () => {

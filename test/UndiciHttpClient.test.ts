@@ -169,6 +169,18 @@ describe("UndiciHttpClient", () => {
       })
     ))
 
+  // undici throws (an assertion) rather than rejects when a body read one way is read another: a decode error, as on
+  // NodeHttpClient.layerUndici, not a defect.
+  it.live("a body read as text, then as bytes, fails as a decode error", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.execute(HttpClientRequest.post(`${base}/echo`))
+        yield* response.text
+        const error = yield* Effect.flip(response.arrayBuffer)
+        expect([error._tag, error.reason]).toEqual(["ResponseError", "Decode"])
+      })
+    ))
+
   it.live("reads a URL-encoded form answered; a body that is no form fails as a decode error", () =>
     withClient((client) =>
       Effect.gen(function*() {

@@ -197,7 +197,15 @@ class UndiciResponse extends Inspectable.Class implements HttpClientResponse.Htt
 
   private fromPromise<A>(promise: () => Promise<A>): Effect.Effect<A, HttpClientError.ResponseError> {
     return Effect.async((resume) => {
-      promise().then(
+      let started: Promise<A>
+      try {
+        started = promise()
+      } catch (cause) {
+        // undici throws (an assertion) rather than rejects when a body already read one way is read another way:
+        // a decode error, as NodeHttpClient's is, not a defect.
+        return resume(Effect.fail(this.decodeError(cause)))
+      }
+      started.then(
         (value) => resume(Effect.succeed(value)),
         (cause) => resume(Effect.fail(this.decodeError(cause)))
       )
