@@ -66,8 +66,13 @@ const encodeFailure = Schema.encodeSync(StoredFailure)
 const decodeFailure = Schema.decodeUnknownOption(StoredFailure)
 
 // Compared in constant time: the MAC of a failure record.
-const sameText = (a: string, b: string): boolean =>
-  a.length === b.length && NodeCrypto.timingSafeEqual(Buffer.from(a), Buffer.from(b))
+// (Compared as bytes: a text of the same length in characters may not be of the same length in bytes, and
+// timingSafeEqual throws on buffers of different lengths.)
+const sameText = (a: string, b: string): boolean => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && NodeCrypto.timingSafeEqual(x, y)
+}
 
 // KEYS: pair, lock. ARGV: fingerprint, value, ttl, owner. Written only while the writer holds the lock, so a writer
 // that lost it (stalled past lockTtl) cannot overwrite a newer pair. A pair key of another type (another writer's) is

@@ -191,8 +191,8 @@ describe("RedisTokenStore", () => {
       // The store's own record, under another client's key: its MAC covers the key name.
       yield* Effect.promise(() => redis.set(`${prefix}:token-failure:b`, JSON.stringify(record), "PX", 10_000))
       expect(yield* store.failure("b")).toEqual(Option.none())
-      // A MAC of the right length but wrong, or of another length (no exception either).
-      for (const m of ["0".repeat(record.m.length), `${record.m}0`, "0"]) {
+      // A MAC of the right length but wrong, or of another length (no exception either), in characters or in bytes.
+      for (const m of ["0".repeat(record.m.length), `${record.m}0`, "0", "\u00e9".repeat(record.m.length)]) {
         yield* Effect.promise(() => redis.set(`${prefix}:token-failure:a`, JSON.stringify({ ...record, m }), "PX", 10_000))
         expect(yield* store.failure("a"), m).toEqual(Option.none())
       }
@@ -473,7 +473,9 @@ describe("RedisTokenStore", () => {
       // A malformed URL, or one with no host: said without the URL, whose password ioredis's own error would quote.
       const malformed = [
         "redis://:s3cret@127.0.0.1:notaport", "redis://:s3cr%ET@127.0.0.1:6379", "http://127.0.0.1:6379", "127.0.0.1:6379",
-        "redis:///0", "redis://"
+        "redis:///0", "redis://",
+        // A database that is no number: ioredis would send SELECT NaN, its failure an unhandled rejection.
+        "redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/?db=x", "redis://127.0.0.1:6379/1.5"
       ]
       for (const url of malformed) {
         for (const self of [RedisTokenStore.make({ url }), RedisWebhookDedupeStore.layer({ url })]) {
@@ -483,7 +485,9 @@ describe("RedisTokenStore", () => {
         }
       }
       // rediss:// (TLS) and a database number are accepted (checked where the stores check it: nothing connects).
-      for (const url of ["rediss://127.0.0.1:6380", "rediss://user:pass@redis.example:6380/2", "redis://127.0.0.1:1/0"]) {
+      for (
+        const url of ["rediss://127.0.0.1:6380", "rediss://user:pass@redis.example:6380/2", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/?db=3"]
+      ) {
         expect(() => Connection.checkUrl("RedisTokenStore", url), url).not.toThrow()
       }
       // One options object may serve both stores: each ignores the other's options (Redis here is unreachable, which

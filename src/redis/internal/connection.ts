@@ -159,6 +159,10 @@ export const checkUrl = (store: string, url: string | undefined): void => {
     throw refused()
   }
   if ((parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") || parsed.hostname === "") throw refused()
+  // The database (the path, else a `db` parameter) is a number: ioredis would send SELECT NaN for another, and fail
+  // it with an unhandled rejection that ends the process.
+  const db = parsed.pathname.length > 1 ? parsed.pathname.slice(1) : parsed.searchParams.get("db")
+  if (db !== null && !/^\d+$/.test(db)) throw refused()
 }
 
 // ioredis's connection states, in words.
