@@ -209,6 +209,26 @@ describe("effect-fin (offline commands)", () => {
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
   })
 
+  it("webhook verify: says the event's sandbox mode, and refuses one of the other environment than FIN_ENVIRONMENT", async () => {
+    const headers = await Effect.runPromise(Webhooks.sign(body, "whsec_cli"))
+    const args = ["webhook", "verify", "--signature", headers["x-fin-signature"]]
+    const sandbox = await cli(args, { FIN_WEBHOOK_SECRET: "whsec_cli", FIN_ENVIRONMENT: "sandbox" }, body)
+    expect(sandbox.code).toBe(0)
+    expect(sandbox.stdout).toMatch(/^sandbox mode +true$/m)
+    const production = await cli(args, { FIN_WEBHOOK_SECRET: "whsec_cli", FIN_ENVIRONMENT: "production" }, body)
+    expect(production.code).toBe(1)
+    expect(production.stderr.trim()).toBe("effect-fin: WebhookVerificationError: the event is not from the production environment")
+    const unsaid = body.replace(`,"sandbox_mode":true`, "")
+    const unsaidHeaders = await Effect.runPromise(Webhooks.sign(unsaid, "whsec_cli"))
+    const older = await cli(
+      ["webhook", "verify", "--signature", unsaidHeaders["x-fin-signature"]],
+      { FIN_WEBHOOK_SECRET: "whsec_cli", FIN_ENVIRONMENT: "production" },
+      unsaid
+    )
+    expect(older.code).toBe(0)
+    expect(older.stdout).toMatch(/^sandbox mode +not said$/m)
+  })
+
   // Standard input left open (the body forgotten, as at a terminal): the signal still ends the command.
   // The body is the sender's text: JSON leaves DEL, the C1 controls, U+2028/2029 and bidi overrides raw in strings.
   it("webhook verify --json escapes what a terminal would act on, and stays the same JSON", async () => {

@@ -252,11 +252,14 @@ const verify = Command.make(
     Effect.gen(function*() {
       // The secret comes from the environment only: a command-line argument is visible to `ps`.
       const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
+      // As the client's own configuration says it: an event of the other environment is refused, as a handler would.
+      const environment = yield* Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT"))
       const body = yield* readStdin
       const event = yield* Webhooks.verify(
         body,
         { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm },
-        secret
+        secret,
+        Option.match(environment, { onNone: () => ({}), onSome: (environment) => ({ environment }) })
       )
       const sent = JSON.parse(new TextDecoder().decode(body))
       yield* print(args.json, { verified: true, event: sent }, () =>
@@ -267,11 +270,15 @@ const verify = Command.make(
             `${event.type === "Unknown" ? `${event.received_type} (not a documented type)` : event.type} ${event.id}`
           ],
           ["reference", event.event_reference_id],
+          ["sandbox mode", Option.match(event.sandbox_mode, { onNone: () => "not said", onSome: String })],
           // As sent: the service's timestamps have microseconds, which a DateTime does not keep.
           ["created at", sent.event.created_at]
         ]))
     })
-).pipe(Command.withDescription("Verify a webhook body read from standard input (secret from FIN_WEBHOOK_SECRET)"))
+).pipe(Command.withDescription(
+    "Verify a webhook body read from standard input (secret from FIN_WEBHOOK_SECRET; with FIN_ENVIRONMENT set, an " +
+      "event of the other environment is refused)"
+  ))
 
 const webhook = Command.make("webhook").pipe(
   Command.withDescription("Webhook tools"),

@@ -5,7 +5,10 @@
  * streamed body goes as a Node `Readable`; only a URL's fragment is not sent, as it never belongs on the wire; and
  * forms work both ways, sent and read, where undici 7 on Node 20 fails on them under `layerUndici`), with
  * less work per request: the request is sent with undici's callback API (no promise, no extra fiber), the response
- * headers are converted once, and the body is read once without a cached effect being run per response.
+ * headers are converted once, and the body is read once without a cached effect being run per response. Nor is the
+ * layer's context merged into each request's (`layerUndici` does, per request): of what is provided to the layer only
+ * `UndiciRequestOptions` is read; anything else the platform's client reads from the context (a
+ * `HttpClient.SpanNameGenerator`, say) is to be provided around the requests.
  *
  * ```ts
  * program.pipe(Effect.provide(FinClient.layer(options)), Effect.provide(UndiciHttpClient.layer))
