@@ -4,14 +4,13 @@ import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import { spawn } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { spawn, spawnSync } from "node:child_process"
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { servesUntilStopped } from "../src/cli/main.js"
-import { printableConsole } from "../src/cli/render.js"
-import { errorLine, pairs, table } from "../src/cli/render.js"
+import { errorLine, pairs, printableConsole, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
@@ -207,6 +206,21 @@ describe("effect-fin (offline commands)", () => {
     )
     const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
+  })
+
+  // A full disk (Linux's /dev/full; a pipe closed early alike): one line and exit 1, not Node's stack trace, never 0.
+  it("an answer that cannot be written is one line on stderr and exit 1", () => {
+    const full = openSync("/dev/full", "w")
+    try {
+      const result = spawnSync(process.execPath, [join(harness.dir, "bin.mjs"), "subdivisions", "USA", "--offline"], {
+        stdio: ["ignore", full, "pipe"],
+        env: { PATH: process.env.PATH, HOME: process.env.HOME },
+        encoding: "utf8"
+      })
+      expect([result.status, result.stderr]).toEqual([1, "effect-fin: cannot write to standard output (ENOSPC)\n"])
+    } finally {
+      closeSync(full)
+    }
   })
 
   it("webhook verify: says the event's sandbox mode, and refuses one of the other environment than FIN_ENVIRONMENT", async () => {

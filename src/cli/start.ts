@@ -33,6 +33,13 @@ for (const signal of Object.keys(signals) as Array<keyof typeof signals>) {
   })
 }
 
+// Standard output that cannot be written (a full disk, a pipe closed early) is said in one line, exit 1: not Node's
+// stack trace of an unhandled 'error' event, and never 0 (`effect-fin quote --json > quote.json && next`).
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  process.stderr.write(`effect-fin: cannot write to standard output (${error.code ?? error.message})\n`)
+  process.exit(1)
+})
+
 NodeRuntime.runMain(Effect.provide(run(process.argv, { dataDir }), NodeContext.layer), {
   disableErrorReporting: true,
   // `run` logs to stderr; the runtime's own pretty logger would write to stdout.
