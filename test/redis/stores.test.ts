@@ -87,6 +87,19 @@ describe("RedisTokenStore", () => {
       expect((yield* emulator.counters).tokensIssued).toBe(1)
     }))
 
+  // With no offline queue a lazy client's first command would fail ("not ready yet"), after a wait said as Redis
+  // being unreachable.
+  it.scopedLive("redisOptions' lazyConnect: the store's own client connects at once all the same", () =>
+    Effect.gen(function*() {
+      const log = captureLogs()
+      const prefix = uniquePrefix("lazy")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, redisOptions: { lazyConnect: true } }).pipe(
+        Effect.provide(log.layer)
+      )
+      expect(yield* store.get("k")).toEqual(Option.none())
+      expect(log.lines.filter((line) => line.startsWith("WARN"))).toEqual([])
+    }))
+
   it.scopedLive("a store provided around the program, beside the client layer, is used too", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("beside")

@@ -195,6 +195,9 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         own.on("ready", () => {
           connectionError = undefined
         })
+        // `lazyConnect` would leave it unconnected until a first command, which with no offline queue fails: this
+        // client is connected (and waited for) at once all the same. Its failure is said through "error".
+        if (own.status === "wait") own.connect().catch(() => {})
         return own
       }),
       // A Redis that stopped answering does not answer QUIT either: the closing waits at most `timeout`.
