@@ -362,6 +362,9 @@ const matches = (route: string, method: string, path: string): boolean => {
   return want.length === have.length && want.every((segment, i) => segment === "*" || segment === have[i])
 }
 
+// The number of `*` segments of a route: the fewer, the more specific.
+const wildcards = (route: string) => route.split("/").filter((segment) => segment === "*").length
+
 const decoder = new TextDecoder()
 
 const bodyOf = (request: HttpClientRequest.HttpClientRequest): unknown => {
@@ -430,7 +433,6 @@ export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClien
 const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     // The most specific route first (fewest `*` segments), whatever the order of the keys; then in the order given.
-    const wildcards = (route: string) => route.split("/").filter((segment) => segment === "*").length
     const table = typeof routes === "function"
       ? []
       : Object.entries(routes).sort(([a], [b]) => wildcards(a) - wildcards(b))
@@ -498,15 +500,16 @@ export const layerClient = (
   // Suspended: the token endpoint added here is made with each build, so a layer provided in several tests does not
   // carry its token count from one to the next.
   Layer.suspend(() => {
-    // A route of the test's that already answers a token path (`"POST /v1/oauth/*"`) is not shadowed by an added,
-    // more specific one.
-    const covered = (path: string) => Object.keys(routes).some((route) => matches(route, "POST", path))
-    const issue = routes["POST /v1/oauth/token"] ?? tokenHandler()
+    // The handler of the test's that answers a token path, as the in-memory client picks it (the most specific): a
+    // route such as `"POST /v1/oauth/*"` is not shadowed by an added, more specific one, and refreshes go to the
+    // handler that issues (one sequence).
+    const answering = (path: string) =>
+      Object.entries(routes).filter(([route]) => matches(route, "POST", path))
+        .sort(([a], [b]) => wildcards(a) - wildcards(b))[0]?.[1]
+    const issue = answering("/v1/oauth/token") ?? tokenHandler()
     const withToken: Routes = {
-      ...(covered("/v1/oauth/token") ? {} : { "POST /v1/oauth/token": issue }),
-      ...(covered("/v1/oauth/refresh-token")
-        ? {}
-        : { "POST /v1/oauth/refresh-token": routes["POST /v1/oauth/refresh-token"] ?? issue }),
+      ...(answering("/v1/oauth/token") === undefined ? { "POST /v1/oauth/token": issue } : {}),
+      ...(answering("/v1/oauth/refresh-token") === undefined ? { "POST /v1/oauth/refresh-token": issue } : {}),
       ...routes
     }
     const baseUrl = options.baseUrl ?? "http://127.0.0.1:4010"

@@ -5,6 +5,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
@@ -104,6 +105,22 @@ describe("FinTest transport failures", () => {
       expect(() => FinTest.stallBody(status)).toThrow(`effect-fin/test: stallBody: a ${status} has no body to stall`)
     }
   })
+
+  // Refreshes (past 59 minutes) go to the handler that issues, whichever route of the test's it is on: one sequence.
+  it.effect("the test's own token routes, exact or wildcard, answer issues and refreshes in one sequence", () =>
+    Effect.gen(function*() {
+      for (const route of ["POST /v1/oauth/*", "POST /v1/*/token", "POST /v1/oauth/token"] as const) {
+        const bearers = yield* Effect.gen(function*() {
+          yield* FeeService.calculate(quoteRequest)
+          yield* TestClock.adjust("61 minutes")
+          yield* FeeService.calculate(quoteRequest)
+          const http = yield* FinTest.InMemoryHttp
+          expect(yield* http.unmatched, route).toEqual([])
+          return (yield* http.requests).filter((r) => r.path === "/v1/fee-calculation").map((r) => r.headers.authorization)
+        }).pipe(provideClient({ [route]: FinTest.tokenHandler(), [FEE]: () => FinTest.json(200, quoteBody) }))
+        expect(bearers, route).toEqual(["Bearer token-1", "Bearer token-2"])
+      }
+    }))
 
   it.effect("a route of the test's answering the token paths is not shadowed by the token routes added for it", () =>
     Effect.gen(function*() {

@@ -488,7 +488,9 @@ describe("RedisTokenStore", () => {
         "redis://:s3cret@127.0.0.1:notaport", "redis://:s3cr%ET@127.0.0.1:6379", "http://127.0.0.1:6379", "127.0.0.1:6379",
         "redis:///0", "redis://",
         // A database that is no number: ioredis would send SELECT NaN, its failure an unhandled rejection.
-        "redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/?db=x", "redis://127.0.0.1:6379/1.5"
+        "redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/?db=x", "redis://127.0.0.1:6379/1.5", "redis://127.0.0.1:6379/?db=",
+        // ioredis takes the path's database, else the last `db` parameter.
+        "redis://127.0.0.1:6379/x?db=0", "redis://127.0.0.1:6379/?db=1&db=x"
       ]
       for (const url of malformed) {
         for (const self of [RedisTokenStore.make({ url }), RedisWebhookDedupeStore.layer({ url })]) {
@@ -499,7 +501,8 @@ describe("RedisTokenStore", () => {
       }
       // rediss:// (TLS) and a database number are accepted (checked where the stores check it: nothing connects).
       for (
-        const url of ["rediss://127.0.0.1:6380", "rediss://user:pass@redis.example:6380/2", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/?db=3"]
+        const url of ["rediss://127.0.0.1:6380", "rediss://user:pass@redis.example:6380/2", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/?db=3",
+          "redis://127.0.0.1:1/0?db=x", "redis://127.0.0.1:1/?db=x&db=2"]
       ) {
         expect(() => Connection.checkUrl("RedisTokenStore", url), url).not.toThrow()
       }
