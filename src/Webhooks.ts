@@ -721,6 +721,14 @@ export const BeneficiaryStatusData = Schema.Struct({
 export const BeneficiaryStatusEvent = event("beneficiary.status", BeneficiaryStatusData)
 
 /**
+ * A decoded `beneficiary.status` event (as `WebhookEventOf<"beneficiary.status">`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type BeneficiaryStatusEvent = typeof BeneficiaryStatusEvent.Type
+
+/**
  * The `customer.created` event, its `data` kept as JSON.
  *
  * @since 0.1.0

@@ -136,9 +136,14 @@ describe("effect-fin (offline commands)", () => {
     expect(one.stdout.trim().split("\n").at(-1)).toBe("1 subdivision of BRA (offline snapshot)")
   })
 
+  // A negative amount as the schema says a zero one, not as a matter of notation.
+  it("quote refuses a negative amount as one not greater than 0", async () => {
+    await refusesAmounts([["--amount", "-5"], ["--receive", "-0.5"]], "a number greater than 0 and at most 9007199254740991")
+  })
+
   it("quote refuses an amount not in plain decimal notation, saying so (1e3 is a thousand to Number, not to us)", async () => {
     await refusesAmounts(
-      [["--amount", "1e3"], ["--amount", "0x10"], ["--receive", "-5"], ["--amount", "12."]],
+      [["--amount", "1e3"], ["--amount", "0x10"], ["--receive", "+5"], ["--amount", "12."], ["--amount", "-1e3"]],
       "an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)"
     )
   })

@@ -371,6 +371,8 @@ describe("snapshot script, online", () => {
       const some = await runMain(crossCheck(Path.join(dir, "some.json"), "--countries", "USA,CAN"), { served: all })
       expect(some.code).toBe(0)
       expect(some.stdout).toContain("All 2 countries agree with data/subdivisions.json.")
+      const one = await runMain(crossCheck(Path.join(dir, "one.json"), "--countries", "FRA"), { served: all })
+      expect(one.stdout).toContain("The country checked agrees with data/subdivisions.json.")
       expect(await readReport(Path.join(dir, "some.json"))).toMatchObject({
         checked: ["CAN", "USA"],
         agree: true,

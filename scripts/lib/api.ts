@@ -299,7 +299,7 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
   ])
   const n = report.checked.length
   const all = `${n} ${n === 1 ? "country" : "countries"}`
-  if (report.agree) return `All ${all} agree with ${report.snapshot}.`
+  if (report.agree) return `${n === 1 ? "The country checked agrees" : `All ${all} agree`} with ${report.snapshot}.`
   const t = report.totals
   return [
     table(["country", "missing", "extra", "renamed", "invalid", "first codes"], rows),
