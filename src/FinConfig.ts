@@ -145,7 +145,7 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   if (url.search !== "" || url.hash !== "") {
     return Either.left(invalid("baseUrl", "baseUrl must not have a query or fragment"))
   }
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && Loopback.isLoopback(url.hostname))) {
+  if (!Loopback.isSecureOrLocal(url)) {
     return Either.left(invalid("baseUrl", `baseUrl must use https (plain http is allowed only on loopback)`))
   }
   return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))

@@ -506,9 +506,10 @@ export const layerClient = (
     const answering = (path: string) =>
       Object.entries(routes).filter(([route]) => matches(route, "POST", path))
         .sort(([a], [b]) => wildcards(a) - wildcards(b))[0]?.[1]
-    const issue = answering("/v1/oauth/token") ?? tokenHandler()
+    const ownIssue = answering("/v1/oauth/token")
+    const issue = ownIssue ?? tokenHandler()
     const withToken: Routes = {
-      ...(answering("/v1/oauth/token") === undefined ? { "POST /v1/oauth/token": issue } : {}),
+      ...(ownIssue === undefined ? { "POST /v1/oauth/token": issue } : {}),
       ...(answering("/v1/oauth/refresh-token") === undefined ? { "POST /v1/oauth/refresh-token": issue } : {}),
       ...routes
     }

@@ -488,7 +488,7 @@ export const readSourceFile = (
   if (isUrl(location)) {
     const url = new URL(file, location.endsWith("/") ? location : `${location}/`)
     // Over a network only with TLS: a file changed on the way would become the offline data.
-    if (url.protocol !== "https:" && !Loopback.isLoopback(url.hostname)) {
+    if (!Loopback.isSecureOrLocal(url)) {
       return Effect.fail(new SnapshotError({ message: `${url}: plain http is read only on loopback; use https` }))
     }
     const timeout = limits.timeout ?? "60 seconds"
@@ -497,7 +497,7 @@ export const readSourceFile = (
         const response = await fetch(url, { signal })
         // A redirect is followed: where it ended must meet the same rule (an https source moved to plain http).
         const final = new URL(response.url)
-        if (final.protocol !== "https:" && !Loopback.isLoopback(final.hostname)) {
+        if (!Loopback.isSecureOrLocal(final)) {
           await response.body?.cancel()
           throw new Error(`redirected to ${final.origin}: plain http is read only on loopback`)
         }

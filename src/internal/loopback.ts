@@ -6,3 +6,7 @@
  */
 export const isLoopback = (hostname: string): boolean =>
   hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname)
+
+/** Whether `url` is https, or plain http on loopback: what may be read from, or sent credentials. */
+export const isSecureOrLocal = (url: URL): boolean =>
+  url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname))
