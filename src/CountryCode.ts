@@ -129,8 +129,9 @@ const hintFor = (input: unknown): string => {
   const country = code.length === 2 ? toAlpha3Map.get(code) : isCountryCode(code) ? code : undefined
   if (country === undefined) return ""
   // fromAlpha2 is case-sensitive: it reads "US", not "us".
+  const converts = input === code ? "CountryCode.fromAlpha2 converts it; " : ""
   return code.length === 2
-    ? `; "${input}" is ${country}'s alpha-2 code (${input === code ? "CountryCode.fromAlpha2 converts it; " : ""}${parseHint})`
+    ? `; "${input}" is ${country}'s alpha-2 code (${converts}${parseHint})`
     : `; "${input}" is ${country} in other letters (${parseHint})`
 }
 

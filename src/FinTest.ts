@@ -479,12 +479,12 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
 /**
  * The real client (`FinClient.layer`) on the in-memory `HttpClient`, with test credentials and a loopback base URL
  * unless `options` says otherwise (a base URL with a path, a proxy's prefix, is taken off each request's path: routes,
- * counts and recorded paths are the API's). Token routes are added for the token paths no route of `routes` answers (a
- * `"POST /v1/oauth/*"` of yours answers both, and is not shadowed by a more specific one): `POST /v1/oauth/token` answers
- * with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the issue route's handler (that one, or yours), so
- * refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence. The
- * in-memory `HttpClient` is provided too, so an app's own services that need one send through the same routes and
- * are recorded in the same `InMemoryHttp`.
+ * counts and recorded paths are the API's). Token routes are added for the token paths no route of `routes` answers
+ * (a `"POST /v1/oauth/*"` of yours answers both, and is not shadowed by a more specific one): `POST /v1/oauth/token`
+ * answers with `tokenHandler()`, and `POST /v1/oauth/refresh-token` with the issue route's handler (that one, or
+ * yours), so refreshes (past about 59 minutes of `TestClock` time) are answered too and counted in the same sequence.
+ * The in-memory `HttpClient` is provided too, so an app's own services that need one send through the same routes
+ * and are recorded in the same `InMemoryHttp`.
  *
  * A handler keeps its state (the turn of a `sequence`, the count of a `tokenHandler`) for as long as it lives: routes
  * made once and shared by several tests carry that state from one test to the next. Make the routes in each test, or

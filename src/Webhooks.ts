@@ -1886,10 +1886,10 @@ const makeApp = <const H extends object>(
             userHandler === undefined
               ? Effect.void
               // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
-              // a handler that throws before returning its effect fails here too, and frees its claim. Scoped here: what
-              // it acquires is released before its event is marked handled or released (and its resource freed), its
-              // claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release (a commit)
-              // ending after it would otherwise fail, and be run again by every redelivery, work already done.
+              // a handler that throws before returning its effect fails here too, and frees its claim. Scoped
+              // here: what it acquires is released before its event is marked handled or released (and its resource
+              // freed), its claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release
+              // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
               : Effect.raceFirst(
                 Effect.scoped(Effect.timeoutFail(
                   Effect.interruptible(Effect.suspend(() => userHandler(event, { stale }))),

@@ -530,7 +530,10 @@ const recordedLocation = (location: string): string => {
     : location
 }
 
-/** Debian iso-codes' `iso_3166-1.json` and `iso_3166-2.json` in a folder or under an http(s) base URL (within `limits`). */
+/**
+ * Debian iso-codes' `iso_3166-1.json` and `iso_3166-2.json` in a folder or under an http(s) base URL (read within
+ * `limits`).
+ */
 export const fromIsoCodes = (location: string, version: string, limits?: DownloadLimits): SnapshotSource => ({
   source: "iso-codes",
   location: recordedLocation(location),

@@ -441,8 +441,8 @@ export const decodeRows = (
   )
 
 /**
- * Case and diacritics folded, apostrophes dropped, other punctuation a space: `"São Paulo"` -> `"sao paulo"`, `"Ra’s al Khaymah"` ->
- * `"ras al khaymah"`, `"Escaldes-Engordany"` -> `"escaldes engordany"`.
+ * Case and diacritics folded, apostrophes dropped, other punctuation a space: `"São Paulo"` -> `"sao paulo"`,
+ * `"Ra’s al Khaymah"` -> `"ras al khaymah"`, `"Escaldes-Engordany"` -> `"escaldes engordany"`.
  */
 export const normalize = (text: string): string => {
   const lower = text.toLowerCase()

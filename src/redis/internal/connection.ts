@@ -159,9 +159,8 @@ export const checkUrl = (store: string, url: string | undefined): void => {
     throw refused()
   }
   if ((parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") || parsed.hostname === "") throw refused()
-  // The database (the path, else a `db` parameter) is a number: ioredis would send SELECT NaN for another, and fail
-  // it with an unhandled rejection that ends the process.
-  // ioredis takes the path, else the last `db` parameter.
+  // The database (as ioredis reads it: the path, else the last `db` parameter) is a number: ioredis would send
+  // SELECT NaN for another, and fail it with an unhandled rejection that ends the process.
   const params = parsed.searchParams.getAll("db")
   const db = parsed.pathname.length > 1 ? parsed.pathname.slice(1) : (params[params.length - 1] ?? null)
   if (db !== null && !/^\d+$/.test(db)) throw refused()
