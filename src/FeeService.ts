@@ -29,7 +29,7 @@ export const CurrencyCode = Schema.String.pipe(
   Schema.pattern(/^[A-Z]{3}$/, { message: () => "a currency code of three upper-case letters" })
 ).annotations({ title: "a currency code of three upper-case letters" })
 
-const AMOUNT = `a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}`
+const AMOUNT = Amounts.EXPECTED
 
 const DECIMALS =
   `an amount with at most ${Amounts.MAX_DECIMALS} decimal places (round a computed amount first: 0.1 + 0.2 is 0.30000000000000004)`

@@ -90,7 +90,7 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
       })
     )
   // A negative amount is said as the schema says a zero one, not as a matter of notation.
-  if (/^-\d+(\.\d+)?$/.test(text)) return refuse(`a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}`)
+  if (/^-\d+(\.\d+)?$/.test(text)) return refuse(Amounts.EXPECTED)
   if (!/^\d+(\.\d+)?$/.test(text)) {
     return refuse("an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)")
   }

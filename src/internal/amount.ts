@@ -11,6 +11,9 @@
  */
 export const MAX_DECIMALS = 8
 
+/** What an amount must be, as a refusal says it (the request schema's, and the command line's for a negative one). */
+export const EXPECTED = `a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}`
+
 /** The decimal places of the shortest decimal that reads back as `n` (what JSON sends): 1.5e-9 has 10. */
 export const decimalPlaces = (n: number): number => {
   const [mantissa = "", exponent = "0"] = String(n).split("e")
