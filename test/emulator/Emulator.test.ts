@@ -132,7 +132,8 @@ describe("Emulator", () => {
           message: "Validation failed",
           errors: [{ client_secret: "The client_secret field is required." }]
         })
-        // Not JSON at all: the documented 400 (service-facts 5); JSON but not an object: a field error.
+        // Not JSON at all: the customer routes' documented 400, borrowed (service-facts 5 documents only 401 and 422
+        // for the token routes); JSON but not an object: a field error.
         const notJson = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: "{nope" })
         expect([notJson.status, notJson.json]).toEqual([400, { status: 400, message: "Malformed request body" }])
         expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: "[]" })).status).toBe(422)
@@ -286,7 +287,7 @@ describe("Emulator", () => {
         })
       }))
 
-    it.scopedLive("400 on a body that is not JSON (the documented Malformed request body), 422 on one not an object", () =>
+    it.scopedLive("400 on a body that is not JSON (the customer routes' Malformed request body, borrowed), 422 on one not an object", () =>
       Effect.gen(function*() {
         const answer = yield* check("{\"source_amount\": ", 400)
         expect(answer.json).toEqual({ status: 400, message: "Malformed request body" })

@@ -83,7 +83,8 @@ export const loopbackOnly = <E, R>(
       : Effect.succeed(json({ message: "The emulator's admin routes answer loopback clients only" }, 403))
   })
 
-// The documented error bodies (service-facts 5).
+// The documented error bodies (service-facts 5); `malformedRequest` is the customer routes' (the token and fee routes
+// document no answer to a body that is not JSON).
 const unauthorized = json({ message: "Authentication failed" }, 401)
 const notFound = json({ message: "Resource not found" }, 404)
 const invalid = (errors: ReadonlyArray<Record<string, string>>, message = "Validation failed") =>
