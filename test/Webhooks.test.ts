@@ -782,6 +782,16 @@ describe("Webhooks.handler", () => {
       expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
     }))
 
+  it.effect("accepts a Content-Length right at the limit; one byte over it gets 413 before the body is read", () =>
+    Effect.gen(function*() {
+      const size = new TextEncoder().encode(currentBody).length
+      const signed = { ...(yield* Webhooks.sign(currentBody, secret)), "content-length": String(size) }
+      const atLimit = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {}, maxBodySize: size }))
+      expect((yield* send(atLimit, post(currentBody, signed))).status).toBe(200)
+      const underIt = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {}, maxBodySize: size - 1 }))
+      expect((yield* send(underIt, post(currentBody, signed))).status).toBe(413)
+    }))
+
   it.effect("answers 500 when the user's handler fails, and a redelivery runs it again", () =>
     Effect.gen(function*() {
       let attempts = 0
@@ -1894,6 +1904,24 @@ describe("Webhooks memory store", () => {
       `effect-fin: Webhooks.makeMemoryDedupeStore: "maxentries" is no option (maxEntries)`
     )
   })
+
+  it.effect("a claim and a handled event live for their TTL exactly: there a millisecond before, gone at it", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore()
+      const minute = Duration.minutes(1)
+      const first = yield* store.claim("evt-t", "ref-t", minute)
+      yield* TestClock.adjust("59999 millis")
+      expect((yield* store.claim("evt-t", "ref-t", minute))._tag).toBe("InProgress")
+      yield* TestClock.adjust("1 millis")
+      const second = yield* store.claim("evt-t", "ref-t", minute)
+      expect([first._tag, second._tag]).toEqual(["Claimed", "Claimed"])
+      if (second._tag !== "Claimed") return
+      yield* store.complete("evt-t", second.token, { referenceId: "ref-t" }, minute)
+      yield* TestClock.adjust("59999 millis")
+      expect((yield* store.claim("evt-t", "ref-t", minute))._tag).toBe("Done")
+      yield* TestClock.adjust("1 millis")
+      expect((yield* store.claim("evt-t", "ref-t", minute))._tag).toBe("Claimed")
+    }))
 
   it.effect("keeps the dedupe store contract: one claim per event and per reference, newest created_at, expiry", () =>
     dedupeStoreContract(Webhooks.makeMemoryDedupeStore(), Duration.seconds(1), TestClock.adjust("2 seconds")))
