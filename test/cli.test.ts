@@ -64,6 +64,17 @@ describe("effect-fin (offline commands)", () => {
     ])
   })
 
+  it("--wizard without a terminal on standard input is a usage error, not a wait for answers that cannot come", async () => {
+    for (const args of [["--wizard"], ["quote", "--wizard"]]) {
+      const result = await cli(args)
+      expect([result.code, result.stdout, result.stderr.trim()]).toEqual([
+        2,
+        "",
+        "effect-fin: --wizard asks its questions on a terminal, and standard input is none"
+      ])
+    }
+  })
+
   it("quote validates its flags before reading any configuration", async () => {
     // Any case is taken, but only of ASCII letters: Unicode's upper case of "uſd" is USD.
     for (const from of ["US", "u\u017fd"]) {

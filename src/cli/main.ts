@@ -440,6 +440,14 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       })
     )
   }
+  // @effect/cli's built-in `--wizard` prompts on the terminal, writing its own colour codes: with no terminal on
+  // standard input (a pipe, /dev/null, a CI job) it would wait for ever for answers that cannot come.
+  if (args.includes("--wizard") && process.stdin.isTTY !== true) {
+    return Effect.zipRight(
+      Console.error("effect-fin: --wizard asks its questions on a terminal, and standard input is none"),
+      Effect.sync(() => void (process.exitCode = 2))
+    )
+  }
   // An argument holding an escape character is shown escaped wherever it is quoted; one that is a colour code the
   // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
   const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
