@@ -438,7 +438,9 @@ describe("Emulator", () => {
         const emulator = yield* Emulator.make()
         yield* emulator.setFaults([
           { route: "POST /v1/oauth/token", kind: "latency", millis: 10 },
-          { route: "POST /v1/oauth/token", kind: "status", status: 502, times: 2 }
+          { route: "POST /v1/oauth/token", kind: "status", status: 502, times: 2 },
+          // After the rule deciding the answer: its delay is added all the same.
+          { route: "POST /v1/oauth/token", kind: "latency", millis: 1 }
         ])
         const statuses: Array<number> = []
         for (let i = 0; i < 3; i++) {
@@ -448,7 +450,7 @@ describe("Emulator", () => {
         statuses.push((yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions")).status)
         expect(statuses).toEqual([502, 502, 422, 401])
         const counters = yield* emulator.counters
-        expect(counters.faults).toMatchObject({ latency: 3, status: 2 })
+        expect(counters.faults).toMatchObject({ latency: 6, status: 2 })
         yield* emulator.clearFaults
         expect(yield* emulator.faults).toEqual([])
       }))
@@ -794,6 +796,36 @@ describe("Emulator", () => {
         const delivery = yield* emulator.sendWebhook()
         expect(delivery.status).toBe(200)
         expect(yield* emulator.counters).toMatchObject({ webhooksSent: 1, webhooksFailed: 0 })
+      }))
+
+    // On the TestClock: the head comes 600 ms into a 1 s budget, so the body has only what is left, not another second.
+    it.scoped("a delivery's answer head and body share one webhookTimeout", () =>
+      Effect.gen(function*() {
+        let answer: Http.ServerResponse | undefined
+        let arrived: () => void = () => {}
+        const requested = new Promise<void>((resolve) => arrived = resolve)
+        const slow = Http.createServer((_request, response) => {
+          answer = response
+          arrived()
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve))),
+          () => Effect.sync(() => slow.closeAllConnections()).pipe(Effect.zipRight(Effect.promise(() => new Promise((resolve) => slow.close(resolve)))))
+        )
+        const { port } = slow.address() as Net.AddressInfo
+        const emulator = yield* Emulator.make({ webhookUrl: `http://127.0.0.1:${port}/hooks`, webhookTimeout: "1 second" })
+        const delivery = yield* Effect.fork(emulator.sendWebhook())
+        yield* Effect.promise(() => requested)
+        yield* TestClock.adjust("600 millis")
+        answer!.writeHead(200, { "content-type": "text/plain" })
+        answer!.write("start ")
+        // Real time for the head to reach the sender over loopback (the TestClock does not move meanwhile).
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))
+        yield* TestClock.adjust("400 millis")
+        // Had the body a second of its own, this end would be read into the answer.
+        answer!.end("late")
+        const sent = yield* Fiber.join(delivery)
+        expect([sent.status, sent.answer]).toEqual([200, ""])
       }))
 
     // Only the start of a long answer is read, and cut between characters, never inside one.

@@ -195,17 +195,21 @@ export const make = (settings: Settings): Effect.Effect<State> =>
         }
         return yield* Effect.sync(() => {
           let latency = 0
+          let terminal: FaultRule | undefined
           for (let i = 0; i < candidates.length; i++) {
             const candidate = candidates[i]!
             const { rule } = candidate
+            // Once the answer is decided, only latency rules are still tried: every one that fires adds its delay,
+            // wherever it is in the list.
+            if (terminal !== undefined && rule.kind !== "latency") continue
             if (rule.times !== undefined && candidate.injected >= rule.times) continue
             if (rule.rate !== undefined && rule.rate < 1 && rolls[i]! >= rule.rate) continue
             candidate.injected += 1
             faultCounts[rule.kind] += 1
             if (rule.kind === "latency") latency += rule.millis
-            else return { latency, terminal: rule }
+            else terminal = rule
           }
-          return { latency, terminal: undefined }
+          return { latency, terminal }
         })
       })
 

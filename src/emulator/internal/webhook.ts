@@ -124,6 +124,8 @@ export const send = (
       request.algorithm ?? settings.webhookAlgorithm
     )
     const timeout = Duration.millis(settings.webhookTimeout)
+    // One budget for the whole delivery: the answer's head, then the start of its body in what is left of it.
+    const started = yield* Clock.currentTimeMillis
     // The service's documented headers only: no trace context of this client's own.
     const answer = yield* HttpClient.withTracerPropagation(client, false).execute(
       HttpClientRequest.post(url).pipe(
@@ -149,10 +151,14 @@ export const send = (
       // The start of the answer's body is read (see MAX_ANSWER), within the same time; one that fails or stalls keeps
       // the status already received.
       Effect.flatMap((response) =>
-        Effect.map(
-          Effect.option(Effect.timeout(Effect.scoped(Bytes.readUpTo(response.stream, MAX_ANSWER_BYTES)), timeout)),
-          (read) => ({ status: response.status, text: Option.match(read, { onNone: () => "", onSome: answerOf }) })
-        )
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.map(
+            Effect.option(Effect.timeout(
+              Effect.scoped(Bytes.readUpTo(response.stream, MAX_ANSWER_BYTES)),
+              Duration.millis(Math.max(0, settings.webhookTimeout - (now - started)))
+            )),
+            (read) => ({ status: response.status, text: Option.match(read, { onNone: () => "", onSome: answerOf }) })
+          ))
       ),
       Effect.tapBoth({
         onFailure: () => state.countWebhook(false),
