@@ -414,6 +414,28 @@ describe("TokenProvider", () => {
       }, { clientSecret: Redacted.make("sk_live/AbC+xyz==") })))
   }
 
+  // The refresh route's error reaches a caller too: a caller whose deadline comes before the refresh's next try ends
+  // at once with it.
+  it.effect("a refresh call's error never carries the refresh token the service echoed back", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      // The access token used up, the refresh token (7 days) still good: the next caller waits on the refresh.
+      yield* advance(2 * HOUR)
+      const fiber = yield* Effect.fork(
+        Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
+      )
+      yield* advance(1000)
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("RateLimitError")
+      expect(error.message).toContain("refresh_token <redacted> is not valid")
+      expect(JSON.stringify(error) + String(error)).not.toContain("refresh-1")
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+      "POST /v1/oauth/refresh-token": () =>
+        FinTest.json(503, { message: "refresh_token refresh-1 is not valid" }, { "retry-after": "30" }),
+      "POST /v1/fee-calculation": fee
+    })))
+
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
@@ -628,6 +650,16 @@ describe("TokenProvider", () => {
       expect(yield* Effect.provide(count("POST /v1/oauth/token"), context)).toBe(0)
     }))
 
+  it.effect("a client kept past its scope gets no token, not even the cached one: it is interrupted", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(FinTest.layerClient({}), scope)
+      const provider = Context.get(context, TokenProvider.TokenProvider)
+      expect(Redacted.value(yield* provider.get)).toBe("token-1")
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Effect.exit(provider.get))).toBe(true)
+    }))
+
   it.effect("FinTest.layerClient serves the refresh route too: past the refresh point, the token is refreshed", () =>
     Effect.gen(function*() {
       yield* FeeService.calculate(quoteRequest)
@@ -806,6 +838,21 @@ describe("TokenProvider", () => {
       expect(yield* tokenValue).toBe("token-1")
       yield* advance(3_000)
       // 1 s before expiry: no longer usable, so a fetch is made (and fails), rather than token-1 handed out.
+      expect((yield* Effect.flip(tokenValue))._tag).toBe("ApiError")
+    }).pipe(provideClient(bothTokenRoutes((() => {
+      const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+      let calls = 0
+      return (request) => (++calls === 1 ? tokens(request) : FinTest.json(503, { message: "down" }))
+    })()), { refreshMargin: "4 seconds", maxRetries: 0 })))
+
+  it.effect("a token whose refresh failed is not handed out at the very moment its usable time ends", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      // refreshAt is 4 s before expiry, the token usable until 2 s before it; the refresh fails at once.
+      yield* advance(HOUR - 4_000)
+      expect(yield* tokenValue).toBe("token-1")
+      // Exactly its usable time: no longer usable (usable *until*), so a fetch is made and fails.
+      yield* advance(2_000)
       expect((yield* Effect.flip(tokenValue))._tag).toBe("ApiError")
     }).pipe(provideClient(bothTokenRoutes((() => {
       const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })

@@ -582,6 +582,23 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("connection refused")
     }))
 
+  // A set that fails is the store's failure (said once), not a lock lost to another fetcher (which would warn of
+  // processes revoking each other's tokens).
+  it.effect("a store whose set fails is said to be unavailable, not to have lost the lock", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        set: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "set", message: "read-only replica" }))
+      }
+      const { layer: logger, lines } = captureLogs()
+      yield* FeeService.calculate(quoteRequest).pipe(withStore(store), Effect.provide(logger))
+      const warnings = lines.filter((line) => line.startsWith("WARN"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("token store is unavailable")
+      expect(warnings[0]).toContain("read-only replica")
+    }))
+
   // A store of the user's own that hangs or dies is worked around like one that fails: within tokenTimeout, and with
   // a warning, never the call's deadline or a defect. A hanging operation is stopped at its bound, even one the
   // provider runs uninterruptibly (the lock, the release in a finalizer): nothing is left running for ever.
