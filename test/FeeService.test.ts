@@ -158,6 +158,11 @@ describe("FeeService", () => {
       const forBeneficiary = { source_currency: "USD", source_amount: 3508679, beneficiary_id: UUID } as const
       const quote = yield* FeeService.calculate(forBeneficiary).pipe(provideClient(answered({ destination_currency: "EUR" })))
       expect(quote.destination_currency).toBe("EUR")
+      // Even when the request names a destination currency too: the beneficiary's account decides it.
+      const named = yield* FeeService.calculate({ ...forBeneficiary, destination_currency: "CAD" }).pipe(
+        provideClient(answered({ destination_currency: "EUR" }))
+      )
+      expect(named.destination_currency).toBe("EUR")
       const otherSource = yield* Effect.flip(FeeService.calculate(forBeneficiary)).pipe(
         provideClient(answered({ source_currency: "GBP" }))
       )
@@ -211,6 +216,9 @@ describe("FeeService", () => {
         [3.304, 1.1 * 3, true],
         [3.3, 1.1 * 3, true],
         [3.41, 1.1 * 3, false],
+        // Past 10^4 an artefact has fewer places (9 to 12), and they do not count either.
+        [1000000.3, 1000000.1 + 0.2, true],
+        [10000.3, 10000.1 + 0.2, true],
         // One unit of a last place past the second is too much.
         [100.123, 100.124, false],
         [1.23456789, 1.23456788, false]
