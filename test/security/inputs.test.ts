@@ -487,5 +487,6 @@ describe("Inputs from outside: the effect-fin command line", () => {
     expect(valid.code).toBe(1)
     expect(valid.stderr).toMatch(/^effect-fin: ApiError: /)
     expect(server!.received.length).toBeGreaterThan(0)
-  })
+    // Fifteen processes, fourteen at once: on a loaded machine that can take longer than the default 30 s.
+  }, 120_000)
 })
