@@ -173,6 +173,23 @@ describe("HttpTransport", () => {
       })))
   }
 
+  // The head came, the body was lost: the request id is kept as for any answer, but never one echoing the token.
+  it.effect("a request id echoing the bearer token is not kept when the body is lost; a plain one is", () => {
+    let calls = 0
+    return Effect.gen(function*() {
+      const echoed = yield* Effect.flip(calculate)
+      expect(echoed).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", status: 503 })
+      expect("requestId" in echoed).toBe(false)
+      expect(JSON.stringify(echoed)).not.toMatch(/token-\d/)
+      expect(yield* Effect.flip(calculate)).toMatchObject({ _tag: "TransportError", requestId: "req-1" })
+    }).pipe(provideClient({
+      [FEE]: (request) => ({
+        ...FinTest.failBody("ECONNRESET", 503),
+        headers: { "x-request-id": ++calls === 1 ? (request.headers.authorization ?? "").replace("Bearer ", "") : "req-1" }
+      })
+    }, { maxRetries: 0 }))
+  })
+
   it.effect("a body over 4 MiB is cut off: a 200 fails, not retried; an error status keeps its meaning", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
@@ -351,6 +368,21 @@ describe("HttpTransport", () => {
     }
   }
 
+  it.effect("each retry is logged with its number, counting from 1", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      yield* FinTest.advanceUntilDone(calculate)
+      expect(logs.lines.filter((line) => line.includes("retrying"))).toEqual([
+        `DEBUG ["effect-fin: retrying POST /v1/fee-calculation after ApiError 503 (retry 1 of 2)"] {}`,
+        `DEBUG ["effect-fin: retrying POST /v1/fee-calculation after ApiError 503 (retry 2 of 2)"] {}`
+      ])
+    }).pipe(
+      Effect.provide(logs.layer),
+      Logger.withMinimumLogLevel(LogLevel.Debug),
+      provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })
+    )
+  })
+
   it.effect("503 x3: ApiError with status 503 after 3 attempts", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))
@@ -517,7 +549,7 @@ describe("HttpTransport", () => {
       expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([503, 1])
     }).pipe(provideClient({ [FEE]: () => status(503, { "retry-after": "10" }) }, { deadline: "10 seconds" })))
 
-  for (const code of [408, 504]) {
+  for (const code of [408, 500, 502, 503, 504]) {
     it.effect(`a ${code} is retried`, () =>
       secondAttemptAfter(1000).pipe(provideClient({ [FEE]: FinTest.sequence(status(code, { "retry-after": "1" }), ok) })))
   }
@@ -701,6 +733,30 @@ describe("HttpTransport", () => {
       expect(yield* tokenRequests).toBe(2)
     }).pipe(provideClient({ [FEE]: () => FinTest.json(401, { message: "Authentication failed" }) })))
 
+  // The service answers a 401 before doing anything: the one resend with a fresh token holds for an unsafe call too.
+  it.effect("an unsafe POST's 401 is sent once more with a fresh token; a second 401 is final", () =>
+    Effect.gen(function*() {
+      const payout = HttpTransport.request({
+        method: "POST",
+        path: "/v1/transactions/transfer-payout",
+        body: { amount: 500 },
+        response: Schema.Unknown
+      })
+      expect(yield* payout).toEqual({ id: "p1" })
+      expect(yield* Effect.flip(payout)).toMatchObject({ _tag: "AuthenticationError", status: 401, attempts: 2 })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      const auth = requests.filter((r) => r.path === "/v1/transactions/transfer-payout").map((r) => r.headers.authorization)
+      expect(auth).toEqual(["Bearer token-1", "Bearer token-2", "Bearer token-2", "Bearer token-3"])
+    }).pipe(provideClient({
+      "POST /v1/transactions/transfer-payout": FinTest.sequence(
+        FinTest.json(401, { message: "Authentication failed" }),
+        FinTest.json(200, { id: "p1" }),
+        FinTest.json(401, { message: "Authentication failed" }),
+        FinTest.json(401, { message: "Authentication failed" }),
+        FinTest.json(200, { id: "p2" })
+      )
+    })))
+
   it.effect("only the first 401 of a call refreshes: 401, 503, 401 ends in AuthenticationError", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))
@@ -848,6 +904,19 @@ describe("HttpTransport", () => {
         expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
       }
     }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "100 millis", deadline: "100 millis" })), 10_000)
+
+  // A timed-out attempt's request is stopped, not left running: its connection is freed, and a stalled payment is
+  // not sent on behind the caller's back.
+  it.live("an attempt cut by its timeout on the live clock is interrupted before the call ends", () => {
+    let stopped = 0
+    return Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "attempt", attempts: 1 })
+      expect(stopped).toBe(1)
+    }).pipe(provideClient({
+      [FEE]: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
+    }, { timeout: "50 millis", deadline: "10 seconds", maxRetries: 0 }))
+  }, 10_000)
 
   it.effect("a deadline equal to the timeout ends the call as a deadline on the test clock", () =>
     Effect.gen(function*() {
@@ -1299,6 +1368,18 @@ describe("HttpTransport", () => {
       ])
     })
   })
+
+  it.effect("a query value left undefined (an optional parameter) is not sent", () =>
+    Effect.gen(function*() {
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/items",
+        query: { page: "2", cursor: undefined },
+        response: Schema.Unknown
+      })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/items").map((r) => new URL(r.url).search)).toEqual(["?page=2"])
+    }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
 
   it.effect("a path that could escape is refused before sending", () =>
     Effect.gen(function*() {
