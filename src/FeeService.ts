@@ -254,6 +254,13 @@ export const FeeCalculationResponse = Schema.Struct({ data: FeeQuote })
  * @category models
  */
 export interface Service {
+  /**
+   * `POST /v1/fee-calculation`. The request is checked first (exactly one of the amounts, currency codes, a UUID,
+   * at most 8 decimal places): a bad one fails as `RequestValidationError` and nothing is sent. A quote changes
+   * nothing on the service, so it is retried under the client's policy; the answer must be the quote asked for
+   * (its source currency and amount, and the destination asked for unless a beneficiary sets it), else
+   * `ResponseDecodeError`.
+   */
   readonly calculate: (request: FeeCalculationRequest) => Effect.Effect<FeeQuote, FinError>
 }
 
@@ -374,7 +381,8 @@ export const make: Effect.Effect<Service, never, HttpTransport.HttpTransport> = 
 export const layer: Layer.Layer<FeeService, never, HttpTransport.HttpTransport> = Layer.effect(FeeService, make)
 
 /**
- * Calculates a quote with the service in context.
+ * Calculates a quote with the `FeeService` in context: checked before it is sent, retried under the client's policy,
+ * its answer checked against what was asked (see `Service.calculate`).
  *
  * @since 0.1.0
  * @category accessors

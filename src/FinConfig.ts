@@ -25,7 +25,12 @@ import { version } from "./internal/version.js"
  * @category models
  */
 export interface Options {
+  /** The account's client id (`FIN_CLIENT_ID`): sent only to the token route; no surrounding whitespace. */
   readonly clientId: string
+  /**
+   * The account's client secret (`FIN_CLIENT_SECRET`): prefer `Redacted` (`Config.redacted`); a plain string is
+   * wrapped at once. Sent only to the token route, never logged; no surrounding whitespace (a trailing newline).
+   */
   readonly clientSecret: Redacted.Redacted<string> | string
   /** Default `"sandbox"`. */
   readonly environment?: Environment | undefined
