@@ -258,7 +258,7 @@ export interface Service {
    * `POST /v1/fee-calculation`. The request is checked first (exactly one of the amounts, currency codes, a UUID,
    * at most 8 decimal places): a bad one fails as `RequestValidationError` and nothing is sent. A quote changes
    * nothing on the service, so it is retried under the client's policy; the answer must be the quote asked for
-   * (its source currency and amount, and the destination asked for unless a beneficiary sets it), else
+   * (the currencies, the destination's unless a beneficiary sets it, and the amount given), else
    * `ResponseDecodeError`.
    */
   readonly calculate: (request: FeeCalculationRequest) => Effect.Effect<FeeQuote, FinError>
