@@ -361,6 +361,36 @@ describe("TokenStore", () => {
       expect(yield* storedAccess(memory, yield* key)).toEqual(Option.some("token-2"))
     }))
 
+  it.effect("a refused token left in a store that failed to clear it is not gone on with when the refresh fails", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" }))
+      }
+      // The stored pair due for a refresh, still usable; the service down.
+      const routes = yield* dueStoredPair(memory, () => FinTest.json(503, { message: "down" }))
+      const [first, second] = yield* Effect.gen(function*() {
+        const provider = yield* TokenProvider.TokenProvider
+        const get = Effect.fork(Effect.either(Effect.map(provider.get, Redacted.value)))
+        const fetching = yield* get
+        yield* advance(5_000)
+        const first = yield* Fiber.join(fetching)
+        // Refused (401): the store fails to clear it, and still holds it.
+        if (Either.isRight(first)) yield* provider.invalidate(Redacted.make(first.right))
+        const again = yield* get
+        yield* advance(5_000)
+        // Settled by then (not going round again on the refused token).
+        const second = yield* Fiber.poll(again)
+        yield* Fiber.interrupt(again)
+        return [first, Option.flatMap(second, Exit.match({ onFailure: () => Option.none(), onSuccess: Option.some }))] as const
+      }).pipe(withStore(store, routes))
+      expect(first).toEqual(Either.right("stored-token"))
+      expect(yield* storedAccess(memory, yield* key)).toEqual(Option.some("stored-token"))
+      // The refresh fails again: that is the call's error, not the refused token.
+      expect(Option.map(second, (result) => Either.isLeft(result) && result.left._tag)).toEqual(Option.some("ApiError"))
+    }))
+
   it.effect("a token refused earlier stays refused after another is refused too", () =>
     Effect.gen(function*() {
       // The store keeps token-1 (its clears fail): a second refusal, of another token, must not let it back.
@@ -486,6 +516,35 @@ describe("TokenStore", () => {
       expect(Either.isLeft(staleResult) && staleResult.left._tag).toBe("AuthenticationError")
       expect(healthyResult).toEqual(Either.right("token-1"))
     }).pipe(fixedRandom))
+
+  it.effect("a failure recorded by an owner the client did not wait for is not its failure: it waits and fetches", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const token = Effect.flatMap(TokenProvider.TokenProvider, (provider) => Effect.map(provider.get, Redacted.value))
+      const instance = (handler: FinTest.Handler) =>
+        FinTest.layerClient({ "POST /v1/oauth/token": handler }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
+        )
+      // An earlier fetch (same credentials) failed and recorded its failure, for lockTtl.
+      const earlier = yield* Effect.either(Effect.provide(token, instance(() => FinTest.json(401, { message: "Authentication failed" }))))
+      expect(Either.isLeft(earlier) && earlier.left._tag).toBe("AuthenticationError")
+      expect(Option.isSome(yield* store.failure(yield* key))).toBe(true)
+      // Another process holds the lock now: the client waits on that one, not on the earlier one.
+      const holder = yield* store.lock(yield* key)
+      if (holder._tag !== "Acquired") return expect.fail("the lock was held")
+      const waiting = yield* Effect.fork(Effect.either(Effect.provide(token, instance(FinTest.tokenHandler()))))
+      yield* advance(1_000)
+      // That process ends without a pair or a failure: the client takes the lock and fetches.
+      yield* store.unlock(yield* key, holder.owner)
+      yield* advance(1_000)
+      expect(yield* Fiber.join(waiting)).toEqual(Either.right("token-1"))
+    }).pipe(fixedRandom))
+
+  it("makeMemory's defaults: lockTtl 10 s, waitInterval 10 ms", () => {
+    const store = TokenStore.makeMemory()
+    expect(Duration.toMillis(store.lockTtl)).toBe(10_000)
+    expect(Duration.toMillis(store.waitInterval)).toBe(10)
+  })
 
   it("makeMemory refuses an option that is none of its own (misspelt, it would leave the default in force)", () => {
     expect(() => TokenStore.makeMemory({ lockttl: "1 minute" } as { lockTtl?: FinConfig.DurationOption })).toThrow(

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Cause from "effect/Cause"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -41,6 +42,26 @@ const tokens = (access: string, refreshAt: number): TokenStore.Tokens => ({
 })
 
 const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
+
+// A proxy to the Redis on `port`, not listening yet, whose open connections (`pairs`) the test can cut.
+const cuttableProxy = (port: number) => {
+  const pairs = new Set<Net.Socket>()
+  const proxy = Net.createServer((downstream) => {
+    const upstream = Net.connect(port, "127.0.0.1")
+    for (const socket of [downstream, upstream]) {
+      pairs.add(socket)
+      socket.on("error", () => undefined)
+      socket.on("close", () => {
+        pairs.delete(socket)
+        downstream.destroy()
+        upstream.destroy()
+      })
+    }
+    downstream.pipe(upstream)
+    upstream.pipe(downstream)
+  })
+  return { pairs, proxy }
+}
 
 describe("RedisTokenStore", () => {
   it.scopedLive("keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
@@ -312,6 +333,21 @@ describe("RedisTokenStore", () => {
       expect(logs.lines.join("\n")).toContain("ECONNREFUSED")
     }))
 
+  it.live("a store whose Redis refuses the connection is made once that is known, not after its timeout", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const url = `redis://127.0.0.1:${yield* closedPort}`
+      // A timeout far longer than the test: the refusal, not the timeout, ends the wait for the first connection.
+      const making = yield* Effect.fork(
+        RedisTokenStore.make({ url, timeout: "1 day", redisOptions: { retryStrategy: () => 50 } }).pipe(
+          Effect.provide(logs.layer)
+        )
+      )
+      yield* eventually(Effect.map(Fiber.poll(making), Option.isSome), "the store made", 250)
+      expect(logs.lines.filter((line) => line.includes("Redis is not reachable"))).toHaveLength(1)
+      expect(logs.lines.join("\n")).toContain("ECONNREFUSED")
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("a Redis that stops answering is a TokenStoreError after the store's timeout, from a finalizer too, and at start and close", () =>
     Effect.gen(function*() {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
@@ -407,21 +443,7 @@ describe("RedisTokenStore", () => {
     Effect.gen(function*() {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
       // The store talks to Redis through a proxy whose connections the test can cut.
-      const pairs = new Set<Net.Socket>()
-      const proxy = Net.createServer((downstream) => {
-        const upstream = Net.connect(server.port, "127.0.0.1")
-        for (const socket of [downstream, upstream]) {
-          pairs.add(socket)
-          socket.on("error", () => undefined)
-          socket.on("close", () => {
-            pairs.delete(socket)
-            downstream.destroy()
-            upstream.destroy()
-          })
-        }
-        downstream.pipe(upstream)
-        upstream.pipe(downstream)
-      })
+      const { pairs, proxy } = cuttableProxy(server.port)
       yield* Effect.acquireRelease(
         Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))),
         () => Effect.sync(() => proxy.close())
@@ -435,6 +457,62 @@ describe("RedisTokenStore", () => {
       expect((yield* failed).message).toMatch(/Redis did not answer within 300ms|Redis is not connected/)
       server.thaw()
       yield* eventually(Effect.map(Effect.either(store.lock("k")), (lock) => lock._tag === "Right" && lock.right._tag === "Acquired"), "the lock released", 250)
+    }).pipe(Effect.scoped), 20_000)
+
+  it.live("a lock taken by a command the client gave up on while Redis was unreachable is released once it is back", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      // The store talks to Redis through a proxy the test can cut, and stop and start again on its port.
+      const { pairs, proxy } = cuttableProxy(server.port)
+      const listen = (port: number) =>
+        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(port, "127.0.0.1", resolve)))
+      yield* Effect.acquireRelease(listen(0), () => Effect.sync(() => proxy.close()))
+      const port = (proxy.address() as Net.AddressInfo).port
+      const prefix = uniquePrefix("given-up")
+      const store = yield* RedisTokenStore.make({ url: `redis://127.0.0.1:${port}`, prefix, timeout: "300 millis", lockTtl: "30 seconds" })
+      // Another process, straight to Redis.
+      const other = yield* RedisTokenStore.make({ url: server.url, prefix, timeout: "2 seconds" })
+      // The lock's script cached (a NOSCRIPT answer would take nothing).
+      expect((yield* store.lock("warm"))._tag).toBe("Acquired")
+      server.freeze()
+      const failed = yield* Effect.fork(Effect.flip(store.lock("k")))
+      yield* Effect.sleep("100 millis")
+      // Unreachable: connections cut and refused, so the client gives the lock command up (maxRetriesPerRequest).
+      proxy.close()
+      for (const socket of pairs) socket.destroy()
+      expect((yield* failed).message).toMatch(/Redis did not answer within 300ms|Redis is not connected/)
+      // Redis runs the SET it had received before the cut: taken for no one.
+      server.thaw()
+      expect((yield* other.lock("k"))._tag).not.toBe("Acquired")
+      // Still unreachable when the command was given up: the release is tried again until Redis is back.
+      yield* Effect.sleep("300 millis")
+      yield* listen(port)
+      yield* eventually(Effect.map(other.lock("k"), (lock) => lock._tag === "Acquired"), "the lock released", 250)
+    }).pipe(Effect.scoped), 20_000)
+
+  it.live("a connection error is no longer said once the client has connected: a later drop says its own state", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      // Redis reached through a proxy, not listening yet (the connection refused), whose connections the test can cut.
+      const { pairs, proxy } = cuttableProxy(server.port)
+      yield* Effect.addFinalizer(() => Effect.sync(() => proxy.close()))
+      const port = yield* closedPort
+      let retryDelay = 50
+      const store = yield* RedisTokenStore.make({
+        url: `redis://127.0.0.1:${port}`,
+        timeout: "200 millis",
+        redisOptions: { retryStrategy: () => retryDelay }
+      }).pipe(Effect.provide(captureLogs().layer))
+      expect((yield* Effect.flip(store.get("k"))).message).toMatch(/^Redis is not connected: .*ECONNREFUSED/)
+      yield* Effect.promise(() => new Promise<void>((resolve) => proxy.listen(port, "127.0.0.1", resolve)))
+      yield* eventually(Effect.map(Effect.either(store.get("k")), (got) => got._tag === "Right"), "the connection", 250)
+      // Cut, and not reconnected for a while: said as it is now, not as it was before the client connected.
+      retryDelay = 10_000
+      for (const socket of pairs) socket.destroy()
+      yield* eventually(Effect.map(Effect.either(store.get("k")), (got) => got._tag === "Left"), "the cut", 250)
+      const error = yield* Effect.flip(store.get("k"))
+      expect(error.message).toMatch(/^Redis is not connected: /)
+      expect(error.message).not.toContain("ECONNREFUSED")
     }).pipe(Effect.scoped), 20_000)
 
   it.live("a lock taken by a command Redis runs late, frozen past lockTtl, is released once it answers", () =>
