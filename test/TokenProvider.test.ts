@@ -830,35 +830,22 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "30 minutes" })))))
 
-  it.effect("the pause after a failed refresh never hands the token out past its usable time", () =>
-    Effect.gen(function*() {
-      expect(yield* tokenValue).toBe("token-1")
-      // refreshAt is 4 s before expiry, the token usable until 2 s before it; the refresh fails at once.
-      yield* advance(HOUR - 4_000)
-      expect(yield* tokenValue).toBe("token-1")
-      yield* advance(3_000)
-      // 1 s before expiry: no longer usable, so a fetch is made (and fails), rather than token-1 handed out.
-      expect((yield* Effect.flip(tokenValue))._tag).toBe("ApiError")
-    }).pipe(provideClient(bothTokenRoutes((() => {
-      const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
-      let calls = 0
-      return (request) => (++calls === 1 ? tokens(request) : FinTest.json(503, { message: "down" }))
-    })()), { refreshMargin: "4 seconds", maxRetries: 0 })))
-
-  it.effect("a token whose refresh failed is not handed out at the very moment its usable time ends", () =>
-    Effect.gen(function*() {
-      expect(yield* tokenValue).toBe("token-1")
-      // refreshAt is 4 s before expiry, the token usable until 2 s before it; the refresh fails at once.
-      yield* advance(HOUR - 4_000)
-      expect(yield* tokenValue).toBe("token-1")
-      // Exactly its usable time: no longer usable (usable *until*), so a fetch is made and fails.
-      yield* advance(2_000)
-      expect((yield* Effect.flip(tokenValue))._tag).toBe("ApiError")
-    }).pipe(provideClient(bothTokenRoutes((() => {
-      const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
-      let calls = 0
-      return (request) => (++calls === 1 ? tokens(request) : FinTest.json(503, { message: "down" }))
-    })()), { refreshMargin: "4 seconds", maxRetries: 0 })))
+  // refreshAt is 4 s before expiry, the token usable until 2 s before it; the refresh fails at once. At 1 s before
+  // expiry, and exactly at its usable time (usable *until*), a fetch is made (and fails) rather than token-1 handed out.
+  for (const [when, after] of [["past its usable time", 3_000], ["at the very moment its usable time ends", 2_000]] as const) {
+    it.effect(`the pause after a failed refresh never hands the token out ${when}`, () =>
+      Effect.gen(function*() {
+        expect(yield* tokenValue).toBe("token-1")
+        yield* advance(HOUR - 4_000)
+        expect(yield* tokenValue).toBe("token-1")
+        yield* advance(after)
+        expect((yield* Effect.flip(tokenValue))._tag).toBe("ApiError")
+      }).pipe(provideClient(bothTokenRoutes((() => {
+        const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+        let calls = 0
+        return (request) => (++calls === 1 ? tokens(request) : FinTest.json(503, { message: "down" }))
+      })()), { refreshMargin: "4 seconds", maxRetries: 0 })))
+  }
 
   // With a store that cannot be read, the provider's own cache is all there is: a late 401 for an older token must not
   // drop the current one (a second token request, which a service that revokes on issue answers by revoking it).
