@@ -24,7 +24,7 @@ import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
 import * as BoundedStore from "../src/internal/boundedStore.js"
-import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, seedTokens as seed } from "./support.js"
+import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, forkSleeping, seedTokens as seed } from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
@@ -78,6 +78,10 @@ const dueStoredPair = (store: TokenStore.Service, token: FinTest.Handler) =>
     }
     return routes
   })
+
+// A store operation that always fails so.
+const failing = (operation: TokenStore.TokenStoreError["operation"], message: string) => () =>
+  Effect.fail(new TokenStore.TokenStoreError({ operation, message }))
 
 describe("TokenStore", () => {
   it.effect("the key names the base URL and a SHA-256 of the client id, not the id", () =>
@@ -192,7 +196,7 @@ describe("TokenStore", () => {
       })
       yield* advance(Duration.toMillis("1 hour") + 10_000)
       expect((yield* store.lock(yield* key))._tag).toBe("Acquired")
-      const fiber = yield* Effect.fork(FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store)))
+      const fiber = yield* forkSleeping(FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store)))
       yield* advance(19_000)
       // Still waiting for the other process while the token lasts...
       expect(fiber.unsafePoll()).toBeNull()
@@ -207,7 +211,7 @@ describe("TokenStore", () => {
         const memory = TokenStore.makeMemory()
         // A store whose lock fails: the process fetches without it, and is bounded all the same.
         const store: TokenStore.Service = lockFails
-          ? { ...memory, lock: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "lock", message: "down" })) }
+          ? { ...memory, lock: failing("lock", "down") }
           : memory
         yield* TestClock.setTime(0)
         // The service takes requests and never answers.
@@ -319,7 +323,7 @@ describe("TokenStore", () => {
       const memory = TokenStore.makeMemory()
       const store: TokenStore.Service = {
         ...memory,
-        set: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "set", message: "read-only replica" }))
+        set: failing("set", "read-only replica")
       }
       let down = false
       const issuer = FinTest.tokenHandler({ lifetime: "1 hour" })
@@ -347,7 +351,7 @@ describe("TokenStore", () => {
       const memory = TokenStore.makeMemory()
       const store: TokenStore.Service = {
         ...memory,
-        clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" }))
+        clear: failing("clear", "timed out")
       }
       const [first, second, requests] = yield* Effect.gen(function*() {
         const provider = yield* TokenProvider.TokenProvider
@@ -366,7 +370,7 @@ describe("TokenStore", () => {
       const memory = TokenStore.makeMemory()
       const store: TokenStore.Service = {
         ...memory,
-        clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" }))
+        clear: failing("clear", "timed out")
       }
       // The stored pair due for a refresh, still usable; the service down.
       const routes = yield* dueStoredPair(memory, () => FinTest.json(503, { message: "down" }))
@@ -397,7 +401,7 @@ describe("TokenStore", () => {
       const memory = TokenStore.makeMemory()
       const store: TokenStore.Service = {
         ...memory,
-        clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" })),
+        clear: failing("clear", "timed out"),
         set: (key, tokens, owner) =>
           Redacted.value(tokens.accessToken) === "token-1" ? memory.set(key, tokens, owner) : Effect.succeed(true)
       }
@@ -532,7 +536,7 @@ describe("TokenStore", () => {
       // Another process holds the lock now: the client waits on that one, not on the earlier one.
       const holder = yield* store.lock(yield* key)
       if (holder._tag !== "Acquired") return expect.fail("the lock was held")
-      const waiting = yield* Effect.fork(Effect.either(Effect.provide(token, instance(FinTest.tokenHandler()))))
+      const waiting = yield* forkSleeping(Effect.either(Effect.provide(token, instance(FinTest.tokenHandler()))))
       yield* advance(1_000)
       // That process ends without a pair or a failure: the client takes the lock and fetches.
       yield* store.unlock(yield* key, holder.owner)
@@ -604,9 +608,9 @@ describe("TokenStore", () => {
         FinTest.layerClient({ "POST /v1/oauth/token": tokens }).pipe(
           Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
         )
-      const owner = yield* Effect.fork(Effect.provide(token, instance()))
+      const owner = yield* forkSleeping(Effect.provide(token, instance()))
       yield* advance(100)
-      const waiter = yield* Effect.fork(Effect.provide(token, instance()))
+      const waiter = yield* forkSleeping(Effect.provide(token, instance()))
       for (let i = 0; i < 30; i++) yield* advance(500)
       expect(yield* Fiber.join(Fiber.zip(owner, waiter))).toEqual(["token-1", "token-1"])
       expect(renewals).toBeGreaterThan(1)
@@ -648,7 +652,7 @@ describe("TokenStore", () => {
       const memory = TokenStore.makeMemory()
       const store: TokenStore.Service = {
         ...memory,
-        set: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "set", message: "read-only replica" }))
+        set: failing("set", "read-only replica")
       }
       const { layer: logger, lines } = captureLogs()
       yield* FeeService.calculate(quoteRequest).pipe(withStore(store), Effect.provide(logger))
@@ -728,7 +732,7 @@ describe("TokenStore", () => {
     Effect.gen(function*() {
       const memory = TokenStore.makeMemory({ lockTtl: "1 minute" })
       const store: TokenStore.Service = { ...memory, lock: (key) => Effect.delay(memory.lock(key), "15 seconds") }
-      const fiber = yield* Effect.fork(FeeService.calculate(quoteRequest).pipe(withStore(store)))
+      const fiber = yield* forkSleeping(FeeService.calculate(quoteRequest).pipe(withStore(store)))
       for (let i = 0; i < 20; i++) yield* advance(1000)
       yield* Fiber.join(fiber)
       const lock = yield* memory.lock(yield* key)

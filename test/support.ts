@@ -1,4 +1,5 @@
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -50,6 +51,22 @@ export const quoteRequest = { source_currency: "USD", source_amount: 3508679, de
 
 /** Advances the TestClock in steps, letting forked fibers run between them. */
 export const advance = (millis: number) => TestClock.adjust(`${millis} millis`)
+
+/**
+ * Forks `effect` and waits, in real time, until it sleeps on the TestClock: it has got to its first wait. The TestClock
+ * moves once every fiber is suspended, one waiting on a promise too (WebCrypto's digest of a token store key, made
+ * when a client is built): moved before the call sleeps, it would leave the call's waits after the times the test
+ * expects them done.
+ */
+export const forkSleeping = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const before = Chunk.size(yield* TestClock.sleeps())
+    const fiber = yield* Effect.fork(effect)
+    while (Chunk.size(yield* TestClock.sleeps()) <= before) {
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1)))
+    }
+    return fiber
+  })
 
 /** A tracer that records every span (on top of the native one) so tests can read their attributes. */
 export const recordingTracer = Effect.gen(function*() {
