@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs"
 import * as Vm from "node:vm"
 import * as CountryCode from "../src/CountryCode.js"
 import { RequestValidationError } from "../src/FinError.js"
-import { decodeRows, encodeRows, normalize, typeTable } from "../src/internal/subdivisions.js"
+import { compareEntries, decodeRows, encodeRows, normalize, typeTable } from "../src/internal/subdivisions.js"
 import { subdivisionsData, types } from "../src/internal/subdivisionsData.js"
 import * as Subdivisions from "../src/Subdivisions.js"
 
@@ -229,6 +229,19 @@ describe("Subdivisions", () => {
     })
   })
 
+  describe("compareEntries", () => {
+    it("a name in another Unicode encoding of the same text is no rename; another letter case is", () => {
+      const before = [{ code: "CO-DC", name: "Bogot\u00e1" }, { code: "CO-ANT", name: "Antioquia" }]
+      const after = [{ code: "CO-DC", name: "Bogota\u0301" }, { code: "CO-ANT", name: "ANTIOQUIA" }]
+      expect(compareEntries(before, after, false)).toEqual({
+        added: [],
+        removed: [],
+        renamed: [{ code: "CO-ANT", from: "Antioquia", to: "ANTIOQUIA" }],
+        changed: []
+      })
+    })
+  })
+
   describe("countriesWithout", () => {
     it("lists the 49 countries without subdivisions, sorted", () => {
       const without = Subdivisions.countriesWithout()
@@ -239,6 +252,8 @@ describe("Subdivisions", () => {
       expect(withSome).toHaveLength(200)
       expect(without).toContain("ATA")
       expect(without).not.toContain("USA")
+      // One list for every caller: frozen, so no caller can change another's.
+      expect(Object.isFrozen(without)).toBe(true)
     })
   })
 
