@@ -65,7 +65,7 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("--wizard without a terminal on standard input is a usage error, not a wait for answers that cannot come", async () => {
-    for (const args of [["--wizard"], ["quote", "--wizard"]]) {
+    for (const args of [["--wizard"], ["quote", "--wizard"], ["--wizard=true"], ["quote", "--wizard=1"]]) {
       const result = await cli(args)
       expect([result.code, result.stdout, result.stderr.trim()]).toEqual([
         2,

@@ -62,7 +62,8 @@ export const forkSleeping = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const before = Chunk.size(yield* TestClock.sleeps())
     const fiber = yield* Effect.fork(effect)
-    while (Chunk.size(yield* TestClock.sleeps()) <= before) {
+    // A fiber that ends (fails, say) before any wait is returned as it is: its join says why, not a test timeout.
+    while (Chunk.size(yield* TestClock.sleeps()) <= before && fiber.unsafePoll() === null) {
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1)))
     }
     return fiber

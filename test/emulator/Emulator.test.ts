@@ -817,10 +817,14 @@ describe("Emulator", () => {
         const delivery = yield* Effect.fork(emulator.sendWebhook())
         yield* Effect.promise(() => requested)
         yield* TestClock.adjust("600 millis")
+        // The TestClock keeps every sleep until its time (the head's timeout too): one more is the body's timeout.
+        const before = (yield* TestClock.sleeps()).length
         answer!.writeHead(200, { "content-type": "text/plain" })
         answer!.write("start ")
-        // Real time for the head to reach the sender over loopback (the TestClock does not move meanwhile).
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 300)))
+        // However long the head takes to reach the sender over loopback (the TestClock does not move meanwhile).
+        while ((yield* TestClock.sleeps()).length <= before && delivery.unsafePoll() === null) {
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1)))
+        }
         yield* TestClock.adjust("400 millis")
         // Had the body a second of its own, this end would be read into the answer.
         answer!.end("late")
