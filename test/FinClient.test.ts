@@ -65,6 +65,14 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
     }))
 
+  it.effect("every trailing slash of baseUrl is dropped: request paths are appended to it", () =>
+    Effect.gen(function*() {
+      // "https://proxy.example/fin//" kept as ".../fin/" would send ".../fin//v1/...", another path to most proxies.
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "https://proxy.example/fin//" })).baseUrl).toBe("https://proxy.example/fin")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://127.0.0.1:8080///" })).baseUrl).toBe("http://127.0.0.1:8080")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "https://api.fin.com//" })).baseUrl).toBe("https://api.fin.com")
+    }))
+
   it.effect("an environment given with the other environment's address is a ConfigError, not a silent choice", () =>
     Effect.gen(function*() {
       // FIN_ENVIRONMENT=production with FIN_BASE_URL left at the sandbox's: production credentials sent to the sandbox.
