@@ -442,8 +442,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   }
   // @effect/cli's built-in `--wizard` prompts on the terminal, writing its own colour codes: with no terminal on
   // standard input (a pipe, /dev/null, a CI job) it would wait for ever for answers that cannot come.
-  // @effect/cli takes `--wizard=true` (`=1`, `=yes`, `=on`) too: any `--wizard=` is refused here (one that is false
-  // is a usage error there anyway).
+  // @effect/cli takes `--wizard=true` (`=1`, `=yes`, `=on`) too: every `--wizard=` form is refused here (one that is
+  // false is a usage error there anyway).
   if (args.some((arg) => arg === "--wizard" || arg.startsWith("--wizard=")) && process.stdin.isTTY !== true) {
     return Effect.zipRight(
       Console.error("effect-fin: --wizard asks its questions on a terminal, and standard input is none"),
