@@ -1,6 +1,7 @@
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Random from "effect/Random"
@@ -62,11 +63,20 @@ export const forkSleeping = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const before = Chunk.size(yield* TestClock.sleeps())
     const fiber = yield* Effect.fork(effect)
-    // A fiber that ends (fails, say) before any wait is returned as it is: its join says why, not a test timeout.
-    while (Chunk.size(yield* TestClock.sleeps()) <= before && fiber.unsafePoll() === null) {
+    yield* untilSleepsMoreThan(before, fiber)
+    return fiber
+  })
+
+/**
+ * Waits, in real time, until the TestClock holds more than `count` sleeps (it keeps each until its time, an
+ * interrupted one too), or `fiber` has ended: one that ends (fails, say) before any wait says why at its join, not as
+ * a test timeout.
+ */
+export const untilSleepsMoreThan = (count: number, fiber: Fiber.RuntimeFiber<unknown, unknown>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (Chunk.size(yield* TestClock.sleeps()) <= count && fiber.unsafePoll() === null) {
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1)))
     }
-    return fiber
   })
 
 /** A tracer that records every span (on top of the native one) so tests can read their attributes. */

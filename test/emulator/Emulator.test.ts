@@ -23,6 +23,7 @@ import { Emulator } from "../../src/emulator/index.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
+import { untilSleepsMoreThan } from "../support.js"
 
 interface Answer {
   readonly status: number
@@ -822,9 +823,7 @@ describe("Emulator", () => {
         answer!.writeHead(200, { "content-type": "text/plain" })
         answer!.write("start ")
         // However long the head takes to reach the sender over loopback (the TestClock does not move meanwhile).
-        while ((yield* TestClock.sleeps()).length <= before && delivery.unsafePoll() === null) {
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1)))
-        }
+        yield* untilSleepsMoreThan(before, delivery)
         yield* TestClock.adjust("400 millis")
         // Had the body a second of its own, this end would be read into the answer.
         answer!.end("late")

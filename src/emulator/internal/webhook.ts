@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Bytes from "../../internal/bytes.js"
 import { systemCode } from "../../internal/http.js"
+import * as Monotonic from "../../internal/monotonic.js"
 import * as Webhooks from "../../Webhooks.js"
 import { EmulatorError } from "./error.js"
 import type { WebhookRequest } from "./model.js"
@@ -124,9 +125,9 @@ export const send = (
       request.algorithm ?? settings.webhookAlgorithm
     )
     const timeout = Duration.millis(settings.webhookTimeout)
-    // One budget for the whole delivery: the answer's head, then the start of its body in what is left of it. Measured
-    // in nanoseconds, monotonic on the live clock (a wall clock set back must not lengthen it).
-    const started = yield* Clock.currentTimeNanos
+    // One budget for the whole delivery, on monotonic time: the answer's head, then the start of its body in what is
+    // left of it.
+    const endsAt = Monotonic.plus(yield* Monotonic.millis, timeout)
     // The service's documented headers only: no trace context of this client's own.
     const answer = yield* HttpClient.withTracerPropagation(client, false).execute(
       HttpClientRequest.post(url).pipe(
@@ -152,11 +153,11 @@ export const send = (
       // The start of the answer's body is read (see MAX_ANSWER), within the same time; one that fails or stalls keeps
       // the status already received.
       Effect.flatMap((response) =>
-        Effect.flatMap(Clock.currentTimeNanos, (now) =>
+        Effect.flatMap(Monotonic.millis, (now) =>
           Effect.map(
             Effect.option(Effect.timeout(
               Effect.scoped(Bytes.readUpTo(response.stream, MAX_ANSWER_BYTES)),
-              Duration.millis(Math.max(0, settings.webhookTimeout - Number(now - started) / 1e6))
+              Monotonic.between(now, endsAt)
             )),
             (read) => ({ status: response.status, text: Option.match(read, { onNone: () => "", onSome: answerOf }) })
           ))
