@@ -435,5 +435,17 @@ describe("snapshot script, online", () => {
       expect(result.stderr).toBe(`${baseUrl} CAN: ApiError: The service answered 403 on GET /v1/countries/CAN/subdivisions: Forbidden (1 attempt)\nNo report was written.\n`)
       expect(await exists(report)).toBe(false)
     })
+
+    it("a report that cannot be written is said to be the report, and exits 2", async () => {
+      // A folder where the report file should go: the rename onto it fails.
+      const report = await tempDir()
+      const result = await runMain(crossCheck(report, "--countries", "USA"), { served: { USA: apiOf("USA") } })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toMatch(/^cannot write the report \(EISDIR.+\)\nNo report was written\.\n/m)
+      expect(await Fs.readdir(report)).toEqual([])
+      // Its temporary file (beside the target) is gone too.
+      const temps = (await Fs.readdir(Path.dirname(report))).filter((name) => name.startsWith(`.${Path.basename(report)}.`))
+      expect(temps).toEqual([])
+    })
   })
 })

@@ -381,7 +381,10 @@ export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Ef
       }))
     }
     options.log(formatCrossCheck(report))
-    yield* writeFilesAtomically([{ path: options.reportPath, content: `${JSON.stringify(report, null, 2)}\n` }])
+    yield* writeFilesAtomically(
+      [{ path: options.reportPath, content: `${JSON.stringify(report, null, 2)}\n` }],
+      "the report"
+    )
     options.log(`Report: ${options.reportPath}`)
     return report.agree ? ExitCode.ok : ExitCode.differences
   })

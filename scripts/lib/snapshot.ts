@@ -676,10 +676,11 @@ const readOptional = (path: string): Effect.Effect<string | undefined, SnapshotE
 
 /**
  * Writes every file to a temporary sibling first and renames only once all are written, so a failure leaves the
- * committed files as they were (each rename is atomic on one file system).
+ * committed files as they were (each rename is atomic on one file system). `what` names the files in a failure.
  */
 export const writeFilesAtomically = (
-  targets: ReadonlyArray<{ readonly path: string; readonly content: string }>
+  targets: ReadonlyArray<{ readonly path: string; readonly content: string }>,
+  what: "the snapshot" | "the report" = "the snapshot"
 ): Effect.Effect<void, SnapshotError> => {
   const temps = targets.map((t) => ({
     ...t,
@@ -691,7 +692,7 @@ export const writeFilesAtomically = (
   const paths = targets.map((t) => Path.resolve(t.path))
   const twice = paths.find((path, i) => paths.indexOf(path) !== i)
   if (twice !== undefined) {
-    return Effect.fail(new SnapshotError({ message: `cannot write the snapshot: two of its files would be ${twice}` }))
+    return Effect.fail(new SnapshotError({ message: `cannot write ${what}: two of its files would be ${twice}` }))
   }
   return Effect.tryPromise({
     try: async () => {
@@ -701,7 +702,7 @@ export const writeFilesAtomically = (
       }
       for (const t of temps) await Fs.rename(t.temp, t.path)
     },
-    catch: (e) => new SnapshotError({ message: `cannot write the snapshot (${errorText(e)})` })
+    catch: (e) => new SnapshotError({ message: `cannot write ${what} (${errorText(e)})` })
   }).pipe(Effect.tapError(() => cleanup))
 }
 
