@@ -75,6 +75,21 @@ describe("effect-fin (offline commands)", () => {
     }
   })
 
+  it("an unknown command names every command, the snapshot tool's too; a misspelt webhook command does not", async () => {
+    const hint = "effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)"
+    const mismatch = "Invalid subcommand for effect-fin - use one of 'quote', 'subdivisions', 'webhook', 'emulator'"
+    const lines = (text: string) => text.split("\n").filter((line) => line !== "")
+    const bogus = await cli(["bogus"])
+    expect([bogus.code, bogus.stdout, lines(bogus.stderr)]).toEqual([2, "", [mismatch, hint]])
+    // The command is the first word that is no option (nor --log-level's value). The parser says its own line twice
+    // there: ours comes once, last.
+    const logged = await cli(["--log-level", "info", "snapshots"])
+    expect([logged.code, lines(logged.stderr).filter((line) => line === hint).length, lines(logged.stderr).at(-1)])
+      .toEqual([2, 1, hint])
+    const webhook = await cli(["webhook", "verfy"])
+    expect([webhook.code, webhook.stderr.split("\n").filter((line) => line !== "")]).toEqual([2, [mismatch]])
+  })
+
   it("quote validates its flags before reading any configuration", async () => {
     // Any case is taken, but only of ASCII letters: Unicode's upper case of "uſd" is USD.
     for (const from of ["US", "u\u017fd"]) {

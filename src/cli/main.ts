@@ -369,8 +369,11 @@ const snapshotArgs = (
  * @since 0.1.0
  * @category running
  */
-export const servesUntilStopped = (args: ReadonlyArray<string>): boolean =>
-  args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "--log-level") === "emulator"
+export const servesUntilStopped = (args: ReadonlyArray<string>): boolean => commandOf(args) === "emulator"
+
+// The command named on the command line: its first word that is no option (nor `--log-level`'s value).
+const commandOf = (args: ReadonlyArray<string>): string | undefined =>
+  args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "--log-level")
 
 /**
  * The `effect-fin` command and its subcommands: `quote`, `subdivisions`, `webhook verify`, `emulator`. `snapshot` and
@@ -387,6 +390,9 @@ export const command = Command.make("effect-fin").pipe(
   ),
   Command.withSubcommands([quote, subdivisions, webhook, emulator])
 )
+
+// Its subcommands, by name.
+const commands = Command.getSubcommands(command)
 
 // @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
 // them as plain text.
@@ -469,9 +475,15 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       // @effect/cli has already printed a usage error (one line, then a blank one): exit 2, as `snapshot` and the
       // usage errors of most tools, so a script tells it from a failed call (1). Ours are one line with the tag.
       ValidationError.isValidationError(error)
-        ? Effect.sync(() => {
-          process.exitCode = 2
-        })
+        ? Effect.zipRight(
+          // Its list of commands is the parser's, which has no `snapshot` or `cross-check` (dispatched before it).
+          ValidationError.isCommandMismatch(error) && !HashMap.has(commands, commandOf(args) ?? "")
+            ? Console.error("effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)")
+            : Effect.void,
+          Effect.sync(() => {
+            process.exitCode = 2
+          })
+        )
         : Console.error(Render.errorLine(error))
     ),
     (program) =>
