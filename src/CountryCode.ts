@@ -35,7 +35,7 @@ export const alpha3Codes = [
 ] as const
 
 // alpha-2 codes, index-aligned with `alpha3Codes` (from iso-codes 4.20's iso_3166-1.json).
-const alpha2Codes: ReadonlyArray<string> = [
+const alpha2Codes = [
   "AF", "AL", "DZ", "AS", "AD", "AO", "AI", "AQ", "AG", "AR", "AM", "AW", "AU", "AT", "AZ", "BS",
   "BH", "BD", "BB", "BY", "BE", "BZ", "BJ", "BM", "BT", "BO", "BQ", "BA", "BW", "BV", "BR", "IO",
   "BN", "BG", "BF", "BI", "CV", "KH", "CM", "CA", "KY", "CF", "TD", "CL", "CN", "CX", "CC", "CO",
@@ -52,7 +52,15 @@ const alpha2Codes: ReadonlyArray<string> = [
   "ES", "LK", "SD", "SR", "SJ", "SE", "CH", "SY", "TW", "TJ", "TZ", "TH", "TL", "TG", "TK", "TO",
   "TT", "TN", "TR", "TM", "TC", "TV", "UG", "UA", "AE", "GB", "UM", "US", "UY", "UZ", "VU", "VE",
   "VN", "VG", "VI", "WF", "EH", "YE", "ZM", "ZW", "AX"
-]
+] as const satisfies { readonly length: (typeof alpha3Codes)["length"] }
+
+/**
+ * The alpha-2 code of a `CountryCode`, as `toAlpha2` returns it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Alpha2Code = (typeof alpha2Codes)[number]
 
 /**
  * An alpha-3 code the service accepts.
@@ -74,7 +82,7 @@ export const CountryCode: Schema.Literal<typeof alpha3Codes> = Schema.Literal(..
 })
 
 const alpha3Set: ReadonlySet<string> = new Set(alpha3Codes)
-const toAlpha2Map = new Map<string, string>(alpha3Codes.map((code, i) => [code, alpha2Codes[i]!]))
+const toAlpha2Map = new Map<string, Alpha2Code>(alpha3Codes.map((code, i) => [code, alpha2Codes[i]!]))
 const toAlpha3Map = new Map<string, CountryCode>(alpha3Codes.map((code, i) => [alpha2Codes[i]!, code]))
 
 /**
@@ -91,7 +99,7 @@ export const isCountryCode = (input: unknown): input is CountryCode => typeof in
  * @since 0.1.0
  * @category conversions
  */
-export const toAlpha2 = (code: CountryCode): string => toAlpha2Map.get(code)!
+export const toAlpha2 = (code: CountryCode): Alpha2Code => toAlpha2Map.get(code)!
 
 /**
  * The alpha-3 code of an alpha-2 code (`"US"` -> `Some("USA")`), case-sensitive; `None` when unknown.

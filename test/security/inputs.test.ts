@@ -153,6 +153,15 @@ describe("Inputs from outside are validated before use", () => {
       for (const alpha2 of ["us", "U\u0405", "US ", "../", "__proto__", "constructor"]) {
         expect(CountryCode.fromAlpha2(alpha2), alpha2).toEqual(Option.none())
       }
+      // Each of the 249 has its own alpha-2 code, which converts back; the type says which codes those are.
+      const alpha2s = CountryCode.alpha3Codes.map(CountryCode.toAlpha2)
+      expect(new Set(alpha2s).size).toBe(249)
+      expect(alpha2s.filter((alpha2) => !/^[A-Z]{2}$/.test(alpha2))).toEqual([])
+      expect(alpha2s.map((alpha2) => Option.getOrNull(CountryCode.fromAlpha2(alpha2)))).toEqual(CountryCode.alpha3Codes)
+      const us: CountryCode.Alpha2Code = CountryCode.toAlpha2("USA")
+      // @ts-expect-error not an alpha-2 code of the table
+      const unknown: CountryCode.Alpha2Code = "XX"
+      expect([us, unknown]).toEqual(["US", "XX"])
       // The lenient reader (for people typing codes) ignores case and spaces and reads alpha-2, in ASCII only.
       for (const [typed, code] of [["usa", "USA"], [" Usa ", "USA"], ["us", "USA"], ["GB", "GBR"], ["\tcan\n", "CAN"]]) {
         expect(yield* CountryCode.parse(typed!), typed).toBe(code)
