@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as ConfigError from "effect/ConfigError"
 import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Duration from "effect/Duration"
 import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { spawn, spawnSync } from "node:child_process"
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
@@ -62,6 +64,37 @@ describe("effect-fin (offline commands)", () => {
     expect(result.stderr.trim().split("\n")).toEqual([
       `effect-fin: RequestValidationError: Invalid country code: expected one of the 249 ISO 3166-1 alpha-3 codes of the service (e.g. "USA")`
     ])
+  })
+
+  it("with --json a failure is one line of JSON on stderr, whatever the error; without it, the text line", async () => {
+    const failed = async (args: ReadonlyArray<string>, env: Record<string, string> = {}, input = "") => {
+      const result = await cli(args, env, input)
+      expect([result.code, result.stdout], args.join(" ")).toEqual([1, ""])
+      expect(result.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1)
+      return JSON.parse(result.stderr).error
+    }
+    expect(await failed(["quote", "--from", "US", "--to", "CAD", "--amount", "1", "--json"])).toEqual({
+      _tag: "RequestValidationError",
+      message: "Invalid quote: --from: expected a currency code of three letters",
+      issues: [{ path: "--from", expected: "a currency code of three letters" }]
+    })
+    expect(await failed(["quote", "--from", "USD", "--to", "CAD", "--amount", "1", "--json"])).toEqual({
+      _tag: "ConfigError",
+      message: "FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set"
+    })
+    expect((await failed(["subdivisions", "XXX", "--json"]))._tag).toBe("RequestValidationError")
+    const tampered = await failed(
+      ["webhook", "verify", "--signature", "ab".repeat(32), "--json"],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      body
+    )
+    expect(tampered).toEqual({
+      _tag: "WebhookVerificationError",
+      reason: "bad_signature",
+      message: "the signature matches none of the webhook secrets"
+    })
+    const text = await cli(["subdivisions", "XXX"])
+    expect(text.stderr).toMatch(/^effect-fin: RequestValidationError: Invalid country code/)
   })
 
   it("--wizard without a terminal on standard input is a usage error, not a wait for answers that cannot come", async () => {
@@ -691,6 +724,30 @@ describe("effect-fin against the emulator", () => {
     expect(refused.stderr.trim()).toMatch(
       /^effect-fin: ApiError: The service answered 422 on POST \/v1\/fee-calculation: [^(]+ \(source_amount: The fees take [^)]+\)$/
     )
+  })
+
+  it("with --json a failure is one line of JSON on stderr: the error with all its fields, as FinError encodes it", async () => {
+    const refused = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "1.01", "--json"], env)
+    expect([refused.code, refused.stdout]).toEqual([1, ""])
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1)
+    const { error } = JSON.parse(refused.stderr)
+    // Its tag first, as in the text line; decoded back into the error a program would get.
+    expect(Object.keys(error)[0]).toBe("_tag")
+    const decoded = Schema.decodeUnknownSync(FinError.FinError)(error)
+    expect(decoded).toBeInstanceOf(FinError.ApiError)
+    expect(decoded).toMatchObject({ status: 422, operation: "POST /v1/fee-calculation", attempts: 1 })
+    expect((decoded as FinError.ApiError).fieldErrors?.map((f) => f.field)).toEqual(["source_amount"])
+    expect(refused.stderr).not.toContain(emulator.credentials.clientSecret)
+    // A time-limited answer keeps its Duration in the schema's form.
+    await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 429, route: "POST /v1/fee-calculation", retryAfter: 60 }]))
+    try {
+      const limited = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100", "--json"], env)
+      const rate = Schema.decodeUnknownSync(FinError.FinError)(JSON.parse(limited.stderr).error)
+      expect(rate).toBeInstanceOf(FinError.RateLimitError)
+      expect(Duration.toSeconds((rate as FinError.RateLimitError).retryAfter!)).toBe(60)
+    } finally {
+      await Effect.runPromise(emulator.clearFaults)
+    }
   })
 
   it("cross-check compares the emulator's answers with the bundled snapshot, from any folder", async () => {

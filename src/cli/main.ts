@@ -37,10 +37,23 @@ import * as Webhooks from "../Webhooks.js"
 import * as Snapshot from "../../scripts/lib/main.js"
 import * as Render from "./render.js"
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of a table"))
+const json = Options.boolean("json").pipe(
+  Options.withDescription("Print JSON instead of a table (and a failure as one line of JSON on stderr)")
+)
 
 const print = (asJson: boolean, value: unknown, human: () => string) =>
   Console.log(asJson ? Render.json(value) : human())
+
+// A failure already printed (as JSON): `run` only sets the exit code.
+const printed: unique symbol = Symbol("effect-fin/cli/printed")
+
+// With `--json`, a failure is printed as JSON (`Render.errorJson`) here, where the flag is known, rather than as
+// `run`'s text line.
+const failingAsJson =
+  (asJson: boolean) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | typeof printed, R> =>
+    asJson
+      ? Effect.catchAll(self, (error) => Effect.zipRight(Console.error(Render.errorJson(error)), Effect.fail(printed)))
+      : self
 
 /**
  * The client of the `FIN_*` variables on undici; only built by commands that call the service. A command makes one
@@ -164,7 +177,7 @@ const quote = Command.make(
           ],
           ["valid till", validTill]
         ]))
-    })
+    }).pipe(failingAsJson(args.json))
 ).pipe(Command.withDescription("Quote a transfer: POST /v1/fee-calculation"))
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -209,7 +222,7 @@ const subdivisions = Command.make(
         `${subdivisionRows(result.subdivisions)}\n\n${count(result.subdivisions.length)} of ${result.country} (${
           result.source === "api" ? "from the API" : "offline snapshot: the API call failed, as logged above"
         })`)
-    })
+    }).pipe(failingAsJson(args.json))
 ).pipe(Command.withDescription("List the ISO 3166-2 subdivisions of a country"))
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -276,7 +289,7 @@ const verify = Command.make(
           // As sent: the service's timestamps have microseconds, which a DateTime does not keep.
           ["created at", sent.event.created_at]
         ]))
-    })
+    }).pipe(failingAsJson(args.json))
 ).pipe(Command.withDescription(
     "Verify a webhook body read from standard input (secret from FIN_WEBHOOK_SECRET; with FIN_ENVIRONMENT set, an " +
       "event of the other environment is refused)"
@@ -484,6 +497,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
             process.exitCode = 2
           })
         )
+        : error === printed
+        ? Effect.void
         : Console.error(Render.errorLine(error))
     ),
     (program) =>

@@ -5,7 +5,9 @@
  */
 import type * as Console from "effect/Console"
 import * as ConfigError from "effect/ConfigError"
+import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import * as FinError from "../FinError.js"
 import * as Printable from "../internal/printable.js"
 
@@ -60,18 +62,40 @@ const apiErrorText = (error: FinError.ApiError): string => {
  * `effect-fin: ApiError: The service answered 422 on POST /v1/fee-calculation: ...`: the tag first, so scripts can
  * match on it; one printable line.
  */
-export const errorLine = (error: unknown): string => printable(errorText(error))
+export const errorLine = (error: unknown): string => {
+  const { message, tag } = described(error)
+  return printable(tag === undefined ? `effect-fin: ${message}` : `effect-fin: ${tag}: ${message}`)
+}
 
-const errorText = (error: unknown): string => {
-  if (ConfigError.isConfigError(error)) return `effect-fin: ConfigError: ${[...new Set(configProblems(error))].join("; ")}`
-  if (error instanceof FinError.ApiError) return `effect-fin: ApiError: ${apiErrorText(error)}`
+/**
+ * `{"error":{"_tag":"ApiError","status":422,...}}`: the failure of a `--json` command as one printable line of JSON.
+ * effect-fin's errors with all their fields, as their schema encodes them (`FinError`, `WebhookVerificationError`);
+ * any other with its tag and the message `errorLine` gives it.
+ */
+export const errorJson = (error: unknown): string => Printable.json({ error: encoded(error) })
+
+const encodeFinError = Schema.encodeUnknownOption(Schema.Union(FinError.FinError, FinError.WebhookVerificationError))
+
+// The tag first, as in the text line.
+const encoded = (error: unknown): unknown =>
+  Option.getOrElse(Option.map(encodeFinError(error), ({ _tag, ...fields }) => ({ _tag, ...fields })), () => {
+    const { message, tag } = described(error)
+    return { _tag: tag ?? "Error", message }
+  })
+
+// The error's tag (none for an error without one) and its message's first line.
+const described = (error: unknown): { readonly tag?: string; readonly message: string } => {
+  if (ConfigError.isConfigError(error)) {
+    return { tag: "ConfigError", message: [...new Set(configProblems(error))].join("; ") }
+  }
+  if (error instanceof FinError.ApiError) return { tag: "ApiError", message: apiErrorText(error) }
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {
     const message = Predicate.hasProperty(error, "message") && typeof error.message === "string" ? error.message : ""
     // The platform's errors may say nothing themselves (a ServeError on a busy port); their cause then does.
     const cause = Predicate.hasProperty(error, "cause") && error.cause instanceof Error ? error.cause.message : ""
-    return `effect-fin: ${error._tag}: ${(message === "" ? cause : message).split("\n")[0]}`
+    return { tag: error._tag, message: (message === "" ? cause : message).split("\n")[0]! }
   }
-  return `effect-fin: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`
+  return { message: error instanceof Error ? error.message.split("\n")[0]! : String(error) }
 }
 
 /**
