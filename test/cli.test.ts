@@ -1,3 +1,5 @@
+import * as Command from "@effect/cli/Command"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as ConfigError from "effect/ConfigError"
 import type * as Console from "effect/Console"
@@ -11,7 +13,7 @@ import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { servesUntilStopped } from "../src/cli/main.js"
+import { command, servesUntilStopped } from "../src/cli/main.js"
 import { errorLine, pairs, printableConsole, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
@@ -119,6 +121,10 @@ describe("effect-fin (offline commands)", () => {
     const logged = await cli(["--log-level", "info", "snapshots"])
     expect([logged.code, lines(logged.stderr).filter((line) => line === hint).length, lines(logged.stderr).at(-1)])
       .toEqual([2, 1, hint])
+    // `snapshot` after an option reaches the parser: it is said to come first, not offered as if it were not typed.
+    const late = await cli(["--log-level", "info", "snapshot"])
+    expect([late.code, lines(late.stderr).at(-1)])
+      .toEqual([2, "effect-fin: 'snapshot' comes first, before any option (effect-fin snapshot --help)"])
     const webhook = await cli(["webhook", "verfy"])
     expect([webhook.code, webhook.stderr.split("\n").filter((line) => line !== "")]).toEqual([2, [mismatch]])
   })
@@ -282,6 +288,15 @@ describe("effect-fin (offline commands)", () => {
         encoding: "utf8"
       })
       expect([result.status, result.stderr]).toEqual([1, "effect-fin: cannot write to standard output (ENOSPC)\n"])
+      const json = spawnSync(process.execPath, [join(harness.dir, "bin.mjs"), "subdivisions", "USA", "--offline", "--json"], {
+        stdio: ["ignore", full, "pipe"],
+        env: { PATH: process.env.PATH, HOME: process.env.HOME },
+        encoding: "utf8"
+      })
+      expect([json.status, JSON.parse(json.stderr)]).toEqual([
+        1,
+        { error: { _tag: "StdoutError", message: "cannot write to standard output (ENOSPC)" } }
+      ])
     } finally {
       closeSync(full)
     }
@@ -519,6 +534,29 @@ describe("effect-fin (offline commands)", () => {
   })
 })
 
+describe("the exported command", () => {
+  it.effect("mounted in a program, fails with the command's own error, with --json too (printed as JSON as well)", () =>
+    Effect.gen(function*() {
+      const printed: Array<string> = []
+      const recording = {
+        log: () => Effect.void,
+        error: (...args: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(args.join(" ")))
+      } as unknown as Console.Console
+      const mounted = Command.run(command, { name: "my-tool", version: "1" })
+      for (const json of [[], ["--json"]]) {
+        const error = yield* Effect.flip(
+          mounted(["node", "my-tool", "quote", "--from", "US", "--to", "CAD", "--amount", "1", ...json]).pipe(
+            Effect.withConsole(recording),
+            Effect.provide(NodeContext.layer)
+          )
+        )
+        expect(error, json.join("")).toBeInstanceOf(FinError.RequestValidationError)
+      }
+      // Only the --json run prints it itself (the program says the other as it likes).
+      expect(printed.map((line) => JSON.parse(line).error._tag)).toEqual(["RequestValidationError"])
+    }))
+})
+
 describe("the CLI's console", () => {
   // A console of the user's may be a class: its getters (the loggers read `unsafe`) and methods must reach it bound.
   it.effect("takes colour codes out where colour is off, escapes other control characters, and leaves the rest of a class console working", () =>
@@ -662,7 +700,12 @@ describe("effect-fin against the emulator", () => {
           when,
           signal
         })
-        expect([stopped.code, stopped.stdout, stopped.stderr.trim()]).toEqual([code, "", `effect-fin: interrupted (${signal})`])
+        // With --json, the interruption is said as JSON too.
+        expect([stopped.code, stopped.stdout, stopped.stderr.trim()]).toEqual([
+          code,
+          "",
+          `{"error":{"_tag":"Interrupted","message":"interrupted (${signal})"}}`
+        ])
       }
     } finally {
       await Effect.runPromise(emulator.clearFaults)

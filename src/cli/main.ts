@@ -20,6 +20,7 @@ import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as CountryCode from "../CountryCode.js"
 import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
@@ -44,15 +45,41 @@ const json = Options.boolean("json").pipe(
 const print = (asJson: boolean, value: unknown, human: () => string) =>
   Console.log(asJson ? Render.json(value) : human())
 
-// A failure already printed (as JSON): `run` only sets the exit code.
-const printed: unique symbol = Symbol("effect-fin/cli/printed")
+// Failures already printed (as JSON): `run` only sets the exit code. The error itself goes on, so a program that
+// mounts `command` still gets it (a FinError, to `catchTag`), not a marker.
+const printedAsJson = new WeakSet<object>()
+
+// Whether the command running was given `--json`: what the process itself says of a failure it sees outside the
+// command (standard output that cannot be written, a signal), in `failureLine`, is then JSON too.
+let jsonFailures = false
+
+/**
+ * The line the process prints for a failure outside the command's own effect (`message`: "interrupted (SIGINT)",
+ * "cannot write to standard output (EPIPE)"): `{"error":{"_tag":tag,"message":...}}` when the command was given
+ * `--json`, else `effect-fin: <message>`.
+ *
+ * @internal
+ */
+export const failureLine = (tag: string, message: string): string =>
+  jsonFailures ? Render.errorJson({ _tag: tag, message }) : Render.printable(`effect-fin: ${message}`)
 
 // With `--json`, a failure is printed as JSON (`Render.errorJson`) here, where the flag is known, rather than as
 // `run`'s text line.
 const failingAsJson =
-  (asJson: boolean) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | typeof printed, R> =>
+  (asJson: boolean) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     asJson
-      ? Effect.catchAll(self, (error) => Effect.zipRight(Console.error(Render.errorJson(error)), Effect.fail(printed)))
+      ? Effect.zipRight(
+        Effect.sync(() => {
+          jsonFailures = true
+        }),
+        Effect.tapError(self, (error) =>
+          Effect.zipRight(
+            Console.error(Render.errorJson(error)),
+            Effect.sync(() => {
+              if (Predicate.isObject(error)) printedAsJson.add(error)
+            })
+          ))
+      )
       : self
 
 /**
@@ -407,6 +434,15 @@ export const command = Command.make("effect-fin").pipe(
 // Its subcommands, by name.
 const commands = Command.getSubcommands(command)
 
+// The line added to the parser's own when the command named (`commandOf`) is none of its subcommands: its list has no
+// `snapshot` or `cross-check`, which `run` dispatches before it, but only as the first argument.
+const commandHint = (named: string | undefined): Option.Option<string> =>
+  named === "snapshot" || named === "cross-check"
+    ? Option.some(`effect-fin: '${named}' comes first, before any option (effect-fin ${named} --help)`)
+    : HashMap.has(commands, named ?? "")
+    ? Option.none()
+    : Option.some("effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)")
+
 // @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
 // them as plain text.
 const noColour = () => process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
@@ -489,15 +525,14 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       // usage errors of most tools, so a script tells it from a failed call (1). Ours are one line with the tag.
       ValidationError.isValidationError(error)
         ? Effect.zipRight(
-          // Its list of commands is the parser's, which has no `snapshot` or `cross-check` (dispatched before it).
-          ValidationError.isCommandMismatch(error) && !HashMap.has(commands, commandOf(args) ?? "")
-            ? Console.error("effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)")
+          ValidationError.isCommandMismatch(error)
+            ? Option.match(commandHint(commandOf(args)), { onNone: () => Effect.void, onSome: Console.error })
             : Effect.void,
           Effect.sync(() => {
             process.exitCode = 2
           })
         )
-        : error === printed
+        : Predicate.isObject(error) && printedAsJson.has(error)
         ? Effect.void
         : Console.error(Render.errorLine(error))
     ),

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import { run, servesUntilStopped } from "./main.js"
+import { failureLine, run, servesUntilStopped } from "./main.js"
 
 // The package's own data/, found through its exports (a self-reference), wherever the bundler put this module.
 const dataDir = (() => {
@@ -36,7 +36,8 @@ for (const signal of Object.keys(signals) as Array<keyof typeof signals>) {
 // Standard output that cannot be written (a full disk, a pipe closed early) is said in one line, exit 1: not Node's
 // stack trace of an unhandled 'error' event, and never 0 (`effect-fin quote --json > quote.json && next`).
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-  process.stderr.write(`effect-fin: cannot write to standard output (${error.code ?? error.message})\n`)
+  const line = failureLine("StdoutError", `cannot write to standard output (${error.code ?? error.message})`)
+  process.stderr.write(`${line}\n`)
   process.exit(1)
 })
 
@@ -48,7 +49,8 @@ NodeRuntime.runMain(Effect.provide(run(process.argv, { dataDir }), NodeContext.l
     if (Exit.isSuccess(exit)) return onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
     if (!Cause.isInterruptedOnly(exit.cause)) return onExit(1)
     if (serves) return onExit(0)
-    process.stderr.write(`effect-fin: interrupted${stoppedBy === undefined ? "" : ` (${stoppedBy})`}\n`)
+    const line = failureLine("Interrupted", `interrupted${stoppedBy === undefined ? "" : ` (${stoppedBy})`}`)
+    process.stderr.write(`${line}\n`)
     onExit(128 + signals[stoppedBy ?? "SIGINT"])
   }
 })
