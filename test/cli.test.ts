@@ -276,6 +276,12 @@ describe("effect-fin (offline commands)", () => {
     )
     const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
+    // Nothing on standard input (a body to pipe in forgotten) is said so, not called a bad signature.
+    const empty = await cli(["webhook", "verify", "--signature", headers["x-fin-signature"]], { FIN_WEBHOOK_SECRET: "whsec_cli" }, "")
+    expect([empty.code, empty.stderr.trim()]).toEqual([
+      1,
+      "effect-fin: WebhookVerificationError: standard input is empty: give the body there (effect-fin webhook verify ... < body.json)"
+    ])
   })
 
   // A full disk (Linux's /dev/full; a pipe closed early alike): one line and exit 1, not Node's stack trace, never 0.

@@ -274,7 +274,15 @@ const readStdin = Effect.logDebug("effect-fin: reading the webhook body from sta
         reason: "body_too_large",
         message: `the body is larger than ${Webhooks.defaultMaxBodySize} bytes`
       }),
-    onSome: Effect.succeed
+    // No delivery is empty: standard input was left unset or closed (a body to pipe in forgotten), which a signature
+    // check would only call a bad signature.
+    onSome: (body) =>
+      body.length === 0
+        ? new FinError.WebhookVerificationError({
+          reason: "malformed_body",
+          message: "standard input is empty: give the body there (effect-fin webhook verify ... < body.json)"
+        })
+        : Effect.succeed(body)
   })),
   Effect.scoped
 )
