@@ -126,7 +126,7 @@ describe("effect-fin (offline commands)", () => {
     expect([late.code, lines(late.stderr).at(-1)])
       .toEqual([2, "effect-fin: 'snapshot' comes first, before any option (effect-fin snapshot --help)"])
     const webhook = await cli(["webhook", "verfy"])
-    expect([webhook.code, webhook.stderr.split("\n").filter((line) => line !== "")]).toEqual([2, [mismatch]])
+    expect([webhook.code, lines(webhook.stderr)]).toEqual([2, [mismatch]])
   })
 
   it("quote validates its flags before reading any configuration", async () => {
