@@ -71,6 +71,22 @@ export type Alpha2Code = (typeof alpha2Codes)[number]
 export type CountryCode = (typeof alpha3Codes)[number]
 
 /**
+ * The type of a country argument (`SubdivisionService.list`, `Subdivisions.forCountry`, ...): any string, checked at
+ * run time, except that a literal must be a `CountryCode`. `list("usa")` or `list("US")` does not compile, the
+ * message saying what is expected, where it would only fail when run; a `string`, a branded string or a union of
+ * codes passes as before.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Checked<C extends string> = C extends CountryCode ? C
+  : IsLiteral<C> extends true ? "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \"USA\""
+  : C
+
+// A literal is one known value; `string`, a branded string or a template such as `${string}A` is a key of any record.
+type IsLiteral<C extends string> = {} extends Record<C, 0> ? false : true
+
+/**
  * Schema of `CountryCode`: exactly one of the 249 upper-case alpha-3 codes (no trimming, no case folding), so that a
  * path built from it can never carry anything else.
  *

@@ -88,9 +88,9 @@ export interface Service {
    * API answer with an entry that is no subdivision of the country (what `crossCheck` calls `invalid`) is a
    * `ResponseDecodeError` naming it (in fallback mode: the snapshot), never served or cached.
    */
-  readonly list: (country: string) => Effect.Effect<SubdivisionList, FinError>
+  readonly list: <C extends string>(country: CountryCode.Checked<C>) => Effect.Effect<SubdivisionList, FinError>
   /** Always asks the API, never cached; refused in `offline` mode. */
-  readonly crossCheck: (country: string) => Effect.Effect<SubdivisionDiff, FinError>
+  readonly crossCheck: <C extends string>(country: CountryCode.Checked<C>) => Effect.Effect<SubdivisionDiff, FinError>
 }
 
 /**
@@ -350,7 +350,9 @@ export const layer: Layer.Layer<SubdivisionService, never, FinConfig.FinConfig |
  * @since 0.1.0
  * @category accessors
  */
-export const list = (country: string): Effect.Effect<SubdivisionList, FinError, SubdivisionService> =>
+export const list = <C extends string>(
+  country: CountryCode.Checked<C>
+): Effect.Effect<SubdivisionList, FinError, SubdivisionService> =>
   Effect.flatMap(SubdivisionService, (service) => service.list(country))
 
 /**
@@ -359,5 +361,7 @@ export const list = (country: string): Effect.Effect<SubdivisionList, FinError, 
  * @since 0.1.0
  * @category accessors
  */
-export const crossCheck = (country: string): Effect.Effect<SubdivisionDiff, FinError, SubdivisionService> =>
+export const crossCheck = <C extends string>(
+  country: CountryCode.Checked<C>
+): Effect.Effect<SubdivisionDiff, FinError, SubdivisionService> =>
   Effect.flatMap(SubdivisionService, (service) => service.crossCheck(country))

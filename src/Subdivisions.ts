@@ -129,8 +129,8 @@ const invalidCountry = (input: unknown): Either.Either<never, RequestValidationE
  * @since 0.1.0
  * @category lookups
  */
-export const forCountry = (
-  country: string
+export const forCountry = <C extends string>(
+  country: CountryCode.Checked<C>
 ): Either.Either<ReadonlyArray<SnapshotSubdivision>, RequestValidationError> => {
   const found = countryOf(country)
   return found === undefined ? invalidCountry(country) : Either.right(found.entries)
@@ -157,7 +157,10 @@ export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
  * @since 0.1.0
  * @category lookups
  */
-export const isValid = (country: string, code: string): Either.Either<boolean, RequestValidationError> => {
+export const isValid = <C extends string>(
+  country: CountryCode.Checked<C>,
+  code: string
+): Either.Either<boolean, RequestValidationError> => {
   const found = countryOf(country)
   if (found === undefined) return invalidCountry(country)
   return Either.right(found.byCode.has(code))
@@ -226,8 +229,8 @@ const rankOf = (name: string, query: string): number => {
  * @since 0.1.0
  * @category lookups
  */
-export const search = (
-  country: string,
+export const search = <C extends string>(
+  country: CountryCode.Checked<C>,
   text: string,
   options?: { readonly limit?: number | undefined }
 ): Either.Either<ReadonlyArray<SnapshotSubdivision>, RequestValidationError> => {

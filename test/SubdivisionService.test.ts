@@ -11,6 +11,7 @@ import type * as MetricState from "effect/MetricState"
 import * as Scope from "effect/Scope"
 import * as CountryCode from "../src/CountryCode.js"
 import type * as FinConfig from "../src/FinConfig.js"
+import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as Subdivisions from "../src/Subdivisions.js"
@@ -59,6 +60,23 @@ describe("SubdivisionService", () => {
         expect(yield* allRequests).toHaveLength(0)
       }).pipe(withMode("online", { [ROUTE]: () => usa })))
   }
+
+  it.effect("a literal that is no alpha-3 code does not compile (tsc), through the accessors or the service", () =>
+    Effect.gen(function*() {
+      const service = yield* SubdivisionService.SubdivisionService
+      const refused: ReadonlyArray<Effect.Effect<unknown, FinError, SubdivisionService.SubdivisionService>> = [
+        // @ts-expect-error lower case
+        SubdivisionService.list("usa"),
+        // @ts-expect-error alpha-2
+        SubdivisionService.crossCheck("US"),
+        // @ts-expect-error no such code
+        service.list("XXX"),
+        // @ts-expect-error lower case
+        service.crossCheck("can")
+      ]
+      for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
+      expect(yield* allRequests).toHaveLength(0)
+    }).pipe(withMode("online", { [ROUTE]: () => usa })))
 
   it.effect("online: the API's list, with its source", () =>
     Effect.gen(function*() {

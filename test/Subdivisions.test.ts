@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import type * as Brand from "effect/Brand"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -59,6 +60,25 @@ describe("Subdivisions", () => {
           expect(result.left.issues).toEqual(expected.issues)
         }
       }
+    })
+
+    it("refuses a literal that is no alpha-3 code when compiled (tsc), and takes strings, brands and unions of codes", () => {
+      // @ts-expect-error alpha-2
+      const alpha2 = Subdivisions.forCountry("US")
+      // @ts-expect-error lower case
+      const lower = Subdivisions.forCountry("usa")
+      // @ts-expect-error one member of the union is no code
+      const mixed = Subdivisions.isValid(Math.random() < 2 ? "XXX" : "USA", "US-CA")
+      // @ts-expect-error
+      const searched = Subdivisions.search("bra", "sao paulo")
+      expect([Either.isLeft(alpha2), Either.isLeft(lower), Either.isLeft(mixed), Either.isLeft(searched)]).toEqual([true, true, true, true])
+      // Codes known only at run time are checked then: a string, a branded string, a union of codes.
+      const typed: string = "CAN"
+      const branded = "MEX" as string & Brand.Brand<"Country">
+      const union: "USA" | "CAN" = Math.random() < 2 ? "USA" : "CAN"
+      expect([typed, branded, union].map((code) => codes(Subdivisions.forCountry(code))[0])).toEqual(["CA-AB", "MX-AGU", "US-AK"])
+      expect(codes(Subdivisions.forCountry(branded))).toContain("MX-CMX")
+      expect(codes(Subdivisions.forCountry(union))).toContain("US-CA")
     })
 
     it("says when a refused code names a country all the same (alpha-2, other letters), quoting only such a code", () => {
