@@ -93,8 +93,10 @@ const program = Effect.gen(function*() {
   ))
 
   yield* step("A bad request never leaves the process")
+  // As a form would give it (written as literals, "usd" would not even compile).
+  const form: { readonly currency: string; readonly amount: number } = { currency: "usd", amount: -5 }
   const bad = yield* Effect.flip(
-    client.fees.calculate({ source_currency: "usd", source_amount: -5, destination_currency: "CAD" })
+    client.fees.calculate({ source_currency: form.currency, source_amount: form.amount, destination_currency: "CAD" })
   )
   yield* say(`${bad._tag}: ${bad.message}`)
 

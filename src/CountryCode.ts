@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Issue, RequestValidationError } from "./FinError.js"
+import type { IsLiteral } from "./internal/literal.js"
 
 /**
  * The 249 alpha-3 codes, in the order the interface lists them.
@@ -82,9 +83,6 @@ export type CountryCode = (typeof alpha3Codes)[number]
 export type Checked<C extends string> = C extends CountryCode ? C
   : IsLiteral<C> extends true ? "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \"USA\""
   : C
-
-// A literal is one known value; `string`, a branded string or a template such as `${string}A` is a key of any record.
-type IsLiteral<C extends string> = {} extends Record<C, 0> ? false : true
 
 /**
  * Schema of `CountryCode`: exactly one of the 249 upper-case alpha-3 codes (no trimming, no case folding), so that a

@@ -17,6 +17,7 @@ import * as Amounts from "./internal/amount.js"
 import type { FinError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Issues from "./internal/issues.js"
+import type { BadCurrency } from "./internal/literal.js"
 import * as Timestamps from "./internal/timestamp.js"
 
 /**
@@ -127,6 +128,24 @@ type Target =
  * @category models
  */
 export type FeeCalculationRequest = Amounts & Target
+
+/**
+ * The type of `calculate`'s argument: a `FeeCalculationRequest` whose currency codes, when written as literals, are
+ * three upper-case letters. `calculate({ source_currency: "usd", ... })` does not compile, the message naming the
+ * field, where it would only fail when run; a `string`, a branded string or a checked request passes as before.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CheckedRequest<R extends FeeCalculationRequest> = [BadCurrencyField<R>] extends [never] ? R
+  : R & `${BadCurrencyField<R>}: expected a currency code of three upper-case letters, e.g. "USD"`
+
+// Each member of a union on its own: a request chosen between two literals is checked as both.
+type BadCurrencyField<R> = R extends unknown ? BadField<R, "source_currency"> | BadField<R, "destination_currency">
+  : never
+
+type BadField<R, K extends string> = R extends { readonly [_ in K]?: infer S } ? true extends BadCurrency<S> ? K : never
+  : never
 
 // A figure in an answer past MAX_SAFE_INTEGER is not what the service sent (JSON.parse rounds it, and reads 1e400 as
 // Infinity), so it is refused rather than quoted. Fees are not documented as never negative, so only their size counts.
@@ -261,7 +280,9 @@ export interface Service {
    * (the currencies, the destination's unless a beneficiary sets it, and the amount given), else
    * `ResponseDecodeError`.
    */
-  readonly calculate: (request: FeeCalculationRequest) => Effect.Effect<FeeQuote, FinError>
+  readonly calculate: <const R extends FeeCalculationRequest>(
+    request: CheckedRequest<R>
+  ) => Effect.Effect<FeeQuote, FinError>
 }
 
 /**
@@ -387,5 +408,7 @@ export const layer: Layer.Layer<FeeService, never, HttpTransport.HttpTransport> 
  * @since 0.1.0
  * @category accessors
  */
-export const calculate = (request: FeeCalculationRequest): Effect.Effect<FeeQuote, FinError, FeeService> =>
+export const calculate = <const R extends FeeCalculationRequest>(
+  request: CheckedRequest<R>
+): Effect.Effect<FeeQuote, FinError, FeeService> =>
   Effect.flatMap(FeeService, (service) => service.calculate(request))

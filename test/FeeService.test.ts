@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import type * as Brand from "effect/Brand"
 import * as DateTime from "effect/DateTime"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
@@ -301,6 +302,31 @@ describe("FeeService", () => {
       expect((yield* Effect.flip(FeeService.validate(nowhere)))._tag).toBe("RequestValidationError")
       expect(yield* FeeService.validate(byBeneficiary)).toEqual(byBeneficiary)
     }))
+
+  it.effect("a literal currency code that is no three upper-case letters does not compile (tsc); strings and brands do", () =>
+    Effect.gen(function*() {
+      const service = yield* FeeService.FeeService
+      const either = Math.random() < 2
+      const refused: ReadonlyArray<Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>> = [
+        // @ts-expect-error source_currency in lower case
+        FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }),
+        // @ts-expect-error destination_currency of two letters, through the service itself
+        service.calculate({ source_currency: "USD", destination_amount: 1, destination_currency: "CA" }),
+        // @ts-expect-error one of the two requests a conditional chooses from
+        FeeService.calculate(either ? { source_currency: "USD", source_amount: 1, destination_currency: "cad" } : { destination_amount: 1, beneficiary_id: UUID })
+      ]
+      for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
+      // Codes known only at run time are checked then; a union of valid literal requests compiles.
+      const typed: string = "usd"
+      const branded = "USD" as string & Brand.Brand<"Currency">
+      expect((yield* Effect.flip(FeeService.calculate({ source_currency: typed, source_amount: 1, destination_currency: "CAD" })))._tag)
+        .toBe("RequestValidationError")
+      const sent = [
+        FeeService.calculate({ source_currency: branded, source_amount: 1, destination_currency: "CAD" }),
+        FeeService.calculate(either ? { source_currency: "USD", source_amount: 1, destination_currency: "CAD" } : { destination_amount: 1, beneficiary_id: UUID })
+      ]
+      for (const call of sent) expect((yield* call).source_currency).toBe("USD")
+    }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
 
   it.effect("a request built from optional values (absent fields given as undefined) compiles and is sent without them", () =>
     Effect.gen(function*() {
@@ -615,6 +641,7 @@ describe("FeeService", () => {
       }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1 }, fee: { fixed: 0, percentage: 10 } }))))
     it.effect("validates like the real service and fails on unknown pairs", () =>
       Effect.gen(function*() {
+        // @ts-expect-error a literal currency code in lower case does not compile; it is refused at run time too
         const bad = yield* Effect.flip(FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }))
         expect(bad._tag).toBe("RequestValidationError")
         const pair = yield* Effect.flip(FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "JPY" }))
