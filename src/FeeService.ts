@@ -197,7 +197,14 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
       ? ParseResult.fail(new ParseResult.Type(ast, text, "an ISO 8601 date-time"))
       : ParseResult.succeed(DateTime.unsafeMake(millis))
   },
-  encode: (dateTime) => ParseResult.succeed(DateTime.formatIso(dateTime))
+  // A year past 9999 (or before 0) is written `+010000-...` by `formatIso`, which no decode reads back: refused here,
+  // as `Webhooks.Timestamp` refuses it, rather than encoded into text that is no quote's.
+  encode: (dateTime, _, ast) => {
+    const text = DateTime.formatIso(dateTime)
+    return /^\d{4}-/.test(text)
+      ? ParseResult.succeed(text)
+      : ParseResult.fail(new ParseResult.Type(ast, dateTime, "a date-time in the years 0000 to 9999"))
+  }
 }).annotations({ title: "an ISO 8601 date-time" })
 
 /**

@@ -41,6 +41,23 @@ const invalid: ReadonlyArray<[string, unknown, string]> = [
 ]
 
 describe("FeeService", () => {
+  it("encodes only a valid_till its own decode reads back (a year past 9999 is refused, not written as +010000-...)", () => {
+    const quote = (millis: number) =>
+      new FeeService.FeeQuote({
+        source_currency: "USD",
+        destination_currency: "CAD",
+        source_amount: 1,
+        exchange_rate: 1,
+        destination_amount: 1,
+        valid_till: Option.some(DateTime.unsafeMake(millis)),
+        fee: new FeeService.Fee({ fixed: 0, percentage: 0, total: 0, is_fee_applied: false })
+      })
+    const last = quote(Date.UTC(9999, 11, 31, 23, 59, 59))
+    const encoded = Schema.encodeSync(FeeService.FeeQuote)(last)
+    expect(Either.isRight(Schema.decodeEither(FeeService.FeeQuote)(encoded))).toBe(true)
+    expect(Either.isLeft(Schema.encodeEither(FeeService.FeeQuote)(quote(Date.UTC(10000, 0, 1))))).toBe(true)
+  })
+
   describe("invalid requests fail with RequestValidationError and send nothing", () => {
     for (const [name, request, path] of invalid) {
       it.effect(name, () =>
