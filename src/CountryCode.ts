@@ -80,9 +80,18 @@ export type CountryCode = (typeof alpha3Codes)[number]
  * @since 0.1.0
  * @category models
  */
-export type Checked<C extends string> = C extends CountryCode ? C
-  : IsLiteral<C> extends true ? "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \"USA\""
-  : C
+export type Checked<C extends string> = [BadCountry<C>] extends [never] ? C
+  : C extends CountryCode ? C
+  : "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \"USA\""
+
+// Through `infer`, as `FeeService.CheckedRequest` does: a caller's own type parameter (a wrapper
+// `<C extends CountryCode>(c: C) => list(c)`, or `<C extends string>`) is then accepted as before, where a check of
+// `C` itself is left unresolved and refuses it. Each member of a union on its own: `"USA" | "US"` is refused, the
+// message pointing at `"US"`.
+type BadCountry<C> = [C] extends [infer S] ? true extends LiteralNoCode<S> ? true : never : never
+
+type LiteralNoCode<S> = S extends string ? IsLiteral<S> extends true ? S extends CountryCode ? never : true : never
+  : never
 
 /**
  * Schema of `CountryCode`: exactly one of the 249 upper-case alpha-3 codes (no trimming, no case folding), so that a

@@ -330,7 +330,11 @@ describe("FeeService", () => {
         // @ts-expect-error destination_currency of two letters, through the service itself
         service.calculate({ source_currency: "USD", destination_amount: 1, destination_currency: "CA" }),
         // @ts-expect-error one of the two requests a conditional chooses from
-        FeeService.calculate(either ? { source_currency: "USD", source_amount: 1, destination_currency: "cad" } : { destination_amount: 1, beneficiary_id: UUID })
+        FeeService.calculate(either ? { source_currency: "USD", source_amount: 1, destination_currency: "cad" } : { destination_amount: 1, beneficiary_id: UUID }),
+        // @ts-expect-error a misspelt field does not compile either (as before CheckedRequest), even with good codes
+        FeeService.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD", benficiary_id: UUID }),
+        // @ts-expect-error through the service itself too
+        service.calculate({ source_currency: "USD", source_amount: 1, destination_currency: "CAD", note: "x" })
       ]
       for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
       // Codes known only at run time are checked then; a union of valid literal requests compiles.

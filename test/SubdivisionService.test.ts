@@ -76,6 +76,11 @@ describe("SubdivisionService", () => {
       ]
       for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
       expect(yield* allRequests).toHaveLength(0)
+      // A caller's own generic wrappers compile, as they did before `Checked`.
+      const listed = <C extends CountryCode.CountryCode>(country: C) => SubdivisionService.list(country)
+      const checked = <C extends string>(country: C) => service.crossCheck(country)
+      expect((yield* listed("USA")).country).toBe("USA")
+      expect((yield* Effect.flip(checked("usa")))._tag).toBe("RequestValidationError")
     }).pipe(withMode("online", { [ROUTE]: () => usa })))
 
   it.effect("online: the API's list, with its source", () =>

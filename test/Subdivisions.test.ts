@@ -79,6 +79,11 @@ describe("Subdivisions", () => {
       expect([typed, branded, union].map((code) => codes(Subdivisions.forCountry(code))[0])).toEqual(["CA-AB", "MX-AGU", "US-AK"])
       expect(codes(Subdivisions.forCountry(branded))).toContain("MX-CMX")
       expect(codes(Subdivisions.forCountry(union))).toContain("US-CA")
+      // A caller's own generic wrapper compiles, as it did before `Checked`.
+      const ofCode = <C extends CountryCode.CountryCode>(code: C) => Subdivisions.forCountry(code)
+      const ofText = <C extends string>(code: C, text: C) => Subdivisions.search(code, text)
+      expect(codes(ofCode("USA"))).toContain("US-CA")
+      expect(Either.isLeft(ofText("usa", "usa"))).toBe(true)
     })
 
     it("says when a refused code names a country all the same (alpha-2, other letters), quoting only such a code", () => {
