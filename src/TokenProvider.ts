@@ -771,44 +771,45 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         ))
     }
 
-    // The body is uninterruptible (it only reads the clock and forks): a caller interrupted between the fork and the
-    // state update would otherwise leave the fetch unrecorded, and the next caller would start a second one. The
-    // fetch itself is interruptible (its timeouts and the scope's closing interrupt it), whatever its first caller's
-    // state: one that asked from a finalizer must not leave every caller waiting on a fetch its timeouts cannot stop.
+    // The lock's whole step, the state's update included, is uninterruptible (its body only reads the clock and forks,
+    // so the wait for the lock is short): a caller interrupted between the fork and the update (an interruption that
+    // came during the body takes effect once it ends) would leave the fetch unrecorded, and the next caller would start
+    // a second one. The fetch itself is interruptible (its timeouts and the scope's closing interrupt it), whatever its
+    // first caller's state: one that asked from a finalizer must not leave every caller waiting on a fetch its timeouts
+    // cannot stop.
     const getLocked = (deadline: number | undefined): Service["get"] => Effect.flatten(
-      SynchronizedRef.modifyEffect(ref, (state) =>
-        Effect.uninterruptible(
-          Effect.gen(function*() {
-            const now = yield* Clock.currentTimeMillis
-            const usable = Option.filter(state.access, (access) => now < access.usableUntil)
-            if (Option.isSome(usable) && now < usable.value.refreshAt) {
-              return [Effect.succeed(usable.value.token), state] as const
-            }
-            if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable, deadline), state] as const
-            const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
-            // The fiber ends with the fetch's exit as its value: `settle` passes a failure on to the waiters, so the
-            // runtime does not also report it as a fiber that "terminated with an unhandled error".
-            const fiber = yield* obtain(yield* storeFor, state.refresh, usable).pipe(
-              Effect.onExit((exit) => settle(exit, usable, deferred)),
-              Effect.interruptible,
-              Effect.exit,
-              Effect.forkIn(scope)
+      Effect.uninterruptible(SynchronizedRef.modifyEffect(ref, (state) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const usable = Option.filter(state.access, (access) => now < access.usableUntil)
+          if (Option.isSome(usable) && now < usable.value.refreshAt) {
+            return [Effect.succeed(usable.value.token), state] as const
+          }
+          if (Option.isSome(state.pending)) return [awaitFetch(state.pending.value, usable, deadline), state] as const
+          const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
+          // The fiber ends with the fetch's exit as its value: `settle` passes a failure on to the waiters, so the
+          // runtime does not also report it as a fiber that "terminated with an unhandled error".
+          const fiber = yield* obtain(yield* storeFor, state.refresh, usable).pipe(
+            Effect.onExit((exit) => settle(exit, usable, deferred)),
+            Effect.interruptible,
+            Effect.exit,
+            Effect.forkIn(scope)
+          )
+          // Into a scope already closed (the client is shutting down) the fetch is interrupted before it starts and
+          // `settle` never runs: the waiters get the interruption rather than waiting for ever. Otherwise `settle`
+          // has completed the deferred before the fiber ends, and this does nothing.
+          fiber.addObserver((exit) =>
+            Deferred.unsafeDone(
+              deferred,
+              Exit.isSuccess(exit) ? Exit.map(exit.value, (pair) => pair.access.token) : Exit.failCause(exit.cause)
             )
-            // Into a scope already closed (the client is shutting down) the fetch is interrupted before it starts and
-            // `settle` never runs: the waiters get the interruption rather than waiting for ever. Otherwise `settle`
-            // has completed the deferred before the fiber ends, and this does nothing.
-            fiber.addObserver((exit) =>
-              Deferred.unsafeDone(
-                deferred,
-                Exit.isSuccess(exit) ? Exit.map(exit.value, (pair) => pair.access.token) : Exit.failCause(exit.cause)
-              )
-            )
-            return [
-              awaitFetch(deferred, usable, deadline),
-              { ...state, access: usable, pending: Option.some(deferred) }
-            ] as const
-          })
-        ))
+          )
+          return [
+            awaitFetch(deferred, usable, deadline),
+            { ...state, access: usable, pending: Option.some(deferred) }
+          ] as const
+        })
+      ))
     )
 
     // A fresh cached token, or a fetch in flight, needs no lock (the lock serialises every caller, a thousand of them
@@ -843,15 +844,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
       )
 
+    // Done when the scope begins to close: an API call waiting to try again ends then (see `DeadlineAware.closedOf`).
+    const shutdown = Deferred.unsafeMake<void>(FiberId.none)
     // Added last, so run first: from the moment the scope begins to close.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         closed = true
+        Deferred.unsafeDone(shutdown, Exit.void)
       })
     )
     // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
     // shared fetch is to wait past it before trying again.
-    return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
+    return DeadlineAware.registerClosed(
+      DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore),
+      Deferred.await(shutdown)
+    )
   }
 )
 

@@ -20,7 +20,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
-import { advance, captureLogs, defectOf, provideClient, quoteBody, quoteRequest } from "./support.js"
+import { advance, captureLogs, defectOf, interruptedAtFirstFork, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const HOUR = 3_600_000
 const MIN = 60_000
@@ -598,6 +598,27 @@ describe("TokenProvider", () => {
       expect(values).toHaveLength(99)
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({ "POST /v1/oauth/token": slowTokens() })))
+
+  // An interruption can reach the first caller right as it has forked the fetch (a fiber yields every 2,048 steps, and
+  // another may interrupt it then): a supervisor that interrupts it as it forks stands in for that moment. The fetch
+  // must still be the one the next caller waits for: with a store that fails (no lock to serialise them), a second
+  // fetch would be a second token request.
+  it.effect("a first caller interrupted as it forks the fetch leaves it recorded: the next caller joins it", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.fork(interruptedAtFirstFork(tokenValue))
+      expect(Exit.isInterrupted(yield* Fiber.await(first))).toBe(true)
+      const second = yield* Effect.fork(tokenValue)
+      yield* Effect.repeatN(Effect.yieldNow(), 20)
+      yield* advance(100)
+      expect(yield* Fiber.join(second)).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(
+      provideClient({ "POST /v1/oauth/token": slowTokens() }),
+      Effect.provide(Layer.succeed(TokenStore.TokenStore, {
+        ...TokenStore.makeMemory(),
+        lock: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "lock", message: "down" }))
+      }))
+    ))
 
   it.effect("does not cache a failed token call", () =>
     Effect.gen(function*() {

@@ -2,11 +2,14 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
+import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as Net from "node:net"
@@ -66,6 +69,29 @@ export const forkSleeping = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     yield* untilSleepsMoreThan(before, fiber)
     return fiber
   })
+
+/**
+ * Runs `effect` and interrupts it right as it forks its first fiber: the moment an interruption can reach a fiber
+ * that yields (every 2,048 steps) after a fork, which tests cannot otherwise hit on purpose.
+ */
+export const interruptedAtFirstFork = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  let done = false
+  const supervisor = new (class extends Supervisor.AbstractSupervisor<void> {
+    get value() {
+      return Effect.void
+    }
+    override onStart<A1, E1, R1>(
+      _context: unknown,
+      _effect: Effect.Effect<A1, E1, R1>,
+      parent: Option.Option<Fiber.RuntimeFiber<unknown, unknown>>
+    ) {
+      if (done || Option.isNone(parent)) return
+      done = true
+      parent.value.unsafeInterruptAsFork(FiberId.none)
+    }
+  })()
+  return Effect.supervised(effect, supervisor)
+}
 
 /**
  * Waits, in real time, until the TestClock holds more than `count` sleeps (it keeps each until its time, an

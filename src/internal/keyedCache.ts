@@ -85,7 +85,10 @@ export const make = <K, A, E>(options: {
 
     const get = (key: K, shared = true) =>
       shared ?
-        Effect.flatten(SynchronizedRef.modifyEffect(ref, (entries) =>
+        // Uninterruptible up to the entry's update (the step only reads the clock and forks; the lock is held no
+        // longer): a caller interrupted between the fork and the update would leave the lookup unrecorded, and the
+        // next caller would start a second one beside it. Only the wait for the lookup's result is interruptible.
+        Effect.flatten(Effect.uninterruptible(SynchronizedRef.modifyEffect(ref, (entries) =>
           Effect.gen(function*() {
             const entry = entries.get(key)
             const now = yield* Monotonic.millis
@@ -111,7 +114,7 @@ export const make = <K, A, E>(options: {
             next.set(key, { _tag: "Pending", deferred, started })
             return [Deferred.await(deferred), next] as const
           })
-        )) :
+        ))) :
         alone(key)
 
     return { get, getIfFresh }

@@ -6,6 +6,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as KeyedCache from "../../src/internal/keyedCache.js"
+import { interruptedAtFirstFork } from "../support.js"
 
 describe("internal/keyedCache", () => {
   // The cache's clock reads whole microseconds, and TestClock floors its floating-point time: `now + ttl` landed a
@@ -101,5 +102,20 @@ describe("internal/keyedCache", () => {
       const d = yield* Effect.fork(cache.get("k"))
       yield* open(3)
       expect([yield* Fiber.join(c), yield* Fiber.join(d), gates.length]).toEqual(["k 3", "k 3", 3])
+    }))
+
+  // An interruption can reach the first caller right after it forked the lookup (the fiber yields every 2,048 steps,
+  // and another fiber may interrupt it then); a supervisor that interrupts it as it forks stands in for that moment.
+  it.scoped("a first caller interrupted as it forks the lookup leaves it recorded: the next caller joins it", () =>
+    Effect.gen(function*() {
+      const { begun, cache, gates, open } = yield* gated
+      const first = yield* Effect.fork(interruptedAtFirstFork(cache.get("a")))
+      yield* begun(1)
+      yield* Fiber.await(first)
+      const second = yield* Effect.fork(cache.get("a"))
+      yield* Effect.repeatN(Effect.yieldNow(), 20)
+      expect(gates.length).toBe(1)
+      yield* open(1)
+      expect(yield* Fiber.join(second)).toBe("a 1")
     }))
 })
