@@ -142,8 +142,8 @@ export type CheckedRequest<R extends FeeCalculationRequest> = [BadCurrencyField<
   : R & `${BadCurrencyField<R>}: expected a currency code of three upper-case letters, e.g. "USD"`
 
 // A good request is checked against `FeeCalculationRequest` itself, not `R` (inferred from the object, extra keys
-// included), so that a misspelt or extra field is still an excess-property error at compile time.
-// Each member of a union on its own: a request chosen between two literals is checked as both.
+// included), so that a misspelt or extra field stays an excess-property error. Each member of a union on its own: a
+// request chosen between two literals is checked as both.
 type BadCurrencyField<R> = R extends unknown ? BadField<R, "source_currency"> | BadField<R, "destination_currency">
   : never
 
