@@ -190,6 +190,8 @@ export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
   is_fee_applied: Schema.Boolean
 }) {}
 
+const MAX_OFFSET_MILLIS = (23 * 60 + 59) * 60_000
+
 // ISO 8601 as documented (a zone-less time is UTC, as the field is documented to be), and the token routes' format too;
 // not whatever `Date.parse` guesses ("1" is not the year 2001).
 const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSelf, {
@@ -202,10 +204,16 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
   },
   // A year past 9999 (or before 0) is written `+010000-...` by `formatIso`, which no decode reads back: refused here,
   // as `Webhooks.Timestamp` refuses it, rather than encoded into text that is no quote's.
+  // The decode reads a time written with an offset, which can be just past those years in UTC
+  // (`9999-12-31T23:59:59-05:00`): such a time is written at the largest offset, as the decode reads it back.
   encode: (dateTime, _, ast) => {
     const text = DateTime.formatIso(dateTime)
-    return /^\d{4}-/.test(text)
-      ? ParseResult.succeed(text)
+    if (/^\d{4}-/.test(text)) return ParseResult.succeed(text)
+    const millis = DateTime.toEpochMillis(dateTime)
+    const sign = text.startsWith("+") ? -1 : 1
+    const local = new Date(millis + sign * MAX_OFFSET_MILLIS).toISOString()
+    return /^\d{4}-/.test(local)
+      ? ParseResult.succeed(`${local.slice(0, -1)}${sign < 0 ? "-" : "+"}23:59`)
       : ParseResult.fail(new ParseResult.Type(ast, dateTime, "a date-time in the years 0000 to 9999"))
   }
 }).annotations({ title: "an ISO 8601 date-time" })

@@ -381,9 +381,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const config = yield* FinConfig.FinConfig
     const tokens = yield* TokenProvider.TokenProvider
     const getBefore = DeadlineAware.of(tokens)
-    // Once the client shuts down, a call waiting to try again would only be refused its token after the wait (up to
-    // `maxRetryAfter`): it ends then instead, as an interruption, as a call on a closed client does.
-    const closed = DeadlineAware.closedOf(tokens)
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
     // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
@@ -550,14 +547,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             first = undefined
             return Effect.fail(e)
           })
-          const retrying = Retry.retry(again, policy)
-          // A fiber for the race only on this path (a call that failed once), never for a call that succeeds at once.
-          // Not in an uninterruptible region (a finalizer): the race could not stop the retries there, only wait on them.
-          return closed === undefined
-            ? retrying
-            : Effect.checkInterruptible((interruptible) =>
-              interruptible ? Effect.raceFirst(retrying, Effect.zipRight(closed, Effect.interrupt)) : retrying
-            )
+          return Retry.retry(again, policy)
         })
 
         const result = yield* retried.pipe(

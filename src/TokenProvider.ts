@@ -844,21 +844,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.catchAll(Effect.flatMap(storeFor, (store) => store.clear(key, token)), storeUnavailable)
       )
 
-    // Done when the scope begins to close: an API call waiting to try again ends then (see `DeadlineAware.closedOf`).
-    const shutdown = Deferred.unsafeMake<void>(FiberId.none)
     // Added last, so run first: from the moment the scope begins to close.
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         closed = true
-        Deferred.unsafeDone(shutdown, Exit.void)
       })
     )
     // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
     // shared fetch is to wait past it before trying again.
-    return DeadlineAware.registerClosed(
-      DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore),
-      Deferred.await(shutdown)
-    )
+    return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
   }
 )
 

@@ -55,7 +55,24 @@ describe("FeeService", () => {
     const last = quote(Date.UTC(9999, 11, 31, 23, 59, 59))
     const encoded = Schema.encodeSync(FeeService.FeeQuote)(last)
     expect(Either.isRight(Schema.decodeEither(FeeService.FeeQuote)(encoded))).toBe(true)
-    expect(Either.isLeft(Schema.encodeEither(FeeService.FeeQuote)(quote(Date.UTC(10000, 0, 1))))).toBe(true)
+    expect(Either.isLeft(Schema.encodeEither(FeeService.FeeQuote)(quote(Date.UTC(10000, 0, 2))))).toBe(true)
+    expect(Either.isLeft(Schema.encodeEither(FeeService.FeeQuote)(quote(Date.UTC(-1, 11, 30))))).toBe(true)
+  })
+
+  // What the decode reads, the encode writes so that it reads it back: an offset can put a time of 9999 (or 0000) in
+  // the next (or previous) year in UTC.
+  it("encodes every valid_till its decode accepts, offsets past the years' ends included", () => {
+    for (const text of ["9999-12-31T23:59:59-05:00", "9999-12-31 23:59:59-23:59", "0000-01-01T00:30:00+01:00"]) {
+      const decoded = Schema.decodeUnknownSync(FeeService.FeeQuote)({ ...quoteBody.data, valid_till: text })
+      const encoded = Schema.encodeEither(FeeService.FeeQuote)(decoded)
+      expect(Either.isRight(encoded)).toBe(true)
+      if (Either.isRight(encoded)) {
+        const again = Schema.decodeUnknownSync(FeeService.FeeQuote)(encoded.right)
+        expect(Option.map(again.valid_till, DateTime.toEpochMillis)).toEqual(
+          Option.map(decoded.valid_till, DateTime.toEpochMillis)
+        )
+      }
+    }
   })
 
   describe("invalid requests fail with RequestValidationError and send nothing", () => {

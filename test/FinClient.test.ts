@@ -5,11 +5,8 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Scope from "effect/Scope"
-import * as TestClock from "effect/TestClock"
 import { readFileSync } from "node:fs"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
@@ -303,34 +300,6 @@ describe("FinClient", () => {
       }
       expect((yield* http.requests).length).toBe(before)
     }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
-
-  // A call waiting to try again (a backoff, a Retry-After) when its client's scope closes sends nothing more either: it
-  // ends then, as an interruption, rather than sleeping out its wait (up to maxRetryAfter) to be interrupted after.
-  for (const reply of ["backoff", "Retry-After"] as const) {
-    it.effect(`make: a call waiting to retry (${reply}) when its client's scope closes ends at once, interrupted`, () =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const client = yield* Scope.extend(
-          FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1", maxRetries: 5 }),
-          scope
-        )
-        const call = yield* Effect.fork(client.fees.calculate(quoteRequest))
-        yield* TestClock.adjust("10 millis")
-        const http = yield* FinTest.InMemoryHttp
-        const sent = (yield* http.requests).filter((r) => r.path === "/v1/fee-calculation").length
-        expect(sent).toBe(1)
-        yield* Scope.close(scope, Exit.void)
-        for (let i = 0; i < 20 && call.unsafePoll() === null; i++) yield* Effect.yieldNow()
-        const exit = call.unsafePoll()
-        expect(exit !== null && Exit.isInterrupted(exit)).toBe(true)
-        yield* Fiber.interrupt(call)
-        expect((yield* http.requests).filter((r) => r.path === "/v1/fee-calculation").length).toBe(sent)
-      }).pipe(Effect.provide(FinTest.layerHttpClient({
-        ...routes,
-        "POST /v1/fee-calculation": () =>
-          FinTest.json(503, { message: "down" }, reply === "Retry-After" ? { "retry-after": "30" } : {})
-      }))))
-  }
 
   it.effect("layerConfig takes Config values", () =>
     Effect.gen(function*() {

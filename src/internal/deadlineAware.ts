@@ -28,17 +28,3 @@ export const register = <S extends object>(service: S, getBefore: GetBefore): S 
 
 /** The deadline-aware `get` of `service`, if this library made it. */
 export const of = (service: object): GetBefore | undefined => byService.get(service)
-
-const closedByService = new WeakMap<object, Effect.Effect<void>>()
-
-/**
- * Records `closed` (it ends once the provider's client has begun to shut down) for `service`, so that a call waiting
- * to try again ends then, rather than sleeping out its wait only to be refused a token.
- */
-export const registerClosed = <S extends object>(service: S, closed: Effect.Effect<void>): S => {
-  closedByService.set(service, closed)
-  return service
-}
-
-/** What ends once the provider's client has begun to shut down, for a provider this library made. */
-export const closedOf = (service: object): Effect.Effect<void> | undefined => closedByService.get(service)
