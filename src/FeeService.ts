@@ -202,10 +202,9 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
       ? ParseResult.fail(new ParseResult.Type(ast, text, "an ISO 8601 date-time"))
       : ParseResult.succeed(DateTime.unsafeMake(millis))
   },
-  // A year past 9999 (or before 0) is written `+010000-...` by `formatIso`, which no decode reads back: refused here,
-  // as `Webhooks.Timestamp` refuses it, rather than encoded into text that is no quote's.
-  // The decode reads a time written with an offset, which can be just past those years in UTC
-  // (`9999-12-31T23:59:59-05:00`): such a time is written at the largest offset, as the decode reads it back.
+  // `formatIso` writes a year past 9999 (or before 0) as `+010000-...`, which no decode reads back. A time the decode
+  // gave that far out (`9999-12-31T23:59:59-05:00` is in 10000 in UTC) is written at the largest offset instead;
+  // anything further is refused rather than encoded into text that is no quote's.
   encode: (dateTime, _, ast) => {
     const text = DateTime.formatIso(dateTime)
     if (/^\d{4}-/.test(text)) return ParseResult.succeed(text)
