@@ -190,8 +190,6 @@ export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
   is_fee_applied: Schema.Boolean
 }) {}
 
-const MAX_OFFSET_MILLIS = (23 * 60 + 59) * 60_000
-
 // ISO 8601 as documented (a zone-less time is UTC, as the field is documented to be), and the token routes' format too;
 // not whatever `Date.parse` guesses ("1" is not the year 2001).
 const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSelf, {
@@ -202,19 +200,7 @@ const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSe
       ? ParseResult.fail(new ParseResult.Type(ast, text, "an ISO 8601 date-time"))
       : ParseResult.succeed(DateTime.unsafeMake(millis))
   },
-  // `formatIso` writes a year past 9999 (or before 0) as `+010000-...`, which no decode reads back. A time the decode
-  // gave that far out (`9999-12-31T23:59:59-05:00` is in 10000 in UTC) is written at the largest offset instead;
-  // anything further is refused rather than encoded into text that is no quote's.
-  encode: (dateTime, _, ast) => {
-    const text = DateTime.formatIso(dateTime)
-    if (/^\d{4}-/.test(text)) return ParseResult.succeed(text)
-    const millis = DateTime.toEpochMillis(dateTime)
-    const sign = text.startsWith("+") ? -1 : 1
-    const local = new Date(millis + sign * MAX_OFFSET_MILLIS).toISOString()
-    return /^\d{4}-/.test(local)
-      ? ParseResult.succeed(`${local.slice(0, -1)}${sign < 0 ? "-" : "+"}23:59`)
-      : ParseResult.fail(new ParseResult.Type(ast, dateTime, "a date-time in the years 0000 to 9999"))
-  }
+  encode: (dateTime, _, ast) => Timestamps.encode(dateTime, ast)
 }).annotations({ title: "an ISO 8601 date-time" })
 
 /**

@@ -522,13 +522,13 @@ const TimestampString = Schema.String.pipe(
  * @since 0.1.0
  * @category schemas
  */
-export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transform(
+export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transformOrFail(
   TimestampString,
   Schema.DateTimeUtcFromSelf,
   {
     strict: true,
-    decode: (s) => DateTime.unsafeMake(Math.floor(parseTimestamp(s)! / 1000)),
-    encode: (dt) => DateTime.formatIso(dt)
+    decode: (s) => ParseResult.succeed(DateTime.unsafeMake(Math.floor(parseTimestamp(s)! / 1000))),
+    encode: (dateTime, _, ast) => Timestamps.encode(dateTime, ast)
   }
 ).annotations({ identifier: "Timestamp" })
 

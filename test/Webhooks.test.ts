@@ -2042,6 +2042,21 @@ describe("Webhooks.handler defaults and limits", () => {
       expect(yield* reasonOf(Webhooks.verify(body, headers, secret))).toBe("malformed_body")
     }))
 
+  // An offset can put a created_at of 9999 (or 0000) in the next (or previous) year in UTC: encoded, it reads back.
+  it("Timestamp encodes every time its decode accepts, offsets past the years' ends included", () => {
+    for (const text of ["9999-12-31T23:59:59-05:00", "9999-12-31 23:59:59.5-23:59", "0000-01-01T00:30:00+01:00"]) {
+      const decoded = Schema.decodeUnknownSync(Webhooks.Timestamp)(text)
+      const encoded = Schema.encodeEither(Webhooks.Timestamp)(decoded)
+      expect(Either.isRight(encoded)).toBe(true)
+      if (Either.isRight(encoded)) {
+        expect(DateTime.toEpochMillis(Schema.decodeUnknownSync(Webhooks.Timestamp)(encoded.right))).toBe(
+          DateTime.toEpochMillis(decoded)
+        )
+      }
+    }
+    expect(Either.isLeft(Schema.encodeEither(Webhooks.Timestamp)(DateTime.unsafeMake(Date.UTC(10000, 0, 2))))).toBe(true)
+  })
+
   it.effect("verify: a signed body that is not valid UTF-8 is malformed, not decoded with replacement characters", () =>
     Effect.gen(function*() {
       const bytes = new TextEncoder().encode(currentBody)

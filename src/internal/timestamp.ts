@@ -1,9 +1,14 @@
 /**
  * The one parser of the service's timestamps: token expiries (`2025-12-28 10:34:45+00`), quote expiries and webhook
- * `created_at` (ISO 8601, up to microseconds), into epoch microseconds, every field checked.
+ * `created_at` (ISO 8601, up to microseconds), into epoch microseconds, every field checked; and the writer of what
+ * the schemas encode, as text it reads back.
  *
  * @internal
  */
+import * as DateTime from "effect/DateTime"
+import type * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import type * as AST from "effect/SchemaAST"
 
 const PATTERN =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/
@@ -40,4 +45,22 @@ export const parse = (text: string): Parsed | undefined => {
 export const toMillis = (text: string): number | undefined => {
   const parsed = parse(text)
   return parsed === undefined ? undefined : Math.floor(parsed.micros / 1000)
+}
+
+const MAX_OFFSET_MILLIS = (23 * 60 + 59) * 60_000
+
+/**
+ * ISO 8601 text of `dateTime` that `parse` reads back as the same time: in UTC (`Z`); a time past 9999 or before 0000
+ * in UTC, which `parse` gives for such a year's last or first hours at an offset (`9999-12-31T23:59:59-05:00`), at the
+ * largest offset (`formatIso` would write `+010000-...`, which `parse` does not read). Refused further out, as no text
+ * `parse` reads says such a time.
+ */
+export const encode = (dateTime: DateTime.Utc, ast: AST.AST): Effect.Effect<string, ParseResult.ParseIssue> => {
+  const text = DateTime.formatIso(dateTime)
+  if (/^\d{4}-/.test(text)) return ParseResult.succeed(text)
+  const sign = text.startsWith("+") ? -1 : 1
+  const local = new Date(DateTime.toEpochMillis(dateTime) + sign * MAX_OFFSET_MILLIS).toISOString()
+  return /^\d{4}-/.test(local)
+    ? ParseResult.succeed(`${local.slice(0, -1)}${sign < 0 ? "-" : "+"}23:59`)
+    : ParseResult.fail(new ParseResult.Type(ast, dateTime, "a date-time in the years 0000 to 9999"))
 }
