@@ -601,6 +601,11 @@ describe("snapshot-subdivisions", () => {
           expect(yield* failure(`${base}/${path}`)).toBe(`${base}/${path}/iso_3166-1.json: cannot fetch (larger than 1000 bytes)`)
         }
         expect((yield* readSourceFile(`${base}/exact`, "f.json", limits)).length).toBe(1_000)
+        for (const maxBytes of [Number.NaN, -1]) {
+          expect((yield* Effect.flip(readSourceFile(`${base}/exact`, "f.json", { maxBytes }))).message).toBe(
+            `${base}/exact/f.json: maxBytes must be a number of bytes, got ${maxBytes}`
+          )
+        }
         expect(yield* listDir(dir)).toEqual([])
       }).pipe(Effect.scoped))
 

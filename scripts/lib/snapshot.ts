@@ -492,6 +492,11 @@ export const readSourceFile = (
       return Effect.fail(new SnapshotError({ message: `${url}: plain http is read only on loopback; use https` }))
     }
     const timeout = limits.timeout ?? "60 seconds"
+    const maxBytes = limits.maxBytes ?? 64 * 1024 * 1024
+    // NaN would pass every size check below: the cap would be off.
+    if (!(maxBytes >= 0)) {
+      return Effect.fail(new SnapshotError({ message: `${url}: maxBytes must be a number of bytes, got ${maxBytes}` }))
+    }
     return Effect.tryPromise({
       try: async (signal) => {
         const response = await fetch(url, { signal })
@@ -502,7 +507,7 @@ export const readSourceFile = (
           throw new Error(`redirected to ${final.origin}: plain http is read only on loopback`)
         }
         if (!response.ok) throw new Error(`HTTP ${response.status}`)
-        return await boundedText(response, limits.maxBytes ?? 64 * 1024 * 1024)
+        return await boundedText(response, maxBytes)
       },
       catch: (e) => new SnapshotError({ message: `${url}: cannot fetch (${errorText(e)})` })
     }).pipe(Effect.timeoutFail({
