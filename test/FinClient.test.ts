@@ -5,8 +5,11 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
 import { readFileSync } from "node:fs"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
@@ -300,6 +303,32 @@ describe("FinClient", () => {
       }
       expect((yield* http.requests).length).toBe(before)
     }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
+
+  // A call waiting to try again (a backoff, a Retry-After) when its client's scope closes sends nothing more either: at
+  // the end of its wait, it ends as an interruption, as a call on a closed client does.
+  for (const reply of ["backoff", "Retry-After"] as const) {
+    it.effect(`make: a call waiting to retry (${reply}) when its client's scope closes sends nothing more`, () =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const client = yield* Scope.extend(
+          FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1", maxRetries: 5 }),
+          scope
+        )
+        const call = yield* Effect.fork(client.fees.calculate(quoteRequest))
+        yield* TestClock.adjust("10 millis")
+        const http = yield* FinTest.InMemoryHttp
+        const sent = Effect.map(http.requests, (all) => all.filter((r) => r.path === "/v1/fee-calculation").length)
+        expect(yield* sent).toBe(1)
+        yield* Scope.close(scope, Exit.void)
+        yield* TestClock.adjust("30 seconds")
+        expect(Exit.isInterrupted(yield* Fiber.await(call))).toBe(true)
+        expect(yield* sent).toBe(1)
+      }).pipe(Effect.provide(FinTest.layerHttpClient({
+        ...routes,
+        "POST /v1/fee-calculation": () =>
+          FinTest.json(503, { message: "down" }, reply === "Retry-After" ? { "retry-after": "30" } : {})
+      }))))
+  }
 
   it.effect("layerConfig takes Config values", () =>
     Effect.gen(function*() {
