@@ -69,6 +69,26 @@ const RequestFields = Schema.Struct({
   beneficiary_id: Schema.optional(BeneficiaryId)
 }).annotations({ title: "a fee calculation request object" })
 
+// The endpoint's rules: which fields are given, whatever their values (see `validate`, which checks them also when a
+// field's value is refused).
+const ruleIssues = (r: { readonly [K in keyof typeof RequestFields.Type]?: unknown }): Array<Schema.FilterIssue> => {
+  const issues: Array<Schema.FilterIssue> = []
+  const hasSource = r.source_amount !== undefined
+  if (hasSource === (r.destination_amount !== undefined)) {
+    issues.push({
+      path: [hasSource ? "destination_amount" : "source_amount"],
+      message: "exactly one of source_amount and destination_amount"
+    })
+  }
+  if (r.destination_currency === undefined && r.beneficiary_id === undefined) {
+    issues.push({ path: ["destination_currency"], message: "destination_currency or beneficiary_id" })
+  }
+  if (r.source_currency === undefined && r.beneficiary_id === undefined) {
+    issues.push({ path: ["source_currency"], message: "source_currency (required unless beneficiary_id is given)" })
+  }
+  return issues
+}
+
 /**
  * Schema of a fee-calculation request, with the rules of the endpoint: exactly one of `source_amount` /
  * `destination_amount`; `destination_currency` or `beneficiary_id` (or both); `source_currency` unless
@@ -79,23 +99,7 @@ const RequestFields = Schema.Struct({
  */
 export const FeeCalculationRequestSchema: Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded> =
   RequestFields.pipe(
-    Schema.filter((r) => {
-      const issues: Array<Schema.FilterIssue> = []
-      const hasSource = r.source_amount !== undefined
-      if (hasSource === (r.destination_amount !== undefined)) {
-        issues.push({
-          path: [hasSource ? "destination_amount" : "source_amount"],
-          message: "exactly one of source_amount and destination_amount"
-        })
-      }
-      if (r.destination_currency === undefined && r.beneficiary_id === undefined) {
-        issues.push({ path: ["destination_currency"], message: "destination_currency or beneficiary_id" })
-      }
-      if (r.source_currency === undefined && r.beneficiary_id === undefined) {
-        issues.push({ path: ["source_currency"], message: "source_currency (required unless beneficiary_id is given)" })
-      }
-      return issues
-    }),
+    Schema.filter(ruleIssues),
     // The filter checks at run time exactly what `FeeCalculationRequest` states, so what it lets through is one (a
     // filter that reports several issues at once cannot be a type guard).
     (schema) => schema as unknown as Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded>
@@ -297,6 +301,15 @@ export interface Service {
 export class FeeService extends Context.Tag("effect-fin/FeeService")<FeeService, Service>() {}
 
 const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, { errors: "all" })
+const validateFields = Schema.decodeUnknownEither(RequestFields)
+const strict = { onExcessProperty: "error" } as const
+
+// A field whose value is refused stops the schema before its rules run: they are checked on the input then, so that
+// one error names everything to mend. Not when every field decoded (the schema's filter told them already).
+const rulesBroken = (input: unknown): ReadonlyArray<Issue> => {
+  if (typeof input !== "object" || input === null || Either.isRight(validateFields(input, strict))) return []
+  return ruleIssues(input).map((rule) => new Issue({ path: String(rule.path[0]), expected: rule.message }))
+}
 
 /**
  * Checks a request (as a user's untyped input may be) without sending it; what it returns can be passed to
@@ -307,15 +320,17 @@ const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, 
  */
 export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, RequestValidationError> => {
   let decoded: ReturnType<typeof validateRequest>
+  let broken: ReadonlyArray<Issue> = []
   try {
-    decoded = validateRequest(input, { onExcessProperty: "error" })
+    decoded = validateRequest(input, strict)
+    if (Either.isLeft(decoded)) broken = rulesBroken(input)
   } catch (defect) {
     // A request that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
     return Effect.die(defect)
   }
   return Either.match(decoded, {
     onLeft: (error) => {
-      const issues = Issues.fromParseIssue(error.issue)
+      const issues = [...Issues.fromParseIssue(error.issue), ...broken].slice(0, Issues.MAX_ISSUES)
       return Effect.fail(
         new RequestValidationError({ message: `Invalid fee calculation request: ${Issues.summarize(issues)}`, issues })
       )

@@ -91,6 +91,27 @@ describe("FeeService", () => {
     }
   })
 
+  // A refused value stops the schema before the endpoint's rules; they are still told, so one answer names every fix.
+  it.effect("a request with a bad value and a broken rule is told both, each once", () =>
+    Effect.gen(function*() {
+      const both = "destination_amount: expected exactly one of source_amount and destination_amount"
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [
+          { source_currency: "usd", source_amount: 5, destination_amount: 4, destination_currency: "EUR" },
+          `source_currency: expected a currency code of three upper-case letters; ${both}`
+        ],
+        [
+          { source_currency: "USD", source_amount: 5, destination_amount: 4, destination_currency: "EUR", extra: 1 },
+          `extra: expected no such key; ${both}`
+        ],
+        [{ source_currency: "USD", source_amount: 5, destination_amount: 4, destination_currency: "EUR" }, both]
+      ]
+      for (const [request, issues] of cases) {
+        const error = yield* Effect.flip(FeeService.validate(request))
+        expect(error.message).toBe(`Invalid fee calculation request: ${issues}`)
+      }
+    }))
+
   it.effect("an amount that is not a number at all says what an amount must be, as a bad number does", () =>
     Effect.gen(function*() {
       for (const amount of ["100", "-5", null, -5, 0, 2 ** 53]) {
