@@ -24,7 +24,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import { FinError as FinErrorSchema, Issue, ResponseDecodeError } from "./FinError.js"
+import { FinError as FinErrorSchema } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
@@ -326,6 +326,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           announce = next
         }))
 
+    const expired = [{ path: "access_token_ttl", expected: "a time after current_time (or now, without it)" }]
+
     // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are
     // redacted of it, not of the client id, which is no secret (and, short, would hide the service's own words).
     const call = (
@@ -337,7 +339,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       const operation = `POST ${path}`
       let attempt = 0
       let status = 0
-      return Effect.suspend(() => {
+      return Effect.clockWith((clock) => {
         attempt += 1
         waiting = undefined
         return Http.execute(client, {
@@ -346,6 +348,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           headers,
           body: JSON.stringify(body),
           decode: decodeTokenResponse,
+          // An answer already expired is refused as it comes, so its error says the attempts and request id.
+          check: (response) =>
+            response.access_token_ttl > (response.current_time ?? clock.unsafeCurrentTimeMillis()) ? [] : expired,
           timeout: config.tokenTimeout,
           timeoutKind: "token",
           operation,
@@ -382,19 +387,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       )
     }
 
-    const toState = Effect.fn(function*(response: typeof TokenResponse.Type, operation: string) {
+    const toState = Effect.fn(function*(response: typeof TokenResponse.Type) {
       const now = yield* Clock.currentTimeMillis
       // Lifetimes are measured on the server's clock (`current_time`) and applied to ours: this corrects skew.
       const serverNow = response.current_time ?? now
-      const lifetime = response.access_token_ttl - serverNow
-      if (lifetime <= 0) {
-        return yield* new ResponseDecodeError({
-          message: `Unexpected response from ${operation}: access_token_ttl is not after current_time`,
-          status: 200,
-          issues: [new Issue({ path: "access_token_ttl", expected: "a time after current_time" })],
-          operation
-        })
-      }
+      // Positive: `call` refused an answer already expired; without `current_time`, the time since cannot make it 0.
+      const lifetime = Math.max(response.access_token_ttl - serverNow, 1)
       const margin = Math.min(Duration.toMillis(config.refreshMargin), lifetime * 0.1)
       const expiresAt = now + lifetime
       const access: Access = {
@@ -420,7 +418,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         yield* Effect.logDebug("effect-fin: issuing an access token")
         const secret = Redacted.value(config.clientSecret)
         const body = { client_id: config.clientId, client_secret: secret }
-        return yield* toState(yield* call("/v1/oauth/token", body, secret, maxRetries), "POST /v1/oauth/token")
+        return yield* toState(yield* call("/v1/oauth/token", body, secret, maxRetries))
       })
     const issue = issueWith(config.maxRetries)
 
@@ -442,7 +440,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         yield* Effect.logDebug("effect-fin: refreshing the access token")
         const refreshToken = Redacted.value(token)
         const response = yield* call("/v1/oauth/refresh-token", { refresh_token: refreshToken }, refreshToken)
-        return yield* toState(response, "POST /v1/oauth/refresh-token")
+        return yield* toState(response)
       }).pipe(
         // A refused refresh token (401 or another 4xx) means: issue anew. A refresh route that still fails after its
         // retries (5xx, timeout, unreachable, an answer that does not decode) gets one issue attempt, without retries:

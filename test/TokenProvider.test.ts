@@ -702,17 +702,29 @@ describe("TokenProvider", () => {
       expect(Redacted.value(yield* provider.get)).toBe("token-2")
     }).pipe(provideClient({ "POST /v1/oauth/token": FinTest.tokenHandler() })))
 
-  it.effect("rejects a token response that is already expired", () =>
+  // As any answer that does not decode: with its attempts and request id, for the service's support.
+  it.effect("rejects a token response that is already expired, with current_time or by the clock", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(getToken)
-      expect(error._tag).toBe("ResponseDecodeError")
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": () =>
-        FinTest.json(200, {
-          access_token: "x",
-          access_token_ttl: "1970-01-01 00:00:00+00",
-          current_time: "1970-01-01 00:00:00+00"
+      for (let i = 0; i < 2; i++) {
+        const error = yield* Effect.flip(getToken)
+        expect(error).toMatchObject({
+          _tag: "ResponseDecodeError",
+          operation: "POST /v1/oauth/token",
+          attempts: 1,
+          requestId: "req-1",
+          status: 200,
+          issues: [{ path: "access_token_ttl", expected: "a time after current_time (or now, without it)" }]
         })
+      }
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        // The test clock starts at 1970-01-01 00:00:00.
+        const bodies = [
+          { access_token_ttl: "2000-01-01 00:00:00+00", current_time: "2000-01-01 00:00:01+00" },
+          { access_token_ttl: "1970-01-01 00:00:00+00" }
+        ].map((times) => ({ access_token: "x", ...times }))
+        return () => FinTest.json(200, bodies.shift(), { "x-request-id": "req-1" })
+      })()
     })))
 
   // It goes into the Authorization header: one no header can carry would fail every call until it expired.
