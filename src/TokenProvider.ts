@@ -442,12 +442,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const response = yield* call("/v1/oauth/refresh-token", { refresh_token: refreshToken }, refreshToken)
         return yield* toState(response)
       }).pipe(
-        // A refused refresh token (401 or another 4xx) means: issue anew. A refresh route that still fails after its
-        // retries (5xx, timeout, unreachable, an answer that does not decode) gets one issue attempt, without retries:
-        // the issue route may well work, and the refresh token would otherwise be tried again, and fail, on every fetch
-        // until it expires (days); but when the whole service is down, that costs one attempt, not a second series.
+        // A refused refresh token (401, another 4xx but 408) means: issue anew. A refresh route that still fails after
+        // its retries (5xx, 408, timeout, unreachable, an answer that does not decode) gets one issue attempt, without
+        // retries: the issue route may well work, and the refresh token would otherwise be tried again, and fail, on
+        // every fetch until it expires (days); but when the whole service is down, that costs one attempt, not a second
+        // series.
         Effect.catchAll((e) => {
-          const refused = e._tag === "AuthenticationError" || (e._tag === "ApiError" && e.status >= 400 && e.status < 500)
+          const refused = e._tag === "AuthenticationError" ||
+            (e._tag === "ApiError" && e.status >= 400 && e.status < 500 && !Retry.isRetryable(e))
           if (refused) refusedRefresh = Redacted.value(token)
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
             Effect.zipRight(refused ? issue : issueWith(0))

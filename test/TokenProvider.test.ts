@@ -533,6 +533,28 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "unavailable" })
     })))
 
+  // A 408 is the route timing out, as a 503 is it being down: not the refresh token refused. The issue after it gets
+  // one attempt, and the next fetch tries the refresh token again.
+  it.effect("a refresh route answering 408 through its retries has not refused the refresh token", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(HOUR)
+      for (const refreshes of [3, 6]) {
+        const fiber = yield* Effect.fork(Effect.flip(tokenValue))
+        for (let i = 0; i < 10; i++) yield* advance(1000)
+        expect((yield* Fiber.join(fiber))._tag).toBe("ApiError")
+        expect(yield* count("POST /v1/oauth/refresh-token")).toBe(refreshes)
+        expect(yield* count("POST /v1/oauth/token")).toBe(1 + refreshes / 3)
+      }
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (() => {
+        const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+        let calls = 0
+        return (request) => (++calls >= 2 ? FinTest.json(503, { message: "down" }) : tokens(request))
+      })(),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(408, { message: "Request Timeout" })
+    })))
+
   for (const region of ["interruptible", "uninterruptible"] as const) {
   it.effect(`callers do not wait past the token's usable time for an early refresh that hangs (${region} caller)`, () =>
     Effect.gen(function*() {
