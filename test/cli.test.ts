@@ -372,6 +372,26 @@ describe("effect-fin (offline commands)", () => {
     expect(verified.code).toBe(0)
   })
 
+  // A defect (here `--json` writing out a signed body nested too deep for JSON.stringify) is one line too, not a
+  // silent exit 1.
+  it("webhook verify --json of a signed body nested 10,000 deep: one line of JSON on stderr, exit 1", async () => {
+    const depth = 10_000
+    const deep = body.replace(/"data":\s*\{/, `"data":{"deep":${"[".repeat(depth)}${"]".repeat(depth)},`)
+    expect(deep).not.toBe(body)
+    const headers = await Effect.runPromise(Webhooks.sign(deep, "whsec_cli"))
+    const result = await cli(
+      ["webhook", "verify", "--signature", headers["x-fin-signature"], "--json"],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      deep
+    )
+    expect(result.code).toBe(1)
+    const lines = result.stderr.trimEnd().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(JSON.parse(lines[0]!)).toEqual({
+      error: { _tag: "Defect", message: "unexpected failure: Maximum call stack size exceeded" }
+    })
+  })
+
   it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {
     for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
       const stopped = await cli(
@@ -511,6 +531,18 @@ describe("effect-fin (offline commands)", () => {
         .toEqual([1, "effect-fin: ServeError: listen EADDRINUSE: address already in use 127.0.0.1:4010"])
     } finally {
       holder.close()
+    }
+  })
+
+  // Digits only, as amounts: `Number` would read "0x10" as 16 and "1e3" as 1000.
+  it("emulator --port that is not digits is a usage error, and nothing listens", async () => {
+    for (const port of ["0x10", "1e3", " 4011", "4011.0", "0b11"]) {
+      const result = await cli(["emulator", "--port", port], {}, undefined, undefined, {
+        when: new Promise((resolve) => setTimeout(resolve, 10_000)),
+        signal: "SIGTERM"
+      })
+      expect([result.code, result.stdout], port).toEqual([2, ""])
+      expect(result.stderr, port).toContain(`--port: expected a port number in digits (0 to 65535), got ${JSON.stringify(port)}`)
     }
   })
 

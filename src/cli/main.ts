@@ -7,6 +7,7 @@
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -342,7 +343,18 @@ const webhook = Command.make("webhook").pipe(
 const emulator = Command.make(
   "emulator",
   {
-    port: Options.integer("port").pipe(Options.withDescription("Port to listen on (default 4010; 0: a free port)"), Options.withDefault(4010)),
+    // Digits only: `Options.integer` reads with `Number`, so "0x10" would be port 16, "1e3" 1000 and " 80" 80.
+    port: Options.text("port").pipe(
+      Options.withDescription("Port to listen on (default 4010; 0: a free port)"),
+      Options.withDefault("4010"),
+      Options.mapEffect((text) =>
+        /^\d{1,5}$/.test(text)
+          ? Effect.succeed(Number(text))
+          : Effect.fail(ValidationError.invalidValue(
+            HelpDoc.p(`--port: expected a port number in digits (0 to 65535), got ${JSON.stringify(text)}`)
+          ))
+      )
+    ),
     host: Options.text("host").pipe(
       Options.withDescription(
         "Address to listen on (default 127.0.0.1); on another than loopback the API is open to other machines, the " +
@@ -544,6 +556,14 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
         ? Effect.void
         : Console.error(Render.errorLine(error))
     ),
+    // A defect (a bug, or a value no code path expected: a signed body nested too deep for `--json` to write out)
+    // would otherwise end the process with exit 1 and not a word (the runtime's own report is off): one line too.
+    Effect.catchAllDefect((defect) => {
+      const said = Predicate.hasProperty(defect, "message") && typeof defect.message === "string"
+        ? defect.message.split("\n")[0]!
+        : String(defect)
+      return Console.error(failureLine("Defect", `unexpected failure: ${said}`))
+    }),
     (program) =>
       Effect.flatMap(Effect.console, (console) =>
         Effect.withConsole(
