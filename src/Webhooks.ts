@@ -927,6 +927,8 @@ export interface VerifyOptions {
 
 interface Decoded {
   readonly event: WebhookEvent
+  /** The body as text (see `Delivery.body`). */
+  readonly text: string
   /** `created_at` in epoch microseconds, for ordering. */
   readonly createdAt: number
   /**
@@ -961,8 +963,10 @@ const decodeBody = (
 ): Effect.Effect<Decoded, WebhookVerificationError> =>
   Effect.suspend(() => {
     let json: unknown
+    let text: string
     try {
-      json = JSON.parse(fatalUtf8.decode(body))
+      text = fatalUtf8.decode(body)
+      json = JSON.parse(text)
     } catch {
       return Effect.fail(malformed("the body is not UTF-8 JSON"))
     }
@@ -982,7 +986,7 @@ const decodeBody = (
       return Effect.fail(fail("wrong_environment", `the event is not from the ${options.environment} environment`))
     }
     const createdAt = parseTimestamp(envelope.right.event.created_at)!
-    return Effect.succeed(ignored ? { event, createdAt, ignored } : { event, createdAt })
+    return Effect.succeed(ignored ? { event, text, createdAt, ignored } : { event, text, createdAt })
   })
 
 const formatMillis = (millis: number): string => Duration.format(Duration.millis(millis))
@@ -1364,6 +1368,12 @@ export interface Delivery {
    * and `orderedEventTypes`); always `false` for other events.
    */
   readonly stale: boolean
+  /**
+   * The body as delivered (signed and verified), as text. An event's data is read with `JSON.parse`, whose numbers are
+   * doubles: a whole number past `Number.MAX_SAFE_INTEGER` (an amount in a currency's smallest unit, say) is no longer
+   * the one sent, and one past 1e308 is `Infinity`. Read such a number from here, with a parser that keeps it.
+   */
+  readonly body: string
 }
 
 /**
@@ -1892,7 +1902,7 @@ const makeApp = <const H extends object>(
               // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
               : Effect.raceFirst(
                 Effect.scoped(Effect.timeoutFail(
-                  Effect.interruptible(Effect.suspend(() => userHandler(event, { stale }))),
+                  Effect.interruptible(Effect.suspend(() => userHandler(event, { stale, body: decoded.text }))),
                   { duration: handlerTimeout, onTimeout: timedOut }
                 )),
                 Effect.interruptible(keepClaim(store, event.id, referenceId, claim.token, sentAt))

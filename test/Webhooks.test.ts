@@ -909,6 +909,21 @@ describe("Webhooks.handler", () => {
       expect(runs).toBe(1)
     }))
 
+  // JSON.parse reads numbers as doubles: the handler has the signed text to read a larger one from.
+  it.effect("a handler gets the verified body as text, for numbers JSON.parse cannot keep", () =>
+    Effect.gen(function*() {
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.liquidation.deposit": (event, delivery) =>
+          record(`${JSON.stringify(event.data)} ${delivery.body.match(/"amount":(\d+)/)?.[1]}`)
+      }))
+      const body = makeBody({ type: "beneficiary.liquidation.deposit", data: {} }).replace(
+        `"data":{}`,
+        `"data":{"amount":1234567890123456789}`
+      )
+      expect(JSON.parse((yield* send(handle, yield* signedPost(body))).body)).toEqual({ outcome: "handled" })
+      expect(yield* seen).toEqual([`{"amount":1234567890123456800} 1234567890123456789`])
+    }))
+
   it.effect("reports an older event for the same resource as stale, without calling the handler", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({
