@@ -89,8 +89,23 @@ const checked = (status: number): number => {
   return status
 }
 
+// Refused where the reply is written, as a bad status is, rather than a defect of the call that gets it.
+const checkedHeaders = (headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> => {
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      new Headers([[name, value]])
+    } catch {
+      throw new Cause.IllegalArgumentException(
+        `effect-fin/test: ${JSON.stringify(name)}: ${JSON.stringify(value)} is no response header (a name of letters, ` +
+          "digits and !#$%&'*+-.^_`|~, a value without line breaks)"
+      )
+    }
+  }
+  return headers
+}
+
 /**
- * A JSON answer. Throws `IllegalArgumentException` for a status outside 200-599.
+ * A JSON answer. Throws `IllegalArgumentException` for a status outside 200-599, or a header no response can carry.
  *
  * @since 0.1.0
  * @category replies
@@ -99,13 +114,13 @@ export const json = (status: number, body: unknown, headers: Readonly<Record<str
   _tag: "Respond",
   status: checked(status),
   body: JSON.stringify(body),
-  headers: { "content-type": "application/json", ...headers },
+  headers: { "content-type": "application/json", ...checkedHeaders(headers) },
   stallBody: false
 })
 
 /**
  * An answer with a raw body (for malformed or truncated JSON). Throws `IllegalArgumentException` for a status outside
- * 200-599.
+ * 200-599, or a header no response can carry.
  *
  * @since 0.1.0
  * @category replies
@@ -114,7 +129,7 @@ export const text = (status: number, body: string, headers: Readonly<Record<stri
   _tag: "Respond",
   status: checked(status),
   body,
-  headers,
+  headers: checkedHeaders(headers),
   stallBody: false
 })
 

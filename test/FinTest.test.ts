@@ -147,6 +147,15 @@ describe("FinTest replies", () => {
     }
   })
 
+  it("a header no response can carry is refused when the reply is made", () => {
+    for (const [name, value] of [["x-a", "1\n2"], ["x a", "1"], ["", "1"], ["x-é", "1"]] as const) {
+      const message = `effect-fin/test: ${JSON.stringify(name)}: ${JSON.stringify(value)} is no response header`
+      expect(() => FinTest.json(200, {}, { [name]: value })).toThrow(message)
+      expect(() => FinTest.text(200, "", { [name]: value })).toThrow(message)
+    }
+    expect(FinTest.json(200, {}, { "Retry-After": " 5 " }).headers["Retry-After"]).toBe(" 5 ")
+  })
+
   it.effect("a reply written by hand with such a status is a defect saying so, when the request meets it", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(FeeService.calculate(quoteRequest))
