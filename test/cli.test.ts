@@ -31,6 +31,16 @@ afterAll(() => harness.dispose())
 
 const body = documentedWebhookBody
 
+// `webhook verify --json` of `signed`, signed as the service would.
+const verifyJson = async (signed: string) => {
+  const headers = await Effect.runPromise(Webhooks.sign(signed, "whsec_cli"))
+  return cli(
+    ["webhook", "verify", "--signature", headers["x-fin-signature"], "--json"],
+    { FIN_WEBHOOK_SECRET: "whsec_cli" },
+    signed
+  )
+}
+
 
 describe("effect-fin (offline commands)", () => {
   it("subdivisions --offline prints a table", async () => {
@@ -333,12 +343,7 @@ describe("effect-fin (offline commands)", () => {
   it("webhook verify --json escapes what a terminal would act on, and stays the same JSON", async () => {
     const note = "a\u0085b\u009b2Jc\u2028d\u202egnipsam\u007f"
     const odd = body.replace(`"type":"INDIVIDUAL",`, `"type":"INDIVIDUAL","note":${JSON.stringify(note)},`)
-    const headers = await Effect.runPromise(Webhooks.sign(odd, "whsec_cli"))
-    const result = await cli(
-      ["webhook", "verify", "--signature", headers["x-fin-signature"], "--json"],
-      { FIN_WEBHOOK_SECRET: "whsec_cli" },
-      odd
-    )
+    const result = await verifyJson(odd)
     expect(result.code).toBe(0)
     expect(result.stdout).toContain(`"note": "a\\u0085b\\u009b2Jc\\u2028d\\u202egnipsam\\u007f"`)
     expect(result.stdout).not.toMatch(/[\x7f-\x9f\u2028\u202e]/)
@@ -378,12 +383,7 @@ describe("effect-fin (offline commands)", () => {
     const depth = 10_000
     const deep = body.replace(/"data":\s*\{/, `"data":{"deep":${"[".repeat(depth)}${"]".repeat(depth)},`)
     expect(deep).not.toBe(body)
-    const headers = await Effect.runPromise(Webhooks.sign(deep, "whsec_cli"))
-    const result = await cli(
-      ["webhook", "verify", "--signature", headers["x-fin-signature"], "--json"],
-      { FIN_WEBHOOK_SECRET: "whsec_cli" },
-      deep
-    )
+    const result = await verifyJson(deep)
     expect(result.code).toBe(1)
     const lines = result.stderr.trimEnd().split("\n")
     expect(lines).toHaveLength(1)
