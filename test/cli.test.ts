@@ -535,8 +535,8 @@ describe("effect-fin (offline commands)", () => {
   })
 
   // Digits only, as amounts: `Number` would read "0x10" as 16 and "1e3" as 1000.
-  it("emulator --port that is not digits is a usage error, and nothing listens", async () => {
-    for (const port of ["0x10", "1e3", " 4011", "4011.0", "0b11"]) {
+  it("emulator --port that is not digits, or past 65535, is a usage error, and nothing listens", async () => {
+    for (const port of ["0x10", "1e3", " 4011", "4011.0", "0b11", "65536", "99999"]) {
       const result = await cli(["emulator", "--port", port], {}, undefined, undefined, {
         when: new Promise((resolve) => setTimeout(resolve, 10_000)),
         signal: "SIGTERM"

@@ -343,12 +343,13 @@ const webhook = Command.make("webhook").pipe(
 const emulator = Command.make(
   "emulator",
   {
-    // Digits only: `Options.integer` reads with `Number`, so "0x10" would be port 16, "1e3" 1000 and " 80" 80.
+    // Digits only: `Options.integer` reads with `Number`, so "0x10" would be port 16, "1e3" 1000 and " 80" 80. A number
+    // past 65535 is a usage error too, not the emulator's failure to start.
     port: Options.text("port").pipe(
       Options.withDescription("Port to listen on (default 4010; 0: a free port)"),
       Options.withDefault("4010"),
       Options.mapEffect((text) =>
-        /^\d{1,5}$/.test(text)
+        /^\d{1,5}$/.test(text) && Number(text) <= 65535
           ? Effect.succeed(Number(text))
           : Effect.fail(ValidationError.invalidValue(
             HelpDoc.p(`--port: expected a port number in digits (0 to 65535), got ${JSON.stringify(text)}`)
