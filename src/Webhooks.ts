@@ -527,7 +527,7 @@ export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transformOr
   Schema.DateTimeUtcFromSelf,
   {
     strict: true,
-    decode: (s) => ParseResult.succeed(DateTime.unsafeMake(Math.floor(parseTimestamp(s)! / 1000))),
+    decode: (s) => ParseResult.succeed(DateTime.unsafeMake(Timestamps.parse(s)!.millis)),
     encode: (dateTime, _, ast) => Timestamps.encode(dateTime, ast)
   }
 ).annotations({ identifier: "Timestamp" })

@@ -2072,6 +2072,16 @@ describe("Webhooks.handler defaults and limits", () => {
     expect(Either.isLeft(Schema.encodeEither(Webhooks.Timestamp)(DateTime.unsafeMake(Date.UTC(10000, 0, 2))))).toBe(true)
   })
 
+  // Epoch microseconds are past 2^53 from 2255 on: milliseconds worked out from them would floor some down.
+  it("Timestamp decodes a far year's milliseconds as written, and its encoding back to the same", () => {
+    for (const text of ["8286-07-20T19:44:00.642Z", "9405-04-17T22:03:33.8582806Z", "9994-10-01T06:48:13.9466+00:00"]) {
+      const decoded = Schema.decodeUnknownSync(Webhooks.Timestamp)(text)
+      expect(DateTime.toEpochMillis(decoded)).toBe(Math.floor(Date.parse(text.replace(/(\.\d{3})\d+/, "$1"))))
+      const again = Schema.decodeUnknownSync(Webhooks.Timestamp)(Schema.encodeSync(Webhooks.Timestamp)(decoded))
+      expect(DateTime.toEpochMillis(again)).toBe(DateTime.toEpochMillis(decoded))
+    }
+  })
+
   it.effect("verify: a signed body that is not valid UTF-8 is malformed, not decoded with replacement characters", () =>
     Effect.gen(function*() {
       const bytes = new TextEncoder().encode(currentBody)

@@ -16,6 +16,11 @@ const PATTERN =
 /** A parsed timestamp: epoch microseconds, and whether the text said its zone. */
 export interface Parsed {
   readonly micros: number
+  /**
+   * Epoch milliseconds, exact: not `micros / 1000`, which is past 2^53 from the year 2255 on (and before 1685), so no
+   * longer exact, and floors to the millisecond before now and then (`8286-07-20T19:44:00.642Z` would be .641).
+   */
+  readonly millis: number
   readonly zoned: boolean
 }
 
@@ -38,13 +43,17 @@ export const parse = (text: string): Parsed | undefined => {
   const offset = (m[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
   const millis = midnight + ((hour * 60 + minute) * 60 + second) * 1000 - offset
   const fraction = Number(((m[7] ?? "") + "000000").slice(0, 6))
-  return { micros: millis * 1000 + fraction, zoned: m[8] !== undefined || m[9] !== undefined }
+  return {
+    micros: millis * 1000 + fraction,
+    millis: millis + Math.floor(fraction / 1000),
+    zoned: m[8] !== undefined || m[9] !== undefined
+  }
 }
 
 /** Epoch milliseconds of `text` (see `parse`), with or without a zone. */
 export const toMillis = (text: string): number | undefined => {
   const parsed = parse(text)
-  return parsed === undefined ? undefined : Math.floor(parsed.micros / 1000)
+  return parsed?.millis
 }
 
 const MAX_OFFSET_MILLIS = (23 * 60 + 59) * 60_000
