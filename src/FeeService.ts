@@ -306,9 +306,12 @@ const strict = { onExcessProperty: "error" } as const
 
 // A field whose value is refused stops the schema before its rules run: they are checked on the input then, so that
 // one error names everything to mend. Not when every field decoded (the schema's filter told them already).
+// They are told of the fields as the schema reads them: an object's own keys (not inherited ones), and none of an input
+// that is no object at all (an array: "expected a fee calculation request object" says it all).
 const rulesBroken = (input: unknown): ReadonlyArray<Issue> => {
-  if (typeof input !== "object" || input === null || Either.isRight(validateFields(input, strict))) return []
-  return ruleIssues(input).map((rule) => new Issue({ path: String(rule.path[0]), expected: rule.message }))
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return []
+  if (Either.isRight(validateFields(input, strict))) return []
+  return ruleIssues({ ...input }).map((rule) => new Issue({ path: String(rule.path[0]), expected: rule.message }))
 }
 
 /**

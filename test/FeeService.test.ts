@@ -112,6 +112,31 @@ describe("FeeService", () => {
       }
     }))
 
+  // The rules are told of the fields the schema reads: an object's own keys, never an array's nor inherited ones.
+  it.effect("the rules told beside a refused value are of the request's own fields, and of none for an array", () =>
+    Effect.gen(function*() {
+      const amount = "source_amount: expected a number greater than 0 and at most 9007199254740991"
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [[], "expected a fee calculation request object"],
+        [
+          Object.assign(Object.create({ destination_amount: 5 }), {
+            source_amount: "x",
+            source_currency: "USD",
+            destination_currency: "EUR"
+          }),
+          amount
+        ],
+        [
+          Object.assign(Object.create({ destination_currency: "EUR" }), { source_amount: "x", source_currency: "USD" }),
+          `${amount}; destination_currency: expected destination_currency or beneficiary_id`
+        ]
+      ]
+      for (const [request, issues] of cases) {
+        const error = yield* Effect.flip(FeeService.validate(request))
+        expect(error.message).toBe(`Invalid fee calculation request: ${issues}`)
+      }
+    }))
+
   it.effect("an amount that is not a number at all says what an amount must be, as a bad number does", () =>
     Effect.gen(function*() {
       for (const amount of ["100", "-5", null, -5, 0, 2 ** 53]) {
