@@ -421,12 +421,13 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
         }
       })
       // A reply written by hand rather than with `json`/`text` (the type is exported) is checked here, where the
-      // client would otherwise die on `Response`'s own RangeError.
+      // client would otherwise die on `Response`'s own RangeError (a status) or TypeError (a header).
       const status = checked(reply.status)
+      const headers = checkedHeaders(reply.headers)
       return Effect.succeed(
         HttpClientResponse.fromWeb(
           request,
-          new Response(noBody(status) ? null : stream, { status, headers: reply.headers })
+          new Response(noBody(status) ? null : stream, { status, headers })
         )
       )
     }

@@ -167,6 +167,17 @@ describe("FinTest replies", () => {
       [FEE]: () => ({ _tag: "Respond", status: 700, body: "{}", headers: {}, stallBody: false })
     }, { maxRetries: 0 })))
 
+  it.effect("a reply written by hand with such a header is a defect saying so, when the request meets it", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(FeeService.calculate(quoteRequest))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      if (Exit.isFailure(exit)) {
+        expect(Cause.pretty(exit.cause)).toContain(`effect-fin/test: "x-a": "1\\n2" is no response header`)
+      }
+    }).pipe(provideClient({
+      [FEE]: () => ({ _tag: "Respond", status: 200, body: "{}", headers: { "x-a": "1\n2" }, stallBody: false })
+    }, { maxRetries: 0 })))
+
   it.effect("statuses from 200 to 599 are answered as given", () =>
     Effect.gen(function*() {
       const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
