@@ -8,6 +8,7 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -81,7 +82,13 @@ const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
     const millis = parseTimestamp(text)
     return millis === undefined ? ParseResult.fail(new ParseResult.Type(ast, text)) : ParseResult.succeed(millis)
   },
-  encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
+  // As the other timestamps are written (text the decode reads back, a year past 9999 included); a number that is no
+  // time at all (NaN, past a Date's range) is refused, not thrown as `toISOString`'s RangeError.
+  encode: (millis, _, ast) =>
+    Option.match(DateTime.make(millis), {
+      onNone: () => ParseResult.fail(new ParseResult.Type(ast, millis, "a time in epoch milliseconds")),
+      onSome: (dateTime) => Timestamps.encode(DateTime.toUtc(dateTime), ast)
+    })
 }).annotations({ title: "a timestamp like 2025-12-28 10:34:45+00 or ISO 8601" })
 
 // The access token goes into the Authorization header as `Bearer <token>`, which RFC 6750 spells in visible ASCII: one
@@ -121,12 +128,19 @@ export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: Tok
 // and no token, a null or an empty one at the top level), not also as the other's "data (missing)".
 const decodeTopLevel = Http.decoderFor(TokenFields)
 const decodeData = Http.decoderFor(Schema.Struct({ data: TokenFields }))
-const decodeWrapped: Http.Decoder<typeof TokenFields.Type> = (json) =>
-  Either.map(decodeData(json), (response) => response.data)
-const decodeTokenResponse: Http.Decoder<typeof TokenResponse.Type> = (json) => {
+// `at` is where the fields were, for an issue found in them afterwards (`data.access_token_ttl`).
+interface Located {
+  readonly fields: typeof TokenResponse.Type
+  readonly at: "" | "data."
+}
+const decodeUnwrapped: Http.Decoder<Located> = (json) =>
+  Either.map(decodeTopLevel(json), (fields) => ({ fields, at: "" as const }))
+const decodeWrapped: Http.Decoder<Located> = (json) =>
+  Either.map(decodeData(json), (response) => ({ fields: response.data, at: "data." as const }))
+const decodeTokenResponse: Http.Decoder<Located> = (json) => {
   const wrapped = typeof json === "object" && json !== null && "data" in json && typeof json.data === "object" &&
     json.data !== null && (!("access_token" in json) || json.access_token === null || json.access_token === "")
-  const [first, second] = wrapped ? [decodeWrapped, decodeTopLevel] : [decodeTopLevel, decodeWrapped]
+  const [first, second] = wrapped ? [decodeWrapped, decodeUnwrapped] : [decodeUnwrapped, decodeWrapped]
   const decoded = first(json)
   return Either.isRight(decoded) ? decoded : Either.orElse(second(json), () => decoded)
 }
@@ -326,7 +340,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           announce = next
         }))
 
-    const expired = [{ path: "access_token_ttl", expected: "a time after current_time (or now, without it)" }]
+    const expired = (at: string) => [
+      { path: `${at}access_token_ttl`, expected: "a time after current_time (or now, without it)" }
+    ]
 
     // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are
     // redacted of it, not of the client id, which is no secret (and, short, would hide the service's own words).
@@ -349,8 +365,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           body: JSON.stringify(body),
           decode: decodeTokenResponse,
           // An answer already expired is refused as it comes, so its error says the attempts and request id.
-          check: (response) =>
-            response.access_token_ttl > (response.current_time ?? clock.unsafeCurrentTimeMillis()) ? [] : expired,
+          check: ({ at, fields }) =>
+            fields.access_token_ttl > (fields.current_time ?? clock.unsafeCurrentTimeMillis()) ? [] : expired(at),
           timeout: config.tokenTimeout,
           timeoutKind: "token",
           operation,
@@ -361,7 +377,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       }).pipe(
         Effect.map((success) => {
           status = success.status
-          return success.value
+          return success.value.fields
         }),
         Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
         Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),

@@ -749,6 +749,40 @@ describe("TokenProvider", () => {
       })()
     })))
 
+  // The schema is exported: what it decodes it encodes into text it reads back, and a number that is no time fails.
+  it("TokenResponse encodes every expiry its decode reads, and refuses one that is no time", () => {
+    const decoded = Schema.decodeUnknownSync(TokenProvider.TokenResponse)({
+      access_token: "x",
+      access_token_ttl: "9999-12-31 23:59:59-05"
+    })
+    const encoded = Schema.encodeSync(TokenProvider.TokenResponse)(decoded)
+    const again = Schema.decodeUnknownSync(TokenProvider.TokenResponse)(encoded)
+    expect(again.access_token_ttl).toBe(decoded.access_token_ttl)
+    for (const ttl of [Number.NaN, 1e20]) {
+      const fields = { access_token: Redacted.make("x"), access_token_ttl: ttl }
+      expect(Either.isLeft(Schema.encodeEither(TokenProvider.TokenResponse)(fields))).toBe(true)
+    }
+  })
+
+  // Its path is where the service put it, as for any other issue of an answer in the `data` envelope.
+  it.effect("an already expired token answer in the data envelope is told at data.access_token_ttl", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect(error).toMatchObject({
+        _tag: "ResponseDecodeError",
+        issues: [{ path: "data.access_token_ttl", expected: "a time after current_time (or now, without it)" }]
+      })
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        FinTest.json(200, {
+          data: {
+            access_token: "x",
+            access_token_ttl: "2000-01-01 00:00:00+00",
+            current_time: "2000-01-01 00:00:01+00"
+          }
+        })
+    })))
+
   // It goes into the Authorization header: one no header can carry would fail every call until it expired.
   it.effect("rejects, and does not cache, a token that is not visible ASCII (it could not be sent as a bearer)", () =>
     Effect.gen(function*() {
