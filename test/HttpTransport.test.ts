@@ -491,6 +491,13 @@ describe("HttpTransport", () => {
       )
     }, { maxRetryAfter: "60 seconds" })))
 
+  it.effect("a 408 asking to wait beyond the cap stays an ApiError (only a 5xx is a RateLimitError)", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "ApiError", status: 408, attempts: 1 })
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => status(408, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
+
   it.effect("a 503 asking to wait beyond the cap on the last attempt is a RateLimitError too", () =>
     Effect.gen(function*() {
       const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate))
@@ -1606,6 +1613,14 @@ describe("HttpTransport", () => {
       expect(parsed.code).toBe(400)
       expect(parsed.fieldErrors).toEqual([{ field: "basic_info.email", message: "Must be a valid email address" }])
     })
+    it("a numeric code JSON cannot write back (1e999 is Infinity) is no code: the body is kept", () => {
+      const texts = [`{"status":1e999,"message":"Bad request"}`, `{"message":"Conflict","error":{"code":-1e999}}`]
+      for (const text of texts) {
+        const parsed = parseErrorBody(text)
+        expect(parsed.code, text).toBeUndefined()
+        expect(parsed.understood, text).toBe(false)
+      }
+    })
     it("423/500 {status, message}", () => {
       expect(parseErrorBody(`{"status":423,"message":"RELIANCE is not available for your client"}`)).toMatchObject({
         code: 423,
@@ -1720,6 +1735,13 @@ describe("HttpTransport", () => {
         }
       }).pipe(provideClient({
         [FEE]: FinTest.sequence(FinTest.json(400, { message: "m".repeat(1024) }), FinTest.json(400, { message: "m".repeat(1025) }))
+      })))
+    it.effect("a field error's message is kept up to 1,024 characters, cut with ... past that", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" && error.fieldErrors?.[0]?.message).toBe(`${"a".repeat(1024)}...`)
+      }).pipe(provideClient({
+        [FEE]: () => FinTest.json(422, { message: "Validation failed", errors: [{ source_amount: "a".repeat(1500) }] })
       })))
     // A log line or `Cause.pretty` shows only the message: it says what to change, on one line; fieldErrors has all.
     it.effect("ApiError's message: status, route, the service's words and each field error on one line", () =>

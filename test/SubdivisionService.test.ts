@@ -154,6 +154,17 @@ describe("SubdivisionService", () => {
       expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
     }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(408, { message: "Request timeout" }) })))
 
+  it.effect("fallback: the snapshot on a 408 asking for a wait longer than allowed or than the deadline leaves", () =>
+    Effect.gen(function*() {
+      expect((yield* list("USA")).source).toBe("snapshot")
+      expect((yield* list("CAN").pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))).source).toBe("snapshot")
+    }).pipe(withMode("fallback", {
+      [ROUTE]: (request) =>
+        FinTest.json(408, { message: "Request timeout" }, {
+          "retry-after": request.path.includes("USA") ? "120" : "10"
+        })
+    }, { subdivisionFallbackCooldown: "0 seconds" })))
+
   for (const status of [401, 403, 404, 422, 429]) {
     it.effect(`fallback: never on ${status}`, () =>
       Effect.gen(function*() {

@@ -159,7 +159,10 @@ const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   return all
 }
 
-const isCode = (u: unknown): u is string | number => typeof u === "string" || typeof u === "number"
+// A number JSON cannot write back (`1e999` parses as Infinity) is no code: an error holding it would not survive
+// `Schema.parseJson(FinError)` (it encodes as `null`), so the body is kept instead.
+const isCode = (u: unknown): u is string | number =>
+  typeof u === "string" || (typeof u === "number" && Number.isFinite(u))
 
 interface ParsedErrorBody {
   readonly message: string | undefined
@@ -193,7 +196,7 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
   let explained = true
   for (const [key, value] of Object.entries(body)) {
     if (key === "message" && typeof value === "string") message = nonBlank(value)
-    else if (key === "status" && typeof value === "number") status = value
+    else if (key === "status" && typeof value === "number" && Number.isFinite(value)) status = value
     else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
       for (const item of Array.isArray(value) ? value : [value]) {
         // An item with a message but no field (`{code, message}`) is an error of its own, not a map of fields.

@@ -162,8 +162,21 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
   }
   // Every `\"` of JSON.stringify's is an escaped quote (a backslash of the text is itself escaped, `\\`).
   forms.push(unicodeEscaped(escaped.replaceAll('\\"', "\\u0022"), dotNetEscapable, true))
+  // As HTML-escaping code writes it (a framework's validation message, a gateway's error template): `&amp;`, `&lt;`...
+  if (/[&<>"']/.test(credential)) forms.push(...htmlEscapes.map((escape) => credential.replace(/[&<>"']/g, escape)))
   return forms
 }
+
+// The usual ways of escaping &<>"' for HTML: named entities (with each spelling of the apostrophe), decimal, hex.
+const NAMED: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;" }
+const htmlEscapes: ReadonlyArray<(c: string) => string> = [
+  (c) => NAMED[c] ?? "&#39;",
+  (c) => NAMED[c] ?? "&#x27;",
+  (c) => NAMED[c] ?? "&apos;",
+  (c) => `&#${c.charCodeAt(0)};`,
+  (c) => `&#x${c.charCodeAt(0).toString(16)};`,
+  (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`
+]
 
 // A JWT in its compact form: a JSON header (`{"` in base64url is `eyJ`), claims and a signature, in base64url.
 const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]+$/

@@ -142,7 +142,8 @@ const tooLongFor = (error: Retried, options: PolicyOptions<never>): Effect.Effec
  * a 5xx whose `Retry-After` set that wait, a `RateLimitError`, as `retry` gives.
  */
 export const tooLate = (error: FinError): FinError =>
-  error._tag === "ApiError" && error.retryAfter !== undefined && !Duration.isZero(error.retryAfter)
+  error._tag === "ApiError" && error.status >= 500 && error.retryAfter !== undefined &&
+    !Duration.isZero(error.retryAfter)
     ? slowDown(error, "deadline")
     : error
 
@@ -185,7 +186,9 @@ export const retry = <A, E extends Retried, R>(
 ): Effect.Effect<A, E | RateLimitError, R> =>
   Effect.retry(self, policy(options)).pipe(
     Effect.catchAll((error): Effect.Effect<never, E | RateLimitError> =>
-      options.maxRetries > 0 && error._tag === "ApiError" && isRetryable(error)
+      // Only a 5xx (as documented): a 408 asking for a long wait stays the ApiError it is (with its retryAfter), which
+      // SubdivisionService's fallback, among others, reads as the service's own timeout.
+      options.maxRetries > 0 && error._tag === "ApiError" && error.status >= 500 && isRetryable(error)
         ? Effect.flatMap(
           tooLongFor(error, options),
           (limit) => Effect.fail(limit === undefined ? error : slowDown(error, limit))

@@ -19,6 +19,22 @@ describe("redactor", () => {
     for (const echo of echoes) expect(redact(`before ${echo} after`), echo).toBe("before <redacted> after")
   })
 
+  it("as HTML-escaping code writes it (&amp; &lt; &gt; &quot; &#39;, named, decimal or hex)", () => {
+    const symbols = "Kx9&pQ<2>mZ\"r7'Lw4#vB8nT"
+    const redactSymbols = redactor([symbols], 1024)
+    const named = (apostrophe: string) =>
+      symbols.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+        .replace(/'/g, apostrophe)
+    const echoes = [
+      named("&#39;"),
+      named("&#x27;"),
+      named("&apos;"),
+      symbols.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`),
+      symbols.replace(/[&<>"']/g, (c) => `&#x${c.charCodeAt(0).toString(16)};`)
+    ]
+    for (const echo of echoes) expect(redactSymbols(`before ${echo} after`), echo).toBe("before <redacted> after")
+  })
+
   it("leaves everything else as it was, the other escapes included", () => {
     expect(redact("100%25 of a+b, %zz, tok")).toBe("100%25 of a+b, %zz, <redacted>")
     expect(redact("no credential here")).toBe("no credential here")
