@@ -173,6 +173,19 @@ describe("SubdivisionService", () => {
       }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(status, { message: "no" }) })))
   }
 
+  // The head of the refusal arrived, then the connection was lost during its page: still a refusal, not an outage.
+  for (const status of [401, 403, 404, 429]) {
+    it.effect(`fallback: never on a ${status} whose body is cut, and no cool-down`, () =>
+      Effect.gen(function*() {
+        const first = yield* Effect.either(list("USA").pipe(noRetries))
+        expect(Either.isLeft(first) ? [first.left._tag, (first.left as { readonly status?: number }).status] : first.right.source)
+          .toEqual(["TransportError", status])
+        expect((yield* list("USA")).source).toBe("api")
+      }).pipe(withMode("fallback", {
+        [ROUTE]: FinTest.sequence(FinTest.failBody("ECONNRESET", status), usa)
+      })))
+  }
+
   it.effect("caches API results for subdivisionCacheTtl, per country", () =>
     Effect.gen(function*() {
       yield* list("USA")

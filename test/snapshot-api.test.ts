@@ -196,6 +196,32 @@ describe("snapshot script, online", () => {
       expect(await readAll(out)).toEqual(before)
     })
 
+    it("into an empty --out, an API answering [] where the bundled snapshot has entries is refused unless allowed", async () => {
+      const out = await tempDir()
+      const args = fromApi(out)
+      const run = (more: ReadonlyArray<string>) => {
+        const token = FinTest.tokenHandler()
+        let stderr = ""
+        return main([...args, ...more], {
+          env,
+          stdout: () => undefined,
+          stderr: (text) => {
+            stderr += text
+          },
+          isTTY: false,
+          bundledDir: "data",
+          httpClient: FinTest.layerHttpClient((request) =>
+            request.method === "POST" ? token(request) : FinTest.json(200, { data: { subdivisions: [] } })
+          )
+        }).then((code) => ({ code, stderr }))
+      }
+      const refused = await run([])
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain("the source lists no subdivisions for 200 countries")
+      expect(await Fs.readdir(out)).toEqual([])
+      expect((await run(["--allow-emptied"])).code).toBe(0)
+    })
+
     it("a snapshot in --out that cannot be read stops the run before any request: its types and parents would be lost", async () => {
       const out = await committedCopy()
       await Fs.writeFile(Path.join(out, "subdivisions.json"), "{\"USA\": [")

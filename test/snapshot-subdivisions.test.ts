@@ -352,6 +352,18 @@ describe("snapshot-subdivisions", () => {
       })
     })
 
+    it("a code the API wrote with a typographic hyphen, a dash or a minus sign is invalid, not also extra", () => {
+      const snapshot = [entry("US-CA", "California"), entry("US-NY", "New York"), entry("US-TX", "Texas")]
+      const api = [
+        { code: "US\u2011CA", name: "California" },
+        { code: "US\u2013NY", name: "New York" },
+        { code: "US\u2212TX", name: "Texas" }
+      ]
+      const result = crossCheckCountry(snapshot, api, "US")
+      expect(result.invalid.map((e) => e.reason)).toEqual(["malformed_code", "malformed_code", "malformed_code"])
+      expect(result.extra).toEqual([])
+    })
+
     it("a code with a four-character suffix is malformed; a name with a bidirectional isolate is unprintable", () => {
       const snapshot = [entry("US-CA", "California")]
       const api = [
@@ -529,6 +541,40 @@ describe("snapshot-subdivisions", () => {
         const allowed = { ...options(dir, fromIsoCodes(yield* brokenSource(JSON.stringify(withoutUsa)), "x")), allowEmptied: true }
         expect(yield* run(allowed)).toBe(0)
         expect(JSON.parse((yield* readAll(dir))["subdivisions.json"]!)["USA"]).toEqual([])
+      }))
+
+    // A committed snapshot that no longer decodes (one name a newer rule refuses, a half-written file) is still a
+    // snapshot that had entries: a source that lists none for its countries is refused all the same.
+    it.live("a source listing no subdivisions is refused even when the committed snapshot does not decode", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        yield* run(options(dir))
+        const dataPath = Path.join(dir, "subdivisions.json")
+        const committed = yield* Effect.promise(() => read(dataPath))
+        const metaPath = Path.join(dir, "subdivisions.meta.json")
+        const empty = yield* brokenSource("{\"3166-2\": []}")
+        for (
+          const [data, meta] of [
+            [committed.replace("\"name\":\"Alaska\"", "\"name\":\"Alaska \""), undefined],
+            [committed.slice(0, committed.length / 2), undefined],
+            [committed.slice(0, committed.length / 2), "lost"]
+          ] as const
+        ) {
+          yield* Effect.promise(() => Fs.writeFile(dataPath, data))
+          if (meta === "lost") yield* Effect.promise(() => Fs.rm(metaPath, { force: true }))
+          const before = yield* readAll(dir)
+          const attempt = options(dir, fromIsoCodes(empty, "broken"))
+          const outcome = yield* Effect.either(run(attempt))
+          // Half a file and no meta: nothing says what it held, so nothing can be refused.
+          if (meta === "lost") {
+            expect(outcome._tag).toBe("Right")
+            continue
+          }
+          expect(outcome._tag).toBe("Left")
+          if (outcome._tag === "Left") expect(outcome.left.message).toContain("the source lists no subdivisions for 200 countries")
+          expect(attempt.output.join("\n")).not.toContain("same entries, other bytes")
+          expect(yield* readAll(dir)).toEqual(before)
+        }
       }))
 
     it.live("reads the inputs from an http base URL", () =>

@@ -149,6 +149,7 @@ const execute = async (
         check: command.check,
         dryRun: command.dryRun,
         allowEmptied: command.allowEmptied,
+        baseline: previous,
         log
       }).pipe(Effect.provide(service))
     }

@@ -665,7 +665,33 @@ export interface RunOptions<R = never> {
   readonly log: (text: string) => void
   /** Write even when the source lists no subdivisions for a country the snapshot has some for. */
   readonly allowEmptied?: boolean | undefined
+  /**
+   * The snapshot a source that lists no subdivisions is measured against when `outDir` holds none (the bundled one an
+   * installed `--from-api` takes types and parents from).
+   */
+  readonly baseline?: Snapshot | undefined
 }
+
+// The entries per country of a snapshot file that does not decode (an entry a newer rule refuses, say): any JSON
+// object of arrays; undefined when it is not even that.
+const leniently = (text: string): Record<string, number> | undefined => {
+  const value = Either.getOrUndefined(parseJsonText(text, ""))
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined
+  const counts: Record<string, number> = {}
+  for (const [country, list] of Object.entries(value)) if (Array.isArray(list)) counts[country] = list.length
+  return counts
+}
+
+const entriesPer = (snapshot: Snapshot): Readonly<Record<string, number>> =>
+  Object.fromEntries(Object.entries(snapshot).map(([country, list]) => [country, list.length]))
+
+// The per-country counts of a meta file that decodes; undefined otherwise.
+const metaCounts = (text: string | undefined, label: string): Record<string, number> | undefined =>
+  text === undefined
+    ? undefined
+    : Either.getOrUndefined(
+      Either.flatMap(parseJsonText(text, label), (value) => decodeWith(SnapshotMeta, value, label))
+    )?.counts
 
 const readOptional = (path: string): Effect.Effect<string | undefined, SnapshotError> =>
   Effect.tryPromise({
@@ -750,6 +776,11 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
 
     // The diff is against what is committed; a missing or unreadable file is itself a difference.
     let before: Snapshot = {}
+    // How many entries each country had: from the snapshot when it is usable, else from what can still be read of
+    // it, else from its meta, so that a committed file with one bad entry does not switch off the check below; with
+    // no snapshot in `outDir`, from the baseline (the bundled one), so that a first run is checked too.
+    let countsBefore = entriesPer(options.baseline ?? {})
+    let usable = false
     let dataDiffers = committedData !== dataText
     if (committedData === undefined) {
       log(`No snapshot at ${dataPath}; every entry is new:`)
@@ -757,20 +788,23 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
       const parsed = parseSnapshot(committedData, dataPath)
       if (Either.isLeft(parsed)) {
         log(`The snapshot at ${dataPath} is unusable (${parsed.left.message}); diffing against an empty one:`)
+        countsBefore = leniently(committedData) ?? metaCounts(committedMeta, metaPath) ?? {}
       } else {
         before = parsed.right
+        usable = true
+        countsBefore = entriesPer(before)
         log(`Changes against ${dataPath}:`)
       }
     }
     const diff = diffSnapshots(before, loaded.snapshot)
     log(formatDiff(diff, { listEntries: committedData !== undefined }))
-    if (committedData !== undefined && dataDiffers && diff.totals.countries === 0) {
+    if (usable && dataDiffers && diff.totals.countries === 0) {
       log(`${dataPath}: same entries, other bytes (formatting)`)
     }
     // A country that had subdivisions and has none in the source: far more likely a source that lost data (an empty
     // file, a bad upstream change, an API answering []) than a country that lost them all.
-    const emptied = Object.keys(before).filter((country) =>
-      before[country]!.length > 0 && (loaded.snapshot[country]?.length ?? 0) === 0
+    const emptied = Object.keys(countsBefore).filter((country) =>
+      countsBefore[country]! > 0 && (loaded.snapshot[country]?.length ?? 0) === 0
     ).sort()
     const emptiedRefusal = emptied.length === 0 || options.allowEmptied === true ? undefined : `${dataPath}: ` +
       `the source lists no subdivisions for ${emptied.length === 1 ? "1 country" : `${emptied.length} countries`} (${

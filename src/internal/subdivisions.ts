@@ -261,8 +261,10 @@ export const comparable = (name: string): string => {
 
 const blankOrFormat = /^[\s\p{Cf}]$/u
 
-// A code as the API may have mangled it (full-width letters, an invisible character in it), in the snapshot's form.
-const codeForm = (code: string): string => code.normalize("NFKC").replace(/[\s\p{Cf}]/gu, "").toUpperCase()
+// A code as the API may have mangled it (full-width letters, an invisible character in it, a typographic hyphen, dash
+// or minus sign for its hyphen), in the snapshot's form.
+const codeForm = (code: string): string =>
+  code.normalize("NFKC").replace(/[\s\p{Cf}]/gu, "").replace(/[\p{Pd}\u2212]/gu, "-").toUpperCase()
 
 /**
  * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
