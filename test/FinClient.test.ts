@@ -59,6 +59,10 @@ describe("FinConfig", () => {
       expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://127.0.0.1:8080/" })).baseUrl).toBe("http://127.0.0.1:8080")
       expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://localhost:1" })).baseUrl).toBe("http://localhost:1")
       expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://[::1]:1" })).baseUrl).toBe("http://[::1]:1")
+      // IPv4 loopback mapped into IPv6: what `effect-fin emulator --host ::ffff:127.0.0.1` prints to use.
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://[::ffff:127.0.0.1]:1" })).baseUrl).toBe("http://[::ffff:7f00:1]:1")
+      expect(yield* configError({ ...base, baseUrl: "http://[::ffff:10.0.0.1]:1" })).toContain("must use https")
+      expect(yield* configError({ ...base, baseUrl: "http://[::ffff:7f00:1:2]:1" })).toContain("must use https")
       expect((yield* FinConfig.resolve({ ...base, baseUrl: "https://proxy.example/fin/" })).baseUrl).toBe("https://proxy.example/fin")
       expect(yield* configError({ ...base, baseUrl: "http://sandbox.api.fin.com" })).toContain("must use https")
       expect(yield* configError({ ...base, baseUrl: "ftp://x" })).toContain("must use https")

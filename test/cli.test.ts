@@ -409,6 +409,24 @@ describe("effect-fin (offline commands)", () => {
     }
   })
 
+  it("webhook verify: an empty or padded FIN_WEBHOOK_SECRET is a ConfigError naming it, before the body is waited for", async () => {
+    for (const [secret, said] of [
+      ["whsec_cli\n", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
+      ["", "FIN_WEBHOOK_SECRET is empty"]
+    ] as const) {
+      // Standard input left open, as a terminal's: nothing to wait for when the secret cannot verify anything.
+      const result = await cli(
+        ["webhook", "verify", "--signature", "00"],
+        { FIN_WEBHOOK_SECRET: secret },
+        null,
+        undefined,
+        { when: new Promise((resolve) => setTimeout(resolve, 4000)), signal: "SIGTERM" }
+      )
+      expect([result.code, result.stderr.trim()]).toEqual([1, `effect-fin: ConfigError: ${said}`])
+      expect(result.stderr).not.toContain("whsec_cli")
+    }
+  }, 30_000)
+
   it("webhook verify refuses a body over 1 MiB, without reading the rest", async () => {
     const huge = `{"padding":"${"x".repeat(2 * 1024 * 1024)}"}`
     const result = await cli(["webhook", "verify", "--signature", "00".repeat(32)], { FIN_WEBHOOK_SECRET: "whsec_cli" }, huge)

@@ -5,7 +5,10 @@
  * @internal
  */
 export const isLoopback = (hostname: string): boolean =>
-  hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname)
+  hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname) ||
+  // IPv4 loopback mapped into IPv6 (`[::ffff:127.0.0.1]`, which the URL parser writes `[::ffff:7f00:1]`): an address,
+  // not a name, so nothing resolves it elsewhere. The emulator prints it as its URL when told to listen there.
+  /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(hostname)
 
 /** Whether `url` is https, or plain http on loopback: what may be read from, or sent credentials. */
 export const isSecureOrLocal = (url: URL): boolean =>
