@@ -13,6 +13,7 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -22,6 +23,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
 import * as CountryCode from "../CountryCode.js"
 import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
@@ -303,6 +305,17 @@ const verify = Command.make(
     Effect.gen(function*() {
       // The secret comes from the environment only: a command-line argument is visible to `ps`.
       const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
+      // Said as a problem of the variable, before the body is waited for (as an unset one is), not as a refused
+      // delivery once it has been read.
+      const text = Redacted.value(secret)
+      if (text === "" || text.trim() !== text) {
+        return yield* Effect.fail(ConfigError.InvalidData(
+          ["FIN_WEBHOOK_SECRET"],
+          text === ""
+            ? "FIN_WEBHOOK_SECRET is empty"
+            : "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"
+        ))
+      }
       // As the client's own configuration says it: an event of the other environment is refused, as a handler would.
       const environment = yield* Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT"))
       const body = yield* readStdin
