@@ -1667,9 +1667,11 @@ export const handler = <const H extends object>(
 
 /**
  * `handler` for an app that lives in a scope (a layer): closing the scope, as a server's shutdown does, waits for the
- * user handlers still running (each for at most `handlerTimeout`), so they end with their finalizers and their
- * events marked handled, instead of being cut off with the process and their claims held for `claimTtl`. A delivery
- * that arrives once the scope is closing gets 503 `{"outcome":"shutting_down"}`, and the service delivers it again.
+ * user handlers still running (each for at most `handlerTimeout` of work, then for the release of what it acquired
+ * in its scope, which no timeout bounds: give a release that may hang a timeout of its own), so they end with their
+ * finalizers and their events marked handled, instead of being cut off with the process and their claims held for
+ * `claimTtl`. A delivery that arrives once the scope is closing gets 503 `{"outcome":"shutting_down"}`, and the
+ * service delivers it again.
  *
  * Build the server inside this scope (in the layer returned to `Layer.unwrapScoped`, the server layer provided
  * there): it then closes first, so no delivery is accepted while the handlers drain.
