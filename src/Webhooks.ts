@@ -946,14 +946,15 @@ const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
 const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope)
 const decodeUnknownEvent = Schema.decodeEither(UnknownEvent)
 
-const malformed = (message: string, issue?: ParseResult.ParseIssue) =>
-  issue === undefined
-    ? fail("malformed_body", message)
-    : new WebhookVerificationError({
-      reason: "malformed_body",
-      message: `${message}: ${Issues.summarize(Issues.fromParseIssue(issue))}`,
-      issues: Issues.fromParseIssue(issue)
-    })
+const malformed = (message: string, issue?: ParseResult.ParseIssue) => {
+  if (issue === undefined) return fail("malformed_body", message)
+  const issues = Issues.fromParseIssue(issue)
+  return new WebhookVerificationError({
+    reason: "malformed_body",
+    message: `${message}: ${Issues.summarize(issues)}`,
+    issues
+  })
+}
 
 // `ignores`: the event types whose data need not be of the documented shape (the handler has no handler for them).
 const decodeBody = (
