@@ -512,9 +512,11 @@ describe("TokenStore", () => {
         FinTest.layerClient({ "POST /v1/oauth/token": tokens }, { clientSecret: Redacted.make(clientSecret) }).pipe(
           Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
         )
-      const stale = yield* Effect.fork(Effect.either(Effect.provide(token, instance("rotated-out"))))
+      // Each forked until it sleeps: building a client digests its store key on a promise, which the TestClock does
+      // not wait for (moved before, the first one could still be building when the second comes).
+      const stale = yield* forkSleeping(Effect.either(Effect.provide(token, instance("rotated-out"))))
       yield* advance(100)
-      const healthy = yield* Effect.fork(Effect.either(Effect.provide(token, instance("test-secret"))))
+      const healthy = yield* forkSleeping(Effect.either(Effect.provide(token, instance("test-secret"))))
       for (let i = 0; i < 20; i++) yield* advance(500)
       const [staleResult, healthyResult] = yield* Fiber.join(Fiber.zip(stale, healthy))
       expect(Either.isLeft(staleResult) && staleResult.left._tag).toBe("AuthenticationError")
@@ -676,7 +678,7 @@ describe("TokenStore", () => {
           const memory = TokenStore.makeMemory()
           const store: TokenStore.Service = { ...memory, [op]: () => broken }
           const { layer: logger, lines } = captureLogs()
-          const fiber = yield* Effect.fork(
+          const fiber = yield* forkSleeping(
             FeeService.calculate(quoteRequest).pipe(
               Effect.zipRight(count("POST /v1/oauth/token")),
               withStore(store),
