@@ -613,8 +613,9 @@ describe("snapshot-subdivisions", () => {
           const url = req.url ?? ""
           if (url.startsWith("/slow/")) return // never answers
           if (url.startsWith("/half/") && url.endsWith("iso_3166-2.json")) return // the second file never comes
-          // Plain http off loopback as far as the rule goes (an IPv4-mapped address), without leaving the machine.
-          if (url.startsWith("/moved/")) return void res.writeHead(302, { location: `http://[::ffff:127.0.0.1]:${port}/x` }).end()
+          // Plain http off loopback as far as the rule goes (0.0.0.0 is no loopback address), without leaving the
+          // machine: the redirect is refused before any connection.
+          if (url.startsWith("/moved/")) return void res.writeHead(302, { location: `http://0.0.0.0:${port}/x` }).end()
           // A Content-Length over the limit is refused before the body comes (its 10 bytes, then nothing).
           if (url.startsWith("/declared/")) return void res.writeHead(200, { "content-length": "5000" }).write("x".repeat(10))
           if (url.startsWith("/exact/")) return void res.writeHead(200).end("x".repeat(1_000))
@@ -639,7 +640,7 @@ describe("snapshot-subdivisions", () => {
           "http://iso-codes.example/4.20/iso_3166-1.json: plain http is read only on loopback; use https"
         )
         expect(yield* failure(`${base}/moved`)).toBe(
-          `${base}/moved/iso_3166-1.json: cannot fetch (redirected to http://[::ffff:7f00:1]:${port}: plain http is read only on loopback)`
+          `${base}/moved/iso_3166-1.json: cannot fetch (redirected to http://0.0.0.0:${port}: plain http is read only on loopback)`
         )
         expect(yield* failure(`${base}/slow`)).toBe(`${base}/slow/iso_3166-1.json: not read within 300ms`)
         expect(yield* failure(`${base}/half`)).toBe(`${base}/half/iso_3166-2.json: not read within 300ms`)
