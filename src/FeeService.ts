@@ -311,7 +311,12 @@ const strict = { onExcessProperty: "error" } as const
 const rulesBroken = (input: unknown): ReadonlyArray<Issue> => {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return []
   if (Either.isRight(validateFields(input, strict))) return []
-  return ruleIssues({ ...input }).map((rule) => new Issue({ path: String(rule.path[0]), expected: rule.message }))
+  // Every own key, as the schema reads them (`hasOwnProperty`, a non-enumerable one included), not only what `{...}`
+  // copies.
+  const own = Object.fromEntries(
+    Object.getOwnPropertyNames(input).map((key) => [key, (input as Record<string, unknown>)[key]])
+  )
+  return ruleIssues(own).map((rule) => new Issue({ path: String(rule.path[0]), expected: rule.message }))
 }
 
 /**

@@ -40,6 +40,7 @@ import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
+import * as Padded from "./internal/padded.js"
 import * as Redact from "./internal/redact.js"
 import * as Timestamps from "./internal/timestamp.js"
 
@@ -214,16 +215,6 @@ export type Secret = Redacted.Redacted<string> | string
  */
 export type Secrets = Secret | ReadonlyArray<Secret>
 
-// What `String.prototype.trim` removes.
-const isSpace = (c: number): boolean =>
-  c <= 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
-  c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
-
-// A secret with surrounding whitespace (read from a file with its newline, say) never matches the service's: refused,
-// rather than every delivery answered as badly signed. Two character codes, not a trim: this is on every verification.
-const isPadded = (value: string): boolean =>
-  value !== "" && (isSpace(value.charCodeAt(0)) || isSpace(value.charCodeAt(value.length - 1)))
-
 const paddedMessage = "holds a webhook secret that starts or ends with whitespace (a trailing newline, say)"
 
 const checkEnvironment = (where: "handler" | "verify", environment: unknown): void => {
@@ -233,7 +224,7 @@ const checkEnvironment = (where: "handler" | "verify", environment: unknown): vo
 }
 
 /**
- * The secrets to try, whether one of them has whitespace around it (see `isPadded`), and whether one is not text at
+ * The secrets to try, whether one of them has whitespace around it (see `Padded.isPadded`), and whether one is not text at
  * all (untyped configuration: an unset variable, a number).
  */
 interface SecretList {
@@ -282,7 +273,9 @@ const listOf = (secrets: ReadonlyArray<unknown>): SecretList => {
       continue
     }
     if (value === "") continue
-    padded ||= isPadded(value)
+    // A secret with surrounding whitespace (read from a file with its newline, say) never matches the service's:
+    // refused, rather than every delivery answered as badly signed.
+    padded ||= Padded.isPadded(value)
     keys.push(typeof secret === "string" ? Redacted.make(secret) : secret as Redacted.Redacted<string>)
   }
   return { keys, padded, notText }

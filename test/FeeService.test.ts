@@ -137,6 +137,16 @@ describe("FeeService", () => {
       }
     }))
 
+  it.effect("a non-enumerable own field is read by the rules as the schema reads it", () =>
+    Effect.gen(function*() {
+      const request = { source_amount: "x", source_currency: "USD" }
+      Object.defineProperty(request, "destination_currency", { value: "EUR", enumerable: false })
+      const error = yield* Effect.flip(FeeService.validate(request))
+      expect(error.message).toBe(
+        "Invalid fee calculation request: source_amount: expected a number greater than 0 and at most 9007199254740991"
+      )
+    }))
+
   it.effect("an amount that is not a number at all says what an amount must be, as a bad number does", () =>
     Effect.gen(function*() {
       for (const amount of ["100", "-5", null, -5, 0, 2 ** 53]) {

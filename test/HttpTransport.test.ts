@@ -498,6 +498,12 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(408, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
 
+  it.effect("a 408 asking to wait past the deadline stays an ApiError too", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "5 seconds" })))
+      expect(error).toMatchObject({ _tag: "ApiError", status: 408, attempts: 1 })
+    }).pipe(provideClient({ [FEE]: () => status(408, { "retry-after": "10" }) }, { maxRetryAfter: "60 seconds" })))
+
   it.effect("a 503 asking to wait beyond the cap on the last attempt is a RateLimitError too", () =>
     Effect.gen(function*() {
       const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate))

@@ -412,6 +412,9 @@ describe("effect-fin (offline commands)", () => {
   it("webhook verify: an empty or padded FIN_WEBHOOK_SECRET is a ConfigError naming it, before the body is waited for", async () => {
     for (const [secret, said] of [
       ["whsec_cli\n", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
+      // What the library refuses as padded, beyond what trim() removes: a control character, NEL.
+      ["whsec_cli\u001f", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
+      ["\u0085whsec_cli", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
       ["", "FIN_WEBHOOK_SECRET is empty"]
     ] as const) {
       // Standard input left open, as a terminal's: nothing to wait for when the secret cannot verify anything.

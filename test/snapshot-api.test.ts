@@ -218,6 +218,8 @@ describe("snapshot script, online", () => {
       const refused = await run([])
       expect(refused.code).toBe(2)
       expect(refused.stderr).toContain("the source lists no subdivisions for 200 countries")
+      // Nothing is at --out yet: the counts are the bundled snapshot's, and the refusal says so.
+      expect(refused.stderr).toContain("that the bundled snapshot (none is in the output directory yet) has some for")
       expect(await Fs.readdir(out)).toEqual([])
       expect((await run(["--allow-emptied"])).code).toBe(0)
     })

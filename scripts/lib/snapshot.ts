@@ -780,10 +780,13 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
     // it, else from its meta, so that a committed file with one bad entry does not switch off the check below; with
     // no snapshot in `outDir`, from the baseline (the bundled one), so that a first run is checked too.
     let countsBefore = entriesPer(options.baseline ?? {})
+    // What the counts are of, for the refusal: with no snapshot at `dataPath`, not a snapshot "there".
+    let countedIn = "the snapshot"
     let usable = false
     let dataDiffers = committedData !== dataText
     if (committedData === undefined) {
       log(`No snapshot at ${dataPath}; every entry is new:`)
+      countedIn = "the bundled snapshot (none is in the output directory yet)"
     } else {
       const parsed = parseSnapshot(committedData, dataPath)
       if (Either.isLeft(parsed)) {
@@ -809,7 +812,7 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
     const emptiedRefusal = emptied.length === 0 || options.allowEmptied === true ? undefined : `${dataPath}: ` +
       `the source lists no subdivisions for ${emptied.length === 1 ? "1 country" : `${emptied.length} countries`} (${
         emptied.slice(0, 10).join(", ")
-      }${emptied.length > 10 ? ", ..." : ""}) that the snapshot has some for: refused as a source that lost data; ` +
+      }${emptied.length > 10 ? ", ..." : ""}) that ${countedIn} has some for: refused as a source that lost data; ` +
       "pass --allow-emptied if they did lose them all"
 
     let metaDiffers = true

@@ -33,6 +33,7 @@ import * as FinError from "../FinError.js"
 import * as Amounts from "../internal/amount.js"
 import * as Bytes from "../internal/bytes.js"
 import * as Issues from "../internal/issues.js"
+import * as Padded from "../internal/padded.js"
 import * as Printable from "../internal/printable.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
@@ -308,7 +309,7 @@ const verify = Command.make(
       // Said as a problem of the variable, before the body is waited for (as an unset one is), not as a refused
       // delivery once it has been read.
       const text = Redacted.value(secret)
-      if (text === "" || text.trim() !== text) {
+      if (text === "" || Padded.isPadded(text)) {
         return yield* Effect.fail(ConfigError.InvalidData(
           ["FIN_WEBHOOK_SECRET"],
           text === ""

@@ -176,9 +176,10 @@ const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
   })
 
 /**
- * `self` retried under `policy(options)`. A retryable `ApiError` asking for a longer wait than `waitCap` (a 503 asking
- * for two minutes), or one that does not end before `timeLeft`, ends as a `RateLimitError`, as a 429 would, whether it
- * ended the retries or came after the last one. Without retries (an unsafe call) the wait changes nothing, so the error stays as it came.
+ * `self` retried under `policy(options)`. A retryable 5xx `ApiError` asking for a longer wait than `waitCap` (a 503
+ * asking for two minutes), or one that does not end before `timeLeft`, ends as a `RateLimitError`, as a 429 would (a
+ * 408 stays an `ApiError` with `retryAfter`), whether it ended the retries or came after the last one. Without retries
+ * (an unsafe call) the wait changes nothing, so the error stays as it came.
  */
 export const retry = <A, E extends Retried, R>(
   self: Effect.Effect<A, E, R>,

@@ -1,0 +1,15 @@
+/**
+ * Whether a secret has whitespace around it: the one rule of `Webhooks` (which refuses such a secret) and of the CLI
+ * (which says so of `FIN_WEBHOOK_SECRET` before reading a body).
+ *
+ * @internal
+ */
+
+// What `String.prototype.trim` removes, and every other C0 control and NEL (U+0085) besides.
+const isSpace = (c: number): boolean =>
+  c <= 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
+  c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+
+/** Two character codes, not a trim: this is on every verification. */
+export const isPadded = (value: string): boolean =>
+  value !== "" && (isSpace(value.charCodeAt(0)) || isSpace(value.charCodeAt(value.length - 1)))
