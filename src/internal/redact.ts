@@ -162,21 +162,43 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
   }
   // Every `\"` of JSON.stringify's is an escaped quote (a backslash of the text is itself escaped, `\\`).
   forms.push(unicodeEscaped(escaped.replaceAll('\\"', "\\u0022"), dotNetEscapable, true))
-  // As HTML-escaping code writes it (a framework's validation message, a gateway's error template): `&amp;`, `&lt;`...
-  if (/[&<>"']/.test(credential)) forms.push(...htmlEscapes.map((escape) => credential.replace(/[&<>"']/g, escape)))
   return forms
 }
 
-// The usual ways of escaping &<>"' for HTML: named entities (with each spelling of the apostrophe), decimal, hex.
-const NAMED: Readonly<Record<string, string>> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;" }
-const htmlEscapes: ReadonlyArray<(c: string) => string> = [
-  (c) => NAMED[c] ?? "&#39;",
-  (c) => NAMED[c] ?? "&#x27;",
-  (c) => NAMED[c] ?? "&apos;",
-  (c) => `&#${c.charCodeAt(0)};`,
-  (c) => `&#x${c.charCodeAt(0).toString(16)};`,
-  (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`
-]
+// `text` with each HTML character reference of &<>"' decoded (named, `&apos;`, decimal or hex in either case,
+// zero-padded or not), with, for each character, the span of `text` it came from: an echo escaped by any HTML escaper,
+// or by one that mixes the styles (Go's `&amp;` with `&#34;`, PHP's `&#039;`), reads here as the credential itself.
+const HTML_REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#0*(\d{1,7})|#[xX]0*([0-9a-fA-F]{1,6}));/y
+const HTML_NAMED: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" }
+const HTML_ESCAPED = /^[&<>"']$/
+const htmlView = (text: string): View => {
+  let bytes = ""
+  const from: Array<number> = []
+  const to: Array<number> = []
+  let copied = 0
+  const copy = (until: number) => {
+    bytes += text.slice(copied, until)
+    for (let k = copied; k < until; k++) {
+      from.push(k)
+      to.push(k + 1)
+    }
+  }
+  for (let i = text.indexOf("&"); i !== -1; i = text.indexOf("&", i + 1)) {
+    HTML_REFERENCE.lastIndex = i
+    const m = HTML_REFERENCE.exec(text)
+    if (m === null) continue
+    const code = m[2] !== undefined ? Number.parseInt(m[2], 10) : m[3] !== undefined ? Number.parseInt(m[3], 16) : 0
+    const char = m[1] !== undefined ? HTML_NAMED[m[1]]! : code < 0x80 ? String.fromCharCode(code) : ""
+    if (!HTML_ESCAPED.test(char)) continue
+    copy(i)
+    bytes += char
+    from.push(i)
+    to.push(i + m[0].length)
+    copied = i + m[0].length
+  }
+  copy(text.length)
+  return { bytes, from, to }
+}
 
 // A JWT in its compact form: a JSON header (`{"` in base64url is `eyJ`), claims and a signature, in base64url.
 const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]+$/
@@ -211,11 +233,18 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
   // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape), each maybe URL-encoded too.
   const forms = [...new Set(present.flatMap(echoesOf))]
   const literal = forms.map(runsOf)
+  // The credentials an HTML escaper changes, searched for in the text with its character references decoded.
+  const html = [...new Set(present.filter((credential) => /[&<>"']/.test(credential)))].map(runsOf)
   const encoded = [...new Set(forms.map(bytesOf))].map(runsOf)
   const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
   return (whole) => {
     const text = whole.slice(0, end + MAX_WIDTH * longest)
     const spans = literalSpans(text, literal)
+    // Only a text with an ampersand can hold an HTML-escaped credential.
+    if (html.length > 0 && text.includes("&")) {
+      const view = htmlView(text)
+      for (const run of html) run(view.bytes, (start, stop) => spans.push([view.from[start]!, view.to[stop - 1]!]))
+    }
     // Only a text with an escape or a plus can hold an encoded credential.
     if (text.includes("%") || text.includes("+")) spans.push(...encodedSpans(text, encoded))
     spans.sort((a, b) => a[0] - b[0])

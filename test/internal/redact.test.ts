@@ -35,6 +35,19 @@ describe("redactor", () => {
     for (const echo of echoes) expect(redactSymbols(`before ${echo} after`), echo).toBe("before <redacted> after")
   })
 
+  it("as an HTML escaper that mixes the styles writes it (Go's &amp; with &#34;, PHP's &#039;)", () => {
+    const secret = "Kx9pQ2mZr7Lw4vB8nT&a'b\"c<d>-secret-tail-XYZ"
+    const redactSecret = redactor([secret], 1024)
+    const base = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+    const echoes = [
+      base(secret).replace(/"/g, "&#34;").replace(/'/g, "&#39;"),
+      base(secret).replace(/"/g, "&quot;").replace(/'/g, "&#039;"),
+      secret.replace(/[&<>"']/g, (c) => `&#X${c.charCodeAt(0).toString(16)};`)
+    ]
+    for (const echo of echoes) expect(redactSecret(`before ${echo} after`), echo).toBe("before <redacted> after")
+    expect(redactSecret("Tom &amp; Jerry &lt;3 &#34;hi&#34;")).toBe("Tom &amp; Jerry &lt;3 &#34;hi&#34;")
+  })
+
   it("leaves everything else as it was, the other escapes included", () => {
     expect(redact("100%25 of a+b, %zz, tok")).toBe("100%25 of a+b, %zz, <redacted>")
     expect(redact("no credential here")).toBe("no credential here")
