@@ -198,7 +198,9 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * Runs `effect` while moving the `TestClock` forward, `step` at a time (default 100 ms), until it ends: the backoff,
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
  * work out how far to move the clock. Past `limit` of virtual time (default 10 minutes) it is interrupted and the test
- * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Either option that is
+ * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step costs the
+ * TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test timeout,
+ * give a `limit` the test's waits fit in, or a larger `step`. Either option that is
  * not a duration above zero makes it die with `IllegalArgumentException`; run where the clock is no `TestClock`
  * (`it.live`), it dies saying so.
  *
