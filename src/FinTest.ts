@@ -105,7 +105,8 @@ const checkedHeaders = (headers: Readonly<Record<string, string>>): Readonly<Rec
 }
 
 /**
- * A JSON answer. Throws `IllegalArgumentException` for a status outside 200-599, or a header no response can carry.
+ * A JSON answer, `content-type: application/json` unless `headers` give another (a header name in any case). Throws
+ * `IllegalArgumentException` for a status outside 200-599, or a header no response can carry.
  *
  * @since 0.1.0
  * @category replies
@@ -114,7 +115,11 @@ export const json = (status: number, body: unknown, headers: Readonly<Record<str
   _tag: "Respond",
   status: checked(status),
   body: JSON.stringify(body),
-  headers: { "content-type": "application/json", ...checkedHeaders(headers) },
+  // A content type of the test's, in whatever case, replaces the default rather than joining it ("application/json,
+  // text/html", as `Headers` merges names differing only in case).
+  headers: Object.keys(checkedHeaders(headers)).some((name) => name.toLowerCase() === "content-type")
+    ? headers
+    : { "content-type": "application/json", ...headers },
   stallBody: false
 })
 
@@ -168,6 +173,19 @@ export const failBody = (code = "ECONNRESET", status = 200): Reply => {
     throw new Cause.IllegalArgumentException(`effect-fin/test: failBody: a ${status} has no body to lose`)
   }
   return { _tag: "Respond", status, body: "", headers: {}, stallBody: false, failBody: code }
+}
+
+const isReply = (value: unknown): value is Reply => {
+  if (typeof value !== "object" || value === null) return false
+  const tag = (value as { readonly _tag?: unknown })._tag
+  return tag === "Respond" || tag === "Fail" || tag === "Stall"
+}
+
+const describeValue = (value: unknown): string => {
+  if (value === undefined || value === null) return String(value)
+  if (typeof value === "object" && typeof (value as { readonly then?: unknown }).then === "function") return "a Promise"
+  if (typeof value === "object" && "_tag" in value) return `a value tagged ${JSON.stringify(value._tag)}`
+  return `a ${typeof value}`
 }
 
 const noBody = (status: number) => status === 204 || status === 205 || status === 304
@@ -454,6 +472,16 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
     const table = typeof routes === "function"
       ? []
       : Object.entries(routes).sort(([a], [b]) => wildcards(a) - wildcards(b))
+    for (const [route, handler] of table) {
+      if (typeof handler !== "function") {
+        return yield* Effect.die(
+          new Cause.IllegalArgumentException(
+            `effect-fin/test: the route ${JSON.stringify(route)} is given ${describeValue(handler)}, not a handler: ` +
+              "write a function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+          )
+        )
+      }
+    }
     const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const unmatched = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const client = HttpClient.make((request, url, signal) =>
@@ -481,6 +509,16 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
         }
         const answer = handler === undefined ? json(404, { message: "Resource not found" }) : handler(seen)
         const reply = Effect.isEffect(answer) ? yield* answer : answer
+        if (!isReply(reply)) {
+          // From untyped code (or past a cast): a Promise, undefined, a reply written by hand with another shape.
+          return yield* Effect.die(
+            new Cause.IllegalArgumentException(
+              `effect-fin/test: the handler for ${seen.method} ${seen.path} answered ${describeValue(reply)}, ` +
+                "which is no reply: return FinTest.json, text, fail(), failBody(), stallBody() or stall, or an " +
+                "Effect of one (not a Promise)"
+            )
+          )
+        }
         return yield* toResponse(request, reply, signal)
       })
     )

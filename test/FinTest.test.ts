@@ -156,6 +156,20 @@ describe("FinTest replies", () => {
     expect(FinTest.json(200, {}, { "Retry-After": " 5 " })).toMatchObject({ headers: { "Retry-After": " 5 " } })
   })
 
+  it.effect("json's content type is replaced by the test's, whatever the case of its name, not joined to it", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const seen = []
+      for (let i = 0; i < 3; i++) seen.push((yield* client.get("http://127.0.0.1:4010/v1/page")).headers["content-type"])
+      expect(seen).toEqual(["text/html", "text/html", "application/json"])
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "GET /v1/page": FinTest.sequence(
+        FinTest.json(200, {}, { "Content-Type": "text/html" }),
+        FinTest.json(200, {}, { "content-type": "text/html" }),
+        FinTest.json(200, {}, { "Retry-After": "1" })
+      )
+    }))))
+
   it.effect("a reply written by hand with such a status is a defect saying so, when the request meets it", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(FeeService.calculate(quoteRequest))
@@ -188,6 +202,41 @@ describe("FinTest replies", () => {
 })
 
 describe("FinTest.layerClient routes", () => {
+  // Past the types (untyped code, a cast, routes read from elsewhere): a message saying what to write, not a TypeError
+  // from inside the in-memory client.
+  it.effect("a handler answering no reply (a Promise, undefined, another tag) is a defect saying what to return", () =>
+    Effect.gen(function*() {
+      const handlers: ReadonlyArray<readonly [unknown, string]> = [
+        [async () => FinTest.json(200, quoteBody), "a Promise"],
+        [() => undefined, "undefined"],
+        [() => ({ _tag: "respond", status: 200, body: "{}", headers: {} }), `a value tagged "respond"`]
+      ]
+      for (const [handler, what] of handlers) {
+        const exit = yield* Effect.exit(FeeService.calculate(quoteRequest).pipe(
+          provideClient({ [FEE]: handler as FinTest.Handler }, { maxRetries: 0 })
+        ))
+        expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+          Option.some(
+            `effect-fin/test: the handler for POST /v1/fee-calculation answered ${what}, which is no reply: return ` +
+              "FinTest.json, text, fail(), failBody(), stallBody() or stall, or an Effect of one (not a Promise)"
+          )
+        )
+      }
+    }))
+
+  it.effect("a route given a reply instead of a handler is refused when the layer is built, saying what to write", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(FeeService.calculate(quoteRequest).pipe(
+        provideClient({ [FEE]: FinTest.stall as unknown as FinTest.Handler })
+      ))
+      expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+        Option.some(
+          `effect-fin/test: the route "POST /v1/fee-calculation" is given a value tagged "Stall", not a handler: write a ` +
+            "function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+        )
+      )
+    }))
+
   it.effect("a route's method is checked when compiled (tsc); a route no request matches is listed as unmatched", () =>
     Effect.gen(function*() {
       // @ts-expect-error a method in lower case never matches: a compile error
