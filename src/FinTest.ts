@@ -218,9 +218,8 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * work out how far to move the clock. Past `limit` of virtual time (default 10 minutes) it is interrupted and the test
  * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step costs the
  * TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test timeout,
- * give a `limit` the test's waits fit in, or a larger `step`. Either option that is
- * not a duration above zero makes it die with `IllegalArgumentException`; run where the clock is no `TestClock`
- * (`it.live`), it dies saying so.
+ * give a `limit` the test's waits fit in, or a larger `step`. Either option that is not a duration above zero makes it
+ * die with `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`), it dies saying so.
  *
  * @since 0.1.0
  * @category clock

@@ -224,8 +224,8 @@ const checkEnvironment = (where: "handler" | "verify", environment: unknown): vo
 }
 
 /**
- * The secrets to try, whether one of them has whitespace around it (see `Padded.isPadded`), and whether one is not text at
- * all (untyped configuration: an unset variable, a number).
+ * The secrets to try, whether one of them has whitespace around it (see `Padded.isPadded`), and whether one is not
+ * text at all (untyped configuration: an unset variable, a number).
  */
 interface SecretList {
   readonly keys: ReadonlyArray<Redacted.Redacted<string>>
