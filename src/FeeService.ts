@@ -338,10 +338,8 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
   }
   return Either.match(decoded, {
     onLeft: (error) => {
-      const issues = [...Issues.fromParseIssue(error.issue), ...broken].slice(0, Issues.MAX_ISSUES)
-      return Effect.fail(
-        new RequestValidationError({ message: `Invalid fee calculation request: ${Issues.summarize(issues)}`, issues })
-      )
+      const { issues, summary } = Issues.told([...Issues.fromParseIssue(error.issue), ...broken])
+      return Effect.fail(new RequestValidationError({ message: `Invalid fee calculation request: ${summary}`, issues }))
     },
     onRight: Effect.succeed
   })

@@ -336,10 +336,10 @@ const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): E
   Either.mapLeft(
     Http.encoderFor(schema)(body),
     (error) => {
-      const issues = Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
+      const { issues, summary } = Issues.told(Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
         new Issue({ path: path === "" || path.startsWith("[") ? `body${path}` : `body.${path}`, expected })
-      )
-      return new RequestValidationError({ message: `Invalid request body: ${Issues.summarize(issues)}`, issues })
+      ))
+      return new RequestValidationError({ message: `Invalid request body: ${summary}`, issues })
     }
   )
 

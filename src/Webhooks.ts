@@ -941,12 +941,8 @@ const decodeUnknownEvent = Schema.decodeEither(UnknownEvent)
 
 const malformed = (message: string, issue?: ParseResult.ParseIssue) => {
   if (issue === undefined) return fail("malformed_body", message)
-  const issues = Issues.fromParseIssue(issue)
-  return new WebhookVerificationError({
-    reason: "malformed_body",
-    message: `${message}: ${Issues.summarize(issues)}`,
-    issues
-  })
+  const { issues, summary } = Issues.told(Issues.fromParseIssue(issue))
+  return new WebhookVerificationError({ reason: "malformed_body", message: `${message}: ${summary}`, issues })
 }
 
 // `ignores`: the event types whose data need not be of the documented shape (the handler has no handler for them).

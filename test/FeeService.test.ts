@@ -137,6 +137,17 @@ describe("FeeService", () => {
       }
     }))
 
+  // An error keeps 20 issues: its message says there were more, so that mending those is not taken for mending all.
+  it.effect("a request with more than 20 issues keeps the first 20, and its message says how many more", () =>
+    Effect.gen(function*() {
+      const request: Record<string, unknown> = { source_amount: 1, source_currency: "USD", destination_currency: "EUR" }
+      for (let i = 0; i < 25; i++) request[`extra_${i}`] = i
+      const error = yield* Effect.flip(FeeService.validate(request))
+      expect(error.issues.map((issue) => issue.path)).toEqual(Array.from({ length: 20 }, (_, i) => `extra_${i}`))
+      expect(error.message).toMatch(/^Invalid fee calculation request: extra_0: expected no such key; .*; extra_19: /)
+      expect(error.message).toMatch(/extra_19: expected no such key; and 5 more$/)
+    }))
+
   it.effect("a non-enumerable own field is read by the rules as the schema reads it", () =>
     Effect.gen(function*() {
       const request = { source_amount: "x", source_currency: "USD" }

@@ -1849,11 +1849,12 @@ describe("HttpTransport", () => {
         expect(error.message).toBe("Unexpected response from GET /v1/things: data.id: expected y")
         expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("GET /v1/things"))).toBe(1)
         expect((yield* thing(() => [])).data.id).toBe("x")
-        // Kept as a schema's are: the first 20.
+        // Kept as a schema's are: the first 20, the message saying how many more there were.
         const many = yield* Effect.flip(thing(() => Array.from({ length: 5000 }, (_, i) => ({ path: `data.${i}`, expected: "x" }))))
         expect(many._tag === "ResponseDecodeError" && many.issues.map((i) => i.path)).toEqual(
           Array.from({ length: 20 }, (_, i) => `data.${i}`)
         )
+        expect(many.message).toMatch(/; data\.19: expected x; and 4980 more$/)
       }).pipe(answering))
 
     it.effect("a check that returns no list of issues, or throws, is a defect naming the mistake", () =>

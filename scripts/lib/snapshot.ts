@@ -14,7 +14,7 @@ import { createHash } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import * as CountryCode from "../../src/CountryCode.js"
-import { fromParseIssue, summarize } from "../../src/internal/issues.js"
+import { fromParseIssue, told } from "../../src/internal/issues.js"
 import * as Loopback from "../../src/internal/loopback.js"
 import * as Timestamp from "../../src/internal/timestamp.js"
 import {
@@ -100,7 +100,7 @@ export const decodeWith = <A, I>(
 ): Either.Either<A, SnapshotError> =>
   Schema.decodeUnknownEither(schema, { errors: "all" })(value).pipe(
     Either.mapLeft((error) =>
-      new SnapshotError({ message: `${label}: invalid data: ${summarize(fromParseIssue(error.issue))}` })
+      new SnapshotError({ message: `${label}: invalid data: ${told(fromParseIssue(error.issue)).summary}` })
     )
   )
 

@@ -485,11 +485,12 @@ const decodeError = (
   spec: AttemptInfo,
   status: number,
   headers: Readonly<Record<string, string>>,
-  issues: ReadonlyArray<Issue>
+  found: ReadonlyArray<Issue>
 ) => {
   const requestId = requestIdOf(headers, redactor(spec.credentials))
+  const { issues, summary } = Issues.told(found)
   return new ResponseDecodeError({
-    message: `Unexpected response from ${spec.operation}: ${Issues.summarize(issues)}`,
+    message: `Unexpected response from ${spec.operation}: ${summary}`,
     status,
     issues,
     operation: spec.operation,
@@ -625,8 +626,8 @@ const followedRedirect = (response: HttpClientResponse.HttpClientResponse): bool
 
 const noBody: Body = { text: "", cut: false }
 
-// What a request's check returned, as issues (the first `MAX_ISSUES`, as for a schema's); undefined when it is no list
-// of `{ path, expected }` texts (from untyped code: `true` for "fine", say).
+// What a request's check returned, as issues; undefined when it is no list of `{ path, expected }` texts (from untyped
+// code: `true` for "fine", say).
 const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
   if (!Array.isArray(returned)) return undefined
   const issues: Array<Issue> = []
@@ -639,7 +640,7 @@ const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
     if (typeof path !== "string" || typeof expected !== "string") return undefined
     issues.push(new Issue({ path, expected }))
   }
-  return issues.slice(0, Issues.MAX_ISSUES)
+  return issues
 }
 
 /** Runs one attempt with `client`. */

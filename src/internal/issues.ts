@@ -108,16 +108,26 @@ const collect = (
 /** The most issues an error keeps: enough to fix a request or a schema by, and a message still of a readable size. */
 export const MAX_ISSUES = 20
 
-/** The safe issues of a parse failure, at most `limit` of them. */
-export const fromParseIssue = (issue: ParseResult.ParseIssue, limit = MAX_ISSUES): ReadonlyArray<Issue> => {
+/** Every safe issue of a parse failure (an error keeps the first `MAX_ISSUES` of them: see `told`). */
+export const fromParseIssue = (issue: ParseResult.ParseIssue): ReadonlyArray<Issue> => {
   const out: Array<Issue> = []
   collect(issue, [], out)
-  return out.slice(0, limit)
+  return out
 }
 
 /** One readable line: `source_amount: expected a positive finite number; ...`. */
 export const summarize = (issues: ReadonlyArray<Issue>): string =>
   issues.map((i) => (i.path === "" ? `expected ${i.expected}` : `${i.path}: expected ${i.expected}`)).join("; ")
+
+/**
+ * What an error keeps of the issues `found`: the first `MAX_ISSUES`, and the line saying them, which ends with how many
+ * more there were (`...; and 5 more`), so that mending those told is not taken for mending everything.
+ */
+export const told = (found: ReadonlyArray<Issue>): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
+  const issues = found.slice(0, MAX_ISSUES)
+  const more = found.length - issues.length
+  return { issues, summary: `${summarize(issues)}${more > 0 ? `; and ${more} more` : ""}` }
+}
 
 /**
  * One input refused: `message` and what was expected, said in the message too (a log line shows only the message),
