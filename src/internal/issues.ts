@@ -123,7 +123,9 @@ export const summarize = (issues: ReadonlyArray<Issue>): string =>
  * What an error keeps of the issues `found`: the first `MAX_ISSUES`, and the line saying them, which ends with how many
  * more there were (`...; and 5 more`), so that mending those told is not taken for mending everything.
  */
-export const told = (found: ReadonlyArray<Issue>): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
+export const told = (
+  found: ReadonlyArray<Issue>
+): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
   const issues = found.slice(0, MAX_ISSUES)
   const more = found.length - issues.length
   return { issues, summary: `${summarize(issues)}${more > 0 ? `; and ${more} more` : ""}` }
