@@ -165,12 +165,13 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
   return forms
 }
 
-// `text` with each HTML character reference of &<>"' decoded (named, `&apos;`, decimal or hex in either case,
-// zero-padded or not), with, for each character, the span of `text` it came from: an echo escaped by any HTML escaper,
-// or by one that mixes the styles (Go's `&amp;` with `&#34;`, PHP's `&#039;`), reads here as the credential itself.
+// `text` with each HTML character reference decoded (the named ones of &<>"', `&apos;`, and any decimal or hex one in
+// either case, zero-padded or not), with, for each UTF-16 unit, the span of `text` it came from: an echo escaped by any
+// HTML escaper, or by one that mixes the styles (Go's `&amp;` with `&#34;`, PHP's `&#039;`), or that escapes more than
+// &<>"' (Go's html/template `+` as `&#43;`, .NET's HtmlEncoder `+` and non-ASCII as `&#x2B;`, `&#xE9;`), reads here as
+// the credential itself.
 const HTML_REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#0*(\d{1,7})|#[xX]0*([0-9a-fA-F]{1,6}));/y
 const HTML_NAMED: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" }
-const HTML_ESCAPED = /^[&<>"']$/
 const htmlView = (text: string): View => {
   let bytes = ""
   const from: Array<number> = []
@@ -188,12 +189,15 @@ const htmlView = (text: string): View => {
     const m = HTML_REFERENCE.exec(text)
     if (m === null) continue
     const code = m[2] !== undefined ? Number.parseInt(m[2], 10) : m[3] !== undefined ? Number.parseInt(m[3], 16) : 0
-    const char = m[1] !== undefined ? HTML_NAMED[m[1]]! : code < 0x80 ? String.fromCharCode(code) : ""
-    if (!HTML_ESCAPED.test(char)) continue
+    // A reference to no character (past U+10FFFF, or a surrogate) is left as it is.
+    if (m[1] === undefined && (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))) continue
+    const char = m[1] !== undefined ? HTML_NAMED[m[1]]! : String.fromCodePoint(code)
     copy(i)
     bytes += char
-    from.push(i)
-    to.push(i + m[0].length)
+    for (let k = 0; k < char.length; k++) {
+      from.push(i)
+      to.push(i + m[0].length)
+    }
     copied = i + m[0].length
   }
   copy(text.length)
@@ -233,17 +237,17 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
   // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape), each maybe URL-encoded too.
   const forms = [...new Set(present.flatMap(echoesOf))]
   const literal = forms.map(runsOf)
-  // The credentials an HTML escaper changes, searched for in the text with its character references decoded.
-  const html = [...new Set(present.filter((credential) => /[&<>"']/.test(credential)))].map(runsOf)
   const encoded = [...new Set(forms.map(bytesOf))].map(runsOf)
   const longest = present.reduce((most, c) => Math.max(most, c.length), 0)
   return (whole) => {
     const text = whole.slice(0, end + MAX_WIDTH * longest)
     const spans = literalSpans(text, literal)
-    // Only a text with an ampersand can hold an HTML-escaped credential.
-    if (html.length > 0 && text.includes("&")) {
+    // Only a text with an ampersand can hold an HTML-escaped credential: every form of every credential (a JSON body
+    // shown in an HTML page: `\&quot;`) is looked for in it with its character references decoded, as escapers differ
+    // in what they escape (`+`, non-ASCII) and any character may be written as a numeric reference.
+    if (text.includes("&")) {
       const view = htmlView(text)
-      for (const run of html) run(view.bytes, (start, stop) => spans.push([view.from[start]!, view.to[stop - 1]!]))
+      for (const run of literal) run(view.bytes, (start, stop) => spans.push([view.from[start]!, view.to[stop - 1]!]))
     }
     // Only a text with an escape or a plus can hold an encoded credential.
     if (text.includes("%") || text.includes("+")) spans.push(...encodedSpans(text, encoded))

@@ -48,6 +48,21 @@ describe("redactor", () => {
     expect(redactSecret("Tom &amp; Jerry &lt;3 &#34;hi&#34;")).toBe("Tom &amp; Jerry &lt;3 &#34;hi&#34;")
   })
 
+  it("as an HTML escaper that escapes more than &<>\"' writes it (Go's html/template `+`, .NET's HtmlEncoder)", () => {
+    const secret = "abc+def/ghiJKLmnoPQRstuVWXyz0123456789+abc=="
+    const redactSecret = redactor([secret], 1024)
+    expect(redactSecret(`Go: ${secret.replaceAll("+", "&#43;")} end`)).toBe("Go: <redacted> end")
+    expect(redactSecret(`.NET: ${secret.replaceAll("+", "&#x2B;")} end`)).toBe(".NET: <redacted> end")
+    const accented = "Kx9pQ2mZr7Lw4vB8nTé&zz"
+    expect(redactor([accented], 1024)(`x Kx9pQ2mZr7Lw4vB8nT&#xE9;&amp;zz y`)).toBe("x <redacted> y")
+    // A JSON body shown in an HTML page: its escapes, HTML-escaped.
+    const quoted = 'Kx9pQ2mZr7Lw4vB8nT"tail-secret-xyz'
+    const page = JSON.stringify({ token: quoted }).replace(/&/g, "&amp;").replace(/"/g, "&quot;")
+    expect(redactor([quoted], 1024)(page)).toBe("{&quot;token&quot;:&quot;<redacted>&quot;}")
+    // A reference to another character is not cut into.
+    expect(redactor(["&&&&"], 1024)("&amp;&amp;&amp;&amp;&#x1F600;")).toBe("<redacted>&#x1F600;")
+  })
+
   it("leaves everything else as it was, the other escapes included", () => {
     expect(redact("100%25 of a+b, %zz, tok")).toBe("100%25 of a+b, %zz, <redacted>")
     expect(redact("no credential here")).toBe("no credential here")
