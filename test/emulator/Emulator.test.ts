@@ -631,7 +631,15 @@ describe("Emulator", () => {
         }
         // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace), and a webhook
         // secret a handler would refuse (no_secret).
-        for (const credentials of [{ clientId: "client " }, { clientSecret: " secret\n" }, { webhookSecret: "whsec\n" }]) {
+        for (
+          const credentials of [
+            { clientId: "client " },
+            { clientSecret: " secret\n" },
+            { webhookSecret: "whsec\n" },
+            { webhookSecret: "\u0001whsec" },
+            { webhookSecret: "whsec\u0085" }
+          ]
+        ) {
           const error = yield* Effect.flip(Emulator.make(credentials))
           expect(error, JSON.stringify(credentials)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         }

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
+import * as Padded from "../../internal/padded.js"
 import * as Quote from "../../internal/quote.js"
 import * as Webhooks from "../../Webhooks.js"
 
@@ -173,6 +174,11 @@ const Credential = Schema.NonEmptyString.pipe(
   Schema.filter((s) => s.trim() === s, { message: () => "a credential without surrounding whitespace" })
 )
 
+// As `Webhooks.sign` takes it (and a handler): its padding rule, a control character or NEL at either end too.
+const WebhookSecret = Schema.NonEmptyString.pipe(
+  Schema.filter((s) => !Padded.isPadded(s), { message: () => "a webhook secret without surrounding whitespace" })
+)
+
 /** The data parts of the options (durations are checked apart). */
 export const OptionsData = Schema.Struct({
   port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
@@ -192,7 +198,7 @@ export const OptionsData = Schema.Struct({
   })),
   faults: Schema.optional(Schema.Array(FaultRule)),
   seed: Schema.optional(Schema.Int),
-  webhookSecret: Schema.optional(Credential),
+  webhookSecret: Schema.optional(WebhookSecret),
   webhookUrl: Schema.optional(HttpUrl),
   webhookAlgorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms)),
   sandboxMode: Schema.optional(Schema.Boolean),
