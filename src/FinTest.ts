@@ -175,17 +175,51 @@ export const failBody = (code = "ECONNRESET", status = 200): Reply => {
   return { _tag: "Respond", status, body: "", headers: {}, stallBody: false, failBody: code }
 }
 
+// A reply written by hand is read as one only with the fields `toResponse` reads: a body of text (not stringified as
+// "[object Object]"), headers (not a TypeError from inside the client), a failure's description.
 const isReply = (value: unknown): value is Reply => {
   if (typeof value !== "object" || value === null) return false
-  const tag = (value as { readonly _tag?: unknown })._tag
-  return tag === "Respond" || tag === "Fail" || tag === "Stall"
+  const reply = value as { readonly _tag?: unknown; readonly body?: unknown; readonly headers?: unknown }
+  switch (reply._tag) {
+    case "Respond":
+      return typeof reply.body === "string" && typeof reply.headers === "object" && reply.headers !== null
+    case "Fail":
+      return typeof (value as { readonly description?: unknown }).description === "string"
+    case "Stall":
+      return true
+    default:
+      return false
+  }
 }
 
 const describeValue = (value: unknown): string => {
   if (value === undefined || value === null) return String(value)
+  if (Effect.isEffect(value)) return "an Effect"
   if (typeof value === "object" && typeof (value as { readonly then?: unknown }).then === "function") return "a Promise"
-  if (typeof value === "object" && "_tag" in value) return `a value tagged ${JSON.stringify(value._tag)}`
-  return `a ${typeof value}`
+  // A reply where a handler was expected (a route given `FinTest.json(...)` rather than `() => FinTest.json(...)`).
+  if (isReply(value)) return "a reply"
+  if (typeof value === "object" && "_tag" in value) {
+    const tag = value._tag
+    return tag === "Respond"
+      ? `a "Respond" value without a text body and headers`
+      : tag === "Fail"
+      ? `a "Fail" value without a text description`
+      : `a value tagged ${JSON.stringify(tag)}`
+  }
+  return typeof value === "object" ? "an object" : `a ${typeof value}`
+}
+
+// A route given something other than a handler (from untyped code, or past a cast), as a defect saying what to write.
+const notAHandler = (routes: Routes): Cause.IllegalArgumentException | undefined => {
+  for (const [route, handler] of Object.entries(routes)) {
+    if (typeof handler !== "function") {
+      return new Cause.IllegalArgumentException(
+        `effect-fin/test: the route ${JSON.stringify(route)} is given ${describeValue(handler)}, not a handler: ` +
+          "write a function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+      )
+    }
+  }
+  return undefined
 }
 
 const noBody = (status: number) => status === 204 || status === 205 || status === 304
@@ -471,16 +505,8 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
     const table = typeof routes === "function"
       ? []
       : Object.entries(routes).sort(([a], [b]) => wildcards(a) - wildcards(b))
-    for (const [route, handler] of table) {
-      if (typeof handler !== "function") {
-        return yield* Effect.die(
-          new Cause.IllegalArgumentException(
-            `effect-fin/test: the route ${JSON.stringify(route)} is given ${describeValue(handler)}, not a handler: ` +
-              "write a function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
-          )
-        )
-      }
-    }
+    const refused = typeof routes === "function" ? undefined : notAHandler(routes)
+    if (refused !== undefined) return yield* Effect.die(refused)
     const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const unmatched = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const client = HttpClient.make((request, url, signal) =>
@@ -555,6 +581,17 @@ export const layerClient = (
   // Suspended: the token endpoint added here is made with each build, so a layer provided in several tests does not
   // carry its token count from one to the next.
   Layer.suspend(() => {
+    // Checked as the test wrote them, before the token routes are added from them (a misused one is named as written).
+    if (typeof routes === "function") {
+      return Layer.die(
+        new Cause.IllegalArgumentException(
+          "effect-fin/test: layerClient takes routes ({ \"GET /v1/...\": handler }), not one handler: use " +
+            "layerHttpClient for a handler of every request"
+        )
+      )
+    }
+    const refused = notAHandler(routes)
+    if (refused !== undefined) return Layer.die(refused)
     // The handler of the test's that answers a token path, as the in-memory client picks it (the most specific): a
     // route such as `"POST /v1/oauth/*"` is not shadowed by an added, more specific one, and refreshes go to the
     // handler that issues (one sequence).

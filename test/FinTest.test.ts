@@ -209,7 +209,10 @@ describe("FinTest.layerClient routes", () => {
       const handlers: ReadonlyArray<readonly [unknown, string]> = [
         [async () => FinTest.json(200, quoteBody), "a Promise"],
         [() => undefined, "undefined"],
-        [() => ({ _tag: "respond", status: 200, body: "{}", headers: {} }), `a value tagged "respond"`]
+        [() => ({ _tag: "respond", status: 200, body: "{}", headers: {} }), `a value tagged "respond"`],
+        [() => ({ _tag: "Respond", status: 200, body: "{}" }), `a "Respond" value without a text body and headers`],
+        [() => ({ _tag: "Respond", status: 200, body: quoteBody, headers: {} }), `a "Respond" value without a text body and headers`],
+        [() => ({ _tag: "Fail" }), `a "Fail" value without a text description`]
       ]
       for (const [handler, what] of handlers) {
         const exit = yield* Effect.exit(FeeService.calculate(quoteRequest).pipe(
@@ -224,6 +227,27 @@ describe("FinTest.layerClient routes", () => {
       }
     }))
 
+  it.effect("a misused route is named as the test wrote it, an Effect said to be one, a single handler refused", () =>
+    Effect.gen(function*() {
+      const messageOf = (routes: unknown) =>
+        Effect.map(
+          Effect.exit(FeeService.calculate(quoteRequest).pipe(Effect.provide(FinTest.layerClient(routes as FinTest.Routes)))),
+          (exit) => Exit.isFailure(exit) ? Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message) : Option.none()
+        )
+      expect(yield* messageOf({ "POST /v1/oauth/token": FinTest.json(200, {}) })).toEqual(Option.some(
+        `effect-fin/test: the route "POST /v1/oauth/token" is given a reply, not a handler: write a ` +
+          "function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+      ))
+      expect(yield* messageOf({ [FEE]: Effect.sync(() => FinTest.json(200, quoteBody)) })).toEqual(Option.some(
+        `effect-fin/test: the route "POST /v1/fee-calculation" is given an Effect, not a handler: write a ` +
+          "function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+      ))
+      expect(yield* messageOf(() => FinTest.json(200, quoteBody))).toEqual(Option.some(
+        "effect-fin/test: layerClient takes routes ({ \"GET /v1/...\": handler }), not one handler: use " +
+          "layerHttpClient for a handler of every request"
+      ))
+    }))
+
   it.effect("a route given a reply instead of a handler is refused when the layer is built, saying what to write", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(FeeService.calculate(quoteRequest).pipe(
@@ -231,7 +255,7 @@ describe("FinTest.layerClient routes", () => {
       ))
       expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
         Option.some(
-          `effect-fin/test: the route "POST /v1/fee-calculation" is given a value tagged "Stall", not a handler: write a ` +
+          `effect-fin/test: the route "POST /v1/fee-calculation" is given a reply, not a handler: write a ` +
             "function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
         )
       )
