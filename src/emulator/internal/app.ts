@@ -27,7 +27,7 @@ import * as Quote from "../../internal/quote.js"
 import * as Subdivisions from "../../Subdivisions.js"
 import type { EmulatorError } from "./error.js"
 import type { Counters, FaultRule, RouteName, WebhookRequest } from "./model.js"
-import { ExpireTokensBody, SetFaultsBody, WebhookAdminBody } from "./model.js"
+import { ExpireTokensBody, NoInputBody, SetFaultsBody, WebhookAdminBody } from "./model.js"
 import type { State } from "./state.js"
 import type { Delivery } from "./webhook.js"
 
@@ -412,11 +412,26 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     return json({ expired: yield* state.expireTokens(body.refresh ?? false) })
   }))
 
+  // Routes that take no input: an empty body or `{}`; anything else (not JSON, other fields) is a 400 before they act.
+  const noInput = <R>(operation: string, route: Effect.Effect<Response, never, R>) =>
+    respond(Effect.zipRight(adminBody(NoInputBody, operation, {}), route))
+
   const webhooks = respond(Effect.gen(function*() {
     const { send, ...request } = yield* adminBody(WebhookAdminBody, "POST /__emulator/webhooks")
     if (send === false) {
       if (request.url === undefined) {
         return json({ message: "Invalid body for POST /__emulator/webhooks: url is required when send is false" }, 400)
+      }
+      // Only the target is kept: what the event would say or how it would be signed is not, so a field given with
+      // it is a mistake (the caller meant to send), not something to drop without a word.
+      const ignored = Object.keys(request).filter((key) => key !== "url")
+      if (ignored.length > 0) {
+        return json({
+          message: `Invalid body for POST /__emulator/webhooks: ${
+            ignored.join(", ")
+          }: not used when send is false (it only registers url)`,
+          errors: ignored.map((path) => ({ path, message: "not used when send is false (it only registers url)" }))
+        }, 400)
       }
       yield* state.setWebhookUrl(request.url)
       return json({ url: request.url })
@@ -444,8 +459,16 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     HttpRouter.post("/__emulator/faults", loopbackOnly(setFaults)),
     HttpRouter.del("/__emulator/faults", loopbackOnly(Effect.as(state.setFaults([], false), json({ faults: [] })))),
     HttpRouter.get("/__emulator/counters", loopbackOnly(Effect.map(counters, (c) => json(c)))),
-    HttpRouter.post("/__emulator/reset", loopbackOnly(Effect.as(state.reset, json({ reset: true })))),
-    HttpRouter.post("/__emulator/revoke-tokens", loopbackOnly(Effect.map(state.revokeTokens, (revoked) => json({ revoked })))),
+    HttpRouter.post(
+      "/__emulator/reset",
+      loopbackOnly(noInput("POST /__emulator/reset", Effect.as(state.reset, json({ reset: true }))))
+    ),
+    HttpRouter.post(
+      "/__emulator/revoke-tokens",
+      loopbackOnly(
+        noInput("POST /__emulator/revoke-tokens", Effect.map(state.revokeTokens, (revoked) => json({ revoked })))
+      )
+    ),
     HttpRouter.post("/__emulator/expire-tokens", loopbackOnly(expireTokens)),
     HttpRouter.post("/__emulator/webhooks", loopbackOnly(webhooks))
   )

@@ -108,6 +108,15 @@ export const ExpireTokensBody = Schema.Struct({
   refresh: Schema.optional(Schema.Boolean)
 })
 
+/** Body of the admin routes that take no input (`reset`, `revoke-tokens`): empty, or `{}`. */
+export const NoInputBody = Schema.Unknown.pipe(
+  // Not `Schema.Struct({})`: that is TypeScript's `{}`, any value but null and undefined, extra fields and all.
+  Schema.filter(
+    (u) => typeof u === "object" && u !== null && !Array.isArray(u) && Object.keys(u).length === 0,
+    { message: () => "no input: an empty body or {}" }
+  )
+)
+
 /** An absolute http(s) URL: a webhook target. */
 export const HttpUrl = Schema.String.pipe(
   Schema.filter((s) => {
@@ -119,6 +128,16 @@ export const HttpUrl = Schema.String.pipe(
     }
   }, { message: () => "an absolute http(s) URL" })
 ).annotations({ title: "an absolute http(s) URL" })
+
+// As `Webhooks.sign` takes it (and a handler): its padding rule, a control character or NEL at either end too.
+const WebhookSecret = Schema.NonEmptyString.pipe(
+  Schema.filter((s) => !Padded.isPadded(s), { message: () => "a webhook secret without surrounding whitespace" })
+)
+
+// One message for the whole choice, not one per algorithm.
+const Algorithm = Schema.Literal(...Webhooks.algorithms).annotations({
+  message: () => ({ message: `one of ${Webhooks.algorithms.join(", ")}`, override: true })
+})
 
 const Uuid = Schema.UUID.annotations({ message: () => "a UUID" })
 
@@ -155,9 +174,12 @@ export const WebhookRequest = Schema.Struct({
    * order, as the service may. Default: now, with microseconds.
    */
   createdAt: Schema.optional(Webhooks.Timestamp.pipe(Schema.encodedBoundSchema)),
-  /** Sign with this secret instead of the configured one (to exercise a receiver's rejection). */
-  secret: Schema.optional(Schema.NonEmptyString),
-  algorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms))
+  /**
+   * Sign with this secret instead of the configured one (to exercise a receiver's rejection), under the padding rule of
+   * the `webhookSecret` option (`Webhooks.sign` refuses a secret with whitespace around it).
+   */
+  secret: Schema.optional(WebhookSecret),
+  algorithm: Schema.optional(Algorithm)
 })
 
 /** A decoded `WebhookRequest`. */
@@ -172,11 +194,6 @@ export const WebhookAdminBody = Schema.Struct({
 // As a client can send it: FinConfig refuses a credential with surrounding whitespace.
 const Credential = Schema.NonEmptyString.pipe(
   Schema.filter((s) => s.trim() === s, { message: () => "a credential without surrounding whitespace" })
-)
-
-// As `Webhooks.sign` takes it (and a handler): its padding rule, a control character or NEL at either end too.
-const WebhookSecret = Schema.NonEmptyString.pipe(
-  Schema.filter((s) => !Padded.isPadded(s), { message: () => "a webhook secret without surrounding whitespace" })
 )
 
 /** The data parts of the options (durations are checked apart). */
@@ -200,7 +217,7 @@ export const OptionsData = Schema.Struct({
   seed: Schema.optional(Schema.Int),
   webhookSecret: Schema.optional(WebhookSecret),
   webhookUrl: Schema.optional(HttpUrl),
-  webhookAlgorithm: Schema.optional(Schema.Literal(...Webhooks.algorithms)),
+  webhookAlgorithm: Schema.optional(Algorithm),
   sandboxMode: Schema.optional(Schema.Boolean),
   // Checked apart (as `Duration` inputs); listed so that unknown option names are refused.
   accessTokenLifetime: Schema.optional(Schema.Unknown),
