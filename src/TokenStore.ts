@@ -54,7 +54,10 @@ export interface Tokens {
 export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect-fin/TokenStoreError")(
   "TokenStoreError",
   {
-    /** What the store was doing: `get`, `set`, `clear`, `lock`, `unlock`, `configure`. */
+    /**
+     * What the store was doing: one of `Service`'s operations (`get`, `set`, `clear`, `lock`, `renew`, `unlock`,
+     * `failure`), or `configure` (a Redis store's options, when it is made).
+     */
     operation: Schema.String,
     message: Schema.String
   }

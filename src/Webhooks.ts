@@ -1534,6 +1534,10 @@ const handlerSettings = (options: HandlerOptions<Handlers<any>>) => {
   }
   const duration = (name: string, input: Duration.DurationInput | undefined, allowZero: boolean, timer = false) =>
     checkedDuration("handler", name, input, allowZero, timer)
+  // From untyped configuration, "true" would be ignored without a word (only `true` delivers stale events).
+  if (options.deliverStale !== undefined && typeof options.deliverStale !== "boolean") {
+    throw invalid("deliverStale must be true or false")
+  }
   const limit = options.maxBodySize ?? defaultMaxBodySize
   // 0 (an empty variable read as a number) would refuse every delivery: no event is empty.
   if (!Number.isSafeInteger(limit) || limit < 1) throw invalid("maxBodySize must be a whole number of bytes, 1 or more")
@@ -1643,10 +1647,12 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * Delivery is effectively once, not exactly once (a handler can succeed and the process die before the event is
  * marked handled): handlers must be idempotent.
  *
- * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is negative, NaN, infinite or
- * not a duration, a `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never
- * fires), `secrets` with no non-empty secret, one with surrounding whitespace or one that is not text, an `environment` other than
- * `"sandbox"` and `"production"`, a key that is no option (`maxBodysize`).
+ * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is zero (but `referenceWait`,
+ * which may be), negative, NaN, infinite or not a duration, a `maxBodySize` that is no whole number, a
+ * `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never fires), `secrets`
+ * with no non-empty secret, one with surrounding whitespace or one that is not text, an `environment` other than
+ * `"sandbox"` and `"production"`, a `deliverStale` that is not a boolean (`"true"` from configuration), a key that is
+ * no option (`maxBodysize`).
  *
  * @since 0.1.0
  * @category handler

@@ -1388,6 +1388,10 @@ describe("Webhooks.handler", () => {
     refused({ maxBodySize: -1 }, "maxBodySize must be a whole number of bytes, 1 or more")
     // An empty variable read as a number is 0: every delivery would get 413.
     refused({ maxBodySize: Number("") }, "maxBodySize must be a whole number of bytes, 1 or more")
+    // From untyped configuration: "true" would otherwise be read as not true, without a word.
+    for (const deliverStale of ["true", "false", 1]) {
+      refused({ deliverStale } as unknown as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>, "deliverStale must be true or false")
+    }
     refused({ dedupeTtl: Number.NaN as unknown as FinConfig.DurationOption }, "dedupeTtl must say its unit")
     refused({ dedupeTtl: "15 mins" as FinConfig.DurationOption }, "dedupeTtl is not a valid duration")
     refused({ maxAge: "0 seconds" }, "maxAge must be greater than zero")

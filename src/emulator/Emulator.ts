@@ -113,8 +113,9 @@ export type { Counters } from "./internal/model.js"
 
 /**
  * Schema of what a webhook send may set: the target `url` (registered for later sends), the event's
- * `beneficiaryId`, `customerId`, `type`, `status`, `active`, `sandboxMode`, and a `secret` / `algorithm` to sign
- * with instead of the configured ones. Everything is optional.
+ * `beneficiaryId`, `customerId`, `type`, `status`, `active`, `sandboxMode`, its `eventId` / `createdAt` (to deliver an
+ * event again, or out of order, as the service may), and a `secret` / `algorithm` to sign with instead of the
+ * configured ones. Everything is optional.
  *
  * @since 0.1.0
  * @category schemas
@@ -128,7 +129,8 @@ export const WebhookRequest: typeof model.WebhookRequest = model.WebhookRequest
 export type WebhookRequest = model.WebhookRequest
 
 /**
- * One webhook delivery: the target, the receiver's HTTP status, the envelope and the exact body sent.
+ * One webhook delivery: the target, the receiver's HTTP status, the envelope, the exact body sent, and the start of
+ * the receiver's answer.
  *
  * @since 0.1.0
  * @category models
