@@ -516,6 +516,69 @@ describe("Emulator", () => {
   })
 
   describe("admin endpoints", () => {
+    const hooks = "http://127.0.0.1:1/hooks"
+
+    it.scopedLive("a padded webhook secret is a 400 naming it (InvalidInput from code), registering nothing", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        for (const secret of [" padded ", "whsec\n", "\u0001whsec"]) {
+          const answer = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body: { url: hooks, secret } })
+          expect([answer.status, answer.text.includes("secret")], JSON.stringify(secret)).toEqual([400, true])
+          const error = yield* Effect.flip(Effect.catchAllDefect(emulator.sendWebhook({ secret }), Effect.fail))
+          expect(error).toMatchObject({ _tag: "EmulatorError", reason: "InvalidInput" })
+        }
+        expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({ webhook: { url: null } })
+      }))
+
+    it.scopedLive("an unknown algorithm is one problem naming the choices, not one per algorithm", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const body = { url: hooks, algorithm: "md5" }
+        const answer = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body })
+        expect([answer.status, answer.json]).toEqual([400, {
+          message: "Invalid body for POST /__emulator/webhooks: algorithm: one of sha256, sha384, sha512",
+          errors: [{ path: "algorithm", message: "one of sha256, sha384, sha512" }]
+        }])
+        const option = yield* Effect.flip(Emulator.make({ webhookAlgorithm: "md5" as "sha256" }))
+        expect(option.message).toBe("Invalid emulator options: webhookAlgorithm: one of sha256, sha384, sha512")
+      }))
+
+    it.scopedLive("send: false with event or signing fields is a 400 naming them, and registers nothing", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const answer = yield* call(emulator.url, "POST", "/__emulator/webhooks", {
+          body: { url: hooks, send: false, status: "REJECTED", secret: "other" }
+        })
+        const unused = "not used when send is false (it only registers url)"
+        expect(answer.status).toBe(400)
+        expect((answer.json as { errors: unknown }).errors).toEqual([
+          { path: "status", message: unused },
+          { path: "secret", message: unused }
+        ])
+        expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({ webhook: { url: null } })
+      }))
+
+    it.scopedLive("reset and revoke-tokens refuse a body not JSON, or with fields, with 400, and do nothing", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        yield* emulator.setFaults([{ kind: "stall", route: "POST /v1/fee-calculation" }])
+        for (const path of ["/__emulator/reset", "/__emulator/revoke-tokens"]) {
+          const garbage = yield* call(emulator.url, "POST", path, { body: "garbage{" })
+          expect([garbage.status, garbage.json], path).toMatchObject([400, {
+            message: `Invalid body for POST ${path}: not valid JSON`
+          }])
+          const fields = yield* call(emulator.url, "POST", path, { body: { refresh: true } })
+          expect([fields.status, fields.json], path).toMatchObject([400, {
+            message: `Invalid body for POST ${path}: no input: an empty body or {}`
+          }])
+        }
+        expect(yield* emulator.faults).toHaveLength(1)
+        // No body, or {}, as before.
+        expect((yield* call(emulator.url, "POST", "/__emulator/revoke-tokens")).json).toEqual({ revoked: 0 })
+        expect((yield* call(emulator.url, "POST", "/__emulator/reset", { body: {} })).json).toEqual({ reset: true })
+        expect(yield* emulator.faults).toHaveLength(0)
+      }))
+
     it.scopedLive("set, read and clear faults; counters; reset", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
