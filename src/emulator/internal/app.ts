@@ -426,11 +426,10 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
       // it is a mistake (the caller meant to send), not something to drop without a word.
       const ignored = Object.keys(request).filter((key) => key !== "url")
       if (ignored.length > 0) {
+        const unused = "not used when send is false (it only registers url)"
         return json({
-          message: `Invalid body for POST /__emulator/webhooks: ${
-            ignored.join(", ")
-          }: not used when send is false (it only registers url)`,
-          errors: ignored.map((path) => ({ path, message: "not used when send is false (it only registers url)" }))
+          message: `Invalid body for POST /__emulator/webhooks: ${ignored.join(", ")}: ${unused}`,
+          errors: ignored.map((path) => ({ path, message: unused }))
         }, 400)
       }
       yield* state.setWebhookUrl(request.url)
