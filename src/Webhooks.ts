@@ -1414,7 +1414,7 @@ type ContextOf<F> = F extends (...args: ReadonlyArray<never>) => Effect.Effect<i
  * @since 0.1.0
  * @category models
  */
-export interface HandlerOptions<H extends Handlers<any>> extends VerifyOptions {
+export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   /** The webhook secret, or several during a rotation. */
   readonly secrets: Secrets
   readonly handlers: H
@@ -1485,7 +1485,7 @@ const invalidOption = (where: "handler" | "verify", message: string) =>
 // Every option, by name: a key that is none (misspelt, `maxBodysize`; from a config file) would otherwise leave its
 // default in force without a word. A record of the types' own keys, so a new option cannot be left out.
 const verifyOptionNames: { readonly [K in keyof VerifyOptions]-?: true } = { maxAge: true, environment: true }
-const handlerOptionNames: { readonly [K in keyof HandlerOptions<Handlers<any>>]-?: true } = {
+const handlerOptionNames: { readonly [K in keyof HandlerOptions<Handlers>]-?: true } = {
   ...verifyOptionNames,
   secrets: true,
   handlers: true,
@@ -1516,7 +1516,7 @@ const checkedDuration = (
   timer = false
 ) => Durations.checkOrThrow(input, allowZero, `effect-fin: Webhooks.${where}: ${name}`, timer)
 
-const handlerSettings = (options: HandlerOptions<Handlers<any>>) => {
+const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)
   checkOptionNames("handler", options)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
@@ -1658,7 +1658,7 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * @category handler
  */
 export const handler = <const H extends object>(
-  options: HandlerOptions<H & Handlers<any>> & OnlyEventTypes<H>
+  options: HandlerOptions<H & Handlers> & OnlyEventTypes<H>
 ): HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => makeApp(options)(detached)
 
 /**
@@ -1678,7 +1678,7 @@ export const handler = <const H extends object>(
  * @category handler
  */
 export const makeHandler = <const H extends object>(
-  options: HandlerOptions<H & Handlers<any>> & OnlyEventTypes<H>
+  options: HandlerOptions<H & Handlers> & OnlyEventTypes<H>
 ): Effect.Effect<HttpApp.Default<never, HandlersContext<H> | Scope.Scope>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const app = makeApp(options)
@@ -1720,7 +1720,7 @@ interface Runner {
 const detached: Runner = { fork: Effect.forkDaemon, admit: (delivery) => delivery }
 
 const makeApp = <const H extends object>(
-  options: HandlerOptions<H & Handlers<any>>
+  options: HandlerOptions<H & Handlers>
 ): (runner: Runner) => HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
   const {
     bodyTimeout,
