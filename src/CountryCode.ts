@@ -72,7 +72,7 @@ export type Alpha2Code = (typeof alpha2Codes)[number]
 export type CountryCode = (typeof alpha3Codes)[number]
 
 /**
- * The type of a country argument (`SubdivisionService.list`, `Subdivisions.forCountry`, ...): any string, checked at
+ * The type of a country argument (`SubdivisionService.list`, `Subdivisions.forCountry`, ...): a string, checked at
  * run time, except that a literal must be a `CountryCode`. `list("usa")` or `list("US")` does not compile, the
  * message saying what is expected, where it would only fail when run; a `string`, a branded string or a union of
  * codes passes as before.
