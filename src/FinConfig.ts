@@ -362,6 +362,24 @@ const countVar = (name: string): Config.Config<number> =>
     name
   )
 
+// Config.boolean knows only lower case: `TRUE` or `True` (as YAML, .NET and Python write them) would be refused.
+// The same words in any case; anything else is told with the words that are understood.
+const booleanVar = (name: string): Config.Config<boolean> =>
+  Config.nested(
+    Config.mapOrFail(Config.string(), (text) => {
+      const word = text.toLowerCase()
+      return ["true", "yes", "on", "1"].includes(word)
+        ? Either.right(true)
+        : ["false", "no", "off", "0"].includes(word)
+        ? Either.right(false)
+        : Either.left(ConfigError.InvalidData(
+          [],
+          `Expected true/false, yes/no, on/off or 1/0 (in any case) but received ${JSON.stringify(text)}`
+        ))
+    }),
+    name
+  )
+
 const variables: { readonly [K in keyof Options]-?: string } = {
   clientId: "FIN_CLIENT_ID",
   clientSecret: "FIN_CLIENT_SECRET",
@@ -403,7 +421,7 @@ const envOptions = {
   maxRetryAfter: Config.option(durationVar("maxRetryAfter")),
   tokenTimeout: Config.option(durationVar("tokenTimeout")),
   refreshMargin: Config.option(durationVar("refreshMargin")),
-  tracePropagation: Config.option(Config.boolean("FIN_TRACE_PROPAGATION")),
+  tracePropagation: Config.option(booleanVar("FIN_TRACE_PROPAGATION")),
   userAgent: Config.option(Config.string("FIN_USER_AGENT")),
   subdivisionMode: Config.option(Config.literal("online", "offline", "fallback")("FIN_SUBDIVISION_MODE")),
   subdivisionCacheTtl: Config.option(durationVar("subdivisionCacheTtl")),

@@ -246,6 +246,22 @@ describe("FinConfig", () => {
       expect(Duration.toMinutes(config.subdivisionFallbackCooldown)).toBe(2)
     }))
 
+  it.effect("FIN_TRACE_PROPAGATION reads true/false words in any case, and names the words it understands", () =>
+    Effect.gen(function*() {
+      const read = (value: string) =>
+        FinConfig.fromEnv.pipe(
+          Effect.map((options) => options.tracePropagation),
+          Effect.withConfigProvider(ConfigProvider.fromMap(
+            new Map([["FIN_CLIENT_ID", "id"], ["FIN_CLIENT_SECRET", "s"], ["FIN_TRACE_PROPAGATION", value]])
+          ))
+        )
+      for (const value of ["TRUE", "True", "yes", "On", "1"]) expect(yield* read(value), value).toBe(true)
+      for (const value of ["FALSE", "False", "no", "OFF", "0"]) expect(yield* read(value), value).toBe(false)
+      const error = yield* Effect.flip(read("enabled"))
+      expect(problemPaths(error)).toEqual(["FIN_TRACE_PROPAGATION"])
+      expect(String(error)).toContain(`true/false, yes/no, on/off or 1/0 (in any case) but received "enabled"`)
+    }))
+
   it.effect("layerFromEnv fails with a ConfigError when FIN_CLIENT_ID is missing", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
