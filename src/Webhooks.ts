@@ -935,9 +935,10 @@ interface Decoded {
 const MAX_FUTURE_SKEW_MILLIS = 5 * 60_000
 
 const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
-const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
-const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope)
-const decodeUnknownEvent = Schema.decodeEither(UnknownEvent)
+// Every issue, not the first: a sender mending its payload is told everything wrong with it at once.
+const decodeEnvelope = Schema.decodeUnknownEither(Envelope, { errors: "all" })
+const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope, { errors: "all" })
+const decodeUnknownEvent = Schema.decodeEither(UnknownEvent, { errors: "all" })
 
 const malformed = (message: string, issue?: ParseResult.ParseIssue) => {
   if (issue === undefined) return fail("malformed_body", message)

@@ -320,6 +320,23 @@ describe("Webhooks decoding", () => {
       expect(error.reason).toBe("malformed_body")
     }))
 
+  it.effect("a malformed body is told with every issue, in the envelope and in the event's data", () =>
+    Effect.gen(function*() {
+      const envelope = JSON.parse(makeBody({})) as { event: Record<string, unknown> }
+      delete envelope.event.id
+      envelope.event.created_at = "yesterday"
+      const badEnvelope = yield* Effect.flip(signedVerify(JSON.stringify(envelope)))
+      expect(badEnvelope.issues?.map((issue) => issue.path)).toEqual(["event.id", "event.created_at"])
+      const badData = yield* Effect.flip(
+        signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), status: 1, type: 2 } }))
+      )
+      // Each field once, its listed values and the text any other value is read from said together.
+      expect(badData.issues?.map(({ expected, path }) => `${path}: ${expected}`)).toEqual([
+        `data.type: "INDIVIDUAL" or "BUSINESS" or a string`,
+        `data.status: "PROCESSING" or "ACTIVE" or "INACTIVE" or "REJECTED" or a string`
+      ])
+    }))
+
   it.effect("keeps an unlisted beneficiary type; a type that is not a string is still malformed", () =>
     Effect.gen(function*() {
       const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: "JOINT" } }))

@@ -50,6 +50,14 @@ const isAbsentMember = (issue: ParseResult.ParseIssue): boolean =>
   issue._tag === "Type" &&
   (issue.ast._tag === "UndefinedKeyword" || (issue.ast._tag === "Literal" && issue.ast.literal === null))
 
+// The value is not of a member's type as a whole (no key within it, no check of the member's own): `Type`, also under
+// a transformation whose encoded side it fails (a string read as something) and as every member of a union (literals).
+const isPlainMismatch = (issue: ParseResult.ParseIssue): boolean =>
+  issue._tag === "Type" ||
+  (issue._tag === "Transformation" && issue.kind === "Encoded" && isPlainMismatch(issue.issue)) ||
+  (issue._tag === "Composite" && issue.ast._tag === "Union" && Array.isArray(issue.issues) &&
+    (issue.issues as ReadonlyArray<ParseResult.ParseIssue>).every(isPlainMismatch))
+
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
 
@@ -69,8 +77,9 @@ const collect = (
       if (Array.isArray(issue.issues)) {
         const inners = issue.issues as ReadonlyArray<ParseResult.ParseIssue>
         const useful = inners.filter((inner) => !isAbsentMember(inner))
-        // A value that is none of a union's plain members ("a" | "b") is one issue naming them all.
-        if (issue.ast._tag === "Union" && useful.length > 1 && useful.every((inner) => inner._tag === "Type")) {
+        // A value that is none of a union's plain members ("a" | "b" | a string read as Unlisted) is one issue
+        // naming them all.
+        if (issue.ast._tag === "Union" && useful.length > 1 && useful.every(isPlainMismatch)) {
           out.push(new Issue({ path: formatPath(path), expected: describe(issue.ast) }))
           return
         }
