@@ -204,6 +204,13 @@ const htmlView = (text: string): View => {
   return { bytes, from, to }
 }
 
+// `inner`, a view of `outer`'s bytes, as a view of the text `outer` was made from.
+const within = (outer: View, inner: View): View => ({
+  bytes: inner.bytes,
+  from: inner.from.map((i) => outer.from[i]!),
+  to: inner.to.map((i) => outer.to[i - 1]!)
+})
+
 // A JWT in its compact form: a JSON header (`{"` in base64url is `eyJ`), claims and a signature, in base64url.
 const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]+$/
 
@@ -245,9 +252,13 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
     // Only a text with an ampersand can hold an HTML-escaped credential: every form of every credential (a JSON body
     // shown in an HTML page: `\&quot;`) is looked for in it with its character references decoded, as escapers differ
     // in what they escape (`+`, non-ASCII) and any character may be written as a numeric reference.
-    if (text.includes("&")) {
-      const view = htmlView(text)
-      for (const run of literal) run(view.bytes, (start, stop) => spans.push([view.from[start]!, view.to[stop - 1]!]))
+    // Escaped twice too (`&amp;quot;`: a page escaping text an escaper already wrote); not more, which no echo was
+    // seen to be.
+    let view = text.includes("&") ? htmlView(text) : undefined
+    for (let depth = 0; view !== undefined; depth++) {
+      const { bytes, from, to } = view
+      for (const run of literal) run(bytes, (start, stop) => spans.push([from[start]!, to[stop - 1]!]))
+      view = depth === 0 && bytes.includes("&") && bytes !== text ? within(view, htmlView(bytes)) : undefined
     }
     // Only a text with an escape or a plus can hold an encoded credential.
     if (text.includes("%") || text.includes("+")) spans.push(...encodedSpans(text, encoded))

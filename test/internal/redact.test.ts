@@ -61,6 +61,15 @@ describe("redactor", () => {
     expect(redactor([quoted], 1024)(page)).toBe("{&quot;token&quot;:&quot;<redacted>&quot;}")
     // A reference to another character is not cut into.
     expect(redactor(["&&&&"], 1024)("&amp;&amp;&amp;&amp;&#x1F600;")).toBe("<redacted>&#x1F600;")
+    // Escaped twice: a page showing text an escaper already wrote (`&amp;quot;`, `&amp;#43;`), the page's own
+    // references left as they were.
+    const twice = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;")
+    expect(redactor([quoted], 1024)(`<p>${twice(page)}</p>`)).toBe(
+      "<p>{&amp;quot;token&amp;quot;:&amp;quot;<redacted>&amp;quot;}</p>"
+    )
+    expect(redactSecret(`Go twice: ${secret.replaceAll("+", "&amp;#43;")} &amp;amp; end`)).toBe(
+      "Go twice: <redacted> &amp;amp; end"
+    )
   })
 
   it("leaves everything else as it was, the other escapes included", () => {
