@@ -389,10 +389,16 @@ export interface InMemoryHttpService {
    */
   readonly unmatched: Effect.Effect<ReadonlyArray<RecordedRequest>>
   /**
+   * The test's routes that answered no request, in the order written: a misspelt route beside a `*` one that answers
+   * in its place is listed here (its requests are not unmatched). The token routes `layerClient` adds are not listed.
+   */
+  readonly unused: Effect.Effect<ReadonlyArray<Route>>
+  /**
    * Requests whose `METHOD /path` matches `route`: the routes' syntax, so a method not in upper case is a compile error
    * (a `*` stands for a segment; the emulator's counter names, `{country_code}`, match nothing here).
    */
   readonly count: (route: Route) => Effect.Effect<number>
+  /** Forgets what was recorded: requests, unmatched ones, and which routes answered. */
   readonly clear: Effect.Effect<void>
 }
 
@@ -495,11 +501,15 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
  * @category layers
  */
 export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
-  inMemory(routes, "")
+  inMemory(routes, "", typeof routes === "function" ? [] : Object.keys(routes))
 
 // `basePath`: the path of the client's base URL (a proxy's prefix), taken off each request's path before it is matched
-// and recorded, so that routes and counts are written as the API's paths.
-const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
+// and recorded, so that routes and counts are written as the API's paths. `own`: the routes the test wrote.
+const inMemory = (
+  routes: Routes | Handler,
+  basePath: string,
+  own: ReadonlyArray<string>
+): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     // The most specific route first (fewest `*` segments), whatever the order of the keys; then in the order given.
     const table = typeof routes === "function"
@@ -509,6 +519,7 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
     if (refused !== undefined) return yield* Effect.die(refused)
     const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const unmatched = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
+    const answered = yield* Ref.make<ReadonlySet<string>>(new Set())
     const client = HttpClient.make((request, url, signal) =>
       Effect.gen(function*() {
         const headers: Record<string, string> = {}
@@ -523,9 +534,11 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
           body: bodyOf(request)
         }
         yield* Ref.update(recorded, (all) => [...all, seen])
-        const handler = typeof routes === "function"
-          ? routes
-          : table.find(([route]) => matches(route, seen.method, seen.path))?.[1]
+        const found = typeof routes === "function"
+          ? undefined
+          : table.find(([route]) => matches(route, seen.method, seen.path))
+        if (found !== undefined) yield* Ref.update(answered, (routes) => new Set(routes).add(found[0]))
+        const handler = typeof routes === "function" ? routes : found?.[1]
         if (handler === undefined) {
           yield* Ref.update(unmatched, (all) => [...all, seen])
           yield* Effect.logWarning(
@@ -550,9 +563,12 @@ const inMemory = (routes: Routes | Handler, basePath: string): Layer.Layer<HttpC
     const service: InMemoryHttpService = {
       requests: Ref.get(recorded),
       unmatched: Ref.get(unmatched),
+      unused: Effect.map(Ref.get(answered), (used) => own.filter((route) => !used.has(route)) as Array<Route>),
       count: (route) =>
         Effect.map(Ref.get(recorded), (all) => all.filter((r) => matches(route, r.method, r.path)).length),
-      clear: Effect.zipRight(Ref.set(recorded, []), Ref.set(unmatched, []))
+      clear: Effect.all([Ref.set(recorded, []), Ref.set(unmatched, []), Ref.set(answered, new Set())], {
+        discard: true
+      })
     }
     return Layer.merge(Layer.succeed(HttpClient.HttpClient, client), Layer.succeed(InMemoryHttp, service))
   }))
@@ -607,7 +623,7 @@ export const layerClient = (
     }
     const baseUrl = options.baseUrl ?? "http://127.0.0.1:4010"
     return FinClient.layer({ clientId: "test-client", clientSecret: "test-secret", ...options, baseUrl }).pipe(
-      Layer.provideMerge(inMemory(withToken, basePathOf(baseUrl)))
+      Layer.provideMerge(inMemory(withToken, basePathOf(baseUrl), Object.keys(routes)))
     )
   })
 

@@ -281,6 +281,21 @@ describe("FinTest.layerClient routes", () => {
         expect(unmatched.map((request) => `${request.method} ${request.path}`)).toEqual([FEE])
       }
     }))
+
+  it.effect("a misspelt route beside a * route that answers in its place is listed as unused (not the added token routes)", () =>
+    Effect.gen(function*() {
+      const http = yield* FinTest.InMemoryHttp
+      const error = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(error).toMatchObject({ _tag: "ApiError", status: 422 })
+      expect(yield* http.unmatched).toEqual([])
+      expect(yield* http.unused).toEqual(["POST /v1/fee-calulation", "GET /v1/countries/*/subdivisions"])
+      yield* http.clear
+      expect(yield* http.unused).toEqual(["POST /v1/fee-calulation", "POST /v1/*", "GET /v1/countries/*/subdivisions"])
+    }).pipe(provideClient({
+      "POST /v1/fee-calulation": () => FinTest.json(200, quoteBody),
+      "POST /v1/*": () => FinTest.json(422, { message: "not this one" }),
+      "GET /v1/countries/*/subdivisions": () => FinTest.json(200, [])
+    })))
 })
 
 describe("FinTest handlers", () => {
