@@ -765,11 +765,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
       if (Option.isNone(fallback)) return awaitShared(deferred, deadline)
       const { token, usableUntil } = fallback.value
+      // A caller with a deadline waits for the refresh half of what is left of it at most, then goes on with the token
+      // in hand, leaving the other half to the call: a refresh that hangs (no answer, no retry wait to announce) must
+      // not end it at its deadline, when one that fails fast lets it go on with that token.
       // Read when it would be handed out: the service may have refused it (`invalidate`) while the caller waited.
-      return Effect.flatMap(Clock.currentTimeMillis, (start) =>
+      return Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Monotonic.millis), ([start, monotonic]) =>
         awaitShared(deferred, deadline).pipe(
           Effect.timeoutTo({
-            duration: Duration.millis(Math.max(0, usableUntil - start)),
+            duration: Duration.millis(Math.max(
+              0,
+              Math.min(usableUntil - start, deadline === undefined ? Infinity : (deadline - monotonic) / 2)
+            )),
             onSuccess: Effect.succeed,
             onTimeout: () => isRefused(token) ? awaitShared(deferred, deadline) : Effect.succeed(token)
           }),

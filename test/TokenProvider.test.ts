@@ -574,6 +574,29 @@ describe("TokenProvider", () => {
     })))
   }
 
+  // As when the refresh fails fast (its retry wait past the deadline), a refresh that hangs does not end a call at its
+  // deadline while the token in hand is still usable: the call goes on with it.
+  it.effect("a call with a deadline shorter than the token's usable time goes on with it when the refresh hangs", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      yield* advance(HOUR - MIN)
+      const fiber = yield* Effect.fork(
+        Effect.either(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "5 seconds" })))
+      )
+      for (let i = 0; i < 5; i++) yield* advance(1000)
+      expect(Either.isRight(yield* Fiber.join(fiber))).toBe(true)
+      const bearers = (yield* requestsTo("/v1/fee-calculation")).map((r) => r.headers.authorization)
+      expect(bearers).toEqual(["Bearer token-1", "Bearer token-1"])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": ((): FinTest.Handler => {
+        const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+        let calls = 0
+        return (request) => (calls++ === 0 ? tokens(request) : Effect.never)
+      })(),
+      "POST /v1/oauth/refresh-token": () => Effect.never,
+      "POST /v1/fee-calculation": fee
+    })))
+
   it.effect("retries a 503 from the token call, counted in effect_fin_retries_total as operation token", () =>
     Effect.gen(function*() {
       const tokenRetries = Effect.sync(() => {
