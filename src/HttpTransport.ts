@@ -130,7 +130,7 @@ const currentOptions = globalValue(
  * The per-call overrides in effect (from `withOptions`); empty when there are none.
  *
  * @since 0.1.0
- * @category combinators
+ * @category accessors
  */
 export const currentCallOptions: Effect.Effect<CallOptions> = FiberRef.get(currentOptions)
 
