@@ -1476,6 +1476,45 @@ describe("HttpTransport", () => {
       )
     )))
 
+  // A client of the user's that fails on a status (`HttpClient.filterStatusOk`): the answer is still the service's,
+  // typed by its status (not a TransportError, which would be retried and never refresh the token).
+  it.effect("a client that fails on a status (filterStatusOk): the answer's own typed error", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "ApiError", status: 422, operation: "POST /v1/fee-calculation" })
+      const http = yield* FinTest.InMemoryHttp
+      expect(yield* http.count(FEE)).toBe(1)
+    }).pipe(Effect.provide(
+      FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010" }).pipe(
+        Layer.provideMerge(Layer.effect(
+          HttpClient.HttpClient,
+          Effect.map(HttpClient.HttpClient, HttpClient.filterStatusOk)
+        ).pipe(Layer.provideMerge(FinTest.layerHttpClient({
+          "POST /v1/oauth/token": FinTest.tokenHandler(),
+          [FEE]: () => FinTest.json(422, { message: "Validation failed" })
+        }))))
+      )
+    )))
+
+  // A client of the user's that follows redirects itself (`HttpClient.followRedirects`): the other address's answer is
+  // not taken for the service's, as with fetch's own following.
+  it.effect("a client that follows redirects itself (HttpClient.followRedirects): the other address's answer is refused", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "POST /v1/fee-calculation" })
+    }).pipe(Effect.provide(
+      FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010" }).pipe(
+        Layer.provideMerge(Layer.effect(
+          HttpClient.HttpClient,
+          Effect.map(HttpClient.HttpClient, (client) => HttpClient.followRedirects(client))
+        ).pipe(Layer.provideMerge(FinTest.layerHttpClient({
+          "POST /v1/oauth/token": FinTest.tokenHandler(),
+          [FEE]: () => FinTest.json(307, {}, { location: "https://elsewhere.example/quote" }),
+          "POST /quote": () => ok
+        }))))
+      )
+    )))
+
   // The platform sent none then either; a noop span's headers ("00-noop-noop-00") are no trace context.
   // Nor the context of a span of the user's around it: this call does not run in that span.
   it.effect("sends no trace headers when the tracer is off, even with tracePropagation and a span around it", () =>

@@ -624,6 +624,21 @@ const followedRedirect = (response: HttpClientResponse.HttpClientResponse): bool
   return false
 }
 
+// Whether the answer is for a request to another address than the one sent: a client wrapper that follows redirects
+// itself (`HttpClient.followRedirects`) answers with the last request it made. Origin and path: a wrapper may add
+// query parameters of its own.
+const answeredElsewhere = (response: HttpClientResponse.HttpClientResponse, sent: string): boolean => {
+  // The request sent itself (every client but such a wrapper): no URL to parse on a call's way.
+  if (response.request.url === sent) return false
+  try {
+    const answered = new URL(response.request.url)
+    const asked = new URL(sent)
+    return answered.origin !== asked.origin || answered.pathname !== asked.pathname
+  } catch {
+    return false
+  }
+}
+
 const noBody: Body = { text: "", cut: false }
 
 // What a request's check returned, as issues; undefined when it is no list of `{ path, expected }` texts (from untyped
@@ -648,6 +663,13 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
   if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
   return client.execute(request).pipe(
+    // A client of the user's that fails on a status (`HttpClient.filterStatusOk`, a common app-wide wrapper) still
+    // holds the answer, its body unread: it is that answer (an ApiError, a 429, a 401 to refresh on), not a transport
+    // failure.
+    Effect.catchIf(
+      (error): error is HttpClientError.ResponseError => error._tag === "ResponseError" && error.reason === "StatusCode",
+      (error) => Effect.succeed(error.response)
+    ),
     Effect.flatMap((response) => {
       // Read once: some platform clients convert the headers again on every access.
       const headers = response.headers
@@ -656,7 +678,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         headers,
         text,
         cut,
-        redirected: followedRedirect(response)
+        redirected: followedRedirect(response) || answeredElsewhere(response, spec.url)
       }))
     }),
     Effect.mapError((error) => transportError(error, spec)),
