@@ -17,7 +17,7 @@ import * as Amounts from "./internal/amount.js"
 import type { FinError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Issues from "./internal/issues.js"
-import type { BadCurrency } from "./internal/literal.js"
+import type { BadAmount, BadCurrency } from "./internal/literal.js"
 import * as Timestamps from "./internal/timestamp.js"
 
 /**
@@ -135,15 +135,21 @@ export type FeeCalculationRequest = Amounts & Target
 
 /**
  * The type of `calculate`'s argument: a `FeeCalculationRequest` whose currency codes, when written as literals, are
- * three upper-case letters. `calculate({ source_currency: "usd", ... })` does not compile, the message naming the
- * field, where it would only fail when run; a `string`, a branded string or a checked request passes as before.
+ * three upper-case letters, and whose amounts, when written as literals, are above 0 with at most 8 decimal places.
+ * `calculate({ source_currency: "usd", ... })` or `calculate({ source_amount: -5, ... })` does not compile, the
+ * message naming the field, where it would only fail when run; a `string`, a branded string, a `number` or a checked
+ * request passes as before.
  *
  * @since 0.1.0
  * @category models
  */
-export type CheckedRequest<R extends FeeCalculationRequest> = [BadCurrencyField<R>] extends [never]
-  ? FeeCalculationRequest
-  : R & `${BadCurrencyField<R>}: expected a currency code of three upper-case letters, e.g. "USD"`
+export type CheckedRequest<R extends FeeCalculationRequest> = [Complaint<R>] extends [never] ? FeeCalculationRequest
+  : R & Complaint<R>
+
+// What is wrong with the literals of `R`, field by field (never when nothing is).
+type Complaint<R> =
+  | `${BadCurrencyField<R>}: expected a currency code of three upper-case letters, e.g. "USD"`
+  | `${BadAmountField<R>}: expected an amount above 0 with at most 8 decimal places`
 
 // A good request is checked against `FeeCalculationRequest` itself, not `R` (inferred from the object, extra keys
 // included), so that a misspelt or extra field stays an excess-property error. Each member of a union on its own: a
@@ -151,7 +157,20 @@ export type CheckedRequest<R extends FeeCalculationRequest> = [BadCurrencyField<
 type BadCurrencyField<R> = R extends unknown ? BadField<R, "source_currency"> | BadField<R, "destination_currency">
   : never
 
-type BadField<R, K extends string> = R extends { readonly [_ in K]?: infer S } ? true extends BadCurrency<S> ? K : never
+type BadAmountField<R> = R extends unknown ? AmountField<R, "source_amount"> | AmountField<R, "destination_amount">
+  : never
+
+// Through `[N] extends [infer M]`, as `CountryCode.Checked` does: a caller's own type parameter
+// (`<N extends number>(n: N) => calculate({ ..., source_amount: n })`) is then accepted, not left unresolved.
+type AmountField<R, K extends string> = R extends { readonly [_ in K]?: infer N }
+  ? [N] extends [infer M] ? true extends BadAmount<M> ? K : never : never
+  : never
+
+// Through `[S] extends [infer T]`, as `CountryCode.Checked` does: a caller's own type parameter
+// (`<C extends string>(c: C) => calculate({ source_currency: c, ... })`) is then accepted, where a check of `S` itself
+// is left unresolved and refuses it.
+type BadField<R, K extends string> = R extends { readonly [_ in K]?: infer S }
+  ? [S] extends [infer T] ? true extends BadCurrency<T> ? K : never : never
   : never
 
 // A figure in an answer past MAX_SAFE_INTEGER is not what the service sent (JSON.parse rounds it, and reads 1e400 as

@@ -426,11 +426,41 @@ describe("FeeService", () => {
       const branded = "USD" as string & Brand.Brand<"Currency">
       expect((yield* Effect.flip(FeeService.calculate({ source_currency: typed, source_amount: 1, destination_currency: "CAD" })))._tag)
         .toBe("RequestValidationError")
+      // A caller's own type parameter is left to the run-time check, as for a country code.
+      const generic = <C extends string>(currency: C) =>
+        FeeService.calculate({ source_currency: currency, source_amount: 1, destination_currency: "CAD" })
       const sent = [
+        generic("USD"),
         FeeService.calculate({ source_currency: branded, source_amount: 1, destination_currency: "CAD" }),
         FeeService.calculate(either ? { source_currency: "USD", source_amount: 1, destination_currency: "CAD" } : { destination_amount: 1, beneficiary_id: UUID })
       ]
       for (const call of sent) expect((yield* call).source_currency).toBe("USD")
+    }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
+
+  it.effect("a literal amount that no amount is (zero, negative, past 8 places) does not compile (tsc); numbers do", () =>
+    Effect.gen(function*() {
+      const service = yield* FeeService.FeeService
+      const refused: ReadonlyArray<Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>> = [
+        // @ts-expect-error a negative source amount
+        FeeService.calculate({ source_currency: "USD", source_amount: -100, destination_currency: "CAD" }),
+        // @ts-expect-error a zero destination amount, through the service itself
+        service.calculate({ source_currency: "USD", destination_amount: 0, destination_currency: "CAD" }),
+        // @ts-expect-error nine decimal places
+        FeeService.calculate({ source_currency: "USD", source_amount: 0.123456789, destination_currency: "CAD" })
+      ]
+      for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
+      const computed: number = 100
+      // A caller's own type parameter is left to the run-time check.
+      const generic = <N extends number>(n: N) =>
+        FeeService.calculate({ source_currency: "USD", source_amount: n, destination_currency: "CAD" })
+      const sent = [
+        generic(100),
+        FeeService.calculate({ source_currency: "USD", source_amount: computed, destination_currency: "CAD" }),
+        FeeService.calculate({ source_currency: "USD", source_amount: 0.12345678, destination_currency: "CAD" }),
+        FeeService.calculate({ source_currency: "USD", source_amount: 1.5e-7, destination_currency: "CAD" })
+      ]
+      // Sent (the rate table refuses an amount under a cent, as the service does): none refused before sending.
+      for (const call of sent) expect(Either.getLeft(yield* Effect.either(call)).pipe(Option.map((e) => e._tag))).not.toEqual(Option.some("RequestValidationError"))
     }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
 
   it.effect("a request built from optional values (absent fields given as undefined) compiles and is sent without them", () =>
@@ -762,8 +792,9 @@ describe("FeeService", () => {
             .toEqual([Object.keys(options)[0]])
         }
         // Both wrong: the request is told first, as the real client (which validates it before the transport) does.
+        const negative: number = -1 // a literal -1 does not compile
         const both = yield* Effect.flip(
-          FeeService.calculate({ source_currency: "USD", source_amount: -1, destination_currency: "CAD" }).pipe(
+          FeeService.calculate({ source_currency: "USD", source_amount: negative, destination_currency: "CAD" }).pipe(
             HttpTransport.withOptions({ maxRetries: -1 })
           )
         )

@@ -19,3 +19,19 @@ type ThreeLetters<S extends string> = S extends `${infer A}${infer B}${infer C}`
 export type BadCurrency<S> = S extends string
   ? IsLiteral<S> extends true ? ThreeLetters<S> extends true ? never : true : never
   : never
+
+// Nine characters or more: a placeholder followed by another infers one character, the last one the rest.
+type NineOrMore<S extends string> = S extends
+  `${infer _1}${infer _2}${infer _3}${infer _4}${infer _5}${infer _6}${infer _7}${infer _8}${infer _9}${infer _Rest}`
+  ? true
+  : false
+
+/**
+ * `true` when `N` is a number literal that no amount is (what `FeeService.Amount` refuses): zero, a negative one, or
+ * one written with more than 8 decimal places (`0.123456789`; in exponent form, `1.23456789e-5`, it has more still).
+ */
+export type BadAmount<N> = N extends number ? number extends N ? never
+  : `${N}` extends "0" | `-${string}` ? true
+  : `${N}` extends `${string}.${infer Places}` ? NineOrMore<Places> extends true ? true : never
+  : never
+  : never
