@@ -446,7 +446,13 @@ describe("FeeService", () => {
         // @ts-expect-error a zero destination amount, through the service itself
         service.calculate({ source_currency: "USD", destination_amount: 0, destination_currency: "CAD" }),
         // @ts-expect-error nine decimal places
-        FeeService.calculate({ source_currency: "USD", source_amount: 0.123456789, destination_currency: "CAD" })
+        FeeService.calculate({ source_currency: "USD", source_amount: 0.123456789, destination_currency: "CAD" }),
+        // @ts-expect-error nine decimal places in exponent form (0.000000015)
+        FeeService.calculate({ source_currency: "USD", source_amount: 1.5e-8, destination_currency: "CAD" }),
+        // @ts-expect-error nine decimal places in exponent form (0.000000001)
+        FeeService.calculate({ source_currency: "USD", source_amount: 1e-9, destination_currency: "CAD" }),
+        // @ts-expect-error nine decimal places in exponent form (0.000000125)
+        FeeService.calculate({ source_currency: "USD", source_amount: 1.25e-7, destination_currency: "CAD" })
       ]
       for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
       const computed: number = 100
@@ -457,7 +463,9 @@ describe("FeeService", () => {
         generic(100),
         FeeService.calculate({ source_currency: "USD", source_amount: computed, destination_currency: "CAD" }),
         FeeService.calculate({ source_currency: "USD", source_amount: 0.12345678, destination_currency: "CAD" }),
-        FeeService.calculate({ source_currency: "USD", source_amount: 1.5e-7, destination_currency: "CAD" })
+        FeeService.calculate({ source_currency: "USD", source_amount: 1.5e-7, destination_currency: "CAD" }),
+        FeeService.calculate({ source_currency: "USD", source_amount: 1e-8, destination_currency: "CAD" }),
+        FeeService.calculate({ source_currency: "USD", source_amount: 3e-7, destination_currency: "CAD" })
       ]
       // Sent (the rate table refuses an amount under a cent, as the service does): none refused before sending.
       for (const call of sent) expect(Either.getLeft(yield* Effect.either(call)).pipe(Option.map((e) => e._tag))).not.toEqual(Option.some("RequestValidationError"))

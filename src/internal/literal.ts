@@ -28,10 +28,20 @@ type NineOrMore<S extends string> = S extends
 
 /**
  * `true` when `N` is a number literal that no amount is (what `FeeService.Amount` refuses): zero, a negative one, or
- * one written with more than 8 decimal places (`0.123456789`; in exponent form, `1.23456789e-5`, it has more still).
+ * one written with more than 8 decimal places (`0.123456789`, or in exponent form `1.5e-8`, which is 0.000000015).
  */
 export type BadAmount<N> = N extends number ? number extends N ? never
   : `${N}` extends "0" | `-${string}` ? true
+  : `${N}` extends `${string}e-${string}` ? TinyWithinPlaces<`${N}`> extends true ? never : true
   : `${N}` extends `${string}.${infer Places}` ? NineOrMore<Places> extends true ? true : never
   : never
   : never
+
+// An amount under 1e-6, which is written in exponent form (`1e-7`, `1.5e-8`): its places are the exponent's and the
+// fraction's digits together, so at most 8 are `de-7`, `de-8` and `d.de-7`; `1.5e-8` (0.000000015) has 9.
+type TinyWithinPlaces<T extends string> = T extends `${string}.${infer F}e-7` ? F extends `${infer _}${infer Rest}`
+    ? Rest extends "" ? true : false
+  : false
+  : T extends `${string}.${string}` ? false
+  : T extends `${string}e-7` | `${string}e-8` ? true
+  : false
