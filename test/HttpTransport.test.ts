@@ -1,4 +1,5 @@
 import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
 import * as BigDecimal from "effect/BigDecimal"
@@ -1496,21 +1497,27 @@ describe("HttpTransport", () => {
       )
     )))
 
-  // A client of the user's that follows redirects itself (`HttpClient.followRedirects`): the other address's answer is
-  // not taken for the service's, as with fetch's own following.
-  it.effect("a client that follows redirects itself (HttpClient.followRedirects): the other address's answer is refused", () =>
+  // A client of the user's that sends requests elsewhere itself (`HttpClient.mapRequest` to a sidecar or a gateway's
+  // prefix) is answered from where it sent them: its answers (a 422 through filterStatusOk too) are taken.
+  it.effect("a client that routes requests elsewhere itself (HttpClient.mapRequest) has its answers taken", () =>
     Effect.gen(function*() {
+      expect(yield* calculate).toMatchObject({ source_currency: "USD" })
       const error = yield* Effect.flip(calculate)
-      expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "POST /v1/fee-calculation" })
+      expect(error).toMatchObject({ _tag: "ApiError", status: 422 })
     }).pipe(Effect.provide(
       FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010" }).pipe(
         Layer.provideMerge(Layer.effect(
           HttpClient.HttpClient,
-          Effect.map(HttpClient.HttpClient, (client) => HttpClient.followRedirects(client))
+          Effect.map(HttpClient.HttpClient, (client) =>
+            client.pipe(
+              HttpClient.mapRequest((request) =>
+                HttpClientRequest.setUrl(request, request.url.replace("4010/", "4010/egress/"))
+              ),
+              HttpClient.filterStatusOk
+            ))
         ).pipe(Layer.provideMerge(FinTest.layerHttpClient({
-          "POST /v1/oauth/token": FinTest.tokenHandler(),
-          [FEE]: () => FinTest.json(307, {}, { location: "https://elsewhere.example/quote" }),
-          "POST /quote": () => ok
+          "POST /egress/v1/oauth/token": FinTest.tokenHandler(),
+          "POST /egress/v1/fee-calculation": FinTest.sequence(ok, FinTest.json(422, { message: "Validation failed" }))
         }))))
       )
     )))

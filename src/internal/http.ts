@@ -624,21 +624,6 @@ const followedRedirect = (response: HttpClientResponse.HttpClientResponse): bool
   return false
 }
 
-// Whether the answer is for a request to another address than the one sent: a client wrapper that follows redirects
-// itself (`HttpClient.followRedirects`) answers with the last request it made. Origin and path: a wrapper may add
-// query parameters of its own.
-const answeredElsewhere = (response: HttpClientResponse.HttpClientResponse, sent: string): boolean => {
-  // The request sent itself (every client but such a wrapper): no URL to parse on a call's way.
-  if (response.request.url === sent) return false
-  try {
-    const answered = new URL(response.request.url)
-    const asked = new URL(sent)
-    return answered.origin !== asked.origin || answered.pathname !== asked.pathname
-  } catch {
-    return false
-  }
-}
-
 const noBody: Body = { text: "", cut: false }
 
 // What a request's check returned, as issues; undefined when it is no list of `{ path, expected }` texts (from untyped
@@ -678,7 +663,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         headers,
         text,
         cut,
-        redirected: followedRedirect(response) || answeredElsewhere(response, spec.url)
+        redirected: followedRedirect(response)
       }))
     }),
     Effect.mapError((error) => transportError(error, spec)),
