@@ -41,6 +41,10 @@ describe("chaos (reduced)", () => {
       expect(report.clientSocketsOpened).toBeGreaterThan(0)
       expect(report.clientSocketsLeft).toBe(0)
       expect(report.socketsAfter).toBeLessThanOrEqual(report.socketsBefore)
+      // Heap samples: the first, then one per tenth of the calls, all while the client is open (the one after it
+      // closed is apart: a client's leak is freed by then).
+      expect(report.heapSamplesMiB.length).toBe(11)
+      expect(report.heapAfterMiB).toBeGreaterThan(0)
       // Every failure tag is one of the documented seven.
       const tags = FinError.FinError.members.map((member) => member._tag)
       for (const tag of Object.keys(report.failuresByTag)) expect(tags).toContain(tag)

@@ -6,6 +6,7 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -97,7 +98,10 @@ export interface ChaosReport {
   /** Sockets and servers keeping the process alive, before and after (the emulator's server among them). */
   readonly socketsBefore: number
   readonly socketsAfter: number
+  /** Heap and ArrayBuffer bytes, sampled while the client is open (the first before its first call). */
   readonly heapSamplesMiB: ReadonlyArray<number>
+  /** The same, once the client and the emulator were closed (what they held is gone: no measure of growth). */
+  readonly heapAfterMiB: number
   readonly wallMillis: number
   /** Every log line, error text, span attribute and metric key of the run (only with `capture`). */
   readonly captured: ReadonlyArray<string>
@@ -112,7 +116,9 @@ const sockets = (): number =>
 const heapMiB = (): number => {
   const gc = (globalThis as { gc?: () => void }).gc
   if (gc !== undefined) gc()
-  return Math.round(process.memoryUsage().heapUsed / 1024 / 1024 * 10) / 10
+  // ArrayBuffers (response bodies, buffers) live outside the JS heap: `heapUsed` alone misses them.
+  const { arrayBuffers, heapUsed } = process.memoryUsage()
+  return Math.round((heapUsed + arrayBuffers) / 1024 / 1024 * 10) / 10
 }
 
 /** The API routes the faults go to (token trouble comes from revoked and expired tokens). */
@@ -165,6 +171,27 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     const sent = new Map<number, number>()
     const counted = new Map<number, number>()
     const captured: Array<string> = []
+    // What reaches the console or the process's streams during the run (a stray console.log, a platform warning) is
+    // output too: kept for the secrets check, as well as written.
+    const restoreOutput: Array<() => void> = []
+    if (options.capture) {
+      for (const method of ["log", "info", "warn", "error", "debug", "trace"] as const) {
+        const original = console[method]
+        console[method] = (...args: Array<unknown>) => {
+          captured.push(args.map((arg) => typeof arg === "string" ? arg : Inspectable.format(arg)).join(" "))
+          original.apply(console, args)
+        }
+        restoreOutput.push(() => void (console[method] = original))
+      }
+      for (const stream of [process.stdout, process.stderr]) {
+        const original = stream.write
+        stream.write = function(this: typeof stream, chunk: unknown, ...rest: Array<unknown>) {
+          captured.push(typeof chunk === "string" ? chunk : Buffer.from(chunk as Uint8Array).toString("utf8"))
+          return (original as (...args: Array<unknown>) => boolean).call(this, chunk, ...rest)
+        } as typeof stream.write
+        restoreOutput.push(() => void (stream.write = original))
+      }
+    }
     const attemptsHistogram: Record<number, number> = {}
     let maxAttempts = 0
 
@@ -186,7 +213,15 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
               : undefined
             if (typeof id === "number") counted.set(id, attempts)
           }
-          if (options.capture) captured.push(`${name} ${Inspectable.format(Object.fromEntries(span.attributes))}`)
+          if (options.capture) {
+            captured.push(`${name} ${Inspectable.format(Object.fromEntries(span.attributes))}`)
+            // The error a span ended with: what an exporter records as its status message and exception event
+            // (an attempt's or a refresh's error that a retry or a new issue replaced is found nowhere else).
+            if (Exit.isFailure(exit)) {
+              captured.push(`${name} status ${Cause.pretty(exit.cause, { renderErrorCause: true })}`)
+              for (const error of Cause.failures(exit.cause)) captured.push(JSON.stringify(error))
+            }
+          }
         }
         const event = span.event.bind(span)
         span.event = (eventName, startTime, attributes) => {
@@ -281,7 +316,10 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
           if (Exit.isSuccess(exit)) successes += 1
           else {
             const failure = Cause.failureOption(exit.cause)
-            if (failure._tag === "Some" && FinError.isFinError(failure.value)) {
+            // A defect beside a typed failure (a finalizer that threw, a parallel branch that died) is a defect: the
+            // typed error would hide it from a caller's `catchAll`.
+            if (Chunk.isNonEmpty(Cause.defects(exit.cause))) defects += 1
+            else if (failure._tag === "Some" && FinError.isFinError(failure.value)) {
               failuresByTag[failure.value._tag] = (failuresByTag[failure.value._tag] ?? 0) + 1
               if (options.capture) {
                 captured.push(failure.value.message, String(failure.value), JSON.stringify(failure.value))
@@ -328,11 +366,12 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       Effect.provide(Layer.setTracer(tracer)),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
       Logger.withMinimumLogLevel(options.capture ? LogLevel.All : LogLevel.None),
-      Effect.supervised(supervisor)
+      Effect.supervised(supervisor),
+      Effect.ensuring(Effect.sync(() => restoreOutput.forEach((restore) => restore())))
     )
     // Let closed sockets finish closing before they are counted.
     yield* Effect.sleep("200 millis")
-    heapSamplesMiB.push(heapMiB())
+    const heapAfterMiB = heapMiB()
     const liveFibersAfter = (yield* supervisor.value).length
     process.off("unhandledRejection", onRejection)
     process.off("uncaughtException", onException)
@@ -358,6 +397,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       socketsBefore,
       socketsAfter: sockets(),
       heapSamplesMiB,
+      heapAfterMiB,
       wallMillis: Date.now() - started,
       captured
     }
@@ -408,7 +448,11 @@ export const summary = (report: ChaosReport): string => {
       report.clientSocketsLeft === 0 && report.clientSocketsOpened > 0 ? "ok" : "FAIL"
     ],
     ["sockets before / after", `${report.socketsBefore} / ${report.socketsAfter}`, report.socketsAfter <= report.socketsBefore ? "ok" : "FAIL"],
-    ["heap samples (MiB)", report.heapSamplesMiB.join(", "), heapFlat(report.heapSamplesMiB) ? "flat" : "GROWING"],
+    [
+      "heap + ArrayBuffers samples (MiB)",
+      `${report.heapSamplesMiB.join(", ")} (after close: ${report.heapAfterMiB})`,
+      heapFlat(report.heapSamplesMiB) ? "flat" : "GROWING"
+    ],
     ["wall time", `${(report.wallMillis / 1000).toFixed(1)} s`, ""]
   ]
   const w0 = Math.max(...rows.map((r) => r[0].length))
@@ -426,7 +470,10 @@ const histogram = (counts: Readonly<Record<number, number>>): string =>
  */
 export const tokenRequestLimit = (report: ChaosReport): number => 2 * (report.tokenTroubleEvents + 1)
 
-/** Flat: the last samples are within 50% (and 20 MiB) of the early ones, after the first warm-up sample. */
+/**
+ * Flat: the last sample taken while the client was open is within 50% (and 20 MiB) of the early ones, after the first
+ * warm-up sample. Never a sample taken once the client closed: what a leaking client held is freed by then.
+ */
 export const heapFlat = (samples: ReadonlyArray<number>): boolean => {
   if (samples.length < 4) return true
   const early = Math.max(...samples.slice(1, 3))

@@ -111,6 +111,7 @@ describe("Webhooks signature fuzz", () => {
           "near-miss secret",
           "no usable secret configured",
           "retired secret",
+          "rotated-out secret",
           "signature"
         ])
       }).pipe(Effect.provide(layer)))
@@ -135,12 +136,33 @@ const brokenCrypto = (
 
 const sameDigest = (mac: Uint8Array, signature: Uint8Array) => Buffer.from(mac).equals(signature)
 
+// A verifier that keeps the last secret that verified and still accepts it once it is no longer configured (a key
+// cache or a "try the last good key first" fast path that outlives a rotation).
+const rememberingCrypto = () => {
+  let last: string | undefined
+  const verifySync: NonNullable<Webhooks.WebhookCryptoService["verifySync"]> = (algorithm, secret, body, signature) => {
+    for (const key of last === undefined ? [Redacted.value(secret)] : [Redacted.value(secret), last]) {
+      if (sameDigest(hmac(algorithm, key, body), signature)) {
+        last = key
+        return true
+      }
+    }
+    return false
+  }
+  return ["still accepts the secret that verified last, once rotated out", Layer.succeed(Webhooks.WebhookCrypto, {
+    verifySync,
+    verify: (algorithm, secret, body, signature) => Effect.sync(() => verifySync(algorithm, secret, body, signature)),
+    sign: (algorithm, secret, body) => Effect.sync(() => hmac(algorithm, Redacted.value(secret), body))
+  })] as const
+}
+
 describe("Webhooks signature fuzz, against deliberately broken verifiers", () => {
   for (
     const [name, layer] of [
       brokenCrypto("compares only the first 4 bytes of the digest", (mac, signature) =>
         mac.subarray(0, 4).every((byte, i) => byte === signature[i])),
-      brokenCrypto("also accepts the secret with a newline added", sameDigest, (secret) => [secret, `${secret}\n`])
+      brokenCrypto("also accepts the secret with a newline added", sameDigest, (secret) => [secret, `${secret}\n`]),
+      rememberingCrypto()
     ]
   ) {
     it.effect(`finds a forgery accepted by a verifier that ${name}`, () =>

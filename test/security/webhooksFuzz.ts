@@ -506,6 +506,9 @@ const mutate = (bytes: Uint8Array, m: BodyMutation): Uint8Array => {
 const signer = fc.oneof(
   { weight: 10, arbitrary: fc.record({ kind: fc.constant("current" as const), index: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("retired" as const) }) },
+  // A secret of the pool that is not current in this case: one a verifier of this process was configured with
+  // before (in earlier cases), and whose key it may still hold prepared. Rotated out, it must no longer verify.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("rotated out" as const), index: fc.nat() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("near miss" as const), index: fc.nat(), change: nearMissChange }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("empty key" as const) }) }
 )
@@ -595,6 +598,12 @@ const build = (c: Drawn): Case => {
       key = c.retired
       kinds.push("retired secret")
       break
+    case "rotated out": {
+      const others = secretPool.filter((s) => !c.current.includes(s))
+      key = others[c.signer.index % others.length]!
+      kinds.push("rotated-out secret")
+      break
+    }
     case "near miss":
       key = nearMiss(c.current[c.signer.index % c.current.length]!, c.signer.change)
       kinds.push(`near-miss secret (${c.signer.change.kind})`)
