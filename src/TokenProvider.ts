@@ -329,6 +329,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // While the fetch waits to try again: the failure it retries and when its next try starts. Each wait is announced
     // to the callers waiting on the fetch, so that one whose deadline comes first ends at once (`awaitShared`).
     let waiting: RetryWait | undefined
+    // A pair due for a refresh but still usable that the fetch found in the store, this process having none of its
+    // own (a new pod, say): a caller with a deadline goes on with it as with a token of its own (`awaitFetch`).
+    let storedDue: Access | undefined
     let announce = Deferred.unsafeMake<RetryWait>(FiberId.none)
     // `until` is on the wall clock (the schedule's); it is announced on monotonic time, as callers' deadlines are.
     const announceWait = (error: FinError, until: number) =>
@@ -642,10 +645,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // try.
       const goOnWith = (pair: Pair, now: number): Pair => ({ ...pair, access: pauseRefresh(now)(pair.access) })
       const waitMillis = Duration.toMillis(store.waitInterval)
+      // The stored pair, if still usable, made known to the callers waiting (see `storedDue`).
+      const publish = (now: number) => {
+        const pair = stillUsable(now)
+        storedDue = Option.isSome(pair) ? pair.value.access : undefined
+        return pair
+      }
       // Given up in the background (`disconnect`): its lock's release may take up to the store's timeout.
       const bound = <E>(fetching: Effect.Effect<Pair, E>): Effect.Effect<Pair, E> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Option.match(stillUsable(now), {
+          Option.match(publish(now), {
             onNone: () => fetching,
             onSome: (pair) =>
               Effect.flatten(Effect.timeoutTo(Effect.disconnect(fetching), {
@@ -663,7 +672,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Option.match({
           onNone: () =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Option.match(Option.filter(stillUsable(now), (pair) => now + waitMillis >= pair.access.usableUntil), {
+              Option.match(Option.filter(publish(now), (pair) => now + waitMillis >= pair.access.usableUntil), {
                 onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
                 onSome: (pair) => Effect.succeed(goOnWith(pair, now))
               })),
@@ -705,6 +714,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     ) =>
       Effect.gen(function*() {
         waiting = undefined
+        storedDue = undefined
         const now = yield* Clock.currentTimeMillis
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
@@ -763,7 +773,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       fallback: Option.Option<Access>,
       deadline: number | undefined
     ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
-      if (Option.isNone(fallback)) return awaitShared(deferred, deadline)
+      if (Option.isNone(fallback)) {
+        return deadline === undefined ? awaitShared(deferred, deadline) : awaitStored(deferred, deadline)
+      }
       const { token, usableUntil } = fallback.value
       // A caller with a deadline waits for the refresh half of what is left of it at most, then goes on with the token
       // in hand, leaving the other half to the call: a refresh that hangs (no answer, no retry wait to announce) must
@@ -792,6 +804,29 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           )
         ))
     }
+
+    // A caller with no token of its own, and a deadline: after half of what is left of it, the pair the fetch found in
+    // the store if that is still usable (`storedDue`), as its own token would be; else it waits on.
+    const awaitStored = (
+      deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
+      deadline: number
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
+      Effect.flatMap(Monotonic.millis, (monotonic) =>
+        awaitShared(deferred, deadline).pipe(
+          Effect.timeoutTo({
+            duration: Duration.millis(Math.max(0, (deadline - monotonic) / 2)),
+            onSuccess: Effect.succeed,
+            onTimeout: () =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                const stored = storedDue
+                return stored !== undefined && now < stored.usableUntil && !isRefused(stored.token)
+                  ? Effect.succeed(stored.token)
+                  : awaitShared(deferred, deadline)
+              })
+          }),
+          Effect.flatten,
+          detachedIfUninterruptible
+        ))
 
     // The lock's whole step, the state's update included, is uninterruptible (its body only reads the clock and forks,
     // so the wait for the lock is short): a caller interrupted between the fork and the update (an interruption that
@@ -849,7 +884,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             (now) => now < access.refreshAt ? Effect.succeed(access.token) : wait(getLocked(deadline))
           )
         }
-        return wait(Option.isSome(state.pending) ? awaitShared(state.pending.value, deadline) : getLocked(deadline))
+        return wait(
+          Option.isSome(state.pending) ? awaitFetch(state.pending.value, Option.none(), deadline) : getLocked(deadline)
+        )
       })
     }
 

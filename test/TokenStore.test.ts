@@ -228,6 +228,32 @@ describe("TokenStore", () => {
       }
     }))
 
+  // As a process holding the token itself would: a call with a short deadline does not wait for that deadline.
+  it.effect("a new process whose own refresh hangs: a call with a short deadline goes on with the stored token after half of it", () =>
+    Effect.gen(function*() {
+      for (const [waiters, heldElsewhere] of [[1, false], [3, false], [1, true]] as const) {
+        const memory = TokenStore.makeMemory()
+        yield* TestClock.setTime(0)
+        const routes = yield* dueStoredPair(memory, () => Effect.never)
+        // Another process's fetch (holding the lock) that hangs, in place of this one's.
+        if (heldElsewhere) expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+        const start = yield* Clock.currentTimeMillis
+        // The first call starts the fetch; the others wait on it (the state holds no token of this process's).
+        const calls = Effect.all(
+          Array.from({ length: waiters }, () =>
+            FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))),
+          { concurrency: "unbounded" }
+        )
+        const seen = yield* FinTest.advanceUntilDone(
+          calls.pipe(Effect.zipRight(bearers), withStore(memory, routes)),
+          { step: "500 millis" }
+        )
+        const label = `${waiters} calls, lock held elsewhere: ${heldElsewhere}`
+        expect(seen, label).toEqual(Array.from({ length: waiters }, () => "Bearer stored-token"))
+        expect((yield* Clock.currentTimeMillis) - start, label).toBe(2_500)
+      }
+    }))
+
   it.effect("a refused token is not handed out while the store is being cleared of it", () => {
     const memory = TokenStore.makeMemory()
     const slow: TokenStore.Service = {
