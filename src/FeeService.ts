@@ -160,17 +160,15 @@ type BadCurrencyField<R> = R extends unknown ? BadField<R, "source_currency"> | 
 type BadAmountField<R> = R extends unknown ? AmountField<R, "source_amount"> | AmountField<R, "destination_amount">
   : never
 
-// Through `[N] extends [infer M]`, as `CountryCode.Checked` does: a caller's own type parameter
-// (`<N extends number>(n: N) => calculate({ ..., source_amount: n })`) is then accepted, not left unresolved.
-type AmountField<R, K extends string> = R extends { readonly [_ in K]?: infer N }
-  ? [N] extends [infer M] ? true extends BadAmount<M> ? K : never : never
-  : never
-
-// Through `[S] extends [infer T]`, as `CountryCode.Checked` does: a caller's own type parameter
-// (`<C extends string>(c: C) => calculate({ source_currency: c, ... })`) is then accepted, where a check of `S` itself
-// is left unresolved and refuses it.
+// A field's type read through `[S] extends [infer T]`, as `CountryCode.Checked` does: a caller's own type parameter
+// (`<C extends string>(c: C) => calculate({ source_currency: c, ... })`, `<N extends number>`) is then accepted, where
+// a check of `S` itself is left unresolved and refuses it.
 type BadField<R, K extends string> = R extends { readonly [_ in K]?: infer S }
   ? [S] extends [infer T] ? true extends BadCurrency<T> ? K : never : never
+  : never
+
+type AmountField<R, K extends string> = R extends { readonly [_ in K]?: infer N }
+  ? [N] extends [infer M] ? true extends BadAmount<M> ? K : never : never
   : never
 
 // A figure in an answer past MAX_SAFE_INTEGER is not what the service sent (JSON.parse rounds it, and reads 1e400 as
