@@ -153,7 +153,17 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   if (!Loopback.isSecureOrLocal(url)) {
     return Either.left(invalid("baseUrl", `baseUrl must use https (plain http is allowed only on loopback)`))
   }
-  return Either.right(url.origin + url.pathname.replace(/\/+$/, ""))
+  const path = url.pathname.replace(/\/+$/, "")
+  // The routes are appended with their version ("/v1/oauth/token"): the service's address copied with the version on
+  // it would send "/v1/v1/...", and its 404 would name the token route as if that were missing. Only the version
+  // alone: a gateway's own prefix may end so ("/payments/v1", mapped onto the service's root).
+  if (path.toLowerCase() === "/v1") {
+    return Either.left(invalid(
+      "baseUrl",
+      `baseUrl must not be the service's address with /v1: the routes add it (give ${url.origin})`
+    ))
+  }
+  return Either.right(url.origin + path)
 }
 
 // An environment given with the other environment's address (FIN_ENVIRONMENT=production, FIN_BASE_URL left at the

@@ -72,6 +72,19 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
     }))
 
+  it.effect("a baseUrl ending in the API's version is refused: the routes add /v1 themselves", () =>
+    Effect.gen(function*() {
+      // Else "http://127.0.0.1:4010/v1" sends POST /v1/v1/oauth/token, reported as a 404 on POST /v1/oauth/token.
+      expect(yield* configError({ ...base, baseUrl: "http://127.0.0.1:4010/v1" })).toContain(
+        "baseUrl must not be the service's address with /v1: the routes add it (give http://127.0.0.1:4010)"
+      )
+      expect(yield* configError({ ...base, baseUrl: "https://sandbox.api.fin.com/V1/" })).toContain("(give https://sandbox.api.fin.com)")
+      // A gateway's own prefix may end so (mapped onto the service's root); nor is another segment the version.
+      for (const baseUrl of ["https://gateway.example/payments/v1", "https://proxy.example/v1x"]) {
+        expect((yield* FinConfig.resolve({ ...base, baseUrl })).baseUrl).toBe(baseUrl)
+      }
+    }))
+
   it.effect("every trailing slash of baseUrl is dropped: request paths are appended to it", () =>
     Effect.gen(function*() {
       // "https://proxy.example/fin//" kept as ".../fin/" would send ".../fin//v1/...", another path to most proxies.
