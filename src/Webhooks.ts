@@ -1519,6 +1519,8 @@ const checkedDuration = (
 
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)
+  // From untyped code: no options, or no `handlers` (an unset configuration key), is named like any other mistake.
+  if (typeof options !== "object" || options === null) throw invalid("takes an options object ({ secrets, handlers })")
   checkOptionNames("handler", options)
   // Every delivery would be refused (500, no_secret): a configuration mistake, said at once.
   const secrets = secretList(options.secrets)
@@ -1526,6 +1528,9 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   if (secrets.keys.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
   if (secrets.padded) throw invalid(`secrets ${paddedMessage}`)
   checkEnvironment("handler", options.environment)
+  if (typeof options.handlers !== "object" || options.handlers === null || Array.isArray(options.handlers)) {
+    throw invalid("handlers must be an object of event types to handlers ({} to acknowledge every event)")
+  }
   // A misspelt event type would leave its events acknowledged (200 handled) and never handled: lost for good.
   for (const [type, handle] of Object.entries(options.handlers)) {
     if (type !== "Unknown" && !documented.has(type)) {

@@ -1446,6 +1446,18 @@ describe("Webhooks.handler", () => {
       `handlers has "transaction.stauts", which is not an event type (${Webhooks.documentedEventTypes.join(", ")}, Unknown)`
     )
     refused({ handlers: { Unknown: "log it" } as unknown as Webhooks.Handlers }, `handlers["Unknown"] is not a function`)
+    // From untyped code: no handlers at all (an unset configuration key), or no options, is named, not a TypeError.
+    for (const handlers of [undefined, null, "log", [() => Effect.void]]) {
+      refused(
+        { handlers: handlers as unknown as Webhooks.Handlers },
+        "handlers must be an object of event types to handlers ({} to acknowledge every event)"
+      )
+    }
+    expect(() => Webhooks.handler(undefined as unknown as Webhooks.HandlerOptions<Webhooks.Handlers>)).toThrow(
+      new Cause.IllegalArgumentException("effect-fin: Webhooks.handler: takes an options object ({ secrets, handlers })")
+    )
+    expect(defectOf(Webhooks.makeHandler({ secrets: secret } as unknown as Webhooks.HandlerOptions<Webhooks.Handlers>)))
+      .toBeInstanceOf(Cause.IllegalArgumentException)
     // A misspelt option (from a variable, or a config file: no excess-property check) would leave its default in force.
     const misspelt = { maxBodysize: 10 } as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>
     refused(misspelt, `"maxBodysize" is no option of Webhooks.HandlerOptions`)
