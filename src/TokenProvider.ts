@@ -684,15 +684,24 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Effect.zipRight(Clock.currentTimeMillis),
           Effect.flatMap((now) => bound(fetch(local, now)))
         )).pipe(
-          Effect.catchAll((error) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          // A fetch that died (a platform client that threw) is a failed fetch too, as for a process's own token
+          // (`awaitFetch`); only an interruption (the client shutting down) is passed on as it is.
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Option.match(stillUsable(now), {
-                onNone: () => Effect.fail(error),
-                onSome: (pair) => refreshFailed(error._tag).pipe(Effect.as(goOnWith(pair, now)))
+                onNone: () => Effect.failCause(cause),
+                onSome: (pair) => refreshFailed(failedBy(cause)).pipe(Effect.as(goOnWith(pair, now)))
               }))
           )
         )
     }
+
+    // What a failed fetch is logged as: its error's tag, else "interrupted" or "defect".
+    const failedBy = (cause: Cause.Cause<FinError>): string =>
+      Option.match(Cause.failureOption(cause), {
+        onNone: () => Cause.isInterruptedOnly(cause) ? "interrupted" : "defect",
+        onSome: (error) => error._tag
+      })
 
     const refreshFailed = (reason: string) =>
       Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
@@ -726,11 +735,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             }
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now)), pending: Option.none() })
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
-          const reason = Option.match(Cause.failureOption(exit.cause), {
-            onNone: () => Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
-            onSome: (error) => error._tag
-          })
-          yield* refreshFailed(reason)
+          yield* refreshFailed(failedBy(exit.cause))
         }
         yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
       })
@@ -806,27 +811,39 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     }
 
     // A caller with no token of its own, and a deadline: after half of what is left of it, the pair the fetch found in
-    // the store if that is still usable (`storedDue`), as its own token would be; else it waits on.
+    // the store if that is still usable (`storedDue`), as its own token would be; else it waits on. As with its own
+    // token too, the fetch's error (a retry wait past the deadline, announced while the fetch goes on) gives way to it.
     const awaitStored = (
       deferred: Deferred.Deferred<Redacted.Redacted<string>, FinError>,
       deadline: number
-    ): Effect.Effect<Redacted.Redacted<string>, FinError> =>
-      Effect.flatMap(Monotonic.millis, (monotonic) =>
+    ): Effect.Effect<Redacted.Redacted<string>, FinError> => {
+      const stored = Effect.map(Clock.currentTimeMillis, (now) => {
+        const due = storedDue
+        return due !== undefined && now < due.usableUntil && !isRefused(due.token)
+          ? Option.some(due.token)
+          : Option.none()
+      })
+      return Effect.flatMap(Monotonic.millis, (monotonic) =>
         awaitShared(deferred, deadline).pipe(
           Effect.timeoutTo({
             duration: Duration.millis(Math.max(0, (deadline - monotonic) / 2)),
             onSuccess: Effect.succeed,
             onTimeout: () =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) => {
-                const stored = storedDue
-                return stored !== undefined && now < stored.usableUntil && !isRefused(stored.token)
-                  ? Effect.succeed(stored.token)
-                  : awaitShared(deferred, deadline)
-              })
+              Effect.flatMap(
+                stored,
+                Option.match({ onNone: () => awaitShared(deferred, deadline), onSome: Effect.succeed })
+              )
           }),
           Effect.flatten,
-          detachedIfUninterruptible
+          detachedIfUninterruptible,
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(
+              stored,
+              Option.match({ onNone: () => Effect.failCause(cause), onSome: Effect.succeed })
+            )
+          )
         ))
+    }
 
     // The lock's whole step, the state's update included, is uninterruptible (its body only reads the clock and forks,
     // so the wait for the lock is short): a caller interrupted between the fork and the update (an interruption that

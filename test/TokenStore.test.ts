@@ -228,6 +228,30 @@ describe("TokenStore", () => {
       }
     }))
 
+  // As a process holding the token itself would (TokenProvider.test: a refresh that died is a failed refresh).
+  it.effect("a new process whose own token fetch dies (a platform client that threw) goes on with the stored token", () =>
+    Effect.gen(function*() {
+      for (const deadline of [undefined, "5 seconds"] as const) {
+        const memory = TokenStore.makeMemory()
+        yield* TestClock.setTime(0)
+        const routes = yield* dueStoredPair(memory, () => Effect.die(new Error("the platform client threw")))
+        const call = FeeService.calculate(quoteRequest)
+        const [outcome, seen] = yield* FinTest.advanceUntilDone(
+          Effect.gen(function*() {
+            const outcome = yield* Effect.exit(
+              deadline === undefined ? call : call.pipe(HttpTransport.withOptions({ deadline }))
+            )
+            return [outcome, yield* bearers] as const
+          }).pipe(withStore(memory, routes)),
+          { step: "500 millis" }
+        )
+        expect(Exit.isSuccess(outcome), `deadline: ${deadline}`).toBe(true)
+        expect(seen).toEqual(["Bearer stored-token"])
+        // The lock is free for the next fetch.
+        expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+      }
+    }))
+
   // As a process holding the token itself would: a call with a short deadline does not wait for that deadline.
   it.effect("a new process whose own refresh hangs: a call with a short deadline goes on with the stored token after half of it", () =>
     Effect.gen(function*() {
@@ -256,6 +280,25 @@ describe("TokenStore", () => {
         expect(seen, label).toEqual(Array.from({ length: waiters }, () => "Bearer stored-token"))
         expect(elapsed, label).toBe(2_500)
       }
+    }))
+
+  // As a process holding the token itself would (TokenProvider.test: a refresh whose retry wait passes the deadline).
+  it.effect("a new process whose own refresh is to wait past a call's deadline: the call goes on with the stored token", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      yield* TestClock.setTime(0)
+      const routes = yield* dueStoredPair(memory, () => FinTest.json(503, { message: "down" }, { "retry-after": "30" }))
+      const [outcome, seen] = yield* FinTest.advanceUntilDone(
+        Effect.gen(function*() {
+          const outcome = yield* Effect.either(
+            FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))
+          )
+          return [outcome, yield* bearers] as const
+        }).pipe(withStore(memory, routes)),
+        { step: "500 millis" }
+      )
+      expect(Either.isRight(outcome), Either.isLeft(outcome) ? outcome.left.message : "").toBe(true)
+      expect(seen).toEqual(["Bearer stored-token"])
     }))
 
   it.effect("a refused token is not handed out while the store is being cleared of it", () => {
