@@ -1528,7 +1528,11 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   if (secrets.keys.length === 0) throw invalid("secrets holds no webhook secret (empty ones do not count)")
   if (secrets.padded) throw invalid(`secrets ${paddedMessage}`)
   checkEnvironment("handler", options.environment)
-  if (typeof options.handlers !== "object" || options.handlers === null || Array.isArray(options.handlers)) {
+  // A Map's entries are no properties: every event would be acknowledged (200 handled) and none handled.
+  if (
+    typeof options.handlers !== "object" || options.handlers === null || Array.isArray(options.handlers) ||
+    (options.handlers as unknown) instanceof Map
+  ) {
     throw invalid("handlers must be an object of event types to handlers ({} to acknowledge every event)")
   }
   // A misspelt event type would leave its events acknowledged (200 handled) and never handled: lost for good.

@@ -1447,7 +1447,7 @@ describe("Webhooks.handler", () => {
     )
     refused({ handlers: { Unknown: "log it" } as unknown as Webhooks.Handlers }, `handlers["Unknown"] is not a function`)
     // From untyped code: no handlers at all (an unset configuration key), or no options, is named, not a TypeError.
-    for (const handlers of [undefined, null, "log", [() => Effect.void]]) {
+    for (const handlers of [undefined, null, "log", [() => Effect.void], new Map([["transaction.status", () => Effect.void]])]) {
       refused(
         { handlers: handlers as unknown as Webhooks.Handlers },
         "handlers must be an object of event types to handlers ({} to acknowledge every event)"
