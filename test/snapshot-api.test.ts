@@ -345,6 +345,20 @@ describe("snapshot script, online", () => {
     const readReport = async (path: string) =>
       Schema.decodeUnknownSync(CrossCheckReport)(JSON.parse(await read(path)))
 
+    it("refuses a report path that is the snapshot or its meta, before asking the API, and leaves both as they were", async () => {
+      const out = await committedCopy()
+      const before = await readAll(out)
+      for (const name of ["subdivisions.json", "subdivisions.meta.json"]) {
+        const result = await runMain(crossCheck(Path.join(out, name), "--out", out, "--countries", "USA"), {
+          served: { USA: apiOf("USA") }
+        })
+        expect(result.code).toBe(2)
+        expect(result.stderr).toContain("the report would replace it")
+        expect(result.subdivisionCalls).toEqual([])
+        expect(await readAll(out)).toEqual(before)
+      }
+    })
+
     it("counts missing, extra, renamed and invalid codes against the committed snapshot, writes the report, exits 1", async () => {
       const report = Path.join(await tempDir(), "report.json")
       const usa = [

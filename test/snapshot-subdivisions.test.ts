@@ -430,6 +430,28 @@ describe("snapshot-subdivisions", () => {
         expect(yield* readAll(dir)).toEqual(written)
       }))
 
+    it.live("--check names a code listed twice, or under another country, in the committed snapshot", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        yield* run(options(dir))
+        const dataPath = Path.join(dir, "subdivisions.json")
+        const committed = yield* Effect.promise(() => read(dataPath))
+        const line = `{"code":"US-CA","name":"California","type":"State"},`
+        const cases = [
+          [committed.replace(line, `${line}\n    ${line}`), "USA lists US-CA 2 times"],
+          [committed.replace(line, `${line}\n    {"code":"US-CA","name":"Kalifornia","type":"State"},`), "USA lists US-CA 2 times"],
+          [committed.replace(`{"code":"CA-ON",`, `{"code":"US-ON",`), "CAN lists US-ON, a code of another country"]
+        ] as const
+        for (const [text, expected] of cases) {
+          yield* Effect.promise(() => Fs.writeFile(dataPath, text))
+          const check = { ...options(dir), check: true }
+          expect(yield* run(check)).toBe(1)
+          const output = check.output.join("\n")
+          expect(output).toContain(`${dataPath}: ${expected}`)
+          expect(output).not.toContain("same entries, other bytes")
+        }
+      }))
+
     it.live("--check and --dry-run print the diff and write nothing", () =>
       Effect.gen(function*() {
         const dir = yield* tempDir()

@@ -319,6 +319,15 @@ export const formatCrossCheck = (report: CrossCheckReport): string => {
 export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Effect<number, SnapshotError, R> =>
   Effect.gen(function*() {
     const snapshotPath = Path.join(options.snapshotDir, files.data)
+    // The report replaces its file: naming the snapshot or its meta would destroy what the run compares with.
+    for (const file of [files.data, files.meta]) {
+      if (Path.resolve(options.reportPath) === Path.resolve(options.snapshotDir, file)) {
+        return yield* new SnapshotError({
+          message:
+            `--report ${options.reportPath} is the snapshot's ${file}: the report would replace it; name another file`
+        })
+      }
+    }
     const text = yield* readSourceFile(options.snapshotDir, files.data)
     // The data file must be the one its meta describes: an edited or half-written copy would agree (or not) with the
     // API for no reason the report could show.

@@ -682,6 +682,27 @@ const leniently = (text: string): Record<string, number> | undefined => {
   return counts
 }
 
+/**
+ * What the diff cannot show of a committed snapshot that decodes: a code listed twice in a country (the diff keys by
+ * code, so the repeat vanishes or reads as a rename) or under a country whose alpha-2 it does not start with. One line
+ * each, in country order.
+ */
+export const snapshotProblems = (snapshot: Snapshot): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  for (const country of Object.keys(snapshot).sort()) {
+    const prefix = CountryCode.isCountryCode(country) ? `${CountryCode.toAlpha2(country)}-` : undefined
+    const times = new Map<string, number>()
+    for (const entry of snapshot[country]!) {
+      times.set(entry.code, (times.get(entry.code) ?? 0) + 1)
+      if (prefix !== undefined && !entry.code.startsWith(prefix)) {
+        problems.push(`${country} lists ${entry.code}, a code of another country (expected ${prefix}...)`)
+      }
+    }
+    for (const [code, n] of times) if (n > 1) problems.push(`${country} lists ${code} ${n} times`)
+  }
+  return problems
+}
+
 const entriesPer = (snapshot: Snapshot): Readonly<Record<string, number>> =>
   Object.fromEntries(Object.entries(snapshot).map(([country, list]) => [country, list.length]))
 
@@ -794,8 +815,10 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
         countsBefore = leniently(committedData) ?? metaCounts(committedMeta, metaPath) ?? {}
       } else {
         before = parsed.right
-        usable = true
         countsBefore = entriesPer(before)
+        const problems = snapshotProblems(before)
+        usable = problems.length === 0
+        for (const problem of problems) log(`${dataPath}: ${problem}`)
         log(`Changes against ${dataPath}:`)
       }
     }
