@@ -31,6 +31,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type * as Tracer from "effect/Tracer"
 import type * as FinConfig from "./FinConfig.js"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
 import * as Bytes from "./internal/bytes.js"
@@ -1591,6 +1592,31 @@ interface Answer {
   readonly outcome: Outcome
 }
 
+// A delivery answered 500 (its handler failed, the store is unavailable, no secret) ends its effect-fin span as
+// failed, as a failed call's does: an operator's tracing shows it as an error, not only by an attribute. The span's
+// error is this marker, never the handler's own cause (logged, redacted, by itself); the answer goes out as before.
+class FailedDelivery<A> {
+  readonly _tag = "effect-fin/FailedDelivery"
+  readonly message: string
+  constructor(readonly value: A, status: number) {
+    this.message = `the webhook delivery was answered ${status}`
+  }
+}
+const spanFailingOn500 = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  statusOf: (a: A) => number,
+  name: string,
+  options?: Tracer.SpanOptions
+): Effect.Effect<A, E, R> =>
+  self.pipe(
+    Effect.flatMap((a) => {
+      const status = statusOf(a)
+      return status === 500 ? Effect.fail(new FailedDelivery(a, status)) : Effect.succeed(a)
+    }),
+    Effect.withSpan(name, { ...options, captureStackTrace: false }),
+    Effect.catchIf((e): e is FailedDelivery<A> => e instanceof FailedDelivery, (e) => Effect.succeed(e.value))
+  ) as Effect.Effect<A, E, R>
+
 // The outcome, recorded on the current span.
 const settleAs = (status: number, outcome: Outcome): Effect.Effect<Answer> =>
   Effect.as(Effect.annotateCurrentSpan("fin.webhook.outcome", outcome), { status, outcome })
@@ -1935,9 +1961,10 @@ const makeApp = <const H extends object>(
           // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
           Effect.tapDefect(() => releaseClaim),
           Effect.scoped,
-          Effect.withSpan("effect-fin.webhook.handle", {
-            attributes: { "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type }
-          })
+          (self) =>
+            spanFailingOn500(self, (answer) => answer.status, "effect-fin.webhook.handle", {
+              attributes: { "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type }
+            })
         )
         // A delivery interrupted before that (while its claim was taken) ends here, and frees the claim.
         yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
@@ -1986,6 +2013,6 @@ const makeApp = <const H extends object>(
     )
   }).pipe(
     Effect.catchTag("WebhookVerificationError", reject),
-    Effect.withSpan("effect-fin.webhook")
+    (self) => spanFailingOn500(self, (response) => response.status, "effect-fin.webhook")
   )
 }

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -386,4 +387,33 @@ describe("FinClient", () => {
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests).toHaveLength(0)
     }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
+})
+
+describe("token metrics", () => {
+  const tokenRequests = (outcome: string) =>
+    Effect.map(
+      Metric.snapshot,
+      (pairs) =>
+        pairs.filter((pair) =>
+          pair.metricKey.name === "effect_fin_token_requests_total" &&
+          pair.metricKey.tags.some((tag) => tag.key === "outcome" && tag.value === outcome)
+        ).reduce((sum, pair) => sum + (pair.metricState as unknown as { readonly count: number }).count, 0)
+    )
+
+  it.effect("a token fetch that succeeds after retries counts once, as a success (its retries on their own)", () =>
+    Effect.gen(function*() {
+      const [ok, failed] = [yield* tokenRequests("success"), yield* tokenRequests("ApiError")]
+      const issue = FinTest.tokenHandler()
+      let turn = 0
+      const flaky: FinTest.Handler = (request) =>
+        ++turn <= 2 ? FinTest.json(503, { message: "Service unavailable" }) : issue(request)
+      yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest)).pipe(
+        Effect.provide(FinTest.layerClient({
+          "POST /v1/oauth/token": flaky,
+          "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody)
+        }))
+      )
+      expect(turn).toBe(3)
+      expect([(yield* tokenRequests("success")) - ok, (yield* tokenRequests("ApiError")) - failed]).toEqual([1, 0])
+    }))
 })

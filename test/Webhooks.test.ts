@@ -30,7 +30,7 @@ import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
-import { captureLogs, defectOf, documentedWebhookBody, withWallClockSetBack } from "./support.js"
+import { captureLogs, defectOf, documentedWebhookBody, recordingTracer, withWallClockSetBack } from "./support.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
@@ -695,6 +695,33 @@ describe("Webhooks.handler", () => {
       Redacted.unsafeWipe(wipeable)
       expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
       expect(logs.join("\n")).toContain("no_secret")
+    }))
+
+  it.effect("a delivery answered 500 (its handler failed) ends its spans as failed; a handled one does not", () =>
+    Effect.gen(function*() {
+      const { layer, spans } = yield* recordingTracer
+      let failing = true
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => failing ? Effect.fail("db down") : Effect.void }
+      })).pipe(Effect.provide(layer))
+      const ended = Effect.map(spans, (all) =>
+        all.filter((span) => span.name.startsWith("effect-fin.webhook")).map((span) =>
+          `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${
+            span.status._tag === "Ended" ? span.status.exit._tag : "open"
+          }`
+        ))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      expect(yield* ended).toEqual([
+        "effect-fin.webhook failed Failure",
+        "effect-fin.webhook.handle failed Failure"
+      ])
+      failing = false
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect((yield* ended).slice(2)).toEqual([
+        "effect-fin.webhook handled Success",
+        "effect-fin.webhook.handle handled Success"
+      ])
     }))
 
   it.effect("answers 401 without detail on a bad or missing signature, 400 on a malformed body", () =>
