@@ -382,8 +382,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           status = success.status
           return success.value.fields
         }),
-        Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
-        Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
         (self) => Retry.retry(self, {
           maxRetries,
           waitCap: config.maxRetryAfter,
@@ -393,6 +391,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
               Effect.zipRight(announceWait(error, until))
             )
         }),
+        // Counted once per token call, after its retries (which `effect_fin_retries_total` counts), as
+        // `effect_fin_requests_total` counts calls: a fetch that succeeded on its third attempt is one success, not
+        // two failures and a success.
+        Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
+        Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
         Effect.onExit((exit) =>
           Exit.isSuccess(exit)
             ? Http.annotateOutcome(attempt, "success", status)
