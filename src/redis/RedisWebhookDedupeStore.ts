@@ -29,9 +29,13 @@ export interface Options extends Connection.Options {}
 // claim with no expiry (set by hand, restored from a dump) would hold its event or reference off for ever: it gets
 // this claim's TTL. So does an event key of another type (another writer's; GET's error, from pcall, is a table): held
 // for a while, then free, rather than a failure on every delivery for ever.
+// The same claim run again (ioredis sends a command again after a reconnection when its answer was lost with the
+// connection) is answered as the first run was: otherwise the delivery would be told 'pending' by its own claim, and
+// that claim, whose token no one knows, would hold the event and its reference until it expired.
 const claim = Connection.script(`
 local v = redis.pcall('GET', KEYS[1])
 if v == 'done' then return 'done' end
+if v == 'pending:' .. ARGV[1] and redis.pcall('GET', KEYS[2]) == ARGV[1] then return 'claimed' end
 if v then
   if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
   return 'pending'

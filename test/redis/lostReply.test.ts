@@ -1,49 +1,51 @@
-// A claim whose answer is lost with its connection: ioredis sends the command again once it has reconnected.
+// A command whose answer is lost with its connection: ioredis sends it again once it has reconnected, and the script
+// run a second time must answer as the first run did.
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Net from "node:net"
 import { Redis } from "ioredis"
-import { RedisWebhookDedupeStore } from "../../src/redis/index.js"
+import * as Net from "node:net"
+import { RedisTokenStore, RedisWebhookDedupeStore } from "../../src/redis/index.js"
 import { redisUrl, uniquePrefix } from "./support.js"
 
-// A proxy to Redis that cuts the connection instead of passing on the first reply that includes `marker`.
-const replyLosingProxy = (port: number, marker: string) => {
-  let dropped = false
-  const proxy = Net.createServer((downstream) => {
-    const upstream = Net.connect(port, "127.0.0.1")
-    for (const socket of [downstream, upstream]) {
-      socket.on("error", () => undefined)
-      socket.on("close", () => {
-        downstream.destroy()
-        upstream.destroy()
-      })
-    }
-    downstream.pipe(upstream)
-    upstream.on("data", (chunk: Buffer) => {
-      if (!dropped && chunk.toString().includes(marker)) {
-        dropped = true
-        downstream.destroy()
-        upstream.destroy()
-        return
+// The URL of a proxy to the test's Redis that cuts the connection instead of passing on the first reply matching
+// `losing` (then passes everything on), for the scope's life.
+const replyLosingProxy = (losing: (reply: string) => boolean) =>
+  Effect.gen(function*() {
+    let dropped = false
+    const port = Number(new URL(redisUrl).port)
+    const proxy = Net.createServer((downstream) => {
+      const upstream = Net.connect(port, "127.0.0.1")
+      for (const socket of [downstream, upstream]) {
+        socket.on("error", () => undefined)
+        socket.on("close", () => {
+          downstream.destroy()
+          upstream.destroy()
+        })
       }
-      downstream.write(chunk)
+      downstream.pipe(upstream)
+      upstream.on("data", (chunk: Buffer) => {
+        if (!dropped && losing(chunk.toString())) {
+          dropped = true
+          downstream.destroy()
+          upstream.destroy()
+          return
+        }
+        downstream.write(chunk)
+      })
     })
+    yield* Effect.acquireRelease(
+      Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()))),
+      () => Effect.sync(() => proxy.close())
+    )
+    return `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`
   })
-  return proxy
-}
 
 describe("RedisWebhookDedupeStore, a claim's answer lost with its connection", () => {
   for (const via of ["url", "client"] as const) {
     it.scopedLive(`the claim sent again after the reconnection is still this delivery's (${via})`, () =>
       Effect.gen(function*() {
-        const port = Number(new URL(redisUrl).port)
-        const proxy = replyLosingProxy(port, "claimed")
-        yield* Effect.acquireRelease(
-          Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()))),
-          () => Effect.sync(() => proxy.close())
-        )
-        const url = `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`
+        const url = yield* replyLosingProxy((reply) => reply.includes("claimed"))
         const prefix = uniquePrefix("lost-reply")
         const store = via === "url"
           ? yield* RedisWebhookDedupeStore.make({ url, prefix, timeout: "3 seconds" })
@@ -59,7 +61,7 @@ describe("RedisWebhookDedupeStore, a claim's answer lost with its connection", (
             prefix,
             timeout: "3 seconds"
           })
-        // Before the fix: InProgress, and a claim no delivery holds keeps the event and its reference for 30 s.
+        // Else InProgress, and a claim no delivery holds keeps the event and its reference for 30 s.
         const claim = yield* store.claim("event-1", "ref-1", Duration.seconds(30))
         if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${claim._tag}`)
         expect((yield* store.claim("event-1", "ref-1", Duration.seconds(30)))._tag).toBe("InProgress")
@@ -68,4 +70,16 @@ describe("RedisWebhookDedupeStore, a claim's answer lost with its connection", (
         expect((yield* store.claim("event-1", "ref-2", Duration.seconds(30)))._tag).toBe("Claimed")
       }))
   }
+})
+
+describe("RedisTokenStore, a lock's answer lost with its connection", () => {
+  it.scopedLive("the lock sent again after the reconnection is taken by its sender, not held by no one for lockTtl", () =>
+    Effect.gen(function*() {
+      const url = yield* replyLosingProxy((reply) => reply.startsWith("*2\r\n:1\r\n"))
+      const store = yield* RedisTokenStore.make({ url, prefix: uniquePrefix("lock"), timeout: "3 seconds" })
+      const lock = yield* store.lock("k")
+      if (lock._tag !== "Acquired") return yield* Effect.dieMessage(`not acquired: ${lock._tag}`)
+      yield* store.unlock("k", lock.owner)
+      expect((yield* store.lock("k"))._tag).toBe("Acquired")
+    }))
 })
