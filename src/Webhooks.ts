@@ -1595,11 +1595,18 @@ interface Answer {
 // A delivery answered 500 (its handler failed, the store is unavailable, no secret) ends its effect-fin span as
 // failed, as a failed call's does: an operator's tracing shows it as an error, not only by an attribute. The span's
 // error is this marker, never the handler's own cause (logged, redacted, by itself); the answer goes out as before.
+// Its answer is kept out of what a tracer renders (`Cause.prettyErrors`: its `toString`, else all its properties as
+// JSON, the whole response with them): the span's error reads as the message alone.
 class FailedDelivery<A> {
   readonly _tag = "effect-fin/FailedDelivery"
   readonly message: string
-  constructor(readonly value: A, status: number) {
+  declare readonly value: A
+  constructor(value: A, status: number) {
     this.message = `the webhook delivery was answered ${status}`
+    Object.defineProperty(this, "value", { value, enumerable: false })
+  }
+  toString(): string {
+    return this.message
   }
 }
 const spanFailingOn500 = <A, E, R>(

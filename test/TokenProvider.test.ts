@@ -597,6 +597,39 @@ describe("TokenProvider", () => {
       "POST /v1/fee-calculation": fee
     })))
 
+  // As effect_fin_requests_total counts a call that died or was interrupted (outcome "defect", "interrupted"), a token
+  // call is counted once whatever its end: one made, and sent, is never missing from the count.
+  it.effect("a token call that dies, or is interrupted in its retry wait, is counted in effect_fin_token_requests_total", () => {
+    const tokenCalls = (outcome: string) =>
+      Effect.sync(() => {
+        const pair = Metric.unsafeSnapshot().find((p) =>
+          p.metricKey.name === "effect_fin_token_requests_total" &&
+          p.metricKey.tags.some((tag) => tag.key === "outcome" && tag.value === outcome)
+        )
+        return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
+      })
+    return Effect.gen(function*() {
+      const defects = yield* tokenCalls("defect")
+      const died = yield* Effect.exit(tokenValue)
+      expect(Exit.isFailure(died) && Cause.isDie(died.cause)).toBe(true)
+      expect(yield* tokenCalls("defect")).toBe(defects + 1)
+      // A 503, then the fetch interrupted in its retry wait: the caller gives up (no deadline of its own here), so
+      // the fetch is interrupted by the client's scope closing.
+      const interrupted = yield* tokenCalls("interrupted")
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        FinTest.layerClient({ "POST /v1/oauth/token": () => FinTest.json(503, { message: "unavailable" }) }),
+        scope
+      )
+      const provider = Context.get(context, TokenProvider.TokenProvider)
+      const waiter = yield* Effect.fork(Effect.exit(provider.get))
+      yield* advance(10)
+      yield* Scope.close(scope, Exit.void)
+      yield* Fiber.join(waiter)
+      expect(yield* tokenCalls("interrupted")).toBe(interrupted + 1)
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => { throw new Error("client bug") } }))
+  })
+
   it.effect("retries a 503 from the token call, counted in effect_fin_retries_total as operation token", () =>
     Effect.gen(function*() {
       const tokenRetries = Effect.sync(() => {

@@ -716,6 +716,17 @@ describe("Webhooks.handler", () => {
         "effect-fin.webhook failed Failure",
         "effect-fin.webhook.handle failed Failure"
       ])
+      // What a tracer records as the span's error (OpenTelemetry's status message): the marker's message, not the
+      // answer rendered as JSON.
+      const messages = (yield* spans).flatMap((span) =>
+        span.status._tag === "Ended" && span.status.exit._tag === "Failure"
+          ? Cause.prettyErrors(span.status.exit.cause).map((error) => error.message)
+          : []
+      )
+      expect(messages).toEqual([
+        "the webhook delivery was answered 500",
+        "the webhook delivery was answered 500"
+      ])
       failing = false
       expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
       expect((yield* ended).slice(2)).toEqual([

@@ -82,4 +82,28 @@ describe("RedisTokenStore, a lock's answer lost with its connection", () => {
       yield* store.unlock("k", lock.owner)
       expect((yield* store.lock("k"))._tag).toBe("Acquired")
     }))
+
+  // The first run took the lock when it was sent; its sender hears of it only after the reconnection, and renews it a
+  // third of lockTtl after that: the run sent again gives the lock its whole lockTtl, as a lock just taken has.
+  it.scopedLive("the lock sent again after a slow reconnection lives lockTtl from its answer, so its first renewal finds it", () =>
+    Effect.gen(function*() {
+      const url = yield* replyLosingProxy((reply) => reply.startsWith("*2\r\n:1\r\n"))
+      const store = yield* RedisTokenStore.make({
+        client: yield* Effect.acquireRelease(
+          Effect.promise(async () => {
+            const client = new Redis(url, { retryStrategy: () => 500 })
+            await new Promise((resolve) => client.once("ready", resolve))
+            return client
+          }),
+          (client) => Effect.sync(() => client.disconnect())
+        ),
+        prefix: uniquePrefix("lock-ttl"),
+        timeout: "3 seconds",
+        lockTtl: "750 millis"
+      })
+      const lock = yield* store.lock("k")
+      if (lock._tag !== "Acquired") return yield* Effect.dieMessage(`not acquired: ${lock._tag}`)
+      yield* Effect.sleep("250 millis")
+      expect(yield* store.renew("k", lock.owner)).toBe(true)
+    }))
 })
