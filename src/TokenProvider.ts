@@ -393,16 +393,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         }),
         // Counted once per token call, after its retries (which `effect_fin_retries_total` counts), as
         // `effect_fin_requests_total` counts calls: a fetch that succeeded on its third attempt is one success, not
-        // two failures and a success.
-        Effect.tap(() => Metric.increment(Metric.tagged(tokenRequests, "outcome", "success"))),
-        Effect.tapError((e) => Metric.increment(Metric.tagged(tokenRequests, "outcome", e._tag))),
+        // two failures and a success; one that died or was interrupted (in a retry wait, say, its attempts sent) is
+        // counted too, as "defect" or "interrupted".
         Effect.onExit((exit) =>
-          Exit.isSuccess(exit)
-            ? Http.annotateOutcome(attempt, "success", status)
-            : Option.match(Cause.failureOption(exit.cause), {
-              onNone: () => Effect.void,
-              onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error))
-            })
+          Effect.zipRight(
+            Metric.increment(
+              Metric.tagged(tokenRequests, "outcome", Exit.isSuccess(exit) ? "success" : failedBy(exit.cause))
+            ),
+            Exit.isSuccess(exit)
+              ? Http.annotateOutcome(attempt, "success", status)
+              : Option.match(Cause.failureOption(exit.cause), {
+                onNone: () => Effect.void,
+                onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error))
+              })
+          )
         ),
         // No code.stacktrace: it would point here, never at the user's code (and costs a stack trace per fetch).
         Effect.withSpan("effect-fin.token", { kind: "client", captureStackTrace: false, attributes: { "url.path": path } })
