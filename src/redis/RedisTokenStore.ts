@@ -93,9 +93,13 @@ return 0`)
 // hand, restored from a dump) would hold every fetch off for ever: it gets this store's lockTtl. A key of another type
 // (another writer's; GET's error, from pcall, is a table) is held by no one of ours ('') until it expires. The same
 // command run again (ioredis sends it again after a reconnection when its answer was lost with the connection) finds
-// the lock its own first run took: taken, as that run answered, not held by an owner no one is.
+// the lock its own first run took: taken, as that run answered, not held by an owner no one is. It gets its lockTtl
+// again: its owner renews it a third of lockTtl after this answer, which came late (the reconnection's wait).
 const lock = Connection.script(`
-if redis.pcall('GET', KEYS[1]) == ARGV[1] then return {1, ARGV[1]} end
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, ARGV[1]}
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, ARGV[1]} end
 if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 local holder = redis.pcall('GET', KEYS[1])

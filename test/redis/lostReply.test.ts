@@ -91,7 +91,7 @@ describe("RedisTokenStore, a lock's answer lost with its connection", () => {
       const store = yield* RedisTokenStore.make({
         client: yield* Effect.acquireRelease(
           Effect.promise(async () => {
-            const client = new Redis(url, { retryStrategy: () => 500 })
+            const client = new Redis(url, { retryStrategy: () => 1_500 })
             await new Promise((resolve) => client.once("ready", resolve))
             return client
           }),
@@ -99,11 +99,12 @@ describe("RedisTokenStore, a lock's answer lost with its connection", () => {
         ),
         prefix: uniquePrefix("lock-ttl"),
         timeout: "3 seconds",
-        lockTtl: "750 millis"
+        lockTtl: "2 seconds"
       })
       const lock = yield* store.lock("k")
       if (lock._tag !== "Acquired") return yield* Effect.dieMessage(`not acquired: ${lock._tag}`)
-      yield* Effect.sleep("250 millis")
+      // Renewed 2.5 s after it was first taken: gone by then unless its lockTtl began again with the answer.
+      yield* Effect.sleep("1 second")
       expect(yield* store.renew("k", lock.owner)).toBe(true)
     }))
 })
