@@ -7,7 +7,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -18,7 +17,7 @@ import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import { version } from "../src/internal/version.js"
 import * as TokenProvider from "../src/TokenProvider.js"
-import { quoteBody, quoteRequest } from "./support.js"
+import { counterValue, quoteBody, quoteRequest } from "./support.js"
 
 const base = { clientId: "id", clientSecret: "secret" }
 const configError = (options: FinConfig.Options) =>
@@ -390,15 +389,7 @@ describe("FinClient", () => {
 })
 
 describe("token metrics", () => {
-  const tokenRequests = (outcome: string) =>
-    Effect.map(
-      Metric.snapshot,
-      (pairs) =>
-        pairs.filter((pair) =>
-          pair.metricKey.name === "effect_fin_token_requests_total" &&
-          pair.metricKey.tags.some((tag) => tag.key === "outcome" && tag.value === outcome)
-        ).reduce((sum, pair) => sum + (pair.metricState as unknown as { readonly count: number }).count, 0)
-    )
+  const tokenRequests = (outcome: string) => counterValue("effect_fin_token_requests_total", "outcome", outcome)
 
   it.effect("a token fetch that succeeds after retries counts once, as a success (its retries on their own)", () =>
     Effect.gen(function*() {

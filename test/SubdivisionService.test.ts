@@ -6,8 +6,6 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import * as Metric from "effect/Metric"
-import type * as MetricState from "effect/MetricState"
 import * as Scope from "effect/Scope"
 import * as CountryCode from "../src/CountryCode.js"
 import type * as FinConfig from "../src/FinConfig.js"
@@ -16,7 +14,7 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as Subdivisions from "../src/Subdivisions.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { advance, captureLogs, provideClient, withWallClockSetBack } from "./support.js"
+import { advance, captureLogs, counterValue, provideClient, withWallClockSetBack } from "./support.js"
 
 const ROUTE = "GET /v1/countries/*/subdivisions"
 const apiBody = (subdivisions: ReadonlyArray<{ code: string; name: string }>) => FinTest.json(200, { data: { subdivisions } })
@@ -603,14 +601,7 @@ describe("SubdivisionService", () => {
 
     it.effect("counts the snapshot answers by reason in effect_fin_subdivision_snapshot_total", () =>
       Effect.gen(function*() {
-        const served = (reason: string) =>
-          Effect.sync(() => {
-            const pair = Metric.unsafeSnapshot().find((p) =>
-              p.metricKey.name === "effect_fin_subdivision_snapshot_total" &&
-              p.metricKey.tags.some((tag) => tag.key === "reason" && tag.value === reason)
-            )
-            return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
-          })
+        const served = (reason: string) => counterValue("effect_fin_subdivision_snapshot_total", "reason", reason)
         const before = [yield* served("TransportError"), yield* served("cooldown")]
         yield* list("USA").pipe(noRetries)
         yield* list("CAN")

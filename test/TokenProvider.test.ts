@@ -8,8 +8,6 @@ import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Metric from "effect/Metric"
-import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -20,7 +18,16 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
-import { advance, captureLogs, defectOf, interruptedAtFirstFork, provideClient, quoteBody, quoteRequest } from "./support.js"
+import {
+  advance,
+  captureLogs,
+  counterValue,
+  defectOf,
+  interruptedAtFirstFork,
+  provideClient,
+  quoteBody,
+  quoteRequest
+} from "./support.js"
 
 const HOUR = 3_600_000
 const MIN = 60_000
@@ -600,14 +607,7 @@ describe("TokenProvider", () => {
   // As effect_fin_requests_total counts a call that died or was interrupted (outcome "defect", "interrupted"), a token
   // call is counted once whatever its end: one made, and sent, is never missing from the count.
   it.effect("a token call that dies, or is interrupted in its retry wait, is counted in effect_fin_token_requests_total", () => {
-    const tokenCalls = (outcome: string) =>
-      Effect.sync(() => {
-        const pair = Metric.unsafeSnapshot().find((p) =>
-          p.metricKey.name === "effect_fin_token_requests_total" &&
-          p.metricKey.tags.some((tag) => tag.key === "outcome" && tag.value === outcome)
-        )
-        return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
-      })
+    const tokenCalls = (outcome: string) => counterValue("effect_fin_token_requests_total", "outcome", outcome)
     return Effect.gen(function*() {
       const defects = yield* tokenCalls("defect")
       const died = yield* Effect.exit(tokenValue)
@@ -632,13 +632,7 @@ describe("TokenProvider", () => {
 
   it.effect("retries a 503 from the token call, counted in effect_fin_retries_total as operation token", () =>
     Effect.gen(function*() {
-      const tokenRetries = Effect.sync(() => {
-        const pair = Metric.unsafeSnapshot().find((p) =>
-          p.metricKey.name === "effect_fin_retries_total" &&
-          p.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "token")
-        )
-        return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
-      })
+      const tokenRetries = counterValue("effect_fin_retries_total", "operation", "token")
       const before = yield* tokenRetries
       const fiber = yield* Effect.fork(tokenValue)
       yield* advance(500)

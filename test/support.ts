@@ -5,6 +5,8 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
@@ -202,3 +204,12 @@ export const defectOf = (self: Effect.Effect<unknown, unknown, any> | Layer.Laye
   if (exit._tag === "Success" || !Cause.isDie(exit.cause)) throw new Error("expected a defect at once")
   return Cause.squash(exit.cause)
 }
+
+/** The count of the counter `name` whose `tag` is `value` (0 before its first update), read now. */
+export const counterValue = (name: string, tag: string, value: string): Effect.Effect<number> =>
+  Effect.sync(() => {
+    const pair = Metric.unsafeSnapshot().find((p) =>
+      p.metricKey.name === name && p.metricKey.tags.some((t) => t.key === tag && t.value === value)
+    )
+    return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
+  })

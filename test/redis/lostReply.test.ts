@@ -41,6 +41,17 @@ const replyLosingProxy = (losing: (reply: string) => boolean) =>
     return `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`
   })
 
+// A client of the test's own (a store's borrowed one), ready, reconnecting `retryMillis` after a lost connection.
+const borrowedClient = (url: string, retryMillis: number) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new Redis(url, { retryStrategy: () => retryMillis })
+      await new Promise((resolve) => client.once("ready", resolve))
+      return client
+    }),
+    (client) => Effect.sync(() => client.disconnect())
+  )
+
 describe("RedisWebhookDedupeStore, a claim's answer lost with its connection", () => {
   for (const via of ["url", "client"] as const) {
     it.scopedLive(`the claim sent again after the reconnection is still this delivery's (${via})`, () =>
@@ -50,14 +61,7 @@ describe("RedisWebhookDedupeStore, a claim's answer lost with its connection", (
         const store = via === "url"
           ? yield* RedisWebhookDedupeStore.make({ url, prefix, timeout: "3 seconds" })
           : yield* RedisWebhookDedupeStore.make({
-            client: yield* Effect.acquireRelease(
-              Effect.promise(async () => {
-                const client = new Redis(url, { retryStrategy: () => 10 })
-                await new Promise((resolve) => client.once("ready", resolve))
-                return client
-              }),
-              (client) => Effect.sync(() => client.disconnect())
-            ),
+            client: yield* borrowedClient(url, 10),
             prefix,
             timeout: "3 seconds"
           })
@@ -89,14 +93,7 @@ describe("RedisTokenStore, a lock's answer lost with its connection", () => {
     Effect.gen(function*() {
       const url = yield* replyLosingProxy((reply) => reply.startsWith("*2\r\n:1\r\n"))
       const store = yield* RedisTokenStore.make({
-        client: yield* Effect.acquireRelease(
-          Effect.promise(async () => {
-            const client = new Redis(url, { retryStrategy: () => 1_500 })
-            await new Promise((resolve) => client.once("ready", resolve))
-            return client
-          }),
-          (client) => Effect.sync(() => client.disconnect())
-        ),
+        client: yield* borrowedClient(url, 1_500),
         prefix: uniquePrefix("lock-ttl"),
         timeout: "3 seconds",
         lockTtl: "2 seconds"
