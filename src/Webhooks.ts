@@ -1599,10 +1599,9 @@ interface Answer {
 // JSON, the whole response with them): the span's error reads as the message alone.
 class FailedDelivery<A> {
   readonly _tag = "effect-fin/FailedDelivery"
-  readonly message: string
+  readonly message = "the webhook delivery was answered 500"
   declare readonly value: A
-  constructor(value: A, status: number) {
-    this.message = `the webhook delivery was answered ${status}`
+  constructor(value: A) {
     Object.defineProperty(this, "value", { value, enumerable: false })
   }
   toString(): string {
@@ -1616,10 +1615,7 @@ const spanFailingOn500 = <A, E, R>(
   options?: Tracer.SpanOptions
 ): Effect.Effect<A, E, R> =>
   self.pipe(
-    Effect.flatMap((a) => {
-      const status = statusOf(a)
-      return status === 500 ? Effect.fail(new FailedDelivery(a, status)) : Effect.succeed(a)
-    }),
+    Effect.flatMap((a) => statusOf(a) === 500 ? Effect.fail(new FailedDelivery(a)) : Effect.succeed(a)),
     Effect.withSpan(name, { ...options, captureStackTrace: false }),
     Effect.catchIf((e): e is FailedDelivery<A> => e instanceof FailedDelivery, (e) => Effect.succeed(e.value))
   ) as Effect.Effect<A, E, R>
