@@ -229,6 +229,15 @@ describe("effect-fin (offline commands)", () => {
     expect(result.stderr.trim()).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
   })
 
+  it("subdivisions without credentials says that --offline needs none", async () => {
+    const result = await cli(["subdivisions", "USA"])
+    expect(result.code).toBe(1)
+    expect(result.stderr.trim()).toBe(
+      "effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set; " +
+        "--offline lists the bundled snapshot, which needs no credentials"
+    )
+  })
+
   it("a plain-http base URL off loopback is refused", async () => {
     const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], {
       FIN_CLIENT_ID: "id",

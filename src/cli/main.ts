@@ -223,6 +223,19 @@ const subdivisionRows = (list: ReadonlyArray<Subdivisions.Subdivision>) =>
 
 const count = (n: number) => `${n} subdivision${n === 1 ? "" : "s"}`
 
+// Without credentials the snapshot is still at hand: the failure says how to reach it.
+const offlineHint = <E>(error: E): E | ConfigError.ConfigError =>
+  ConfigError.isConfigError(error) && missesCredentials(error)
+    ? ConfigError.And(
+      error,
+      ConfigError.InvalidData(["--offline"], "--offline lists the bundled snapshot, which needs no credentials")
+    )
+    : error
+
+const missesCredentials = (error: ConfigError.ConfigError): boolean =>
+  error._op === "MissingData" ||
+  ((error._op === "And" || error._op === "Or") && (missesCredentials(error.left) || missesCredentials(error.right)))
+
 const subdivisions = Command.make(
   "subdivisions",
   {
@@ -248,7 +261,10 @@ const subdivisions = Command.make(
         return yield* print(args.json, { country, source: "snapshot", subdivisions: list }, () =>
           `${subdivisionRows(list)}\n\n${count(list.length)} of ${country} (offline snapshot)`)
       }
-      const result = yield* SubdivisionService.list(country).pipe(Effect.provide(clientLayer))
+      const result = yield* SubdivisionService.list(country).pipe(
+        Effect.provide(clientLayer),
+        Effect.mapError(offlineHint)
+      )
       yield* print(args.json, result, () =>
         `${subdivisionRows(result.subdivisions)}\n\n${count(result.subdivisions.length)} of ${result.country} (${
           result.source === "api" ? "from the API" : "offline snapshot: the API call failed, as logged above"
