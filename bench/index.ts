@@ -309,11 +309,12 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
       } µs of CPU per call to NodeHttpClient.layerUndici (${bare.value.toFixed(0)} µs bare)${
         before === undefined ? "" : `, down from ${(before.value - bare.value).toFixed(0)} µs before the optimisations below`
       }.`,
-      "  What is left is what DESIGN.md section 4 asks of every call: request validation (schema), the cached token,",
-      "  the retry boundary, one timer (one child fiber) for the attempt's timeout and the call's deadline, the decode",
-      "  into `FeeQuote` (schema class, `DateTime`), the answer's check, the call's span (in place of the platform's",
-      "  `http.client` span, whose end holds the request, credentials included) and two metrics. The ablation below",
-      "  (\"What each piece of a call costs\") cuts each piece out in turn, a change of behaviour only to size it.",
+      "  What is left is what the README's \"Behaviour you can rely on\" promises of every call: request validation",
+      "  (schema), the cached token, the retry boundary, one timer (one child fiber) for the attempt's timeout and the",
+      "  call's deadline, the decode into `FeeQuote` (schema class, `DateTime`), the answer's check, the call's span (in",
+      "  place of the platform's `http.client` span, whose end holds the request, credentials included) and two metrics.",
+      "  The ablation below (\"What each piece of a call costs\") cuts each piece out in turn, a change of behaviour",
+      "  only to size it.",
       ...(pieces.length === 0 ? [] : [
         `  Against the ${x(full.vsBase! - OVERHEAD_TARGET)} between this run's ${x(full.vsBase!)} and ${
           x(OVERHEAD_TARGET)
@@ -326,7 +327,7 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
       "  deadline (then a timed fiber of its own) out altogether was worth 0.1x to 0.3x of the ratio (2026-11-26/27, runs",
       "  of 21 to 41 rounds). It has no fiber now (fe328e1: every wait of the call is cut at the deadline instead, the",
       "  tests of the deadline unchanged and passing), which recovered about 0.1x (0.05x to 0.15x over five paired runs).",
-      "  The one timer left is the largest piece; a call with no time limit is not one DESIGN.md allows. The rest is",
+      "  The one timer left is the largest piece; every attempt has a time limit (`timeout`, 30 s by default). The rest is",
       "  spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about 1.2%",
       "  of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`)."
     )

@@ -156,7 +156,7 @@ const saidBy = ({ message, operation, status }: ApiError): string => {
   return message.trim() === "" || message === start ? "" : `: ${message}`
 }
 
-// A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is (DESIGN.md 4).
+// A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is.
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
 const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
   new RateLimitError({
