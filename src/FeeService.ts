@@ -336,6 +336,25 @@ const rulesBroken = (input: unknown): ReadonlyArray<Issue> => {
   return ruleIssues(own).map((rule) => new Issue({ path: String(rule.path[0]), expected: rule.message }))
 }
 
+const fieldNames: ReadonlySet<PropertyKey> = new Set(Object.keys(RequestFields.fields))
+
+// The schema builds an issue per unknown key, a second of blocked event loop for a body of a hundred thousand passed
+// on as it came: past the first MAX_ISSUES (all an error tells) they are only counted, and the request is refused all
+// the same.
+const withFewUnknownKeys = (input: unknown): { readonly input: unknown; readonly uncounted: number } => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return { input, uncounted: 0 }
+  const keys = Reflect.ownKeys(input)
+  if (keys.length <= fieldNames.size + Issues.MAX_ISSUES) return { input, uncounted: 0 }
+  const kept = {}
+  let unknown = 0
+  for (const key of keys) {
+    if (!fieldNames.has(key) && unknown++ >= Issues.MAX_ISSUES) continue
+    // Defined, not assigned: an own `__proto__` key (JSON.parse makes them) stays a key.
+    Object.defineProperty(kept, key, { value: (input as Record<PropertyKey, unknown>)[key], enumerable: true })
+  }
+  return { input: kept, uncounted: Math.max(0, unknown - Issues.MAX_ISSUES) }
+}
+
 /**
  * Checks a request (as a user's untyped input may be) without sending it; what it returns can be passed to
  * `calculate` as is.
@@ -346,16 +365,19 @@ const rulesBroken = (input: unknown): ReadonlyArray<Issue> => {
 export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, RequestValidationError> => {
   let decoded: ReturnType<typeof validateRequest>
   let broken: ReadonlyArray<Issue> = []
+  let uncounted = 0
   try {
-    decoded = validateRequest(input, strict)
-    if (Either.isLeft(decoded)) broken = rulesBroken(input)
+    const checked = withFewUnknownKeys(input)
+    uncounted = checked.uncounted
+    decoded = validateRequest(checked.input, strict)
+    if (Either.isLeft(decoded)) broken = rulesBroken(checked.input)
   } catch (defect) {
     // A request that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
     return Effect.die(defect)
   }
   return Either.match(decoded, {
     onLeft: (error) => {
-      const { issues, summary } = Issues.told([...Issues.fromParseIssue(error.issue), ...broken])
+      const { issues, summary } = Issues.told([...Issues.fromParseIssue(error.issue), ...broken], uncounted)
       return Effect.fail(new RequestValidationError({ message: `Invalid fee calculation request: ${summary}`, issues }))
     },
     onRight: Effect.succeed

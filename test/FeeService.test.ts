@@ -148,6 +148,22 @@ describe("FeeService", () => {
       expect(error.message).toMatch(/extra_19: expected no such key; and 5 more$/)
     }))
 
+  // Past the 20 told, unknown keys are only counted (the schema would build an issue for each, seconds for a million).
+  it.effect("a request of a hundred thousand unknown keys is told its first 20 issues and how many more, all counted", () =>
+    Effect.gen(function*() {
+      const keys = Array.from({ length: 100_000 }, (_, i) => `"k${i}":${i}`).join(",")
+      const request: unknown = JSON.parse(
+        `{"__proto__":1,"source_amount":"x","source_currency":"USD","destination_currency":"EUR",${keys}}`
+      )
+      const error = yield* Effect.flip(FeeService.validate(request))
+      expect(error.issues.map((issue) => issue.path)).toEqual([
+        "__proto__",
+        ...Array.from({ length: 19 }, (_, i) => `k${i}`)
+      ])
+      // 100,001 unknown keys and the refused amount, 20 of them told.
+      expect(error.message).toMatch(/k18: expected no such key; and 99982 more$/)
+    }))
+
   it.effect("a non-enumerable own field is read by the rules as the schema reads it", () =>
     Effect.gen(function*() {
       const request = { source_amount: "x", source_currency: "USD" }

@@ -130,13 +130,15 @@ export const summarize = (issues: ReadonlyArray<Issue>): string =>
 
 /**
  * What an error keeps of the issues `found`: the first `MAX_ISSUES`, and the line saying them, which ends with how many
- * more there were (`...; and 5 more`), so that mending those told is not taken for mending everything.
+ * more there were (`...; and 5 more`, `uncounted` more not even built), so that mending those told is not taken for
+ * mending everything.
  */
 export const told = (
-  found: ReadonlyArray<Issue>
+  found: ReadonlyArray<Issue>,
+  uncounted = 0
 ): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
   const issues = found.slice(0, MAX_ISSUES)
-  const more = found.length - issues.length
+  const more = found.length - issues.length + uncounted
   return { issues, summary: `${summarize(issues)}${more > 0 ? `; and ${more} more` : ""}` }
 }
 
