@@ -314,8 +314,10 @@ export const sequence = (...replies: ReadonlyArray<Reply>): Handler => {
 }
 
 /**
- * Answers like `handler`, after `duration` of (test) clock time. Throws `IllegalArgumentException` when `duration` is
- * no duration of zero or more (a bare number, from untyped code: its unit is not said).
+ * Answers like `handler`, after `duration` of (test) clock time: `handler` runs after the wait, so a call that gives
+ * up first never runs it. For a service that did the work and answered late, write a handler that does the work at
+ * once and then returns `Effect.delay(Effect.succeed(reply), duration)`. Throws `IllegalArgumentException` when
+ * `duration` is no duration of zero or more (a bare number, from untyped code: its unit is not said).
  *
  * @since 0.1.0
  * @category handlers

@@ -645,7 +645,11 @@ const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
 
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
-  let request = HttpClientRequest.make(spec.method)(spec.url).pipe(HttpClientRequest.setHeaders(spec.headers))
+  // Only the uncompressed body is read: node:http and undici do not decode a compressed one (fetch does), and with no
+  // Accept-Encoding at all any coding is acceptable (RFC 9110 12.5.3), so a proxy may gzip the answer.
+  let request = HttpClientRequest.make(spec.method)(spec.url).pipe(
+    HttpClientRequest.setHeaders({ "accept-encoding": "identity", ...spec.headers })
+  )
   if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
   return client.execute(request).pipe(
     // A client of the user's that fails on a status (`HttpClient.filterStatusOk`, a common app-wide wrapper) still
