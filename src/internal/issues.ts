@@ -137,9 +137,18 @@ export const told = (
   found: ReadonlyArray<Issue>,
   uncounted = 0
 ): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
-  const issues = found.slice(0, MAX_ISSUES)
-  const more = found.length - issues.length + uncounted
-  return { issues, summary: `${summarize(issues)}${more > 0 ? `; and ${more} more` : ""}` }
+  const { first, more } = firstOf(found, uncounted)
+  return { issues: first, summary: `${summarize(first)}${more}` }
+}
+
+/** The first `MAX_ISSUES` of `found`, and the end of the line telling them: `; and 5 more`, or nothing. */
+export const firstOf = <T>(
+  found: ReadonlyArray<T>,
+  uncounted = 0
+): { readonly first: ReadonlyArray<T>; readonly more: string } => {
+  const first = found.slice(0, MAX_ISSUES)
+  const more = found.length - first.length + uncounted
+  return { first, more: more > 0 ? `; and ${more} more` : "" }
 }
 
 /**
@@ -166,7 +175,15 @@ export const allIssues = (
   error: ParseResult.ParseError,
   pathOf: (path: ReadonlyArray<PropertyKey>) => string = (path) => path.join(".")
 ): Array<{ readonly path: string; readonly message: string }> => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+  let formatted: ReadonlyArray<ParseResult.ArrayFormatterIssue>
+  try {
+    formatted = ParseResult.ArrayFormatter.formatErrorSync(error)
+  } catch {
+    // Quoting a value nested deeper than the stack goes (200,000 brackets fit in an admin body of the emulator)
+    // overflows it: the issues are then told without the values, as `fromParseIssue` tells them.
+    return fromParseIssue(error.issue).map((issue) => ({ path: issue.path, message: `expected ${issue.expected}` }))
+  }
+  const issues = formatted.map((issue) => ({
     path: pathOf(issue.path),
     message: issue.message,
     // The path as keys, to tell a value's own problems from another's whose name it begins.

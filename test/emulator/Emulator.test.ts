@@ -3,6 +3,7 @@
  * validation, admin endpoints, counters, the webhook sender, `serve`, and a clean shutdown.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -403,6 +404,41 @@ describe("Emulator", () => {
         expect(documented.json).toEqual({ status: 500, message: "Internal server error" })
       }))
 
+    it.scopedLive("a status fault whose body JSON cannot write is refused, not kept to answer empty 500s", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const circular: Record<string, unknown> = {}
+        circular["self"] = circular
+        for (const body of [{ amount: 10n }, circular, () => "body"]) {
+          const set = yield* Effect.either(emulator.setFaults([{ kind: "status", status: 503, body }]))
+          expect(set._tag).toBe("Left")
+          const added = yield* Effect.either(emulator.addFaults([{ kind: "status", status: 503, body }]))
+          expect(added._tag).toBe("Left")
+        }
+        const made = yield* Effect.either(Emulator.make({ faults: [{ kind: "status", status: 503, body: { n: 1n } }] }))
+        expect(made._tag).toBe("Left")
+        expect(yield* emulator.faults).toEqual([])
+        expect((yield* call(emulator.url, "GET", "/__emulator/faults")).json).toEqual({ faults: [] })
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(422)
+      }))
+
+    it.scopedLive("admin input nested deeper than the stack goes is a 400, and options an EmulatorError, not a defect", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        // 400 KB: within the 1 MiB an admin body may have; JSON.parse reads it, quoting it in a message overflows.
+        const deep = "[".repeat(200_000) + "]".repeat(200_000)
+        const faults = yield* call(emulator.url, "POST", "/__emulator/faults", {
+          body: `{"faults":[{"kind":"latency","millis":${deep}}]}`
+        })
+        expect(faults.status).toBe(400)
+        expect(faults.text).toContain("millis")
+        const hooks = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body: `{"status":${deep}}` })
+        expect(hooks.status).toBe(400)
+        expect(yield* emulator.faults).toEqual([])
+        const made = yield* Effect.exit(Emulator.make({ fee: JSON.parse(deep) }))
+        expect(made).toMatchObject({ _tag: "Failure", cause: { _tag: "Fail", error: { reason: "InvalidOptions" } } })
+      }))
+
     it.scopedLive("a malformed body is a 200 that is not JSON", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make({ faults: [{ kind: "malformed" }] })
@@ -624,6 +660,20 @@ describe("Emulator", () => {
         yield* emulator.reset
         expect(yield* emulator.faults).toEqual(initial)
         expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(500)
+      }))
+
+    it.scopedLive("an admin 400 names the first 20 problems and counts the rest, not a body many times the request's", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        // 12 bytes a rule: 80,000 of them fit in 1 MiB, and were answered with 24 MB.
+        const body = `{"faults":[${Array.from({ length: 2000 }, () => "{\"kind\":\"x\"}").join(",")}]}`
+        const answer = yield* call(emulator.url, "POST", "/__emulator/faults", { body })
+        expect(answer.status).toBe(400)
+        const { errors, message } = answer.json as { errors: ReadonlyArray<unknown>; message: string }
+        expect(errors).toHaveLength(20)
+        expect(message).toMatch(/; and 1980 more$/)
+        expect(answer.text.length).toBeLessThan(body.length)
+        expect(yield* emulator.faults).toEqual([])
       }))
 
     it.scopedLive("rejects invalid admin input with 400 and a message naming the problem", () =>
@@ -989,6 +1039,51 @@ describe("emulator admin routes", () => {
       expect((yield* from("::1")).status).toBe(200)
       // In-process, with no socket: nothing to refuse.
       expect((yield* from(undefined)).status).toBe(200)
+    }))
+
+  it.scopedLive("answer 403 to a client not on loopback that resets the connection right after its request", () =>
+    Effect.gen(function*() {
+      let acted = 0
+      const raw = Http.createServer()
+      // As a client on another machine looks: its address where Node gives one. Node asks the system when first asked,
+      // and once the client has reset the connection there is none to give.
+      const nodeAddress = Object.getOwnPropertyDescriptor(Net.Socket.prototype, "remoteAddress")!.get!
+      raw.on("connection", (socket: Net.Socket) => {
+        Object.defineProperty(socket, "remoteAddress", {
+          get: () => (nodeAddress.call(socket) === undefined ? undefined : "192.0.2.7")
+        })
+      })
+      const server = yield* NodeHttpServer.make(() => raw, { port: 0, host: "127.0.0.1" })
+      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      // Behind a router, as the emulator's admin routes are.
+      const app = HttpRouter.empty.pipe(
+        HttpRouter.post(
+          "/__emulator/revoke-tokens",
+          App.loopbackOnly(Effect.sync(() => {
+            acted += 1
+            return HttpServerResponse.text("admin")
+          }))
+        )
+      )
+      yield* HttpServer.serveEffect(app).pipe(Effect.provideService(HttpServer.HttpServer, server))
+      const request = "POST /__emulator/revoke-tokens HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+      const send = (reset: boolean) =>
+        Effect.async<string>((resume) => {
+          const socket = Net.connect({ port, host: "127.0.0.1" })
+          let answer = ""
+          socket.on("data", (chunk) => (answer += chunk))
+          socket.on("error", () => {})
+          socket.on("close", () => resume(Effect.succeed(answer)))
+          socket.on("connect", () => {
+            socket.write(request)
+            if (reset) socket.resetAndDestroy()
+            else socket.end()
+          })
+        })
+      expect(yield* send(false)).toMatch(/^HTTP\/1.1 403/)
+      for (let i = 0; i < 10; i++) yield* send(true)
+      yield* Effect.sleep("50 millis")
+      expect(acted).toBe(0)
     }))
 
   it.effect("answer 403 to a browser page of another site, even from loopback (a foreign Origin or Host)", () =>

@@ -18,7 +18,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { STATUS_CODES } from "node:http"
+import { IncomingMessage, STATUS_CODES } from "node:http"
 import * as Os from "node:os"
 import * as Amounts from "../../internal/amount.js"
 import * as Bytes from "../../internal/bytes.js"
@@ -68,7 +68,9 @@ const isLocalUrl = (url: string): boolean => {
 /**
  * `route`, for loopback clients only. The admin routes change what the emulator does (faults, revocations, webhooks
  * sent to any URL), so they answer 403 to any other client, even when the emulator listens on another address. A
- * request with no socket (an app run in-process) has no remote address and is let through. A browser on this machine
+ * request with no socket (an app run in-process) has no remote address and is let through; one the Node server read
+ * whose socket has no address is not: Node reads the address when first asked, and a socket already closed (a client
+ * that reset the connection right after sending its request) has none to give. A browser on this machine
  * is a loopback client too: a page of another site (its `Origin`), or one reaching the emulator through a DNS name
  * rebound to 127.0.0.1 (its `Host`), is refused as well.
  */
@@ -77,7 +79,9 @@ export const loopbackOnly = <E, R>(
 ): Effect.Effect<Response, E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const { host, origin } = request.headers
-    return (request.remoteAddress._tag === "None" || isLoopback(request.remoteAddress.value)) &&
+    const remote = request.remoteAddress
+    const inProcess = remote._tag === "None" && !(request.source instanceof IncomingMessage)
+    return (inProcess || (remote._tag === "Some" && isLoopback(remote.value))) &&
         (origin === undefined || isLocalUrl(origin)) && (host === undefined || isLocalUrl(`http://${host}`))
       ? route
       : Effect.succeed(json({ message: "The emulator's admin routes answer loopback clients only" }, 403))
@@ -299,8 +303,10 @@ const adminBody = <A, I>(schema: Schema.Schema<A, I>, operation: string, emptyAs
     const value = body._tag === "Empty" ? emptyAs : body.value
     return Either.match(Schema.decodeUnknownEither(schema)(value, { errors: "all", onExcessProperty: "error" }), {
       onLeft: (error) => {
-        const errors = formatIssues(error)
-        const detail = errors.map((e) => (e.path === "" ? e.message : `${e.path}: ${e.message}`)).join("; ")
+        // The first `MAX_ISSUES`, and how many more: a 1 MiB body of 80,000 bad rules would otherwise be answered with
+        // 24 MB, twice over (message and errors).
+        const { first: errors, more } = Issues.firstOf(formatIssues(error))
+        const detail = errors.map((e) => (e.path === "" ? e.message : `${e.path}: ${e.message}`)).join("; ") + more
         return Effect.fail(json({ message: `Invalid body for ${operation}: ${detail}`, errors }, 400))
       },
       onRight: Effect.succeed

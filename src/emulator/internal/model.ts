@@ -49,6 +49,19 @@ const ruleFields = {
 
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative({ message: () => "a whole number >= 0" }))
 
+// A body the emulator can send: one `JSON.stringify` writes (no BigInt, cycle, function, or nesting deeper than it
+// goes). Checked when the rule is set: otherwise the rule is kept, and every request it matches (and every read of the
+// rules) dies with an empty 500.
+const JsonBody = Schema.Unknown.pipe(
+  Schema.filter((u) => {
+    try {
+      return JSON.stringify(u) !== undefined
+    } catch {
+      return false
+    }
+  }, { message: () => "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)" })
+)
+
 /** Answer with an error status (and `Retry-After`, a body of choice). */
 const StatusFault = Schema.Struct({
   kind: Schema.Literal("status"),
@@ -59,7 +72,7 @@ const StatusFault = Schema.Struct({
   /** Sent as `retry-after-ms`. */
   retryAfterMs: Schema.optional(NonNegativeInt),
   /** JSON body to send instead of the documented one for the status. */
-  body: Schema.optional(Schema.Unknown),
+  body: Schema.optional(JsonBody),
   ...ruleFields
 })
 
