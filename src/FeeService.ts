@@ -346,11 +346,14 @@ const withFewUnknownKeys = (input: unknown): { readonly input: unknown; readonly
   const keys = Reflect.ownKeys(input)
   if (keys.length <= fieldNames.size + Issues.MAX_ISSUES) return { input, uncounted: 0 }
   const kept = {}
+  const read = input as Record<PropertyKey, unknown>
   let unknown = 0
   for (const key of keys) {
+    // Every key is read, as the schema reads it: a getter that throws is a defect past the 20th unknown key too.
+    const value = read[key]
     if (!fieldNames.has(key) && unknown++ >= Issues.MAX_ISSUES) continue
     // Defined, not assigned: an own `__proto__` key (JSON.parse makes them) stays a key.
-    Object.defineProperty(kept, key, { value: (input as Record<PropertyKey, unknown>)[key], enumerable: true })
+    Object.defineProperty(kept, key, { value, enumerable: true })
   }
   return { input: kept, uncounted: Math.max(0, unknown - Issues.MAX_ISSUES) }
 }

@@ -164,6 +164,21 @@ describe("FeeService", () => {
       expect(error.message).toMatch(/k18: expected no such key; and 99982 more$/)
     }))
 
+  // Past the 20 told, every key is still read as the schema reads it: a request that cannot be read is a defect.
+  it.effect("past 20 unknown keys, a getter that throws on a later one is still a defect", () =>
+    Effect.gen(function*() {
+      const request: Record<string, unknown> = { source_amount: "1", source_currency: "USD", destination_currency: "EUR" }
+      for (let i = 0; i < 25; i++) request[`k${i}`] = i
+      Object.defineProperty(request, "late", {
+        enumerable: true,
+        get: () => {
+          throw new Error("boom")
+        }
+      })
+      const exit = yield* Effect.exit(FeeService.validate(request))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+    }))
+
   it.effect("a non-enumerable own field is read by the rules as the schema reads it", () =>
     Effect.gen(function*() {
       const request = { source_amount: "x", source_currency: "USD" }

@@ -432,6 +432,15 @@ describe("Emulator", () => {
         })
         expect(faults.status).toBe(400)
         expect(faults.text).toContain("millis")
+        const body = yield* call(emulator.url, "POST", "/__emulator/faults", {
+          body: `{"faults":[{"kind":"status","status":500,"body":${deep}}]}`
+        })
+        expect([body.status, body.json]).toMatchObject([400, {
+          errors: [{
+            path: "faults[0].body",
+            message: "expected a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)"
+          }]
+        }])
         const hooks = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body: `{"status":${deep}}` })
         expect(hooks.status).toBe(400)
         expect(yield* emulator.faults).toEqual([])

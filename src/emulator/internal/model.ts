@@ -59,7 +59,11 @@ const JsonBody = Schema.Unknown.pipe(
     } catch {
       return false
     }
-  }, { message: () => "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)" })
+  }, {
+    message: () => "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)",
+    // Told also where the issues are told without quoting the value (nesting too deep to quote): not `unknown (refined)`.
+    title: "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)"
+  })
 )
 
 /** Answer with an error status (and `Retry-After`, a body of choice). */
