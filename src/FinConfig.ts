@@ -153,6 +153,13 @@ const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigEr
   if (!Loopback.isSecureOrLocal(url)) {
     return Either.left(invalid("baseUrl", `baseUrl must use https (plain http is allowed only on loopback)`))
   }
+  // Port 0 is no port a service listens on (a template's placeholder, a free-port "0" copied as is): every request
+  // would be refused, told only at the first call as a TransportError, retried as if the service were down.
+  if (url.port === "0") {
+    return Either.left(
+      invalid("baseUrl", "baseUrl must not have port 0 (give the port the service listens on, or none)")
+    )
+  }
   const path = url.pathname.replace(/\/+$/, "")
   // The routes are appended with their version ("/v1/oauth/token"): the service's address copied with the version on
   // it would send "/v1/v1/...", and its 404 would name the token route as if that were missing. Only the version

@@ -158,6 +158,10 @@ export const withOptions: {
     // a class or an inherited option counts; other inherited keys are not the options' own (a method of a class
     // compiled to ES5 is enumerable).
     Effect.locallyWith(self, currentOptions, (current) => {
+      // From untyped code, no object at all (`undefined` read from a config file, a bare number): refused at each call
+      // inside, as an override of another name is, not a TypeError here nor no override without a word.
+      const notAnObject = CallOptionsInternal.notAnObject(options)
+      if (notAnObject !== undefined) return { ...current, [CallOptionsInternal.NOT_AN_OBJECT]: notAnObject }
       const given = options as Readonly<Record<string, unknown>>
       const taken: Array<readonly [string, unknown]> = []
       for (const key of Object.keys(given)) if (given[key] !== undefined) taken.push([key, given[key]])

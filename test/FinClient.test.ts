@@ -70,6 +70,10 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "https://u:p@x.example" })).toContain("credentials")
       expect(yield* configError({ ...base, baseUrl: "https://:secret@api.fin.com" })).toContain("baseUrl must not carry credentials")
       expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
+      // Port 0: nothing listens there; refused when the layer is built, not as a TransportError at the first call.
+      expect(yield* configError({ ...base, baseUrl: "http://127.0.0.1:0" })).toContain("baseUrl must not have port 0")
+      expect(yield* configError({ ...base, baseUrl: "https://proxy.example:00/fin" })).toContain("port 0")
+      expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://127.0.0.1:1" })).baseUrl).toBe("http://127.0.0.1:1")
     }))
 
   it.effect("a baseUrl ending in the API's version is refused: the routes add /v1 themselves", () =>

@@ -1041,6 +1041,18 @@ describe("HttpTransport", () => {
       expect(yield* outcomesOf("refused")).toEqual([["RequestValidationError", 1]])
     }).pipe(provideClient({})))
 
+  it.effect("overrides that are no object (from untyped code) are a RequestValidationError, not a defect", () =>
+    Effect.gen(function*() {
+      for (const [given, words] of [[undefined, "undefined"], [null, "null"], [5000, "number"], ["5 seconds", "string"]] as const) {
+        const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(given as unknown as HttpTransport.CallOptions)))
+        expect(error).toMatchObject({
+          _tag: "RequestValidationError",
+          message: `Invalid overrides: expected an object of timeout, deadline and maxRetries, not ${words}`
+        })
+      }
+      expect(yield* attempts).toBe(0)
+    }).pipe(provideClient({ [FEE]: () => ok })))
+
   it.effect("an invalid override is a RequestValidationError and sends nothing", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: -1 })))
@@ -1056,10 +1068,12 @@ describe("HttpTransport", () => {
         })
       }
       // Past 24 days a timer never fires (2^31 - 1 ms is the most one waits): no limit at all, without a word.
-      for (const options of [{ timeout: "25 days" }, { deadline: Duration.days(30) }] as const) {
-        const long = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(options)))
-        expect(long._tag === "RequestValidationError" && long.issues.map((i) => i.expected)).toEqual([
-          "a finite duration greater than zero, at most 24 days"
+      // Below a millisecond a timer cannot count it: refused, and the words say so (not "greater than zero", which
+      // half a millisecond is).
+      for (const options of [{ timeout: "25 days" }, { deadline: Duration.days(30) }, { timeout: "0.5 millis" }] as const) {
+        const refused = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(options)))
+        expect(refused._tag === "RequestValidationError" && refused.issues.map((i) => i.expected)).toEqual([
+          "a finite duration from 1 millisecond to 24 days"
         ])
       }
       // From untyped code, a bare number: said to lack its unit, as the client's own options say it.

@@ -21,7 +21,8 @@ export interface Resolved {
 
 const invalid = (path: string, expected: string) => Issues.refusal(path, `Invalid ${path} override`, expected)
 
-// Checked as the client's own time limits are (a limit past Durations.MAX_TIMER would never fire).
+// Checked as the client's own time limits are (a limit past Durations.MAX_TIMER would never fire; one below a
+// millisecond, which timers cannot count, is refused too, so the words say both bounds).
 const duration = (name: string, input: Duration.DurationInput | undefined, fallback: Duration.Duration) =>
   input === undefined
     ? Either.right(fallback)
@@ -29,17 +30,36 @@ const duration = (name: string, input: Duration.DurationInput | undefined, fallb
       const unit = Durations.withoutUnit(input)
       return invalid(
         name,
-        unit === undefined ? "a finite duration greater than zero, at most 24 days" : `a duration with its unit ${unit}`
+        unit === undefined ? "a finite duration from 1 millisecond to 24 days" : `a duration with its unit ${unit}`
       )
     })
 
 const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, deadline: true, maxRetries: true }
 
 /**
+ * The key under which `withOptions` records overrides that were no object (from untyped code: `withOptions(undefined)`,
+ * `withOptions(5000)`), holding what they were: refused by `resolve`, rather than a defect or no override at all.
+ */
+export const NOT_AN_OBJECT = "(overrides)"
+
+/** What `withOptions` was given, in words, when it is no object of options; undefined when it is one. */
+export const notAnObject = (options: unknown): string | undefined =>
+  typeof options === "object" && options !== null ? undefined : options === null ? "null" : typeof options
+
+/**
  * `options` over `defaults`; an override that is out of range, or none of the three (from untyped code: `maxRetry`,
  * which would otherwise change nothing without a word), is a `RequestValidationError` naming it.
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
+  const given = (options as Readonly<Record<string, unknown>>)[NOT_AN_OBJECT]
+  if (Object.hasOwn(options, NOT_AN_OBJECT) && typeof given === "string") {
+    return Either.left(
+      new RequestValidationError({
+        message: `Invalid overrides: expected an object of timeout, deadline and maxRetries, not ${given}`,
+        issues: [new Issue({ path: "", expected: "an object of timeout, deadline and maxRetries" })]
+      })
+    )
+  }
   const [shown] = OptionNames.unknown(options, NAMES)
   if (shown !== undefined) {
     return Either.left(
