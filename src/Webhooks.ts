@@ -328,8 +328,15 @@ interface SignatureHeaders {
 
 const hexPattern = /^[0-9a-f]*$/i
 
-// Reads and checks both headers. A signature that is not hex of the algorithm's digest length can match no secret.
-const parseSignatureHeaders = (headers: HeadersInput): Either.Either<SignatureHeaders, WebhookVerificationError> => {
+/**
+ * Reads and checks both headers, as `verify` does first. A signature that is not hex of the algorithm's digest length
+ * can match no secret.
+ *
+ * @internal
+ */
+export const checkSignatureHeaders = (
+  headers: HeadersInput
+): Either.Either<SignatureHeaders, WebhookVerificationError> => {
   const signature = readHeader(headers, signatureHeader)
   if (signature === undefined || signature === "") {
     return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
@@ -442,7 +449,7 @@ export const verifySignature = (
 ): Effect.Effect<void, WebhookVerificationError> =>
   // The hot path: one Effect step (which also reads the context) before the crypto.
   Effect.withFiberRuntime((fiber) => {
-    const parsed = parseSignatureHeaders(headers)
+    const parsed = checkSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
     return checkSignature(cryptoIn(fiber.currentContext), parsed.right, secretList(secrets), toBytes(rawBody))
   })
@@ -1043,7 +1050,7 @@ export const verify = (
     const checked: VerifyOptions = options.maxAge === undefined
       ? options
       : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
-    const parsed = parseSignatureHeaders(headers)
+    const parsed = checkSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
     return verifyDecoded(toBytes(rawBody), parsed.right, secretList(secrets), checked).pipe(
       Effect.flatMap((decoded) => checkAge(decoded, checked)),
@@ -1986,7 +1993,7 @@ const makeApp = <const H extends object>(
       if (Number(contentLength) > limit) return yield* reject(tooLarge(limit))
     }
     // Checked before the body is read, so unsigned requests cost no body read.
-    const parsed = parseSignatureHeaders(request.headers)
+    const parsed = checkSignatureHeaders(request.headers)
     if (Either.isLeft(parsed)) return yield* reject(parsed.left, true)
     const read = contentLength === "0"
       ? Effect.succeed(new Uint8Array(0))

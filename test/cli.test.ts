@@ -139,6 +139,41 @@ describe("effect-fin (offline commands)", () => {
     expect([webhook.code, lines(webhook.stderr)]).toEqual([2, [mismatch]])
   })
 
+  it("an option name in another letter case is a usage error, not an option silently dropped", async () => {
+    for (const args of [
+      ["subdivisions", "USA", "--OFFLINE"],
+      ["subdivisions", "USA", "--offline", "--JSON"],
+      ["quote", "--FROM", "USD", "--to", "CAD", "--amount", "1"]
+    ]) {
+      const result = await cli(args, {})
+      const name = args.find((arg) => /^--[A-Z]/.test(arg))!
+      expect([result.code, result.stdout, result.stderr.split("\n")[0]], args.join(" ")).toEqual([
+        2,
+        "",
+        `Received unknown argument: '${name}'`
+      ])
+    }
+  })
+
+  it("a flag given a value that is neither true nor false is a usage error, not taken as the flag alone", async () => {
+    for (const args of [
+      ["subdivisions", "USA", "--offline=nope"],
+      ["subdivisions", "USA", "--json=maybe", "--offline"],
+      ["emulator", "--port", "0", "--production=sandbox"]
+    ]) {
+      const result = await cli(args, {})
+      const flag = args.find((arg) => arg.includes("="))!
+      expect([result.code, result.stdout, result.stderr.split("\n")[0]], args.join(" ")).toEqual([
+        2,
+        "",
+        `effect-fin: ${JSON.stringify(flag)}: a flag takes no value but true or false (yes/no, on/off, 1/0, y/n)`
+      ])
+    }
+    // The values @effect/cli reads are still taken.
+    const no = await cli(["subdivisions", "USA", "--offline", "--json=no"], {})
+    expect([no.code, no.stdout.split("\n")[0]]).toEqual([0, "code   name                                  type"])
+  })
+
   it("quote validates its flags before reading any configuration", async () => {
     // Any case is taken, but only of ASCII letters: Unicode's upper case of "uſd" is USD.
     for (const from of ["US", "u\u017fd"]) {
@@ -404,7 +439,7 @@ describe("effect-fin (offline commands)", () => {
   it("webhook verify waiting for its body exits 128 + the signal's number when stopped", async () => {
     for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
       const stopped = await cli(
-        ["--log-level", "debug", "webhook", "verify", "--signature", "00"],
+        ["--log-level", "debug", "webhook", "verify", "--signature", "00".repeat(32)],
         { FIN_WEBHOOK_SECRET: "whsec_cli" },
         null,
         undefined,
@@ -438,6 +473,33 @@ describe("effect-fin (offline commands)", () => {
       expect(result.stderr).not.toContain("whsec_cli")
     }
   }, 30_000)
+
+  it("webhook verify: a malformed --signature or --algorithm is refused before the body is waited for", async () => {
+    for (const [args, said] of [
+      [["--signature", "zz"], "the x-fin-signature header is not a hex sha256 digest"],
+      [["--signature", "00".repeat(32), "--algorithm", "sha512"], "the x-fin-signature header is not a hex sha512 digest"],
+      [["--signature", "00".repeat(32), "--algorithm", "md5"], "the signature algorithm is not one of sha256, sha384, sha512"],
+      [["--signature", ""], "the x-fin-signature header is missing"]
+    ] as const) {
+      // Standard input left open, as a terminal's: the command must not wait for a body it will refuse anyway.
+      const result = await cli(
+        ["webhook", "verify", ...args],
+        { FIN_WEBHOOK_SECRET: "whsec_cli" },
+        null,
+        undefined,
+        { when: new Promise((resolve) => setTimeout(resolve, 4000)), signal: "SIGTERM" }
+      )
+      expect([result.code, result.stderr.trim()], args.join(" ")).toEqual([1, `effect-fin: WebhookVerificationError: ${said}`])
+    }
+    // Blanks around either flag and the algorithm's case are still taken, as the headers are.
+    const headers = await Effect.runPromise(Webhooks.sign(documentedWebhookBody, "whsec_cli", "sha384"))
+    const ok = await cli(
+      ["webhook", "verify", "--signature", ` ${headers["x-fin-signature"].toUpperCase()} `, "--algorithm", " SHA384 "],
+      { FIN_WEBHOOK_SECRET: "whsec_cli" },
+      documentedWebhookBody
+    )
+    expect(ok.code).toBe(0)
+  }, 40_000)
 
   it("webhook verify refuses a body over 1 MiB, without reading the rest", async () => {
     const huge = `{"padding":"${"x".repeat(2 * 1024 * 1024)}"}`

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as Args from "@effect/cli/Args"
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
@@ -42,7 +43,14 @@ import * as Webhooks from "../Webhooks.js"
 import * as Snapshot from "../../scripts/lib/main.js"
 import * as Render from "./render.js"
 
-const json = Options.boolean("json").pipe(
+// Every boolean flag's name: `run` refuses a value given to one that @effect/cli would drop (see `badFlag`).
+const booleanFlags = new Set<string>()
+const flag = (name: string) => {
+  booleanFlags.add(name)
+  return Options.boolean(name)
+}
+
+const json = flag("json").pipe(
   Options.withDescription("Print JSON instead of a table (and a failure as one line of JSON on stderr)")
 )
 
@@ -242,7 +250,7 @@ const subdivisions = Command.make(
     country: Args.text({ name: "country" }).pipe(
       Args.withDescription("ISO 3166-1 code, e.g. USA (alpha-2 and any letter case are read too: us, usa)")
     ),
-    offline: Options.boolean("offline").pipe(Options.withDescription("Use the bundled snapshot only (no network)")),
+    offline: flag("offline").pipe(Options.withDescription("Use the bundled snapshot only (no network)")),
     search: Options.text("search").pipe(
       Options.withDescription("Search names in the snapshot (case and accents ignored), e.g. \"new y\""),
       Options.optional
@@ -335,10 +343,14 @@ const verify = Command.make(
       }
       // As the client's own configuration says it: an event of the other environment is refused, as a handler would.
       const environment = yield* Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT"))
+      // The flags are checked before the body is waited for too: a mistyped --signature or --algorithm is said at
+      // once, not once standard input ends (on a terminal, only at Ctrl-D).
+      const headers = { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm }
+      yield* Webhooks.checkSignatureHeaders(headers)
       const body = yield* readStdin
       const event = yield* Webhooks.verify(
         body,
-        { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm },
+        headers,
         secret,
         Option.match(environment, { onNone: () => ({}), onSome: (environment) => ({ environment }) })
       )
@@ -393,7 +405,7 @@ const emulator = Command.make(
       ),
       Options.withDefault("127.0.0.1")
     ),
-    production: Options.boolean("production").pipe(
+    production: flag("production").pipe(
       Options.withDescription("Send webhook events as production ones (sandbox_mode false), for a handler expecting them")
     )
   },
@@ -512,6 +524,9 @@ const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.L
 const printableValue = (value: unknown): unknown =>
   typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
 
+// What @effect/cli reads as a boolean's value: true, 1, y, yes, on and false, 0, n, no, off.
+const booleanWords = new Set(["true", "1", "y", "yes", "on", "false", "0", "n", "no", "off"])
+
 /**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
  *
@@ -556,11 +571,29 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       Effect.sync(() => void (process.exitCode = 2))
     )
   }
+  // A flag given a value (`--offline=nope`) that is neither true nor false: @effect/cli takes it as the flag alone and
+  // drops the value without a word when it is last, or before another option (`--offline=flase` would be offline).
+  const badFlag = args.find((arg) => {
+    const given = /^--([^=]*)=(.*)$/s.exec(arg)
+    return given !== null && booleanFlags.has(given[1]!) && !booleanWords.has(given[2]!)
+  })
+  if (badFlag !== undefined) {
+    return Effect.zipRight(
+      Console.error(Render.printable(
+        `effect-fin: ${JSON.stringify(badFlag)}: a flag takes no value but true or false (yes/no, on/off, 1/0, y/n)`
+      )),
+      Effect.sync(() => void (process.exitCode = 2))
+    )
+  }
   // An argument holding an escape character is shown escaped wherever it is quoted; one that is a colour code the
   // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
   const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
     colourOn(stream) && !args.some((arg) => arg.includes("\x1b"))
   return Command.run(command, { name: "effect-fin", version })(argv).pipe(
+    // Option names as written: @effect/cli's default case-insensitive matching consumes `--JSON` (or `--OFFLINE`,
+    // `--FROM USD` with its value) and then finds no value under `--json`, so the option was silently dropped (a
+    // table for a script that asked JSON, a network call for `--OFFLINE`). A usage error instead.
+    Effect.provide(CliConfig.layer({ isCaseSensitive: true })),
     // Logs (a fallback's warning, say) go to stderr: stdout carries only the answer, which `--json` keeps parseable.
     Effect.provide(
       Logger.replace(
