@@ -301,7 +301,7 @@ export const make = (
           Math.round(ttl),
           owner
         ])
-        return reply === 1
+        return Connection.isOne(reply)
       }).pipe(Effect.mapError(failed))
 
     const clear: TokenStore.Service["clear"] = (key, accessToken) =>
@@ -348,8 +348,8 @@ export const make = (
         lockMillis
       ).pipe(
         Effect.map((reply): TokenStore.Lock => {
-          const [taken, holder] = reply as [number, string]
-          return taken === 1 ? { _tag: "Acquired", owner } : { _tag: "Held", owner: holder }
+          const [taken, holder] = reply as [number | string, string]
+          return Connection.isOne(taken) ? { _tag: "Acquired", owner } : { _tag: "Held", owner: holder }
         }),
         Effect.mapError(failed)
       )
@@ -363,7 +363,7 @@ export const make = (
       lock: take,
       renew: (key, owner) =>
         Effect.mapError(redis.eval("renew", renew, [lockKey(key)], [owner, lockMillis]), failed).pipe(
-          Effect.map((reply) => reply === 1)
+          Effect.map(Connection.isOne)
         ),
       unlock: release,
       failure: (key) =>

@@ -153,7 +153,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
         ).pipe(Effect.asVoid, Effect.mapError(failed)),
       renew: (eventId, referenceId, token, ttl) =>
         redis.eval("renew", renew, [eventKey(eventId), referenceClaimKey(referenceId)], [token, millis(ttl)]).pipe(
-          Effect.map((reply) => reply === 1),
+          Effect.map(Connection.isOne),
           Effect.mapError(failed)
         ),
       release: releaseClaim,

@@ -896,3 +896,23 @@ describe("Redis stopped mid-run", () => {
         .toBe(true)
     }).pipe(Effect.scoped), 30_000)
 })
+
+describe("a client with ioredis's stringNumbers (integer replies as text)", () => {
+  it.scopedLive("borrowed or from redisOptions: locks are taken, renewed and the pair stored; claims renew", () =>
+    Effect.gen(function*() {
+      const borrowed = new Redis(redisUrl, { stringNumbers: true })
+      yield* Effect.addFinalizer(() => Effect.sync(() => borrowed.disconnect()))
+      for (const options of [{ client: borrowed }, { url: redisUrl, redisOptions: { stringNumbers: true } }]) {
+        const prefix = uniquePrefix("string-numbers")
+        const store = yield* RedisTokenStore.make({ ...options, prefix })
+        const lock = yield* store.lock("k")
+        expect(lock._tag).toBe("Acquired")
+        expect(yield* store.renew("k", lock.owner)).toBe(true)
+        expect(yield* store.set("k", tokens("access", Date.now() + 60_000), lock.owner)).toBe(true)
+        const dedupe = yield* RedisWebhookDedupeStore.make({ ...options, prefix })
+        const claim = yield* dedupe.claim("e", "r", Duration.seconds(30))
+        if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${claim._tag}`)
+        expect(yield* dedupe.renew("e", "r", claim.token, Duration.seconds(30))).toBe(true)
+      }
+    }))
+})

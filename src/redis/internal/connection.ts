@@ -86,6 +86,12 @@ export const orIfWrongType = <A, B>(read: Promise<A>, wrongType: B): Promise<A |
     error instanceof Error && error.message.startsWith("WRONGTYPE") ? wrongType : Promise.reject(error)
   )
 
+/**
+ * Whether a script's integer reply is 1: ioredis gives integers as numbers, or as their decimal text when the client
+ * has `stringNumbers` set (an application's borrowed client, or `redisOptions`).
+ */
+export const isOne = (reply: unknown): boolean => reply === 1 || reply === "1"
+
 /** SHA-256 of a text, in hex. */
 export const sha256 = (text: string): string => NodeCrypto.createHash("sha256").update(text).digest("hex")
 
