@@ -1409,6 +1409,87 @@ describe("HttpTransport", () => {
       expect(requests.filter((r) => r.path === "/v1/items").map((r) => new URL(r.url).search)).toEqual(["?page=2"])
     }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
 
+  it.effect("a query with a lone surrogate (text cut inside an emoji) is refused, not sent as U+FFFD", () =>
+    Effect.gen(function*() {
+      const cut = "Zo\u00eb \ud83d\ude00".slice(0, 5)
+      for (const query of [{ name: cut }, { [cut]: "x" }, { name: "\ude00" }]) {
+        const error = yield* Effect.flip(
+          HttpTransport.request({ method: "GET", path: "/v1/items", query, response: Schema.Unknown })
+        )
+        expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "query" }] })
+      }
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/items",
+        query: { name: "Zo\u00eb \ud83d\ude00" },
+        response: Schema.Unknown
+      })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/items").map((r) => new URL(r.url).searchParams.get("name")))
+        .toEqual(["Zo\u00eb \ud83d\ude00"])
+    }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
+
+  it.effect("a query that is a URLSearchParams or a Map (untyped code) is refused, not sent without its values", () =>
+    Effect.gen(function*() {
+      for (const query of [new URLSearchParams({ country_code: "USA" }), new Map([["country_code", "USA"]])]) {
+        const error = yield* Effect.flip(
+          HttpTransport.request({
+            method: "GET",
+            path: "/v1/items",
+            query: query as unknown as Record<string, string>,
+            response: Schema.Unknown
+          })
+        )
+        expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "query" }] })
+      }
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/items",
+        query: Object.assign(Object.create(null), { country_code: "USA" }),
+        response: Schema.Unknown
+      })
+      class ListParams extends Schema.Class<ListParams>("ListParams")({ country_code: Schema.String }) {}
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/items",
+        query: { ...new ListParams({ country_code: "CAN" }) },
+        response: Schema.Unknown
+      })
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/items",
+        query: new ListParams({ country_code: "MEX" }) as unknown as Record<string, string>,
+        response: Schema.Unknown
+      })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/items").map((r) => new URL(r.url).search)).toEqual([
+        "?country_code=USA",
+        "?country_code=CAN",
+        "?country_code=MEX"
+      ])
+    }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
+
+  it.effect("a query typed by an interface of text fields is taken (checked field by field)", () =>
+    Effect.gen(function*() {
+      interface ListQuery {
+        readonly country_code: string
+        readonly per_page?: string | undefined
+      }
+      const query: ListQuery = { country_code: "USA" }
+      yield* HttpTransport.request({ method: "GET", path: "/v1/items", query, response: Schema.Unknown })
+      interface NotText {
+        readonly page: number
+      }
+      const wrong: NotText = { page: 2 }
+      // @ts-expect-error a query value is text
+      const refused = HttpTransport.request({ method: "GET", path: "/v1/items", query: wrong, response: Schema.Unknown })
+      expect((yield* Effect.flip(refused))._tag).toBe("RequestValidationError")
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/items").map((r) => new URL(r.url).search)).toEqual([
+        "?country_code=USA"
+      ])
+    }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
+
   it.effect("a path that could escape is refused before sending", () =>
     Effect.gen(function*() {
       for (const path of ["/v1/../admin", "v1/x", "/v1/a?b=c", "/v1//x", "/v1/%2e%2e"]) {
