@@ -393,7 +393,27 @@ const scratch: { readonly [A in Algorithm]: Uint8Array } = {
 }
 
 
-const toBytes = (body: Uint8Array | string): Uint8Array => typeof body === "string" ? utf8.encode(body) : body
+// The body as bytes. Past the type (an untyped `req.body`, say), an `ArrayBuffer` or another view (`await
+// request.arrayBuffer()`) is taken as its bytes; anything else is undefined: see `notBytes`.
+const toBytes = (body: Uint8Array | string): Uint8Array | undefined => {
+  if (typeof body === "string") return utf8.encode(body)
+  if (body instanceof Uint8Array) return body
+  const value: unknown = body
+  if (value instanceof ArrayBuffer) return new Uint8Array(value)
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+  return undefined
+}
+
+// A body that is no bytes nor text, one a framework already parsed as JSON most often: the program's mistake, a defect
+// saying so, rather than a TypeError from inside the crypto (which one depends on the crypto provided).
+const notBytes = (value: unknown) =>
+  Effect.die(
+    new Cause.IllegalArgumentException(
+      `effect-fin: a webhook body must be the raw bytes (a Uint8Array) or the exact text received, not ${
+        value === null ? "null" : typeof value === "object" ? "an object (was it parsed as JSON first?)" : typeof value
+      }: see "Do not parse the body before the handler" in the README`
+    )
+  )
 
 // Tries each secret in turn (rotation); the first match wins.
 const checkSignature = (
@@ -451,7 +471,9 @@ export const verifySignature = (
   Effect.withFiberRuntime((fiber) => {
     const parsed = checkSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
-    return checkSignature(cryptoIn(fiber.currentContext), parsed.right, secretList(secrets), toBytes(rawBody))
+    const bytes = toBytes(rawBody)
+    if (bytes === undefined) return notBytes(rawBody)
+    return checkSignature(cryptoIn(fiber.currentContext), parsed.right, secretList(secrets), bytes)
   })
 
 /**
@@ -492,7 +514,9 @@ export const sign = (
     if (!algorithms.includes(algorithm)) {
       return Effect.dieMessage(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)
     }
-    return Effect.map(cryptoIn(fiber.currentContext).sign(algorithm, redacted, toBytes(rawBody)), (mac) => ({
+    const bytes = toBytes(rawBody)
+    if (bytes === undefined) return notBytes(rawBody)
+    return Effect.map(cryptoIn(fiber.currentContext).sign(algorithm, redacted, bytes), (mac) => ({
       "content-type": "application/json" as const,
       "x-fin-signature": Hex.fromBytes(mac),
       "x-fin-signature-algorithm": algorithm
@@ -1052,7 +1076,9 @@ export const verify = (
       : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
     const parsed = checkSignatureHeaders(headers)
     if (Either.isLeft(parsed)) return parsed.left
-    return verifyDecoded(toBytes(rawBody), parsed.right, secretList(secrets), checked).pipe(
+    const bytes = toBytes(rawBody)
+    if (bytes === undefined) return notBytes(rawBody)
+    return verifyDecoded(bytes, parsed.right, secretList(secrets), checked).pipe(
       Effect.flatMap((decoded) => checkAge(decoded, checked)),
       Effect.map((decoded) => decoded.event)
     )

@@ -3,7 +3,9 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { vi } from "vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
@@ -186,3 +188,34 @@ describe("Webhooks.handler on NodeHttpServer", () => {
       expect(malformed).toEqual({ status: 400, body: `{"error":"malformed_body"}` })
     }).pipe(Effect.scoped, Effect.provide(ServerLive)))
 })
+
+describe.each([["WebCrypto", Webhooks.layerWebCrypto], ["node:crypto", NodeWebhookCrypto.layer]] as const)(
+  "Webhooks.verify with a body that is not bytes nor text (%s)",
+  (_name, layer) => {
+    it.effect("a body already parsed as JSON dies naming the mistake, not with the crypto's TypeError", () =>
+      Effect.gen(function*() {
+        const headers = yield* Webhooks.sign(body, secret)
+        const parsed: any = JSON.parse(body) // an Express `req.body` after express.json(): `any`, so it compiles
+        const exits: ReadonlyArray<Exit.Exit<unknown, unknown>> = [
+          yield* Effect.exit(Webhooks.verify(parsed, headers, secret)),
+          yield* Effect.exit(Webhooks.verifySignature(parsed, headers, secret))
+        ]
+        for (const exit of exits) {
+          expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+          const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+          expect(Cause.isIllegalArgumentException(defect)).toBe(true)
+          expect(String((defect as Error).message)).toMatch(/parsed as JSON/)
+        }
+      }).pipe(Effect.provide(layer)))
+
+    it.effect("an ArrayBuffer (await request.arrayBuffer()) or a DataView is taken as its bytes", () =>
+      Effect.gen(function*() {
+        const headers = yield* Webhooks.sign(body, secret)
+        const bytes = new TextEncoder().encode(body)
+        const event = yield* Webhooks.verify(bytes.buffer as any, headers, secret)
+        expect(event.type).toBe("beneficiary.status")
+        yield* Webhooks.verify(new DataView(bytes.buffer) as any, headers, secret)
+        yield* Webhooks.verifySignature(bytes.buffer as any, headers, secret)
+      }).pipe(Effect.provide(layer)))
+  }
+)
