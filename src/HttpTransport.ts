@@ -41,17 +41,6 @@ import * as TokenProvider from "./TokenProvider.js"
  */
 export type RequestMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
 
-/**
- * A query: text values by name (one left `undefined` is not sent). An interface of text fields is one too: `Q` is
- * checked field by field, not against an index signature, which an interface never has.
- *
- * @since 0.1.0
- * @category models
- */
-export type RequestQuery<Q = Readonly<Record<string, string | undefined>>> = {
-  readonly [K in keyof Q]: string | undefined
-}
-
 // A GET has no body: `M` is inferred from the spec's method, and only a method that is surely GET shuts the body out
 // (one held in a variable of several methods is checked when sent).
 type BodyOf<M extends RequestMethod, T> = [M] extends ["GET"] ? undefined : T
@@ -63,19 +52,12 @@ type BodyOf<M extends RequestMethod, T> = [M] extends ["GET"] ? undefined : T
  * @since 0.1.0
  * @category models
  */
-export interface RequestSpec<
-  A,
-  I,
-  B = unknown,
-  J = unknown,
-  M extends RequestMethod = RequestMethod,
-  Q extends RequestQuery<Q> = RequestQuery
-> {
+export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod> {
   readonly method: M
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
   /** Text values; one left `undefined` (an optional parameter) is not sent. */
-  readonly query?: Q | undefined
+  readonly query?: Readonly<Record<string, string | undefined>> | undefined
   /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
   readonly body?: BodyOf<M, NoInfer<B>>
   /**
@@ -112,15 +94,8 @@ export interface RequestSpec<
  * @category models
  */
 export interface Service {
-  readonly request: <
-    A,
-    I,
-    B = unknown,
-    J = unknown,
-    M extends RequestMethod = RequestMethod,
-    Q extends RequestQuery<Q> = RequestQuery
-  >(
-    spec: RequestSpec<A, I, B, J, M, Q>
+  readonly request: <A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod>(
+    spec: RequestSpec<A, I, B, J, M>
   ) => Effect.Effect<A, FinError>
 }
 
@@ -269,7 +244,7 @@ const queryString = (query: unknown): Either.Either<string, RequestValidationErr
   if (typeof query !== "object" || query === null || Array.isArray(query)) return refused
   // A URLSearchParams, a Map (from untyped code, or past a cast) holds its values as entries, not fields: they would
   // all be left out without a word. (An instance of a class whose fields are the values, a Schema.Class, is taken.)
-  if (!isPlain(query) && (Symbol.iterator in query || Object.keys(query).length === 0)) return refused
+  if (Symbol.iterator in query) return refused
   const params = new URLSearchParams()
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined) continue
@@ -428,9 +403,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
 
-    const request = <A, I, B, J, M extends RequestMethod, Q extends RequestQuery<Q>>(
-      given: RequestSpec<A, I, B, J, M, Q>
-    ): Effect.Effect<A, FinError> => {
+    const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
       // send what was not checked, nor trace other values than those sent.
       // (By name rather than spread: a spec's fields may be getters of its class.)
@@ -658,14 +631,7 @@ export const layer: Layer.Layer<HttpTransport, never, FinConfig.FinConfig | Toke
  * @since 0.1.0
  * @category accessors
  */
-export const request = <
-  A,
-  I,
-  B = unknown,
-  J = unknown,
-  M extends RequestMethod = RequestMethod,
-  Q extends RequestQuery<Q> = RequestQuery
->(
-  spec: RequestSpec<A, I, B, J, M, Q>
+export const request = <A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod>(
+  spec: RequestSpec<A, I, B, J, M>
 ): Effect.Effect<A, FinError, HttpTransport> =>
   Effect.flatMap(HttpTransport, (transport) => transport.request(spec))

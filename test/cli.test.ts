@@ -155,25 +155,6 @@ describe("effect-fin (offline commands)", () => {
     }
   })
 
-  it("a flag given a value that is neither true nor false is a usage error, not taken as the flag alone", async () => {
-    for (const args of [
-      ["subdivisions", "USA", "--offline=nope"],
-      ["subdivisions", "USA", "--json=maybe", "--offline"],
-      ["emulator", "--port", "0", "--production=sandbox"]
-    ]) {
-      const result = await cli(args, {})
-      const flag = args.find((arg) => arg.includes("="))!
-      expect([result.code, result.stdout, result.stderr.split("\n")[0]], args.join(" ")).toEqual([
-        2,
-        "",
-        `effect-fin: ${JSON.stringify(flag)}: a flag takes no value but true or false (yes/no, on/off, 1/0, y/n)`
-      ])
-    }
-    // The values @effect/cli reads are still taken.
-    const no = await cli(["subdivisions", "USA", "--offline", "--json=no"], {})
-    expect([no.code, no.stdout.split("\n")[0]]).toEqual([0, "code   name                                  type"])
-  })
-
   it("quote validates its flags before reading any configuration", async () => {
     // Any case is taken, but only of ASCII letters: Unicode's upper case of "uſd" is USD.
     for (const from of ["US", "u\u017fd"]) {

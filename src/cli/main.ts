@@ -43,14 +43,7 @@ import * as Webhooks from "../Webhooks.js"
 import * as Snapshot from "../../scripts/lib/main.js"
 import * as Render from "./render.js"
 
-// Every boolean flag's name: `run` refuses a value given to one that @effect/cli would drop (see `badFlag`).
-const booleanFlags = new Set<string>()
-const flag = (name: string) => {
-  booleanFlags.add(name)
-  return Options.boolean(name)
-}
-
-const json = flag("json").pipe(
+const json = Options.boolean("json").pipe(
   Options.withDescription("Print JSON instead of a table (and a failure as one line of JSON on stderr)")
 )
 
@@ -250,7 +243,7 @@ const subdivisions = Command.make(
     country: Args.text({ name: "country" }).pipe(
       Args.withDescription("ISO 3166-1 code, e.g. USA (alpha-2 and any letter case are read too: us, usa)")
     ),
-    offline: flag("offline").pipe(Options.withDescription("Use the bundled snapshot only (no network)")),
+    offline: Options.boolean("offline").pipe(Options.withDescription("Use the bundled snapshot only (no network)")),
     search: Options.text("search").pipe(
       Options.withDescription("Search names in the snapshot (case and accents ignored), e.g. \"new y\""),
       Options.optional
@@ -405,7 +398,7 @@ const emulator = Command.make(
       ),
       Options.withDefault("127.0.0.1")
     ),
-    production: flag("production").pipe(
+    production: Options.boolean("production").pipe(
       Options.withDescription("Send webhook events as production ones (sandbox_mode false), for a handler expecting them")
     )
   },
@@ -524,9 +517,6 @@ const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.L
 const printableValue = (value: unknown): unknown =>
   typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
 
-// What @effect/cli reads as a boolean's value: true, 1, y, yes, on and false, 0, n, no, off.
-const booleanWords = new Set(["true", "1", "y", "yes", "on", "false", "0", "n", "no", "off"])
-
 /**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
  *
@@ -568,20 +558,6 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   if (args.some((arg) => arg === "--wizard" || arg.startsWith("--wizard=")) && process.stdin.isTTY !== true) {
     return Effect.zipRight(
       Console.error("effect-fin: --wizard asks its questions on a terminal, and standard input is none"),
-      Effect.sync(() => void (process.exitCode = 2))
-    )
-  }
-  // A flag given a value (`--offline=nope`) that is neither true nor false: @effect/cli takes it as the flag alone and
-  // drops the value without a word when it is last, or before another option (`--offline=flase` would be offline).
-  const badFlag = args.find((arg) => {
-    const given = /^--([^=]*)=(.*)$/s.exec(arg)
-    return given !== null && booleanFlags.has(given[1]!) && !booleanWords.has(given[2]!)
-  })
-  if (badFlag !== undefined) {
-    return Effect.zipRight(
-      Console.error(Render.printable(
-        `effect-fin: ${JSON.stringify(badFlag)}: a flag takes no value but true or false (yes/no, on/off, 1/0, y/n)`
-      )),
       Effect.sync(() => void (process.exitCode = 2))
     )
   }
