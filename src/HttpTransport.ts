@@ -361,7 +361,7 @@ const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): E
 
 const hasNoKeys = (options: CallOptions): boolean => {
   for (const _ in options) return false
-  return true
+  return !Object.hasOwn(options, CallOptionsInternal.NOT_AN_OBJECT)
 }
 
 const requests = Metric.counter("effect_fin_requests_total", {

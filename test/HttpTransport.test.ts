@@ -1053,6 +1053,22 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ [FEE]: () => ok })))
 
+  it.effect("the mark of overrides that were no object is no key an options object can have, nor one shown", () =>
+    Effect.gen(function*() {
+      // An options object from untyped code (JSON) with a key of that name is an unknown override, told as one.
+      const spoofed = { "(overrides)": "a number" } as unknown as HttpTransport.CallOptions
+      expect(yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(spoofed)))).toMatchObject({
+        _tag: "RequestValidationError",
+        message: expect.stringContaining("Unknown override")
+      })
+      // `currentCallOptions` (a CallOptions) shows no key outside its type.
+      const current = yield* HttpTransport.currentCallOptions.pipe(
+        HttpTransport.withOptions(undefined as unknown as HttpTransport.CallOptions)
+      )
+      expect(Object.keys(current)).toEqual([])
+      expect(yield* attempts).toBe(0)
+    }).pipe(provideClient({ [FEE]: () => ok })))
+
   it.effect("an invalid override is a RequestValidationError and sends nothing", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ maxRetries: -1 })))

@@ -40,7 +40,7 @@ const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, de
  * The key under which `withOptions` records overrides that were no object (from untyped code: `withOptions(undefined)`,
  * `withOptions(5000)`), holding what they were: refused by `resolve`, rather than a defect or no override at all.
  */
-export const NOT_AN_OBJECT = "(overrides)"
+export const NOT_AN_OBJECT: unique symbol = Symbol.for("effect-fin/HttpTransport/notAnObject")
 
 /** What `withOptions` was given, in words, when it is no object of options; undefined when it is one. */
 export const notAnObject = (options: unknown): string | undefined =>
@@ -51,7 +51,9 @@ export const notAnObject = (options: unknown): string | undefined =>
  * which would otherwise change nothing without a word), is a `RequestValidationError` naming it.
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
-  const given = (options as Readonly<Record<string, unknown>>)[NOT_AN_OBJECT]
+  // A symbol: no key of an options object from untyped code (JSON) can be taken for it, and `currentCallOptions`
+  // shows no key outside its type.
+  const given = (options as { readonly [NOT_AN_OBJECT]?: unknown })[NOT_AN_OBJECT]
   if (Object.hasOwn(options, NOT_AN_OBJECT) && typeof given === "string") {
     return Either.left(
       new RequestValidationError({
