@@ -38,7 +38,8 @@ const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, de
 
 /**
  * The key under which `withOptions` records overrides that were no object (from untyped code: `withOptions(undefined)`,
- * `withOptions(5000)`), holding what they were: refused by `resolve`, rather than a defect or no override at all.
+ * `withOptions(5000)`), holding what they were: refused by `resolve`, rather than a defect or no override at all. A
+ * symbol: no key of an options object from untyped code (JSON) is taken for it, and `currentCallOptions` shows none.
  */
 export const NOT_AN_OBJECT: unique symbol = Symbol.for("effect-fin/HttpTransport/notAnObject")
 
@@ -51,10 +52,8 @@ export const notAnObject = (options: unknown): string | undefined =>
  * which would otherwise change nothing without a word), is a `RequestValidationError` naming it.
  */
 export const resolve = (defaults: Resolved, options: CallOptions): Either.Either<Resolved, RequestValidationError> => {
-  // A symbol: no key of an options object from untyped code (JSON) can be taken for it, and `currentCallOptions`
-  // shows no key outside its type.
-  const given = (options as { readonly [NOT_AN_OBJECT]?: unknown })[NOT_AN_OBJECT]
-  if (Object.hasOwn(options, NOT_AN_OBJECT) && typeof given === "string") {
+  const given = (options as { readonly [NOT_AN_OBJECT]?: string })[NOT_AN_OBJECT]
+  if (given !== undefined) {
     return Either.left(
       new RequestValidationError({
         message: `Invalid overrides: expected an object of timeout, deadline and maxRetries, not ${given}`,

@@ -52,6 +52,7 @@ const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative({ message: () => "a wh
 // A body the emulator can send: one `JSON.stringify` writes (no BigInt, cycle, function, or nesting deeper than it
 // goes). Checked when the rule is set: otherwise the rule is kept, and every request it matches (and every read of the
 // rules) dies with an empty 500.
+const JSON_BODY = "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)"
 const JsonBody = Schema.Unknown.pipe(
   Schema.filter((u) => {
     try {
@@ -60,9 +61,9 @@ const JsonBody = Schema.Unknown.pipe(
       return false
     }
   }, {
-    message: () => "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)",
+    message: () => JSON_BODY,
     // Told also where the issues are told without quoting the value (nesting too deep to quote): not `unknown (refined)`.
-    title: "a value JSON can write (no BigInt, cycle or function, nesting JSON.stringify can reach)"
+    title: JSON_BODY
   })
 )
 
