@@ -71,6 +71,14 @@ const options = (outDir: string, source = fromIsoCodes(inputs, "4.20")): RunOpti
   }
 }
 
+// A snapshot written from the pinned inputs into a fresh directory, and its data file as written.
+const written = Effect.gen(function*() {
+  const dir = yield* tempDir()
+  yield* run(options(dir))
+  const dataPath = Path.join(dir, "subdivisions.json")
+  return { dir, dataPath, committed: yield* Effect.promise(() => read(dataPath)) }
+})
+
 const listDir = (dir: string) => Effect.promise(() => Fs.readdir(dir).then((names) => names.sort()))
 const readAll = (dir: string) =>
   Effect.promise(async () => {
@@ -432,10 +440,7 @@ describe("snapshot-subdivisions", () => {
 
     it.live("--check names a code listed twice, or under another country, in the committed snapshot", () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir()
-        yield* run(options(dir))
-        const dataPath = Path.join(dir, "subdivisions.json")
-        const committed = yield* Effect.promise(() => read(dataPath))
+        const { committed, dataPath, dir } = yield* written
         const line = `{"code":"US-CA","name":"California","type":"State"},`
         const cases = [
           [committed.replace(line, `${line}\n    ${line}`), "USA lists US-CA 2 times"],
@@ -454,10 +459,8 @@ describe("snapshot-subdivisions", () => {
 
     it.live("--check and --dry-run print the diff and write nothing", () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir()
-        yield* run(options(dir))
-        const dataPath = Path.join(dir, "subdivisions.json")
-        const edited = (yield* Effect.promise(() => read(dataPath))).replace("\"California\"", "\"Kalifornien\"")
+        const { committed, dataPath, dir } = yield* written
+        const edited = committed.replace("\"California\"", "\"Kalifornien\"")
         yield* Effect.promise(() => Fs.writeFile(dataPath, edited))
         const before = yield* readAll(dir)
 
@@ -569,10 +572,7 @@ describe("snapshot-subdivisions", () => {
     // snapshot that had entries: a source that lists none for its countries is refused all the same.
     it.live("a source listing no subdivisions is refused even when the committed snapshot does not decode", () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir()
-        yield* run(options(dir))
-        const dataPath = Path.join(dir, "subdivisions.json")
-        const committed = yield* Effect.promise(() => read(dataPath))
+        const { committed, dataPath, dir } = yield* written
         const metaPath = Path.join(dir, "subdivisions.meta.json")
         const empty = yield* brokenSource("{\"3166-2\": []}")
         for (
