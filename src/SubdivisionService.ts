@@ -70,9 +70,7 @@ export interface SubdivisionDiff extends internal.CrossCheck {
  */
 export const SubdivisionsResponse = Schema.Struct({
   data: Schema.Struct({
-    subdivisions: Schema.Array(
-      Schema.Struct({ code: Schema.String, name: Schema.String }).annotations({ title: "a subdivision {code, name}" })
-    )
+    subdivisions: Schema.Array(internal.ApiSubdivision)
   })
 })
 
@@ -173,22 +171,27 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     const config = yield* FinConfig.FinConfig
     const transport = yield* HttpTransport.HttpTransport
 
-    // `checked`: a lookup's, whose entries must each be a subdivision of the country; crossCheck takes them as sent.
-    const fetch = (country: CountryCode.CountryCode, checked: boolean) =>
+    // A lookup's entries must each be a subdivision of the country (`check`); crossCheck takes them as sent (an entry
+    // without a code or name too: it is `invalid`).
+    const fetch = <I>(
+      country: CountryCode.CountryCode,
+      response: Schema.Schema<typeof SubdivisionsResponse.Type, I>,
+      check?: (response: typeof SubdivisionsResponse.Type) => ReadonlyArray<Issue>
+    ) =>
       Effect.map(
         transport.request({
           method: "GET",
           path: `/v1/countries/${country}/subdivisions`,
-          response: SubdivisionsResponse,
+          response,
           name: "subdivisions",
-          check: checked ? entryIssues(country) : undefined
+          check
         }),
         (response) => response.data.subdivisions
       )
     // Countries do not lose every subdivision: an empty list where the snapshot has some is served (the API is the
     // authority) but said, once per fetch, as the likely fault of the service it is.
     const fetchChecked = (country: CountryCode.CountryCode) =>
-      Effect.map(fetch(country, true), served).pipe(
+      Effect.map(fetch(country, SubdivisionsResponse, entryIssues(country)), served).pipe(
         Effect.tap((entries) => {
           const known = snapshotOf(country).length
           return entries.length === 0 && known > 0
@@ -332,10 +335,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
 
     const crossCheck = (input: string) =>
       Effect.flatMap(CountryCode.validate(input), (country) =>
-        config.subdivisionMode === "offline" ? Effect.fail(offline) : Effect.map(fetch(country, false), (api): SubdivisionDiff => ({
-          country,
-          ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
-        })))
+        config.subdivisionMode === "offline"
+          ? Effect.fail(offline)
+          : Effect.map(fetch(country, internal.SentSubdivisionsResponse), (api): SubdivisionDiff => ({
+            country,
+            ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
+          })))
 
     return SubdivisionService.of({ list, crossCheck })
   })

@@ -361,6 +361,34 @@ describe("SubdivisionService", () => {
         ])
     })))
 
+  it.effect("crossCheck: an entry without a name or code (or no object) is invalid, not a failure of the comparison", () =>
+    Effect.gen(function*() {
+      const diff = yield* SubdivisionService.crossCheck("USA")
+      expect(diff.invalid).toEqual([
+        { code: "US-TX", name: "", reason: "empty_name" },
+        { code: "US-WA", name: "", reason: "empty_name" },
+        { code: "", name: "Nevada", reason: "malformed_code" },
+        { code: "", name: "", reason: "malformed_code" }
+      ])
+      expect(diff.missing).toEqual([])
+      expect(diff.extra.map((s) => s.code)).not.toContain("US-TX")
+      // A lookup still refuses such an answer.
+      expect((yield* Effect.flip(list("USA")))._tag).toBe("ResponseDecodeError")
+    }).pipe(withMode("online", {
+      [ROUTE]: () =>
+        FinTest.json(200, {
+          data: {
+            subdivisions: [
+              { code: "US-CA", name: "California" },
+              { code: "US-TX", name: null },
+              { code: "US-WA" },
+              { code: null, name: "Nevada" },
+              null
+            ]
+          }
+        })
+    })))
+
   // An escape sequence in a name would reach a terminal (the CLI prints names) or a page as it is.
   it.effect("online: a name with a control character or a lone surrogate half is no name to serve", () =>
     Effect.gen(function*() {
@@ -437,10 +465,16 @@ describe("SubdivisionService", () => {
       )
       const padded = yield* list("CAN")
       expect(padded.subdivisions).toEqual([{ code: "CA-ON", name: "Ontario" }])
+      // Fillers that render as blank are dropped around a name too: no false rename, nothing invisible served.
+      const filled = yield* list("MEX")
+      expect(filled.subdivisions).toEqual([{ code: "MX-AGU", name: "Aguascalientes" }])
+      expect((yield* SubdivisionService.crossCheck("MEX")).renamed).toEqual([])
     }).pipe(withMode("online", {
       [ROUTE]: (request) =>
         request.path.includes("USA")
           ? apiBody(["\u3164", "\u2800", "\u0301", "\ufeff\u115f"].map((name, i) => ({ code: `US-A${i}`, name })))
+          : request.path.includes("MEX")
+          ? apiBody([{ code: "MX-AGU", name: "\u3164Aguascalientes\u2800" }])
           : apiBody([{ code: "CA-ON", name: "\u200bOntario\ufeff" }])
     })))
 

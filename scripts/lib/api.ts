@@ -21,7 +21,11 @@ import type { FinError } from "../../src/FinError.js"
 import * as FinConfig from "../../src/FinConfig.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as Printable from "../../src/internal/printable.js"
-import { Subdivision, type Subdivision as SubdivisionType } from "../../src/internal/subdivisions.js"
+import {
+  SentSubdivisionsResponse,
+  Subdivision,
+  type Subdivision as SubdivisionType
+} from "../../src/internal/subdivisions.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import { ExitCode, files } from "./files.js"
 import {
@@ -112,7 +116,7 @@ export const listAsSent = (
     HttpTransport.request({
       method: "GET",
       path: `/v1/countries/${country}/subdivisions`,
-      response: SubdivisionService.SubdivisionsResponse,
+      response: SentSubdivisionsResponse,
       name: "subdivisions"
     }),
     (response) => response.data.subdivisions

@@ -40,9 +40,13 @@ export const Subdivision = Schema.Struct({
   parent: Schema.optional(Schema.String)
 }).annotations({ title: "a subdivision {code, name, type?, parent?}" })
 
+// Blanks, invisible format characters (U+200B, U+FEFF) and the fillers that render as blank (U+3164, U+2800), as the
+// body of a character class.
+const blanks = String.raw`\s\p{Cf}\u115f\u1160\u3164\uffa0\u2800`
+
 // A character that shows: not a blank (a no-break space included), an invisible format character (U+200B), a lone
 // combining mark, nor a filler that renders as blank (Hangul fillers, the blank Braille pattern).
-const visible = /[^\s\p{Cf}\p{M}\u115f\u1160\u3164\uffa0\u2800]/u
+const visible = new RegExp(`[^${blanks}\\p{M}]`, "u")
 
 // A control character that is no blank (an escape sequence's start, NUL), a bidirectional override or isolate (which
 // reorders the text shown around it), or half of a surrogate pair alone: in a name, it would reach a terminal or a
@@ -199,6 +203,35 @@ export interface CrossCheck {
 }
 
 /**
+ * A subdivision as the API lists it: `{ code, name }`.
+ *
+ * @internal
+ */
+export const ApiSubdivision = Schema.Struct({ code: Schema.String, name: Schema.String }).annotations({
+  title: "a subdivision {code, name}"
+})
+
+// An entry as sent, its `code` or `name` missing, null or no text read as "" (so `malformed_code` or `empty_name`).
+const SentEntry = Schema.transform(Schema.Unknown, Schema.typeSchema(ApiSubdivision), {
+  strict: true,
+  decode: (entry) => {
+    const { code, name } = typeof entry === "object" && entry !== null ? entry as Record<string, unknown> : {}
+    return { code: typeof code === "string" ? code : "", name: typeof name === "string" ? name : "" }
+  },
+  encode: (entry) => entry
+})
+
+/**
+ * The API's answer as a cross-check reads it: every entry kept, one with no text for its code or name as `""`
+ * (`invalid`), rather than one such entry failing the whole comparison.
+ *
+ * @internal
+ */
+export const SentSubdivisionsResponse = Schema.Struct({
+  data: Schema.Struct({ subdivisions: Schema.Array(SentEntry) })
+})
+
+/**
  * Why an API entry cannot be compared with the snapshot or served as a subdivision of the country of ISO 3166-1
  * `alpha2` (when known), given the codes of the entries before it that could; undefined when it can.
  *
@@ -239,15 +272,15 @@ const screen = (entries: ReadonlyArray<Subdivision>, alpha2: string | undefined)
 }
 
 /**
- * A name as compared with the API's, and as a lookup serves the API's: one encoding of its accents, no blanks or
- * invisible format characters (U+200B, U+FEFF) around it, runs of blanks inside it as one space (an API name with a
+ * A name as compared with the API's, and as a lookup serves the API's: one encoding of its accents, no blanks,
+ * invisible format characters or blank fillers around it, runs of blanks inside it as one space (an API name with a
  * trailing space is no rename).
  *
  * @internal
  */
 export const comparable = (name: string): string => {
-  const text = name.normalize("NFC").replace(/^[\s\p{Cf}]+/u, "")
-  // The end trimmed by hand: `[\s\p{Cf}]+$` retries every blank of a run that ends before the text does, so a name of
+  const text = name.normalize("NFC").replace(leadingBlanks, "")
+  // The end trimmed by hand: `[${blanks}]+$` retries every blank of a run that ends before the text does, so a name of
   // many blanks inside would take quadratic time (seconds for 100 kB of the 4 MiB an answer may hold).
   let end = text.length
   while (end > 0) {
@@ -259,7 +292,8 @@ export const comparable = (name: string): string => {
   return text.slice(0, end).replace(/\s+/g, " ")
 }
 
-const blankOrFormat = /^[\s\p{Cf}]$/u
+const leadingBlanks = new RegExp(`^[${blanks}]+`, "u")
+const blankOrFormat = new RegExp(`^[${blanks}]$`, "u")
 
 // A code as the API may have mangled it (full-width letters, an invisible character in it, a typographic hyphen, dash
 // or minus sign for its hyphen), in the snapshot's form.
