@@ -263,6 +263,31 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     expect(run(process.execPath, ["-e", redisCjs], withPeers).trim()).toBe("function function")
   })
 
+  it("run from effect-fin/cli in a program of the user's keeps the binary's bundled-snapshot defaults (import, require)", () => {
+    const user = join(scratch, "user-program")
+    mkdirSync(join(user, "node_modules", "@effect"), { recursive: true })
+    cpSync(join(app, "node_modules", "effect-fin"), join(user, "node_modules", "effect-fin"), { recursive: true })
+    const peers = ["effect", "@effect/platform", "@effect/platform-node", "@effect/cli", "@effect/printer"]
+    for (const peer of [...peers, "@effect/printer-ansi", "@effect/cluster", "@effect/rpc", "@effect/sql"]) {
+      symlinkSync(join(root, "node_modules", peer), join(user, "node_modules", peer), "dir")
+    }
+    const program = (load: (id: string) => string) => `const { NodeContext, NodeRuntime } = ${load("@effect/platform-node")}
+const { Effect } = ${load("effect")}
+const { run } = ${load("effect-fin/cli")}
+run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
+`
+    writeFileSync(join(user, "cli.mjs"), program((id) => `await import(${JSON.stringify(id)})`))
+    writeFileSync(join(user, "cli.cjs"), program((id) => `require(${JSON.stringify(id)})`))
+    for (const file of ["cli.mjs", "cli.cjs"]) {
+      // Run in the user's own project: without the package's data/, `snapshot` wrote data/ and src/internal/ there.
+      const cwd = mkdtempSync(join(scratch, "project-"))
+      const refused = failureOf(process.execPath, [join(user, file), "snapshot", "--from-api"], cwd)
+      expect(refused?.status).toBe(2)
+      expect(refused?.stderr).toMatch(/^effect-fin snapshot: give --out DIR/)
+      expect(readdirSync(cwd)).toEqual([])
+    }
+  })
+
   it("typesVersions names every subpath of exports, with its CommonJS declarations (TypeScript's node10 resolution)", () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
       readonly exports: Record<string, string | { readonly require: { readonly types: string } }>

@@ -25,6 +25,8 @@ import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
+import { createRequire } from "node:module"
+import * as Path from "node:path"
 import * as CountryCode from "../CountryCode.js"
 import * as Emulator from "../emulator/Emulator.js"
 import * as FeeService from "../FeeService.js"
@@ -435,9 +437,21 @@ const emulator = Command.make(
 export interface RunOptions {
   /**
    * The folder of the snapshot bundled with the package: what `cross-check` compares with unless `--out` says
-   * otherwise, wherever the command is run from.
+   * otherwise, wherever the command is run from. Default: the installed package's own data/ (found through its
+   * exports), as the `effect-fin` binary has it.
    */
   readonly dataDir?: string | undefined
+}
+
+// The package's own data/, found through its exports (a self-reference), wherever the bundler put this module (the
+// CommonJS build is given this module's URL by tsup): `run` defaults to it, whoever calls it (the binary, or a
+// program of the user's through `effect-fin/cli`). Undefined where it cannot be resolved.
+const bundledDataDir = (): string | undefined => {
+  try {
+    return Path.dirname(createRequire(import.meta.url).resolve("effect-fin/data/subdivisions.json"))
+  } catch {
+    return undefined
+  }
 }
 
 // The tool's defaults are paths in the effect-fin repository. Installed, `cross-check` reads the bundled snapshot,
@@ -530,7 +544,10 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   // on the way, escape sequences and all.
   const [sub, ...rest] = args
   if (sub === "snapshot" || sub === "cross-check") {
-    const parsed = snapshotArgs(sub, rest, options.dataDir)
+    // Never the repository's paths relative to the working folder, which `snapshot` would write into (the user's own
+    // project) and `cross-check` could not read.
+    const dataDir = options.dataDir ?? bundledDataDir()
+    const parsed = snapshotArgs(sub, rest, dataDir)
     if (Either.isLeft(parsed)) {
       return Effect.zipRight(
         Console.error(Printable.lines(parsed.left)),
@@ -541,7 +558,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       Effect.promise(() =>
         Snapshot.main(parsed.right, {
           program: "effect-fin snapshot",
-          bundledDir: options.dataDir,
+          bundledDir: dataDir,
           stdout: (text) => void process.stdout.write(Printable.lines(text)),
           stderr: (text) => void process.stderr.write(Printable.lines(text))
         })

@@ -8,18 +8,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { createRequire } from "node:module"
-import * as Path from "node:path"
 import { failureLine, run, servesUntilStopped } from "./main.js"
-
-// The package's own data/, found through its exports (a self-reference), wherever the bundler put this module.
-const dataDir = (() => {
-  try {
-    return Path.dirname(createRequire(import.meta.url).resolve("effect-fin/data/subdivisions.json"))
-  } catch {
-    return undefined
-  }
-})()
 
 // A command stopped by a signal (Ctrl-C, a supervisor's SIGTERM) exits as shells expect (128 + the signal's number),
 // never 0: `effect-fin quote --json > quote.json && next` must not go on with an empty answer. The emulator serves
@@ -41,7 +30,7 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   process.exit(1)
 })
 
-NodeRuntime.runMain(Effect.provide(run(process.argv, { dataDir }), NodeContext.layer), {
+NodeRuntime.runMain(Effect.provide(run(process.argv), NodeContext.layer), {
   disableErrorReporting: true,
   // `run` logs to stderr; the runtime's own pretty logger would write to stdout.
   disablePrettyLogger: true,
