@@ -104,9 +104,32 @@ const checkedHeaders = (headers: Readonly<Record<string, string>>): Readonly<Rec
   return headers
 }
 
+// The JSON text of a reply's body. JSON has no text for `undefined` (nor a function or a symbol): a status that has no
+// body (204, 205, 304) is answered with none, as the service would; any other such reply is refused where it is
+// written, rather than met by the request as a "Respond" value without a text body, the test having used `json`.
+const jsonText = (status: number, body: unknown): string => {
+  let text: string | undefined
+  try {
+    text = JSON.stringify(body)
+  } catch (cause) {
+    throw new Cause.IllegalArgumentException(
+      `effect-fin/test: json: the body cannot be written as JSON (${cause instanceof Error ? cause.message : String(cause)})`
+    )
+  }
+  if (text !== undefined) return text
+  if (noBody(status)) return ""
+  throw new Cause.IllegalArgumentException(
+    `effect-fin/test: json: a ${status} answer needs a body JSON can write, not ${
+      body === undefined ? "undefined" : `a ${typeof body}`
+    } (use FinTest.text(${status}, "") for an empty one)`
+  )
+}
+
 /**
- * A JSON answer, `content-type: application/json` unless `headers` give another (a header name in any case). Throws
- * `IllegalArgumentException` for a status outside 200-599, or a header no response can carry.
+ * A JSON answer, `content-type: application/json` unless `headers` give another (a header name in any case); a body
+ * of `undefined` is no body for a status that has none (204, 205, 304). Throws `IllegalArgumentException` for a status
+ * outside 200-599, a header no response can carry, or a body JSON cannot write (undefined for a status with a body, a
+ * BigInt, a cycle).
  *
  * @since 0.1.0
  * @category replies
@@ -114,7 +137,7 @@ const checkedHeaders = (headers: Readonly<Record<string, string>>): Readonly<Rec
 export const json = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): Reply => ({
   _tag: "Respond",
   status: checked(status),
-  body: JSON.stringify(body),
+  body: jsonText(status, body),
   // A content type of the test's, in whatever case, replaces the default rather than joining it ("application/json,
   // text/html", as `Headers` merges names differing only in case).
   headers: Object.keys(checkedHeaders(headers)).some((name) => name.toLowerCase() === "content-type")

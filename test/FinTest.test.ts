@@ -5,6 +5,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinConfig from "../src/FinConfig.js"
@@ -191,6 +192,16 @@ describe("FinTest replies", () => {
     }).pipe(provideClient({
       [FEE]: () => ({ _tag: "Respond", status: 200, body: "{}", headers: { "x-a": "1\n2" }, stallBody: false })
     }, { maxRetries: 0 })))
+
+  it.effect("json with no body answers a 204 with none; for a status with a body it is refused when made", () =>
+    Effect.gen(function*() {
+      const done = yield* HttpTransport.request({ method: "DELETE", path: "/v1/thing", response: Schema.Void })
+      expect(done).toBeUndefined()
+      for (const body of [undefined, () => 1, Symbol("x")]) {
+        expect(() => FinTest.json(200, body)).toThrow("effect-fin/test: json: a 200 answer needs a body JSON can write")
+      }
+      expect(() => FinTest.json(200, { amount: 1n })).toThrow("effect-fin/test: json: the body cannot be written as JSON")
+    }).pipe(provideClient({ "DELETE /v1/thing": () => FinTest.json(204, undefined) }, { maxRetries: 0 })))
 
   it.effect("statuses from 200 to 599 are answered as given", () =>
     Effect.gen(function*() {
