@@ -31,6 +31,7 @@ import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
+import * as Spans from "./internal/spans.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -402,6 +403,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
     const secret = Redacted.value(config.clientSecret)
     const defaults = CallOptionsInternal.resolve(config, {})
+    // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
+    const basePath = Http.basePathOf(config.baseUrl)
 
     const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
@@ -432,7 +435,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
       // Only what was checked goes into the span: a refused path may hold anything (personal data, a query, megabytes).
       const attributes: Record<string, string> = {}
       if (METHODS.has(spec.method)) attributes["http.request.method"] = spec.method
-      if (pathValid) attributes["url.path"] = spec.path
+      if (pathValid) attributes["url.path"] = basePath + spec.path
       return Effect.gen(function*() {
         // Ended before anything is sent: counted and traced all the same, with no attempt (no latency either).
         const endedAs = (outcome: string) =>
@@ -589,7 +592,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               ))
             if (failure === undefined) return Effect.zipRight(Http.annotateOutcome(attempts, "success", status), metrics)
             const tokenStep = waitingForToken
-              ? Effect.annotateCurrentSpan("effect_fin.failed_step", "token")
+              ? Spans.annotateOwn({ "effect_fin.failed_step": "token" })
               : Effect.void
             if (failure._tag === "None") {
               return other === "defect"

@@ -318,6 +318,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       (provided) => guard(Option.getOrElse(provided, () => layerStore))
     )
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
+    // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
+    const basePath = Http.basePathOf(config.baseUrl)
     const credentials = yield* credentialsFingerprint(config.clientId, config.clientSecret)
     const ref = yield* SynchronizedRef.make<State>({
       access: Option.none(),
@@ -403,13 +405,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             Exit.isSuccess(exit)
               ? Http.annotateOutcome(attempt, "success", status)
               : Option.match(Cause.failureOption(exit.cause), {
-                onNone: () => Effect.void,
+                // A fetch that died (a platform client that threw) says so on its span, as a call's span does; an
+                // interrupted one is left to the metric, as for calls.
+                onNone: () =>
+                  Cause.isInterruptedOnly(exit.cause)
+                    ? Effect.void
+                    : Http.annotateOutcome(attempt, "defect", status === 0 ? undefined : status),
                 onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error))
               })
           )
         ),
         // No code.stacktrace: it would point here, never at the user's code (and costs a stack trace per fetch).
-        Effect.withSpan("effect-fin.token", { kind: "client", captureStackTrace: false, attributes: { "url.path": path } })
+        Effect.withSpan("effect-fin.token", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: { "http.request.method": "POST", "url.path": basePath + path }
+        })
       )
     }
 

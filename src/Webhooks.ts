@@ -43,6 +43,7 @@ import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as Padded from "./internal/padded.js"
 import * as Redact from "./internal/redact.js"
+import * as Spans from "./internal/spans.js"
 import * as Timestamps from "./internal/timestamp.js"
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -1655,7 +1656,7 @@ const spanFailingOn500 = <A, E, R>(
 
 // The outcome, recorded on the current span.
 const settleAs = (status: number, outcome: Outcome): Effect.Effect<Answer> =>
-  Effect.as(Effect.annotateCurrentSpan("fin.webhook.outcome", outcome), { status, outcome })
+  Effect.as(Spans.annotateOwn({ "fin.webhook.outcome": outcome }), { status, outcome })
 
 const respond = (status: number, outcome: Outcome) =>
   Effect.as(settleAs(status, outcome), HttpServerResponse.unsafeJson({ outcome }, { status }))
@@ -1693,7 +1694,7 @@ const reject = (error: WebhookVerificationError, unread = false) => {
   // never a value).
   return log("effect-fin: webhook delivery rejected").pipe(
     Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
-    Effect.zipRight(Effect.annotateCurrentSpan("fin.webhook.outcome", "rejected")),
+    Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected" })),
     Effect.as(response)
   )
 }
@@ -1937,7 +1938,7 @@ const makeApp = <const H extends object>(
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const { createdAt, event } = decoded
-        yield* Effect.annotateCurrentSpan({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
+        yield* Spans.annotateOwn({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
         const store = yield* storeFor
         const referenceId = event.event_reference_id
         const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)

@@ -252,6 +252,41 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
 
+  it.effect("a call made with the tracer off leaves the caller's own span as it was (no attribute of the call on it)", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const traced = Effect.all([
+        calculate.pipe(Effect.withTracerEnabled(false)),
+        Effect.flip(calculate).pipe(Effect.withTracerEnabled(false))
+      ]).pipe(Effect.withSpan("caller"), Effect.provide(tracing))
+      const fiber = yield* Effect.fork(traced)
+      yield* advance(2000)
+      yield* Fiber.join(fiber)
+      const recorded = yield* spans
+      expect(recorded.map((span) => span.name)).toEqual(["caller"])
+      expect(attributesOf(recorded, "caller")).toEqual([{}])
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
+
+  it.effect("behind a gateway's prefix, url.path is the path each request was sent to (the call's and the token call's)", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      yield* calculate.pipe(Effect.provide(tracing))
+      const recorded = yield* spans
+      expect(attributesOf(recorded, "effect-fin.fee-calculation")[0]?.["url.path"]).toBe("/payments/v1/fee-calculation")
+      expect(attributesOf(recorded, "effect-fin.token")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/payments/v1/oauth/token",
+        "http.response.status_code": 200,
+        "effect_fin.attempts": 1,
+        "effect_fin.outcome": "success"
+      }])
+      const http = yield* FinTest.InMemoryHttp
+      expect((yield* http.requests).map((request) => new URL(request.url).pathname)).toEqual([
+        "/payments/v1/oauth/token",
+        "/payments/v1/fee-calculation"
+      ])
+    }).pipe(provideClient({ [FEE]: () => ok }, { baseUrl: "https://gw.example.com/payments" })))
+
   // The attributes of the call's span, for a call its deadline ends.
   const spanCutByDeadline = Effect.gen(function*() {
     const { layer: tracing, spans } = yield* recordingTracer
@@ -289,6 +324,7 @@ describe("HttpTransport", () => {
         "effect_fin.failed_step": "token"
       }])
       expect(attributes("effect-fin.token")).toEqual([{
+        "http.request.method": "POST",
         "url.path": "/v1/oauth/token",
         "http.response.status_code": 401,
         "effect_fin.attempts": 1,
@@ -338,6 +374,13 @@ describe("HttpTransport", () => {
         "effect_fin.attempts": 0,
         "effect_fin.outcome": "defect",
         "effect_fin.failed_step": "token"
+      }])
+      // The token call's span, where the call's span sends an operator, says so too.
+      expect(attributesOf(yield* spans, "effect-fin.token")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/oauth/token",
+        "effect_fin.attempts": 1,
+        "effect_fin.outcome": "defect"
       }])
     }).pipe(provideClient({
       "POST /v1/oauth/token": () => {

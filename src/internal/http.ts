@@ -38,6 +38,7 @@ import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
 import * as Monotonic from "./monotonic.js"
 import * as Redact from "./redact.js"
+import * as Spans from "./spans.js"
 
 /** The platform client a user provides. */
 export type Client = HttpClient.HttpClient
@@ -727,9 +728,12 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
   )
 }
 
+/** The path of a checked `baseUrl` (origin and path, no trailing slash): `""` for the service's own address. */
+export const basePathOf = (baseUrl: string): string => baseUrl.slice(new URL(baseUrl).origin.length)
+
 /** Records how a call ended on the current span: its attempts, its outcome (`success` or an error's tag), its status. */
 export const annotateOutcome = (attempts: number, outcome: string, status: number | undefined): Effect.Effect<void> =>
-  Effect.annotateCurrentSpan({
+  Spans.annotateOwn({
     "effect_fin.attempts": attempts,
     "effect_fin.outcome": outcome,
     ...(status === undefined ? {} : { "http.response.status_code": status })
