@@ -18,6 +18,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
@@ -358,6 +359,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       maxRetries = config.maxRetries
     ) => {
       const operation = `POST ${path}`
+      // Which call, for the metric: a refused refresh token is routine (a fresh token is issued instead), refused
+      // credentials are not.
+      const grant = path === "/v1/oauth/token" ? "client_credentials" : "refresh_token"
       let attempt = 0
       let status = 0
       return Effect.clockWith((clock) => {
@@ -400,7 +404,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.onExit((exit) =>
           Effect.zipRight(
             Metric.increment(
-              Metric.tagged(tokenRequests, "outcome", Exit.isSuccess(exit) ? "success" : failedBy(exit.cause))
+              Metric.taggedWithLabels(tokenRequests, [
+                MetricLabel.make("grant", grant),
+                MetricLabel.make("outcome", Exit.isSuccess(exit) ? "success" : failedBy(exit.cause))
+              ])
             ),
             Exit.isSuccess(exit)
               ? Http.annotateOutcome(attempt, "success", status)

@@ -393,7 +393,7 @@ describe("FinClient", () => {
 })
 
 describe("token metrics", () => {
-  const tokenRequests = (outcome: string) => counterValue("effect_fin_token_requests_total", "outcome", outcome)
+  const tokenRequests = (outcome: string) => counterValue("effect_fin_token_requests_total", { outcome })
 
   it.effect("a token fetch that succeeds after retries counts once, as a success (its retries on their own)", () =>
     Effect.gen(function*() {

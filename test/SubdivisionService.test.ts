@@ -635,7 +635,7 @@ describe("SubdivisionService", () => {
 
     it.effect("counts the snapshot answers by reason in effect_fin_subdivision_snapshot_total", () =>
       Effect.gen(function*() {
-        const served = (reason: string) => counterValue("effect_fin_subdivision_snapshot_total", "reason", reason)
+        const served = (reason: string) => counterValue("effect_fin_subdivision_snapshot_total", { reason })
         const before = [yield* served("TransportError"), yield* served("cooldown")]
         yield* list("USA").pipe(noRetries)
         yield* list("CAN")

@@ -476,13 +476,21 @@ describe("TokenProvider", () => {
         })
     })))
 
-  it.effect("issues anew when the refresh call gets 401", () =>
+  // A refused refresh token is routine, refused credentials are not: the metric tells them apart by grant.
+  it.effect("issues anew when the refresh call gets 401, counted as a refresh_token grant's AuthenticationError", () =>
     Effect.gen(function*() {
+      const calls = Effect.all([
+        counterValue("effect_fin_token_requests_total", { grant: "refresh_token", outcome: "AuthenticationError" }),
+        counterValue("effect_fin_token_requests_total", { grant: "client_credentials", outcome: "success" }),
+        counterValue("effect_fin_token_requests_total", { grant: "client_credentials", outcome: "AuthenticationError" })
+      ])
+      const [refused, issued, denied] = yield* calls
       yield* tokenValue
       yield* advance(HOUR)
       expect(yield* tokenValue).toBe("token-2")
       expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
+      expect(yield* calls).toEqual([refused + 1, issued + 2, denied])
     }).pipe(provideClient({
       "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
       "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
@@ -607,7 +615,7 @@ describe("TokenProvider", () => {
   // As effect_fin_requests_total counts a call that died or was interrupted (outcome "defect", "interrupted"), a token
   // call is counted once whatever its end: one made, and sent, is never missing from the count.
   it.effect("a token call that dies, or is interrupted in its retry wait, is counted in effect_fin_token_requests_total", () => {
-    const tokenCalls = (outcome: string) => counterValue("effect_fin_token_requests_total", "outcome", outcome)
+    const tokenCalls = (outcome: string) => counterValue("effect_fin_token_requests_total", { outcome })
     return Effect.gen(function*() {
       const defects = yield* tokenCalls("defect")
       const died = yield* Effect.exit(tokenValue)
@@ -632,7 +640,7 @@ describe("TokenProvider", () => {
 
   it.effect("retries a 503 from the token call, counted in effect_fin_retries_total as operation token", () =>
     Effect.gen(function*() {
-      const tokenRetries = counterValue("effect_fin_retries_total", "operation", "token")
+      const tokenRetries = counterValue("effect_fin_retries_total", { operation: "token" })
       const before = yield* tokenRetries
       const fiber = yield* Effect.fork(tokenValue)
       yield* advance(500)

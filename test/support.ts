@@ -205,11 +205,13 @@ export const defectOf = (self: Effect.Effect<unknown, unknown, any> | Layer.Laye
   return Cause.squash(exit.cause)
 }
 
-/** The count of the counter `name` whose `tag` is `value` (0 before its first update), read now. */
-export const counterValue = (name: string, tag: string, value: string): Effect.Effect<number> =>
-  Effect.sync(() => {
-    const pair = Metric.unsafeSnapshot().find((p) =>
-      p.metricKey.name === name && p.metricKey.tags.some((t) => t.key === tag && t.value === value)
-    )
-    return pair === undefined ? 0 : (pair.metricState as MetricState.MetricState.Counter<number>).count
-  })
+/** The count of the counter `name` with every tag of `tags` (0 before its first update), summed over its others. */
+export const counterValue = (name: string, tags: Readonly<Record<string, string>>): Effect.Effect<number> =>
+  Effect.sync(() =>
+    Metric.unsafeSnapshot()
+      .filter((p) =>
+        p.metricKey.name === name &&
+        Object.entries(tags).every(([key, value]) => p.metricKey.tags.some((t) => t.key === key && t.value === value))
+      )
+      .reduce((sum, p) => sum + (p.metricState as MetricState.MetricState.Counter<number>).count, 0)
+  )
