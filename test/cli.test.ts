@@ -29,6 +29,24 @@ beforeAll(async () => {
 })
 afterAll(() => harness.dispose())
 
+// A stand-in for the service on loopback, for what the emulator does not answer: `use` gets the FIN_* variables
+// pointing at it (no retries, no colour).
+const withStubService = async (handle: Http.RequestListener, use: (env: Record<string, string>) => Promise<void>) => {
+  const server = Http.createServer(handle)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  try {
+    await use({
+      FIN_CLIENT_ID: "id",
+      FIN_CLIENT_SECRET: "secret",
+      FIN_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      FIN_MAX_RETRIES: "0",
+      NO_COLOR: "1"
+    })
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
 const body = documentedWebhookBody
 
 // `webhook verify --json` of `signed`, signed as the service would.
@@ -548,32 +566,54 @@ describe("effect-fin (offline commands)", () => {
   // A fallback's warning quotes the service's error: its message reaches stderr escaped too.
   it("a log line quoting the service, and the snapshot tool's, write its control characters as \\u escapes", async () => {
     const message = "Down \u001b]0;owned\u0007\u001b[2J\u001b[31mfor maintenance"
-    const server = Http.createServer((_, response) => {
+    await withStubService((_, response) => {
       response.writeHead(503, { "content-type": "application/json" })
       response.end(JSON.stringify({ message }))
-    })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    try {
-      const env = {
-        FIN_CLIENT_ID: "id",
-        FIN_CLIENT_SECRET: "secret",
-        FIN_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        FIN_MAX_RETRIES: "0",
-        NO_COLOR: "1"
-      }
+    }, async (env) => {
       const result = await cli(["subdivisions", "CAN"], env)
       expect(result.code).toBe(0)
       expect(result.stderr).toContain("serving the offline snapshot for CAN")
       expect(result.stderr).toContain("Down \\u001b]0;owned\\u0007\\u001b[2J\\u001b[31mfor maintenance")
       expect(result.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/)
       // The snapshot tool writes to the streams itself: its lines quoting the service are escaped on the way.
-      const checked = await cli(["cross-check", "--countries", "CAN", "--base-url", env.FIN_BASE_URL, "--report", join(harness.dir, "r.json")], env)
+      const checked = await cli(["cross-check", "--countries", "CAN", "--base-url", env.FIN_BASE_URL!, "--report", join(harness.dir, "r.json")], env)
       expect(checked.code).toBe(2)
       expect(checked.stderr).toContain("Down \\u001b]0;owned\\u0007\\u001b[2J\\u001b[31mfor maintenance")
       expect(checked.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/)
-    } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    }
+    })
+  })
+
+  // Amounts are typed in plain decimal; `String` writes a figure under 1e-6 as 1e-7, easy to misread or mis-copy.
+  it("quote shows figures under 1e-6 in plain decimal, as amounts are typed, not as 1e-7", async () => {
+    await withStubService((request, response) => {
+      let text = ""
+      request.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+      request.on("end", () => {
+        response.writeHead(200, { "content-type": "application/json" })
+        response.end(JSON.stringify(
+          request.url === "/v1/oauth/token"
+            ? { access_token: "token", access_token_ttl: "2099-01-01 00:00:00+00" }
+            : {
+              data: {
+                source_currency: "BTC",
+                destination_currency: "USD",
+                source_amount: JSON.parse(text).source_amount,
+                exchange_rate: 1.5e-7,
+                destination_amount: 2,
+                valid_till: "2099-01-01T00:00:00Z",
+                fee: { fixed: 1e-8, percentage: 5e-7, total: 1.2e-7, is_fee_applied: true }
+              }
+            }
+        ))
+      })
+    }, async (env) => {
+      const result = await cli(["quote", "--from", "BTC", "--to", "USD", "--amount", "0.0000001"], env)
+      expect(result.code).toBe(0)
+      expect(result.stdout).toContain("send           0.0000001 BTC")
+      expect(result.stdout).toContain("exchange rate  0.00000015")
+      expect(result.stdout).toContain("fee            0.00000012 (fixed 0.00000001, percentage 0.0000005)")
+      expect(result.stdout).not.toMatch(/\de-\d/)
+    })
   })
 
   it("only the emulator command counts as serving until stopped (its signal exits 0), not an argument naming it", () => {

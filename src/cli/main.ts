@@ -158,6 +158,7 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
 
 // The shortest decimal that reads back as `value` (as JSON writes it), in plain notation: 1e-7 as 0.0000001.
 const plainDecimal = (value: number): string => {
+  if (value < 0) return `-${plainDecimal(-value)}`
   const shortest = String(value)
   const exponent = /^(\d)(?:\.(\d+))?e-(\d+)$/.exec(shortest)
   return exponent === null ? shortest : `0.${"0".repeat(Number(exponent[3]) - 1)}${exponent[1]}${exponent[2] ?? ""}`
@@ -199,15 +200,16 @@ const quote = Command.make(
       const result = yield* FeeService.calculate(request).pipe(Effect.provide(clientLayer))
       const validTill = Option.match(result.valid_till, { onNone: () => "(not given)", onSome: DateTime.formatIso })
       yield* print(args.json, { ...result, valid_till: Option.getOrNull(Option.map(result.valid_till, DateTime.formatIso)) }, () =>
+        // Figures in plain decimal, as amounts are typed (`String` writes one under 1e-6 as 1e-7).
         Render.pairs([
-          ["send", `${result.source_amount} ${result.source_currency}`],
-          ["receive", `${result.destination_amount} ${result.destination_currency}`],
-          ["exchange rate", String(result.exchange_rate)],
+          ["send", `${plainDecimal(result.source_amount)} ${result.source_currency}`],
+          ["receive", `${plainDecimal(result.destination_amount)} ${result.destination_currency}`],
+          ["exchange rate", plainDecimal(result.exchange_rate)],
           [
             "fee",
-            `${result.fee.total} (fixed ${result.fee.fixed}, percentage ${result.fee.percentage}${
-              result.fee.is_fee_applied ? "" : ", not applied"
-            })`
+            `${plainDecimal(result.fee.total)} (fixed ${plainDecimal(result.fee.fixed)}, percentage ${
+              plainDecimal(result.fee.percentage)
+            }${result.fee.is_fee_applied ? "" : ", not applied"})`
           ],
           ["valid till", validTill]
         ]))
