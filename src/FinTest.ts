@@ -120,7 +120,11 @@ const jsonText = (status: number, body: unknown): string => {
   if (noBody(status)) return ""
   throw new Cause.IllegalArgumentException(
     `effect-fin/test: json: a ${status} answer needs a body JSON can write, not ${
-      body === undefined ? "undefined" : `a ${typeof body}`
+      body === undefined
+        ? "undefined"
+        : typeof body === "object" && body !== null
+        ? "an object whose toJSON gives undefined"
+        : `a ${typeof body}`
     } (use FinTest.text(${status}, "") for an empty one)`
   )
 }

@@ -201,6 +201,9 @@ describe("FinTest replies", () => {
         expect(() => FinTest.json(200, body)).toThrow("effect-fin/test: json: a 200 answer needs a body JSON can write")
       }
       expect(() => FinTest.json(200, { amount: 1n })).toThrow("effect-fin/test: json: the body cannot be written as JSON")
+      expect(() => FinTest.json(200, { toJSON: () => undefined })).toThrow(
+        "needs a body JSON can write, not an object whose toJSON gives undefined"
+      )
     }).pipe(provideClient({ "DELETE /v1/thing": () => FinTest.json(204, undefined) }, { maxRetries: 0 })))
 
   it.effect("statuses from 200 to 599 are answered as given", () =>

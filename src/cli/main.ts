@@ -465,8 +465,17 @@ const snapshotArgs = (
 ): Either.Either<ReadonlyArray<string>, string> => {
   const args = sub === "snapshot" ? rest : ["--cross-check", ...rest]
   const given = (flag: string) => args.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
-  if (dataDir === undefined || given("--out") || given("--help") || given("-h")) return Either.right(args)
-  if (given("--cross-check")) return Either.right(["--out", dataDir, ...args])
+  if (given("--out") || given("--help") || given("-h")) return Either.right(args)
+  // With no data/ of the package's found (effect-fin bundled into a program deployed without its node_modules), never
+  // the repository's paths relative to the working folder either: `cross-check` could not read them.
+  if (given("--cross-check")) {
+    return dataDir === undefined
+      ? Either.left(
+        "effect-fin cross-check: give --out DIR (the folder of the snapshot to compare): effect-fin's own data/ " +
+          "could not be found from where it runs (bundled into a program?)"
+      )
+      : Either.right(["--out", dataDir, ...args])
+  }
   return Either.left(
     "effect-fin snapshot: give --out DIR: the snapshot bundled with effect-fin is not rewritten in place " +
       "(in the effect-fin repository, `npm run snapshot` writes data/ and src/)"
