@@ -501,9 +501,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         })
       )
 
+    // The last fetch failed with an answer that asked for a wait (a 429's or 5xx's `Retry-After`, longer than the
+    // retries would wait): until it has passed, a fetch sends nothing and fails with that answer, rather than each
+    // caller without a token sending the rate-limited service another request. The store is still read: another
+    // process may have a token by then.
+    let quiet: { readonly until: number; readonly error: FinError } | undefined
+
     // A token the service hands out again is good again.
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
-      Effect.tap(
+      quiet !== undefined && now < quiet.until ? Effect.fail(quiet.error) : Effect.tap(
         Option.isSome(previous) && now < previous.value.usableUntil &&
           Redacted.value(previous.value.token) !== refusedRefresh
           ? refresh(previous.value.token)
@@ -733,14 +739,27 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.annotateLogs("error", reason)
       )
 
-    const pauseRefresh = (failedAt: number) => (access: Access): Access => ({
+    const pauseRefresh = (failedAt: number, pause = REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
-      refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + REFRESH_PAUSE_MILLIS))
+      refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + pause))
     })
 
+    // After a failed fetch: the wait its answer asked for is kept (`quiet`), unless the failure is that kept answer
+    // itself (no request was sent); the pause before the next refresh, at least that wait.
+    const quietAfter = (exit: Exit.Exit<Pair, FinError>, now: number): number => {
+      const failure = Option.getOrUndefined(Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none())
+      if (failure === undefined) {
+        quiet = undefined
+      } else if (failure !== quiet?.error) {
+        const asked = Retry.retryAfterOf(failure)
+        quiet = asked === undefined ? undefined : { until: now + Duration.toMillis(asked), error: failure }
+      }
+      return Math.max(REFRESH_PAUSE_MILLIS, quiet === undefined ? 0 : quiet.until - now)
+    }
+
     // The end of a fetch: its pair becomes the state, or, failing, the state keeps a usable token (for a pause before
-    // the next try, rather than each caller waiting through a failing refresh); failures are not cached. Then the
-    // waiters get the token or the error.
+    // the next try, rather than each caller waiting through a failing refresh); failures are not cached, but for the
+    // wait an answer asked for (`quiet`). Then the waiters get the token or the error.
     const settle = (
       exit: Exit.Exit<Pair, FinError>,
       usable: Option.Option<Access>,
@@ -750,6 +769,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         waiting = undefined
         storedDue = undefined
         const now = yield* Clock.currentTimeMillis
+        const pause = quietAfter(exit, now)
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
             ? {
@@ -758,7 +778,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
               refresh: exit.value.refresh,
               pending: Option.none()
             }
-            : { ...latest, access: Option.map(latest.access, pauseRefresh(now)), pending: Option.none() })
+            : { ...latest, access: Option.map(latest.access, pauseRefresh(now, pause)), pending: Option.none() })
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
           yield* refreshFailed(failedBy(exit.cause))
         }

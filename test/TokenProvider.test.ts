@@ -1012,4 +1012,45 @@ describe("TokenProvider", () => {
         get: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "get", message: "down" }))
       }))
     ))
+
+  // The service asked for two minutes: each call in them fails at once with that answer, none sends another token
+  // request (as many as the calls, a rate-limited service hammered by every one of them); a token in hand still serves.
+  it.effect("a token fetch answered 429 with Retry-After: no other token request before its wait has passed", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(first).toMatchObject({ _tag: "RateLimitError", status: 429, operation: "POST /v1/oauth/token" })
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      for (let i = 0; i < 5; i++) {
+        yield* advance(10_000)
+        expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError", status: 429 })
+      }
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      expect(yield* count("POST /v1/fee-calculation")).toBe(0)
+      yield* advance(120_000)
+      expect((yield* FeeService.calculate(quoteRequest)).exchange_rate).toBe(1.45)
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": firstThenTokens(FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" }))
+    })))
+
+  // The same wait asked of a refresh: the token in hand serves on, and neither route is asked again before the wait has
+  // passed (a refresh and an issue were sent every 5 s, the refresh pause).
+  it.effect("a refresh answered 429 with Retry-After: the token in hand serves on, no token request before the wait", () => {
+    const limited = FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    let issued = 0
+    return Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(9 * MIN)
+      for (let i = 0; i < 25; i++) {
+        expect(yield* tokenValue).toBe("token-1")
+        yield* advance(1000)
+      }
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (request) => (issued++ === 0 ? tokens(request) : limited),
+      "POST /v1/oauth/refresh-token": () => limited
+    }))
+  })
 })

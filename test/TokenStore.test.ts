@@ -855,4 +855,25 @@ describe("TokenStore", () => {
       expect(tokenRequests).toBe(0)
       expect(sent).toEqual(["Bearer other-process"])
     }))
+
+  // The service asked this process for two minutes of quiet on the token route: it sends nothing there meanwhile, but
+  // a token another process stored is still read and used.
+  it.effect("while a token route's Retry-After lasts, no token request is sent, and a token another process stored is used", () => {
+    const store = TokenStore.makeMemory()
+    return Effect.gen(function*() {
+      const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      yield* advance(10_000)
+      const second = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      yield* seed(store, yield* key, { accessToken: Redacted.make("other-process"), refreshAt: Duration.toMillis("1 hour") })
+      yield* FeeService.calculate(quoteRequest)
+      expect(first._tag).toBe("RateLimitError")
+      // The service's answer again, as no request was sent.
+      expect(second).toBe(first)
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      expect(yield* bearers).toEqual(["Bearer other-process"])
+    }).pipe(withStore(store, {
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+    }))
+  })
 })

@@ -43,7 +43,7 @@ export const isRetryable = (error: Retried): boolean => {
 }
 
 /** The wait the service asked for, if any. */
-export const retryAfterOf = (error: Retried): Duration.Duration | undefined =>
+export const retryAfterOf = (error: Retried | FinError): Duration.Duration | undefined =>
   error._tag === "RateLimitError" || error._tag === "ApiError" ? error.retryAfter : undefined
 
 /**
