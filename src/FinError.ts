@@ -132,6 +132,8 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
     code: Schema.optional(Schema.String),
     /** For `BodyReadFailed`: the status of the response whose body was lost. */
     status: Schema.optional(Schema.Number),
+    /** For `BodyReadFailed`: the wait that response's `Retry-After` (or `retry-after-ms`) asked for, honoured by retries. */
+    retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }
 ) {}

@@ -191,6 +191,28 @@ describe("HttpTransport", () => {
     }, { maxRetries: 0 }))
   })
 
+  // The head came with a Retry-After, the body was lost: the wait asked for still holds, as for the same answer read whole.
+  it.effect("a 503 or 429 whose body is lost keeps its Retry-After: one past maxRetryAfter ends the retries; one within it is waited", () =>
+    Effect.gen(function*() {
+      const long = yield* FinTest.advanceUntilDone(Effect.flip(calculate), { limit: "1 minute" })
+      expect(long).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", status: 503, attempts: 1 })
+      expect(long._tag === "TransportError" && long.retryAfter).toEqual(Duration.seconds(120))
+      expect(yield* attempts).toBe(1)
+      // A 429 asking for 5 s: the retry goes out after 5 s, not the backoff's 500 ms.
+      const fiber = yield* Effect.fork(calculate)
+      yield* advance(4999)
+      expect(yield* attempts).toBe(2)
+      yield* advance(1)
+      expect((yield* Fiber.join(fiber)).exchange_rate).toBe(1.45)
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(
+        { ...FinTest.failBody("ECONNRESET", 503), headers: { "retry-after": "120" } } as FinTest.Reply,
+        { ...FinTest.failBody("ECONNRESET", 429), headers: { "retry-after": "5" } } as FinTest.Reply,
+        ok
+      )
+    })))
+
   it.effect("a body over 4 MiB is cut off: a 200 fails, not retried; an error status keeps its meaning", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)

@@ -340,7 +340,11 @@ export const systemCode = (cause: unknown): string | undefined => {
   return undefined
 }
 
-const transportError = (error: HttpClientError.HttpClientError, spec: AttemptInfo): TransportError => {
+const transportError = (
+  error: HttpClientError.HttpClientError,
+  spec: AttemptInfo,
+  nowMillis: number
+): TransportError => {
   const code = systemCode(error.cause)
   // Without a code, a request error still says what failed (Transport, Encode, InvalidUrl); a body error's word
   // ("Decode") would only suggest a ResponseDecodeError.
@@ -357,6 +361,8 @@ const transportError = (error: HttpClientError.HttpClientError, spec: AttemptInf
   // The answer's head had arrived: its status and request id say what the lost body was (a 503's page, say).
   const { status } = error.response
   const requestId = requestIdOf(error.response.headers, redactor(spec.credentials))
+  // The head said how long to wait (a 503 in maintenance, a 429): the lost body changes nothing about that.
+  const retryAfter = parseRetryAfter(error.response.headers, nowMillis)
   return new TransportError({
     message: `${spec.operation}: could not read the body of the ${status} response${
       detail === undefined ? "" : ` (${detail})`
@@ -366,6 +372,7 @@ const transportError = (error: HttpClientError.HttpClientError, spec: AttemptInf
     status,
     operation: spec.operation,
     attempts: spec.attempt,
+    ...(retryAfter ? { retryAfter } : {}),
     ...(requestId ? { requestId } : {})
   })
 }
@@ -671,11 +678,15 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         redirected: followedRedirect(response)
       }))
     }),
-    Effect.mapError((error) => transportError(error, spec)),
+    Effect.catchAll((error) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(transportError(error, spec, now)))
+    ),
     // A client that turns its failures into defects (`Effect.orDie` in a user's wrapper) would end the call in a
     // defect holding the request, secret body and all: it is the transport failure it was.
     Effect.catchAllDefect((defect) =>
-      HttpClientError.isHttpClientError(defect) ? Effect.fail(transportError(defect, spec)) : Effect.die(defect)
+      HttpClientError.isHttpClientError(defect)
+        ? Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(transportError(defect, spec, now)))
+        : Effect.die(defect)
     ),
     (response) =>
       spec.deadline !== undefined && Duration.lessThanOrEqualTo(spec.deadline.left, spec.timeout)

@@ -44,7 +44,9 @@ export const isRetryable = (error: Retried): boolean => {
 
 /** The wait the service asked for, if any. */
 export const retryAfterOf = (error: Retried | FinError): Duration.Duration | undefined =>
-  error._tag === "RateLimitError" || error._tag === "ApiError" ? error.retryAfter : undefined
+  error._tag === "RateLimitError" || error._tag === "ApiError" || error._tag === "TransportError"
+    ? error.retryAfter
+    : undefined
 
 /**
  * The policy's own delay before retry `n` (1-based): 500 ms, 1 s, 2 s, 4 s, then 8 s, each jittered by x0.8-1.2. At
