@@ -132,7 +132,7 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
     code: Schema.optional(Schema.String),
     /** For `BodyReadFailed`: the status of the response whose body was lost. */
     status: Schema.optional(Schema.Number),
-    /** For `BodyReadFailed`: the wait that response's `Retry-After` (or `retry-after-ms`) asked for, honoured by retries. */
+    /** For `BodyReadFailed`: the wait its `Retry-After` (or `retry-after-ms`) asked for; retries honour it. */
     retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }
