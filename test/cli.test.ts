@@ -1,6 +1,6 @@
 import * as Command from "@effect/cli/Command"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "@effect/vitest"
 import * as ConfigError from "effect/ConfigError"
 import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -29,6 +29,10 @@ beforeAll(async () => {
 })
 afterAll(() => harness.dispose())
 
+// Every test here starts the command as a process of its own (a second or more each on a loaded machine), several in
+// a row for some: a limit that only stops a hang, not one a slow start can reach.
+vi.setConfig({ testTimeout: 180_000 })
+
 // A stand-in for the service on loopback, for what the emulator does not answer: `use` gets the FIN_* variables
 // pointing at it (no retries, no colour).
 const withStubService = async (handle: Http.RequestListener, use: (env: Record<string, string>) => Promise<void>) => {
@@ -48,6 +52,11 @@ const withStubService = async (handle: Http.RequestListener, use: (env: Record<s
 }
 
 const body = documentedWebhookBody
+
+// Stops a command that would otherwise wait for ever (standard input left open, or a server that listens): only a
+// guard against a hang, so far longer than any start of the command on a loaded machine (seconds, under CI's load).
+// A shorter one races the command's own exit and cuts a correct run short (stderr empty, the test failed).
+const hangGuard = () => new Promise((resolve) => setTimeout(resolve, 25_000).unref())
 
 // `webhook verify --json` of `signed`, signed as the service would.
 const verifyJson = async (signed: string) => {
@@ -230,7 +239,7 @@ describe("effect-fin (offline commands)", () => {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
       expect(result.stderr.trim(), amount).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
     }))
-  }, 90_000)
+  })
 
   it("quote takes an amount with exactly 8 decimal places, leaves one past MAX_SAFE_INTEGER to the schema; subdivisions counts one result in the singular", async () => {
     const eight = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "0.12345678"])
@@ -466,12 +475,12 @@ describe("effect-fin (offline commands)", () => {
         { FIN_WEBHOOK_SECRET: secret },
         null,
         undefined,
-        { when: new Promise((resolve) => setTimeout(resolve, 4000)), signal: "SIGTERM" }
+        { when: hangGuard(), signal: "SIGTERM" }
       )
       expect([result.code, result.stderr.trim()]).toEqual([1, `effect-fin: ConfigError: ${said}`])
       expect(result.stderr).not.toContain("whsec_cli")
     }
-  }, 30_000)
+  })
 
   it("webhook verify: a malformed --signature or --algorithm is refused before the body is waited for", async () => {
     for (const [args, said] of [
@@ -486,7 +495,7 @@ describe("effect-fin (offline commands)", () => {
         { FIN_WEBHOOK_SECRET: "whsec_cli" },
         null,
         undefined,
-        { when: new Promise((resolve) => setTimeout(resolve, 4000)), signal: "SIGTERM" }
+        { when: hangGuard(), signal: "SIGTERM" }
       )
       expect([result.code, result.stderr.trim()], args.join(" ")).toEqual([1, `effect-fin: WebhookVerificationError: ${said}`])
     }
@@ -498,7 +507,7 @@ describe("effect-fin (offline commands)", () => {
       documentedWebhookBody
     )
     expect(ok.code).toBe(0)
-  }, 40_000)
+  })
 
   it("webhook verify refuses a body over 1 MiB, without reading the rest", async () => {
     const huge = `{"padding":"${"x".repeat(2 * 1024 * 1024)}"}`
@@ -637,7 +646,7 @@ describe("effect-fin (offline commands)", () => {
     try {
       // Stopped after a while should it listen after all (on another port).
       const busy = await cli(["emulator"], {}, undefined, undefined, {
-        when: new Promise((resolve) => setTimeout(resolve, 10_000)),
+        when: hangGuard(),
         signal: "SIGTERM"
       })
       expect([busy.code, busy.stderr.trim()])
@@ -651,7 +660,7 @@ describe("effect-fin (offline commands)", () => {
   it("emulator --port that is not digits, or past 65535, is a usage error, and nothing listens", async () => {
     for (const port of ["0x10", "1e3", " 4011", "4011.0", "0b11", "65536", "99999"]) {
       const result = await cli(["emulator", "--port", port], {}, undefined, undefined, {
-        when: new Promise((resolve) => setTimeout(resolve, 10_000)),
+        when: hangGuard(),
         signal: "SIGTERM"
       })
       expect([result.code, result.stdout], port).toEqual([2, ""])

@@ -7,6 +7,7 @@ import { execFile } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { constants } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -72,7 +73,14 @@ export const bundleCli = async (): Promise<Cli> => {
         process.execPath,
         [bin, ...args],
         { cwd, env: clean, encoding: "utf8" },
-        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+        // A command killed by a signal it did not handle exits as a shell says it (128 + the signal's number), never
+        // as a plain failure: a test's stop signal that came before the command's own end is told apart.
+        (error, stdout, stderr) =>
+          resolve({
+            code: error === null ? 0 : error.signal ? 128 + constants.signals[error.signal] : Number(error.code ?? 1),
+            stdout,
+            stderr
+          })
       )
       // A command may stop reading early (a body over its limit): the rest of the input is then refused, harmlessly.
       child.stdin?.on("error", () => {})
