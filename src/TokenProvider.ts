@@ -26,8 +26,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import { FinError as FinErrorSchema } from "./FinError.js"
-import type { FinError } from "./FinError.js"
+import { ApiError, type FinError, FinError as FinErrorSchema, RateLimitError, TransportError } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Hex from "./internal/hex.js"
@@ -504,18 +503,43 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // The last fetch failed with an answer that asked for a wait (a 429's or 5xx's `Retry-After`, longer than the
     // retries would wait): until it has passed, a fetch sends nothing and fails with that answer, rather than each
     // caller without a token sending the rate-limited service another request. The store is still read: another
-    // process may have a token by then.
+    // process may have a token by then. Only a fetch's own success ends it early. `until` is monotonic: a wall clock
+    // set back must not lengthen the wait.
     let quiet: { readonly until: number; readonly error: FinError } | undefined
+    // The kept answer as each caller gets it: with the wait that is left as its `retryAfter` (a caller, or another
+    // process the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
+    // remembered, so that failing with one does not start the wait again.
+    const handedOut = new WeakSet<FinError>()
+    const quietFailure = (kept: { readonly until: number; readonly error: FinError }, monotonic: number): FinError => {
+      const retryAfter = Monotonic.between(monotonic, kept.until)
+      const { error: e } = kept
+      const error: FinError = e._tag === "RateLimitError"
+        ? new RateLimitError({ ...e, message: e.message, retryAfter })
+        : e._tag === "ApiError"
+        ? new ApiError({ ...e, message: e.message, retryAfter })
+        : e._tag === "TransportError"
+        ? new TransportError({ ...e, message: e.message, retryAfter })
+        : e
+      handedOut.add(error)
+      return error
+    }
 
     // A token the service hands out again is good again.
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
-      quiet !== undefined && now < quiet.until ? Effect.fail(quiet.error) : Effect.tap(
-        Option.isSome(previous) && now < previous.value.usableUntil &&
-          Redacted.value(previous.value.token) !== refusedRefresh
-          ? refresh(previous.value.token)
-          : issue,
-        (pair) => Effect.sync(() => void refusedAccess.delete(Redacted.value(pair.access.token)))
-      )
+      Effect.flatMap(Monotonic.millis, (monotonic) =>
+        quiet !== undefined && !Monotonic.reached(monotonic, quiet.until)
+          ? Effect.fail(quietFailure(quiet, monotonic))
+          : Effect.tap(
+            Option.isSome(previous) && now < previous.value.usableUntil &&
+              Redacted.value(previous.value.token) !== refusedRefresh
+              ? refresh(previous.value.token)
+              : issue,
+            (pair) =>
+              Effect.sync(() => {
+                refusedAccess.delete(Redacted.value(pair.access.token))
+                quiet = undefined
+              })
+          ))
 
     // A stored pair whose access token cannot be sent as a bearer token (another writer's, a damaged value) is none:
     // handed out, it would fail every call until its refresh time, never with the 401 that clears a refused one. Said
@@ -674,7 +698,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         )
       // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next
       // try.
-      const goOnWith = (pair: Pair, now: number): Pair => ({ ...pair, access: pauseRefresh(now)(pair.access) })
+      const goOnWith = (pair: Pair, now: number, pause?: number): Pair => ({
+        ...pair,
+        access: pauseRefresh(now, pause)(pair.access)
+      })
       const waitMillis = Duration.toMillis(store.waitInterval)
       // The stored pair, if still usable, made known to the callers waiting (see `storedDue`).
       const publish = (now: number) => {
@@ -721,7 +748,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Option.match(stillUsable(now), {
                 onNone: () => Effect.failCause(cause),
-                onSome: (pair) => refreshFailed(failedBy(cause)).pipe(Effect.as(goOnWith(pair, now)))
+                // The fetch's wait (`quiet`) is kept, and paused for, as when the process's own token serves on.
+                onSome: (pair) =>
+                  Effect.flatMap(Monotonic.millis, (monotonic) =>
+                    refreshFailed(failedBy(cause)).pipe(Effect.as(goOnWith(pair, now, quietAfter(cause, monotonic)))))
               }))
           )
         )
@@ -744,17 +774,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + pause))
     })
 
-    // After a failed fetch: the wait its answer asked for is kept (`quiet`), unless the failure is that kept answer
-    // itself (no request was sent); the pause before the next refresh, at least that wait.
-    const quietAfter = (exit: Exit.Exit<Pair, FinError>, now: number): number => {
-      const failure = Option.getOrUndefined(Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none())
-      if (failure === undefined) {
-        quiet = undefined
-      } else if (failure !== quiet?.error) {
+    // After a failed fetch: the wait its answer asked for is kept (`quiet`), unless the failure is a kept answer
+    // handed out (no request was sent), for `maxRetryAfter` at most (a wait of days, a maintenance page's or a date
+    // from a clock set wrong, must not fail every call for days after the service is back); the pause before the next
+    // refresh, at least that wait.
+    const quietAfter = (cause: Cause.Cause<FinError>, monotonic: number): number => {
+      const failure = Option.getOrUndefined(Cause.failureOption(cause))
+      if (failure !== undefined && !handedOut.has(failure)) {
         const asked = Retry.retryAfterOf(failure)
-        quiet = asked === undefined ? undefined : { until: now + Duration.toMillis(asked), error: failure }
+        quiet = asked === undefined
+          ? undefined
+          : { until: Monotonic.plus(monotonic, Duration.min(asked, config.maxRetryAfter)), error: failure }
       }
-      return Math.max(REFRESH_PAUSE_MILLIS, quiet === undefined ? 0 : quiet.until - now)
+      return Math.max(
+        REFRESH_PAUSE_MILLIS,
+        quiet === undefined ? 0 : Duration.toMillis(Monotonic.between(monotonic, quiet.until))
+      )
     }
 
     // The end of a fetch: its pair becomes the state, or, failing, the state keeps a usable token (for a pause before
@@ -769,7 +804,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         waiting = undefined
         storedDue = undefined
         const now = yield* Clock.currentTimeMillis
-        const pause = quietAfter(exit, now)
+        const pause = Exit.isFailure(exit) ? quietAfter(exit.cause, yield* Monotonic.millis) : REFRESH_PAUSE_MILLIS
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
             ? {

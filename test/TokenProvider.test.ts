@@ -26,7 +26,8 @@ import {
   interruptedAtFirstFork,
   provideClient,
   quoteBody,
-  quoteRequest
+  quoteRequest,
+  withWallClockSetBack
 } from "./support.js"
 
 const HOUR = 3_600_000
@@ -1052,5 +1053,49 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": (request) => (issued++ === 0 ? tokens(request) : limited),
       "POST /v1/oauth/refresh-token": () => limited
     }))
+  })
+})
+
+describe("TokenProvider: a token answer asking for a wait of days", () => {
+  // A 503 asking for a day (a gateway's maintenance page): the wait kept is `maxRetryAfter` (60 s) at most, so a
+  // service back after a minute is asked again, rather than every call failing for a day.
+  it.effect("keeps it for maxRetryAfter at most", () => {
+    let n = 0
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    return Effect.gen(function*() {
+      expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError", status: 503 })
+      yield* advance(30_000)
+      expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError", status: 503 })
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      yield* advance(30_000)
+      expect((yield* FeeService.calculate(quoteRequest)).exchange_rate).toBe(1.45)
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": (request) =>
+        n++ === 0 ? FinTest.json(503, { message: "maintenance" }, { "retry-after": "86400" }) : tokens(request)
+    }))
+  })
+})
+
+describe("TokenProvider: a token answer's wait and the wall clock", () => {
+  // The wait is measured as a timer measures it: the wall clock set back an hour (an NTP step) during a 2 s wait does
+  // not make it an hour and 2 s.
+  it.live("a wall clock set back does not lengthen it", () => {
+    let n = 0
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    return withWallClockSetBack((setBack) =>
+      Effect.gen(function*() {
+        expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError" })
+        setBack(HOUR)
+        yield* Effect.sleep("2500 millis")
+        expect((yield* FeeService.calculate(quoteRequest)).exchange_rate).toBe(1.45)
+        expect(yield* count("POST /v1/oauth/token")).toBe(2)
+      }).pipe(provideClient({
+        "POST /v1/fee-calculation": fee,
+        "POST /v1/oauth/token": (request) =>
+          n++ === 0 ? FinTest.json(429, { message: "slow down" }, { "retry-after": "2" }) : tokens(request)
+      }, { maxRetryAfter: "1 second", maxRetries: 0 }))
+    )
   })
 })

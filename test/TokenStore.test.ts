@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -867,13 +868,108 @@ describe("TokenStore", () => {
       yield* seed(store, yield* key, { accessToken: Redacted.make("other-process"), refreshAt: Duration.toMillis("1 hour") })
       yield* FeeService.calculate(quoteRequest)
       expect(first._tag).toBe("RateLimitError")
-      // The service's answer again, as no request was sent.
-      expect(second).toBe(first)
+      // The service's answer again, as no request was sent, with the wait that is left (of maxRetryAfter's 60 s).
+      expect(second).toMatchObject({ _tag: "RateLimitError", status: 429, message: first.message })
+      expect(second._tag === "RateLimitError" && second.retryAfter).toEqual(Duration.seconds(50))
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
       expect(yield* bearers).toEqual(["Bearer other-process"])
     }).pipe(withStore(store, {
       "POST /v1/fee-calculation": fee,
       "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
     }))
+  })
+})
+
+describe("TokenStore: a stored pair served on after a token answer that asked for a wait", () => {
+  // A new process finds a pair due for a refresh; its fetch is answered 429 with Retry-After: 120. The stored pair
+  // serves on, and no token request goes out before the wait has passed (one pair went out 5 s later).
+  it.effect("no token request before the wait has passed", () => {
+    const store = TokenStore.makeMemory()
+    const limited = () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+    return Effect.gen(function*() {
+      yield* seed(store, yield* key, {
+        accessToken: Redacted.make("stored-token"),
+        refreshAt: Duration.toMillis("1 hour"),
+        accessUsableUntil: Duration.toMillis("1 hour") + 180_000,
+        refreshToken: Redacted.make("stored-refresh"),
+        refreshUsableUntil: Duration.toMillis("1 hour") + 180_000
+      })
+      yield* advance(Duration.toMillis("1 hour") + 10_000)
+      for (let i = 0; i < 60; i++) {
+        yield* FeeService.calculate(quoteRequest)
+        yield* advance(1000)
+      }
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 1])
+      expect(new Set(yield* bearers)).toEqual(new Set(["Bearer stored-token"]))
+    }).pipe(withStore(store, {
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": limited,
+      "POST /v1/oauth/refresh-token": limited
+    }))
+  })
+})
+
+describe("TokenStore: a token another process stored, during a token answer's wait", () => {
+  // Using it does not end the wait: when the service refuses it (401), no token request goes out before the wait ends.
+  it.effect("refused, it brings no token request before the wait has passed", () => {
+    const store = TokenStore.makeMemory()
+    return Effect.gen(function*() {
+      const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(first._tag).toBe("RateLimitError")
+      yield* advance(10_000)
+      yield* seed(store, yield* key, { accessToken: Redacted.make("other-process"), refreshAt: Duration.toMillis("1 hour") })
+      const second = yield* Effect.flip(FeeService.calculate(quoteRequest))
+      expect(second._tag).toBe("RateLimitError")
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      expect(yield* bearers).toEqual(["Bearer other-process"])
+    }).pipe(withStore(store, {
+      "POST /v1/fee-calculation": () => FinTest.json(401, { message: "revoked" }),
+      "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+    }))
+  })
+})
+
+describe("TokenStore: a kept token answer shared with another process", () => {
+  // Process A was answered 429 with Retry-After: 120, kept for maxRetryAfter's 60 s. At 50 s it fails again from what
+  // it kept (no request), while B waits on its lock: B gets that failure, with the 10 s that are left, and asks the
+  // service itself at 62 s (it was told the whole wait again, and failed without a request for it).
+  it.scoped("carries the wait that is left, not the whole wait again", () => {
+    const memory = TokenStore.makeMemory()
+    const slowUnlock: TokenStore.Service = {
+      ...memory,
+      unlock: (...args) => Effect.zipRight(Effect.sleep("100 millis"), memory.unlock(...args))
+    }
+    let tokenRequests = 0
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    const routes: FinTest.Routes = {
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": (request) =>
+        tokenRequests++ === 0
+          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+          : tokens(request)
+    }
+    const client = (store: TokenStore.Service) =>
+      Layer.build(FinTest.layerClient(routes).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store))))
+    const calculate = (context: Context.Context<FeeService.FeeService>) =>
+      Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
+    return Effect.gen(function*() {
+      const a = yield* client(slowUnlock)
+      const b = yield* client(memory)
+      yield* FinTest.advanceUntilDone(calculate(a), { limit: "10 seconds" })
+      yield* advance(50_000)
+      const fa = yield* Effect.fork(calculate(a))
+      yield* Effect.repeatN(Effect.yieldNow(), 30)
+      const fb = yield* Effect.fork(calculate(b))
+      for (let i = 0; i < 30; i++) yield* advance(100)
+      yield* Fiber.join(fa)
+      const shared = yield* Fiber.join(fb)
+      expect(Either.isLeft(shared) && shared.left).toMatchObject({ _tag: "RateLimitError", status: 429 })
+      expect(Either.isLeft(shared) && shared.left._tag === "RateLimitError" && Duration.toMillis(shared.left.retryAfter!))
+        .toBeLessThanOrEqual(10_000)
+      expect(tokenRequests).toBe(1)
+      yield* advance(9_000)
+      expect(Either.isRight(yield* FinTest.advanceUntilDone(calculate(b), { limit: "1 second" }))).toBe(true)
+      expect(tokenRequests).toBe(2)
+    }).pipe(fixedRandom)
   })
 })
