@@ -489,13 +489,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // its retries (5xx, 408, timeout, unreachable, an answer that does not decode) gets one issue attempt, without
         // retries: the issue route may well work, and the refresh token would otherwise be tried again, and fail, on
         // every fetch until it expires (days); but when the whole service is down, that costs one attempt, not a second
-        // series.
+        // series. When the refresh's answer asked for a wait (`quiet`) and the issue's failure asks none, the fetch
+        // fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue) going every 5 s.
         Effect.catchAll((e) => {
           const refused = e._tag === "AuthenticationError" ||
             (e._tag === "ApiError" && e.status >= 400 && e.status < 500 && !Retry.isRetryable(e))
           if (refused) refusedRefresh = Redacted.value(token)
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
-            Effect.zipRight(refused ? issue : issueWith(0))
+            Effect.zipRight(refused ? issue : issueWith(0)),
+            Effect.mapError((f) =>
+              Retry.retryAfterOf(f) === undefined && Retry.retryAfterOf(e) !== undefined ? e : f
+            )
           )
         })
       )

@@ -1099,3 +1099,28 @@ describe("TokenProvider: a token answer's wait and the wall clock", () => {
     )
   })
 })
+
+describe("TokenProvider: a refresh answer asking for a wait, the issue after it failing without one", () => {
+  // The refresh route answers 429 asking for 2 minutes; the issue tried after it answers 500 (no wait): the wait
+  // (kept for maxRetryAfter, 60 s) holds, rather than a refresh and an issue going every 5 s.
+  it.effect("keeps the refresh's wait", () => {
+    const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+    let issues = 0
+    return Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(59 * MIN + 1_000)
+      expect(yield* tokenValue).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+      // Every 6 s while the token is still usable (until 30 s before it expires).
+      for (let i = 0; i < 4; i++) {
+        yield* advance(6_000)
+        expect(yield* tokenValue).toBe("token-1")
+      }
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": (request) => issues++ === 0 ? tokens(request) : FinTest.json(500, { message: "down" }),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(429, { message: "slow" }, { "retry-after": "120" })
+    }))
+  })
+})
