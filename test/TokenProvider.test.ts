@@ -47,6 +47,13 @@ const firstThenTokens = (first: FinTest.Reply): FinTest.Handler => {
   return (request) => (calls++ === 0 ? first : tokens(request))
 }
 
+// The token route issuing one token (of `lifetime`), then answering `then`.
+const tokenThen = (then: FinTest.Reply, lifetime: FinConfig.DurationOption = "10 minutes"): FinTest.Handler => {
+  const tokens = FinTest.tokenHandler({ lifetime })
+  let calls = 0
+  return (request) => (calls++ === 0 ? tokens(request) : then)
+}
+
 // One issuer behind both token routes, so issued and refreshed tokens are numbered in one sequence.
 const bothTokenRoutes = (handler: FinTest.Handler): FinTest.Routes => ({
   "POST /v1/oauth/token": handler,
@@ -1014,33 +1021,35 @@ describe("TokenProvider", () => {
       }))
     ))
 
-  // The service asked for two minutes: each call in them fails at once with that answer, none sends another token
-  // request (as many as the calls, a rate-limited service hammered by every one of them); a token in hand still serves.
-  it.effect("a token fetch answered 429 with Retry-After: no other token request before its wait has passed", () =>
+  // A token route answering `first` (asking for a wait), then issuing: each call in the wait kept (maxRetryAfter's
+  // 60 s at most) fails at once with that answer and sends no token request (as many as the calls, a rate-limited
+  // service hammered by every one of them); the call after it asks again.
+  const waitKept = (first: FinTest.Reply, status: number) =>
     Effect.gen(function*() {
-      const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
-      expect(first).toMatchObject({ _tag: "RateLimitError", status: 429, operation: "POST /v1/oauth/token" })
-      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      const answer = { _tag: "RateLimitError", status, operation: "POST /v1/oauth/token" }
+      expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject(answer)
       for (let i = 0; i < 5; i++) {
         yield* advance(10_000)
-        expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError", status: 429 })
+        expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject(answer)
       }
-      expect(yield* count("POST /v1/oauth/token")).toBe(1)
-      expect(yield* count("POST /v1/fee-calculation")).toBe(0)
-      yield* advance(120_000)
+      expect([yield* count("POST /v1/oauth/token"), yield* count("POST /v1/fee-calculation")]).toEqual([1, 0])
+      yield* advance(10_000)
       expect((yield* FeeService.calculate(quoteRequest)).exchange_rate).toBe(1.45)
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
-    }).pipe(provideClient({
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": firstThenTokens(FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" }))
-    })))
+    }).pipe(provideClient({ "POST /v1/fee-calculation": fee, "POST /v1/oauth/token": firstThenTokens(first) }))
+
+  it.effect("a token fetch answered 429 with Retry-After: no other token request before its wait has passed", () =>
+    waitKept(FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" }), 429))
+
+  // A 503 asking for a day (a gateway's maintenance page): a service back after a minute is asked again, rather than
+  // every call failing for a day.
+  it.effect("a token answer asking for a wait of days: it is kept for maxRetryAfter at most", () =>
+    waitKept(FinTest.json(503, { message: "maintenance" }, { "retry-after": "86400" }), 503))
 
   // The same wait asked of a refresh: the token in hand serves on, and neither route is asked again before the wait has
   // passed (a refresh and an issue were sent every 5 s, the refresh pause).
   it.effect("a refresh answered 429 with Retry-After: the token in hand serves on, no token request before the wait", () => {
     const limited = FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    let issued = 0
     return Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
       yield* advance(9 * MIN)
@@ -1050,41 +1059,15 @@ describe("TokenProvider", () => {
       }
       expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
     }).pipe(provideClient({
-      "POST /v1/oauth/token": (request) => (issued++ === 0 ? tokens(request) : limited),
+      "POST /v1/oauth/token": tokenThen(limited),
       "POST /v1/oauth/refresh-token": () => limited
     }))
   })
-})
 
-describe("TokenProvider: a token answer asking for a wait of days", () => {
-  // A 503 asking for a day (a gateway's maintenance page): the wait kept is `maxRetryAfter` (60 s) at most, so a
-  // service back after a minute is asked again, rather than every call failing for a day.
-  it.effect("keeps it for maxRetryAfter at most", () => {
-    let n = 0
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    return Effect.gen(function*() {
-      expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError", status: 503 })
-      yield* advance(30_000)
-      expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError", status: 503 })
-      expect(yield* count("POST /v1/oauth/token")).toBe(1)
-      yield* advance(30_000)
-      expect((yield* FeeService.calculate(quoteRequest)).exchange_rate).toBe(1.45)
-      expect(yield* count("POST /v1/oauth/token")).toBe(2)
-    }).pipe(provideClient({
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": (request) =>
-        n++ === 0 ? FinTest.json(503, { message: "maintenance" }, { "retry-after": "86400" }) : tokens(request)
-    }))
-  })
-})
-
-describe("TokenProvider: a token answer's wait and the wall clock", () => {
   // The wait is measured as a timer measures it: the wall clock set back an hour (an NTP step) during a 2 s wait does
   // not make it an hour and 2 s.
-  it.live("a wall clock set back does not lengthen it", () => {
-    let n = 0
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    return withWallClockSetBack((setBack) =>
+  it.live("a token answer's wait is not lengthened by a wall clock set back", () =>
+    withWallClockSetBack((setBack) =>
       Effect.gen(function*() {
         expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({ _tag: "RateLimitError" })
         setBack(HOUR)
@@ -1093,20 +1076,14 @@ describe("TokenProvider: a token answer's wait and the wall clock", () => {
         expect(yield* count("POST /v1/oauth/token")).toBe(2)
       }).pipe(provideClient({
         "POST /v1/fee-calculation": fee,
-        "POST /v1/oauth/token": (request) =>
-          n++ === 0 ? FinTest.json(429, { message: "slow down" }, { "retry-after": "2" }) : tokens(request)
+        "POST /v1/oauth/token": firstThenTokens(FinTest.json(429, { message: "slow down" }, { "retry-after": "2" }))
       }, { maxRetryAfter: "1 second", maxRetries: 0 }))
-    )
-  })
-})
+    ))
 
-describe("TokenProvider: a refresh answer asking for a wait, the issue after it failing without one", () => {
   // The refresh route answers 429 asking for 2 minutes; the issue tried after it answers 500 (no wait): the wait
   // (kept for maxRetryAfter, 60 s) holds, rather than a refresh and an issue going every 5 s.
-  it.effect("keeps the refresh's wait", () => {
-    const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
-    let issues = 0
-    return Effect.gen(function*() {
+  it.effect("a refresh answer asking for a wait, the issue after it failing without one: the refresh's wait is kept", () =>
+    Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
       yield* advance(59 * MIN + 1_000)
       expect(yield* tokenValue).toBe("token-1")
@@ -1119,8 +1096,7 @@ describe("TokenProvider: a refresh answer asking for a wait, the issue after it 
       expect(yield* count("POST /v1/oauth/refresh-token")).toBe(1)
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
     }).pipe(provideClient({
-      "POST /v1/oauth/token": (request) => issues++ === 0 ? tokens(request) : FinTest.json(500, { message: "down" }),
+      "POST /v1/oauth/token": tokenThen(FinTest.json(500, { message: "down" }), "1 hour"),
       "POST /v1/oauth/refresh-token": () => FinTest.json(429, { message: "slow" }, { "retry-after": "120" })
-    }))
-  })
+    })))
 })

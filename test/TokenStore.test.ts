@@ -878,40 +878,31 @@ describe("TokenStore", () => {
       "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
     }))
   })
-})
 
-describe("TokenStore: a stored pair served on after a token answer that asked for a wait", () => {
   // A new process finds a pair due for a refresh; its fetch is answered 429 with Retry-After: 120. The stored pair
   // serves on, and no token request goes out before the wait has passed (one pair went out 5 s later).
-  it.effect("no token request before the wait has passed", () => {
-    const store = TokenStore.makeMemory()
-    const limited = () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
-    return Effect.gen(function*() {
-      yield* seed(store, yield* key, {
-        accessToken: Redacted.make("stored-token"),
-        refreshAt: Duration.toMillis("1 hour"),
-        accessUsableUntil: Duration.toMillis("1 hour") + 180_000,
-        refreshToken: Redacted.make("stored-refresh"),
-        refreshUsableUntil: Duration.toMillis("1 hour") + 180_000
-      })
-      yield* advance(Duration.toMillis("1 hour") + 10_000)
-      for (let i = 0; i < 60; i++) {
-        yield* FeeService.calculate(quoteRequest)
-        yield* advance(1000)
-      }
-      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 1])
-      expect(new Set(yield* bearers)).toEqual(new Set(["Bearer stored-token"]))
-    }).pipe(withStore(store, {
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": limited,
-      "POST /v1/oauth/refresh-token": limited
+  it.effect("a stored pair served on after a token answer that asked for a wait: no token request before it passed", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const routes = yield* dueStoredPair(
+        store,
+        () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+      )
+      const [requests, sent] = yield* Effect.gen(function*() {
+        for (let i = 0; i < 15; i++) {
+          yield* FeeService.calculate(quoteRequest)
+          yield* advance(1000)
+        }
+        const requests = [yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]
+        return [requests, yield* bearers] as const
+      }).pipe(withStore(store, routes))
+      expect(requests).toEqual([1, 1])
+      expect(new Set(sent)).toEqual(new Set(["Bearer stored-token"]))
     }))
-  })
-})
 
-describe("TokenStore: a token another process stored, during a token answer's wait", () => {
-  // Using it does not end the wait: when the service refuses it (401), no token request goes out before the wait ends.
-  it.effect("refused, it brings no token request before the wait has passed", () => {
+  // A token another process stored during a token answer's wait: using it does not end the wait, so when the service
+  // refuses it (401), no token request goes out before the wait ends.
+  it.effect("a token another process stored during a token answer's wait, refused: no token request before it ends", () => {
     const store = TokenStore.makeMemory()
     return Effect.gen(function*() {
       const first = yield* Effect.flip(FeeService.calculate(quoteRequest))
@@ -927,13 +918,11 @@ describe("TokenStore: a token another process stored, during a token answer's wa
       "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
     }))
   })
-})
 
-describe("TokenStore: a kept token answer shared with another process", () => {
   // Process A was answered 429 with Retry-After: 120, kept for maxRetryAfter's 60 s. At 50 s it fails again from what
   // it kept (no request), while B waits on its lock: B gets that failure, with the 10 s that are left, and asks the
   // service itself at 62 s (it was told the whole wait again, and failed without a request for it).
-  it.scoped("carries the wait that is left, not the whole wait again", () => {
+  it.scoped("a kept token answer shared with another process carries the wait that is left, not the whole wait", () => {
     const memory = TokenStore.makeMemory()
     const slowUnlock: TokenStore.Service = {
       ...memory,
