@@ -26,7 +26,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import { ApiError, type FinError, FinError as FinErrorSchema, RateLimitError, TransportError } from "./FinError.js"
+import { type FinError, FinError as FinErrorSchema } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Hex from "./internal/hex.js"
@@ -504,26 +504,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         })
       )
 
-    // The last fetch failed with an answer that asked for a wait (a 429's or 5xx's `Retry-After`, longer than the
-    // retries would wait): until it has passed, a fetch sends nothing and fails with that answer, rather than each
-    // caller without a token sending the rate-limited service another request. The store is still read: another
-    // process may have a token by then. Only a fetch's own success ends it early. `until` is monotonic: a wall clock
-    // set back must not lengthen the wait.
+    // The last fetch failed with an answer that asked for a wait (its `Retry-After`, which the retries did not wait
+    // out): until it has passed, a fetch sends nothing and fails with that answer, rather than each caller without a
+    // token sending the rate-limited service another request. The store is still read: another process may have a
+    // token by then. Only a fetch's own success ends it early. `until` is monotonic: a wall clock set back must not
+    // lengthen the wait.
     let quiet: { readonly until: number; readonly error: FinError } | undefined
-    // The kept answer as each caller gets it: with the wait that is left as its `retryAfter` (a caller, or another
-    // process the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
+    // The kept answer as each caller gets it, the wait that is left as its `retryAfter` (a caller, or another process
+    // the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
     // remembered, so that failing with one does not start the wait again.
     const handedOut = new WeakSet<FinError>()
-    const quietFailure = (kept: { readonly until: number; readonly error: FinError }, monotonic: number): FinError => {
-      const retryAfter = Monotonic.between(monotonic, kept.until)
-      const { error: e } = kept
-      const error: FinError = e._tag === "RateLimitError"
-        ? new RateLimitError({ ...e, message: e.message, retryAfter })
-        : e._tag === "ApiError"
-        ? new ApiError({ ...e, message: e.message, retryAfter })
-        : e._tag === "TransportError"
-        ? new TransportError({ ...e, message: e.message, retryAfter })
-        : e
+    const quietFailure = (kept: NonNullable<typeof quiet>, monotonic: number): FinError => {
+      const error = Retry.withRetryAfter(kept.error, Monotonic.between(monotonic, kept.until))
       handedOut.add(error)
       return error
     }

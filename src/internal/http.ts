@@ -340,6 +340,13 @@ export const systemCode = (cause: unknown): string | undefined => {
   return undefined
 }
 
+// The TransportError of a platform client's failure, read on the `Clock` (a `Retry-After` date is read against it).
+const transportFailure = (
+  error: HttpClientError.HttpClientError,
+  spec: AttemptInfo
+): Effect.Effect<never, TransportError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(transportError(error, spec, now)))
+
 const transportError = (
   error: HttpClientError.HttpClientError,
   spec: AttemptInfo,
@@ -678,15 +685,11 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         redirected: followedRedirect(response)
       }))
     }),
-    Effect.catchAll((error) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(transportError(error, spec, now)))
-    ),
+    Effect.catchAll((error) => transportFailure(error, spec)),
     // A client that turns its failures into defects (`Effect.orDie` in a user's wrapper) would end the call in a
     // defect holding the request, secret body and all: it is the transport failure it was.
     Effect.catchAllDefect((defect) =>
-      HttpClientError.isHttpClientError(defect)
-        ? Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(transportError(defect, spec, now)))
-        : Effect.die(defect)
+      HttpClientError.isHttpClientError(defect) ? transportFailure(defect, spec) : Effect.die(defect)
     ),
     (response) =>
       spec.deadline !== undefined && Duration.lessThanOrEqualTo(spec.deadline.left, spec.timeout)

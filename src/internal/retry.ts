@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
-import { type ApiError, type FinError, RateLimitError } from "../FinError.js"
+import { ApiError, type FinError, RateLimitError, TransportError } from "../FinError.js"
 import { type AttemptError, defaultMessage } from "./http.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
@@ -47,6 +47,20 @@ export const retryAfterOf = (error: Retried | FinError): Duration.Duration | und
   error._tag === "RateLimitError" || error._tag === "ApiError" || error._tag === "TransportError"
     ? error.retryAfter
     : undefined
+
+/** `error` with `retryAfter` as its wait (an error that carries none is itself). */
+export const withRetryAfter = (error: FinError, retryAfter: Duration.Duration): FinError => {
+  switch (error._tag) {
+    case "RateLimitError":
+      return new RateLimitError({ ...error, message: error.message, retryAfter })
+    case "ApiError":
+      return new ApiError({ ...error, message: error.message, retryAfter })
+    case "TransportError":
+      return new TransportError({ ...error, message: error.message, retryAfter })
+    default:
+      return error
+  }
+}
 
 /**
  * The policy's own delay before retry `n` (1-based): 500 ms, 1 s, 2 s, 4 s, then 8 s, each jittered by x0.8-1.2. At
