@@ -466,8 +466,9 @@ const snapshotArgs = (
   const args = sub === "snapshot" ? rest : ["--cross-check", ...rest]
   const given = (flag: string) => args.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
   if (given("--out") || given("--help") || given("-h")) return Either.right(args)
-  // With no data/ of the package's found (effect-fin bundled into a program deployed without its node_modules), never
-  // the repository's paths relative to the working folder either: `cross-check` could not read them.
+  // Never the repository's paths relative to the working folder, which `snapshot` would write into (a user's own
+  // project) and `cross-check` could not read: not even where the package's data/ is not found (effect-fin bundled
+  // into a program deployed without its node_modules).
   if (given("--cross-check")) {
     return dataDir === undefined
       ? Either.left(
@@ -555,8 +556,6 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   // on the way, escape sequences and all.
   const [sub, ...rest] = args
   if (sub === "snapshot" || sub === "cross-check") {
-    // Never the repository's paths relative to the working folder, which `snapshot` would write into (the user's own
-    // project) and `cross-check` could not read.
     const dataDir = options.dataDir ?? bundledDataDir()
     const parsed = snapshotArgs(sub, rest, dataDir)
     if (Either.isLeft(parsed)) {
