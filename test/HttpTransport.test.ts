@@ -1817,6 +1817,23 @@ describe("HttpTransport", () => {
     )
   })
 
+  it.effect("a ResponseDecodeError naming the answer's own keys keeps its message on one line, without a credential", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(HttpTransport.request({
+        method: "GET",
+        path: "/v1/thing",
+        response: Schema.Struct({ data: Schema.Record({ key: Schema.String, value: Schema.Number }) })
+      }))
+      expect(error._tag).toBe("ResponseDecodeError")
+      expect(error.message).not.toMatch(/[\r\n\u2028]/)
+      expect(error.message).not.toContain("test-secret")
+      const paths = error._tag === "ResponseDecodeError" ? error.issues.map((issue) => issue.path) : []
+      expect(paths.join(" ")).not.toMatch(/[\r\n\u2028]|test-secret/)
+      expect(paths).toContain("data.a\\u000ab")
+    }).pipe(provideClient({
+      "GET /v1/thing": () => FinTest.json(200, { data: { "a\nb": "x", "c\u2028d": "x", "key test-secret": "x" } })
+    })))
+
   describe("error bodies (every documented shape)", () => {
     it("{message}", () => {
       expect(parseErrorBody(`{"message":"Authentication failed"}`)).toMatchObject({ message: "Authentication failed" })
@@ -1969,6 +1986,17 @@ describe("HttpTransport", () => {
         }
       }).pipe(provideClient({
         [FEE]: FinTest.sequence(FinTest.json(400, { message: "m".repeat(1024) }), FinTest.json(400, { message: "m".repeat(1025) }))
+      })))
+    it.effect("in the message: the service's words up to 1,024 characters, a field name up to 64, its message up to 200", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error.message).toBe(
+          `The service answered 422 on POST /v1/fee-calculation: ${"x".repeat(500)} (${"f".repeat(64)}...: ${
+            "m".repeat(200)
+          }...)`
+        )
+      }).pipe(provideClient({
+        [FEE]: () => FinTest.json(422, { message: "x".repeat(500), errors: [{ ["f".repeat(100)]: "m".repeat(300) }] })
       })))
     it.effect("a field error's message is kept up to 1,024 characters, cut with ... past that", () =>
       Effect.gen(function*() {

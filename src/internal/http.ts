@@ -502,8 +502,15 @@ const decodeError = (
   headers: Readonly<Record<string, string>>,
   found: ReadonlyArray<Issue>
 ) => {
-  const requestId = requestIdOf(headers, redactor(spec.credentials))
-  const { issues, summary } = Issues.told(found)
+  const redact = redactor(spec.credentials)
+  const requestId = requestIdOf(headers, redact)
+  // A path may hold the answer's own keys (a record's): a credential the service echoed there is not kept either.
+  const { issues, summary } = Issues.told(
+    found.map((issue) => {
+      const path = redact(issue.path)
+      return path === issue.path ? issue : new Issue({ path, expected: issue.expected })
+    })
+  )
   return new ResponseDecodeError({
     message: `Unexpected response from ${spec.operation}: ${summary}`,
     status,

@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as SchemaAST from "effect/SchemaAST"
 import { Issue, RequestValidationError } from "../FinError.js"
+import * as Printable from "./printable.js"
 
 // What a schema expects, in words: its own title or description (`an ISO 8601 date-time`, `a number`), else what its
 // shape is (`an object with data`), never the schema's inner workings (`(Struct (Encoded side) <-> ...)`). A
@@ -58,8 +59,14 @@ const isPlainMismatch = (issue: ParseResult.ParseIssue): boolean =>
   (issue._tag === "Composite" && issue.ast._tag === "Union" && Array.isArray(issue.issues) &&
     (issue.issues as ReadonlyArray<ParseResult.ParseIssue>).every(isPlainMismatch))
 
+// A key from the data (a record's, an unknown one) is written with its control characters, line breaks and bidi
+// overrides escaped (`\u000a`), so that a path, and the message saying it, stays one line.
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
+  path.map((key, i) => {
+    if (typeof key === "number") return `[${key}]`
+    const name = Printable.printable(String(key))
+    return i === 0 ? name : `.${name}`
+  }).join("")
 
 // `trusted` is set below a refinement: the messages of filters are ours (or the user's schema's), written without the
 // value, whereas other messages (JSON parsing, say) may quote the input.
