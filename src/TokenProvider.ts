@@ -1,7 +1,8 @@
 /**
  * Access tokens for the service's modified client-credential flow: issued with JSON credentials, cached, refreshed
  * `refreshMargin` before expiry (through the refresh token while it is valid), one request in flight however many
- * callers wait, failures never cached.
+ * callers wait. Failures are not cached, but for the wait an answer asked for (its `Retry-After`, `maxRetryAfter` at
+ * most): until it has passed, no token request is sent, and a caller without a usable token fails at once with it.
  *
  * @since 0.1.0
  */
@@ -45,7 +46,10 @@ import * as TokenStore from "./TokenStore.js"
  * @category models
  */
 export interface Service {
-  /** A valid access token: the cached one, or one fetched now (a single fetch shared by all callers). */
+  /**
+   * A valid access token: the cached one, or one fetched now (a single fetch shared by all callers); while the wait
+   * a failed fetch's answer asked for lasts, that answer at once, its `retryAfter` the wait that is left.
+   */
   readonly get: Effect.Effect<Redacted.Redacted<string>, FinError>
   /** Forgets `token` if it is still the cached one (compare-and-clear), so the next `get` fetches a new one. */
   readonly invalidate: (token: Redacted.Redacted<string>) => Effect.Effect<void>
