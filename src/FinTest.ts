@@ -112,9 +112,8 @@ const jsonText = (status: number, body: unknown): string => {
   try {
     text = JSON.stringify(body)
   } catch (cause) {
-    throw new Cause.IllegalArgumentException(
-      `effect-fin/test: json: the body cannot be written as JSON (${cause instanceof Error ? cause.message : String(cause)})`
-    )
+    const reason = cause instanceof Error ? cause.message : String(cause)
+    throw new Cause.IllegalArgumentException(`effect-fin/test: json: the body cannot be written as JSON (${reason})`)
   }
   if (text !== undefined) return text
   if (noBody(status)) return ""

@@ -1817,22 +1817,40 @@ describe("HttpTransport", () => {
     )
   })
 
+  // A response schema with a record: the answer's own keys are in the issues' paths.
+  const recordKeysRefused = Effect.flip(HttpTransport.request({
+    method: "GET",
+    path: "/v1/thing",
+    response: Schema.Struct({ data: Schema.Record({ key: Schema.String, value: Schema.Number }) })
+  })).pipe(Effect.map((error) => ({
+    error,
+    paths: error._tag === "ResponseDecodeError" ? error.issues.map((issue) => issue.path) : []
+  })))
+
   it.effect("a ResponseDecodeError naming the answer's own keys keeps its message on one line, without a credential", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(HttpTransport.request({
-        method: "GET",
-        path: "/v1/thing",
-        response: Schema.Struct({ data: Schema.Record({ key: Schema.String, value: Schema.Number }) })
-      }))
+      const { error, paths } = yield* recordKeysRefused
       expect(error._tag).toBe("ResponseDecodeError")
       expect(error.message).not.toMatch(/[\r\n\u2028]/)
       expect(error.message).not.toContain("test-secret")
-      const paths = error._tag === "ResponseDecodeError" ? error.issues.map((issue) => issue.path) : []
       expect(paths.join(" ")).not.toMatch(/[\r\n\u2028]|test-secret/)
       expect(paths).toContain("data.a\\u000ab")
     }).pipe(provideClient({
       "GET /v1/thing": () => FinTest.json(200, { data: { "a\nb": "x", "c\u2028d": "x", "key test-secret": "x" } })
     })))
+
+  it.effect("a ResponseDecodeError's path too long to keep is cut with ..., never into another key's", () =>
+    Effect.map(recordKeysRefused, ({ paths }) => expect(paths).toEqual([`data.${"k".repeat(1019)}...`])).pipe(
+      provideClient({ "GET /v1/thing": () => FinTest.json(200, { data: { ["k".repeat(1500)]: "x" } }) })
+    ))
+
+  it.effect("a ResponseDecodeError's path keeps no secret with a tab or DEL inside, as a path writes it", () =>
+    Effect.map(recordKeysRefused, ({ error, paths }) => {
+      expect(paths).toEqual(["data.<redacted>"])
+      expect(error.message).not.toContain("half")
+    }).pipe(provideClient({
+      "GET /v1/thing": () => FinTest.json(200, { data: { "tab\thalf\u007fof-it": "x" } })
+    }, { clientSecret: Redacted.make("tab\thalf\u007fof-it") })))
 
   describe("error bodies (every documented shape)", () => {
     it("{message}", () => {

@@ -37,6 +37,7 @@ import * as Bytes from "./bytes.js"
 import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
 import * as Monotonic from "./monotonic.js"
+import * as Printable from "./printable.js"
 import * as Redact from "./redact.js"
 import * as Spans from "./spans.js"
 
@@ -502,12 +503,14 @@ const decodeError = (
   headers: Readonly<Record<string, string>>,
   found: ReadonlyArray<Issue>
 ) => {
-  const redact = redactor(spec.credentials)
-  const requestId = requestIdOf(headers, redact)
-  // A path may hold the answer's own keys (a record's): a credential the service echoed there is not kept either.
+  const requestId = requestIdOf(headers, redactor(spec.credentials))
+  // A path may hold the answer's own keys (a record's): a credential the service echoed there is not kept either, in
+  // the form a path writes it too (its control characters escaped: `\u0009`, which JSON writes `\t`, DEL). The
+  // redactor keeps only a text's start: a longer path is cut with `...`, never shortened into another key's path.
+  const redactPath = redactor([...spec.credentials, ...spec.credentials.map(Printable.printable)])
   const { issues, summary } = Issues.told(
     found.map((issue) => {
-      const path = redact(issue.path)
+      const path = short(redactPath(issue.path))
       return path === issue.path ? issue : new Issue({ path, expected: issue.expected })
     })
   )
