@@ -804,7 +804,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         waiting = undefined
         storedDue = undefined
         const now = yield* Clock.currentTimeMillis
-        const pause = Exit.isFailure(exit) ? quietAfter(exit.cause, yield* Monotonic.millis) : REFRESH_PAUSE_MILLIS
+        const monotonic = yield* Monotonic.millis
+        const pause = Exit.isFailure(exit) ? quietAfter(exit.cause, monotonic) : REFRESH_PAUSE_MILLIS
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
             ? {
@@ -817,7 +818,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
           yield* refreshFailed(failedBy(exit.cause))
         }
-        yield* Deferred.done(deferred, Exit.map(exit, (pair) => pair.access.token))
+        // The answer kept is handed out as to the callers after these, its wait the one kept: a `Retry-After` of two
+        // minutes is asked again after `maxRetryAfter`, and its first callers must not wait the whole of it.
+        const kept = quiet
+        yield* Deferred.done(
+          deferred,
+          Exit.map(
+            Exit.mapError(exit, (error) => kept?.error === error ? quietFailure(kept, monotonic) : error),
+            (pair) => pair.access.token
+          )
+        )
       })
 
     // The fetch's token, unless the service refused it as the fetch ended (`settle` keeps it out of the state, but the

@@ -867,8 +867,9 @@ describe("TokenStore", () => {
       const second = yield* Effect.flip(FeeService.calculate(quoteRequest))
       yield* seed(store, yield* key, { accessToken: Redacted.make("other-process"), refreshAt: Duration.toMillis("1 hour") })
       yield* FeeService.calculate(quoteRequest)
-      expect(first._tag).toBe("RateLimitError")
-      // The service's answer again, as no request was sent, with the wait that is left (of maxRetryAfter's 60 s).
+      // The service asked for 120 s; the wait kept, and the one its first caller is told, is maxRetryAfter's 60 s.
+      expect(first).toMatchObject({ _tag: "RateLimitError", retryAfter: Duration.seconds(60) })
+      // The service's answer again, as no request was sent, with the wait that is left.
       expect(second).toMatchObject({ _tag: "RateLimitError", status: 429, message: first.message })
       expect(second._tag === "RateLimitError" && second.retryAfter).toEqual(Duration.seconds(50))
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
