@@ -115,8 +115,8 @@ const jsonText = (status: number, body: unknown): string => {
     const reason = cause instanceof Error ? cause.message : String(cause)
     throw new Cause.IllegalArgumentException(`effect-fin/test: json: the body cannot be written as JSON (${reason})`)
   }
-  if (text !== undefined) return text
-  if (noBody(status)) return ""
+  if (text === undefined && noBody(status)) return ""
+  if (text !== undefined) return bodyFor(status, text, "json")
   throw new Cause.IllegalArgumentException(
     `effect-fin/test: json: a ${status} answer needs a body JSON can write, not ${
       body === undefined
@@ -128,11 +128,20 @@ const jsonText = (status: number, body: unknown): string => {
   )
 }
 
+// A status that has no body (204, 205, 304) is answered without one, as a server does: a body given for it would be
+// dropped unseen, the test then asserting on what it never sent.
+const bodyFor = (status: number, body: string, reply: string): string => {
+  if (body !== "" && noBody(status)) {
+    throw new Cause.IllegalArgumentException(`effect-fin/test: ${reply}: a ${status} answer has no body`)
+  }
+  return body
+}
+
 /**
  * A JSON answer, `content-type: application/json` unless `headers` give another (a header name in any case); a body
  * of `undefined` is no body for a status that has none (204, 205, 304). Throws `IllegalArgumentException` for a status
- * outside 200-599, a header no response can carry, or a body JSON cannot write (undefined for a status with a body, a
- * BigInt, a cycle).
+ * outside 200-599, a header no response can carry, a body for a status that has none, or a body JSON cannot write
+ * (undefined for a status with a body, a BigInt, a cycle).
  *
  * @since 0.1.0
  * @category replies
@@ -151,7 +160,7 @@ export const json = (status: number, body: unknown, headers: Readonly<Record<str
 
 /**
  * An answer with a raw body (for malformed or truncated JSON). Throws `IllegalArgumentException` for a status outside
- * 200-599, or a header no response can carry.
+ * 200-599, a header no response can carry, or a body other than "" for a status that has none (204, 205, 304).
  *
  * @since 0.1.0
  * @category replies
@@ -159,7 +168,7 @@ export const json = (status: number, body: unknown, headers: Readonly<Record<str
 export const text = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): Reply => ({
   _tag: "Respond",
   status: checked(status),
-  body,
+  body: bodyFor(status, body, "text"),
   headers: checkedHeaders(headers),
   stallBody: false
 })

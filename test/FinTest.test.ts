@@ -197,6 +197,11 @@ describe("FinTest replies", () => {
     Effect.gen(function*() {
       const done = yield* HttpTransport.request({ method: "DELETE", path: "/v1/thing", response: Schema.Void })
       expect(done).toBeUndefined()
+      // And the other way round: a body for a status without one would be dropped unseen.
+      for (const status of [204, 205, 304]) {
+        expect(() => FinTest.json(status, { a: 1 })).toThrow(`effect-fin/test: json: a ${status} answer has no body`)
+        expect(() => FinTest.text(status, "x")).toThrow(`effect-fin/test: text: a ${status} answer has no body`)
+      }
       for (const body of [undefined, () => 1, Symbol("x")]) {
         expect(() => FinTest.json(200, body)).toThrow("effect-fin/test: json: a 200 answer needs a body JSON can write")
       }
