@@ -61,7 +61,8 @@ export interface Options {
   readonly subdivisionCacheTtl?: DurationOption | undefined
   /**
    * In `"fallback"` mode, how long lookups are answered from the snapshot without asking the API after it failed
-   * (unreachable, timing out, 5xx); then one lookup asks it again. Default 30 s; `"0 seconds"` asks the API every time.
+   * (unreachable, timing out, 5xx); then one lookup asks it again. Default 30 s, longer for a failure whose answer
+   * asked for a longer wait (`Retry-After`, `maxRetryAfter` at most); `"0 seconds"` asks the API every time.
    */
   readonly subdivisionFallbackCooldown?: DurationOption | undefined
 }

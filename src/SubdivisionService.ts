@@ -20,6 +20,7 @@ import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as KeyedCache from "./internal/keyedCache.js"
+import * as Retry from "./internal/retry.js"
 import { memo } from "./internal/memo.js"
 import * as internal from "./internal/subdivisions.js"
 import * as Subdivisions from "./Subdivisions.js"
@@ -251,13 +252,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again, with a
     // request of its own. The breaker admits callers before the cache's shared lookups, so nobody joins a probe (a
     // fresh cached answer is still served); it counts each request's outcome inside the lookup, so an old request
-    // joined later counts as of when it was sent.
+    // joined later counts as of when it was sent. The cool-down lasts at least the wait the failure's answer asked
+    // for (its `Retry-After`, `maxRetryAfter` at most): the probe does not ask a service that said when to come back
+    // before then.
     const fallback = Effect.gen(function*() {
-      const cooldown = config.subdivisionFallbackCooldown
-      const breaker: Breaker.Breaker<FinError> = Duration.toMillis(cooldown) > 0
+      const configured = config.subdivisionFallbackCooldown
+      const breaker: Breaker.Breaker<FinError> = Duration.toMillis(configured) > 0
         ? yield* Breaker.make<FinError>({
-          cooldown,
-          onOpen: (error, again) =>
+          cooldown: (error) =>
+            Duration.max(configured, Duration.min(Retry.retryAfterOf(error) ?? Duration.zero, config.maxRetryAfter)),
+          onOpen: (error, again, cooldown) =>
             Effect.logInfo(
               again
                 ? `effect-fin: the subdivisions API still fails (${error._tag}); lookups use the offline snapshot for ` +

@@ -658,6 +658,23 @@ describe("SubdivisionService", () => {
         [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(502, { message: "bad gateway" }), usa)
       })))
 
+    // A 503 asking for 45 s: the probe waits it out rather than asking at 30 s; one asking for a day is waited for
+    // maxRetryAfter's 60 s at most.
+    for (const [asked, cooldown] of [["45", 45_000], ["86400", 60_000]] as const) {
+      it.effect(`a failure whose answer asked for a wait of ${asked} s: a cool-down of ${cooldown / 1000} s`, () =>
+        Effect.gen(function*() {
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          yield* advance(cooldown - 1)
+          expect((yield* list("USA")).source).toBe("snapshot")
+          expect(yield* calls).toBe(1)
+          yield* advance(1)
+          expect((yield* list("USA")).source).toBe("api")
+          expect(yield* calls).toBe(2)
+        }).pipe(withMode("fallback", {
+          [ROUTE]: FinTest.sequence(FinTest.json(503, { message: "maintenance" }, { "retry-after": asked }), usa)
+        })))
+    }
+
     // Refuses the first connection, then answers after a second.
     const failsThenSlow = (): FinTest.Handler => {
       let n = 0

@@ -59,13 +59,14 @@ type State<E> =
 
 /**
  * A closed breaker. Its state is plain memory: every change is one synchronous step, so fibers cannot interleave;
- * each change is a new state object, which is how a request tells whether anything changed since it began. `onOpen`
- * runs when a request opens it (`again`: a probe failed), `onClose` when a probe's request closes it, with the last
- * failure and how long the breaker stayed open.
+ * each change is a new state object, which is how a request tells whether anything changed since it began. It stays
+ * open for `cooldown` of the failure that opened it. `onOpen` runs when a request opens it (`again`: a probe failed),
+ * with that cool-down; `onClose` when a probe's request closes it, with the last failure and how long the breaker
+ * stayed open.
  */
 export const make = <E>(options: {
-  readonly cooldown: Duration.Duration
-  readonly onOpen: (error: E, again: boolean) => Effect.Effect<void>
+  readonly cooldown: (error: E) => Duration.Duration
+  readonly onOpen: (error: E, again: boolean, cooldown: Duration.Duration) => Effect.Effect<void>
   readonly onClose: (error: E, openFor: Duration.Duration) => Effect.Effect<void>
 }): Effect.Effect<Breaker<E>> =>
   Effect.sync(() => {
@@ -79,8 +80,9 @@ export const make = <E>(options: {
         const verdict: Verdict = Exit.isSuccess(exit) ? "up" : Option.isSome(failure) ? judge(failure.value) : "unknown"
         if (verdict === "down" && Option.isSome(failure)) {
           const since = began._tag === "Open" ? began.since : now
-          state = { _tag: "Open", error: failure.value, since, until: Monotonic.plus(now, options.cooldown), probing: false }
-          return options.onOpen(failure.value, began._tag === "Open")
+          const cooldown = options.cooldown(failure.value)
+          state = { _tag: "Open", error: failure.value, since, until: Monotonic.plus(now, cooldown), probing: false }
+          return options.onOpen(failure.value, began._tag === "Open", cooldown)
         }
         if (began._tag === "Open" && verdict === "unknown") {
           state = { ...began, probing: false }

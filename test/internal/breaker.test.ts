@@ -17,7 +17,7 @@ const retryIn = (error: string | Breaker.CircuitOpen<string>) =>
 const make = Effect.gen(function*() {
   const events: Array<string> = []
   const breaker = yield* Breaker.make<string>({
-    cooldown: Duration.seconds(10),
+    cooldown: () => Duration.seconds(10),
     onOpen: (error, again) => Effect.sync(() => events.push(`${again ? "reopen" : "open"} ${error}`)),
     onClose: (error, openFor) => Effect.sync(() => events.push(`close ${error} ${Duration.toMillis(openFor)}`))
   })
