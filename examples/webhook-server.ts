@@ -5,6 +5,16 @@ import { Webhooks } from "effect-fin"
 import { NodeWebhookCrypto } from "effect-fin/node"
 import { createServer } from "node:http"
 
+// On shutdown the platform stops serving before it closes the server: a request whose headers were still arriving
+// would get no answer, and hold the shutdown until its client gives up. Refused instead (503, sent again later).
+const refusingWhenClosed = () => {
+  const server = createServer()
+  server.on("request", (_request, response) => {
+    if (server.listenerCount("request") === 1) response.writeHead(503, { connection: "close" }).end()
+  })
+  return server
+}
+
 // Scoped: on shutdown the handlers still running finish (Webhooks.handler is the unscoped form).
 const WebhookServer = Layer.unwrapScoped(
   Effect.gen(function* () {
@@ -23,7 +33,7 @@ const WebhookServer = Layer.unwrapScoped(
     })
     // The server is built after the handler, so it closes first: no new delivery, then the running ones finish.
     return HttpServer.serve(HttpRouter.empty.pipe(HttpRouter.post("/webhooks/fin", webhooks))).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { port: 3000 }))
+      Layer.provide(NodeHttpServer.layer(refusingWhenClosed, { port: 3000 }))
     )
   })
 ).pipe(

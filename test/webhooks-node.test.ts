@@ -184,3 +184,52 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       }
     }).pipe(Effect.scoped), 40_000)
 })
+
+describe("Webhooks.makeHandler on a Node server, a delivery that arrives while it shuts down", () => {
+  // The platform removes its request listener before it closes the server: a delivery whose headers complete in
+  // between reaches no app, and on a bare createServer is never answered, the shutdown waiting for its client to give
+  // up (this test would hang). The README's server factory (`refusingWhenClosed`) answers it 503.
+  it.live("with the README's server factory, it gets 503 and the shutdown goes on", () =>
+    Effect.gen(function*() {
+      const { handlers, release, started } = yield* heldHandler
+      const server = Http.createServer()
+      server.on("request", (_request, response) => {
+        if (server.listenerCount("request") === 1) response.writeHead(503, { connection: "close" }).end()
+      })
+      const WebhookServer = Layer.unwrapScoped(
+        Effect.map(
+          Webhooks.makeHandler({ secrets: secret, handlers }),
+          (app) =>
+            HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
+        )
+      )
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(WebhookServer, scope)
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      const headers = yield* Webhooks.sign(body, secret)
+      // Not kept alive: an idle kept-alive connection holds a closing Node server for its keepAliveTimeout.
+      const first = new Promise<number | undefined>((resolve) =>
+        Http.request({ host: "127.0.0.1", port, method: "POST", headers, agent: false }, (response) => {
+          response.resume()
+          resolve(response.statusCode)
+        }).end(body)
+      )
+      yield* started
+      // A second delivery: its request line sent before the shutdown, the rest of it after.
+      let answer = ""
+      const socket = Net.connect(port, "127.0.0.1", () => socket.write("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+      socket.on("data", (data) => void (answer += data))
+      socket.on("error", () => {})
+      yield* pause(100)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* pause(100)
+      socket.write(`x-fin-signature: ${headers["x-fin-signature"]}\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      yield* pause(100)
+      yield* release
+      expect(yield* Effect.promise(() => first)).toBe(200)
+      yield* Fiber.join(closing)
+      socket.destroy()
+      expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 503 Service Unavailable")
+    }), 20_000)
+})
