@@ -518,6 +518,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
     // remembered, so that failing with one does not start the wait again.
     const handedOut = new WeakSet<FinError>()
+    // The wait kept, while it lasts.
+    const keptAt = (monotonic: number) =>
+      quiet !== undefined && !Monotonic.reached(monotonic, quiet.until) ? quiet : undefined
     const quietFailure = (kept: NonNullable<typeof quiet>, monotonic: number): FinError => {
       const error = Retry.withRetryAfter(kept.error, Monotonic.between(monotonic, kept.until))
       handedOut.add(error)
@@ -526,9 +529,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // A token the service hands out again is good again.
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
-      Effect.flatMap(Monotonic.millis, (monotonic) =>
-        quiet !== undefined && !Monotonic.reached(monotonic, quiet.until)
-          ? Effect.fail(quietFailure(quiet, monotonic))
+      Effect.flatMap(Monotonic.millis, (monotonic) => {
+        const kept = keptAt(monotonic)
+        return kept !== undefined
+          ? Effect.fail(quietFailure(kept, monotonic))
           : Effect.tap(
             Option.isSome(previous) && now < previous.value.usableUntil &&
               Redacted.value(previous.value.token) !== refusedRefresh
@@ -539,7 +543,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                 refusedAccess.delete(Redacted.value(pair.access.token))
                 quiet = undefined
               })
-          ))
+          )
+      })
 
     // A stored pair whose access token cannot be sent as a bearer token (another writer's, a damaged value) is none:
     // handed out, it would fail every call until its refresh time, never with the 401 that clears a refused one. Said
@@ -780,7 +785,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // refresh, at least that wait.
     const quietAfter = (cause: Cause.Cause<FinError>, monotonic: number): number => {
       const failure = Option.getOrUndefined(Cause.failureOption(cause))
-      if (failure !== undefined && !handedOut.has(failure)) {
+      // A wait still running is kept as it is, whatever failure comes meanwhile (this process sent nothing: one shared
+      // by another process through the store). One that asks no wait must not end it, nor a copy handed back and forth
+      // between processes, each read a little after it was made, lengthen it.
+      if (failure !== undefined && !handedOut.has(failure) && keptAt(monotonic) === undefined) {
         const asked = Retry.retryAfterOf(failure)
         quiet = asked === undefined
           ? undefined
@@ -818,13 +826,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
           yield* refreshFailed(failedBy(exit.cause))
         }
-        // The answer kept is handed out as to the callers after these, its wait the one kept: a `Retry-After` of two
-        // minutes is asked again after `maxRetryAfter`, and its first callers must not wait the whole of it.
-        const kept = quiet
+        // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
+        // first callers are told the wait kept (a `Retry-After` of two minutes is asked again after `maxRetryAfter`),
+        // and callers that took another process's failure meanwhile are told this process's wait.
+        const kept = keptAt(monotonic)
         yield* Deferred.done(
           deferred,
           Exit.map(
-            Exit.mapError(exit, (error) => kept?.error === error ? quietFailure(kept, monotonic) : error),
+            Exit.mapError(exit, (error) => kept !== undefined ? quietFailure(kept, monotonic) : error),
             (pair) => pair.access.token
           )
         )

@@ -20,6 +20,7 @@ import * as TestClock from "effect/TestClock"
 import { createHash } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinConfig from "../src/FinConfig.js"
+import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
@@ -959,6 +960,50 @@ describe("TokenStore", () => {
       expect(tokenRequests).toBe(1)
       yield* advance(9_000)
       expect(Either.isRight(yield* FinTest.advanceUntilDone(calculate(b), { limit: "1 second" }))).toBe(true)
+      expect(tokenRequests).toBe(2)
+    }).pipe(fixedRandom)
+  })
+
+  // Process A was answered 429 asking for two minutes (kept for maxRetryAfter's 60 s). B's fetch, slow, fails with a
+  // 503 that asks for no wait, while A's caller waits on B's lock and takes B's failure: A's wait is kept (that caller
+  // is told A's answer and the wait that is left), and A's next call sends nothing (it sent a token request at once).
+  it.scoped("another process's failure, shared during this process's kept wait, neither ends nor changes it", () => {
+    const memory = TokenStore.makeMemory()
+    let tokenRequests = 0
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    const routes: FinTest.Routes = {
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": (request) => {
+        tokenRequests += 1
+        return tokenRequests === 1
+          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+          : tokenRequests === 2
+          ? FinTest.delayed("1 second", () => FinTest.json(503, { message: "down" }))(request)
+          : tokens(request)
+      }
+    }
+    const client = Layer.build(
+      FinTest.layerClient(routes, { maxRetries: 0 }).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, memory)))
+    )
+    const calculate = (context: Context.Context<FeeService.FeeService>) =>
+      Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
+    // The kept 429's wait that is left, in whole seconds.
+    const keptLeft = (result: Either.Either<unknown, FinError>) =>
+      Either.isLeft(result) && result.left._tag === "RateLimitError" && result.left.status === 429
+        ? Math.ceil(Duration.toSeconds(result.left.retryAfter!))
+        : result
+    return Effect.gen(function*() {
+      const a = yield* client
+      const b = yield* client
+      expect(keptLeft(yield* calculate(a))).toBe(60)
+      const fb = yield* Effect.fork(calculate(b))
+      yield* Effect.repeatN(Effect.yieldNow(), 30)
+      const fa = yield* Effect.fork(calculate(a))
+      for (let i = 0; i < 20; i++) yield* advance(100)
+      expect(Either.isLeft(yield* Fiber.join(fb)) && tokenRequests).toBe(2)
+      expect(keptLeft(yield* Fiber.join(fa))).toBe(59)
+      yield* advance(3_000)
+      expect(keptLeft(yield* calculate(a))).toBe(55)
       expect(tokenRequests).toBe(2)
     }).pipe(fixedRandom)
   })
