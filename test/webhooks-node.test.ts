@@ -41,6 +41,26 @@ const heldHandler = Effect.gen(function*() {
   return { seen, handlers, started: Deferred.await(started), release: Deferred.succeed(release, undefined) }
 })
 
+/**
+ * `heldHandler` behind `server` as the README wires it: the server inside the handler's scope, so it closes first.
+ * Built into `scope`, to close when the test says; the port it listens on.
+ */
+const servedInScope = (server: Http.Server, store?: Webhooks.WebhookDedupeStoreService) =>
+  Effect.gen(function*() {
+    const held = yield* heldHandler
+    const WebhookServer = Layer.unwrapScoped(
+      Effect.map(
+        Webhooks.makeHandler({ secrets: secret, store, handlers: held.handlers }),
+        (app) =>
+          HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
+      )
+    )
+    const scope = yield* Scope.make()
+    yield* Layer.buildWithScope(WebhookServer, scope)
+    const address = server.address()
+    return { ...held, scope, port: typeof address === "object" && address !== null ? address.port : 0 }
+  })
+
 /** Delivers the documented event to `port`, and gives up once the handler has `started`. */
 const abandonedDelivery = (port: number, started: Effect.Effect<void>) =>
   Effect.gen(function*() {
@@ -89,21 +109,9 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
 
   it.live("makeHandler in the server's layer: shutting the layer down lets the running handler finish first", () =>
     Effect.gen(function*() {
-      const { handlers, release, seen, started } = yield* heldHandler
       const store = Webhooks.makeMemoryDedupeStore()
       const server = Http.createServer()
-      // As the README wires it: the server inside the handler's scope, so it closes first.
-      const WebhookServer = Layer.unwrapScoped(
-        Effect.map(
-          Webhooks.makeHandler({ secrets: secret, store, handlers }),
-          (app) =>
-            HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
-        )
-      )
-      const scope = yield* Scope.make()
-      yield* Layer.buildWithScope(WebhookServer, scope)
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
+      const { port, release, scope, seen, started } = yield* servedInScope(server, store)
 
       // The client gives up mid-handler: the server has no request left to wait for when it closes.
       yield* abandonedDelivery(port, started)
@@ -183,30 +191,17 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
         expect(exchange.closed).toBe(true)
       }
     }).pipe(Effect.scoped), 40_000)
-})
 
-describe("Webhooks.makeHandler on a Node server, a delivery that arrives while it shuts down", () => {
   // The platform removes its request listener before it closes the server: a delivery whose headers complete in
   // between reaches no app, and on a bare createServer is never answered, the shutdown waiting for its client to give
   // up (this test would hang). The README's server factory (`refusingWhenClosed`) answers it 503.
-  it.live("with the README's server factory, it gets 503 and the shutdown goes on", () =>
+  it.live("makeHandler: a delivery whose headers arrive while the server shuts down gets 503 from the README's server", () =>
     Effect.gen(function*() {
-      const { handlers, release, started } = yield* heldHandler
       const server = Http.createServer()
       server.on("request", (_request, response) => {
         if (server.listenerCount("request") === 1) response.writeHead(503, { connection: "close" }).end()
       })
-      const WebhookServer = Layer.unwrapScoped(
-        Effect.map(
-          Webhooks.makeHandler({ secrets: secret, handlers }),
-          (app) =>
-            HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
-        )
-      )
-      const scope = yield* Scope.make()
-      yield* Layer.buildWithScope(WebhookServer, scope)
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
+      const { port, release, scope, started } = yield* servedInScope(server)
       const headers = yield* Webhooks.sign(body, secret)
       // Not kept alive: an idle kept-alive connection holds a closing Node server for its keepAliveTimeout.
       const first = new Promise<number | undefined>((resolve) =>
