@@ -405,6 +405,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const defaults = CallOptionsInternal.resolve(config, {})
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
     const basePath = Http.basePathOf(config.baseUrl)
+    const server = Http.serverAttributesOf(config.baseUrl)
 
     const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
@@ -433,7 +434,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
       const name = nameValid ? spec.name ?? "request" : "request"
       const pathValid = isPlainPath(spec.path)
       // Only what was checked goes into the span: a refused path may hold anything (personal data, a query, megabytes).
-      const attributes: Record<string, string> = {}
+      const attributes: Record<string, string | number> = { ...server }
       if (METHODS.has(spec.method)) attributes["http.request.method"] = spec.method
       if (pathValid) attributes["url.path"] = basePath + spec.path
       return Effect.gen(function*() {

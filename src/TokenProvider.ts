@@ -324,6 +324,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
     const basePath = Http.basePathOf(config.baseUrl)
+    const server = Http.serverAttributesOf(config.baseUrl)
     const credentials = yield* credentialsFingerprint(config.clientId, config.clientSecret)
     const ref = yield* SynchronizedRef.make<State>({
       access: Option.none(),
@@ -429,7 +430,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.withSpan("effect-fin.token", {
           kind: "client",
           captureStackTrace: false,
-          attributes: { "http.request.method": "POST", "url.path": basePath + path }
+          attributes: { "http.request.method": "POST", "url.path": basePath + path, ...server }
         })
       )
     }

@@ -57,9 +57,13 @@ const outcomesOf = (operation: string) =>
         : []
     })
   )
-// The attributes of each recorded span named `name`.
+// The attributes of each recorded span named `name`, but for those the same on every span of a client or repeating
+// the outcome (`server.address`, `server.port`, `error.type`: each checked once, below).
+const shared = new Set(["server.address", "server.port", "error.type"])
 const attributesOf = (spans: ReadonlyArray<Tracer.Span>, name: string) =>
-  spans.filter((span) => span.name === name).map((span) => Object.fromEntries(span.attributes))
+  spans.filter((span) => span.name === name).map((span) =>
+    Object.fromEntries([...span.attributes].filter(([key]) => !shared.has(key)))
+  )
 const calculate = FeeService.calculate(quoteRequest)
 const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
 // Issued or refreshed: after a 401 the provider refreshes with the refresh token it holds.
@@ -274,6 +278,19 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
 
+  it.effect("a failed call's span has OTel's error.type, the error's tag, whatever the error's code", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(Effect.all([calculate, Effect.flip(calculate)]).pipe(Effect.provide(tracing)))
+      yield* advance(2000)
+      yield* Fiber.join(fiber)
+      expect((yield* spans).filter((span) => span.name === "effect-fin.fee-calculation").map((span) =>
+        span.attributes.get("error.type")
+      )).toEqual([undefined, "ApiError"])
+    }).pipe(provideClient({
+      [FEE]: FinTest.sequence(ok, FinTest.json(409, { error: { code: "conflict", message: "exists" } }))
+    })))
+
   it.effect("a call made with the tracer off leaves the caller's own span as it was (no attribute of the call on it)", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
@@ -288,6 +305,18 @@ describe("HttpTransport", () => {
       expect(recorded.map((span) => span.name)).toEqual(["caller"])
       expect(attributesOf(recorded, "caller")).toEqual([{}])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), ok, status(422)) })))
+
+  it.effect("the call's and the token call's spans name the server (server.address, server.port), as OTel's HTTP client spans do", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      yield* calculate.pipe(Effect.provide(tracing))
+      const recorded = yield* spans
+      for (const name of ["effect-fin.fee-calculation", "effect-fin.token"]) {
+        const span = recorded.find((span) => span.name === name)
+        expect(span?.attributes.get("server.address")).toBe("gw.example.com")
+        expect(span?.attributes.get("server.port")).toBe(443)
+      }
+    }).pipe(provideClient({ [FEE]: () => ok }, { baseUrl: "https://gw.example.com/payments" })))
 
   it.effect("behind a gateway's prefix, url.path is the path each request was sent to (the call's and the token call's)", () =>
     Effect.gen(function*() {

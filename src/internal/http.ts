@@ -755,11 +755,32 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
 /** The path of a checked `baseUrl` (origin and path, no trailing slash): `""` for the service's own address. */
 export const basePathOf = (baseUrl: string): string => baseUrl.slice(new URL(baseUrl).origin.length)
 
+/**
+ * `server.address` and `server.port` of a checked `baseUrl`, which OpenTelemetry's HTTP client spans require (a
+ * tracing backend's service map names the remote from them): effect-fin's span stands in for the platform's
+ * `http.client` span, which had them.
+ */
+export const serverAttributesOf = (
+  baseUrl: string
+): { readonly "server.address": string; readonly "server.port": number } => {
+  const url = new URL(baseUrl)
+  // An IPv6 literal without its brackets, as the conventions write it.
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
+  return {
+    "server.address": host,
+    "server.port": url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port)
+  }
+}
+
 /** Records how a call ended on the current span: its attempts, its outcome (`success` or an error's tag), its status. */
 export const annotateOutcome = (attempts: number, outcome: string, status: number | undefined): Effect.Effect<void> =>
   Spans.annotateOwn({
     "effect_fin.attempts": attempts,
     "effect_fin.outcome": outcome,
+    // OTel's `error.type`, a stable type to group failures by: the exception event's `exception.type` is no such
+    // thing for an `ApiError` or a `RateLimitedError`, as the OTel SDK takes an error's `code` for it (the service's
+    // own code there: `"500"`, `"conflict"`).
+    ...(outcome === "success" ? {} : { "error.type": outcome }),
     ...(status === undefined ? {} : { "http.response.status_code": status })
   })
 
