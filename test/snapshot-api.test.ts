@@ -345,11 +345,14 @@ describe("snapshot script, online", () => {
     const readReport = async (path: string) =>
       Schema.decodeUnknownSync(CrossCheckReport)(JSON.parse(await read(path)))
 
+    // Through a symlink too: the report is written through one, to the file it names.
     it("refuses a report path that is the snapshot or its meta, before asking the API, and leaves both as they were", async () => {
       const out = await committedCopy()
+      const link = Path.join(await tempDir(), "latest.json")
+      await Fs.symlink(Path.join(out, "subdivisions.json"), link)
       const before = await readAll(out)
-      for (const name of ["subdivisions.json", "subdivisions.meta.json"]) {
-        const result = await runMain(crossCheck(Path.join(out, name), "--out", out, "--countries", "USA"), {
+      for (const report of [Path.join(out, "subdivisions.json"), Path.join(out, "subdivisions.meta.json"), link]) {
+        const result = await runMain(crossCheck(report, "--out", out, "--countries", "USA"), {
           served: { USA: apiOf("USA") }
         })
         expect(result.code).toBe(2)

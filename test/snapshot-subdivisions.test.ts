@@ -537,6 +537,33 @@ describe("snapshot-subdivisions", () => {
         expect(yield* listDir(dir)).toEqual([])
       }))
 
+    // `cross-check --report /dev/null` (or /dev/stdout, a FIFO, a symlink to the archived report) renamed its temporary
+    // file over the target: as root, /dev/null became a regular file; a symlink was replaced, its target left as it was.
+    it.live("a target that is a symlink, FIFO or device is written through, never replaced", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        const real = Path.join(dir, "real.json")
+        const link = Path.join(dir, "link.json")
+        const fifo = Path.join(dir, "fifo")
+        yield* Effect.promise(async () => {
+          await Fs.writeFile(real, "old")
+          await Fs.symlink(real, link)
+          await new Promise<void>((resolve, reject) =>
+            execFile("mkfifo", [fifo], (error) => error === null ? resolve() : reject(error))
+          )
+        })
+        // The FIFO's reader, opened before the write (which waits for one).
+        const read = Effect.runPromise(Effect.promise(() => Fs.readFile(fifo, "utf8")))
+        yield* writeFilesAtomically([{ path: link, content: "new" }], "the report")
+        yield* writeFilesAtomically([{ path: fifo, content: "through" }], "the report")
+        // (No /dev/null here: without the fix, a run as root would replace it.)
+        const [linkStat, fifoStat] = yield* Effect.promise(() => Promise.all([Fs.lstat(link), Fs.lstat(fifo)]))
+        expect([linkStat.isSymbolicLink(), fifoStat.isFIFO()]).toEqual([true, true])
+        expect(yield* Effect.promise(() => Fs.readFile(real, "utf8"))).toBe("new")
+        expect(yield* Effect.promise(() => read)).toBe("through")
+        expect((yield* listDir(dir)).sort()).toEqual(["fifo", "link.json", "real.json"])
+      }))
+
     // A source that lost data (an empty file, a country dropped by a bad upstream change) is not a new snapshot.
     it.live("a source listing no subdivisions for a country the snapshot has some for is refused unless allowed", () =>
       Effect.gen(function*() {

@@ -34,6 +34,7 @@ import {
   parseJsonText,
   parseSnapshot,
   readSourceFile,
+  realPathOf,
   type Snapshot,
   SnapshotError,
   SnapshotMeta,
@@ -324,8 +325,9 @@ export const runCrossCheck = <E, R>(options: CrossCheckOptions<E, R>): Effect.Ef
   Effect.gen(function*() {
     const snapshotPath = Path.join(options.snapshotDir, files.data)
     // The report replaces its file: naming the snapshot or its meta would destroy what the run compares with.
+    const reportFile = yield* realPathOf(options.reportPath)
     for (const file of [files.data, files.meta]) {
-      if (Path.resolve(options.reportPath) === Path.resolve(options.snapshotDir, file)) {
+      if (reportFile === (yield* realPathOf(Path.join(options.snapshotDir, file)))) {
         return yield* new SnapshotError({
           message:
             `--report ${options.reportPath} is the snapshot's ${file}: the report would replace it; name another file`

@@ -726,18 +726,24 @@ const readOptional = (path: string): Effect.Effect<string | undefined, SnapshotE
     )
   )
 
+// The file `path` names, through any symlinks: one that does not exist yet (or a symlink to nothing) is itself.
+const realPath = (path: string): Promise<string> => Fs.realpath(path).catch(() => Path.resolve(path))
+
+/** `realPath` as an effect. */
+export const realPathOf = (path: string): Effect.Effect<string> => Effect.promise(() => realPath(path))
+
 /**
  * Writes every file to a temporary sibling first and renames only once all are written, so a failure leaves the
- * committed files as they were (each rename is atomic on one file system). `what` names the files in a failure.
+ * committed files as they were (each rename is atomic on one file system). A target that is not a regular file is
+ * written, never replaced: a symlink's target is the file written (its temporary file beside it), a device or a FIFO
+ * (`--report /dev/null`, `/dev/stdout`) is written in place (renamed over, as root, /dev/null became a regular file).
+ * `what` names the files in a failure.
  */
 export const writeFilesAtomically = (
   targets: ReadonlyArray<{ readonly path: string; readonly content: string }>,
   what: "the snapshot" | "the report" = "the snapshot"
 ): Effect.Effect<void, SnapshotError> => {
-  const temps = targets.map((t) => ({
-    ...t,
-    temp: Path.join(Path.dirname(t.path), `.${Path.basename(t.path)}.${process.pid}.tmp`)
-  }))
+  let temps: ReadonlyArray<{ readonly path: string; readonly content: string; readonly temp: string }> = []
   const cleanup = Effect.promise(() => Promise.all(temps.map((t) => Fs.rm(t.temp, { force: true }))))
   // Two files for one path (`--module` naming the data or meta file) would share a temporary file: the second would
   // replace the first's target, then fail its own rename, after "nothing was written".
@@ -748,11 +754,21 @@ export const writeFilesAtomically = (
   }
   return Effect.tryPromise({
     try: async () => {
+      const resolved = await Promise.all(targets.map(async (t) => {
+        const path = await realPath(t.path)
+        const stat = await Fs.stat(path).catch(() => undefined)
+        return { ...t, path, inPlace: stat !== undefined && !stat.isFile() }
+      }))
+      temps = resolved.filter((t) => !t.inPlace).map((t) => ({
+        ...t,
+        temp: Path.join(Path.dirname(t.path), `.${Path.basename(t.path)}.${process.pid}.tmp`)
+      }))
       for (const t of temps) {
         await Fs.mkdir(Path.dirname(t.path), { recursive: true })
         await Fs.writeFile(t.temp, t.content, "utf8")
       }
       for (const t of temps) await Fs.rename(t.temp, t.path)
+      for (const t of resolved) if (t.inPlace) await Fs.writeFile(t.path, t.content, "utf8")
     },
     catch: (e) => new SnapshotError({ message: `cannot write ${what} (${errorText(e)})` })
   }).pipe(Effect.tapError(() => cleanup))
