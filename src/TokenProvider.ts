@@ -206,7 +206,10 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
 // A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret), with
 // the fingerprint of the credentials it was fetched with: a waiter with other credentials (a secret rotated in while a
 // stale instance still runs) would not have failed the same way, and fetches itself instead.
-const FailureJson = Schema.parseJson(Schema.Struct({ credentials: Schema.String, error: FinErrorSchema }))
+// `kept`: the error is a kept answer handed out (no request was sent), not a new answer of the service.
+const FailureJson = Schema.parseJson(
+  Schema.Struct({ credentials: Schema.String, error: FinErrorSchema, kept: Schema.optional(Schema.Boolean) })
+)
 // An error that cannot be recorded is not shared (the others fetch themselves), never a defect of this call.
 const encodeFailure = Schema.encodeOption(FailureJson)
 const decodeFailure = Schema.decodeUnknownOption(FailureJson)
@@ -519,6 +522,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
     // remembered, so that failing with one does not start the wait again.
     const handedOut = new WeakSet<FinError>()
+    // Kept answers another process handed out, as shared through the store: copies, not new answers of the service.
+    const copies = new WeakSet<FinError>()
     // The wait kept, while it lasts.
     const keptAt = (monotonic: number) =>
       quiet !== undefined && !Monotonic.reached(monotonic, quiet.until) ? quiet : undefined
@@ -603,7 +608,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           : local
         const pair = yield* fetch(refresh, now).pipe(
           Effect.tapError((error) =>
-            Effect.sync(() => void (failure = Option.getOrUndefined(encodeFailure({ credentials, error }))))
+            Effect.sync(() =>
+              void (failure = Option.getOrUndefined(encodeFailure({ credentials, error, kept: handedOut.has(error) })))
+            )
           ),
           Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),
           holding(store, owner)
@@ -647,8 +654,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         store.failure(key),
         Option.flatMap((f) =>
           waitedFor.has(f.owner)
-            ? Option.flatMap(decodeFailure(f.error), (recorded) =>
-              recorded.credentials === credentials ? Option.some(recorded.error) : Option.none())
+            ? Option.flatMap(decodeFailure(f.error), (recorded) => {
+              if (recorded.credentials !== credentials) return Option.none()
+              if (recorded.kept === true) copies.add(recorded.error)
+              return Option.some(recorded.error)
+            })
             : Option.none()
         )
       )
@@ -786,14 +796,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // refresh, at least that wait.
     const quietAfter = (cause: Cause.Cause<FinError>, monotonic: number): number => {
       const failure = Option.getOrUndefined(Cause.failureOption(cause))
-      // A wait still running is kept as it is, whatever failure comes meanwhile (this process sent nothing: one shared
-      // by another process through the store). One that asks no wait must not end it, nor a copy handed back and forth
-      // between processes, each read a little after it was made, lengthen it.
-      if (failure !== undefined && !handedOut.has(failure) && keptAt(monotonic) === undefined) {
+      // A wait still running is not ended by a failure that comes meanwhile (this process sent nothing: one shared
+      // by another process through the store) asking no wait, nor lengthened by a copy of a kept answer handed back
+      // and forth between processes, each read a little after it was made; a new answer asking a longer wait (the
+      // service told another process to come back later) lengthens it.
+      const running = keptAt(monotonic)
+      if (failure !== undefined && !handedOut.has(failure) && !(running !== undefined && copies.has(failure))) {
         const asked = Retry.retryAfterOf(failure)
-        quiet = asked === undefined
+        const until = asked === undefined
           ? undefined
-          : { until: Monotonic.plus(monotonic, Duration.min(asked, config.maxRetryAfter)), error: failure }
+          : Monotonic.plus(monotonic, Duration.min(asked, config.maxRetryAfter))
+        if (running === undefined || (until !== undefined && until > running.until)) {
+          quiet = until === undefined ? undefined : { until, error: failure }
+        }
       }
       return Math.max(
         REFRESH_PAUSE_MILLIS,

@@ -964,10 +964,11 @@ describe("TokenStore", () => {
     }).pipe(fixedRandom)
   })
 
-  // Process A was answered 429 asking for two minutes (kept for maxRetryAfter's 60 s). B's fetch, slow, fails with a
-  // 503 that asks for no wait, while A's caller waits on B's lock and takes B's failure: A's wait is kept (that caller
-  // is told A's answer and the wait that is left), and A's next call sends nothing (it sent a token request at once).
-  it.scoped("another process's failure, shared during this process's kept wait, neither ends nor changes it", () => {
+  // Two processes on one store: A is answered 429 asking for `firstWait` s; `after` ms later B (no wait of its own)
+  // asks, slowly, and is answered `second`, while A's caller waits on B's lock and takes that answer. The whole seconds
+  // of wait each caller is told (or its result), B's then A's; then `later` ms on, A's next call's and the token
+  // requests sent.
+  const sharedDuringWait = (firstWait: number, after: number, second: FinTest.Reply, later: number) => {
     const memory = TokenStore.makeMemory()
     let tokenRequests = 0
     const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
@@ -976,9 +977,9 @@ describe("TokenStore", () => {
       "POST /v1/oauth/token": (request) => {
         tokenRequests += 1
         return tokenRequests === 1
-          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": String(firstWait) })
           : tokenRequests === 2
-          ? FinTest.delayed("1 second", () => FinTest.json(503, { message: "down" }))(request)
+          ? FinTest.delayed("1 second", () => second)(request)
           : tokens(request)
       }
     }
@@ -987,24 +988,40 @@ describe("TokenStore", () => {
     )
     const calculate = (context: Context.Context<FeeService.FeeService>) =>
       Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
-    // The kept 429's wait that is left, in whole seconds.
-    const keptLeft = (result: Either.Either<unknown, FinError>) =>
-      Either.isLeft(result) && result.left._tag === "RateLimitError" && result.left.status === 429
+    const waitLeft = (result: Either.Either<unknown, FinError>) =>
+      Either.isLeft(result) && result.left._tag === "RateLimitError"
         ? Math.ceil(Duration.toSeconds(result.left.retryAfter!))
         : result
     return Effect.gen(function*() {
       const a = yield* client
       const b = yield* client
-      expect(keptLeft(yield* calculate(a))).toBe(60)
+      const first = waitLeft(yield* calculate(a))
+      yield* advance(after)
       const fb = yield* Effect.fork(calculate(b))
       yield* Effect.repeatN(Effect.yieldNow(), 30)
       const fa = yield* Effect.fork(calculate(a))
       for (let i = 0; i < 20; i++) yield* advance(100)
-      expect(Either.isLeft(yield* Fiber.join(fb)) && tokenRequests).toBe(2)
-      expect(keptLeft(yield* Fiber.join(fa))).toBe(59)
-      yield* advance(3_000)
-      expect(keptLeft(yield* calculate(a))).toBe(55)
-      expect(tokenRequests).toBe(2)
+      const shared = [waitLeft(yield* Fiber.join(fb)), waitLeft(yield* Fiber.join(fa))]
+      yield* advance(later)
+      return { first, shared, next: waitLeft(yield* calculate(a)), tokenRequests }
     }).pipe(fixedRandom)
-  })
+  }
+
+  // B's answer, a 503, asks for no wait: A's wait (the service's two minutes, kept for maxRetryAfter's 60 s) is kept,
+  // its caller told A's answer and the wait that is left, and A's next call sends nothing (it sent a token request).
+  it.scoped("another process's failure asking no wait, shared during this process's kept wait, neither ends nor changes it", () =>
+    Effect.gen(function*() {
+      const seen = yield* sharedDuringWait(120, 0, FinTest.json(503, { message: "down" }), 3_000)
+      expect(seen).toMatchObject({ first: 60, next: 55, tokenRequests: 2 })
+      expect(seen.shared[1]).toBe(59)
+    }))
+
+  // A was asked for 10 s; 5 s in, B is answered 429 asking for 60 s: the service told this client to wait until about
+  // 66 s, and A must not send a token request when its own 10 s end.
+  it.scoped("a longer wait another process was asked for meanwhile is not cut short by this process's kept wait", () =>
+    Effect.gen(function*() {
+      const slowDown = FinTest.json(429, { message: "Slow down" }, { "retry-after": "60" })
+      expect(yield* sharedDuringWait(10, 5_000, slowDown, 5_000))
+        .toEqual({ first: 10, shared: [60, 60], next: 55, tokenRequests: 2 })
+    }))
 })
