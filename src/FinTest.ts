@@ -520,6 +520,7 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
       // client would otherwise die on `Response`'s own RangeError (a status) or TypeError (a header).
       const status = checked(reply.status)
       const headers = checkedHeaders(reply.headers)
+      bodyFor(status, reply.body, "reply")
       return Effect.succeed(
         HttpClientResponse.fromWeb(
           request,

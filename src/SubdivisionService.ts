@@ -265,9 +265,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
             Effect.logInfo(
               again
                 ? `effect-fin: the subdivisions API still fails (${error._tag}); lookups use the offline snapshot for ` +
-                  `another ${Duration.format(cooldown)}`
+                  `another ${inMillis(cooldown)}`
                 : `effect-fin: the subdivisions API failed with ${error._tag}; lookups use the offline snapshot for ` +
-                  `the next ${Duration.format(cooldown)}, then ask it again`
+                  `the next ${inMillis(cooldown)}, then ask it again`
             ),
           onClose: (error, openFor) =>
             Effect.logInfo(

@@ -193,6 +193,17 @@ describe("FinTest replies", () => {
       [FEE]: () => ({ _tag: "Respond", status: 200, body: "{}", headers: { "x-a": "1\n2" }, stallBody: false })
     }, { maxRetries: 0 })))
 
+  it.effect("a reply written by hand with a body for a 204 is a defect saying so, when the request meets it", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(HttpTransport.request({ method: "DELETE", path: "/v1/thing", response: Schema.Void }))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      if (Exit.isFailure(exit)) {
+        expect(Cause.pretty(exit.cause)).toContain("effect-fin/test: reply: a 204 answer has no body")
+      }
+    }).pipe(provideClient({
+      "DELETE /v1/thing": () => ({ _tag: "Respond", status: 204, body: "{}", headers: {}, stallBody: false })
+    }, { maxRetries: 0 })))
+
   it.effect("json with no body answers a 204 with none; for a status with a body it is refused when made", () =>
     Effect.gen(function*() {
       const done = yield* HttpTransport.request({ method: "DELETE", path: "/v1/thing", response: Schema.Void })

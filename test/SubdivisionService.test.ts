@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -6,7 +7,9 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
 import * as CountryCode from "../src/CountryCode.js"
 import type * as FinConfig from "../src/FinConfig.js"
 import type { FinError } from "../src/FinError.js"
@@ -967,5 +970,25 @@ describe("SubdivisionService", () => {
           return (request) => (++n === 1 ? FinTest.fail("ECONNREFUSED") : FinTest.delayed("1 second", () => usa)(request))
         })()
       }, { subdivisionFallbackCooldown: "0 seconds" })))
+  })
+
+  // A cool-down set by a token answer's wait that is left (microseconds on the live clock) is logged in whole ms.
+  it.effect("a cool-down from a token's kept wait is logged in milliseconds, not nanoseconds", () => {
+    const { layer, lines } = captureLogs()
+    return Effect.gen(function*() {
+      yield* Effect.either(HttpTransport.request({ method: "GET", path: "/v1/x", response: Schema.Unknown }))
+      yield* TestClock.adjust(Duration.millis(10_000.5))
+      expect((yield* list("USA")).source).toBe("snapshot")
+      expect(lines.filter((line) => line.includes("the offline snapshot for the next"))).toEqual([
+        expect.stringContaining("for the next 50s, then ask it again")
+      ])
+    }).pipe(
+      noRetries,
+      Effect.provide(layer),
+      withMode("fallback", {
+        "POST /v1/oauth/token": () => FinTest.json(503, { message: "down" }, { "retry-after": "120" }),
+        [ROUTE]: () => usa
+      })
+    )
   })
 })
