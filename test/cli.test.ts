@@ -147,6 +147,25 @@ describe("effect-fin (offline commands)", () => {
     }
   })
 
+  // @effect/cli said "Received unknown argument: '--log-level'", as if the option did not exist.
+  it("an unknown --log-level is a usage error naming the value and the levels, not an unknown --log-level", async () => {
+    const levels = "all, trace, debug, info, warning, error, fatal, none"
+    for (const [args, given] of [
+      [["quote", "--log-level", "verbose", "--from", "USD"], "verbose"],
+      [["subdivisions", "--log-level=Debug", "USA", "--offline"], "Debug"],
+      [["--log-level", "\u202ewarn", "subdivisions", "USA"], "\\u202ewarn"]
+    ] as const) {
+      const result = await cli([...args])
+      expect([result.code, result.stdout, result.stderr.trim()], args.join(" ")).toEqual([
+        2,
+        "",
+        `effect-fin: --log-level: expected one of ${levels} (lower case), got "${given}"`
+      ])
+    }
+    const fine = await cli(["subdivisions", "--log-level", "debug", "USA", "--offline", "--json"])
+    expect([fine.code, JSON.parse(fine.stdout).country]).toEqual([0, "USA"])
+  })
+
   it("an unknown command names every command, the snapshot tool's too; a misspelt webhook command does not", async () => {
     const hint = "effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)"
     const mismatch = "Invalid subcommand for effect-fin - use one of 'quote', 'subdivisions', 'webhook', 'emulator'"

@@ -543,6 +543,25 @@ const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.L
 const printableValue = (value: unknown): unknown =>
   typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
 
+// The levels @effect/cli's built-in `--log-level` takes: Effect's, in lower case.
+const logLevels = ["all", "trace", "debug", "info", "warning", "error", "fatal", "none"]
+
+// The values given to `--log-level` (`--log-level X` or `--log-level=X`), up to a `--` that ends the options.
+const logLevelValues = (args: ReadonlyArray<string>): Array<string> => {
+  const end = args.indexOf("--")
+  const options = end === -1 ? args : args.slice(0, end)
+  return options.flatMap((arg, i) =>
+    arg.startsWith("--log-level=")
+      ? [arg.slice("--log-level=".length)]
+      : arg === "--log-level" && i + 1 < options.length
+      ? [options[i + 1]!]
+      : []
+  )
+}
+
+// A usage error found before the parser runs: its line on standard error, exit code 2 (as the parser's own).
+const usageError = (line: string) => Effect.zipRight(Console.error(line), Effect.sync(() => void (process.exitCode = 2)))
+
 /**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
  *
@@ -559,10 +578,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
     const dataDir = options.dataDir ?? bundledDataDir()
     const parsed = snapshotArgs(sub, rest, dataDir)
     if (Either.isLeft(parsed)) {
-      return Effect.zipRight(
-        Console.error(Printable.lines(parsed.left)),
-        Effect.sync(() => void (process.exitCode = 2))
-      )
+      return usageError(Printable.lines(parsed.left))
     }
     return Effect.flatMap(
       Effect.promise(() =>
@@ -583,10 +599,15 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   // @effect/cli takes `--wizard=true` (`=1`, `=yes`, `=on`) too: every `--wizard=` form is refused here (one that is
   // false is a usage error there anyway).
   if (args.some((arg) => arg === "--wizard" || arg.startsWith("--wizard=")) && process.stdin.isTTY !== true) {
-    return Effect.zipRight(
-      Console.error("effect-fin: --wizard asks its questions on a terminal, and standard input is none"),
-      Effect.sync(() => void (process.exitCode = 2))
-    )
+    return usageError("effect-fin: --wizard asks its questions on a terminal, and standard input is none")
+  }
+  // @effect/cli answers a log level it does not know (`--log-level verbose`, `--log-level Debug`) with "Received unknown
+  // argument: '--log-level'", as if the option did not exist: the value is named here, with the levels it takes.
+  const badLevel = logLevelValues(args).find((level) => !logLevels.includes(level))
+  if (badLevel !== undefined) {
+    return usageError(Render.printable(
+      `effect-fin: --log-level: expected one of ${logLevels.join(", ")} (lower case), got ${JSON.stringify(badLevel)}`
+    ))
   }
   // An argument holding an escape character is shown escaped wherever it is quoted; one that is a colour code the
   // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
