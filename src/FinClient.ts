@@ -53,13 +53,19 @@ export interface Client {
  * Every service of a client. The platform `HttpClient` comes from the application (`FetchHttpClient.layer`,
  * `NodeHttpClient.layerUndici`, ...), so it is shared and configured there.
  *
+ * Each call gives a layer of its own: two clients (two accounts, sandbox and production) in one layer graph, or in
+ * one `LayerMap`, are two clients. (Effect shares a layer by reference within one build, whatever it is provided
+ * with: the module-level service layers this one is made of are therefore made anew for each client, so that the
+ * second client is not handed the first one's token provider and transport.) The same layer value used twice in one
+ * graph is still built once, as any layer is.
+ *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (options: FinConfig.Options): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
-  Layer.merge(FeeService.layer, SubdivisionService.layer).pipe(
-    Layer.provideMerge(HttpTransport.layer),
-    Layer.provideMerge(TokenProvider.layer),
+  Layer.merge(Layer.fresh(FeeService.layer), Layer.fresh(SubdivisionService.layer)).pipe(
+    Layer.provideMerge(Layer.fresh(HttpTransport.layer)),
+    Layer.provideMerge(Layer.fresh(TokenProvider.layer)),
     Layer.provide(FinConfig.layer(options))
   )
 

@@ -1,0 +1,111 @@
+/**
+ * Two clients in one layer graph (or one LayerMap): Effect shares a layer by reference within a build, so each
+ * FinClient.layer must be made of layers of its own, or the second client gets the first one's token and transport.
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as LayerMap from "effect/LayerMap"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import { Emulator } from "../src/emulator/index.js"
+import * as FeeService from "../src/FeeService.js"
+import * as FinClient from "../src/FinClient.js"
+import * as FinTest from "../src/FinTest.js"
+
+const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
+const optionsOf = (e: Emulator.Service) => ({ ...e.credentials, baseUrl: e.url, timeout: "2 seconds" } as const)
+const rate = Effect.map(FeeService.calculate(usdToCad), (quote) => quote.exchange_rate)
+
+class PartA extends Context.Tag("PartA")<PartA, Effect.Effect<number, unknown>>() {}
+class PartB extends Context.Tag("PartB")<PartB, Effect.Effect<number, unknown>>() {}
+// A part of the application that keeps the FeeService it was built with, and quotes with it.
+const quoting = Effect.map(FeeService.FeeService, (fees) => Effect.provideService(rate, FeeService.FeeService, fees))
+const partA = Layer.effect(PartA, quoting)
+const partB = Layer.effect(PartB, quoting)
+const both = Effect.flatMap(Effect.all([PartA, PartB]), ([a, b]) => Effect.all([a, b]))
+
+describe("FinClient.layer in one layer graph", () => {
+  it.live("two clients provided to two parts: each part's calls go to its own service, with its own token", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const a = yield* Emulator.make({ clientId: "merchant-a", clientSecret: "secret-a" })
+      const b = yield* Emulator.make({ clientId: "merchant-b", clientSecret: "secret-b", rates: { "USD/CAD": 2 } })
+      const app = Layer.merge(
+        Layer.provide(partA, FinClient.layer(optionsOf(a))),
+        Layer.provide(partB, FinClient.layer(optionsOf(b)))
+      ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+      expect(yield* Effect.provide(both, app)).toEqual([1.45, 2])
+      const [ca, cb] = [yield* a.counters, yield* b.counters]
+      expect([ca.requests["POST /v1/fee-calculation"], cb.requests["POST /v1/fee-calculation"]]).toEqual([1, 1])
+      expect([ca.tokensIssued, cb.tokensIssued]).toEqual([1, 1])
+    })))
+
+  it.live("the same client layer value in two parts is still built once (one token)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const a = yield* Emulator.make()
+      const client = FinClient.layer(optionsOf(a))
+      const app = Layer.merge(Layer.provide(partA, client), Layer.provide(partB, client)).pipe(
+        Layer.provide(NodeHttpClient.layerUndici)
+      )
+      expect(yield* Effect.provide(both, app)).toEqual([1.45, 1.45])
+      expect((yield* a.counters).tokensIssued).toBe(1)
+    })))
+
+  it.live("a LayerMap of clients, one per merchant, made in the application's layers", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const a = yield* Emulator.make({ clientId: "merchant-a", clientSecret: "secret-a" })
+      const b = yield* Emulator.make({ clientId: "merchant-b", clientSecret: "secret-b", rates: { "USD/CAD": 2 } })
+      const emulators: Record<string, Emulator.Service> = { a, b }
+      // Made in a layer, as an application does: its clients are built with the application's memo map.
+      class Clients extends Context.Tag("Clients")<Clients, LayerMap.LayerMap<string, FinClient.Services, unknown>>() {}
+      const ClientsLive = Layer.scoped(
+        Clients,
+        LayerMap.make((merchant: string) =>
+          FinClient.layer(optionsOf(emulators[merchant]!)).pipe(Layer.provide(NodeHttpClient.layerUndici))
+        )
+      )
+      const rates = yield* Effect.gen(function*() {
+        const clients = yield* Clients
+        return [yield* Effect.provide(rate, clients.get("a")), yield* Effect.provide(rate, clients.get("b"))]
+      }).pipe(Effect.provide(ClientsLive))
+      expect(rates).toEqual([1.45, 2])
+      expect([(yield* a.counters).tokensIssued, (yield* b.counters).tokensIssued]).toEqual([1, 1])
+    })))
+
+  it.effect("FinTest.layerClient twice in one graph: each part answered by its own routes", () =>
+    Effect.gen(function*() {
+      const quote = (rate: number) => () =>
+        FinTest.json(200, {
+          data: {
+            source_currency: "USD", destination_currency: "CAD", source_amount: 100, exchange_rate: rate,
+            destination_amount: 98.01 * rate, fee: { fixed: 1, percentage: 0.99, total: 1.99, is_fee_applied: true }
+          }
+        })
+      const app = Layer.merge(
+        Layer.provide(partA, FinTest.layerClient({ "POST /v1/fee-calculation": quote(1.45) })),
+        Layer.provide(partB, FinTest.layerClient({ "POST /v1/fee-calculation": quote(2) }))
+      )
+      expect(yield* Effect.provide(both, app)).toEqual([1.45, 2])
+    }))
+
+  it.live("two ManagedRuntimes sharing one memo map (and one HttpClient); disposing one mid-call of the other", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const a = yield* Emulator.make({ clientId: "merchant-a", clientSecret: "secret-a" })
+      const b = yield* Emulator.make({ clientId: "merchant-b", clientSecret: "secret-b", rates: { "USD/CAD": 2 } })
+      yield* b.setFaults([{ kind: "latency", millis: 300, route: "POST /v1/fee-calculation", times: 1 }])
+      const memoMap = yield* Layer.makeMemoMap
+      const rtA = ManagedRuntime.make(Layer.provide(FinClient.layer(optionsOf(a)), NodeHttpClient.layerUndici), memoMap)
+      const rtB = ManagedRuntime.make(Layer.provide(FinClient.layer(optionsOf(b)), NodeHttpClient.layerUndici), memoMap)
+      const ra = yield* Effect.promise(() => rtA.runPromise(rate))
+      const pending = rtB.runPromiseExit(rate)
+      yield* Effect.sleep("50 millis")
+      yield* Effect.promise(() => rtA.dispose())
+      const rb = yield* Effect.promise(() => pending)
+      expect(ra).toBe(1.45)
+      expect(rb).toEqual(Exit.succeed(2))
+      expect(yield* Effect.promise(() => rtB.runPromise(rate))).toBe(2)
+      yield* Effect.promise(() => rtB.dispose())
+    })))
+})
