@@ -49,6 +49,15 @@ export interface Client {
   readonly subdivisions: SubdivisionService.Service
 }
 
+// Fresh: built anew for each client (a memo map of its own, in which each of these layers is built once: the token
+// provider the transport uses is the one the client's context holds).
+const services = Layer.fresh(
+  Layer.merge(FeeService.layer, SubdivisionService.layer).pipe(
+    Layer.provideMerge(HttpTransport.layer),
+    Layer.provideMerge(TokenProvider.layer)
+  )
+)
+
 /**
  * Every service of a client. The platform `HttpClient` comes from the application (`FetchHttpClient.layer`,
  * `NodeHttpClient.layerUndici`, ...), so it is shared and configured there.
@@ -63,11 +72,7 @@ export interface Client {
  * @category layers
  */
 export const layer = (options: FinConfig.Options): Layer.Layer<Services, ConfigError.ConfigError, Http.Client> =>
-  Layer.merge(Layer.fresh(FeeService.layer), Layer.fresh(SubdivisionService.layer)).pipe(
-    Layer.provideMerge(Layer.fresh(HttpTransport.layer)),
-    Layer.provideMerge(Layer.fresh(TokenProvider.layer)),
-    Layer.provide(FinConfig.layer(options))
-  )
+  Layer.provide(services, FinConfig.layer(options))
 
 /**
  * Like `layer`, with the options read from `Config` (e.g. `Config.redacted` for the secret).

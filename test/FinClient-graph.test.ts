@@ -14,10 +14,18 @@ import { Emulator } from "../src/emulator/index.js"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import * as FinTest from "../src/FinTest.js"
+import * as TokenProvider from "../src/TokenProvider.js"
 
 const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
 const optionsOf = (e: Emulator.Service) => ({ ...e.credentials, baseUrl: e.url, timeout: "2 seconds" } as const)
 const rate = Effect.map(FeeService.calculate(usdToCad), (quote) => quote.exchange_rate)
+
+const quoteOf = (rate: number) => ({
+  data: {
+    source_currency: "USD", destination_currency: "CAD", source_amount: 100, exchange_rate: rate,
+    destination_amount: 98.01 * rate, fee: { fixed: 1, percentage: 0.99, total: 1.99, is_fee_applied: true }
+  }
+})
 
 class PartA extends Context.Tag("PartA")<PartA, Effect.Effect<number, unknown>>() {}
 class PartB extends Context.Tag("PartB")<PartB, Effect.Effect<number, unknown>>() {}
@@ -41,6 +49,15 @@ describe("FinClient.layer in one layer graph", () => {
       expect([ca.requests["POST /v1/fee-calculation"], cb.requests["POST /v1/fee-calculation"]]).toEqual([1, 1])
       expect([ca.tokensIssued, cb.tokensIssued]).toEqual([1, 1])
     })))
+
+  // Made anew for each client, its parts are still one client: the token provider in its context is the one its calls
+  // use (one token; a fresh layer used twice inside it, as provideMerge does, had made two providers).
+  it.effect("a client's token provider, taken from its context, is the one its calls use", () =>
+    Effect.gen(function*() {
+      yield* (yield* TokenProvider.TokenProvider).get
+      yield* FeeService.calculate(usdToCad)
+      expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/oauth/token"))).toBe(1)
+    }).pipe(Effect.provide(FinTest.layerClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteOf(1.45)) }))))
 
   it.live("the same client layer value in two parts is still built once (one token)", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -76,13 +93,7 @@ describe("FinClient.layer in one layer graph", () => {
 
   it.effect("FinTest.layerClient twice in one graph: each part answered by its own routes", () =>
     Effect.gen(function*() {
-      const quote = (rate: number) => () =>
-        FinTest.json(200, {
-          data: {
-            source_currency: "USD", destination_currency: "CAD", source_amount: 100, exchange_rate: rate,
-            destination_amount: 98.01 * rate, fee: { fixed: 1, percentage: 0.99, total: 1.99, is_fee_applied: true }
-          }
-        })
+      const quote = (rate: number) => () => FinTest.json(200, quoteOf(rate))
       const app = Layer.merge(
         Layer.provide(partA, FinTest.layerClient({ "POST /v1/fee-calculation": quote(1.45) })),
         Layer.provide(partB, FinTest.layerClient({ "POST /v1/fee-calculation": quote(2) }))
