@@ -317,13 +317,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // A client kept past its scope (a `FinClient.make` value used after) gets no token, cached or not: its calls end
     // as an interruption and send nothing, as they would if the token had to be fetched (into the closed scope).
     let closed = false
-    // The store in the caller's context, else the one the layer was built with, else one in memory.
-    const layerStore = Option.getOrElse(yield* Effect.serviceOption(TokenStore.TokenStore), () => TokenStore.makeMemory())
+    // The store the layer was built with, else the one in the caller's context, else one in memory: a client given a
+    // store of its own keeps it (its token never lands in the store another client's calls run under).
+    const builtWith = yield* Effect.serviceOption(TokenStore.TokenStore)
+    const memory = TokenStore.makeMemory()
     const guard = guardedStores(config.tokenTimeout)
-    const storeFor = Effect.map(
-      Effect.serviceOption(TokenStore.TokenStore),
-      (provided) => guard(Option.getOrElse(provided, () => layerStore))
-    )
+    const storeFor = Option.isSome(builtWith)
+      ? Effect.sync(() => guard(builtWith.value))
+      : Effect.map(
+        Effect.serviceOption(TokenStore.TokenStore),
+        (provided) => guard(Option.getOrElse(provided, () => memory))
+      )
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
     const basePath = Http.basePathOf(config.baseUrl)

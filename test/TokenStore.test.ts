@@ -1024,4 +1024,20 @@ describe("TokenStore", () => {
       expect(yield* sharedDuringWait(10, 5_000, slowDown, 5_000))
         .toEqual({ first: 10, shared: [60, 60], next: 55, tokenRequests: 2 })
     }))
+
+  // With several clients, a store given to a client's layer is the one it uses, whatever store its calls run under
+  // (another client's, provided around the program): its token pair was written there. A client built without one
+  // uses the caller's.
+  it.scoped("a client keeps the store its layer was given; one built without a store uses the caller's", () =>
+    Effect.gen(function*() {
+      const [own, around] = [TokenStore.makeMemory(), TokenStore.makeMemory()]
+      yield* FeeService.calculate(quoteRequest).pipe(withStore(own), Effect.provideService(TokenStore.TokenStore, around))
+      expect([Option.isSome(yield* own.get(yield* key)), Option.isSome(yield* around.get(yield* key))]).toEqual([true, false])
+      const storeless = yield* Layer.build(FinTest.layerClient({ "POST /v1/fee-calculation": fee }))
+      yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.provide(storeless),
+        Effect.provideService(TokenStore.TokenStore, around)
+      )
+      expect(Option.isSome(yield* around.get(yield* key))).toBe(true)
+    }))
 })
