@@ -1,15 +1,20 @@
 /**
- * Two clients in one layer graph (or one LayerMap): Effect shares a layer by reference within a build, so each
- * FinClient.layer must be made of layers of its own, or the second client gets the first one's token and transport.
+ * Several clients in one program (two accounts, sandbox and production): in one layer graph or one LayerMap, where
+ * Effect shares a layer by reference within a build, each FinClient.layer is a client of its own; their metrics and
+ * log lines told apart by the user's tags.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as LayerMap from "effect/LayerMap"
+import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import { Emulator } from "../src/emulator/index.js"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
@@ -35,7 +40,7 @@ const partA = Layer.effect(PartA, quoting)
 const partB = Layer.effect(PartB, quoting)
 const both = Effect.flatMap(Effect.all([PartA, PartB]), ([a, b]) => Effect.all([a, b]))
 
-describe("FinClient.layer in one layer graph", () => {
+describe("several clients in one program", () => {
   it.live("two clients provided to two parts: each part's calls go to its own service, with its own token", () =>
     Effect.scoped(Effect.gen(function*() {
       const a = yield* Emulator.make({ clientId: "merchant-a", clientSecret: "secret-a" })
@@ -119,4 +124,39 @@ describe("FinClient.layer in one layer graph", () => {
       expect(yield* Effect.promise(() => rtB.runPromise(rate))).toBe(2)
       yield* Effect.promise(() => rtB.dispose())
     })))
+
+  // Metrics and log lines name no client: tagged around each client's calls (the README's recipe), effect-fin's own
+  // carry the label, the token fetch a call started and the cool-down line included.
+  it.live("tagMetrics and annotateLogs around each client's calls label effect-fin's metrics and lines", () => {
+    const lines: Array<{ readonly message: string; readonly client: unknown }> = []
+    const logger = Logger.make(({ annotations, message }) => {
+      lines.push({ message: String(message), client: Option.getOrUndefined(HashMap.get(annotations, "client")) })
+    })
+    const as = (name: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      self.pipe(Effect.tagMetrics("client", name), Effect.annotateLogs("client", name))
+    return Effect.scoped(Effect.gen(function*() {
+      const [a, b] = [yield* Emulator.make(), yield* Emulator.make()]
+      yield* b.setFaults([{ kind: "status", status: 503, route: "GET /v1/countries/{country_code}/subdivisions" }])
+      const sandbox = yield* FinClient.make({ ...optionsOf(a), maxRetries: 0 })
+      const production = yield* FinClient.make({ ...optionsOf(b), maxRetries: 0 })
+      yield* sandbox.fees.calculate(usdToCad).pipe(as("obs-sandbox"))
+      yield* production.fees.calculate(usdToCad).pipe(as("obs-production"))
+      expect((yield* production.subdivisions.list("USA").pipe(as("obs-production"))).source).toBe("snapshot")
+      const counted = (yield* Metric.snapshot).flatMap((pair) => {
+        const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
+        return String(tags.client).startsWith("obs-")
+          ? [`${pair.metricKey.name} ${tags.client} ${tags.operation ?? tags.grant}`]
+          : []
+      })
+      expect(counted).toEqual(expect.arrayContaining([
+        "effect_fin_token_requests_total obs-sandbox client_credentials",
+        "effect_fin_token_requests_total obs-production client_credentials",
+        "effect_fin_requests_total obs-sandbox fee-calculation",
+        "effect_fin_requests_total obs-production fee-calculation",
+        "effect_fin_requests_total obs-production subdivisions"
+      ]))
+      const coolDown = lines.find((line) => line.message.includes("lookups use the offline snapshot for the next"))
+      expect(coolDown?.client).toBe("obs-production")
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
+  })
 })
