@@ -829,6 +829,30 @@ describe("Emulator", () => {
         expect((yield* emulator.counters).webhooksSent).toBe(2)
       }))
 
+    // The documented older payload had no status: `status: null` sends it, through the API and the admin route, so a
+    // receiver's handling of it (Option.none()) is tested before production sends one.
+    it.scopedLive("status: null sends the older payload, without status, which the receiver reads as none", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver("whsec-test")
+        const emulator = yield* Emulator.make({ webhookSecret: "whsec-test", webhookUrl: target.url })
+        const delivery = yield* emulator.sendWebhook({ status: null })
+        expect(delivery.event.data).not.toHaveProperty("status")
+        expect(delivery.event.data.active).toBe(true)
+        const admin = yield* Effect.promise(() =>
+          fetch(`${emulator.url}/__emulator/webhooks`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ status: null, active: false })
+          }).then((response) => response.status)
+        )
+        expect(admin).toBe(200)
+        for (const active of [true, false]) {
+          const event = yield* Queue.take(target.received)
+          if (event.type !== "beneficiary.status") throw new Error("narrowing")
+          expect([event.data.status, event.data.active]).toEqual([Option.none(), active])
+        }
+      }))
+
     it.scopedLive("delivers an event again (its id given) and out of order (an earlier created_at)", () =>
       Effect.gen(function*() {
         const target = yield* receiver("whsec-test")

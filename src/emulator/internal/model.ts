@@ -179,10 +179,19 @@ export const WebhookRequest = Schema.Struct({
   type: Schema.optional(listedOrNew("INDIVIDUAL", "BUSINESS")),
   /**
    * `PROCESSING`, `ACTIVE` (default), `INACTIVE` or `REJECTED`; other text plays a status the documentation does not
-   * list yet (a receiver on effect-fin gets it as `Webhooks.Unlisted`).
+   * list yet (a receiver on effect-fin gets it as `Webhooks.Unlisted`); `null` sends the documented older payload,
+   * whose `data` has no `status` field at all.
    */
-  status: Schema.optional(listedOrNew("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")),
-  /** Default: `status === "ACTIVE"`. */
+  status: Schema.optional(
+    Schema.Union(listedOrNew("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED"), Schema.Null).annotations({
+      // One message for the whole choice, as listedOrNew gives.
+      message: () => ({
+        message: "PROCESSING, ACTIVE, INACTIVE, REJECTED, or another value in upper-case letters and _ (at most 64)",
+        override: true
+      })
+    })
+  ),
+  /** Default: `status === "ACTIVE"` (true with `status: null`, as in the documented older payload). */
   active: Schema.optional(Schema.Boolean),
   sandboxMode: Schema.optional(Schema.Boolean),
   /** The event's id; give the id of an event sent before to deliver it again, as the service may. Default: new. */

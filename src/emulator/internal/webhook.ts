@@ -69,7 +69,8 @@ export interface BeneficiaryStatusEnvelope {
     readonly type: "INDIVIDUAL" | "BUSINESS" | (string & {})
     readonly active: boolean
     /** One of the documented four, or a status the documentation does not list yet (an admin request's). */
-    readonly status: "PROCESSING" | "ACTIVE" | "INACTIVE" | "REJECTED" | (string & {})
+    /** Absent in the documented older payload (an admin request's `status: null`). */
+    readonly status?: "PROCESSING" | "ACTIVE" | "INACTIVE" | "REJECTED" | (string & {})
     readonly customer_id: string
     readonly beneficiary_id: string
   }
@@ -99,7 +100,8 @@ export const send = (
       })
     }
     const beneficiaryId = request.beneficiaryId ?? Object.keys(settings.beneficiaries)[0] ?? exampleBeneficiaryId
-    const status = request.status ?? "ACTIVE"
+    // `null`: the documented older payload, which had no `status` (its example: `active: true`).
+    const status = request.status === null ? undefined : request.status ?? "ACTIVE"
     const event: BeneficiaryStatusEnvelope = {
       event: {
         id: request.eventId ?? (yield* state.uuid),
@@ -111,8 +113,8 @@ export const send = (
       // Field order of the documented example.
       data: {
         type: request.type ?? "INDIVIDUAL",
-        active: request.active ?? status === "ACTIVE",
-        status,
+        active: request.active ?? (status === undefined || status === "ACTIVE"),
+        ...(status === undefined ? {} : { status }),
         customer_id: request.customerId ?? exampleCustomerId,
         beneficiary_id: beneficiaryId
       }
