@@ -210,6 +210,11 @@ export interface Options {
   readonly fee?: FeeRule | undefined
   /** How long a quote holds (`valid_till`, at most 100 years); default 15 minutes. */
   readonly quoteLifetime?: FinConfig.DurationOption | undefined
+  /**
+   * Whether quotes carry `valid_till` (default true, the current documented answer); false answers as the older
+   * documented example did, with no `valid_till`: to test what your program does with such a quote.
+   */
+  readonly validTill?: boolean | undefined
   /** Known beneficiaries by id (a UUID); default `defaultBeneficiaries`. Any other `beneficiary_id` gets 404. */
   readonly beneficiaries?: Readonly<Record<string, Beneficiary>> | undefined
   /** Source currency of a request that names a beneficiary but no `source_currency`; default `USD`. */
@@ -384,6 +389,7 @@ const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Set
       rates: data.rates ?? defaultRates,
       fee: data.fee ?? { fixed: 1, percentage: 1 },
       quoteLifetime: yield* positiveDuration("quoteLifetime", options.quoteLifetime, "15 minutes"),
+      validTill: data.validTill ?? true,
       beneficiaries,
       defaultSourceCurrency: data.defaultSourceCurrency ?? "USD",
       subdivisions: data.subdivisions ?? {},

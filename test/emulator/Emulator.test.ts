@@ -221,6 +221,20 @@ describe("Emulator", () => {
         })
         expect(late.status).toBe(401)
       }))
+
+    // The older documented answer had no valid_till (a client reads such a quote as never valid).
+    it.scoped("validTill false: quotes as the older documented example, without valid_till", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ validTill: false })
+        const quote = yield* fee(emulator, (yield* tokenOf(emulator))["access_token"]!, {
+          source_currency: "USD",
+          source_amount: 10,
+          destination_currency: "EUR"
+        })
+        expect(Object.keys((quote.json as { data: object }).data)).toEqual([
+          "source_currency", "destination_currency", "source_amount", "exchange_rate", "destination_amount", "fee"
+        ])
+      }))
   })
 
   describe("request bodies", () => {

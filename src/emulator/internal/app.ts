@@ -387,7 +387,8 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
         source_amount: figures.source_amount,
         exchange_rate: figures.exchange_rate,
         destination_amount: figures.destination_amount,
-        valid_till: isoSeconds(now + settings.quoteLifetime),
+        // Absent, as in the older documented example, with `validTill: false`.
+        ...(settings.validTill ? { valid_till: isoSeconds(now + settings.quoteLifetime) } : {}),
         fee: figures.fee
       }
     })

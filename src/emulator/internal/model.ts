@@ -250,6 +250,7 @@ export const OptionsData = Schema.Struct({
   accessTokenLifetime: Schema.optional(Schema.Unknown),
   refreshTokenLifetime: Schema.optional(Schema.Unknown),
   quoteLifetime: Schema.optional(Schema.Unknown),
+  validTill: Schema.optional(Schema.Boolean),
   webhookTimeout: Schema.optional(Schema.Unknown)
 })
 

@@ -27,6 +27,7 @@ export interface Settings {
   readonly rates: Readonly<Record<string, number>>
   readonly fee: Quote.FeeRule
   readonly quoteLifetime: number
+  readonly validTill: boolean
   readonly beneficiaries: Readonly<
     Record<string, { readonly currency: string; readonly developerFee?: Quote.FeeRule | undefined }>
   >
