@@ -560,7 +560,8 @@ const logLevelValues = (args: ReadonlyArray<string>): Array<string> => {
 }
 
 // A usage error found before the parser runs: its line on standard error, exit code 2 (as the parser's own).
-const usageError = (line: string) => Effect.zipRight(Console.error(line), Effect.sync(() => void (process.exitCode = 2)))
+const usageError = (line: string) =>
+  Effect.zipRight(Console.error(line), Effect.sync(() => void (process.exitCode = 2)))
 
 /**
  * Runs the command line on `argv` (as `process.argv`), printing any failure as one line.
@@ -601,8 +602,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   if (args.some((arg) => arg === "--wizard" || arg.startsWith("--wizard=")) && process.stdin.isTTY !== true) {
     return usageError("effect-fin: --wizard asks its questions on a terminal, and standard input is none")
   }
-  // @effect/cli answers a log level it does not know (`--log-level verbose`, `--log-level Debug`) with "Received unknown
-  // argument: '--log-level'", as if the option did not exist: the value is named here, with the levels it takes.
+  // @effect/cli answers a log level it does not know (`--log-level verbose`, `--log-level Debug`) with "Received
+  // unknown argument: '--log-level'", as if the option did not exist: the value is named here, with the levels it takes.
   const badLevel = logLevelValues(args).find((level) => !logLevels.includes(level))
   if (badLevel !== undefined) {
     return usageError(Render.printable(

@@ -778,7 +778,7 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
     "effect_fin.attempts": attempts,
     "effect_fin.outcome": outcome,
     // OTel's `error.type`, a stable type to group failures by: the exception event's `exception.type` is no such
-    // thing for an `ApiError` or a `RateLimitedError`, as the OTel SDK takes an error's `code` for it (the service's
+    // thing for an `ApiError` or a `RateLimitError`, as the OTel SDK takes an error's `code` for it (the service's
     // own code there: `"500"`, `"conflict"`).
     ...(outcome === "success" ? {} : { "error.type": outcome }),
     ...(status === undefined ? {} : { "http.response.status_code": status })
