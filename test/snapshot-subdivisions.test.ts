@@ -564,6 +564,38 @@ describe("snapshot-subdivisions", () => {
         expect((yield* listDir(dir)).sort()).toEqual(["fifo", "link.json", "real.json"])
       }))
 
+    // `--report /dev/stdout >> log.txt`: /dev/stdout resolved to log.txt, whose earlier content (and the table the tool
+    // printed to it) the report's temporary file replaced. A descriptor's path is written through the descriptor.
+    it.live("a descriptor's path (/dev/fd/N, /dev/stdout) open on a file is written through it, the file kept", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        const log = Path.join(dir, "log.txt")
+        const handle = yield* Effect.promise(async () => {
+          await Fs.writeFile(log, "earlier\n")
+          return Fs.open(log, "a")
+        })
+        yield* writeFilesAtomically([{ path: `/dev/fd/${handle.fd}`, content: "report\n" }], "the report").pipe(
+          Effect.ensuring(Effect.promise(() => handle.close()))
+        )
+        expect(yield* Effect.promise(() => Fs.readFile(log, "utf8"))).toBe("earlier\nreport\n")
+        expect(yield* listDir(dir)).toEqual(["log.txt"])
+      }))
+
+    // A symlink to a file not written yet (`report.json -> archive/latest.json`) was replaced by a regular file.
+    it.live("a symlink to nothing yet is written through to the file it names, and kept", () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir()
+        const target = Path.join(dir, "archive", "latest.json")
+        const link = Path.join(dir, "report.json")
+        yield* Effect.promise(async () => {
+          await Fs.mkdir(Path.join(dir, "archive"))
+          await Fs.symlink(target, link)
+        })
+        yield* writeFilesAtomically([{ path: link, content: "new" }], "the report")
+        expect((yield* Effect.promise(() => Fs.lstat(link))).isSymbolicLink()).toBe(true)
+        expect(yield* Effect.promise(() => Fs.readFile(target, "utf8"))).toBe("new")
+      }))
+
     // A source that lost data (an empty file, a country dropped by a bad upstream change) is not a new snapshot.
     it.live("a source listing no subdivisions for a country the snapshot has some for is refused unless allowed", () =>
       Effect.gen(function*() {

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
+import { writeFile as writeFd } from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import * as CountryCode from "../../src/CountryCode.js"
@@ -726,8 +727,31 @@ const readOptional = (path: string): Effect.Effect<string | undefined, SnapshotE
     )
   )
 
-// The file `path` names, through any symlinks: one that does not exist yet (or a symlink to nothing) is itself.
-const realPath = (path: string): Promise<string> => Fs.realpath(path).catch(() => Path.resolve(path))
+// The file `path` names, through any symlinks: one that does not exist yet is itself; a symlink to nothing yet is the
+// file it names (written there, the symlink kept), its own symlinks followed too (at most 40, as the system does).
+const realPath = async (path: string, hops = 0): Promise<string> => {
+  try {
+    return await Fs.realpath(path)
+  } catch {
+    const resolved = Path.resolve(path)
+    if (hops >= 40) return resolved
+    const target = await Fs.readlink(resolved).catch(() => undefined)
+    return target === undefined
+      ? Path.join(await realPath(Path.dirname(resolved), hops + 1), Path.basename(resolved))
+      : realPath(Path.resolve(Path.dirname(resolved), target), hops + 1)
+  }
+}
+
+// The open file descriptor a path names (`/dev/stdout`, `/dev/fd/3`, `/proc/self/fd/1`): written through that
+// descriptor, at its offset (appending under `>>`), never reopened (which truncates) nor resolved to the file it is
+// open on and renamed over (the shell's redirect target replaced, what the tool printed to it lost).
+const descriptorOf = (path: string): number | undefined => {
+  const resolved = Path.resolve(path)
+  if (resolved === "/dev/stdout") return 1
+  if (resolved === "/dev/stderr") return 2
+  const fd = /^\/(?:dev\/fd|proc\/self\/fd)\/(\d+)$/.exec(resolved)
+  return fd === null ? undefined : Number(fd[1])
+}
 
 /** `realPath` as an effect. */
 export const realPathOf = (path: string): Effect.Effect<string> => Effect.promise(() => realPath(path))
@@ -736,7 +760,8 @@ export const realPathOf = (path: string): Effect.Effect<string> => Effect.promis
  * Writes every file to a temporary sibling first and renames only once all are written, so a failure leaves the
  * committed files as they were (each rename is atomic on one file system). A target that is not a regular file is
  * written, never replaced: a symlink's target is the file written (its temporary file beside it), a device or a FIFO
- * (`--report /dev/null`, `/dev/stdout`) is written in place (renamed over, as root, /dev/null became a regular file).
+ * (`--report /dev/null`) is written in place (renamed over, as root, /dev/null became a regular file), a descriptor's
+ * path (`/dev/stdout`) through that descriptor.
  * `what` names the files in a failure.
  */
 export const writeFilesAtomically = (
@@ -755,9 +780,11 @@ export const writeFilesAtomically = (
   return Effect.tryPromise({
     try: async () => {
       const resolved = await Promise.all(targets.map(async (t) => {
+        const fd = descriptorOf(t.path)
+        if (fd !== undefined) return { ...t, fd, inPlace: true }
         const path = await realPath(t.path)
         const stat = await Fs.stat(path).catch(() => undefined)
-        return { ...t, path, inPlace: stat !== undefined && !stat.isFile() }
+        return { ...t, path, fd, inPlace: stat !== undefined && !stat.isFile() }
       }))
       temps = resolved.filter((t) => !t.inPlace).map((t) => ({
         ...t,
@@ -768,7 +795,14 @@ export const writeFilesAtomically = (
         await Fs.writeFile(t.temp, t.content, "utf8")
       }
       for (const t of temps) await Fs.rename(t.temp, t.path)
-      for (const t of resolved) if (t.inPlace) await Fs.writeFile(t.path, t.content, "utf8")
+      for (const t of resolved) {
+        if (t.fd !== undefined) {
+          const fd = t.fd
+          await new Promise<void>((resolve, reject) =>
+            writeFd(fd, t.content, "utf8", (error) => error === null ? resolve() : reject(error))
+          )
+        } else if (t.inPlace) await Fs.writeFile(t.path, t.content, "utf8")
+      }
     },
     catch: (e) => new SnapshotError({ message: `cannot write ${what} (${errorText(e)})` })
   }).pipe(Effect.tapError(() => cleanup))
