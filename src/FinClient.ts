@@ -66,7 +66,7 @@ const services = Layer.fresh(
  * one `LayerMap`, are two clients. (Effect shares a layer by reference within one build, whatever it is provided
  * with: the module-level service layers this one is made of are therefore made anew for each client, so that the
  * second client is not handed the first one's token provider and transport.) The same layer value used twice in one
- * graph is still built once, as any layer is.
+ * graph is still built once, as every layer is.
  *
  * @since 0.1.0
  * @category layers

@@ -1404,8 +1404,8 @@ export interface Delivery {
 
 /**
  * The user's handlers, one per event type (all optional; events without a handler are acknowledged, whatever their
- * data holds). `Unknown` receives events of undocumented types. `R`: the services they may require, any by default
- * (so `<H extends Handlers>` and `satisfies Handlers` take every handler). A variable annotated with this type gives
+ * data holds). `Unknown` receives events of undocumented types. `R`: the services they may require, `unknown` by
+ * default (so `<H extends Handlers>` and `satisfies Handlers` take every handler). A variable annotated with this type gives
  * `handler` its `R` as the app's requirements: annotate with `Handlers<never>` (none) or `Handlers<Db>`, not the
  * default, whose `unknown` no server provides.
  *

@@ -67,7 +67,7 @@ const headLength = (needle: string): number =>
 
 type Runs = (haystack: string, found: (start: number, end: number) => void) => void
 
-// For `needle`, a function calling `found(start, end)` for each stretch of a haystack covered by copies of it (any,
+// For `needle`, a function calling `found(start, end)` for each stretch of a haystack covered by copies of it (all,
 // overlapping ones too) or by runs of its start at least `headLength` long. At each place, the longest start of the
 // needle found there is known from the Z-algorithm (the needle's own table made once): linear in the haystack,
 // however the credential repeats itself.
