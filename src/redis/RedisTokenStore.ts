@@ -187,6 +187,8 @@ export const make = (
     const lockKey = (key: string) => `${redis.prefix}:token-lock:${key}`
     const failureKey = (key: string) => `${redis.prefix}:token-failure:${key}`
     const failed = (failure: Connection.Failure) => new TokenStore.TokenStoreError(failure)
+    const unexpected = (operation: string) =>
+      Effect.fail<Connection.Failure>({ operation, message: "Redis answered in a form this store does not expect" })
     // What compare-and-delete compares: with encryption on, an HMAC under the key, so Redis holds nothing that can
     // confirm a guessed token.
     // HMAC-SHA256 under the fingerprint key, in hex; none without encryption.
@@ -257,8 +259,12 @@ export const make = (
           (client) => Connection.orIfWrongType(client.hmget(pairKey(key), "fp", "v"), undefined)
         )
         if (read === undefined) return yield* unreadable("of another type than this store writes (a hash)")
-        const [fp, value] = read
+        // Checked, not trusted: a server or proxy that is not quite Redis may answer otherwise, and this store's
+        // operations must fail, never die (TokenProvider runs them unguarded).
+        if (!Array.isArray(read)) return yield* unexpected("get")
+        const [fp, value]: ReadonlyArray<unknown> = read
         if (value === null || value === undefined) return Option.none()
+        if (typeof value !== "string") return yield* unexpected("get")
         const text = yield* open(pairKey(key), value)
         if (Either.isLeft(text)) return yield* unreadable(text.left)
         const decoded = decodeStored(text.right)
@@ -332,10 +338,18 @@ export const make = (
           : Option.none()
       })
 
-    const release: TokenStore.Service["unlock"] = (key, owner, failure) => {
-      const { args, keys, script } = unlockCommand(key, owner, failure)
-      return Effect.mapError(redis.eval("unlock", script, keys, args), failed).pipe(Effect.asVoid)
-    }
+    // With encryption on, a failure's text is sealed as the pair is (bound to its key name and owner): it holds the
+    // provider's HMAC of the client id under the client secret, which would let anyone who reads Redis check guesses
+    // of the secret offline.
+    const failureName = (key: string, owner: string) => JSON.stringify([failureKey(key), owner])
+    const release: TokenStore.Service["unlock"] = (key, owner, failure) =>
+      Effect.flatMap(
+        failure === undefined ? Effect.succeed(undefined) : seal(failureName(key, owner), failure),
+        (recorded) => {
+          const { args, keys, script } = unlockCommand(key, owner, recorded)
+          return Effect.mapError(redis.eval("unlock", script, keys, args), failed).pipe(Effect.asVoid)
+        }
+      )
 
     const take: TokenStore.Service["lock"] = (key) => {
       const owner = globalThis.crypto.randomUUID()
@@ -347,9 +361,13 @@ export const make = (
         unlockCommand(key, owner),
         lockMillis
       ).pipe(
-        Effect.map((reply): TokenStore.Lock => {
-          const [taken, holder] = reply as [number | string, string]
-          return Connection.isOne(taken) ? { _tag: "Acquired", owner } : { _tag: "Held", owner: holder }
+        Effect.flatMap((reply) => {
+          // Checked as `get`'s answer is: a reply of another form is a failure, not a defect.
+          if (!Array.isArray(reply) || reply.length !== 2 || typeof reply[1] !== "string") return unexpected("lock")
+          const [taken, holder]: ReadonlyArray<unknown> = reply
+          return Effect.succeed<TokenStore.Lock>(
+            Connection.isOne(taken) ? { _tag: "Acquired", owner } : { _tag: "Held", owner: String(holder) }
+          )
         }),
         Effect.mapError(failed)
       )
@@ -369,7 +387,17 @@ export const make = (
       failure: (key) =>
         redis.run("failure", (client) => Connection.orIfWrongType(client.get(failureKey(key)), null)).pipe(
           Effect.mapError(failed),
-          Effect.map((value) => readFailure(key, value))
+          Effect.flatMap((value) =>
+            Option.match(readFailure(key, value), {
+              onNone: () => Effect.succeed(Option.none()),
+              // Without encryption the text is as recorded; with it, one that does not open is none.
+              onSome: ({ error, owner }) =>
+                Effect.map(
+                  open(failureName(key, owner), error),
+                  (text) => Either.isRight(text) ? Option.some({ owner, error: text.right }) : Option.none()
+                )
+            })
+          )
         ),
       lockTtl,
       waitInterval

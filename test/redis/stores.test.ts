@@ -213,6 +213,23 @@ describe("RedisTokenStore", () => {
       expect(yield* store.failure("k")).toEqual(Option.none())
     }))
 
+  // The provider's failure record holds an HMAC of the client id under the client secret: readable, it would let
+  // anyone who reads Redis check guesses of the secret offline.
+  it.scopedLive("with encryptionKey, a failure record's text is sealed: Redis holds none of it", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("failure-sealed")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: Redacted.make(new Uint8Array(32).fill(7)) })
+      const lock = yield* store.lock("a")
+      if (lock._tag !== "Acquired") return yield* Effect.dieMessage("lock not acquired")
+      yield* store.unlock("a", lock.owner, "{\"credentials\":\"hmac-of-the-secret\"}")
+      const redis = yield* redisClient
+      const raw = (yield* Effect.promise(() => redis.get(`${prefix}:token-failure:a`)))!
+      expect(raw).not.toContain("hmac-of-the-secret")
+      expect(yield* store.failure("a")).toEqual(
+        Option.some({ owner: lock.owner, error: "{\"credentials\":\"hmac-of-the-secret\"}" })
+      )
+    }))
+
   it.scopedLive("with encryptionKey, a failure record with a wrong MAC, or copied from another key, is ignored", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("failure-mac-forged")
@@ -273,6 +290,41 @@ describe("RedisTokenStore", () => {
       expect(yield* store.renew("other", "someone")).toBe(false)
       yield* store.unlock("other", "someone")
       yield* store.unlock("other", "someone", "a failure")
+    }))
+
+  it.scopedLive("a server that answers in another form than Redis (a proxy, a look-alike) is a TokenStoreError, no defect", () =>
+    Effect.gen(function*() {
+      // Answers INFO (the client's ready check) as Redis does, and every other command with `reply`.
+      const lookAlike = (reply: string) =>
+        Effect.acquireRelease(
+          Effect.async<{ readonly port: number; readonly server: Net.Server }>((resume) => {
+            const server = Net.createServer((socket) => {
+              socket.on("error", () => undefined)
+              socket.on("data", (chunk) => {
+                for (const command of String(chunk).match(/\*\d+\r\n\$\d+\r\n[A-Za-z]+/g) ?? []) {
+                  const info = "# Server\r\nloading:0\r\n"
+                  socket.write(/INFO$/i.test(command) ? `$${info.length}\r\n${info}\r\n` : reply)
+                }
+              })
+            })
+            server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ port: (server.address() as Net.AddressInfo).port, server })))
+          }),
+          ({ server }) => Effect.sync(() => void server.close())
+        )
+      for (const reply of [":5\r\n", "$-1\r\n", "*2\r\n:1\r\n:2\r\n", "+OK\r\n"]) {
+        const { port } = yield* lookAlike(reply)
+        const store = yield* RedisTokenStore.make({ url: `redis://127.0.0.1:${port}`, timeout: "2 seconds" })
+        const exits: ReadonlyArray<readonly [string, Exit.Exit<unknown, TokenStore.TokenStoreError>]> = [
+          ["get", yield* Effect.exit(store.get("k"))],
+          ["lock", yield* Effect.exit(store.lock("k"))]
+        ]
+        for (const [operation, exit] of exits) {
+          expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : exit).toMatchObject({
+            _tag: "TokenStoreError",
+            operation
+          })
+        }
+      }
     }))
 
   it.scopedLive("an encryption key of the wrong size, or a string that is not base64, is refused when the layer is built", () =>
