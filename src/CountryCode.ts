@@ -55,13 +55,16 @@ const alpha2Codes = [
   "VN", "VG", "VI", "WF", "EH", "YE", "ZM", "ZW", "AX"
 ] as const satisfies { readonly length: (typeof alpha3Codes)["length"] }
 
+// Both code types go through a mapped type: an alias of `(typeof codes)[number]` itself is dropped by the compiler,
+// which then prints the 249 literals (`Option<"AFG" | ... 225 more ... | "ALA">`) wherever the type appears.
+
 /**
  * The alpha-2 code of a `CountryCode`, as `toAlpha2` returns it.
  *
  * @since 0.1.0
  * @category models
  */
-export type Alpha2Code = (typeof alpha2Codes)[number]
+export type Alpha2Code = { readonly [C in (typeof alpha2Codes)[number]]: C }[(typeof alpha2Codes)[number]]
 
 /**
  * An alpha-3 code the service accepts.
@@ -69,7 +72,7 @@ export type Alpha2Code = (typeof alpha2Codes)[number]
  * @since 0.1.0
  * @category models
  */
-export type CountryCode = (typeof alpha3Codes)[number]
+export type CountryCode = { readonly [C in (typeof alpha3Codes)[number]]: C }[(typeof alpha3Codes)[number]]
 
 /**
  * The type of a country argument (`SubdivisionService.list`, `Subdivisions.forCountry`, ...): a string, checked at
