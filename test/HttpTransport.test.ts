@@ -2208,6 +2208,19 @@ describe("HttpTransport", () => {
       expect(parseRetryAfter({}, now)).toBeUndefined()
     })
 
+    // A date is the service's time: read against its `Date`, not this machine's clock (an hour behind, it would read a
+    // 2 s wait as an hour and end the retries; an hour ahead, as none, and retry at once).
+    it("an HTTP date is read against the answer's Date header when there is one", () => {
+      const server = Date.UTC(2026, 0, 1, 0, 0, 0)
+      const headers = { "retry-after": "Thu, 01 Jan 2026 00:00:02 GMT", date: "Thu, 01 Jan 2026 00:00:00 GMT" }
+      for (const skew of [-3_600_000, 0, 3_600_000]) {
+        expect(Duration.toMillis(parseRetryAfter(headers, server + skew)!), String(skew)).toBe(2000)
+      }
+      // Without a Date (or an unreadable one), this machine's clock.
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after": headers["retry-after"] }, server - 1000)!)).toBe(3000)
+      expect(Duration.toMillis(parseRetryAfter({ ...headers, date: "yesterday" }, server - 1000)!)).toBe(3000)
+    })
+
     it("an HTTP date is read field by field: its own year, times in range, each form's own layout", () => {
       const now = Date.UTC(2026, 0, 1, 0, 0, 0)
       const wait = (value: string) => Option.map(Option.fromNullable(parseRetryAfter({ "retry-after": value }, now)), Duration.toMillis)

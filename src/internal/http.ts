@@ -294,20 +294,24 @@ const longestWait = (
 
 /**
  * `retry-after-ms` (whole milliseconds: less than one is a wait of zero) and `Retry-After` as whole seconds or an HTTP
- * date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero); anything else is
- * ignored (the backoff applies). A header sent more than once counts with its longest wait; both headers, with
- * `retry-after-ms` when the two are within a second of each other (the seconds rounded), else with the longer: a zero
- * in one cannot cancel the other's.
+ * date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero; counted from the
+ * answer's `Date` when it has a readable one, else from `nowMillis`); anything else is ignored (the backoff applies).
+ * A header sent more than once counts with its longest wait; both headers, with `retry-after-ms` when the two are
+ * within a second of each other (the seconds rounded), else with the longer: a zero in one cannot cancel the other's.
  */
 export const parseRetryAfter = (
   headers: Readonly<Record<string, string>>,
   nowMillis: number
 ): Duration.Duration | undefined => {
   const millis = longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Math.floor(Number(ms)) : undefined)
+  // A date is on the service's clock: measured from the answer's own `Date` when it has one, as this machine's clock
+  // may be off by minutes or hours (a wait read an hour long ends the retries; one read as past, retries at once).
+  const sent = headers["date"] === undefined ? NaN : parseHttpDate(headers["date"].trim(), nowMillis)
+  const from = Number.isNaN(sent) ? nowMillis : sent
   const seconds = longestWait(headers["retry-after"], (value) => {
     if (/^\d+$/.test(value)) return Number(value) * 1000
-    const date = parseHttpDate(value, nowMillis)
-    return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
+    const date = parseHttpDate(value, from)
+    return Number.isNaN(date) ? undefined : Math.max(0, date - from)
   })
   if (millis === undefined) return seconds
   if (seconds === undefined) return millis
