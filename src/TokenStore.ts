@@ -9,7 +9,6 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -21,6 +20,7 @@ import type * as FinConfig from "./FinConfig.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
+import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
 
 /**
@@ -138,7 +138,8 @@ export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string>
 
 /**
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.
- * Its lock is real (with an expiry), so clients sharing one store in a process also fetch one at a time. Throws
+ * Its lock is real (with an expiry, on monotonic time: a wall clock stepped forward must not free a held lock), so
+ * clients sharing one store in a process also fetch one at a time. Throws
  * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero, or an option is none (`lockttl`).
  *
  * @since 0.1.0
@@ -161,7 +162,7 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
     return held !== undefined && held.until > now ? held.owner : undefined
   }
   const ifOwner = <A>(key: string, owner: string, f: (now: number) => A, otherwise: A) =>
-    Effect.map(Clock.currentTimeMillis, (now) => holder(key, now) === owner ? f(now) : otherwise)
+    Effect.map(Monotonic.millis, (now) => holder(key, now) === owner ? f(now) : otherwise)
   return BoundedStore.bounded({
     get: (key) => Effect.sync(() => Option.fromNullable(pairs.get(key))),
     set: (key, tokens, owner) => ifOwner(key, owner, () => (pairs.set(key, tokens), true), false),
@@ -171,7 +172,7 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
         if (stored !== undefined && Redacted.value(stored.accessToken) === Redacted.value(accessToken)) pairs.delete(key)
       }),
     lock: (key) =>
-      Effect.map(Clock.currentTimeMillis, (now): Lock => {
+      Effect.map(Monotonic.millis, (now): Lock => {
         const held = holder(key, now)
         if (held !== undefined) return { _tag: "Held", owner: held }
         const owner = String(++owners)
@@ -186,7 +187,7 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
         if (failure !== undefined) failures.set(key, { owner, error: failure, until: now + Duration.toMillis(lockTtl) })
       }, undefined),
     failure: (key) =>
-      Effect.map(Clock.currentTimeMillis, (now) =>
+      Effect.map(Monotonic.millis, (now) =>
         Option.map(
           Option.filter(Option.fromNullable(failures.get(key)), (f) => f.until > now),
           ({ error, owner }): Failure => ({ owner, error })

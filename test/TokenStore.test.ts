@@ -26,7 +26,16 @@ import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as TokenStore from "../src/TokenStore.js"
 import * as BoundedStore from "../src/internal/boundedStore.js"
-import { advance, captureLogs, fixedRandom, quoteBody, quoteRequest, forkSleeping, seedTokens as seed } from "./support.js"
+import {
+  advance,
+  captureLogs,
+  fixedRandom,
+  forkSleeping,
+  quoteBody,
+  quoteRequest,
+  seedTokens as seed,
+  withWallClockSetBack
+} from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
@@ -91,6 +100,26 @@ describe("TokenStore", () => {
       expect(yield* key).toBe(`http://127.0.0.1:4010|${createHash("sha256").update("test-client").digest("hex")}`)
       expect(yield* key).not.toContain("test-client")
     }))
+
+  // The memory store serves one process: its lock lives on monotonic time, as a timer measures it. A wall clock
+  // stepped forward (an NTP step, a virtual machine resumed) must not free a held lock (a second client would fetch too,
+  // and the holder's pair would not be shared); one set back must not keep a lock (or a failure) for that much longer.
+  it.live("the memory store's lock and failures are kept on monotonic time, whatever the wall clock does", () =>
+    withWallClockSetBack((setBack) =>
+      Effect.gen(function*() {
+        const store = TokenStore.makeMemory({ lockTtl: "1 second" })
+        const first = yield* store.lock("k")
+        expect(first._tag).toBe("Acquired")
+        setBack(-3_600_000)
+        expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: first.owner })
+        expect(yield* store.renew("k", first.owner)).toBe(true)
+        yield* store.unlock("k", first.owner, "failed")
+        setBack(3_600_000)
+        yield* Effect.sleep("1100 millis")
+        expect(Option.isNone(yield* store.failure("k"))).toBe(true)
+        expect((yield* store.lock("k"))._tag).toBe("Acquired")
+      })
+    ))
 
   it.effect("a valid pair in the store is used without a token request", () =>
     Effect.gen(function*() {
