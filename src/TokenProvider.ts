@@ -358,8 +358,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         }))
 
     const expired = (at: string) => [
-      { path: `${at}access_token_ttl`, expected: "a time after current_time (or now, without it)" }
+      { path: `${at}access_token_ttl`, expected: "a time after current_time (without it, the answer's Date, or now)" }
     ]
+    // The service documents `current_time`; without it, the answer's `Date` stands for the server's time (lifetimes
+    // are measured on the server's clock): this machine's clock may be off by more than a token lives.
+    const withServerTime = (
+      fields: typeof TokenResponse.Type,
+      answered: Readonly<Record<string, string>>,
+      clock: Clock.Clock
+    ): typeof TokenResponse.Type => {
+      if (fields.current_time !== undefined) return fields
+      const date = Http.dateOf(answered, clock.unsafeCurrentTimeMillis())
+      return date === undefined ? fields : { ...fields, current_time: date }
+    }
 
     // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are
     // redacted of it, not of the client id, which is no secret (and, short, would hide the service's own words).
@@ -378,27 +389,31 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       return Effect.clockWith((clock) => {
         attempt += 1
         waiting = undefined
-        return Http.execute(client, {
-          method: "POST",
-          url: config.baseUrl + path,
-          headers,
-          body: JSON.stringify(body),
-          decode: decodeTokenResponse,
-          // An answer already expired is refused as it comes, so its error says the attempts and request id.
-          check: ({ at, fields }) =>
-            fields.access_token_ttl > (fields.current_time ?? clock.unsafeCurrentTimeMillis()) ? [] : expired(at),
-          timeout: config.tokenTimeout,
-          timeoutKind: "token",
-          operation,
-          attempt,
-          keepBody: false,
-          credentials: [credential]
-        })
+        return Effect.map(
+          Http.execute(client, {
+            method: "POST",
+            url: config.baseUrl + path,
+            headers,
+            body: JSON.stringify(body),
+            decode: decodeTokenResponse,
+            // An answer already expired is refused as it comes, so its error says the attempts and request id.
+            check: ({ at, fields }, answered) => {
+              const { current_time = clock.unsafeCurrentTimeMillis() } = withServerTime(fields, answered, clock)
+              return fields.access_token_ttl > current_time ? [] : expired(at)
+            },
+            timeout: config.tokenTimeout,
+            timeoutKind: "token",
+            operation,
+            attempt,
+            keepBody: false,
+            credentials: [credential]
+          }),
+          (success) => {
+            status = success.status
+            return withServerTime(success.value.fields, success.headers, clock)
+          }
+        )
       }).pipe(
-        Effect.map((success) => {
-          status = success.status
-          return success.value.fields
-        }),
         (self) => Retry.retry(self, {
           maxRetries,
           waitCap: config.maxRetryAfter,
@@ -444,7 +459,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     const toState = Effect.fn(function*(response: typeof TokenResponse.Type) {
       const now = yield* Clock.currentTimeMillis
-      // Lifetimes are measured on the server's clock (`current_time`) and applied to ours: this corrects skew.
+      // Lifetimes are measured on the server's clock (`current_time`, or the answer's `Date`) and applied to ours: this
+      // corrects skew.
       const serverNow = response.current_time ?? now
       // Positive: `call` refused an answer already expired; without `current_time`, the time since cannot make it 0.
       const lifetime = Math.max(response.access_token_ttl - serverNow, 1)

@@ -485,6 +485,28 @@ describe("TokenProvider", () => {
         })
     })))
 
+  // The service documents current_time; an answer without it is measured from its Date, as this machine's clock may be
+  // off by more than a token lives (3 hours behind here: the token would be sent for 3 hours past its expiry).
+  it.effect("without current_time, corrects for clock skew with the answer's Date", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(9 * MIN - 1)
+      yield* tokenValue
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      yield* advance(1)
+      yield* tokenValue
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        Effect.map(Effect.clockWith((c) => c.currentTimeMillis), (now) => {
+          const server = now + 3 * HOUR
+          return FinTest.json(200, {
+            access_token: "skewed",
+            access_token_ttl: FinTest.formatServiceTimestamp(server + 10 * MIN)
+          }, { date: new Date(server).toUTCString() })
+        })
+    })))
+
   // A refused refresh token is routine, refused credentials are not: the metric tells them apart by grant.
   it.effect("issues anew when the refresh call gets 401, counted as a refresh_token grant's AuthenticationError", () =>
     Effect.gen(function*() {
@@ -802,7 +824,7 @@ describe("TokenProvider", () => {
           attempts: 1,
           requestId: "req-1",
           status: 200,
-          issues: [{ path: "access_token_ttl", expected: "a time after current_time (or now, without it)" }]
+          issues: [{ path: "access_token_ttl", expected: "a time after current_time (without it, the answer's Date, or now)" }]
         })
       }
     }).pipe(provideClient({
@@ -837,7 +859,7 @@ describe("TokenProvider", () => {
       const error = yield* Effect.flip(getToken)
       expect(error).toMatchObject({
         _tag: "ResponseDecodeError",
-        issues: [{ path: "data.access_token_ttl", expected: "a time after current_time (or now, without it)" }]
+        issues: [{ path: "data.access_token_ttl", expected: "a time after current_time (without it, the answer's Date, or now)" }]
       })
     }).pipe(provideClient({
       "POST /v1/oauth/token": () =>

@@ -81,8 +81,13 @@ export interface Attempt<A> {
   /** The body as JSON text (serialised once per call, before the first attempt). */
   readonly body?: string | undefined
   readonly decode: Decoder<A>
-  /** Issues of a decoded answer with what was asked; any makes it a `ResponseDecodeError`. */
-  readonly check?: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
+  /** Issues of a decoded answer (and its headers) with what was asked; any makes it a `ResponseDecodeError`. */
+  readonly check?:
+    | ((
+      value: A,
+      headers: Readonly<Record<string, string>>
+    ) => ReadonlyArray<{ readonly path: string; readonly expected: string }>)
+    | undefined
   readonly timeout: Duration.Duration
   readonly timeoutKind: "attempt" | "token"
   /**
@@ -110,6 +115,7 @@ export interface Attempt<A> {
 export interface Success<A> {
   readonly value: A
   readonly status: number
+  readonly headers: Readonly<Record<string, string>>
 }
 
 /** Every way one attempt can fail. */
@@ -293,6 +299,15 @@ const longestWait = (
 }
 
 /**
+ * The answer's `Date` (the time on the clock of whoever answered) in epoch milliseconds; undefined without a readable
+ * one. `nowMillis` places an RFC 850 date's two-digit year.
+ */
+export const dateOf = (headers: Readonly<Record<string, string>>, nowMillis: number): number | undefined => {
+  const date = headers["date"] === undefined ? NaN : parseHttpDate(headers["date"].trim(), nowMillis)
+  return Number.isNaN(date) ? undefined : date
+}
+
+/**
  * `retry-after-ms` (whole milliseconds: less than one is a wait of zero) and `Retry-After` as whole seconds or an HTTP
  * date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero; counted from the
  * answer's `Date` when it has a readable one, else from `nowMillis`); anything else is ignored (the backoff applies).
@@ -306,8 +321,7 @@ export const parseRetryAfter = (
   const millis = longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Math.floor(Number(ms)) : undefined)
   // A date is on the service's clock: measured from the answer's own `Date` when it has one, as this machine's clock
   // may be off by minutes or hours (a wait read an hour long ends the retries; one read as past, retries at once).
-  const sent = headers["date"] === undefined ? NaN : parseHttpDate(headers["date"].trim(), nowMillis)
-  const from = Number.isNaN(sent) ? nowMillis : sent
+  const from = dateOf(headers, nowMillis) ?? nowMillis
   const seconds = longestWait(headers["retry-after"], (value) => {
     if (/^\d+$/.test(value)) return Number(value) * 1000
     const date = parseHttpDate(value, from)
@@ -746,11 +760,11 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       if (Either.isLeft(decoded)) {
         return Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
       }
-      const mismatches = spec.check === undefined ? [] : checkedIssues(spec.check(decoded.right))
+      const mismatches = spec.check === undefined ? [] : checkedIssues(spec.check(decoded.right, headers))
       return mismatches === undefined
         ? Effect.dieMessage("effect-fin: a request's check must return a list of issues, each { path, expected } as text")
         : mismatches.length === 0
-        ? Effect.succeed({ value: decoded.right, status })
+        ? Effect.succeed({ value: decoded.right, status, headers })
         : Effect.fail(decodeError(spec, status, headers, mismatches))
     })
   )
