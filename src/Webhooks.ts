@@ -573,7 +573,12 @@ export const JsonValue: Schema.Schema<unknown> = Schema.declare(
   { identifier: "JsonValue", description: "a JSON value" }
 )
 
-const Id = Schema.String.pipe(Schema.minLength(1)).annotations({ identifier: "Id", description: "a non-empty id" })
+// At most 256 characters (the service's ids are UUIDs, 36): the handler keeps ids in its de-duplication store, which is
+// bounded in entries, not in bytes (10,000 ids of a megabyte each would be 10 GB), and puts them in every log line.
+const Id = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+  identifier: "Id",
+  description: "a non-empty id of at most 256 characters"
+})
 
 /**
  * The documented event types, in the order of the service's `WebhookEventEnvelope.type` enum.

@@ -337,6 +337,17 @@ describe("Webhooks decoding", () => {
       ])
     }))
 
+  it.effect("an id longer than 256 characters is malformed (the dedupe store is bounded in entries, not bytes)", () =>
+    Effect.gen(function*() {
+      const longest = "i".repeat(256)
+      const event = yield* signedVerify(makeBody({ id: longest, referenceId: longest }))
+      expect(event.id).toBe(longest)
+      for (const spec of [{ id: "i".repeat(257) }, { referenceId: "r".repeat(20_000) }]) {
+        const error = yield* Effect.flip(signedVerify(makeBody(spec)))
+        expect(error.reason).toBe("malformed_body")
+      }
+    }))
+
   it.effect("keeps an unlisted beneficiary type; a type that is not a string is still malformed", () =>
     Effect.gen(function*() {
       const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: "JOINT" } }))
