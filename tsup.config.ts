@@ -2,6 +2,9 @@ import { defineConfig } from "tsup"
 
 // Declarations come from tsc, one file per module (tsconfig.build.json, scripts/dts.ts), not from tsup's bundler.
 const shared = {
+  // `node:crypto` kept as written (the default drops the prefix for Node < 14.18): a bare `crypto` does not resolve
+  // in runtimes that offer Node's modules under `node:` only.
+  removeNodeProtocol: false,
   sourcemap: true,
   target: "es2022",
   treeshake: true
@@ -48,7 +51,9 @@ export default defineConfig([
     // between `effect-fin` and `effect-fin/test`.
     splitting: true,
     clean: true,
-    platform: "neutral"
+    platform: "neutral",
+    // Node's own modules (of effect-fin/node, /redis, /emulator) stay imports; a neutral build does not know them.
+    external: [/^node:/]
   },
   {
     ...shared,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { execFile, execFileSync } from "node:child_process"
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { builtinModules } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -312,6 +313,21 @@ run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
     }
     const manifest = JSON.parse(readFileSync(join(app, "node_modules", "effect-fin", "package.json"), "utf8"))
     expect(manifest.license).toBe("MIT AND LGPL-2.1-or-later")
+  })
+
+  // Runtimes that offer Node's modules (Deno, workers with Node compatibility) may do so under `node:` only.
+  it("built files import Node's own modules by their node: names", () => {
+    const dist = join(app, "node_modules", "effect-fin", "dist")
+    const built = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) => /\.(c?js)$/.test(f))
+    const builtins = new Set(builtinModules.filter((name) => !name.startsWith("_")))
+    const bare = built.flatMap((file) =>
+      [...readFileSync(join(dist, file), "utf8").matchAll(/(?:from |import\(|require\()\s*["']([^"']+)["']/g)]
+        .map(([, specifier]) => specifier!)
+        .filter((specifier) => builtins.has(specifier))
+        .map((specifier) => `${file}: ${specifier}`)
+    )
+    expect(bare).toEqual([])
+    expect(built.some((file) => /["']node:crypto["']/.test(readFileSync(join(dist, file), "utf8")))).toBe(true)
   })
 
   it("passes publint", async () => {
