@@ -369,7 +369,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     ): typeof TokenResponse.Type => {
       if (fields.current_time !== undefined) return fields
       const date = Http.dateOf(answered, clock.unsafeCurrentTimeMillis())
-      return date === undefined ? fields : { ...fields, current_time: date }
+      // Not a Date that has the token expired already: that is no clock of the service's (a proxy's days fast, say),
+      // and trusted it would refuse every token; this machine's clock decides then, as without a Date.
+      return date === undefined || date >= fields.access_token_ttl ? fields : { ...fields, current_time: date }
     }
 
     // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are

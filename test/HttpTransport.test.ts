@@ -2208,17 +2208,26 @@ describe("HttpTransport", () => {
       expect(parseRetryAfter({}, now)).toBeUndefined()
     })
 
-    // A date is the service's time: read against its `Date`, not this machine's clock (an hour behind, it would read a
-    // 2 s wait as an hour and end the retries; an hour ahead, as none, and retry at once).
-    it("an HTTP date is read against the answer's Date header when there is one", () => {
+    // A date is the service's time, and either clock may be hours off: counted from the later of this machine's and
+    // the answer's `Date`, so that neither alone, slow, reads a 2 s wait as an hour (past the cap: the retries end).
+    it("an HTTP date is counted from the later of this machine's clock and the answer's Date", () => {
       const server = Date.UTC(2026, 0, 1, 0, 0, 0)
       const headers = { "retry-after": "Thu, 01 Jan 2026 00:00:02 GMT", date: "Thu, 01 Jan 2026 00:00:00 GMT" }
-      for (const skew of [-3_600_000, 0, 3_600_000]) {
+      // This machine an hour slow, or right.
+      for (const skew of [-3_600_000, 0]) {
         expect(Duration.toMillis(parseRetryAfter(headers, server + skew)!), String(skew)).toBe(2000)
       }
+      // The answer's Date (a proxy's) a day slow.
+      expect(Duration.toMillis(parseRetryAfter({ ...headers, date: "Wed, 31 Dec 2025 00:00:00 GMT" }, server)!)).toBe(2000)
+      // This machine an hour fast: the date reads as past, a wait of zero (the backoff applies).
+      expect(Duration.toMillis(parseRetryAfter(headers, server + 3_600_000)!)).toBe(0)
       // Without a Date (or an unreadable one), this machine's clock.
       expect(Duration.toMillis(parseRetryAfter({ "retry-after": headers["retry-after"] }, server - 1000)!)).toBe(3000)
       expect(Duration.toMillis(parseRetryAfter({ ...headers, date: "yesterday" }, server - 1000)!)).toBe(3000)
+      // A Date sent twice arrives joined: read when the two agree, else this machine's clock.
+      const twice = (other: string) => ({ ...headers, date: `${headers.date}, ${other}` })
+      expect(Duration.toMillis(parseRetryAfter(twice("Thu, 01 Jan 2026 00:00:01 GMT"), server - 3_600_000)!)).toBe(1000)
+      expect(Duration.toMillis(parseRetryAfter(twice("Thu, 01 Jan 2026 02:00:00 GMT"), server - 1000)!)).toBe(3000)
     })
 
     it("an HTTP date is read field by field: its own year, times in range, each form's own layout", () => {

@@ -463,49 +463,45 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/*")).toBe(2)
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "5 minutes" })))))
 
-  it.effect("corrects for clock skew with current_time", () =>
+  // The token request after the first comes once `refreshAt` has passed on our clock, not a millisecond before, the
+  // token answered by `answer(now)` (our clock's time).
+  const refreshedAt = (refreshAt: number, answer: (now: number) => FinTest.Reply) =>
     Effect.gen(function*() {
-      // The server's clock runs 3 hours ahead of ours; its token lives 10 minutes from its own now.
       yield* tokenValue
-      yield* advance(9 * MIN - 1)
+      yield* advance(refreshAt - 1)
       yield* tokenValue
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
       yield* advance(1)
       yield* tokenValue
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": () =>
-        Effect.map(Effect.clockWith((c) => c.currentTimeMillis), (now) => {
-          const server = now + 3 * HOUR
-          return FinTest.json(200, {
-            access_token: "skewed",
-            access_token_ttl: FinTest.formatServiceTimestamp(server + 10 * MIN),
-            current_time: FinTest.formatServiceTimestamp(server)
-          })
-        })
-    })))
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => Effect.map(Clock.currentTimeMillis, answer) }))
+
+  // The server's clock runs 3 hours ahead of ours; its token lives 10 minutes from its own now (a minute's margin).
+  it.effect("corrects for clock skew with current_time", () =>
+    refreshedAt(9 * MIN, (now) =>
+      FinTest.json(200, {
+        access_token: "skewed",
+        access_token_ttl: FinTest.formatServiceTimestamp(now + 3 * HOUR + 10 * MIN),
+        current_time: FinTest.formatServiceTimestamp(now + 3 * HOUR)
+      })))
 
   // The service documents current_time; an answer without it is measured from its Date, as this machine's clock may be
   // off by more than a token lives (3 hours behind here: the token would be sent for 3 hours past its expiry).
   it.effect("without current_time, corrects for clock skew with the answer's Date", () =>
-    Effect.gen(function*() {
-      yield* tokenValue
-      yield* advance(9 * MIN - 1)
-      yield* tokenValue
-      expect(yield* count("POST /v1/oauth/token")).toBe(1)
-      yield* advance(1)
-      yield* tokenValue
-      expect(yield* count("POST /v1/oauth/token")).toBe(2)
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": () =>
-        Effect.map(Effect.clockWith((c) => c.currentTimeMillis), (now) => {
-          const server = now + 3 * HOUR
-          return FinTest.json(200, {
-            access_token: "skewed",
-            access_token_ttl: FinTest.formatServiceTimestamp(server + 10 * MIN)
-          }, { date: new Date(server).toUTCString() })
-        })
-    })))
+    refreshedAt(9 * MIN, (now) =>
+      FinTest.json(200, {
+        access_token: "skewed",
+        access_token_ttl: FinTest.formatServiceTimestamp(now + 3 * HOUR + 10 * MIN)
+      }, { date: new Date(now + 3 * HOUR).toUTCString() })))
+
+  // A Date that has the token expired already is no clock of the service's (a proxy's, days fast): trusted, every
+  // token would be refused; this machine's clock measures it instead.
+  it.effect("without current_time, a Date past the token's expiry is not used: the token is kept, on this clock", () =>
+    refreshedAt(24 * HOUR - MIN, (now) =>
+      FinTest.json(200, {
+        access_token: "proxied",
+        access_token_ttl: FinTest.formatServiceTimestamp(now + 24 * HOUR)
+      }, { date: new Date(now + 48 * HOUR).toUTCString() })))
 
   // A refused refresh token is routine, refused credentials are not: the metric tells them apart by grant.
   it.effect("issues anew when the refresh call gets 401, counted as a refresh_token grant's AuthenticationError", () =>

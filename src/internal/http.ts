@@ -300,17 +300,21 @@ const longestWait = (
 
 /**
  * The answer's `Date` (the time on the clock of whoever answered) in epoch milliseconds; undefined without a readable
- * one. `nowMillis` places an RFC 850 date's two-digit year.
+ * one. `nowMillis` places an RFC 850 date's two-digit year. A `Date` sent twice (a proxy adding its own) reaches us
+ * joined with ", ": read when its dates agree to within a few seconds (the latest), else none, as two clocks disagree.
  */
 export const dateOf = (headers: Readonly<Record<string, string>>, nowMillis: number): number | undefined => {
-  const date = headers["date"] === undefined ? NaN : parseHttpDate(headers["date"].trim(), nowMillis)
-  return Number.isNaN(date) ? undefined : date
+  const date = headers["date"]
+  const dates = date === undefined ? [] : headerValues(date).map((value) => parseHttpDate(value, nowMillis))
+  if (dates.length === 0 || dates.some(Number.isNaN)) return undefined
+  const [earliest, latest] = [Math.min(...dates), Math.max(...dates)]
+  return latest - earliest <= 5000 ? latest : undefined
 }
 
 /**
  * `retry-after-ms` (whole milliseconds: less than one is a wait of zero) and `Retry-After` as whole seconds or an HTTP
  * date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero; counted from the
- * answer's `Date` when it has a readable one, else from `nowMillis`); anything else is ignored (the backoff applies).
+ * later of `nowMillis` and the answer's `Date`); anything else is ignored (the backoff applies).
  * A header sent more than once counts with its longest wait; both headers, with `retry-after-ms` when the two are
  * within a second of each other (the seconds rounded), else with the longer: a zero in one cannot cancel the other's.
  */
@@ -319,12 +323,13 @@ export const parseRetryAfter = (
   nowMillis: number
 ): Duration.Duration | undefined => {
   const millis = longestWait(headers["retry-after-ms"], (ms) => /^\d+(\.\d+)?$/.test(ms) ? Math.floor(Number(ms)) : undefined)
-  // A date is on the service's clock: measured from the answer's own `Date` when it has one, as this machine's clock
-  // may be off by minutes or hours (a wait read an hour long ends the retries; one read as past, retries at once).
-  const from = dateOf(headers, nowMillis) ?? nowMillis
+  // A date is on the service's clock, and this machine's or the answer's `Date` (a proxy's) may be hours off: it is
+  // counted from the later of the two, so that neither alone can make a wait past the cap (which ends the retries); a
+  // clock of ours running fast then reads a wait short (the backoff applies).
+  const from = Math.max(nowMillis, dateOf(headers, nowMillis) ?? nowMillis)
   const seconds = longestWait(headers["retry-after"], (value) => {
     if (/^\d+$/.test(value)) return Number(value) * 1000
-    const date = parseHttpDate(value, from)
+    const date = parseHttpDate(value, nowMillis)
     return Number.isNaN(date) ? undefined : Math.max(0, date - from)
   })
   if (millis === undefined) return seconds
