@@ -2270,3 +2270,93 @@ describe("HttpTransport", () => {
     })
   })
 })
+
+// Text of the service's cut to fit in an error (a message, a field error, a kept body) is cut between characters:
+// never inside a surrogate pair (an emoji), which would leave half a character, shown as U+FFFD or refused by a strict
+// UTF-8 encoder (a log shipper).
+const loneHalf = /\p{Cs}/u
+const emoji = "\u{1F600}"
+
+const failWith = (reply: FinTest.Reply) =>
+  Effect.flip(FeeService.calculate(quoteRequest).pipe(
+    provideClient({ "POST /v1/fee-calculation": () => reply }, { maxRetries: 0 })
+  ))
+
+describe("text cut to fit in an error", () => {
+  it.effect("a long message is cut before an emoji, not inside it", () =>
+    Effect.gen(function*() {
+      const error = yield* failWith(FinTest.json(400, { message: "a".repeat(1023) + emoji + "b" }))
+      expect(error.message).toMatch(/a\.\.\.$/)
+      expect(loneHalf.test(error.message)).toBe(false)
+    }))
+
+  it.effect("a field error's name and message, and the message's summary of them, too", () =>
+    Effect.gen(function*() {
+      const long = "a".repeat(1023) + emoji
+      const error = yield* failWith(FinTest.json(422, { message: "Validation failed", errors: [{ [long]: long }] }))
+      expect(error._tag).toBe("ApiError")
+      if (error._tag !== "ApiError") return
+      expect(loneHalf.test(error.message)).toBe(false)
+      expect(loneHalf.test(error.fieldErrors![0]!.field)).toBe(false)
+      expect(loneHalf.test(error.fieldErrors![0]!.message)).toBe(false)
+      const short = yield* failWith(
+        FinTest.json(422, { message: "Validation failed", errors: [{ ["f".repeat(63) + emoji]: "m".repeat(199) + emoji }] })
+      )
+      expect(loneHalf.test(short.message)).toBe(false)
+    }))
+
+  it.effect("a kept body is cut before an emoji", () =>
+    Effect.gen(function*() {
+      // `{"msg":"` is 8 characters: the emoji's first half is the 1,024th.
+      const error = yield* failWith(FinTest.json(409, { msg: "a".repeat(1015) + emoji + "b" }))
+      expect(error._tag).toBe("ApiError")
+      if (error._tag !== "ApiError") return
+      expect(error.body).toBe(`{"msg":"${"a".repeat(1015)}`)
+    }))
+})
+
+// The service's words in an error's message (and so in effect-fin's own log lines naming it) reach a log or a
+// terminal as text: an escape sequence (cursor up, erase line: a forged log line), a bell, NUL, a bidirectional
+// override is written as `\uXXXX`, as an issue's path already is.
+const evil = "Down\x1b[1A\x1b[2K\x1b[32mlevel=INFO message=\"all good\"\x1b[0m \u202eevil\x07\x00\x7f\x9b"
+const unsafe = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+
+describe("the service's words in a message", () => {
+  it.effect("an ApiError's message and its field errors' summary carry no control character", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FeeService.calculate(quoteRequest).pipe(
+        provideClient({
+          "POST /v1/fee-calculation": () => FinTest.json(422, { message: evil, errors: [{ [`f${evil}`]: evil }] })
+        })
+      ))
+      expect(error._tag).toBe("ApiError")
+      expect(unsafe.test(error.message)).toBe(false)
+      expect(error.message).toContain("Down\\u001b[1A")
+    }))
+
+  it.effect("a 401's and a 429's too", () =>
+    Effect.gen(function*() {
+      for (const status of [401, 429]) {
+        const error = yield* Effect.flip(FeeService.calculate(quoteRequest).pipe(
+          provideClient({ "POST /v1/fee-calculation": () => FinTest.json(status, { message: evil }) }, { maxRetries: 0 })
+        ))
+        expect(unsafe.test(error.message)).toBe(false)
+      }
+    }))
+
+  it.effect("the subdivisions fallback's warning", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      yield* SubdivisionService.list("USA").pipe(
+        provideClient({ "GET /v1/countries/USA/subdivisions": () => FinTest.json(503, { message: evil }) }, {
+          maxRetries: 0
+        }),
+        Effect.provide(logs.layer)
+      )
+      const warning = logs.lines.find((line) => line.includes("serving the offline snapshot"))
+      expect(warning).toBeDefined()
+      // The captured line is JSON: an escape character in the message would read `\u001b` there, an escaped one `\\u001b`.
+      expect(warning).not.toMatch(/[^\\]\\u001b/)
+      expect(warning).not.toContain("\u202e")
+    }))
+})

@@ -423,8 +423,15 @@ const normalisedBody = (text: string): string => {
   }
 }
 
+// The first `max` UTF-16 units of `text`, one fewer where the cut would split a surrogate pair (an emoji): half a
+// character is none, shown as U+FFFD, or refused by a strict UTF-8 encoder.
+const upTo = (text: string, max: number): string => {
+  const last = text.charCodeAt(max - 1)
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff && text.length > max ? max - 1 : max)
+}
+
 // A message no longer than an error should carry (a page of text in a `message` field, say).
-const short = (text: string, max = MAX_BODY_IN_ERROR): string => text.length > max ? `${text.slice(0, max)}...` : text
+const short = (text: string, max = MAX_BODY_IN_ERROR): string => text.length > max ? `${upTo(text, max)}...` : text
 
 // Text on one line (a log line, `Cause.pretty`): every run of blanks, line breaks included, one space.
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
@@ -440,7 +447,9 @@ const statusError = (
   // What a message says, on one line: its blanks collapsed before the credentials are redacted, in their own form
   // and with their blanks collapsed too, so that an echo with other blanks is never joined into the credential.
   const redactLine = redactor([...spec.credentials, ...spec.credentials.map(oneLine)])
-  const said = (text: string) => short(redactLine(oneLine(text)))
+  // Its control characters and bidirectional overrides escaped too (as an issue's path is): a message is logged, and
+  // an escape sequence of the service's (cursor up, erase line) would act on the terminal, or forge a log line.
+  const said = (text: string) => short(Printable.printable(redactLine(oneLine(text))))
   const requestId = requestIdOf(headers, redact)
   const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
   const parsed = parseErrorBody(text)
@@ -457,7 +466,7 @@ const statusError = (
     ? {}
     : { code: typeof parsed.code === "string" ? short(redact(parsed.code)) : parsed.code }
   const body = !parsed.understood && spec.keepBody && text !== ""
-    ? { body: redact(normalisedBody(text)).slice(0, MAX_BODY_IN_ERROR) }
+    ? { body: upTo(redact(normalisedBody(text)), MAX_BODY_IN_ERROR) }
     : {}
   const fields = parsed.fieldErrors?.map((f) =>
     new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
@@ -644,7 +653,9 @@ const readBody = (
     length !== undefined && /^\d+$/.test(length) && Number(length) <= limit &&
     (encoding === undefined || encoding === "identity")
   ) {
-    return Effect.map(response.text, (text) => ({ text, cut: false }))
+    // node:http's text keeps a leading byte order mark, which every other path (TextDecoder, fetch) drops: the
+    // same answer must read the same whatever the client, or a BOM is "no JSON document" on one of them only.
+    return Effect.map(response.text, (text) => ({ text: withoutBom(text), cut: false }))
   }
   // Pulled by hand (Bytes.readUpTo): a stream run (a sink, its fold) costs more than the rest of a small answer's
   // read. A fetch response with no body at all (a 200 or 202 with nothing in it) has no stream: the platform fails it
@@ -656,6 +667,8 @@ const readBody = (
 }
 
 const utf8 = new TextDecoder()
+
+const withoutBom = (text: string): string => text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
 
 // Whether the client followed a redirect to get this answer: fetch does (the platform's fetch response, under the
 // wrapper that aborts on interruption (`original`), keeps the web `Response` as `source`, whose `redirected` says so);
