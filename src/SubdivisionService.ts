@@ -113,6 +113,16 @@ const canFallBack = (error: FinError): boolean =>
   (error._tag === "ApiError" && error.status === 408) ||
   ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
+// A failure's cause, to say it once: its tag and the status, code or kind it carries (a 503 and a proxy's page are two
+// causes; the same 503 answered to every lookup is one).
+const causeOf = (error: FinError): string =>
+  [
+    error._tag,
+    "status" in error ? error.status : undefined,
+    "code" in error ? error.code : undefined,
+    "kind" in error ? error.kind : undefined
+  ].filter((part) => part !== undefined).join(" ")
+
 // How often the snapshot stood in for the API, by why: the error's tag, or `cooldown` for a lookup answered while the
 // API was left alone after a failure. Tagged once per reason, not per lookup.
 const snapshotServed = Metric.counter("effect_fin_subdivision_snapshot_total", {
@@ -190,17 +200,25 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         (response) => response.data.subdivisions
       )
     // Countries do not lose every subdivision: an empty list where the snapshot has some is served (the API is the
-    // authority) but said, once per fetch, as the likely fault of the service it is.
+    // authority) but said as the likely fault of the service it is: a warning once per country until it lists some
+    // again, then at Debug (the list is not cached, so every lookup fetches it anew).
+    const saidEmpty = new Set<CountryCode.CountryCode>()
     const fetchChecked = (country: CountryCode.CountryCode) =>
       Effect.map(fetch(country, SubdivisionsResponse, entryIssues(country)), served).pipe(
-        Effect.tap((entries) => {
-          const known = snapshotOf(country).length
-          return entries.length === 0 && known > 0
-            ? Effect.logWarning(
+        Effect.tap((entries) =>
+          Effect.suspend(() => {
+            const known = snapshotOf(country).length
+            if (entries.length > 0 || known === 0) {
+              saidEmpty.delete(country)
+              return Effect.void
+            }
+            const message =
               `effect-fin: the API lists no subdivisions for ${country}, where the offline snapshot has ${known}`
-            )
-            : Effect.void
-        })
+            if (saidEmpty.has(country)) return Effect.logDebug(message)
+            saidEmpty.add(country)
+            return Effect.logWarning(message)
+          })
+        )
       )
 
     const fromSnapshot = (country: CountryCode.CountryCode): SubdivisionList => ({
@@ -282,6 +300,29 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           (options) => breaker.track(fetchChecked(country), judge(options))
         )
       )
+      // A failure is a warning once per country and cause until that country's API answers again, then at Debug:
+      // every caller of a shared lookup gets its error (a stall's ends thousands of waits at once), and a cause that
+      // starts no cool-down (a proxy's page) fails each lookup alike. A recovery is told where no cool-down's end is.
+      const warned = new Map<CountryCode.CountryCode, { readonly cause: string; readonly recovery: boolean }>()
+      const failureLogged = (country: CountryCode.CountryCode, error: FinError) =>
+        Effect.suspend(() => {
+          const message = `effect-fin: serving the offline snapshot for ${country} (${error._tag}: ${error.message})`
+          const cause = causeOf(error)
+          if (warned.get(country)?.cause === cause) return Effect.logDebug(message)
+          warned.set(country, { cause, recovery: Duration.toMillis(configured) === 0 || !canFallBack(error) })
+          return Effect.logWarning(message)
+        })
+      const answered = (country: CountryCode.CountryCode) =>
+        Effect.suspend(() => {
+          const was = warned.get(country)
+          if (was === undefined) return Effect.void
+          warned.delete(country)
+          return was.recovery
+            ? Effect.logInfo(
+              `effect-fin: the subdivisions API answers for ${country} again (it failed with ${was.cause})`
+            )
+            : Effect.void
+        })
       const lookup = (country: CountryCode.CountryCode) =>
         Effect.flatMap(HttpTransport.currentCallOptions, (options) =>
           Effect.flatMap(cache.getIfFresh(country), (cached) =>
@@ -291,7 +332,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
                 Effect.map(cache.get(country, !probe && shareable(options)), apiList(country))
               )))
       return (country: CountryCode.CountryCode) =>
-        Effect.catchAll(lookup(country), (error) => {
+        Effect.catchAll(Effect.tap(lookup(country), () => answered(country)), (error) => {
           if (error._tag === "CircuitOpen") {
             const next = error.probing ? "another lookup is asking it again" : `it is asked again in ${inMillis(error.retryIn)}`
             return fromSnapshotLogged(
@@ -303,11 +344,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
             )
           }
           return canServeSnapshotFor(error)
-            ? fromSnapshotLogged(
-              country,
-              error._tag,
-              Effect.logWarning(`effect-fin: serving the offline snapshot for ${country} (${error._tag}: ${error.message})`)
-            )
+            ? fromSnapshotLogged(country, error._tag, failureLogged(country, error))
             : Effect.fail(error)
         })
     })

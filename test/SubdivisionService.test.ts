@@ -503,6 +503,28 @@ describe("SubdivisionService", () => {
       }).pipe(withMode(mode, { [ROUTE]: FinTest.sequence(apiBody([]), usa, apiBody([])) })))
   }
 
+  for (const mode of ["online", "fallback"] as const) {
+    it.effect(`${mode}: an empty list on every lookup is one warning, until the API lists some again`, () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        const warnings = () => lines.filter((line) => line.startsWith("WARN"))
+        yield* Effect.gen(function*() {
+          for (let i = 0; i < 20; i++) expect((yield* list("USA")).subdivisions).toEqual([])
+          expect(warnings()).toHaveLength(1)
+          expect((yield* list("USA")).subdivisions).toHaveLength(2)
+          yield* TestClock.adjust("25 hours")
+          expect((yield* list("USA")).subdivisions).toEqual([])
+          expect(warnings()).toHaveLength(2)
+        }).pipe(Effect.provide(layer))
+        expect(yield* calls).toBe(22)
+      }).pipe(withMode(mode, {
+        [ROUTE]: (() => {
+          let n = 0
+          return () => (n += 1) === 21 ? usa : apiBody([])
+        })()
+      })))
+  }
+
   it.effect("crossCheck in offline mode is refused, and nothing is sent", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(SubdivisionService.crossCheck("USA"))
@@ -905,6 +927,44 @@ describe("SubdivisionService", () => {
           return (request) => {
             n += 1
             return n === 2 ? FinTest.json(502, { message: "bad gateway" }) : then(request)
+          }
+        })()
+      })))
+
+    it.effect("a failure is one warning per country and cause, not one per caller nor per lookup", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        const warnings = () => lines.filter((line) => line.startsWith("WARN")).map((line) => line.replace(/ \{.*\}$/, ""))
+        yield* Effect.gen(function*() {
+          // 200 callers share one request that stalls until the deadline: one failure, one warning.
+          const stalled = yield* FinTest.advanceUntilDone(
+            Effect.all(Array.from({ length: 200 }, () => list("USA")), { concurrency: "unbounded" }),
+            { step: "1 second" }
+          )
+          expect(stalled.every((result) => result.source === "snapshot")).toBe(true)
+          expect(warnings()).toEqual([
+            `WARN ["effect-fin: serving the offline snapshot for USA (TimeoutError: GET /v1/countries/USA/subdivisions: the call did not finish within its deadline of 1m)"]`
+          ])
+          // A proxy's page starts no cool-down: every lookup asks and fails alike; said once for the country.
+          yield* advance(30_000)
+          for (let i = 0; i < 20; i++) expect((yield* list("USA")).source).toBe("snapshot")
+          expect(warnings()).toHaveLength(2)
+          expect(warnings()[1]).toContain("ResponseDecodeError")
+          // Its recovery is told, and a failure after it is a warning again.
+          expect((yield* list("USA")).source).toBe("api")
+          expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
+        }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
+      }).pipe(withMode("fallback", {
+        [ROUTE]: (() => {
+          let n = 0
+          return () => {
+            n += 1
+            // The stalled call's attempts (its retry too), then 20 proxy pages.
+            return n <= 2
+              ? FinTest.stall
+              : n <= 22
+              ? FinTest.text(200, "<html>proxy</html>", { "content-type": "text/html" })
+              : usa
           }
         })()
       })))
