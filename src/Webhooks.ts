@@ -1687,21 +1687,29 @@ const closing = Headers.fromInput({ connection: "close" })
 // 401 says nothing (the verification guide asks for no detail); 400 names the reason (the sender is authenticated by
 // then). A delivery refused before its body is read whole (`unread`: 413, 408, and the checks of the headers) has its
 // connection closed, rather than the server reading the rest of a body that may never end.
-const reject = (error: WebhookVerificationError, unread = false) => {
-  const status = statusOf[error.reason]
-  const headers = unread || status === 413 || status === 408 ? closing : Headers.empty
-  const response = status === 401 || status === 500 || status === 413 || status === 408
-    ? HttpServerResponse.empty({ status, headers })
-    : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
-  // A 500 here is our own misconfiguration (no secret), not the sender's fault.
-  const log = status === 500 ? Effect.logError : Effect.logWarning
-  // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was expected;
-  // never a value).
-  return log("effect-fin: webhook delivery rejected").pipe(
-    Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
-    Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected" })),
-    Effect.as(response)
-  )
+// Rejecting a delivery, and logging it: once per reason at Warning (Error for a 500, our own misconfiguration: no
+// secret) until a delivery passes verification, then at Debug. Anyone who can reach the endpoint can send unsigned
+// requests, and a secret out of step fails every delivery and redelivery: one line each would flood the logs (the
+// span and the metric still count each one).
+const makeReject = () => {
+  const said = new Set<WebhookVerificationError["reason"]>()
+  const reject = (error: WebhookVerificationError, unread = false) => {
+    const status = statusOf[error.reason]
+    const headers = unread || status === 413 || status === 408 ? closing : Headers.empty
+    const response = status === 401 || status === 500 || status === 413 || status === 408
+      ? HttpServerResponse.empty({ status, headers })
+      : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
+    const log = said.has(error.reason) ? Effect.logDebug : status === 500 ? Effect.logError : Effect.logWarning
+    said.add(error.reason)
+    // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was
+    // expected; never a value).
+    return log("effect-fin: webhook delivery rejected").pipe(
+      Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
+      Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected" })),
+      Effect.as(response)
+    )
+  }
+  return { reject, verified: () => said.clear() }
 }
 
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
@@ -1830,6 +1838,7 @@ const makeApp = <const H extends object>(
   }
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const verifyOptions: VerifyOptions = { maxAge, environment: options.environment }
+  const { reject, verified } = makeReject()
   const ownStore = makeMemoryDedupeStore()
   // Said once: a store provided beside the server rather than to it is otherwise silently replaced by this one.
   let ownStoreAnnounced = false
@@ -2044,6 +2053,7 @@ const makeApp = <const H extends object>(
       })
     )
     const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions, unhandled)
+    verified()
     return yield* checkAge(decoded, verifyOptions).pipe(
       Effect.matchEffect({
         onFailure: (error) =>

@@ -1866,6 +1866,27 @@ describe("Webhooks.handler", () => {
       expect(claim._tag).toBe("Done")
     }).pipe(Effect.provide(Webhooks.layerMemoryDedupeStore())))
 
+  // Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery: one
+  // warning per reason until a delivery verifies, the rest at Debug (each still answered, and in its span).
+  it.effect("a rejection is one warning per reason until a delivery verifies, then at Debug", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} })).pipe(
+        Effect.provide(capture),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      const wrong = yield* Webhooks.sign(currentBody, "whsec_wrong")
+      const forged = () => post(currentBody, { ...wrong })
+      const warnings = () => logs.filter((line) => line.startsWith("WARN")).map((line) => /"reason":"(\w+)"/.exec(line)?.[1])
+      for (let i = 0; i < 5; i++) expect((yield* send(handle, forged())).status).toBe(401)
+      for (let i = 0; i < 5; i++) expect((yield* send(handle, post(currentBody, {}))).status).toBe(401)
+      expect(warnings()).toEqual(["bad_signature", "missing_signature"])
+      expect(logs.filter((line) => line.startsWith("DEBUG") && line.includes("delivery rejected"))).toHaveLength(8)
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      expect((yield* send(handle, forged())).status).toBe(401)
+      expect(warnings()).toEqual(["bad_signature", "missing_signature", "bad_signature"])
+    }))
+
   it.effect("logs rejections and handler failures without secrets", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
