@@ -240,7 +240,8 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
         // Bounded wherever the store is made (a layer may be built uninterruptibly).
         detachedIfUninterruptible,
         Effect.catchAll(() =>
-          Effect.logWarning("effect-fin: Redis is not reachable; the store is worked around until it is").pipe(
+          // What it means is the store's to say: tokens are fetched unshared, webhook deliveries answered 500.
+          Effect.logWarning("effect-fin: Redis is not reachable; its commands fail until it is").pipe(
             Effect.annotateLogs({ reason: connectionError ?? `no connection within ${Duration.format(timeout)}` })
           )
         )
