@@ -27,7 +27,6 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -43,6 +42,7 @@ import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as Padded from "./internal/padded.js"
 import * as Redact from "./internal/redact.js"
+import * as Signature from "./internal/signatureHeaders.js"
 import * as Spans from "./internal/spans.js"
 import * as Timestamps from "./internal/timestamp.js"
 
@@ -56,7 +56,7 @@ import * as Timestamps from "./internal/timestamp.js"
  * @since 0.1.0
  * @category constants
  */
-export const signatureHeader = "x-fin-signature"
+export const signatureHeader = Signature.signatureHeader
 
 /**
  * Header naming the HMAC algorithm; `sha256` when absent.
@@ -64,7 +64,7 @@ export const signatureHeader = "x-fin-signature"
  * @since 0.1.0
  * @category constants
  */
-export const algorithmHeader = "x-fin-signature-algorithm"
+export const algorithmHeader = Signature.algorithmHeader
 
 /**
  * The HMAC algorithms accepted; anything else is refused as `unsupported_algorithm`.
@@ -72,7 +72,7 @@ export const algorithmHeader = "x-fin-signature-algorithm"
  * @since 0.1.0
  * @category constants
  */
-export const algorithms = ["sha256", "sha384", "sha512"] as const
+export const algorithms = Signature.algorithms
 
 /**
  * A signature algorithm `verify` accepts (`x-fin-signature-algorithm`) and `sign` uses; one of `algorithms`.
@@ -80,7 +80,7 @@ export const algorithms = ["sha256", "sha384", "sha512"] as const
  * @since 0.1.0
  * @category models
  */
-export type Algorithm = typeof algorithms[number]
+export type Algorithm = Signature.Algorithm
 
 /**
  * Digest length in bytes of each algorithm.
@@ -88,9 +88,7 @@ export type Algorithm = typeof algorithms[number]
  * @since 0.1.0
  * @category constants
  */
-export const digestLength: { readonly [A in Algorithm]: number } = { sha256: 32, sha384: 48, sha512: 64 }
-
-const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha384" || u === "sha512"
+export const digestLength = Signature.digestLength
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Crypto
@@ -292,79 +290,11 @@ const notTextMessage = "must be text or Redacted text (not wiped), or a list of 
  * @since 0.1.0
  * @category models
  */
-export type HeadersInput =
-  | Headers.Headers
-  | globalThis.Headers
-  | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+export type HeadersInput = Signature.HeadersInput
 
-const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
-  Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
-
-// `name` is lower case. Records are usually lower-cased already (Node, @effect/platform), so look that up first.
-const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
-  if (isWebHeaders(headers)) return headers.get(name) ?? undefined
-  const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
-  const direct = record[name]
-  if (direct !== undefined) return direct
-  for (const key of Object.keys(record)) {
-    if (key.length === name.length && key.toLowerCase() === name) return record[key]
-  }
-  return undefined
-}
-
-// A list of one value (multi-value headers, as AWS Lambda passes them) is that value; a longer list stays a list,
-// which no check accepts: a repeated signature or algorithm header is refused.
-const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
-  const value = findHeader(headers, name)
-  return typeof value !== "string" && value !== undefined && value.length === 1 ? value[0] : value
-}
-
-const fail = (reason: WebhookFailureReason, message: string) => new WebhookVerificationError({ reason, message })
-
-interface SignatureHeaders {
-  readonly algorithm: Algorithm
-  /** Hex of the algorithm's digest length, checked. */
-  readonly hex: string
-}
-
-const hexPattern = /^[0-9a-f]*$/i
-
-/**
- * Reads and checks both headers, as `verify` does first. A signature that is not hex of the algorithm's digest length
- * can match no secret.
- *
- * @internal
- */
-export const checkSignatureHeaders = (
-  headers: HeadersInput
-): Either.Either<SignatureHeaders, WebhookVerificationError> => {
-  const signature = readHeader(headers, signatureHeader)
-  if (signature === undefined || signature === "") {
-    return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
-  }
-  const algorithmValue = readHeader(headers, algorithmHeader)
-  if (typeof algorithmValue !== "string" && algorithmValue !== undefined) {
-    return Either.left(fail("unsupported_algorithm", `the ${algorithmHeader} header is repeated`))
-  }
-  // As sent by the service (a name in lower case) at no cost; otherwise trimmed and lower-cased.
-  const algorithm = algorithmValue === undefined
-    ? "sha256"
-    : isAlgorithm(algorithmValue)
-    ? algorithmValue
-    : algorithmValue.trim() === ""
-    ? "sha256"
-    : algorithmValue.trim().toLowerCase()
-  if (!isAlgorithm(algorithm)) {
-    return Either.left(
-      fail("unsupported_algorithm", `the signature algorithm is not one of ${algorithms.join(", ")}`)
-    )
-  }
-  const hex = typeof signature === "string" ? signature.trim() : ""
-  if (hex.length !== digestLength[algorithm] * 2 || !hexPattern.test(hex)) {
-    return Either.left(fail("bad_signature", `the ${signatureHeader} header is not a hex ${algorithm} digest`))
-  }
-  return Either.right({ algorithm, hex })
-}
+const fail = Signature.fail
+const checkSignatureHeaders = Signature.check
+type SignatureHeaders = Signature.SignatureHeaders
 
 // Hex digit values by char code, upper and lower case alike.
 const nibbles = (() => {

@@ -2195,3 +2195,19 @@ describe("Webhooks.handler defaults and limits", () => {
       expect(yield* reasonOf(Webhooks.verify(bytes, headers, secret))).toBe("malformed_body")
     }))
 })
+
+describe("Webhooks public surface", () => {
+  it("exposes no internal helper, and keeps the header constants' literal types", () => {
+    // The header check the CLI shares lives in src/internal: not a name users can come to rely on.
+    expect("checkSignatureHeaders" in Webhooks).toBe(false)
+    const header: "x-fin-signature" = Webhooks.signatureHeader
+    const algorithm: "x-fin-signature-algorithm" = Webhooks.algorithmHeader
+    const names: ReadonlyArray<Webhooks.Algorithm> = Webhooks.algorithms
+    expect([header, algorithm, names, Webhooks.digestLength.sha512]).toEqual([
+      "x-fin-signature",
+      "x-fin-signature-algorithm",
+      ["sha256", "sha384", "sha512"],
+      64
+    ])
+  })
+})

@@ -38,6 +38,7 @@ import * as Bytes from "../internal/bytes.js"
 import * as Issues from "../internal/issues.js"
 import * as Padded from "../internal/padded.js"
 import * as Printable from "../internal/printable.js"
+import * as SignatureHeaders from "../internal/signatureHeaders.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
@@ -343,7 +344,7 @@ const verify = Command.make(
       // The flags are checked before the body is waited for too: a mistyped --signature or --algorithm is said at
       // once, not once standard input ends (on a terminal, only at Ctrl-D).
       const headers = { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm }
-      yield* Webhooks.checkSignatureHeaders(headers)
+      yield* SignatureHeaders.check(headers)
       const body = yield* readStdin
       const event = yield* Webhooks.verify(
         body,

@@ -1,0 +1,97 @@
+/**
+ * Reading and checking the signature headers of a webhook delivery: shared by `Webhooks` (which exports the header
+ * names, algorithms and `HeadersInput` as its own) and the CLI's `webhook verify`, which checks its flags before it
+ * waits for the body.
+ *
+ * @internal
+ */
+import type * as Headers from "@effect/platform/Headers"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
+import { type WebhookFailureReason, WebhookVerificationError } from "../FinError.js"
+
+// The header names, algorithms and digest lengths, exported by `Webhooks` with their documentation.
+export const signatureHeader = "x-fin-signature"
+
+export const algorithmHeader = "x-fin-signature-algorithm"
+
+export const algorithms = ["sha256", "sha384", "sha512"] as const
+
+export type Algorithm = typeof algorithms[number]
+
+export const digestLength: { readonly [A in Algorithm]: number } = { sha256: 32, sha384: 48, sha512: 64 }
+
+const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha384" || u === "sha512"
+
+// Request headers in any of the usual forms (documented where `Webhooks` exports it).
+export type HeadersInput =
+  | Headers.Headers
+  | globalThis.Headers
+  | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
+  Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
+
+// `name` is lower case. Records are usually lower-cased already (Node, @effect/platform), so look that up first.
+const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+  if (isWebHeaders(headers)) return headers.get(name) ?? undefined
+  const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
+  const direct = record[name]
+  if (direct !== undefined) return direct
+  for (const key of Object.keys(record)) {
+    if (key.length === name.length && key.toLowerCase() === name) return record[key]
+  }
+  return undefined
+}
+
+// A list of one value (multi-value headers, as AWS Lambda passes them) is that value; a longer list stays a list,
+// which no check accepts: a repeated signature or algorithm header is refused.
+const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+  const value = findHeader(headers, name)
+  return typeof value !== "string" && value !== undefined && value.length === 1 ? value[0] : value
+}
+
+export const fail = (reason: WebhookFailureReason, message: string) => new WebhookVerificationError({ reason, message })
+
+export interface SignatureHeaders {
+  readonly algorithm: Algorithm
+  /** Hex of the algorithm's digest length, checked. */
+  readonly hex: string
+}
+
+const hexPattern = /^[0-9a-f]*$/i
+
+/**
+ * Reads and checks both headers, as `verify` does first. A signature that is not hex of the algorithm's digest length
+ * can match no secret.
+ */
+export const check = (
+  headers: HeadersInput
+): Either.Either<SignatureHeaders, WebhookVerificationError> => {
+  const signature = readHeader(headers, signatureHeader)
+  if (signature === undefined || signature === "") {
+    return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
+  }
+  const algorithmValue = readHeader(headers, algorithmHeader)
+  if (typeof algorithmValue !== "string" && algorithmValue !== undefined) {
+    return Either.left(fail("unsupported_algorithm", `the ${algorithmHeader} header is repeated`))
+  }
+  // As sent by the service (a name in lower case) at no cost; otherwise trimmed and lower-cased.
+  const algorithm = algorithmValue === undefined
+    ? "sha256"
+    : isAlgorithm(algorithmValue)
+    ? algorithmValue
+    : algorithmValue.trim() === ""
+    ? "sha256"
+    : algorithmValue.trim().toLowerCase()
+  if (!isAlgorithm(algorithm)) {
+    return Either.left(
+      fail("unsupported_algorithm", `the signature algorithm is not one of ${algorithms.join(", ")}`)
+    )
+  }
+  const hex = typeof signature === "string" ? signature.trim() : ""
+  if (hex.length !== digestLength[algorithm] * 2 || !hexPattern.test(hex)) {
+    return Either.left(fail("bad_signature", `the ${signatureHeader} header is not a hex ${algorithm} digest`))
+  }
+  return Either.right({ algorithm, hex })
+}
