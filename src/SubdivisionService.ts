@@ -22,6 +22,7 @@ import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import * as Retry from "./internal/retry.js"
 import { memo } from "./internal/memo.js"
+import * as Printable from "./internal/printable.js"
 import * as internal from "./internal/subdivisions.js"
 import * as Subdivisions from "./Subdivisions.js"
 
@@ -114,12 +115,15 @@ const canFallBack = (error: FinError): boolean =>
   ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
 // A failure's cause, to say it once: its tag and the status, code or kind it carries (a 503 and a proxy's page are two
-// causes; the same 503 answered to every lookup is one).
+// causes; the same 503 answered to every lookup is one). An ApiError's code is the service's own text (up to 1,024
+// characters): escaped and cut, as its message is, since the recovery line names the cause.
 const causeOf = (error: FinError): string =>
   [
     error._tag,
     "status" in error ? error.status : undefined,
-    "code" in error ? error.code : undefined,
+    "code" in error && error.code !== undefined
+      ? Array.from(Printable.printable(String(error.code))).slice(0, 64).join("")
+      : undefined,
     "kind" in error ? error.kind : undefined
   ].filter((part) => part !== undefined).join(" ")
 
@@ -275,6 +279,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     // before then.
     const fallback = Effect.gen(function*() {
       const configured = config.subdivisionFallbackCooldown
+      // Per country, the causes warned of (see `failureLogged`), and whether its recovery is told there.
+      const MAX_CAUSES = 8
+      const warned = new Map<CountryCode.CountryCode, { readonly causes: Set<string>; recovery: boolean }>()
       const breaker: Breaker.Breaker<FinError> = Duration.toMillis(configured) > 0
         ? yield* Breaker.make<FinError>({
           cooldown: (error) =>
@@ -288,10 +295,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
                   `the next ${inMillis(cooldown)}, then ask it again`
             ),
           onClose: (error, openFor) =>
-            Effect.logInfo(
-              `effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in ` +
-                `for ${inMillis(openFor)}; the last failure was ${error._tag})`
-            )
+            Effect.suspend(() => {
+              // The outage is over (this line tells the recovery): a failure after it, whatever country it hits
+              // first, is a new one and warns again, though the country warned of before was not asked since.
+              for (const [country, was] of warned) if (!was.recovery) warned.delete(country)
+              return Effect.logInfo(
+                `effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in ` +
+                  `for ${inMillis(openFor)}; the last failure was ${error._tag})`
+              )
+            })
         })
         : Breaker.none()
       const cache = yield* cacheOf((country) =>
@@ -302,14 +314,24 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       )
       // A failure is a warning once per country and cause until that country's API answers again, then at Debug:
       // every caller of a shared lookup gets its error (a stall's ends thousands of waits at once), and a cause that
-      // starts no cool-down (a proxy's page) fails each lookup alike. A recovery is told where no cool-down's end is.
-      const warned = new Map<CountryCode.CountryCode, { readonly cause: string; readonly recovery: boolean }>()
+      // starts no cool-down (a proxy's page) fails each lookup alike. Every cause said is kept, not the last one
+      // only: two alternating (a 502 and a 503 from a balancer's backends) would otherwise warn on each lookup; past
+      // `MAX_CAUSES` (a code that differs on each answer), the rest are at Debug. A recovery is told where no
+      // cool-down's end is.
       const failureLogged = (country: CountryCode.CountryCode, error: FinError) =>
         Effect.suspend(() => {
           const message = `effect-fin: serving the offline snapshot for ${country} (${error._tag}: ${error.message})`
           const cause = causeOf(error)
-          if (warned.get(country)?.cause === cause) return Effect.logDebug(message)
-          warned.set(country, { cause, recovery: Duration.toMillis(configured) === 0 || !canFallBack(error) })
+          const was = warned.get(country)
+          if (was !== undefined && (was.causes.has(cause) || was.causes.size >= MAX_CAUSES)) {
+            return Effect.logDebug(message)
+          }
+          const recovery = Duration.toMillis(configured) === 0 || !canFallBack(error)
+          if (was === undefined) warned.set(country, { causes: new Set([cause]), recovery })
+          else {
+            was.causes.add(cause)
+            was.recovery ||= recovery
+          }
           return Effect.logWarning(message)
         })
       const answered = (country: CountryCode.CountryCode) =>
@@ -319,7 +341,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           warned.delete(country)
           return was.recovery
             ? Effect.logInfo(
-              `effect-fin: the subdivisions API answers for ${country} again (it failed with ${was.cause})`
+              `effect-fin: the subdivisions API answers for ${country} again (it failed with ${
+                [...was.causes].join(", ")
+              })`
             )
             : Effect.void
         })

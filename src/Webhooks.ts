@@ -1618,9 +1618,9 @@ const closing = Headers.fromInput({ connection: "close" })
 // then). A delivery refused before its body is read whole (`unread`: 413, 408, and the checks of the headers) has its
 // connection closed, rather than the server reading the rest of a body that may never end.
 // Rejecting a delivery, and logging it: once per reason at Warning (Error for a 500, our own misconfiguration: no
-// secret) until a delivery passes verification, then at Debug. Anyone who can reach the endpoint can send unsigned
-// requests, and a secret out of step fails every delivery and redelivery: one line each would flood the logs (the
-// span and the metric still count each one).
+// secret) until a new delivery verifies (claimed: a replay of a captured one is no reset), then at Debug. Anyone who
+// can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery and redelivery:
+// one line each would flood the logs (the span and the metric still count each one).
 const makeReject = () => {
   const said = new Set<WebhookVerificationError["reason"]>()
   const reject = (error: WebhookVerificationError, unread = false) => {
@@ -1889,6 +1889,9 @@ const makeApp = <const H extends object>(
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
+        // Claimed: a delivery not seen before. A replay of a captured one (a duplicate, or too old) verifies too, and
+        // must not bring back one warning per forged request.
+        verified()
         const userHandler = decoded.ignored ? undefined : handlerFor(event)
         // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
         // version of it, say) must never be made stale by one that was not applied.
@@ -1983,7 +1986,6 @@ const makeApp = <const H extends object>(
       })
     )
     const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions, unhandled)
-    verified()
     return yield* checkAge(decoded, verifyOptions).pipe(
       Effect.matchEffect({
         onFailure: (error) =>

@@ -969,6 +969,58 @@ describe("SubdivisionService", () => {
         })()
       })))
 
+    // The cause a recovery line names holds the service's code: its text, escaped as the message is.
+    it.effect("the recovery line names the service's code escaped", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("api")
+        }).pipe(Effect.provide(layer))
+        const recovery = lines.find((line) => line.includes("answers for USA again"))
+        expect(recovery).toContain("ApiError 503 \\\\u001b[2K")
+        expect(recovery).not.toMatch(/[^\\]\\u001b/)
+      }).pipe(withMode("fallback", {
+        [ROUTE]: FinTest.sequence(FinTest.json(503, { error: { code: "\x1b[2K\x1b[1Aforged", message: "down" } }), usa)
+      }, { subdivisionFallbackCooldown: "0 seconds" })))
+
+    // A balancer whose backends fail differently: two causes, alternating, are two warnings, not one per lookup.
+    it.effect("two causes alternating are one warning each, not one per lookup", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          for (let i = 0; i < 20; i++) expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("api")
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.includes("answers for USA again"))).toEqual([
+          `INFO ["effect-fin: the subdivisions API answers for USA again (it failed with ApiError 503, ApiError 502)"] {}`
+        ])
+      }).pipe(withMode("fallback", {
+        [ROUTE]: (() => {
+          let n = 0
+          return () => (n += 1) > 20 ? usa : FinTest.json(n % 2 === 0 ? 502 : 503, { message: "down" })
+        })()
+      }, { subdivisionFallbackCooldown: "0 seconds" })))
+
+    // The breaker closed on another country's answer: the outage ended; the next one warns, whichever country it hits.
+    it.effect("a new outage warns again, though its country was not asked since the last one", () => {
+      let failing = true
+      return Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          failing = false
+          yield* advance(31_000)
+          expect((yield* list("CAN").pipe(noRetries)).source).toBe("api")
+          yield* advance(6 * 3600_000)
+          failing = true
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
+      }).pipe(withMode("fallback", { [ROUTE]: () => failing ? FinTest.json(503, { message: "down" }) : usa }))
+    })
+
     it.effect("a cached API answer is still served while the snapshot stands in for the others", () =>
       Effect.gen(function*() {
         expect((yield* list("USA")).source).toBe("api")

@@ -1887,6 +1887,25 @@ describe("Webhooks.handler", () => {
       expect(warnings()).toEqual(["bad_signature", "missing_signature", "bad_signature"])
     }))
 
+  // A replay of one genuine delivery (a duplicate, answered 200) is no new delivery: it must not reset the warnings,
+  // or an attacker holding one captured delivery warns once per forged request again.
+  it.effect("a replayed delivery does not bring back one warning per forged request", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} })).pipe(
+        Effect.provide(capture),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      const captured = yield* Webhooks.sign(currentBody, secret)
+      expect((yield* send(handle, post(currentBody, { ...captured }))).status).toBe(200)
+      const wrong = yield* Webhooks.sign(currentBody, "whsec_wrong")
+      for (let i = 0; i < 5; i++) {
+        expect((yield* send(handle, post(currentBody, { ...captured }))).status).toBe(200)
+        expect((yield* send(handle, post(currentBody, { ...wrong }))).status).toBe(401)
+      }
+      expect(logs.filter((line) => line.startsWith("WARN"))).toHaveLength(1)
+    }))
+
   it.effect("logs rejections and handler failures without secrets", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
