@@ -217,7 +217,7 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     ))
     if (options.client === undefined) {
       // Without an offline queue the first commands need the connection: wait for it (bounded, and no longer than its
-      // first error; a Redis that is down now is worked around like one that goes down later, but said at once).
+      // first error; a Redis that is down now is treated like one that goes down later, but said at once).
       yield* Effect.async<void, void>((resume) => {
         if (client.status === "ready") return resume(Effect.void)
         const stop = () => {
