@@ -279,9 +279,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     // before then.
     const fallback = Effect.gen(function*() {
       const configured = config.subdivisionFallbackCooldown
-      // Per country, the causes warned of (see `failureLogged`), and whether its recovery is told there.
+      // Per country, the causes warned of (see `failureLogged`), each with whether it started a cool-down (the
+      // breaker's close ends it), and whether its recovery is told there.
       const MAX_CAUSES = 8
-      const warned = new Map<CountryCode.CountryCode, { readonly causes: Set<string>; recovery: boolean }>()
+      const warned = new Map<CountryCode.CountryCode, { readonly causes: Map<string, boolean>; recovery: boolean }>()
       const breaker: Breaker.Breaker<FinError> = Duration.toMillis(configured) > 0
         ? yield* Breaker.make<FinError>({
           cooldown: (error) =>
@@ -297,8 +298,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           onClose: (error, openFor) =>
             Effect.suspend(() => {
               // The outage is over (this line tells the recovery): a failure after it, whatever country it hits
-              // first, is a new one and warns again, though the country warned of before was not asked since.
-              for (const [country, was] of warned) if (!was.recovery) warned.delete(country)
+              // first, is a new one and warns again, though the country warned of before was not asked since. A
+              // country that also saw a cause with no cool-down (a proxy's page) keeps that one, for its own recovery.
+              for (const [country, was] of warned) {
+                for (const [cause, cooled] of was.causes) if (cooled) was.causes.delete(cause)
+                if (was.causes.size === 0) warned.delete(country)
+              }
               return Effect.logInfo(
                 `effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in ` +
                   `for ${inMillis(openFor)}; the last failure was ${error._tag})`
@@ -327,9 +332,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
             return Effect.logDebug(message)
           }
           const recovery = Duration.toMillis(configured) === 0 || !canFallBack(error)
-          if (was === undefined) warned.set(country, { causes: new Set([cause]), recovery })
+          if (was === undefined) warned.set(country, { causes: new Map([[cause, !recovery]]), recovery })
           else {
-            was.causes.add(cause)
+            was.causes.set(cause, !recovery)
             was.recovery ||= recovery
           }
           return Effect.logWarning(message)
@@ -342,7 +347,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           return was.recovery
             ? Effect.logInfo(
               `effect-fin: the subdivisions API answers for ${country} again (it failed with ${
-                [...was.causes].join(", ")
+                [...was.causes.keys()].join(", ")
               })`
             )
             : Effect.void

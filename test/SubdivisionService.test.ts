@@ -1021,6 +1021,39 @@ describe("SubdivisionService", () => {
       }).pipe(withMode("fallback", { [ROUTE]: () => failing ? FinTest.json(503, { message: "down" }) : usa }))
     })
 
+    // A country that also saw a proxy's page (a cause with no cool-down) keeps its entry past the breaker's close, for
+    // its own recovery line: the 503 of the outage that ended must not be kept with it, or the next outage is silent.
+    it.effect("a new outage warns again for a country that also saw a proxy's page", () => {
+      let reply: "503" | "page" | "ok" = "503"
+      return Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        const warnings = () => lines.filter((line) => line.startsWith("WARN"))
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // 503: warned, cool-down
+          yield* advance(31_000)
+          reply = "page"
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // the probe: a page, breaker closes
+          reply = "503"
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // 503 again: cool-down
+          expect(warnings()).toHaveLength(3)
+          yield* advance(31_000)
+          reply = "ok"
+          expect((yield* list("CAN").pipe(noRetries)).source).toBe("api") // the outage ends
+          yield* advance(6 * 3600_000)
+          reply = "503"
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // a new outage
+        }).pipe(Effect.provide(layer))
+        expect(warnings()).toHaveLength(4)
+      }).pipe(withMode("fallback", {
+        [ROUTE]: () =>
+          reply === "503"
+            ? FinTest.json(503, { message: "down" })
+            : reply === "page"
+            ? FinTest.text(200, "<html>proxy</html>", { "content-type": "text/html" })
+            : usa
+      }))
+    })
+
     it.effect("a cached API answer is still served while the snapshot stands in for the others", () =>
       Effect.gen(function*() {
         expect((yield* list("USA")).source).toBe("api")
