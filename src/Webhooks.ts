@@ -1618,7 +1618,7 @@ const closing = Headers.fromInput({ connection: "close" })
 // then). A delivery refused before its body is read whole (`unread`: 413, 408, and the checks of the headers) has its
 // connection closed, rather than the server reading the rest of a body that may never end.
 // Rejecting a delivery, and logging it: once per reason at Warning (Error for a 500, our own misconfiguration: no
-// secret) until a new delivery verifies (claimed: a replay of a captured one is no reset), then at Debug. Anyone who
+// secret) until a new delivery is handled (a replay of a captured one is no reset), then at Debug. Anyone who
 // can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery and redelivery:
 // one line each would flood the logs (the span and the metric still count each one).
 const makeReject = () => {
@@ -1889,9 +1889,6 @@ const makeApp = <const H extends object>(
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
-        // Claimed: a delivery not seen before. A replay of a captured one (a duplicate, or too old) verifies too, and
-        // must not bring back one warning per forged request.
-        verified()
         const userHandler = decoded.ignored ? undefined : handlerFor(event)
         // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
         // version of it, say) must never be made stale by one that was not applied.
@@ -1953,6 +1950,9 @@ const makeApp = <const H extends object>(
         // A delivery interrupted before that (while its claim was taken) ends here, and frees the claim.
         yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
         const answer = yield* Effect.flatMap(runner.fork(finish), (fiber) => restore(Fiber.join(fiber)))
+        // A new delivery handled: the rejections' warnings start again. Not on a replay of a captured one, which
+        // verifies too (a duplicate, too old, or one whose handler fails and is released each time).
+        if (answer.status === 200) verified()
         return yield* respond(answer.status, answer.outcome)
       })).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(decoded.event.id)))
 

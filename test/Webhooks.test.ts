@@ -1867,8 +1867,8 @@ describe("Webhooks.handler", () => {
     }).pipe(Effect.provide(Webhooks.layerMemoryDedupeStore())))
 
   // Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery: one
-  // warning per reason until a delivery verifies, the rest at Debug (each still answered, and in its span).
-  it.effect("a rejection is one warning per reason until a delivery verifies, then at Debug", () =>
+  // warning per reason until a new delivery is handled, the rest at Debug (each still answered, and in its span).
+  it.effect("a rejection is one warning per reason until a new delivery is handled, then at Debug", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
       const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} })).pipe(
@@ -1889,22 +1889,28 @@ describe("Webhooks.handler", () => {
 
   // A replay of one genuine delivery (a duplicate, answered 200) is no new delivery: it must not reset the warnings,
   // or an attacker holding one captured delivery warns once per forged request again.
-  it.effect("a replayed delivery does not bring back one warning per forged request", () =>
-    Effect.gen(function*() {
-      const { layer: capture, lines: logs } = captureLogs()
-      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} })).pipe(
-        Effect.provide(capture),
-        Logger.withMinimumLogLevel(LogLevel.All)
-      )
-      const captured = yield* Webhooks.sign(currentBody, secret)
-      expect((yield* send(handle, post(currentBody, { ...captured }))).status).toBe(200)
-      const wrong = yield* Webhooks.sign(currentBody, "whsec_wrong")
-      for (let i = 0; i < 5; i++) {
-        expect((yield* send(handle, post(currentBody, { ...captured }))).status).toBe(200)
-        expect((yield* send(handle, post(currentBody, { ...wrong }))).status).toBe(401)
-      }
-      expect(logs.filter((line) => line.startsWith("WARN"))).toHaveLength(1)
-    }))
+  // Replayed: a duplicate of a handled one (200), or one whose handler fails each time (500, released, claimed again).
+  for (const [replayed, handlers, status] of [
+    ["a duplicate", {}, 200],
+    ["one whose handler fails", { "beneficiary.status": () => Effect.fail("handler error") }, 500]
+  ] as const) {
+    it.effect(`a replayed delivery (${replayed}) does not bring back one warning per forged request`, () =>
+      Effect.gen(function*() {
+        const { layer: capture, lines: logs } = captureLogs()
+        const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers })).pipe(
+          Effect.provide(capture),
+          Logger.withMinimumLogLevel(LogLevel.All)
+        )
+        const captured = yield* Webhooks.sign(currentBody, secret)
+        expect((yield* send(handle, post(currentBody, { ...captured }))).status).toBe(status)
+        const wrong = yield* Webhooks.sign(currentBody, "whsec_wrong")
+        for (let i = 0; i < 5; i++) {
+          expect((yield* send(handle, post(currentBody, { ...captured }))).status).toBe(status)
+          expect((yield* send(handle, post(currentBody, { ...wrong }))).status).toBe(401)
+        }
+        expect(logs.filter((line) => line.startsWith("WARN"))).toHaveLength(1)
+      }))
+  }
 
   it.effect("logs rejections and handler failures without secrets", () =>
     Effect.gen(function*() {
