@@ -428,6 +428,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // A spec that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
         return Effect.die(defect)
       }
+      // The spec's check is given the value alone, as documented (the answer's headers are for effect-fin's own).
+      const userCheck = spec.check
+      const check = userCheck === undefined ? undefined : (value: A) => userCheck(value)
       // A name that is refused is no metric label or span name: the call is counted and traced as `request`.
       const nameValid = spec.name === undefined ||
         (typeof spec.name === "string" && NAME.test(spec.name) && !OWN_NAMES.has(spec.name))
@@ -494,7 +497,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
               body,
               decode,
-              check: spec.check,
+              check,
               timeout: options.timeout,
               timeoutKind: "attempt",
               deadline: { left: Monotonic.between(now, deadlineAt), error: deadlineError },

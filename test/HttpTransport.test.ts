@@ -2153,6 +2153,14 @@ describe("HttpTransport", () => {
         expect(many.message).toMatch(/; data\.19: expected x; and 4980 more$/)
       }).pipe(answering))
 
+    // A check is given the decoded value alone, as documented: one with an optional parameter of its own gets none.
+    it.effect("a check is given the value alone", () =>
+      Effect.gen(function*() {
+        const given: Array<ReadonlyArray<unknown>> = []
+        yield* thing((...args: ReadonlyArray<unknown>) => (given.push(args), []))
+        expect(given).toEqual([[{ data: { id: "x" } }]])
+      }).pipe(answering))
+
     it.effect("a check that returns no list of issues, or throws, is a defect naming the mistake", () =>
       Effect.gen(function*() {
         for (const returned of [true, false, null, undefined, "x", [{ path: "data.id" }], [{ path: 1, expected: "y" }]]) {
