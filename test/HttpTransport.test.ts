@@ -2342,6 +2342,15 @@ describe("the service's words in a message", () => {
       expect(error.message).toContain("Down\\u001b[1A")
     }))
 
+  // Cut first, then escaped: the limit counts the service's characters, and no escape is cut in two.
+  it.effect("a long message is cut before its control characters are escaped", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FeeService.calculate(quoteRequest).pipe(
+        provideClient({ "POST /v1/fee-calculation": () => FinTest.json(400, { message: `${"a".repeat(1020)}\x1b[2Jzzzz` }) })
+      ))
+      expect(error.message).toMatch(/a\\u001b\[2J\.\.\.$/)
+    }))
+
   it.effect("a 401's and a 429's too", () =>
     Effect.gen(function*() {
       for (const status of [401, 429]) {

@@ -448,8 +448,9 @@ const statusError = (
   // and with their blanks collapsed too, so that an echo with other blanks is never joined into the credential.
   const redactLine = redactor([...spec.credentials, ...spec.credentials.map(oneLine)])
   // Its control characters and bidirectional overrides escaped too (as an issue's path is): a message is logged, and
-  // an escape sequence of the service's (cursor up, erase line) would act on the terminal, or forge a log line.
-  const said = (text: string) => short(Printable.printable(redactLine(oneLine(text))))
+  // an escape sequence of the service's (cursor up, erase line) would act on the terminal, or forge a log line. Cut
+  // first, so that the limit is the service's characters and no escape is cut in two.
+  const said = (text: string) => Printable.printable(short(redactLine(oneLine(text))))
   const requestId = requestIdOf(headers, redact)
   const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
   const parsed = parseErrorBody(text)
