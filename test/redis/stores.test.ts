@@ -327,6 +327,13 @@ describe("RedisTokenStore", () => {
       }
     }))
 
+  // A Redis URL may hold a password: given Redacted, it is used as the text.
+  it.scopedLive("a url given Redacted connects as its text does", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisTokenStore.make({ url: Redacted.make(redisUrl), prefix: uniquePrefix("redacted-url") })
+      expect((yield* store.lock("k"))._tag).toBe("Acquired")
+    }))
+
   it.scopedLive("an encryption key of the wrong size, or a string that is not base64, is refused when the layer is built", () =>
     Effect.gen(function*() {
       const refused = (encryptionKey: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) =>
@@ -623,10 +630,10 @@ describe("RedisTokenStore", () => {
         // ioredis takes the path's database, else the last `db` parameter.
         "redis://127.0.0.1:6379/x?db=0", "redis://127.0.0.1:6379/?db=1&db=x"
       ]
-      for (const url of malformed) {
+      for (const url of [...malformed, ...malformed.map((text) => Redacted.make(text))]) {
         for (const self of [RedisTokenStore.make({ url }), RedisWebhookDedupeStore.layer({ url })]) {
           const defect = defectOf(self)
-          expect(String(defect), url).toMatch(/effect-fin: Redis\w+Store: url is not a Redis URL/)
+          expect(String(defect), String(url)).toMatch(/effect-fin: Redis\w+Store: url is not a Redis URL/)
           expect(`${JSON.stringify(defect)} ${String(defect)}`).not.toContain("s3cr")
         }
       }

@@ -6,6 +6,7 @@ import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import { Redis, type RedisOptions } from "ioredis"
 import * as NodeCrypto from "node:crypto"
@@ -20,8 +21,12 @@ import * as OptionNames from "../../internal/optionNames.js"
 export interface Options {
   /** An ioredis client of the application's; it stays open when the layer closes. */
   readonly client?: Redis | undefined
-  /** Otherwise the URL to connect to (default `redis://127.0.0.1:6379`); that client is closed with the layer. */
-  readonly url?: string | undefined
+  /**
+   * Otherwise the URL to connect to (default `redis://127.0.0.1:6379`); that client is closed with the layer. It may
+   * hold a password (`redis://:password@host`): give it `Redacted` (`Config.redacted("REDIS_URL")`) to keep it out of
+   * logs of your configuration.
+   */
+  readonly url?: string | Redacted.Redacted<string> | undefined
   /** ioredis options for the client made from `url`. */
   readonly redisOptions?: RedisOptions | undefined
   /**
@@ -145,11 +150,13 @@ export const durationOption = (
 ): Duration.Duration =>
   Durations.checkOrThrow(input ?? fallback, false, `effect-fin: ${store}: ${name}`, true)
 
+const textOf = (url: string | Redacted.Redacted<string>): string => Redacted.isRedacted(url) ? Redacted.value(url) : url
+
 /**
  * The `url` option of a store, checked when the store is made: ioredis would throw on a malformed one, and its error
  * quotes the URL, password included. Said without it.
  */
-export const checkUrl = (store: string, url: string | undefined): void => {
+export const checkUrl = (store: string, url: string | Redacted.Redacted<string> | undefined): void => {
   if (url === undefined) return
   const refused = () =>
     new Cause.IllegalArgumentException(
@@ -157,7 +164,8 @@ export const checkUrl = (store: string, url: string | undefined): void => {
     )
   let parsed: URL
   try {
-    parsed = new URL(url)
+    // A wiped Redacted throws here too: refused as no URL.
+    parsed = new URL(textOf(url))
     // ioredis decodes the credentials and would throw on a stray %.
     decodeURIComponent(parsed.username)
     decodeURIComponent(parsed.password)
@@ -190,7 +198,7 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       Effect.sync(() => {
         // No offline queue: while Redis is unreachable a command fails at once (the stores then go on without it)
         // instead of waiting to be sent minutes later, when what it would write is stale.
-        const own = new Redis(options.url ?? "redis://127.0.0.1:6379", {
+        const own = new Redis(options.url === undefined ? "redis://127.0.0.1:6379" : textOf(options.url), {
           enableOfflineQueue: false,
           maxRetriesPerRequest: 1,
           ...options.redisOptions
