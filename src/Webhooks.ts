@@ -293,8 +293,6 @@ const notTextMessage = "must be text or Redacted text (not wiped), or a list of 
 export type HeadersInput = Signature.HeadersInput
 
 const fail = Signature.fail
-const checkSignatureHeaders = Signature.check
-type SignatureHeaders = Signature.SignatureHeaders
 
 // Hex digit values by char code, upper and lower case alike.
 const nibbles = (() => {
@@ -349,7 +347,7 @@ const notBytes = (value: unknown) =>
 // Tries each secret in turn (rotation); the first match wins.
 const checkSignature = (
   crypto: WebhookCryptoService,
-  parsed: SignatureHeaders,
+  parsed: Signature.SignatureHeaders,
   { keys: secrets, notText, padded }: SecretList,
   body: Uint8Array
 ): Effect.Effect<void, WebhookVerificationError> => {
@@ -400,7 +398,7 @@ export const verifySignature = (
 ): Effect.Effect<void, WebhookVerificationError> =>
   // The hot path: one Effect step (which also reads the context) before the crypto.
   Effect.withFiberRuntime((fiber) => {
-    const parsed = checkSignatureHeaders(headers)
+    const parsed = Signature.check(headers)
     if (Either.isLeft(parsed)) return parsed.left
     const bytes = toBytes(rawBody)
     if (bytes === undefined) return notBytes(rawBody)
@@ -972,7 +970,7 @@ const checkAge = (decoded: Decoded, options: VerifyOptions): Effect.Effect<Decod
 // The signature, then the event decoded, not yet checked for age.
 const verifyDecoded = (
   body: Uint8Array,
-  parsed: SignatureHeaders,
+  parsed: Signature.SignatureHeaders,
   secrets: SecretList,
   options: VerifyOptions,
   ignores?: (type: string) => boolean
@@ -1010,7 +1008,7 @@ export const verify = (
     const checked: VerifyOptions = options.maxAge === undefined
       ? options
       : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
-    const parsed = checkSignatureHeaders(headers)
+    const parsed = Signature.check(headers)
     if (Either.isLeft(parsed)) return parsed.left
     const bytes = toBytes(rawBody)
     if (bytes === undefined) return notBytes(rawBody)
@@ -1967,7 +1965,7 @@ const makeApp = <const H extends object>(
       if (Number(contentLength) > limit) return yield* reject(tooLarge(limit))
     }
     // Checked before the body is read, so unsigned requests cost no body read.
-    const parsed = checkSignatureHeaders(request.headers)
+    const parsed = Signature.check(request.headers)
     if (Either.isLeft(parsed)) return yield* reject(parsed.left, true)
     const read = contentLength === "0"
       ? Effect.succeed(new Uint8Array(0))
