@@ -650,6 +650,24 @@ describe("TokenStore", () => {
       expect(yield* Fiber.join(waiting)).toEqual(Either.right("token-1"))
     }).pipe(fixedRandom))
 
+  it.effect("layerMemory: a store of its own per build, with its options, shared by the clients given that build", () =>
+    Effect.gen(function*() {
+      const layer = TokenStore.layerMemory({ lockTtl: "3 seconds" })
+      const built = Effect.provide(TokenStore.TokenStore, layer)
+      const [first, second] = [yield* built, yield* built]
+      expect(first).not.toBe(second)
+      expect(Duration.toMillis(first.lockTtl)).toBe(3_000)
+      // Two clients on one build: one token request between them, as with one `makeMemory` store.
+      const requests = yield* Effect.gen(function*() {
+        const calls = FeeService.calculate(quoteRequest).pipe(
+          Effect.zipRight(count("POST /v1/oauth/token")),
+          withStore(yield* TokenStore.TokenStore)
+        )
+        return [yield* calls, yield* calls]
+      }).pipe(Effect.provide(layer))
+      expect(requests).toEqual([1, 0])
+    }))
+
   it("makeMemory's defaults: lockTtl 10 s, waitInterval 10 ms", () => {
     const store = TokenStore.makeMemory()
     expect(Duration.toMillis(store.lockTtl)).toBe(10_000)

@@ -9,6 +9,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as UrlParams from "@effect/platform/UrlParams"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Undici from "@effect/platform-node/Undici"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import type * as Context from "effect/Context"
@@ -294,6 +295,28 @@ describe("UndiciHttpClient", () => {
         Effect.repeat({ until: (count) => count === 0, schedule: Schedule.spaced("10 millis") }),
         Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("a connection was left open") })
       )
+    }))
+
+  it.scopedLive("layerWithoutDispatcher sends through the Dispatcher in context and leaves it open when its layer closes", () =>
+    Effect.gen(function*() {
+      const agent = yield* Effect.acquireRelease(
+        Effect.sync(() => new Undici.Agent()),
+        (agent) => Effect.promise(() => agent.destroy())
+      )
+      let dispatched = 0
+      const counting = agent.compose((dispatch) => (options, handler) => (dispatched++, dispatch(options, handler)))
+      const onShared = Layer.provide(
+        UndiciHttpClient.layerWithoutDispatcher,
+        Layer.succeed(NodeHttpClient.Dispatcher, counting)
+      )
+      const text = Effect.flatMap(HttpClient.HttpClient, (client) =>
+        Effect.flatMap(client.get(`${base}/text`), (r) => r.text)).pipe(Effect.provide(onShared))
+      expect(yield* text).toBe("hello, world")
+      expect(dispatched).toBe(1)
+      // The shared agent outlives the client's layer: the next client sends through it too.
+      expect(agent.closed).toBe(false)
+      expect(yield* text).toBe("hello, world")
+      expect(dispatched).toBe(2)
     }))
 
   it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>
