@@ -70,6 +70,25 @@ export class FieldError extends Schema.Class<FieldError>("effect-fin/FieldError"
   message: Schema.String
 }) {}
 
+// What an error answer's body and headers said; shared by `ApiError` and `RateLimitError`.
+const answerFields = {
+  /**
+   * The service's own code: `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`) or a numeric `status`
+   * field (on a 429 it tells a quota from a throttle).
+   */
+  code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
+  /** The fields the service named (`errors[]` of a 422, `data` of a 400, `error.details[]`). */
+  fieldErrors: Schema.optional(Schema.Array(FieldError)),
+  /**
+   * The start of the raw body (at most 1024 characters, credentials redacted), when the fields above do not hold all
+   * of it: an unknown body, or one with more in it (a 409's existing `beneficiary_id`, an error `type`, a quota's reset
+   * time).
+   */
+  body: Schema.optional(Schema.String),
+  /** The wait the service asked for (`Retry-After` / `retry-after-ms`), e.g. on a 503 or a 429. */
+  retryAfter: Schema.optional(Schema.Duration)
+}
+
 /**
  * The service answered with an error status that is not retried (or was retried until the policy ran out).
  *
@@ -79,16 +98,7 @@ export class FieldError extends Schema.Class<FieldError>("effect-fin/FieldError"
 export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError")("ApiError", {
   status: Schema.Number,
   message: Schema.String,
-  /** `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`) or a numeric `status` field. */
-  code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
-  fieldErrors: Schema.optional(Schema.Array(FieldError)),
-  /**
-   * The start of the raw body (at most 1024 characters, credentials redacted), when the fields above do not hold all
-   * of it: an unknown body, or one with more in it (a 409's existing `beneficiary_id`, an error `type`).
-   */
-  body: Schema.optional(Schema.String),
-  /** The wait the service asked for (`Retry-After` / `retry-after-ms`), e.g. on a 503. */
-  retryAfter: Schema.optional(Schema.Duration),
+  ...answerFields,
   ...callFields
 }) {}
 
@@ -107,13 +117,7 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
     message: Schema.String,
     /** The status of the last answer: 429, or the 5xx that asked for too long a wait. */
     status: Schema.optional(Schema.Number),
-    /** The service's own code (`error.code` or `status` of its body), which tells a quota from a throttle. */
-    code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
-    /** As `ApiError.fieldErrors`: the fields the service named. */
-    fieldErrors: Schema.optional(Schema.Array(FieldError)),
-    /** As `ApiError.body`: the start of a body that the fields above do not hold whole (a quota's reset time). */
-    body: Schema.optional(Schema.String),
-    retryAfter: Schema.optional(Schema.Duration),
+    ...answerFields,
     ...callFields
   }
 ) {}

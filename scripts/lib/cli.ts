@@ -78,30 +78,25 @@ export interface ApiOptions {
   readonly concurrency: number
 }
 
+/** Options shared by the commands that write a snapshot: what `Snapshot.run` is given of them. */
+export interface WriteOptions {
+  readonly outDir: string
+  readonly modulePath: string
+  readonly generatedAt: string
+  readonly check: boolean
+  readonly dryRun: boolean
+  readonly allowEmptied: boolean
+}
+
 /** What the command line asks for. */
 export type Command =
   | { readonly _tag: "Help" }
-  | {
+  | WriteOptions & {
     readonly _tag: "FromIsoCodes"
     readonly location: string
     readonly version: string
-    readonly outDir: string
-    readonly modulePath: string
-    readonly generatedAt: string
-    readonly check: boolean
-    readonly dryRun: boolean
-    readonly allowEmptied: boolean
   }
-  | ApiOptions & {
-    readonly _tag: "FromApi"
-    readonly version: string
-    readonly outDir: string
-    readonly modulePath: string
-    readonly generatedAt: string
-    readonly check: boolean
-    readonly dryRun: boolean
-    readonly allowEmptied: boolean
-  }
+  | ApiOptions & WriteOptions & { readonly _tag: "FromApi"; readonly version: string }
   | ApiOptions & {
     readonly _tag: "CrossCheck"
     /** Folder of the snapshot compared with the API. */

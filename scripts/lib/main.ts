@@ -9,7 +9,7 @@
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
-import { type Command, parseCommandLine, usage } from "./cli.js"
+import { type Command, parseCommandLine, usage, type WriteOptions } from "./cli.js"
 import { ExitCode } from "./files.js"
 
 /** Where the entry reads its settings and writes its output; every field has the process's own as default. */
@@ -62,6 +62,10 @@ export const main = async (argv: ReadonlyArray<string>, options: MainOptions = {
   }
 }
 
+// What `Snapshot.run` takes of a command that writes a snapshot.
+const writeOptions = ({ allowEmptied, check, dryRun, generatedAt, modulePath, outDir }: WriteOptions): WriteOptions =>
+  ({ outDir, modulePath, generatedAt, check, dryRun, allowEmptied })
+
 const execute = async (
   command: Exclude<Command, { readonly _tag: "Help" }>,
   options: MainOptions & Required<Pick<MainOptions, "env" | "stdout" | "stderr">>
@@ -94,12 +98,7 @@ const execute = async (
     return report(
       await Effect.runPromiseExit(Snapshot.run({
         source: Snapshot.fromIsoCodes(command.location, command.version),
-        outDir: command.outDir,
-        modulePath: command.modulePath,
-        generatedAt: command.generatedAt,
-        check: command.check,
-        dryRun: command.dryRun,
-        allowEmptied: command.allowEmptied,
+        ...writeOptions(command),
         log
       }))
     )
@@ -143,12 +142,7 @@ const execute = async (
           concurrency: command.concurrency,
           onProgress: progress.update
         }),
-        outDir: command.outDir,
-        modulePath: command.modulePath,
-        generatedAt: command.generatedAt,
-        check: command.check,
-        dryRun: command.dryRun,
-        allowEmptied: command.allowEmptied,
+        ...writeOptions(command),
         baseline: previous,
         log
       }).pipe(Effect.provide(service))

@@ -27,8 +27,10 @@ import {
   ApiError,
   AuthenticationError,
   FieldError,
+  type FinError,
   Issue,
   RateLimitError,
+  type RequestValidationError,
   ResponseDecodeError,
   TimeoutError,
   TransportError
@@ -119,13 +121,7 @@ export interface Success<A> {
 }
 
 /** Every way one attempt can fail. */
-export type AttemptError =
-  | AuthenticationError
-  | ApiError
-  | RateLimitError
-  | TransportError
-  | TimeoutError
-  | ResponseDecodeError
+export type AttemptError = Exclude<FinError, RequestValidationError>
 
 const MAX_BODY_IN_ERROR = 1024
 const MAX_FIELD_ERRORS = 20
