@@ -12,7 +12,7 @@ import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { defectOf, provideClient, quoteBody, quoteRequest } from "./support.js"
+import { defectOf, illegalArgument, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
 const attempts = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(FEE))
@@ -67,10 +67,10 @@ describe("FinTest.advanceUntilDone", () => {
 
   it("refuses a step or limit that is not a duration above zero", () => {
     expect(defectOf(FinTest.advanceUntilDone(Effect.void, { step: "0 millis" }))).toEqual(
-      new Cause.IllegalArgumentException("effect-fin/test: advanceUntilDone: step must be greater than zero")
+      illegalArgument("effect-fin/test: advanceUntilDone: step must be greater than zero")
     )
     expect(defectOf(FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" }))).toEqual(
-      new Cause.IllegalArgumentException("effect-fin/test: advanceUntilDone: limit is not a valid duration")
+      illegalArgument("effect-fin/test: advanceUntilDone: limit is not a valid duration")
     )
   })
 })
@@ -392,7 +392,7 @@ describe("FinTest handlers", () => {
   it("delayed refuses a duration without its unit (from untyped code), when made", () => {
     const reply = () => FinTest.json(200, {})
     expect(() => FinTest.delayed(100 as unknown as "100 millis", reply)).toThrow(
-      new Cause.IllegalArgumentException(
+      illegalArgument(
         `effect-fin/test: delayed: duration must say its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`
       )
     )
@@ -402,7 +402,7 @@ describe("FinTest handlers", () => {
 
   it("sequence with no replies is refused when made, not a 500 the client retries", () => {
     expect(() => FinTest.sequence()).toThrow(
-      new Cause.IllegalArgumentException("effect-fin/test: sequence needs at least one reply")
+      illegalArgument("effect-fin/test: sequence needs at least one reply")
     )
   })
 })

@@ -24,6 +24,7 @@ import {
   captureLogs,
   counterValue,
   defectOf,
+  illegalArgument,
   interruptedAtFirstFork,
   provideClient,
   quoteBody,
@@ -909,7 +910,7 @@ describe("TokenProvider", () => {
   it("layerStatic refuses a token that could not be sent as a bearer: its build dies, the token not quoted", () => {
     for (const token of ["", " ", "two words", "tok\n", Redacted.make("tab\there"), Redacted.make(42 as unknown as string)]) {
       const defect = defectOf(TokenProvider.layerStatic(token))
-      expect(defect, String(token)).toEqual(new Cause.IllegalArgumentException(
+      expect(defect, String(token)).toEqual(illegalArgument(
         "effect-fin: TokenProvider.layerStatic: the token is not one of visible ASCII characters, 1 or more (no spaces)"
       ))
     }

@@ -30,7 +30,14 @@ import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
-import { captureLogs, defectOf, documentedWebhookBody, recordingTracer, withWallClockSetBack } from "./support.js"
+import {
+  captureLogs,
+  defectOf,
+  documentedWebhookBody,
+  illegalArgument,
+  recordingTracer,
+  withWallClockSetBack
+} from "./support.js"
 
 // --- Fixtures -------------------------------------------------------------------------------------------------------
 
@@ -423,7 +430,7 @@ describe("Webhooks decoding", () => {
       }
       // An environment other than the two is a mistake in the caller's configuration: a defect, said at once.
       expect(defectOf(Webhooks.verify(currentBody, headers, secret, { environment: "Sandbox" as "sandbox" }))).toEqual(
-        new Cause.IllegalArgumentException(`effect-fin: Webhooks.verify: environment must be "sandbox" or "production"`)
+        illegalArgument(`effect-fin: Webhooks.verify: environment must be "sandbox" or "production"`)
       )
     }))
 
@@ -1503,7 +1510,7 @@ describe("Webhooks.handler", () => {
       )
     }
     expect(() => Webhooks.handler(undefined as unknown as Webhooks.HandlerOptions<Webhooks.Handlers>)).toThrow(
-      new Cause.IllegalArgumentException("effect-fin: Webhooks.handler: takes an options object ({ secrets, handlers })")
+      illegalArgument("effect-fin: Webhooks.handler: takes an options object ({ secrets, handlers })")
     )
     expect(defectOf(Webhooks.makeHandler({ secrets: secret } as unknown as Webhooks.HandlerOptions<Webhooks.Handlers>)))
       .toBeInstanceOf(Cause.IllegalArgumentException)
@@ -1512,7 +1519,7 @@ describe("Webhooks.handler", () => {
     refused(misspelt, `"maxBodysize" is no option of Webhooks.HandlerOptions`)
     refused({ ["\u001b[2J"]: 1 } as Partial<Webhooks.HandlerOptions<Webhooks.Handlers>>, `"\\u001b[2J" is no option`)
     expect(defectOf(Webhooks.verify(currentBody, {}, secret, { maxage: "1 minute" } as Webhooks.VerifyOptions))).toEqual(
-      new Cause.IllegalArgumentException(`effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`)
+      illegalArgument(`effect-fin: Webhooks.verify: "maxage" is no option of Webhooks.VerifyOptions`)
     )
     // A bare number is refused when compiled too, in every duration option.
     // @ts-expect-error a bare number (milliseconds to Effect)
@@ -1521,7 +1528,7 @@ describe("Webhooks.handler", () => {
     refused({ bodyTimeout: 30, maxAge: "1 minute" }, "bodyTimeout must say its unit")
     // makeHandler: the same refusals, a defect of the effect that makes it.
     expect(defectOf(Webhooks.makeHandler({ secrets: secret, handlers: {}, maxBodySize: 0 }))).toEqual(
-      new Cause.IllegalArgumentException(`effect-fin: Webhooks.handler: maxBodySize must be a whole number of bytes, 1 or more`)
+      illegalArgument(`effect-fin: Webhooks.handler: maxBodySize must be a whole number of bytes, 1 or more`)
     )
     // A handler's options extend verify's: one object may serve both (the delivery's missing header is all it fails on).
     const shared: Webhooks.HandlerOptions<Webhooks.Handlers> = { secrets: secret, handlers: {}, maxAge: "1 minute" }
@@ -2037,9 +2044,9 @@ describe("Webhooks memory store", () => {
   it("a maxEntries that is not a whole number of 1 or more is refused when the store or its layer is made", () => {
     for (const maxEntries of [NaN, 0, -1, 2.5, Infinity]) {
       const expected = `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${maxEntries}`
-      expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries })).toThrow(new Cause.IllegalArgumentException(expected))
+      expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries })).toThrow(illegalArgument(expected))
       // The layer is made; its build dies.
-      expect(defectOf(Webhooks.layerMemoryDedupeStore({ maxEntries }))).toEqual(new Cause.IllegalArgumentException(expected))
+      expect(defectOf(Webhooks.layerMemoryDedupeStore({ maxEntries }))).toEqual(illegalArgument(expected))
     }
     expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: 1 })).not.toThrow()
     // So is a misspelt option, which would leave the default in force.

@@ -1,3 +1,4 @@
+import { expect } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -215,3 +216,11 @@ export const counterValue = (name: string, tags: Readonly<Record<string, string>
       )
       .reduce((sum, p) => sum + (p.metricState as MetricState.MetricState.Counter<number>).count, 0)
   )
+
+/**
+ * Matches an `IllegalArgumentException` with this message. `toEqual(new Cause.IllegalArgumentException(message))` (and
+ * `toThrow` of one) would pass whatever the message: Effect's equality compares an error's enumerable fields, and an
+ * `Error`'s message is not one. (An asymmetric matcher, typed as the `Error` that `toThrow` takes.)
+ */
+export const illegalArgument = (message: string): Error =>
+  expect.objectContaining({ _tag: "IllegalArgumentException", message }) as unknown as Error
