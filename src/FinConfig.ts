@@ -43,7 +43,10 @@ export interface Options {
   readonly timeout?: DurationOption | undefined
   /** Whole call, retries and waits included. Default 60 s. */
   readonly deadline?: DurationOption | undefined
-  /** A whole number from 0 to 10; default 2 (3 attempts); 0 disables. The 401 refresh-retry is extra. */
+  /**
+   * A whole number from 0 to 10; default 2 (3 attempts); 0 disables. For API calls and token calls alike (a per-call
+   * `withOptions` override reaches only the call's own attempts). The 401 refresh-retry is extra.
+   */
   readonly maxRetries?: number | undefined
   /** Longest `Retry-After` honoured (also capped by what is left of the deadline). Default 60 s. */
   readonly maxRetryAfter?: DurationOption | undefined

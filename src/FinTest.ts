@@ -725,12 +725,19 @@ const FeeServiceOptionsData = Schema.Struct({
 // rather than giving quotes no service could (an infinite source amount, a negative rate).
 const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.QuoteSettings; readonly lifetime: number } => {
   const invalid = (message: string) => new Cause.IllegalArgumentException(`FinTest.layerFeeService: ${message}`)
-  const data = Either.getOrThrowWith(
-    Schema.decodeUnknownEither(FeeServiceOptionsData, { errors: "all", onExcessProperty: "error" })(options),
-    (error) => invalid(Issues.describeAll(error))
+  const decoded = Schema.decodeUnknownEither(FeeServiceOptionsData, { errors: "all", onExcessProperty: "error" })(
+    options
   )
-  // As the emulator's: at least a second (`valid_till` is sent in whole seconds), at most 100 years.
-  const lifetime = Durations.lifetimeOrThrow(options.quoteLifetime ?? "15 minutes", "FinTest.layerFeeService: quoteLifetime")
+  // As the emulator's: at least a second (`valid_till` is sent in whole seconds), at most 100 years. Told with the
+  // other options' problems, so that one error names them all.
+  const lifetime = Durations.checkLifetime(options.quoteLifetime ?? "15 minutes")
+  if (Either.isLeft(decoded) || Either.isLeft(lifetime)) {
+    throw invalid([
+      ...(Either.isLeft(decoded) ? [Issues.describeAll(decoded.left)] : []),
+      ...(Either.isLeft(lifetime) ? [`quoteLifetime ${lifetime.left}`] : [])
+    ].join("; "))
+  }
+  const data = decoded.right
   const beneficiaries: Record<string, typeof Quote.Beneficiary.Type> = {}
   for (const [id, beneficiary] of Object.entries(data.beneficiaries ?? {})) beneficiaries[id.toLowerCase()] = beneficiary
   return {
@@ -740,7 +747,7 @@ const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.Q
       beneficiaries,
       defaultSourceCurrency: data.defaultSourceCurrency ?? "USD"
     },
-    lifetime: Duration.toMillis(lifetime)
+    lifetime: Duration.toMillis(lifetime.right)
   }
 }
 

@@ -75,8 +75,9 @@ export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMe
    */
   readonly safe?: boolean | undefined
   /**
-   * Span name suffix and metric tag, e.g. `fee-calculation`: letters, digits and `._-`, at most 64, the same for every
-   * call of the route (never an id: each name is a metric series). Default `request`.
+   * Span name suffix and metric tag, e.g. `fee-calculation`: letters, digits and `._-`, starting with a letter or
+   * digit, at most 64, the same for every call of the route (never an id: each name is a metric series); not `token`,
+   * `webhook` or `webhook.handle` (effect-fin's own). Another is a `RequestValidationError`. Default `request`.
    */
   readonly name?: string | undefined
   /**
@@ -109,14 +110,18 @@ export interface Service {
 export class HttpTransport extends Context.Tag("effect-fin/HttpTransport")<HttpTransport, Service>() {}
 
 /**
- * Overrides of the client's options for the calls inside one effect.
+ * Overrides of the client's options for the calls inside one effect. A token fetch is shared by every caller waiting
+ * for it, so it keeps the client's `maxRetries` and `tokenTimeout`: only `deadline` bounds the wait for it.
  *
  * @since 0.1.0
  * @category models
  */
 export interface CallOptions {
+  /** Per attempt of the call (not of a token fetch, which `tokenTimeout` bounds). */
   readonly timeout?: FinConfig.DurationOption | undefined
+  /** The whole call, the wait for a token included. */
   readonly deadline?: FinConfig.DurationOption | undefined
+  /** Retries of the call (not of a token fetch, which keeps the client's). */
   readonly maxRetries?: number | undefined
 }
 
@@ -139,7 +144,8 @@ export const currentCallOptions: Effect.Effect<CallOptions> = FiberRef.get(curre
  * Runs `self` with per-call overrides (`timeout`, `deadline`, `maxRetries`), like effect-aws's `withServiceConfig`.
  * An override out of range (a duration not above zero, below a millisecond or over 24 days, `maxRetries` not a whole
  * number from 0 to 10), or of another name (from untyped code), makes each call inside fail with a
- * `RequestValidationError` naming it, before anything is sent.
+ * `RequestValidationError` naming it, before anything is sent. `timeout` and `maxRetries` are the call's own: a token
+ * fetch the call waits for keeps the client's `tokenTimeout` and `maxRetries` (it is shared), cut at `deadline` only.
  *
  * @since 0.1.0
  * @category combinators

@@ -1079,6 +1079,18 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
 
+  // As CallOptions says: the token fetch is shared, so it keeps the client's tokenTimeout and maxRetries; a call with
+  // `{ timeout: "1 second", maxRetries: 0 }` still waits through its retries, each cut at 10 s.
+  it.effect("withOptions timeout and maxRetries do not reach the token fetch (it keeps the client's)", () =>
+    Effect.gen(function*() {
+      const error = yield* FinTest.advanceUntilDone(
+        Effect.flip(calculate.pipe(HttpTransport.withOptions({ timeout: "1 second", maxRetries: 0 })))
+      )
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "token", operation: "POST /v1/oauth/token" })
+      expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/oauth/token"))).toBe(3)
+      expect(yield* attempts).toBe(0)
+    }).pipe(provideClient({ [FEE]: () => status(200), "POST /v1/oauth/token": () => FinTest.stall })))
+
   it.effect("a nested withOptions that leaves an option undefined keeps the outer one (maxRetries 0 stays 0)", () =>
     Effect.gen(function*() {
       // A helper passing its own optional settings through: `maxRetries: undefined` means "not mine to say".

@@ -79,10 +79,13 @@ export const checkOrThrow = (input: unknown, allowZero: boolean, subject: string
     (problem) => new Cause.IllegalArgumentException(`${subject} ${problem}`)
   )
 
-/** `input` as a lifetime sent as an expiry (see `lifetimeProblem`), or `IllegalArgumentException` naming `subject`. */
-export const lifetimeOrThrow = (input: unknown, subject: string): Duration.Duration => {
-  const lifetime = checkOrThrow(input, false, subject)
-  const problem = lifetimeProblem(lifetime)
-  if (problem !== undefined) throw new Cause.IllegalArgumentException(`${subject} ${problem}`)
-  return lifetime
-}
+/** `input` as a lifetime sent as an expiry (see `lifetimeProblem`); `Left` is what it must be, as `check`'s. */
+export const checkLifetime = (input: unknown): Either.Either<Duration.Duration, string> =>
+  Either.flatMap(check(input, false), (lifetime) => {
+    const problem = lifetimeProblem(lifetime)
+    return problem === undefined ? Either.right(lifetime) : Either.left(problem)
+  })
+
+/** `input` as a lifetime sent as an expiry, or `IllegalArgumentException` naming `subject`. */
+export const lifetimeOrThrow = (input: unknown, subject: string): Duration.Duration =>
+  Either.getOrThrowWith(checkLifetime(input), (problem) => new Cause.IllegalArgumentException(`${subject} ${problem}`))

@@ -101,6 +101,10 @@ describe("FinTest.layerFeeService and the emulator", () => {
     expect(refusal({ quoteLifetime: "500 millis" })).toContain("quoteLifetime must be at least 1 second")
     expect(refusal({ quoteLifetime: "73000 days" })).toContain("quoteLifetime must be at most 100 years")
     expect(refusal({ defaultSourceCurrency: "usd" })).toContain("a currency code of three upper-case letters")
+    // Each problem in one message: a bad quoteLifetime beside another bad option, not found only once that is mended.
+    expect(refusal({ rates: { "USD/CAD": -1 }, quoteLifetime: "0 seconds" })).toContain(
+      "FinTest.layerFeeService: rates.USD/CAD: a finite rate > 0; quoteLifetime must be greater than zero"
+    )
     expect(refusal({})).toBe("built")
   })
 })
