@@ -558,12 +558,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
           timeLeft: remaining,
-          onRetry: (error, retry) =>
+          onRetry: (error, retry, until) =>
             Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${
                 error._tag === "ApiError" ? ` ${error.status}` : ""
               } (retry ${retry} of ${options.maxRetries})`
-            ).pipe(Effect.zipRight(Metric.increment(retriesOf(name))))
+            ).pipe(
+              Effect.zipRight(Metric.increment(retriesOf(name))),
+              Effect.zipRight(Http.annotateRetry(error, retry, until))
+            )
         }
 
         // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the

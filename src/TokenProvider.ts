@@ -422,6 +422,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           onRetry: (error, retry, until) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
               Effect.zipRight(Metric.increment(retriesOf("token"))),
+              Effect.zipRight(Http.annotateRetry(error, retry, until)),
               Effect.zipRight(announceWait(error, until))
             )
         }),

@@ -254,6 +254,33 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })))
 
+  // A slow call shows why: each retry is an event on its span, with the failure and the wait before the next attempt.
+  it.effect("each retry is an event on the call's span, with the failure, its status and the wait", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      yield* advance(2000)
+      yield* Fiber.join(fiber)
+      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      expect(span?.attributes.get("http.request.resend_count")).toBe(2)
+      // The native span keeps its events (the `Span` interface does not name them).
+      const events = (span as { readonly events?: ReadonlyArray<[string, bigint, unknown]> } | undefined)?.events ?? []
+      expect(events.map(([name, , attributes]) => [name, attributes])).toEqual([
+        ["effect-fin.retry", {
+          "http.request.resend_count": 1,
+          "error.type": "ApiError",
+          "http.response.status_code": 503,
+          "effect_fin.retry_wait_ms": 500
+        }],
+        ["effect-fin.retry", {
+          "http.request.resend_count": 2,
+          "error.type": "ApiError",
+          "http.response.status_code": 502,
+          "effect_fin.retry_wait_ms": 1000
+        }]
+      ])
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(502), ok) })))
+
   // A failure's tag is OTel's error.type too, whatever the error's code (the service's, which an exporter takes for
   // the exception's type).
   it.effect("the call's span records method, path, the last status, attempts and outcome (a failure's as error.type)", () =>
@@ -270,6 +297,7 @@ describe("HttpTransport", () => {
           "url.path": "/v1/fee-calculation",
           "http.response.status_code": 200,
           "effect_fin.attempts": 2,
+          "http.request.resend_count": 1,
           "effect_fin.outcome": "success"
         },
         {
@@ -346,6 +374,7 @@ describe("HttpTransport", () => {
         "url.path": "/v1/fee-calculation",
         "http.response.status_code": 503,
         "effect_fin.attempts": 2,
+        "http.request.resend_count": 1,
         "effect_fin.outcome": "TimeoutError"
       }])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), FinTest.stall) }, {

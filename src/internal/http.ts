@@ -789,6 +789,21 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
 export const basePathOf = (baseUrl: string): string => baseUrl.slice(new URL(baseUrl).origin.length)
 
 /**
+ * Records a retry on the call's span, with why and how long it waits: without it a slow call shows only its number of
+ * attempts and the last status, not the failures and waits it went through (retries are logged at Debug only).
+ */
+export const annotateRetry = (error: object & { readonly _tag: string }, retry: number, until: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const status = statusOf(error)
+    return Spans.eventOwn("effect-fin.retry", {
+      "http.request.resend_count": retry,
+      "error.type": error._tag,
+      ...(status === undefined ? {} : { "http.response.status_code": status }),
+      "effect_fin.retry_wait_ms": Math.max(0, Math.round(until - now))
+    })
+  })
+
+/**
  * `server.address` and `server.port` of a checked `baseUrl`, which OpenTelemetry's HTTP client spans require (a
  * tracing backend's service map names the remote from them): effect-fin's span stands in for the platform's
  * `http.client` span, which had them.
@@ -814,6 +829,8 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
     // thing for an `ApiError` or a `RateLimitError`, as the OTel SDK takes an error's `code` for it (the service's
     // own code there: `"500"`, `"conflict"`).
     ...(outcome === "success" ? {} : { "error.type": outcome }),
+    // OTel's name for the resends (retries and the one after a 401), on the call's span: there is none per attempt.
+    ...(attempts > 1 ? { "http.request.resend_count": attempts - 1 } : {}),
     ...(status === undefined ? {} : { "http.response.status_code": status })
   })
 

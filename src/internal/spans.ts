@@ -18,3 +18,14 @@ export const annotateOwn = (values: Readonly<Record<string, unknown>>): Effect.E
         for (const key in values) span.attribute(key, values[key])
       })
   })
+
+/**
+ * Adds an event to the innermost span, effect-fin's own (see `annotateOwn`): what happened during a call (a retry and
+ * its wait), which the attributes set at its end cannot tell.
+ */
+export const eventOwn = (name: string, values: Readonly<Record<string, unknown>>): Effect.Effect<void> =>
+  Effect.matchEffect(Effect.currentSpan, {
+    onFailure: () => Effect.void,
+    onSuccess: (span) =>
+      Effect.clockWith((clock) => Effect.sync(() => span.event(name, clock.unsafeCurrentTimeNanos(), values)))
+  })
