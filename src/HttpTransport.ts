@@ -24,6 +24,7 @@ import * as FinConfig from "./FinConfig.js"
 import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
+import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Http from "./internal/http.js"
 import * as Issues from "./internal/issues.js"
@@ -404,6 +405,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const config = yield* FinConfig.FinConfig
     const tokens = yield* TokenProvider.TokenProvider
     const getBefore = DeadlineAware.of(tokens)
+    const closing = Closing.of(tokens)
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
     // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
@@ -511,7 +513,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               attempt: attempts,
               keepBody: true,
               credentials: [Redacted.value(token), secret],
-              onStatus: answered
+              onStatus: answered,
+              closing
             })
           })
 
@@ -579,7 +582,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             first = undefined
             return Effect.fail(e)
           })
-          return Retry.retry(again, policy)
+          const retrying = Retry.retry(again, policy)
+          // Its waits end when the client closes, as its attempts do (which cannot stop a wait between them).
+          return closing === undefined
+            ? retrying
+            : Effect.checkInterruptible((interruptible) =>
+              interruptible ? Closing.interruptOnClose(retrying, closing) : retrying
+            )
         })
 
         const result = yield* retried.pipe(

@@ -29,6 +29,7 @@ import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
 import { type FinError, FinError as FinErrorSchema } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
+import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Hex from "./internal/hex.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
@@ -315,8 +316,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const scope = yield* Effect.scope
     // A client kept past its scope (a `FinClient.make` value used after) gets no token, cached or not: its calls end
-    // as an interruption and send nothing, as they would if the token had to be fetched (into the closed scope).
-    let closed = false
+    // as an interruption and send nothing, as they would if the token had to be fetched (into the closed scope); its
+    // calls in flight end so too (see `Closing`).
+    const closing = Closing.make()
     // The store the layer was built with, else the one in the caller's context, else one in memory: a client given a
     // store of its own keeps it (its token never lands in the store another client's calls run under).
     const builtWith = yield* Effect.serviceOption(TokenStore.TokenStore)
@@ -1031,7 +1033,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       const wait = (self: Service["get"]) =>
         deadline === undefined || onDeadline === undefined ? self : Http.timeoutAt(self, deadline, onDeadline)
       return Effect.flatMap(SynchronizedRef.get(ref), (state) => {
-        if (closed) return Effect.interrupt
+        if (closing.isClosed()) return Effect.interrupt
         if (Option.isSome(state.access)) {
           const access = state.access.value
           return Effect.flatMap(
@@ -1059,14 +1061,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       )
 
     // Added last, so run first: from the moment the scope begins to close.
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-      })
-    )
+    yield* Effect.addFinalizer(() => Effect.sync(closing.close))
     // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
     // shared fetch is to wait past it before trying again.
-    return DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore)
+    return Closing.register(
+      DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore),
+      closing
+    )
   }
 )
 

@@ -17,7 +17,7 @@ import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import { version } from "../src/internal/version.js"
 import * as TokenProvider from "../src/TokenProvider.js"
-import { counterValue, quoteBody, quoteRequest } from "./support.js"
+import { counterValue, eventually, quoteBody, quoteRequest } from "./support.js"
 
 const base = { clientId: "id", clientSecret: "secret" }
 const configError = (options: FinConfig.Options) =>
@@ -341,10 +341,11 @@ describe("FinClient", () => {
       expect((yield* http.requests).length).toBe(before)
     }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
 
-  // A call waiting to try again (a backoff, a Retry-After) when its client's scope closes sends nothing more either: at
-  // the end of its wait, it ends as an interruption, as a call on a closed client does.
-  for (const reply of ["backoff", "Retry-After"] as const) {
-    it.effect(`make: a call waiting to retry (${reply}) when its client's scope closes sends nothing more`, () =>
+  // A call in flight when its client's scope closes (`ManagedRuntime.dispose()` does not interrupt the fibers it ran)
+  // ends at once as an interruption, as a call on a closed client does, and sends nothing more: its wait for a retry
+  // or its attempt would otherwise hold it, and the process, for up to a Retry-After or a timeout.
+  for (const reply of ["backoff", "Retry-After", "stalled attempt"] as const) {
+    it.effect(`make: a call in flight (${reply}) when its client's scope closes ends at once, sending nothing more`, () =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const client = yield* Scope.extend(
@@ -357,15 +358,32 @@ describe("FinClient", () => {
         const sent = Effect.map(http.requests, (all) => all.filter((r) => r.path === "/v1/fee-calculation").length)
         expect(yield* sent).toBe(1)
         yield* Scope.close(scope, Exit.void)
-        yield* TestClock.adjust("30 seconds")
+        // No time passes: the call has ended with the scope.
         expect(Exit.isInterrupted(yield* Fiber.await(call))).toBe(true)
         expect(yield* sent).toBe(1)
       }).pipe(Effect.provide(FinTest.layerHttpClient({
         ...routes,
         "POST /v1/fee-calculation": () =>
-          FinTest.json(503, { message: "down" }, reply === "Retry-After" ? { "retry-after": "30" } : {})
+          reply === "stalled attempt"
+            ? FinTest.stall
+            : FinTest.json(503, { message: "down" }, reply === "Retry-After" ? { "retry-after": "30" } : {})
       }))))
   }
+
+  // The same on the live clock, whose attempts are timed without a fiber of their own (Http.timeoutFail).
+  it.live("make: a call whose attempt stalls ends when its client's scope closes, on the live clock too", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const client = yield* Scope.extend(
+        FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1", timeout: "1 hour" }),
+        scope
+      )
+      const call = yield* Effect.fork(client.fees.calculate(quoteRequest))
+      const http = yield* FinTest.InMemoryHttp
+      yield* eventually(Effect.map(http.count("POST /v1/fee-calculation"), (n) => n === 1), "the attempt")
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.await(call))).toBe(true)
+    }).pipe(Effect.provide(FinTest.layerHttpClient({ ...routes, "POST /v1/fee-calculation": () => FinTest.stall }))))
 
   it.effect("layerConfig takes Config values", () =>
     Effect.gen(function*() {

@@ -36,6 +36,7 @@ import {
   TransportError
 } from "../FinError.js"
 import * as Bytes from "./bytes.js"
+import * as Closing from "./closing.js"
 import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
 import * as Monotonic from "./monotonic.js"
@@ -111,6 +112,8 @@ export interface Attempt<A> {
   readonly credentials: ReadonlyArray<string>
   /** Told the status of the answer as soon as it has come, before it is decoded (which may throw). */
   readonly onStatus?: ((status: number) => void) | undefined
+  /** The client's closing: the attempt ends then, as an interruption (see `timeoutFail`). */
+  readonly closing?: Closing.Closing | undefined
 }
 
 /** A decoded answer. */
@@ -557,6 +560,7 @@ const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
 // Longer timers never fire, as with the live clock's own `sleep`.
 const MAX_TIMER_MILLIS = 2 ** 31 - 1
 const TimedOut: unique symbol = Symbol("effect-fin/TimedOut")
+const Closed: unique symbol = Symbol("effect-fin/Closed")
 
 /**
  * `Effect.timeoutFail`, at a quarter of its cost on the live clock, and a limit that holds in an uninterruptible
@@ -565,48 +569,57 @@ const TimedOut: unique symbol = Symbol("effect-fin/TimedOut")
  * one; on the live clock (whose `sleep` is a `setTimeout`) this races the one child against the `setTimeout` itself.
  * Any other clock (`TestClock`, a user's own) takes `Effect.timeoutFail`. The outcomes are the same: `self`'s exit (its
  * fiber refs inherited on success), or, once the time is up, `self` interrupted and awaited, then `onTimeout()`;
- * interrupting an interruptible caller interrupts `self`.
+ * interrupting an interruptible caller interrupts `self`. Given a `closing`, `self` is interrupted once it closes too,
+ * and the result is an interruption (not in an uninterruptible region, which is kept whole up to the time limit).
  */
 export const timeoutFail = <A, E, E1>(
   self: Effect.Effect<A, E>,
   duration: Duration.Duration,
-  onTimeout: () => E1
+  onTimeout: () => E1,
+  closing?: Closing.Closing
 ): Effect.Effect<A, E | E1> =>
-  detachedIfUninterruptible(Effect.clockWith((clock) => {
-    if (clock !== liveClock) return Effect.timeoutFail(self, { duration, onTimeout })
-    const millis = Duration.toMillis(duration)
-    // The child ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as a
-    // fiber that "terminated with an unhandled error".
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) =>
-        Effect.flatMap(
-          Effect.async<Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut>((resume) => {
-            let done = false
-            const timer = millis <= MAX_TIMER_MILLIS
-              ? setTimeout(() => {
+  Effect.checkInterruptible((interruptible) => {
+    const closes = interruptible ? closing : undefined
+    return detachedIfUninterruptible(Effect.clockWith((clock) => {
+      if (clock !== liveClock) {
+        const limited = Effect.timeoutFail(self, { duration, onTimeout })
+        return closes === undefined ? limited : Closing.interruptOnClose(limited, closes)
+      }
+      const millis = Duration.toMillis(duration)
+      // The child ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as a
+      // fiber that "terminated with an unhandled error".
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) =>
+          Effect.flatMap(
+            Effect.async<Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut | typeof Closed>((resume) => {
+              let done = false
+              let stop: (() => void) | undefined
+              const end = (result: Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut | typeof Closed) => {
                 if (done) return
                 done = true
-                resume(Effect.succeed(TimedOut))
-              }, millis)
-              : undefined
-            fiber.addObserver((exit) => {
-              if (done) return
-              done = true
-              if (timer !== undefined) clearTimeout(timer)
-              resume(Effect.succeed(exit))
-            })
-          }),
-          (result): Effect.Effect<A, E | E1> =>
-            result === TimedOut
-              ? Effect.zipRight(Fiber.interrupt(fiber), Effect.fail(onTimeout()))
-              : Exit.isFailure(result)
-              ? Effect.failCause(result.cause)
-              : Exit.isSuccess(result.value)
-              ? Effect.as(Fiber.inheritAll(fiber), result.value.value)
-              : result.value
-        ))
-    )
-  }))
+                if (timer !== undefined) clearTimeout(timer)
+                stop?.()
+                resume(Effect.succeed(result))
+              }
+              const timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined
+              // Called at once when the client has closed already.
+              stop = closes?.onClose(() => end(Closed))
+              fiber.addObserver(end)
+            }),
+            (result): Effect.Effect<A, E | E1> =>
+              result === TimedOut
+                ? Effect.zipRight(Fiber.interrupt(fiber), Effect.fail(onTimeout()))
+                : result === Closed
+                ? Effect.zipRight(Fiber.interrupt(fiber), Effect.interrupt)
+                : Exit.isFailure(result)
+                ? Effect.failCause(result.cause)
+                : Exit.isSuccess(result.value)
+                ? Effect.as(Fiber.inheritAll(fiber), result.value.value)
+                : result.value
+          ))
+      )
+    }))
+  })
 
 /**
  * `self` cut at `deadline` (milliseconds, on `Monotonic.millis`) with `onDeadline()`, as `timeoutFail` cuts it; failed
@@ -736,7 +749,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
     ),
     (response) =>
       spec.deadline !== undefined && Duration.lessThanOrEqualTo(spec.deadline.left, spec.timeout)
-        ? timeoutFail(response, spec.deadline.left, spec.deadline.error)
+        ? timeoutFail(response, spec.deadline.left, spec.deadline.error, spec.closing)
         : timeoutFail(response, spec.timeout, () =>
           new TimeoutError({
             message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
@@ -744,7 +757,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
             timeout: spec.timeout,
             operation: spec.operation,
             attempts: spec.attempt
-          })),
+          }), spec.closing),
     Effect.flatMap(({ cut, headers, redirected, status, text }): Effect.Effect<Success<A>, AttemptError> => {
       spec.onStatus?.(status)
       // Whatever it says, it is another address's answer (not retried: the service would redirect again).
