@@ -495,8 +495,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             attempts
           })
 
+        // The time spent waiting for tokens, on the span when a millisecond or more: a fetch shared with other callers
+        // is a child of the first one's span only, so another's span would show a gap with nothing in it.
+        let tokenAskedAt = 0
+        let tokenWait = 0
         const send = (token: Redacted.Redacted<string>) =>
           Effect.flatMap(Monotonic.millis, (now) => {
+            tokenWait += now - tokenAskedAt
             if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
             attempts += 1
             return Http.execute(client, {
@@ -522,8 +527,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // error. `waitingForToken` stays set when the token step fails, dies or is cut by the deadline: the call then
         // ended at the token step.
         let waitingForToken = false
-        const getToken = Effect.suspend(() => {
+        const getToken = Effect.flatMap(Monotonic.millis, (now) => {
           waitingForToken = true
+          tokenAskedAt = now
           return getBefore === undefined
             ? Http.timeoutAt(tokens.get, deadlineAt, deadlineError)
             : getBefore(deadlineAt, deadlineError)
@@ -603,6 +609,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
             // No failure: an interruption, or a defect (a platform client or a response schema that threw).
             const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+            const waited = tokenWait >= 1
+              ? Spans.annotateOwn({ "effect_fin.token_wait_ms": Math.round(tokenWait) })
+              : Effect.void
             const metrics = Effect.flatMap(Monotonic.millis, (now) =>
               Effect.zipRight(
                 Metric.update(latencyOf(name), now - started),
@@ -612,19 +621,23 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                   )
                 )
               ))
-            if (failure === undefined) return Effect.zipRight(Http.annotateOutcome(attempts, "success", status), metrics)
+            if (failure === undefined) {
+              return Effect.all([waited, Http.annotateOutcome(attempts, "success", status), metrics], { discard: true })
+            }
             const tokenStep = waitingForToken
               ? Spans.annotateOwn({ "effect_fin.failed_step": "token" })
               : Effect.void
             if (failure._tag === "None") {
-              return other === "defect"
-                ? Effect.all([tokenStep, Http.annotateOutcome(attempts, "defect", lastStatus), metrics])
-                : metrics
+              return Effect.all([waited, tokenStep, Http.annotateOutcome(attempts, other, lastStatus), metrics], {
+                discard: true
+              })
             }
             // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not
             // this operation's, which was maybe never sent.
             const lastAnswer = waitingForToken ? lastStatus : Http.statusOf(failure.value) ?? lastStatus
-            return Effect.all([tokenStep, Http.annotateOutcome(attempts, failure.value._tag, lastAnswer), metrics])
+            return Effect.all([waited, tokenStep, Http.annotateOutcome(attempts, failure.value._tag, lastAnswer), metrics], {
+              discard: true
+            })
           })
         )
         return result

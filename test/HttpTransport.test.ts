@@ -312,6 +312,40 @@ describe("HttpTransport", () => {
       [FEE]: FinTest.sequence(status(503), ok, FinTest.json(409, { error: { code: "conflict", message: "exists" } }))
     })))
 
+  // A token fetch shared by several callers is a child of the first one's span only: the others' spans say how long
+  // they waited for it, and a call given a token at hand says nothing.
+  it.effect("each call's span has the time it waited for its token (effect_fin.token_wait_ms), none with one at hand", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(
+        Effect.zipRight(Effect.all([calculate, calculate, calculate], { concurrency: "unbounded" }), calculate).pipe(
+          Effect.provide(tracing)
+        )
+      )
+      yield* advance(1000)
+      yield* Fiber.join(fiber)
+      const recorded = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(recorded.map((span) => span.attributes.get("effect_fin.token_wait_ms"))).toEqual([400, 400, 400, undefined])
+    }).pipe(provideClient({
+      [FEE]: () => ok,
+      "POST /v1/oauth/token": FinTest.delayed("400 millis", FinTest.tokenHandler())
+    })))
+
+  // An interruption is the caller's doing, not an error of the call: how far the call got, and no error.type.
+  it.effect("an interrupted call's span has its attempts and outcome interrupted, and no error.type", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      yield* advance(100)
+      yield* Fiber.interrupt(fiber)
+      expect(attributesOf(yield* spans, "effect-fin.fee-calculation")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "effect_fin.attempts": 1,
+        "effect_fin.outcome": "interrupted"
+      }])
+    }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
+
   it.effect("a call made with the tracer off leaves the caller's own span as it was (no attribute of the call on it)", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer

@@ -833,7 +833,10 @@ export const serverAttributesOf = (
   }
 }
 
-/** Records how a call ended on the current span: its attempts, its outcome (`success` or an error's tag), its status. */
+/**
+ * Records how a call ended on the current span: its attempts, its outcome (`success`, an error's tag, `defect` or
+ * `interrupted`), its status. An interruption is no error of the call's (the caller gave it up): no `error.type`.
+ */
 export const annotateOutcome = (attempts: number, outcome: string, status: number | undefined): Effect.Effect<void> =>
   Spans.annotateOwn({
     "effect_fin.attempts": attempts,
@@ -841,7 +844,7 @@ export const annotateOutcome = (attempts: number, outcome: string, status: numbe
     // OTel's `error.type`, a stable type to group failures by: the exception event's `exception.type` is no such
     // thing for an `ApiError` or a `RateLimitError`, as the OTel SDK takes an error's `code` for it (the service's
     // own code there: `"500"`, `"conflict"`).
-    ...(outcome === "success" ? {} : { "error.type": outcome }),
+    ...(outcome === "success" || outcome === "interrupted" ? {} : { "error.type": outcome }),
     // OTel's name for the resends (retries and the one after a 401), on the call's span: there is none per attempt.
     ...(attempts > 1 ? { "http.request.resend_count": attempts - 1 } : {}),
     ...(status === undefined ? {} : { "http.response.status_code": status })
