@@ -249,6 +249,13 @@ const guardedStores = (timeout: Duration.Duration) => {
         Effect.catchAllDefect(() =>
           Effect.fail(new TokenStore.TokenStoreError({ operation, message: "the store failed unexpectedly (a defect)" }))
         ),
+        // An operation that interrupts itself (a queue or pool of the store's that was shut down) is a failure too:
+        // joined, its interruption would end the fetch, and every call, as the client's shutdown does.
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.fail(new TokenStore.TokenStoreError({ operation, message: "the store interrupted its operation" }))
+            : Effect.failCause(cause)
+        ),
         Effect.timeoutFail({ duration: bound, onTimeout: () => tooLate(operation, bound) }),
         Effect.interruptible
       )

@@ -4,7 +4,7 @@
  * make one token request per expiry between them.
  *
  * A store's failures never become a `FinError`: `TokenProvider` logs a warning and fetches without sharing. An
- * operation that does not answer within `tokenTimeout`, or dies, counts as failed too.
+ * operation that does not answer within `tokenTimeout`, dies or interrupts itself, counts as failed too.
  *
  * @since 0.1.0
  */

@@ -786,17 +786,20 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("read-only replica")
     }))
 
-  // A store of the user's own that hangs or dies is worked around like one that fails: within tokenTimeout, and with
-  // a warning, never the call's deadline or a defect. A hanging operation is stopped at its bound, even one the
-  // provider runs uninterruptibly (the lock, the release in a finalizer): nothing is left running for ever.
-  for (const name of ["hang", "die"] as const) {
+  // A store of the user's own that hangs, dies or interrupts itself (a queue of its own shut down) is worked around
+  // like one that fails: within tokenTimeout, and with a warning, never the call's deadline, a defect or an
+  // interruption. A hanging operation is stopped at its bound, even one the provider runs uninterruptibly (the lock,
+  // the release in a finalizer): nothing is left running for ever.
+  for (const name of ["hang", "die", "interrupt"] as const) {
     for (const op of ["get", "set", "lock", "unlock", "failure"] as const) {
       it.effect(`a store whose ${op} operations ${name} is worked around: the call succeeds, fetching unshared`, () =>
         Effect.gen(function*() {
           let stopped = 0
           const broken = name === "hang"
             ? Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
-            : Effect.dieMessage("Unexpected token 'o' in JSON")
+            : name === "die"
+            ? Effect.dieMessage("Unexpected token 'o' in JSON")
+            : Effect.interrupt
           const memory = TokenStore.makeMemory()
           const store: TokenStore.Service = { ...memory, [op]: () => broken }
           const { layer: logger, lines } = captureLogs()
@@ -823,7 +826,12 @@ describe("TokenStore", () => {
         const memory = TokenStore.makeMemory()
         const store: TokenStore.Service = {
           ...memory,
-          clear: () => name === "hang" ? Effect.never : Effect.dieMessage("Unexpected token 'o' in JSON")
+          clear: () =>
+            name === "hang"
+              ? Effect.never
+              : name === "die"
+              ? Effect.dieMessage("Unexpected token 'o' in JSON")
+              : Effect.interrupt
         }
         const routes = yield* seedRevoked(store)
         const fiber = yield* Effect.fork(Effect.exit(FeeService.calculate(quoteRequest).pipe(withStore(store, routes))))
