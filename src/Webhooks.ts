@@ -1070,8 +1070,8 @@ export const orderKey = (type: string, referenceId: string): string => `${type.r
  * store such as Redis (`effect-fin/redis`): `claim` is one atomic step over the event and the reference lock (both
  * under `ttl`, so a crashed handler's claim expires), `complete` marks the event done, max-updates the reference and
  * drops the lock, `renew` extends both while the token holds them (the handler renews while it runs), `release` is a
- * compare-and-delete of both on the token. A store that fails makes the handler answer
- * 500, so the service delivers again: nothing is lost.
+ * compare-and-delete of both on the token. A store that fails (an operation that dies or interrupts itself too)
+ * makes the handler answer 500, its claim released, so the service delivers again: nothing is lost.
  *
  * @since 0.1.0
  * @category models
@@ -1791,6 +1791,14 @@ const makeApp = <const H extends object>(
       | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
       | undefined
 
+  // A store of the user's own whose operation interrupts itself (a pool of its own shut down) has failed: left an
+  // interruption, it would end the delivery as the server's shutdown does, and hold its claim until that expires.
+  const guarded = <A>(operation: string, self: Effect.Effect<A, WebhookDedupeStoreError>) =>
+    Effect.catchAllCause(self, (cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
+        : Effect.failCause(cause))
+
   // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`. Runs
   // uninterruptibly but for the pauses (`restore`): a claim taken is always seen, so that it can be released.
   const claimWaiting = (
@@ -1804,7 +1812,7 @@ const makeApp = <const H extends object>(
       let pause = firstPollMillis
       while (true) {
         const sentAt = yield* Monotonic.millis
-        const claim = yield* store.claim(eventId, referenceId, claimTtl)
+        const claim = yield* guarded("claim", store.claim(eventId, referenceId, claimTtl))
         if (claim._tag !== "ReferenceBusy" || sentAt - started >= referenceWait) return { claim, sentAt }
         yield* restore(Effect.sleep(pause))
         pause = Math.min(pause * 2, maxPollMillis)
@@ -1867,14 +1875,20 @@ const makeApp = <const H extends object>(
   // are refused as too old, and the claim taken to tell is given back at once.
   const handledBefore = (event: WebhookEvent, tooOld: WebhookVerificationError) =>
     Effect.flatMap(storeFor, (store) =>
-      Effect.uninterruptible(Effect.flatMap(store.claim(event.id, event.event_reference_id, claimTtl), (claim) =>
-        claim._tag === "Done"
-          ? respond(200, "duplicate")
-          : claim._tag === "InProgress"
-          ? respond(409, "in_progress")
-          : claim._tag === "Claimed"
-          ? Effect.zipRight(store.release(event.id, event.event_reference_id, claim.token), reject(tooOld))
-          : reject(tooOld)))).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(event.id)))
+      Effect.uninterruptible(Effect.flatMap(
+        guarded("claim", store.claim(event.id, event.event_reference_id, claimTtl)),
+        (claim) =>
+          claim._tag === "Done"
+            ? respond(200, "duplicate")
+            : claim._tag === "InProgress"
+            ? respond(409, "in_progress")
+            : claim._tag === "Claimed"
+            ? Effect.zipRight(
+              guarded("release", store.release(event.id, event.event_reference_id, claim.token)),
+              reject(tooOld)
+            )
+            : reject(tooOld)
+      ))).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(event.id)))
 
   const handle = (decoded: Decoded, runner: Runner) =>
     Effect.uninterruptibleMask((restore) =>
@@ -1894,12 +1908,14 @@ const makeApp = <const H extends object>(
         const key = orderKey(event.type, referenceId)
         const handled: Handled = isOrdered ? { referenceId, order: { key, createdAt, ttl: orderTtl } } : { referenceId }
         // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
-        const releaseClaim = store.release(event.id, referenceId, claim.token).pipe(Effect.catchAll(() => Effect.void))
+        const releaseClaim = guarded("release", store.release(event.id, referenceId, claim.token)).pipe(
+          Effect.catchAll(() => Effect.void)
+        )
         const run = Effect.gen(function*() {
-          const last = isOrdered ? yield* store.lastHandled(key) : Option.none()
+          const last = isOrdered ? yield* guarded("lastHandled", store.lastHandled(key)) : Option.none()
           const stale = Option.isSome(last) && last.value > createdAt
           if (stale && options.deliverStale !== true) {
-            yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+            yield* guarded("complete", store.complete(event.id, claim.token, handled, dedupeTtl))
             yield* Effect.logInfo("effect-fin: stale webhook event acknowledged, not handled").pipe(
               Effect.annotateLogs({ event_id: event.id, event_type: event.type })
             )
@@ -1926,7 +1942,7 @@ const makeApp = <const H extends object>(
             yield* logFailure(exit.cause).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
             return yield* settleAs(500, "failed")
           }
-          yield* store.complete(event.id, claim.token, handled, dedupeTtl)
+          yield* guarded("complete", store.complete(event.id, claim.token, handled, dedupeTtl))
           return yield* settleAs(200, stale ? "stale" : "handled")
         })
         // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own

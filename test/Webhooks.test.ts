@@ -899,27 +899,30 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
-  it.effect("a store of the user's own that dies after the claim (a driver's bug) is a 500, and releases the event", () =>
+  // A driver's bug, or a pool of its own shut down (an operation that interrupts itself, which had ended the delivery
+  // as a shutdown does: a 503, its claim held).
+  it.effect("a store of the user's own that dies or interrupts itself after the claim is a 500, and releases the event", () =>
     Effect.gen(function*() {
-      for (const op of ["lastHandled", "complete"] as const) {
-        const memory = Webhooks.makeMemoryDedupeStore()
-        let calls = 0
-        const dies = <A, E>(effect: Effect.Effect<A, E>) =>
-          Effect.suspend(() => calls++ === 0 ? Effect.dieMessage("driver bug") : effect)
-        const store: Webhooks.WebhookDedupeStoreService = op === "lastHandled"
-          ? { ...memory, lastHandled: (key) => dies(memory.lastHandled(key)) }
-          : { ...memory, complete: (...args) => dies(memory.complete(...args)) }
-        let handled = 0
-        const handle = yield* webHandler(Webhooks.handler({
-          secrets: secret,
-          store,
-          handlers: { "beneficiary.status": () => Effect.sync(() => void handled++) }
-        }))
-        expect((yield* send(handle, yield* signedPost(currentBody))).status, op).toBe(500)
-        // Not held until the claim expires (409 to every redelivery meanwhile): the redelivery runs it.
-        const again = yield* send(handle, yield* signedPost(currentBody))
-        expect([again.status, JSON.parse(again.body)], op).toEqual([200, { outcome: "handled" }])
-        expect(handled, op).toBe(op === "complete" ? 2 : 1)
+      for (const broken of [Effect.dieMessage("driver bug"), Effect.interrupt]) {
+        for (const op of ["lastHandled", "complete"] as const) {
+          const memory = Webhooks.makeMemoryDedupeStore()
+          let calls = 0
+          const fails = <A, E>(effect: Effect.Effect<A, E>) => Effect.suspend(() => calls++ === 0 ? broken : effect)
+          const store: Webhooks.WebhookDedupeStoreService = op === "lastHandled"
+            ? { ...memory, lastHandled: (key) => fails(memory.lastHandled(key)) }
+            : { ...memory, complete: (...args) => fails(memory.complete(...args)) }
+          let handled = 0
+          const handle = yield* webHandler(Webhooks.handler({
+            secrets: secret,
+            store,
+            handlers: { "beneficiary.status": () => Effect.sync(() => void handled++) }
+          }))
+          expect((yield* send(handle, yield* signedPost(currentBody))).status, op).toBe(500)
+          // Not held until the claim expires (409 to every redelivery meanwhile): the redelivery runs it.
+          const again = yield* send(handle, yield* signedPost(currentBody))
+          expect([again.status, JSON.parse(again.body)], op).toEqual([200, { outcome: "handled" }])
+          expect(handled, op).toBe(op === "complete" ? 2 : 1)
+        }
       }
     }))
 
