@@ -213,7 +213,7 @@ export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
 
 // ISO 8601 as documented (a zone-less time is UTC, as the field is documented to be), and the token routes' format too;
 // not whatever `Date.parse` guesses ("1" is not the year 2001).
-const ValidTill = Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSelf, {
+const ValidTill = Schema.transformOrFail(Schema.String, Timestamps.Utc, {
   strict: true,
   decode: (text, _, ast) => {
     const millis = Timestamps.toMillis(text)

@@ -81,7 +81,10 @@ interface RetryWait {
   readonly next: Deferred.Deferred<RetryWait>
 }
 
-const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
+// Whole milliseconds in the years 0000 to 9999 (what a decode gives), so that an `Arbitrary`'s values encode.
+const Millis = Schema.Number.annotations({ arbitrary: () => Timestamps.arbitraryMillis })
+
+const Timestamp = Schema.transformOrFail(Schema.String, Millis, {
   strict: true,
   decode: (text, _, ast) => {
     const millis = parseTimestamp(text)

@@ -466,7 +466,11 @@ const parseTimestamp = (s: string): number | undefined => {
 const TimestampString = Schema.String.pipe(
   Schema.filter((s) => parseTimestamp(s) !== undefined, {
     identifier: "Timestamp",
-    description: "an ISO 8601 date-time with a zone"
+    description: "an ISO 8601 date-time with a zone",
+    // Random text is next to never a date-time: filtering it, an `Arbitrary` would search for ever.
+    arbitrary: () => (fc) =>
+      fc.tuple(Timestamps.arbitraryMillis(fc), fc.integer({ min: 0, max: 999 }))
+        .map(([millis, micros]) => new Date(millis).toISOString().replace("Z", `${String(micros).padStart(3, "0")}Z`))
   })
 )
 
@@ -478,7 +482,7 @@ const TimestampString = Schema.String.pipe(
  */
 export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transformOrFail(
   TimestampString,
-  Schema.DateTimeUtcFromSelf,
+  Timestamps.Utc,
   {
     strict: true,
     decode: (s) => ParseResult.succeed(DateTime.unsafeMake(Timestamps.parse(s)!.millis)),
@@ -498,8 +502,41 @@ export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transformOr
  */
 export const JsonValue: Schema.Schema<unknown> = Schema.declare(
   (u: unknown): u is unknown => u !== undefined,
-  { identifier: "JsonValue", description: "a JSON value" }
+  {
+    identifier: "JsonValue",
+    description: "a JSON value",
+    // A declaration has no Arbitrary, JSON Schema, Pretty or equivalence of its own: without these, each throws on
+    // every event schema, and two decodings of one body would be unequal (compared by reference).
+    arbitrary: () => (fc) => fc.jsonValue(),
+    // Any of JSON's six types (an empty schema would not replace the declaration's missing one).
+    jsonSchema: { anyOf: ["object", "array", "string", "number", "boolean", "null"].map((type) => ({ type })) },
+    pretty: () => prettyJson,
+    equivalence: () => jsonEquals
+  }
 )
+
+// The value as JSON; a value built in code may hold what JSON cannot (a bigint, a cycle): that is shown as text.
+const prettyJson = (u: unknown): string => {
+  try {
+    return JSON.stringify(u) ?? String(u)
+  } catch {
+    return String(u)
+  }
+}
+
+// By content, as JSON compares: arrays item by item, objects key by key (in any order), anything else with `===`.
+const jsonEquals = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEquals(x, b[i]))
+  }
+  const left = a as Record<string, unknown>
+  const right = b as Record<string, unknown>
+  const keys = Object.keys(left)
+  return keys.length === Object.keys(right).length &&
+    keys.every((key) => Object.hasOwn(right, key) && jsonEquals(left[key], right[key]))
+}
 
 // At most 256 characters (the service's ids are UUIDs, 36): the handler keeps ids in its de-duplication store, which is
 // bounded in entries, not in bytes (10,000 ids of a megabyte each would be 10 GB), and puts them in every log line.

@@ -14,7 +14,7 @@ import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as Quote from "../src/internal/quote.js"
-import { olderQuoteBody, provideClient, quoteBody, quoteRequest } from "./support.js"
+import { olderQuoteBody, provideClient, quoteBody, quoteRequest, roundTrips } from "./support.js"
 
 const UUID = "ceb7e6c9-ef2a-41c2-8459-38d67ec3c655"
 const GREEDY = "0b6c8a52-61c1-4d3e-9a56-1d2f3c4b5a69"
@@ -839,5 +839,15 @@ describe("FeeService", () => {
         )
         expect(both._tag === "RequestValidationError" && both.issues.map((i) => i.path)).toEqual(["source_amount"])
       }).pipe(Effect.provide(layer)))
+  })
+})
+
+describe("FeeService schemas with effect's schema tools", () => {
+  // A DateTime's Arbitrary spans some 270,000 years; valid_till is written only for the years 0000 to 9999.
+  it("every FeeCalculationResponse an Arbitrary makes encodes, and its encoding decodes", () => {
+    for (const [response, again] of roundTrips(FeeService.FeeCalculationResponse)) {
+      expect(Option.map(again.data.valid_till, DateTime.toEpochMillis))
+        .toEqual(Option.map(response.data.valid_till, DateTime.toEpochMillis))
+    }
   })
 })

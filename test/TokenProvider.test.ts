@@ -29,6 +29,7 @@ import {
   provideClient,
   quoteBody,
   quoteRequest,
+  roundTrips,
   withWallClockSetBack
 } from "./support.js"
 
@@ -1120,4 +1121,13 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": tokenThen(FinTest.json(500, { message: "down" }), "1 hour"),
       "POST /v1/oauth/refresh-token": () => FinTest.json(429, { message: "slow" }, { "retry-after": "120" })
     })))
+})
+
+describe("TokenProvider schemas with effect's schema tools", () => {
+  // The timestamps are epoch milliseconds: an Arbitrary's NaN, fractions or far years did not encode, or came back
+  // other than they were.
+  it("every TokenResponse an Arbitrary makes encodes and decodes back to itself", () => {
+    const equivalent = Schema.equivalence(TokenProvider.TokenResponse)
+    for (const [tokens, again] of roundTrips(TokenProvider.TokenResponse)) expect(equivalent(again, tokens)).toBe(true)
+  })
 })

@@ -2,6 +2,7 @@ import * as HttpApp from "@effect/platform/HttpApp"
 import * as PlatformHeaders from "@effect/platform/Headers"
 import { describe, expect, it } from "@effect/vitest"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Arbitrary from "effect/Arbitrary"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
@@ -15,10 +16,12 @@ import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as JSONSchema from "effect/JSONSchema"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Match from "effect/Match"
 import * as Option from "effect/Option"
+import * as Pretty from "effect/Pretty"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
@@ -36,6 +39,7 @@ import {
   documentedWebhookBody,
   illegalArgument,
   recordingTracer,
+  roundTrips,
   withWallClockSetBack
 } from "./support.js"
 
@@ -2244,5 +2248,48 @@ describe("Webhooks public surface", () => {
       ["sha256", "sha384", "sha512"],
       64
     ])
+  })
+})
+
+describe("Webhooks schemas with effect's schema tools", () => {
+  const transitBody = `{"event":{"id":"a1","event_reference_id":"p1","type":"transit.payment.status",` +
+    `"created_at":"2026-04-04T17:38:26.843132Z"},"data":{"status":"PAY_SUCCESS","details":{"retry_attempts":0}}}`
+
+  // JsonValue is a declaration: without its own hooks, each tool threw on every event schema.
+  it("JSONSchema, Pretty and Arbitrary work on every event schema", () => {
+    expect(() => JSONSchema.make(Webhooks.JsonValue)).not.toThrow()
+    expect(() => JSONSchema.make(Webhooks.Envelope)).not.toThrow()
+    expect(() => JSONSchema.make(Webhooks.WebhookEventFromEnvelope)).not.toThrow()
+    const event = Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(JSON.parse(transitBody))
+    expect(Pretty.make(Webhooks.WebhookEvent)(event)).toContain(`{"status":"PAY_SUCCESS","details":{"retry_attempts":0}}`)
+    for (const value of FastCheck.sample(Arbitrary.make(Webhooks.WebhookEvent), { numRuns: 50, seed: 1 })) {
+      expect(Schema.is(Webhooks.WebhookEvent)(value)).toBe(true)
+    }
+    // The envelope as sent: its created_at text drawn as such (filtered random text would never end), each decoding.
+    for (const envelope of FastCheck.sample(Arbitrary.make(Webhooks.Envelope), { numRuns: 50, seed: 1 })) {
+      expect(Either.isRight(Schema.decodeUnknownEither(Webhooks.Envelope)(JSON.parse(JSON.stringify(envelope)))))
+        .toBe(true)
+    }
+  })
+
+  // A DateTime's Arbitrary spans some 270,000 years; created_at is written only for the years 0000 to 9999.
+  it("every event an Arbitrary makes encodes to an envelope that decodes back to it", () => {
+    const equivalent = Schema.equivalence(Webhooks.WebhookEvent)
+    for (const [event, again] of roundTrips(Webhooks.WebhookEventFromEnvelope)) {
+      expect(equivalent(again, event)).toBe(true)
+    }
+  })
+
+  it("Schema.equivalence: two decodings of one body are equivalent, whatever the event's data", () => {
+    const equivalent = Schema.equivalence(Webhooks.WebhookEvent)
+    for (const body of [transitBody, documentedWebhookBody]) {
+      const decode = () => Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(JSON.parse(body))
+      expect(equivalent(decode(), decode())).toBe(true)
+    }
+    const other = Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(
+      JSON.parse(transitBody.replace("PAY_SUCCESS", "PAY_FAILED"))
+    )
+    expect(equivalent(Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(JSON.parse(transitBody)), other))
+      .toBe(false)
   })
 })

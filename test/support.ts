@@ -1,7 +1,9 @@
 import { expect } from "@effect/vitest"
+import * as Arbitrary from "effect/Arbitrary"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as FastCheck from "effect/FastCheck"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
@@ -224,3 +226,12 @@ export const counterValue = (name: string, tags: Readonly<Record<string, string>
  */
 export const illegalArgument = (message: string): Error =>
   expect.objectContaining({ _tag: "IllegalArgumentException", message }) as unknown as Error
+
+/**
+ * What `Arbitrary.make(schema)` draws (200 values, a fixed seed), each beside what it is once encoded and decoded
+ * again. Encoding throws, failing the test, on a value the schema's own Arbitrary made but cannot write.
+ */
+export const roundTrips = <A, I>(schema: Schema.Schema<A, I>): ReadonlyArray<readonly [A, A]> =>
+  FastCheck.sample(Arbitrary.make(schema), { numRuns: 200, seed: 7 }).map((value) =>
+    [value, Schema.decodeUnknownSync(schema)(Schema.encodeSync(schema)(value))] as const
+  )

@@ -7,7 +7,9 @@
  */
 import * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
+import type * as Arbitrary from "effect/Arbitrary"
 import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
 
 const PATTERN =
@@ -55,6 +57,26 @@ export const toMillis = (text: string): number | undefined => {
   const parsed = parse(text)
   return parsed?.millis
 }
+
+/**
+ * The first and last milliseconds of the years 0000 to 9999 in UTC: every time `encode` writes (as `Z`), so what the
+ * schemas' `Arbitrary` draws from (a `DateTime` goes some 270,000 years either way).
+ */
+const MIN_MILLIS = Date.parse("0000-01-01T00:00:00.000Z")
+/** @see MIN_MILLIS */
+const MAX_MILLIS = Date.parse("9999-12-31T23:59:59.999Z")
+
+/** Epoch milliseconds, whole, from `MIN_MILLIS` to `MAX_MILLIS`: what a decoded timestamp can be. */
+export const arbitraryMillis: Arbitrary.LazyArbitrary<number> = (fc) =>
+  fc.integer({ min: MIN_MILLIS, max: MAX_MILLIS })
+
+/**
+ * A `DateTime.Utc` whose `Arbitrary` keeps to the years `encode` writes: the default one's times, mostly past them,
+ * fail to encode.
+ */
+export const Utc = Schema.DateTimeUtcFromSelf.annotations({
+  arbitrary: () => (fc) => arbitraryMillis(fc).map((millis) => DateTime.unsafeMake(millis))
+})
 
 const MAX_OFFSET_MILLIS = (23 * 60 + 59) * 60_000
 
