@@ -1881,7 +1881,8 @@ const makeApp = <const H extends object>(
         yield* Effect.sleep(wait)
         const sentAt = yield* Monotonic.millis
         if (sentAt >= stopAt) return yield* Effect.fail(unrenewed)
-        const renewed = yield* store.renew(eventId, referenceId, token, claimTtl).pipe(
+        // Guarded: a renewal of the user's store that interrupts itself is a failed one, tried again, not a lost claim.
+        const renewed = yield* guarded("renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
           Effect.either,
           Effect.timeoutTo({ duration: stopAt - sentAt, onSuccess: Option.some, onTimeout: Option.none })
         )
@@ -1958,8 +1959,13 @@ const makeApp = <const H extends object>(
             )
             return yield* settleAs(200, "stale")
           }
+          // A claim answered late, or a slow stale check, may have left the claim lapsed (another delivery may run the
+          // event now): the handler does not start then, where keepClaim would stop it only once it had begun.
+          const late = userHandler !== undefined && (yield* Monotonic.millis) >= sentAt + claimMillis - claimMargin
           const exit = yield* Effect.exit(
-            userHandler === undefined
+            late
+              ? Effect.fail(unrenewed)
+              : userHandler === undefined
               ? Effect.void
               // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
               // a handler that throws before returning its effect fails here too, and frees its claim. Scoped

@@ -2293,3 +2293,63 @@ describe("Webhooks schemas with effect's schema tools", () => {
       .toBe(false)
   })
 })
+
+describe("Webhooks.handler with a store that answers late or interrupts itself", () => {
+  it.effect("a claim answered after it lapsed: the handler never starts beside the delivery that took the event since", () =>
+    Effect.gen(function*() {
+      const { memory, paused, resume, store } = yield* pausedClaims("after")
+      let running = 0
+      let most = 0
+      let runs = 0
+      const gateOpen = yield* Deferred.make<void>()
+      const user = () =>
+        Effect.suspend(() => {
+          runs++
+          most = Math.max(most, ++running)
+          return Effect.ensuring(Deferred.await(gateOpen), Effect.sync(() => running--))
+        })
+      const options = { secrets: secret, claimTtl: "3 seconds", handlers: { "beneficiary.status": user } } as const
+      const a = yield* webHandler(Webhooks.handler({ ...options, store }))
+      const b = yield* webHandler(Webhooks.handler({ ...options, store: memory }))
+      const first = yield* Effect.fork(send(a, yield* signedPost(currentBody)))
+      yield* paused // A holds the claim, its answer on its way
+      yield* TestClock.adjust("4 seconds") // A's claim lapses before its answer arrives
+      const second = yield* Effect.fork(send(b, yield* signedPost(currentBody)))
+      yield* settle
+      expect(runs).toBe(1) // B runs the handler
+      yield* resume
+      yield* settle
+      yield* Deferred.succeed(gateOpen, undefined)
+      const answers = [yield* Fiber.join(first), yield* Fiber.join(second)].map((x) => `${x.status} ${x.body}`)
+      expect({ runs, most, answers }).toEqual({
+        runs: 1,
+        most: 1,
+        answers: [`500 {"outcome":"failed"}`, `200 {"outcome":"handled"}`]
+      })
+    }))
+
+  it.effect("a renewal that interrupts itself (the user's store) is a failed renewal, tried again: the handler is not stopped", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      let renewals = 0
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: (...args) => Effect.suspend(() => ++renewals === 1 ? Effect.interrupt : memory.renew(...args))
+      }
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: { "beneficiary.status": () => Effect.sleep("4 seconds") }
+      })).pipe(Effect.provide(capture))
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* settle
+      for (let i = 0; i < 50; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), settle)
+      const answer = yield* Fiber.join(delivery)
+      expect([answer.status, JSON.parse(answer.body), logs.filter((l) => l.includes("handler failed"))]).toEqual(
+        [200, { outcome: "handled" }, []]
+      )
+      expect(renewals).toBeGreaterThan(1)
+    }))
+})
