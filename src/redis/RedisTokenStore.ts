@@ -347,7 +347,7 @@ export const make = (
         failure === undefined ? Effect.succeed(undefined) : seal(failureName(key, owner), failure),
         (recorded) => {
           const { args, keys, script } = unlockCommand(key, owner, recorded)
-          return Effect.mapError(redis.eval("unlock", script, keys, args), failed).pipe(Effect.asVoid)
+          return Effect.mapError(redis.eval("unlock", script, keys, args, true), failed).pipe(Effect.asVoid)
         }
       )
 

@@ -110,7 +110,7 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
     const referenceClaimKey = (referenceId: string) => `${redis.prefix}:webhook:reference-claim:${referenceId}`
     const failed = (failure: Connection.Failure) => new Webhooks.WebhookDedupeStoreError(failure)
     const releaseClaim = (eventId: string, referenceId: string, token: string) =>
-      redis.eval("release", release, [eventKey(eventId), referenceClaimKey(referenceId)], [token]).pipe(
+      redis.eval("release", release, [eventKey(eventId), referenceClaimKey(referenceId)], [token], true).pipe(
         Effect.asVoid,
         Effect.mapError(failed)
       )
@@ -149,7 +149,8 @@ export const make = (options: Options = {}): Effect.Effect<Webhooks.WebhookDedup
             handled.order === undefined ? "" : String(handled.order.createdAt),
             token,
             handled.order === undefined ? "1" : millis(handled.order.ttl)
-          ]
+          ],
+          true
         ).pipe(Effect.asVoid, Effect.mapError(failed)),
       renew: (eventId, referenceId, token, ttl) =>
         redis.eval("renew", renew, [eventKey(eventId), referenceClaimKey(referenceId)], [token, millis(ttl)]).pipe(

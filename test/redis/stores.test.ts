@@ -592,6 +592,53 @@ describe("RedisTokenStore", () => {
       )
     }).pipe(Effect.scoped), 20_000)
 
+  // Each command given up on stays queued in the client, with what it holds, until Redis answers: past a hundred (a
+  // Redis that stopped answering, not a slow moment) new ones are not sent, so memory does not grow with the traffic
+  // for as long as it stays frozen. What ends a claim or a lock is sent all the same: run late, it frees it.
+  it.live("a frozen Redis: past 100 unanswered commands, new ones fail at once unsent, until Redis answers again", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      const admin = yield* Effect.acquireRelease(
+        Effect.sync(() => new Redis(server.url)),
+        (redis) => Effect.sync(() => redis.disconnect())
+      )
+      const dedupe = yield* RedisWebhookDedupeStore.make({ url: server.url, timeout: "300 millis" })
+      const held = yield* dedupe.claim("held", "r-held", Duration.seconds(30))
+      if (held._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${held._tag}`)
+      yield* Effect.promise(() => admin.config("RESETSTAT"))
+      yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
+      const timedOut = yield* Effect.all(
+        Array.from({ length: 100 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))),
+        { concurrency: "unbounded" }
+      )
+      expect(new Set(timedOut.map((e) => e.message))).toEqual(new Set(["Redis did not answer within 300ms"]))
+      const refused = yield* Effect.all(
+        Array.from({ length: 40 }, (_, i) =>
+          i % 2 === 0
+            ? Effect.flip(dedupe.claim(`e-${i}`, `r-${i}`, Duration.seconds(30)))
+            : Effect.flip(dedupe.lastHandled(`other-${i}`))),
+        { concurrency: "unbounded" }
+      )
+      expect(new Set(refused.map((e) => e.message))).toEqual(
+        new Set(["Redis did not answer within 300ms (100 earlier commands are still unanswered; not sent)"])
+      )
+      expect((yield* Effect.flip(dedupe.release("held", "r-held", held.token))).message)
+        .toBe("Redis did not answer within 300ms")
+      server.thaw()
+      // The late answers let commands through again; the late release has freed the claim.
+      yield* eventually(
+        Effect.map(Effect.exit(dedupe.claim("held", "r-held", Duration.seconds(30))), (exit) =>
+          Exit.isSuccess(exit) && exit.value._tag === "Claimed"),
+        "the claim released",
+        100
+      )
+      const stats = yield* Effect.promise(() => admin.info("commandstats"))
+      const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+      // The 100 reads, the release and the claims after thawing; none of the 40 refused (20 more reads, 20 scripts).
+      expect(calls("get")).toBeLessThan(110)
+      expect(calls("evalsha") + calls("eval")).toBeLessThan(15)
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("a store's options it refuses (a duration, the url, a misspelt name) make it die when it is made, at once", () =>
     Effect.gen(function*() {
       // A defect (the program's mistake) of the effect or the layer's build, not an exception where it is written.

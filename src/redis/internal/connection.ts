@@ -100,15 +100,27 @@ export const isOne = (reply: unknown): boolean => reply === 1 || reply === "1"
 /** SHA-256 of a text, in hex. */
 export const sha256 = (text: string): string => NodeCrypto.createHash("sha256").update(text).digest("hex")
 
+/**
+ * Commands given up on (timed out) and still unanswered on an open connection past which new ones are not sent: a
+ * few are a slow moment, a hundred a Redis that stopped answering. Each holds a few kilobytes until it is answered.
+ */
+const MAX_UNANSWERED = 100
+
 /** The connection the stores use. */
 export interface Connection {
   readonly prefix: string
   readonly run: <A>(operation: string, command: (client: Redis) => Promise<A>) => Effect.Effect<A, Failure>
+  /**
+   * `ending`: the command ends what this process took (a claim's `complete` or `release`, a lock's `unlock`), and is
+   * sent even while Redis is behind (see `MAX_UNANSWERED`): run late, it frees what its TTL would hold; there is one
+   * per claim or lock at most, so these do not grow with the traffic.
+   */
   readonly eval: (
     operation: string,
     script: Script,
     keys: ReadonlyArray<string>,
-    args: ReadonlyArray<string | number>
+    args: ReadonlyArray<string | number>,
+    ending?: boolean
   ) => Effect.Effect<unknown, Failure>
   /**
    * `eval` of a command that takes something for `ttl` milliseconds (a lock, a claim). If its caller does not see it
@@ -261,20 +273,46 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       operation,
       message: client.status !== "ready" ? `Redis is not connected: ${connectionError ?? state(client.status)}` : describe(cause)
     })
+    // A command given up on stays queued in the client, with what it holds, until Redis answers: a Redis that stopped
+    // answering (frozen, a network that drops packets) keeps the connection open, and the queue would grow with the
+    // traffic for as long. Past `MAX_UNANSWERED` such commands a new one is not sent but fails at once (Redis answers
+    // in order: it would wait behind them); late answers let commands through again.
+    let unanswered = 0
+    const tooLate = (operation: string, sent: boolean): Failure => ({
+      operation,
+      message: `Redis did not answer within ${Duration.format(timeout)}` +
+        (sent ? "" : ` (${unanswered} earlier commands are still unanswered; not sent)`)
+    })
+    const behind = () => unanswered >= MAX_UNANSWERED && client.status === "ready"
     // The timeout holds for a command sent from an uninterruptible region too (a lock taken or released by the token
     // provider, a webhook claim): a frozen Redis would otherwise hold it for as long as it keeps the connection open.
     // The promise cannot be cancelled; its late answer is dropped.
-    const run = <A>(operation: string, command: (client: Redis) => Promise<A>): Effect.Effect<A, Failure> =>
-      Effect.tryPromise({
-        try: () => command(client),
-        catch: (cause) => failure(operation, cause)
-      }).pipe(
-        Effect.timeoutFail({
-          duration: timeout,
-          onTimeout: (): Failure => ({ operation, message: `Redis did not answer within ${Duration.format(timeout)}` })
-        }),
-        detachedIfUninterruptible
-      )
+    const run = <A>(
+      operation: string,
+      command: (client: Redis) => Promise<A>,
+      ending = false
+    ): Effect.Effect<A, Failure> =>
+      Effect.suspend(() => {
+        if (!ending && behind()) return Effect.fail(tooLate(operation, false))
+        let pending: Promise<A> | undefined
+        return Effect.tryPromise({
+          try: () => (pending = command(client)),
+          catch: (cause) => failure(operation, cause)
+        }).pipe(
+          Effect.timeoutFail({
+            duration: timeout,
+            onTimeout: (): Failure => {
+              if (pending !== undefined) {
+                unanswered++
+                const answered = () => void unanswered--
+                pending.then(answered, answered)
+              }
+              return tooLate(operation, true)
+            }
+          }),
+          detachedIfUninterruptible
+        )
+      })
     const send = ({ args, keys, script }: Command): Promise<unknown> =>
       client.evalsha(script.sha, keys.length, ...keys, ...args).catch((error: unknown) =>
         // A restarted or flushed Redis forgot the script: send it whole (Redis caches it again).
@@ -282,8 +320,8 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
           ? client.eval(script.source, keys.length, ...keys, ...args)
           : Promise.reject(error)
       )
-    const evalScript: Connection["eval"] = (operation, script, keys, args) =>
-      run(operation, () => send({ script, keys, args }))
+    const evalScript: Connection["eval"] = (operation, script, keys, args, ending) =>
+      run(operation, () => send({ script, keys, args }), ending)
 
     // Background clean-up, on plain timers (unref'd: it never keeps the process alive), until the undo is answered,
     // the thing it undoes has expired, or the client is closed. What the command took lasts `ttl` from when Redis ran
@@ -303,6 +341,8 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     }
     const evalTaking: Connection["evalTaking"] = (operation, command, undo, ttl) =>
       Effect.suspend(() => {
+        // Not sent: nothing to undo.
+        if (behind()) return Effect.fail(tooLate(operation, false))
         const sent = send(command)
         // Handled from now on: the command may fail before `run`'s fiber listens (an unreachable Redis fails it at once,
         // and a scheduler may run that fiber on a later timer), which Node would report as an unhandled rejection.
