@@ -32,7 +32,6 @@ import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
-import * as Spans from "./internal/spans.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -574,7 +573,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               } (retry ${retry} of ${options.maxRetries})`
             ).pipe(
               Effect.zipRight(Metric.increment(retriesOf(name))),
-              Effect.zipRight(Http.annotateRetry(error, retry, until))
+              // The resend it announces counts the one after a 401 too (`attempts` so far), as the span's does.
+              Effect.zipRight(Http.annotateRetry(error, attempts, until))
             )
         }
 
@@ -603,42 +603,37 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             return success.value
           }),
           Effect.mapError((e): FinError => e._tag === "NotRetryable" ? e.error : e),
-          // One step at the end: the span's outcome (a success, a failure or a defect, not an interruption), then the
-          // metrics.
-          Effect.onExit((exit) => {
-            const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
-            // No failure: an interruption, or a defect (a platform client or a response schema that threw).
-            const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
-            const waited = tokenWait >= 1
-              ? Spans.annotateOwn({ "effect_fin.token_wait_ms": Math.round(tokenWait) })
-              : Effect.void
-            const metrics = Effect.flatMap(Monotonic.millis, (now) =>
-              Effect.zipRight(
+          // One step at the end: the span's outcome (a success, a failure, a defect or an interruption) and token
+          // wait, then the metrics.
+          Effect.onExit((exit) =>
+            Effect.flatMap(Monotonic.millis, (now) => {
+              const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
+              // No failure: an interruption, or a defect (a platform client or a response schema that threw).
+              const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+              const outcome = failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : other
+              // A call that ended at its token step (its deadline, a fetch that failed, an interruption) waited until
+              // now: the wait that matters most.
+              const waited = tokenWait + (waitingForToken ? now - tokenAskedAt : 0)
+              const extra = waited >= 1 ? { "effect_fin.token_wait_ms": Math.round(waited) } : undefined
+              const metrics = Effect.zipRight(
                 Metric.update(latencyOf(name), now - started),
-                Metric.increment(
-                  requestsByOutcome(name)(
-                    failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : other
-                  )
-                )
-              ))
-            if (failure === undefined) {
-              return Effect.all([waited, Http.annotateOutcome(attempts, "success", status), metrics], { discard: true })
-            }
-            const tokenStep = waitingForToken
-              ? Spans.annotateOwn({ "effect_fin.failed_step": "token" })
-              : Effect.void
-            if (failure._tag === "None") {
-              return Effect.all([waited, tokenStep, Http.annotateOutcome(attempts, other, lastStatus), metrics], {
-                discard: true
-              })
-            }
-            // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not
-            // this operation's, which was maybe never sent.
-            const lastAnswer = waitingForToken ? lastStatus : Http.statusOf(failure.value) ?? lastStatus
-            return Effect.all([waited, tokenStep, Http.annotateOutcome(attempts, failure.value._tag, lastAnswer), metrics], {
-              discard: true
+                Metric.increment(requestsByOutcome(name)(outcome))
+              )
+              if (failure === undefined) {
+                return Effect.zipRight(Http.annotateOutcome(attempts, "success", status, extra), metrics)
+              }
+              // An interrupted call failed at no step (its token wait says where it was).
+              const ended = waitingForToken && outcome !== "interrupted"
+                ? { ...extra, "effect_fin.failed_step": "token" }
+                : extra
+              // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
+              // not this operation's, which was maybe never sent.
+              const lastAnswer = failure._tag === "None" || waitingForToken
+                ? lastStatus
+                : Http.statusOf(failure.value) ?? lastStatus
+              return Effect.zipRight(Http.annotateOutcome(attempts, outcome, lastAnswer, ended), metrics)
             })
-          })
+          )
         )
         return result
       }).pipe(

@@ -453,12 +453,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             Exit.isSuccess(exit)
               ? Http.annotateOutcome(attempt, "success", status)
               : Option.match(Cause.failureOption(exit.cause), {
-                // A fetch that died (a platform client that threw) says so on its span, as a call's span does; an
-                // interrupted one is left to the metric, as for calls.
+                // A fetch that died (a platform client that threw) or was interrupted (the client closing) says so on
+                // its span, as a call's span does.
                 onNone: () =>
-                  Cause.isInterruptedOnly(exit.cause)
-                    ? Effect.void
-                    : Http.annotateOutcome(attempt, "defect", status === 0 ? undefined : status),
+                  Http.annotateOutcome(
+                    attempt,
+                    Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
+                    status === 0 ? undefined : status
+                  ),
                 onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error))
               })
           )

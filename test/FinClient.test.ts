@@ -17,7 +17,7 @@ import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import { version } from "../src/internal/version.js"
 import * as TokenProvider from "../src/TokenProvider.js"
-import { counterValue, eventually, quoteBody, quoteRequest } from "./support.js"
+import { counterValue, eventually, quoteBody, quoteRequest, recordingTracer } from "./support.js"
 
 const base = { clientId: "id", clientSecret: "secret" }
 const configError = (options: FinConfig.Options) =>
@@ -384,6 +384,26 @@ describe("FinClient", () => {
       yield* Scope.close(scope, Exit.void)
       expect(Exit.isInterrupted(yield* Fiber.await(call))).toBe(true)
     }).pipe(Effect.provide(FinTest.layerHttpClient({ ...routes, "POST /v1/fee-calculation": () => FinTest.stall }))))
+
+  // As a call's span says it was interrupted: the token fetch the closing ended says so on its own span.
+  it.live("make: a token fetch ended by its client's closing has its attempts and outcome interrupted on its span", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const scope = yield* Scope.make()
+      const client = yield* Scope.extend(
+        FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1" }),
+        scope
+      )
+      const call = yield* Effect.fork(client.fees.calculate(quoteRequest).pipe(Effect.provide(tracing)))
+      const http = yield* FinTest.InMemoryHttp
+      yield* eventually(Effect.map(http.count("POST /v1/oauth/token"), (n) => n === 1), "the token attempt")
+      yield* Scope.close(scope, Exit.void)
+      yield* Fiber.await(call)
+      const token = (yield* spans).find((span) => span.name === "effect-fin.token")
+      expect(token?.attributes.get("effect_fin.outcome")).toBe("interrupted")
+      expect(token?.attributes.get("effect_fin.attempts")).toBe(1)
+      expect(token?.attributes.has("error.type")).toBe(false)
+    }).pipe(Effect.provide(FinTest.layerHttpClient({ ...routes, "POST /v1/oauth/token": () => FinTest.stall }))))
 
   it.effect("layerConfig takes Config values", () =>
     Effect.gen(function*() {

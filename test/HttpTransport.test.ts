@@ -281,6 +281,20 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(502), ok) })))
 
+  // The resend after a 401 is one too: the retry's event names the resend that follows, as the span counts them.
+  it.effect("a retry after a 401's resend is resend 2 on its event, as on the span", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      yield* advance(1000)
+      yield* Fiber.join(fiber)
+      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      expect(span?.attributes.get("http.request.resend_count")).toBe(2)
+      const events = (span as { readonly events?: ReadonlyArray<[string, bigint, unknown]> } | undefined)?.events ?? []
+      expect(events.map(([, , attributes]) => attributes)).toMatchObject([{ "http.request.resend_count": 2 }])
+      expect(yield* attempts).toBe(3)
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(401), status(503), ok) })))
+
   // A failure's tag is OTel's error.type too, whatever the error's code (the service's, which an exporter takes for
   // the exception's type).
   it.effect("the call's span records method, path, the last status, attempts and outcome (a failure's as error.type)", () =>
@@ -329,6 +343,24 @@ describe("HttpTransport", () => {
     }).pipe(provideClient({
       [FEE]: () => ok,
       "POST /v1/oauth/token": FinTest.delayed("400 millis", FinTest.tokenHandler())
+    })))
+
+  // The wait that matters most: a call that ends while it waits for its token (its deadline, an interruption) says
+  // how long it waited.
+  it.effect("a call that ends while it waits for its token has effect_fin.token_wait_ms (deadline, interruption)", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const cut = yield* Effect.fork(Effect.flip(calculate.pipe(Effect.provide(tracing))))
+      yield* advance(3000)
+      expect(yield* Fiber.join(cut)).toMatchObject({ _tag: "TimeoutError", kind: "deadline" })
+      const interrupted = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      yield* advance(700)
+      yield* Fiber.interrupt(interrupted)
+      const recorded = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(recorded.map((span) => span.attributes.get("effect_fin.token_wait_ms"))).toEqual([3000, 700])
+    }).pipe(provideClient({ [FEE]: () => ok, "POST /v1/oauth/token": () => FinTest.stall }, {
+      deadline: "3 seconds",
+      tokenTimeout: "20 seconds"
     })))
 
   // An interruption is the caller's doing, not an error of the call: how far the call got, and no error.type.
@@ -447,7 +479,8 @@ describe("HttpTransport", () => {
         "url.path": "/v1/fee-calculation",
         "effect_fin.attempts": 0,
         "effect_fin.outcome": "TimeoutError",
-        "effect_fin.failed_step": "token"
+        "effect_fin.failed_step": "token",
+        "effect_fin.token_wait_ms": 5000
       }])
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.stall, [FEE]: () => ok }, {
       deadline: "5 seconds",

@@ -837,8 +837,15 @@ export const serverAttributesOf = (
  * Records how a call ended on the current span: its attempts, its outcome (`success`, an error's tag, `defect` or
  * `interrupted`), its status. An interruption is no error of the call's (the caller gave it up): no `error.type`.
  */
-export const annotateOutcome = (attempts: number, outcome: string, status: number | undefined): Effect.Effect<void> =>
+export const annotateOutcome = (
+  attempts: number,
+  outcome: string,
+  status: number | undefined,
+  // Further attributes of the call's end, set in the same step.
+  extra?: Readonly<Record<string, unknown>>
+): Effect.Effect<void> =>
   Spans.annotateOwn({
+    ...extra,
     "effect_fin.attempts": attempts,
     "effect_fin.outcome": outcome,
     // OTel's `error.type`, a stable type to group failures by: the exception event's `exception.type` is no such
