@@ -515,27 +515,48 @@ export const JsonValue: Schema.Schema<unknown> = Schema.declare(
   }
 )
 
-// The value as JSON; a value built in code may hold what JSON cannot (a bigint, a cycle): that is shown as text.
+// The value as JSON; a value built in code may hold what JSON cannot (a bigint, a cycle): that is shown as text. One
+// nested deeper than `JSON.stringify` goes (some thousands of levels, a body of a few kilobytes) is named only.
 const prettyJson = (u: unknown): string => {
   try {
     return JSON.stringify(u) ?? String(u)
   } catch {
-    return String(u)
+    try {
+      return String(u)
+    } catch {
+      return Object.prototype.toString.call(u)
+    }
   }
 }
 
 // By content, as JSON compares: arrays item by item, objects key by key (in any order), anything else with `===`.
+// Without recursion, and a pair of objects met again taken as equal: a decoded body some thousands of levels deep
+// would overflow the stack, and a value built in code may hold a cycle.
 const jsonEquals = (a: unknown, b: unknown): boolean => {
-  if (a === b) return true
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEquals(x, b[i]))
+  const seen = new Map<object, Set<object>>()
+  const pending: Array<readonly [unknown, unknown]> = [[a, b]]
+  for (let pair = pending.pop(); pair !== undefined; pair = pending.pop()) {
+    const [x, y] = pair
+    if (x === y) continue
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null) return false
+    const met = seen.get(x) ?? new Set<object>()
+    if (met.has(y)) continue
+    seen.set(x, met.add(y))
+    if (Array.isArray(x) || Array.isArray(y)) {
+      if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length) return false
+      x.forEach((item: unknown, i) => pending.push([item, y[i]]))
+      continue
+    }
+    const left = x as Record<string, unknown>
+    const right = y as Record<string, unknown>
+    const keys = Object.keys(left)
+    if (keys.length !== Object.keys(right).length) return false
+    for (const key of keys) {
+      if (!Object.hasOwn(right, key)) return false
+      pending.push([left[key], right[key]])
+    }
   }
-  const left = a as Record<string, unknown>
-  const right = b as Record<string, unknown>
-  const keys = Object.keys(left)
-  return keys.length === Object.keys(right).length &&
-    keys.every((key) => Object.hasOwn(right, key) && jsonEquals(left[key], right[key]))
+  return true
 }
 
 // At most 256 characters (the service's ids are UUIDs, 36): the handler keeps ids in its de-duplication store, which is
@@ -1960,8 +1981,10 @@ const makeApp = <const H extends object>(
             return yield* settleAs(200, "stale")
           }
           // A claim answered late, or a slow stale check, may have left the claim lapsed (another delivery may run the
-          // event now): the handler does not start then, where keepClaim would stop it only once it had begun.
-          const late = userHandler !== undefined && (yield* Monotonic.millis) >= sentAt + claimMillis - claimMargin
+          // event now): the handler does not start then, where keepClaim would stop it only once it had begun. Nor
+          // when too little is left for a renewal: keepClaim would stop it at once (its own test, below).
+          const left = sentAt + claimMillis - claimMargin - (yield* Monotonic.millis)
+          const late = userHandler !== undefined && left / 2 < claimMillis / 30
           const exit = yield* Effect.exit(
             late
               ? Effect.fail(unrenewed)

@@ -930,6 +930,31 @@ describe("Webhooks.handler", () => {
       }
     }))
 
+  // The claim's and (for an event past maxAge) the release's guard: an interruption of the store's own is a failure.
+  it.effect("a claim, or a too-old event's release, that interrupts itself is a 500 store_unavailable", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const interrupting = (op: "claim" | "release"): Webhooks.WebhookDedupeStoreService =>
+        op === "claim" ? { ...memory, claim: () => Effect.interrupt } : { ...memory, release: () => Effect.interrupt }
+      const deposit = (id: string) =>
+        makeBody({ id, type: "beneficiary.liquidation.deposit", createdAt: "2026-04-04T17:39:00Z", data: {} })
+      yield* TestClock.setTime(DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:40:00Z")))
+      const cases = [["claim", undefined, "i-1"], ["claim", "1 minute", "i-2"], ["release", "1 minute", "i-3"]] as const
+      for (const [op, maxAge, id] of cases) {
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store: interrupting(op),
+          ...(maxAge === undefined ? {} : { maxAge }),
+          handlers: { "beneficiary.liquidation.deposit": () => Effect.void }
+        }))
+        if (maxAge !== undefined) yield* TestClock.adjust("2 minutes")
+        const answer = yield* send(handle, yield* signedPost(deposit(id)))
+        expect([op, maxAge, answer.status, JSON.parse(answer.body)]).toEqual(
+          [op, maxAge, 500, { outcome: "store_unavailable" }]
+        )
+      }
+    }))
+
   it.effect("a handler that throws before returning its effect is a 500 too, and releases the event", () =>
     Effect.gen(function*() {
       let attempts = 0
@@ -2292,6 +2317,25 @@ describe("Webhooks schemas with effect's schema tools", () => {
     expect(equivalent(Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(JSON.parse(transitBody)), other))
       .toBe(false)
   })
+
+  // A signed body a few kilobytes long can nest some thousands of levels; a value built in code can be cyclic.
+  it("compare and show them without overflowing the stack", () => {
+    const equivalent = Schema.equivalence(Webhooks.JsonValue)
+    const pretty = Pretty.make(Webhooks.JsonValue)
+    const deep = "[".repeat(20_000) + "]".repeat(20_000)
+    expect(equivalent(JSON.parse(deep), JSON.parse(deep))).toBe(true)
+    expect(equivalent(JSON.parse(deep), JSON.parse(deep.replace("[]", "[1]")))).toBe(false)
+    expect(pretty(JSON.parse(deep))).toBe("[object Array]")
+    const a: Record<string, unknown> = { n: 1 }
+    a["self"] = a
+    const b: Record<string, unknown> = { n: 1 }
+    b["self"] = b
+    expect(equivalent(a, b)).toBe(true)
+    expect(equivalent(a, { n: 2, self: b })).toBe(false)
+    expect(equivalent([1, { x: [2, null] }], [1, { x: [2, null] }])).toBe(true)
+    expect(equivalent([1, { x: [2, null] }], [1, { x: [2, false] }])).toBe(false)
+    expect(equivalent({ 0: 1 }, [1])).toBe(false)
+  })
 })
 
 describe("Webhooks.handler with a store that answers late or interrupts itself", () => {
@@ -2326,6 +2370,31 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
         most: 1,
         answers: [`500 {"outcome":"failed"}`, `200 {"outcome":"handled"}`]
       })
+    }))
+
+  // keepClaim stops a handler at once when less than a fifteenth of claimTtl is left before its margin: not started.
+  it.effect("a claim answered with no time left for a renewal: the handler is not started to be stopped at once", () =>
+    Effect.gen(function*() {
+      for (const [after, expected] of [["2400 millis", 1], ["2600 millis", 0], ["2800 millis", 0]] as const) {
+        const { paused, resume, store } = yield* pausedClaims("after")
+        let starts = 0
+        const user = () => Effect.zipRight(Effect.sync(() => starts++), Effect.sleep("100 millis"))
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store,
+          claimTtl: "3 seconds",
+          handlers: { "beneficiary.status": user }
+        }))
+        const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+        yield* paused
+        yield* TestClock.adjust(after) // the claim's answer arrives this late
+        yield* resume
+        yield* settle
+        yield* TestClock.adjust("1 second")
+        yield* settle
+        const answer = yield* Fiber.join(delivery)
+        expect([after, starts, answer.status]).toEqual([after, expected, expected === 1 ? 200 : 500])
+      }
     }))
 
   it.effect("a renewal that interrupts itself (the user's store) is a failed renewal, tried again: the handler is not stopped", () =>

@@ -639,6 +639,51 @@ describe("RedisTokenStore", () => {
       expect(calls("evalsha") + calls("eval")).toBeLessThan(15)
     }).pipe(Effect.scoped), 20_000)
 
+  // Without autoResendUnfulfilledCommands, ioredis drops a closed connection's commands without settling them: counted
+  // still, they would refuse every command for as long as the client lives.
+  it.live("past 100 unanswered commands, a connection made again serves (autoResendUnfulfilledCommands off)", () =>
+    Effect.gen(function*() {
+      // A proxy that holds what the client sends while `held` (a network dropping packets), whose connections are cut.
+      let held = false
+      const sockets = new Set<Net.Socket>()
+      const proxy = Net.createServer((downstream) => {
+        const upstream = Net.connect(Number(new URL(redisUrl).port), "127.0.0.1")
+        sockets.add(downstream)
+        downstream.on("data", (chunk) => held || upstream.write(chunk))
+        upstream.pipe(downstream)
+        for (const socket of [downstream, upstream]) {
+          socket.on("error", () => undefined)
+          socket.on("close", () => {
+            sockets.delete(downstream)
+            downstream.destroy()
+            upstream.destroy()
+          })
+        }
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()))),
+        () => Effect.sync(() => proxy.close())
+      )
+      const dedupe = yield* RedisWebhookDedupeStore.make({
+        url: `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`,
+        prefix: uniquePrefix("dropped"),
+        timeout: "300 millis",
+        redisOptions: { autoResendUnfulfilledCommands: false, retryStrategy: () => 50 }
+      })
+      held = true
+      yield* Effect.all(Array.from({ length: 100 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))), {
+        concurrency: "unbounded"
+      })
+      held = false
+      for (const socket of sockets) socket.destroy()
+      yield* eventually(
+        Effect.map(Effect.exit(dedupe.claim("after", "r-after", Duration.seconds(30))), (exit) =>
+          Exit.isSuccess(exit) && exit.value._tag === "Claimed"),
+        "served again after the reconnection",
+        100
+      )
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("a store's options it refuses (a duration, the url, a misspelt name) make it die when it is made, at once", () =>
     Effect.gen(function*() {
       // A defect (the program's mistake) of the effect or the layer's build, not an exception where it is written.

@@ -278,6 +278,16 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     // traffic for as long. Past `MAX_UNANSWERED` such commands a new one is not sent but fails at once (Redis answers
     // in order: it would wait behind them); late answers let commands through again.
     let unanswered = 0
+    // A connection that closes ends the count: its unanswered commands are failed, sent again (counted no more),
+    // or, without `autoResendUnfulfilledCommands`, dropped by ioredis, never settled: counted still, they would
+    // refuse every command for the life of the client. Only a command given up on in this connection counts down.
+    let connection = 0
+    const closed = () => {
+      connection++
+      unanswered = 0
+    }
+    client.on("close", closed)
+    yield* Effect.addFinalizer(() => Effect.sync(() => client.off("close", closed)))
     const tooLate = (operation: string, sent: boolean): Failure => ({
       operation,
       message: `Redis did not answer within ${Duration.format(timeout)}` +
@@ -304,7 +314,10 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
             onTimeout: (): Failure => {
               if (pending !== undefined) {
                 unanswered++
-                const answered = () => void unanswered--
+                const counted = connection
+                const answered = () => {
+                  if (connection === counted) unanswered--
+                }
                 pending.then(answered, answered)
               }
               return tooLate(operation, true)
