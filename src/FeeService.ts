@@ -392,7 +392,8 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
 // asked for comes back as asked (as in the documented send example), or rounded, either way, to fewer places (its
 // currency's unit): less than one unit of the answer's last place off (0.5 may come back as 1 or 0, never as 1.49). A
 // destination worked back from a source so rounded is off by less than one unit of the source's last place at the rate,
-// plus its own rounding.
+// half a unit more for the fee taken from it (rounded to the same place: at 83.12 with a fee of 1 + 1 %, 100.39 asks a
+// source of 2.24, its fee 1.0224 is 1.02, and 1.22 delivers 101.41), plus its own rounding.
 const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
   const issues: Array<Issue> = []
   const { data } = response
@@ -412,8 +413,13 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
     )
   }
   if (request.destination_amount !== undefined) {
+    // What is delivered is paid for: a receive quote asking nothing of the source is no answer (0 is only right for a
+    // send quote's destination, the fees taking it all).
+    if (data.source_amount === 0) {
+      issues.push(new Issue({ path: "data.source_amount", expected: "an amount above 0 for the amount asked to deliver" }))
+    }
     const slack = Number(
-      (data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)
+      (1.5 * data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)
     )
     if (!(Math.abs(data.destination_amount - request.destination_amount) < slack)) {
       issues.push(

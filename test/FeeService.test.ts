@@ -368,11 +368,12 @@ describe("FeeService", () => {
       expect(wrong._tag === "ResponseDecodeError" && wrong.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
       const right = yield* FeeService.calculate(receive).pipe(answered({ destination_amount: 59456 }))
       expect([right.destination_amount, right.source_amount]).toEqual([59456, 3508679])
-      // Worked back from a source rounded to its last place (here a whole unit), it may be off by less than that
-      // place's worth at the rate (here 2), plus its own last place (1): off by exactly that is off by too much.
-      const near = yield* FeeService.calculate(receive).pipe(answered({ exchange_rate: 2, destination_amount: 59458 }))
-      expect(near.destination_amount).toBe(59458)
-      const edge = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ exchange_rate: 2, destination_amount: 59459 }))
+      // Worked back from a source rounded to its last place (here a whole unit), and the fee taken from it rounded too,
+      // it may be off by less than one and a half of that place's worth at the rate (here 2), plus its own last place
+      // (1): off by exactly that is off by too much.
+      const near = yield* FeeService.calculate(receive).pipe(answered({ exchange_rate: 2, destination_amount: 59459 }))
+      expect(near.destination_amount).toBe(59459)
+      const edge = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ exchange_rate: 2, destination_amount: 59460 }))
       expect(edge._tag === "ResponseDecodeError" && edge.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
       // From a source rounded to the cent: less than a cent's worth at the rate, plus a unit.
       const idr = { source_currency: "USD", destination_amount: 1_000_000, destination_currency: "IDR" } as const
@@ -385,11 +386,44 @@ describe("FeeService", () => {
         .toBe(1_000_025)
       const doubled = yield* Effect.flip(FeeService.calculate(idr)).pipe(answered({ ...rounded, destination_amount: 2_000_000 }))
       expect(doubled._tag === "ResponseDecodeError" && doubled.issues.map((i) => [i.path, i.expected])).toEqual([
-        ["data.destination_amount", "1000000, the amount asked for (less than 163.5 off)"]
+        ["data.destination_amount", "1000000, the amount asked for (less than 244.75 off)"]
       ])
       // So with a beneficiary, where the currencies are the service's to pick.
       const beneficiary = yield* Effect.flip(FeeService.calculate({ source_amount: 5, beneficiary_id: UUID })).pipe(answered({}))
       expect(beneficiary._tag === "ResponseDecodeError" && beneficiary.issues.map((i) => i.path)).toEqual(["data.source_amount"])
+    }))
+
+  // Nothing sent delivers nothing: a receive quote with a source of 0 is not the answer, whatever its destination says.
+  it.effect("a receive quote whose source amount is 0 is a ResponseDecodeError", () =>
+    Effect.gen(function*() {
+      const receive = { source_currency: "USD", destination_amount: 100, destination_currency: "CAD" } as const
+      const free = { fixed: 0, percentage: 0, total: 0, is_fee_applied: false }
+      const error = yield* Effect.flip(FeeService.calculate(receive)).pipe(provideClient({
+        "POST /v1/fee-calculation": () =>
+          FinTest.json(200, { data: { ...quoteBody.data, source_amount: 0, destination_amount: 100, fee: free } })
+      }))
+      expect(error._tag === "ResponseDecodeError" && error.issues.map((i) => i.path)).toEqual(["data.source_amount"])
+    }))
+
+  // A service that works the destination back from the source it quotes: the source rounded up to the cent (2.23007
+  // is 2.24), the fee on it (1 + 1 % of 2.24, 1.0224) rounded to the cent, 1.02, so 1.22 sent delivers 101.41.
+  it.effect("a receive quote worked back from its rounded source and rounded fee is the amount asked for", () =>
+    Effect.gen(function*() {
+      const receive = { source_currency: "USD", destination_amount: 100.39, destination_currency: "INR" } as const
+      const quote = yield* FeeService.calculate(receive).pipe(provideClient({
+        "POST /v1/fee-calculation": () =>
+          FinTest.json(200, {
+            data: {
+              ...quoteBody.data,
+              destination_currency: "INR",
+              source_amount: 2.24,
+              exchange_rate: 83.12,
+              destination_amount: 101.41,
+              fee: { fixed: 1, percentage: 1, total: 1.02, is_fee_applied: true }
+            }
+          })
+      }))
+      expect([quote.source_amount, quote.destination_amount]).toEqual([2.24, 101.41])
     }))
 
   it.effect("what validate returns (from untyped input) is quoted as is, without a cast", () =>
