@@ -593,6 +593,19 @@ describe("HttpTransport", () => {
   it.effect("retry-after-ms below one millisecond is a wait of zero: the backoff applies", () =>
     secondAttemptAfter(500).pipe(provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "0.001" }), ok) })))
 
+  // Too many values to spread into Math.max/Math.min (a proxy repeating a header, a client allowed large heads).
+  const repeated = [["retry-after", "1"], ["retry-after-ms", "1"], ["date", "Thu, 01 Jan 1970 00:00:00 GMT"]] as const
+  for (const [name, value] of repeated) {
+    it.effect(`${name} sent 300,000 times: the call ends with the service's error, not a defect`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag).toBe("ApiError")
+      }).pipe(provideClient(
+        { [FEE]: () => status(503, { [name]: Array.from({ length: 300_000 }, () => value).join(", ") }) },
+        { maxRetries: 0 }
+      )))
+  }
+
   it.effect("retry-after-ms: 0 beside Retry-After: 30 waits the 30 seconds", () =>
     secondAttemptAfter(30_000).pipe(
       provideClient({ [FEE]: FinTest.sequence(status(503, { "retry-after-ms": "0", "retry-after": "30" }), ok) })

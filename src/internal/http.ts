@@ -291,10 +291,15 @@ const longestWait = (
   parse: (part: string) => number | undefined
 ): Duration.Duration | undefined => {
   if (value === undefined) return undefined
-  const waits = headerValues(value).map(parse).filter((millis): millis is number => millis !== undefined)
+  // A loop, not `Math.max(...waits)`: a header repeated some 100,000 times (a client allowed large heads) would
+  // overflow the stack as arguments, a defect in place of the service's error.
+  let longest: number | undefined
+  for (const millis of headerValues(value).map(parse)) {
+    if (millis !== undefined && (longest === undefined || millis > longest)) longest = millis
+  }
   // Past the safe integers a wait is no exact number of milliseconds (nor one a `Schema.Duration` encodes), and every such
   // wait is far past every cap anyway.
-  return waits.length === 0 ? undefined : Duration.millis(Math.min(Number.MAX_SAFE_INTEGER, Math.max(...waits)))
+  return longest === undefined ? undefined : Duration.millis(Math.min(Number.MAX_SAFE_INTEGER, longest))
 }
 
 /**
@@ -306,7 +311,9 @@ export const dateOf = (headers: Readonly<Record<string, string>>, nowMillis: num
   const date = headers["date"]
   const dates = date === undefined ? [] : headerValues(date).map((value) => parseHttpDate(value, nowMillis))
   if (dates.length === 0 || dates.some(Number.isNaN)) return undefined
-  const [earliest, latest] = [Math.min(...dates), Math.max(...dates)]
+  // Folded, not spread into Math.min/max: see `longestWait`.
+  const earliest = dates.reduce((a, b) => Math.min(a, b))
+  const latest = dates.reduce((a, b) => Math.max(a, b))
   return latest - earliest <= 5000 ? latest : undefined
 }
 
