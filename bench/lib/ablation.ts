@@ -17,13 +17,13 @@ type Edit = readonly [file: string, from: string | RegExp, to: string]
 export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
   "the attempt's timer (the call's only fiber of its own; no time limit at all)": [[
     "internal/http.ts",
-    /\(response\) =>\n\s*spec\.deadline !== undefined[\s\S]*?attempts: spec\.attempt\n\s*\}\)\),/,
+    /\(response\) =>\n\s*spec\.deadline !== undefined[\s\S]*?attempts: spec\.attempt\n\s*\}\), spec\.closing\),/,
     "(response) => response,"
   ]],
   "the call's span": [["HttpTransport.ts", /\.pipe\(\n\s*Effect\.withSpan\(`effect-fin\.\$\{name\}`[\s\S]*?\}\)\n\s*\)\n(\s*)\}/, "\n$1}"]],
   "the last step (span outcome, latency and count metrics)": [[
     "HttpTransport.ts",
-    /Effect\.onExit\(\(exit\) => \{[\s\S]*?lastAnswer\), metrics\]\)\n\s*\}\)/,
+    /Effect\.onExit\(\(exit\) =>\n[\s\S]*?lastAnswer, ended\), metrics\)\n\s*\}\)\n\s*\)/,
     "(call) => call"
   ]],
   "the request's validation (FeeService schema)": [["FeeService.ts", "validate(request).pipe(", "Effect.succeed(request).pipe("]],
