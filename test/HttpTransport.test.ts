@@ -254,18 +254,25 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })))
 
-  // A slow call shows why: each retry is an event on its span, with the failure and the wait before the next attempt.
-  it.effect("each retry is an event on the call's span, with the failure, its status and the wait", () =>
+  // The call's span and its events' names and attributes once `millis` of virtual time have passed (the native span
+  // keeps its events; the `Span` interface does not name them).
+  const tracedCall = (millis: number) =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
       const fiber = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
-      yield* advance(2000)
+      yield* advance(millis)
       yield* Fiber.join(fiber)
       const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
-      expect(span?.attributes.get("http.request.resend_count")).toBe(2)
-      // The native span keeps its events (the `Span` interface does not name them).
       const events = (span as { readonly events?: ReadonlyArray<[string, bigint, unknown]> } | undefined)?.events ?? []
-      expect(events.map(([name, , attributes]) => [name, attributes])).toEqual([
+      return { span, events: events.map(([name, , attributes]) => [name, attributes]) }
+    })
+
+  // A slow call shows why: each retry is an event on its span, with the failure and the wait before the next attempt.
+  it.effect("each retry is an event on the call's span, with the failure, its status and the wait", () =>
+    Effect.gen(function*() {
+      const { events, span } = yield* tracedCall(2000)
+      expect(span?.attributes.get("http.request.resend_count")).toBe(2)
+      expect(events).toEqual([
         ["effect-fin.retry", {
           "http.request.resend_count": 1,
           "error.type": "ApiError",
@@ -284,14 +291,9 @@ describe("HttpTransport", () => {
   // The resend after a 401 is one too: the retry's event names the resend that follows, as the span counts them.
   it.effect("a retry after a 401's resend is resend 2 on its event, as on the span", () =>
     Effect.gen(function*() {
-      const { layer: tracing, spans } = yield* recordingTracer
-      const fiber = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
-      yield* advance(1000)
-      yield* Fiber.join(fiber)
-      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      const { events, span } = yield* tracedCall(1000)
       expect(span?.attributes.get("http.request.resend_count")).toBe(2)
-      const events = (span as { readonly events?: ReadonlyArray<[string, bigint, unknown]> } | undefined)?.events ?? []
-      expect(events.map(([, , attributes]) => attributes)).toMatchObject([{ "http.request.resend_count": 2 }])
+      expect(events).toMatchObject([["effect-fin.retry", { "http.request.resend_count": 2 }]])
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(401), status(503), ok) })))
 
