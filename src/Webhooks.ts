@@ -2005,7 +2005,11 @@ const makeApp = <const H extends object>(
           )
           if (Exit.isFailure(exit)) {
             yield* releaseClaim
-            yield* logFailure(exit.cause).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
+            // Not "handler failed" when it never ran: the operator looks at the store, not at the handler's code.
+            const logged = late
+              ? Effect.logWarning(`effect-fin: webhook handler not started: ${unrenewed}`)
+              : logFailure(exit.cause)
+            yield* logged.pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
             return yield* settleAs(500, "failed")
           }
           yield* guarded("complete", store.complete(event.id, claim.token, handled, dedupeTtl))
