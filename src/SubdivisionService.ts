@@ -260,11 +260,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     const ownLimit = (error: TimeoutError, options: HttpTransport.CallOptions) =>
       (error.kind === "deadline" && options.deadline !== undefined) ||
       (error.kind === "attempt" && options.timeout !== undefined)
+    // Nor does a failure after fewer retries than the client makes (a one-off 503 its retries would have absorbed).
+    const fewerRetries = (options: HttpTransport.CallOptions) =>
+      options.maxRetries !== undefined && options.maxRetries < config.maxRetries
     const judge = (options: HttpTransport.CallOptions) => (error: FinError): Breaker.Verdict =>
       error._tag === "RequestValidationError" || (error._tag === "TimeoutError" && ownLimit(error, options))
         ? "unknown"
         : canFallBack(error)
-        ? "down"
+        ? fewerRetries(options) ? "unknown" : "down"
         : "up"
 
     // Durations, not dates: the breaker's clock is monotonic, and the wall clock may have been set since.

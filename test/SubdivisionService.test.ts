@@ -623,13 +623,16 @@ describe("SubdivisionService", () => {
     }))
 
   describe("fallback cool-down", () => {
+    // A client that makes no retries: one failed request starts a cool-down (a caller's own `maxRetries: 0` does not).
+    const withCooldown = (routes: FinTest.Routes, options: Partial<FinConfig.Options> = {}) =>
+      withMode("fallback", routes, { maxRetries: 0, ...options })
     const down = () => ({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), usa) })
     // USA's lookup fails, which starts a cool-down, and the cool-down passes.
-    const cooledDown = Effect.zipRight(list("USA").pipe(noRetries), advance(30_000))
+    const cooledDown = Effect.zipRight(list("USA"), advance(30_000))
 
     it.effect("after a failure, every country gets the snapshot at once, without a request, for the cool-down", () =>
       Effect.gen(function*() {
-        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("snapshot")
         expect(yield* calls).toBe(1)
         yield* advance(29_999)
         for (const country of ["USA", "CAN", "BRA"]) {
@@ -644,35 +647,35 @@ describe("SubdivisionService", () => {
         expect((yield* list("USA")).source).toBe("api")
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
-      }).pipe(withMode("fallback", down())))
+      }).pipe(withCooldown(down())))
 
     // Measured on monotonic time: an hour's step back of the wall clock would otherwise be an hour of snapshots.
     it.live("a cool-down ends on time when the wall clock is set back during it", () =>
       withWallClockSetBack((setBack) =>
         Effect.gen(function*() {
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          expect((yield* list("USA")).source).toBe("snapshot")
           setBack(3_600_000)
           yield* Effect.sleep("150 millis")
           expect((yield* list("USA")).source).toBe("api")
           expect(yield* calls).toBe(2)
         })
-      ).pipe(withMode("fallback", down(), { subdivisionFallbackCooldown: "100 millis" })), 10_000)
+      ).pipe(withCooldown(down(), { subdivisionFallbackCooldown: "100 millis" })), 10_000)
 
     it.effect("counts the snapshot answers by reason in effect_fin_subdivision_snapshot_total", () =>
       Effect.gen(function*() {
         const served = (reason: string) => counterValue("effect_fin_subdivision_snapshot_total", { reason })
         const before = [yield* served("TransportError"), yield* served("cooldown")]
-        yield* list("USA").pipe(noRetries)
+        yield* list("USA")
         yield* list("CAN")
         yield* list("BRA")
         expect([yield* served("TransportError"), yield* served("cooldown")]).toEqual([before[0]! + 1, before[1]! + 2])
-      }).pipe(withMode("fallback", down())))
+      }).pipe(withCooldown(down())))
 
     // A lookup that fails (the request `sent` counts) gets the snapshot, which answers without a request for
     // `cooldown` ms; then a lookup asks the API.
     const coolsDownFor = (cooldown: number, sent: number) =>
       Effect.gen(function*() {
-        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("snapshot")
         yield* advance(cooldown - 1)
         expect((yield* list("USA")).source).toBe("snapshot")
         expect(yield* calls).toBe(sent)
@@ -685,7 +688,7 @@ describe("SubdivisionService", () => {
       Effect.gen(function*() {
         yield* cooledDown
         yield* coolsDownFor(30_000, 2)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(502, { message: "bad gateway" }), usa)
       })))
 
@@ -695,7 +698,7 @@ describe("SubdivisionService", () => {
       it.effect(`a failure whose answer asked for a wait of ${asked} s: a cool-down of ${cooldown / 1000} s`, () =>
         Effect.gen(function*() {
           yield* coolsDownFor(cooldown, 1)
-        }).pipe(withMode("fallback", {
+        }).pipe(withCooldown({
           [ROUTE]: FinTest.sequence(FinTest.json(503, { message: "maintenance" }, { "retry-after": asked }), usa)
         })))
     }
@@ -720,7 +723,7 @@ describe("SubdivisionService", () => {
         expect((yield* Fiber.join(probe)).source).toBe("api")
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: (() => {
           let n = 0
           return (request) => {
@@ -741,7 +744,7 @@ describe("SubdivisionService", () => {
         yield* Effect.fork(list("USA"))
         yield* advance(10)
         expect(yield* calls).toBe(3)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })))
 
     it.effect("a shared lookup interrupted after the cool-down leaves the next one free to ask the API", () =>
       Effect.gen(function*() {
@@ -752,7 +755,7 @@ describe("SubdivisionService", () => {
         expect(yield* calls).toBe(2)
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall, usa) })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall, usa) })))
 
     it.effect("while one lookup asks the API, another of the same country gets the snapshot instead of waiting", () =>
       Effect.gen(function*() {
@@ -767,7 +770,7 @@ describe("SubdivisionService", () => {
         // The probe's answer is cached: the same country now gets it without another request.
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", { [ROUTE]: failsThenSlow() })))
+      }).pipe(withCooldown({ [ROUTE]: failsThenSlow() })))
 
     it.effect("a lookup begun before the service was back cannot send everyone to the snapshot again", () =>
       Effect.gen(function*() {
@@ -776,14 +779,14 @@ describe("SubdivisionService", () => {
           list("USA").pipe(HttpTransport.withOptions({ maxRetries: 0, timeout: "1 minute", deadline: "1 minute" }))
         )
         yield* advance(10)
-        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("snapshot")
         yield* advance(30_000)
         expect((yield* list("BRA")).source).toBe("api")
         yield* advance(10_000)
         expect((yield* Fiber.join(slow)).source).toBe("snapshot")
         expect((yield* list("MEX")).source).toBe("api")
         expect((yield* allRequests).filter((request) => request.method === "GET")).toHaveLength(4)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         // The first route that matches answers.
         "GET /v1/countries/USA/subdivisions": FinTest.delayed("40 seconds", () => FinTest.fail("ECONNREFUSED")),
         [ROUTE]: FinTest.sequence(
@@ -826,7 +829,7 @@ describe("SubdivisionService", () => {
         expect((yield* Fiber.join(late)).source).toBe("snapshot")
         expect((yield* list("MEX")).source).toBe("api")
         expect(yield* gets).toBe(4)
-      }).pipe(withMode("fallback", slowUsa(), patient)))
+      }).pipe(withCooldown(slowUsa(), patient)))
 
     it.effect("the lookup that asks the API after the cool-down sends a request of its own, never joins an old one", () =>
       Effect.gen(function*() {
@@ -839,7 +842,7 @@ describe("SubdivisionService", () => {
         yield* advance(10_000)
         expect((yield* Fiber.join(slow)).source).toBe("snapshot")
         expect((yield* list("BRA")).source).toBe("api")
-      }).pipe(withMode("fallback", slowUsa(), patient)))
+      }).pipe(withCooldown(slowUsa(), patient)))
 
     it.effect("a lookup refused before any request (invalid options) neither ends the cool-down nor keeps others out", () => {
       const { layer, lines } = captureLogs()
@@ -859,7 +862,7 @@ describe("SubdivisionService", () => {
         ])
       }).pipe(
         Effect.provide(layer),
-        withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })
+        withCooldown({ [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.stall) })
       )
     })
 
@@ -876,22 +879,22 @@ describe("SubdivisionService", () => {
         yield* snapshotUnderDeadline("2 minutes", 1000)
         expect((yield* list("CAN")).source).toBe("snapshot")
         expect(yield* calls).toBe(1)
-      }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.stall }, { timeout: "1 second", maxRetries: 0 })))
+      }).pipe(withCooldown({ [ROUTE]: () => FinTest.stall }, { timeout: "1 second", maxRetries: 0 })))
 
     it.effect("a timeout under a caller's own deadline gives that caller the snapshot and nobody else", () =>
       Effect.gen(function*() {
         yield* snapshotUnderDeadline("2 seconds", 2000)
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, usa) })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(FinTest.stall, usa) })))
 
     it.effect("after the cool-down a refusal (4xx) ends it too: the service answered", () =>
       Effect.gen(function*() {
         yield* cooledDown
-        expect((yield* Effect.flip(list("USA").pipe(noRetries)))._tag).toBe("ApiError")
+        expect((yield* Effect.flip(list("USA")))._tag).toBe("ApiError")
         expect((yield* list("CAN")).source).toBe("api")
         expect(yield* calls).toBe(3)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: FinTest.sequence(FinTest.fail("ECONNREFUSED"), FinTest.json(403, { message: "forbidden" }), usa)
       })))
 
@@ -899,10 +902,10 @@ describe("SubdivisionService", () => {
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
         yield* Effect.gen(function*() {
-          yield* list("USA").pipe(noRetries)
+          yield* list("USA")
           yield* list("CAN")
           yield* advance(30_000)
-          yield* list("USA").pipe(noRetries)
+          yield* list("USA")
           yield* advance(30_000)
           const probe = yield* Effect.fork(list("USA"))
           yield* advance(10)
@@ -920,7 +923,7 @@ describe("SubdivisionService", () => {
           `DEBUG ["effect-fin: serving the offline snapshot for CAN (the API failed with ApiError; another lookup is asking it again)"]`,
           `INFO ["effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in for 1m 1s; the last failure was ApiError)"]`
         ])
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: (() => {
           const then = failsThenSlow()
           let n = 0
@@ -974,13 +977,13 @@ describe("SubdivisionService", () => {
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
         yield* Effect.gen(function*() {
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("api")
+          expect((yield* list("USA")).source).toBe("snapshot")
+          expect((yield* list("USA")).source).toBe("api")
         }).pipe(Effect.provide(layer))
         const recovery = lines.find((line) => line.includes("answers for USA again"))
         expect(recovery).toContain("ApiError 503 \\\\u001b[2K")
         expect(recovery).not.toMatch(/[^\\]\\u001b/)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: FinTest.sequence(FinTest.json(503, { error: { code: "\x1b[2K\x1b[1Aforged", message: "down" } }), usa)
       }, { subdivisionFallbackCooldown: "0 seconds" })))
 
@@ -989,14 +992,14 @@ describe("SubdivisionService", () => {
       Effect.gen(function*() {
         const { layer, lines } = captureLogs()
         yield* Effect.gen(function*() {
-          for (let i = 0; i < 20; i++) expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          for (let i = 0; i < 20; i++) expect((yield* list("USA")).source).toBe("snapshot")
           expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("api")
+          expect((yield* list("USA")).source).toBe("api")
         }).pipe(Effect.provide(layer))
         expect(lines.filter((line) => line.includes("answers for USA again"))).toEqual([
           `INFO ["effect-fin: the subdivisions API answers for USA again (it failed with ApiError 503, ApiError 502)"] {}`
         ])
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: (() => {
           let n = 0
           return () => (n += 1) > 20 ? usa : FinTest.json(n % 2 === 0 ? 502 : 503, { message: "down" })
@@ -1009,16 +1012,16 @@ describe("SubdivisionService", () => {
       return Effect.gen(function*() {
         const { layer, lines } = captureLogs()
         yield* Effect.gen(function*() {
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          expect((yield* list("USA")).source).toBe("snapshot")
           failing = false
           yield* advance(31_000)
-          expect((yield* list("CAN").pipe(noRetries)).source).toBe("api")
+          expect((yield* list("CAN")).source).toBe("api")
           yield* advance(6 * 3600_000)
           failing = true
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          expect((yield* list("USA")).source).toBe("snapshot")
         }).pipe(Effect.provide(layer))
         expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
-      }).pipe(withMode("fallback", { [ROUTE]: () => failing ? FinTest.json(503, { message: "down" }) : usa }))
+      }).pipe(withCooldown({ [ROUTE]: () => failing ? FinTest.json(503, { message: "down" }) : usa }))
     })
 
     // A country that also saw a proxy's page (a cause with no cool-down) keeps its entry past the breaker's close, for
@@ -1029,22 +1032,22 @@ describe("SubdivisionService", () => {
         const { layer, lines } = captureLogs()
         const warnings = () => lines.filter((line) => line.startsWith("WARN"))
         yield* Effect.gen(function*() {
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // 503: warned, cool-down
+          expect((yield* list("USA")).source).toBe("snapshot") // 503: warned, cool-down
           yield* advance(31_000)
           reply = "page"
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // the probe: a page, breaker closes
+          expect((yield* list("USA")).source).toBe("snapshot") // the probe: a page, breaker closes
           reply = "503"
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // 503 again: cool-down
+          expect((yield* list("USA")).source).toBe("snapshot") // 503 again: cool-down
           expect(warnings()).toHaveLength(3)
           yield* advance(31_000)
           reply = "ok"
-          expect((yield* list("CAN").pipe(noRetries)).source).toBe("api") // the outage ends
+          expect((yield* list("CAN")).source).toBe("api") // the outage ends
           yield* advance(6 * 3600_000)
           reply = "503"
-          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot") // a new outage
+          expect((yield* list("USA")).source).toBe("snapshot") // a new outage
         }).pipe(Effect.provide(layer))
         expect(warnings()).toHaveLength(4)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: () =>
           reply === "503"
             ? FinTest.json(503, { message: "down" })
@@ -1057,24 +1060,24 @@ describe("SubdivisionService", () => {
     it.effect("a cached API answer is still served while the snapshot stands in for the others", () =>
       Effect.gen(function*() {
         expect((yield* list("USA")).source).toBe("api")
-        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("snapshot")
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(usa, FinTest.fail("ECONNREFUSED")) })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(usa, FinTest.fail("ECONNREFUSED")) })))
 
     it.effect("a refusal (4xx) starts none: the service answered", () =>
       Effect.gen(function*() {
-        expect((yield* Effect.flip(list("USA").pipe(noRetries)))._tag).toBe("ApiError")
+        expect((yield* Effect.flip(list("USA")))._tag).toBe("ApiError")
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(404, { message: "not found" }), usa) })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(FinTest.json(404, { message: "not found" }), usa) })))
 
     it.effect("a cool-down of 0 asks the API on every lookup", () =>
       Effect.gen(function*() {
-        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("snapshot")
         expect((yield* list("USA")).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", down(), { subdivisionFallbackCooldown: "0 seconds" })))
+      }).pipe(withCooldown(down(), { subdivisionFallbackCooldown: "0 seconds" })))
 
     it.effect("online mode never serves the snapshot: each lookup asks the API", () =>
       Effect.gen(function*() {
@@ -1083,12 +1086,29 @@ describe("SubdivisionService", () => {
         expect(yield* calls).toBe(2)
       }).pipe(withMode("online", down())))
 
-    it.effect("fallback: the snapshot on a plain 500, which starts a cool-down", () =>
+    // A one-off 503 that the client's retries would have absorbed says nothing of the service: the caller who asked
+    // for fewer gets the snapshot, the others keep asking the API. One who asked for more, all failed, starts one.
+    it.effect("a failure after fewer retries than the client makes (the caller's own maxRetries) starts no cool-down", () =>
       Effect.gen(function*() {
         expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(503, { message: "busy" }), usa) })))
+
+    it.effect("a failure after more retries than the client makes starts a cool-down", () =>
+      Effect.gen(function*() {
+        const patient = HttpTransport.withOptions({ maxRetries: 3 })
+        expect((yield* FinTest.advanceUntilDone(list("USA").pipe(patient), { step: "1 second" })).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("snapshot")
+        expect(yield* calls).toBe(4)
+      }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(503, { message: "busy" }) })))
+
+    it.effect("fallback: the snapshot on a plain 500, which starts a cool-down", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA")).source).toBe("snapshot")
         expect((yield* list("CAN")).source).toBe("snapshot")
         expect(yield* calls).toBe(1)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(500, { message: "boom" }), usa) })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(FinTest.json(500, { message: "boom" }), usa) })))
 
     it.effect("the client's own deadline starts a cool-down (no per-call deadline)", () =>
       Effect.gen(function*() {
@@ -1097,11 +1117,11 @@ describe("SubdivisionService", () => {
         expect((yield* Fiber.join(fiber)).source).toBe("snapshot")
         expect((yield* list("CAN")).source).toBe("snapshot")
         expect(yield* calls).toBe(1)
-      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, usa) }, { deadline: "2 seconds", maxRetries: 0 })))
+      }).pipe(withCooldown({ [ROUTE]: FinTest.sequence(FinTest.stall, usa) }, { deadline: "2 seconds", maxRetries: 0 })))
 
     it.effect("a cool-down of 0: after a failure, concurrent lookups of a country share one call, none gets the snapshot", () =>
       Effect.gen(function*() {
-        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("snapshot")
         const first = yield* Effect.fork(list("USA"))
         yield* advance(10)
         const second = yield* Effect.fork(list("USA"))
@@ -1109,7 +1129,7 @@ describe("SubdivisionService", () => {
         expect((yield* Fiber.join(first)).source).toBe("api")
         expect((yield* Fiber.join(second)).source).toBe("api")
         expect(yield* calls).toBe(2)
-      }).pipe(withMode("fallback", {
+      }).pipe(withCooldown({
         [ROUTE]: (() => {
           let n = 0
           return (request) => (++n === 1 ? FinTest.fail("ECONNREFUSED") : FinTest.delayed("1 second", () => usa)(request))
@@ -1128,12 +1148,11 @@ describe("SubdivisionService", () => {
         expect.stringContaining("for the next 50s, then ask it again")
       ])
     }).pipe(
-      noRetries,
       Effect.provide(layer),
       withMode("fallback", {
         "POST /v1/oauth/token": () => FinTest.json(503, { message: "down" }, { "retry-after": "120" }),
         [ROUTE]: () => usa
-      })
+      }, { maxRetries: 0 })
     )
   })
 })
