@@ -426,14 +426,21 @@ const inVariables = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
   const variable = (variables as Record<string, string>)[option]
   return variable === undefined
     ? error
-    : ConfigError.InvalidData([variable], error.message.replace(new RegExp(`^${option}\\b`), variable))
+    // The environment clash names the other option too.
+    : ConfigError.InvalidData(
+      [variable],
+      error.message.replace(new RegExp(`^${option}\\b`), variable)
+        .replace(", and environment is", ", and FIN_ENVIRONMENT is")
+    )
 }
 
 // One Config per option, each reading its variable.
 const envOptions = {
   // Read as plain text: `resolve` says what is wrong with it, in the words it uses for the secret.
   clientId: Config.string("FIN_CLIENT_ID"),
-  clientSecret: Config.redacted("FIN_CLIENT_SECRET"),
+  // Read as text and wrapped, not `Config.redacted`: that one replaces a missing variable's message with "<redacted>",
+  // and the provider's own message is the one that names the variable as it is read (under a nested provider).
+  clientSecret: Config.map(Config.string("FIN_CLIENT_SECRET"), Redacted.make),
   environment: Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT")),
   baseUrl: Config.option(Config.string("FIN_BASE_URL")),
   timeout: Config.option(durationVar("timeout")),
@@ -474,9 +481,12 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  */
 export const fromEnv: Config.Config<Options> = Config.map(Config.all(envOptions), toOptions)
 
-// A variable that is not set, said so (Config.redacted hides the message of a missing secret as "<redacted>").
+// A variable that is not set, said so. Under a nested provider (`ConfigProvider.nested("A")`) the path holds its
+// prefix, which only the provider knows how to join (`A_FIN_CLIENT_ID` from the environment): its message is kept.
 const notSetSaid = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
-  ConfigError.isMissingData(error) ? ConfigError.MissingData(error.path, `${error.path.join(".")} is not set`) : error
+  ConfigError.isMissingData(error) && error.path.length === 1
+    ? ConfigError.MissingData(error.path, `${error.path[0]} is not set`)
+    : error
 
 /**
  * `fromEnv`, checked as `resolve` checks options, every problem naming its variable (`FIN_MAX_RETRIES`, not

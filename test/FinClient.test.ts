@@ -240,6 +240,34 @@ describe("FinConfig", () => {
       ])
     }))
 
+  it.effect("from FIN_* variables under a nested provider, a missing one is named as the provider reads it", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
+        Effect.withConfigProvider(ConfigProvider.fromEnv().pipe(ConfigProvider.nested("EFFECT_FIN_NO_SUCH_MERCHANT")))
+      ))
+      // EFFECT_FIN_NO_SUCH_MERCHANT_FIN_CLIENT_ID is the variable read; with a dot, it is none an operator could set.
+      expect(String(error)).toContain("EFFECT_FIN_NO_SUCH_MERCHANT_FIN_CLIENT_ID")
+      expect(String(error)).toContain("EFFECT_FIN_NO_SUCH_MERCHANT_FIN_CLIENT_SECRET")
+      expect(String(error)).not.toContain("<redacted>")
+    }))
+
+  it.effect("from FIN_* variables, the environment clash names both variables", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([
+            ["FIN_CLIENT_ID", "id"],
+            ["FIN_CLIENT_SECRET", "secret"],
+            ["FIN_ENVIRONMENT", "production"],
+            ["FIN_BASE_URL", "https://sandbox.api.fin.com"]
+          ])
+        ))
+      ))
+      expect(String(error)).toContain(
+        `FIN_BASE_URL is the sandbox environment's address, and FIN_ENVIRONMENT is "production"`
+      )
+    }))
+
   it.effect("layerFromEnv reads FIN_* variables, with the secret redacted", () =>
     Effect.gen(function*() {
       const options = yield* FinConfig.fromEnv.pipe(
