@@ -56,7 +56,7 @@ export interface Options {
   readonly refreshMargin?: DurationOption | undefined
   /** Send b3/traceparent headers. Default false. */
   readonly tracePropagation?: boolean | undefined
-  /** Appended to `effect-fin/<version>`. */
+  /** Appended to `effect-fin/<version>`: printable ASCII, at most 512 characters. */
   readonly userAgent?: string | undefined
   /** Default `"fallback"`. */
   readonly subdivisionMode?: SubdivisionMode | undefined
@@ -296,7 +296,9 @@ const checks = (options: Options): Checked => {
       [
         () => userAgent === undefined || (typeof userAgent === "string" && /^[\x20-\x7e]*$/.test(userAgent)),
         "userAgent must be printable ASCII text"
-      ]
+      ],
+      // Sent on every request: a long one is refused by servers (431) only once a call is made.
+      [() => typeof userAgent !== "string" || userAgent.length <= 512, "userAgent must be at most 512 characters"]
     ),
     subdivisionMode: checked(mode, "subdivisionMode", [
       () => mode === "online" || mode === "offline" || mode === "fallback",

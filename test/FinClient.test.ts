@@ -151,6 +151,7 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")
       expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
       expect(yield* configError({ ...base, userAgent: "app/1\x7f" })).toContain("userAgent")
+      expect(yield* configError({ ...base, userAgent: "a".repeat(513) })).toContain("userAgent must be at most 512")
     }))
 
   it.effect("an option that is none of FinConfig.Options (misspelt, from a config file) is a ConfigError naming it", () =>
