@@ -233,7 +233,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
 
     // A caller with its own options (`HttpTransport.withOptions`) makes its own call rather than join one made under
     // another caller's deadline and retries.
-    const shareable = (options: HttpTransport.CallOptions) => Object.values(options).every((value) => value === undefined)
+    const shareable = CallOptionsInternal.overridesNothing
     const apiList = (country: CountryCode.CountryCode) => (subdivisions: ReadonlyArray<Subdivisions.Subdivision>) =>
       ({ country, subdivisions, source: "api" }) satisfies SubdivisionList
     // An empty list where the snapshot has entries is served but not kept: a degraded service's [] is not pinned for

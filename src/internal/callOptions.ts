@@ -48,6 +48,13 @@ export const notAnObject = (options: unknown): string | undefined =>
   typeof options === "object" && options !== null ? undefined : options === null ? "null" : typeof options
 
 /**
+ * Whether `options` (`currentCallOptions`) override nothing: every option left undefined, and no mark of overrides that
+ * were no object (a symbol key, which `Object.keys` and `Object.values` do not see), which `resolve` refuses.
+ */
+export const overridesNothing = (options: CallOptions): boolean =>
+  Object.values(options).every((value) => value === undefined) && !Object.hasOwn(options, NOT_AN_OBJECT)
+
+/**
  * `options` over `defaults`; an override that is out of range, or none of the three (from untyped code: `maxRetry`,
  * which would otherwise change nothing without a word), is a `RequestValidationError` naming it.
  */
