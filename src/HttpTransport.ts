@@ -247,15 +247,16 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 // `?` and the text values, in order; one left undefined is not sent (never as "undefined").
 const queryString = (query: unknown): Either.Either<string, RequestValidationError> => {
   if (query === undefined) return Either.right("")
-  const refused = Either.left(Issues.refusal("query", "Invalid request query", "an object of text values"))
-  if (typeof query !== "object" || query === null || Array.isArray(query)) return refused
+  // Made only when refused: an error (a schema-checked class, with its stack trace) costs more than the whole query.
+  const refused = () => Either.left(Issues.refusal("query", "Invalid request query", "an object of text values"))
+  if (typeof query !== "object" || query === null || Array.isArray(query)) return refused()
   // A URLSearchParams, a Map (from untyped code, or past a cast) holds its values as entries, not fields: they would
   // all be left out without a word. (An instance of a class whose fields are the values, a Schema.Class, is taken.)
-  if (Symbol.iterator in query) return refused
+  if (Symbol.iterator in query) return refused()
   const params = new URLSearchParams()
   for (const [key, value] of Object.entries(query)) {
     if (value === undefined) continue
-    if (typeof value !== "string") return refused
+    if (typeof value !== "string") return refused()
     // Sent as it is, or not at all: a lone surrogate would arrive as U+FFFD, a value the caller never gave.
     if (LONE_SURROGATE.test(key) || LONE_SURROGATE.test(value)) {
       return Either.left(
@@ -293,7 +294,8 @@ const kindOf = (value: unknown): string => Object.prototype.toString.call(value)
 // field); a Redacted (its placeholder); an Effect data type (Option, BigDecimal, Duration...: its inspection form,
 // `_id` and all); a Map, a Set, an Error, any other object whose state JSON cannot see (`{}`; an Effect data class
 // with no fields is one's own `{}`); binary data (its bytes as keys, or a Buffer's `{ type, data }`); a value whose
-// `toJSON` gives nothing (left out).
+// `toJSON` gives nothing (left out); a function (left out of an object: an amount not called, `order.total` for
+// `order.total()`, would go missing without a word, as a symbol would).
 const changedInJson = (original: unknown, value: unknown, inList: boolean): boolean => {
   switch (typeof value) {
     case "number":
@@ -301,7 +303,6 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
     case "undefined":
       return inList || (original !== undefined && typeof original !== "function")
     case "function":
-      return inList
     case "symbol":
       return true
     case "string":

@@ -1476,6 +1476,8 @@ describe("HttpTransport", () => {
         { at: new Date("not a date") },
         { amounts: [1, undefined] },
         [() => 1],
+        // An amount not called (`order.total` for `order.total()`): JSON would leave the field out.
+        { source_amount: () => 3508679 },
         { query: new URLSearchParams("a=1") },
         { cause: new Error("x") },
         { cause: Object.assign(new Error("x"), { code: 1 }) },
