@@ -694,6 +694,8 @@ describe("effect-fin (offline commands)", () => {
       expect(result.stdout).toContain("USAGE")
       // Not a terminal here: plain text, no colour codes in a file or a pipe.
       expect(result.stdout, args.join(" ")).not.toContain("\x1b[")
+      // The variables a call needs are named where the call is (not only in the "is not set" error).
+      if (args[0] !== "webhook") expect(result.stdout, args.join(" ")).toContain("FIN_CLIENT_SECRET")
     }
     // Nor in a usage error on standard error.
     expect((await cli(["quote", "--bogus"])).stderr).not.toContain("\x1b[")

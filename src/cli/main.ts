@@ -215,7 +215,9 @@ const quote = Command.make(
           ["valid till", validTill]
         ]))
     }).pipe(failingAsJson(args.json))
-).pipe(Command.withDescription("Quote a transfer: POST /v1/fee-calculation"))
+).pipe(Command.withDescription(
+  "Quote a transfer: POST /v1/fee-calculation (with FIN_CLIENT_ID and FIN_CLIENT_SECRET; FIN_BASE_URL for the emulator)"
+))
 
 // ---------------------------------------------------------------------------------------------------------------------
 // subdivisions
@@ -276,7 +278,10 @@ const subdivisions = Command.make(
           result.source === "api" ? "from the API" : "offline snapshot: the API call failed, as logged above"
         })`)
     }).pipe(failingAsJson(args.json))
-).pipe(Command.withDescription("List the ISO 3166-2 subdivisions of a country"))
+).pipe(Command.withDescription(
+  "List the ISO 3166-2 subdivisions of a country (from the API with FIN_CLIENT_ID and FIN_CLIENT_SECRET; " +
+    "--offline or --search: from the bundled snapshot, no credentials)"
+))
 
 // ---------------------------------------------------------------------------------------------------------------------
 // webhook verify
@@ -508,8 +513,11 @@ const commandOf = (args: ReadonlyArray<string>): string | undefined =>
  */
 export const command = Command.make("effect-fin").pipe(
   Command.withDescription(
-    "Fin Orchestration API from the command line (configured by FIN_* variables). Also: `effect-fin snapshot --help` " +
-      "(rebuild or check the ISO 3166-2 snapshot) and `effect-fin cross-check --help` (compare it with the API)"
+    "Fin Orchestration API from the command line, configured by FIN_* variables: FIN_CLIENT_ID and " +
+      "FIN_CLIENT_SECRET (for calls to the service), FIN_ENVIRONMENT (sandbox or production), FIN_BASE_URL (the " +
+      "emulator's address, say); the README lists the others (FIN_TIMEOUT, FIN_MAX_RETRIES...). Also: " +
+      "`effect-fin snapshot --help` (rebuild or check the ISO 3166-2 snapshot) and `effect-fin cross-check --help` " +
+      "(compare it with the API)"
   ),
   Command.withSubcommands([quote, subdivisions, webhook, emulator])
 )
