@@ -476,7 +476,8 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
  * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
  * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
- * `500 millis`.
+ * `500 millis`. Read, not checked: a value it reads is checked where the options are resolved, and a problem then
+ * names the option (`maxRetries`); `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them, naming the variable.
  *
  * @since 0.1.0
  * @category config
