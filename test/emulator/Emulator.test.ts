@@ -557,6 +557,34 @@ describe("Emulator", () => {
         expect(one).toContain(200)
       }))
 
+    it.scopedLive("with a seed, a rule on every route makes the same choices when tokens are issued in between", () =>
+      Effect.gen(function*() {
+        // `*`, the default route: the token requests are faulted too, and their number must not move the lookups'.
+        const run = (tokens: number) =>
+          Effect.scoped(Effect.gen(function*() {
+            const emulator = yield* Emulator.make({ seed: 7, faults: [{ kind: "status", status: 503, rate: 0.5 }] })
+            const statuses: Array<number> = []
+            for (let i = 0; i < 16; i++) {
+              for (let j = 0; j < (i % 4 === 0 ? tokens : 0); j++) yield* call(emulator.url, "POST", "/v1/oauth/token")
+              statuses.push((yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions")).status)
+            }
+            return statuses
+          }))
+        const none = yield* run(0)
+        expect(yield* run(2)).toEqual(none)
+        expect(none).toContain(503)
+        expect(none).toContain(401)
+      }))
+
+    it.scopedLive("two emulators with the same seed hand out different tokens, neither accepting the other's", () =>
+      Effect.gen(function*() {
+        const first = yield* Emulator.make({ seed: 1 })
+        const second = yield* Emulator.make({ seed: 1 })
+        const token = (yield* tokenOf(first))["access_token"]!
+        expect((yield* tokenOf(second))["access_token"]).not.toBe(token)
+        expect((yield* call(second.url, "GET", "/v1/countries/USA/subdivisions", { token })).status).toBe(401)
+      }))
+
     it.scopedLive("closing the emulator ends stalled requests and frees the port", () =>
       Effect.gen(function*() {
         const { inFlight, port } = yield* Effect.scoped(Effect.gen(function*() {

@@ -94,6 +94,10 @@ const base64url = (text: string): string => Buffer.from(text).toString("base64ur
 /** The JOSE header of the emulator's tokens: `{"alg":"HS256","typ":"JWT"}`, as the documented example begins. */
 const JOSE = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }))
 
+// Emulators made in this process so far: a token names its emulator, so that two started with the same seed (which
+// draw the same bytes) never hand out the same token, each accepting the other's.
+let emulatorsMade = 0
+
 /** The state of one emulator. */
 export interface State {
   readonly settings: Settings
@@ -121,14 +125,18 @@ export interface State {
 export const make = (settings: Settings): Effect.Effect<State> =>
   Effect.gen(function*() {
     const ambient = yield* Effect.random
-    // Two seeded streams: the fault rolls are not moved by the tokens and ids drawn meanwhile (a token request more
+    const emulator = ++emulatorsMade
+    // Seeded streams apart: the fault rolls are not moved by the tokens and ids drawn meanwhile (a token request more
     // or fewer, as timed revocations bring, would otherwise change every fault decision after it).
     const newRandom = (stream: string) =>
       settings.seed === undefined
         ? ambient
         : Random.make(stream === "" ? settings.seed : `${settings.seed}:${stream}`)
     let random = newRandom("")
-    let faultRandom = newRandom("faults")
+    // One fault stream per route: a route's rolls are not moved by requests to the others either (under a `*` rule,
+    // token requests, whose number timed revocations change, would otherwise move every fee decision after them).
+    const newFaultRandoms = () => new Map(routeNames.map((route) => [route, newRandom(`faults:${route}`)] as const))
+    let faultRandoms = newFaultRandoms()
     let rules: Array<Rule> = settings.faults.map((rule) => ({ rule, injected: 0 }))
     let requests = zeroRequests()
     let statuses: Record<string, number> = {}
@@ -142,7 +150,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     // Token -> expiry (epoch ms). Revoking deletes; expiring sets the expiry to now.
     const access = new Map<string, number>()
     const refresh = new Map<string, number>()
-    // Never reset: a token string is never handed out twice in one process.
+    // Never reset: with `emulator`, a token string is never handed out twice in one process.
     let serial = 0
     // For tests that check no token leaks: never reset either (a leak may outlive a reset).
     const issued: Array<string> = []
@@ -169,6 +177,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           const claims = {
             iss: "effect-fin-emulator",
             typ,
+            emulator,
             n: serial,
             iat: Math.floor(now / 1000),
             exp: Math.floor(expiry / 1000)
@@ -190,6 +199,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
         if (candidates.length === 0) return { latency: 0, terminal: undefined }
         // Rolled first, one per rule with a fractional rate, so a seeded run makes the same choices for the same
         // sequence of requests; then decided in one synchronous block.
+        const faultRandom = faultRandoms.get(route)!
         const rolls: Array<number> = []
         for (const { rule } of candidates) {
           rolls.push(rule.rate === undefined || rule.rate >= 1 ? 0 : yield* faultRandom.next)
@@ -255,7 +265,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
 
     const reset = Effect.sync(() => {
       random = newRandom("")
-      faultRandom = newRandom("faults")
+      faultRandoms = newFaultRandoms()
       rules = settings.faults.map((rule) => ({ rule, injected: 0 }))
       requests = zeroRequests()
       statuses = {}
