@@ -83,39 +83,52 @@ export const make = <K, A, E>(options: {
             return Effect.onExit(options.lookup(key), (exit) => record(key, started, undefined, exit))
           }))
 
+    // Uninterruptible up to the entry's update (the step only reads the clock and forks; the lock is held no longer):
+    // a caller interrupted between the fork and the update would leave the lookup unrecorded, and the next caller
+    // would start a second one beside it. Only the wait for the lookup's result is interruptible.
+    const locked = (key: K) =>
+      Effect.flatten(Effect.uninterruptible(SynchronizedRef.modifyEffect(ref, (entries) =>
+        Effect.gen(function*() {
+          const entry = entries.get(key)
+          const now = yield* Monotonic.millis
+          if (fresh(entry, now)) return [Effect.succeed(entry.value), entries] as const
+          if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
+          const deferred = yield* Deferred.make<A, E>()
+          const started = ++lookups
+          // The fiber ends with the lookup's exit as its value, passed on to the waiters: the runtime does not also
+          // report a failure as a fiber that "terminated with an unhandled error".
+          const fiber = yield* options.lookup(key).pipe(
+            Effect.onExit((exit) => Effect.zipRight(record(key, started, deferred, exit), Deferred.done(deferred, exit))),
+            Effect.exit,
+            // Not the first caller's interruptibility: closing the owner's scope must be able to stop it.
+            Effect.interruptible,
+            Effect.forkIn(scope)
+          )
+          // Into a closed scope (the owner is shutting down) the lookup is interrupted before it runs: the waiters
+          // get the interruption instead of waiting for ever. Otherwise the deferred is already done by then.
+          fiber.addObserver((exit) =>
+            Deferred.unsafeDone(deferred, Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))
+          )
+          const next = new Map(entries)
+          next.set(key, { _tag: "Pending", deferred, started })
+          return [Deferred.await(deferred), next] as const
+        })
+      )))
+
+    // A fresh entry, or a lookup in flight, needs no lock: the lock serialises every caller (of every key), so a
+    // cached answer cost each a turn of it (about four times the rest of a lookup), and a thousand callers of a lookup
+    // in flight would wait one after another. Anything else goes through it.
     const get = (key: K, shared = true) =>
-      shared ?
-        // Uninterruptible up to the entry's update (the step only reads the clock and forks; the lock is held no
-        // longer): a caller interrupted between the fork and the update would leave the lookup unrecorded, and the
-        // next caller would start a second one beside it. Only the wait for the lookup's result is interruptible.
-        Effect.flatten(Effect.uninterruptible(SynchronizedRef.modifyEffect(ref, (entries) =>
-          Effect.gen(function*() {
-            const entry = entries.get(key)
-            const now = yield* Monotonic.millis
-            if (fresh(entry, now)) return [Effect.succeed(entry.value), entries] as const
-            if (entry?._tag === "Pending") return [Deferred.await(entry.deferred), entries] as const
-            const deferred = yield* Deferred.make<A, E>()
-            const started = ++lookups
-            // The fiber ends with the lookup's exit as its value, passed on to the waiters: the runtime does not also
-            // report a failure as a fiber that "terminated with an unhandled error".
-            const fiber = yield* options.lookup(key).pipe(
-              Effect.onExit((exit) => Effect.zipRight(record(key, started, deferred, exit), Deferred.done(deferred, exit))),
-              Effect.exit,
-              // Not the first caller's interruptibility: closing the owner's scope must be able to stop it.
-              Effect.interruptible,
-              Effect.forkIn(scope)
-            )
-            // Into a closed scope (the owner is shutting down) the lookup is interrupted before it runs: the waiters
-            // get the interruption instead of waiting for ever. Otherwise the deferred is already done by then.
-            fiber.addObserver((exit) =>
-              Deferred.unsafeDone(deferred, Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))
-            )
-            const next = new Map(entries)
-            next.set(key, { _tag: "Pending", deferred, started })
-            return [Deferred.await(deferred), next] as const
-          })
-        ))) :
-        alone(key)
+      shared
+        ? Effect.flatMap(SynchronizedRef.get(ref), (entries) => {
+          const entry = entries.get(key)
+          if (entry?._tag === "Pending") return Deferred.await(entry.deferred)
+          return Effect.flatMap(
+            Monotonic.millis,
+            (now) => fresh(entry, now) ? Effect.succeed(entry.value) : locked(key)
+          )
+        })
+        : alone(key)
 
     return { get, getIfFresh }
   })
