@@ -260,14 +260,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     const ownLimit = (error: TimeoutError, options: HttpTransport.CallOptions) =>
       (error.kind === "deadline" && options.deadline !== undefined) ||
       (error.kind === "attempt" && options.timeout !== undefined)
-    // Nor does a failure after fewer retries than the client makes (a one-off 503 its retries would have absorbed).
-    const fewerRetries = (options: HttpTransport.CallOptions) =>
-      options.maxRetries !== undefined && options.maxRetries < config.maxRetries
+    // Nor does an answer after fewer retries than the client makes that its retries would have absorbed (a one-off
+    // 503). A stall or a refused connection still starts one: a program whose lookups all fail fast would otherwise
+    // wait out the client's `timeout` on each lookup of a stalled service. So does an answer the client would not
+    // have retried either (a 501, a wait longer than `maxRetryAfter`).
+    const absorbable = (error: FinError, options: HttpTransport.CallOptions) =>
+      options.maxRetries !== undefined && options.maxRetries < config.maxRetries &&
+      (error._tag === "ApiError" || error._tag === "RateLimitError") && Retry.isRetryable(error) &&
+      Duration.lessThanOrEqualTo(Retry.retryAfterOf(error) ?? Duration.zero, config.maxRetryAfter)
     const judge = (options: HttpTransport.CallOptions) => (error: FinError): Breaker.Verdict =>
       error._tag === "RequestValidationError" || (error._tag === "TimeoutError" && ownLimit(error, options))
         ? "unknown"
         : canFallBack(error)
-        ? fewerRetries(options) ? "unknown" : "down"
+        ? absorbable(error, options) ? "unknown" : "down"
         : "up"
 
     // Durations, not dates: the breaker's clock is monotonic, and the wall clock may have been set since.

@@ -1104,6 +1104,27 @@ describe("SubdivisionService", () => {
         expect(yield* calls).toBe(4)
       }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(503, { message: "busy" }) })))
 
+    // A program whose lookups all fail fast still gets a cool-down from a service that stalls or refuses connections:
+    // it would otherwise wait out the client's timeout on every lookup.
+    it.effect("a stall or a refused connection after fewer retries than the client makes starts a cool-down", () =>
+      Effect.gen(function*() {
+        const first = yield* Effect.fork(list("USA").pipe(noRetries))
+        yield* advance(30_000)
+        expect((yield* Fiber.join(first)).source).toBe("snapshot")
+        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        yield* advance(30_000)
+        expect((yield* list("BRA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("MEX").pipe(noRetries)).source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, FinTest.fail("ECONNREFUSED")) })))
+
+    it.effect("an answer the client would not retry (a 501) starts a cool-down whatever the caller's maxRetries", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(501, { message: "no" }), usa) })))
+
     it.effect("fallback: the snapshot on a plain 500, which starts a cool-down", () =>
       Effect.gen(function*() {
         expect((yield* list("USA")).source).toBe("snapshot")
