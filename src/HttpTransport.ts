@@ -349,7 +349,7 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
         "The request body cannot be sent as JSON",
         "a value JSON holds as it is: numbers finite, dates valid, nothing missing in a list; no Redacted (unwrap " +
           "it), Option, BigDecimal or other Effect data type (encode it, or give a bodySchema); no Map, Set, Error " +
-          "or binary data"
+          "or binary data; no function (call it: `order.total()`)"
       )
     )
     : Either.right(text)

@@ -1499,6 +1499,8 @@ describe("HttpTransport", () => {
         expect(error.message).toMatch(/^The request body cannot be sent as JSON: expected a value JSON holds as it is: /)
       }
       expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/things"))).toBe(0)
+      // The refusal says what to mend in an amount not called.
+      expect((yield* Effect.flip(send({ source_amount: () => 3508679 }))).message).toContain("no function (call it")
 
       class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {}
       class Empty extends Schema.Class<Empty>("Empty")({}) {}
