@@ -491,23 +491,56 @@ const notSetSaid = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
     ? ConfigError.MissingData(error.path, `${error.path[0]} is not set`)
     : error
 
+// `ConfigProvider.nested` (effect 3.22) reads every value as a list cut at its commas and gives the first piece: a
+// secret `ab,cd` would be read as `ab`, to fail only as a 401. Text read with no comma left in it, where the provider
+// gives the variable as pieces, is refused (its value never shown), not used cut.
+const TEXTS = ["clientId", "clientSecret", "baseUrl", "userAgent"] as const
+const cutAtComma = (
+  key: typeof TEXTS[number],
+  value: unknown
+): Effect.Effect<Option.Option<ConfigError.ConfigError>> => {
+  const text = Redacted.isRedacted(value)
+    ? Redacted.value(value)
+    : Option.isOption(value)
+    ? Option.getOrUndefined(value)
+    : value
+  if (typeof text !== "string" || text.includes(",")) return Effect.succeed(Option.none())
+  const name = variables[key]
+  return Effect.map(Effect.option(Config.array(Config.string(), name)), (pieces) =>
+    Option.isSome(pieces) && pieces.value.length > 1
+      ? Option.some(ConfigError.InvalidData(
+        [name],
+        `${name} holds a comma, where the configuration provider cut it (a nested ConfigProvider reads every value ` +
+          `as a list): it would be used cut; give it through a provider that is not nested`
+      ))
+      : Option.none())
+}
+
 /**
  * `fromEnv`, checked as `resolve` checks options, every problem naming its variable (`FIN_MAX_RETRIES`, not
  * `maxRetries`), so a misconfigured deployment is told what to change: variables that cannot be read and values the
- * checks refuse, all at once.
+ * checks refuse, all at once. Text that a nested `ConfigProvider` cut at a comma (it reads every value as a list) is
+ * refused, never used cut.
  *
  * @since 0.1.0
  * @category config
  */
-export const optionsFromEnv: Effect.Effect<Options, ConfigError.ConfigError> = Effect.flatMap(
-  Effect.all(Record.map(envOptions, (config: Config.Config<unknown>) => Effect.either(config))),
-  (read) => {
-    const unread = Object.keys(read).filter((key) => Either.isLeft(read[key as keyof typeof read]))
-    const options = toOptions(Record.map(read, Either.getOrUndefined) as Partial<EnvValues>)
-    const errors = [
-      ...Object.values(read).flatMap((result) => Either.isLeft(result) ? [notSetSaid(result.left)] : []),
-      ...problems(checks(options), new Set(unread)).map(inVariables)
-    ]
-    return errors.length === 0 ? Effect.succeed(options) : Effect.fail(allOf(errors))
+export const optionsFromEnv: Effect.Effect<Options, ConfigError.ConfigError> = Effect.gen(function*() {
+  const read = yield* Effect.all(Record.map(envOptions, (config: Config.Config<unknown>) => Effect.either(config)))
+  // Keys whose value came cut: refused as such, not also by `checks` (which saw the cut value).
+  const cut = new Map<string, ConfigError.ConfigError>()
+  for (const key of TEXTS) {
+    const value = read[key]
+    if (Either.isLeft(value)) continue
+    const error = yield* cutAtComma(key, value.right)
+    if (Option.isSome(error)) cut.set(key, error.value)
   }
-)
+  const unread = Object.keys(read).filter((key) => Either.isLeft(read[key as keyof typeof read]))
+  const options = toOptions(Record.map(read, Either.getOrUndefined) as Partial<EnvValues>)
+  const errors = [
+    ...Object.values(read).flatMap((result) => Either.isLeft(result) ? [notSetSaid(result.left)] : []),
+    ...cut.values(),
+    ...problems(checks(options), new Set([...unread, ...cut.keys()])).map(inVariables)
+  ]
+  return errors.length === 0 ? options : yield* Effect.fail(allOf(errors))
+})

@@ -252,6 +252,26 @@ describe("FinConfig", () => {
       expect(String(error)).not.toContain("<redacted>")
     }))
 
+  // A nested provider (effect 3.22) reads every value as a list cut at its commas, and gives the first piece.
+  it.effect("from FIN_* variables, a value a nested provider cut at a comma is refused, never used cut", () =>
+    Effect.gen(function*() {
+      const values = (prefix: string) =>
+        new Map([
+          [`${prefix}FIN_CLIENT_ID`, "id"],
+          [`${prefix}FIN_CLIENT_SECRET`, "s3cr3t,tail"],
+          [`${prefix}FIN_USER_AGENT`, "shop/1 (a, b)"]
+        ])
+      const nested = ConfigProvider.fromMap(values("M.")).pipe(ConfigProvider.nested("M"))
+      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
+      expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_USER_AGENT"])
+      expect(String(error)).toContain("FIN_CLIENT_SECRET holds a comma, where the configuration provider cut it")
+      expect(String(error)).not.toContain("s3cr3t")
+      // Not nested: read whole.
+      const options = yield* FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(values(""))))
+      expect([Redacted.value(options.clientSecret as Redacted.Redacted<string>), options.userAgent])
+        .toEqual(["s3cr3t,tail", "shop/1 (a, b)"])
+    }))
+
   it.effect("from FIN_* variables, the environment clash names both variables", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
