@@ -844,6 +844,18 @@ describe("HttpTransport", () => {
         })))
     }
 
+    // Every 5xx, a 500 as much as a 503: as the transport's own retries turn it (`Retry.retry`).
+    it.effect("a token 500 with Retry-After: 30 past a 5 seconds deadline: RateLimitError at once", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "5 seconds" })))
+        const { _tag, operation, status } = error as { _tag: string; operation?: string; status?: number }
+        expect([_tag, status, operation]).toEqual(["RateLimitError", 500, "POST /v1/oauth/token"])
+        expect(error.message).toContain("more than the call's deadline leaves")
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": FinTest.sequence(status(500, { "retry-after": "30" }), token),
+        [FEE]: () => ok
+      })))
+
     it.effect("a caller whose refresh fallback was refused meanwhile (a 401) still ends at once when the refresh is to wait past its deadline", () =>
       Effect.gen(function*() {
         const hour = 3_600_000

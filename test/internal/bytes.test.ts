@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Bytes from "../../src/internal/bytes.js"
+import * as Hex from "../../src/internal/hex.js"
 
 // A stream pulled one chunk at a time: each array its own pull.
 const chunked = (...arrays: ReadonlyArray<ReadonlyArray<number>>) =>
@@ -41,4 +42,13 @@ describe("internal/bytes", () => {
       expect(yield* readUpTo(Stream.concat(chunked([1, 2, 3, 4, 5]), Stream.fail("never")), 4))
         .toEqual([[1, 2, 3, 4], true])
     }))
+})
+
+describe("internal/hex", () => {
+  // Every byte value, as Node writes it: a wrong digit would otherwise show only as signatures that never match.
+  it("writes every byte as two lower-case hex digits", () => {
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => i)
+    expect(Hex.fromBytes(bytes)).toBe(Buffer.from(bytes).toString("hex"))
+    expect(Hex.fromBytes(new Uint8Array(0))).toBe("")
+  })
 })

@@ -205,6 +205,12 @@ describe("redactor", () => {
     expect(out).not.toContain("s3cr")
   })
 
+  it("a credential that begins right after the kept part adds nothing to it (no <redacted> past keep + 1)", () => {
+    // `keep` 5: "012345" is returned; "tok" begins at 6, outside it, so neither it nor a `<redacted>` says so.
+    expect(redactor(["tok"], 5)("012345tok789")).toBe("012345")
+    expect(redactor(["tok"], 5)("01234tok789")).toBe("01234<redacted>")
+  })
+
   it("with no credential (or only empty ones), still returns only the kept start and one more character", () => {
     expect(redactor([], 5)("0123456789")).toBe("012345")
     expect(redactor([""], 5)("0123456789")).toBe("012345")
