@@ -491,9 +491,10 @@ const notSetSaid = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
     ? ConfigError.MissingData(error.path, `${error.path[0]} is not set`)
     : error
 
-// `ConfigProvider.nested` (effect 3.22) reads every value as a list cut at its commas and gives the first piece: a
-// secret `ab,cd` would be read as `ab`, to fail only as a 401. Text read with no comma left in it, where the provider
-// gives the variable as pieces, is refused (its value never shown), not used cut.
+// `ConfigProvider.nested` (effect 3.22) reads every value as a list cut at its commas (its separator) and gives the
+// first piece: a secret `ab,cd` would be read as `ab`, to fail only as a 401. Text read as the first of the pieces the
+// provider makes of the variable is refused (its value never shown), not used cut; a provider that reads it whole
+// gives more than any piece.
 const TEXTS = ["clientId", "clientSecret", "baseUrl", "userAgent"] as const
 const cutAtComma = (
   key: typeof TEXTS[number],
@@ -504,14 +505,14 @@ const cutAtComma = (
     : Option.isOption(value)
     ? Option.getOrUndefined(value)
     : value
-  if (typeof text !== "string" || text.includes(",")) return Effect.succeed(Option.none())
+  if (typeof text !== "string") return Effect.succeed(Option.none())
   const name = variables[key]
   return Effect.map(Effect.option(Config.array(Config.string(), name)), (pieces) =>
-    Option.isSome(pieces) && pieces.value.length > 1
+    Option.isSome(pieces) && pieces.value.length > 1 && pieces.value[0] === text
       ? Option.some(ConfigError.InvalidData(
         [name],
-        `${name} holds a comma, where the configuration provider cut it (a nested ConfigProvider reads every value ` +
-          `as a list): it would be used cut; give it through a provider that is not nested`
+        `${name} holds a comma (a list separator), where the configuration provider cut it (a nested ConfigProvider ` +
+          `reads every value as a list): it would be used cut; give it through a provider that is not nested`
       ))
       : Option.none())
 }

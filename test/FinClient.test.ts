@@ -264,12 +264,18 @@ describe("FinConfig", () => {
       const nested = ConfigProvider.fromMap(values("M.")).pipe(ConfigProvider.nested("M"))
       const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
       expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_USER_AGENT"])
-      expect(String(error)).toContain("FIN_CLIENT_SECRET holds a comma, where the configuration provider cut it")
+      expect(String(error)).toContain("FIN_CLIENT_SECRET holds a comma (a list separator), where the configuration")
       expect(String(error)).not.toContain("s3cr3t")
       // Not nested: read whole.
       const options = yield* FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(values(""))))
       expect([Redacted.value(options.clientSecret as Redacted.Redacted<string>), options.userAgent])
         .toEqual(["s3cr3t,tail", "shop/1 (a, b)"])
+      // Nor with a separator of its own, which the text holds whole.
+      const semicolons = ConfigProvider.fromMap(new Map([...values(""), ["FIN_CLIENT_SECRET", "s3cr3t;tail"]]), {
+        seqDelim: ";"
+      })
+      const whole = yield* FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(semicolons))
+      expect(Redacted.value(whole.clientSecret as Redacted.Redacted<string>)).toBe("s3cr3t;tail")
     }))
 
   it.effect("from FIN_* variables, the environment clash names both variables", () =>
