@@ -263,11 +263,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
     // Nor does an answer after fewer retries than the client makes that its retries would have absorbed (a one-off
     // 503). A stall or a refused connection still starts one: a program whose lookups all fail fast would otherwise
     // wait out the client's `timeout` on each lookup of a stalled service. So does an answer the client would not
-    // have retried either (a 501, a wait longer than `maxRetryAfter`).
-    const absorbable = (error: FinError, options: HttpTransport.CallOptions) =>
-      options.maxRetries !== undefined && options.maxRetries < config.maxRetries &&
-      (error._tag === "ApiError" || error._tag === "RateLimitError") && Retry.isRetryable(error) &&
-      Duration.lessThanOrEqualTo(Retry.retryAfterOf(error) ?? Duration.zero, config.maxRetryAfter)
+    // have retried either (a 501, a wait longer than `maxRetryAfter`, or than the client's `deadline`), and a 5xx
+    // whose wait outlasted the client's deadline (a RateLimitError): the client's own retries end with it too. Only
+    // the caller's own deadline (`withOptions`) may have cut that wait short.
+    const absorbable = (error: FinError, options: HttpTransport.CallOptions) => {
+      const wait = Retry.retryAfterOf(error) ?? Duration.zero
+      return options.maxRetries !== undefined && options.maxRetries < config.maxRetries &&
+        (error._tag === "ApiError" || (error._tag === "RateLimitError" && options.deadline !== undefined)) &&
+        Retry.isRetryable(error) && Duration.lessThanOrEqualTo(wait, config.maxRetryAfter) &&
+        Duration.lessThan(wait, config.deadline)
+    }
     const judge = (options: HttpTransport.CallOptions) => (error: FinError): Breaker.Verdict =>
       error._tag === "RequestValidationError" || (error._tag === "TimeoutError" && ownLimit(error, options))
         ? "unknown"

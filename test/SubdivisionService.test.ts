@@ -1118,6 +1118,29 @@ describe("SubdivisionService", () => {
         expect(yield* calls).toBe(2)
       }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.stall, FinTest.fail("ECONNREFUSED")) })))
 
+    // The client itself would have ended with that answer: a lookup that waited out most of the deadline for it is
+    // not followed by another such wait.
+    it.effect("a 5xx whose wait outlasts the client's deadline starts a cool-down after fewer retries too", () =>
+      Effect.gen(function*() {
+        const fewer = HttpTransport.withOptions({ maxRetries: 1 })
+        const first = yield* FinTest.advanceUntilDone(list("USA").pipe(fewer), { step: "1 second" })
+        expect(first.source).toBe("snapshot")
+        const second = yield* FinTest.advanceUntilDone(list("CAN").pipe(fewer), { step: "1 second" })
+        expect(second.source).toBe("snapshot")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "50" }) })))
+
+    it.effect("a wait within maxRetryAfter but not the client's deadline starts a cool-down after fewer retries", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode(
+        "fallback",
+        { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "90" }) },
+        { maxRetryAfter: "120 seconds" }
+      )))
+
     it.effect("an answer the client would not retry (a 501) starts a cool-down whatever the caller's maxRetries", () =>
       Effect.gen(function*() {
         expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
