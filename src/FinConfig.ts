@@ -478,6 +478,9 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
  * `500 millis`. Read, not checked: a value it reads is checked where the options are resolved, and a problem then
  * names the option (`maxRetries`); `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them, naming the variable.
+ * Under a nested `ConfigProvider` (effect 3.22), which reads every value as a list, a value holding a comma fails the
+ * whole read with a `MissingData` naming no variable ("The element at index 1 in a sequence ... was missing");
+ * `optionsFromEnv` names it.
  *
  * @since 0.1.0
  * @category config
@@ -491,55 +494,51 @@ const notSetSaid = (error: ConfigError.ConfigError): ConfigError.ConfigError =>
     ? ConfigError.MissingData(error.path, `${error.path[0]} is not set`)
     : error
 
-// `ConfigProvider.nested` (effect 3.22) reads every value as a list cut at its commas (its separator) and gives the
-// first piece: a secret `ab,cd` would be read as `ab`, to fail only as a 401. Text read as the first of the pieces the
-// provider makes of the variable is refused (its value never shown), not used cut; a provider that reads it whole
-// gives more than any piece.
-const TEXTS = ["clientId", "clientSecret", "baseUrl", "userAgent"] as const
-const cutAtComma = (
-  key: typeof TEXTS[number],
-  value: unknown
-): Effect.Effect<Option.Option<ConfigError.ConfigError>> => {
-  const text = Redacted.isRedacted(value)
-    ? Redacted.value(value)
-    : Option.isOption(value)
-    ? Option.getOrUndefined(value)
-    : value
-  if (typeof text !== "string") return Effect.succeed(Option.none())
-  const name = variables[key]
-  return Effect.map(Effect.option(Config.array(Config.string(), name)), (pieces) =>
-    Option.isSome(pieces) && pieces.value.length > 1 && pieces.value[0] === text
-      ? Option.some(ConfigError.InvalidData(
-        [name],
-        `${name} holds a comma (a list separator), where the configuration provider cut it (a nested ConfigProvider ` +
-          `reads every value as a list): it would be used cut; give it through a provider that is not nested`
-      ))
-      : Option.none())
-}
+// `ConfigProvider.nested` (effect 3.22) reads every value as a list cut at the provider's separator (`seqDelim`, a
+// comma unless set) and gives the first piece: a secret `ab,cd` would be read as `ab`, to fail only as a 401, and
+// `FIN_MAX_RETRIES=1,000` as 1. A variable is cut when it reads as a list of several pieces whose first is the text
+// read: a provider that reads it whole gives more than that piece (a separator and what follows), so a value holding
+// the separator is not refused there (a secret `ab|cd` under `fromEnv({ seqDelim: "|" })`); nor is a comma, when the
+// separator is another. Read as text, whatever the option's type: its value is never shown.
+const cutVariable = (name: string): Effect.Effect<Option.Option<ConfigError.ConfigError>> =>
+  Effect.map(
+    Effect.option(Effect.all([Config.string(name), Config.array(Config.string(), name)])),
+    Option.flatMap(([text, pieces]) =>
+      pieces.length > 1 && pieces[0] === text
+        ? Option.some(ConfigError.InvalidData(
+          [name],
+          `${name} holds a list separator (a comma, unless the provider was given another), where the configuration ` +
+            `provider cut it (a nested ConfigProvider reads every value as a list): it would be used cut; give it ` +
+            `through a provider that is not nested`
+        ))
+        : Option.none()
+    )
+  )
 
 /**
  * `fromEnv`, checked as `resolve` checks options, every problem naming its variable (`FIN_MAX_RETRIES`, not
  * `maxRetries`), so a misconfigured deployment is told what to change: variables that cannot be read and values the
- * checks refuse, all at once. Text that a nested `ConfigProvider` cut at a comma (it reads every value as a list) is
- * refused, never used cut.
+ * checks refuse, all at once. A value that a nested `ConfigProvider` cut at a comma (it reads every value as a list)
+ * is refused, never used cut.
  *
  * @since 0.1.0
  * @category config
  */
 export const optionsFromEnv: Effect.Effect<Options, ConfigError.ConfigError> = Effect.gen(function*() {
   const read = yield* Effect.all(Record.map(envOptions, (config: Config.Config<unknown>) => Effect.either(config)))
-  // Keys whose value came cut: refused as such, not also by `checks` (which saw the cut value).
+  // Keys whose value came cut: refused as such, not also as the cut value did not read (`FIN_TIMEOUT=1,500 millis`
+  // read as "1") or by `checks` (which saw the cut value).
   const cut = new Map<string, ConfigError.ConfigError>()
-  for (const key of TEXTS) {
-    const value = read[key]
-    if (Either.isLeft(value)) continue
-    const error = yield* cutAtComma(key, value.right)
+  for (const [key, name] of Object.entries(variables)) {
+    const error = yield* cutVariable(name)
     if (Option.isSome(error)) cut.set(key, error.value)
   }
   const unread = Object.keys(read).filter((key) => Either.isLeft(read[key as keyof typeof read]))
   const options = toOptions(Record.map(read, Either.getOrUndefined) as Partial<EnvValues>)
   const errors = [
-    ...Object.values(read).flatMap((result) => Either.isLeft(result) ? [notSetSaid(result.left)] : []),
+    ...Object.entries(read).flatMap(([key, result]) =>
+      Either.isLeft(result) && !cut.has(key) ? [notSetSaid(result.left)] : []
+    ),
     ...cut.values(),
     ...problems(checks(options), new Set([...unread, ...cut.keys()])).map(inVariables)
   ]

@@ -264,7 +264,7 @@ describe("FinConfig", () => {
       const nested = ConfigProvider.fromMap(values("M.")).pipe(ConfigProvider.nested("M"))
       const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
       expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_USER_AGENT"])
-      expect(String(error)).toContain("FIN_CLIENT_SECRET holds a comma (a list separator), where the configuration")
+      expect(String(error)).toContain("FIN_CLIENT_SECRET holds a list separator (a comma, unless")
       expect(String(error)).not.toContain("s3cr3t")
       // Not nested: read whole.
       const options = yield* FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(values(""))))
@@ -276,6 +276,37 @@ describe("FinConfig", () => {
       })
       const whole = yield* FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(semicolons))
       expect(Redacted.value(whole.clientSecret as Redacted.Redacted<string>)).toBe("s3cr3t;tail")
+    }))
+
+  // Only a value the provider cut is refused: one holding a separator that a provider not nested reads whole is used.
+  it.effect("from FIN_* variables, any value a nested provider cut is refused (a count too), none read whole", () =>
+    Effect.gen(function*() {
+      const values = (prefix: string) =>
+        new Map([
+          [`${prefix}FIN_CLIENT_ID`, "id"],
+          [`${prefix}FIN_CLIENT_SECRET`, "ab|cd"],
+          [`${prefix}FIN_USER_AGENT`, "shop/1 (linux)"],
+          [`${prefix}FIN_MAX_RETRIES`, "1|000"]
+        ])
+      const whole = ConfigProvider.fromMap(values(""), { seqDelim: "|" })
+      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(whole)))
+      // Read whole: only the count is refused, as not a count.
+      expect(problemPaths(error)).toEqual(["FIN_MAX_RETRIES"])
+      expect(String(error)).toContain(`received "1|000"`)
+      const nested = ConfigProvider.fromMap(values("M."), { seqDelim: "|" }).pipe(ConfigProvider.nested("M"))
+      const cut = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
+      // Cut (a maxRetries of 1, used without a word before): each refused as cut, the secret's text never shown.
+      expect(problemPaths(cut)).toEqual(["FIN_CLIENT_SECRET", "FIN_MAX_RETRIES"])
+      expect(String(cut)).not.toContain("ab")
+      const spaced = ConfigProvider.fromMap(values(""), { seqDelim: " " })
+      const options = yield* FinConfig.optionsFromEnv.pipe(
+        Effect.withConfigProvider(ConfigProvider.orElse(
+          ConfigProvider.fromMap(new Map([["FIN_MAX_RETRIES", "3"]]), { seqDelim: " " }),
+          () => spaced
+        ))
+      )
+      expect([Redacted.value(options.clientSecret as Redacted.Redacted<string>), options.userAgent, options.maxRetries])
+        .toEqual(["ab|cd", "shop/1 (linux)", 3])
     }))
 
   it.effect("from FIN_* variables, the environment clash names both variables", () =>
