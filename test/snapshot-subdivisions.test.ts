@@ -152,6 +152,20 @@ describe("snapshot-subdivisions", () => {
       expect(Object.keys(meta.counts)).toHaveLength(249)
     })
 
+    it.live("--check passes on the committed files: every field of the meta, not only those above", () =>
+      Effect.gen(function*() {
+        // CI runs the tests, not `npm run snapshot -- --check`: a hand-edited count or generator must fail here too.
+        const output: Array<string> = []
+        const code = yield* run({
+          ...options("data"),
+          modulePath: "src/internal/subdivisionsData.ts",
+          check: true,
+          log: (text) => output.push(text)
+        })
+        expect(output.join("\n")).toContain("is up to date")
+        expect(code).toBe(0)
+      }))
+
     it("keys by alpha-3 in order, entries by code, one per line", () => {
       const text = serializeSnapshot({
         USA: [entry("US-NY", "New York"), entry("US-CA", "California")],
@@ -370,6 +384,22 @@ describe("snapshot-subdivisions", () => {
       const result = crossCheckCountry(snapshot, api, "US")
       expect(result.invalid.map((e) => e.reason)).toEqual(["malformed_code", "malformed_code", "malformed_code"])
       expect(result.extra).toEqual([])
+    })
+
+    it("a code the API wrote without its country, with the alpha-3 or an underscore is invalid, not also extra", () => {
+      const snapshot = [entry("US-CA", "California"), entry("US-NY", "New York"), entry("US-TX", "Texas")]
+      const api = [
+        { code: "CA", name: "California" },
+        { code: "USA-NY", name: "New York" },
+        { code: "US_TX", name: "Texas" }
+      ]
+      const result = crossCheckCountry(snapshot, api, "US")
+      expect(result.invalid.map((e) => e.reason)).toEqual(["malformed_code", "malformed_code", "malformed_code"])
+      expect(result.extra).toEqual([])
+      // The alpha-3 is the country's own, not any three letters: AUT-9 is Austria's AT-9, ABC-9 names nothing.
+      const wien = [entry("AT-9", "Wien")]
+      expect(crossCheckCountry(wien, [{ code: "AUT-9", name: "Wien" }], "AT").extra).toEqual([])
+      expect(crossCheckCountry(wien, [{ code: "ABC-9", name: "Wien" }], "AT").extra).toEqual(wien)
     })
 
     it("a code with a four-character suffix is malformed; a name with a bidirectional isolate is unprintable", () => {

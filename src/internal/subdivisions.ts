@@ -7,7 +7,9 @@
  *
  * @internal
  */
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as CountryCode from "../CountryCode.js"
 
 /**
  * An ISO 3166-2 code: the alpha-2 country code, a hyphen, one to three letters or digits (`"US-CA"`, `"GB-BFS"`).
@@ -295,10 +297,16 @@ export const comparable = (name: string): string => {
 const leadingBlanks = new RegExp(`^[${blanks}]+`, "u")
 const blankOrFormat = new RegExp(`^[${blanks}]$`, "u")
 
-// A code as the API may have mangled it (full-width letters, an invisible character in it, a typographic hyphen, dash
-// or minus sign for its hyphen), in the snapshot's form.
-const codeForm = (code: string): string =>
-  code.normalize("NFKC").replace(/[\s\p{Cf}]/gu, "").replace(/[\p{Pd}\u2212]/gu, "-").toUpperCase()
+// A code as the API may have mangled it (full-width letters, an invisible character in it, a typographic hyphen, dash,
+// minus sign or underscore for its hyphen; written without its country, `CA`, or with the country's alpha-3,
+// `USA-CA`), in the snapshot's form: the snapshot's code then counts once, as invalid, not also as extra.
+const codeForm = (code: string, alpha2: string | undefined): string => {
+  const form = code.normalize("NFKC").replace(/[\s\p{Cf}]/gu, "").replace(/[\p{Pd}\u2212_]/gu, "-").toUpperCase()
+  if (alpha2 === undefined) return form
+  if (/^[A-Z0-9]{1,3}$/.test(form)) return `${alpha2}-${form}`
+  const alpha3 = Option.getOrUndefined(CountryCode.fromAlpha2(alpha2))
+  return alpha3 !== undefined && form.startsWith(`${alpha3}-`) ? `${alpha2}${form.slice(3)}` : form
+}
 
 /**
  * Compares the snapshot's entries of one country (of ISO 3166-1 `alpha2`, when known) with the API's (see
@@ -314,7 +322,7 @@ export const crossCheckCountry = (
 ): CrossCheck => {
   const { invalid, valid } = screen(apiEntries, alpha2)
   const diff = compareEntries(snapshotEntries, valid, false)
-  const listedAsInvalid = new Set(invalid.map((entry) => codeForm(entry.code)))
+  const listedAsInvalid = new Set(invalid.map((entry) => codeForm(entry.code, alpha2)))
   return {
     invalid,
     missing: diff.added,
