@@ -217,8 +217,8 @@ const rankOf = (name: string, query: string): number => {
 }
 
 /**
- * Subdivisions of `country` whose name contains `text`, ignoring case, diacritics and apostrophes, other punctuation
- * counting as a space (`"sao paulo"` finds `BR-SP` São Paulo, `"ile de france"` Île-de-France, `"new y"` `US-NY`;
+ * Subdivisions of `country` whose name contains `text`, ignoring case, diacritics, apostrophes and full width (`"ｎｙ"`
+ * as `"ny"`), other punctuation counting as a space (`"sao paulo"` finds `BR-SP` São Paulo, `"ile de france"` Île-de-France, `"new y"` `US-NY`;
  * `"n.y."` nothing); a query equal to the code (`"US-NY"`, `"ny"`) counts as exact.
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
  * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; a

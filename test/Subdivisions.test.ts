@@ -163,13 +163,16 @@ describe("Subdivisions", () => {
       expect(normalize("Ærøskøbing ǝ")).toBe("aeroskobing e")
     })
 
-    it("normalize: ß as ss, non-ASCII punctuation and a backtick as word breaks or nothing, letters past U+FFFF kept whole", () => {
+    it("normalize: ß as ss, non-ASCII punctuation and a backtick as word breaks or nothing, letters past U+FFFF kept whole, full-width letters", () => {
       expect(normalize("Straße")).toBe("strasse")
       expect(normalize("Zürich")).toBe("zurich")
       expect(normalize("Saint\u2014Denis")).toBe("saint denis") // an em dash separates words
       expect(normalize("Ra`s al Khaymah")).toBe("ras al khaymah") // a backtick is an apostrophe
       expect(normalize(" -Saint-Denis- ")).toBe("saint denis")
-      expect(normalize("x\u{1d401}y")).toBe("x\u{1d401}y") // one letter, two UTF-16 code units
+      expect(normalize("x\u{10400}y")).toBe("x\u{10428}y") // one letter, two UTF-16 code units
+      // Full-width letters, as an input method types them, are letters.
+      expect(normalize("Ｎｅｗ　Ｙｏｒｋ")).toBe("new york")
+      expect(codes(Subdivisions.search("USA", "ｎｅｗ ｙｏｒｋ"))).toEqual(["US-NY"])
     })
 
     it("ranks exact, then prefix, then word prefix, then substring", () => {

@@ -380,8 +380,8 @@ const letterOrDigit = /^[\p{L}\p{N}]$/u
 const apostrophes = "'`\u2018\u2019\u02bb\u02bc\u00b4"
 
 // What one non-ASCII character becomes: "" (a mark or an apostrophe), " " (a separator) or letters ("ã" -> "a",
-// "ß" -> "ss"). Decomposing character by character gives what decomposing the whole text would, once the marks are
-// dropped. Remembered, as queries repeat the same few characters (bounded: input is untrusted).
+// "ß" -> "ss"; compatibility forms too, full-width letters as a Japanese or Chinese input method types them: "ｔ" -> "t").
+// Decomposing character by character gives what decomposing the whole text would, once the marks are dropped. Remembered, as queries repeat the same few characters (bounded: input is untrusted).
 const foldedChars = new Map<string, string>()
 
 const foldChar = (char: string): string => {
@@ -389,7 +389,7 @@ const foldChar = (char: string): string => {
   if (known !== undefined) return known
   let letters = ""
   let separator = false
-  for (const part of char.normalize("NFD")) {
+  for (const part of char.normalize("NFKD")) {
     if (mark.test(part) || apostrophes.includes(part)) continue
     const folded = foldMap[part] ?? (letterOrDigit.test(part) ? part : undefined)
     if (folded === undefined) separator = true
