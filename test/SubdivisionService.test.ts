@@ -175,7 +175,7 @@ describe("SubdivisionService", () => {
   }
 
   // The head of the refusal arrived, then the connection was lost during its page: still a refusal, not an outage.
-  for (const status of [401, 403, 404, 429]) {
+  for (const status of [400, 401, 403, 404, 429]) {
     it.effect(`fallback: never on a ${status} whose body is cut, and no cool-down`, () =>
       Effect.gen(function*() {
         const first = yield* Effect.either(list("USA").pipe(noRetries))
@@ -186,6 +186,12 @@ describe("SubdivisionService", () => {
         [ROUTE]: FinTest.sequence(FinTest.failBody("ECONNRESET", status), usa)
       })))
   }
+
+  // A 408 is the service's own timeout, cut short or not: the snapshot stands in, as for a whole 408.
+  it.effect("fallback: the snapshot on a 408 whose body is cut", () =>
+    Effect.gen(function*() {
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+    }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.failBody("ECONNRESET", 408) })))
 
   it.effect("caches API results for subdivisionCacheTtl, per country", () =>
     Effect.gen(function*() {
@@ -567,6 +573,13 @@ describe("SubdivisionService", () => {
         expect(yield* calls).toBe(1)
       }).pipe(withMode(mode, { [ROUTE]: () => usa })))
   }
+
+  // Offline no call is made: per-call options mean nothing there, and are not refused.
+  it.effect("offline: per-call options the transport would refuse change nothing", () =>
+    Effect.gen(function*() {
+      const result = yield* list("USA").pipe(HttpTransport.withOptions({ maxRetries: -1 }))
+      expect(result).toEqual({ country: "USA", subdivisions: snapshotUsa, source: "snapshot" })
+    }).pipe(withMode("offline", {})))
 
   it.effect("per-call options that override nothing join the shared call", () =>
     Effect.gen(function*() {
@@ -1007,6 +1020,51 @@ describe("SubdivisionService", () => {
         })()
       }, { subdivisionFallbackCooldown: "0 seconds" })))
 
+    // A code that differs on each answer: past eight causes for a country, the rest are at Debug.
+    it.effect("a country's failures warn for eight causes at most", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          for (let i = 0; i < 10; i++) expect((yield* list("USA")).source).toBe("snapshot")
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(8)
+      }).pipe(withCooldown({
+        [ROUTE]: (() => {
+          let n = 0
+          return () => FinTest.json(503, { error: { code: `busy-${++n}`, message: "down" } })
+        })()
+      }, { subdivisionFallbackCooldown: "0 seconds" })))
+
+    // The close of a cool-down ends the causes it stood for, not a proxy's page seen before it (which started none):
+    // that page is still said once until the country's API answers, and its recovery is told.
+    it.effect("a proxy's page seen before an outage is not warned of again after the outage ends", () => {
+      let reply: "page" | "503" | "ok" = "page"
+      return Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA")).source).toBe("snapshot") // a page: warned, no cool-down
+          reply = "503"
+          expect((yield* list("CAN")).source).toBe("snapshot") // warned, cool-down
+          yield* advance(31_000)
+          reply = "ok"
+          expect((yield* list("CAN")).source).toBe("api") // the outage ends
+          reply = "page"
+          expect((yield* list("USA")).source).toBe("snapshot") // the same page: said before
+          reply = "ok"
+          expect((yield* list("USA")).source).toBe("api")
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
+        expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
+      }).pipe(withCooldown({
+        [ROUTE]: () =>
+          reply === "503"
+            ? FinTest.json(503, { message: "down" })
+            : reply === "page"
+            ? FinTest.text(200, "<html>proxy</html>", { "content-type": "text/html" })
+            : usa
+      }))
+    })
+
     // The breaker closed on another country's answer: the outage ended; the next one warns, whichever country it hits.
     it.effect("a new outage warns again, though its country was not asked since the last one", () => {
       let failing = true
@@ -1140,6 +1198,38 @@ describe("SubdivisionService", () => {
         { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "90" }) },
         { maxRetryAfter: "120 seconds" }
       )))
+
+    // At the limits: the client retries a wait of exactly maxRetryAfter (when the deadline leaves room for it), not
+    // one of its whole deadline; a caller whose maxRetries equals the client's made every retry the client would.
+    it.effect("a wait of exactly maxRetryAfter after fewer retries starts no cool-down (the client retries it)", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN")).source).toBe("api")
+        expect(yield* calls).toBe(2)
+      }).pipe(withMode(
+        "fallback",
+        { [ROUTE]: FinTest.sequence(FinTest.json(503, { message: "busy" }, { "retry-after": "30" }), usa) },
+        { maxRetryAfter: "30 seconds" }
+      )))
+
+    it.effect("a wait of exactly the client's deadline after fewer retries starts a cool-down", () =>
+      Effect.gen(function*() {
+        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        expect(yield* calls).toBe(1)
+      }).pipe(withMode(
+        "fallback",
+        { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "60" }) },
+        { maxRetryAfter: "120 seconds", deadline: "60 seconds" }
+      )))
+
+    it.effect("a failure after as many retries as the client makes (a caller's own maxRetries) starts one", () =>
+      Effect.gen(function*() {
+        const same = HttpTransport.withOptions({ maxRetries: 2 })
+        expect((yield* FinTest.advanceUntilDone(list("USA").pipe(same), { step: "1 second" })).source).toBe("snapshot")
+        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+        expect(yield* calls).toBe(3)
+      }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(503, { message: "busy" }) }, { maxRetries: 2 })))
 
     it.effect("an answer the client would not retry (a 501) starts a cool-down whatever the caller's maxRetries", () =>
       Effect.gen(function*() {

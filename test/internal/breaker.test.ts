@@ -1,9 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as Breaker from "../../src/internal/breaker.js"
 
@@ -119,5 +122,29 @@ describe("internal/breaker", () => {
       // Still closed: let in, and not as a probe.
       expect(yield* call(Effect.void)).toBe(false)
       expect(events).toEqual(["open down", "close down 10000"])
+    }))
+
+  // An interruption can reach the probe's caller between its admission and the watch of its outcome (it arrives as
+  // the breaker reads its clock here): the probe must be freed all the same, or no caller would ever be let in again.
+  it.effect("a probe interrupted as it is admitted frees the probe", () =>
+    Effect.gen(function*() {
+      const { breaker, cooledDown } = yield* make
+      yield* cooledDown
+      const base = yield* Effect.clock
+      let armed = true
+      const clock: Clock.Clock = Object.create(base, {
+        unsafeCurrentTimeNanos: {
+          value: () => {
+            if (armed) {
+              armed = false
+              Option.getOrThrow(Fiber.getCurrentFiber()).unsafeInterruptAsFork(FiberId.none)
+            }
+            return base.unsafeCurrentTimeNanos()
+          }
+        }
+      })
+      const admitted = yield* Fiber.await(yield* Effect.fork(Effect.withClock(breaker.guard(Effect.succeed), clock)))
+      expect(Exit.isInterrupted(admitted)).toBe(true)
+      expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
     }))
 })

@@ -4,6 +4,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as TestClock from "effect/TestClock"
 import * as KeyedCache from "../../src/internal/keyedCache.js"
 import { interruptedAtFirstFork } from "../support.js"
@@ -117,5 +118,28 @@ describe("internal/keyedCache", () => {
       expect(gates.length).toBe(1)
       yield* open(1)
       expect(yield* Fiber.join(second)).toBe("a 1")
+    }))
+
+  // A caller can find no entry, then wait for the lock while another caller records its lookup (a fiber yields every
+  // 2,048 steps): under the lock it must join that lookup, not start a second one. A caller started from inside the
+  // first lookup's construction (which runs under the lock) stands in for that moment.
+  it.scoped("a caller that found no entry before another's lookup was recorded joins that lookup", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      // The test's runtime: its TestClock, which the cache's entries are timed on.
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+      let lookups = 0
+      let late: Fiber.RuntimeFiber<string> | undefined
+      const cache: KeyedCache.KeyedCache<string, string, never> = yield* KeyedCache.make({
+        lookup: (key: string) => {
+          late ??= runFork(Effect.suspend(() => cache.get(key)))
+          return Effect.as(Deferred.await(gate), `${key} ${++lookups}`)
+        },
+        timeToLive: Duration.seconds(10)
+      })
+      const first = yield* Effect.fork(cache.get("a"))
+      yield* Effect.repeatN(Effect.yieldNow(), 20)
+      yield* Deferred.succeed(gate, undefined)
+      expect([yield* Fiber.join(first), yield* Fiber.join(late!), lookups]).toEqual(["a 1", "a 1", 1])
     }))
 })
