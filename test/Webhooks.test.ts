@@ -2072,6 +2072,33 @@ describe("Webhooks memory store", () => {
       expect(logs.lines).toEqual([])
     }))
 
+  // A resource's order record is written again by each newer event of it (same orderTtl): it must move to the end of
+  // its lifetime's expiry order, or the expired records behind it stay, and a live one is dropped for them.
+  it.effect("a record written again moves to its new place in the order of expiry: the expired go first still", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 3 })
+      // Completions of one event id (one handled entry), each recording a resource's created_at.
+      const record = (key: string, createdAt: number, ttl: Duration.DurationInput) =>
+        store.complete("evt", "no-claim", {
+          referenceId: key,
+          order: { key, createdAt, ttl: Duration.decode(ttl) }
+        }, Duration.hours(1)).pipe(Effect.provide(logs.layer))
+      yield* record("long", 1, "1 day")
+      yield* record("a", 1, "10 seconds")
+      yield* TestClock.adjust("1 second")
+      yield* record("b", 1, "10 seconds")
+      yield* TestClock.adjust("1 second")
+      // A newer event of "a": it now expires after "b".
+      yield* record("a", 2, "10 seconds")
+      yield* TestClock.adjust("9500 millis")
+      // "b" has expired, "a" and "long" have not: making room drops "b" alone.
+      yield* record("next", 1, "1 day")
+      expect(yield* store.lastHandled("long")).toEqual(Option.some(1))
+      expect(yield* store.lastHandled("a")).toEqual(Option.some(2))
+      expect(logs.lines).toEqual([])
+    }))
+
   // NaN (an unset variable read as a number) had made every write drop every entry: no de-duplication, no stale check.
   it("a maxEntries that is not a whole number of 1 or more is refused when the store or its layer is made", () => {
     for (const maxEntries of [NaN, 0, -1, 2.5, Infinity]) {

@@ -498,6 +498,33 @@ describe("RedisTokenStore", () => {
       expect(rejections).toEqual([])
     }).pipe(Effect.scoped), 20_000)
 
+  // What undoes a lock or claim the caller did not see taken is tried again while Redis is unreachable, but only for
+  // as long as the thing could live: each is a timer of its own, and a Redis down for hours would otherwise keep one
+  // per failed delivery and token refresh, growing with the traffic.
+  it.live("the release behind a lock or claim refused by an unreachable Redis is tried no longer than its TTL", () =>
+    Effect.gen(function*() {
+      const url = `redis://127.0.0.1:${yield* closedPort}`
+      const client = yield* Effect.acquireRelease(
+        Effect.sync(() => new Redis(url, { enableOfflineQueue: false, retryStrategy: () => 50 })),
+        (redis) => Effect.sync(() => redis.disconnect())
+      )
+      client.on("error", () => undefined)
+      let sent = 0
+      const evalsha = client.evalsha.bind(client)
+      client.evalsha = ((...args: Parameters<typeof evalsha>) => (sent++, evalsha(...args))) as typeof client.evalsha
+      const options = { client, timeout: "200 millis", lockTtl: "500 millis" } as const
+      const store = yield* RedisTokenStore.make(options)
+      const dedupe = yield* RedisWebhookDedupeStore.make(options)
+      yield* Effect.flip(store.lock("k"))
+      yield* Effect.flip(dedupe.claim("e", "r", Duration.millis(500)))
+      // Tried again for the 500 ms they could have been taken for (backing off from 50 ms), then given up.
+      yield* Effect.sleep("1500 millis")
+      const tried = sent
+      expect(tried).toBeGreaterThan(2)
+      yield* Effect.sleep("2500 millis")
+      expect(sent).toBe(tried)
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("a lock that timed out is released once Redis answers, also when the connection dropped meanwhile", () =>
     Effect.gen(function*() {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
@@ -605,6 +632,8 @@ describe("RedisTokenStore", () => {
       const dedupe = yield* RedisWebhookDedupeStore.make({ url: server.url, timeout: "300 millis" })
       const held = yield* dedupe.claim("held", "r-held", Duration.seconds(30))
       if (held._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${held._tag}`)
+      const handled = yield* dedupe.claim("handled", "r-handled", Duration.seconds(30))
+      if (handled._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${handled._tag}`)
       yield* Effect.promise(() => admin.config("RESETSTAT"))
       yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
       const timedOut = yield* Effect.all(
@@ -624,6 +653,10 @@ describe("RedisTokenStore", () => {
       )
       expect((yield* Effect.flip(dedupe.release("held", "r-held", held.token))).message)
         .toBe("Redis did not answer within 300ms")
+      // A handler that succeeded meanwhile: its completion is sent too, and marks the event handled once Redis runs
+      // it (refused unsent, the event would be handled again once its claim expired).
+      const completed = dedupe.complete("handled", handled.token, { referenceId: "r-handled" }, Duration.hours(1))
+      expect((yield* Effect.flip(completed)).message).toBe("Redis did not answer within 300ms")
       server.thaw()
       // The late answers let commands through again; the late release has freed the claim.
       yield* eventually(
@@ -632,9 +665,11 @@ describe("RedisTokenStore", () => {
         "the claim released",
         100
       )
+      expect((yield* dedupe.claim("handled", "r-handled", Duration.seconds(30)))._tag).toBe("Done")
       const stats = yield* Effect.promise(() => admin.info("commandstats"))
       const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
-      // The 100 reads, the release and the claims after thawing; none of the 40 refused (20 more reads, 20 scripts).
+      // The 100 reads, the release, the completion and the claims after thawing; none of the 40 refused (20 more reads,
+      // 20 scripts).
       expect(calls("get")).toBeLessThan(110)
       expect(calls("evalsha") + calls("eval")).toBeLessThan(15)
     }).pipe(Effect.scoped), 20_000)
