@@ -471,6 +471,29 @@ describe("FinClient", () => {
       expect(Exit.isInterrupted(yield* Fiber.await(call))).toBe(true)
     }).pipe(Effect.provide(FinTest.layerHttpClient({ ...routes, "POST /v1/fee-calculation": () => FinTest.stall }))))
 
+  // The attempt the closing ends is interrupted before the call returns: a caller that goes on (a loop catching every
+  // exit) must not leave it running, its socket open, with no timer left to end it.
+  it.live("make: an attempt its client's closing ends is interrupted before the call returns (live clock)", () => {
+    let stopped = 0
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const client = yield* Scope.extend(
+        FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1", timeout: "1 hour" }),
+        scope
+      )
+      const call = yield* Effect.fork(
+        Effect.map(Effect.exit(client.fees.calculate(quoteRequest)), (exit) => [Exit.isInterrupted(exit), stopped])
+      )
+      const http = yield* FinTest.InMemoryHttp
+      yield* eventually(Effect.map(http.count("POST /v1/fee-calculation"), (n) => n === 1), "the attempt")
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* Fiber.join(call)).toEqual([true, 1])
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      ...routes,
+      "POST /v1/fee-calculation": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
+    })))
+  })
+
   // As a call's span says it was interrupted: the token fetch the closing ended says so on its own span.
   it.live("make: a token fetch ended by its client's closing has its attempts and outcome interrupted on its span", () =>
     Effect.gen(function*() {

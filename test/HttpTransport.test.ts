@@ -32,7 +32,8 @@ import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
 import * as TokenProvider from "../src/TokenProvider.js"
-import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter } from "../src/internal/http.js"
+import * as Closing from "../src/internal/closing.js"
+import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter, timeoutFail } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
 import {
   acceptPayment,
@@ -236,6 +237,18 @@ describe("HttpTransport", () => {
         ok
       )
     })))
+
+  // A declared length is trusted only within the limit: a service or proxy that declares 5 MiB is cut at 4 too.
+  it.effect("a body over 4 MiB is cut off when its Content-Length declares it too, not read whole", () => {
+    const padded = JSON.stringify(quoteBody).replace("{", `{${" ".repeat(MAX_RESPONSE_BYTES)}`)
+    return Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "ResponseDecodeError", status: 200, attempts: 1 })
+      expect(error.message).toContain(`a body of at most ${MAX_RESPONSE_BYTES} bytes`)
+    }).pipe(provideClient({
+      [FEE]: () => FinTest.text(200, padded, { "content-length": String(Buffer.byteLength(padded)) })
+    }))
+  })
 
   it.effect("503, 503, 200: success after 3 attempts at the scheduled delays (500 ms, then 1 s)", () =>
     Effect.gen(function*() {
@@ -1141,6 +1154,25 @@ describe("HttpTransport", () => {
       [FEE]: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
     }, { timeout: "50 millis", deadline: "10 seconds", maxRetries: 0 }))
   }, 10_000)
+
+  // A closing that has closed already is told at once (`Closing.onClose`): an attempt that starts just after its client
+  // closed (its token handed out a moment before) ends then, as an interruption, not at its timeout an hour on.
+  for (const clock of ["live", "test"] as const) {
+    const run = clock === "live" ? it.live : it.effect
+    run(`an attempt started after its client closed ends at once (${clock} clock)`, () => {
+      let [started, stopped] = [0, 0]
+      const closing = Closing.make()
+      closing.close()
+      return Effect.gen(function*() {
+        const stalled = Effect.onInterrupt(Effect.zipRight(Effect.sync(() => void started++), Effect.never), () =>
+          Effect.sync(() => void stopped++))
+        const exit = yield* Effect.exit(timeoutFail(stalled, Duration.hours(1), () => "timed out", closing))
+        expect(Exit.isInterrupted(exit)).toBe(true)
+        // Ended before it began, or interrupted: never left running.
+        expect(stopped).toBe(started)
+      })
+    }, 5_000)
+  }
 
   it.effect("a deadline equal to the timeout ends the call as a deadline on the test clock", () =>
     Effect.gen(function*() {
