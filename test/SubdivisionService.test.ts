@@ -1020,6 +1020,18 @@ describe("SubdivisionService", () => {
         })()
       }, { subdivisionFallbackCooldown: "0 seconds" })))
 
+    // Routes answering as `reply()` says: the service down (503), a proxy's page (a 200 that is no answer), or the list.
+    const replying = (reply: () => "503" | "page" | "ok"): FinTest.Routes => ({
+      [ROUTE]: () => {
+        const now = reply()
+        return now === "503"
+          ? FinTest.json(503, { message: "down" })
+          : now === "page"
+          ? FinTest.text(200, "<html>proxy</html>", { "content-type": "text/html" })
+          : usa
+      }
+    })
+
     // A code that differs on each answer: past eight causes for a country, the rest are at Debug.
     it.effect("a country's failures warn for eight causes at most", () =>
       Effect.gen(function*() {
@@ -1055,14 +1067,7 @@ describe("SubdivisionService", () => {
         }).pipe(Effect.provide(layer))
         expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
         expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
-      }).pipe(withCooldown({
-        [ROUTE]: () =>
-          reply === "503"
-            ? FinTest.json(503, { message: "down" })
-            : reply === "page"
-            ? FinTest.text(200, "<html>proxy</html>", { "content-type": "text/html" })
-            : usa
-      }))
+      }).pipe(withCooldown(replying(() => reply)))
     })
 
     // The breaker closed on another country's answer: the outage ended; the next one warns, whichever country it hits.
@@ -1106,14 +1111,7 @@ describe("SubdivisionService", () => {
           expect((yield* list("USA")).source).toBe("snapshot") // a new outage
         }).pipe(Effect.provide(layer))
         expect(warnings()).toHaveLength(4)
-      }).pipe(withCooldown({
-        [ROUTE]: () =>
-          reply === "503"
-            ? FinTest.json(503, { message: "down" })
-            : reply === "page"
-            ? FinTest.text(200, "<html>proxy</html>", { "content-type": "text/html" })
-            : usa
-      }))
+      }).pipe(withCooldown(replying(() => reply)))
     })
 
     it.effect("a cached API answer is still served while the snapshot stands in for the others", () =>
@@ -1188,19 +1186,27 @@ describe("SubdivisionService", () => {
         expect(yield* calls).toBe(2)
       }).pipe(withMode("fallback", { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "50" }) })))
 
-    it.effect("a wait within maxRetryAfter but not the client's deadline starts a cool-down after fewer retries", () =>
-      Effect.gen(function*() {
-        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
-        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
-        expect(yield* calls).toBe(1)
-      }).pipe(withMode(
-        "fallback",
-        { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "90" }) },
-        { maxRetryAfter: "120 seconds" }
-      )))
+    // The client retries no wait that is not shorter than its deadline: beyond it, or (at the limit) exactly it.
+    for (
+      const [name, retryAfter, deadline] of [
+        ["within maxRetryAfter but not the client's deadline", "90", "60 seconds"],
+        ["of exactly the client's deadline", "60", "60 seconds"]
+      ] as const
+    ) {
+      it.effect(`a wait ${name} starts a cool-down after fewer retries`, () =>
+        Effect.gen(function*() {
+          expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+          expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
+          expect(yield* calls).toBe(1)
+        }).pipe(withMode(
+          "fallback",
+          { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": retryAfter }) },
+          { maxRetryAfter: "120 seconds", deadline }
+        )))
+    }
 
-    // At the limits: the client retries a wait of exactly maxRetryAfter (when the deadline leaves room for it), not
-    // one of its whole deadline; a caller whose maxRetries equals the client's made every retry the client would.
+    // At the limits: the client retries a wait of exactly maxRetryAfter (when the deadline leaves room for it); a
+    // caller whose maxRetries equals the client's made every retry the client would.
     it.effect("a wait of exactly maxRetryAfter after fewer retries starts no cool-down (the client retries it)", () =>
       Effect.gen(function*() {
         expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
@@ -1210,17 +1216,6 @@ describe("SubdivisionService", () => {
         "fallback",
         { [ROUTE]: FinTest.sequence(FinTest.json(503, { message: "busy" }, { "retry-after": "30" }), usa) },
         { maxRetryAfter: "30 seconds" }
-      )))
-
-    it.effect("a wait of exactly the client's deadline after fewer retries starts a cool-down", () =>
-      Effect.gen(function*() {
-        expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
-        expect((yield* list("CAN").pipe(noRetries)).source).toBe("snapshot")
-        expect(yield* calls).toBe(1)
-      }).pipe(withMode(
-        "fallback",
-        { [ROUTE]: () => FinTest.json(503, { message: "busy" }, { "retry-after": "60" }) },
-        { maxRetryAfter: "120 seconds", deadline: "60 seconds" }
       )))
 
     it.effect("a failure after as many retries as the client makes (a caller's own maxRetries) starts one", () =>
