@@ -561,6 +561,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const handedOut = new WeakSet<FinError>()
     // Kept answers another process handed out, as shared through the store: copies, not new answers of the service.
     const copies = new WeakSet<FinError>()
+    // What a fiber failed with: under a span, `Effect.fail` hands on a proxy of the error (carrying the span), which
+    // neither set would know.
+    const original = (error: FinError): FinError => Cause.originalError(error)
     // The wait kept, while it lasts.
     const keptAt = (monotonic: number) =>
       quiet !== undefined && !Monotonic.reached(monotonic, quiet.until) ? quiet : undefined
@@ -646,7 +649,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const pair = yield* fetch(refresh, now).pipe(
           Effect.tapError((error) =>
             Effect.sync(() =>
-              void (failure = Option.getOrUndefined(encodeFailure({ credentials, error, kept: handedOut.has(error) })))
+              void (failure = Option.getOrUndefined(
+                encodeFailure({ credentials, error, kept: handedOut.has(original(error)) })
+              ))
             )
           ),
           Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),
@@ -832,7 +837,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // from a clock set wrong, must not fail every call for days after the service is back); the pause before the next
     // refresh, at least that wait.
     const quietAfter = (cause: Cause.Cause<FinError>, monotonic: number): number => {
-      const failure = Option.getOrUndefined(Cause.failureOption(cause))
+      const failure = Option.getOrUndefined(Option.map(Cause.failureOption(cause), original))
       // A wait still running is not ended by a failure that comes meanwhile (this process sent nothing: one shared
       // by another process through the store) asking no wait, nor lengthened by a copy of a kept answer handed back
       // and forth between processes, each read a little after it was made; a new answer asking a longer wait (the

@@ -1019,6 +1019,96 @@ describe("TokenStore", () => {
     }).pipe(fixedRandom)
   })
 
+  // A was asked for 60 s, B for 20 s. At 10 s A fails from what it kept (no request), and B, waiting on A's lock, takes
+  // that copy: B's own wait (10 s left) is kept, not lengthened to A's 50 s (copies handed back and forth, each read a
+  // little after it was made, would otherwise push the wait on for ever). B asks the service again at 21 s.
+  it.scoped("a copy of another process's kept answer does not lengthen this process's running wait", () => {
+    const memory = TokenStore.makeMemory()
+    const slowUnlock: TokenStore.Service = {
+      ...memory,
+      unlock: (...args) => Effect.zipRight(Effect.sleep("100 millis"), memory.unlock(...args))
+    }
+    let tokenRequests = 0
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    const routes: FinTest.Routes = {
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": (request) => {
+        tokenRequests += 1
+        return tokenRequests === 1
+          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "60" })
+          : tokenRequests === 2
+          ? FinTest.json(429, { message: "Slow down" }, { "retry-after": "20" })
+          : tokens(request)
+      }
+    }
+    const client = (store: TokenStore.Service) =>
+      Layer.build(
+        FinTest.layerClient(routes, { maxRetries: 0 }).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store)))
+      )
+    const calculate = (context: Context.Context<FeeService.FeeService>) =>
+      Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
+    const waitLeft = (result: Either.Either<unknown, FinError>) =>
+      Either.isLeft(result) && result.left._tag === "RateLimitError"
+        ? Math.ceil(Duration.toSeconds(result.left.retryAfter!))
+        : result
+    return Effect.gen(function*() {
+      const a = yield* client(slowUnlock)
+      const b = yield* client(memory)
+      const first = yield* FinTest.advanceUntilDone(calculate(a), { limit: "10 seconds" })
+      expect([waitLeft(first), waitLeft(yield* calculate(b))]).toEqual([60, 20])
+      yield* advance(10_000 - 100)
+      const fa = yield* Effect.fork(calculate(a))
+      yield* Effect.repeatN(Effect.yieldNow(), 30)
+      const fb = yield* Effect.fork(calculate(b))
+      for (let i = 0; i < 5; i++) yield* advance(100)
+      expect(waitLeft(yield* Fiber.join(fa))).toBeGreaterThan(45)
+      expect(waitLeft(yield* Fiber.join(fb))).toBeLessThanOrEqual(10)
+      expect(tokenRequests).toBe(2)
+      yield* advance(10_500)
+      expect(Either.isRight(yield* calculate(b))).toBe(true)
+      expect(tokenRequests).toBe(3)
+    }).pipe(fixedRandom)
+  })
+
+  // Two processes on one store, each call failing at once from the wait it kept while the other waits on its lock (a
+  // store that takes 200 ms to unlock): the kept answer handed back and forth is a copy, not a new answer asking the
+  // whole wait again. The 5 s the service asked for end after 5 s, not after ever more of them.
+  it.scoped("a kept answer handed back and forth between two processes under steady calls: the wait still ends", () => {
+    const memory = TokenStore.makeMemory()
+    const slowUnlock: TokenStore.Service = {
+      ...memory,
+      unlock: (...args) => Effect.zipRight(Effect.sleep("200 millis"), memory.unlock(...args))
+    }
+    let tokenRequests = 0
+    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+    const routes: FinTest.Routes = {
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": (request) =>
+        tokenRequests++ === 0
+          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "5" })
+          : tokens(request)
+    }
+    const client = Layer.build(
+      FinTest.layerClient(routes, { maxRetries: 0 }).pipe(
+        Layer.provide(Layer.succeed(TokenStore.TokenStore, slowUnlock))
+      )
+    )
+    return Effect.gen(function*() {
+      const clients = [yield* client, yield* client]
+      const calls: Array<Fiber.RuntimeFiber<Either.Either<unknown, FinError>>> = []
+      // A call every 125 ms for 7 s, on A and B in turn.
+      for (let i = 0; i < 56; i++) {
+        const call = Effect.either(Effect.provide(FeeService.calculate(quoteRequest), clients[i % 2]!))
+        calls.push(yield* Effect.fork(call))
+        yield* advance(125)
+      }
+      for (let i = 0; i < 10; i++) yield* advance(100)
+      const last = yield* Fiber.join(calls[calls.length - 1]!)
+      expect(Either.isRight(last)).toBe(true)
+      expect(tokenRequests).toBe(2)
+    }).pipe(fixedRandom)
+  })
+
   // Two processes on one store: A is answered 429 asking for `firstWait` s; `after` ms later B (no wait of its own)
   // asks, slowly, and is answered `second`, while A's caller waits on B's lock and takes that answer. The whole seconds
   // of wait each caller is told (or its result), B's then A's; then `later` ms on, A's next call's and the token
