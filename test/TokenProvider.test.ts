@@ -123,6 +123,12 @@ describe("TokenProvider", () => {
       // The access token itself is never optional.
       expect(Either.isLeft(decode({ ...fields, access_token: null }))).toBe(true)
     })
+    // An empty refresh token is not kept to be sent on the refresh route, where it could only be refused.
+    it("refuses an empty refresh_token, in either envelope", () => {
+      const decode = Schema.decodeUnknownEither(TokenProvider.TokenResponse)
+      const empty = { ...fields, refresh_token: "" }
+      for (const body of [empty, { data: empty }]) expect(Either.isLeft(decode(body))).toBe(true)
+    })
   })
 
   // Whatever the other envelope holds, a valid one is taken, as the schema takes it.
@@ -146,7 +152,8 @@ describe("TokenProvider", () => {
       ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a token of visible ASCII characters (no spaces); access_token_ttl: expected a string"],
       ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a token of visible ASCII characters (no spaces); data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
       ["neither", {}, "access_token: expected a token of visible ASCII characters (no spaces) (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
-      ["wrapped, beside a null top-level token", { access_token: null, data: { access_token: "abc" } }, "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
+      ["wrapped, beside a null top-level token", { access_token: null, data: { access_token: "abc" } }, "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["top level, beside an object in data", { access_token: "abc", data: { x: 1 } }, "access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
     ] as const
   ) {
     it.effect(`a token response that does not decode says why, in its envelope: ${name}`, () =>
@@ -504,6 +511,38 @@ describe("TokenProvider", () => {
         access_token: "proxied",
         access_token_ttl: FinTest.formatServiceTimestamp(now + 24 * HOUR)
       }, { date: new Date(now + 48 * HOUR).toUTCString() })))
+
+  // A Date exactly at the token's expiry has it expired already: not the service's clock either.
+  it.effect("without current_time, a Date at the token's very expiry is not used: the token is kept, our clock", () =>
+    refreshedAt(24 * HOUR - MIN, (now) =>
+      FinTest.json(200, {
+        access_token: "proxied",
+        access_token_ttl: FinTest.formatServiceTimestamp(now + 24 * HOUR)
+      }, { date: new Date(now + 24 * HOUR).toUTCString() })))
+
+  // The refresh token's expiry is measured on the server's clock too: 3 hours ahead of ours, its refresh token
+  // (living 1 hour) must not be sent for 3 hours more, past its expiry, only to be refused.
+  it.effect("corrects the refresh token's expiry for clock skew with current_time", () => {
+    let issued = 0
+    const issuer: FinTest.Handler = () =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        issued += 1
+        return FinTest.json(200, {
+          access_token: `skewed-${issued}`,
+          access_token_ttl: FinTest.formatServiceTimestamp(now + 3 * HOUR + 2 * HOUR),
+          refresh_token: `refresh-${issued}`,
+          refresh_token_ttl: FinTest.formatServiceTimestamp(now + 3 * HOUR + HOUR),
+          current_time: FinTest.formatServiceTimestamp(now + 3 * HOUR)
+        })
+      })
+    return Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("skewed-1")
+      yield* advance(2 * HOUR - MIN)
+      expect(yield* tokenValue).toBe("skewed-2")
+      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+    }).pipe(provideClient(bothTokenRoutes(issuer)))
+  })
 
   // A refused refresh token is routine, refused credentials are not: the metric tells them apart by grant.
   it.effect("issues anew when the refresh call gets 401, counted as a refresh_token grant's AuthenticationError", () =>
@@ -1072,6 +1111,7 @@ describe("TokenProvider", () => {
   // passed (a refresh and an issue were sent every 5 s, the refresh pause).
   it.effect("a refresh answered 429 with Retry-After: the token in hand serves on, no token request before the wait", () => {
     const limited = FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+    const log = captureLogs()
     return Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
       yield* advance(9 * MIN)
@@ -1080,10 +1120,13 @@ describe("TokenProvider", () => {
         yield* advance(1000)
       }
       expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
+      // The pause before the next refresh lasts the wait too: no refresh failing at once from the kept answer, and
+      // warning of it, every 5 s.
+      expect(log.lines.filter((line) => line.includes("the token refresh failed"))).toHaveLength(1)
     }).pipe(provideClient({
       "POST /v1/oauth/token": tokenThen(limited),
       "POST /v1/oauth/refresh-token": () => limited
-    }))
+    }), Effect.provide(log.layer))
   })
 
   // The wait is measured as a timer measures it: the wall clock set back an hour (an NTP step) during a 2 s wait does

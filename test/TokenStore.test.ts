@@ -135,6 +135,37 @@ describe("TokenStore", () => {
       )
     }))
 
+  // What a new process reads must tell it what the fetching process knew: when the access token is due, until when it
+  // still serves (a failed refresh goes on with it), and until when the refresh token may be sent.
+  it.effect("a pair stored after a fetch carries the access token's refresh and usable times, and the refresh's", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      yield* FeeService.calculate(quoteRequest).pipe(withStore(store))
+      const stored = yield* store.get(yield* key)
+      // A token of an hour (FinTest's), a refresh token of 7 days, refreshMargin 60 s: usable until half of it is left.
+      expect(Option.map(stored, (t) => [t.refreshAt, t.accessUsableUntil, t.refreshUsableUntil])).toEqual(
+        Option.some([3_600_000 - 60_000, 3_600_000 - 30_000, 7 * 86_400_000 - 30_000])
+      )
+    }))
+
+  // A store of the user's that holds a refresh token without its usable time (`Tokens` sets them together): the token
+  // could be years old, and is not sent; a token is issued.
+  it.effect("a stored refresh token without its usable time is not sent: a token is issued", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      yield* seed(store, yield* key, {
+        accessToken: Redacted.make("stored-token"),
+        refreshAt: Duration.toMillis("1 hour"),
+        refreshToken: Redacted.make("stored-refresh")
+      })
+      yield* advance(Duration.toMillis("1 hour"))
+      const requests = yield* FeeService.calculate(quoteRequest).pipe(
+        Effect.zipRight(Effect.all([count("POST /v1/oauth/refresh-token"), count("POST /v1/oauth/token")])),
+        withStore(store)
+      )
+      expect(requests).toEqual([0, 1])
+    }))
+
   it.effect("a stored access token that cannot be sent (a control character, a blank) is ignored with a warning: a token is fetched", () =>
     Effect.gen(function*() {
       for (const damaged of ["tok\nen", "tok en", ""]) {
@@ -600,6 +631,38 @@ describe("TokenStore", () => {
       expect(ownerRequests + waiterRequests).toBe(1)
     }))
 
+  // The owner this client waited on failed between the client's last look and its taking the lock: the failure it
+  // recorded is found under the lock, and the client fails with it rather than send the same failing request again.
+  it.effect("a failure recorded between a waiter's last look and its lock is its failure: no second request", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      // The waiter's view of the store shows it no failure record until it holds the lock (it looked just before).
+      let locked = false
+      const late: TokenStore.Service = {
+        ...memory,
+        lock: (lockKey) =>
+          Effect.tap(memory.lock(lockKey), (lock) => Effect.sync(() => void (locked = lock._tag === "Acquired"))),
+        failure: (failureKey) => locked ? memory.failure(failureKey) : Effect.succeed(Option.none())
+      }
+      let requests = 0
+      const refused = FinTest.delayed("1 second", () => {
+        requests += 1
+        return FinTest.json(401, { message: "Authentication failed" })
+      })
+      const token = Effect.flatMap(TokenProvider.TokenProvider, (provider) => provider.get)
+      const instance = (store: TokenStore.Service) =>
+        FinTest.layerClient({ "POST /v1/oauth/token": refused }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
+        )
+      const owner = yield* forkSleeping(Effect.flip(Effect.provide(token, instance(memory))))
+      yield* advance(100)
+      const waiter = yield* forkSleeping(Effect.flip(Effect.provide(token, instance(late))))
+      for (let i = 0; i < 20; i++) yield* advance(500)
+      const [ownerError, waiterError] = yield* Fiber.join(Fiber.zip(owner, waiter))
+      expect([ownerError._tag, waiterError._tag]).toEqual(["AuthenticationError", "AuthenticationError"])
+      expect(requests).toBe(1)
+    }).pipe(fixedRandom))
+
   // During a secret rotation a stale instance must not fail the healthy ones sharing its store: a failure is shared
   // only between clients with the same credentials (its record carries their fingerprint, not the secret).
   it.effect("a fetch that failed under other credentials is not the failure of a client waiting on it: it fetches", () =>
@@ -767,6 +830,17 @@ describe("TokenStore", () => {
       expect(warnings).toHaveLength(1)
       expect(warnings[0]).toContain("token store is unavailable")
       expect(warnings[0]).toContain("connection refused")
+    }))
+
+  // The lock is bounded by the store's lockTtl in the background (a lock that comes late is released), but the caller
+  // stops waiting for it after tokenTimeout, as for every other operation: a lockTtl of a minute must not hold it.
+  it.effect("a store whose lock hangs holds the call up for tokenTimeout, not for the store's longer lockTtl", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory({ lockTtl: "1 minute" })
+      const store: TokenStore.Service = { ...memory, lock: () => Effect.never }
+      const fiber = yield* forkSleeping(FeeService.calculate(quoteRequest).pipe(withStore(store)))
+      for (let i = 0; i < 12; i++) yield* advance(1000)
+      expect(fiber.unsafePoll()).toEqual(Exit.succeed(expect.anything()))
     }))
 
   // A set that fails is the store's failure (said once), not a lock lost to another fetcher (which would warn of
