@@ -30,6 +30,12 @@ const problemPaths = (error: ConfigError.ConfigError): Array<string> => {
   return paths(error).sort()
 }
 
+// What reading the FIN_* variables given fails with.
+const envError = (vars: Record<string, string>) =>
+  Effect.flip(
+    FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(vars)))))
+  )
+
 describe("FinConfig", () => {
   it.effect("fills in the documented defaults", () =>
     Effect.gen(function*() {
@@ -70,6 +76,8 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "https://u:p@x.example" })).toContain("credentials")
       expect(yield* configError({ ...base, baseUrl: "https://:secret@api.fin.com" })).toContain("baseUrl must not carry credentials")
       expect(yield* configError({ ...base, baseUrl: "https://x.example/?a=b" })).toContain("query")
+      // A fragment is no part of any request: refused as the query is, not dropped without a word.
+      expect(yield* configError({ ...base, baseUrl: "https://x.example/fin#v2" })).toContain("fragment")
       // Port 0: nothing listens there; refused when the layer is built, not as a TransportError at the first call.
       expect(yield* configError({ ...base, baseUrl: "http://127.0.0.1:0" })).toContain("baseUrl must not have port 0")
       expect(yield* configError({ ...base, baseUrl: "https://proxy.example:00/fin" })).toContain("port 0")
@@ -166,6 +174,9 @@ describe("FinConfig", () => {
       const both = yield* Effect.flip(FinConfig.resolve(odd))
       expect(problemPaths(both)).toEqual(["\\u001b[2Jx", "maxRetries"])
       expect(String(both)).not.toContain("\u001b")
+      // A key every object inherits is no option either (`in` would take `constructor` for one).
+      const inherited = { ...base, constructor: "x", toString: "y" } as FinConfig.Options
+      expect(problemPaths(yield* Effect.flip(FinConfig.resolve(inherited)))).toEqual(["constructor", "toString"])
     }))
 
   it.effect("an option given as null (untyped config, meant as none?) is a ConfigError naming it, not its default", () =>
@@ -198,17 +209,13 @@ describe("FinConfig", () => {
 
   it.effect("from FIN_* variables, values that do not parse and values the option checks refuse are told together", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(
-          new Map([
-            ["FIN_CLIENT_SECRET", "secret\n"],
-            ["FIN_TIMEOUT", "30"],
-            ["FIN_MAX_RETRIES", "11"],
-            ["FIN_BASE_URL", "http://x.example"],
-            ["FIN_ENVIRONMENT", "staging"]
-          ])
-        ))
-      ))
+      const error = yield* envError({
+        FIN_CLIENT_SECRET: "secret\n",
+        FIN_TIMEOUT: "30",
+        FIN_MAX_RETRIES: "11",
+        FIN_BASE_URL: "http://x.example",
+        FIN_ENVIRONMENT: "staging"
+      })
       // FIN_CLIENT_ID missing, FIN_TIMEOUT and FIN_ENVIRONMENT unreadable; the secret, the count and the URL readable
       // but refused. Each variable named once.
       expect(problemPaths(error)).toEqual([
@@ -224,11 +231,7 @@ describe("FinConfig", () => {
 
   it.effect("from FIN_* variables, one wording per kind of problem: what is not set, what is empty, what is not above zero", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(
-          new Map([["FIN_CLIENT_ID", ""], ["FIN_TIMEOUT", "-5 seconds"], ["FIN_DEADLINE", "0 seconds"]])
-        ))
-      ))
+      const error = yield* envError({ FIN_CLIENT_ID: "", FIN_TIMEOUT: "-5 seconds", FIN_DEADLINE: "0 seconds" })
       const problems = (e: ConfigError.ConfigError): Array<string> =>
         e._op === "And" || e._op === "Or"
           ? [...problems(e.left), ...problems(e.right)]
@@ -239,6 +242,26 @@ describe("FinConfig", () => {
         "InvalidData FIN_TIMEOUT: FIN_TIMEOUT must be greater than zero",
         "MissingData FIN_CLIENT_SECRET: FIN_CLIENT_SECRET is not set"
       ])
+    }))
+
+  it.effect("from FIN_* variables, a negative duration is refused where zero is allowed; an empty count is no 0", () =>
+    Effect.gen(function*() {
+      // Config.duration would read "-30 seconds" as zero, which these options take ("off"): a sign typed by mistake
+      // would turn off Retry-After waits or the fallback cool-down without a word. `FIN_MAX_RETRIES=` (an empty value
+      // in a container spec) would read as 0 retries.
+      const error = yield* envError({
+        FIN_CLIENT_ID: "id",
+        FIN_CLIENT_SECRET: "secret",
+        FIN_MAX_RETRY_AFTER: "-30 seconds",
+        FIN_SUBDIVISION_FALLBACK_COOLDOWN: "-1 minutes",
+        FIN_MAX_RETRIES: ""
+      })
+      expect(problemPaths(error)).toEqual([
+        "FIN_MAX_RETRIES",
+        "FIN_MAX_RETRY_AFTER",
+        "FIN_SUBDIVISION_FALLBACK_COOLDOWN"
+      ])
+      expect(String(error)).toContain("FIN_MAX_RETRY_AFTER must be zero or more")
     }))
 
   it.effect("from FIN_* variables under a nested provider, a missing one is named as the provider reads it", () =>
@@ -311,16 +334,12 @@ describe("FinConfig", () => {
 
   it.effect("from FIN_* variables, the environment clash names both variables", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(
-        Effect.withConfigProvider(ConfigProvider.fromMap(
-          new Map([
-            ["FIN_CLIENT_ID", "id"],
-            ["FIN_CLIENT_SECRET", "secret"],
-            ["FIN_ENVIRONMENT", "production"],
-            ["FIN_BASE_URL", "https://sandbox.api.fin.com"]
-          ])
-        ))
-      ))
+      const error = yield* envError({
+        FIN_CLIENT_ID: "id",
+        FIN_CLIENT_SECRET: "secret",
+        FIN_ENVIRONMENT: "production",
+        FIN_BASE_URL: "https://sandbox.api.fin.com"
+      })
       expect(String(error)).toContain(
         `FIN_BASE_URL is the sandbox environment's address, and FIN_ENVIRONMENT is "production"`
       )

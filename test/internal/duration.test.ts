@@ -9,6 +9,13 @@ describe("internal/duration", () => {
     expect(Durations.check(" -5 seconds", true)).toEqual(Either.left("must be zero or more"))
   })
 
+  it("a [seconds, nanos] pair holding NaN is refused, not read as zero where zero is allowed", () => {
+    // Duration.decode reads NaN as 0: a computed pair gone wrong would turn an option off ("0 seconds") unsaid.
+    for (const pair of [[NaN, 0], [0, NaN]] as const) {
+      expect(Durations.check(pair, true)).toEqual(Either.left("must be zero or more"))
+    }
+  })
+
   it("a timer may be 24 days, not a millisecond more", () => {
     expect(Durations.check("24 days", false, true)).toEqual(Either.right(Duration.days(24)))
     expect(Durations.check(Duration.sum(Duration.days(24), Duration.millis(1)), false, true))
