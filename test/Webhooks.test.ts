@@ -1256,6 +1256,41 @@ describe("Webhooks.handler", () => {
       expect(sameResource._tag).toBe("Claimed")
     }))
 
+  it.effect("a delivery interrupted while it waits for its busy resource ends at once, and never takes the event", () =>
+    Effect.gen(function*() {
+      const handler = yield* gate
+      let deposits = 0
+      const app = Webhooks.handler({
+        secrets: secret,
+        handlers: {
+          "beneficiary.status": () => handler.run,
+          "beneficiary.liquidation.deposit": () => Effect.sync(() => deposits++)
+        }
+      })
+      const first = yield* Effect.fork(send(yield* webHandler(app), yield* signedPost(makeBody())))
+      yield* handler.started
+      // Another event of the same resource waits for it; its client goes (the server shutting down, say).
+      const deposit = makeBody({ id: "d-1", type: "beneficiary.liquidation.deposit", data: {} })
+      const request = HttpServerRequest.fromWeb(yield* signedPost(deposit))
+      const waiting = yield* app.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, request),
+        Effect.scoped,
+        Effect.fork
+      )
+      // Until it sleeps before asking the store again (25 ms).
+      yield* settleUntil((sleeps, now) => sleeps.includes(now + 25))
+      const interrupting = yield* Effect.fork(Fiber.interrupt(waiting))
+      yield* settle
+      // Ended without the clock moving: it did not poll on to referenceWait.
+      const ended = yield* Fiber.poll(interrupting)
+      yield* handler.open
+      expect((yield* Fiber.join(first)).status).toBe(200)
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      expect(Option.isSome(ended)).toBe(true)
+      expect(deposits).toBe(0)
+    }))
+
   it.effect("passes stale events to the handler when asked to", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({
@@ -1661,6 +1696,81 @@ describe("Webhooks.handler", () => {
       expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
     }))
 
+  it.effect("makeHandler: a delivery claiming as the scope closes is waited for, after earlier deliveries ended", () =>
+    Effect.gen(function*() {
+      // Only the second event's claim takes its time: the first delivery is answered (none left under way) before.
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const paused = yield* Deferred.make<void>()
+      const resume = yield* Deferred.make<void>()
+      const slow = "0b9f4c1e-7a52-4c53-9d0e-2f1a3b4c5d6e"
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        claim: (eventId, referenceId, ttl) =>
+          eventId === slow
+            ? Effect.zipRight(Deferred.succeed(paused, undefined), Deferred.await(resume)).pipe(
+              Effect.zipRight(memory.claim(eventId, referenceId, ttl))
+            )
+            : memory.claim(eventId, referenceId, ttl)
+      }
+      const { record, seen } = yield* recorder
+      const scope = yield* Scope.make()
+      const app = yield* Scope.extend(
+        Webhooks.makeHandler({
+          secrets: secret,
+          store,
+          handlers: { "beneficiary.status": (event) => record(event.id) }
+        }),
+        scope
+      )
+      const handle = yield* webHandler(app)
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      const second = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id: slow, referenceId: "r-2" }))))
+      yield* Deferred.await(paused)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* settle
+      expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+      yield* Deferred.succeed(resume, undefined)
+      yield* Fiber.join(closing)
+      const answer = yield* Fiber.join(second)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
+      expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1", slow])
+    }))
+
+  it.effect("makeHandler: a delivery past maxAge arriving as the scope closes gets 503 too, the store untouched", () =>
+    Effect.gen(function*() {
+      const handler = yield* gate
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const claimed: Array<string> = []
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        claim: (eventId, referenceId, ttl) =>
+          Effect.zipRight(Effect.sync(() => claimed.push(eventId)), memory.claim(eventId, referenceId, ttl))
+      }
+      yield* TestClock.setTime(DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:40:00Z")))
+      const scope = yield* Scope.make()
+      const app = yield* Scope.extend(
+        Webhooks.makeHandler({
+          secrets: secret,
+          store,
+          maxAge: "1 hour",
+          handlers: { "beneficiary.status": () => handler.run }
+        }),
+        scope
+      )
+      const handle = yield* webHandler(app)
+      const first = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ createdAt: "2026-04-04T17:39:00Z" }))))
+      yield* handler.started
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* settle
+      const old = makeBody({ id: "0b9f4c1e-7a52-4c53-9d0e-2f1a3b4c5d6e", createdAt: "2026-04-04T15:00:00Z" })
+      const late = yield* send(handle, yield* signedPost(old))
+      yield* handler.open
+      yield* Fiber.join(closing)
+      expect([late.status, JSON.parse(late.body)]).toEqual([503, { outcome: "shutting_down" }])
+      expect((yield* Fiber.join(first)).status).toBe(200)
+      expect(claimed).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
+    }))
+
   it.effect("a handler running past handlerTimeout is interrupted: 500, the claim released, the redelivery handled", () =>
     Effect.gen(function*() {
       let attempts = 0
@@ -1793,6 +1903,81 @@ describe("Webhooks.handler", () => {
       const answer = yield* Fiber.join(delivery)
       expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
       expect(renewals).toBeGreaterThan(2)
+    }))
+
+  it.effect("a running handler's claim is renewed every third of claimTtl", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const renewedAt: Array<number> = []
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: (...args) =>
+          Effect.zipRight(
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => renewedAt.push(now))),
+            memory.renew(...args)
+          )
+      }
+      const { handle, handler } = yield* gatedHandler({ store, claimTtl: "30 seconds" })
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* handler.started
+      yield* pass(35)
+      expect(renewedAt).toEqual([10_000, 20_000, 30_000])
+      yield* handler.open
+      expect(JSON.parse((yield* Fiber.join(delivery)).body)).toEqual({ outcome: "handled" })
+    }))
+
+  it.effect("a renewal the store never answers stops the handler before the claim lapses, not claimTtl after", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      let hung = false
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: (...args) => hung ? Effect.never : memory.renew(...args)
+      }
+      let interrupted = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        handlerTimeout: "5 minutes",
+        handlers: {
+          "beneficiary.status": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => interrupted++))
+        }
+      }))
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* settle
+      yield* pass(10) // renewed at 10 s: the claim holds until 40 s
+      hung = true
+      // The renewal sent at 20 s never answers: the handler stops at 37 s, a tenth of claimTtl before the claim lapses
+      // (waiting for the renewal as long as a claim lives would keep it running until 50 s, beside a redelivery).
+      yield* pass(27)
+      const answer = yield* answered(delivery)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+      expect(interrupted).toBe(1)
+    }))
+
+  it.effect("a store that fails every renewal is asked a few times, not ever faster, before the handler stops", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const down = new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" })
+      const renewedAt: Array<number> = []
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: () =>
+          Effect.zipRight(
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => renewedAt.push(now))),
+            Effect.fail(down)
+          )
+      }
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: { "beneficiary.status": () => Effect.never }
+      }))
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* settle
+      for (let i = 0; i < 300; i++) yield* Effect.zipRight(TestClock.adjust("10 millis"), settle)
+      expect([(yield* Fiber.join(delivery)).status, renewedAt]).toEqual([500, [1000, 1850, 2275, 2487.5, 2593.75]])
     }))
 
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
@@ -2220,6 +2405,21 @@ describe("Webhooks.handler defaults and limits", () => {
       // 4.75 s: still waiting for the resource.
       expect(Option.isNone(yield* Fiber.poll(older))).toBe(true)
       for (let step = 0; step < 3; step++) yield* Effect.zipRight(TestClock.adjust("250 millis"), settle)
+      const busy = yield* answered(older)
+      expect([busy.status, JSON.parse(busy.body)]).toEqual([409, { outcome: "reference_busy" }])
+      yield* handler.open
+      expect((yield* Fiber.join(newer)).status).toBe(200)
+    }))
+
+  it.effect("referenceWait 0: a delivery whose resource is busy gets 409 at once, with no poll", () =>
+    Effect.gen(function*() {
+      const { handle, handler } = yield* gatedHandler({ referenceWait: "0 millis" })
+      const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })
+      const processing = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
+      const newer = yield* Effect.fork(send(handle, yield* signedPost(active)))
+      yield* handler.started
+      // The TestClock does not move: a delivery that waited for one poll would never be answered.
+      const older = yield* Effect.fork(send(handle, yield* signedPost(processing)))
       const busy = yield* answered(older)
       expect([busy.status, JSON.parse(busy.body)]).toEqual([409, { outcome: "reference_busy" }])
       yield* handler.open
