@@ -1764,7 +1764,9 @@ export const makeHandler = <const H extends object>(
       admitted -= 1
       if (closing && admitted === 0) Deferred.unsafeDone(idle, Exit.void)
     })
-    // Added after the set, so it runs before the set's own finalizer (which would interrupt what is still running).
+    // Added after the set, so it runs before the set's own finalizer, which interrupts what is still running. A
+    // delivery's fiber, forked uninterruptible, would be waited for all the same; the wait is said here, not left to
+    // how the fibers happen to be forked.
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         closing = true
