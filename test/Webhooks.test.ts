@@ -249,6 +249,12 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         expect(yield* reasonOf(Webhooks.verify(currentBody, repeated, secret))).toBe("bad_signature")
         const twoAlgorithms = { "x-fin-signature": upper, "x-fin-signature-algorithm": ["sha384", "sha384"] }
         expect(yield* reasonOf(Webhooks.verify(currentBody, twoAlgorithms, secret))).toBe("unsupported_algorithm")
+        // An empty list is no value: no signature is missing, no algorithm the default (sha256).
+        const noSignature = { "x-fin-signature": [] }
+        expect(yield* reasonOf(Webhooks.verify(currentBody, noSignature, secret))).toBe("missing_signature")
+        const sha256 = (yield* Webhooks.sign(currentBody, secret))["x-fin-signature"]
+        const noAlgorithm = { "x-fin-signature": sha256, "x-fin-signature-algorithm": [] }
+        expect((yield* Webhooks.verify(currentBody, noAlgorithm, secret)).type).toBe("beneficiary.status")
       }).pipe(Effect.provide(cryptoLayer)))
   })
 }

@@ -44,11 +44,12 @@ const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray
   return undefined
 }
 
-// A list of one value (multi-value headers, as AWS Lambda passes them) is that value; a longer list stays a list,
-// which no check accepts: a repeated signature or algorithm header is refused.
+// A list of one value (multi-value headers, as AWS Lambda passes them) is that value, an empty list no value (a
+// missing signature, not a malformed one); a longer list stays a list, which no check accepts: a repeated signature or
+// algorithm header is refused.
 const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
   const value = findHeader(headers, name)
-  return typeof value !== "string" && value !== undefined && value.length === 1 ? value[0] : value
+  return typeof value === "string" || value === undefined || value.length > 1 ? value : value[0]
 }
 
 export const fail = (reason: WebhookFailureReason, message: string) => new WebhookVerificationError({ reason, message })
