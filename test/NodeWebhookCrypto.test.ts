@@ -216,6 +216,10 @@ describe.each([["WebCrypto", Webhooks.layerWebCrypto], ["node:crypto", NodeWebho
         expect(event.type).toBe("beneficiary.status")
         yield* Webhooks.verify(new DataView(bytes.buffer) as any, headers, secret)
         yield* Webhooks.verifySignature(bytes.buffer as any, headers, secret)
+        // A view into a larger buffer (a pooled one) is its own bytes, not the buffer's from the start.
+        const pooled = new Uint8Array(bytes.length + 16)
+        pooled.set(bytes, 8)
+        yield* Webhooks.verify(new DataView(pooled.buffer, 8, bytes.length) as any, headers, secret)
       }).pipe(Effect.provide(layer)))
   }
 )

@@ -84,6 +84,8 @@ describe("TokenProvider", () => {
       expect(TokenProvider.parseTimestamp("2025-12-28 10:34:60+00")).toBeUndefined()
       expect(TokenProvider.parseTimestamp("0099-01-01T00:00:00Z")).toBe(new Date(0).setUTCFullYear(99, 0, 1))
       expect(TokenProvider.parseTimestamp("2025-12-28")).toBeUndefined()
+      // The seconds need their colon: "10:3445" is no 10:34:45.
+      expect(TokenProvider.parseTimestamp("2025-12-28T10:3445Z")).toBeUndefined()
       // No field rolls over at its first value out of range.
       for (const text of ["2025-00-10 10:00:00+00", "2025-13-10 10:00:00+00", "2025-12-28 10:60:00+00"]) {
         expect(TokenProvider.parseTimestamp(text), text).toBeUndefined()

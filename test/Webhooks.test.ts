@@ -1,6 +1,7 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as PlatformHeaders from "@effect/platform/Headers"
 import { describe, expect, it } from "@effect/vitest"
+import { vi } from "vitest"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Cause from "effect/Cause"
@@ -168,6 +169,13 @@ for (const [name, cryptoLayer] of cryptoLayers) {
             Option.some("effect-fin: a webhook secret must be one text, and not empty")
           )
         }
+        // One used before it was wiped (its list kept) is refused as well, with the same message.
+        const usedThenWiped = Redacted.make("whsec_used")
+        yield* Webhooks.sign(currentBody, usedThenWiped)
+        Redacted.unsafeWipe(usedThenWiped)
+        expect(yield* defect(Webhooks.sign(currentBody, usedThenWiped))).toEqual(
+          Option.some("effect-fin: a webhook secret must be one text, and not empty")
+        )
         // verify would refuse it (no_secret): its signatures would test nothing.
         expect(yield* defect(Webhooks.sign(currentBody, "whsec_x\n"))).toEqual(
           Option.some("effect-fin: a webhook secret must not start or end with whitespace (a trailing newline, say)")
@@ -258,6 +266,28 @@ for (const [name, cryptoLayer] of cryptoLayers) {
       }).pipe(Effect.provide(cryptoLayer)))
   })
 }
+
+describe("Webhooks.makeWebCrypto", () => {
+  it.effect("a key import that fails is not kept: the next verification imports it again, and passes", () =>
+    Effect.gen(function*() {
+      const crypto = Webhooks.makeWebCrypto()
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      const importKey = vi.spyOn(globalThis.crypto.subtle, "importKey")
+      importKey.mockRejectedValueOnce(new Error("import failed"))
+      try {
+        const verifyWith = Webhooks.verify(currentBody, headers, secret).pipe(
+          Effect.provideService(Webhooks.WebhookCrypto, crypto)
+        )
+        expect(Exit.isFailure(yield* Effect.exit(verifyWith))).toBe(true)
+        expect((yield* verifyWith).type).toBe("beneficiary.status")
+        // Imported once more, then kept: a third verification imports nothing.
+        yield* verifyWith
+        expect(importKey).toHaveBeenCalledTimes(2)
+      } finally {
+        importKey.mockRestore()
+      }
+    }))
+})
 
 // --- Decoding and the checks the service lacks ----------------------------------------------------------------------
 
@@ -359,7 +389,8 @@ describe("Webhooks decoding", () => {
       const longest = "i".repeat(256)
       const event = yield* signedVerify(makeBody({ id: longest, referenceId: longest }))
       expect(event.id).toBe(longest)
-      for (const spec of [{ id: "i".repeat(257) }, { referenceId: "r".repeat(20_000) }]) {
+      const tooLong = [{ id: "i".repeat(257) }, { referenceId: "r".repeat(20_000) }]
+      for (const spec of [...tooLong, { id: "" }, { referenceId: "" }]) {
         const error = yield* Effect.flip(signedVerify(makeBody(spec)))
         expect(error.reason).toBe("malformed_body")
       }
@@ -423,6 +454,8 @@ describe("Webhooks decoding", () => {
       expect(padded.reason).toBe("no_secret")
       expect(padded.message).toContain("whitespace")
       expect(padded.message).not.toContain(secretValue)
+      // Wherever it is in the list: one padded secret before a good one is refused too.
+      expect(yield* reasonOf(Webhooks.verify(currentBody, headers, [`${secretValue}\n`, secret]))).toBe("no_secret")
       // A secret that is no text (untyped configuration), or one wiped since (also after a first use), is no
       // secret, not a defect.
       const wipedLater = Redacted.make(secretValue)
@@ -515,9 +548,9 @@ describe("Webhooks decoding", () => {
       expect(yield* reasonOf(signedVerify(live, { environment: "sandbox" }))).toBe("wrong_environment")
       expect((yield* signedVerify(live, { environment: "production" })).type).toBe("beneficiary.status")
       // The crypto-orchestration envelope has no sandbox_mode: nothing to check.
-      expect((yield* signedVerify(makeBody({ sandbox: undefined }), { environment: "production" })).type).toBe(
-        "beneficiary.status"
-      )
+      for (const environment of ["production", "sandbox"] as const) {
+        expect((yield* signedVerify(makeBody({ sandbox: undefined }), { environment })).type).toBe("beneficiary.status")
+      }
     }))
 
   it.effect("encodes an event back to its envelope", () =>
@@ -2549,6 +2582,10 @@ describe("Webhooks schemas with effect's schema tools", () => {
     )
     expect(equivalent(Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(JSON.parse(transitBody)), other))
       .toBe(false)
+    // A key more on either side is a difference, though every key of the other side is equal.
+    const json = Schema.equivalence(Webhooks.JsonValue)
+    expect([json({ a: 1 }, { a: 1, b: 2 }), json({ a: 1, b: 2 }, { a: 1 }), json({ a: 1 }, { a: 1 })])
+      .toEqual([false, false, true])
   })
 
   // A signed body a few kilobytes long can nest some thousands of levels; a value built in code can be cyclic.
