@@ -66,6 +66,9 @@ describe("FinError", () => {
     expect(numeric._tag === "ApiError" && numeric.code).toBe(1042)
     const read = roundTrip(new TransportError({ message: "cut", reason: "BodyReadFailed", code: "ECONNRESET", status: 200, ...call }))
     expect(read._tag === "TransportError" && read.reason).toBe("BodyReadFailed")
+    // A reason of neither kind (sent by another version, or mangled) is refused, not decoded into a TransportError.
+    const stranger = { _tag: "TransportError", message: "cut", reason: "Cancelled" }
+    expect(Schema.decodeUnknownEither(json)(JSON.stringify(stranger))._tag).toBe("Left")
     for (const error of [examples[0]!, examples[6]!]) {
       const decoded = roundTrip(error)
       expect("issues" in decoded && decoded.issues[0], error._tag).toBeInstanceOf(Issue)

@@ -703,6 +703,20 @@ describe("HttpTransport", () => {
       )
     }, { maxRetryAfter: "60 seconds" })))
 
+  // A body of field errors alone: the ApiError's message is its start and them, which the RateLimitError's does not
+  // repeat after its own start.
+  it.effect("a 503 of field errors alone asking to wait beyond the cap: the RateLimitError names them once", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "RateLimitError" && error.message).toBe(
+        "The service answered 503 and asked to wait 2h, longer than allowed, on POST /v1/fee-calculation " +
+          "(destination_currency: paused)"
+      )
+    }).pipe(provideClient({
+      [FEE]: () =>
+        FinTest.json(503, { errors: [{ field: "destination_currency", message: "paused" }] }, { "retry-after": "7200" })
+    }, { maxRetryAfter: "60 seconds" })))
+
   it.effect("a 408 asking to wait beyond the cap stays an ApiError (only a 5xx is a RateLimitError)", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
@@ -856,6 +870,21 @@ describe("HttpTransport", () => {
           [FEE]: () => ok
         })))
     }
+
+    // Only a 5xx: a token 408 asking for a wait past the deadline stays the ApiError it is, its wait kept, as the
+    // transport's own 408 does (`Retry.tooLate`).
+    it.effect("a token 408 with Retry-After: 30 past a 5 seconds deadline: ApiError at once, with its retryAfter", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "5 seconds" })))
+        expect(error._tag === "ApiError" && [error.status, error.operation, error.retryAfter]).toEqual([
+          408,
+          "POST /v1/oauth/token",
+          Duration.seconds(30)
+        ])
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": FinTest.sequence(status(408, { "retry-after": "30" }), token),
+        [FEE]: () => ok
+      })))
 
     // Every 5xx, a 500 as much as a 503: as the transport's own retries turn it (`Retry.retry`).
     it.effect("a token 500 with Retry-After: 30 past a 5 seconds deadline: RateLimitError at once", () =>

@@ -85,6 +85,7 @@ describe("FinTest.layerFeeService and the emulator", () => {
     }
     expect(refusal({ rates: { "USD/CAD": Number.NaN } })).toContain("a finite rate > 0")
     expect(refusal({ rates: { "USD/CAD": -1.37 } })).toContain("a finite rate > 0")
+    expect(refusal({ rates: { "USD/CAD": Number.POSITIVE_INFINITY } })).toContain("a finite rate > 0")
     // A rate of zero is no rate.
     expect(refusal({ rates: { "USD/CAD": 0 } })).toContain("a finite rate > 0")
     expect(refusal({ rates: { "usd-cad": 1 } as Record<string, number> })).toContain("rates.usd-cad: is unexpected")
