@@ -367,6 +367,64 @@ describe("UndiciHttpClient", () => {
       })
     ))
 
+  // effect-fin reads a body of unknown length as a stream, and names the failure by its cause's code (UND_ERR_SOCKET).
+  it.live("a stream whose body failed fails with the body's own error as its cause", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const broken = yield* client.get(`${base}/reset-after-headers`)
+        const error = yield* Effect.flip(Effect.timeout(Stream.runDrain(broken.stream), Duration.seconds(5)))
+        expect(error._tag).toBe("ResponseError")
+        const code = expect.stringMatching(/^(UND_ERR_SOCKET|ECONNRESET)$/)
+        expect((error as { cause?: unknown }).cause).toMatchObject({ code })
+      })
+    ))
+
+  it.live("under HttpClient.withScope (no abort of the platform's), a stream stopped early closes its body", () =>
+    withClient((client) =>
+      Effect.scoped(Effect.gen(function*() {
+        const before = closedEarly
+        const response = yield* HttpClient.withScope(client).get(`${base}/stall-body`)
+        const exit = yield* Effect.exit(Effect.timeout(Stream.runDrain(response.stream), Duration.millis(100)))
+        expect(Exit.isFailure(exit)).toBe(true)
+        // Before the scope closes: the body itself was closed.
+        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+      }))
+    ))
+
+  it.live("sends a raw body", () =>
+    withClient((client) =>
+      Effect.gen(function*() {
+        const response = yield* client.execute(
+          HttpClientRequest.post(`${base}/echo`).pipe(HttpClientRequest.setBody(HttpBody.raw("raw text")))
+        )
+        expect(((yield* response.json) as { body: string }).body).toBe("raw text")
+      })
+    ))
+
+  it.live("leaves timeouts to Effect: undici's headers timeout an hour and no body timeout, as NodeHttpClient's", () =>
+    Effect.gen(function*() {
+      const seen: Array<{ readonly headersTimeout?: number | null; readonly bodyTimeout?: number | null }> = []
+      const agent = yield* Effect.acquireRelease(
+        Effect.sync(() => new Undici.Agent()),
+        (agent) => Effect.promise(() => agent.destroy())
+      )
+      const recording = agent.compose((dispatch) => (options, handler) => {
+        seen.push(options)
+        return dispatch(options, handler)
+      })
+      const text = Effect.flatMap(UndiciHttpClient.make(recording).get(`${base}/text`), (r) => r.text)
+      expect(yield* text).toBe("hello, world")
+      expect(seen.map((o) => [o.headersTimeout, o.bodyTimeout])).toEqual([[60 * 60 * 1000, 0]])
+    }).pipe(Effect.scoped))
+
+  it.live("closing the layer does not wait for a body nobody reads", () =>
+    Effect.gen(function*() {
+      const response = yield* withClient((client) => client.get(`${base}/stall-body`)).pipe(
+        Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => new Error("the layer waited for the body") })
+      )
+      expect(response.status).toBe(200)
+    }))
+
   it.live("a large body streamed through a slow reader arrives whole and in order", () =>
     withClient((client) =>
       Effect.gen(function*() {

@@ -14,7 +14,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { command, servesUntilStopped } from "../src/cli/main.js"
-import { errorLine, pairs, printableConsole, table } from "../src/cli/render.js"
+import { errorJson, errorLine, pairs, printableConsole, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
@@ -557,6 +557,24 @@ describe("effect-fin (offline commands)", () => {
     // A message that names its variable itself is not prefixed with it again.
     const named = ConfigError.InvalidData(["FIN_CLIENT_SECRET"], "FIN_CLIENT_SECRET must not start or end with whitespace")
     expect(errorLine(named)).toBe("effect-fin: ConfigError: FIN_CLIENT_SECRET must not start or end with whitespace")
+  })
+
+  it("an ApiError without an operation whose message holds its status is still said with the status first", () => {
+    expect(errorLine(new FinError.ApiError({ status: 422, message: "Rule 422 broken" })))
+      .toBe("effect-fin: ApiError: 422: Rule 422 broken")
+  })
+
+  it("an error's JSON line escapes what JSON leaves raw and a terminal acts on (C1 controls, bidi overrides)", () => {
+    const line = errorJson(new FinError.ApiError({ status: 500, message: "x\u009b2J\u202ey" }))
+    expect(line).not.toMatch(/[\u0080-\u009f\u202a-\u202e]/)
+    expect(line).toContain("x\\u009b2J\\u202ey")
+    expect(JSON.parse(line).error.message).toBe("x\u009b2J\u202ey")
+  })
+
+  it("the printable console answers `in` as the console does", () => {
+    const own = { log: () => Effect.void } as unknown as Console.Console
+    const console = printableConsole(own, { out: false, err: false })
+    expect(["log" in console, "nothing" in console]).toEqual([true, false])
   })
 
   it("a table: the header, a rule as wide as each column, cells padded to the widest one, no trailing blanks", () => {

@@ -63,4 +63,37 @@ describe("Issues", () => {
     expect(described).toContain("fee.fixed: ")
     expect(described).not.toContain("Expected undefined")
   })
+
+  it("a value none of a union's plain members is, one read from a string among them: one issue naming all", () => {
+    const Unlisted = Schema.transform(Schema.String, Schema.Struct({ unlisted: Schema.String }), {
+      strict: true,
+      decode: (s) => ({ unlisted: s }),
+      encode: (u) => u.unlisted
+    })
+    expect(expected(Schema.Struct({ k: Schema.Union(Schema.Literal("a", "b"), Unlisted) }), { k: 5 })).toBe(
+      `k: expected "a" or "b" or a string`
+    )
+  })
+
+  it("told counts the issues not even built among those left out", () => {
+    expect(Issues.told([], 3).summary).toBe("; and 3 more")
+  })
+
+  it("describeAll leaves out 'Expected undefined' beside another problem at the same path", () => {
+    const result = Schema.decodeUnknownEither(Schema.Struct({ n: Schema.optional(Schema.Number) }), { errors: "all" })({
+      n: "x"
+    })
+    expect(Either.isLeft(result) && Issues.allIssues(result.left)).toEqual([
+      { path: "n", message: `Expected number, actual "x"` }
+    ])
+  })
+
+  it("allIssues of a value nested deeper than the stack quotes says the issues without the value", () => {
+    let deep: unknown = 1
+    for (let i = 0; i < 200_000; i++) deep = [deep]
+    const result = Schema.decodeUnknownEither(Schema.Struct({ a: Schema.Number }), { errors: "all" })({ a: deep })
+    expect(Either.isLeft(result) && Issues.allIssues(result.left)).toEqual([
+      { path: "a", message: "expected a number" }
+    ])
+  })
 })

@@ -41,4 +41,20 @@ describe("internal/printable", () => {
     expect(Printable.screen("a\u001fb", true)).toBe("a\\u001fb")
     expect(Printable.printable("\u2069")).toBe("\\u2069")
   })
+
+  it("escapes every bidirectional embedding, override and isolate, and a backspace, in each function", () => {
+    const bidi = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    const escaped = "\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069"
+    expect(Printable.printable(bidi)).toBe(escaped)
+    expect(Printable.lines(bidi)).toBe(escaped)
+    // A backspace rewrites what was shown before it.
+    expect(Printable.lines("paid\b\b\b\bdue")).toBe("paid\\u0008\\u0008\\u0008\\u0008due")
+    expect(Printable.screen("a\bb", true)).toBe("a\\u0008b")
+  })
+
+  it("screen lets through only colour codes (SGR, ending in m), no other control sequence", () => {
+    // A device status report (answered on the terminal's input), a printer control, cursor hiding.
+    expect(Printable.screen("\u001b[6n\u001b[5i\u001b[?25l\u001b[1mok\u001b[0m", true))
+      .toBe("\\u001b[6n\\u001b[5i\\u001b[?25l\u001b[1mok\u001b[0m")
+  })
 })

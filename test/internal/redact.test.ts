@@ -222,4 +222,44 @@ describe("redactor", () => {
     const token = `eyJhbGciOiJIUzI1NiJ9.${claims}.c2lnbmF0dXJlLXNpZ25hdHVyZQ`
     expect(redactor([token], 1024)(`claims ${claims} echoed`)).toBe("claims <redacted> echoed")
   })
+
+  it("a character reference to no character (past U+10FFFF, a surrogate) is left as it is, not a failure", () => {
+    const none = "x &#9999999; &#x110000; &#xD800;"
+    expect(redactor(["tok"], 100)(`${none} tok`)).toBe(`${none} <redacted>`)
+    // Zero-padded past seven digits, as HTML allows: still the character.
+    const padded = "x Kx9pQ2mZr7Lw4vB8nT&#00000000039;tail y"
+    expect(redactor(["Kx9pQ2mZr7Lw4vB8nT'tail"], 1024)(padded)).toBe("x <redacted> y")
+  })
+
+  it("a form-encoded echo with only `+` for its spaces (no `%` anywhere) is found", () => {
+    const spaced = "correct horse battery staple 0123456789"
+    expect(redactor([spaced], 1024)(`pass=${spaced.replaceAll(" ", "+")}&x=1`)).toBe("pass=<redacted>&x=1")
+  })
+
+  it("a credential that begins at the last kept character, URL-encoded twice, is redacted whole", () => {
+    const euro = "\u20ac\u20ac\u20ac\u20ac"
+    const twice = encodeURIComponent(encodeURIComponent(euro))
+    expect(twice).toHaveLength(60)
+    expect(redactor([euro], 10)(`0123456789${twice} tail`)).toBe("0123456789<redacted>")
+  })
+
+  it("a cut echo must be half the credential, rounded up, and at least 8 characters", () => {
+    // 14 characters: 8 (not 7); 17 characters: 9 (half rounded up, not down).
+    expect(redactor(["0123456789abcd"], 100)("0123456|01234567")).toBe("0123456|<redacted>")
+    expect(redactor(["0123456789abcdefg"], 100)("01234567|012345678")).toBe("01234567|<redacted>")
+  })
+
+  it("a JWT whose parts hold base64url's `-` and `_` is known as one: its signature alone is redacted", () => {
+    const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbGllbnQtNDIi_Q-x.c2lnbmF0dXJl-LXNpZ25h_dHVyZQ"
+    expect(redactor([jwt], 1024)(`sig ${jwt.split(".")[2]}`)).toBe("sig <redacted>")
+  })
+
+  it("with non-ASCII and &<> escaped together (PHP's default with JSON_HEX_*), and U+0080 partly URL-encoded", () => {
+    const both = "p\u00e4ssw\u00f6rd&<0123456789abcdefghij"
+    const u = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+    expect(redactor([both], 1024)(`{"s":"${both.replace(/[^\x00-\x7f]|[&<>']/g, u)}"}`)).toBe(`{"s":"<redacted>"}`)
+    // U+0080 is two bytes in UTF-8 (the first character that is not its own byte).
+    const c80 = "ab\u0080cd+0123456789abcdefgh"
+    expect(redactor([c80], 1024)("x ab\u0080cd%2B0123456789abcdefgh y")).toBe("x <redacted> y")
+  })
 })
