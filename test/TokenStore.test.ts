@@ -39,6 +39,12 @@ import {
 import { tokenStoreContract } from "./tokenStoreContract.js"
 
 const fee = () => FinTest.json(200, quoteBody)
+
+// A store whose unlock takes `delay`: another process waiting on its lock reads what it left meanwhile.
+const unlockingAfter = (store: TokenStore.Service, delay: Duration.DurationInput): TokenStore.Service => ({
+  ...store,
+  unlock: (...args) => Effect.zipRight(Effect.sleep(delay), store.unlock(...args))
+})
 const count = (route: FinTest.Route) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
 const bearers = Effect.map(
   Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests),
@@ -1055,10 +1061,7 @@ describe("TokenStore", () => {
   // service itself at 62 s (it was told the whole wait again, and failed without a request for it).
   it.scoped("a kept token answer shared with another process carries the wait that is left, not the whole wait", () => {
     const memory = TokenStore.makeMemory()
-    const slowUnlock: TokenStore.Service = {
-      ...memory,
-      unlock: (...args) => Effect.zipRight(Effect.sleep("100 millis"), memory.unlock(...args))
-    }
+    const slowUnlock = unlockingAfter(memory, "100 millis")
     let tokenRequests = 0
     const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
     const routes: FinTest.Routes = {
@@ -1098,10 +1101,7 @@ describe("TokenStore", () => {
   // little after it was made, would otherwise push the wait on for ever). B asks the service again at 21 s.
   it.scoped("a copy of another process's kept answer does not lengthen this process's running wait", () => {
     const memory = TokenStore.makeMemory()
-    const slowUnlock: TokenStore.Service = {
-      ...memory,
-      unlock: (...args) => Effect.zipRight(Effect.sleep("100 millis"), memory.unlock(...args))
-    }
+    const slowUnlock = unlockingAfter(memory, "100 millis")
     let tokenRequests = 0
     const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
     const routes: FinTest.Routes = {
@@ -1149,10 +1149,7 @@ describe("TokenStore", () => {
   // whole wait again. The 5 s the service asked for end after 5 s, not after ever more of them.
   it.scoped("a kept answer handed back and forth between two processes under steady calls: the wait still ends", () => {
     const memory = TokenStore.makeMemory()
-    const slowUnlock: TokenStore.Service = {
-      ...memory,
-      unlock: (...args) => Effect.zipRight(Effect.sleep("200 millis"), memory.unlock(...args))
-    }
+    const slowUnlock = unlockingAfter(memory, "200 millis")
     let tokenRequests = 0
     const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
     const routes: FinTest.Routes = {
