@@ -45,6 +45,35 @@ const unlockingAfter = (store: TokenStore.Service, delay: Duration.DurationInput
   ...store,
   unlock: (...args) => Effect.zipRight(Effect.sleep(delay), store.unlock(...args))
 })
+// The token route's 429 asking for `seconds` of quiet.
+const tooMany = (seconds: number, message = "Too many requests"): FinTest.Reply =>
+  FinTest.json(429, { message }, { "retry-after": String(seconds) })
+
+// Clients on one store (`client(store)`), whose token route gives `answers` in turn, one per token request, then
+// tokens; `tokenRequests()` counts what was sent there.
+const keptAnswerRig = (answers: ReadonlyArray<FinTest.Handler>, options: Partial<FinConfig.Options> = {}) => {
+  let tokenRequests = 0
+  const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
+  const routes: FinTest.Routes = {
+    "POST /v1/fee-calculation": fee,
+    "POST /v1/oauth/token": (request) => (answers[tokenRequests++] ?? tokens)(request)
+  }
+  return {
+    client: (store: TokenStore.Service) =>
+      Layer.build(
+        FinTest.layerClient(routes, options).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store)))
+      ),
+    tokenRequests: () => tokenRequests
+  }
+}
+const calculateOn = (context: Context.Context<FeeService.FeeService>) =>
+  Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
+// The whole seconds of wait a RateLimitError tells, or the result.
+const waitLeft = (result: Either.Either<unknown, FinError>) =>
+  Either.isLeft(result) && result.left._tag === "RateLimitError"
+    ? Math.ceil(Duration.toSeconds(result.left.retryAfter!))
+    : result
+
 const count = (route: FinTest.Route) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
 const bearers = Effect.map(
   Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests),
@@ -1012,7 +1041,7 @@ describe("TokenStore", () => {
       expect(yield* bearers).toEqual(["Bearer other-process"])
     }).pipe(withStore(store, {
       "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+      "POST /v1/oauth/token": () => tooMany(120)
     }))
   })
 
@@ -1023,7 +1052,7 @@ describe("TokenStore", () => {
       const store = TokenStore.makeMemory()
       const routes = yield* dueStoredPair(
         store,
-        () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+        () => tooMany(120)
       )
       const [requests, sent] = yield* Effect.gen(function*() {
         for (let i = 0; i < 15; i++) {
@@ -1052,7 +1081,7 @@ describe("TokenStore", () => {
       expect(yield* bearers).toEqual(["Bearer other-process"])
     }).pipe(withStore(store, {
       "POST /v1/fee-calculation": () => FinTest.json(401, { message: "revoked" }),
-      "POST /v1/oauth/token": () => FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
+      "POST /v1/oauth/token": () => tooMany(120)
     }))
   })
 
@@ -1062,37 +1091,25 @@ describe("TokenStore", () => {
   it.scoped("a kept token answer shared with another process carries the wait that is left, not the whole wait", () => {
     const memory = TokenStore.makeMemory()
     const slowUnlock = unlockingAfter(memory, "100 millis")
-    let tokenRequests = 0
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    const routes: FinTest.Routes = {
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": (request) =>
-        tokenRequests++ === 0
-          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" })
-          : tokens(request)
-    }
-    const client = (store: TokenStore.Service) =>
-      Layer.build(FinTest.layerClient(routes).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store))))
-    const calculate = (context: Context.Context<FeeService.FeeService>) =>
-      Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
+    const rig = keptAnswerRig([() => tooMany(120)])
     return Effect.gen(function*() {
-      const a = yield* client(slowUnlock)
-      const b = yield* client(memory)
-      yield* FinTest.advanceUntilDone(calculate(a), { limit: "10 seconds" })
+      const a = yield* rig.client(slowUnlock)
+      const b = yield* rig.client(memory)
+      yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
       yield* advance(50_000)
-      const fa = yield* Effect.fork(calculate(a))
+      const fa = yield* Effect.fork(calculateOn(a))
       yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fb = yield* Effect.fork(calculate(b))
+      const fb = yield* Effect.fork(calculateOn(b))
       for (let i = 0; i < 30; i++) yield* advance(100)
       yield* Fiber.join(fa)
       const shared = yield* Fiber.join(fb)
       expect(Either.isLeft(shared) && shared.left).toMatchObject({ _tag: "RateLimitError", status: 429 })
       expect(Either.isLeft(shared) && shared.left._tag === "RateLimitError" && Duration.toMillis(shared.left.retryAfter!))
         .toBeLessThanOrEqual(10_000)
-      expect(tokenRequests).toBe(1)
+      expect(rig.tokenRequests()).toBe(1)
       yield* advance(9_000)
-      expect(Either.isRight(yield* FinTest.advanceUntilDone(calculate(b), { limit: "1 second" }))).toBe(true)
-      expect(tokenRequests).toBe(2)
+      expect(Either.isRight(yield* FinTest.advanceUntilDone(calculateOn(b), { limit: "1 second" }))).toBe(true)
+      expect(rig.tokenRequests()).toBe(2)
     }).pipe(fixedRandom)
   })
 
@@ -1102,45 +1119,23 @@ describe("TokenStore", () => {
   it.scoped("a copy of another process's kept answer does not lengthen this process's running wait", () => {
     const memory = TokenStore.makeMemory()
     const slowUnlock = unlockingAfter(memory, "100 millis")
-    let tokenRequests = 0
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    const routes: FinTest.Routes = {
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": (request) => {
-        tokenRequests += 1
-        return tokenRequests === 1
-          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "60" })
-          : tokenRequests === 2
-          ? FinTest.json(429, { message: "Slow down" }, { "retry-after": "20" })
-          : tokens(request)
-      }
-    }
-    const client = (store: TokenStore.Service) =>
-      Layer.build(
-        FinTest.layerClient(routes, { maxRetries: 0 }).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, store)))
-      )
-    const calculate = (context: Context.Context<FeeService.FeeService>) =>
-      Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
-    const waitLeft = (result: Either.Either<unknown, FinError>) =>
-      Either.isLeft(result) && result.left._tag === "RateLimitError"
-        ? Math.ceil(Duration.toSeconds(result.left.retryAfter!))
-        : result
+    const rig = keptAnswerRig([() => tooMany(60), () => tooMany(20, "Slow down")], { maxRetries: 0 })
     return Effect.gen(function*() {
-      const a = yield* client(slowUnlock)
-      const b = yield* client(memory)
-      const first = yield* FinTest.advanceUntilDone(calculate(a), { limit: "10 seconds" })
-      expect([waitLeft(first), waitLeft(yield* calculate(b))]).toEqual([60, 20])
+      const a = yield* rig.client(slowUnlock)
+      const b = yield* rig.client(memory)
+      const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
+      expect([waitLeft(first), waitLeft(yield* calculateOn(b))]).toEqual([60, 20])
       yield* advance(10_000 - 100)
-      const fa = yield* Effect.fork(calculate(a))
+      const fa = yield* Effect.fork(calculateOn(a))
       yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fb = yield* Effect.fork(calculate(b))
+      const fb = yield* Effect.fork(calculateOn(b))
       for (let i = 0; i < 5; i++) yield* advance(100)
       expect(waitLeft(yield* Fiber.join(fa))).toBeGreaterThan(45)
       expect(waitLeft(yield* Fiber.join(fb))).toBeLessThanOrEqual(10)
-      expect(tokenRequests).toBe(2)
+      expect(rig.tokenRequests()).toBe(2)
       yield* advance(10_500)
-      expect(Either.isRight(yield* calculate(b))).toBe(true)
-      expect(tokenRequests).toBe(3)
+      expect(Either.isRight(yield* calculateOn(b))).toBe(true)
+      expect(rig.tokenRequests()).toBe(3)
     }).pipe(fixedRandom)
   })
 
@@ -1150,33 +1145,19 @@ describe("TokenStore", () => {
   it.scoped("a kept answer handed back and forth between two processes under steady calls: the wait still ends", () => {
     const memory = TokenStore.makeMemory()
     const slowUnlock = unlockingAfter(memory, "200 millis")
-    let tokenRequests = 0
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    const routes: FinTest.Routes = {
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": (request) =>
-        tokenRequests++ === 0
-          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": "5" })
-          : tokens(request)
-    }
-    const client = Layer.build(
-      FinTest.layerClient(routes, { maxRetries: 0 }).pipe(
-        Layer.provide(Layer.succeed(TokenStore.TokenStore, slowUnlock))
-      )
-    )
+    const rig = keptAnswerRig([() => tooMany(5)], { maxRetries: 0 })
     return Effect.gen(function*() {
-      const clients = [yield* client, yield* client]
+      const clients = [yield* rig.client(slowUnlock), yield* rig.client(slowUnlock)]
       const calls: Array<Fiber.RuntimeFiber<Either.Either<unknown, FinError>>> = []
       // A call every 125 ms for 7 s, on A and B in turn.
       for (let i = 0; i < 56; i++) {
-        const call = Effect.either(Effect.provide(FeeService.calculate(quoteRequest), clients[i % 2]!))
-        calls.push(yield* Effect.fork(call))
+        calls.push(yield* Effect.fork(calculateOn(clients[i % 2]!)))
         yield* advance(125)
       }
       for (let i = 0; i < 10; i++) yield* advance(100)
       const last = yield* Fiber.join(calls[calls.length - 1]!)
       expect(Either.isRight(last)).toBe(true)
-      expect(tokenRequests).toBe(2)
+      expect(rig.tokenRequests()).toBe(2)
     }).pipe(fixedRandom)
   })
 
@@ -1186,40 +1167,19 @@ describe("TokenStore", () => {
   // requests sent.
   const sharedDuringWait = (firstWait: number, after: number, second: FinTest.Reply, later: number) => {
     const memory = TokenStore.makeMemory()
-    let tokenRequests = 0
-    const tokens = FinTest.tokenHandler({ lifetime: "10 minutes" })
-    const routes: FinTest.Routes = {
-      "POST /v1/fee-calculation": fee,
-      "POST /v1/oauth/token": (request) => {
-        tokenRequests += 1
-        return tokenRequests === 1
-          ? FinTest.json(429, { message: "Too many requests" }, { "retry-after": String(firstWait) })
-          : tokenRequests === 2
-          ? FinTest.delayed("1 second", () => second)(request)
-          : tokens(request)
-      }
-    }
-    const client = Layer.build(
-      FinTest.layerClient(routes, { maxRetries: 0 }).pipe(Layer.provide(Layer.succeed(TokenStore.TokenStore, memory)))
-    )
-    const calculate = (context: Context.Context<FeeService.FeeService>) =>
-      Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
-    const waitLeft = (result: Either.Either<unknown, FinError>) =>
-      Either.isLeft(result) && result.left._tag === "RateLimitError"
-        ? Math.ceil(Duration.toSeconds(result.left.retryAfter!))
-        : result
+    const rig = keptAnswerRig([() => tooMany(firstWait), FinTest.delayed("1 second", () => second)], { maxRetries: 0 })
     return Effect.gen(function*() {
-      const a = yield* client
-      const b = yield* client
-      const first = waitLeft(yield* calculate(a))
+      const a = yield* rig.client(memory)
+      const b = yield* rig.client(memory)
+      const first = waitLeft(yield* calculateOn(a))
       yield* advance(after)
-      const fb = yield* Effect.fork(calculate(b))
+      const fb = yield* Effect.fork(calculateOn(b))
       yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fa = yield* Effect.fork(calculate(a))
+      const fa = yield* Effect.fork(calculateOn(a))
       for (let i = 0; i < 20; i++) yield* advance(100)
       const shared = [waitLeft(yield* Fiber.join(fb)), waitLeft(yield* Fiber.join(fa))]
       yield* advance(later)
-      return { first, shared, next: waitLeft(yield* calculate(a)), tokenRequests }
+      return { first, shared, next: waitLeft(yield* calculateOn(a)), tokenRequests: rig.tokenRequests() }
     }).pipe(fixedRandom)
   }
 
@@ -1236,8 +1196,7 @@ describe("TokenStore", () => {
   // 66 s, and A must not send a token request when its own 10 s end.
   it.scoped("a longer wait another process was asked for meanwhile is not cut short by this process's kept wait", () =>
     Effect.gen(function*() {
-      const slowDown = FinTest.json(429, { message: "Slow down" }, { "retry-after": "60" })
-      expect(yield* sharedDuringWait(10, 5_000, slowDown, 5_000))
+      expect(yield* sharedDuringWait(10, 5_000, tooMany(60, "Slow down"), 5_000))
         .toEqual({ first: 10, shared: [60, 60], next: 55, tokenRequests: 2 })
     }))
 
