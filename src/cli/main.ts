@@ -13,6 +13,7 @@ import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeStream from "@effect/platform-node/NodeStream"
+import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
@@ -54,7 +55,8 @@ const print = (asJson: boolean, value: unknown, human: () => string) =>
   Console.log(asJson ? Render.json(value) : human())
 
 // Failures already printed (as JSON): `run` only sets the exit code. The error itself goes on, so a program that
-// mounts `command` still gets it (a FinError, to `catchTag`), not a marker.
+// mounts `command` still gets it (a FinError, to `catchTag`), not a marker. Kept and looked up unwrapped: an error
+// failed under a span travels as a Proxy of itself, a new one each time it is failed anew (as the TokenProvider found).
 const printedAsJson = new WeakSet<object>()
 
 // Whether the command running was given `--json`: what the process itself says of a failure it sees outside the
@@ -84,7 +86,7 @@ const failingAsJson =
           Effect.zipRight(
             Console.error(Render.errorJson(error)),
             Effect.sync(() => {
-              if (Predicate.isObject(error)) printedAsJson.add(error)
+              if (Predicate.isObject(error)) printedAsJson.add(Cause.originalError(error))
             })
           ))
       )
@@ -650,7 +652,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
             process.exitCode = 2
           })
         )
-        : Predicate.isObject(error) && printedAsJson.has(error)
+        : Predicate.isObject(error) && printedAsJson.has(Cause.originalError(error))
         ? Effect.void
         : Console.error(Render.errorLine(error))
     ),
