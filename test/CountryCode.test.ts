@@ -1,10 +1,14 @@
 /**
  * What the compiler shows of `CountryCode`: its name, not the 249 literals it stands for, in hovers and messages.
  */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import ts from "typescript"
+import * as CountryCode from "../src/CountryCode.js"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -34,4 +38,35 @@ describe("CountryCode as the compiler shows it", () => {
       .toBe("Effect<CountryCode, RequestValidationError, never>")
     expect(shown(`${header}export const code = [CountryCode.toAlpha2("USA")]`)).toBe("Alpha2Code[]")
   }, 30_000)
+
+  it("keeps the good members of a union with a bad one in Checked", () => {
+    const header = `import * as CountryCode from "../src/CountryCode.js"\n`
+    // A union with one bad member keeps its good ones: the compiler's message then points at "US", not at "USA".
+    expect(shown(`${header}export declare const checked: CountryCode.Checked<"USA" | "US">`))
+      .toBe(`"USA" | "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \\"USA\\""`)
+  }, 30_000)
+})
+
+describe("CountryCode.validate", () => {
+  it("refuses with one issue at `country` saying what is expected, for callers that map issues to fields", () => {
+    for (const input of ["usa", "US", " USA", 840]) {
+      const error = Effect.runSync(Effect.flip(CountryCode.validate(input)))
+      expect(error.issues.map((i) => ({ path: i.path, expected: i.expected })), String(input)).toEqual([
+        { path: "country", expected: "an ISO 3166-1 alpha-3 country code of the service" }
+      ])
+    }
+  })
+})
+
+describe("CountryCode schema", () => {
+  it("reports a refused value in one line, not once per code", () => {
+    const decode = Schema.decodeUnknownEither(Schema.Struct({ country: CountryCode.CountryCode }))
+    expect(decode({ country: "USA" })).toEqual(Either.right({ country: "USA" }))
+    const refused = decode({ country: "usa" })
+    expect(Either.isLeft(refused) && refused.left.message.split("\n")).toEqual([
+      "{ readonly country: an ISO 3166-1 alpha-3 country code of the service }",
+      "└─ [\"country\"]",
+      "   └─ Expected an ISO 3166-1 alpha-3 country code of the service"
+    ])
+  })
 })

@@ -235,6 +235,18 @@ describe("Subdivisions", () => {
       expect(codes(Subdivisions.search("USA", "us-ny"))[0]).toBe("US-NY")
     })
 
+    it("reads plain ASCII with extra blanks, codes with digits, and every apostrophe people type", () => {
+      // Plain ASCII skips the Unicode pass, but not the blanks: runs of spaces and blanks around count as one space.
+      expect(codes(Subdivisions.search("USA", "  new   york "))).toEqual(["US-NY"])
+      expect(codes(Subdivisions.search("USA", " ny "))[0]).toBe("US-NY")
+      // Digits stay letters through the punctuation pass ("-" sends the text there).
+      expect(codes(Subdivisions.search("FRA", "FR-75C"))).toEqual(["FR-75C"])
+      expect(codes(Subdivisions.search("BGD", "BD-01"))[0]).toBe("BD-01")
+      // A left single quote and the ʻokina (a modifier letter) are apostrophes too.
+      expect(codes(Subdivisions.search("ARE", "Ra\u2018s al Khaymah"))).toEqual(["AE-RK"])
+      expect(codes(Subdivisions.search("USA", "Hawai\u02bbi"))).toEqual(["US-HI"])
+    })
+
     it("matches nothing for blank text, honours limit, and rejects unknown countries and a negative or NaN limit", () => {
       expect(right(Subdivisions.search("USA", ""))).toEqual([])
       expect(right(Subdivisions.search("USA", " - "))).toEqual([])
