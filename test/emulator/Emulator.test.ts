@@ -166,6 +166,40 @@ describe("Emulator", () => {
         expect((yield* emulator.counters).tokensRefreshed).toBe(1)
       }))
 
+    it.scopedLive("an empty client_id, client_secret or refresh_token is a missing field (422), not a 401", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const empty = yield* call(emulator.url, "POST", "/v1/oauth/token", {
+          body: { client_id: "", client_secret: "" }
+        })
+        expect([empty.status, empty.json]).toEqual([422, {
+          message: "Validation failed",
+          errors: [
+            { client_id: "The client_id field is required." },
+            { client_secret: "The client_secret field is required." }
+          ]
+        }])
+        const refresh = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: { refresh_token: "" } })
+        expect([refresh.status, refresh.json]).toEqual([422, {
+          message: "Validation failed",
+          errors: [{ refresh_token: "The refresh_token field is required." }]
+        }])
+      }))
+
+    it.scopedLive("takes the bearer scheme in any case (RFC 9110), not a header with more after the token", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        const status = (authorization: string) =>
+          Effect.promise(() =>
+            fetch(`${emulator.url}/v1/countries/USA/subdivisions`, { headers: { authorization } }).then((r) => r.status)
+          )
+        expect(yield* status(`bearer ${token}`)).toBe(200)
+        expect(yield* status(`BEARER  ${token} `)).toBe(200)
+        expect(yield* status(`Bearer ${token} extra`)).toBe(401)
+        expect(yield* status(`Bearer ${token},Basic abc`)).toBe(401)
+      }))
+
     it.scopedLive("answers 401 for a missing, unknown, revoked or expired bearer token", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
@@ -195,6 +229,24 @@ describe("Emulator", () => {
         expect((yield* call(emulator.url, "GET", path, { token: first })).status).toBe(401)
         expect((yield* call(emulator.url, "GET", path, { token: second })).status).toBe(200)
         expect((yield* emulator.counters).activeTokens).toBe(1)
+      }))
+
+    it.scopedLive("revoking (revokeTokens, or revokeOnIssue) ends the refresh tokens too", () =>
+      Effect.gen(function*() {
+        const refresh = (emulator: Emulator.Service, token: Record<string, string>) =>
+          Effect.map(
+            call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: { refresh_token: token["refresh_token"] } }),
+            (answer) => answer.status
+          )
+        const emulator = yield* Emulator.make()
+        const revoked = yield* tokenOf(emulator)
+        yield* emulator.revokeTokens
+        expect(yield* refresh(emulator, revoked)).toBe(401)
+        const onIssue = yield* Emulator.make({ revokeOnIssue: true })
+        const first = yield* tokenOf(onIssue)
+        const second = yield* tokenOf(onIssue)
+        expect(yield* refresh(onIssue, first)).toBe(401)
+        expect(yield* refresh(onIssue, second)).toBe(200)
       }))
 
     it.scoped("expiry and valid_till follow Effect's Clock (driven by the TestClock here)", () =>
@@ -257,6 +309,26 @@ describe("Emulator", () => {
         )
         expect(streamed.status).toBe(413)
         expect((yield* tokenOf(emulator))["access_token"]).toBeTypeOf("string")
+      }))
+  })
+
+  describe("request bodies (limits)", () => {
+    it.scopedLive("a body of exactly 1 MiB is read, and one of blanks only is an empty body, not malformed JSON", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const credentials = JSON.stringify({
+          client_id: emulator.credentials.clientId,
+          client_secret: emulator.credentials.clientSecret
+        })
+        const exact = credentials + " ".repeat(1024 * 1024 - credentials.length)
+        const answer = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: exact })
+        expect(answer.status).toBe(200)
+        const blanks = yield* call(emulator.url, "POST", "/v1/oauth/token", { body: " \n\t " })
+        expect([blanks.status, blanks.json]).toEqual([422, {
+          message: "The request body is not a JSON object",
+          errors: [{ body: "must be a JSON object" }]
+        }])
+        expect((yield* call(emulator.url, "POST", "/__emulator/reset", { body: "\n" })).status).toBe(200)
       }))
   })
 
@@ -362,6 +434,37 @@ describe("Emulator", () => {
         ])
       }))
 
+    it.scopedLive("a currency code is exactly three letters; the amount limits themselves are accepted", () =>
+      Effect.gen(function*() {
+        yield* check({ source_currency: "USDX", source_amount: 1, destination_currency: " CAD" }, 422, [
+          { source_currency: "The source_currency must be a currency code of three upper-case letters." },
+          { destination_currency: "The destination_currency must be a currency code of three upper-case letters." }
+        ])
+        // At the limits, validation lets the amount through: MAX_SAFE_INTEGER to the quote (which refuses it, for the
+        // cents), 8 decimal places to the rounding to the cent.
+        const largest = { source_currency: "USD", source_amount: Number.MAX_SAFE_INTEGER, destination_currency: "CAD" }
+        yield* check(largest, 422, [
+          { source_amount: "The quote's amounts pass 70368744177663.99, past which a number does not hold every cent." }
+        ])
+        const before = Date.now()
+        const eight = yield* check({ ...largest, source_amount: 2.12345678 }, 200)
+        const after = Date.now()
+        expect(eight.json).toMatchObject({ data: { source_amount: 2.12 } })
+        // A beneficiary configured in upper case matches a request in lower case (UUIDs ignore case).
+        const upper = "0B6A3F1E-7C2D-4E5F-9A8B-1C2D3E4F5A6B"
+        const known = yield* Emulator.make({ beneficiaries: { [upper]: { currency: "EUR" } } })
+        const named = yield* fee(known, (yield* tokenOf(known))["access_token"]!, {
+          source_amount: 10,
+          beneficiary_id: upper.toLowerCase()
+        })
+        expect([named.status, named.json]).toMatchObject([200, { data: { destination_currency: "EUR" } }])
+        // valid_till: 15 minutes on from when the quote was made (between `before` and `after`), cut to whole seconds.
+        const validTill = Date.parse((eight.json as { data: { valid_till: string } }).data.valid_till)
+        expect(validTill % 1000).toBe(0)
+        expect(validTill).toBeGreaterThanOrEqual(Math.floor((before + 15 * 60_000) / 1000) * 1000)
+        expect(validTill).toBeLessThanOrEqual(after + 15 * 60_000)
+      }))
+
     it.scopedLive("422 on an unsupported pair, 404 on an unknown beneficiary", () =>
       Effect.gen(function*() {
         const pair = yield* check({ source_currency: "USD", source_amount: 1, destination_currency: "XYZ" }, 422, [
@@ -399,6 +502,18 @@ describe("Emulator", () => {
       }))
   })
 
+  describe("subdivisions (odd country codes)", () => {
+    it.scopedLive("a country named as an object's property (toString, constructor) is a 404, not a 500", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ subdivisions: { FRA: [] } })
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        for (const code of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
+          const answer = yield* call(emulator.url, "GET", `/v1/countries/${code}/subdivisions`, { token })
+          expect([code, answer.status, answer.json]).toEqual([code, 404, { message: "Resource not found" }])
+        }
+      }))
+  })
+
   describe("faults", () => {
     it.scopedLive("a status fault sends the documented body and the Retry-After headers", () =>
       Effect.gen(function*() {
@@ -416,6 +531,21 @@ describe("Emulator", () => {
         yield* emulator.setFaults([{ kind: "status", status: 500 }])
         const documented = yield* call(emulator.url, "GET", "/v1/countries/USA/subdivisions")
         expect(documented.json).toEqual({ status: 500, message: "Internal server error" })
+      }))
+
+    it.scopedLive("status faults 400 and 423 send the documented bodies, with their status (service-facts 5)", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const path = "/v1/countries/USA/subdivisions"
+        // The first rule that fires decides the answer: the second is not used up by the first request.
+        yield* emulator.setFaults([
+          { kind: "status", status: 400, times: 1 },
+          { kind: "status", status: 423, times: 1 }
+        ])
+        const malformed = yield* call(emulator.url, "GET", path)
+        expect([malformed.status, malformed.json]).toEqual([400, { status: 400, message: "Malformed request body" }])
+        const locked = yield* call(emulator.url, "GET", path)
+        expect([locked.status, locked.json]).toEqual([423, { status: 423, message: "Locked" }])
       }))
 
     it.scopedLive("a status fault whose body JSON cannot write is refused, not kept to answer empty 500s", () =>
@@ -645,6 +775,16 @@ describe("Emulator", () => {
         expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({ webhook: { url: null } })
       }))
 
+    it.scopedLive("send: false without a url is a 400, and registers nothing", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ webhookUrl: hooks })
+        const answer = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body: { send: false } })
+        expect([answer.status, answer.json]).toEqual([400, {
+          message: "Invalid body for POST /__emulator/webhooks: url is required when send is false"
+        }])
+        expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({ webhook: { url: hooks } })
+      }))
+
     it.scopedLive("reset and revoke-tokens refuse a body not JSON, or with fields, with 400, and do nothing", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
@@ -700,6 +840,42 @@ describe("Emulator", () => {
 
         const info = yield* call(emulator.url, "GET", "/__emulator")
         expect(info.json).toMatchObject({ url: emulator.url, credentials: emulator.credentials })
+      }))
+
+    it.scopedLive("POST faults replaces the rules unless append; expire-tokens keeps refresh tokens unless asked", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const rule = (status: number) => ({ kind: "status", status })
+        yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule(500)] } })
+        const replaced = yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule(502)] } })
+        expect(replaced.json).toEqual({ faults: [rule(502)] })
+        const appended = yield* call(emulator.url, "POST", "/__emulator/faults", {
+          body: { faults: [rule(503)], append: true }
+        })
+        expect(appended.json).toEqual({ faults: [rule(502), rule(503)] })
+        yield* emulator.clearFaults
+        const token = yield* tokenOf(emulator)
+        const expired = yield* call(emulator.url, "POST", "/__emulator/expire-tokens")
+        expect(expired.json).toEqual({ expired: 1 })
+        const refreshed = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: token["refresh_token"] }
+        })
+        expect(refreshed.status).toBe(200)
+        yield* emulator.expireTokens()
+        const kept = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: (refreshed.json as Record<string, string>)["refresh_token"] }
+        })
+        expect(kept.status).toBe(200)
+      }))
+
+    it.scopedLive("reset restores the webhook target of the options", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ webhookUrl: "http://127.0.0.1:1/first" })
+        yield* emulator.registerWebhook("http://127.0.0.1:1/second")
+        yield* emulator.reset
+        expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({
+          webhook: { url: "http://127.0.0.1:1/first" }
+        })
       }))
 
     it.scopedLive("reset restores the fault rules of the options", () =>
@@ -869,6 +1045,34 @@ describe("Emulator", () => {
         const forged = yield* emulator.sendWebhook({ secret: "other", algorithm: "sha512" })
         expect(forged.status).toBe(401)
         expect((yield* emulator.counters).webhooksSent).toBe(2)
+      }))
+
+    it.scopedLive("an event's defaults (ACTIVE, the first configured beneficiary) and what a request sets", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver("whsec-test")
+        const beneficiary = "0b6a3f1e-7c2d-4e5f-9a8b-1c2d3e4f5a6b"
+        const emulator = yield* Emulator.make({
+          webhookSecret: "whsec-test",
+          webhookUrl: target.url,
+          beneficiaries: { [beneficiary]: { currency: "EUR" } }
+        })
+        const plain = yield* emulator.sendWebhook()
+        expect(plain.event.data).toEqual({
+          type: "INDIVIDUAL",
+          active: true,
+          status: "ACTIVE",
+          customer_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f",
+          beneficiary_id: beneficiary
+        })
+        expect(plain.event.event.sandbox_mode).toBe(true)
+        expect(target.headers[0]!["x-fin-signature-algorithm"]).toBe("sha256")
+        const customer = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a"
+        const set = yield* emulator.sendWebhook({ sandboxMode: false, algorithm: "sha512", customerId: customer })
+        expect(set.status).toBe(200)
+        expect(set.event.event.sandbox_mode).toBe(false)
+        expect(set.event.data.customer_id).toBe(customer)
+        expect(target.headers[1]!["x-fin-signature-algorithm"]).toBe("sha512")
+        expect(target.headers[1]!["x-fin-signature"]).toMatch(/^[0-9a-f]{128}$/)
       }))
 
     // The documented older payload had no status: `status: null` sends it, through the API and the admin route, so a
