@@ -1,4 +1,6 @@
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -6,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinConfig from "../src/FinConfig.js"
@@ -52,6 +55,15 @@ describe("FinTest.advanceUntilDone", () => {
       const start = yield* Clock.currentTimeMillis
       yield* FinTest.advanceUntilDone(Effect.sleep("150 millis"))
       expect((yield* Clock.currentTimeMillis) - start).toBe(200)
+    }))
+
+  it.effect("stops at the limit when the step does not divide it, not up to a step past it", () =>
+    Effect.gen(function*() {
+      const start = yield* Clock.currentTimeMillis
+      const options = { step: "300 millis", limit: "1 second" } as const
+      const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("1100 millis"), options))
+      const moved = (yield* Clock.currentTimeMillis) - start
+      expect([Exit.isFailure(exit) && Cause.isDie(exit.cause), moved]).toEqual([true, 1000])
     }))
 
   it.live("under a live clock (it.live), dies saying it needs the TestClock, not with a TypeError", () =>
@@ -312,6 +324,17 @@ describe("FinTest.layerClient routes", () => {
       }
     }))
 
+  it.effect("a route with a stray space in its path answers no request, not the path before the space", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const response = yield* client.get("http://127.0.0.1:4010/v1/countries/USA")
+      const http = yield* FinTest.InMemoryHttp
+      expect([response.status, (yield* http.unmatched).map((r) => r.path)]).toEqual([404, ["/v1/countries/USA"]])
+      expect(yield* http.unused).toEqual(["GET /v1/countries/USA /subdivisions"])
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "GET /v1/countries/USA /subdivisions": () => FinTest.json(200, { data: { subdivisions: [] } })
+    }))))
+
   it.effect("a misspelt route beside a * route that answers in its place is listed as unused (not the added token routes)", () =>
     Effect.gen(function*() {
       const http = yield* FinTest.InMemoryHttp
@@ -407,3 +430,175 @@ describe("FinTest handlers", () => {
   })
 })
 
+// Pinned by mutation testing: behaviours the tests above left free (mut review).
+describe("FinTest pinned behaviours", () => {
+  let ran = 0
+
+  it("stallBody and failBody default to a 200, failBody to ECONNRESET", () => {
+    expect(FinTest.stallBody()).toMatchObject({ status: 200, stallBody: true })
+    expect(FinTest.failBody()).toMatchObject({ status: 200, failBody: "ECONNRESET" })
+  })
+
+  it.effect("a call given up at the limit is interrupted at once (its finalizers run)", () =>
+    Effect.gen(function*() {
+      let interrupted = false
+      const stalled = Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => { interrupted = true })))
+      yield* Effect.exit(FinTest.advanceUntilDone(stalled, { step: "1 second", limit: "2 seconds" }))
+      expect(interrupted).toBe(true)
+    }))
+
+  it.effect("the limit is 10 minutes by default", () =>
+    Effect.gen(function*() {
+      yield* FinTest.advanceUntilDone(Effect.sleep("9 minutes"), { step: "10 seconds" })
+      const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("11 minutes"), { step: "10 seconds" }))
+      expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+        Option.some(
+          "effect-fin/test: still running after 10m of TestClock time (advanced 10s at a time); a stall with no " +
+            "timeout, or a limit too short for the waits in it"
+        )
+      )
+    }))
+
+  it.effect("a route matches a path of its length only, segments compared with their case", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const statuses = []
+      for (const path of ["/v1/things", "/v1/things/1", "/v1/THINGS", "/v1"]) {
+        statuses.push((yield* client.get(`http://127.0.0.1:4010${path}`)).status)
+      }
+      expect(statuses).toEqual([200, 404, 404, 404])
+      const http = yield* FinTest.InMemoryHttp
+      expect((yield* http.unmatched).map((r) => r.path)).toEqual(["/v1/things/1", "/v1/THINGS", "/v1"])
+      // The service's 404, as the real one words it; and clear forgets every request, matched or not.
+      expect(yield* Effect.flatMap(client.get("http://127.0.0.1:4010/v1"), (r) => r.json)).toEqual({
+        message: "Resource not found"
+      })
+      yield* http.clear
+      expect([yield* http.requests, yield* http.unmatched]).toEqual([[], []])
+    }).pipe(Effect.provide(FinTest.layerHttpClient({ "GET /v1/things": () => FinTest.json(200, []) }))))
+
+  it.effect("json with no body answers a 205 and a 304 with none, as a 204", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      for (const path of ["/v1/reset", "/v1/cached"]) {
+        const response = yield* client.get(`http://127.0.0.1:4010${path}`)
+        expect([response.status, yield* response.text]).toEqual([path === "/v1/reset" ? 205 : 304, ""])
+      }
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "GET /v1/reset": () => FinTest.json(205, undefined),
+      "GET /v1/cached": () => FinTest.json(304, undefined)
+    }))))
+
+  it.effect("only the base URL's path as a whole segment is taken off a request's path (/api, not /apix)", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      yield* client.get("http://127.0.0.1:4010/apix/v1/mine")
+      const http = yield* FinTest.InMemoryHttp
+      expect((yield* http.unmatched).map((r) => r.path)).toEqual(["/apix/v1/mine"])
+    }).pipe(Effect.provide(FinTest.layerClient({ "GET /v1/mine": () => FinTest.json(200, {}) }, {
+      baseUrl: "http://127.0.0.1:4010/api"
+    }))))
+
+  // The added refresh route goes to the handler that issues (the most specific), whatever the order written.
+  it.effect("refreshes go to the test's most specific issuing route, not the first one written", () =>
+    Effect.gen(function*() {
+      yield* FeeService.calculate(quoteRequest)
+      yield* TestClock.adjust("61 minutes")
+      yield* FeeService.calculate(quoteRequest)
+      const http = yield* FinTest.InMemoryHttp
+      const bearers = (yield* http.requests).filter((r) => r.path === "/v1/fee-calculation")
+        .map((r) => r.headers.authorization)
+      expect(bearers).toEqual(["Bearer token-1", "Bearer token-2"])
+    }).pipe(provideClient({
+      // Its own count: a refresh sent to it would give token-1 again.
+      "POST /v1/*/token": FinTest.tokenHandler(),
+      "POST /v1/oauth/token": FinTest.tokenHandler(),
+      [FEE]: () => FinTest.json(200, quoteBody)
+    })))
+
+  it.effect("tokenHandler numbers access and refresh tokens together, in the service timestamp format", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(1_500)
+      const client = yield* HttpClient.HttpClient
+      const issue = Effect.flatMap(client.post("http://127.0.0.1:4010/v1/oauth/token"), (response) => response.json)
+      yield* issue
+      expect(yield* issue).toEqual({
+        data: {
+          access_token: "token-2",
+          access_token_ttl: "1970-01-01 01:00:01+00",
+          refresh_token: "refresh-2",
+          refresh_token_ttl: "1970-01-08 00:00:01+00",
+          current_time: "1970-01-01 00:00:01+00"
+        }
+      })
+      expect(FinTest.formatServiceTimestamp(Date.UTC(2025, 11, 28, 10, 34, 45, 999))).toBe("2025-12-28 10:34:45+00")
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ envelope: "data" })
+    }))))
+
+  it("layerFeeService names every problem of its options, not the first", () => {
+    const exit = Effect.runSyncExit(Effect.provide(
+      FeeService.FeeService,
+      FinTest.layerFeeService({ rates: { "USD/CAD": -1 }, fee: { fixed: 0, percentage: 100 } })
+    ))
+    const message = Exit.isFailure(exit) && exit.cause._tag === "Die" ? String(exit.cause.defect) : "built"
+    expect(message).toContain("a finite rate > 0")
+    expect(message).toContain("a percentage below 100")
+  })
+
+  it.effect("layerFeeService's valid_till is the lifetime's end cut to the whole second, never rounded up", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(1_600)
+      const quote = yield* FeeService.calculate(quoteRequest)
+      expect(Option.map(quote.valid_till, (till) => till.epochMillis)).toEqual(Option.some(901_000))
+    }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
+
+  it.effect("delayed runs its handler after the wait: a call that gives up first never runs it", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const call = Effect.timeout(client.get("http://127.0.0.1:4010/v1/slow"), "500 millis")
+      yield* FinTest.advanceUntilDone(Effect.exit(call))
+      expect(ran).toBe(0)
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "GET /v1/slow": FinTest.delayed("1 second", () => {
+        ran += 1
+        return FinTest.json(200, {})
+      })
+    }))))
+
+  it.effect("a request body that is no JSON is recorded as its text", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      yield* client.execute(HttpClientRequest.post("http://127.0.0.1:4010/v1/notes").pipe(
+        HttpClientRequest.bodyText("not {json")
+      ))
+      const http = yield* FinTest.InMemoryHttp
+      expect((yield* http.requests).map((r) => r.body)).toEqual(["not {json"])
+    }).pipe(Effect.provide(FinTest.layerHttpClient({ "POST /v1/notes": () => FinTest.json(201, {}) }))))
+
+  it.effect("a streamed body is recorded read whole, a FormData as given; a stream that fails fails the call", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const send = (body: HttpBody.HttpBody) =>
+        client.execute(HttpClientRequest.post("http://127.0.0.1:4010/v1/notes").pipe(HttpClientRequest.setBody(body)))
+      const utf8 = new TextEncoder()
+      yield* send(HttpBody.stream(Stream.make(utf8.encode("{\"a\":"), utf8.encode("1}")), "application/json"))
+      const form = new FormData()
+      form.append("file", "contents")
+      yield* send(HttpBody.formData(form))
+      const failed = yield* Effect.flip(send(HttpBody.stream(Stream.fail("disk gone"), "text/plain")))
+      const http = yield* FinTest.InMemoryHttp
+      const [streamed, formed] = (yield* http.requests).map((r) => r.body)
+      expect(streamed).toEqual({ a: 1 })
+      expect(formed instanceof FormData && formed.get("file")).toBe("contents")
+      expect(failed).toMatchObject({ _tag: "RequestError", reason: "Encode", cause: "disk gone" })
+    }).pipe(Effect.provide(FinTest.layerHttpClient({ "POST /v1/notes": () => FinTest.json(201, {}) }))))
+
+  it.effect("layerHttpClient given one handler answers every request with it, none unmatched", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const response = yield* client.get("http://127.0.0.1:4010/v1/anything/at/all")
+      const http = yield* FinTest.InMemoryHttp
+      expect([response.status, yield* http.unmatched, yield* http.unused]).toEqual([202, [], []])
+    }).pipe(Effect.provide(FinTest.layerHttpClient(() => FinTest.json(202, {})))))
+})
