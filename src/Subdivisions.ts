@@ -70,6 +70,8 @@ interface Country {
 
 interface SearchIndex {
   readonly names: ReadonlyArray<string>
+  // A name with an apostrophe, normalised with it read as a space ("cote d azur"), else undefined.
+  readonly spaced: ReadonlyArray<string | undefined>
   readonly all: ReadonlyArray<number>
   readonly trigrams: ReadonlyMap<string, ReadonlyArray<number>>
   // Normalised full codes and code suffixes ("us ny", "ny") -> entry index.
@@ -186,21 +188,27 @@ export const countriesWithout = (): ReadonlyArray<CountryCode.CountryCode> =>
 const searchIndexOf = (country: Country): SearchIndex => {
   if (country.search !== undefined) return country.search
   const names = country.entries.map((entry) => internal.normalize(entry.name))
+  const spaced = country.entries.map((entry) => internal.normalizeApostrophesSpaced(entry.name))
   const trigrams = new Map<string, Array<number>>()
-  names.forEach((name, i) => {
+  const addTrigrams = (name: string, i: number) => {
     for (let at = 0; at + 3 <= name.length; at++) {
       const key = name.slice(at, at + 3)
       const list = trigrams.get(key)
       if (list === undefined) trigrams.set(key, [i])
       else if (list[list.length - 1] !== i) list.push(i)
     }
+  }
+  names.forEach((name, i) => {
+    addTrigrams(name, i)
+    const other = spaced[i]
+    if (other !== undefined) addTrigrams(other, i)
   })
   const codes = new Map<string, number>()
   country.entries.forEach((entry, i) => {
     codes.set(internal.normalize(entry.code), i)
     codes.set(internal.normalize(entry.code.slice(entry.code.indexOf("-") + 1)), i)
   })
-  return (country.search = { names, all: names.map((_, i) => i), trigrams, codes })
+  return (country.search = { names, spaced, all: names.map((_, i) => i), trigrams, codes })
 }
 
 // 0 exact, 1 prefix, 2 a word starts with the query, 3 elsewhere; -1 no match.
@@ -216,9 +224,19 @@ const rankOf = (name: string, query: string): number => {
   return -1
 }
 
+// The better rank of entry `i`'s two forms (a name with an apostrophe has a second one).
+const rankIn = (index: SearchIndex, i: number, query: string): number => {
+  const rank = rankOf(index.names[i]!, query)
+  const other = index.spaced[i]
+  if (other === undefined) return rank
+  const spacedRank = rankOf(other, query)
+  return rank < 0 ? spacedRank : spacedRank < 0 ? rank : Math.min(rank, spacedRank)
+}
+
 /**
- * Subdivisions of `country` whose name contains `text`, ignoring case, diacritics, apostrophes and full width (`"ｎｙ"`
- * as `"ny"`), other punctuation counting as a space (`"sao paulo"` finds `BR-SP` São Paulo, `"ile de france"` Île-de-France, `"new y"` `US-NY`;
+ * Subdivisions of `country` whose name contains `text`, ignoring case, diacritics, apostrophes (or reading them as a
+ * space: `"cote d azur"` and `"cote-d-azur"` find FR-PAC) and full width (`"ｎｙ"` as `"ny"`), other punctuation
+ * counting as a space (`"sao paulo"` finds `BR-SP` São Paulo, `"ile de france"` Île-de-France, `"new y"` `US-NY`;
  * `"n.y."` nothing); a query equal to the code (`"US-NY"`, `"ny"`) counts as exact.
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
  * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; a
@@ -257,7 +275,7 @@ export const search = <C extends string>(
   }
   for (const i of candidates) {
     if (i === exactCode) continue
-    const rank = rankOf(index.names[i]!, query)
+    const rank = rankIn(index, i, query)
     if (rank >= 0) {
       hits.push(i)
       ranks.push(rank)

@@ -378,6 +378,7 @@ const plainWords = /^[a-z0-9]+(?: [a-z0-9]+)*$/
 const mark = /^\p{M}$/u
 const letterOrDigit = /^[\p{L}\p{N}]$/u
 const apostrophes = "'`\u2018\u2019\u02bb\u02bc\u00b4"
+const anyApostrophe = /['`\u2018\u2019\u02bb\u02bc\u00b4]/g
 
 // What one non-ASCII character becomes: "" (a mark or an apostrophe), " " (a separator) or letters ("ã" -> "a",
 // "ß" -> "ss"; compatibility forms too, full-width letters as a Japanese or Chinese input method types them: "ｔ" -> "t").
@@ -492,4 +493,13 @@ export const normalize = (text: string): string => {
   const lower = text.toLowerCase()
   // Most queries are plain ASCII words: skip the Unicode work.
   return plainWords.test(lower) ? lower : fold(lower)
+}
+
+/**
+ * `normalize` with apostrophes read as spaces: `"Côte-d’Azur"` -> `"cote d azur"`, as it is typed without the
+ * apostrophe or written in a URL (`cote-d-azur`). `undefined` when that is `normalize`'s own form.
+ */
+export const normalizeApostrophesSpaced = (text: string): string | undefined => {
+  anyApostrophe.lastIndex = 0
+  return anyApostrophe.test(text) ? normalize(text.replace(anyApostrophe, " ")) : undefined
 }
