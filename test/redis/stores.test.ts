@@ -158,6 +158,11 @@ describe("RedisTokenStore", () => {
       const raw = new Uint8Array(32).fill(7)
       expect(stored.fp).not.toBe(createHmac("sha256", raw).update("secret-access-token").digest("hex"))
       const sealed = Buffer.from(stored.v!.slice(3), "base64")
+      // A fresh IV each time the pair is sealed: GCM under a repeated IV gives away how two texts differ, and lets
+      // its tag be forged.
+      yield* seedTokens(store, "k", tokens("secret-access-token", Date.now() + 60_000))
+      const resealed = yield* Effect.promise(() => redis.hget(`${prefix}:token:k`, "v"))
+      expect(Buffer.from(resealed!.slice(3), "base64").subarray(0, 12).equals(sealed.subarray(0, 12))).toBe(false)
       const underRaw = createDecipheriv("aes-256-gcm", raw, sealed.subarray(0, 12))
       underRaw.setAAD(Buffer.from(`${prefix}:token:k`))
       underRaw.setAuthTag(sealed.subarray(sealed.length - 16))
@@ -228,6 +233,8 @@ describe("RedisTokenStore", () => {
       expect(yield* store.failure("a")).toEqual(
         Option.some({ owner: lock.owner, error: "{\"credentials\":\"hmac-of-the-secret\"}" })
       )
+      // A process without the key reads none, not the sealed text as the error its waiting callers would fail with.
+      expect(yield* noKeyOf(prefix).pipe(Effect.flatMap((noKey) => noKey.failure("a")))).toEqual(Option.none())
     }))
 
   it.scopedLive("with encryptionKey, a failure record with a wrong MAC, or copied from another key, is ignored", () =>
@@ -346,6 +353,13 @@ describe("RedisTokenStore", () => {
       expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(12)).toString("base64"))))
         .toBe("encryptionKey must be 16, 24 or 32 bytes, not 12")
       expect(yield* refused(Redacted.make(Buffer.from(new Uint8Array(16)).toString("base64")))).toBe("accepted")
+      // A base64 key that lost a character (a copy cut short), or its padding, is refused: decoded leniently it
+      // would be taken as another key of the same length, every process then reading nothing the others write.
+      const full = Buffer.from(new Uint8Array(32).fill(9)).toString("base64")
+      for (const cut of [full.slice(1), full.replace(/=+$/, ""), `${full.slice(0, 20)}=${full.slice(21)}`]) {
+        expect(yield* refused(Redacted.make(cut)), cut)
+          .toBe("encryptionKey is a string but not base64 (give a Uint8Array for raw bytes)")
+      }
       // Hex (`openssl rand -hex 16`) would read as base64 of another length and key: refused, with what to give.
       for (const hex of ["0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef\n"]) {
         expect(yield* refused(Redacted.make(hex))).toBe("encryptionKey looks like hex; give it as base64 (or a Uint8Array)")
@@ -674,6 +688,26 @@ describe("RedisTokenStore", () => {
       expect(calls("evalsha") + calls("eval")).toBeLessThan(15)
     }).pipe(Effect.scoped), 20_000)
 
+  // A lock's unlock is sent even while Redis is behind: run late, it frees the lock at once, where refused unsent it
+  // would hold every process's refresh off for lockTtl.
+  it.live("a frozen Redis: past 100 unanswered commands, a lock is not taken but its unlock is still sent", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
+      const options = { url: server.url, timeout: "300 millis", lockTtl: "30 seconds" } as const
+      const store = yield* RedisTokenStore.make(options)
+      const other = yield* RedisTokenStore.make(options)
+      const lock = yield* store.lock("k")
+      if (lock._tag !== "Acquired") return yield* Effect.dieMessage(`not acquired: ${lock._tag}`)
+      yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
+      yield* Effect.all(Array.from({ length: 100 }, () => Effect.flip(store.get("k"))), { concurrency: "unbounded" })
+      expect((yield* Effect.flip(store.lock("k2"))).message).toBe(
+        "Redis did not answer within 300ms (100 earlier commands are still unanswered; not sent)"
+      )
+      expect((yield* Effect.flip(store.unlock("k", lock.owner))).message).toBe("Redis did not answer within 300ms")
+      server.thaw()
+      yield* eventually(Effect.map(other.lock("k"), (taken) => taken._tag === "Acquired"), "the lock released", 100)
+    }).pipe(Effect.scoped), 20_000)
+
   // Without autoResendUnfulfilledCommands, ioredis drops a closed connection's commands without settling them: counted
   // still, they would refuse every command for as long as the client lives.
   it.live("past 100 unanswered commands, a connection made again serves (autoResendUnfulfilledCommands off)", () =>
@@ -716,6 +750,58 @@ describe("RedisTokenStore", () => {
           Exit.isSuccess(exit) && exit.value._tag === "Claimed"),
         "served again after the reconnection",
         100
+      )
+    }).pipe(Effect.scoped), 20_000)
+
+  // With autoResendUnfulfilledCommands (the default), ioredis sends a closed connection's commands again: answered
+  // then, they must not count down what the new connection's own unanswered commands count up, or the bound would
+  // let twice as many through.
+  it.live("past 100 unanswered commands, those sent again after a reconnection count no more: the bound holds", () =>
+    Effect.gen(function*() {
+      // A proxy that drops what the client sends while `held` (a network dropping packets), whose connections are cut.
+      let held = false
+      const sockets = new Set<Net.Socket>()
+      const proxy = Net.createServer((downstream) => {
+        const upstream = Net.connect(Number(new URL(redisUrl).port), "127.0.0.1")
+        sockets.add(downstream)
+        downstream.on("data", (chunk) => held || upstream.write(chunk))
+        upstream.pipe(downstream)
+        for (const socket of [downstream, upstream]) {
+          socket.on("error", () => undefined)
+          socket.on("close", () => {
+            sockets.delete(downstream)
+            downstream.destroy()
+            upstream.destroy()
+          })
+        }
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()))),
+        () => Effect.sync(() => proxy.close())
+      )
+      const dedupe = yield* RedisWebhookDedupeStore.make({
+        url: `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`,
+        prefix: uniquePrefix("resent"),
+        timeout: "300 millis",
+        redisOptions: { retryStrategy: () => 50 }
+      })
+      const unanswered = Effect.all(Array.from({ length: 100 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))), {
+        concurrency: "unbounded"
+      })
+      held = true
+      yield* unanswered
+      held = false
+      for (const socket of sockets) socket.destroy()
+      // Served again; the 100 sent again are answered before (Redis answers in order).
+      yield* eventually(
+        Effect.map(Effect.either(dedupe.lastHandled("after")), (read) => read._tag === "Right"),
+        "served again after the reconnection",
+        100
+      )
+      held = true
+      yield* unanswered
+      expect((yield* Effect.flip(dedupe.lastHandled("one-more"))).message).toBe(
+        "Redis did not answer within 300ms (100 earlier commands are still unanswered; not sent)"
       )
     }).pipe(Effect.scoped), 20_000)
 
@@ -893,6 +979,14 @@ describe("RedisTokenStore", () => {
       const kept = yield* Effect.promise(() => redis.pttl(key!))
       expect(kept).toBeGreaterThan(500)
       expect(kept).toBeLessThanOrEqual(1_000)
+      // With no refresh token, the access token's own use decides: kept until it is past use, not until refreshAt.
+      const later = Date.now()
+      expect(yield* store.set("k", {
+        accessToken: Redacted.make("access-only"),
+        refreshAt: later + 1_000,
+        accessUsableUntil: later + 30_000
+      }, lock.owner)).toBe(true)
+      expect(yield* Effect.promise(() => redis.pttl(key!))).toBeGreaterThan(25_000)
     }))
 })
 
