@@ -301,6 +301,19 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(502), ok) })))
 
+  // An event is stamped with the clock's time when the retry is decided (after the failure, before the wait), so a
+  // trace shows when each failure happened, not the span's start for all of them.
+  it.effect("each retry event has the time of the failure it follows", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      yield* advance(2000)
+      yield* Fiber.join(fiber)
+      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      const events = (span as { readonly events?: ReadonlyArray<[string, bigint, unknown]> } | undefined)?.events ?? []
+      expect(events.map(([, time]) => time)).toEqual([0n, 500_000_000n])
+    }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(502), ok) })))
+
   // The resend after a 401 is one too: the retry's event names the resend that follows, as the span counts them.
   it.effect("a retry after a 401's resend is resend 2 on its event, as on the span", () =>
     Effect.gen(function*() {
@@ -1128,6 +1141,39 @@ describe("HttpTransport", () => {
       expect(Exit.isInterrupted(exit)).toBe(true)
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall }, { timeout: "60 seconds", deadline: "120 seconds" })), 10_000)
+
+  // The attempt runs in the caller's fiber, not a fiber of its own: interrupting the caller stops the request then,
+  // not at its timeout a minute on (the caller's end alone would leave the request running, unseen, that long).
+  it.live("interrupting a call in flight stops its request at once", () => {
+    let stopped = 0
+    let reached: () => void = () => undefined
+    const inFlight = new Promise<void>((resolve) => (reached = resolve))
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.fork(calculate)
+      yield* Effect.promise(() => inFlight)
+      yield* Fiber.interrupt(fiber)
+      expect(stopped).toBe(1)
+    }).pipe(provideClient({
+      [FEE]: () =>
+        Effect.zipRight(
+          Effect.sync(reached),
+          Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
+        )
+    }, { timeout: "60 seconds", deadline: "120 seconds" }))
+  }, 10_000)
+
+  // Each wait and attempt after a failure listens for its client's closing; one that has ended stops listening, or a
+  // long-lived client would keep a listener for every retry it ever made, until it closes.
+  it("a closing listener that was stopped is not called, and one added after the close is called at once", () => {
+    const closing = Closing.make()
+    let called = 0
+    const stop = closing.onClose(() => void called++)
+    stop()
+    closing.close()
+    expect(called).toBe(0)
+    closing.onClose(() => void called++)
+    expect(called).toBe(1)
+  })
 
   // The jitter wakes a retry at a fractional millisecond of the test clock, which its `currentTimeNanos` cannot convert:
   // a retried call must still end as it should, whatever the random jitter (the other tests fix it at x1).

@@ -93,6 +93,18 @@ describe("TokenProvider", () => {
       for (const text of ["2025-12-28T10:00:00+24:00", "2025-12-28T10:00:00+05:60"]) {
         expect(TokenProvider.parseTimestamp(text), text).toBeUndefined()
       }
+      // Nothing before the year: a five-digit or signed (expanded) year is no year 2025.
+      for (const text of ["12025-12-28T10:34:45Z", "+012025-12-28T10:34:45Z", "x2025-12-28 10:34:45+00"]) {
+        expect(TokenProvider.parseTimestamp(text), text).toBeUndefined()
+      }
+      // 29 February in leap years only (every fourth year, not a century's unless it is a fourth one).
+      expect(TokenProvider.parseTimestamp("2024-02-29 00:00:00+00")).toBe(Date.UTC(2024, 1, 29))
+      expect(TokenProvider.parseTimestamp("2000-02-29 00:00:00+00")).toBe(Date.UTC(2000, 1, 29))
+      expect(TokenProvider.parseTimestamp("2100-02-29 00:00:00+00")).toBeUndefined()
+    })
+    // A body written by hand (or a proxy) may pad the expiry; the blanks around it are no part of it.
+    it("reads a timestamp with blanks around it", () => {
+      expect(TokenProvider.parseTimestamp(" 2025-12-28 10:34:45+00\n")).toBe(Date.UTC(2025, 11, 28, 10, 34, 45))
     })
   })
 

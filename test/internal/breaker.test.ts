@@ -9,6 +9,7 @@ import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as Breaker from "../../src/internal/breaker.js"
+import * as Monotonic from "../../src/internal/monotonic.js"
 
 // A breaker over string errors: "down" opens it, "refused" is an answer, "mine" is the caller's own limit.
 const judge = (error: string): Breaker.Verdict => error === "down" ? "down" : error === "mine" ? "unknown" : "up"
@@ -147,4 +148,22 @@ describe("internal/breaker", () => {
       expect(Exit.isInterrupted(admitted)).toBe(true)
       expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
     }))
+})
+
+// The breaker's clock, and every local time limit's.
+describe("internal/monotonic", () => {
+  // Whole microseconds, not whole milliseconds: a cool-down or a deadline begun mid-millisecond lasts its full length.
+  it.effect("reads the clock to the microsecond", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(1000.5)
+      expect(yield* Monotonic.millis).toBe(1000.5)
+    }))
+
+  // A reading's number can be a hair below its microsecond (1.005 * 1000 is 1004.9999999999999): `plus` rounds it to
+  // the grid, not down off it, and a duration's part finer than a microsecond is dropped.
+  it("plus lands exactly on the microsecond grid", () => {
+    expect(Monotonic.plus(1.005, Duration.millis(1))).toBe(2.005)
+    expect(Monotonic.plus(0, Duration.nanos(1500n))).toBe(0.001)
+    expect(Monotonic.plus(1, Duration.infinity)).toBe(Infinity)
+  })
 })
