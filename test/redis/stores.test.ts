@@ -43,9 +43,11 @@ const tokens = (access: string, refreshAt: number): TokenStore.Tokens => ({
 
 const quote = FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
 
-// A proxy to the Redis on `port`, not listening yet, whose open connections (`pairs`) the test can cut.
+// A proxy to the Redis on `port`, not listening yet, whose open connections (`pairs`) the test can cut, and which
+// drops what clients send while held (`hold(true)`: a network losing packets).
 const cuttableProxy = (port: number) => {
   const pairs = new Set<Net.Socket>()
+  let held = false
   const proxy = Net.createServer((downstream) => {
     const upstream = Net.connect(port, "127.0.0.1")
     for (const socket of [downstream, upstream]) {
@@ -57,11 +59,24 @@ const cuttableProxy = (port: number) => {
         upstream.destroy()
       })
     }
-    downstream.pipe(upstream)
+    downstream.on("data", (chunk) => held || upstream.write(chunk))
     upstream.pipe(downstream)
   })
-  return { pairs, proxy }
+  const hold = (on: boolean) => {
+    held = on
+  }
+  return { pairs, proxy, hold }
 }
+
+// `proxy` listening on a free loopback port for the scope: its Redis URL.
+const listening = (proxy: Net.Server) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))),
+      () => Effect.sync(() => proxy.close())
+    ),
+    () => `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`
+  )
 
 describe("RedisTokenStore", () => {
   it.scopedLive("keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
@@ -544,11 +559,7 @@ describe("RedisTokenStore", () => {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))
       // The store talks to Redis through a proxy whose connections the test can cut.
       const { pairs, proxy } = cuttableProxy(server.port)
-      yield* Effect.acquireRelease(
-        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))),
-        () => Effect.sync(() => proxy.close())
-      )
-      const url = `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`
+      const url = yield* listening(proxy)
       const store = yield* RedisTokenStore.make({ url, timeout: "300 millis", lockTtl: "30 seconds" })
       server.freeze()
       const failed = yield* Effect.fork(Effect.flip(store.lock("k")))
@@ -712,39 +723,20 @@ describe("RedisTokenStore", () => {
   // still, they would refuse every command for as long as the client lives.
   it.live("past 100 unanswered commands, a connection made again serves (autoResendUnfulfilledCommands off)", () =>
     Effect.gen(function*() {
-      // A proxy that holds what the client sends while `held` (a network dropping packets), whose connections are cut.
-      let held = false
-      const sockets = new Set<Net.Socket>()
-      const proxy = Net.createServer((downstream) => {
-        const upstream = Net.connect(Number(new URL(redisUrl).port), "127.0.0.1")
-        sockets.add(downstream)
-        downstream.on("data", (chunk) => held || upstream.write(chunk))
-        upstream.pipe(downstream)
-        for (const socket of [downstream, upstream]) {
-          socket.on("error", () => undefined)
-          socket.on("close", () => {
-            sockets.delete(downstream)
-            downstream.destroy()
-            upstream.destroy()
-          })
-        }
-      })
-      yield* Effect.acquireRelease(
-        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()))),
-        () => Effect.sync(() => proxy.close())
-      )
+      // Redis through a proxy that drops what the client sends while held, whose connections the test cuts.
+      const { pairs, proxy, hold } = cuttableProxy(Number(new URL(redisUrl).port))
       const dedupe = yield* RedisWebhookDedupeStore.make({
-        url: `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`,
+        url: yield* listening(proxy),
         prefix: uniquePrefix("dropped"),
         timeout: "300 millis",
         redisOptions: { autoResendUnfulfilledCommands: false, retryStrategy: () => 50 }
       })
-      held = true
+      hold(true)
       yield* Effect.all(Array.from({ length: 100 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))), {
         concurrency: "unbounded"
       })
-      held = false
-      for (const socket of sockets) socket.destroy()
+      hold(false)
+      for (const socket of pairs) socket.destroy()
       yield* eventually(
         Effect.map(Effect.exit(dedupe.claim("after", "r-after", Duration.seconds(30))), (exit) =>
           Exit.isSuccess(exit) && exit.value._tag === "Claimed"),
@@ -758,29 +750,10 @@ describe("RedisTokenStore", () => {
   // let twice as many through.
   it.live("past 100 unanswered commands, those sent again after a reconnection count no more: the bound holds", () =>
     Effect.gen(function*() {
-      // A proxy that drops what the client sends while `held` (a network dropping packets), whose connections are cut.
-      let held = false
-      const sockets = new Set<Net.Socket>()
-      const proxy = Net.createServer((downstream) => {
-        const upstream = Net.connect(Number(new URL(redisUrl).port), "127.0.0.1")
-        sockets.add(downstream)
-        downstream.on("data", (chunk) => held || upstream.write(chunk))
-        upstream.pipe(downstream)
-        for (const socket of [downstream, upstream]) {
-          socket.on("error", () => undefined)
-          socket.on("close", () => {
-            sockets.delete(downstream)
-            downstream.destroy()
-            upstream.destroy()
-          })
-        }
-      })
-      yield* Effect.acquireRelease(
-        Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", () => resolve()))),
-        () => Effect.sync(() => proxy.close())
-      )
+      // Redis through a proxy that drops what the client sends while held, whose connections the test cuts.
+      const { pairs, proxy, hold } = cuttableProxy(Number(new URL(redisUrl).port))
       const dedupe = yield* RedisWebhookDedupeStore.make({
-        url: `redis://127.0.0.1:${(proxy.address() as Net.AddressInfo).port}`,
+        url: yield* listening(proxy),
         prefix: uniquePrefix("resent"),
         timeout: "300 millis",
         redisOptions: { retryStrategy: () => 50 }
@@ -788,17 +761,17 @@ describe("RedisTokenStore", () => {
       const unanswered = Effect.all(Array.from({ length: 100 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))), {
         concurrency: "unbounded"
       })
-      held = true
+      hold(true)
       yield* unanswered
-      held = false
-      for (const socket of sockets) socket.destroy()
+      hold(false)
+      for (const socket of pairs) socket.destroy()
       // Served again; the 100 sent again are answered before (Redis answers in order).
       yield* eventually(
         Effect.map(Effect.either(dedupe.lastHandled("after")), (read) => read._tag === "Right"),
         "served again after the reconnection",
         100
       )
-      held = true
+      hold(true)
       yield* unanswered
       expect((yield* Effect.flip(dedupe.lastHandled("one-more"))).message).toBe(
         "Redis did not answer within 300ms (100 earlier commands are still unanswered; not sent)"
