@@ -378,7 +378,7 @@ const plainWords = /^[a-z0-9]+(?: [a-z0-9]+)*$/
 const mark = /^\p{M}$/u
 const letterOrDigit = /^[\p{L}\p{N}]$/u
 const apostrophes = "'`\u2018\u2019\u02bb\u02bc\u00b4"
-const anyApostrophe = /['`\u2018\u2019\u02bb\u02bc\u00b4]/g
+const anyApostrophe = new RegExp(`[${apostrophes}]`, "g")
 
 // What one non-ASCII character becomes: "" (a mark or an apostrophe), " " (a separator) or letters ("ã" -> "a",
 // "ß" -> "ss"; compatibility forms too, full-width letters as a Japanese or Chinese input method types them: "ｔ" -> "t").
