@@ -533,17 +533,23 @@ describe("FinClient", () => {
       expect(token?.attributes.has("error.type")).toBe(false)
     }).pipe(Effect.provide(FinTest.layerHttpClient({ ...routes, "POST /v1/oauth/token": () => FinTest.stall }))))
 
-  it.effect("layerConfig takes Config values", () =>
+  it.effect("layerConfig takes Config values, optional ones included", () =>
     Effect.gen(function*() {
       yield* FeeService.calculate(quoteRequest)
       expect(Redacted.value(yield* Effect.flatMap(TokenProvider.TokenProvider, (t) => t.get))).toBe("token-of-cfg")
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.map((r) => r.headers["user-agent"])).toEqual([
+        `effect-fin/${version} cfg-app/1`,
+        `effect-fin/${version} cfg-app/1`
+      ])
     }).pipe(
       Effect.provide(
         FinClient.layerConfig({
           clientId: Config.succeed("cfg"),
           clientSecret: Config.redacted(Config.succeed("s")),
-          baseUrl: Config.succeed("http://localhost:1")
-        }).pipe(Layer.provide(FinTest.layerHttpClient(routes)))
+          baseUrl: Config.succeed("http://localhost:1"),
+          userAgent: Config.succeed("cfg-app/1")
+        }).pipe(Layer.provideMerge(FinTest.layerHttpClient(routes)))
       )
     ))
 

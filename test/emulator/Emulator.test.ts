@@ -8,6 +8,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -24,7 +25,7 @@ import { Emulator } from "../../src/emulator/index.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
-import { untilSleepsMoreThan } from "../support.js"
+import { forkSleeping, untilSleepsMoreThan } from "../support.js"
 
 interface Answer {
   readonly status: number
@@ -643,6 +644,20 @@ describe("Emulator", () => {
         expect(counters.faults).toMatchObject({ latency: 6, status: 2 })
         yield* emulator.clearFaults
         expect(yield* emulator.faults).toEqual([])
+      }))
+
+    it.scoped("every latency rule that fires adds its delay: one wait of their sum (on the TestClock here)", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        yield* emulator.setFaults([
+          { route: "POST /v1/oauth/token", kind: "latency", millis: 100 },
+          { route: "*", kind: "latency", millis: 200 },
+          { route: "GET /v1/countries/{country_code}/subdivisions", kind: "latency", millis: 400 }
+        ])
+        const answer = yield* forkSleeping(call(emulator.url, "POST", "/v1/oauth/token", { body: {} }))
+        expect(Chunk.toReadonlyArray(yield* TestClock.sleeps())).toEqual([300])
+        yield* TestClock.adjust("300 millis")
+        expect((yield* Fiber.join(answer)).status).toBe(422)
       }))
 
     it.scopedLive("with a seed, a fractional rate makes the same choices on every run", () =>

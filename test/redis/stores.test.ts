@@ -421,6 +421,17 @@ describe("RedisTokenStore", () => {
       expect(logs.lines.join("\n")).toContain("ECONNREFUSED")
     }))
 
+  it.scopedLive("redisOptions override the store's own client defaults: an offline queue, when asked for, is kept", () =>
+    Effect.gen(function*() {
+      const store = yield* RedisTokenStore.make({
+        url: `redis://127.0.0.1:${yield* closedPort}`,
+        timeout: "200 millis",
+        redisOptions: { retryStrategy: () => 50, enableOfflineQueue: true, maxRetriesPerRequest: null }
+      })
+      // Queued until the connection comes back, so the store's timeout ends it (without the queue: at once).
+      expect((yield* Effect.flip(store.get("k"))).message).toBe("Redis did not answer within 200ms")
+    }))
+
   it.live("a store whose Redis refuses the connection is made once that is known, not after its timeout", () =>
     Effect.gen(function*() {
       const logs = captureLogs()
