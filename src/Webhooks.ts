@@ -1851,13 +1851,24 @@ const makeApp = <const H extends object>(
       | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
       | undefined
 
+  // Whether the last delivery that needed the store found it unavailable: an outage is said once at Error, its end
+  // at Info, and every delivery in between at Debug (the service retries each one, often: a line each would flood).
+  let storeDown = false
+
   // A store of the user's own whose operation interrupts itself (a pool of its own shut down) has failed: left an
   // interruption, it would end the delivery as the server's shutdown does, and hold its claim until that expires.
   const guarded = <A>(operation: string, self: Effect.Effect<A, WebhookDedupeStoreError>) =>
-    Effect.catchAllCause(self, (cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
-        : Effect.failCause(cause))
+    Effect.matchCauseEffect(self, {
+      onFailure: (cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
+          : Effect.failCause(cause),
+      onSuccess: (answer) => {
+        if (!storeDown) return Effect.succeed(answer)
+        storeDown = false
+        return Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
+      }
+    })
 
   // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`. Runs
   // uninterruptibly but for the pauses (`restore`): a claim taken is always seen, so that it can be released.
@@ -1922,10 +1933,14 @@ const makeApp = <const H extends object>(
     })
 
   const storeUnavailable = (error: WebhookDedupeStoreError, eventId: string) =>
-    Effect.logError("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
-      Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
-      Effect.zipRight(settleAs(500, "store_unavailable"))
-    )
+    Effect.suspend(() => {
+      const log = storeDown ? Effect.logDebug : Effect.logError
+      storeDown = true
+      return log("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
+        Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
+        Effect.zipRight(settleAs(500, "store_unavailable"))
+      )
+    })
   // The answer to a delivery whose store failed before its handler ran.
   const answerStoreFailure = (eventId: string) => (error: WebhookDedupeStoreError) =>
     Effect.flatMap(storeUnavailable(error, eventId), (answer) => respond(answer.status, answer.outcome))

@@ -994,6 +994,36 @@ describe("Webhooks.handler", () => {
       }
     }))
 
+  it.effect("a store outage is one Error line, its end one Info line, the deliveries between at Debug", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      let down = true
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        claim: (...args) =>
+          down
+            ? Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "claim", message: "unreachable" }))
+            : memory.claim(...args)
+      }
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, store, handlers: {} })).pipe(
+        Effect.provide(capture),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
+      const deliver = (id: string) => Effect.flatMap(signedPost(makeBody({ id })), (request) => send(handle, request))
+      const said = () =>
+        logs.filter((line) => line.includes("de-duplication store")).map((line) =>
+          `${line.split(" ")[0]} ${line.includes("available again") ? "up" : "down"}`
+        )
+      for (const id of ["d-1", "d-2", "d-3"]) expect((yield* deliver(id)).status).toBe(500)
+      expect(said()).toEqual(["ERROR down", "DEBUG down", "DEBUG down"])
+      down = false
+      for (const id of ["d-1", "d-2"]) expect((yield* deliver(id)).status).toBe(200)
+      down = true
+      expect((yield* deliver("d-4")).status).toBe(500)
+      expect(said()).toEqual(["ERROR down", "DEBUG down", "DEBUG down", "INFO up", "ERROR down"])
+    }))
+
   it.effect("a handler that throws before returning its effect is a 500 too, and releases the event", () =>
     Effect.gen(function*() {
       let attempts = 0
