@@ -189,13 +189,17 @@ const FeeFigure = Schema.Number.pipe(
   Schema.filter((n) => Math.abs(n) <= Number.MAX_SAFE_INTEGER, { message: () => FEE })
 ).annotations({ title: FEE })
 
-// A currency as the service names it, in upper case when it is three ASCII letters ("usd" is USD, so a quote's
-// currency compares equal to a request's); anything else as sent ("uſd" is no USD, though its upper case is "USD").
+// A currency as the service names it: a code, never empty or blank (with a beneficiary nothing else checks the
+// currencies, and a quote in none is no quote). It may be no ISO code (an asset's ticker: USDC, USDC.e): ASCII letters
+// and digits, then also `.`, `_` or `-`, up to 32. Three letters are upper-cased ("usd" is USD, so a quote's currency
+// compares equal to a request's); anything else is kept as sent.
 const QuotedCurrency = Schema.transform(Schema.String, Schema.String, {
   strict: true,
   decode: (code) => /^[a-z]{3}$/i.test(code) ? code.toUpperCase() : code,
   encode: (code) => code
-}).annotations({ title: "a currency code" })
+}).pipe(
+  Schema.filter((code) => /^[A-Za-z0-9][\w.-]{0,31}$/.test(code), { message: () => "a currency code" })
+).annotations({ title: "a currency code" })
 
 /**
  * The fee breakdown of a quote. Each figure is within `Number.MAX_SAFE_INTEGER` of zero, so it is the one the service

@@ -321,6 +321,30 @@ describe("FeeService", () => {
       expect(anySource.source_currency).toBe("GBP")
     }))
 
+  // With a beneficiary the service picks the currencies, but a quote must still name them.
+  it.effect("a quote naming no currency (empty, blank, no code) is a ResponseDecodeError, with a beneficiary too", () =>
+    Effect.gen(function*() {
+      for (const currency of ["", " ", " USD", "<b>", ".x", "u\u017fd", "X".repeat(33)]) {
+        const error = yield* Effect.flip(FeeService.calculate({ source_amount: 3508679, beneficiary_id: UUID })).pipe(
+          provideClient({
+            "POST /v1/fee-calculation": () =>
+              FinTest.json(200, {
+                data: { ...quoteBody.data, source_currency: currency, destination_currency: currency }
+              })
+          })
+        )
+        expect(error._tag === "ResponseDecodeError" && error.issues.map((i) => i.path), JSON.stringify(currency))
+          .toEqual(["data.source_currency", "data.destination_currency"])
+      }
+      const usdc = yield* FeeService.calculate({ source_amount: 3508679, beneficiary_id: UUID }).pipe(
+        provideClient({
+          "POST /v1/fee-calculation": () =>
+            FinTest.json(200, { data: { ...quoteBody.data, destination_currency: "USDC.e" } })
+        })
+      )
+      expect(usdc.destination_currency).toBe("USDC.e")
+    }))
+
   it.effect("a quote for another amount than the one asked for is a ResponseDecodeError; the amount rounded is not", () =>
     Effect.gen(function*() {
       const answered = (data: Partial<typeof quoteBody.data>) =>
