@@ -134,6 +134,10 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, timeout: 30 as unknown as FinConfig.DurationOption })).toContain(
         `timeout must say its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`
       )
+      // Text Effect cannot read (from a config file: "30s", "15 mins") is told the form it can.
+      expect(yield* configError({ ...base, timeout: "30s" as FinConfig.DurationOption })).toContain(
+        `timeout is not a valid duration: write a number and a unit such as "30 seconds" or "500 millis"`
+      )
       // @ts-expect-error a bare number
       expect(yield* configError({ ...base, refreshMargin: 0 })).toContain("refreshMargin must say its unit")
       // @ts-expect-error a bigint (nanoseconds)

@@ -82,7 +82,10 @@ describe("FinTest.advanceUntilDone", () => {
       illegalArgument("effect-fin/test: advanceUntilDone: step must be greater than zero")
     )
     expect(defectOf(FinTest.advanceUntilDone(Effect.void, { limit: "soon" as "1 second" }))).toEqual(
-      illegalArgument("effect-fin/test: advanceUntilDone: limit is not a valid duration")
+      illegalArgument(
+        "effect-fin/test: advanceUntilDone: limit is not a valid duration: write a number and a unit such as " +
+          `"30 seconds" or "500 millis"`
+      )
     )
   })
 })

@@ -14,7 +14,7 @@ describe("README", () => {
 
   it("shows examples/webhook-server.ts verbatim (type-checked by npm test)", () => {
     const example = readFileSync(join(root, "examples", "webhook-server.ts"), "utf8")
-    expect(/### Mounting it in an HttpRouter\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+    expect(/### Mounting it in an HttpRouter\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
   })
 
   it("shows examples/redis.ts verbatim (type-checked by npm test)", () => {
@@ -25,6 +25,11 @@ describe("README", () => {
   it("shows examples/testing.test.ts verbatim (run by npm test)", () => {
     const example = readFileSync(join(root, "examples", "testing.test.ts"), "utf8")
     expect(/## Testing your programs\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+  })
+
+  it("shows examples/webhook.test.ts verbatim (run by npm test)", () => {
+    const example = readFileSync(join(root, "examples", "webhook.test.ts"), "utf8")
+    expect(/### Testing your webhook handler\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
   })
 
   it("shows examples/emulator.ts verbatim, and it runs as written", () => {

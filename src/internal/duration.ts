@@ -60,7 +60,14 @@ export const check = (input: unknown, allowZero: boolean, timer = false): Either
   const sign = `must be ${allowZero ? "zero or more" : "greater than zero"}`
   if (isNegativeOrNaN(input)) return Either.left(sign)
   const decoded = Duration.decodeUnknown(input)
-  if (Option.isNone(decoded)) return Either.left("is not a valid duration")
+  // Text from untyped code or a config file ("30s", "15 mins"): say the form Effect reads, as FIN_* variables do.
+  if (Option.isNone(decoded)) {
+    return Either.left(
+      typeof input === "string"
+        ? "is not a valid duration: write a number and a unit such as \"30 seconds\" or \"500 millis\""
+        : "is not a valid duration"
+    )
+  }
   const d = decoded.value
   if (!Duration.isFinite(d)) return Either.left("must be finite")
   if (!allowZero && Duration.toMillis(d) === 0) return Either.left(sign)
