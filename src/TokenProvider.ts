@@ -306,11 +306,48 @@ const guardedStores = (timeout: Duration.Duration) => {
   }
 }
 
-// A store that fails is worked around, never reported as a FinError.
-const storeUnavailable = (error: TokenStore.TokenStoreError) =>
-  Effect.logWarning("effect-fin: the token store is unavailable; going on without sharing tokens").pipe(
-    Effect.annotateLogs({ operation: error.operation, reason: error.message })
-  )
+// A store that fails is worked around, never reported as a FinError. Said once per outage as a warning, its end once
+// at Info, the failures between at Debug: while the token endpoint fails too (or every call meets a 401, instances
+// revoking each other's tokens), each call reads the store and fails on it, a line each. Only an answer to the
+// operation whose failure began the outage ends it: a store that answers reads but not writes would otherwise say an
+// outage and its end on every call.
+const storeOutage = () => {
+  let downOn: string | undefined
+  const unavailable = (error: TokenStore.TokenStoreError) =>
+    Effect.suspend(() => {
+      const log = downOn === undefined ? Effect.logWarning : Effect.logDebug
+      downOn ??= error.operation
+      return log("effect-fin: the token store is unavailable; going on without sharing tokens").pipe(
+        Effect.annotateLogs({ operation: error.operation, reason: error.message })
+      )
+    })
+  const answered = <A>(operation: string, self: Effect.Effect<A, TokenStore.TokenStoreError>) =>
+    Effect.tap(self, () => {
+      if (downOn !== operation) return Effect.void
+      downOn = undefined
+      return Effect.logInfo("effect-fin: the token store is available again; tokens are shared again")
+    })
+  const tracked = new WeakMap<TokenStore.Service, TokenStore.Service>()
+  // The store with its answers watched; made once per store, as the provider asks it for each token it needs.
+  const track = (store: TokenStore.Service): TokenStore.Service => {
+    let watched = tracked.get(store)
+    if (watched === undefined) {
+      watched = {
+        ...store,
+        get: (key) => answered("get", store.get(key)),
+        set: (key, tokens, owner) => answered("set", store.set(key, tokens, owner)),
+        clear: (key, token) => answered("clear", store.clear(key, token)),
+        lock: (key) => answered("lock", store.lock(key)),
+        renew: (key, owner) => answered("renew", store.renew(key, owner)),
+        unlock: (key, owner, failure) => answered("unlock", store.unlock(key, owner, failure)),
+        failure: (key) => answered("failure", store.failure(key))
+      }
+      tracked.set(store, watched)
+    }
+    return watched
+  }
+  return { unavailable, track }
+}
 
 /**
  * Builds the provider; its fetches run in the scope of the layer, so a caller who is interrupted does not fail the
@@ -334,11 +371,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const builtWith = yield* Effect.serviceOption(TokenStore.TokenStore)
     const memory = TokenStore.makeMemory()
     const guard = guardedStores(config.tokenTimeout)
+    const { track, unavailable: storeUnavailable } = storeOutage()
     const storeFor = Option.isSome(builtWith)
-      ? Effect.sync(() => guard(builtWith.value))
+      ? Effect.sync(() => track(guard(builtWith.value)))
       : Effect.map(
         Effect.serviceOption(TokenStore.TokenStore),
-        (provided) => guard(Option.getOrElse(provided, () => memory))
+        (provided) => track(guard(Option.getOrElse(provided, () => memory)))
       )
     const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).

@@ -1095,6 +1095,47 @@ describe("TokenProvider", () => {
       }))
     ))
 
+  // Every call reads the store when it has no token: with the token endpoint refusing too, a line per call. An outage
+  // is one warning, its end (an answer to the operation that failed) one Info line, the failures between at Debug; a
+  // new outage warns again. A store that answers reads but not locks does not say an outage and its end per call.
+  for (const failingOps of [["get", "clear"], ["lock"]] as const) {
+    it.effect(`a token store outage (${failingOps.join(", ")} failing) is one warning, its end one Info line`, () => {
+      const log = captureLogs()
+      let down = true
+      const failing = (operation: typeof failingOps[number]) =>
+        Effect.suspend(() =>
+          down && failingOps.includes(operation as never)
+            ? Effect.fail(new TokenStore.TokenStoreError({ operation, message: "Redis is not connected" }))
+            : Effect.void
+        )
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        get: (key) => Effect.zipRight(failing("get"), memory.get(key)),
+        clear: (key, token) => Effect.zipRight(failing("clear"), memory.clear(key, token)),
+        lock: (key) => Effect.zipRight(failing("lock"), memory.lock(key))
+      }
+      const said = () =>
+        log.lines.filter((line) => line.includes("token store")).map((line) => line.split(" ")[0])
+      return Effect.gen(function*() {
+        for (let i = 0; i < 10; i++) yield* Effect.either(FeeService.calculate(quoteRequest))
+        expect(said()).toEqual(["WARN"])
+        down = false
+        yield* Effect.either(FeeService.calculate(quoteRequest))
+        down = true
+        yield* Effect.either(FeeService.calculate(quoteRequest))
+        expect(said()).toEqual(["WARN", "INFO", "WARN"])
+      }).pipe(
+        provideClient({
+          "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody),
+          "POST /v1/oauth/token": () => FinTest.json(401, { message: "invalid client" })
+        }),
+        Effect.provide(Layer.succeed(TokenStore.TokenStore, store)),
+        Effect.provide(log.layer)
+      )
+    })
+  }
+
   // A token route answering `first` (asking for a wait), then issuing: each call in the wait kept (maxRetryAfter's
   // 60 s at most) fails at once with that answer and sends no token request (as many as the calls, a rate-limited
   // service hammered by every one of them), its `retryAfter` the wait that is left, the first call's too (not the
