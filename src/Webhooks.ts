@@ -1617,6 +1617,11 @@ interface Answer {
   readonly outcome: Outcome
 }
 
+// Why `keepClaim` stopped a running handler: the store's failure, not the handler's.
+class ClaimLost {
+  constructor(readonly reason: string) {}
+}
+
 // A delivery answered 500 (its handler failed, the store is unavailable, no secret) ends its effect-fin span as
 // failed, as a failed call's does: an operator's tracing shows it as an error, not only by an attribute. The span's
 // error is this marker, never the handler's own cause (logged, redacted, by itself); the answer goes out as before.
@@ -1851,9 +1856,17 @@ const makeApp = <const H extends object>(
       | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
       | undefined
 
-  // Whether the last delivery that needed the store found it unavailable: an outage is said once at Error, its end
+  // The store operation whose failure began an outage, if one is going on: an outage is said once at Error, its end
   // at Info, and every delivery in between at Debug (the service retries each one, often: a line each would flood).
-  let storeDown = false
+  // Only an answer to that operation ends it: a store that answers claims but not their completion (timeouts under
+  // load, writes refused) would otherwise say an outage and its end per delivery.
+  let storeDownOn: string | undefined
+  // Notes a failure of the store; true when it begins an outage (to be said at Error).
+  const outageBegins = (error: WebhookDedupeStoreError) => {
+    const first = storeDownOn === undefined
+    storeDownOn ??= error.operation
+    return first
+  }
 
   // A store of the user's own whose operation interrupts itself (a pool of its own shut down) has failed: left an
   // interruption, it would end the delivery as the server's shutdown does, and hold its claim until that expires.
@@ -1864,8 +1877,8 @@ const makeApp = <const H extends object>(
           ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
           : Effect.failCause(cause),
       onSuccess: (answer) => {
-        if (!storeDown) return Effect.succeed(answer)
-        storeDown = false
+        if (operation !== storeDownOn) return Effect.succeed(answer)
+        storeDownOn = undefined
         return Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
       }
     })
@@ -1904,29 +1917,33 @@ const makeApp = <const H extends object>(
     referenceId: string,
     token: string,
     claimedAt: number
-  ): Effect.Effect<never, string> =>
+  ): Effect.Effect<never, ClaimLost> =>
     Effect.gen(function*() {
       let stopAt = claimedAt + claimMillis - claimMargin
       while (true) {
         // Every third of the claim's time, and sooner as its end nears (half of what is left), so that a renewal that
         // failed or was slow leaves time for another; with no time left for one, the handler stops.
         const wait = Math.min(claimMillis / 3, (stopAt - (yield* Monotonic.millis)) / 2)
-        if (wait < claimMillis / 30) return yield* Effect.fail(unrenewed)
+        if (wait < claimMillis / 30) return yield* Effect.fail(new ClaimLost(unrenewed))
         yield* Effect.sleep(wait)
         const sentAt = yield* Monotonic.millis
-        if (sentAt >= stopAt) return yield* Effect.fail(unrenewed)
+        if (sentAt >= stopAt) return yield* Effect.fail(new ClaimLost(unrenewed))
         // Guarded: a renewal of the user's store that interrupts itself is a failed one, tried again, not a lost claim.
         const renewed = yield* guarded("renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
           Effect.either,
           Effect.timeoutTo({ duration: stopAt - sentAt, onSuccess: Option.some, onTimeout: Option.none })
         )
-        if (Option.isNone(renewed)) return yield* Effect.fail(unrenewed)
+        if (Option.isNone(renewed)) return yield* Effect.fail(new ClaimLost(unrenewed))
         if (Either.isRight(renewed.value)) {
-          if (!renewed.value.right) return yield* Effect.fail("the claim on the event expired while its handler ran")
+          if (!renewed.value.right) {
+            return yield* Effect.fail(new ClaimLost("the claim on the event expired while its handler ran"))
+          }
           stopAt = sentAt + claimMillis - claimMargin
         } else {
-          yield* Effect.logWarning("effect-fin: could not renew a webhook claim; trying again").pipe(
-            Effect.annotateLogs({ event_id: eventId, reason: renewed.value.left.message })
+          // Every handler running renews: one line per handler and renewal, unless the outage was said already.
+          const log = outageBegins(renewed.value.left) ? Effect.logError : Effect.logDebug
+          yield* log("effect-fin: could not renew a webhook claim; trying again").pipe(
+            Effect.annotateLogs({ event_id: eventId, operation: "renew", reason: renewed.value.left.message })
           )
         }
       }
@@ -1934,8 +1951,7 @@ const makeApp = <const H extends object>(
 
   const storeUnavailable = (error: WebhookDedupeStoreError, eventId: string) =>
     Effect.suspend(() => {
-      const log = storeDown ? Effect.logDebug : Effect.logError
-      storeDown = true
+      const log = outageBegins(error) ? Effect.logError : Effect.logDebug
       return log("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
         Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
         Effect.zipRight(settleAs(500, "store_unavailable"))
@@ -2023,8 +2039,14 @@ const makeApp = <const H extends object>(
           if (Exit.isFailure(exit)) {
             yield* releaseClaim
             // Not "handler failed" when it never ran: the operator looks at the store, not at the handler's code.
+            const lost = Option.filter(Cause.failureOption(exit.cause), (e): e is ClaimLost => e instanceof ClaimLost)
+            // Stopped for its claim, the store's doing: said as the store's, at Debug once its outage was said.
             const logged = late
               ? Effect.logWarning(`effect-fin: webhook handler not started: ${unrenewed}`)
+              : Option.isSome(lost)
+              ? (storeDownOn === undefined ? Effect.logWarning : Effect.logDebug)(
+                `effect-fin: webhook handler stopped: ${lost.value.reason}`
+              )
               : logFailure(exit.cause)
             yield* logged.pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
             return yield* settleAs(500, "failed")

@@ -994,34 +994,63 @@ describe("Webhooks.handler", () => {
       }
     }))
 
-  it.effect("a store outage is one Error line, its end one Info line, the deliveries between at Debug", () =>
+  // An outage ends with an answer to the operation that failed: a store that answers claims but not their completion
+  // (timeouts under load) is one outage, not an outage and its end per delivery.
+  for (const op of ["claim", "complete"] as const) {
+    it.effect(`a store outage (${op} failing) is one Error line, its end one Info line, the deliveries between at Debug`, () =>
+      Effect.gen(function*() {
+        const memory = Webhooks.makeMemoryDedupeStore()
+        let down = true
+        const failing = <A>(self: Effect.Effect<A, Webhooks.WebhookDedupeStoreError>) =>
+          down ? Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: op, message: "unreachable" })) : self
+        const store: Webhooks.WebhookDedupeStoreService = op === "claim"
+          ? { ...memory, claim: (...args) => failing(memory.claim(...args)) }
+          : { ...memory, complete: (...args) => failing(memory.complete(...args)) }
+        const { layer: capture, lines: logs } = captureLogs()
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store,
+          handlers: { "beneficiary.status": () => Effect.void }
+        })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.All))
+        const deliver = (id: string) => Effect.flatMap(signedPost(makeBody({ id })), (request) => send(handle, request))
+        const said = () =>
+          logs.filter((line) => line.includes("de-duplication store")).map((line) =>
+            `${line.split(" ")[0]} ${line.includes("available again") ? "up" : "down"}`
+          )
+        for (const id of ["d-1", "d-2", "d-3"]) expect((yield* deliver(id)).status).toBe(500)
+        expect(said()).toEqual(["ERROR down", "DEBUG down", "DEBUG down"])
+        down = false
+        for (const id of ["d-1", "d-2"]) expect((yield* deliver(id)).status).toBe(200)
+        down = true
+        expect((yield* deliver("d-4")).status).toBe(500)
+        expect(said()).toEqual(["ERROR down", "DEBUG down", "DEBUG down", "INFO up", "ERROR down"])
+      }))
+  }
+
+  // Every running handler renews its claim: a store gone while many run said one line each per renewal, and each
+  // handler stopped for it as "webhook handler failed".
+  it.effect("a store gone while handlers run: one Error line, no handler said to have failed", () =>
     Effect.gen(function*() {
-      const memory = Webhooks.makeMemoryDedupeStore()
-      let down = true
+      const down = new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" })
       const store: Webhooks.WebhookDedupeStoreService = {
-        ...memory,
-        claim: (...args) =>
-          down
-            ? Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "claim", message: "unreachable" }))
-            : memory.claim(...args)
+        ...Webhooks.makeMemoryDedupeStore(),
+        renew: () => Effect.fail(down)
       }
       const { layer: capture, lines: logs } = captureLogs()
-      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, store, handlers: {} })).pipe(
-        Effect.provide(capture),
-        Logger.withMinimumLogLevel(LogLevel.All)
-      )
-      const deliver = (id: string) => Effect.flatMap(signedPost(makeBody({ id })), (request) => send(handle, request))
-      const said = () =>
-        logs.filter((line) => line.includes("de-duplication store")).map((line) =>
-          `${line.split(" ")[0]} ${line.includes("available again") ? "up" : "down"}`
-        )
-      for (const id of ["d-1", "d-2", "d-3"]) expect((yield* deliver(id)).status).toBe(500)
-      expect(said()).toEqual(["ERROR down", "DEBUG down", "DEBUG down"])
-      down = false
-      for (const id of ["d-1", "d-2"]) expect((yield* deliver(id)).status).toBe(200)
-      down = true
-      expect((yield* deliver("d-4")).status).toBe(500)
-      expect(said()).toEqual(["ERROR down", "DEBUG down", "DEBUG down", "INFO up", "ERROR down"])
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        handlers: { "beneficiary.status": () => Effect.never }
+      })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Info))
+      const deliveries = yield* Effect.forEach(["1", "2", "3", "4"], (n) =>
+        Effect.flatMap(signedPost(makeBody({ id: `e-${n}`, referenceId: `r-${n}` })), (request) =>
+          Effect.fork(send(handle, request))))
+      yield* settle
+      for (let i = 0; i < 300; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), settle)
+      for (const delivery of deliveries) expect((yield* Fiber.join(delivery)).status).toBe(500)
+      expect(logs.map((line) => line.slice(0, line.indexOf("]") + 1))).toEqual([
+        `ERROR ["effect-fin: could not renew a webhook claim; trying again"]`
+      ])
     }))
 
   it.effect("a handler that throws before returning its effect is a 500 too, and releases the event", () =>
