@@ -1679,28 +1679,38 @@ const closing = Headers.fromInput({ connection: "close" })
 // then). A delivery refused before its body is read whole (`unread`: 413, 408, and the checks of the headers) has its
 // connection closed, rather than the server reading the rest of a body that may never end.
 // Rejecting a delivery, and logging it: once per reason at Warning (Error for a 500, our own misconfiguration: no
-// secret) until a new delivery is handled (a replay of a captured one is no reset), then at Debug. Anyone who
-// can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery and redelivery:
-// one line each would flood the logs (the span and the metric still count each one).
+// secret), then at Debug until a new delivery is handled (a replay of a captured one is no reset) and a minute has
+// passed. Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery
+// and redelivery: one line each would flood the logs (the span and the metric still count each one), as would one per
+// real delivery with forged requests in between.
+const warnAgainAfterMillis = 60_000
+
 const makeReject = () => {
-  const said = new Set<WebhookVerificationError["reason"]>()
-  const reject = (error: WebhookVerificationError, unread = false) => {
-    const status = statusOf[error.reason]
-    const headers = unread || status === 413 || status === 408 ? closing : Headers.empty
-    const response = status === 401 || status === 500 || status === 413 || status === 408
-      ? HttpServerResponse.empty({ status, headers })
-      : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
-    const log = said.has(error.reason) ? Effect.logDebug : status === 500 ? Effect.logError : Effect.logWarning
-    said.add(error.reason)
-    // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was
-    // expected; never a value).
-    return log("effect-fin: webhook delivery rejected").pipe(
-      Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
-      Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected" })),
-      Effect.as(response)
-    )
+  // Per reason: when it was last said above Debug, and whether a new delivery was handled since.
+  const said = new Map<WebhookVerificationError["reason"], { at: number; handledSince: boolean }>()
+  const reject = (error: WebhookVerificationError, unread = false) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const status = statusOf[error.reason]
+      const headers = unread || status === 413 || status === 408 ? closing : Headers.empty
+      const response = status === 401 || status === 500 || status === 413 || status === 408
+        ? HttpServerResponse.empty({ status, headers })
+        : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
+      const last = said.get(error.reason)
+      const loud = last === undefined || (last.handledSince && now - last.at >= warnAgainAfterMillis)
+      if (loud) said.set(error.reason, { at: now, handledSince: false })
+      const log = !loud ? Effect.logDebug : status === 500 ? Effect.logError : Effect.logWarning
+      // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was
+      // expected; never a value).
+      return log("effect-fin: webhook delivery rejected").pipe(
+        Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
+        Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected" })),
+        Effect.as(response)
+      )
+    })
+  const verified = () => {
+    for (const entry of said.values()) entry.handledSince = true
   }
-  return { reject, verified: () => said.clear() }
+  return { reject, verified }
 }
 
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)

@@ -2189,8 +2189,9 @@ describe("Webhooks.handler", () => {
     }).pipe(Effect.provide(Webhooks.layerMemoryDedupeStore())))
 
   // Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery: one
-  // warning per reason until a new delivery is handled, the rest at Debug (each still answered, and in its span).
-  it.effect("a rejection is one warning per reason until a new delivery is handled, then at Debug", () =>
+  // warning per reason until a new delivery is handled and a minute has passed, the rest at Debug (each still
+  // answered, and in its span): forged requests between real deliveries warn at most once a minute.
+  it.effect("a rejection is one warning per reason until a new delivery is handled and a minute has passed", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
       const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} })).pipe(
@@ -2205,6 +2206,15 @@ describe("Webhooks.handler", () => {
       expect(warnings()).toEqual(["bad_signature", "missing_signature"])
       expect(logs.filter((line) => line.startsWith("DEBUG") && line.includes("delivery rejected"))).toHaveLength(8)
       expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(200)
+      yield* TestClock.adjust("59 seconds")
+      expect((yield* send(handle, forged())).status).toBe(401)
+      expect(warnings()).toEqual(["bad_signature", "missing_signature"])
+      yield* TestClock.adjust("1 second")
+      expect((yield* send(handle, forged())).status).toBe(401)
+      expect((yield* send(handle, forged())).status).toBe(401)
+      expect(warnings()).toEqual(["bad_signature", "missing_signature", "bad_signature"])
+      // A minute on, but no new delivery handled: still at Debug.
+      yield* TestClock.adjust("2 minutes")
       expect((yield* send(handle, forged())).status).toBe(401)
       expect(warnings()).toEqual(["bad_signature", "missing_signature", "bad_signature"])
     }))
