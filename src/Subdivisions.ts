@@ -36,6 +36,8 @@ export const SubdivisionCode: typeof internal.SubdivisionCode = internal.Subdivi
 export const Subdivision: typeof internal.Subdivision = internal.Subdivision
 
 /**
+ * A subdivision as both sources know it (see the `Subdivision` schema).
+ *
  * @since 0.1.0
  * @category models
  */
@@ -51,6 +53,8 @@ export interface Subdivision extends Schema.Schema.Type<typeof internal.Subdivis
 export const SnapshotSubdivision: typeof internal.SnapshotSubdivision = internal.SnapshotSubdivision
 
 /**
+ * An entry of the offline snapshot (see the `SnapshotSubdivision` schema).
+ *
  * @since 0.1.0
  * @category models
  */

@@ -1157,3 +1157,23 @@ export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.La
     }
     return TokenProvider.of({ get: Effect.succeed(redacted), invalidate: () => Effect.void })
   })
+
+/**
+ * A valid access token from the `TokenProvider` in context (see `Service.get`).
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const get: Effect.Effect<Redacted.Redacted<string>, FinError, TokenProvider> = Effect.flatMap(
+  TokenProvider,
+  (provider) => provider.get
+)
+
+/**
+ * Forgets `token` in the `TokenProvider` in context if it is still the cached one (see `Service.invalidate`).
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const invalidate = (token: Redacted.Redacted<string>): Effect.Effect<void, never, TokenProvider> =>
+  Effect.flatMap(TokenProvider, (provider) => provider.invalidate(token))

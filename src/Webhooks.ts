@@ -634,6 +634,8 @@ export const Envelope = Schema.Struct({
 }).annotations({ identifier: "WebhookEnvelope" })
 
 /**
+ * The envelope exactly as sent (see the `Envelope` schema).
+ *
  * @since 0.1.0
  * @category models
  */
@@ -695,6 +697,8 @@ const listedOr = <const L extends ReadonlyArray<string>>(...listed: L) =>
 export const BeneficiaryType = listedOr("INDIVIDUAL", "BUSINESS")
 
 /**
+ * `INDIVIDUAL`, `BUSINESS`, or an `Unlisted` value.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -709,6 +713,8 @@ export type BeneficiaryType = typeof BeneficiaryType.Type
 export const BeneficiaryStatus = listedOr("PROCESSING", "ACTIVE", "INACTIVE", "REJECTED")
 
 /**
+ * One of the documented four statuses, or an `Unlisted` value.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -879,6 +885,8 @@ export const WebhookEvent = Schema.Union(
 )
 
 /**
+ * A decoded event: a union on `type` (see the `WebhookEvent` schema).
+ *
  * @since 0.1.0
  * @category models
  */

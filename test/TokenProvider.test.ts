@@ -37,7 +37,7 @@ const HOUR = 3_600_000
 const MIN = 60_000
 
 const fee = () => FinTest.json(200, quoteBody)
-const getToken = Effect.flatMap(TokenProvider.TokenProvider, (p) => p.get)
+const getToken = TokenProvider.get
 const tokenValue = Effect.map(getToken, Redacted.value)
 const count = (route: FinTest.Route) => Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count(route))
 const requestsTo = (path: string) =>
@@ -854,14 +854,14 @@ describe("TokenProvider", () => {
       expect(bearers).toEqual(["Bearer token-1", "Bearer token-2"])
     }).pipe(Effect.provide(FinTest.layerClient({ "POST /v1/fee-calculation": fee }))))
 
+  // Through the module's accessors, as a program that sends its own requests would.
   it.effect("invalidate clears only the token it was given (compare-and-clear)", () =>
     Effect.gen(function*() {
-      const provider = yield* TokenProvider.TokenProvider
-      const first = yield* provider.get
-      yield* provider.invalidate(Redacted.make("some-older-token"))
-      expect(Redacted.value(yield* provider.get)).toBe("token-1")
-      yield* provider.invalidate(first)
-      expect(Redacted.value(yield* provider.get)).toBe("token-2")
+      const first = yield* TokenProvider.get
+      yield* TokenProvider.invalidate(Redacted.make("some-older-token"))
+      expect(Redacted.value(yield* TokenProvider.get)).toBe("token-1")
+      yield* TokenProvider.invalidate(first)
+      expect(Redacted.value(yield* TokenProvider.get)).toBe("token-2")
     }).pipe(provideClient({ "POST /v1/oauth/token": FinTest.tokenHandler() })))
 
   // As any answer that does not decode: with its attempts and request id, for the service's support.

@@ -98,6 +98,8 @@ export type FaultKind = model.FaultKind
 export const FaultRule: typeof model.FaultRule = model.FaultRule
 
 /**
+ * A fault rule (see the `FaultRule` schema).
+ *
  * @since 0.1.0
  * @category models
  */
@@ -123,6 +125,8 @@ export type { Counters } from "./internal/model.js"
 export const WebhookRequest: typeof model.WebhookRequest = model.WebhookRequest
 
 /**
+ * What a webhook send may set (see the `WebhookRequest` schema).
+ *
  * @since 0.1.0
  * @category models
  */
