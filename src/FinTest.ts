@@ -33,6 +33,7 @@ import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
+import * as Timestamps from "./internal/timestamp.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -415,8 +416,7 @@ export const tokenHandler = (options: {
  * @since 0.1.0
  * @category handlers
  */
-export const formatServiceTimestamp = (millis: number): string =>
-  new Date(millis).toISOString().slice(0, 19).replace("T", " ") + "+00"
+export const formatServiceTimestamp: (millis: number) => string = Timestamps.formatService
 
 /**
  * What the in-memory client recorded.

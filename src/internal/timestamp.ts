@@ -52,6 +52,10 @@ export const parse = (text: string): Parsed | undefined => {
   }
 }
 
+/** Epoch milliseconds written the way the token endpoint writes them: `2025-12-28 10:34:45+00`. */
+export const formatService = (millis: number): string =>
+  new Date(millis).toISOString().slice(0, 19).replace("T", " ") + "+00"
+
 /** Epoch milliseconds of `text` (see `parse`), with or without a zone. */
 export const toMillis = (text: string): number | undefined => {
   const parsed = parse(text)

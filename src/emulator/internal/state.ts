@@ -8,8 +8,8 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
-import { formatServiceTimestamp } from "../../FinTest.js"
 import type * as Quote from "../../internal/quote.js"
+import * as Timestamps from "../../internal/timestamp.js"
 import type * as Webhooks from "../../Webhooks.js"
 import type { Counters, FaultKind, FaultRule, RouteName } from "./model.js"
 import { faultKinds, routeNames } from "./model.js"
@@ -249,10 +249,10 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           if (tokenLog.length > TOKEN_LOG_SIZE) tokenLog.shift()
           return {
             access_token: accessToken,
-            access_token_ttl: formatServiceTimestamp(accessExpiry),
+            access_token_ttl: Timestamps.formatService(accessExpiry),
             refresh_token: refreshToken,
-            refresh_token_ttl: formatServiceTimestamp(refreshExpiry),
-            current_time: formatServiceTimestamp(now)
+            refresh_token_ttl: Timestamps.formatService(refreshExpiry),
+            current_time: Timestamps.formatService(now)
           }
         })
       })
