@@ -577,6 +577,26 @@ export const setFaults = (faults: ReadonlyArray<FaultRule>): Effect.Effect<void,
   Effect.flatMap(Emulator, (e) => e.setFaults(faults))
 
 /**
+ * Adds fault rules after those of the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const addFaults = (faults: ReadonlyArray<FaultRule>): Effect.Effect<void, EmulatorError, Emulator> =>
+  Effect.flatMap(Emulator, (e) => e.addFaults(faults))
+
+/**
+ * The fault rules of the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const faults: Effect.Effect<ReadonlyArray<FaultRule>, never, Emulator> = Effect.flatMap(
+  Emulator,
+  (e) => e.faults
+)
+
+/**
  * Removes the fault rules of the emulator in context.
  *
  * @since 0.1.0
@@ -591,6 +611,45 @@ export const clearFaults: Effect.Effect<void, never, Emulator> = Effect.flatMap(
  * @category accessors
  */
 export const reset: Effect.Effect<void, never, Emulator> = Effect.flatMap(Emulator, (e) => e.reset)
+
+/**
+ * Revokes every token of the emulator in context; returns how many access tokens were active.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const revokeTokens: Effect.Effect<number, never, Emulator> = Effect.flatMap(Emulator, (e) => e.revokeTokens)
+
+/**
+ * Every token the emulator in context issued (see `Service.issuedTokens`).
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const issuedTokens: Effect.Effect<ReadonlyArray<string>, never, Emulator> = Effect.flatMap(
+  Emulator,
+  (e) => e.issuedTokens
+)
+
+/**
+ * Expires every access token of the emulator in context now (the refresh tokens too with `refresh: true`); returns
+ * how many were active.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const expireTokens = (
+  options?: { readonly refresh?: boolean | undefined }
+): Effect.Effect<number, never, Emulator> => Effect.flatMap(Emulator, (e) => e.expireTokens(options))
+
+/**
+ * Registers the webhook target of the emulator in context.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const registerWebhook = (url: string): Effect.Effect<void, EmulatorError, Emulator> =>
+  Effect.flatMap(Emulator, (e) => e.registerWebhook(url))
 
 /**
  * Sends a signed `beneficiary.status` event from the emulator in context.

@@ -1271,7 +1271,7 @@ describe("Emulator", () => {
   })
 
   describe("layer and serve", () => {
-    it.live("the layer provides the service; once closed, the port refuses connections", () =>
+    it.live("the layer provides the service, an accessor per operation; closed, the port refuses connections", () =>
       Effect.gen(function*() {
         const port = yield* Effect.gen(function*() {
           const emulator = yield* Emulator.Emulator
@@ -1279,7 +1279,21 @@ describe("Emulator", () => {
           expect(emulator.credentials).toEqual(Emulator.defaultCredentials)
           expect((yield* call(emulator.url, "GET", "/__emulator/counters")).status).toBe(200)
           yield* Emulator.setFaults([{ kind: "stall" }])
+          yield* Emulator.addFaults([{ kind: "malformed", route: "POST /v1/fee-calculation" }])
+          expect((yield* Emulator.faults).map((rule) => rule.kind)).toEqual(["stall", "malformed"])
           yield* Emulator.clearFaults
+          expect(yield* Emulator.faults).toEqual([])
+          expect((yield* Emulator.counters).tokensIssued).toBe(0)
+          const token = yield* tokenOf(emulator)
+          expect(yield* Emulator.issuedTokens).toEqual([token["access_token"], token["refresh_token"]])
+          expect(yield* Emulator.expireTokens()).toBe(1)
+          yield* tokenOf(emulator)
+          expect(yield* Emulator.revokeTokens).toBe(1)
+          expect((yield* Effect.flip(Emulator.registerWebhook("not a url"))).reason).toBe("InvalidInput")
+          yield* Emulator.registerWebhook("http://127.0.0.1:1/hooks")
+          const delivery = yield* Effect.flip(Emulator.sendWebhook())
+          expect(delivery.message).toContain("127.0.0.1:1")
+          yield* Emulator.reset
           expect((yield* Emulator.counters).tokensIssued).toBe(0)
           return emulator.port
         }).pipe(Effect.provide(Emulator.layer()))
