@@ -18,6 +18,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -40,6 +41,8 @@ const onClosedEarly = () => {
   for (const wake of closedEarlyWaiters) wake()
   closedEarlyWaiters = []
 }
+/** Requests to /stall the server has received: only one it has can be seen closed. */
+let stallsReceived = 0
 const closedEarlyAtLeast = (n: number) =>
   Effect.async<void>((resume) => {
     const check = () => (closedEarly >= n ? resume(Effect.void) : closedEarlyWaiters.push(check))
@@ -84,6 +87,7 @@ beforeAll(async () => {
         res.writeHead(200, { "content-type": "application/octet-stream" })
         res.end(largeBody)
       } else if (req.url === "/stall") {
+        stallsReceived++
         res.on("close", () => {
           if (!res.writableEnded) onClosedEarly()
         })
@@ -293,7 +297,7 @@ describe("UndiciHttpClient", () => {
       // The server hears of the close a moment later: waited for (undici would keep the socket 4 s otherwise).
       yield* openConnections.pipe(
         Effect.repeat({ until: (count) => count === 0, schedule: Schedule.spaced("10 millis") }),
-        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("a connection was left open") })
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("a connection was left open") })
       )
     }))
 
@@ -323,9 +327,16 @@ describe("UndiciHttpClient", () => {
     withClient((client) =>
       Effect.gen(function*() {
         const before = closedEarly
-        const exit = yield* Effect.exit(Effect.timeout(client.get(`${base}/stall`), Duration.millis(100)))
-        expect(Exit.isFailure(exit)).toBe(true)
-        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+        const received = stallsReceived
+        const request = yield* Effect.fork(client.get(`${base}/stall`))
+        // Interrupted once the server has the request: a fixed timeout could end it, on a loaded machine, before it
+        // was sent, and there would be no connection for the server to see closed.
+        yield* Effect.sleep("5 millis").pipe(
+          Effect.repeat({ until: () => stallsReceived > received }),
+          Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the request was never received") })
+        )
+        expect(Exit.isInterrupted(yield* Fiber.interrupt(request))).toBe(true)
+        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(20))
       })
     ))
 
@@ -342,7 +353,7 @@ describe("UndiciHttpClient", () => {
           expect(response.status).toBe(200)
           const exit = yield* Effect.exit(Effect.timeout(read(response), Duration.millis(100)))
           expect(Exit.isFailure(exit)).toBe(true)
-          yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+          yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(20))
         }
       })
     ))
@@ -387,7 +398,7 @@ describe("UndiciHttpClient", () => {
         const exit = yield* Effect.exit(Effect.timeout(Stream.runDrain(response.stream), Duration.millis(100)))
         expect(Exit.isFailure(exit)).toBe(true)
         // Before the scope closes: the body itself was closed.
-        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(2))
+        yield* Effect.timeout(closedEarlyAtLeast(before + 1), Duration.seconds(20))
       }))
     ))
 

@@ -1238,43 +1238,67 @@ describe("Webhooks.handler", () => {
     withWallClockSetBack((setBack) =>
       Effect.gen(function*() {
         let runs = 0
+        const pastTtl = yield* Deferred.make<void>()
+        const redelivered = yield* Deferred.make<void>()
         const handle = yield* webHandler(Webhooks.handler({
           secrets: secret,
-          claimTtl: "1 second",
+          claimTtl: "2 seconds",
           handlers: {
+            // Runs past its claim's time (renewed meanwhile), then until the redelivery has been answered: a fixed
+            // pause in the test would race the handler's own on a loaded machine. The 2 s claim leaves a renewal
+            // about a second of slack for a stalled event loop.
             "beneficiary.status": () =>
               Effect.suspend(() => {
                 runs++
                 setBack(-3_600_000)
-                return Effect.sleep("1200 millis")
+                // A second run (the redelivery let through) ends at once, for the answers below to say so.
+                return runs > 1 ? Effect.void : Effect.sleep("2400 millis").pipe(
+                  Effect.zipRight(Deferred.succeed(pastTtl, undefined)),
+                  Effect.zipRight(Deferred.await(redelivered))
+                )
               })
           }
         }))
         const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-        yield* Effect.sleep("600 millis")
+        // Or until the first delivery has ended (its handler stopped): the answers below then say what went wrong.
+        yield* Effect.race(Deferred.await(pastTtl), Fiber.await(first))
         const redelivery = yield* send(handle, yield* signedPost(currentBody))
         expect([redelivery.status, JSON.parse(redelivery.body)]).toEqual([409, { outcome: "in_progress" }])
+        yield* Deferred.succeed(redelivered, undefined)
         const answer = yield* Fiber.join(first)
         expect([answer.status, JSON.parse(answer.body)]).toEqual([200, { outcome: "handled" }])
         expect(runs).toBe(1)
       })
     ), 10_000)
 
-  it.live("the timeout bounds a handler's work, not its release: one done in time whose commit takes longer is handled", () =>
+  // On the TestClock: on the live one, a loaded machine could stretch the handler's 50 ms of work past its timeout.
+  it.effect("the timeout bounds a handler's work, not its release: done in time, its longer commit is handled", () =>
     Effect.gen(function*() {
       let commits = 0
+      const releasing = yield* Deferred.make<void>()
       const handle = yield* webHandler(Webhooks.handler({
         secrets: secret,
         handlerTimeout: "300 millis",
         handlers: {
           "beneficiary.status": () =>
             Effect.zipRight(
-              Effect.acquireRelease(Effect.void, () => Effect.zipRight(Effect.sleep("400 millis"), Effect.sync(() => commits++))),
+              Effect.acquireRelease(Effect.void, () =>
+                Deferred.succeed(releasing, undefined).pipe(
+                  Effect.zipRight(Effect.sleep("400 millis")),
+                  Effect.zipRight(Effect.sync(() => commits++))
+                )),
               Effect.sleep("50 millis")
             )
         }
       }))
-      const first = yield* send(handle, yield* signedPost(currentBody))
+      const fiber = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      // The work's 50 ms, then the commit's 400: past the 300 ms timeout, which fires first if it bounds the commit.
+      yield* settleUntil((sleeps, now) => sleeps.includes(now + 50))
+      yield* TestClock.adjust("50 millis")
+      yield* Deferred.await(releasing)
+      yield* settleUntil((sleeps, now) => sleeps.includes(now + 400))
+      yield* TestClock.adjust("400 millis")
+      const first = yield* Fiber.join(fiber)
       expect([first.status, JSON.parse(first.body)]).toEqual([200, { outcome: "handled" }])
       expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "duplicate" })
       expect(commits).toBe(1)
@@ -1287,7 +1311,8 @@ describe("Webhooks.handler", () => {
         const started = yield* Deferred.make<void>()
         const handle = yield* webHandler(Webhooks.handler({
           secrets: secret,
-          claimTtl: "1 second",
+          // Renewed every second: a renewal late by a stalled event loop (a loaded machine) still comes in time.
+          claimTtl: "3 seconds",
           referenceWait: "5 seconds",
           handlers: {
             "beneficiary.status": (event) =>
@@ -1307,7 +1332,8 @@ describe("Webhooks.handler", () => {
         yield* Effect.sleep("200 millis")
         // Two hours forward while it waits: its referenceWait has not run out.
         setBack(-3_600_000)
-        yield* Effect.sleep("300 millis")
+        // Past the first renewal (a third of the claim's time): it too is on monotonic time.
+        yield* Effect.sleep("1200 millis")
         yield* Deferred.succeed(gate, undefined)
         expect((yield* Fiber.join(first)).status).toBe(200)
         const answer = yield* Fiber.join(second)

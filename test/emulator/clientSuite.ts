@@ -42,8 +42,10 @@ const withClient = (
     const client = FinClient.layer({
       ...emulator.credentials,
       baseUrl: emulator.url,
-      timeout: "300 millis",
-      tokenTimeout: "1 second",
+      // Long enough that no attempt times out on a loaded machine (a retry would change the counts the tests check);
+      // the tests of timeouts shorten it for their call (timesOut).
+      timeout: "10 seconds",
+      tokenTimeout: "10 seconds",
       subdivisionMode: "online",
       ...clientOptions
     })
@@ -61,6 +63,9 @@ const failureOf = <A>(effect: Effect.Effect<A, FinError, FinClient.Services>) =>
   })
 
 const noRetries = HttpTransport.withOptions({ maxRetries: 0 })
+
+/** One attempt, with a timeout short enough for a stalled or slow answer to run into it. */
+const timesOut = HttpTransport.withOptions({ maxRetries: 0, timeout: "300 millis" })
 
 /**
  * A loopback server whose token route answers and whose fee route answers with `fee`; `closed` waits for the client to
@@ -349,7 +354,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
       it.live("a stalled response is a TimeoutError", () =>
         run({ faults: [{ route: "POST /v1/fee-calculation", kind: "stall" }] })((emulator) =>
           Effect.gen(function*() {
-            const error = yield* failureOf(noRetries(quote))
+            const error = yield* failureOf(timesOut(quote))
             expect(error).toMatchObject({ _tag: "TimeoutError", kind: "attempt" })
             expect((yield* emulator.counters).faults.stall).toBe(1)
           })
@@ -358,7 +363,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
       it.live("a stalled body is a TimeoutError", () =>
         run({ faults: [{ route: "POST /v1/fee-calculation", kind: "stallBody" }] })((emulator) =>
           Effect.gen(function*() {
-            expect(yield* failureOf(noRetries(quote))).toMatchObject({ _tag: "TimeoutError", kind: "attempt" })
+            expect(yield* failureOf(timesOut(quote))).toMatchObject({ _tag: "TimeoutError", kind: "attempt" })
             expect((yield* emulator.counters).statuses["200"]).toBe(2)
           })
         ))
@@ -374,7 +379,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
       it.live("a truncated body is a TransportError or a TimeoutError", () =>
         run({ faults: [{ route: "POST /v1/fee-calculation", kind: "truncated" }] })(() =>
           Effect.gen(function*() {
-            const error = yield* failureOf(noRetries(quote))
+            const error = yield* failureOf(timesOut(quote))
             expect(["TransportError", "TimeoutError"]).toContain(error._tag)
           })
         ))
@@ -440,7 +445,7 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
           Effect.gen(function*() {
             yield* quote
             yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "latency", millis: 600, times: 1 }])
-            expect(yield* failureOf(noRetries(quote))).toMatchObject({ _tag: "TimeoutError" })
+            expect(yield* failureOf(timesOut(quote))).toMatchObject({ _tag: "TimeoutError" })
             yield* emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "latency", millis: 50 }])
             expect((yield* quote).destination_amount).toBe(142.1)
           })
@@ -512,7 +517,11 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
         run({ revokeOnIssue: true })((emulator) =>
           Effect.gen(function*() {
             yield* quote
-            const other = yield* FinClient.make({ ...emulator.credentials, baseUrl: emulator.url, timeout: "300 millis" })
+            const other = yield* FinClient.make({
+              ...emulator.credentials,
+              baseUrl: emulator.url,
+              timeout: "10 seconds"
+            })
             yield* other.fees.calculate(usdToCad)
             expect((yield* quote).destination_amount).toBe(142.1)
             const counters = yield* emulator.counters

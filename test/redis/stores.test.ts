@@ -507,9 +507,15 @@ describe("RedisTokenStore", () => {
         expect(failed.map((e) => e.message)).toEqual(["Redis did not answer within 300ms", "Redis did not answer within 300ms"])
         server.thaw()
         // Taken for no one, then released: within moments (not the 30 s they were taken for), the next caller gets them.
-        yield* eventually(Effect.map(store.lock("k"), (lock) => lock._tag === "Acquired"), "the lock released", 150)
+        // A try that runs into the 300 ms timeout (Redis catching up, a loaded machine) is one more try, not the end.
         yield* eventually(
-          Effect.map(dedupe.claim("event", "reference", Duration.seconds(30)), (claim) => claim._tag === "Claimed"),
+          Effect.map(Effect.either(store.lock("k")), (lock) => lock._tag === "Right" && lock.right._tag === "Acquired"),
+          "the lock released",
+          150
+        )
+        yield* eventually(
+          Effect.map(Effect.either(dedupe.claim("event", "reference", Duration.seconds(30))), (claim) =>
+            claim._tag === "Right" && claim.right._tag === "Claimed"),
           "the claim released",
           150
         )
@@ -648,8 +654,9 @@ describe("RedisTokenStore", () => {
       server.thaw()
       // Released behind it well before those 2 s are out (left, it would hold every process without a token). The
       // store's own connection runs the late SET first, then these.
+      // A try that runs into the 200 ms timeout (Redis catching up, a loaded machine) is one more try, not the end.
       yield* eventually(
-        Effect.map(store.lock("k"), (lock) => lock._tag === "Acquired"),
+        Effect.map(Effect.either(store.lock("k")), (lock) => lock._tag === "Right" && lock.right._tag === "Acquired"),
         "the late lock released",
         60
       )
@@ -727,7 +734,11 @@ describe("RedisTokenStore", () => {
       )
       expect((yield* Effect.flip(store.unlock("k", lock.owner))).message).toBe("Redis did not answer within 300ms")
       server.thaw()
-      yield* eventually(Effect.map(other.lock("k"), (taken) => taken._tag === "Acquired"), "the lock released", 100)
+      yield* eventually(
+        Effect.map(Effect.either(other.lock("k")), (lock) => lock._tag === "Right" && lock.right._tag === "Acquired"),
+        "the lock released",
+        100
+      )
     }).pipe(Effect.scoped), 20_000)
 
   // Without autoResendUnfulfilledCommands, ioredis drops a closed connection's commands without settling them: counted
