@@ -39,6 +39,7 @@ import {
   acceptPayment,
   advance,
   captureLogs,
+  eventually,
   provideClient,
   quoteBody,
   quoteRequest,
@@ -1136,7 +1137,8 @@ describe("HttpTransport", () => {
   it.live("interrupting a call in flight on the live clock ends it at once", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(calculate)
-      yield* Effect.sleep("100 millis")
+      // In flight: its request sent (waited for, as a fixed pause could end before it on a loaded machine).
+      yield* eventually(Effect.map(attempts, (n) => n === 1), "the request sent")
       const exit = yield* Fiber.interrupt(fiber)
       expect(Exit.isInterrupted(exit)).toBe(true)
       expect(yield* attempts).toBe(1)
