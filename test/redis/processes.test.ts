@@ -163,7 +163,9 @@ describe("RedisWebhookDedupeStore across processes", () => {
       const referenceId = "20000000-0000-4000-8000-000000000001"
       const hung = statusEvent("20000000-0000-4000-8000-0000000000a1", referenceId, "2026-04-04T17:38:26.000001Z")
       const newer = statusEvent("20000000-0000-4000-8000-0000000000a2", referenceId, "2026-04-04T17:38:26.000002Z")
-      const job = { mode: "webhooks", redisUrl, prefix, secret, failIds: [], claimTtl: "2 seconds" } as const
+      // Renewed every second: a renewal late by a stalled event loop (a loaded machine) still comes in time; once the
+      // process is dead, the claim expires within the 5 s a newer event of the resource waits for it (referenceWait).
+      const job = { mode: "webhooks", redisUrl, prefix, secret, failIds: [], claimTtl: "3 seconds" } as const
       const [dying, survivor] = yield* Effect.all([
         worker({ ...job, hangIds: ["20000000-0000-4000-8000-0000000000a1"] }),
         worker(job)
