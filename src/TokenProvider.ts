@@ -36,6 +36,7 @@ import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
+import * as Outage from "./internal/outage.js"
 import * as Retry from "./internal/retry.js"
 import * as Timestamps from "./internal/timestamp.js"
 import * as TokenStore from "./TokenStore.js"
@@ -307,26 +308,23 @@ const guardedStores = (timeout: Duration.Duration) => {
 }
 
 // A store that fails is worked around, never reported as a FinError. Said once per outage as a warning, its end once
-// at Info, the failures between at Debug: while the token endpoint fails too (or every call meets a 401, instances
-// revoking each other's tokens), each call reads the store and fails on it, a line each. Only an answer to the
-// operation whose failure began the outage ends it: a store that answers reads but not writes would otherwise say an
-// outage and its end on every call.
+// at Info, the failures between at Debug (see `Outage`): while the token endpoint fails too (or every call meets a
+// 401, instances revoking each other's tokens), each call reads the store and fails on it, a line each.
 const storeOutage = () => {
-  let downOn: string | undefined
+  const outage = Outage.make()
   const unavailable = (error: TokenStore.TokenStoreError) =>
-    Effect.suspend(() => {
-      const log = downOn === undefined ? Effect.logWarning : Effect.logDebug
-      downOn ??= error.operation
-      return log("effect-fin: the token store is unavailable; going on without sharing tokens").pipe(
-        Effect.annotateLogs({ operation: error.operation, reason: error.message })
-      )
-    })
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      (outage.failed(error.operation, now) ? Effect.logWarning : Effect.logDebug)(
+        "effect-fin: the token store is unavailable; going on without sharing tokens"
+      ).pipe(Effect.annotateLogs({ operation: error.operation, reason: error.message })))
   const answered = <A>(operation: string, self: Effect.Effect<A, TokenStore.TokenStoreError>) =>
-    Effect.tap(self, () => {
-      if (downOn !== operation) return Effect.void
-      downOn = undefined
-      return Effect.logInfo("effect-fin: the token store is available again; tokens are shared again")
-    })
+    Effect.tap(self, () =>
+      outage.down()
+        ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          outage.answered(operation, now)
+            ? Effect.logInfo("effect-fin: the token store is available again; tokens are shared again")
+            : Effect.void)
+        : Effect.void)
   const tracked = new WeakMap<TokenStore.Service, TokenStore.Service>()
   // The store with its answers watched; made once per store, as the provider asks it for each token it needs.
   const track = (store: TokenStore.Service): TokenStore.Service => {

@@ -39,6 +39,7 @@ import * as Hex from "./internal/hex.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
 import * as Monotonic from "./internal/monotonic.js"
+import * as Outage from "./internal/outage.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as Padded from "./internal/padded.js"
 import * as Redact from "./internal/redact.js"
@@ -1874,17 +1875,11 @@ const makeApp = <const H extends object>(
       | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
       | undefined
 
-  // The store operation whose failure began an outage, if one is going on: an outage is said once at Error, its end
-  // at Info, and every delivery in between at Debug (the service retries each one, often: a line each would flood).
-  // Only an answer to that operation ends it: a store that answers claims but not their completion (timeouts under
-  // load, writes refused) would otherwise say an outage and its end per delivery.
-  let storeDownOn: string | undefined
-  // Notes a failure of the store; true when it begins an outage (to be said at Error).
-  const outageBegins = (error: WebhookDedupeStoreError) => {
-    const first = storeDownOn === undefined
-    storeDownOn ??= error.operation
-    return first
-  }
+  // A store outage is said once at Error, its end at Info, and every delivery in between at Debug (see `Outage`): the
+  // service retries each delivery, often, and a line each would flood.
+  const outage = Outage.make()
+  const outageBegins = (error: WebhookDedupeStoreError) =>
+    Effect.map(Clock.currentTimeMillis, (now) => outage.failed(error.operation, now))
 
   // A store of the user's own whose operation interrupts itself (a pool of its own shut down) has failed: left an
   // interruption, it would end the delivery as the server's shutdown does, and hold its claim until that expires.
@@ -1894,11 +1889,13 @@ const makeApp = <const H extends object>(
         Cause.isInterruptedOnly(cause)
           ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
           : Effect.failCause(cause),
-      onSuccess: (answer) => {
-        if (operation !== storeDownOn) return Effect.succeed(answer)
-        storeDownOn = undefined
-        return Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
-      }
+      onSuccess: (answer) =>
+        outage.down()
+          ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            outage.answered(operation, now)
+              ? Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
+              : Effect.succeed(answer))
+          : Effect.succeed(answer)
     })
 
   // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`. Runs
@@ -1959,7 +1956,7 @@ const makeApp = <const H extends object>(
           stopAt = sentAt + claimMillis - claimMargin
         } else {
           // Every handler running renews: one line per handler and renewal, unless the outage was said already.
-          const log = outageBegins(renewed.value.left) ? Effect.logError : Effect.logDebug
+          const log = (yield* outageBegins(renewed.value.left)) ? Effect.logError : Effect.logDebug
           yield* log("effect-fin: could not renew a webhook claim; trying again").pipe(
             Effect.annotateLogs({ event_id: eventId, operation: "renew", reason: renewed.value.left.message })
           )
@@ -1968,8 +1965,8 @@ const makeApp = <const H extends object>(
     })
 
   const storeUnavailable = (error: WebhookDedupeStoreError, eventId: string) =>
-    Effect.suspend(() => {
-      const log = outageBegins(error) ? Effect.logError : Effect.logDebug
+    Effect.flatMap(outageBegins(error), (begins) => {
+      const log = begins ? Effect.logError : Effect.logDebug
       return log("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
         Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
         Effect.zipRight(settleAs(500, "store_unavailable"))
@@ -2062,7 +2059,7 @@ const makeApp = <const H extends object>(
             const logged = late
               ? Effect.logWarning(`effect-fin: webhook handler not started: ${unrenewed}`)
               : Option.isSome(lost)
-              ? (storeDownOn === undefined ? Effect.logWarning : Effect.logDebug)(
+              ? (outage.down() ? Effect.logDebug : Effect.logWarning)(
                 `effect-fin: webhook handler stopped: ${lost.value.reason}`
               )
               : logFailure(exit.cause)
