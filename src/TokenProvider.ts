@@ -311,25 +311,37 @@ const guardedStores = (timeout: Duration.Duration) => {
 // at Info, the failures between at Debug (see `Outage`): while the token endpoint fails too (or every call meets a
 // 401, instances revoking each other's tokens), each call reads the store and fails on it, a line each.
 const storeOutage = () => {
-  const outage = Outage.make()
+  // One outage per store: the provider built without one uses the store in each caller's context (or memory), and a
+  // store that answers must not say the end of another's outage, a warning and an Info line on every call between.
+  // `unavailable` is handed only the failure: the store it came from is noted when it fails (by the error itself, not
+  // a span's Proxy of it).
+  const outageOf = new WeakMap<TokenStore.TokenStoreError, Outage.Outage>()
+  const unknown = Outage.make()
   const unavailable = (error: TokenStore.TokenStoreError) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      (outage.failed(error.operation, now) ? Effect.logWarning : Effect.logDebug)(
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const outage = outageOf.get(Cause.originalError(error)) ?? unknown
+      return (outage.failed(error.operation, now) ? Effect.logWarning : Effect.logDebug)(
         "effect-fin: the token store is unavailable; going on without sharing tokens"
-      ).pipe(Effect.annotateLogs({ operation: error.operation, reason: error.message })))
-  const answered = <A>(operation: string, self: Effect.Effect<A, TokenStore.TokenStoreError>) =>
-    Effect.tap(self, () =>
-      outage.down()
-        ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          outage.answered(operation, now)
-            ? Effect.logInfo("effect-fin: the token store is available again; tokens are shared again")
-            : Effect.void)
-        : Effect.void)
+      ).pipe(Effect.annotateLogs({ operation: error.operation, reason: error.message }))
+    })
+  const watching = (outage: Outage.Outage) =>
+    <A>(operation: string, self: Effect.Effect<A, TokenStore.TokenStoreError>) =>
+      Effect.tapError(self, (error) => Effect.sync(() => outageOf.set(Cause.originalError(error), outage))).pipe(
+        Effect.tap(() =>
+          outage.down()
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              outage.answered(operation, now)
+                ? Effect.logInfo("effect-fin: the token store is available again; tokens are shared again")
+                : Effect.void)
+            : Effect.void
+        )
+      )
   const tracked = new WeakMap<TokenStore.Service, TokenStore.Service>()
   // The store with its answers watched; made once per store, as the provider asks it for each token it needs.
   const track = (store: TokenStore.Service): TokenStore.Service => {
     let watched = tracked.get(store)
     if (watched === undefined) {
+      const answered = watching(Outage.make())
       watched = {
         ...store,
         get: (key) => answered("get", store.get(key)),

@@ -9,6 +9,8 @@ import * as Exit from "effect/Exit"
 import * as Context from "effect/Context"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -1135,6 +1137,133 @@ describe("TokenProvider", () => {
       )
     })
   }
+
+  // An outage begun by an operation asked only now and then (a clear after a 401, the set, unlock and failure read of a
+  // fetch) ends when it answers again: each call below meets a 401, so clears and fetches again. Each failure comes
+  // after the store did the work (its answer lost): a lock not released would hold the next fetch for lockTtl.
+  for (const failingOp of ["clear", "set", "unlock", "failure"] as const) {
+    it.effect(`a token store outage begun by ${failingOp} ends when ${failingOp} answers again`, () => {
+      const log = captureLogs()
+      let down = true
+      const failing = (operation: string) =>
+        Effect.suspend(() =>
+          down && operation === failingOp
+            ? Effect.fail(new TokenStore.TokenStoreError({ operation, message: "Redis is not connected" }))
+            : Effect.void
+        )
+      const memory = TokenStore.makeMemory()
+      const store: TokenStore.Service = {
+        ...memory,
+        clear: (key, token) => Effect.zipLeft(memory.clear(key, token), failing("clear")),
+        set: (key, tokens, owner) => Effect.zipLeft(memory.set(key, tokens, owner), failing("set")),
+        unlock: (key, owner, failure) => Effect.zipLeft(memory.unlock(key, owner, failure), failing("unlock")),
+        failure: (key) => Effect.zipLeft(memory.failure(key), failing("failure"))
+      }
+      let fees = 0
+      const said = () => log.lines.filter((line) => line.includes("token store")).map((line) => line.split(" ")[0])
+      return Effect.gen(function*() {
+        yield* FeeService.calculate(quoteRequest)
+        expect(said()).toEqual(["WARN"])
+        down = false
+        yield* FeeService.calculate(quoteRequest)
+        expect(said()).toEqual(["WARN", "INFO"])
+      }).pipe(
+        provideClient({
+          "POST /v1/fee-calculation": () =>
+            fees++ % 2 === 0 ? FinTest.json(401, { message: "expired" }) : FinTest.json(200, quoteBody),
+          "POST /v1/oauth/token": FinTest.tokenHandler()
+        }),
+        Effect.provide(Layer.succeed(TokenStore.TokenStore, store)),
+        Effect.provide(log.layer)
+      )
+    })
+  }
+
+  // A failure of another operation during an outage (a clear after a 401, after a lock failed) does not take it over:
+  // the outage still ends when the lock answers.
+  it.effect("a token store outage ends with an answer to the operation that began it, whatever failed since", () => {
+    const log = captureLogs()
+    let locks = 0
+    const memory = TokenStore.makeMemory()
+    const store: TokenStore.Service = {
+      ...memory,
+      lock: (key) =>
+        locks++ === 0
+          ? Effect.fail(new TokenStore.TokenStoreError({ operation: "lock", message: "timed out" }))
+          : memory.lock(key),
+      clear: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "clear", message: "timed out" }))
+    }
+    let fees = 0
+    const said = () => log.lines.filter((line) => line.includes("token store")).map((line) => line.split(" ")[0])
+    return Effect.gen(function*() {
+      // The lock fails, then the 401's clear; the call sent again fetches under the lock, which answers.
+      yield* FeeService.calculate(quoteRequest)
+      expect(locks).toBe(2)
+      expect(said()).toEqual(["WARN", "DEBUG", "INFO"])
+    }).pipe(
+      provideClient({
+        "POST /v1/fee-calculation": () =>
+          fees++ === 0 ? FinTest.json(401, { message: "expired" }) : FinTest.json(200, quoteBody),
+        "POST /v1/oauth/token": FinTest.tokenHandler()
+      }),
+      Effect.provide(Layer.succeed(TokenStore.TokenStore, store)),
+      Effect.provide(log.layer),
+      Logger.withMinimumLogLevel(LogLevel.All)
+    )
+  })
+
+  // Built without a store, the provider watches the one in the caller's context too.
+  it.effect("a token store outage of the caller's store ends with one Info line", () => {
+    const log = captureLogs()
+    let down = true
+    const memory = TokenStore.makeMemory()
+    const store: TokenStore.Service = {
+      ...memory,
+      get: (key) =>
+        down ? Effect.fail(new TokenStore.TokenStoreError({ operation: "get", message: "refused" })) : memory.get(key)
+    }
+    const said = () => log.lines.filter((line) => line.includes("token store")).map((line) => line.split(" ")[0])
+    return Effect.gen(function*() {
+      yield* Effect.either(FeeService.calculate(quoteRequest))
+      // What failed, for the operator.
+      expect(log.lines.find((line) => line.startsWith("WARN"))).toMatch(/"operation":"get"/)
+      down = false
+      yield* Effect.either(FeeService.calculate(quoteRequest))
+      expect(said()).toEqual(["WARN", "INFO"])
+    }).pipe(
+      Effect.provideService(TokenStore.TokenStore, store),
+      provideClient({
+        "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody),
+        "POST /v1/oauth/token": () => FinTest.json(401, { message: "invalid client" })
+      }),
+      Effect.provide(log.layer)
+    )
+  })
+
+  // Built without a store, the provider uses each caller's (else memory): one caller's store answering is not the end
+  // of another's outage, which would be a warning and an Info line on every call in turn.
+  it.effect("a token store outage is the store's own: another caller's store answering does not end it", () => {
+    const log = captureLogs()
+    const down: TokenStore.Service = {
+      ...TokenStore.makeMemory(),
+      get: () => Effect.fail(new TokenStore.TokenStoreError({ operation: "get", message: "Redis is not connected" }))
+    }
+    const said = () => log.lines.filter((line) => line.includes("token store")).map((line) => line.split(" ")[0])
+    return Effect.gen(function*() {
+      const quote = Effect.either(FeeService.calculate(quoteRequest))
+      for (let i = 0; i < 3; i++) {
+        yield* Effect.provideService(quote, TokenStore.TokenStore, down)
+        yield* quote
+      }
+      expect(said()).toEqual(["WARN"])
+    }).pipe(
+      provideClient({
+        "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody),
+        "POST /v1/oauth/token": () => FinTest.json(401, { message: "invalid client" })
+      }),
+      Effect.provide(log.layer)
+    )
+  })
 
   // A token route answering `first` (asking for a wait), then issuing: each call in the wait kept (maxRetryAfter's
   // 60 s at most) fails at once with that answer and sends no token request (as many as the calls, a rate-limited
