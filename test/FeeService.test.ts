@@ -333,8 +333,8 @@ describe("FeeService", () => {
               })
           })
         )
-        expect(error._tag === "ResponseDecodeError" && error.issues.map((i) => i.path), JSON.stringify(currency))
-          .toEqual(["data.source_currency", "data.destination_currency"])
+        expect(error._tag === "ResponseDecodeError" && error.issues.map((i) => [i.path, i.expected]), currency)
+          .toEqual([["data.source_currency", "a currency code"], ["data.destination_currency", "a currency code"]])
       }
       const usdc = yield* FeeService.calculate({ source_amount: 3508679, beneficiary_id: UUID }).pipe(
         provideClient({
@@ -343,6 +343,16 @@ describe("FeeService", () => {
         })
       )
       expect(usdc.destination_currency).toBe("USDC.e")
+      // Other tickers, as sent: a digit first, `_` and `-` inside, lower case kept, up to 32 characters.
+      for (const currency of ["1INCH", "USDT-TRC20", "usdc_e", "X".repeat(32)]) {
+        const quote = yield* FeeService.calculate({ source_amount: 3508679, beneficiary_id: UUID }).pipe(
+          provideClient({
+            "POST /v1/fee-calculation": () =>
+              FinTest.json(200, { data: { ...quoteBody.data, destination_currency: currency } })
+          })
+        )
+        expect(quote.destination_currency).toBe(currency)
+      }
     }))
 
   it.effect("a quote for another amount than the one asked for is a ResponseDecodeError; the amount rounded is not", () =>

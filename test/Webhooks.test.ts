@@ -756,6 +756,8 @@ describe("Webhooks.handler", () => {
       Redacted.unsafeWipe(wipeable)
       expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
       expect(logs.join("\n")).toContain("no_secret")
+      // Our own misconfiguration: at Error, not as a rejection of the sender's.
+      expect(logs.find((line) => line.includes("no_secret"))).toMatch(/^ERROR /)
     }))
 
   it.effect("a delivery answered 500 (its handler failed) ends its spans as failed; a handled one does not", () =>
@@ -1062,6 +1064,72 @@ describe("Webhooks.handler", () => {
       expect((yield* created("c-2")).status).toBe(200)
       expect(said()).toEqual([renewFailed, `INFO ["effect-fin: webhook de-duplication store available again"]`])
     }))
+
+  // A failure of another operation during an outage does not take it over: one begun by a renewal ends when a renewal
+  // answers, though completions fail meanwhile (and a completion failing after that end is a new outage).
+  it.effect("a store outage ends with an answer to the operation that began it, whatever failed since", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      let renewals = 0
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: (...args) =>
+          renewals++ === 0
+            ? Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "timed out" }))
+            : memory.renew(...args),
+        complete: () => Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "complete", message: "refused" }))
+      }
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: { "beneficiary.status": () => Effect.sleep("1500 millis") }
+      })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.All))
+      const deliver = (id: string) =>
+        Effect.gen(function*() {
+          const delivery = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id }))))
+          yield* settle
+          for (let i = 0; i < 20; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), settle)
+          return (yield* Fiber.join(delivery)).status
+        })
+      expect(yield* deliver("e-1")).toBe(500)
+      expect(yield* deliver("e-2")).toBe(500)
+      expect(renewals).toBe(2)
+      const said = logs.filter((line) => line.includes("store") || line.includes("renew")).map((line) =>
+        `${line.split(" ")[0]} ${line.includes("renew") ? "renew" : line.includes("again") ? "up" : "down"}`
+      )
+      expect(said).toEqual(["ERROR renew", "DEBUG down", "INFO up", "ERROR down"])
+      expect(logs[0]).toMatch(/"operation":"renew"/)
+    }))
+
+  // A renewal answered "no claim" (evicted, flushed), or not answered in time: the handler is stopped, said as such (a
+  // Warning with no outage going on), not as a handler that failed.
+  for (
+    const [renew, reason] of [
+      [Effect.succeed(false), "the claim on the event expired while its handler ran"],
+      [Effect.never, "the claim on the event could not be renewed in time"]
+    ] as const
+  ) {
+    it.effect(`a claim lost while its handler runs stops it, said at Warning: ${reason}`, () =>
+      Effect.gen(function*() {
+        const store: Webhooks.WebhookDedupeStoreService = { ...Webhooks.makeMemoryDedupeStore(), renew: () => renew }
+        const { layer: capture, lines: logs } = captureLogs()
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store,
+          claimTtl: "3 seconds",
+          handlers: { "beneficiary.status": () => Effect.never }
+        })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Info))
+        const delivery = yield* Effect.fork(send(handle, yield* signedPost(makeBody({ id: "gone" }))))
+        yield* settle
+        for (let i = 0; i < 40; i++) yield* Effect.zipRight(TestClock.adjust("100 millis"), settle)
+        expect((yield* Fiber.join(delivery)).status).toBe(500)
+        expect(logs.map((line) => line.slice(0, line.indexOf("]") + 1))).toEqual([
+          expect.stringMatching(new RegExp(`^WARN \\["effect-fin: webhook handler stopped: ${reason}`))
+        ])
+      }))
+  }
 
   it.effect("a handler that throws before returning its effect is a 500 too, and releases the event", () =>
     Effect.gen(function*() {
@@ -2334,6 +2402,21 @@ describe("Webhooks.handler", () => {
       }
       expect(failed[2]).not.toContain("redacted")
     }))
+
+  // Only the handler's own stop for its claim is said as stopped: a failure of the handler's that is an object (an
+  // Error, a tagged error) is still its failure.
+  it.effect("a handler failing with an error object is logged as a failed handler, not one stopped for its claim", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.fail(new Error("ledger unreachable")) }
+      })).pipe(Effect.provide(capture))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      expect(logs.filter((line) => !line.startsWith("INFO"))).toEqual([
+        expect.stringMatching(/^ERROR \["effect-fin: webhook handler failed"\]/)
+      ])
+    }))
 })
 
 describe("Webhooks memory store", () => {
@@ -2721,11 +2804,15 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
       let most = 0
       let runs = 0
       const gateOpen = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
       const user = () =>
         Effect.suspend(() => {
           runs++
           most = Math.max(most, ++running)
-          return Effect.ensuring(Deferred.await(gateOpen), Effect.sync(() => running--))
+          return Effect.ensuring(
+            Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gateOpen)),
+            Effect.sync(() => running--)
+          )
         })
       const options = { secrets: secret, claimTtl: "3 seconds", handlers: { "beneficiary.status": user } } as const
       const a = yield* webHandler(Webhooks.handler({ ...options, store }))
@@ -2734,8 +2821,10 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
       yield* paused // A holds the claim, its answer on its way
       yield* TestClock.adjust("4 seconds") // A's claim lapses before its answer arrives
       const second = yield* Effect.fork(send(b, yield* signedPost(currentBody)))
+      // B runs the handler (waited for: reading the delivery takes turns of the event loop that set no timer).
+      yield* Deferred.await(started)
       yield* settle
-      expect(runs).toBe(1) // B runs the handler
+      expect(runs).toBe(1)
       yield* resume
       yield* settle
       yield* Deferred.succeed(gateOpen, undefined)

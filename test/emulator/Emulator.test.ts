@@ -1286,9 +1286,20 @@ describe("Emulator", () => {
           expect((yield* Emulator.counters).tokensIssued).toBe(0)
           const token = yield* tokenOf(emulator)
           expect(yield* Emulator.issuedTokens).toEqual([token["access_token"], token["refresh_token"]])
+          const refresh = (t: Record<string, string>) =>
+            Effect.map(
+              call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: { refresh_token: t["refresh_token"] } }),
+              (answer) => answer.status
+            )
+          // Expired alone, the refresh token still serves; expired with it, or revoked, it does not.
           expect(yield* Emulator.expireTokens()).toBe(1)
-          yield* tokenOf(emulator)
+          expect(yield* refresh(token)).toBe(200)
+          const second = yield* tokenOf(emulator)
+          expect(yield* Emulator.expireTokens({ refresh: true })).toBe(2)
+          expect(yield* refresh(second)).toBe(401)
+          const third = yield* tokenOf(emulator)
           expect(yield* Emulator.revokeTokens).toBe(1)
+          expect(yield* refresh(third)).toBe(401)
           expect((yield* Effect.flip(Emulator.registerWebhook("not a url"))).reason).toBe("InvalidInput")
           yield* Emulator.registerWebhook("http://127.0.0.1:1/hooks")
           const delivery = yield* Effect.flip(Emulator.sendWebhook())
