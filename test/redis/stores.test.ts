@@ -39,6 +39,14 @@ import { redisClient, redisUrl, uniquePrefix } from "./support.js"
 const lockTaken = (store: TokenStore.Service) =>
   Effect.map(Effect.either(store.lock("k")), (lock) => lock._tag === "Right" && lock.right._tag === "Acquired")
 
+// A read before Redis is frozen, under a store timeout of a few hundred milliseconds: a stalled event loop (a loaded
+// machine) may time it out, which is not what these tests are about. Locks and claims are not retried so (a timed-out
+// one may still be taken): those tests take them through a second store with a long timeout.
+const readied = <A, E>(read: Effect.Effect<A, E>) => Effect.retry(read, { times: 5 })
+
+// A second store of the same Redis and prefix for a test's set-up, its timeout long enough for any stall.
+const patient = { timeout: "10 seconds" } as const
+
 const tokens = (access: string, refreshAt: number): TokenStore.Tokens => ({
   accessToken: Redacted.make(access),
   refreshAt,
@@ -458,7 +466,7 @@ describe("RedisTokenStore", () => {
       const options = { url: server.url, timeout: "200 millis" } as const
       const store = yield* RedisTokenStore.make(options)
       const dedupe = yield* RedisWebhookDedupeStore.make(options)
-      expect(yield* store.get("k")).toEqual(Option.none())
+      expect(yield* readied(store.get("k"))).toEqual(Option.none())
       // Frozen (connections open, no answer) until the end of the test.
       yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
       // The token provider takes the lock and releases it uninterruptibly, as the webhook handler claims an event:
@@ -500,9 +508,13 @@ describe("RedisTokenStore", () => {
         )
         if (forgotten) {
           yield* Effect.promise(() => admin.script("FLUSH"))
-          // The releases' scripts cached again, those of the lock and the claim not.
-          yield* store.unlock("other", "nobody")
-          yield* dedupe.release("other-event", "other-reference", "nobody")
+          // The releases' scripts cached again (Redis caches them for every connection), those of the lock and the
+          // claim not.
+          yield* Effect.flatMap(RedisTokenStore.make({ ...options, ...patient }), (other) => other.unlock("other", "nobody"))
+          yield* Effect.flatMap(
+            RedisWebhookDedupeStore.make({ ...options, ...patient }),
+            (other) => other.release("other-event", "other-reference", "nobody")
+          )
         }
         server.freeze()
         const failed = yield* Effect.all([
@@ -600,9 +612,9 @@ describe("RedisTokenStore", () => {
       const prefix = uniquePrefix("given-up")
       const store = yield* RedisTokenStore.make({ url: `redis://127.0.0.1:${port}`, prefix, timeout: "300 millis", lockTtl: "30 seconds" })
       // Another process, straight to Redis.
-      const other = yield* RedisTokenStore.make({ url: server.url, prefix, timeout: "2 seconds" })
-      // The lock's script cached (a NOSCRIPT answer would take nothing).
-      expect((yield* store.lock("warm"))._tag).toBe("Acquired")
+      const other = yield* RedisTokenStore.make({ url: server.url, prefix, ...patient })
+      // The lock's script cached (a NOSCRIPT answer would take nothing; Redis caches it for every connection).
+      expect((yield* other.lock("warm"))._tag).toBe("Acquired")
       server.freeze()
       const failed = yield* Effect.fork(Effect.flip(store.lock("k")))
       yield* Effect.sleep("100 millis")
@@ -669,9 +681,11 @@ describe("RedisTokenStore", () => {
         (redis) => Effect.sync(() => redis.disconnect())
       )
       const dedupe = yield* RedisWebhookDedupeStore.make({ url: server.url, timeout: "300 millis" })
-      const held = yield* dedupe.claim("held", "r-held", Duration.seconds(30))
+      // Claimed by another delivery of this process (the claim's token is all that ends it).
+      const setUp = yield* RedisWebhookDedupeStore.make({ url: server.url, ...patient })
+      const held = yield* setUp.claim("held", "r-held", Duration.seconds(30))
       if (held._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${held._tag}`)
-      const handled = yield* dedupe.claim("handled", "r-handled", Duration.seconds(30))
+      const handled = yield* setUp.claim("handled", "r-handled", Duration.seconds(30))
       if (handled._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${handled._tag}`)
       yield* Effect.promise(() => admin.config("RESETSTAT"))
       yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
@@ -721,7 +735,8 @@ describe("RedisTokenStore", () => {
       const options = { url: server.url, timeout: "300 millis", lockTtl: "30 seconds" } as const
       const store = yield* RedisTokenStore.make(options)
       const other = yield* RedisTokenStore.make(options)
-      const lock = yield* store.lock("k")
+      // Taken by another caller of this process (the owner is all that ends it).
+      const lock = yield* Effect.flatMap(RedisTokenStore.make({ ...options, ...patient }), (setUp) => setUp.lock("k"))
       if (lock._tag !== "Acquired") return yield* Effect.dieMessage(`not acquired: ${lock._tag}`)
       yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
       yield* Effect.all(Array.from({ length: 100 }, () => Effect.flip(store.get("k"))), { concurrency: "unbounded" })
@@ -908,7 +923,7 @@ describe("RedisTokenStore", () => {
         ).length
       yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* RedisTokenStore.make({ url: server.url, timeout: "200 millis" })
-        expect(yield* store.get("k")).toEqual(Option.none())
+        expect(yield* readied(store.get("k"))).toEqual(Option.none())
         expect(held()).toBe(1)
         server.freeze()
       }))
