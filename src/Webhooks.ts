@@ -1876,23 +1876,35 @@ const makeApp = <const H extends object>(
       | undefined
 
   // A store outage is said once at Error, its end at Info, and every delivery in between at Debug (see `Outage`): the
-  // service retries each delivery, often, and a line each would flood.
-  const outage = Outage.make()
-  const outageBegins = (error: WebhookDedupeStoreError) =>
-    Effect.map(Clock.currentTimeMillis, (now) => outage.failed(error.operation, now))
+  // service retries each delivery, often, and a line each would flood. One outage per store: served with several (one
+  // per tenant, provided per request), one store's answers must not say the end of another's outage.
+  const outages = new WeakMap<WebhookDedupeStoreService, Outage.Outage>()
+  const outageOf = (store: WebhookDedupeStoreService): Outage.Outage => {
+    const known = outages.get(store)
+    if (known !== undefined) return known
+    const outage = Outage.make()
+    outages.set(store, outage)
+    return outage
+  }
+  const outageBegins = (store: WebhookDedupeStoreService, error: WebhookDedupeStoreError) =>
+    Effect.map(Clock.currentTimeMillis, (now) => outageOf(store).failed(error.operation, now))
 
   // A store of the user's own whose operation interrupts itself (a pool of its own shut down) has failed: left an
   // interruption, it would end the delivery as the server's shutdown does, and hold its claim until that expires.
-  const guarded = <A>(operation: string, self: Effect.Effect<A, WebhookDedupeStoreError>) =>
+  const guarded = <A>(
+    store: WebhookDedupeStoreService,
+    operation: string,
+    self: Effect.Effect<A, WebhookDedupeStoreError>
+  ) =>
     Effect.matchCauseEffect(self, {
       onFailure: (cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
           : Effect.failCause(cause),
       onSuccess: (answer) =>
-        outage.down()
+        outageOf(store).down()
           ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            outage.answered(operation, now)
+            outageOf(store).answered(operation, now)
               ? Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
               : Effect.succeed(answer))
           : Effect.succeed(answer)
@@ -1911,7 +1923,7 @@ const makeApp = <const H extends object>(
       let pause = firstPollMillis
       while (true) {
         const sentAt = yield* Monotonic.millis
-        const claim = yield* guarded("claim", store.claim(eventId, referenceId, claimTtl))
+        const claim = yield* guarded(store, "claim", store.claim(eventId, referenceId, claimTtl))
         if (claim._tag !== "ReferenceBusy" || sentAt - started >= referenceWait) return { claim, sentAt }
         yield* restore(Effect.sleep(pause))
         pause = Math.min(pause * 2, maxPollMillis)
@@ -1944,7 +1956,7 @@ const makeApp = <const H extends object>(
         const sentAt = yield* Monotonic.millis
         if (sentAt >= stopAt) return yield* Effect.fail(new ClaimLost(unrenewed))
         // Guarded: a renewal of the user's store that interrupts itself is a failed one, tried again, not a lost claim.
-        const renewed = yield* guarded("renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
+        const renewed = yield* guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
           Effect.either,
           Effect.timeoutTo({ duration: stopAt - sentAt, onSuccess: Option.some, onTimeout: Option.none })
         )
@@ -1956,7 +1968,7 @@ const makeApp = <const H extends object>(
           stopAt = sentAt + claimMillis - claimMargin
         } else {
           // Every handler running renews: one line per handler and renewal, unless the outage was said already.
-          const log = (yield* outageBegins(renewed.value.left)) ? Effect.logError : Effect.logDebug
+          const log = (yield* outageBegins(store, renewed.value.left)) ? Effect.logError : Effect.logDebug
           yield* log("effect-fin: could not renew a webhook claim; trying again").pipe(
             Effect.annotateLogs({ event_id: eventId, operation: "renew", reason: renewed.value.left.message })
           )
@@ -1964,8 +1976,8 @@ const makeApp = <const H extends object>(
       }
     })
 
-  const storeUnavailable = (error: WebhookDedupeStoreError, eventId: string) =>
-    Effect.flatMap(outageBegins(error), (begins) => {
+  const storeUnavailable = (store: WebhookDedupeStoreService, error: WebhookDedupeStoreError, eventId: string) =>
+    Effect.flatMap(outageBegins(store, error), (begins) => {
       const log = begins ? Effect.logError : Effect.logDebug
       return log("effect-fin: webhook de-duplication store unavailable; answering 500 so the service retries").pipe(
         Effect.annotateLogs({ event_id: eventId, operation: error.operation, reason: error.message }),
@@ -1973,8 +1985,8 @@ const makeApp = <const H extends object>(
       )
     })
   // The answer to a delivery whose store failed before its handler ran.
-  const answerStoreFailure = (eventId: string) => (error: WebhookDedupeStoreError) =>
-    Effect.flatMap(storeUnavailable(error, eventId), (answer) => respond(answer.status, answer.outcome))
+  const answerStoreFailure = (store: WebhookDedupeStoreService, eventId: string) => (error: WebhookDedupeStoreError) =>
+    Effect.flatMap(storeUnavailable(store, error, eventId), (answer) => respond(answer.status, answer.outcome))
   const shuttingDown = respond(503, "shutting_down")
 
   // An event past maxAge that was handled before is a duplicate (200), so a delivery whose 200 was lost is not
@@ -1983,7 +1995,7 @@ const makeApp = <const H extends object>(
   const handledBefore = (event: WebhookEvent, tooOld: WebhookVerificationError) =>
     Effect.flatMap(storeFor, (store) =>
       Effect.uninterruptible(Effect.flatMap(
-        guarded("claim", store.claim(event.id, event.event_reference_id, claimTtl)),
+        guarded(store, "claim", store.claim(event.id, event.event_reference_id, claimTtl)),
         (claim) =>
           claim._tag === "Done"
             ? respond(200, "duplicate")
@@ -1991,18 +2003,17 @@ const makeApp = <const H extends object>(
             ? respond(409, "in_progress")
             : claim._tag === "Claimed"
             ? Effect.zipRight(
-              guarded("release", store.release(event.id, event.event_reference_id, claim.token)),
+              guarded(store, "release", store.release(event.id, event.event_reference_id, claim.token)),
               reject(tooOld)
             )
             : reject(tooOld)
-      ))).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(event.id)))
+      )).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(store, event.id))))
 
-  const handle = (decoded: Decoded, runner: Runner) =>
+  const handle = (store: WebhookDedupeStoreService, decoded: Decoded, runner: Runner) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const { createdAt, event } = decoded
         yield* Spans.annotateOwn({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
-        const store = yield* storeFor
         const referenceId = event.event_reference_id
         const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
@@ -2015,14 +2026,14 @@ const makeApp = <const H extends object>(
         const key = orderKey(event.type, referenceId)
         const handled: Handled = isOrdered ? { referenceId, order: { key, createdAt, ttl: orderTtl } } : { referenceId }
         // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
-        const releaseClaim = guarded("release", store.release(event.id, referenceId, claim.token)).pipe(
+        const releaseClaim = guarded(store, "release", store.release(event.id, referenceId, claim.token)).pipe(
           Effect.catchAll(() => Effect.void)
         )
         const run = Effect.gen(function*() {
-          const last = isOrdered ? yield* guarded("lastHandled", store.lastHandled(key)) : Option.none()
+          const last = isOrdered ? yield* guarded(store, "lastHandled", store.lastHandled(key)) : Option.none()
           const stale = Option.isSome(last) && last.value > createdAt
           if (stale && options.deliverStale !== true) {
-            yield* guarded("complete", store.complete(event.id, claim.token, handled, dedupeTtl))
+            yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
             yield* Effect.logInfo("effect-fin: stale webhook event acknowledged, not handled").pipe(
               Effect.annotateLogs({ event_id: event.id, event_type: event.type })
             )
@@ -2059,14 +2070,14 @@ const makeApp = <const H extends object>(
             const logged = late
               ? Effect.logWarning(`effect-fin: webhook handler not started: ${unrenewed}`)
               : Option.isSome(lost)
-              ? (outage.down() ? Effect.logDebug : Effect.logWarning)(
+              ? (outageOf(store).down() ? Effect.logDebug : Effect.logWarning)(
                 `effect-fin: webhook handler stopped: ${lost.value.reason}`
               )
               : logFailure(exit.cause)
             yield* logged.pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
             return yield* settleAs(500, "failed")
           }
-          yield* guarded("complete", store.complete(event.id, claim.token, handled, dedupeTtl))
+          yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
           return yield* settleAs(200, stale ? "stale" : "handled")
         })
         // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own
@@ -2076,7 +2087,8 @@ const makeApp = <const H extends object>(
         // when the client goes), and logs a store failure itself, answered or not. A store that failed after the
         // claim must not hold the event and its resource until the claim expires.
         const finish = run.pipe(
-          Effect.catchTag("WebhookDedupeStoreError", (error) => Effect.zipRight(releaseClaim, storeUnavailable(error, event.id))),
+          Effect.catchTag("WebhookDedupeStoreError", (error) =>
+            Effect.zipRight(releaseClaim, storeUnavailable(store, error, event.id))),
           // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
           Effect.tapDefect(() => releaseClaim),
           Effect.scoped,
@@ -2092,7 +2104,7 @@ const makeApp = <const H extends object>(
         // verifies too (a duplicate, too old, or one whose handler fails and is released each time).
         if (answer.status === 200) verified()
         return yield* respond(answer.status, answer.outcome)
-      })).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(decoded.event.id)))
+      })).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(store, decoded.event.id)))
 
   return (runner) => Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -2130,7 +2142,8 @@ const makeApp = <const H extends object>(
           error.reason === "too_old"
             ? runner.admit(handledBefore(decoded.event, error), shuttingDown)
             : reject(error),
-        onSuccess: (decoded) => runner.admit(handle(decoded, runner), shuttingDown)
+        onSuccess: (decoded) =>
+          runner.admit(Effect.flatMap(storeFor, (store) => handle(store, decoded, runner)), shuttingDown)
       })
     )
   }).pipe(

@@ -1029,6 +1029,36 @@ describe("Webhooks.handler", () => {
       }))
   }
 
+  // A handler served with a store per tenant (provided per request): one tenant's store answering did say the end of
+  // another's outage, and that one's next failure began a new one: an Error and an Info line per delivery.
+  it.effect("a handler given several stores keeps an outage per store: another store's answers do not end it", () =>
+    Effect.gen(function*() {
+      const down = Webhooks.makeMemoryDedupeStore()
+      const failing: Webhooks.WebhookDedupeStoreService = {
+        ...down,
+        claim: () => Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "claim", message: "unreachable" }))
+      }
+      const up = Webhooks.makeMemoryDedupeStore()
+      const app = Webhooks.handler({ secrets: secret, handlers: { "beneficiary.status": () => Effect.void } })
+      const perTenant = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.provideService(app, Webhooks.WebhookDedupeStore, request.headers["x-tenant"] === "down" ? failing : up))
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(perTenant).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.All))
+      const deliver = (id: string, tenant: string) =>
+        Effect.flatMap(
+          Webhooks.sign(makeBody({ id }), secret),
+          (headers) => send(handle, post(makeBody({ id }), { ...headers, "x-tenant": tenant }))
+        )
+      const statuses: Array<number> = []
+      for (const id of ["t-1", "t-2", "t-3"]) {
+        statuses.push((yield* deliver(id, "down")).status, (yield* deliver(id, "up")).status)
+      }
+      expect(statuses).toEqual([500, 200, 500, 200, 500, 200])
+      expect(
+        logs.filter((line) => line.includes("de-duplication store")).map((line) => line.split(" ")[0])
+      ).toEqual(["ERROR", "DEBUG", "DEBUG"])
+    }))
+
   // Every running handler renews its claim: a store gone while many run said one line each per renewal, and each
   // handler stopped for it as "webhook handler failed".
   // Renewals are asked only while handlers run: that outage ends with any answer once a minute has passed with no
