@@ -97,6 +97,24 @@ type LiteralNoCode<S> = S extends string ? IsLiteral<S> extends true ? S extends
   : never
 
 /**
+ * The type of `fromAlpha2`'s argument: a string, except that a literal must be an `Alpha2Code`. `fromAlpha2("USA")`
+ * (an alpha-3 code, already what it returns) or `fromAlpha2("us")` does not compile, where it would only give `None`
+ * when run; a `string` or a branded string passes as before.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CheckedAlpha2<S extends string> = [BadAlpha2<S>] extends [never] ? S
+  : S extends Alpha2Code ? S
+  : "expected an ISO 3166-1 alpha-2 country code, e.g. \"US\""
+
+// As `BadCountry`, for alpha-2 codes.
+type BadAlpha2<S> = [S] extends [infer T] ? true extends LiteralNoAlpha2<T> ? true : never : never
+
+type LiteralNoAlpha2<S> = S extends string ? IsLiteral<S> extends true ? S extends Alpha2Code ? never : true : never
+  : never
+
+/**
  * Schema of `CountryCode`: exactly one of the 249 upper-case alpha-3 codes (no trimming, no case folding), so that a
  * path built from it can never carry anything else.
  *
@@ -135,7 +153,8 @@ export const toAlpha2 = (code: CountryCode): Alpha2Code => toAlpha2Map.get(code)
  * @since 0.1.0
  * @category conversions
  */
-export const fromAlpha2 = (alpha2: string): Option.Option<CountryCode> => Option.fromNullable(toAlpha3Map.get(alpha2))
+export const fromAlpha2 = <S extends string>(alpha2: CheckedAlpha2<S>): Option.Option<CountryCode> =>
+  Option.fromNullable(toAlpha3Map.get(alpha2))
 
 /**
  * Checks untrusted input before it reaches a request path: a `CountryCode`, or `RequestValidationError`.

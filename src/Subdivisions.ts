@@ -15,6 +15,7 @@ import type * as Schema from "effect/Schema"
 import * as CountryCode from "./CountryCode.js"
 import type { RequestValidationError } from "./FinError.js"
 import * as Issues from "./internal/issues.js"
+import type { BadSubdivisionCode } from "./internal/literal.js"
 import * as internal from "./internal/subdivisions.js"
 import { subdivisionsData, types } from "./internal/subdivisionsData.js"
 
@@ -25,6 +26,23 @@ import { subdivisionsData, types } from "./internal/subdivisionsData.js"
  * @category schemas
  */
 export const SubdivisionCode: typeof internal.SubdivisionCode = internal.SubdivisionCode
+
+/**
+ * The type of a subdivision code argument (`byCode`, `isValid`): a string, checked at run time, except that a literal
+ * must have the shape of an ISO 3166-2 code. `isValid("USA", "CA")` (the code without its country), `byCode("USA-CA")`
+ * (an alpha-3 prefix) or `byCode("us-ca")` does not compile, where each would only answer `false` or `None` when run; a
+ * `string`, a branded string or a template (`` `US-${string}` ``) passes as before.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CheckedCode<S extends string> = [BadCode<S>] extends [never] ? S
+  : S extends string ? true extends BadSubdivisionCode<S> ? "expected an ISO 3166-2 subdivision code, e.g. \"US-CA\""
+    : S
+  : never
+
+// Through `infer`, as `CountryCode.Checked` does: a caller's own type parameter is then left to the run-time answer.
+type BadCode<S> = [S] extends [infer T] ? true extends BadSubdivisionCode<T> ? true : never : never
 
 /**
  * A subdivision as both sources know it: `code` and `name` always; `type` and `parent` (the parent's full code, e.g.
@@ -149,7 +167,7 @@ export const forCountry = <C extends string>(
  * @since 0.1.0
  * @category lookups
  */
-export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
+export const byCode = <S extends string>(code: CheckedCode<S>): Option.Option<SnapshotSubdivision> => {
   if (typeof code !== "string") return Option.none()
   // Not seen: its country may not be loaded yet. Loading it settles the answer.
   const entry = entryByCode.get(code) ?? (countryOfCode(code) === undefined ? undefined : entryByCode.get(code))
@@ -163,9 +181,9 @@ export const byCode = (code: string): Option.Option<SnapshotSubdivision> => {
  * @since 0.1.0
  * @category lookups
  */
-export const isValid = <C extends string>(
+export const isValid = <C extends string, S extends string>(
   country: CountryCode.Checked<C>,
-  code: string
+  code: CheckedCode<S>
 ): Either.Either<boolean, RequestValidationError> => {
   const found = countryOf(country)
   if (found === undefined) return invalidCountry(country)

@@ -132,9 +132,31 @@ describe("Subdivisions", () => {
     it("tells whether a code belongs to a country", () => {
       expect(Subdivisions.isValid("USA", "US-CA")).toEqual(Either.right(true))
       expect(Subdivisions.isValid("CAN", "US-CA")).toEqual(Either.right(false))
+      // @ts-expect-error a literal in lower case is no ISO 3166-2 code
       expect(Subdivisions.isValid("USA", "us-ca")).toEqual(Either.right(false))
       expect(Subdivisions.isValid("ABW", "AW-01")).toEqual(Either.right(false))
       expect(Subdivisions.isValid("BGD", "BD-01")).toEqual(Either.right(true))
+    })
+
+    it("refuses a literal that is no ISO 3166-2 code when compiled (tsc), and takes strings and templates", () => {
+      const refused = [
+        // @ts-expect-error the code without its country: never a subdivision of anything
+        Subdivisions.isValid("USA", "CA"),
+        // @ts-expect-error an alpha-3 prefix
+        Subdivisions.isValid("USA", "USA-CA"),
+        // @ts-expect-error one member of the union is no code
+        Subdivisions.isValid("USA", Math.random() < 2 ? "US-CA" : "CA")
+      ]
+      expect(refused).toEqual([Either.right(false), Either.right(false), Either.right(true)])
+      // @ts-expect-error through byCode too
+      expect(Option.isNone(Subdivisions.byCode("USA-CA"))).toBe(true)
+      // Codes known only at run time are checked then; a caller's own type parameter is left to the run-time answer.
+      const typed: string = "CA"
+      const template: `US-${string}` = "US-CA"
+      const generic = <S extends string>(code: S) => Subdivisions.isValid("USA", code)
+      expect([Subdivisions.isValid("USA", typed), Subdivisions.isValid("USA", template), generic("US-NY")])
+        .toEqual([Either.right(false), Either.right(true), Either.right(true)])
+      expect(Subdivisions.isValid("CAN", "US-CA")).toEqual(Either.right(false))
     })
 
     it("fails on an unknown country instead of answering false", () => {

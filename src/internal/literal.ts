@@ -15,6 +15,29 @@ type ThreeLetters<S extends string> = S extends `${infer A}${infer B}${infer C}`
   ? [A, B, C] extends [Letter, Letter, Letter] ? true : false
   : false
 
+type Digit = "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9"
+
+// One to three upper-case letters or digits, character by character (as `ThreeLetters`).
+type CodeChar = Letter | Digit
+
+type OneToThree<S extends string> = S extends `${infer A}${infer Rest}`
+  ? A extends CodeChar ? Rest extends "" ? true
+    : Rest extends `${infer B}${infer Last}` ? B extends CodeChar ? Last extends "" | CodeChar ? true : false
+      : false
+    : false
+  : false
+  : false
+
+// `XX-Y` to `XX-YYY`: the first placeholder takes one character, the second the rest up to the first hyphen.
+type SubdivisionShape<S extends string> = S extends `${infer A}${infer B}-${infer Rest}`
+  ? [A, B] extends [Letter, Letter] ? OneToThree<Rest> : false
+  : false
+
+/** `true` when `S` is a literal that is no ISO 3166-2 code (what `Subdivisions.SubdivisionCode` refuses). */
+export type BadSubdivisionCode<S> = S extends string
+  ? IsLiteral<S> extends true ? SubdivisionShape<S> extends true ? never : true : never
+  : never
+
 /** `true` when `S` is a literal that is not three upper-case ASCII letters (what `CurrencyCode` refuses). */
 export type BadCurrency<S> = S extends string
   ? IsLiteral<S> extends true ? ThreeLetters<S> extends true ? never : true : never

@@ -150,6 +150,10 @@ describe("Inputs from outside are validated before use", () => {
       }
       // Alpha-2 is converted only on purpose, and only exactly.
       expect(CountryCode.fromAlpha2("US")).toEqual(Option.some("USA"))
+      // @ts-expect-error an alpha-3 code is no alpha-2 code: a literal one does not compile (it would only give None)
+      expect(CountryCode.fromAlpha2("USA")).toEqual(Option.none())
+      // @ts-expect-error lower case
+      expect(CountryCode.fromAlpha2("us")).toEqual(Option.none())
       for (const alpha2 of ["us", "U\u0405", "US ", "../", "__proto__", "constructor"]) {
         expect(CountryCode.fromAlpha2(alpha2), alpha2).toEqual(Option.none())
       }
