@@ -1862,7 +1862,9 @@ const makeApp = <const H extends object>(
       ownStoreAnnounced = true
       return Effect.as(
         Effect.logInfo(
-          "effect-fin: no WebhookDedupeStore provided to this webhook handler; de-duplicating in this process's memory"
+          "effect-fin: no WebhookDedupeStore provided to this webhook handler; de-duplicating in this process's memory " +
+            "(to share a store, provide it to the server's layer with Layer.provide: merged beside it, it does not " +
+            "reach the handler)"
         ),
         ownStore
       )

@@ -1029,6 +1029,31 @@ describe("Webhooks.handler", () => {
       }))
   }
 
+  // A store merged beside the server (Layer.merge) rather than provided to it never reaches the handler: with several
+  // instances each would de-duplicate alone. The type cannot tell (the store is optional); the log says it, once.
+  it.effect("a handler with no store provided says once that it de-duplicates in memory, and how to share a store", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const app = Webhooks.handler({ secrets: secret, handlers: { "beneficiary.status": () => Effect.void } })
+      const deliver = (handle: (request: Request) => Promise<Response>, id: string) =>
+        Effect.flatMap(signedPost(makeBody({ id })), (request) => send(handle, request))
+      const alone = yield* webHandler(app).pipe(Effect.provide(capture))
+      for (const id of ["m-1", "m-2", "m-1"]) yield* deliver(alone, id)
+      const said = logs.filter((line) => line.includes("WebhookDedupeStore"))
+      expect(said).toHaveLength(1)
+      expect(said[0]).toMatch(/^INFO .*in this process's memory .*provide it to the server's layer with Layer\.provide/)
+      // Provided: used, and nothing said.
+      const store = Webhooks.makeMemoryDedupeStore()
+      const provided = yield* webHandler(Effect.provideService(
+        Webhooks.handler({ secrets: secret, handlers: { "beneficiary.status": () => Effect.void } }),
+        Webhooks.WebhookDedupeStore,
+        store
+      )).pipe(Effect.provide(capture))
+      expect((yield* deliver(provided, "p-1")).status).toBe(200)
+      expect((yield* store.claim("p-1", "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31", Duration.seconds(1)))._tag).toBe("Done")
+      expect(logs.filter((line) => line.includes("WebhookDedupeStore"))).toHaveLength(1)
+    }))
+
   // A handler served with a store per tenant (provided per request): one tenant's store answering did say the end of
   // another's outage, and that one's next failure began a new one: an Error and an Info line per delivery.
   it.effect("a handler given several stores keeps an outage per store: another store's answers do not end it", () =>
