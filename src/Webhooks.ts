@@ -1070,6 +1070,10 @@ export const verify = (
 ): Effect.Effect<WebhookEvent, WebhookVerificationError> =>
   // In the effect, so that a bad option is a defect of its run, not an exception thrown where it is built.
   Effect.suspend(() => {
+    // From untyped code (an unset configuration key): named like any other mistake, not a TypeError from Object.keys.
+    if (typeof options !== "object" || options === null) {
+      throw invalidOption("verify", "takes an options object or none")
+    }
     checkOptionNames("verify", options)
     checkEnvironment("verify", options.environment)
     const checked: VerifyOptions = options.maxAge === undefined

@@ -525,6 +525,18 @@ describe("Webhooks decoding", () => {
     }
   })
 
+  it.effect("options that are not an object (untyped code) are a defect naming the mistake, not a TypeError", () =>
+    Effect.gen(function*() {
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      for (const options of [null, "sandbox", 5]) {
+        const exit = yield* Effect.exit(Webhooks.verify(currentBody, headers, secret, options as never))
+        const defect = Exit.isFailure(exit) ? Cause.dieOption(exit.cause) : Option.none()
+        expect(Option.map(defect, (e) => (e as Error).message)).toEqual(
+          Option.some("effect-fin: Webhooks.verify: takes an options object or none")
+        )
+      }
+    }))
+
   it.effect("with maxAge, refuses events dated more than 5 minutes ahead of the Clock (from_future)", () =>
     Effect.gen(function*() {
       const createdAt = DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:38:26.843Z"))
