@@ -417,6 +417,9 @@ describe("Webhooks decoding", () => {
       expect(DateTime.formatIso(negative.created_at)).toBe("2026-04-04T17:38:26.843Z")
       const whole = yield* signedVerify(makeBody({ createdAt: "2026-04-04T17:38:26Z" }))
       expect(DateTime.formatIso(whole.created_at)).toBe("2026-04-04T17:38:26.000Z")
+      // RFC 3339 allows the T and Z in lower case.
+      const lowerCase = yield* signedVerify(makeBody({ createdAt: "2026-04-04t17:38:26.843132z" }))
+      expect(DateTime.formatIso(lowerCase.created_at)).toBe("2026-04-04T17:38:26.843Z")
     }))
 
   it.effect("rejects malformed bodies with safe issues: paths and expected types, never the values", () =>
@@ -428,6 +431,13 @@ describe("Webhooks decoding", () => {
         [makeBody({ data: { ...beneficiaryData("ACTIVE"), beneficiary_id: undefined } }), "data.beneficiary_id"],
         [makeBody({ createdAt: marker }), "event.created_at"],
         [makeBody({ createdAt: "2026-02-30T10:00:00Z" }), "event.created_at"],
+        // Each field past its range, which `Date` would roll over into the next month, day, hour or minute.
+        ...["2026-13-01T10:00:00Z", "2026-04-04T24:00:00Z", "2026-04-04T10:60:00Z", "2026-04-04T10:00:60Z"].map(
+          (createdAt) => [makeBody({ createdAt }), "event.created_at"] as const
+        ),
+        ...["2026-04-04T10:00:00+24:00", "2026-04-04T10:00:00+05:60"].map(
+          (createdAt) => [makeBody({ createdAt }), "event.created_at"] as const
+        ),
         [makeBody({ createdAt: "2026-04-04" }), "event.created_at"],
         [JSON.stringify({ event: { id: marker } }), "event.event_reference_id"],
         [makeBody({ type: "customer.status", data: undefined }), "data"]
