@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { iso31661Alpha3ToAlpha2 } from "iso-3166"
 import ts from "typescript"
 import * as CountryCode from "../src/CountryCode.js"
 
@@ -68,5 +69,14 @@ describe("CountryCode schema", () => {
       "└─ [\"country\"]",
       "   └─ Expected an ISO 3166-1 alpha-3 country code of the service"
     ])
+  })
+})
+
+// The 49 countries without subdivisions are checked by no subdivision code's prefix: the table is checked against
+// another source (the iso-3166 package, a dev dependency), so that no two of its rows can be swapped unseen.
+describe("CountryCode.toAlpha2", () => {
+  it("gives each of the 249 codes its ISO 3166-1 alpha-2 code, as the iso-3166 package has it", () => {
+    const table = Object.fromEntries(CountryCode.alpha3Codes.map((code) => [code, CountryCode.toAlpha2(code)]))
+    expect(table).toEqual(iso31661Alpha3ToAlpha2)
   })
 })

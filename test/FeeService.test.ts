@@ -250,6 +250,9 @@ describe("FeeService", () => {
         ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":-1.45`)],
         // No conversion is at a rate of zero.
         ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":0`)],
+        // Nor at one a number cannot hold: 1e400 is read as Infinity, which would excuse any destination amount.
+        ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":1e400`)],
+        ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":9007199254740993`)],
         ["fee.total", data.replace(/"total":[\d.]+/, `"total":1e400`)],
         ["fee.fixed", data.replace(/"fixed":[\d.]+/, `"fixed":-9007199254740993`)]
       ]
@@ -264,11 +267,14 @@ describe("FeeService", () => {
         }
       }
       // Zero, the largest safe figures and fractions are kept as sent.
-      const edge = { ...quoteBody.data, destination_amount: 0, source_amount: Number.MAX_SAFE_INTEGER, exchange_rate: 0.00001 }
+      const max = Number.MAX_SAFE_INTEGER
+      const fee = { fixed: -max, percentage: 4, total: max, is_fee_applied: true }
+      const edge = { ...quoteBody.data, destination_amount: 0, source_amount: max, exchange_rate: 0.00001, fee }
       const quote = yield* FeeService.calculate({ ...quoteRequest, source_amount: Number.MAX_SAFE_INTEGER }).pipe(
         provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, { data: edge }) })
       )
       expect([quote.destination_amount, quote.source_amount, quote.exchange_rate]).toEqual([0, Number.MAX_SAFE_INTEGER, 0.00001])
+      expect([quote.fee.fixed, quote.fee.total]).toEqual([-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER])
     }))
 
   it.effect("a quote in other currencies than those asked for is a ResponseDecodeError, not retried", () =>
@@ -386,6 +392,9 @@ describe("FeeService", () => {
         // Past 10^4 an artefact has fewer places (9 to 12), and they do not count either.
         [1000000.3, 1000000.1 + 0.2, true],
         [10000.3, 10000.1 + 0.2, true],
+        // Trimmed to 8 places, not fewer: an artefact (0.10000002000000001) still says its 8th place.
+        [0.10000002, 0.1 + 0.00000002, true],
+        [0.10000003, 0.1 + 0.00000002, false],
         // One unit of a last place past the second is too much.
         [100.123, 100.124, false],
         [1.23456789, 1.23456788, false]
@@ -405,6 +414,27 @@ describe("FeeService", () => {
       // Worked back from a source rounded to its last place (here a whole unit), and the fee taken from it rounded too,
       // it may be off by less than one and a half of that place's worth at the rate (here 2), plus its own last place
       // (1): off by exactly that is off by too much.
+      // Short of the amount asked for counts as much as past it: a quote delivering less is no answer either.
+      for (const short of [1, 29728, 59452]) {
+        const less = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ destination_amount: short }))
+        expect(less._tag === "ResponseDecodeError" && less.issues.map((i) => i.path), String(short))
+          .toEqual(["data.destination_amount"])
+      }
+      // At 1.45 from a whole source: less than 1.5 x 1.45 + 1 (3.175) off, either way.
+      expect((yield* FeeService.calculate(receive).pipe(answered({ destination_amount: 59453 }))).destination_amount)
+        .toBe(59453)
+      // The unit added is the answer's own last place, not the request's: 100.39 rounded to 100 is taken, and 100
+      // answered as 100.5 (one place: a tenth) is not, though it is within a whole unit.
+      const unit = { source_currency: "USD", destination_amount: 100.39, destination_currency: "CAD" } as const
+      const whole = yield* FeeService.calculate(unit).pipe(
+        answered({ source_amount: 100.39, exchange_rate: 1, destination_amount: 100 })
+      )
+      expect(whole.destination_amount).toBe(100)
+      const tenth = yield* Effect.flip(FeeService.calculate({ ...unit, destination_amount: 100 })).pipe(
+        answered({ source_amount: 100.01, exchange_rate: 1, destination_amount: 100.5 })
+      )
+      expect(tenth._tag === "ResponseDecodeError" && tenth.issues.map((i) => i.path))
+        .toEqual(["data.destination_amount"])
       const near = yield* FeeService.calculate(receive).pipe(answered({ exchange_rate: 2, destination_amount: 59459 }))
       expect(near.destination_amount).toBe(59459)
       const edge = yield* Effect.flip(FeeService.calculate(receive)).pipe(answered({ exchange_rate: 2, destination_amount: 59460 }))
@@ -692,6 +722,21 @@ describe("FeeService", () => {
       }).pipe(Effect.provide(FinTest.layerFeeService({
         rates: { "USD/CAD": 1.25 },
         beneficiaries: { [UUID.toUpperCase()]: { currency: "CAD" } }
+      }))))
+    // A beneficiary-only quote is from the source currency the options name; a pair listed both ways is read as listed.
+    it.effect("defaultSourceCurrency is the source of a quote naming none; a listed pair wins over its inverse", () =>
+      Effect.gen(function*() {
+        const quote = yield* FeeService.calculate({ source_amount: 100, beneficiary_id: UUID })
+        expect([quote.source_currency, quote.exchange_rate, quote.destination_amount]).toEqual(["EUR", 1.5, 150])
+        const send = (from: string, to: string) =>
+          FeeService.calculate({ source_currency: from, source_amount: 100, destination_currency: to })
+        const there = yield* send("USD", "CAD")
+        const back = yield* send("CAD", "USD")
+        expect([there.exchange_rate, back.exchange_rate]).toEqual([1.25, 0.5])
+      }).pipe(Effect.provide(FinTest.layerFeeService({
+        rates: { "EUR/CAD": 1.5, "USD/CAD": 1.25, "CAD/USD": 0.5 },
+        defaultSourceCurrency: "EUR",
+        beneficiaries: { [UUID]: { currency: "CAD" } }
       }))))
     it.effect("a receive quote's source, sent, delivers at least the amount asked (rounded up to the cent, no further)", () =>
       Effect.gen(function*() {

@@ -69,6 +69,11 @@ describe("FinError", () => {
     // A reason of neither kind (sent by another version, or mangled) is refused, not decoded into a TransportError.
     const stranger = { _tag: "TransportError", message: "cut", reason: "Cancelled" }
     expect(Schema.decodeUnknownEither(json)(JSON.stringify(stranger))._tag).toBe("Left")
+    // A status is part of what an answer's error says: one without it is no ApiError or ResponseDecodeError.
+    for (const tag of ["ApiError", "ResponseDecodeError"]) {
+      const statusless = { _tag: tag, message: "odd", issues: [] }
+      expect(Schema.decodeUnknownEither(json)(JSON.stringify(statusless))._tag, tag).toBe("Left")
+    }
     for (const error of [examples[0]!, examples[6]!]) {
       const decoded = roundTrip(error)
       expect("issues" in decoded && decoded.issues[0], error._tag).toBeInstanceOf(Issue)

@@ -89,6 +89,8 @@ describe("FinTest.layerFeeService and the emulator", () => {
     // A rate of zero is no rate.
     expect(refusal({ rates: { "USD/CAD": 0 } })).toContain("a finite rate > 0")
     expect(refusal({ rates: { "usd-cad": 1 } as Record<string, number> })).toContain("rates.usd-cad: is unexpected")
+    // A pair is two codes and nothing more: "USD/CADX" is no pair a request could name.
+    expect(refusal({ rates: { "USD/CADX": 1 } })).toContain("rates.USD/CADX: is unexpected")
     // A request names no other beneficiary id: one set under any other key could never be quoted.
     expect(refusal({ beneficiaries: { "acme-ltd": { currency: "CAD" } } })).toContain("beneficiaries.acme-ltd: is unexpected")
     const id = "3fa85f64-5717-4562-b3fc-2c963f66afa6"
