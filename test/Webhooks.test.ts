@@ -636,9 +636,17 @@ interface Answer {
   readonly headers: globalThis.Headers
 }
 
-// Runs the app on the test's runtime, so its TestClock and logger apply.
+// Runs the app on the test's runtime, so its TestClock and logger apply; with node:crypto's verification unless the
+// test provides a WebhookCrypto. It is synchronous, where WebCrypto's runs on libuv's thread pool in real time, which a
+// loaded machine stretches past the turns `settle` waits: a delivery would then reach the TestClock late.
+const nodeCrypto = NodeWebhookCrypto.make()
 const webHandler = <E>(app: HttpApp.Default<E, Scope.Scope>) =>
-  Effect.map(Effect.runtime<never>(), (runtime) => HttpApp.toWebHandlerRuntime(runtime)(app))
+  Effect.map(Effect.runtime<never>(), (runtime) =>
+    HttpApp.toWebHandlerRuntime(runtime)(
+      Option.isSome(Context.getOption(runtime.context, Webhooks.WebhookCrypto))
+        ? app
+        : Effect.provideService(app, Webhooks.WebhookCrypto, nodeCrypto)
+    ))
 
 const send = (handle: (request: Request) => Promise<Response>, request: Request) =>
   Effect.promise(async (): Promise<Answer> => {
@@ -754,20 +762,25 @@ const gatedHandler = (options: Omit<Webhooks.HandlerOptions<Webhooks.Handlers>, 
   })
 
 describe("Webhooks.handler", () => {
-  it.effect("handles a delivery once and answers duplicates with 200", () =>
-    Effect.gen(function*() {
-      const { handle, seen } = yield* recordingHandler((record) => ({
-        "beneficiary.status": (event) =>
-          record(`${event.id} ${Option.getOrElse(event.data.status, () => "none")}`)
-      }))
-      const first = yield* send(handle, yield* signedPost(currentBody))
-      expect(first.status).toBe(200)
-      expect(JSON.parse(first.body)).toEqual({ outcome: "handled" })
-      const again = yield* send(handle, yield* signedPost(currentBody, "sha512"))
-      expect(again.status).toBe(200)
-      expect(JSON.parse(again.body)).toEqual({ outcome: "duplicate" })
-      expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1 PROCESSING"])
-    }))
+  // With each crypto layer: the other tests use node:crypto's (see webHandler).
+  for (const [name, cryptoLayer] of cryptoLayers) {
+    it.effect(`handles a delivery once and answers duplicates with 200 (${name})`, () =>
+      Effect.gen(function*() {
+        const { handle, seen } = yield* recordingHandler((record) => ({
+          "beneficiary.status": (event) =>
+            record(`${event.id} ${Option.getOrElse(event.data.status, () => "none")}`)
+        }))
+        const first = yield* send(handle, yield* signedPost(currentBody))
+        expect(first.status).toBe(200)
+        expect(JSON.parse(first.body)).toEqual({ outcome: "handled" })
+        const again = yield* send(handle, yield* signedPost(currentBody, "sha512"))
+        expect(again.status).toBe(200)
+        expect(JSON.parse(again.body)).toEqual({ outcome: "duplicate" })
+        const forged = yield* send(handle, post(currentBody, { "x-fin-signature": "ab".repeat(32) }))
+        expect([forged.status, forged.body]).toEqual([401, ""])
+        expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1 PROCESSING"])
+      }).pipe(Effect.provide(cryptoLayer)))
+  }
 
   it.effect("a secret wiped after the handler was built (at shutdown, say) answers 500 no_secret, logged, not a defect", () =>
     Effect.gen(function*() {
@@ -2247,13 +2260,17 @@ describe("Webhooks.handler", () => {
             Effect.fail(down)
           )
       }
+      const started = yield* Deferred.make<void>()
       const handle = yield* webHandler(Webhooks.handler({
         secrets: secret,
         store,
         claimTtl: "3 seconds",
-        handlers: { "beneficiary.status": () => Effect.never }
+        handlers: { "beneficiary.status": () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.never) }
       }))
       const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      // Claimed and started at 0 before the clock moves: verification may take real time first (the WebCrypto default
+      // runs on libuv's thread pool), longer than the turns `settle` waits on a loaded machine.
+      yield* Deferred.await(started)
       yield* settle
       for (let i = 0; i < 300; i++) yield* Effect.zipRight(TestClock.adjust("10 millis"), settle)
       expect([(yield* Fiber.join(delivery)).status, renewedAt]).toEqual([500, [1000, 1850, 2275, 2487.5, 2593.75]])
