@@ -45,6 +45,12 @@ describe("CountryCode as the compiler shows it", () => {
     // A union with one bad member keeps its good ones: the compiler's message then points at "US", not at "USA".
     expect(shown(`${header}export declare const checked: CountryCode.Checked<"USA" | "US">`))
       .toBe(`"USA" | "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \\"USA\\""`)
+    // As fromAlpha2's and the subdivision codes' checks do.
+    expect(shown(`${header}export declare const checked: CountryCode.CheckedAlpha2<"US" | "USA">`))
+      .toBe(`"US" | "expected an ISO 3166-1 alpha-2 country code, e.g. \\"US\\""`)
+    const subdivisions = `import type * as Subdivisions from "../src/Subdivisions.js"\n`
+    expect(shown(`${subdivisions}export declare const checked: Subdivisions.CheckedCode<"US-CA" | "CA">`))
+      .toBe(`"US-CA" | "expected an ISO 3166-2 subdivision code, e.g. \\"US-CA\\""`)
   }, 30_000)
 })
 

@@ -159,6 +159,44 @@ describe("Subdivisions", () => {
       expect(Subdivisions.isValid("CAN", "US-CA")).toEqual(Either.right(false))
     })
 
+    it("refuses, when compiled, each way a literal misses the ISO 3166-2 form; takes each form the data has", () => {
+      const refused = [
+        // @ts-expect-error four characters after the hyphen
+        Subdivisions.byCode("US-CALI"),
+        // @ts-expect-error none after it
+        Subdivisions.byCode("US-"),
+        // @ts-expect-error a lower-case country
+        Subdivisions.byCode("us-CA"),
+        // @ts-expect-error a lower-case first character after the hyphen
+        Subdivisions.byCode("US-cA"),
+        // @ts-expect-error a lower-case second one
+        Subdivisions.byCode("US-Ca"),
+        // @ts-expect-error a digit in the country
+        Subdivisions.byCode("U5-CA"),
+        // @ts-expect-error a second hyphen
+        Subdivisions.byCode("US-C-A")
+      ]
+      expect(refused.every(Option.isNone)).toBe(true)
+      // One to three letters or digits, each digit among them: as the snapshot has them, so each compiles.
+      const taken = [
+        Subdivisions.byCode("ES-M"),
+        Subdivisions.byCode("CZ-10"),
+        Subdivisions.byCode("GB-ENG"),
+        Subdivisions.byCode("FR-75C"),
+        Subdivisions.byCode("FR-971"),
+        Subdivisions.byCode("PH-00"),
+        Subdivisions.isValid("CZE", "CZ-20A"),
+        Subdivisions.isValid("CZE", "CZ-31"),
+        Subdivisions.isValid("CZE", "CZ-42"),
+        Subdivisions.isValid("CZE", "CZ-53"),
+        Subdivisions.isValid("CZE", "CZ-64"),
+        Subdivisions.isValid("CZE", "CZ-80"),
+        Subdivisions.isValid("CZE", "CZ-71")
+      ]
+      expect(taken.map((answer) => Option.isOption(answer) ? Option.isSome(answer) : right(answer)))
+        .toEqual(Array.from({ length: 13 }, () => true))
+    })
+
     it("fails on an unknown country instead of answering false", () => {
       for (const input of badCountries) {
         const result = Subdivisions.isValid(input, "US-CA")

@@ -154,6 +154,9 @@ describe("Inputs from outside are validated before use", () => {
       expect(CountryCode.fromAlpha2("USA")).toEqual(Option.none())
       // @ts-expect-error lower case
       expect(CountryCode.fromAlpha2("us")).toEqual(Option.none())
+      // A caller's own type parameter is left to the run-time answer, as in Subdivisions.
+      const ofAlpha2 = <S extends string>(alpha2: S) => CountryCode.fromAlpha2(alpha2)
+      expect([ofAlpha2("GB"), ofAlpha2("GBR")]).toEqual([Option.some("GBR"), Option.none()])
       for (const alpha2 of ["us", "U\u0405", "US ", "../", "__proto__", "constructor"]) {
         expect(CountryCode.fromAlpha2(alpha2), alpha2).toEqual(Option.none())
       }
