@@ -83,18 +83,11 @@ export type CountryCode = { readonly [C in (typeof alpha3Codes)[number]]: C }[(t
  * @since 0.1.0
  * @category models
  */
-export type Checked<C extends string> = [BadCountry<C>] extends [never] ? C
-  : C extends CountryCode ? C
-  : "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \"USA\""
-
-// Through `infer`, as `FeeService.CheckedRequest` does: a caller's own type parameter (a wrapper
-// `<C extends CountryCode>(c: C) => list(c)`, or `<C extends string>`) is then accepted as before, where a check of
-// `C` itself is left unresolved and refuses it. Each member of a union on its own: `"USA" | "US"` is refused, the
-// message pointing at `"US"`.
-type BadCountry<C> = [C] extends [infer S] ? true extends LiteralNoCode<S> ? true : never : never
-
-type LiteralNoCode<S> = S extends string ? IsLiteral<S> extends true ? S extends CountryCode ? never : true : never
-  : never
+export type Checked<C extends string> = CheckedAs<
+  C,
+  CountryCode,
+  "expected an ISO 3166-1 alpha-3 country code of the service, e.g. \"USA\""
+>
 
 /**
  * The type of `fromAlpha2`'s argument: a string, except that a literal must be an `Alpha2Code`. `fromAlpha2("USA")`
@@ -104,14 +97,27 @@ type LiteralNoCode<S> = S extends string ? IsLiteral<S> extends true ? S extends
  * @since 0.1.0
  * @category models
  */
-export type CheckedAlpha2<S extends string> = [BadAlpha2<S>] extends [never] ? S
-  : S extends Alpha2Code ? S
-  : "expected an ISO 3166-1 alpha-2 country code, e.g. \"US\""
+export type CheckedAlpha2<S extends string> = CheckedAs<
+  S,
+  Alpha2Code,
+  "expected an ISO 3166-1 alpha-2 country code, e.g. \"US\""
+>
 
-// As `BadCountry`, for alpha-2 codes.
-type BadAlpha2<S> = [S] extends [infer T] ? true extends LiteralNoAlpha2<T> ? true : never : never
+// `S`, unless it is a literal (or a union holding one) that is none of `Codes`: then each such member is `Message`.
+type CheckedAs<S extends string, Codes extends string, Message extends string> = [BadLiteral<S, Codes>] extends [never]
+  ? S
+  : S extends Codes ? S
+  : Message
 
-type LiteralNoAlpha2<S> = S extends string ? IsLiteral<S> extends true ? S extends Alpha2Code ? never : true : never
+// Through `infer`, as `FeeService.CheckedRequest` does: a caller's own type parameter (a wrapper
+// `<C extends CountryCode>(c: C) => list(c)`, or `<C extends string>`) is then accepted as before, where a check of
+// `C` itself is left unresolved and refuses it. Each member of a union on its own: `"USA" | "US"` is refused, the
+// message pointing at `"US"`.
+type BadLiteral<C, Codes extends string> = [C] extends [infer S] ? true extends LiteralNotOf<S, Codes> ? true : never
+  : never
+
+type LiteralNotOf<S, Codes extends string> = S extends string
+  ? IsLiteral<S> extends true ? S extends Codes ? never : true : never
   : never
 
 /**
