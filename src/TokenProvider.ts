@@ -31,6 +31,7 @@ import { type FinError, FinError as FinErrorSchema } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
+import * as Digest from "./internal/digest.js"
 import * as Hex from "./internal/hex.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
@@ -222,18 +223,12 @@ const decodeFailure = Schema.decodeUnknownOption(FailureJson)
 // An HMAC under the client secret of the client id (hex): the same for the same credentials, and telling nothing of
 // the secret (which has the entropy of a key, not of a password).
 const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacted<string>): Effect.Effect<string> =>
-  Effect.promise(async () => {
-    const subtle = globalThis.crypto.subtle
+  Effect.suspend(() => {
     const utf8 = new TextEncoder()
-    const key = await subtle.importKey(
-      "raw",
-      utf8.encode(Redacted.value(clientSecret)),
-      { name: "HMAC", hash: "SHA-256" },
-      false,
-      ["sign"]
+    return Effect.map(
+      Digest.hmacSha256(utf8.encode(Redacted.value(clientSecret)), utf8.encode(`effect-fin token failure|${clientId}`)),
+      Hex.fromBytes
     )
-    const mac = await subtle.sign("HMAC", key, utf8.encode(`effect-fin token failure|${clientId}`))
-    return Hex.fromBytes(new Uint8Array(mac))
   })
 
 // A store of the user's own (effect-fin's bound their operations themselves) that hangs or dies is worked around as

@@ -18,6 +18,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as FinConfig from "./FinConfig.js"
 import * as BoundedStore from "./internal/boundedStore.js"
+import * as Digest from "./internal/digest.js"
 import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
 import * as Monotonic from "./internal/monotonic.js"
@@ -131,10 +132,7 @@ export class TokenStore extends Context.Tag("effect-fin/TokenStore")<TokenStore,
  * @category constructors
  */
 export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string> =>
-  Effect.map(
-    Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(clientId))),
-    (digest) => `${baseUrl}|${Hex.fromBytes(new Uint8Array(digest))}`
-  )
+  Effect.map(Digest.sha256(new TextEncoder().encode(clientId)), (digest) => `${baseUrl}|${Hex.fromBytes(digest)}`)
 
 /**
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.

@@ -6,6 +6,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -15,6 +16,7 @@ import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
+import * as TokenStore from "../src/TokenStore.js"
 import { defectOf, illegalArgument, provideClient, quoteBody, quoteRequest } from "./support.js"
 
 const FEE = "POST /v1/fee-calculation"
@@ -247,6 +249,15 @@ describe("FinTest replies", () => {
 })
 
 describe("FinTest.layerClient routes", () => {
+  // Nothing of the build waits on real time (WebCrypto's promises run on a thread pool): a client built in a fiber the
+  // test forks (a LayerMap's, on first use) is ready before the test moves the TestClock, however loaded the machine.
+  it("builds synchronously, its store key the SHA-256 of the client id that WebCrypto gives", async () => {
+    expect(Exit.isSuccess(Effect.runSyncExit(Effect.scoped(Layer.build(FinTest.layerClient({})))))).toBe(true)
+    const digest = await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode("test-client"))
+    expect(Effect.runSync(TokenStore.keyFor("http://127.0.0.1:4010", "test-client")))
+      .toBe(`http://127.0.0.1:4010|${Buffer.from(digest).toString("hex")}`)
+  })
+
   // Past the types (untyped code, a cast, routes read from elsewhere): a message saying what to write, not a TypeError
   // from inside the in-memory client.
   it.effect("a handler answering no reply (a Promise, undefined, another tag) is a defect saying what to return", () =>

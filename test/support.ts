@@ -63,9 +63,8 @@ export const advance = (millis: number) => TestClock.adjust(`${millis} millis`)
 
 /**
  * Forks `effect` and waits, in real time, until it sleeps on the TestClock: it has got to its first wait. The TestClock
- * moves once every fiber is suspended, one waiting on a promise too (WebCrypto's digest of a token store key, made
- * when a client is built): moved before the call sleeps, it would leave the call's waits after the times the test
- * expects them done.
+ * moves once every fiber is suspended, one waiting on a promise too (a socket, a WebCrypto job): moved before the call
+ * sleeps, it would leave the call's waits after the times the test expects them done.
  */
 export const forkSleeping = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
