@@ -135,7 +135,8 @@ export type FeeCalculationRequest = Amounts & Target
 
 /**
  * The type of `calculate`'s argument: a `FeeCalculationRequest` whose currency codes, when written as literals, are
- * three upper-case letters, and whose amounts, when written as literals, are above 0 with at most 8 decimal places.
+ * three upper-case letters, and whose amounts, when written as literals, are above 0 with at most 8 decimal places
+ * (and below 10^16: past `Number.MAX_SAFE_INTEGER`).
  * `calculate({ source_currency: "usd", ... })` or `calculate({ source_amount: -5, ... })` does not compile, the
  * message naming the field, where it would only fail when run; a `string`, a branded string, a `number` or a checked
  * request passes as before.
@@ -149,7 +150,7 @@ export type CheckedRequest<R extends FeeCalculationRequest> = [Complaint<R>] ext
 // What is wrong with the literals of `R`, field by field (never when nothing is).
 type Complaint<R> =
   | `${BadCurrencyField<R>}: expected a currency code of three upper-case letters, e.g. "USD"`
-  | `${BadAmountField<R>}: expected an amount above 0 with at most 8 decimal places`
+  | `${BadAmountField<R>}: expected an amount above 0, at most Number.MAX_SAFE_INTEGER, with at most 8 decimal places`
 
 // A good request is checked against `FeeCalculationRequest` itself, not `R` (inferred from the object, extra keys
 // included), so that a misspelt or extra field stays an excess-property error. Each member of a union on its own: a

@@ -566,7 +566,7 @@ describe("FeeService", () => {
       for (const call of sent) expect((yield* call).source_currency).toBe("USD")
     }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
 
-  it.effect("a literal amount that no amount is (zero, negative, past 8 places) does not compile (tsc); numbers do", () =>
+  it.effect("a literal amount no amount is (zero, negative, past 8 places, 10^16 or more) does not compile (tsc)", () =>
     Effect.gen(function*() {
       const service = yield* FeeService.FeeService
       const refused: ReadonlyArray<Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>> = [
@@ -581,7 +581,11 @@ describe("FeeService", () => {
         // @ts-expect-error nine decimal places in exponent form (0.000000001)
         FeeService.calculate({ source_currency: "USD", source_amount: 1e-9, destination_currency: "CAD" }),
         // @ts-expect-error nine decimal places in exponent form (0.000000125)
-        FeeService.calculate({ source_currency: "USD", source_amount: 1.25e-7, destination_currency: "CAD" })
+        FeeService.calculate({ source_currency: "USD", source_amount: 1.25e-7, destination_currency: "CAD" }),
+        // @ts-expect-error past Number.MAX_SAFE_INTEGER, in exponent form
+        FeeService.calculate({ source_currency: "USD", source_amount: 1e300, destination_currency: "CAD" }),
+        // @ts-expect-error past Number.MAX_SAFE_INTEGER: 17 digits
+        FeeService.calculate({ source_currency: "USD", source_amount: 10000000000000000, destination_currency: "CAD" })
       ]
       for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
       const computed: number = 100
@@ -594,7 +598,10 @@ describe("FeeService", () => {
         FeeService.calculate({ source_currency: "USD", source_amount: 0.12345678, destination_currency: "CAD" }),
         FeeService.calculate({ source_currency: "USD", source_amount: 1.5e-7, destination_currency: "CAD" }),
         FeeService.calculate({ source_currency: "USD", source_amount: 1e-8, destination_currency: "CAD" }),
-        FeeService.calculate({ source_currency: "USD", source_amount: 3e-7, destination_currency: "CAD" })
+        FeeService.calculate({ source_currency: "USD", source_amount: 3e-7, destination_currency: "CAD" }),
+        // The largest safe amount, and one of 16 digits with a fraction.
+        FeeService.calculate({ source_currency: "USD", source_amount: 9007199254740991, destination_currency: "CAD" }),
+        FeeService.calculate({ source_currency: "USD", source_amount: 1234567890123.25, destination_currency: "CAD" })
       ]
       // Sent (the rate table refuses an amount under a cent, as the service does): none refused before sending.
       for (const call of sent) expect(Either.getLeft(yield* Effect.either(call)).pipe(Option.map((e) => e._tag))).not.toEqual(Option.some("RequestValidationError"))

@@ -49,14 +49,24 @@ type NineOrMore<S extends string> = S extends
   ? true
   : false
 
+// Seventeen digits or more (eight, then nine or more): at least 10^16, past Number.MAX_SAFE_INTEGER (about 9.007e15).
+type SeventeenOrMore<S extends string> = S extends
+  `${infer _1}${infer _2}${infer _3}${infer _4}${infer _5}${infer _6}${infer _7}${infer _8}${infer Rest}`
+  ? NineOrMore<Rest>
+  : false
+
 /**
- * `true` when `N` is a number literal that no amount is (what `FeeService.Amount` refuses): zero, a negative one, or
- * one written with more than 8 decimal places (`0.123456789`, or in exponent form `1.5e-8`, which is 0.000000015).
+ * `true` when `N` is a number literal that no amount is (what `FeeService.Amount` refuses): zero, a negative one, one
+ * written with more than 8 decimal places (`0.123456789`, or in exponent form `1.5e-8`, which is 0.000000015), or one
+ * of 10^16 or more (`1e300`, written by TypeScript as `1e+300` from 10^21): past `Number.MAX_SAFE_INTEGER`. Those
+ * just above it, of 16 digits, are left to the run-time check.
  */
 export type BadAmount<N> = N extends number ? number extends N ? never
-  : `${N}` extends "0" | `-${string}` ? true
+  : `${N}` extends "0" | `-${string}` | `${string}e+${string}` ? true
   : `${N}` extends `${string}e-${string}` ? TinyWithinPlaces<`${N}`> extends true ? never : true
   : `${N}` extends `${string}.${infer Places}` ? NineOrMore<Places> extends true ? true : never
+  // A number with a fraction is below 2^53 (every double past it is whole): only a whole one can have 17 digits.
+  : SeventeenOrMore<`${N}`> extends true ? true
   : never
   : never
 
