@@ -135,8 +135,8 @@ export type FeeCalculationRequest = Amounts & Target
 
 /**
  * The type of `calculate`'s argument: a `FeeCalculationRequest` whose currency codes, when written as literals, are
- * three upper-case letters, and whose amounts, when written as literals, are above 0 with at most 8 decimal places
- * (and below 10^16: past `Number.MAX_SAFE_INTEGER`).
+ * three upper-case letters, and whose amounts, when written as literals, are above 0, with at most 8 decimal places
+ * and below 10^16 (a larger one is past `Number.MAX_SAFE_INTEGER`).
  * `calculate({ source_currency: "usd", ... })` or `calculate({ source_amount: -5, ... })` does not compile, the
  * message naming the field, where it would only fail when run; a `string`, a branded string, a `number` or a checked
  * request passes as before.
