@@ -1901,20 +1901,22 @@ const makeApp = <const H extends object>(
     store: WebhookDedupeStoreService,
     operation: string,
     self: Effect.Effect<A, WebhookDedupeStoreError>
-  ) =>
-    Effect.matchCauseEffect(self, {
+  ) => {
+    const outage = outageOf(store)
+    return Effect.matchCauseEffect(self, {
       onFailure: (cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.fail(new WebhookDedupeStoreError({ operation, message: "the store interrupted its operation" }))
           : Effect.failCause(cause),
       onSuccess: (answer) =>
-        outageOf(store).down()
+        outage.down()
           ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            outageOf(store).answered(operation, now)
+            outage.answered(operation, now)
               ? Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
               : Effect.succeed(answer))
           : Effect.succeed(answer)
     })
+  }
 
   // Claims the event, polling while another event of its reference is being handled, for up to `referenceWait`. Runs
   // uninterruptibly but for the pauses (`restore`): a claim taken is always seen, so that it can be released.
