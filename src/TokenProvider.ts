@@ -54,7 +54,11 @@ export interface Service {
    * a failed fetch's answer asked for lasts, that answer at once, its `retryAfter` the wait that is left.
    */
   readonly get: Effect.Effect<Redacted.Redacted<string>, FinError>
-  /** Forgets `token` if it is still the cached one (compare-and-clear), so the next `get` fetches a new one. */
+  /**
+   * Forgets `token` if it is still the cached one (compare-and-clear), so the next `get` fetches a new one, and never
+   * hands it out again, unless the token endpoint answers a later fetch with that same token (then taken as good:
+   * there is no other).
+   */
   readonly invalidate: (token: Redacted.Redacted<string>) => Effect.Effect<void>
 }
 

@@ -2033,8 +2033,13 @@ const makeApp = <const H extends object>(
         const isOrdered = ordered.has(event.type) && userHandler !== undefined
         const key = orderKey(event.type, referenceId)
         const handled: Handled = isOrdered ? { referenceId, order: { key, createdAt, ttl: orderTtl } } : { referenceId }
-        // A failed release leaves the claim to expire (claimTtl): the event is late, not lost.
-        const releaseClaim = guarded(store, "release", store.release(event.id, referenceId, claim.token)).pipe(
+        // A failed release leaves the claim to expire (claimTtl): the event is late, not lost. Suspended: a store that
+        // acts when its method is called (not when the effect runs) must not release a claim that is still needed.
+        const releaseClaim = guarded(
+          store,
+          "release",
+          Effect.suspend(() => store.release(event.id, referenceId, claim.token))
+        ).pipe(
           Effect.catchAll(() => Effect.void)
         )
         const run = Effect.gen(function*() {

@@ -1244,22 +1244,40 @@ describe("Webhooks.handler", () => {
       expect(attempts).toBe(2)
     }))
 
-  it.effect("runs the handler once for concurrent deliveries of one event: 409 while it runs", () =>
-    Effect.gen(function*() {
-      const { handle, handler } = yield* gatedHandler()
-      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* handler.started
-      const second = yield* send(handle, yield* signedPost(currentBody))
-      expect(second.status).toBe(409)
-      expect(JSON.parse(second.body)).toEqual({ outcome: "in_progress" })
-      yield* handler.open
-      const firstAnswer = yield* Fiber.join(first)
-      expect(firstAnswer.status).toBe(200)
-      expect(JSON.parse(firstAnswer.body)).toEqual({ outcome: "handled" })
-      const third = yield* send(handle, yield* signedPost(currentBody))
-      expect(JSON.parse(third.body)).toEqual({ outcome: "duplicate" })
-      expect(handler.runs()).toBe(1)
-    }))
+  // The second store acts when its methods are called, not when their effects run: the handler calls one only when
+  // it runs it (a release prepared early would have given the claim back while the handler still ran).
+  const actsWhenCalled = (): Webhooks.WebhookDedupeStoreService => {
+    const memory = Webhooks.makeMemoryDedupeStore()
+    const eager = <Args extends ReadonlyArray<any>, A, E>(operation: (...args: Args) => Effect.Effect<A, E>) =>
+    (...args: Args) => Effect.runSyncExit(operation(...args))
+    return {
+      ...memory,
+      claim: eager(memory.claim),
+      renew: eager(memory.renew),
+      complete: eager(memory.complete),
+      release: eager(memory.release),
+      lastHandled: eager(memory.lastHandled)
+    }
+  }
+  const stores = [["memory store", undefined], ["a store that acts when called", actsWhenCalled()]] as const
+  for (const [name, store] of stores) {
+    it.effect(`runs the handler once for concurrent deliveries of one event: 409 while it runs (${name})`, () =>
+      Effect.gen(function*() {
+        const { handle, handler } = yield* gatedHandler(store === undefined ? {} : { store })
+        const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+        yield* handler.started
+        const second = yield* send(handle, yield* signedPost(currentBody))
+        expect(second.status).toBe(409)
+        expect(JSON.parse(second.body)).toEqual({ outcome: "in_progress" })
+        yield* handler.open
+        const firstAnswer = yield* Fiber.join(first)
+        expect(firstAnswer.status).toBe(200)
+        expect(JSON.parse(firstAnswer.body)).toEqual({ outcome: "handled" })
+        const third = yield* send(handle, yield* signedPost(currentBody))
+        expect(JSON.parse(third.body)).toEqual({ outcome: "duplicate" })
+        expect(handler.runs()).toBe(1)
+      }))
+  }
 
   it.effect("many concurrent deliveries of one event: one handled, the others 409 or duplicate", () =>
     Effect.gen(function*() {
