@@ -36,7 +36,8 @@ export interface Options {
   readonly environment?: Environment | undefined
   /**
    * Overrides `environment` (a proxy, the emulator), but not with the other environment's address when `environment`
-   * is given too (a `ConfigError`); https required unless the host is loopback; no credentials, query or fragment.
+   * is given too (a `ConfigError`); https required unless the host is loopback; no credentials, query, fragment or
+   * port 0; not the service's address with `/v1` as its path (the routes add it; a gateway's `/payments/v1` is taken).
    */
   readonly baseUrl?: string | undefined
   /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */
@@ -232,6 +233,16 @@ const checked = <A>(
   return broken === undefined ? Either.right(value) : Either.left(invalid(path, broken[1]))
 }
 
+// The secret's value; undefined for a `Redacted` wiped (`Redacted.unsafeWipe`: a layer built again after a shutdown
+// that wiped it), which `Redacted.value` would throw for: refused as no secret, a `ConfigError`, not a defect.
+const secretText = (secret: Redacted.Redacted<string>): unknown => {
+  try {
+    return Redacted.value(secret)
+  } catch {
+    return undefined
+  }
+}
+
 // Every option checked on its own, so that all problems are told at once, not one per attempt. `environment` is
 // checked apart from the base URL it picks: a base URL given (which overrides it) is checked whatever it is.
 type Checked = {
@@ -246,7 +257,7 @@ const checks = (options: Options): Checked => {
   const clientSecret = Redacted.isRedacted(options.clientSecret)
     ? options.clientSecret as Redacted.Redacted<string>
     : Redacted.make(options.clientSecret)
-  const secret = Redacted.value(clientSecret)
+  const secret = secretText(clientSecret)
   const environment = orDefault(options.environment, "sandbox")
   const knownEnvironment = environment === "sandbox" || environment === "production"
   const maxRetries = orDefault(options.maxRetries, 2)
@@ -263,10 +274,16 @@ const checks = (options: Options): Checked => {
     clientSecret: checked(
       clientSecret,
       "clientSecret",
-      [() => typeof secret === "string" && secret !== "", "clientSecret must be a non-empty string"],
+      [
+        () => typeof secret === "string" && secret !== "",
+        "clientSecret must be a non-empty string (a Redacted not wiped)"
+      ],
       // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
       // value), not as a 401 from the token call.
-      [() => secret.trim() === secret, "clientSecret must not start or end with whitespace (a trailing newline, say)"]
+      [
+        () => typeof secret !== "string" || secret.trim() === secret,
+        "clientSecret must not start or end with whitespace (a trailing newline, say)"
+      ]
     ),
     environment: checked(environment, "environment", [
       () => knownEnvironment,

@@ -71,13 +71,16 @@ export interface Service {
 export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<TokenProvider, Service>() {}
 
 /**
- * Parses the service's expiry timestamps (`2025-12-28 10:34:45+00`, not ISO 8601) and ISO 8601 ones into epoch
- * milliseconds; `undefined` when the text is neither. Without a zone, UTC.
+ * Parses the service's expiry timestamps (`2025-12-28 10:34:45+00`, not ISO 8601) and ISO 8601 date-times into
+ * epoch milliseconds; `undefined` when the text is neither (a date alone, `2025-12-28`, included) or no text at all. Without a
+ * zone, UTC.
  *
  * @since 0.1.0
  * @category parsing
  */
-export const parseTimestamp = (text: string): number | undefined => Timestamps.toMillis(text.trim())
+export const parseTimestamp = (text: string): number | undefined =>
+  // No text (a field missing from untyped JSON) is no timestamp either, rather than a TypeError.
+  typeof text === "string" ? Timestamps.toMillis(text.trim()) : undefined
 
 // A wait of the token fetch before it tries again (see `awaitShared`): its error, when it ends (on monotonic time), and
 // the deferred the next one is announced in.

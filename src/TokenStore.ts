@@ -144,6 +144,12 @@ export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string>
  * @category constructors
  */
 export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOption | undefined } = {}): Service => {
+  const given = OptionNames.notAnObject(options)
+  if (given !== undefined) {
+    throw new Cause.IllegalArgumentException(
+      `effect-fin: TokenStore.makeMemory: takes an options object ({ lockTtl }), not ${given}`
+    )
+  }
   const [shown] = OptionNames.unknown(options, { lockTtl: true })
   if (shown !== undefined) throw new Cause.IllegalArgumentException(`effect-fin: TokenStore.makeMemory: "${shown}" is no option (lockTtl)`)
   const lockTtl = Durations.checkOrThrow(

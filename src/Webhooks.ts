@@ -1270,6 +1270,12 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
 // NaN (an unset variable read as a number) would make every write drop every entry, the new one too: no
 // de-duplication and no stale check, without a word.
 const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }): number => {
+  const given = OptionNames.notAnObject(options)
+  if (given !== undefined) {
+    throw new Cause.IllegalArgumentException(
+      `effect-fin: Webhooks.makeMemoryDedupeStore: takes an options object ({ maxEntries }), not ${given}`
+    )
+  }
   const [shown] = OptionNames.unknown(options, { maxEntries: true })
   if (shown !== undefined) {
     throw new Cause.IllegalArgumentException(`effect-fin: Webhooks.makeMemoryDedupeStore: "${shown}" is no option (maxEntries)`)
@@ -1277,7 +1283,9 @@ const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }
   const maxEntries = options.maxEntries ?? 10_000
   if (Number.isSafeInteger(maxEntries) && maxEntries >= 1) return maxEntries
   throw new Cause.IllegalArgumentException(
-    `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${maxEntries}`
+    `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${
+      OptionNames.shown(maxEntries)
+    }`
   )
 }
 

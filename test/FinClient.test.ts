@@ -155,6 +155,12 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
       expect(yield* configError({ ...base, clientId: " id" })).toContain("clientId must not start or end with whitespace")
+      // A Redacted wiped (a layer built again after a shutdown that wiped it): a ConfigError, not a defect.
+      const wiped = Redacted.make("s3cr3t-value")
+      Redacted.unsafeWipe(wiped)
+      expect(yield* configError({ ...base, clientSecret: wiped })).toContain(
+        "clientSecret must be a non-empty string (a Redacted not wiped)"
+      )
       // A secret file's trailing newline, said without the secret.
       const padded = yield* configError({ ...base, clientSecret: Redacted.make("s3cr3t-value\n") })
       expect(padded).toContain("clientSecret must not start or end with whitespace")

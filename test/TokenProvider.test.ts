@@ -81,6 +81,10 @@ describe("TokenProvider", () => {
     it("rejects impossible dates and other text", () => {
       expect(TokenProvider.parseTimestamp("2025-02-30 10:00:00+00")).toBeUndefined()
       expect(TokenProvider.parseTimestamp("tomorrow")).toBeUndefined()
+      // Nor is anything but text (a field missing from untyped JSON).
+      for (const value of [null, undefined, 1766918085000]) {
+        expect(TokenProvider.parseTimestamp(value as unknown as string)).toBeUndefined()
+      }
       // Neither a minute nor a second past 59 rolls over, and a two-digit year is that year, not 19xx.
       expect(TokenProvider.parseTimestamp("2025-12-28 10:61:45+00")).toBeUndefined()
       expect(TokenProvider.parseTimestamp("2025-12-28 10:34:60+00")).toBeUndefined()

@@ -777,6 +777,12 @@ describe("TokenStore", () => {
       `effect-fin: TokenStore.makeMemory: "lockttl" is no option (lockTtl)`
     )
     expect(() => TokenStore.makeMemory({ lockTtl: "1 minute" })).not.toThrow()
+    // No options object at all (from untyped code): said, not a TypeError from inside, nor text's indexes as keys.
+    for (const [options, given] of [[null, "null"], ["lockTtl", "a string"], [[], "an array"]] as const) {
+      expect(() => TokenStore.makeMemory(options as unknown as { lockTtl?: FinConfig.DurationOption })).toThrow(
+        `effect-fin: TokenStore.makeMemory: takes an options object ({ lockTtl }), not ${given}`
+      )
+    }
   })
 
   it.effect("a client shut down while the store's lock is on its way releases the lock when it comes", () =>

@@ -209,6 +209,11 @@ for (const [name, cryptoLayer] of cryptoLayers) {
       Effect.gen(function*() {
         const { "x-fin-signature": signature } = yield* Webhooks.sign(currentBody, secret)
         expect(yield* reasonOf(Webhooks.verify(currentBody, {}, secret))).toBe("missing_signature")
+        // No headers at all, from untyped code (API Gateway's `headers: null`): no signature, not a TypeError.
+        for (const none of [null, undefined] as ReadonlyArray<unknown> as ReadonlyArray<Webhooks.HeadersInput>) {
+          expect(yield* reasonOf(Webhooks.verify(currentBody, none, secret))).toBe("missing_signature")
+          expect(yield* reasonOf(Webhooks.verifySignature(currentBody, none, secret))).toBe("missing_signature")
+        }
         expect(yield* reasonOf(Webhooks.verify(currentBody, { "x-fin-signature": "" }, secret))).toBe(
           "missing_signature"
         )
@@ -2632,6 +2637,24 @@ describe("Webhooks memory store", () => {
       expect(defectOf(Webhooks.layerMemoryDedupeStore({ maxEntries }))).toEqual(illegalArgument(expected))
     }
     expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: 1 })).not.toThrow()
+    // A value from outside is shown escaped and cut, or by its kind when it is no text (a symbol cannot be made text).
+    for (
+      const [maxEntries, shown] of [
+        ["10\r\nWARN forged", `"10\\r\\nWARN forged"`],
+        ["9".repeat(100), `"${"9".repeat(64)}"`],
+        [Symbol("n"), "a symbol"],
+        [Object.create(null), "an object"]
+      ] as const
+    ) {
+      expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: maxEntries as unknown as number })).toThrow(
+        illegalArgument(
+          `effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not ${shown}`
+        )
+      )
+    }
+    expect(() => Webhooks.makeMemoryDedupeStore(null as unknown as { maxEntries?: number })).toThrow(
+      "effect-fin: Webhooks.makeMemoryDedupeStore: takes an options object ({ maxEntries }), not null"
+    )
     // So is a misspelt option, which would leave the default in force.
     expect(() => Webhooks.makeMemoryDedupeStore({ maxentries: 5 } as { maxEntries?: number })).toThrow(
       `effect-fin: Webhooks.makeMemoryDedupeStore: "maxentries" is no option (maxEntries)`

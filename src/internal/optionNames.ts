@@ -14,3 +14,27 @@ export const unknown = (options: object, names: object): Array<string> =>
   Object.keys(options).filter((key) => !Object.hasOwn(names, key)).map((key) =>
     Printable.json(Array.from(key).slice(0, 64).join("")).slice(1, -1)
   )
+
+/**
+ * What `options` is when it is no options object (null, an array, text: from untyped code or a config file), said in
+ * a few words; undefined for an object. Checked before `unknown`, which would take text's indexes for keys.
+ */
+export const notAnObject = (options: unknown): string | undefined =>
+  options === null || options === undefined
+    ? String(options)
+    : Array.isArray(options)
+    ? "an array"
+    : typeof options === "object"
+    ? undefined
+    : `a ${typeof options}`
+
+/**
+ * A refused option value as a message can show it: a number or boolean as written, text as JSON (escaped, cut to
+ * 64 characters), anything else by its kind (a symbol cannot be made text; an object without a prototype neither).
+ */
+export const shown = (value: unknown): string =>
+  typeof value === "number" || typeof value === "boolean" || typeof value === "bigint"
+    ? String(value)
+    : typeof value === "string"
+    ? Printable.json(Array.from(value).slice(0, 64).join(""))
+    : notAnObject(value) ?? "an object"

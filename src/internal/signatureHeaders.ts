@@ -34,6 +34,10 @@ const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
 
 // `name` is lower case. Records are usually lower-cased already (Node, @effect/platform), so look that up first.
 const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+  // From untyped code: no headers at all (API Gateway's `headers: null` for a request without any) hold no signature,
+  // as a string or a number given for them does not, rather than a TypeError defect.
+  const given: unknown = headers
+  if (given === null || given === undefined) return undefined
   if (isWebHeaders(headers)) return headers.get(name) ?? undefined
   const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
   const direct = record[name]

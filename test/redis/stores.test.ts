@@ -832,6 +832,20 @@ describe("RedisTokenStore", () => {
       expect(message(RedisWebhookDedupeStore.layer({ prefx: "app" } as RedisWebhookDedupeStore.Options))).toBe(
         `effect-fin: RedisWebhookDedupeStore: "prefx" is no option of RedisWebhookDedupeStore.Options`
       )
+      // No options object at all (from untyped code): said, not a TypeError from inside.
+      for (const self of [RedisTokenStore.make, RedisWebhookDedupeStore.layer]) {
+        expect(message(self(null as unknown as RedisTokenStore.Options))).toMatch(
+          /^effect-fin: Redis\w+Store: takes an options object, not null$/
+        )
+      }
+      // A prefix that is no text would be written as its String ("[object Object]", "<redacted>"), or fail each
+      // command (a symbol); an empty one (an unset variable) is refused too.
+      for (const prefix of [{}, Redacted.make("app"), ["a", "b"], 5, Symbol("app"), Object.create(null), ""]) {
+        const options = { prefix } as unknown as RedisTokenStore.Options
+        for (const self of [RedisTokenStore.make(options), RedisWebhookDedupeStore.layer(options)]) {
+          expect(message(self)).toMatch(/^effect-fin: Redis\w+Store: prefix must be non-empty text$/)
+        }
+      }
       // Past 24 days a timer never fires: the wait would have no bound at all.
       expect(message(RedisWebhookDedupeStore.make({ timeout: "25 days" }))).toBe(
         "effect-fin: RedisWebhookDedupeStore: timeout must be at most 24 days"

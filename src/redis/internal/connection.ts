@@ -34,7 +34,7 @@ export interface Options {
    * client made from `url`. A command that timed out may still run in Redis later: the stores undo what matters.
    */
   readonly timeout?: FinConfig.DurationOption | undefined
-  /** Prefix of every key; default `effect-fin`. */
+  /** Prefix of every key: non-empty text; default `effect-fin`. */
   readonly prefix?: string | undefined
 }
 
@@ -58,6 +58,10 @@ export const optionNames: { readonly [K in keyof Options | "encryptionKey" | "lo
  * `encryptionkey` would otherwise leave the tokens stored in plain text without a word.
  */
 export const checkOptionNames = (store: string, options: object, names: object): void => {
+  const given = OptionNames.notAnObject(options)
+  if (given !== undefined) {
+    throw new Cause.IllegalArgumentException(`effect-fin: ${store}: takes an options object, not ${given}`)
+  }
   const [shown] = OptionNames.unknown(options, names)
   if (shown !== undefined) {
     throw new Cause.IllegalArgumentException(`effect-fin: ${store}: "${shown}" is no option of ${store}.Options`)
@@ -190,6 +194,17 @@ export const checkUrl = (store: string, url: string | Redacted.Redacted<string> 
   const params = parsed.searchParams.getAll("db")
   const db = parsed.pathname.length > 1 ? parsed.pathname.slice(1) : (params[params.length - 1] ?? null)
   if (db !== null && !/^\d+$/.test(db)) throw refused()
+}
+
+/**
+ * The `prefix` option of a store, checked when the store is made: anything but non-empty text would be written into
+ * every key as its `String` (`[object Object]`, `<redacted>`, `a,b`), a key space shared by every such mistake, or
+ * fail each command later (a symbol, an object without a prototype).
+ */
+export const checkPrefix = (store: string, prefix: unknown): void => {
+  if (prefix !== undefined && (typeof prefix !== "string" || prefix === "")) {
+    throw new Cause.IllegalArgumentException(`effect-fin: ${store}: prefix must be non-empty text`)
+  }
 }
 
 // ioredis's connection states, in words.
