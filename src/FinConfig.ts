@@ -16,6 +16,7 @@ import * as Redacted from "effect/Redacted"
 import * as Durations from "./internal/duration.js"
 import * as Loopback from "./internal/loopback.js"
 import * as OptionNames from "./internal/optionNames.js"
+import * as Printable from "./internal/printable.js"
 import { version } from "./internal/version.js"
 
 /**
@@ -25,7 +26,10 @@ import { version } from "./internal/version.js"
  * @category models
  */
 export interface Options {
-  /** The account's client id (`FIN_CLIENT_ID`): sent only to the token route; no surrounding whitespace. */
+  /**
+   * The account's client id (`FIN_CLIENT_ID`): sent only to the token route; no surrounding whitespace, no control
+   * characters, bidirectional overrides or lone surrogates.
+   */
   readonly clientId: string
   /**
    * The account's client secret (`FIN_CLIENT_SECRET`): prefer `Redacted` (`Config.redacted`); a plain string is
@@ -269,7 +273,13 @@ const checks = (options: Options): Checked => {
       "clientId",
       [() => typeof clientId === "string" && clientId.trim() !== "", "clientId must be a non-empty string"],
       // Sent as is, a pasted space would only show as a 401 from the token call.
-      [() => clientId.trim() === clientId, "clientId must not start or end with whitespace"]
+      [() => clientId.trim() === clientId, "clientId must not start or end with whitespace"],
+      // A lone surrogate is lost in UTF-8 (two such ids would share one token store key); a control character or a
+      // bidi override in an id is a paste gone wrong, and would reach every log line that names the client.
+      [
+        () => Printable.printable(clientId) === clientId,
+        "clientId must hold no control characters, bidirectional overrides or lone surrogates"
+      ]
     ),
     clientSecret: checked(
       clientSecret,

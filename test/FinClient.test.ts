@@ -155,6 +155,11 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
       expect(yield* configError({ ...base, clientId: " id" })).toContain("clientId must not start or end with whitespace")
+      for (const clientId of ["acct\ud800", "acct\r\nid", "acct\u0000", "acct\u202eid"]) {
+        expect(yield* configError({ ...base, clientId })).toContain(
+          "clientId must hold no control characters, bidirectional overrides or lone surrogates"
+        )
+      }
       // A Redacted wiped (a layer built again after a shutdown that wiped it): a ConfigError, not a defect.
       const wiped = Redacted.make("s3cr3t-value")
       Redacted.unsafeWipe(wiped)
