@@ -984,6 +984,12 @@ describe("Emulator", () => {
           expect(error, `${name} ${value}`).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
           expect(error.message).toContain(name)
         }
+        // A host no listen can take, said before any lookup (the listen's own error only said "An error has occurred").
+        for (const host of [" ", "\r\n", "localhost/", "http://127.0.0.1", "127.0.0.1 "]) {
+          const error = yield* Effect.flip(Emulator.make({ host }))
+          expect(error, JSON.stringify(host)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
+          expect(error.message).toContain("host")
+        }
         // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace), and a webhook
         // secret a handler would refuse (no_secret).
         for (

@@ -226,7 +226,13 @@ const Credential = Schema.NonEmptyString.pipe(
 /** The data parts of the options (durations are checked apart). */
 export const OptionsData = Schema.Struct({
   port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
-  host: Schema.optional(Schema.NonEmptyString),
+  // Checked here, not left to the listen's lookup: blank or with a path, it failed as a ServeError saying only
+  // "An error has occurred" (its cause said ENOTFOUND).
+  host: Schema.optional(Schema.NonEmptyString.pipe(
+    Schema.pattern(/^[^\s\x00-\x1f\x7f/?#@]+$/, {
+      message: () => "a host name or IP address to listen on (no spaces, control characters, / ? # or @)"
+    })
+  )),
   clientId: Schema.optional(Credential),
   clientSecret: Schema.optional(Credential),
   tokenEnvelope: Schema.optional(Schema.Literal("top", "data")),
