@@ -884,6 +884,20 @@ describe("effect-fin against the emulator", () => {
     expect(send.stdout + send.stderr).not.toContain(emulator.credentials.clientSecret)
   })
 
+  it("quote refuses --to with --beneficiary, sending nothing: the beneficiary's currency is quoted", async () => {
+    const [beneficiaryId] = Object.keys(Emulator.defaultBeneficiaries)
+    const before = (await Effect.runPromise(emulator.counters)).requests["POST /v1/fee-calculation"] ?? 0
+    // The emulator's beneficiary is paid in CAD: a quote "to EUR" would have come back in CAD, exit 0.
+    const args = ["quote", "--to", "EUR", "--beneficiary", beneficiaryId!, "--receive", "100", "--json"]
+    const refused = await cli(args, env)
+    expect([refused.code, refused.stdout]).toEqual([1, ""])
+    expect(JSON.parse(refused.stderr).error).toMatchObject({
+      _tag: "RequestValidationError",
+      issues: [{ path: "--to", expected: "no --to with --beneficiary (its account's currency is quoted)" }]
+    })
+    expect((await Effect.runPromise(emulator.counters)).requests["POST /v1/fee-calculation"] ?? 0).toBe(before)
+  })
+
   it("a quote stopped by a signal mid-call exits 128 + the signal's number, never 0", async () => {
     await Effect.runPromise(emulator.setFaults([{ kind: "stall", route: "POST /v1/fee-calculation" }]))
     try {

@@ -182,7 +182,9 @@ const quote = Command.make(
       Options.optional
     ),
     beneficiary: Options.text("beneficiary").pipe(
-      Options.withDescription("Beneficiary UUID (adds its developer fee; replaces --to)"),
+      Options.withDescription(
+        "Beneficiary UUID (adds its developer fee; paid in its account's currency, so not with --to)"
+      ),
       Options.optional
     ),
     json
@@ -192,6 +194,15 @@ const quote = Command.make(
       // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError,
       // naming the flag.
       const request = yield* Effect.gen(function*() {
+        // With a beneficiary the service quotes in its account's currency, whatever --to says: a script that named
+        // EUR would take a quote in CAD for one in EUR, exit 0. Which one it is cannot be known before sending.
+        if (Option.isSome(args.beneficiary) && Option.isSome(args.to)) {
+          const expected = "no destination_currency with beneficiary_id (its account's currency is quoted)"
+          return yield* new FinError.RequestValidationError({
+            message: `Invalid fee calculation request: destination_currency: expected ${expected}`,
+            issues: [new FinError.Issue({ path: "destination_currency", expected })]
+          })
+        }
         return yield* FeeService.validate({
           ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: currency(v) }) }),
           ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: currency(v) }) }),
