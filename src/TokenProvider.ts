@@ -437,7 +437,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     }
 
     // `credential` is the one secret the body carries (the client secret, the refresh token): the service's words are
-    // redacted of it, not of the client id, which is no secret (and, short, would hide the service's own words).
+    // redacted of it and of the client secret, which a refresh does not send but a debugging page may dump all the same
+    // (API calls redact it too; a refresh's error can reach callers); not of the client id, which is no secret (and,
+    // short, would hide the service's own words).
     const call = (
       path: string,
       body: Readonly<Record<string, string>>,
@@ -448,6 +450,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // Which call, for the metric: a refused refresh token is routine (a fresh token is issued instead), refused
       // credentials are not.
       const grant = path === "/v1/oauth/token" ? "client_credentials" : "refresh_token"
+      const secret = Redacted.value(config.clientSecret)
       let attempt = 0
       let status = 0
       return Effect.clockWith((clock) => {
@@ -470,7 +473,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             operation,
             attempt,
             keepBody: false,
-            credentials: [credential]
+            credentials: credential === secret ? [credential] : [credential, secret]
           }),
           (success) => {
             status = success.status

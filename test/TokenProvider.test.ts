@@ -35,6 +35,7 @@ import {
   withWallClockSetBack
 } from "./support.js"
 
+const LIVE_SECRET = "sk_live_9fQ2xR7vLm3pT8wZ4kHc"
 const HOUR = 3_600_000
 const MIN = 60_000
 
@@ -460,26 +461,35 @@ describe("TokenProvider", () => {
   }
 
   // The refresh route's error reaches a caller too: a caller whose deadline comes before the refresh's next try ends
-  // at once with it.
-  it.effect("a refresh call's error never carries the refresh token the service echoed back", () =>
-    Effect.gen(function*() {
-      yield* FeeService.calculate(quoteRequest)
-      // The access token used up, the refresh token (7 days) still good: the next caller waits on the refresh.
-      yield* advance(2 * HOUR)
-      const fiber = yield* Effect.fork(
-        Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
-      )
-      yield* advance(1000)
-      const error = yield* Fiber.join(fiber)
-      expect(error._tag).toBe("RateLimitError")
-      expect(error.message).toContain("refresh_token <redacted> is not valid")
-      expect(JSON.stringify(error) + String(error)).not.toContain("refresh-1")
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
-      "POST /v1/oauth/refresh-token": () =>
-        FinTest.json(503, { message: "refresh_token refresh-1 is not valid" }, { "retry-after": "30" }),
-      "POST /v1/fee-calculation": fee
-    })))
+  // at once with it. The refresh sends no client secret, but it is redacted all the same, as on API calls (a debugging
+  // page may dump a process's settings; found by the response fuzz).
+  for (
+    const [what, echoed, redacted] of [
+      ["refresh token", "refresh_token refresh-1 is not valid", "refresh_token <redacted> is not valid"],
+      ["client secret", `settings: client_secret=${LIVE_SECRET}`, "settings: client_secret=<redacted>"]
+    ] as const
+  ) {
+    it.effect(`a refresh call's error never carries the ${what} the service echoed back`, () =>
+      Effect.gen(function*() {
+        yield* FeeService.calculate(quoteRequest)
+        // The access token used up, the refresh token (7 days) still good: the next caller waits on the refresh.
+        yield* advance(2 * HOUR)
+        const fiber = yield* Effect.fork(
+          Effect.flip(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "10 seconds" })))
+        )
+        yield* advance(1000)
+        const error = yield* Fiber.join(fiber)
+        expect(error).toMatchObject({ _tag: "RateLimitError", operation: "POST /v1/oauth/refresh-token" })
+        expect(error.message).toContain(redacted)
+        for (const credential of ["refresh-1", LIVE_SECRET]) {
+          expect(JSON.stringify(error) + String(error)).not.toContain(credential)
+        }
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+        "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: echoed }, { "retry-after": "30" }),
+        "POST /v1/fee-calculation": fee
+      }, { clientSecret: LIVE_SECRET })))
+  }
 
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
     Effect.gen(function*() {
