@@ -72,8 +72,8 @@ export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<Token
 
 /**
  * Parses the service's expiry timestamps (`2025-12-28 10:34:45+00`, not ISO 8601) and ISO 8601 date-times into
- * epoch milliseconds; `undefined` when the text is neither (a date alone, `2025-12-28`, included) or no text at all. Without a
- * zone, UTC.
+ * epoch milliseconds; `undefined` when the text is neither (a date alone, `2025-12-28`, included) or no text at all.
+ * Without a zone, UTC.
  *
  * @since 0.1.0
  * @category parsing
