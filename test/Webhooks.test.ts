@@ -2642,6 +2642,10 @@ describe("Webhooks memory store", () => {
       const [maxEntries, shown] of [
         ["10\r\nWARN forged", `"10\\r\\nWARN forged"`],
         ["9".repeat(100), `"${"9".repeat(64)}"`],
+        // Cut by characters, not UTF-16 units; escaped as printed text is (JSON leaves a bidi override raw).
+        ["\u{1f600}".repeat(70), `"${"\u{1f600}".repeat(64)}"`],
+        ["10\u202e01", `"10\\u202e01"`],
+        [true, "true"],
         [Symbol("n"), "a symbol"],
         [Object.create(null), "an object"]
       ] as const
@@ -2654,6 +2658,12 @@ describe("Webhooks memory store", () => {
     }
     expect(() => Webhooks.makeMemoryDedupeStore(null as unknown as { maxEntries?: number })).toThrow(
       "effect-fin: Webhooks.makeMemoryDedupeStore: takes an options object ({ maxEntries }), not null"
+    )
+    // A bigint is no number: shown as one, "not 10" would read as 10 refused for no reason.
+    expect(() => Webhooks.makeMemoryDedupeStore({ maxEntries: 10n as unknown as number })).toThrow(
+      illegalArgument(
+        "effect-fin: Webhooks.makeMemoryDedupeStore: maxEntries must be a whole number of 1 or more, not 10n"
+      )
     )
     // So is a misspelt option, which would leave the default in force.
     expect(() => Webhooks.makeMemoryDedupeStore({ maxentries: 5 } as { maxEntries?: number })).toThrow(

@@ -29,12 +29,15 @@ export const notAnObject = (options: unknown): string | undefined =>
     : `a ${typeof options}`
 
 /**
- * A refused option value as a message can show it: a number or boolean as written, text as JSON (escaped, cut to
- * 64 characters), anything else by its kind (a symbol cannot be made text; an object without a prototype neither).
+ * A refused option value as a message can show it: a number or boolean as written, a bigint as written in code (`10n`:
+ * "not 10" would read as a number refused for no reason), text as JSON (escaped, cut to 64 characters), anything else
+ * by its kind (a symbol cannot be made text; an object without a prototype neither).
  */
 export const shown = (value: unknown): string =>
-  typeof value === "number" || typeof value === "boolean" || typeof value === "bigint"
+  typeof value === "number" || typeof value === "boolean"
     ? String(value)
+    : typeof value === "bigint"
+    ? `${value}n`
     : typeof value === "string"
     ? Printable.json(Array.from(value).slice(0, 64).join(""))
     : notAnObject(value) ?? "an object"

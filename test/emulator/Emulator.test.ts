@@ -969,6 +969,12 @@ describe("Emulator", () => {
         expect(options).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: "0 seconds" }))
         expect(duration.message).toContain("accessTokenLifetime")
+        // A host with a port, or in a URL's brackets: the listen's lookup failed on it, "An error has occurred".
+        for (const host of ["127.0.0.1:4010", "localhost:0", "[::1]"]) {
+          const error = yield* Effect.flip(Emulator.make({ host }))
+          expect(error, host).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
+          expect(error.message).toContain("no port, brackets")
+        }
         // Past what a timestamp in the documented format holds (year 9999), or what a timer waits (24 days).
         for (const [name, value] of [
           ["accessTokenLifetime", "3000000 days"],
@@ -985,11 +991,20 @@ describe("Emulator", () => {
           expect(error.message).toContain(name)
         }
         // A host no listen can take, said before any lookup (the listen's own error only said "An error has occurred").
-        for (const host of [" ", "\r\n", "localhost/", "http://127.0.0.1", "127.0.0.1 "]) {
+        for (
+          const host of [" ", "\r\n", "localhost/", "http://127.0.0.1", "127.0.0.1 ", "localhost?x", "localhost#x",
+            "user@localhost", "local\x1bhost", "local\x7fhost"]
+        ) {
           const error = yield* Effect.flip(Emulator.make({ host }))
           expect(error, JSON.stringify(host)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
           expect(error.message).toContain("host")
         }
+        // An IPv6 address has colons: taken (a machine without IPv6 fails the listen, not the options).
+        const ipv6 = yield* Emulator.make({ host: "::1", port: 0 }).pipe(
+          Effect.as("listened"),
+          Effect.catchAll((error) => Effect.succeed(error._tag === "EmulatorError" ? error.reason : error._tag))
+        )
+        expect(ipv6).not.toBe("InvalidOptions")
         // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace), and a webhook
         // secret a handler would refuse (no_secret).
         for (

@@ -226,11 +226,13 @@ const Credential = Schema.NonEmptyString.pipe(
 /** The data parts of the options (durations are checked apart). */
 export const OptionsData = Schema.Struct({
   port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
-  // Checked here, not left to the listen's lookup: blank or with a path, it failed as a ServeError saying only
-  // "An error has occurred" (its cause said ENOTFOUND).
+  // Checked here, not left to the listen's lookup: blank, with a path, a port ("127.0.0.1:4010") or brackets
+  // ("[::1]", as in a URL), it failed as a ServeError saying only "An error has occurred" (its cause said ENOTFOUND).
+  // One colon is a port; an IPv6 address has two or more.
   host: Schema.optional(Schema.NonEmptyString.pipe(
-    Schema.pattern(/^[^\s\x00-\x1f\x7f/?#@]+$/, {
-      message: () => "a host name or IP address to listen on (no spaces, control characters, / ? # or @)"
+    Schema.pattern(/^(?![^:]*:[^:]*$)[^\s\x00-\x1f\x7f/?#@[\]]+$/, {
+      message: () =>
+        "a host name or IP address to listen on (no port, brackets, spaces, control characters, / ? # or @)"
     })
   )),
   clientId: Schema.optional(Credential),
