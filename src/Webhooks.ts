@@ -27,6 +27,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -1734,6 +1735,17 @@ const makeReject = () => {
   return { reject, verified }
 }
 
+// A body parser that ran before the handler (express.json() on Node, `await request.json()` on a web `Request`) left
+// nothing to read: said so, rather than a signature that matches no secret (the empty rest of a Node stream) or a
+// defect answered 500 without a word (a web `Request`'s used body stream is locked).
+const bodyReadBefore = (source: unknown): boolean =>
+  (Predicate.hasProperty(source, "bodyUsed") && source.bodyUsed === true) ||
+  (Predicate.hasProperty(source, "readableEnded") && source.readableEnded === true)
+
+const readBeforeMessage = "the body was read before the handler (a body parser, or request.json()): " +
+  "mount the handler where nothing reads the body first (see \"Do not parse the body before the handler\" in " +
+  "the README)"
+
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
 
 /**
@@ -2140,6 +2152,7 @@ const makeApp = <const H extends object>(
     // Checked before the body is read, so unsigned requests cost no body read.
     const parsed = Signature.check(request.headers)
     if (Either.isLeft(parsed)) return yield* reject(parsed.left, true)
+    if (bodyReadBefore(request.source)) return yield* reject(malformed(readBeforeMessage))
     const read = contentLength === "0"
       ? Effect.succeed(new Uint8Array(0))
       : Effect.flatMap(

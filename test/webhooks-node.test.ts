@@ -228,4 +228,38 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       socket.destroy()
       expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 503 Service Unavailable")
     }), 20_000)
+
+  // A body parser (express.json()) that ran first leaves an ended stream: the handler reads no bytes, and without a
+  // look at the request said "the signature matches none of the webhook secrets", sending the operator to the secret.
+  it.live("a body read by a parser first (express.json()) is refused as such, not as a bad signature", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      const seen: Array<string> = []
+      const handlers = {
+        "beneficiary.status": (event: Webhooks.BeneficiaryStatusEvent) => Effect.sync(() => seen.push(event.id))
+      }
+      const handle = yield* NodeHttpServer.makeHandler(Webhooks.handler({ secrets: secret, handlers }))
+        .pipe(Effect.provide(logs.layer))
+      const server = Http.createServer((request, response) => {
+        const chunks: Array<Buffer> = []
+        request.on("data", (chunk: Buffer) => chunks.push(chunk))
+        request.on("end", () => {
+          JSON.parse(Buffer.concat(chunks).toString("utf8"))
+          handle(request, response)
+        })
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const port = (server.address() as Net.AddressInfo).port
+      const headers = yield* Webhooks.sign(body, secret)
+      const answer = yield* Effect.promise(async () => {
+        const response = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body, headers })
+        return [response.status, await response.text()]
+      })
+      expect(answer).toEqual([400, `{"error":"malformed_body"}`])
+      expect(seen).toEqual([])
+      expect(logs.lines.join("\n")).toContain("the body was read before the handler")
+    }).pipe(Effect.scoped), 20_000)
 })

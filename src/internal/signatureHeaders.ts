@@ -66,6 +66,13 @@ export interface SignatureHeaders {
 
 const hexPattern = /^[0-9a-f]*$/i
 
+// Repeated: given as a list, or joined with a comma as Node, web `Headers` and proxies join a repeated header (no hex
+// digest or algorithm name holds one). Said so, or a proxy that copies the header reads as a malformed signature.
+const isList = (value: string | ReadonlyArray<string> | undefined): value is ReadonlyArray<string> =>
+  value !== undefined && typeof value !== "string"
+
+const repeated = (name: string) => `the ${name} header is repeated (a list, or values joined with a comma)`
+
 /**
  * Reads and checks both headers, as `verify` does first. A signature that is not hex of the algorithm's digest length
  * can match no secret.
@@ -78,9 +85,10 @@ export const check = (
     return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
   }
   const algorithmValue = readHeader(headers, algorithmHeader)
-  if (typeof algorithmValue !== "string" && algorithmValue !== undefined) {
-    return Either.left(fail("unsupported_algorithm", `the ${algorithmHeader} header is repeated`))
+  if (isList(algorithmValue) || algorithmValue?.includes(",")) {
+    return Either.left(fail("unsupported_algorithm", repeated(algorithmHeader)))
   }
+  if (isList(signature) || signature.includes(",")) return Either.left(fail("bad_signature", repeated(signatureHeader)))
   // As sent by the service (a name in lower case) at no cost; otherwise trimmed and lower-cased.
   const algorithm = algorithmValue === undefined
     ? "sha256"
@@ -94,7 +102,7 @@ export const check = (
       fail("unsupported_algorithm", `the signature algorithm is not one of ${algorithms.join(", ")}`)
     )
   }
-  const hex = typeof signature === "string" ? signature.trim() : ""
+  const hex = signature.trim()
   if (hex.length !== digestLength[algorithm] * 2 || !hexPattern.test(hex)) {
     return Either.left(fail("bad_signature", `the ${signatureHeader} header is not a hex ${algorithm} digest`))
   }
