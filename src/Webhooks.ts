@@ -292,7 +292,10 @@ const notTextMessage = "must be text or Redacted text (not wiped), or a list of 
  * @since 0.1.0
  * @category models
  */
-export type HeadersInput = Signature.HeadersInput
+export type HeadersInput =
+  | Headers.Headers
+  | globalThis.Headers
+  | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
 const fail = Signature.fail
 

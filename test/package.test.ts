@@ -147,6 +147,8 @@ export const invalid = Effect.map(SubdivisionService.crossCheck("USA"), (diff) =
 export const renamed = Effect.map(SubdivisionService.crossCheck("USA"), (diff) => diff.renamed[0])
 export const parsed = CountryCode.parse("US")
 export const verified = Webhooks.verify(new Uint8Array(), {}, ["secret"])
+// An alias the package declares in a module without a path of its own could not be printed here (TS2742).
+export const headersOf = (headers: Webhooks.HeadersInput) => ({ headers })
 export const fees = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } })
 export const emulator = Emulator.layer()
 export const delivery = Emulator.Emulator.pipe(Effect.flatMap((running) => running.sendWebhook()))

@@ -5,10 +5,12 @@
  *
  * @internal
  */
-import type * as Headers from "@effect/platform/Headers"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import { type WebhookFailureReason, WebhookVerificationError } from "../FinError.js"
+// Declared in `Webhooks`, not here: a consumer's emitted declarations print an alias by the module that declares it,
+// and this one has no path in `exports` (TS2742). A type-only import: no cycle at run time.
+import type { HeadersInput } from "../Webhooks.js"
 
 // The header names, algorithms and digest lengths, exported by `Webhooks` with their documentation.
 export const signatureHeader = "x-fin-signature"
@@ -22,12 +24,6 @@ export type Algorithm = typeof algorithms[number]
 export const digestLength: { readonly [A in Algorithm]: number } = { sha256: 32, sha384: 48, sha512: 64 }
 
 const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha384" || u === "sha512"
-
-// Request headers in any of the usual forms (documented where `Webhooks` exports it).
-export type HeadersInput =
-  | Headers.Headers
-  | globalThis.Headers
-  | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
 const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
   Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
