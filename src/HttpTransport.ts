@@ -60,7 +60,7 @@ export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMe
   /** Text values; one left `undefined` (an optional parameter) is not sent. */
   readonly query?: Readonly<Record<string, string | undefined>> | undefined
   /** The JSON body; with `bodySchema`, a value of its type, checked at compile time and encoded before sending. */
-  readonly body?: BodyOf<M, NoInfer<B>>
+  readonly body?: BodyOf<M, NoInfer<B>> | undefined
   /**
    * Encodes `body` into what is sent (`Schema.NumberFromString` sends the text, `Schema.DateTimeUtc` the ISO time):
    * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.

@@ -60,8 +60,26 @@ export type { InvalidEntry } from "./internal/subdivisions.js"
  * @category models
  */
 export interface SubdivisionDiff extends internal.CrossCheck {
+  /** The country compared. */
   readonly country: CountryCode.CountryCode
+  /** API entries left out of the comparison, and why. */
+  readonly invalid: ReadonlyArray<internal.InvalidEntry>
+  /** Codes the API lists and the snapshot lacks, as the API names them. */
+  readonly missing: ReadonlyArray<Subdivisions.Subdivision>
+  /** Codes only the snapshot has, as it names them. */
+  readonly extra: ReadonlyArray<Subdivisions.Subdivision>
+  /** Codes both have under different names. */
+  readonly renamed: ReadonlyArray<internal.RenamedEntry>
 }
+
+/**
+ * A code the snapshot and the API both have under different names: `snapshotName` and `apiName`. Exported, so an
+ * app's own declarations can name it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { RenamedEntry } from "./internal/subdivisions.js"
 
 /**
  * The response: `{ "data": { "subdivisions": [{ "name", "code" }] } }`. Only the documented `code` and `name` are

@@ -116,12 +116,14 @@ export interface WebhookCryptoService {
    * Optional synchronous `verify`, for implementations that have one (node:crypto): verification then costs no
    * Effect step and no allocation of its own. `signature` is only valid during the call (its buffer is reused).
    */
-  readonly verifySync?: (
-    algorithm: Algorithm,
-    secret: Redacted.Redacted<string>,
-    body: Uint8Array,
-    signature: Uint8Array
-  ) => boolean
+  readonly verifySync?:
+    | ((
+      algorithm: Algorithm,
+      secret: Redacted.Redacted<string>,
+      body: Uint8Array,
+      signature: Uint8Array
+    ) => boolean)
+    | undefined
 }
 
 /**
@@ -741,6 +743,14 @@ export const BeneficiaryStatusData = Schema.Struct({
 })
 
 /**
+ * `data` of a decoded `beneficiary.status` event (see the `BeneficiaryStatusData` schema).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BeneficiaryStatusData extends Schema.Schema.Type<typeof BeneficiaryStatusData> {}
+
+/**
  * The `beneficiary.status` event, its `data` decoded.
  *
  * @since 0.1.0
@@ -754,7 +764,7 @@ export const BeneficiaryStatusEvent = event("beneficiary.status", BeneficiarySta
  * @since 0.1.0
  * @category models
  */
-export type BeneficiaryStatusEvent = typeof BeneficiaryStatusEvent.Type
+export interface BeneficiaryStatusEvent extends Schema.Schema.Type<typeof BeneficiaryStatusEvent> {}
 
 /**
  * The `customer.created` event, its `data` kept as JSON.
@@ -765,12 +775,28 @@ export type BeneficiaryStatusEvent = typeof BeneficiaryStatusEvent.Type
 export const CustomerCreatedEvent = event("customer.created", JsonValue)
 
 /**
+ * A decoded `customer.created` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CustomerCreatedEvent extends Schema.Schema.Type<typeof CustomerCreatedEvent> {}
+
+/**
  * The `customer.status` event, its `data` kept as JSON.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const CustomerStatusEvent = event("customer.status", JsonValue)
+
+/**
+ * A decoded `customer.status` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CustomerStatusEvent extends Schema.Schema.Type<typeof CustomerStatusEvent> {}
 
 /**
  * The `customer.rfi` event, its `data` kept as JSON.
@@ -781,12 +807,28 @@ export const CustomerStatusEvent = event("customer.status", JsonValue)
 export const CustomerRfiEvent = event("customer.rfi", JsonValue)
 
 /**
+ * A decoded `customer.rfi` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CustomerRfiEvent extends Schema.Schema.Type<typeof CustomerRfiEvent> {}
+
+/**
  * The `transaction.status` event, its `data` kept as JSON.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const TransactionStatusEvent = event("transaction.status", JsonValue)
+
+/**
+ * A decoded `transaction.status` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TransactionStatusEvent extends Schema.Schema.Type<typeof TransactionStatusEvent> {}
 
 /**
  * The `virtual_account.created` event, its `data` kept as JSON.
@@ -797,12 +839,28 @@ export const TransactionStatusEvent = event("transaction.status", JsonValue)
 export const VirtualAccountCreatedEvent = event("virtual_account.created", JsonValue)
 
 /**
+ * A decoded `virtual_account.created` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VirtualAccountCreatedEvent extends Schema.Schema.Type<typeof VirtualAccountCreatedEvent> {}
+
+/**
  * The `virtual_account.created.v2` event, its `data` kept as JSON.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const VirtualAccountCreatedV2Event = event("virtual_account.created.v2", JsonValue)
+
+/**
+ * A decoded `virtual_account.created.v2` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VirtualAccountCreatedV2Event extends Schema.Schema.Type<typeof VirtualAccountCreatedV2Event> {}
 
 /**
  * The `virtual_account.status` event, its `data` kept as JSON.
@@ -813,12 +871,28 @@ export const VirtualAccountCreatedV2Event = event("virtual_account.created.v2", 
 export const VirtualAccountStatusEvent = event("virtual_account.status", JsonValue)
 
 /**
+ * A decoded `virtual_account.status` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VirtualAccountStatusEvent extends Schema.Schema.Type<typeof VirtualAccountStatusEvent> {}
+
+/**
  * The `virtual_account.status.v2` event, its `data` kept as JSON.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const VirtualAccountStatusV2Event = event("virtual_account.status.v2", JsonValue)
+
+/**
+ * A decoded `virtual_account.status.v2` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VirtualAccountStatusV2Event extends Schema.Schema.Type<typeof VirtualAccountStatusV2Event> {}
 
 /**
  * The `beneficiary.created` event, its `data` kept as JSON.
@@ -829,12 +903,30 @@ export const VirtualAccountStatusV2Event = event("virtual_account.status.v2", Js
 export const BeneficiaryCreatedEvent = event("beneficiary.created", JsonValue)
 
 /**
+ * A decoded `beneficiary.created` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BeneficiaryCreatedEvent extends Schema.Schema.Type<typeof BeneficiaryCreatedEvent> {}
+
+/**
  * The `beneficiary.liquidation.deposit` event, its `data` kept as JSON.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const BeneficiaryLiquidationDepositEvent = event("beneficiary.liquidation.deposit", JsonValue)
+
+/**
+ * A decoded `beneficiary.liquidation.deposit` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BeneficiaryLiquidationDepositEvent
+  extends Schema.Schema.Type<typeof BeneficiaryLiquidationDepositEvent>
+{}
 
 /**
  * The `batch.transaction.item.status` event, its `data` kept as JSON.
@@ -845,12 +937,28 @@ export const BeneficiaryLiquidationDepositEvent = event("beneficiary.liquidation
 export const BatchTransactionItemStatusEvent = event("batch.transaction.item.status", JsonValue)
 
 /**
+ * A decoded `batch.transaction.item.status` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BatchTransactionItemStatusEvent extends Schema.Schema.Type<typeof BatchTransactionItemStatusEvent> {}
+
+/**
  * The `transit.payment.status` event, its `data` kept as JSON.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const TransitPaymentStatusEvent = event("transit.payment.status", JsonValue)
+
+/**
+ * A decoded `transit.payment.status` event, its `data` as JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TransitPaymentStatusEvent extends Schema.Schema.Type<typeof TransitPaymentStatusEvent> {}
 
 /**
  * An event whose type is not documented (yet): `type` is `"Unknown"` so matching on `type` still narrows;
@@ -865,6 +973,14 @@ export const UnknownEvent = Schema.Struct({
   ...eventFields,
   data: JsonValue
 }).annotations({ identifier: "UnknownEvent" })
+
+/**
+ * A decoded event of a type the documentation does not list (see the `UnknownEvent` schema).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UnknownEvent extends Schema.Schema.Type<typeof UnknownEvent> {}
 
 /**
  * A decoded event (flat; `type` is the discriminant).
@@ -889,13 +1005,29 @@ export const WebhookEvent = Schema.Union(
   UnknownEvent
 )
 
+// Named, not `typeof WebhookEvent.Type`: an editor and a user's emitted declarations then print a variant by its name,
+// not as the whole structure of every variant.
 /**
  * A decoded event: a union on `type` (see the `WebhookEvent` schema).
  *
  * @since 0.1.0
  * @category models
  */
-export type WebhookEvent = typeof WebhookEvent.Type
+export type WebhookEvent =
+  | BeneficiaryStatusEvent
+  | CustomerCreatedEvent
+  | CustomerStatusEvent
+  | CustomerRfiEvent
+  | TransactionStatusEvent
+  | VirtualAccountCreatedEvent
+  | VirtualAccountCreatedV2Event
+  | VirtualAccountStatusEvent
+  | VirtualAccountStatusV2Event
+  | BeneficiaryCreatedEvent
+  | BeneficiaryLiquidationDepositEvent
+  | BatchTransactionItemStatusEvent
+  | TransitPaymentStatusEvent
+  | UnknownEvent
 
 /**
  * `"Unknown"` or one of the documented types.

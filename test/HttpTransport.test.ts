@@ -1724,6 +1724,9 @@ describe("HttpTransport", () => {
         HttpTransport.request({ method: "POST", path: "/v1/payouts", body, bodySchema: Payout, response: Schema.Unknown })
       // Without a schema, any body type-checks (and is checked when sent).
       const untyped = HttpTransport.request({ method: "POST", path: "/v1/x", body: { any: 1 }, response: Schema.Unknown })
+      // An optional body passed on as it is, `undefined` included (under exactOptionalPropertyTypes too).
+      const optional = (body: { readonly any: number } | undefined) =>
+        HttpTransport.request({ method: "POST", path: "/v1/x", body, response: Schema.Unknown })
       // A GET has none.
       const get = () => [
         // @ts-expect-error a GET has no body
@@ -1738,13 +1741,8 @@ describe("HttpTransport", () => {
         readonly tag: string
       }
       const tagged = (spec: Tagged) => HttpTransport.request(spec)
-      expect([typeof typed, Effect.isEffect(untyped), typeof get, typeof withResponse, typeof tagged]).toEqual([
-        "function",
-        true,
-        "function",
-        "function",
-        "function"
-      ])
+      expect([typeof typed, Effect.isEffect(untyped), typeof get, typeof withResponse, typeof tagged, typeof optional])
+        .toEqual(["function", true, "function", "function", "function", "function"])
     })
   })
 

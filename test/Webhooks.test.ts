@@ -289,6 +289,16 @@ for (const [name, cryptoLayer] of cryptoLayers) {
 }
 
 describe("Webhooks.makeWebCrypto", () => {
+  it.effect("a service with verifySync: undefined (exactOptionalPropertyTypes) verifies through its verify", () =>
+    Effect.gen(function*() {
+      const crypto: Webhooks.WebhookCryptoService = { ...Webhooks.makeWebCrypto(), verifySync: undefined }
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      const verifyWith = (body: string) =>
+        Webhooks.verify(body, headers, secret).pipe(Effect.provideService(Webhooks.WebhookCrypto, crypto))
+      expect((yield* verifyWith(currentBody)).type).toBe("beneficiary.status")
+      expect(yield* reasonOf(verifyWith(`${currentBody} `))).toBe("bad_signature")
+    }))
+
   it.effect("a key import that fails is not kept: the next verification imports it again, and passes", () =>
     Effect.gen(function*() {
       const crypto = Webhooks.makeWebCrypto()

@@ -147,6 +147,8 @@ export const invalid = Effect.map(SubdivisionService.crossCheck("USA"), (diff) =
 export const renamed = Effect.map(SubdivisionService.crossCheck("USA"), (diff) => diff.renamed[0])
 export const parsed = CountryCode.parse("US")
 export const verified = Webhooks.verify(new Uint8Array(), {}, ["secret"])
+export const statusEvent = (event: Webhooks.WebhookEvent) => event.type === "beneficiary.status" ? event : undefined
+export const missing = Effect.map(SubdivisionService.crossCheck("USA"), (diff) => diff.missing[0])
 // An alias the package declares in a module without a path of its own could not be printed here (TS2742).
 export const headersOf = (headers: Webhooks.HeadersInput) => ({ headers })
 export const fees = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } })
@@ -182,6 +184,15 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
     }))
     expect(await typecheck(node10)).toBe("")
     const emitted = readFileSync(join(node10, "out", "consumer.d.ts"), "utf8")
+    // Types are printed by their names, not spelt out whole (an event's union was about a hundred lines of it).
+    for (
+      const line of [
+        "verified: Effect.Effect<Webhooks.WebhookEvent, ",
+        "statusEvent: (event: Webhooks.WebhookEvent) => Webhooks.BeneficiaryStatusEvent | undefined;",
+        "missing: Effect.Effect<Subdivisions.Subdivision, ",
+        "renamed: Effect.Effect<SubdivisionService.RenamedEntry, "
+      ]
+    ) expect(emitted).toContain(line)
     expect(emitted).toContain(`import("effect-fin/FinError").FinError`)
     expect(emitted).not.toContain("effect-fin/dist")
   }, 120_000)

@@ -201,7 +201,18 @@ export interface CrossCheck {
   readonly invalid: ReadonlyArray<InvalidEntry>
   readonly missing: ReadonlyArray<Subdivision>
   readonly extra: ReadonlyArray<Subdivision>
-  readonly renamed: ReadonlyArray<{ readonly code: string; readonly snapshotName: string; readonly apiName: string }>
+  readonly renamed: ReadonlyArray<RenamedEntry>
+}
+
+/**
+ * A code the snapshot and the API both have, under different names.
+ *
+ * @internal
+ */
+export interface RenamedEntry {
+  readonly code: string
+  readonly snapshotName: string
+  readonly apiName: string
 }
 
 /**
