@@ -60,6 +60,11 @@ export interface RecordedRequest {
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>
   readonly body: unknown
+  /**
+   * When it arrived: epoch milliseconds of the `Clock` (the `TestClock` under `it.effect`), so a test can see how long
+   * its program, or the client's backoff and `Retry-After`, waited between two requests.
+   */
+  readonly at: number
 }
 
 /**
@@ -600,7 +605,8 @@ const inMemory = (
             ? url.pathname.slice(basePath.length)
             : url.pathname,
           headers,
-          body: yield* bodyOf(request)
+          body: yield* bodyOf(request),
+          at: yield* Clock.currentTimeMillis
         }
         yield* Ref.update(recorded, (all) => [...all, seen])
         const found = typeof routes === "function"
