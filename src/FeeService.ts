@@ -210,9 +210,13 @@ const QuotedCurrency = Schema.transform(Schema.String, Schema.String, {
  * @category schemas
  */
 export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
+  /** The fixed part of the fee, as sent (its unit and currency are not documented). */
   fixed: FeeFigure,
+  /** The percentage part of the fee, as sent (whether 4 means 4 % is not documented). */
   percentage: FeeFigure,
+  /** The whole fee, as sent (its unit and currency are not documented). */
   total: FeeFigure,
+  /** Whether a fee is applied to this transfer. */
   is_fee_applied: Schema.Boolean
 }) {}
 
@@ -238,12 +242,25 @@ const ValidTill = Schema.transformOrFail(Schema.String, Timestamps.Utc, {
  * @category schemas
  */
 export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
+  /**
+   * The currency of the amount sent: three letters upper-cased (`usd` reads as `USD`), any other code (an asset's
+   * ticker, `USDC.e`) kept as sent.
+   */
   source_currency: QuotedCurrency,
+  /** The currency of the amount received (with a beneficiary, its payout currency), read as `source_currency` is. */
   destination_currency: QuotedCurrency,
+  /** In the source currency: the amount asked for (perhaps rounded), or what delivering the amount asked for costs. */
   source_amount: Quoted,
+  /** The rate the service applied between the two currencies (its direction is not documented). */
   exchange_rate: Rate,
+  /** In the destination currency: what the source amount asked for delivers, or (rounding aside) the amount asked. */
   destination_amount: Quoted,
+  /**
+   * Until when the quote holds, in UTC (a time sent without a zone is read as UTC); `None` when the answer had none
+   * or `null` (the older shape): such a quote is never taken as valid (`isValidAt`).
+   */
   valid_till: Schema.optionalWith(ValidTill, { as: "Option", exact: true, nullable: true }),
+  /** The fee breakdown. */
   fee: Fee
 }) {
   /**

@@ -43,9 +43,13 @@ export type Services =
  * @category models
  */
 export interface Client {
+  /** The client's token provider: the access token its calls send, fetched and refreshed for this account. */
   readonly tokens: TokenProvider.Service
+  /** The client's transport: authenticated, retried requests to any route of the service. */
   readonly transport: HttpTransport.Service
+  /** Fee quotes (`calculate`). */
   readonly fees: FeeService.Service
+  /** Subdivisions of a country (`list`, `crossCheck`), from the API or the snapshot as `subdivisionMode` says. */
   readonly subdivisions: SubdivisionService.Service
 }
 

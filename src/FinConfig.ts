@@ -108,20 +108,33 @@ export type SubdivisionMode = "online" | "offline" | "fallback"
  * @category models
  */
 export interface Resolved {
+  /** The account's client id, as given; sent only to the token route. */
   readonly clientId: string
+  /** The account's client secret (a plain string given is wrapped); sent only to the token route, never logged. */
   readonly clientSecret: Redacted.Redacted<string>
   /** Origin and optional path prefix, no trailing slash. */
   readonly baseUrl: string
+  /** Limit per attempt (request + whole body). */
   readonly timeout: Duration.Duration
+  /** Limit for the whole call, retries and waits included. */
   readonly deadline: Duration.Duration
+  /** Retries after the first attempt, 0 to 10 (0: none); the 401 refresh-retry is extra. */
   readonly maxRetries: number
+  /** Longest `Retry-After` honoured (also capped by what is left of the deadline). */
   readonly maxRetryAfter: Duration.Duration
+  /** Limit per attempt of a token call. */
   readonly tokenTimeout: Duration.Duration
+  /** How long before expiry a token is refreshed (10% of its lifetime if that is shorter). */
   readonly refreshMargin: Duration.Duration
+  /** Whether b3/traceparent headers are sent. */
   readonly tracePropagation: boolean
+  /** The whole `User-Agent` sent: `effect-fin/<version>`, then the given text after a space, if any. */
   readonly userAgent: string
+  /** Where subdivisions come from. */
   readonly subdivisionMode: SubdivisionMode
+  /** How long API results are cached. */
   readonly subdivisionCacheTtl: Duration.Duration
+  /** In `"fallback"` mode, how long the snapshot answers alone after the API failed (zero: the API is always asked). */
   readonly subdivisionFallbackCooldown: Duration.Duration
 }
 

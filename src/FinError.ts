@@ -40,7 +40,9 @@ const callFields = {
 export class RequestValidationError extends Schema.TaggedError<RequestValidationError>(
   "effect-fin/RequestValidationError"
 )("RequestValidationError", {
+  /** What was refused and what was expected there (the first 20 issues, and how many more), on one line. */
   message: Schema.String,
+  /** Each place refused (the first 20), by path, with what was expected there. */
   issues: Schema.Array(Issue)
 }) {}
 
@@ -53,7 +55,9 @@ export class RequestValidationError extends Schema.TaggedError<RequestValidation
 export class AuthenticationError extends Schema.TaggedError<AuthenticationError>("effect-fin/AuthenticationError")(
   "AuthenticationError",
   {
+    /** The operation and the service's own message, if any: one line, credentials redacted, controls escaped. */
     message: Schema.String,
+    /** The status of the refusing answer (401). */
     status: Schema.optional(Schema.Number),
     ...callFields
   }
@@ -66,7 +70,9 @@ export class AuthenticationError extends Schema.TaggedError<AuthenticationError>
  * @category models
  */
 export class FieldError extends Schema.Class<FieldError>("effect-fin/FieldError")({
+  /** The field the service named, as it sent it (credentials redacted, cut after 1024 characters). */
   field: Schema.String,
+  /** The service's message for that field, as it sent it (credentials redacted, cut after 1024 characters). */
   message: Schema.String
 }) {}
 
@@ -96,7 +102,12 @@ const answerFields = {
  * @category errors
  */
 export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError")("ApiError", {
+  /** The HTTP status of the (last) answer. */
   status: Schema.Number,
+  /**
+   * The status, the operation and what the service said (its message and field errors, shortened): one line,
+   * credentials redacted, control characters escaped.
+   */
   message: Schema.String,
   ...answerFields,
   ...callFields
@@ -114,6 +125,7 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
 export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-fin/RateLimitError")(
   "RateLimitError",
   {
+    /** The status, the operation (and the wait asked for) and the service's own message, on one line, redacted. */
     message: Schema.String,
     /** The status of the last answer: 429, or the 5xx that asked for too long a wait. */
     status: Schema.optional(Schema.Number),
@@ -131,7 +143,9 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
 export class TransportError extends Schema.TaggedError<TransportError>("effect-fin/TransportError")(
   "TransportError",
   {
+    /** The operation and what failed, with the system's error code when there was one. */
     message: Schema.String,
+    /** `RequestFailed`: no answer came (refused, reset, DNS); `BodyReadFailed`: an answer came, its body was lost. */
     reason: Schema.Literal("RequestFailed", "BodyReadFailed"),
     /** The system's error code, when there was one: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, `CERT_HAS_EXPIRED`... */
     code: Schema.optional(Schema.String),
@@ -150,8 +164,11 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
  * @category errors
  */
 export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/TimeoutError")("TimeoutError", {
+  /** The operation and the limit it outlived. */
   message: Schema.String,
+  /** Which limit: `attempt` (`timeout`), `token` (`tokenTimeout`, an attempt of a token call) or `deadline`. */
   kind: Schema.Literal("attempt", "deadline", "token"),
+  /** The limit that was outlived, as in effect for the call. */
   timeout: Schema.Duration,
   ...callFields
 }) {}
@@ -167,8 +184,11 @@ export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/T
 export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>("effect-fin/ResponseDecodeError")(
   "ResponseDecodeError",
   {
+    /** The operation and what was expected where (the first 20 issues), never the value received. */
     message: Schema.String,
+    /** The HTTP status of the answer that was refused. */
     status: Schema.Number,
+    /** Each place the answer did not match (the first 20), by path, with what was expected there. */
     issues: Schema.Array(Issue),
     ...callFields
   }
@@ -210,8 +230,11 @@ export type WebhookFailureReason = typeof WebhookFailureReason.Type
 export class WebhookVerificationError extends Schema.TaggedError<WebhookVerificationError>(
   "effect-fin/WebhookVerificationError"
 )("WebhookVerificationError", {
+  /** Why the delivery was refused; it sets the status the webhook handler answers (401, 400, 408, 413, or 500). */
   reason: WebhookFailureReason,
+  /** What was wrong with the delivery, for a log line. */
   message: Schema.String,
+  /** For a `malformed_body` that failed its schema: each place (the first 20), with what was expected there. */
   issues: Schema.optional(Schema.Array(Issue))
 }) {}
 

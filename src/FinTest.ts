@@ -53,12 +53,15 @@ export const layerStaticToken: typeof TokenProvider.layerStatic = TokenProvider.
  * @category models
  */
 export interface RecordedRequest {
+  /** The HTTP method as sent, e.g. `POST`. */
   readonly method: string
+  /** The whole URL as sent: base URL, path and query. */
   readonly url: string
   /** Path of the URL, e.g. `/v1/fee-calculation`. */
   readonly path: string
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>
+  /** The JSON body parsed (the text if not JSON; a `FormData` or raw body as given); `undefined` with none. */
   readonly body: unknown
   /**
    * When it arrived: epoch milliseconds of the `Clock` (the `TestClock` under `it.effect`), so a test can see how long
@@ -430,6 +433,7 @@ export const formatServiceTimestamp: (millis: number) => string = Timestamps.for
  * @category models
  */
 export interface InMemoryHttpService {
+  /** Every request received since the start or the last `clear`, oldest first, unmatched ones included. */
   readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
   /**
    * Requests no route matched (answered with the service's 404): a misspelt route looks like a real 404 to the
@@ -746,7 +750,9 @@ export interface FeeServiceOptions {
  * @category models
  */
 export interface FeeRule {
+  /** The fixed part, in units of the source currency. */
   readonly fixed: number
+  /** The part taken from the source amount, in percent (4 = 4 %); below 100. */
   readonly percentage: number
 }
 

@@ -54,6 +54,7 @@ type BodyOf<M extends RequestMethod, T> = [M] extends ["GET"] ? undefined : T
  * @category models
  */
 export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod> {
+  /** The HTTP method; a `GET` takes no body and is the only one retried by default (see `safe`). */
   readonly method: M
   /** Starts with `/`; segments of letters, digits and `-._~` only (no `..`), so nothing can be injected. */
   readonly path: string
@@ -66,6 +67,10 @@ export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMe
    * a body it refuses is a `RequestValidationError` naming each issue, and nothing is sent.
    */
   readonly bodySchema?: BodyOf<M, Schema.Schema<B, J, never>> | undefined
+  /**
+   * Decodes a 2xx answer's JSON body into the call's value; an empty body is read as `undefined` (`Schema.Void` takes
+   * it). A body it refuses is a `ResponseDecodeError`, not retried.
+   */
   readonly response: Schema.Schema<A, I, never>
   /**
    * Whether the call may be sent more than once (GET always is; another method only when it changes nothing, like
@@ -96,6 +101,10 @@ export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMe
  * @category models
  */
 export interface Service {
+  /**
+   * Sends the call with the client's token (resent once with a fresh one after a 401), retries (safe calls only),
+   * timeouts and deadline (or the overrides of `withOptions`); gives the decoded 2xx body, or fails with a `FinError`.
+   */
   readonly request: <A, I, B = unknown, J = unknown, M extends RequestMethod = RequestMethod>(
     spec: RequestSpec<A, I, B, J, M>
   ) => Effect.Effect<A, FinError>

@@ -33,7 +33,9 @@ import * as Subdivisions from "./Subdivisions.js"
  * @category models
  */
 export interface SubdivisionList {
+  /** The country listed (ISO 3166-1 alpha-3). */
   readonly country: CountryCode.CountryCode
+  /** Its subdivisions; from the API, only `code` and `name` (the snapshot adds `type` and `parent` when known). */
   readonly subdivisions: ReadonlyArray<Subdivisions.Subdivision>
   /** `"api"`: the service answered (possibly from the cache); `"snapshot"`: the committed offline data. */
   readonly source: "api" | "snapshot"

@@ -32,6 +32,7 @@ import * as OptionNames from "./internal/optionNames.js"
  * @category models
  */
 export interface Tokens {
+  /** The bearer token API calls send. */
   readonly accessToken: Redacted.Redacted<string>
   /** When the access token is due for a refresh (`refreshMargin` before it expires). */
   readonly refreshAt: number
@@ -40,6 +41,7 @@ export interface Tokens {
    * `refreshAt` when absent.
    */
   readonly accessUsableUntil?: number | undefined
+  /** The token that fetches the next pair without the client secret; absent when the service gave none. */
   readonly refreshToken?: Redacted.Redacted<string> | undefined
   /** Until when the refresh token may be used (with the same margin); set with `refreshToken`. */
   readonly refreshUsableUntil?: number | undefined
@@ -60,6 +62,7 @@ export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect
      * `failure`), or `configure` (a Redis store's options, when it is made).
      */
     operation: Schema.String,
+    /** What went wrong (unreachable, no answer in time, a refused option), for a log line. */
     message: Schema.String
   }
 ) {}
@@ -82,7 +85,9 @@ export type Lock =
  * @category models
  */
 export interface Failure {
+  /** The lock owner whose fetch failed, as `lock` named it. */
   readonly owner: string
+  /** The failure as `TokenProvider` recorded it (opaque text for the store: kept and handed back as is). */
   readonly error: string
 }
 

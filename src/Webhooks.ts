@@ -654,13 +654,20 @@ const eventFields = {
   id: Id,
   /** The resource the event is about (`beneficiary_id` for `beneficiary.status`, `payment_id` for transit). */
   event_reference_id: Id,
+  /** When the service created the event, in UTC (to the millisecond; sent with microseconds). */
   created_at: Timestamp,
   /** Absent in the crypto-orchestration envelope. */
   sandbox_mode: Schema.optionalWith(Schema.Boolean, { as: "Option" })
 }
 
 const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(type: T, data: D) =>
-  Schema.Struct({ type: Schema.Literal(type), ...eventFields, data }).annotations({ identifier: type })
+  Schema.Struct({
+    /** The event type, as sent: the discriminant (`switch` and `Match` on it narrow the event). */
+    type: Schema.Literal(type),
+    ...eventFields,
+    /** The payload: for `beneficiary.status`, `BeneficiaryStatusData`; for the other types, the JSON as sent. */
+    data
+  }).annotations({ identifier: type })
 
 /**
  * A value the documentation does not list (yet), kept as received in `value`: a signed event with a new status or
@@ -671,6 +678,7 @@ const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(typ
  * @category models
  */
 export class Unlisted extends Schema.TaggedClass<Unlisted>("effect-fin/Unlisted")("Unlisted", {
+  /** The value exactly as received. */
   value: Schema.String
 }) {
   /** The value as received (in a template literal, a log line). */
@@ -735,10 +743,15 @@ export type BeneficiaryStatus = typeof BeneficiaryStatus.Type
  * @category schemas
  */
 export const BeneficiaryStatusData = Schema.Struct({
+  /** The beneficiary whose status changed (the event's `event_reference_id` too). */
   beneficiary_id: Id,
+  /** The customer the beneficiary belongs to. */
   customer_id: Id,
+  /** `INDIVIDUAL` or `BUSINESS` (another value as `Unlisted`). */
   type: BeneficiaryType,
+  /** Whether the beneficiary is activated (`PATCH /v1/beneficiaries` switches it on and off). */
   active: Schema.Boolean,
+  /** The new status; `None` in the older payload, which had none, or when it is `null`. */
   status: Schema.optionalWith(BeneficiaryStatus, { as: "Option", nullable: true })
 })
 
@@ -968,9 +981,12 @@ export interface TransitPaymentStatusEvent extends Schema.Schema.Type<typeof Tra
  * @category schemas
  */
 export const UnknownEvent = Schema.Struct({
+  /** Always `"Unknown"`, so that matching on `type` narrows to this event. */
   type: Schema.Literal("Unknown"),
+  /** The event type as sent, e.g. a type added to the service after this version. */
   received_type: Id,
   ...eventFields,
+  /** The payload, the JSON as sent. */
   data: JsonValue
 }).annotations({ identifier: "UnknownEvent" })
 
@@ -1252,6 +1268,7 @@ export type Claim =
  * @category models
  */
 export interface Handled {
+  /** The event's `event_reference_id`, whose claim `complete` frees. */
   readonly referenceId: string
   /**
    * For an event kept in order (`orderedEventTypes`): its `created_at` in epoch microseconds, to record under `key`
@@ -1337,6 +1354,7 @@ export class WebhookDedupeStoreError extends Schema.TaggedError<WebhookDedupeSto
 )("WebhookDedupeStoreError", {
   /** What the store was doing: `claim`, `complete`, `release`, `lastHandled`. */
   operation: Schema.String,
+  /** What went wrong (unreachable, no answer in time), for a log line. */
   message: Schema.String
 }) {}
 
@@ -1601,6 +1619,10 @@ type ContextOf<F> = F extends (...args: ReadonlyArray<never>) => Effect.Effect<i
 export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   /** The webhook secret, or several during a rotation. */
   readonly secrets: Secrets
+  /**
+   * One handler per event type (`Handlers`), given the decoded event; an event with none is acknowledged. A handler
+   * that fails is answered 500, so the service delivers again.
+   */
   readonly handlers: H
   /** Largest body read, in bytes (default 1 MiB); larger deliveries get 413. */
   readonly maxBodySize?: number | undefined

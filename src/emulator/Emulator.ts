@@ -193,6 +193,7 @@ export interface Options {
   /** The accepted credentials (no surrounding whitespace, as a client sends them); default `emulator-client` /
    * `emulator-secret`. */
   readonly clientId?: string | undefined
+  /** The accepted client secret (no surrounding whitespace); default `emulator-secret`. */
   readonly clientSecret?: string | undefined
   /**
    * Lifetime of access tokens (1 second to 100 years); default 1 day (the documented example's). Use whole seconds:
@@ -296,6 +297,7 @@ export const defaultBeneficiaries: Readonly<Record<string, Beneficiary>> = {
 export interface Service {
   /** `http://127.0.0.1:PORT`: the `baseUrl` to give the client. */
   readonly url: string
+  /** The port it listens on: the one the system chose when `port` was 0. */
   readonly port: number
   /** The credentials the token endpoint accepts. */
   readonly credentials: { readonly clientId: string; readonly clientSecret: string }
@@ -309,6 +311,7 @@ export interface Service {
   readonly clearFaults: Effect.Effect<void>
   /** The current fault rules. */
   readonly faults: Effect.Effect<ReadonlyArray<FaultRule>>
+  /** What was counted since the start or the last `reset` (requests per route, statuses, faults, tokens, webhooks). */
   readonly counters: Effect.Effect<Counters>
   /** Back to the start: no tokens, zero counters, the fault rules and webhook target of the options. */
   readonly reset: Effect.Effect<void>

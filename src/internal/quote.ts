@@ -29,7 +29,9 @@ export const FeeRule = Schema.Struct({
 
 /** @see FeeRule */
 export interface FeeRule {
+  /** The fixed part, in units of the source currency. */
   readonly fixed: number
+  /** The part taken from the source amount, in percent (4 = 4 %); below 100. */
   readonly percentage: number
 }
 

@@ -72,14 +72,18 @@ const SnapshotName = Schema.String.pipe(
  * @internal
  */
 export const SnapshotSubdivision = Schema.Struct({
+  /** Full ISO 3166-2 code, e.g. `"US-CA"`. */
   code: SubdivisionCode,
+  /** The ISO 3166-2 name (from iso-codes, with diacritics), e.g. `"Bāmyān"`. */
   name: SnapshotName,
   // Served and printed as it is, as a name: no control character or lone surrogate half.
+  /** Kind of subdivision, e.g. `"State"`, `"Province"`; `""` only where the source had none. */
   type: Schema.String.pipe(
     Schema.filter((type) => !/[\p{Cc}\p{Cs}]/u.test(type) && !unprintable.test(type), {
       title: "a type without control characters or bidirectional overrides"
     })
   ),
+  /** Full code of the parent subdivision, e.g. `"AZ-NX"`, for nested subdivisions; absent for top-level ones. */
   parent: Schema.optional(SubdivisionCode)
 }).annotations({ title: "a subdivision {code, name, type, parent?}" })
 
@@ -184,8 +188,11 @@ export const isEmptyDiff = (diff: EntriesDiff<unknown>): boolean =>
  * @internal
  */
 export interface InvalidEntry {
+  /** The code as the API sent it; `""` when it sent none, `null` or no text. */
   readonly code: string
+  /** The name as the API sent it; `""` when it sent none, `null` or no text. */
   readonly name: string
+  /** Why it was left out: no ISO 3166-2 code, another country's code, no name, an unprintable name, listed before. */
   readonly reason: "malformed_code" | "other_country" | "empty_name" | "unprintable_name" | "duplicate"
 }
 
@@ -210,8 +217,11 @@ export interface CrossCheck {
  * @internal
  */
 export interface RenamedEntry {
+  /** The ISO 3166-2 code both list, e.g. `"US-CA"`. */
   readonly code: string
+  /** The name the snapshot gives it. */
   readonly snapshotName: string
+  /** The name the API gives it, as sent. */
   readonly apiName: string
 }
 

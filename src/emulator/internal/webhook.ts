@@ -41,6 +41,7 @@ const exampleCustomerId = "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f"
 
 /** One delivery. */
 export interface Delivery {
+  /** The webhook target it was sent to. */
   readonly url: string
   /** The receiver's HTTP status. */
   readonly status: number
@@ -57,6 +58,7 @@ export interface Delivery {
 
 /** The documented `beneficiary.status` envelope. */
 export interface BeneficiaryStatusEnvelope {
+  /** The event's envelope fields: its id, reference (the beneficiary), type, creation time and sandbox flag. */
   readonly event: {
     readonly id: string
     readonly event_reference_id: string
@@ -64,6 +66,7 @@ export interface BeneficiaryStatusEnvelope {
     readonly created_at: string
     readonly sandbox_mode: boolean
   }
+  /** The beneficiary's new state. */
   readonly data: {
     /** `INDIVIDUAL` or `BUSINESS`, or a type the documentation does not list yet (an admin request's). */
     readonly type: "INDIVIDUAL" | "BUSINESS" | (string & {})
