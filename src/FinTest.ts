@@ -293,10 +293,18 @@ const systemError = (description: string) =>
  */
 export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
 
+// A turn of the event loop: `setImmediate` where there is one (Node, Bun, Deno), else a timer (a browser).
+const nextTurn = (resume: () => void): void => {
+  if (typeof globalThis.setImmediate === "function") globalThis.setImmediate(resume)
+  else setTimeout(resume, 0)
+}
+
 /**
  * Runs `effect` while moving the `TestClock` forward, `step` at a time (default 100 ms), until it ends: the backoff,
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
- * work out how far to move the clock. Past `limit` of virtual time (default 10 minutes) it is interrupted and the test
+ * work out how far to move the clock. Before each step the event loop turns once, so a call awaiting something quick
+ * off the clock (a crypto job, a loopback socket) is not moved past it; one that waits longer may be. Past `limit` of
+ * virtual time (default 10 minutes) it is interrupted and the test
  * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step costs the
  * TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test timeout,
  * give a `limit` the test's waits fit in, or a larger `step`. Either option that is not a duration above zero makes it
@@ -325,8 +333,13 @@ export const advanceUntilDone = <A, E, R>(
     const advancing = Effect.flatMap(Effect.fork(effect), (fiber) =>
       Effect.gen(function*() {
         let elapsed = Duration.zero
-        // The fiber may need a few turns of the scheduler to reach its next sleep, or its end.
-        const settled = Effect.zipRight(Effect.repeatN(Effect.yieldNow(), 9), Fiber.poll(fiber))
+        // The fiber may need a few turns of the scheduler to reach its next sleep, or its end; and a turn of the event
+        // loop for what it awaits off the clock (the client's WebCrypto key, a socket): else the clock moved a step
+        // while no sleep was due, and a call that waits for nothing ended 100 ms later than it began.
+        const settled = Effect.repeatN(Effect.yieldNow(), 9).pipe(
+          Effect.zipRight(Effect.promise(() => new Promise<void>((resume) => nextTurn(resume)))),
+          Effect.zipRight(Fiber.poll(fiber))
+        )
         while (Option.isNone(yield* settled)) {
           if (Duration.greaterThanOrEqualTo(elapsed, limit)) {
             yield* Fiber.interrupt(fiber)

@@ -53,6 +53,14 @@ describe("FinTest.advanceUntilDone", () => {
       )
     }, { maxRetries: 3 })))
 
+  it.effect("a call that waits for nothing ends with the TestClock where it began, the token fetch included", () =>
+    Effect.gen(function*() {
+      yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
+      const first = yield* Clock.currentTimeMillis
+      yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
+      expect([first, yield* Clock.currentTimeMillis]).toEqual([0, 0])
+    }).pipe(provideClient({ [FEE]: () => FinTest.json(200, quoteBody) })))
+
   it.effect("ends a call that outlives its limit with a message saying so, and interrupts it", () =>
     Effect.gen(function*() {
       const stalled = FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ timeout: "1 hour", deadline: "2 hours" }))
@@ -631,4 +639,46 @@ describe("FinTest pinned behaviours", () => {
       const http = yield* FinTest.InMemoryHttp
       expect([response.status, yield* http.unmatched, yield* http.unused]).toEqual([202, [], []])
     }).pipe(Effect.provide(FinTest.layerHttpClient(() => FinTest.json(202, {})))))
+
+  it.effect("advanceUntilDone moves the clock only as far as the waits in the effect need, in whole steps", () =>
+    Effect.gen(function*() {
+      expect(yield* FinTest.advanceUntilDone(Effect.succeed(1))).toBe(1)
+      const none = yield* Clock.currentTimeMillis
+      yield* FinTest.advanceUntilDone(Effect.sleep("250 millis"))
+      const partStep = yield* Clock.currentTimeMillis
+      yield* FinTest.advanceUntilDone(Effect.zipRight(Effect.yieldNow(), Effect.sleep("100 millis")))
+      expect([none, partStep, yield* Clock.currentTimeMillis]).toEqual([0, 300, 400])
+    }))
+
+  it.effect("tokenHandler answers at the top level by default, as the newer documented response", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const body = yield* Effect.flatMap(client.post("http://127.0.0.1:4010/v1/oauth/token"), (r) => r.json)
+      expect(body).toMatchObject({ access_token: "token-1", refresh_token: "refresh-1" })
+      expect(body).not.toHaveProperty("data")
+    }).pipe(Effect.provide(FinTest.layerHttpClient({ "POST /v1/oauth/token": FinTest.tokenHandler() }))))
+
+  it.effect("a request without a body is recorded with body undefined", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      yield* client.get("http://127.0.0.1:4010/v1/countries/USA/subdivisions")
+      const http = yield* FinTest.InMemoryHttp
+      const [request] = yield* http.requests
+      expect(request).toMatchObject({ method: "GET", path: "/v1/countries/USA/subdivisions" })
+      expect(request?.body).toBeUndefined()
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "GET /v1/countries/*/subdivisions": () => FinTest.json(200, {})
+    }))))
+
+  it.effect("fail's cause carries a code for a system error code only, for an app's own HttpClient user", () =>
+    Effect.gen(function*() {
+      const client = yield* HttpClient.HttpClient
+      const cause = (path: string) =>
+        Effect.map(Effect.flip(client.get(`http://127.0.0.1:4010${path}`)), (error) => error.cause)
+      expect(yield* cause("/v1/reset")).toMatchObject({ code: "ECONNRESET" })
+      expect(yield* cause("/v1/hangup")).not.toHaveProperty("code")
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      "GET /v1/reset": () => FinTest.fail("ECONNRESET"),
+      "GET /v1/hangup": () => FinTest.fail("socket hang up")
+    }))))
 })

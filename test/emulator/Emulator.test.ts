@@ -167,6 +167,20 @@ describe("Emulator", () => {
         expect((yield* emulator.counters).tokensRefreshed).toBe(1)
       }))
 
+    it.scopedLive("each token does its own job: a refresh token is no bearer, an access token refreshes nothing", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const token = yield* tokenOf(emulator)
+        const path = "/v1/countries/USA/subdivisions"
+        const asBearer = yield* call(emulator.url, "GET", path, { token: token["refresh_token"]! })
+        expect([asBearer.status, asBearer.json]).toEqual([401, { message: "Authentication failed" }])
+        const asRefresh = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: token["access_token"] }
+        })
+        expect([asRefresh.status, asRefresh.json]).toEqual([401, { message: "Authentication failed" }])
+        expect((yield* call(emulator.url, "GET", path, { token: token["access_token"]! })).status).toBe(200)
+      }))
+
     it.scopedLive("an empty client_id, client_secret or refresh_token is a missing field (422), not a 401", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
@@ -549,6 +563,20 @@ describe("Emulator", () => {
         expect([locked.status, locked.json]).toEqual([423, { status: 423, message: "Locked" }])
       }))
 
+    it.scopedLive("status faults 401, 404 and 422 send the documented bodies (service-facts 5)", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const path = "/v1/countries/USA/subdivisions"
+        yield* emulator.setFaults([401, 404, 422].map((status) => ({ kind: "status" as const, status, times: 1 })))
+        const answers = [yield* call(emulator.url, "GET", path), yield* call(emulator.url, "GET", path)]
+        answers.push(yield* call(emulator.url, "GET", path))
+        expect(answers.map((a) => [a.status, a.json])).toEqual([
+          [401, { message: "Authentication failed" }],
+          [404, { message: "Resource not found" }],
+          [422, { message: "Validation failed", errors: [{ request: "rejected by an injected fault" }] }]
+        ])
+      }))
+
     it.scopedLive("a status fault whose body JSON cannot write is refused, not kept to answer empty 500s", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
@@ -902,6 +930,20 @@ describe("Emulator", () => {
         yield* emulator.reset
         expect(yield* emulator.faults).toEqual(initial)
         expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(500)
+      }))
+
+    it.scopedLive("reset forgets the tokens: one issued before is refused, none is active", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const token = yield* tokenOf(emulator)
+        yield* emulator.reset
+        const path = "/v1/countries/USA/subdivisions"
+        expect((yield* call(emulator.url, "GET", path, { token: token["access_token"]! })).status).toBe(401)
+        const refreshed = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: token["refresh_token"] }
+        })
+        expect(refreshed.status).toBe(401)
+        expect((yield* emulator.counters).activeTokens).toBe(0)
       }))
 
     it.scopedLive("an admin 400 names the first 20 problems and counts the rest, not a body many times the request's", () =>
