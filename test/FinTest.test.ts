@@ -27,9 +27,13 @@ describe("FinTest.advanceUntilDone", () => {
     Effect.gen(function*() {
       yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
       const http = yield* FinTest.InMemoryHttp
-      const times = (yield* http.requests).filter((request) => request.path === "/v1/fee-calculation").map((r) => r.at)
+      const fees = (yield* http.requests).filter((request) => request.path === "/v1/fee-calculation")
+      const times = fees.map((r) => r.at)
       // Backoff 500 ms (no jitter), a 30 s attempt timeout and a 1 s backoff, then the 1 s Retry-After.
       expect(times).toEqual([0, 500, 31_500, 32_500])
+      // `at` is always there (checked by tsc): a wait is one subtraction.
+      const waited = (first: FinTest.RecordedRequest, second: FinTest.RecordedRequest): number => second.at - first.at
+      expect(fees.slice(1).map((request, i) => waited(fees[i]!, request))).toEqual([500, 31_000, 1_000])
     }).pipe(provideClient({
       [FEE]: FinTest.sequence(
         FinTest.fail(),

@@ -1727,6 +1727,9 @@ describe("HttpTransport", () => {
       // An optional body passed on as it is, `undefined` included (under exactOptionalPropertyTypes too).
       const optional = (body: { readonly any: number } | undefined) =>
         HttpTransport.request({ method: "POST", path: "/v1/x", body, response: Schema.Unknown })
+      // With a schema too: without it, `B` is `unknown`, which holds `undefined` anyway.
+      const optionalTyped = (body: typeof Payout.Type | undefined) =>
+        HttpTransport.request({ method: "POST", path: "/v1/x", body, bodySchema: Payout, response: Schema.Unknown })
       // A GET has none.
       const get = () => [
         // @ts-expect-error a GET has no body
@@ -1743,6 +1746,7 @@ describe("HttpTransport", () => {
       const tagged = (spec: Tagged) => HttpTransport.request(spec)
       expect([typeof typed, Effect.isEffect(untyped), typeof get, typeof withResponse, typeof tagged, typeof optional])
         .toEqual(["function", true, "function", "function", "function", "function"])
+      expect(typeof optionalTyped).toBe("function")
     })
   })
 

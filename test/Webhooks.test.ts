@@ -265,6 +265,8 @@ for (const [name, cryptoLayer] of cryptoLayers) {
           [{ [signatureName]: `${upper}, ${upper}`, [algorithmName]: "sha384" }, "bad_signature", signatureName],
           [{ [signatureName]: `${upper},`, [algorithmName]: "sha384" }, "bad_signature", signatureName],
           [{ [signatureName]: upper, [algorithmName]: ["sha384", "sha384"] }, "unsupported_algorithm", algorithmName],
+          // Joined without a blank, as a proxy may join them.
+          [{ [signatureName]: upper, [algorithmName]: "sha384,sha384" }, "unsupported_algorithm", algorithmName],
           [
             new Headers([[signatureName, upper], [algorithmName, "sha384"], [algorithmName, "sha384"]]),
             "unsupported_algorithm",
@@ -825,8 +827,14 @@ describe("Webhooks.handler", () => {
       yield* Effect.promise(() => request.json())
       const answer = yield* send(handle, request)
       expect([answer.status, answer.body]).toEqual([400, `{"error":"malformed_body"}`])
+      // Nothing is left unread: the connection is kept, as after any 400 of a body read whole.
+      expect(answer.headers.get("connection")).toBeNull()
       expect(yield* seen).toEqual([])
       expect(logs.join("\n")).toContain("the body was read before the handler")
+      // Unsigned as well: a 401 that says nothing, as before any body is looked at.
+      const unsigned = post(currentBody, {})
+      yield* Effect.promise(() => unsigned.text())
+      expect([(yield* send(handle, unsigned)).status]).toEqual([401])
       // A clone read first leaves the request's own body whole.
       const cloned = yield* signedPost(currentBody)
       yield* Effect.promise(() => cloned.clone().json())
@@ -2918,6 +2926,13 @@ describe("Webhooks public surface", () => {
       ["sha256", "sha384", "sha512"],
       64
     ])
+  })
+
+  it("BeneficiaryStatusData names the data of a beneficiary.status event (checked by tsc)", () => {
+    const dataOf = (event: Webhooks.BeneficiaryStatusEvent): Webhooks.BeneficiaryStatusData => event.data
+    const activeOf = (data: Webhooks.BeneficiaryStatusData): boolean => data.active
+    const asData = (data: Webhooks.BeneficiaryStatusData): Webhooks.BeneficiaryStatusEvent["data"] => data
+    expect([typeof dataOf, typeof activeOf, typeof asData]).toEqual(["function", "function", "function"])
   })
 })
 
