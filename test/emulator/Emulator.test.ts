@@ -749,6 +749,32 @@ describe("Emulator", () => {
         expect(none).toContain(401)
       }))
 
+    it.scopedLive("with a seed, a rule whose `times` are spent draws no more: the others' choices do not move", () =>
+      Effect.gen(function*() {
+        const rated = { kind: "status", status: 503, rate: 0.5 } as const
+        const run = (spent: boolean) =>
+          Effect.scoped(Effect.gen(function*() {
+            // Either a one-time rule before the rated one (both draw on the first request), or the rated one alone
+            // with a request more: either way two draws, after which only the rated rule should draw.
+            const emulator = yield* Emulator.make({
+              seed: 3,
+              faults: spent ? [{ kind: "status", status: 502, rate: 0.999999, times: 1 }, rated] : [rated]
+            })
+            const first = (yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status
+            if (spent) expect(first).toBe(502)
+            else yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })
+            const statuses: Array<number> = []
+            for (let i = 0; i < 20; i++) {
+              statuses.push((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status)
+            }
+            return statuses
+          }))
+        const alone = yield* run(false)
+        expect(yield* run(true)).toEqual(alone)
+        expect(alone).toContain(503)
+        expect(alone).toContain(422)
+      }))
+
     it.scopedLive("two emulators with the same seed hand out different tokens, neither accepting the other's", () =>
       Effect.gen(function*() {
         const first = yield* Emulator.make({ seed: 1 })
@@ -885,6 +911,23 @@ describe("Emulator", () => {
         expect(info.json).toMatchObject({ url: emulator.url, credentials: emulator.credentials })
       }))
 
+    it.scopedLive("the token log keeps the newest 1,000 issues and refreshes, oldest first", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        let refreshToken = (yield* tokenOf(emulator))["refresh_token"]!
+        for (let i = 0; i < 1000; i++) {
+          const answer = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+            body: { refresh_token: refreshToken }
+          })
+          refreshToken = (answer.json as Record<string, string>)["refresh_token"]!
+        }
+        const counters = yield* emulator.counters
+        expect([counters.tokensIssued, counters.tokensRefreshed]).toEqual([1, 1000])
+        // 1,001 entries made: the issue, the oldest, is the one dropped.
+        expect(counters.tokenLog).toHaveLength(1000)
+        expect(counters.tokenLog.every((entry) => entry.kind === "refresh")).toBe(true)
+      }))
+
     it.scopedLive("POST faults replaces the rules unless append; expire-tokens keeps refresh tokens unless asked", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
@@ -919,6 +962,22 @@ describe("Emulator", () => {
         expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({
           webhook: { url: "http://127.0.0.1:1/first" }
         })
+      }))
+
+    it.scopedLive("reset zeroes every counter: requests, statuses, faults, tokens, the token log, webhooks", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ faults: [{ kind: "status", status: 500, times: 1 }] })
+        const fresh = yield* emulator.counters
+        expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(500)
+        const token = yield* tokenOf(emulator)
+        const refresh = { refresh_token: token["refresh_token"] }
+        yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: refresh })
+        // Nothing listens on port 1: a failed delivery.
+        yield* Effect.flip(emulator.sendWebhook({ url: "http://127.0.0.1:1/hooks" }))
+        const used = yield* emulator.counters
+        expect([used.faults.status, used.tokensIssued, used.tokensRefreshed, used.webhooksFailed]).toEqual([1, 1, 1, 1])
+        yield* emulator.reset
+        expect(yield* emulator.counters).toEqual(fresh)
       }))
 
     it.scopedLive("reset restores the fault rules of the options", () =>
@@ -989,10 +1048,18 @@ describe("Emulator", () => {
         expect(yield* bad("/__emulator/faults", { faults: [{ kind: "latency", millis: -1 }] })).toContain(
           "faults[0].millis"
         )
+        // `times` counts injections: 0 would be a rule that never acts.
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "stall", times: 0 }] })).toContain(
+          "faults[0].times: a whole number greater than 0"
+        )
         expect(yield* bad("/__emulator/expire-tokens", { refresh: "yes" })).toContain("refresh")
         expect(yield* bad("/__emulator/webhooks", { url: "ftp://x" })).toContain("url: an absolute http(s) URL")
         expect(yield* bad("/__emulator/webhooks", { beneficiaryId: "nope" })).toContain("beneficiaryId")
         expect(yield* bad("/__emulator/webhooks", {})).toContain("No webhook target")
+        // An https target is one too (a receiver behind TLS).
+        const https = { url: "https://127.0.0.1:1/hooks", send: false }
+        const registered = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body: https })
+        expect(registered.json).toEqual({ url: https.url })
         expect(yield* emulator.faults).toEqual([])
         const missing = yield* call(emulator.url, "GET", "/__emulator/nothing")
         expect(missing.status).toBe(404)
@@ -1123,6 +1190,15 @@ describe("Emulator", () => {
         const forged = yield* emulator.sendWebhook({ secret: "other", algorithm: "sha512" })
         expect(forged.status).toBe(401)
         expect((yield* emulator.counters).webhooksSent).toBe(2)
+      }))
+
+    it.scoped("created_at is the clock's time to the microsecond, as the documented 2026-04-04T17:38:26.843132Z", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver("whsec-test")
+        const emulator = yield* Emulator.make({ webhookSecret: "whsec-test", webhookUrl: target.url })
+        yield* TestClock.setTime(Date.parse("2026-04-04T17:38:26.843Z"))
+        const delivery = yield* emulator.sendWebhook()
+        expect(delivery.event.event.created_at).toBe("2026-04-04T17:38:26.843000Z")
       }))
 
     it.scopedLive("an event's defaults (ACTIVE, the first configured beneficiary) and what a request sets", () =>
@@ -1278,6 +1354,31 @@ describe("Emulator", () => {
       }))
 
     // On the TestClock: the head comes 600 ms into a 1 s budget, so the body has only what is left, not another second.
+    it.scoped("a receiver that sends no answer head fails the delivery at webhookTimeout, no later", () =>
+      Effect.gen(function*() {
+        let arrived: () => void = () => {}
+        const requested = new Promise<void>((resolve) => arrived = resolve)
+        const silent = Http.createServer(() => arrived())
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))),
+          () =>
+            Effect.sync(() => silent.closeAllConnections()).pipe(
+              Effect.zipRight(Effect.promise(() => new Promise((resolve) => silent.close(resolve))))
+            )
+        )
+        const { port } = silent.address() as Net.AddressInfo
+        const url = `http://127.0.0.1:${port}/hooks`
+        const emulator = yield* Emulator.make({ webhookUrl: url, webhookTimeout: "1 second" })
+        const delivery = yield* Effect.fork(Effect.flip(emulator.sendWebhook()))
+        yield* Effect.promise(() => requested)
+        yield* TestClock.adjust("1 second")
+        const error = yield* Fiber.join(delivery)
+        expect([error.reason, error.message]).toEqual([
+          "WebhookDeliveryFailed",
+          `The webhook delivery to ${url} got no answer within 1s`
+        ])
+      }))
+
     it.scoped("a delivery's answer head and body share one webhookTimeout", () =>
       Effect.gen(function*() {
         let answer: Http.ServerResponse | undefined
