@@ -2928,12 +2928,17 @@ describe("Webhooks public surface", () => {
     ])
   })
 
-  it("BeneficiaryStatusData names the data of a beneficiary.status event (checked by tsc)", () => {
-    const dataOf = (event: Webhooks.BeneficiaryStatusEvent): Webhooks.BeneficiaryStatusData => event.data
-    const activeOf = (data: Webhooks.BeneficiaryStatusData): boolean => data.active
-    const asData = (data: Webhooks.BeneficiaryStatusData): Webhooks.BeneficiaryStatusEvent["data"] => data
-    expect([typeof dataOf, typeof activeOf, typeof asData]).toEqual(["function", "function", "function"])
-  })
+  it.effect("BeneficiaryStatusData names a verified beneficiary.status event's data (its members checked by tsc)", () =>
+    Effect.gen(function*() {
+      const dataOf = (event: Webhooks.BeneficiaryStatusEvent): Webhooks.BeneficiaryStatusData => event.data
+      const activeOf = (data: Webhooks.BeneficiaryStatusData): boolean => data.active
+      const asData = (data: Webhooks.BeneficiaryStatusData): Webhooks.BeneficiaryStatusEvent["data"] => data
+      const event = yield* Webhooks.verify(currentBody, yield* Webhooks.sign(currentBody, secret), secret)
+      expect(event.type).toBe("beneficiary.status")
+      if (event.type !== "beneficiary.status") return
+      const data = asData(dataOf(event))
+      expect([activeOf(data), data.beneficiary_id]).toEqual([false, "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"])
+    }))
 })
 
 describe("Webhooks schemas with effect's schema tools", () => {
