@@ -2,7 +2,7 @@
  * Client cost per fee quote, and the token single flight, against the minimal loopback server (bench/server.ts, in
  * its own process so that only the client's work shows in `process.cpuUsage`).
  *
- *   npx tsx bench/clients.ts          (part of `npm run bench`)
+ *   npm run bench:clients          (part of `npm run bench`)
  *
  * Clients (bench/lib/clients.ts): raw `undici.request` + `JSON.parse`; bare `NodeHttpClient.layerUndici` (execute +
  * json); effect-fin's full stack (`FinClient.layer` + `FeeService.calculate`) on it; the same three on `fetch`; the

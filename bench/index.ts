@@ -1,7 +1,7 @@
 /**
  * Every benchmark of effect-fin in one run, one table, one report:
  *
- *   npm run bench          (tsx bench/index.ts; about 4 minutes on 2 cores)
+ *   npm run bench          (bench/index.ts under bench/lib/loader.mjs; about 4 minutes on 2 cores)
  *
  * 1. Client cost per fee quote (bench/clients.ts): raw undici and fetch, the bare platform clients, effect-fin's full
  *    stack on each, the lean UndiciHttpClient, and the full stack as it was before the optimisations, at concurrency
@@ -374,12 +374,17 @@ const webCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<strin
   const layer = webhookRow(rows, "effect-fin WebCrypto (default)", "in flight")?.relative
   const raw = webhookRow(rows, "raw WebCrypto subtle.verify", "in flight")?.relative
   if (layer === undefined || raw === undefined || layer >= 0.5) return []
+  const rawPool = webhookRow(rows, WebhooksBench.poolLibrary("raw WebCrypto subtle.verify"), "in flight")?.relative
+  const layerPool = webhookRow(rows, WebhooksBench.poolLibrary("effect-fin WebCrypto (default)"), "in flight")?.relative
   return [
     `- **WebCrypto layer >= 0.5x raw node:crypto at 64 in flight: not met (${x(layer)}).** \`crypto.subtle.verify\``,
     `  alone, with no library code, reaches ${x(raw)} here: on Node 20 each call is a job on libuv's thread pool`,
-    "  (4 threads) with its own promise, and on this 2-CPU machine those threads compete with the main thread. A",
-    "  one-off run with `UV_THREADPOOL_SIZE=1` (2026-11-23) brought bare `subtle.verify` to about two thirds of raw, but a library",
-    "  cannot set that for its users. Nor is the rest waste: 64 fibers each awaiting `Effect.promise` around bare",
+    "  (4 threads) with its own promise, and on this 2-CPU machine those threads compete with the main thread.",
+    ...(rawPool === undefined || layerPool === undefined ? [] : [
+      `  With one pool thread (\`UV_THREADPOOL_SIZE=1\`, the rows so named) bare \`subtle.verify\` reaches ${x(rawPool)}`,
+      `  and the layer ${x(layerPool)}; but the pool is the process's (fs and dns use it too), not a library's to set.`
+    ]),
+    "  Nor is the rest waste: 64 fibers each awaiting `Effect.promise` around bare",
     "  `subtle.verify`, and nothing else, reached about 0.6x of bare `subtle.verify` (2026-11-25, three rounds), and",
     "  the layer (header parsing, hex decoding, the secrets' rotation) about 0.4-0.5x. The node:crypto layer",
     "  (`effect-fin/node`) is the fast one and the README says so.",
@@ -486,7 +491,9 @@ const main = async () => {
   process.stdout.write(`${textTable(lines)}\n`)
 
   const versions = await Promise.all(
-    ["effect", "@effect/platform", "@effect/platform-node", "undici", "tsx"].map(async (p) => `${p} ${await versionOf(p)}`)
+    ["effect", "@effect/platform", "@effect/platform-node", "undici", "esbuild"].map(async (p) =>
+      `${p} ${await versionOf(p)}`
+    )
   )
   const at = (library: string, c: number) => find(clientRows, library, c)
   const c16 = (library: string) => at(library, 16)
@@ -640,11 +647,15 @@ const main = async () => {
     "```sh",
     "npm ci",
     "npm run bench                                   # everything: prints one table, writes BENCHMARKS.md",
-    "npx tsx bench/clients.ts                        # the client and token benchmarks alone",
+    "npm run bench:clients                           # the client and token benchmarks alone",
     "npx tsx bench/profile.ts full-undici 16 20000   # a CPU profile of one client (see the file for the names)",
     "npx tsx bench/server.ts 8080                    # the loopback server alone",
     "npm run bench:subdivisions && npm run bench:webhooks && npm run bench:redis",
     "```",
+    "",
+    "The `bench` scripts run under bench/lib/loader.mjs, which compiles the TypeScript as tsup builds the package: tsx",
+    "compiles with `keepNames` (a `__name` call for each function made at run time), 6-8% more CPU per fee quote for the",
+    "full stack than the code that ships, measured in one process.",
     "",
     "Run on an otherwise idle machine for steadier absolute figures. `bench/profile.ts` bundles the client with esbuild,",
     "runs it with the V8 profiler on for the measured calls only (node:inspector) and prints self time by package and",

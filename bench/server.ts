@@ -111,7 +111,7 @@ export const startServer = (): Promise<ServerHandle> =>
   new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(import.meta.url), ["--child"], {
       stdio: ["ignore", "inherit", "inherit", "ipc"],
-      // Same loader flags (tsx), but never a profiler flag of the client's.
+      // Same loader flags (bench/lib/register.mjs, or tsx), but never a profiler flag of the client's.
       execArgv: process.execArgv.filter((a) => !a.startsWith("--cpu-prof") && !a.startsWith("--prof"))
     })
     const waiting: Array<(stats: Stats) => void> = []
