@@ -925,18 +925,26 @@ describe("effect-fin against the emulator", () => {
     }
   })
 
-  it("subdivisions asks the API; a failing service ends in one line with the tag", async () => {
+  it("subdivisions asks the API; a failing service ends in one line with the tag and exit 75, to try later", async () => {
     const online = await cli(["subdivisions", "USA"], env)
     expect(online.code).toBe(0)
     expect(online.stdout).toContain("57 subdivisions of USA (from the API)")
     // The API gives no type: no empty column for it.
     expect(online.stdout.split("\n")[0]).toBe("code   name")
+    const quote = ["quote", "--from", "USD", "--to", "CAD", "--amount", "100"]
     await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 503, route: "POST /v1/fee-calculation" }]))
-    const failing = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], env)
+    const failing = await cli(quote, env)
+    // A service that does not answer in time is as much worth a later try.
+    await Effect.runPromise(emulator.setFaults([{ kind: "stall", route: "POST /v1/fee-calculation" }]))
+    const slow = await cli(quote, { ...env, FIN_DEADLINE: "300 millis" })
     await Effect.runPromise(emulator.clearFaults)
-    expect(failing.code).toBe(1)
+    expect(failing.code).toBe(75)
     expect(failing.stderr.trim().split("\n")).toHaveLength(1)
     expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)
+    expect([slow.code, slow.stderr.trim()]).toEqual([
+      75,
+      "effect-fin: TimeoutError: POST /v1/fee-calculation: the call did not finish within its deadline of 300ms"
+    ])
   })
 
   it("at debug level, under faults and refused tokens, no output carries the secret or a token", async () => {
@@ -1000,6 +1008,8 @@ describe("effect-fin against the emulator", () => {
       const limited = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100", "--json"], env)
       const rate = Schema.decodeUnknownSync(FinError.FinError)(JSON.parse(limited.stderr).error)
       expect(rate).toBeInstanceOf(FinError.RateLimitError)
+      // Limited, not refused: worth running again later (the 422 above is not).
+      expect(limited.code).toBe(75)
       expect(Duration.toSeconds((rate as FinError.RateLimitError).retryAfter!)).toBe(60)
     } finally {
       await Effect.runPromise(emulator.clearFaults)
@@ -1043,5 +1053,11 @@ describe("effect-fin against the emulator", () => {
     expect(asJson.code).toBe(0)
     expect(JSON.parse(asJson.stdout)).toMatchObject({ country: "CAN", source: "snapshot" })
     expect(asJson.stderr).toContain("serving the offline snapshot")
+    // A quote has no snapshot to fall back on: exit 75, as for any failure worth trying again later.
+    const quote = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], unreachable)
+    expect([quote.code, quote.stderr.trim()]).toEqual([
+      75,
+      "effect-fin: TransportError: POST /v1/oauth/token: could not send the request (ECONNREFUSED)"
+    ])
   })
 })

@@ -581,6 +581,17 @@ const logLevelValues = (args: ReadonlyArray<string>): Array<string> => {
   )
 }
 
+// sysexits.h's EX_TEMPFAIL: the call failed for want of the service (unreachable, too slow, limiting, failing with a
+// 5xx) after the client's own retries, not refused on its merits, so a script may run it again later (a quote or a
+// lookup changes nothing); any other failure is 1.
+const exitTryLater = 75
+
+const worthRetrying = (error: unknown): boolean => {
+  const original = Predicate.isObject(error) ? Cause.originalError(error) : error
+  return original instanceof FinError.TransportError || original instanceof FinError.TimeoutError ||
+    original instanceof FinError.RateLimitError || (original instanceof FinError.ApiError && original.status >= 500)
+}
+
 // A usage error found before the parser runs: its line on standard error, exit code 2 (as the parser's own).
 const usageError = (line: string) =>
   Effect.zipRight(Console.error(line), Effect.sync(() => void (process.exitCode = 2)))
@@ -648,8 +659,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
         printableLogs(Logger.prettyLogger({ stderr: true, colors: colour(process.stderr) }))
       )
     ),
-    Effect.tapErrorCause(() => Effect.sync(() => {
-      process.exitCode = 1
+    Effect.tapErrorCause((cause) => Effect.sync(() => {
+      process.exitCode = Option.exists(Cause.failureOption(cause), worthRetrying) ? exitTryLater : 1
     })),
     Effect.catchAll((error) =>
       // @effect/cli has already printed a usage error (one line, then a blank one): exit 2, as `snapshot` and the
