@@ -327,9 +327,15 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
       "  deadline (then a timed fiber of its own) out altogether was worth 0.1x to 0.3x of the ratio (2026-11-26/27, runs",
       "  of 21 to 41 rounds). It has no fiber now (fe328e1: every wait of the call is cut at the deadline instead, the",
       "  tests of the deadline unchanged and passing), which recovered about 0.1x (0.05x to 0.15x over five paired runs).",
-      "  The one timer left is the largest piece; every attempt has a time limit (`timeout`, 30 s by default). The rest is",
-      "  spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about 1.2%",
-      "  of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`)."
+      "  The one timer left is the largest piece; every attempt has a time limit (`timeout`, 30 s by default). Of it,",
+      "  the `setTimeout` is next to nothing (its own row): the cost is running the attempt in a child fiber. On",
+      "  Effect 3.22 a fork and join costs 14-16 µs of CPU on its own here (16 fibers, each forking `Effect.void` and",
+      "  joining it around a `setImmediate` wait, 2026-12-04), a fifth of it garbage collection (the child's",
+      "  FiberRefs, its runtime, and since 3.20 a scheduler runner per fiber, kept in a WeakMap so that",
+      "  AsyncLocalStorage contexts do not mix). Without a fiber an attempt could only be cut through the request's AbortSignal, which a client that",
+      "  ignores it, or one that sends a request of its own making, would never see: no time limit at all. The rest",
+      "  is spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about",
+      "  1.2% of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`)."
     )
   }
   if (rawUnmet) {
@@ -381,8 +387,9 @@ const webCryptoNote = (rows: ReadonlyArray<WebhooksBench.BenchRow>): Array<strin
     `  alone, with no library code, reaches ${x(raw)} here: on Node 20 each call is a job on libuv's thread pool`,
     "  (4 threads) with its own promise, and on this 2-CPU machine those threads compete with the main thread.",
     ...(rawPool === undefined || layerPool === undefined ? [] : [
-      `  With one pool thread (\`UV_THREADPOOL_SIZE=1\`, the rows so named) bare \`subtle.verify\` reaches ${x(rawPool)}`,
-      `  and the layer ${x(layerPool)}; but the pool is the process's (fs and dns use it too), not a library's to set.`
+      `  With one pool thread (\`UV_THREADPOOL_SIZE=1\`, the rows so named) bare \`subtle.verify\` reaches`,
+      `  ${x(rawPool)} and the layer ${x(layerPool)}; but the pool is the process's (fs and dns use it too), not a`,
+      "  library's to set."
     ]),
     "  Nor is the rest waste: 64 fibers each awaiting `Effect.promise` around bare",
     "  `subtle.verify`, and nothing else, reached about 0.6x of bare `subtle.verify` (2026-11-25, three rounds), and",
@@ -654,8 +661,8 @@ const main = async () => {
     "```",
     "",
     "The `bench` scripts run under bench/lib/loader.mjs, which compiles the TypeScript as tsup builds the package: tsx",
-    "compiles with `keepNames` (a `__name` call for each function made at run time), 6-8% more CPU per fee quote for the",
-    "full stack than the code that ships, measured in one process.",
+    "compiles with `keepNames` (a `__name` call for each function made at run time), 6-8% more CPU per fee quote for",
+    "the full stack than the code that ships, measured in one process.",
     "",
     "Run on an otherwise idle machine for steadier absolute figures. `bench/profile.ts` bundles the client with esbuild,",
     "runs it with the V8 profiler on for the measured calls only (node:inspector) and prints self time by package and",

@@ -212,9 +212,9 @@ const median = (values: ReadonlyArray<number>): number => {
 const poolChildFlag = "--one-pool-thread"
 /** The name of a case run with one pool thread. */
 export const poolLibrary = (library: string) => `${library}, UV_THREADPOOL_SIZE=1`
-const poolNote = "libuv's thread pool (WebCrypto's HMAC jobs run there) with 1 thread instead of 4, in a process of its " +
-  "own: on this machine's 2 CPUs the hand-off to 4 threads costs more than the HMAC. A process setting (the pool " +
-  "also serves fs and dns), the deployment's to choose; measured for scale, no target"
+const poolNote = "libuv's thread pool (WebCrypto's HMAC jobs run there) with 1 thread instead of 4, in a process of " +
+  "its own: on this machine's 2 CPUs the hand-off to 4 threads costs more than the HMAC. A process setting (the " +
+  "pool also serves fs and dns), the deployment's to choose; measured for scale, no target"
 
 const onePoolThread = (): Promise<ReadonlyArray<BenchRow>> =>
   new Promise((resolve, reject) =>

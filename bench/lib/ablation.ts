@@ -20,6 +20,13 @@ export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
     /\(response\) =>\n\s*spec\.deadline !== undefined[\s\S]*?attempts: spec\.attempt\n\s*\}\), spec\.closing\),/,
     "(response) => response,"
   ]],
+  // The timer's two parts: with its child fiber kept, this sizes the `setTimeout` alone (the piece above less this
+  // one is the fiber).
+  "the attempt's setTimeout alone (its child fiber kept)": [[
+    "internal/http.ts",
+    "const timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined",
+    "const timer = undefined as ReturnType<typeof setTimeout> | undefined"
+  ]],
   "the call's span": [["HttpTransport.ts", /\.pipe\(\n\s*Effect\.withSpan\(`effect-fin\.\$\{name\}`[\s\S]*?\}\)\n\s*\)\n(\s*)\}/, "\n$1}"]],
   "the last step (span outcome, latency and count metrics)": [[
     "HttpTransport.ts",
