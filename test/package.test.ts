@@ -156,6 +156,8 @@ export const emulator = Emulator.layer()
 export const delivery = Emulator.Emulator.pipe(Effect.flatMap((running) => running.sendWebhook()))
 export const counters = Emulator.Emulator.pipe(Effect.flatMap((running) => running.counters))
 export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
+export const faults = Emulator.Emulator.pipe(Effect.flatMap((running) => running.faults))
+export const statusRule = (rule: Emulator.FaultRule) => rule.kind === "status" ? rule : undefined
 `
     const dir = join(app, "declarations")
     mkdirSync(dir, { recursive: true })
@@ -190,7 +192,9 @@ export const developerFee = Emulator.defaultBeneficiaries["x"]?.developerFee
         "verified: Effect.Effect<Webhooks.WebhookEvent, ",
         "statusEvent: (event: Webhooks.WebhookEvent) => Webhooks.BeneficiaryStatusEvent | undefined;",
         "missing: Effect.Effect<Subdivisions.Subdivision, ",
-        "renamed: Effect.Effect<SubdivisionService.RenamedEntry, "
+        "renamed: Effect.Effect<SubdivisionService.RenamedEntry, ",
+        "faults: Effect.Effect<readonly Emulator.FaultRule[], never, Emulator.Emulator>;",
+        "statusRule: (rule: Emulator.FaultRule) => Emulator.StatusFaultRule | undefined;"
       ]
     ) expect(emitted).toContain(line)
     expect(emitted).toContain(`import("effect-fin/FinError").FinError`)

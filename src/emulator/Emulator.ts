@@ -98,12 +98,77 @@ export type FaultKind = model.FaultKind
 export const FaultRule: typeof model.FaultRule = model.FaultRule
 
 /**
- * A fault rule (see the `FaultRule` schema).
+ * A fault rule (see the `FaultRule` schema): one interface per kind, so `rule.kind === "status"` narrows to
+ * `StatusFaultRule`.
  *
  * @since 0.1.0
  * @category models
  */
-export type FaultRule = model.FaultRule
+export type FaultRule =
+  | StatusFaultRule
+  | LatencyFaultRule
+  | StallFaultRule
+  | StallBodyFaultRule
+  | ResetFaultRule
+  | MalformedFaultRule
+  | TruncatedFaultRule
+
+/**
+ * Answer with an error `status` (400 to 599), with `retryAfter` (seconds) sent as `Retry-After`, `retryAfterMs` as
+ * `retry-after-ms`, and a JSON `body` in place of the documented one for the status.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StatusFaultRule extends Schema.Schema.Type<typeof model.StatusFault> {}
+
+/**
+ * Wait `millis` (up to 600,000) before handling the request; every latency rule that fires adds its wait.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LatencyFaultRule extends Schema.Schema.Type<typeof model.LatencyFault> {}
+
+/**
+ * Never answer: the request waits until the client gives up.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StallFaultRule extends Schema.Schema.Type<typeof model.StallFault> {}
+
+/**
+ * Send the answer's head, then no body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StallBodyFaultRule extends Schema.Schema.Type<typeof model.StallBodyFault> {}
+
+/**
+ * Reset the connection without an answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ResetFaultRule extends Schema.Schema.Type<typeof model.ResetFault> {}
+
+/**
+ * A 200 whose body is not JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MalformedFaultRule extends Schema.Schema.Type<typeof model.MalformedFault> {}
+
+/**
+ * A body cut short of its `Content-Length`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TruncatedFaultRule extends Schema.Schema.Type<typeof model.TruncatedFault> {}
 
 /**
  * What the emulator counted since it started or was last reset (admin routes are not counted).

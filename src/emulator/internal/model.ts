@@ -68,7 +68,7 @@ const JsonBody = Schema.Unknown.pipe(
 )
 
 /** Answer with an error status (and `Retry-After`, a body of choice). */
-const StatusFault = Schema.Struct({
+export const StatusFault = Schema.Struct({
   kind: Schema.Literal("status"),
   /** An error status, 400 to 599. */
   status: Schema.Int.pipe(Schema.between(400, 599, { message: () => "a whole number from 400 to 599" })),
@@ -82,7 +82,7 @@ const StatusFault = Schema.Struct({
 })
 
 /** Wait before handling the request. */
-const LatencyFault = Schema.Struct({
+export const LatencyFault = Schema.Struct({
   kind: Schema.Literal("latency"),
   /** Added before the request is handled (or before the next matching fault). */
   millis: Schema.Int.pipe(Schema.between(0, 600_000, { message: () => "a whole number of milliseconds up to 600000" })),
@@ -93,11 +93,11 @@ const bare = <K extends string>(kind: K) => Schema.Struct({ kind: Schema.Literal
 
 // Never answer; send the headers and then nothing; reset the connection; a 200 whose body is not JSON; a body cut
 // short of its Content-Length.
-const StallFault = bare("stall")
-const StallBodyFault = bare("stallBody")
-const ResetFault = bare("reset")
-const MalformedFault = bare("malformed")
-const TruncatedFault = bare("truncated")
+export const StallFault = bare("stall")
+export const StallBodyFault = bare("stallBody")
+export const ResetFault = bare("reset")
+export const MalformedFault = bare("malformed")
+export const TruncatedFault = bare("truncated")
 
 /** One fault to inject: which kind, on which route, how often. */
 export const FaultRule = Schema.Union(
