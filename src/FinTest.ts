@@ -18,6 +18,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
@@ -35,6 +37,80 @@ import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
 import * as Timestamps from "./internal/timestamp.js"
 import * as TokenProvider from "./TokenProvider.js"
+
+/**
+ * One log entry as `captureLogs` keeps it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CapturedLog {
+  /** The level's label: `"DEBUG"`, `"INFO"`, `"WARN"`, `"ERROR"`... */
+  readonly level: string
+  /** The message as logged: the value, or an array of them when several were logged at once. */
+  readonly message: unknown
+  /** The log annotations in effect (`Effect.annotateLogs`). */
+  readonly annotations: Readonly<Record<string, unknown>>
+  /** The cause logged with the entry, as `Cause.pretty` renders it; empty when there was none. */
+  readonly cause: string
+  /**
+   * The whole entry as one line, `LEVEL "message" {annotations}` and the cause after, message and annotations as JSON
+   * (a `Redacted` as `"<redacted>"`, as a JSON logger writes it): what to search for a secret in.
+   */
+  readonly text: string
+}
+
+// JSON for the entry's text, a BigInt as its digits; a value JSON still cannot write (a cycle) as `String` gives it,
+// not an error thrown from inside the logger.
+const asJson = (value: unknown): string => {
+  try {
+    return JSON.stringify(value, (_, v: unknown) => typeof v === "bigint" ? v.toString() : v) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/**
+ * A logger that keeps every entry, for tests that check what a program logs (that no secret or token ever appears in
+ * a log line, at any level, say). Provide `layer` to the program, then read `logs`, which fills as entries are
+ * logged. `layer` also sets the minimum level, `LogLevel.All` unless `minimumLevel` says otherwise, so debug and trace
+ * entries are kept too (Effect's default minimum, `Info`, would drop them before any logger sees them).
+ *
+ * @since 0.1.0
+ * @category logging
+ * @example
+ * ```ts
+ * const { layer, logs } = FinTest.captureLogs()
+ * yield* program.pipe(Effect.provide(layer))
+ * expect(logs.filter((log) => log.text.includes(clientSecret))).toEqual([])
+ * ```
+ */
+export const captureLogs = (options: { readonly minimumLevel?: LogLevel.LogLevel } = {}): {
+  readonly logs: ReadonlyArray<CapturedLog>
+  readonly layer: Layer.Layer<never>
+} => {
+  const logs: Array<CapturedLog> = []
+  const logger = Logger.make(({ annotations, cause, logLevel, message: logged }) => {
+    // Effect hands a logger the values logged as a list, of one value most of the time.
+    const message = Array.isArray(logged) && logged.length === 1 ? logged[0] : logged
+    const entry = {
+      level: logLevel.label,
+      message,
+      annotations: Object.fromEntries(annotations),
+      cause: Cause.isEmpty(cause) ? "" : Cause.pretty(cause)
+    }
+    const head = `${entry.level} ${asJson(message)} ${asJson(entry.annotations)}`
+    const text = entry.cause === "" ? head : `${head} ${entry.cause}`
+    logs.push({ ...entry, text })
+  })
+  return {
+    logs,
+    layer: Layer.merge(
+      Logger.replace(Logger.defaultLogger, logger),
+      Logger.minimumLogLevel(options.minimumLevel ?? LogLevel.All)
+    )
+  }
+}
 
 /**
  * A static token provider (re-exported from `TokenProvider.layerStatic`).

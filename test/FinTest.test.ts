@@ -7,6 +7,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -672,4 +673,46 @@ describe("FinTest pinned behaviours", () => {
       "GET /v1/reset": () => FinTest.fail("ECONNRESET"),
       "GET /v1/hangup": () => FinTest.fail("socket hang up")
     }))))
+})
+
+describe("FinTest.captureLogs", () => {
+  it.effect("keeps every entry, debug ones too, with a text to search for the secret and the tokens", () =>
+    Effect.gen(function*() {
+      const { layer, logs } = FinTest.captureLogs()
+      const program = Effect.zipRight(
+        FinTest.advanceUntilDone(FeeService.calculate(quoteRequest)),
+        Effect.logWarning("checked", 10n).pipe(Effect.annotateLogs("note", "kept"))
+      )
+      yield* program.pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.json(503, {}), FinTest.json(200, quoteBody)) }))
+        .pipe(Effect.provide(layer))
+      // The retry's line is logged at debug level, which Effect's default minimum (Info) would have dropped.
+      const retry = logs.find((log) => log.level === "DEBUG" && String(log.message).startsWith("effect-fin: retrying"))
+      expect(retry?.text).toMatch(/^DEBUG "effect-fin: retrying POST \/v1\/fee-calculation after ApiError/)
+      // Several values logged at once are one message; a BigInt is written as its digits.
+      expect(logs.at(-1)).toEqual({
+        level: "WARN",
+        message: ["checked", 10n],
+        annotations: { note: "kept" },
+        cause: "",
+        text: `WARN ["checked","10"] {"note":"kept"}`
+      })
+      expect(logs.filter((log) => log.text.includes("test-secret") || log.text.includes("token-"))).toEqual([])
+    }))
+
+  it.effect("keeps only entries at or above minimumLevel, and a cause as Cause.pretty renders it", () =>
+    Effect.gen(function*() {
+      const { layer, logs } = FinTest.captureLogs({ minimumLevel: LogLevel.Warning })
+      const cyclic: { self?: unknown } = {}
+      cyclic.self = cyclic
+      yield* Effect.logDebug("dropped").pipe(
+        Effect.zipRight(Effect.logError("failed", Cause.fail("boom"))),
+        // A value JSON cannot write is shown as String gives it, not an error thrown from inside the logger.
+        Effect.zipRight(Effect.logWarning(cyclic)),
+        Effect.provide(layer)
+      )
+      expect(logs.map((log) => [log.level, log.message])).toEqual([["ERROR", "failed"], ["WARN", cyclic]])
+      expect(logs[1]!.text).toBe("WARN [object Object] {}")
+      expect(logs[0]!.cause).toBe(Cause.pretty(Cause.fail("boom")))
+      expect(logs[0]!.text).toBe(`ERROR "failed" {} ${Cause.pretty(Cause.fail("boom"))}`)
+    }))
 })
