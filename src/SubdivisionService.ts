@@ -121,18 +121,9 @@ export interface Service {
  */
 export class SubdivisionService extends Context.Tag("effect-fin/SubdivisionService")<SubdivisionService, Service>() {}
 
-// A body cut short after the head of a 4xx (other than the service's own timeout, 408) arrived: the service answered,
-// and refused; the lost page does not make it an unreachable service.
-const refusedBeforeTheCut = (status: number | undefined): boolean =>
-  status !== undefined && status >= 400 && status <= 499 && status !== 408
-
-// The snapshot stands in for an unreachable, failing or timing-out service (a 408 is the service's own timeout),
-// never for a refusal: 401/403/429 and other 4xx reach the caller. A 5xx asking for a longer wait than allowed (a
-// maintenance window) is a RateLimitError with its status.
-const canFallBack = (error: FinError): boolean =>
-  (error._tag === "TransportError" && !refusedBeforeTheCut(error.status)) || error._tag === "TimeoutError" ||
-  (error._tag === "ApiError" && error.status === 408) ||
-  ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
+// The snapshot stands in for an unreachable, failing or timing-out service, never for a refusal: 401/403/429 and
+// other 4xx reach the caller.
+const canFallBack = Retry.isOutage
 
 // A failure's cause, to say it once: its tag and the status, code or kind it carries (a 503 and a proxy's page are two
 // causes; the same 503 answered to every lookup is one). An ApiError's code is the service's own text (up to 1,024

@@ -934,10 +934,16 @@ describe("effect-fin against the emulator", () => {
     const quote = ["quote", "--from", "USD", "--to", "CAD", "--amount", "100"]
     await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 503, route: "POST /v1/fee-calculation" }]))
     const failing = await cli(quote, env)
-    // A service that does not answer in time is as much worth a later try.
+    // A service that does not answer in time is as much worth a later try, its own timeout (408) too; not a 404.
     await Effect.runPromise(emulator.setFaults([{ kind: "stall", route: "POST /v1/fee-calculation" }]))
     const slow = await cli(quote, { ...env, FIN_DEADLINE: "300 millis" })
+    const once = { ...env, FIN_MAX_RETRIES: "0" }
+    await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 408, route: "POST /v1/fee-calculation" }]))
+    const timedOut = await cli(quote, once)
+    await Effect.runPromise(emulator.setFaults([{ kind: "status", status: 404, route: "POST /v1/fee-calculation" }]))
+    const missing = await cli(quote, once)
     await Effect.runPromise(emulator.clearFaults)
+    expect([timedOut.code, missing.code]).toEqual([75, 1])
     expect(failing.code).toBe(75)
     expect(failing.stderr.trim().split("\n")).toHaveLength(1)
     expect(failing.stderr).toMatch(/^effect-fin: ApiError: /)

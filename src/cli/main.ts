@@ -39,6 +39,7 @@ import * as Bytes from "../internal/bytes.js"
 import * as Issues from "../internal/issues.js"
 import * as Padded from "../internal/padded.js"
 import * as Printable from "../internal/printable.js"
+import * as Retry from "../internal/retry.js"
 import * as SignatureHeaders from "../internal/signatureHeaders.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
@@ -581,16 +582,11 @@ const logLevelValues = (args: ReadonlyArray<string>): Array<string> => {
   )
 }
 
-// sysexits.h's EX_TEMPFAIL: the call failed for want of the service (unreachable, too slow, limiting, failing with a
-// 5xx) after the client's own retries, not refused on its merits, so a script may run it again later (a quote or a
-// lookup changes nothing); any other failure is 1.
+// sysexits.h's EX_TEMPFAIL: a failure worth a later try (`Retry.worthALaterTry`), so a script may run the command
+// again (a quote or a lookup changes nothing); any other failure is 1.
 const exitTryLater = 75
 
-const worthRetrying = (error: unknown): boolean => {
-  const original = Predicate.isObject(error) ? Cause.originalError(error) : error
-  return original instanceof FinError.TransportError || original instanceof FinError.TimeoutError ||
-    original instanceof FinError.RateLimitError || (original instanceof FinError.ApiError && original.status >= 500)
-}
+const worthRetrying = (error: unknown): boolean => FinError.isFinError(error) && Retry.worthALaterTry(error)
 
 // A usage error found before the parser runs: its line on standard error, exit code 2 (as the parser's own).
 const usageError = (line: string) =>

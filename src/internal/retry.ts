@@ -42,6 +42,28 @@ export const isRetryable = (error: Retried): boolean => {
   }
 }
 
+// A body cut short after the head of a 4xx (other than the service's own timeout, 408) arrived: the service answered,
+// and refused; the lost page does not make it an unreachable service.
+const refusedBeforeTheCut = (status: number | undefined): boolean =>
+  status !== undefined && status >= 400 && status <= 499 && status !== 408
+
+/**
+ * Whether a call failed for want of the service (unreachable, timing out, failing: a 408, the service's own timeout,
+ * or a 5xx), not refused by it (a 4xx, 429 included, even when its body was lost after the head arrived). A 5xx
+ * asking for a longer wait than allowed (a maintenance window) is a RateLimitError with its status.
+ */
+export const isOutage = (error: FinError): boolean =>
+  (error._tag === "TransportError" && !refusedBeforeTheCut(error.status)) || error._tag === "TimeoutError" ||
+  (error._tag === "ApiError" && error.status === 408) ||
+  ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
+
+/**
+ * Whether the same call may succeed later: an outage (`isOutage`), or the service asking to slow down (a 429, its
+ * body lost or not, or a 5xx asking for a long wait), not a refusal on the call's merits.
+ */
+export const worthALaterTry = (error: FinError): boolean =>
+  error._tag === "RateLimitError" || (error._tag === "TransportError" && error.status === 429) || isOutage(error)
+
 /** The wait the service asked for, if any. */
 export const retryAfterOf = (error: Retried | FinError): Duration.Duration | undefined =>
   error._tag === "RateLimitError" || error._tag === "ApiError" || error._tag === "TransportError"
