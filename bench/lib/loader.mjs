@@ -10,6 +10,10 @@ import { existsSync } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
 
+// The project's compiler options, as tsup passes them to esbuild (class fields, decorators...): a change to
+// tsconfig.json then changes the benchmarks' code as it changes the package's.
+const tsconfigRaw = JSON.parse(await readFile(new URL("../../tsconfig.json", import.meta.url), "utf8"))
+
 const isOwn = (url) => url.startsWith("file:") && !url.includes("/node_modules/")
 
 // The sources import each other as `./x.js` (NodeNext): the file on disk is `./x.ts`.
@@ -29,6 +33,7 @@ export const load = async (url, context, next) => {
     loader: "ts",
     format: "esm",
     target: "es2022",
+    tsconfigRaw: { compilerOptions: tsconfigRaw.compilerOptions },
     sourcefile: path
   })
   return { format: "module", source: code, shortCircuit: true }
