@@ -3,6 +3,7 @@
  * compiled by esbuild as tsup compiles the published package, without `keepNames`. tsx, which the other scripts run
  * under, compiles with `keepNames`: each function made at run time then goes through a `__name` call that defines its
  * `name`, 6-8% more CPU per fee quote for the full stack in one process beside the same source built as it ships.
+ * Not bundled as tsup bundles (one module per file): the full stack so loaded was within 2% of its esbuild bundle.
  * JavaScript, as it is what loads the TypeScript.
  */
 import { transform } from "esbuild"
