@@ -55,7 +55,9 @@ export interface CapturedLog {
   readonly cause: string
   /**
    * The whole entry as one line, `LEVEL "message" {annotations}` and the cause after, message and annotations as JSON
-   * (a `Redacted` as `"<redacted>"`, as a JSON logger writes it): what to search for a secret in.
+   * (a `Redacted` as `"<redacted>"`, an Error as its name, message and cause): what to search for a secret in. Strings
+   * are JSON-escaped: search for `JSON.stringify(secret).slice(1, -1)` too when the secret may hold `"`, `\\` or a
+   * control character.
    */
   readonly text: string
 }
@@ -64,7 +66,15 @@ export interface CapturedLog {
 // not an error thrown from inside the logger.
 const asJson = (value: unknown): string => {
   try {
-    return JSON.stringify(value, (_, v: unknown) => typeof v === "bigint" ? v.toString() : v) ?? String(value)
+    return JSON.stringify(value, (_, v: unknown) =>
+      typeof v === "bigint" || typeof v === "symbol" || typeof v === "function"
+        ? String(v)
+        // As Effect's JSON logger writes an Error (JSON alone writes `{}`), its `cause` too; a Map or Set as entries.
+        : v instanceof Error
+        ? { name: v.name, message: v.message, ...(v.cause === undefined ? {} : { cause: v.cause }) }
+        : v instanceof Map || v instanceof Set
+        ? Array.from(v)
+        : v) ?? String(value)
   } catch {
     return String(value)
   }
@@ -73,8 +83,13 @@ const asJson = (value: unknown): string => {
 /**
  * A logger that keeps every entry, for tests that check what a program logs (that no secret or token ever appears in
  * a log line, at any level, say). Provide `layer` to the program, then read `logs`, which fills as entries are
- * logged. `layer` also sets the minimum level, `LogLevel.All` unless `minimumLevel` says otherwise, so debug and trace
- * entries are kept too (Effect's default minimum, `Info`, would drop them before any logger sees them).
+ * logged (kept across every program the layer is provided to). Entries are kept only where the layer is in effect: a
+ * layer built beside it (`Layer.merge`, `it.layer(Layer.merge(...))`) logs its build elsewhere, so provide it under
+ * your layers (`Layer.provideMerge(yourLayer, layer)`) to keep those. `layer` also sets the minimum level,
+ * `LogLevel.All` unless `minimumLevel` says otherwise, so debug and trace entries are kept too (Effect's default
+ * minimum, `Info`, would drop them before any logger sees them); a minimum your program sets itself
+ * (`Logger.withMinimumLogLevel`) still drops what is below it. The logger replaces Effect's default one: nothing is
+ * printed.
  *
  * @since 0.1.0
  * @category logging
@@ -97,7 +112,8 @@ export const captureLogs = (options: { readonly minimumLevel?: LogLevel.LogLevel
       level: logLevel.label,
       message,
       annotations: Object.fromEntries(annotations),
-      cause: Cause.isEmpty(cause) ? "" : Cause.pretty(cause)
+      // As Effect's own loggers render it: an Error's `cause` too.
+      cause: Cause.isEmpty(cause) ? "" : Cause.pretty(cause, { renderErrorCause: true })
     }
     const head = `${entry.level} ${asJson(message)} ${asJson(entry.annotations)}`
     const text = entry.cause === "" ? head : `${head} ${entry.cause}`

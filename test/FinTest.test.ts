@@ -715,4 +715,20 @@ describe("FinTest.captureLogs", () => {
       expect(logs[0]!.cause).toBe(Cause.pretty(Cause.fail("boom")))
       expect(logs[0]!.text).toBe(`ERROR "failed" {} ${Cause.pretty(Cause.fail("boom"))}`)
     }))
+
+  it.effect("writes into text what JSON alone would lose: an Error's message and cause, a Map's entries", () =>
+    Effect.gen(function*() {
+      const { layer, logs } = FinTest.captureLogs()
+      const nested = new Error("outer", { cause: new Error("in-cause-1") })
+      yield* Effect.logError(new Error("in-message", { cause: "in-cause-2" }), new Map([["key", "in-map"]])).pipe(
+        Effect.zipRight(Effect.logError("died", Cause.die(nested))),
+        Effect.provide(layer)
+      )
+      expect(logs[0]!.text).toBe(
+        `ERROR [{"name":"Error","message":"in-message","cause":"in-cause-2"},[["key","in-map"]]] {}`
+      )
+      // The cause as Effect's own loggers render it, an Error's cause included.
+      expect(logs[1]!.cause).toContain("in-cause-1")
+      expect(logs[1]!.text).toContain("in-cause-1")
+    }))
 })

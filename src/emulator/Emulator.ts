@@ -95,7 +95,7 @@ export type FaultKind = model.FaultKind
  * emulator.setFaults([{ route: "POST /v1/fee-calculation", kind: "status", status: 503, retryAfterMs: 50, times: 1 }])
  * ```
  */
-export const FaultRule: typeof model.FaultRule = model.FaultRule
+export const FaultRule: Schema.Schema<FaultRule, typeof model.FaultRule.Encoded> = model.FaultRule
 
 /**
  * A fault rule (see the `FaultRule` schema): one interface per kind, so `rule.kind === "status"` narrows to
@@ -139,7 +139,8 @@ export interface LatencyFaultRule extends Schema.Schema.Type<typeof model.Latenc
 export interface StallFaultRule extends Schema.Schema.Type<typeof model.StallFault> {}
 
 /**
- * Send the answer's head, then no body.
+ * Answer 200 (`application/json`) with the start of a body, `{"data":`, then nothing more: the route's own answer
+ * is never made.
  *
  * @since 0.1.0
  * @category models
