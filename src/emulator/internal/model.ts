@@ -91,8 +91,8 @@ export const LatencyFault = Schema.Struct({
 
 const bare = <K extends string>(kind: K) => Schema.Struct({ kind: Schema.Literal(kind), ...ruleFields })
 
-// Never answer; send the headers and then nothing; reset the connection; a 200 whose body is not JSON; a body cut
-// short of its Content-Length.
+// Never answer; send a 200's head and the start of its body, then nothing; reset the connection; a 200 whose body is
+// not JSON; a body cut short of its Content-Length.
 export const StallFault = bare("stall")
 export const StallBodyFault = bare("stallBody")
 export const ResetFault = bare("reset")
