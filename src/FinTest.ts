@@ -51,10 +51,13 @@ export interface CapturedLog {
   readonly message: unknown
   /** The log annotations in effect (`Effect.annotateLogs`). */
   readonly annotations: Readonly<Record<string, unknown>>
+  /** The labels of the log spans in effect (`Effect.withLogSpan`), innermost first. */
+  readonly spans: ReadonlyArray<string>
   /** The cause logged with the entry, as `Cause.pretty` renders it; empty when there was none. */
   readonly cause: string
   /**
-   * The whole entry as one line, `LEVEL "message" {annotations}` and the cause after, message and annotations as JSON
+   * The whole entry as one line, `LEVEL "message" {annotations}`, then the span labels as a JSON list when there are
+   * any and the cause when there is one, message and annotations as JSON
    * (a `Redacted` as `"<redacted>"`, an Error as its name, message and cause): what to search for a secret in. Strings
    * are JSON-escaped: search for `JSON.stringify(secret).slice(1, -1)` too when the secret may hold `"`, `\\` or a
    * control character.
@@ -83,13 +86,13 @@ const asJson = (value: unknown): string => {
 /**
  * A logger that keeps every entry, for tests that check what a program logs (that no secret or token ever appears in
  * a log line, at any level, say). Provide `layer` to the program, then read `logs`, which fills as entries are
- * logged (kept across every program the layer is provided to). Entries are kept only where the layer is in effect: a
- * layer built beside it (`Layer.merge`, `it.layer(Layer.merge(...))`) logs its build elsewhere, so provide it under
- * your layers (`Layer.provideMerge(yourLayer, layer)`) to keep those. `layer` also sets the minimum level,
- * `LogLevel.All` unless `minimumLevel` says otherwise, so debug and trace entries are kept too (Effect's default
- * minimum, `Info`, would drop them before any logger sees them); a minimum your program sets itself
- * (`Logger.withMinimumLogLevel`) still drops what is below it. The logger replaces Effect's default one: nothing is
- * printed.
+ * logged (kept across every program the layer is provided to, until `clear()`). Entries are kept only where the
+ * layer is in effect: a layer built beside it (`Layer.merge`, `it.layer(Layer.merge(...))`) logs its build
+ * elsewhere, so provide it under your layers (`Layer.provideMerge(yourLayer, layer)`) to keep those. `layer` also
+ * sets the minimum level, `LogLevel.All` unless `minimumLevel` says otherwise, so debug and trace entries are kept
+ * too (Effect's default minimum, `Info`, would drop them before any logger sees them); a minimum your program sets
+ * itself (`Logger.withMinimumLogLevel`) still drops what is below it. The logger replaces Effect's default one:
+ * nothing is printed.
  *
  * @since 0.1.0
  * @category logging
@@ -103,24 +106,31 @@ const asJson = (value: unknown): string => {
 export const captureLogs = (options: { readonly minimumLevel?: LogLevel.LogLevel } = {}): {
   readonly logs: ReadonlyArray<CapturedLog>
   readonly layer: Layer.Layer<never>
+  /** Empties `logs`: between the tests of an `it.layer` block that share one capture, say. */
+  readonly clear: () => void
 } => {
   const logs: Array<CapturedLog> = []
-  const logger = Logger.make(({ annotations, cause, logLevel, message: logged }) => {
+  const logger = Logger.make(({ annotations, cause, logLevel, message: logged, spans }) => {
     // Effect hands a logger the values logged as a list, of one value most of the time.
     const message = Array.isArray(logged) && logged.length === 1 ? logged[0] : logged
     const entry = {
       level: logLevel.label,
       message,
       annotations: Object.fromEntries(annotations),
+      spans: Array.from(spans, (span) => span.label),
       // As Effect's own loggers render it: an Error's `cause` too.
       cause: Cause.isEmpty(cause) ? "" : Cause.pretty(cause, { renderErrorCause: true })
     }
-    const head = `${entry.level} ${asJson(message)} ${asJson(entry.annotations)}`
-    const text = entry.cause === "" ? head : `${head} ${entry.cause}`
+    const text = [
+      `${entry.level} ${asJson(message)} ${asJson(entry.annotations)}`,
+      ...(entry.spans.length === 0 ? [] : [asJson(entry.spans)]),
+      ...(entry.cause === "" ? [] : [entry.cause])
+    ].join(" ")
     logs.push({ ...entry, text })
   })
   return {
     logs,
+    clear: () => void logs.splice(0),
     layer: Layer.merge(
       Logger.replace(Logger.defaultLogger, logger),
       Logger.minimumLogLevel(options.minimumLevel ?? LogLevel.All)

@@ -693,6 +693,7 @@ describe("FinTest.captureLogs", () => {
         level: "WARN",
         message: ["checked", 10n],
         annotations: { note: "kept" },
+        spans: [],
         cause: "",
         text: `WARN ["checked","10"] {"note":"kept"}`
       })
@@ -730,5 +731,22 @@ describe("FinTest.captureLogs", () => {
       // The cause as Effect's own loggers render it, an Error's cause included.
       expect(logs[1]!.cause).toContain("in-cause-1")
       expect(logs[1]!.text).toContain("in-cause-1")
+    }))
+
+  it.effect("keeps the log spans' labels, innermost first, in text too; clear() empties logs", () =>
+    Effect.gen(function*() {
+      const { clear, layer, logs } = FinTest.captureLogs()
+      yield* Effect.logInfo("inside").pipe(
+        Effect.withLogSpan("inner"),
+        Effect.withLogSpan("outer"),
+        Effect.provide(layer)
+      )
+      expect(logs.map((log) => [log.spans, log.text])).toEqual([
+        [["inner", "outer"], `INFO "inside" {} ["inner","outer"]`]
+      ])
+      clear()
+      expect(logs).toEqual([])
+      yield* Effect.logInfo("after").pipe(Effect.provide(layer))
+      expect(logs.map((log) => log.message)).toEqual(["after"])
     }))
 })
