@@ -332,8 +332,9 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
       "  Effect 3.22 a fork and join costs 14-16 µs of CPU on its own here (16 fibers, each forking `Effect.void` and",
       "  joining it around a `setImmediate` wait, 2026-12-04), a fifth of it garbage collection (the child's",
       "  FiberRefs, its runtime, and since 3.20 a scheduler runner per fiber, kept in a WeakMap so that",
-      "  AsyncLocalStorage contexts do not mix). Without a fiber an attempt could only be cut through the request's AbortSignal, which a client that",
-      "  ignores it, or one that sends a request of its own making, would never see: no time limit at all. The rest",
+      "  AsyncLocalStorage contexts do not mix). Without a fiber an attempt could only be cut through the request's",
+      "  AbortSignal, which a client that ignores it, or one that sends a request of its own making, would never see:",
+      "  no time limit at all. The rest",
       "  is spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about",
       "  1.2% of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`)."
     )

@@ -386,10 +386,9 @@ const main = async () => {
   process.stdout.write(`\nWrote ${Path.relative(root, out)}\n`)
 }
 
-if (
-  process.argv[1] !== undefined && import.meta.url === pathToFileURL(Path.resolve(process.argv[1])).href &&
-  process.argv[2] === poolChildFlag
-) {
+const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(Path.resolve(process.argv[1])).href
+
+if (isMain && process.argv[2] === poolChildFlag) {
   runWebhooksBench({ inFlightOnly: true }).then(
     (rows) => process.stdout.write(JSON.stringify(rows)),
     (e: unknown) => {
@@ -397,7 +396,7 @@ if (
       process.exitCode = 1
     }
   )
-} else if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(Path.resolve(process.argv[1])).href) {
+} else if (isMain) {
   main().catch((e: unknown) => {
     process.stderr.write(`${e instanceof Error ? e.stack ?? e.message : String(e)}\n`)
     process.exitCode = 1

@@ -683,8 +683,8 @@ describe("FinTest.captureLogs", () => {
         FinTest.advanceUntilDone(FeeService.calculate(quoteRequest)),
         Effect.logWarning("checked", 10n).pipe(Effect.annotateLogs("note", "kept"))
       )
-      yield* program.pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.json(503, {}), FinTest.json(200, quoteBody)) }))
-        .pipe(Effect.provide(layer))
+      const routes = { [FEE]: FinTest.sequence(FinTest.json(503, {}), FinTest.json(200, quoteBody)) }
+      yield* program.pipe(provideClient(routes), Effect.provide(layer))
       // The retry's line is logged at debug level, which Effect's default minimum (Info) would have dropped.
       const retry = logs.find((log) => log.level === "DEBUG" && String(log.message).startsWith("effect-fin: retrying"))
       expect(retry?.text).toMatch(/^DEBUG "effect-fin: retrying POST \/v1\/fee-calculation after ApiError/)

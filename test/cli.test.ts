@@ -925,7 +925,7 @@ describe("effect-fin against the emulator", () => {
     }
   })
 
-  it("subdivisions asks the API; a failing service ends in one line with the tag and exit 75, to try later", async () => {
+  it("subdivisions asks the API; a failing service ends in one line with the tag, exit 75 (try later)", async () => {
     const online = await cli(["subdivisions", "USA"], env)
     expect(online.code).toBe(0)
     expect(online.stdout).toContain("57 subdivisions of USA (from the API)")
