@@ -136,6 +136,8 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
 
 /**
  * The request could not be sent or the response body could not be read (refused, reset, DNS, aborted body).
+ * Retried (on a call that is), except a TLS handshake refused on its certificate or for want of a common protocol
+ * (its `code`: `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`...), which waiting cannot mend.
  *
  * @since 0.1.0
  * @category errors

@@ -19,7 +19,7 @@ import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
-import { closedPort, documentedWebhookBody } from "./support.js"
+import { closedPort, documentedWebhookBody, startRefusedTls } from "./support.js"
 
 let harness: Cli
 const cli: Cli["run"] = (...args) => harness.run(...args)
@@ -1065,5 +1065,31 @@ describe("effect-fin against the emulator", () => {
       75,
       "effect-fin: TransportError: POST /v1/oauth/token: could not send the request (ECONNREFUSED)"
     ])
+  })
+
+  it("a certificate the client refuses is exit 1, not 75: tried once, a person has to mend it", async () => {
+    const tls = await startRefusedTls()
+    try {
+      const quote = ["quote", "--from", "USD", "--to", "CAD", "--amount", "100"]
+      const refused = await cli([...quote, "--json"], { ...env, FIN_BASE_URL: tls.selfSigned })
+      expect([refused.code, refused.stdout]).toEqual([1, ""])
+      expect(JSON.parse(refused.stderr).error).toMatchObject({
+        _tag: "TransportError",
+        code: "DEPTH_ZERO_SELF_SIGNED_CERT",
+        attempts: 1
+      })
+      const plain = await cli(quote, { ...env, FIN_BASE_URL: tls.plain })
+      expect([plain.code, plain.stderr.trim()]).toEqual([
+        1,
+        "effect-fin: TransportError: POST /v1/oauth/token: could not send the request (ERR_SSL_WRONG_VERSION_NUMBER)"
+      ])
+      // The snapshot still stands in for a service that cannot be had.
+      const lookup = await cli(["subdivisions", "CAN"], { ...env, FIN_BASE_URL: tls.selfSigned })
+      expect(lookup.code).toBe(0)
+      expect(lookup.stderr).toContain("effect-fin: serving the offline snapshot for CAN (TransportError: ")
+      expect(tls.connections()).toEqual({ selfSigned: 2, plain: 1 })
+    } finally {
+      await tls.close()
+    }
   })
 })

@@ -17,6 +17,9 @@ import * as Schema from "effect/Schema"
 import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import * as Https from "node:https"
 import * as Net from "node:net"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
@@ -158,6 +161,48 @@ export const closedPort: Effect.Effect<number> = Effect.async<number>((resume) =
     probe.close(() => resume(Effect.succeed(port)))
   })
 })
+
+/**
+ * Two loopback servers whose TLS handshake a client must refuse: `selfSigned` (https with test/tls's certificate,
+ * for 127.0.0.1 and localhost, signed by no authority) and `plain` (plain HTTP, given as an https URL).
+ * `connections` counts the connections each has had: one per attempt.
+ */
+export interface RefusedTls {
+  readonly selfSigned: string
+  readonly plain: string
+  readonly connections: () => { readonly selfSigned: number; readonly plain: number }
+  readonly close: () => Promise<void>
+}
+
+/** Starts the servers of `RefusedTls`. */
+export const startRefusedTls = async (): Promise<RefusedTls> => {
+  const file = (name: string) => Fs.readFileSync(new URL(`./tls/${name}`, import.meta.url))
+  const answer: Http.RequestListener = (_request, response) => response.end("{}")
+  const servers = {
+    selfSigned: Https.createServer({ key: file("key.pem"), cert: file("cert.pem") }, answer),
+    plain: Http.createServer(answer)
+  }
+  const counts = { selfSigned: 0, plain: 0 }
+  const urls = { selfSigned: "", plain: "" }
+  for (const name of ["selfSigned", "plain"] as const) {
+    servers[name].on("connection", () => counts[name]++)
+    await new Promise<void>((resolve) => servers[name].listen(0, "127.0.0.1", resolve))
+    urls[name] = `https://127.0.0.1:${(servers[name].address() as Net.AddressInfo).port}`
+  }
+  const close = (server: Http.Server) =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    })
+  return {
+    ...urls,
+    connections: () => ({ ...counts }),
+    close: () => Promise.all([close(servers.selfSigned), close(servers.plain)]).then(() => undefined)
+  }
+}
+
+/** `RefusedTls` for the scope. */
+export const refusedTls = Effect.acquireRelease(Effect.promise(startRefusedTls), (tls) => Effect.promise(tls.close))
 
 /** Checks `check` every 20 ms of real time until it holds, or dies naming `what` after `attempts` tries. */
 export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, attempts = 1000) =>

@@ -25,10 +25,44 @@ const BASE = Duration.millis(500)
 const CAP = Duration.seconds(8)
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504])
 
-/** Whether a failed attempt may be tried again (never a 4xx other than 408/429, never a decode failure). */
+// A TLS handshake refused for a reason no retry can mend: the certificate (expired, not yet valid, self-signed, of an
+// unknown issuer, for another host: OpenSSL's and Node's names), or no protocol in common (TLS to a plain HTTP port).
+// A person has to act; retrying would only hide the mistake, or make a wrapper that retries on exit 75 loop.
+const TLS_REFUSED = /^(?:CERT_|CRL_|UNABLE_TO_|ERROR_IN_C|ERR_TLS_CERT_|ERR_SSL_\w*ALERT_\w*CERTIFICATE)/
+const TLS_REFUSALS: ReadonlySet<string> = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "INVALID_CA",
+  "PATH_LENGTH_EXCEEDED",
+  "INVALID_PURPOSE",
+  "HOSTNAME_MISMATCH",
+  // No protocol in common: node:http says EPROTO where undici says which.
+  "EPROTO",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+  "ERR_SSL_UNSUPPORTED_PROTOCOL",
+  "ERR_SSL_NO_PROTOCOLS_AVAILABLE",
+  "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
+  "ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE",
+  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"
+])
+
+/**
+ * Whether a transport failure is a TLS handshake refused on a certificate or for want of a common protocol (its
+ * `code`: `CERT_HAS_EXPIRED`, `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`,
+ * `ERR_SSL_WRONG_VERSION_NUMBER`, `EPROTO`...): a mistake to mend, not a failure to wait out.
+ */
+export const isTlsRefusal = (error: FinError | Retried): boolean =>
+  error._tag === "TransportError" && error.code !== undefined &&
+  (TLS_REFUSALS.has(error.code) || TLS_REFUSED.test(error.code))
+
+/**
+ * Whether a failed attempt may be tried again (never a 4xx other than 408/429, never a decode failure, never a TLS
+ * handshake refused on its certificate or protocol).
+ */
 export const isRetryable = (error: Retried): boolean => {
   switch (error._tag) {
     case "TransportError":
+      return !isTlsRefusal(error)
     case "RateLimitError":
       return true
     case "TimeoutError":
@@ -58,11 +92,13 @@ export const isOutage = (error: FinError): boolean =>
   ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
 /**
- * Whether the same call may succeed later: an outage (`isOutage`), or the service asking to slow down (a 429, its
- * body lost or not, or a 5xx asking for a long wait), not a refusal on the call's merits.
+ * Whether the same call may succeed later: an outage (`isOutage`) other than a TLS handshake refused on its
+ * certificate or protocol (`isTlsRefusal`), or the service asking to slow down (a 429, its body lost or not, or a 5xx
+ * asking for a long wait), not a refusal on the call's merits.
  */
 export const worthALaterTry = (error: FinError): boolean =>
-  error._tag === "RateLimitError" || (error._tag === "TransportError" && error.status === 429) || isOutage(error)
+  error._tag === "RateLimitError" || (error._tag === "TransportError" && error.status === 429) ||
+  (isOutage(error) && !isTlsRefusal(error))
 
 /** The wait the service asked for, if any. */
 export const retryAfterOf = (error: Retried | FinError): Duration.Duration | undefined =>

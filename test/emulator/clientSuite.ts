@@ -23,7 +23,7 @@ import * as FinTest from "../../src/FinTest.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as SubdivisionService from "../../src/SubdivisionService.js"
 import * as Subdivisions from "../../src/Subdivisions.js"
-import { acceptPayment, closedPort, quoteBody } from "../support.js"
+import { acceptPayment, closedPort, quoteBody, refusedTls } from "../support.js"
 
 const beneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
 const usdToCad = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" } as const
@@ -126,15 +126,15 @@ const compressedBody = (response: Http.ServerResponse) => {
   response.end(gzippedBomb)
 }
 
-/** A quote through a client on `server` with a long timeout and no retries. */
-const quoteFrom = (server: { readonly url: string }, httpClient: Layer.Layer<HttpClient.HttpClient>) =>
+/** A quote through a client on `server` with a long timeout and no retries (or `maxRetries`). */
+const quoteFrom = (server: { readonly url: string }, httpClient: Layer.Layer<HttpClient.HttpClient>, maxRetries = 0) =>
   failureOf(quote).pipe(
     Effect.provide(FinClient.layer({
       clientId: "client",
       clientSecret: Redacted.make("secret"),
       baseUrl: server.url,
       timeout: "1 minute",
-      maxRetries: 0
+      maxRetries
     })),
     Effect.provide(httpClient)
   )
@@ -425,6 +425,26 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
           expect(error._tag === "TransportError" && [error.reason, error.code]).toEqual(["RequestFailed", "ECONNREFUSED"])
           expect(error.message).toBe("POST /v1/oauth/token: could not send the request (ECONNREFUSED)")
         }))
+
+      it.live("a TLS handshake refused (a self-signed certificate, TLS to a plain HTTP port) is tried once", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const tls = yield* refusedTls
+          const refusals = [
+            ["selfSigned", "DEPTH_ZERO_SELF_SIGNED_CERT"],
+            ["plain", "ERR_SSL_WRONG_VERSION_NUMBER"]
+          ] as const
+          for (const [server, code] of refusals) {
+            expect(yield* quoteFrom({ url: tls[server] }, httpClient, 3)).toMatchObject({
+              _tag: "TransportError",
+              reason: "RequestFailed",
+              code,
+              operation: "POST /v1/oauth/token",
+              attempts: 1
+            })
+          }
+          // One connection each, though the client retries: waiting cannot mend a certificate or a protocol.
+          expect(tls.connections()).toEqual({ selfSigned: 1, plain: 1 })
+        })))
 
       it.live("a body that never ends is cut off at 4 MiB: a ResponseDecodeError, and the connection closed", () =>
         Effect.scoped(Effect.gen(function*() {

@@ -5,11 +5,12 @@ import * as Retry from "../../src/internal/retry.js"
 
 const call = { operation: "POST /v1/fee-calculation", attempts: 1 }
 const api = (status: number) => new FinError.ApiError({ status, message: `${status}`, ...call })
-const cut = (status?: number) =>
+const cut = (status?: number, code?: string) =>
   new FinError.TransportError({
     message: "lost",
     reason: status === undefined ? "RequestFailed" : "BodyReadFailed",
     ...(status === undefined ? {} : { status }),
+    ...(code === undefined ? {} : { code }),
     ...call
   })
 
@@ -46,5 +47,37 @@ describe("Retry.isOutage and worthALaterTry", () => {
     for (const [error, outage, later] of cases) {
       expect([Retry.isOutage(error), Retry.worthALaterTry(error)], error.message).toEqual([outage, later])
     }
+  })
+})
+
+describe("Retry.isTlsRefusal", () => {
+  it("a certificate refused, or no protocol in common, is not retried nor worth a later try, yet an outage", () => {
+    const refusals = [
+      "CERT_HAS_EXPIRED",
+      "CERT_NOT_YET_VALID",
+      "DEPTH_ZERO_SELF_SIGNED_CERT",
+      "SELF_SIGNED_CERT_IN_CHAIN",
+      "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+      "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+      "ERR_TLS_CERT_ALTNAME_INVALID",
+      "HOSTNAME_MISMATCH",
+      "ERR_SSL_WRONG_VERSION_NUMBER",
+      "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
+      "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
+      "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
+      "EPROTO"
+    ]
+    const verdicts = (error: FinError.TransportError | FinError.ApiError) =>
+      [Retry.isTlsRefusal(error), Retry.isRetryable(error), Retry.worthALaterTry(error), Retry.isOutage(error)]
+    // The snapshot still stands in for a service that cannot be had (SubdivisionService's fallback): an outage.
+    for (const code of refusals) expect(verdicts(cut(undefined, code)), code).toEqual([true, false, false, true])
+    // A connection lost or refused, a handshake that took too long, an unknown code or none: waiting may mend it.
+    const waitable = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "UND_ERR_SOCKET", "ERR_TLS_HANDSHAKE_TIMEOUT"]
+    for (const code of [...waitable, undefined]) {
+      expect(verdicts(cut(undefined, code)), code).toEqual([false, true, true, true])
+    }
+    // Only a TransportError's code counts.
+    const gateway = new FinError.ApiError({ status: 502, message: "bad gateway", code: "CERT_HAS_EXPIRED", ...call })
+    expect(verdicts(gateway)).toEqual([false, true, true, true])
   })
 })
