@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import * as Inspect from "./internal/inspect.js"
 
 /**
  * Where a value failed its schema, and what was expected there; never the value itself.
@@ -278,6 +279,9 @@ export const FinError: Schema.Union<[
   TimeoutError,
   ResponseDecodeError
 )
+
+// A failed expectation on an error a call returned shows a diff, not a stack overflow (see `Inspect.showUnwrapped`).
+Inspect.showUnwrapped(...FinError.members, WebhookVerificationError)
 
 /**
  * Whether `u` is one of the seven `FinError`s: an instance of their classes, not any object with one of their tags (an

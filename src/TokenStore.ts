@@ -21,6 +21,7 @@ import * as BoundedStore from "./internal/boundedStore.js"
 import * as Digest from "./internal/digest.js"
 import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
+import * as Inspect from "./internal/inspect.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
 
@@ -66,6 +67,8 @@ export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect
     message: Schema.String
   }
 ) {}
+
+Inspect.showUnwrapped(TokenStoreError)
 
 /**
  * The answer to a lock request: taken (by `owner`, to pass to `set`, `renew` and `unlock`), or held by `owner`.

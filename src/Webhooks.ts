@@ -37,6 +37,7 @@ import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.
 import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
 import * as Hex from "./internal/hex.js"
+import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
 import * as Monotonic from "./internal/monotonic.js"
@@ -1357,6 +1358,8 @@ export class WebhookDedupeStoreError extends Schema.TaggedError<WebhookDedupeSto
   /** What went wrong (unreachable, no answer in time), for a log line. */
   message: Schema.String
 }) {}
+
+Inspect.showUnwrapped(WebhookDedupeStoreError)
 
 /**
  * The de-duplication store the handler uses when its options name none. Without either, each handler keeps its own

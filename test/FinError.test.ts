@@ -5,7 +5,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Util from "node:util"
+import { EmulatorError } from "../src/emulator/internal/error.js"
 import {
   ApiError,
   AuthenticationError,
@@ -17,8 +20,11 @@ import {
   RequestValidationError,
   ResponseDecodeError,
   TimeoutError,
-  TransportError
+  TransportError,
+  WebhookVerificationError
 } from "../src/FinError.js"
+import { TokenStoreError } from "../src/TokenStore.js"
+import { WebhookDedupeStoreError } from "../src/Webhooks.js"
 
 const call = { operation: "POST /v1/fee-calculation", attempts: 2, requestId: "req-1" }
 
@@ -79,4 +85,24 @@ describe("FinError", () => {
       expect("issues" in decoded && decoded.issues[0], error._tag).toBeInstanceOf(Issue)
     }
   })
+
+  // Effect wraps an error that fails in a span (every call's) in a Proxy, whose inspection chai looped on.
+  it.effect("a failed expectation on an error that failed in a span shows a diff, not a stack overflow", () =>
+    Effect.gen(function*() {
+      const others = [
+        new WebhookVerificationError({ reason: "bad_signature", message: "no" }),
+        new TokenStoreError({ operation: "get", message: "down" }),
+        new WebhookDedupeStoreError({ operation: "claim", message: "down" }),
+        new EmulatorError({ reason: "InvalidInput", message: "no" })
+      ]
+      for (const error of [...examples, ...others]) {
+        const failed = yield* Effect.flip(Effect.withSpan(Effect.fail(error), "call"))
+        expect(failed).not.toBe(error)
+        expect(() => expect(failed).toMatchObject({ message: "something else" })).toThrow(
+          `expected ${error._tag}: ${error.message}`
+        )
+        expect(() => expect(failed).toEqual({})).toThrow(`expected ${error._tag}: ${error.message}`)
+        expect(Util.inspect(failed)).toBe(Util.inspect(error))
+      }
+    }))
 })

@@ -4,6 +4,7 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
+import * as Inspect from "../../internal/inspect.js"
 
 /** Invalid options or admin input, or a webhook that could not be delivered. */
 export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin/EmulatorError")("EmulatorError", {
@@ -12,3 +13,5 @@ export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin
   /** What was wrong: the option or input refused, or the delivery's target and failure. */
   message: Schema.String
 }) {}
+
+Inspect.showUnwrapped(EmulatorError)
