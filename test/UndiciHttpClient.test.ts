@@ -26,7 +26,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { UndiciHttpClient } from "../src/node/index.js"
 import { clientSuite } from "./emulator/clientSuite.js"
-import { closedPort } from "./support.js"
+import { closedPort, startConnectProxy } from "./support.js"
 
 // 4 MiB of a repeating pattern, so that a lost, repeated or reordered chunk shows.
 const largeBody = Buffer.from(Uint8Array.from({ length: 4 * 1024 * 1024 }, (_, i) => (i * 7) % 251))
@@ -321,6 +321,37 @@ describe("UndiciHttpClient", () => {
       expect(agent.closed).toBe(false)
       expect(yield* text).toBe("hello, world")
       expect(dispatched).toBe(2)
+    }))
+
+  it.scopedLive("dispatcherFromEnvProxy tunnels through HTTP_PROXY, not to NO_PROXY's hosts; direct with neither", () =>
+    Effect.gen(function*() {
+      const proxy = yield* Effect.acquireRelease(Effect.promise(startConnectProxy), (p) => Effect.promise(p.close))
+      const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY }
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          for (const [name, value] of Object.entries(saved)) {
+            if (value === undefined) delete process.env[name]
+            else process.env[name] = value
+          }
+        })
+      )
+      const host = new URL(base).host
+      const clients = [UndiciHttpClient.layerWithoutDispatcher, NodeHttpClient.layerUndiciWithoutDispatcher]
+      // The variables are read when the layer is built.
+      const text = (client: Layer.Layer<HttpClient.HttpClient, never, NodeHttpClient.Dispatcher>) =>
+        Effect.flatMap(HttpClient.HttpClient, (c) => Effect.flatMap(c.get(`${base}/text`), (r) => r.text)).pipe(
+          Effect.provide(Layer.provide(client, UndiciHttpClient.dispatcherFromEnvProxy))
+        )
+      process.env.HTTP_PROXY = proxy.url
+      delete process.env.NO_PROXY
+      for (const client of clients) expect(yield* text(client)).toBe("hello, world")
+      expect(proxy.tunnels()).toEqual([host, host])
+      process.env.NO_PROXY = "127.0.0.1"
+      for (const client of clients) expect(yield* text(client)).toBe("hello, world")
+      delete process.env.HTTP_PROXY
+      delete process.env.NO_PROXY
+      for (const client of clients) expect(yield* text(client)).toBe("hello, world")
+      expect(proxy.tunnels()).toEqual([host, host])
     }))
 
   it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>

@@ -19,7 +19,7 @@ import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
-import { closedPort, documentedWebhookBody, startRefusedTls } from "./support.js"
+import { closedPort, documentedWebhookBody, startConnectProxy, startRefusedTls } from "./support.js"
 
 let harness: Cli
 const cli: Cli["run"] = (...args) => harness.run(...args)
@@ -1065,6 +1065,25 @@ describe("effect-fin against the emulator", () => {
       75,
       "effect-fin: TransportError: POST /v1/oauth/token: could not send the request (ECONNREFUSED)"
     ])
+  })
+
+  it("goes through the egress proxy HTTP_PROXY names (HTTPS_PROXY for https), except to NO_PROXY's hosts", async () => {
+    const proxy = await startConnectProxy()
+    try {
+      const quote = ["quote", "--from", "USD", "--to", "CAD", "--amount", "100"]
+      // One tunnel or more (one per connection) for each command: the quote, then cross-check's own client.
+      const proxied = await cli(quote, { ...env, HTTP_PROXY: proxy.url })
+      const afterQuote = proxy.tunnels().length
+      const crossCheck = ["cross-check", "--countries", "CAN"]
+      const lookup = await cli(crossCheck, { ...env, http_proxy: proxy.url }, "", harness.dir)
+      const before = proxy.tunnels().length
+      expect([proxied.code, lookup.code, afterQuote > 0, before > afterQuote]).toEqual([0, 0, true, true])
+      expect(new Set(proxy.tunnels())).toEqual(new Set([new URL(emulator.url).host]))
+      const direct = await cli(quote, { ...env, HTTP_PROXY: proxy.url, NO_PROXY: "127.0.0.1" })
+      expect([direct.code, proxy.tunnels().length]).toEqual([0, before])
+    } finally {
+      await proxy.close()
+    }
   })
 
   it("a certificate the client refuses is exit 1, not 75: tried once, a person has to mend it", async () => {

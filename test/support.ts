@@ -204,6 +204,51 @@ export const startRefusedTls = async (): Promise<RefusedTls> => {
 /** `RefusedTls` for the scope. */
 export const refusedTls = Effect.acquireRelease(Effect.promise(startRefusedTls), (tls) => Effect.promise(tls.close))
 
+/**
+ * An egress proxy on loopback: it tunnels each `CONNECT` to its target and keeps the targets asked for (`host:port`),
+ * in order. Any other request is refused with a 405.
+ */
+export interface ConnectProxy {
+  readonly url: string
+  readonly tunnels: () => ReadonlyArray<string>
+  readonly close: () => Promise<void>
+}
+
+/** Starts a `ConnectProxy`. */
+export const startConnectProxy = async (): Promise<ConnectProxy> => {
+  const tunnels: Array<string> = []
+  const sockets = new Set<Net.Socket>()
+  const server = Http.createServer((_request, response) => response.writeHead(405).end())
+  server.on("connect", (request: Http.IncomingMessage, client: Net.Socket, head: Buffer) => {
+    const target = request.url ?? ""
+    tunnels.push(target)
+    const url = new URL(`http://${target}`)
+    const upstream = Net.connect(Number(url.port), url.hostname.replace(/^\[|\]$/g, ""), () => {
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
+      upstream.write(head)
+      upstream.pipe(client).pipe(upstream)
+    })
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+      socket.on("error", () => {
+        client.destroy()
+        upstream.destroy()
+      })
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`,
+    tunnels: () => [...tunnels],
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        server.close(() => resolve())
+      })
+  }
+}
+
 /** Checks `check` every 20 ms of real time until it holds, or dies naming `what` after `attempts` tries. */
 export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, attempts = 1000) =>
   Effect.gen(function*() {

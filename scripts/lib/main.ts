@@ -31,8 +31,21 @@ export interface MainOptions {
    * bundled data. Default: nowhere (they stay empty).
    */
   readonly bundledDir?: string | undefined
-  /** The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`. */
+  /**
+   * The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`'s, through the
+   * egress proxy `HTTPS_PROXY` names (as curl, with `NO_PROXY`; `UndiciHttpClient.dispatcherFromEnvProxy`).
+   */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
+}
+
+// The default client, loaded only by the commands that call the service.
+const proxiedClient = async (): Promise<Layer.Layer<HttpClient.HttpClient>> => {
+  const [NodeHttpClient, UndiciHttpClient, { provide }] = await Promise.all([
+    import("@effect/platform-node/NodeHttpClient"),
+    import("../../src/node/UndiciHttpClient.js"),
+    import("effect/Layer")
+  ])
+  return provide(NodeHttpClient.layerUndiciWithoutDispatcher, UndiciHttpClient.dispatcherFromEnvProxy)
 }
 
 /**
@@ -117,7 +130,7 @@ const execute = async (
     }
     countries = checked.right
   }
-  const httpClient = options.httpClient ?? (await import("@effect/platform-node/NodeHttpClient")).layerUndici
+  const httpClient = options.httpClient ?? (await proxiedClient())
   const progress = Api.makeProgress({
     isTTY: options.isTTY ?? process.stderr.isTTY === true,
     write: stderr,

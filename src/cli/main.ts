@@ -40,6 +40,7 @@ import * as Issues from "../internal/issues.js"
 import * as Padded from "../internal/padded.js"
 import * as Printable from "../internal/printable.js"
 import * as Retry from "../internal/retry.js"
+import * as UndiciHttpClient from "../node/UndiciHttpClient.js"
 import * as SignatureHeaders from "../internal/signatureHeaders.js"
 import { version } from "../internal/version.js"
 import * as Subdivisions from "../Subdivisions.js"
@@ -94,12 +95,16 @@ const failingAsJson =
       : self
 
 /**
- * The client of the `FIN_*` variables on undici; only built by commands that call the service. A command makes one
- * lookup, so the fallback cool-down (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN` asks.
+ * The client of the `FIN_*` variables on undici, through the egress proxy `HTTPS_PROXY` names (as curl, with
+ * `NO_PROXY`); only built by commands that call the service. A command makes one lookup, so the fallback cool-down
+ * (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN` asks.
  */
 const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (options) =>
   FinClient.layer({ ...options, subdivisionFallbackCooldown: options.subdivisionFallbackCooldown ?? "0 seconds" })
-)).pipe(Layer.provide(NodeHttpClient.layerUndici))
+)).pipe(
+  Layer.provide(NodeHttpClient.layerUndiciWithoutDispatcher),
+  Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy)
+)
 
 // ---------------------------------------------------------------------------------------------------------------------
 // quote

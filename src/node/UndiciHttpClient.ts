@@ -324,6 +324,13 @@ class UndiciResponse extends Inspectable.Class implements HttpClientResponse.Htt
 export const layerWithoutDispatcher: Layer.Layer<HttpClient.HttpClient, never, NodeHttpClient.Dispatcher> = Layer
   .effect(HttpClient.HttpClient, Effect.flatMap(Dispatcher, (dispatcher) => Effect.map(layerOptions, (o) => makeWith(dispatcher, o))))
 
+// A dispatcher of undici's (loaded then), destroyed when the scope closes.
+const ownDispatcher = (make: (undici: typeof Undici) => Undici.Dispatcher) =>
+  Effect.acquireRelease(
+    Effect.promise(() => import("@effect/platform-node/Undici").catch(peerMissing)).pipe(Effect.map(make)),
+    (dispatcher) => Effect.promise(() => dispatcher.destroy())
+  )
+
 /**
  * The client on its own undici `Agent`, closed with the layer.
  *
@@ -333,12 +340,28 @@ export const layerWithoutDispatcher: Layer.Layer<HttpClient.HttpClient, never, N
 export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
   HttpClient.HttpClient,
   Effect.flatMap(
-    Effect.acquireRelease(
-      Effect.promise(() => import("@effect/platform-node/Undici").catch(peerMissing)).pipe(
-        Effect.map((undici) => new undici.Agent())
-      ),
-      (agent) => Effect.promise(() => agent.destroy())
-    ),
+    ownDispatcher((undici) => new undici.Agent()),
     (agent) => Effect.map(layerOptions, (o) => makeWith(agent, o))
   )
+)
+
+/**
+ * A `NodeHttpClient.Dispatcher` that sends through the egress proxy the environment names, as curl does:
+ * `HTTPS_PROXY` for https URLs, `HTTP_PROXY` for http ones (or their lower-case names), except to the hosts `NO_PROXY`
+ * lists; directly when none is set. It is undici's `EnvHttpProxyAgent`, reading the variables when the layer is built
+ * and tunnelling with `CONNECT` (to an https URL, the proxy sees its host and port, never the request); closed with
+ * the layer. A proxy URL's credentials (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. For
+ * either client:
+ *
+ * ```ts
+ * UndiciHttpClient.layerWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))
+ * NodeHttpClient.layerUndiciWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const dispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher> = Layer.scoped(
+  Dispatcher,
+  ownDispatcher((undici) => new undici.EnvHttpProxyAgent())
 )
