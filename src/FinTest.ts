@@ -1,6 +1,8 @@
 /**
  * Test layers for users (subpath `effect-fin/test`): a static token, an in-memory `HttpClient` that answers from
  * handler functions and records every request, and a `FeeService` with deterministic quotes. No network needed.
+ * Importing it also makes every Effect error (an app's own too) that failed in a span inspect as itself, so that a
+ * failed expectation on one shows a diff, not "Maximum call stack size exceeded".
  *
  * @since 0.1.0
  */
@@ -12,6 +14,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -33,10 +36,15 @@ import * as Bytes from "./internal/bytes.js"
 import * as CallOptions from "./internal/callOptions.js"
 import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
+import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
 import * as Timestamps from "./internal/timestamp.js"
 import * as TokenProvider from "./TokenProvider.js"
+
+// Every Effect error (Data.TaggedError, Schema.TaggedError: the app's own too, one wrapping a FinError) inspects as
+// itself when it failed in a span: a failed expectation on it shows a diff, not "Maximum call stack size exceeded".
+Inspect.showUnwrapped({ prototype: Object.getPrototypeOf(Data.Error.prototype) as object })
 
 /**
  * One log entry as `captureLogs` keeps it.
@@ -580,9 +588,9 @@ export class InMemoryHttp extends Context.Tag("effect-fin/test/InMemoryHttp")<In
 /**
  * Routes keyed `METHOD /path`, where a `*` segment matches any one segment: `"GET /v1/countries/* /subdivisions"`
  * (without the space). Where several match, the most specific (fewest `*`) answers. Unmatched requests get the
- * service's 404, with a warning logged (`InMemoryHttp.unmatched` lists them). Only the method and the path are
- * compared: not the host (every request is answered here, whatever server it names) nor the query string (read it
- * from `RecordedRequest.url` in the handler).
+ * service's 404, its message naming the request and the routes given, with a warning logged (`InMemoryHttp.unmatched`
+ * lists them). Only the method and the path are compared: not the host (every request is answered here, whatever
+ * server it names) nor the query string (read it from `RecordedRequest.url` in the handler).
  *
  * @since 0.1.0
  * @category models
@@ -739,8 +747,24 @@ const inMemory = (
             `effect-fin/test: no route matches ${seen.method} ${seen.path}; answering the service's 404`
           ).pipe(Effect.annotateLogs("routes", typeof routes === "function" ? [] : Object.keys(routes)))
         }
-        const answer = handler === undefined ? json(404, { message: "Resource not found" }) : handler(seen)
-        const reply = Effect.isEffect(answer) ? yield* answer : answer
+        // The service's 404, its message saying it came from no route of the test's (the warning is not shown by
+        // `it.effect`, and a misspelt route would read as the service's own refusal).
+        const answer = handler === undefined
+          ? json(404, {
+            message: `Resource not found (effect-fin/test: no route matches ${seen.method} ${seen.path}; routes: ${
+              typeof routes === "function" || own.length === 0 ? "none" : own.join(", ")
+            })`
+          })
+          : handler(seen)
+        // A handler's Effect cannot fail (its type says so); one that does, past a cast or from JS, is named here
+        // rather than reaching the client as an HttpClientError it cannot read.
+        const reply = Effect.isEffect(answer)
+          ? yield* Effect.orDieWith(answer as Effect.Effect<unknown, unknown>, (error) =>
+            new Cause.IllegalArgumentException(
+              `effect-fin/test: the handler for ${seen.method} ${seen.path} failed with ${describeValue(error)}: ` +
+                "a handler's Effect cannot fail; answer FinTest.fail(...) for a transport failure, or json(status, ...)"
+            ))
+          : answer
         if (!isReply(reply)) {
           // From untyped code (or past a cast): a Promise, undefined, a reply written by hand with another shape.
           return yield* Effect.die(

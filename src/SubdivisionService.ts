@@ -122,7 +122,8 @@ export interface Service {
 export class SubdivisionService extends Context.Tag("effect-fin/SubdivisionService")<SubdivisionService, Service>() {}
 
 // The snapshot stands in for an unreachable, failing or timing-out service, never for a refusal: 401/403/429 and
-// other 4xx reach the caller.
+// other 4xx reach the caller. A TLS handshake refused on its certificate is an unreachable service here (the snapshot
+// is ours, no attacker's), though not one to retry.
 const canFallBack = Retry.isOutage
 
 // A failure's cause, to say it once: its tag and the status, code or kind it carries (a 503 and a proxy's page are two

@@ -4,6 +4,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -299,6 +300,34 @@ describe("FinTest.layerClient routes", () => {
       }
     }))
 
+  it.effect("a handler whose Effect fails (past its type) is a defect saying what to answer instead", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(FeeService.calculate(quoteRequest).pipe(
+        provideClient({ [FEE]: (() => Effect.fail("down")) as unknown as FinTest.Handler }, { maxRetries: 0 })
+      ))
+      expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+        Option.some(
+          `effect-fin/test: the handler for POST /v1/fee-calculation failed with a string: a handler's Effect cannot ` +
+            "fail; answer FinTest.fail(...) for a transport failure, or json(status, ...)"
+        )
+      )
+    }))
+
+  // Effect wraps an error that fails in a span in a Proxy, whose inspection chai (vitest's expect) looped on.
+  it.effect("with effect-fin/test imported, an app's own error failed in a span shows a diff in a failed check", () =>
+    Effect.gen(function*() {
+      class QuoteFailed extends Data.TaggedError("QuoteFailed")<{ readonly cause: unknown }> {}
+      const failed = yield* Effect.flip(
+        FeeService.calculate(quoteRequest).pipe(
+          Effect.mapError((cause) => new QuoteFailed({ cause })),
+          Effect.withSpan("quote"),
+          provideClient({ [FEE]: () => FinTest.json(503, { message: "busy" }) }, { maxRetries: 0 })
+        )
+      )
+      expect(failed).toMatchObject({ _tag: "QuoteFailed", cause: { _tag: "ApiError", status: 503 } })
+      expect(() => expect(failed).toMatchObject({ cause: { status: 500 } })).toThrow("expected QuoteFailed")
+    }))
+
   it.effect("a misused route is named as the test wrote it, an Effect said to be one, a single handler refused", () =>
     Effect.gen(function*() {
       const messageOf = (routes: unknown) =>
@@ -499,9 +528,10 @@ describe("FinTest pinned behaviours", () => {
       expect(statuses).toEqual([200, 404, 404, 404])
       const http = yield* FinTest.InMemoryHttp
       expect((yield* http.unmatched).map((r) => r.path)).toEqual(["/v1/things/1", "/v1/THINGS", "/v1"])
-      // The service's 404, as the real one words it; and clear forgets every request, matched or not.
+      // The service's 404, as the real one words it, saying which routes the test gave (a misspelt one would read as
+      // the service's refusal); and clear forgets every request, matched or not.
       expect(yield* Effect.flatMap(client.get("http://127.0.0.1:4010/v1"), (r) => r.json)).toEqual({
-        message: "Resource not found"
+        message: "Resource not found (effect-fin/test: no route matches GET /v1; routes: GET /v1/things)"
       })
       yield* http.clear
       expect([yield* http.requests, yield* http.unmatched]).toEqual([[], []])

@@ -12,6 +12,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Inspect from "./inspect.js"
 import * as Monotonic from "./monotonic.js"
 
 /**
@@ -24,6 +25,8 @@ export class CircuitOpen<E> extends Data.TaggedError("CircuitOpen")<{
   /** Whether a probe is in flight (then `retryIn` is zero). */
   readonly probing: boolean
 }> {}
+
+Inspect.showUnwrapped(CircuitOpen)
 
 /** What a failure says about the service. */
 export type Verdict = "up" | "down" | "unknown"

@@ -355,16 +355,27 @@ const requestIdOf = (
   return id !== undefined && /^[\x21-\x7e]{1,128}$/.test(id) && redact(id) === id ? id : undefined
 }
 
+// node:http reports any OpenSSL failure in the handshake as a write's EPROTO: a refused certificate or version, but
+// also a server's internal_error alert or a record corrupted on the way, which a retry can mend. OpenSSL's reason (a
+// fixed phrase, never a host) is only in the message: it is named as undici's error names it (ERR_SSL_<REASON>).
+const sslReason = (error: object): string => {
+  const { message } = error as { readonly message?: unknown }
+  const reason = /SSL routines:[a-z0-9_]*:([a-z0-9 ]{1,60}):/.exec(String(message))
+  return reason === null ? "EPROTO" : `ERR_SSL_${reason[1]!.toUpperCase().replaceAll(" ", "_")}`
+}
+
 /**
  * The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
  * along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
- * hold a host or a URL.
+ * hold a host or a URL (but for node:http's EPROTO, OpenSSL's reason phrase: see `sslReason`).
  */
 export const systemCode = (cause: unknown): string | undefined => {
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
     const { code } = error as { readonly code?: unknown }
-    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return code
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) {
+      return code === "EPROTO" ? sslReason(error) : code
+    }
     error = (error as { readonly cause?: unknown }).cause
   }
   return undefined

@@ -36,8 +36,9 @@ const TLS_REFUSALS: ReadonlySet<string> = new Set([
   "PATH_LENGTH_EXCEEDED",
   "INVALID_PURPOSE",
   "HOSTNAME_MISMATCH",
-  // No protocol in common: node:http says EPROTO where undici says which.
-  "EPROTO",
+  // Node's name for a certificate check failing for a reason it has no name for (a SHA-1 signature).
+  "UNSPECIFIED",
+  // No protocol in common (node:http's EPROTO is named as these are: see `Http.systemCode`).
   "ERR_SSL_WRONG_VERSION_NUMBER",
   "ERR_SSL_UNSUPPORTED_PROTOCOL",
   "ERR_SSL_NO_PROTOCOLS_AVAILABLE",
@@ -49,7 +50,7 @@ const TLS_REFUSALS: ReadonlySet<string> = new Set([
 /**
  * Whether a transport failure is a TLS handshake refused on a certificate or for want of a common protocol (its
  * `code`: `CERT_HAS_EXPIRED`, `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`,
- * `ERR_SSL_WRONG_VERSION_NUMBER`, `EPROTO`...): a mistake to mend, not a failure to wait out.
+ * `ERR_SSL_WRONG_VERSION_NUMBER`...): a mistake to mend, not a failure to wait out.
  */
 export const isTlsRefusal = (error: FinError | Retried): boolean =>
   error._tag === "TransportError" && error.code !== undefined &&

@@ -127,7 +127,11 @@ const compressedBody = (response: Http.ServerResponse) => {
 }
 
 /** A quote through a client on `server` with a long timeout and no retries (or `maxRetries`). */
-const quoteFrom = (server: { readonly url: string }, httpClient: Layer.Layer<HttpClient.HttpClient>, maxRetries = 0) =>
+export const quoteFrom = (
+  server: { readonly url: string },
+  httpClient: Layer.Layer<HttpClient.HttpClient>,
+  maxRetries = 0
+) =>
   failureOf(quote).pipe(
     Effect.provide(FinClient.layer({
       clientId: "client",

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as FinError from "../../src/FinError.js"
+import * as Http from "../../src/internal/http.js"
 import * as Retry from "../../src/internal/retry.js"
 
 const call = { operation: "POST /v1/fee-calculation", attempts: 1 }
@@ -65,19 +66,46 @@ describe("Retry.isTlsRefusal", () => {
       "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
       "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
       "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
-      "EPROTO"
+      "UNSPECIFIED"
     ]
     const verdicts = (error: FinError.TransportError | FinError.ApiError) =>
       [Retry.isTlsRefusal(error), Retry.isRetryable(error), Retry.worthALaterTry(error), Retry.isOutage(error)]
     // The snapshot still stands in for a service that cannot be had (SubdivisionService's fallback): an outage.
     for (const code of refusals) expect(verdicts(cut(undefined, code)), code).toEqual([true, false, false, true])
     // A connection lost or refused, a handshake that took too long, an unknown code or none: waiting may mend it.
-    const waitable = ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "UND_ERR_SOCKET", "ERR_TLS_HANDSHAKE_TIMEOUT"]
+    const waitable = [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "ENOTFOUND",
+      "UND_ERR_SOCKET",
+      "ERR_TLS_HANDSHAKE_TIMEOUT",
+      // A server's internal_error alert, a record corrupted on the way; node:http's EPROTO without OpenSSL's reason.
+      "ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR",
+      "ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC",
+      "EPROTO"
+    ]
     for (const code of [...waitable, undefined]) {
       expect(verdicts(cut(undefined, code)), code).toEqual([false, true, true, true])
     }
     // Only a TransportError's code counts.
     const gateway = new FinError.ApiError({ status: 502, message: "bad gateway", code: "CERT_HAS_EXPIRED", ...call })
     expect(verdicts(gateway)).toEqual([false, true, true, true])
+  })
+})
+
+describe("Http.systemCode", () => {
+  // node:http's write EPROTO, as Node 20 gives it for an OpenSSL failure in the handshake.
+  const eproto = (reason: string) =>
+    Object.assign(
+      new Error(`write EPROTO 80ECC6:error:0A000438:SSL routines:ssl3_read_bytes:${reason}:../deps/x.c:1605:`),
+      { code: "EPROTO" }
+    )
+
+  it("reads node:http's EPROTO as OpenSSL's reason, named as undici's error names it", () => {
+    expect(Http.systemCode(eproto("tlsv1 alert internal error"))).toBe("ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR")
+    expect(Http.systemCode(eproto("wrong version number"))).toBe("ERR_SSL_WRONG_VERSION_NUMBER")
+    expect(Http.systemCode(Object.assign(new Error("write EPROTO"), { code: "EPROTO" }))).toBe("EPROTO")
+    const reset = Object.assign(new Error("x"), { code: "ECONNRESET" })
+    expect(Http.systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
   })
 })
