@@ -137,8 +137,9 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
 
 /**
  * The request could not be sent or the response body could not be read (refused, reset, DNS, aborted body).
- * Retried (on a call that is), except a TLS handshake refused on its certificate or for want of a common protocol
- * (its `code`: `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`...), which waiting cannot mend.
+ * Retried (on a call that is), except a connection refused for its setup, which waiting cannot mend: a TLS handshake
+ * refused on its certificate or for want of a common protocol, or an egress proxy's 4xx but 408 and 429 (its `code`:
+ * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...).
  *
  * @since 0.1.0
  * @category errors
@@ -150,7 +151,10 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
     message: Schema.String,
     /** `RequestFailed`: no answer came (refused, reset, DNS); `BodyReadFailed`: an answer came, its body was lost. */
     reason: Schema.Literal("RequestFailed", "BodyReadFailed"),
-    /** The system's error code, when there was one: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, `CERT_HAS_EXPIRED`... */
+    /**
+     * The system's error code, when there was one: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, `CERT_HAS_EXPIRED`...;
+     * `PROXY_TUNNEL_<status>` when an egress proxy refused the tunnel.
+     */
     code: Schema.optional(Schema.String),
     /** For `BodyReadFailed`: the status of the response whose body was lost. */
     status: Schema.optional(Schema.Number),

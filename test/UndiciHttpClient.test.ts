@@ -325,7 +325,10 @@ describe("UndiciHttpClient", () => {
 
   it.scopedLive("dispatcherFromEnvProxy tunnels through HTTP_PROXY, not to NO_PROXY's hosts; direct with neither", () =>
     Effect.gen(function*() {
-      const proxy = yield* Effect.acquireRelease(Effect.promise(startConnectProxy), (p) => Effect.promise(p.close))
+      const proxy = yield* Effect.acquireRelease(
+        Effect.promise(() => startConnectProxy()),
+        (proxy) => Effect.promise(proxy.close)
+      )
       const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY }
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {

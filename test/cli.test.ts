@@ -1084,6 +1084,21 @@ describe("effect-fin against the emulator", () => {
     } finally {
       await proxy.close()
     }
+    // A proxy that wants credentials (407): asked once, exit 1, its status in the code; never the proxy's URL.
+    const demanding = await startConnectProxy(407)
+    try {
+      const refused = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], {
+        ...env,
+        HTTP_PROXY: demanding.url.replace("//", "//user:proxy-secret@")
+      })
+      expect([refused.code, refused.stderr.trim(), demanding.tunnels().length]).toEqual([
+        1,
+        "effect-fin: TransportError: POST /v1/oauth/token: could not send the request (PROXY_TUNNEL_407)",
+        1
+      ])
+    } finally {
+      await demanding.close()
+    }
   })
 
   it("a certificate the client refuses is exit 1, not 75: tried once, a person has to mend it", async () => {

@@ -205,8 +205,8 @@ export const startRefusedTls = async (): Promise<RefusedTls> => {
 export const refusedTls = Effect.acquireRelease(Effect.promise(startRefusedTls), (tls) => Effect.promise(tls.close))
 
 /**
- * An egress proxy on loopback: it tunnels each `CONNECT` to its target and keeps the targets asked for (`host:port`),
- * in order. Any other request is refused with a 405.
+ * An egress proxy on loopback: it tunnels each `CONNECT` to its target (or refuses it with `refuse`, a status such as
+ * 407) and keeps the targets asked for (`host:port`), in order. Any other request is refused with a 405.
  */
 export interface ConnectProxy {
   readonly url: string
@@ -215,13 +215,14 @@ export interface ConnectProxy {
 }
 
 /** Starts a `ConnectProxy`. */
-export const startConnectProxy = async (): Promise<ConnectProxy> => {
+export const startConnectProxy = async (refuse?: number): Promise<ConnectProxy> => {
   const tunnels: Array<string> = []
   const sockets = new Set<Net.Socket>()
   const server = Http.createServer((_request, response) => response.writeHead(405).end())
   server.on("connect", (request: Http.IncomingMessage, client: Net.Socket, head: Buffer) => {
     const target = request.url ?? ""
     tunnels.push(target)
+    if (refuse !== undefined) return void client.end(`HTTP/1.1 ${refuse} Refused\r\nProxy-Authenticate: Basic\r\n\r\n`)
     const url = new URL(`http://${target}`)
     const upstream = Net.connect(Number(url.port), url.hostname.replace(/^\[|\]$/g, ""), () => {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n")

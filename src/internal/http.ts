@@ -355,27 +355,33 @@ const requestIdOf = (
   return id !== undefined && /^[\x21-\x7e]{1,128}$/.test(id) && redact(id) === id ? id : undefined
 }
 
-// node:http reports any OpenSSL failure in the handshake as a write's EPROTO: a refused certificate or version, but
-// also a server's internal_error alert or a record corrupted on the way, which a retry can mend. OpenSSL's reason (a
-// fixed phrase, never a host) is only in the message: it is named as undici's error names it (ERR_SSL_<REASON>).
-const sslReason = (error: object): string => {
-  const { message } = error as { readonly message?: unknown }
-  const reason = /SSL routines:[a-z0-9_]*:([a-z0-9 ]{1,60}):/.exec(String(message))
-  return reason === null ? "EPROTO" : `ERR_SSL_${reason[1]!.toUpperCase().replaceAll(" ", "_")}`
+// Two codes say less than their message, which is read for a fixed phrase (never a host): node:http reports any
+// OpenSSL failure in the handshake as a write's EPROTO (a refused certificate or version, but also a server's
+// internal_error alert or a record corrupted on the way, which a retry can mend), named by OpenSSL's reason as undici
+// names it (ERR_SSL_<REASON>); and an egress proxy that refused to open its tunnel (a 407 for its credentials, a 403
+// by its policy, a 502 when it could not reach the service) is only undici's UND_ERR_ABORTED: PROXY_TUNNEL_<status>.
+const SSL_REASON = /SSL routines:[a-z0-9_]*:([a-z0-9 ]{1,60}):/
+const PROXY_REFUSAL = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/
+const refined = (error: object, code: string): string => {
+  const message = String((error as { readonly message?: unknown }).message)
+  if (code === "EPROTO") {
+    const reason = SSL_REASON.exec(message)
+    return reason === null ? code : `ERR_SSL_${reason[1]!.toUpperCase().replaceAll(" ", "_")}`
+  }
+  const status = code === "UND_ERR_ABORTED" ? PROXY_REFUSAL.exec(message) : null
+  return status === null ? code : `PROXY_TUNNEL_${status[1]}`
 }
 
 /**
  * The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
  * along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
- * hold a host or a URL (but for node:http's EPROTO, OpenSSL's reason phrase: see `sslReason`).
+ * hold a host or a URL (node:http's EPROTO and an egress proxy's refusal are named from theirs: see `refined`).
  */
 export const systemCode = (cause: unknown): string | undefined => {
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
     const { code } = error as { readonly code?: unknown }
-    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) {
-      return code === "EPROTO" ? sslReason(error) : code
-    }
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return refined(error, code)
     error = (error as { readonly cause?: unknown }).cause
   }
   return undefined

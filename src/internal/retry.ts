@@ -25,11 +25,14 @@ const BASE = Duration.millis(500)
 const CAP = Duration.seconds(8)
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504])
 
-// A TLS handshake refused for a reason no retry can mend: the certificate (expired, not yet valid, self-signed, of an
-// unknown issuer, for another host: OpenSSL's and Node's names), or no protocol in common (TLS to a plain HTTP port).
-// A person has to act; retrying would only hide the mistake, or make a wrapper that retries on exit 75 loop.
-const TLS_REFUSED = /^(?:CERT_|CRL_|UNABLE_TO_|ERROR_IN_C|ERR_TLS_CERT_|ERR_SSL_\w*ALERT_\w*CERTIFICATE)/
-const TLS_REFUSALS: ReadonlySet<string> = new Set([
+// A connection refused for a reason no retry can mend: a TLS handshake refused on the certificate (expired, not yet
+// valid, self-signed, of an unknown issuer, for another host: OpenSSL's and Node's names) or for want of a common
+// protocol (TLS to a plain HTTP port), or an egress proxy refusing its tunnel on a 4xx (407: its credentials, 403: its
+// policy; not a 408 or 429, nor a 5xx: it could not reach the service). A person has to act; retrying would only hide
+// the mistake, or make a wrapper that retries on exit 75 loop.
+const SETUP_REFUSED =
+  /^(?:CERT_|CRL_|UNABLE_TO_|ERROR_IN_C|ERR_TLS_CERT_|ERR_SSL_\w*ALERT_\w*CERTIFICATE|PROXY_TUNNEL_4(?!08|29)\d\d$)/
+const SETUP_REFUSALS: ReadonlySet<string> = new Set([
   "DEPTH_ZERO_SELF_SIGNED_CERT",
   "SELF_SIGNED_CERT_IN_CHAIN",
   "INVALID_CA",
@@ -48,22 +51,23 @@ const TLS_REFUSALS: ReadonlySet<string> = new Set([
 ])
 
 /**
- * Whether a transport failure is a TLS handshake refused on a certificate or for want of a common protocol (its
- * `code`: `CERT_HAS_EXPIRED`, `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`,
- * `ERR_SSL_WRONG_VERSION_NUMBER`...): a mistake to mend, not a failure to wait out.
+ * Whether a transport failure is a connection refused for its setup: a TLS handshake refused on a certificate or for
+ * want of a common protocol, or an egress proxy refusing its tunnel (its `code`: `CERT_HAS_EXPIRED`,
+ * `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`, `ERR_SSL_WRONG_VERSION_NUMBER`,
+ * `PROXY_TUNNEL_407`...): a mistake to mend, not a failure to wait out.
  */
-export const isTlsRefusal = (error: FinError | Retried): boolean =>
+export const isSetupRefusal = (error: FinError | Retried): boolean =>
   error._tag === "TransportError" && error.code !== undefined &&
-  (TLS_REFUSALS.has(error.code) || TLS_REFUSED.test(error.code))
+  (SETUP_REFUSALS.has(error.code) || SETUP_REFUSED.test(error.code))
 
 /**
- * Whether a failed attempt may be tried again (never a 4xx other than 408/429, never a decode failure, never a TLS
- * handshake refused on its certificate or protocol).
+ * Whether a failed attempt may be tried again (never a 4xx other than 408/429, never a decode failure, never a
+ * connection refused for its setup: `isSetupRefusal`).
  */
 export const isRetryable = (error: Retried): boolean => {
   switch (error._tag) {
     case "TransportError":
-      return !isTlsRefusal(error)
+      return !isSetupRefusal(error)
     case "RateLimitError":
       return true
     case "TimeoutError":
@@ -93,13 +97,13 @@ export const isOutage = (error: FinError): boolean =>
   ((error._tag === "ApiError" || error._tag === "RateLimitError") && error.status !== undefined && error.status >= 500)
 
 /**
- * Whether the same call may succeed later: an outage (`isOutage`) other than a TLS handshake refused on its
- * certificate or protocol (`isTlsRefusal`), or the service asking to slow down (a 429, its body lost or not, or a 5xx
+ * Whether the same call may succeed later: an outage (`isOutage`) other than a connection refused for its setup
+ * (`isSetupRefusal`), or the service asking to slow down (a 429, its body lost or not, or a 5xx
  * asking for a long wait), not a refusal on the call's merits.
  */
 export const worthALaterTry = (error: FinError): boolean =>
   error._tag === "RateLimitError" || (error._tag === "TransportError" && error.status === 429) ||
-  (isOutage(error) && !isTlsRefusal(error))
+  (isOutage(error) && !isSetupRefusal(error))
 
 /** The wait the service asked for, if any. */
 export const retryAfterOf = (error: Retried | FinError): Duration.Duration | undefined =>

@@ -51,8 +51,8 @@ describe("Retry.isOutage and worthALaterTry", () => {
   })
 })
 
-describe("Retry.isTlsRefusal", () => {
-  it("a certificate refused, or no protocol in common, is not retried nor worth a later try, yet an outage", () => {
+describe("Retry.isSetupRefusal", () => {
+  it("a refused certificate, no common protocol, a proxy's 4xx: not retried, not worth a later try, an outage", () => {
     const refusals = [
       "CERT_HAS_EXPIRED",
       "CERT_NOT_YET_VALID",
@@ -66,10 +66,12 @@ describe("Retry.isTlsRefusal", () => {
       "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
       "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
       "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
-      "UNSPECIFIED"
+      "UNSPECIFIED",
+      "PROXY_TUNNEL_407",
+      "PROXY_TUNNEL_403"
     ]
     const verdicts = (error: FinError.TransportError | FinError.ApiError) =>
-      [Retry.isTlsRefusal(error), Retry.isRetryable(error), Retry.worthALaterTry(error), Retry.isOutage(error)]
+      [Retry.isSetupRefusal(error), Retry.isRetryable(error), Retry.worthALaterTry(error), Retry.isOutage(error)]
     // The snapshot still stands in for a service that cannot be had (SubdivisionService's fallback): an outage.
     for (const code of refusals) expect(verdicts(cut(undefined, code)), code).toEqual([true, false, false, true])
     // A connection lost or refused, a handshake that took too long, an unknown code or none: waiting may mend it.
@@ -82,7 +84,11 @@ describe("Retry.isTlsRefusal", () => {
       // A server's internal_error alert, a record corrupted on the way; node:http's EPROTO without OpenSSL's reason.
       "ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR",
       "ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC",
-      "EPROTO"
+      "EPROTO",
+      // A proxy that could not reach the service, or timed out, or asks to slow down.
+      "PROXY_TUNNEL_502",
+      "PROXY_TUNNEL_408",
+      "PROXY_TUNNEL_429"
     ]
     for (const code of [...waitable, undefined]) {
       expect(verdicts(cut(undefined, code)), code).toEqual([false, true, true, true])
@@ -101,10 +107,13 @@ describe("Http.systemCode", () => {
       { code: "EPROTO" }
     )
 
-  it("reads node:http's EPROTO as OpenSSL's reason, named as undici's error names it", () => {
+  it("names node:http's EPROTO by OpenSSL's reason, as undici does; a proxy's refused tunnel by its status", () => {
     expect(Http.systemCode(eproto("tlsv1 alert internal error"))).toBe("ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR")
     expect(Http.systemCode(eproto("wrong version number"))).toBe("ERR_SSL_WRONG_VERSION_NUMBER")
     expect(Http.systemCode(Object.assign(new Error("write EPROTO"), { code: "EPROTO" }))).toBe("EPROTO")
+    const aborted = (message: string) => Object.assign(new Error(message), { code: "UND_ERR_ABORTED" })
+    expect(Http.systemCode(aborted("Proxy response (407) !== 200 when HTTP Tunneling"))).toBe("PROXY_TUNNEL_407")
+    expect(Http.systemCode(aborted("Request aborted"))).toBe("UND_ERR_ABORTED")
     const reset = Object.assign(new Error("x"), { code: "ECONNRESET" })
     expect(Http.systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
   })
