@@ -12,6 +12,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Undici from "@effect/platform-node/Undici"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as ConfigError from "effect/ConfigError"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -329,7 +330,8 @@ describe("UndiciHttpClient", () => {
         Effect.promise(() => startConnectProxy()),
         (proxy) => Effect.promise(proxy.close)
       )
-      const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY }
+      const names = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]
+      const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]))
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           for (const [name, value] of Object.entries(saved)) {
@@ -355,6 +357,15 @@ describe("UndiciHttpClient", () => {
       delete process.env.NO_PROXY
       for (const client of clients) expect(yield* text(client)).toBe("hello, world")
       expect(proxy.tunnels()).toEqual([host, host])
+      // A variable that holds no proxy URL: a ConfigError naming it, never its value (it may hold credentials).
+      for (const value of ["proxy.internal:3128", "http://user:hunter2@[::1", "ftp://user:hunter2@proxy"]) {
+        process.env.HTTPS_PROXY = value
+        const error = yield* Effect.flip(Layer.build(UndiciHttpClient.dispatcherFromEnvProxy))
+        expect(ConfigError.isConfigError(error) && String(error)).toBe(
+          "(Invalid data at HTTPS_PROXY: \"is not a proxy URL: give http://host:port or https://host:port " +
+            "(http://user:pass@host:port with credentials)\")"
+        )
+      }
     }))
 
   it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>

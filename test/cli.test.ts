@@ -1099,6 +1099,16 @@ describe("effect-fin against the emulator", () => {
     } finally {
       await demanding.close()
     }
+    // A variable that holds no proxy URL is a configuration error naming it, not its value.
+    const malformed = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], {
+      ...env,
+      https_proxy: "proxy-secret.internal:3128"
+    })
+    expect([malformed.code, malformed.stderr.trim()]).toEqual([
+      1,
+      "effect-fin: ConfigError: https_proxy: is not a proxy URL: give http://host:port or https://host:port " +
+      "(http://user:pass@host:port with credentials)"
+    ])
   })
 
   it("a certificate the client refuses is exit 1, not 75: tried once, a person has to mend it", async () => {

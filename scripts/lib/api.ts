@@ -90,7 +90,7 @@ const providerOf = (env: Readonly<Record<string, string | undefined>>): ConfigPr
 /** `SubdivisionService` (online) of `settings` on the given platform client, and the transport it uses. */
 export const serviceLayer = (
   settings: ClientSettings,
-  httpClient: Layer.Layer<HttpClient.HttpClient>
+  httpClient: Layer.Layer<HttpClient.HttpClient, ConfigError.ConfigError>
 ): Layer.Layer<SubdivisionService.SubdivisionService | HttpTransport.HttpTransport, ConfigError.ConfigError> =>
   FinClient.layer(settings.options).pipe(Layer.provide(httpClient))
 

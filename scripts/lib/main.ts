@@ -7,6 +7,7 @@
  * pipeline or the client.
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as ConfigError from "effect/ConfigError"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import { type Command, parseCommandLine, usage, type WriteOptions } from "./cli.js"
@@ -35,11 +36,11 @@ export interface MainOptions {
    * The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`'s, through the
    * egress proxy `HTTPS_PROXY` names (as curl, with `NO_PROXY`; `UndiciHttpClient.dispatcherFromEnvProxy`).
    */
-  readonly httpClient?: Layer.Layer<HttpClient.HttpClient>
+  readonly httpClient?: Layer.Layer<HttpClient.HttpClient, ConfigError.ConfigError>
 }
 
 // The default client, loaded only by the commands that call the service.
-const proxiedClient = async (): Promise<Layer.Layer<HttpClient.HttpClient>> => {
+const proxiedClient = async (): Promise<Layer.Layer<HttpClient.HttpClient, ConfigError.ConfigError>> => {
   const [NodeHttpClient, UndiciHttpClient, { provide }] = await Promise.all([
     import("@effect/platform-node/NodeHttpClient"),
     import("../../src/node/UndiciHttpClient.js"),

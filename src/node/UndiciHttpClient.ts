@@ -30,6 +30,7 @@ import * as UrlParams from "@effect/platform/UrlParams"
 import type * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as Undici from "@effect/platform-node/Undici"
 import * as Chunk from "effect/Chunk"
+import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
@@ -325,11 +326,15 @@ export const layerWithoutDispatcher: Layer.Layer<HttpClient.HttpClient, never, N
   .effect(HttpClient.HttpClient, Effect.flatMap(Dispatcher, (dispatcher) => Effect.map(layerOptions, (o) => makeWith(dispatcher, o))))
 
 // A dispatcher of undici's (loaded then), destroyed when the scope closes.
-const ownDispatcher = (make: (undici: typeof Undici) => Undici.Dispatcher) =>
+const ownDispatcher = <E>(make: (undici: typeof Undici) => Effect.Effect<Undici.Dispatcher, E>) =>
   Effect.acquireRelease(
-    Effect.promise(() => import("@effect/platform-node/Undici").catch(peerMissing)).pipe(Effect.map(make)),
+    Effect.promise(() => import("@effect/platform-node/Undici").catch(peerMissing)).pipe(Effect.flatMap(make)),
     (dispatcher) => Effect.promise(() => dispatcher.destroy())
   )
+
+// The variables `EnvHttpProxyAgent` reads for a proxy, as they are named in a refusal (never with their value, which
+// may hold the proxy's credentials).
+const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] as const
 
 /**
  * The client on its own undici `Agent`, closed with the layer.
@@ -340,7 +345,7 @@ const ownDispatcher = (make: (undici: typeof Undici) => Undici.Dispatcher) =>
 export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
   HttpClient.HttpClient,
   Effect.flatMap(
-    ownDispatcher((undici) => new undici.Agent()),
+    ownDispatcher((undici) => Effect.sync(() => new undici.Agent())),
     (agent) => Effect.map(layerOptions, (o) => makeWith(agent, o))
   )
 )
@@ -350,7 +355,8 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
  * `HTTPS_PROXY` for https URLs, `HTTP_PROXY` for http ones (or their lower-case names), except to the hosts `NO_PROXY`
  * lists; directly when none is set. It is undici's `EnvHttpProxyAgent`, reading the variables when the layer is built
  * and tunnelling with `CONNECT` (to an https URL, the proxy sees its host and port, never the request); closed with
- * the layer. A proxy URL's credentials (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. For
+ * the layer. A proxy URL's credentials (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. A
+ * variable that holds no proxy URL (`proxy:3128`, `ftp://...`) fails the layer with a `ConfigError` naming it. For
  * either client:
  *
  * ```ts
@@ -361,7 +367,18 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
  * @since 0.1.0
  * @category layers
  */
-export const dispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher> = Layer.scoped(
+export const dispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher, ConfigError.ConfigError> = Layer.scoped(
   Dispatcher,
-  ownDispatcher((undici) => new undici.EnvHttpProxyAgent())
+  ownDispatcher((undici) =>
+    Effect.try({
+      try: () => new undici.EnvHttpProxyAgent(),
+      catch: () => {
+        const set = PROXY_VARIABLES.filter((name) => (process.env[name] ?? "") !== "")
+        return ConfigError.InvalidData(
+          [set.join(" or ")],
+          "is not a proxy URL: give http://host:port or https://host:port (http://user:pass@host:port with credentials)"
+        )
+      }
+    })
+  )
 )
