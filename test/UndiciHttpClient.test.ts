@@ -25,6 +25,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as FinHttp from "../src/internal/http.js"
 import { UndiciHttpClient } from "../src/node/index.js"
 import { clientSuite } from "./emulator/clientSuite.js"
 import { closedPort, startConnectProxy } from "./support.js"
@@ -324,7 +325,7 @@ describe("UndiciHttpClient", () => {
       expect(dispatched).toBe(2)
     }))
 
-  it.scopedLive("dispatcherFromEnvProxy tunnels through HTTP_PROXY, not to NO_PROXY's hosts; direct with neither", () =>
+  it.scopedLive("dispatcherFromEnvProxy: HTTP_PROXY, NO_PROXY, a bad variable, a proxy closing on CONNECT", () =>
     Effect.gen(function*() {
       const proxy = yield* Effect.acquireRelease(
         Effect.promise(() => startConnectProxy()),
@@ -366,6 +367,19 @@ describe("UndiciHttpClient", () => {
             "(http://user:pass@host:port with credentials)\")"
         )
       }
+      delete process.env.HTTPS_PROXY
+      // A proxy closing the connection before it answers CONNECT: the request fails, once, its code saying so (undici
+      // alone asks again at once, for ever, and the request never ends).
+      const closing = yield* Effect.acquireRelease(
+        Effect.promise(() => startConnectProxy("close")),
+        (proxy) => Effect.promise(proxy.close)
+      )
+      process.env.HTTP_PROXY = closing.url
+      for (const client of clients) {
+        const error = yield* Effect.flip(text(client))
+        expect(error._tag === "RequestError" && FinHttp.systemCode(error.cause)).toBe("PROXY_TUNNEL_CLOSED")
+      }
+      expect(closing.tunnels()).toEqual([host, host])
     }))
 
   it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>

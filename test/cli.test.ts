@@ -13,6 +13,7 @@ import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { command, servesUntilStopped } from "../src/cli/main.js"
 import { errorJson, errorLine, pairs, printableConsole, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
@@ -1096,8 +1097,26 @@ describe("effect-fin against the emulator", () => {
         "effect-fin: TransportError: POST /v1/oauth/token: could not send the request (PROXY_TUNNEL_407)",
         1
       ])
+      // The URL's credentials went to the proxy, with the CONNECT.
+      expect(demanding.authorizations()).toEqual([`Basic ${Buffer.from("user:proxy-secret").toString("base64")}`])
     } finally {
       await demanding.close()
+    }
+    // An https service through HTTPS_PROXY (its certificate trusted by NODE_EXTRA_CA_CERTS): the proxy sees the
+    // tunnel's host. That service answers `{}` to everything: a ResponseDecodeError shows the tunnel reached it.
+    const [tls, secure] = await Promise.all([startRefusedTls(), startConnectProxy()])
+    try {
+      const trusted = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], {
+        ...env,
+        FIN_BASE_URL: tls.selfSigned,
+        HTTPS_PROXY: secure.url,
+        NODE_EXTRA_CA_CERTS: fileURLToPath(new URL("./tls/cert.pem", import.meta.url))
+      })
+      expect(trusted.code).toBe(1)
+      expect(trusted.stderr).toMatch(/^effect-fin: ResponseDecodeError: Unexpected response from POST \/v1\/oauth/)
+      expect([secure.tunnels(), tls.connections().selfSigned]).toEqual([[new URL(tls.selfSigned).host], 1])
+    } finally {
+      await Promise.all([tls.close(), secure.close()])
     }
     // A variable that holds no proxy URL is a configuration error naming it, not its value.
     const malformed = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], {

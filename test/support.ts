@@ -206,22 +206,27 @@ export const refusedTls = Effect.acquireRelease(Effect.promise(startRefusedTls),
 
 /**
  * An egress proxy on loopback: it tunnels each `CONNECT` to its target (or refuses it with `refuse`, a status such as
- * 407) and keeps the targets asked for (`host:port`), in order. Any other request is refused with a 405.
+ * 407, or closes the connection without an answer) and keeps the targets asked for (`host:port`) and the
+ * `Proxy-Authorization` each came with, in order. Any other request is refused with a 405.
  */
 export interface ConnectProxy {
   readonly url: string
   readonly tunnels: () => ReadonlyArray<string>
+  readonly authorizations: () => ReadonlyArray<string | undefined>
   readonly close: () => Promise<void>
 }
 
 /** Starts a `ConnectProxy`. */
-export const startConnectProxy = async (refuse?: number): Promise<ConnectProxy> => {
+export const startConnectProxy = async (refuse?: number | "close"): Promise<ConnectProxy> => {
   const tunnels: Array<string> = []
+  const authorizations: Array<string | undefined> = []
   const sockets = new Set<Net.Socket>()
   const server = Http.createServer((_request, response) => response.writeHead(405).end())
   server.on("connect", (request: Http.IncomingMessage, client: Net.Socket, head: Buffer) => {
     const target = request.url ?? ""
     tunnels.push(target)
+    authorizations.push(request.headers["proxy-authorization"])
+    if (refuse === "close") return void client.destroy()
     if (refuse !== undefined) return void client.end(`HTTP/1.1 ${refuse} Refused\r\nProxy-Authenticate: Basic\r\n\r\n`)
     const url = new URL(`http://${target}`)
     const upstream = Net.connect(Number(url.port), url.hostname.replace(/^\[|\]$/g, ""), () => {
@@ -242,6 +247,7 @@ export const startConnectProxy = async (refuse?: number): Promise<ConnectProxy> 
   return {
     url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`,
     tunnels: () => [...tunnels],
+    authorizations: () => [...authorizations],
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy()

@@ -34,7 +34,7 @@ export interface MainOptions {
   readonly bundledDir?: string | undefined
   /**
    * The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`'s, through the
-   * egress proxy `HTTPS_PROXY` names (as curl, with `NO_PROXY`; `UndiciHttpClient.dispatcherFromEnvProxy`).
+   * egress proxy `HTTPS_PROXY` names (with `NO_PROXY`: `UndiciHttpClient.dispatcherFromEnvProxy`).
    */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient, ConfigError.ConfigError>
 }

@@ -95,9 +95,10 @@ const failingAsJson =
       : self
 
 /**
- * The client of the `FIN_*` variables on undici, through the egress proxy `HTTPS_PROXY` names (as curl, with
- * `NO_PROXY`); only built by commands that call the service. A command makes one lookup, so the fallback cool-down
- * (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN` asks.
+ * The client of the `FIN_*` variables on undici, through the egress proxy `HTTPS_PROXY` names (with `NO_PROXY`:
+ * `UndiciHttpClient.dispatcherFromEnvProxy`); only built by commands that call the service. A command makes one
+ * lookup, so the fallback cool-down (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN`
+ * asks.
  */
 const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (options) =>
   FinClient.layer({ ...options, subdivisionFallbackCooldown: options.subdivisionFallbackCooldown ?? "0 seconds" })

@@ -355,20 +355,27 @@ const requestIdOf = (
   return id !== undefined && /^[\x21-\x7e]{1,128}$/.test(id) && redact(id) === id ? id : undefined
 }
 
-// Two codes say less than their message, which is read for a fixed phrase (never a host): node:http reports any
-// OpenSSL failure in the handshake as a write's EPROTO (a refused certificate or version, but also a server's
-// internal_error alert or a record corrupted on the way, which a retry can mend), named by OpenSSL's reason as undici
-// names it (ERR_SSL_<REASON>); and an egress proxy that refused to open its tunnel (a 407 for its credentials, a 403
-// by its policy, a 502 when it could not reach the service) is only undici's UND_ERR_ABORTED: PROXY_TUNNEL_<status>.
+// Three codes say less than their message or cause, which are read for a fixed phrase or a code (never a host):
+// node:http reports any OpenSSL failure in the handshake as a write's EPROTO (a refused certificate or version, but
+// also a server's internal_error alert or a record corrupted on the way, which a retry can mend), named by OpenSSL's
+// reason as undici names it (ERR_SSL_<REASON>); an egress proxy that refused to open its tunnel (a 407 for its
+// credentials, a 403 by its policy, a 502 when it could not reach the service) is only undici's UND_ERR_ABORTED:
+// PROXY_TUNNEL_<status>; and an https proxy whose certificate names another host is UND_ERR_PRX_TLS, its cause's code
+// (ERR_TLS_CERT_ALTNAME_INVALID) saying why.
 const SSL_REASON = /SSL routines:[a-z0-9_]*:([a-z0-9 ]{1,60}):/
 const PROXY_REFUSAL = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/
+const CODE = /^[A-Z][A-Z0-9_]{1,63}$/
 const refined = (error: object, code: string): string => {
-  const message = String((error as { readonly message?: unknown }).message)
+  const { message, cause } = error as { readonly message?: unknown; readonly cause?: unknown }
+  if (code === "UND_ERR_PRX_TLS") {
+    const why = (cause as { readonly code?: unknown } | null | undefined)?.code
+    return typeof why === "string" && CODE.test(why) ? why : code
+  }
   if (code === "EPROTO") {
-    const reason = SSL_REASON.exec(message)
+    const reason = SSL_REASON.exec(String(message))
     return reason === null ? code : `ERR_SSL_${reason[1]!.toUpperCase().replaceAll(" ", "_")}`
   }
-  const status = code === "UND_ERR_ABORTED" ? PROXY_REFUSAL.exec(message) : null
+  const status = code === "UND_ERR_ABORTED" ? PROXY_REFUSAL.exec(String(message)) : null
   return status === null ? code : `PROXY_TUNNEL_${status[1]}`
 }
 
@@ -381,7 +388,7 @@ export const systemCode = (cause: unknown): string | undefined => {
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
     const { code } = error as { readonly code?: unknown }
-    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return refined(error, code)
+    if (typeof code === "string" && CODE.test(code)) return refined(error, code)
     error = (error as { readonly cause?: unknown }).cause
   }
   return undefined

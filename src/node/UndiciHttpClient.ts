@@ -336,6 +336,29 @@ const ownDispatcher = <E>(make: (undici: typeof Undici) => Effect.Effect<Undici.
 // may hold the proxy's credentials).
 const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] as const
 
+// As long as undici gives a connection to be made (its connect timeout): a proxy that has not answered CONNECT by then
+// will not.
+const PROXY_ANSWER_TIMEOUT = 10_000
+
+// The pool of connections to the proxy, mending two ways undici 7 fails when the proxy misbehaves: a proxy closing the
+// connection before answering CONNECT is undici's UND_ERR_SOCKET, which the client waiting for the tunnel takes as
+// recoverable and answers by asking again at once, for ever (thousands of CONNECTs a second, after the call has ended
+// too), so it is failed as PROXY_TUNNEL_CLOSED; and a CONNECT never answered would hold its socket for undici's 300 s
+// headers timeout, whatever the call's own limits, so it is given PROXY_ANSWER_TIMEOUT.
+const proxyPool = (undici: typeof Undici) => (origin: URL, options: object): Undici.Dispatcher => {
+  const pool = new undici.Pool(origin, { ...options, headersTimeout: PROXY_ANSWER_TIMEOUT })
+  const connect = pool.connect.bind(pool) as (options: Undici.Dispatcher.ConnectOptions) => Promise<unknown>
+  return Object.assign(pool, {
+    connect: (options: Undici.Dispatcher.ConnectOptions) =>
+      connect(options).catch((cause: unknown) => {
+        if ((cause as { readonly code?: unknown } | null)?.code !== "UND_ERR_SOCKET") throw cause
+        throw Object.assign(new Error("the proxy closed the connection before opening the tunnel", { cause }), {
+          code: "PROXY_TUNNEL_CLOSED"
+        })
+      })
+  })
+}
+
 /**
  * The client on its own undici `Agent`, closed with the layer.
  *
@@ -351,13 +374,15 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
 )
 
 /**
- * A `NodeHttpClient.Dispatcher` that sends through the egress proxy the environment names, as curl does:
- * `HTTPS_PROXY` for https URLs, `HTTP_PROXY` for http ones (or their lower-case names), except to the hosts `NO_PROXY`
- * lists; directly when none is set. It is undici's `EnvHttpProxyAgent`, reading the variables when the layer is built
- * and tunnelling with `CONNECT` (to an https URL, the proxy sees its host and port, never the request); closed with
- * the layer. A proxy URL's credentials (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. A
- * variable that holds no proxy URL (`proxy:3128`, `ftp://...`) fails the layer with a `ConfigError` naming it. For
- * either client:
+ * A `NodeHttpClient.Dispatcher` that sends through the egress proxy the environment names, by the rules of undici's
+ * `EnvHttpProxyAgent` (close to curl's): `https_proxy` or `HTTPS_PROXY` for https URLs (else the http one),
+ * `http_proxy` or `HTTP_PROXY` for http ones, the lower-case name first, read when the layer is built; not to the
+ * hosts `no_proxy` or `NO_PROXY` lists (read on each request); directly when none is set. It tunnels with `CONNECT`
+ * (to an https URL, the proxy sees its host and port, never the request), fails an attempt whose proxy closed the
+ * connection before answering as `PROXY_TUNNEL_CLOSED` and gives up on a CONNECT unanswered after 10 s (undici alone
+ * asks again for ever, or waits 300 s), and is closed with the layer. A proxy URL's credentials
+ * (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. A variable that holds no proxy URL
+ * (`proxy:3128`, `ftp://...`) fails the layer with a `ConfigError` naming it. For either client:
  *
  * ```ts
  * UndiciHttpClient.layerWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))
@@ -371,7 +396,7 @@ export const dispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher, Conf
   Dispatcher,
   ownDispatcher((undici) =>
     Effect.try({
-      try: () => new undici.EnvHttpProxyAgent(),
+      try: () => new undici.EnvHttpProxyAgent({ clientFactory: proxyPool(undici) }),
       catch: () => {
         const set = PROXY_VARIABLES.filter((name) => (process.env[name] ?? "") !== "")
         return ConfigError.InvalidData(

@@ -107,13 +107,19 @@ describe("Http.systemCode", () => {
       { code: "EPROTO" }
     )
 
-  it("names node:http's EPROTO by OpenSSL's reason, as undici does; a proxy's refused tunnel by its status", () => {
+  it("names node:http's EPROTO by OpenSSL's reason, a refused tunnel by its status, a proxy's TLS by its cause", () => {
     expect(Http.systemCode(eproto("tlsv1 alert internal error"))).toBe("ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR")
     expect(Http.systemCode(eproto("wrong version number"))).toBe("ERR_SSL_WRONG_VERSION_NUMBER")
     expect(Http.systemCode(Object.assign(new Error("write EPROTO"), { code: "EPROTO" }))).toBe("EPROTO")
     const aborted = (message: string) => Object.assign(new Error(message), { code: "UND_ERR_ABORTED" })
     expect(Http.systemCode(aborted("Proxy response (407) !== 200 when HTTP Tunneling"))).toBe("PROXY_TUNNEL_407")
     expect(Http.systemCode(aborted("Request aborted"))).toBe("UND_ERR_ABORTED")
+    // An https proxy's certificate for another host: undici's UND_ERR_PRX_TLS, named by its cause.
+    const altName = Object.assign(new Error("Hostname/IP does not match"), { code: "ERR_TLS_CERT_ALTNAME_INVALID" })
+    const proxyTls = (cause: unknown) =>
+      Object.assign(new Error("Secure Proxy Connection failed", { cause }), { code: "UND_ERR_PRX_TLS" })
+    expect([Http.systemCode(proxyTls(altName)), Http.systemCode(proxyTls(undefined))])
+      .toEqual(["ERR_TLS_CERT_ALTNAME_INVALID", "UND_ERR_PRX_TLS"])
     const reset = Object.assign(new Error("x"), { code: "ECONNRESET" })
     expect(Http.systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
   })
