@@ -14,7 +14,6 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -44,7 +43,7 @@ import * as TokenProvider from "./TokenProvider.js"
 
 // Every Effect error (Data.TaggedError, Schema.TaggedError: the app's own too, one wrapping a FinError) inspects as
 // itself when it failed in a span: a failed expectation on it shows a diff, not "Maximum call stack size exceeded".
-Inspect.showUnwrapped({ prototype: Object.getPrototypeOf(Data.Error.prototype) as object })
+Inspect.showUnwrapped(Cause.YieldableError)
 
 /**
  * One log entry as `captureLogs` keeps it.

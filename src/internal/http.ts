@@ -356,15 +356,16 @@ const requestIdOf = (
 }
 
 // Three codes say less than their message or cause, which are read for a fixed phrase or a code (never a host):
-// node:http reports any OpenSSL failure in the handshake as a write's EPROTO (a refused certificate or version, but
-// also a server's internal_error alert or a record corrupted on the way, which a retry can mend), named by OpenSSL's
-// reason as undici names it (ERR_SSL_<REASON>); an egress proxy that refused to open its tunnel (a 407 for its
-// credentials, a 403 by its policy, a 502 when it could not reach the service) is only undici's UND_ERR_ABORTED:
-// PROXY_TUNNEL_<status>; and an https proxy whose certificate names another host is UND_ERR_PRX_TLS, its cause's code
-// (ERR_TLS_CERT_ALTNAME_INVALID) saying why.
-const SSL_REASON = /SSL routines:[a-z0-9_]*:([a-z0-9 ]{1,60}):/
+// node:http reports any OpenSSL failure in the handshake as a write's EPROTO (the server's alert refusing our
+// certificate or version, a version mismatch, but also a server's internal_error alert or a record corrupted on the
+// way, which a retry can mend), named by OpenSSL's reason as undici names it (ERR_SSL_<REASON>; OpenSSL 3.2 and later
+// word alerts `ssl/tls alert ...`, kept as Node keeps them: ERR_SSL_SSL/TLS_ALERT_...); an egress proxy that refused
+// to open its tunnel (a 407 for its credentials, a 403 by its policy, a 502 when it could not reach the service) is
+// only undici's UND_ERR_ABORTED: PROXY_TUNNEL_<status>; and an https proxy whose certificate names another host is
+// UND_ERR_PRX_TLS, its cause's code (ERR_TLS_CERT_ALTNAME_INVALID) saying why.
+const SSL_REASON = /SSL routines:[a-z0-9_]*:([a-z0-9 /]{1,60}):/
 const PROXY_REFUSAL = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/
-const CODE = /^[A-Z][A-Z0-9_]{1,63}$/
+const CODE = /^[A-Z][A-Z0-9_/]{1,63}$/
 const refined = (error: object, code: string): string => {
   const { message, cause } = error as { readonly message?: unknown; readonly cause?: unknown }
   if (code === "UND_ERR_PRX_TLS") {
@@ -382,7 +383,8 @@ const refined = (error: object, code: string): string => {
 /**
  * The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
  * along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
- * hold a host or a URL (node:http's EPROTO and an egress proxy's refusal are named from theirs: see `refined`).
+ * hold a host or a URL (node:http's EPROTO and an egress proxy's refusal are named from their message, an https
+ * proxy's TLS failure from its cause: see `refined`).
  */
 export const systemCode = (cause: unknown): string | undefined => {
   let error = cause

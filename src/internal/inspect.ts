@@ -16,7 +16,8 @@ type Inspect = (this: object, ...args: Array<unknown>) => unknown
  */
 export const showUnwrapped = (...classes: ReadonlyArray<{ readonly prototype: object }>): void => {
   for (const { prototype } of classes) {
-    const inherited = (prototype as { readonly [NodeInspectSymbol]: Inspect })[NodeInspectSymbol]
+    const inherited = (prototype as { readonly [NodeInspectSymbol]?: Inspect })[NodeInspectSymbol]
+    if (inherited === undefined) continue
     Object.defineProperty(prototype, NodeInspectSymbol, {
       value(this: object, ...args: Array<unknown>) {
         const original = Cause.originalError(this)

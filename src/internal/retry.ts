@@ -30,8 +30,11 @@ const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 
 // protocol (TLS to a plain HTTP port), or an egress proxy refusing its tunnel on a 4xx (407: its credentials, 403: its
 // policy; not a 408 or 429, nor a 5xx: it could not reach the service). A person has to act; retrying would only hide
 // the mistake, or make a wrapper that retries on exit 75 loop.
-const SETUP_REFUSED =
-  /^(?:CERT_|CRL_|UNABLE_TO_|ERROR_IN_C|ERR_TLS_CERT_|ERR_SSL_\w*ALERT_\w*CERTIFICATE|PROXY_TUNNEL_4(?!08|29)\d\d$)/
+// (OpenSSL 3.2 and later word an alert `ssl/tls alert ...`: ERR_SSL_SSL/TLS_ALERT_... under Node 22 and later.)
+const SETUP_REFUSED = new RegExp(
+  "^(?:CERT_|CRL_|UNABLE_TO_|ERROR_IN_C|ERR_TLS_CERT_|PROXY_TUNNEL_4(?!08|29)\\d\\d$|" +
+    "ERR_SSL_[\\w/]*ALERT_(?:\\w*CERTIFICATE|PROTOCOL_VERSION|HANDSHAKE_FAILURE|UNKNOWN_CA))"
+)
 const SETUP_REFUSALS: ReadonlySet<string> = new Set([
   "DEPTH_ZERO_SELF_SIGNED_CERT",
   "SELF_SIGNED_CERT_IN_CHAIN",
@@ -44,10 +47,7 @@ const SETUP_REFUSALS: ReadonlySet<string> = new Set([
   // No protocol in common (node:http's EPROTO is named as these are: see `Http.systemCode`).
   "ERR_SSL_WRONG_VERSION_NUMBER",
   "ERR_SSL_UNSUPPORTED_PROTOCOL",
-  "ERR_SSL_NO_PROTOCOLS_AVAILABLE",
-  "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
-  "ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE",
-  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"
+  "ERR_SSL_NO_PROTOCOLS_AVAILABLE"
 ])
 
 /**

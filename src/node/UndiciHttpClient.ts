@@ -38,6 +38,7 @@ import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as EgressProxy from "../internal/egressProxy.js"
 import { Readable } from "node:stream"
 import type { ReadableStream as WebReadableStream } from "node:stream/web"
 
@@ -332,32 +333,9 @@ const ownDispatcher = <E>(make: (undici: typeof Undici) => Effect.Effect<Undici.
     (dispatcher) => Effect.promise(() => dispatcher.destroy())
   )
 
-// The variables `EnvHttpProxyAgent` reads for a proxy, as they are named in a refusal (never with their value, which
-// may hold the proxy's credentials).
-const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] as const
-
 // As long as undici gives a connection to be made (its connect timeout): a proxy that has not answered CONNECT by then
 // will not.
 const PROXY_ANSWER_TIMEOUT = 10_000
-
-// The pool of connections to the proxy, mending two ways undici 7 fails when the proxy misbehaves: a proxy closing the
-// connection before answering CONNECT is undici's UND_ERR_SOCKET, which the client waiting for the tunnel takes as
-// recoverable and answers by asking again at once, for ever (thousands of CONNECTs a second, after the call has ended
-// too), so it is failed as PROXY_TUNNEL_CLOSED; and a CONNECT never answered would hold its socket for undici's 300 s
-// headers timeout, whatever the call's own limits, so it is given PROXY_ANSWER_TIMEOUT.
-const proxyPool = (undici: typeof Undici) => (origin: URL, options: object): Undici.Dispatcher => {
-  const pool = new undici.Pool(origin, { ...options, headersTimeout: PROXY_ANSWER_TIMEOUT })
-  const connect = pool.connect.bind(pool) as (options: Undici.Dispatcher.ConnectOptions) => Promise<unknown>
-  return Object.assign(pool, {
-    connect: (options: Undici.Dispatcher.ConnectOptions) =>
-      connect(options).catch((cause: unknown) => {
-        if ((cause as { readonly code?: unknown } | null)?.code !== "UND_ERR_SOCKET") throw cause
-        throw Object.assign(new Error("the proxy closed the connection before opening the tunnel", { cause }), {
-          code: "PROXY_TUNNEL_CLOSED"
-        })
-      })
-  })
-}
 
 /**
  * The client on its own undici `Agent`, closed with the layer.
@@ -381,8 +359,9 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
  * (to an https URL, the proxy sees its host and port, never the request), fails an attempt whose proxy closed the
  * connection before answering as `PROXY_TUNNEL_CLOSED` and gives up on a CONNECT unanswered after 10 s (undici alone
  * asks again for ever, or waits 300 s), and is closed with the layer. A proxy URL's credentials
- * (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. A variable that holds no proxy URL
- * (`proxy:3128`, `ftp://...`) fails the layer with a `ConfigError` naming it. For either client:
+ * (`http://user:pass@proxy:3128`) are sent to it as `Proxy-Authorization`. A variable read that holds no http or https
+ * proxy URL (`proxy:3128`, `ftp://...`, `socks5://...`) fails the layer with a `ConfigError` naming it, never its
+ * value. For either client:
  *
  * ```ts
  * UndiciHttpClient.layerWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))
@@ -395,15 +374,10 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
 export const dispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher, ConfigError.ConfigError> = Layer.scoped(
   Dispatcher,
   ownDispatcher((undici) =>
-    Effect.try({
-      try: () => new undici.EnvHttpProxyAgent({ clientFactory: proxyPool(undici) }),
-      catch: () => {
-        const set = PROXY_VARIABLES.filter((name) => (process.env[name] ?? "") !== "")
-        return ConfigError.InvalidData(
-          [set.join(" or ")],
-          "is not a proxy URL: give http://host:port or https://host:port (http://user:pass@host:port with credentials)"
-        )
-      }
-    })
+    Effect.map(
+      Effect.suspend(() => EgressProxy.fromEnv(process.env)),
+      (proxies) =>
+        new undici.EnvHttpProxyAgent({ ...proxies, clientFactory: EgressProxy.pool(undici, PROXY_ANSWER_TIMEOUT) })
+    )
   )
 )

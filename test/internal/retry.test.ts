@@ -67,6 +67,9 @@ describe("Retry.isSetupRefusal", () => {
       "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
       "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
       "UNSPECIFIED",
+      // OpenSSL 3.2 and later (Node 22 and later) word alerts so.
+      "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE",
+      "ERR_SSL_SSL/TLS_ALERT_PROTOCOL_VERSION",
       "PROXY_TUNNEL_407",
       "PROXY_TUNNEL_403"
     ]
@@ -110,6 +113,7 @@ describe("Http.systemCode", () => {
   it("names node:http's EPROTO by OpenSSL's reason, a refused tunnel by its status, a proxy's TLS by its cause", () => {
     expect(Http.systemCode(eproto("tlsv1 alert internal error"))).toBe("ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR")
     expect(Http.systemCode(eproto("wrong version number"))).toBe("ERR_SSL_WRONG_VERSION_NUMBER")
+    expect(Http.systemCode(eproto("ssl/tls alert bad certificate"))).toBe("ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE")
     expect(Http.systemCode(Object.assign(new Error("write EPROTO"), { code: "EPROTO" }))).toBe("EPROTO")
     const aborted = (message: string) => Object.assign(new Error(message), { code: "UND_ERR_ABORTED" })
     expect(Http.systemCode(aborted("Proxy response (407) !== 200 when HTTP Tunneling"))).toBe("PROXY_TUNNEL_407")

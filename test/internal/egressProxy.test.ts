@@ -1,0 +1,115 @@
+import * as Undici from "@effect/platform-node/Undici"
+import { describe, expect, it } from "@effect/vitest"
+import * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Net from "node:net"
+import * as EgressProxy from "../../src/internal/egressProxy.js"
+import { eventually } from "../support.js"
+
+// As Effect prints a ConfigError: each refusal in parentheses, joined by "and".
+const refusal = (...names: ReadonlyArray<string>) =>
+  names.map((name) =>
+    `(Invalid data at ${name}: "is not a proxy URL: give http://host:port or https://host:port ` +
+    `(http://user:pass@host:port with credentials)")`
+  ).join(" and ")
+
+const messageOf = (env: NodeJS.ProcessEnv) =>
+  Either.match(EgressProxy.fromEnv(env), {
+    onLeft: String,
+    onRight: (proxies) => proxies
+  })
+
+describe("EgressProxy.fromEnv", () => {
+  it("reads the proxies as undici does: the lower-case name first, even empty", () => {
+    expect(messageOf({ HTTPS_PROXY: "http://a:1", HTTP_PROXY: "http://b:2" }))
+      .toEqual({ httpsProxy: "http://a:1", httpProxy: "http://b:2" })
+    expect(messageOf({ https_proxy: "http://a:1", HTTPS_PROXY: "junk:1", http_proxy: "", HTTP_PROXY: "http://b:2" }))
+      .toEqual({ httpsProxy: "http://a:1", httpProxy: "" })
+    expect(messageOf({})).toEqual({})
+  })
+
+  it("names each variable read that holds no http or https proxy URL, never its value", () => {
+    expect(messageOf({ HTTPS_PROXY: "http://good:3128", HTTP_PROXY: "proxy:3128" })).toBe(refusal("HTTP_PROXY"))
+    expect(messageOf({ https_proxy: "socks5://user:hunter2@proxy:1080", http_proxy: "http://" }))
+      .toBe(refusal("https_proxy", "http_proxy"))
+    expect(messageOf({ HTTPS_PROXY: "ftp://user:hunter2@proxy" })).toBe(refusal("HTTPS_PROXY"))
+    expect(Either.getLeft(EgressProxy.fromEnv({ HTTPS_PROXY: "x" })).pipe(Option.exists(ConfigError.isConfigError)))
+      .toBe(true)
+  })
+})
+
+// A proxy on loopback that takes connections and never answers a CONNECT, or closes the connection when one comes.
+interface Misbehaving {
+  readonly url: string
+  readonly connections: number
+  readonly open: number
+  readonly server: Net.Server
+}
+const misbehaving = (behaviour: "silent" | "close") =>
+  Effect.acquireRelease(
+    Effect.async<Misbehaving>(
+      (resume) => {
+        const sockets = new Set<Net.Socket>()
+        let connections = 0
+        const server = Net.createServer((socket) => {
+          connections++
+          sockets.add(socket)
+          socket.on("close", () => sockets.delete(socket))
+          socket.on("error", () => undefined)
+          socket.on("data", () => behaviour === "close" && socket.destroy())
+        })
+        server.listen(0, "127.0.0.1", () => {
+          const { port } = server.address() as Net.AddressInfo
+          resume(Effect.succeed({
+            url: `http://127.0.0.1:${port}`,
+            get connections() {
+              return connections
+            },
+            get open() {
+              return sockets.size
+            },
+            server
+          }))
+        })
+      }
+    ),
+    ({ server }) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+  )
+
+describe("EgressProxy.pool", () => {
+  it.scopedLive("a CONNECT unanswered is given up at the answer timeout, socket closed; a closing proxy is named", () =>
+    Effect.gen(function*() {
+      const cases = [["silent", "UND_ERR_HEADERS_TIMEOUT"], ["close", "PROXY_TUNNEL_CLOSED"]] as const
+      for (const [behaviour, code] of cases) {
+        const proxy = yield* misbehaving(behaviour)
+        const agent = yield* Effect.acquireRelease(
+          Effect.sync(() => new Undici.ProxyAgent({ uri: proxy.url, clientFactory: EgressProxy.pool(Undici, 200) })),
+          (agent) => Effect.promise(() => agent.destroy())
+        )
+        const outcome = yield* Effect.promise(() =>
+          Undici.request("http://127.0.0.1:9/", { dispatcher: agent }).then(() => "answered", (e) => e.code)
+        )
+        // One CONNECT, not a CONNECT again at once for ever (undici alone, on a proxy closing).
+        expect([outcome, proxy.connections]).toEqual([code, 1])
+        yield* eventually(Effect.sync(() => proxy.open === 0), "the proxy's socket closed")
+      }
+    }))
+
+  it.scopedLive("the callback form of connect names a proxy closing too", () =>
+    Effect.gen(function*() {
+      const proxy = yield* misbehaving("close")
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => EgressProxy.pool(Undici, 200)(new URL(proxy.url), {})),
+        (pool) => Effect.promise(() => pool.destroy())
+      )
+      const code = yield* Effect.async<unknown>((resume) => {
+        pool.connect(
+          { origin: proxy.url, path: "127.0.0.1:9" },
+          (error) => resume(Effect.succeed((error as { readonly code?: unknown } | null)?.code))
+        )
+      })
+      expect(code).toBe("PROXY_TUNNEL_CLOSED")
+    }))
+})
