@@ -19,8 +19,8 @@ export interface Proxies {
 const read = (env: NodeJS.ProcessEnv, name: string): readonly [string, string | undefined] =>
   env[name.toLowerCase()] !== undefined ? [name.toLowerCase(), env[name.toLowerCase()]] : [name, env[name]]
 
-// A proxy URL undici can tunnel through with CONNECT: http or https, with a host. (undici also takes socks5://, which
-// tunnels otherwise, outside the pool below, and is experimental on Node 20.)
+// A proxy URL undici tunnels through with CONNECT: http or https, with a host. undici also takes socks5://, refused
+// here: it tunnels otherwise, outside `pool` and its mends, and is experimental on Node 20.
 const isProxyUrl = (value: string): boolean => {
   try {
     const url = new URL(value)
@@ -57,12 +57,12 @@ export const fromEnv = (env: NodeJS.ProcessEnv): Either.Either<Proxies, ConfigEr
  */
 export const pool = (undici: typeof Undici, answerTimeout: number) =>
 (origin: URL, options: object): Undici.Dispatcher => {
-  const pool = new undici.Pool(origin, { ...options, headersTimeout: answerTimeout })
-  const connect = pool.connect.bind(pool) as (
+  const proxy = new undici.Pool(origin, { ...options, headersTimeout: answerTimeout })
+  const connect = proxy.connect.bind(proxy) as (
     options: Undici.Dispatcher.ConnectOptions,
     callback?: (error: Error | null, data: unknown) => void
   ) => Promise<unknown> | void
-  return Object.assign(pool, {
+  return Object.assign(proxy, {
     connect: (
       options: Undici.Dispatcher.ConnectOptions,
       callback?: (error: Error | null, data: unknown) => void

@@ -98,8 +98,8 @@ export const isOutage = (error: FinError): boolean =>
 
 /**
  * Whether the same call may succeed later: an outage (`isOutage`) other than a connection refused for its setup
- * (`isSetupRefusal`), or the service asking to slow down (a 429, its body lost or not, or a 5xx
- * asking for a long wait), not a refusal on the call's merits.
+ * (`isSetupRefusal`), or the service asking to slow down (a 429, its body lost or not, or a 5xx asking for a long
+ * wait), not a refusal on the call's merits.
  */
 export const worthALaterTry = (error: FinError): boolean =>
   error._tag === "RateLimitError" || (error._tag === "TransportError" && error.status === 429) ||
