@@ -205,19 +205,21 @@ export const startRefusedTls = async (): Promise<RefusedTls> => {
 export const refusedTls = Effect.acquireRelease(Effect.promise(startRefusedTls), (tls) => Effect.promise(tls.close))
 
 /**
- * An egress proxy on loopback: it tunnels each `CONNECT` to its target (or refuses it with `refuse`, a status such as
- * 407, or closes the connection without an answer) and keeps the targets asked for (`host:port`) and the
- * `Proxy-Authorization` each came with, in order. Any other request is refused with a 405.
+ * An egress proxy on loopback: it tunnels each `CONNECT` to its target (or, by `refuse`, answers it with a status such
+ * as 407, closes the connection without an answer, or never answers) and keeps the targets asked for (`host:port`)
+ * and the `Proxy-Authorization` each came with, in order; `open` counts its sockets still open. Any other request is
+ * refused with a 405.
  */
 export interface ConnectProxy {
   readonly url: string
   readonly tunnels: () => ReadonlyArray<string>
   readonly authorizations: () => ReadonlyArray<string | undefined>
+  readonly open: () => number
   readonly close: () => Promise<void>
 }
 
 /** Starts a `ConnectProxy`. */
-export const startConnectProxy = async (refuse?: number | "close"): Promise<ConnectProxy> => {
+export const startConnectProxy = async (refuse?: number | "close" | "silent"): Promise<ConnectProxy> => {
   const tunnels: Array<string> = []
   const authorizations: Array<string | undefined> = []
   const sockets = new Set<Net.Socket>()
@@ -226,7 +228,15 @@ export const startConnectProxy = async (refuse?: number | "close"): Promise<Conn
     const target = request.url ?? ""
     tunnels.push(target)
     authorizations.push(request.headers["proxy-authorization"])
+    const track = (socket: Net.Socket) => {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+    }
     if (refuse === "close") return void client.destroy()
+    // The HTTP server keeps a socket half open when the client ends its side: closed then, as a proxy would.
+    if (refuse === "silent") {
+      return void track(client.on("error", () => undefined).on("end", () => client.destroy()).resume())
+    }
     if (refuse !== undefined) return void client.end(`HTTP/1.1 ${refuse} Refused\r\nProxy-Authenticate: Basic\r\n\r\n`)
     const url = new URL(`http://${target}`)
     const upstream = Net.connect(Number(url.port), url.hostname.replace(/^\[|\]$/g, ""), () => {
@@ -235,8 +245,7 @@ export const startConnectProxy = async (refuse?: number | "close"): Promise<Conn
       upstream.pipe(client).pipe(upstream)
     })
     for (const socket of [client, upstream]) {
-      sockets.add(socket)
-      socket.on("close", () => sockets.delete(socket))
+      track(socket)
       socket.on("error", () => {
         client.destroy()
         upstream.destroy()
@@ -248,6 +257,7 @@ export const startConnectProxy = async (refuse?: number | "close"): Promise<Conn
     url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`,
     tunnels: () => [...tunnels],
     authorizations: () => [...authorizations],
+    open: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy()

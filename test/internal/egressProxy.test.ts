@@ -4,9 +4,8 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Net from "node:net"
 import * as EgressProxy from "../../src/internal/egressProxy.js"
-import { eventually } from "../support.js"
+import { eventually, startConnectProxy } from "../support.js"
 
 // As Effect prints a ConfigError: each refusal in parentheses, joined by "and".
 const refusal = (...names: ReadonlyArray<string>) =>
@@ -40,43 +39,8 @@ describe("EgressProxy.fromEnv", () => {
   })
 })
 
-// A proxy on loopback that takes connections and never answers a CONNECT, or closes the connection when one comes.
-interface Misbehaving {
-  readonly url: string
-  readonly connections: number
-  readonly open: number
-  readonly server: Net.Server
-}
 const misbehaving = (behaviour: "silent" | "close") =>
-  Effect.acquireRelease(
-    Effect.async<Misbehaving>(
-      (resume) => {
-        const sockets = new Set<Net.Socket>()
-        let connections = 0
-        const server = Net.createServer((socket) => {
-          connections++
-          sockets.add(socket)
-          socket.on("close", () => sockets.delete(socket))
-          socket.on("error", () => undefined)
-          socket.on("data", () => behaviour === "close" && socket.destroy())
-        })
-        server.listen(0, "127.0.0.1", () => {
-          const { port } = server.address() as Net.AddressInfo
-          resume(Effect.succeed({
-            url: `http://127.0.0.1:${port}`,
-            get connections() {
-              return connections
-            },
-            get open() {
-              return sockets.size
-            },
-            server
-          }))
-        })
-      }
-    ),
-    ({ server }) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
-  )
+  Effect.acquireRelease(Effect.promise(() => startConnectProxy(behaviour)), (proxy) => Effect.promise(proxy.close))
 
 describe("EgressProxy.pool", () => {
   it.scopedLive("a CONNECT unanswered is given up at the answer timeout, socket closed; a closing proxy is named", () =>
@@ -92,8 +56,8 @@ describe("EgressProxy.pool", () => {
           Undici.request("http://127.0.0.1:9/", { dispatcher: agent }).then(() => "answered", (e) => e.code)
         )
         // One CONNECT, not a CONNECT again at once for ever (undici alone, on a proxy closing).
-        expect([outcome, proxy.connections]).toEqual([code, 1])
-        yield* eventually(Effect.sync(() => proxy.open === 0), "the proxy's socket closed")
+        expect([outcome, proxy.tunnels().length]).toEqual([code, 1])
+        yield* eventually(Effect.sync(() => proxy.open() === 0), "the proxy's socket closed")
       }
     }))
 
