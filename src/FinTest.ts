@@ -392,7 +392,7 @@ export const fail = (description = "ECONNREFUSED"): Reply => ({ _tag: "Fail", de
 
 // What a real client's failure carries: the system error, with its code when the description is one.
 const systemError = (description: string) =>
-  Object.assign(new Error(description), /^[A-Z][A-Z0-9_]{1,63}$/.test(description) ? { code: description } : {})
+  Object.assign(new Error(description), Http.isSystemCode(description) ? { code: description } : {})
 
 /**
  * Answers a request; may use `Clock`, `Ref`s, anything without requirements.

@@ -698,9 +698,12 @@ describe("FinTest pinned behaviours", () => {
       const cause = (path: string) =>
         Effect.map(Effect.flip(client.get(`http://127.0.0.1:4010${path}`)), (error) => error.cause)
       expect(yield* cause("/v1/reset")).toMatchObject({ code: "ECONNRESET" })
+      // OpenSSL 3.2's alerts, as Node 22 names them, hold a "/".
+      expect(yield* cause("/v1/alert")).toMatchObject({ code: "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE" })
       expect(yield* cause("/v1/hangup")).not.toHaveProperty("code")
     }).pipe(Effect.provide(FinTest.layerHttpClient({
       "GET /v1/reset": () => FinTest.fail("ECONNRESET"),
+      "GET /v1/alert": () => FinTest.fail("ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE"),
       "GET /v1/hangup": () => FinTest.fail("socket hang up")
     }))))
 })

@@ -1065,6 +1065,13 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: () => FinTest.fail("ECONNRESET") })))
 
+  it.effect("a connection refused for its setup (a TLS alert, as Node 22 names it) is not retried", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error).toMatchObject({ _tag: "TransportError", code: "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE" })
+      expect(yield* attempts).toBe(1)
+    }).pipe(provideClient({ [FEE]: () => FinTest.fail("ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE") })))
+
   it.effect("a stalled body is cut by the attempt timeout, retried, then TimeoutError", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))

@@ -366,6 +366,9 @@ const requestIdOf = (
 const SSL_REASON = /SSL routines:[a-z0-9_]*:([a-z0-9 /]{1,60}):/
 const PROXY_REFUSAL = /^Proxy response \((\d{3})\) !== 200 when HTTP Tunneling$/
 const CODE = /^[A-Z][A-Z0-9_/]{1,63}$/
+
+/** Whether `text` has the form of a system error code (`ECONNRESET`, `ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE`...). */
+export const isSystemCode = (text: string): boolean => CODE.test(text)
 const refined = (error: object, code: string): string => {
   const { message, cause } = error as { readonly message?: unknown; readonly cause?: unknown }
   if (code === "UND_ERR_PRX_TLS") {
