@@ -57,7 +57,7 @@ export const runRedisBench = async (): Promise<ReadonlyArray<BenchRow> | undefin
   const server = await startRedis()
   try {
     return await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const key = yield* TokenStore.keyFor("https://api.example", "bench-client")
+      const key = yield* TokenStore.keyFor("https://api.example", "bench-client", Redacted.make("bench-secret"))
       const tokens: TokenStore.Tokens = {
         accessToken: Redacted.make("a".repeat(64)),
         refreshAt: Date.now() + 3_600_000,

@@ -31,8 +31,6 @@ import { type FinError, FinError as FinErrorSchema } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
-import * as Digest from "./internal/digest.js"
-import * as Hex from "./internal/hex.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
 import { retriesOf } from "./internal/metrics.js"
@@ -216,27 +214,13 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
     : Option.none()
 })
 
-// A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret), with
-// the fingerprint of the credentials it was fetched with: a waiter with other credentials (a secret rotated in while a
-// stale instance still runs) would not have failed the same way, and fetches itself instead.
+// A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret); only
+// clients with the same credentials share a store key (`TokenStore.keyFor`), so only they read it.
 // `kept`: the error is a kept answer handed out (no request was sent), not a new answer of the service.
-const FailureJson = Schema.parseJson(
-  Schema.Struct({ credentials: Schema.String, error: FinErrorSchema, kept: Schema.optional(Schema.Boolean) })
-)
+const FailureJson = Schema.parseJson(Schema.Struct({ error: FinErrorSchema, kept: Schema.optional(Schema.Boolean) }))
 // An error that cannot be recorded is not shared (the others fetch themselves), never a defect of this call.
 const encodeFailure = Schema.encodeOption(FailureJson)
 const decodeFailure = Schema.decodeUnknownOption(FailureJson)
-
-// An HMAC under the client secret of the client id (hex): the same for the same credentials, and telling nothing of
-// the secret (which has the entropy of a key, not of a password).
-const credentialsFingerprint = (clientId: string, clientSecret: Redacted.Redacted<string>): Effect.Effect<string> =>
-  Effect.suspend(() => {
-    const utf8 = new TextEncoder()
-    return Effect.map(
-      Digest.hmacSha256(utf8.encode(Redacted.value(clientSecret)), utf8.encode(`effect-fin token failure|${clientId}`)),
-      Hex.fromBytes
-    )
-  })
 
 // A store of the user's own (effect-fin's bound their operations themselves) that hangs or dies is worked around as
 // one that fails: each operation gets as long as a token request, even where the provider runs it uninterruptibly
@@ -390,11 +374,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.serviceOption(TokenStore.TokenStore),
         (provided) => track(guard(Option.getOrElse(provided, () => memory)))
       )
-    const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId)
+    const key = yield* TokenStore.keyFor(config.baseUrl, config.clientId, config.clientSecret)
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
     const basePath = Http.basePathOf(config.baseUrl)
     const server = Http.serverAttributesOf(config.baseUrl)
-    const credentials = yield* credentialsFingerprint(config.clientId, config.clientSecret)
     const ref = yield* SynchronizedRef.make<State>({
       access: Option.none(),
       refresh: Option.none(),
@@ -703,7 +686,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           Effect.tapError((error) =>
             Effect.sync(() =>
               void (failure = Option.getOrUndefined(
-                encodeFailure({ credentials, error, kept: handedOut.has(original(error)) })
+                encodeFailure({ error, kept: handedOut.has(original(error)) })
               ))
             )
           ),
@@ -750,7 +733,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Option.flatMap((f) =>
           waitedFor.has(f.owner)
             ? Option.flatMap(decodeFailure(f.error), (recorded) => {
-              if (recorded.credentials !== credentials) return Option.none()
               if (recorded.kept === true) copies.add(recorded.error)
               return Option.some(recorded.error)
             })

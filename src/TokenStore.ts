@@ -95,7 +95,7 @@ export interface Failure {
 }
 
 /**
- * A token store. Every operation takes the key `TokenProvider` derives from the base URL and the client id
+ * A token store. Every operation takes the key `TokenProvider` derives from the base URL and the credentials
  * (`keyFor`), so one store can serve several clients.
  *
  * @since 0.1.0
@@ -134,13 +134,24 @@ export interface Service {
 export class TokenStore extends Context.Tag("effect-fin/TokenStore")<TokenStore, Service>() {}
 
 /**
- * The store key of a client: its base URL and a SHA-256 of its client id (the id itself is not written anywhere).
+ * The store key of a client: its base URL, a SHA-256 of its client id (the id itself is not written anywhere) and an
+ * HMAC-SHA256 of the client id under the client secret (its first 16 bytes, in hex; it cannot give the secret back).
+ * Only clients holding the same credentials share a key: one given another account's client id (which is no secret)
+ * and any other secret never gets that account's stored pair, nor refreshes it with the stored refresh token. During a
+ * secret rotation, instances on the old and on the new secret each keep a pair.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const keyFor = (baseUrl: string, clientId: string): Effect.Effect<string> =>
-  Effect.map(Digest.sha256(new TextEncoder().encode(clientId)), (digest) => `${baseUrl}|${Hex.fromBytes(digest)}`)
+export const keyFor = (baseUrl: string, clientId: string, clientSecret: Redacted.Redacted<string>): Effect.Effect<string> =>
+  Effect.suspend(() => {
+    const utf8 = new TextEncoder()
+    return Effect.zipWith(
+      Digest.sha256(utf8.encode(clientId)),
+      Digest.hmacSha256(utf8.encode(Redacted.value(clientSecret)), utf8.encode(`effect-fin token store|${clientId}`)),
+      (id, mac) => `${baseUrl}|${Hex.fromBytes(id)}|${Hex.fromBytes(mac.subarray(0, 16))}`
+    )
+  })
 
 /**
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.

@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
@@ -268,11 +269,18 @@ describe("FinTest replies", () => {
 describe("FinTest.layerClient routes", () => {
   // Nothing of the build waits on real time (WebCrypto's promises run on a thread pool): a client built in a fiber the
   // test forks (a LayerMap's, on first use) is ready before the test moves the TestClock, however loaded the machine.
-  it("builds synchronously, its store key the SHA-256 of the client id that WebCrypto gives", async () => {
+  it("builds synchronously, its store key the SHA-256 of the client id and HMAC under the secret WebCrypto give", async () => {
     expect(Exit.isSuccess(Effect.runSyncExit(Effect.scoped(Layer.build(FinTest.layerClient({})))))).toBe(true)
-    const digest = await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode("test-client"))
-    expect(Effect.runSync(TokenStore.keyFor("http://127.0.0.1:4010", "test-client")))
-      .toBe(`http://127.0.0.1:4010|${Buffer.from(digest).toString("hex")}`)
+    const utf8 = new TextEncoder()
+    const subtle = globalThis.crypto.subtle
+    const digest = await subtle.digest("SHA-256", utf8.encode("test-client"))
+    const secret = await subtle.importKey("raw", utf8.encode("test-secret"), { name: "HMAC", hash: "SHA-256" }, false, [
+      "sign"
+    ])
+    const mac = await subtle.sign("HMAC", secret, utf8.encode("effect-fin token store|test-client"))
+    expect(Effect.runSync(TokenStore.keyFor("http://127.0.0.1:4010", "test-client", Redacted.make("test-secret")))).toBe(
+      `http://127.0.0.1:4010|${Buffer.from(digest).toString("hex")}|${Buffer.from(mac).subarray(0, 16).toString("hex")}`
+    )
   })
 
   // Past the types (untyped code, a cast, routes read from elsewhere): a message saying what to write, not a TypeError

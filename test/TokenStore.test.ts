@@ -17,7 +17,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
-import { createHash } from "node:crypto"
+import { createHash, createHmac } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
 import type * as FinConfig from "../src/FinConfig.js"
 import type { FinError } from "../src/FinError.js"
@@ -90,7 +90,7 @@ const withStore = (store: TokenStore.Service, routes: FinTest.Routes = { "POST /
     fixedRandom
   )
 
-const key = TokenStore.keyFor("http://127.0.0.1:4010", "test-client")
+const key = TokenStore.keyFor("http://127.0.0.1:4010", "test-client", Redacted.make("test-secret"))
 
 // A token "revoked" in `store`, and a service that refuses it (401) and accepts any other.
 const seedRevoked = (store: TokenStore.Service) =>
@@ -130,10 +130,14 @@ const failing = (operation: TokenStore.TokenStoreError["operation"], message: st
   Effect.fail(new TokenStore.TokenStoreError({ operation, message }))
 
 describe("TokenStore", () => {
-  it.effect("the key names the base URL and a SHA-256 of the client id, not the id", () =>
+  it.effect("the key names the base URL, a SHA-256 of the client id and an HMAC under the secret, not id nor secret", () =>
     Effect.gen(function*() {
-      expect(yield* key).toBe(`http://127.0.0.1:4010|${createHash("sha256").update("test-client").digest("hex")}`)
+      const mac = createHmac("sha256", "test-secret").update("effect-fin token store|test-client").digest("hex")
+      expect(yield* key).toBe(
+        `http://127.0.0.1:4010|${createHash("sha256").update("test-client").digest("hex")}|${mac.slice(0, 32)}`
+      )
       expect(yield* key).not.toContain("test-client")
+      expect(yield* key).not.toContain("test-secret")
     }))
 
   // The memory store serves one process: its lock lives on monotonic time, as a timer measures it. A wall clock
@@ -698,8 +702,45 @@ describe("TokenStore", () => {
       expect(requests).toBe(1)
     }).pipe(fixedRandom))
 
+  // A client id is no secret: a client given another account's id and any other secret (a tenant's mistake, or worse)
+  // must never be handed that account's stored pair, nor refresh it with the stored refresh token.
+  it.effect("a client with another's client id but not its secret never gets that client's stored pair", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const issuer = FinTest.tokenHandler({ lifetime: "10 minutes" })
+      let refreshes = 0
+      const routes: FinTest.Routes = {
+        "POST /v1/oauth/token": (request) =>
+          (request.body as { readonly client_secret?: string }).client_secret === "test-secret"
+            ? issuer(request)
+            : FinTest.json(401, { message: "Authentication failed" }),
+        // A service that takes any refresh token it issued, whoever sends it.
+        "POST /v1/oauth/refresh-token": (request) => {
+          refreshes++
+          return issuer(request)
+        },
+        "POST /v1/fee-calculation": fee
+      }
+      const quoteAs = (clientSecret: string) =>
+        Effect.either(FeeService.calculate(quoteRequest)).pipe(
+          Effect.provide(FinTest.layerClient(routes, { clientSecret: Redacted.make(clientSecret) }).pipe(
+            Layer.provide(Layer.succeed(TokenStore.TokenStore, store))
+          ))
+        )
+      expect(Either.isRight(yield* quoteAs("test-secret"))).toBe(true)
+      const impostor = yield* quoteAs("not-the-secret")
+      expect(Either.isLeft(impostor) && impostor.left._tag).toBe("AuthenticationError")
+      // The stored pair due for its refresh: its refresh token is not spent for the impostor either.
+      yield* advance(Duration.toMillis("10 minutes"))
+      const later = yield* quoteAs("not-the-secret")
+      expect(Either.isLeft(later) && later.left._tag).toBe("AuthenticationError")
+      expect(refreshes).toBe(0)
+      // The pair stays the owner's, under its own key.
+      expect(Option.isSome(yield* store.get(yield* key))).toBe(true)
+    }).pipe(fixedRandom))
+
   // During a secret rotation a stale instance must not fail the healthy ones sharing its store: a failure is shared
-  // only between clients with the same credentials (its record carries their fingerprint, not the secret).
+  // only between clients with the same credentials (only they share a store key).
   it.effect("a fetch that failed under other credentials is not the failure of a client waiting on it: it fetches", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()

@@ -340,9 +340,8 @@ export const make = (
           : Option.none()
       })
 
-    // With encryption on, a failure's text is sealed as the pair is (bound to its key name and owner): it holds the
-    // provider's HMAC of the client id under the client secret, which would let anyone who reads Redis check guesses
-    // of the secret offline.
+    // With encryption on, a failure's text (the service's answer to a token request) is sealed as the pair is, bound
+    // to its key name and owner: Redis holds none of it in the clear.
     const failureName = (key: string, owner: string) => JSON.stringify([failureKey(key), owner])
     const release: TokenStore.Service["unlock"] = (key, owner, failure) =>
       Effect.flatMap(
