@@ -101,6 +101,46 @@ describe("package", () => {
     })
   }
 
+  // An app may load both builds (an ESM program, a CommonJS helper making one of its layers): the client's parts must
+  // still find each other. Here the provider comes from the CommonJS build: closing the client still ends a call that
+  // waits on a stalled service at once, as an interruption, not after its 20 s timeout.
+  it("a client made of both builds (import and require) still ends its calls when it closes", async () => {
+    writeFileSync(
+      join(app, "mixed.mjs"),
+      `import { createRequire } from "node:module"
+import * as Cause from "effect/Cause"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as fin from "effect-fin"
+import * as finTest from "effect-fin/test"
+const { TokenProvider } = createRequire(import.meta.url)("effect-fin")
+let reached
+const stalled = new Promise((resolve) => (reached = resolve))
+const http = finTest.layerHttpClient({
+  "POST /v1/oauth/token": finTest.tokenHandler(),
+  "POST /v1/fee-calculation": () => (reached(), finTest.stall)
+})
+const config = fin.FinConfig.layer({
+  clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010", timeout: "20 seconds", maxRetries: 0
+})
+const runtime = ManagedRuntime.make(fin.FeeService.layer.pipe(
+  Layer.provideMerge(fin.HttpTransport.layer.pipe(Layer.provideMerge(TokenProvider.layer))),
+  Layer.provide(config),
+  Layer.provide(http)
+))
+const call = runtime.runPromiseExit(
+  fin.FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" })
+)
+await stalled
+await runtime.dispose()
+const exit = await call
+console.log(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : String(exit))
+`
+    )
+    expect((await runAsync(process.execPath, ["mixed.mjs"], app)).trim()).toBe("interrupted")
+  }, 60_000)
+
   it("every name that is both a type and a schema keeps both meanings in the declarations, for import and require", async () => {
     // The bundled declarations once kept one meaning only (scripts/fix-dts.ts): `FinError.FinError` was no type,
     // `Subdivisions.Subdivision` no value.

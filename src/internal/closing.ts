@@ -7,6 +7,8 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import { globalValue } from "effect/GlobalValue"
+import { version } from "./version.js"
 
 /** A client's closing, as its calls see it. */
 export interface Closing {
@@ -37,7 +39,8 @@ export const make = (): Closing & { readonly close: () => void; readonly isClose
   }
 }
 
-const byService = new WeakMap<object, Closing>()
+// One map per effect-fin version, shared by its ESM and CommonJS builds (see `DeadlineAware`).
+const byService = globalValue(`effect-fin/internal/closing/${version}`, () => new WeakMap<object, Closing>())
 
 /** Records `closing` as that of the client `service` belongs to. */
 export const register = <S extends object>(service: S, closing: Closing): S => {

@@ -6,8 +6,10 @@
  * @internal
  */
 import type * as Effect from "effect/Effect"
+import { globalValue } from "effect/GlobalValue"
 import type * as Redacted from "effect/Redacted"
 import type { FinError } from "../FinError.js"
+import { version } from "./version.js"
 
 /**
  * `get` for a caller that must be done by `deadline` (milliseconds, on `Monotonic.millis`): a token at hand is
@@ -18,7 +20,12 @@ export type GetBefore = (
   onDeadline: () => FinError
 ) => Effect.Effect<Redacted.Redacted<string>, FinError>
 
-const byService = new WeakMap<object, GetBefore>()
+// One map per effect-fin version, shared by its ESM and CommonJS builds (a provider made by one, a transport by the
+// other, in an app that loads both).
+const byService = globalValue(
+  `effect-fin/internal/deadlineAware/${version}`,
+  () => new WeakMap<object, GetBefore>()
+)
 
 /** Records `getBefore` as the deadline-aware `get` of `service`. */
 export const register = <S extends object>(service: S, getBefore: GetBefore): S => {
