@@ -305,6 +305,22 @@ describe("RedisTokenStore", () => {
       expect(log.lines.filter((line) => line.startsWith("WARN") && line.includes("fingerprint"))).toHaveLength(1)
     }))
 
+  // Provided only around `FinClient.make` (which keeps the store it was made with), a store closes with that scope:
+  // its failures say so, not that Redis is down (an outage that would never end).
+  it.scopedLive("a store used past the scope it was made in says so in its failures", () =>
+    Effect.gen(function*() {
+      const said = /^the store was closed with the scope it was made in/
+      const options = { url: redisUrl, prefix: uniquePrefix("closed") }
+      const tokens = yield* Effect.scoped(RedisTokenStore.make(options))
+      expect((yield* Effect.flip(tokens.get("k"))).message).toMatch(said)
+      const dedupe = yield* Effect.scoped(RedisWebhookDedupeStore.make(options))
+      expect((yield* Effect.flip(dedupe.release("e", "r", "t"))).message).toMatch(said)
+      // A client of the user's stays theirs: the store goes on with it.
+      const redis = yield* redisClient
+      const borrowed = yield* Effect.scoped(RedisTokenStore.make({ client: redis, prefix: uniquePrefix("borrowed") }))
+      expect(yield* borrowed.get("k")).toEqual(Option.none())
+    }))
+
   it.scopedLive("keys of another type (another writer's) are none, with a warning, and the next pair replaces them: sharing heals", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("wrong-type")

@@ -250,7 +250,11 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
           Effect.catchAll(() => Effect.sync(() => own.disconnect()))
         )
     ))
+    // A store used past the scope it was made in (provided only around `FinClient.make`, say, which keeps it) has
+    // closed its own client: said so, not as an outage, which would read as Redis's and never end.
+    let scopeClosed = false
     if (options.client === undefined) {
+      yield* Effect.addFinalizer(() => Effect.sync(() => void (scopeClosed = true)))
       // Without an offline queue the first commands need the connection: wait for it (bounded, and no longer than its
       // first error; a Redis that is down now is treated like one that goes down later, but said at once).
       yield* Effect.async<void, void>((resume) => {
@@ -286,7 +290,12 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     // ("Stream isn't writeable and enableOfflineQueue options is false").
     const failure = (operation: string, cause: unknown): Failure => ({
       operation,
-      message: client.status !== "ready" ? `Redis is not connected: ${connectionError ?? state(client.status)}` : describe(cause)
+      message: scopeClosed
+        ? "the store was closed with the scope it was made in: provide it for as long as the clients using it live " +
+          "(to their layer, or around the whole program)"
+        : client.status !== "ready"
+        ? `Redis is not connected: ${connectionError ?? state(client.status)}`
+        : describe(cause)
     })
     // A command given up on stays queued in the client, with what it holds, until Redis answers: a Redis that stopped
     // answering (frozen, a network that drops packets) keeps the connection open, and the queue would grow with the
