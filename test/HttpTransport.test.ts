@@ -11,6 +11,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -1256,6 +1257,20 @@ describe("HttpTransport", () => {
         expect(stopped).toBe(started)
       })
     }, 5_000)
+  }
+
+  // What an attempt sets in its fiber refs (a user's HttpClient wrapper calling FiberRef.set, say) stays its own, on
+  // either clock: the caller's are as they were.
+  for (const clock of ["live", "test"] as const) {
+    const run = clock === "live" ? it.live : it.effect
+    run(`an attempt's fiber refs are not joined into the caller's (${clock} clock)`, () => {
+      const ref = FiberRef.unsafeMake("caller's")
+      return Effect.gen(function*() {
+        const set = Effect.as(FiberRef.set(ref, "attempt's"), "done")
+        expect(yield* timeoutFail(set, Duration.hours(1), () => "timed out")).toBe("done")
+        expect(yield* FiberRef.get(ref)).toBe("caller's")
+      })
+    })
   }
 
   it.effect("a deadline equal to the timeout ends the call as a deadline on the test clock", () =>

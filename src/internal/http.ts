@@ -620,7 +620,15 @@ export const timeoutFail = <A, E, E1>(
     const closes = interruptible ? closing : undefined
     return detachedIfUninterruptible(Effect.clockWith((clock) => {
       if (clock !== liveClock) {
-        const limited = Effect.timeoutFail(self, { duration, onTimeout })
+        // `self` in a fiber of its own, awaited, not joined: `Effect.timeoutFail` joins the fiber refs of the fiber it
+        // runs `self` in into the caller's, which the live clock's path does not (no clock tells the two apart).
+        const isolated = Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) => {
+            const awaited = Effect.onInterrupt(restore(Fiber.await(fiber)), () => Fiber.interrupt(fiber))
+            return Effect.flatten(Effect.flatten(awaited))
+          })
+        )
+        const limited = Effect.timeoutFail(isolated, { duration, onTimeout })
         return closes === undefined ? limited : Closing.interruptOnClose(limited, closes)
       }
       const millis = Duration.toMillis(duration)
