@@ -1,6 +1,6 @@
 /**
- * SHA-256 and HMAC-SHA-256 of the short inputs a client is built from (its token store key, its credentials'
- * fingerprint), with no promise wherever the runtime has node:crypto.
+ * SHA-256 and HMAC-SHA-256 of the short inputs a client is built from (its token store key), with no promise wherever
+ * the runtime has node:crypto.
  *
  * @internal
  */
@@ -26,7 +26,10 @@ export const make = (node: NodeHashes | undefined) => ({
     node === undefined
       ? Effect.promise(async () => {
         const subtle = globalThis.crypto.subtle
-        const imported = await subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"])
+        // WebCrypto refuses an empty HMAC key (node:crypto takes it): a key shorter than the block is zero-padded, so
+        // 64 zero bytes give the same MAC.
+        const raw = key.length === 0 ? new Uint8Array(64) : key
+        const imported = await subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"])
         return new Uint8Array(await subtle.sign("HMAC", imported, data))
       })
       : Effect.sync(() => new Uint8Array(node.createHmac("sha256", key).update(data).digest()))

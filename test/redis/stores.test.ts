@@ -247,8 +247,8 @@ describe("RedisTokenStore", () => {
       expect(yield* store.failure("k")).toEqual(Option.none())
     }))
 
-  // The provider's failure record holds an HMAC of the client id under the client secret: readable, it would let
-  // anyone who reads Redis check guesses of the secret offline.
+  // The provider's failure record holds the service's answer to a token request: with encryption on, none of it in
+  // the clear.
   it.scopedLive("with encryptionKey, a failure record's text is sealed: Redis holds none of it", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("failure-sealed")

@@ -291,8 +291,8 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
     const failure = (operation: string, cause: unknown): Failure => ({
       operation,
       message: scopeClosed
-        ? "the store was closed with the scope it was made in: provide it for as long as the clients using it live " +
-          "(to their layer, or around the whole program)"
+        ? "the store was closed with the scope it was made in: provide it for as long as what uses it lives " +
+          "(the client's or webhook handler's layer, or around the whole program)"
         : client.status !== "ready"
         ? `Redis is not connected: ${connectionError ?? state(client.status)}`
         : describe(cause)
