@@ -143,7 +143,11 @@ export class TokenStore extends Context.Tag("effect-fin/TokenStore")<TokenStore,
  * @since 0.1.0
  * @category constructors
  */
-export const keyFor = (baseUrl: string, clientId: string, clientSecret: Redacted.Redacted<string>): Effect.Effect<string> =>
+export const keyFor = (
+  baseUrl: string,
+  clientId: string,
+  clientSecret: Redacted.Redacted<string>
+): Effect.Effect<string> =>
   Effect.suspend(() => {
     const utf8 = new TextEncoder()
     return Effect.zipWith(

@@ -269,7 +269,7 @@ describe("FinTest replies", () => {
 describe("FinTest.layerClient routes", () => {
   // Nothing of the build waits on real time (WebCrypto's promises run on a thread pool): a client built in a fiber the
   // test forks (a LayerMap's, on first use) is ready before the test moves the TestClock, however loaded the machine.
-  it("builds synchronously, its store key the SHA-256 of the client id and HMAC under the secret WebCrypto give", async () => {
+  it("builds synchronously, its store key the SHA-256 and HMAC of the client id WebCrypto gives", async () => {
     expect(Exit.isSuccess(Effect.runSyncExit(Effect.scoped(Layer.build(FinTest.layerClient({})))))).toBe(true)
     const utf8 = new TextEncoder()
     const subtle = globalThis.crypto.subtle
@@ -278,7 +278,8 @@ describe("FinTest.layerClient routes", () => {
       "sign"
     ])
     const mac = await subtle.sign("HMAC", secret, utf8.encode("effect-fin token store|test-client"))
-    expect(Effect.runSync(TokenStore.keyFor("http://127.0.0.1:4010", "test-client", Redacted.make("test-secret")))).toBe(
+    const key = TokenStore.keyFor("http://127.0.0.1:4010", "test-client", Redacted.make("test-secret"))
+    expect(Effect.runSync(key)).toBe(
       `http://127.0.0.1:4010|${Buffer.from(digest).toString("hex")}|${Buffer.from(mac).subarray(0, 16).toString("hex")}`
     )
   })

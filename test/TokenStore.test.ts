@@ -130,7 +130,7 @@ const failing = (operation: TokenStore.TokenStoreError["operation"], message: st
   Effect.fail(new TokenStore.TokenStoreError({ operation, message }))
 
 describe("TokenStore", () => {
-  it.effect("the key names the base URL, a SHA-256 of the client id and an HMAC under the secret, not id nor secret", () =>
+  it.effect("the key names the base URL, a SHA-256 of the client id and an HMAC under the secret, not them", () =>
     Effect.gen(function*() {
       const mac = createHmac("sha256", "test-secret").update("effect-fin token store|test-client").digest("hex")
       expect(yield* key).toBe(

@@ -369,6 +369,7 @@ const CODE = /^[A-Z][A-Z0-9_/]{1,63}$/
 
 /** Whether `text` has the form of a system error code (`ECONNRESET`, `ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE`...). */
 export const isSystemCode = (text: string): boolean => CODE.test(text)
+
 const refined = (error: object, code: string): string => {
   const { message, cause } = error as { readonly message?: unknown; readonly cause?: unknown }
   if (code === "UND_ERR_PRX_TLS") {
@@ -607,8 +608,9 @@ const Closed: unique symbol = Symbol("effect-fin/Closed")
  * once the time is up, `self` interrupted and awaited, then `onTimeout()`; interrupting an interruptible caller
  * interrupts `self`. Given a `closing`, `self` is interrupted once it closes too, and the result is an interruption
  * (not in an uninterruptible region, which is kept whole up to the time limit). Unlike `Effect.timeoutFail`'s, `self`'s
- * fiber refs are not joined into the caller's on success: nothing an attempt or a token step sets is the caller's (their
- * log annotations, spans and call options are scoped), and the join was about a quarter of this timer's cost per call.
+ * fiber refs are not joined into the caller's on success: nothing an attempt or a token step sets is the caller's
+ * (their log annotations, spans and call options are scoped), and the join was about a quarter of this timer's cost
+ * per call.
  */
 export const timeoutFail = <A, E, E1>(
   self: Effect.Effect<A, E>,

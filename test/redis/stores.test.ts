@@ -99,7 +99,7 @@ describe("RedisTokenStore", () => {
       (store) => tokenStoreContract(store, 2400, (millis) => Effect.sleep(millis))
     ))
 
-  it.scopedLive("the key holds the base URL and hashes of the credentials, never them; Redis drops the pair when useless", () =>
+  it.scopedLive("the key holds the base URL and hashes of the credentials, not them; Redis drops a useless pair", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("scope")
       const emulator = yield* Emulator.make({ clientId: "tenant-42-client" })
@@ -110,7 +110,8 @@ describe("RedisTokenStore", () => {
       )
       const redis = yield* redisClient
       const keys = yield* Effect.promise(() => redis.keys(`${prefix}:*`))
-      const key = yield* TokenStore.keyFor(emulator.url, "tenant-42-client", Redacted.make(emulator.credentials.clientSecret))
+      const secret = Redacted.make(emulator.credentials.clientSecret)
+      const key = yield* TokenStore.keyFor(emulator.url, "tenant-42-client", secret)
       expect(keys).toEqual([`${prefix}:token:${key}`])
       expect(keys[0]).toContain(emulator.url)
       expect(keys[0]).not.toContain("tenant-42-client")
@@ -122,7 +123,8 @@ describe("RedisTokenStore", () => {
     Effect.gen(function*() {
       const prefix = uniquePrefix("lock-no-expiry")
       const emulator = yield* Emulator.make()
-      const key = yield* TokenStore.keyFor(emulator.url, emulator.credentials.clientId, Redacted.make(emulator.credentials.clientSecret))
+      const { clientId, clientSecret } = emulator.credentials
+      const key = yield* TokenStore.keyFor(emulator.url, clientId, Redacted.make(clientSecret))
       const redis = yield* redisClient
       yield* Effect.promise(() => redis.set(`${prefix}:token-lock:${key}`, "gone-long-ago"))
       const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, lockTtl: "1 second" })
