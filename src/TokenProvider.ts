@@ -186,6 +186,11 @@ interface State {
 // After a failed early refresh, how long the current token is used before the next refresh is tried.
 const REFRESH_PAUSE_MILLIS = 5_000
 
+// After the service refused the client's credentials (a 401 on the issue route), how long fetches fail with that
+// answer without asking again: a revoked secret costs one token request a second, not one per call, against a service
+// that may lock out credentials after failed attempts; short, so that a passing 401 costs little.
+const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
+
 // How many refused access tokens a provider remembers.
 const MAX_REFUSED = 16
 
@@ -586,10 +591,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       )
 
     // The last fetch failed with an answer that asked for a wait (its `Retry-After`, which the retries did not wait
-    // out): until it has passed, a fetch sends nothing and fails with that answer, rather than each caller without a
-    // token sending the rate-limited service another request. The store is still read: another process may have a
-    // token by then. Only a fetch's own success ends it early. `until` is monotonic: a wall clock set back must not
-    // lengthen the wait.
+    // out, or refused credentials: `REFUSED_CREDENTIALS_HOLD`): until it has passed, a fetch sends nothing and fails
+    // with that answer, rather than each caller without a token sending the service another request. The store is
+    // still read: another process may have a token by then. Only a fetch's own success ends it early. `until` is
+    // monotonic: a wall clock set back must not lengthen the wait.
     let quiet: { readonly until: number; readonly error: FinError } | undefined
     // The kept answer as each caller gets it, the wait that is left as its `retryAfter` (a caller, or another process
     // the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
@@ -879,7 +884,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // service told another process to come back later) lengthens it.
       const running = keptAt(monotonic)
       if (failure !== undefined && !handedOut.has(failure) && !(running !== undefined && copies.has(failure))) {
-        const asked = Retry.retryAfterOf(failure)
+        // A refused refresh token is followed by an issue: a fetch that fails with a 401 had its credentials refused.
+        const asked = Retry.retryAfterOf(failure) ??
+          (failure._tag === "AuthenticationError" ? REFUSED_CREDENTIALS_HOLD : undefined)
         const until = asked === undefined
           ? undefined
           : Monotonic.plus(monotonic, Duration.min(asked, config.maxRetryAfter))

@@ -814,6 +814,54 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "Authentication failed" }) })))
 
+  // A revoked secret, against a service that may lock credentials out after failed attempts: each call in the second
+  // after a refusal fails with that answer and sends nothing; the service is asked again once it has passed, and a
+  // token it then issues ends the hold.
+  it.effect("refused credentials are asked again once a second, not on every call", () => {
+    let refusing = true
+    const tokens = FinTest.tokenHandler()
+    return Effect.gen(function*() {
+      for (let i = 0; i < 5; i++) {
+        if (i > 0) yield* advance(200)
+        expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({
+          _tag: "AuthenticationError",
+          message: "Authentication failed (401) on POST /v1/oauth/token: invalid client"
+        })
+      }
+      expect([yield* count("POST /v1/oauth/token"), yield* count("POST /v1/fee-calculation")]).toEqual([1, 0])
+      yield* advance(200)
+      expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
+      expect(yield* count("POST /v1/oauth/token")).toBe(2)
+      refusing = false
+      yield* advance(999)
+      expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
+      yield* advance(1)
+      expect(yield* tokenValue).toBe("token-1")
+      expect(yield* count("POST /v1/oauth/token")).toBe(3)
+    }).pipe(provideClient({
+      "POST /v1/fee-calculation": fee,
+      "POST /v1/oauth/token": (request) => refusing ? FinTest.json(401, { message: "invalid client" }) : tokens(request)
+    }))
+  })
+
+  // The issue that follows a refused refresh token is held as well when it is refused; a process holding a usable token
+  // goes on with it meanwhile.
+  it.effect("a refused refresh token then refused credentials: no token request in the second after", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR)
+      expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
+      expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
+      yield* advance(1000)
+      expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
+      // The refresh token the service refused is not sent again.
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 3])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(401, { message: "invalid client" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
+    })))
+
   it.effect("a token call that stalls past tokenTimeout is a TimeoutError of kind token", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(getToken))

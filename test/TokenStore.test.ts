@@ -1160,6 +1160,35 @@ describe("TokenStore", () => {
     }).pipe(fixedRandom)
   })
 
+  // A's client secret is refused while B waits on A's lock: B fails with A's answer, and neither sends a token request
+  // in the second after it (a revoked secret shared by every process is not asked for by each of them, call after
+  // call); then each asks again.
+  it.scoped("refused credentials shared with a waiting process: no process asks again within the second", () => {
+    const memory = TokenStore.makeMemory()
+    const refusedNow = () => FinTest.json(401, { message: "invalid client" })
+    const refused = () => Effect.delay(Effect.succeed(refusedNow()), "200 millis")
+    const rig = keptAnswerRig([refused, refusedNow])
+    return Effect.gen(function*() {
+      const a = yield* rig.client(memory)
+      const b = yield* rig.client(memory)
+      const fa = yield* Effect.fork(calculateOn(a))
+      yield* Effect.repeatN(Effect.yieldNow(), 30)
+      const fb = yield* Effect.fork(calculateOn(b))
+      for (let i = 0; i < 3; i++) yield* advance(100)
+      for (const result of [yield* Fiber.join(fa), yield* Fiber.join(fb)]) {
+        expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "AuthenticationError", status: 401 })
+      }
+      yield* advance(600)
+      for (const client of [a, b, a, b]) {
+        expect(Either.isLeft(yield* calculateOn(client))).toBe(true)
+      }
+      expect(rig.tokenRequests()).toBe(1)
+      yield* advance(400)
+      expect(Either.isLeft(yield* calculateOn(b))).toBe(true)
+      expect(rig.tokenRequests()).toBe(2)
+    }).pipe(fixedRandom)
+  })
+
   // A was asked for 60 s, B for 20 s. At 10 s A fails from what it kept (no request), and B, waiting on A's lock, takes
   // that copy: B's own wait (10 s left) is kept, not lengthened to A's 50 s (copies handed back and forth, each read a
   // little after it was made, would otherwise push the wait on for ever). B asks the service again at 21 s.
