@@ -329,6 +329,19 @@ const scratch: { readonly [A in Algorithm]: Uint8Array } = {
   sha512: new Uint8Array(64)
 }
 
+// Where an asynchronous `verify` gets the signature bytes: its own, as it may still read them after returning (a
+// user's implementation may), but cut from a shared block. A typed array this small is made on V8's heap, and moved
+// out of it when the crypto first reads it: on Node, a fresh one per call costs more than the Effect around the call.
+const signatureBlock = { buffer: new ArrayBuffer(8192), used: 0 }
+const signatureBytes = (length: number): Uint8Array => {
+  if (signatureBlock.used + length > signatureBlock.buffer.byteLength) {
+    signatureBlock.buffer = new ArrayBuffer(8192)
+    signatureBlock.used = 0
+  }
+  const bytes = new Uint8Array(signatureBlock.buffer, signatureBlock.used, length)
+  signatureBlock.used += length
+  return bytes
+}
 
 // The body as bytes. Past the type (an untyped `req.body`, say), an `ArrayBuffer` or another view (`await
 // request.arrayBuffer()`) is taken as its bytes; anything else is undefined: see `notBytes`.
@@ -375,7 +388,7 @@ const checkSignature = (
     }
     return Effect.fail(noMatch())
   }
-  const signature = decodeHex(hex, new Uint8Array(digestLength[algorithm]))
+  const signature = decodeHex(hex, signatureBytes(digestLength[algorithm]))
   const tryFrom = (i: number): Effect.Effect<void, WebhookVerificationError> =>
     Effect.flatMap(
       crypto.verify(algorithm, secrets[i]!, body, signature),

@@ -301,6 +301,29 @@ describe("Webhooks.makeWebCrypto", () => {
       expect(yield* reasonOf(verifyWith(`${currentBody} `))).toBe("bad_signature")
     }))
 
+  // The signature bytes an asynchronous `verify` is given are its own until it is done with them, however many
+  // verifications run meanwhile (they are cut from shared blocks: more deliveries than a block holds run here).
+  it.effect("an asynchronous verify that reads the signature late sees its own delivery's, with 600 in flight", () =>
+    Effect.gen(function*() {
+      const web = Webhooks.makeWebCrypto()
+      const crypto: Webhooks.WebhookCryptoService = {
+        ...web,
+        verify: (algorithm, key, body, signature) =>
+          Effect.zipRight(Effect.sleep("1 millis"), web.verify(algorithm, key, body, signature))
+      }
+      const bodies = Array.from({ length: 600 }, (_, i) => makeBody({ id: `40061557-f125-4b39-97d6-${i + 100000}c16a0f` }))
+      const signed = yield* Effect.forEach(bodies, (body) => Webhooks.sign(body, secret))
+      // Every other delivery carries its neighbour's signature: refused, while its neighbour passes.
+      const verifying = yield* Effect.fork(Effect.forEach(bodies, (body, i) =>
+        Webhooks.verifySignature(body, signed[i % 2 === 0 ? i : i - 1]!, secret).pipe(
+          Effect.provideService(Webhooks.WebhookCrypto, crypto),
+          Effect.either
+        ), { concurrency: "unbounded" }))
+      yield* TestClock.adjust("1 millis")
+      const results = yield* Fiber.join(verifying)
+      expect(results.map(Either.isRight)).toEqual(bodies.map((_, i) => i % 2 === 0))
+    }))
+
   it.effect("a key import that fails is not kept: the next verification imports it again, and passes", () =>
     Effect.gen(function*() {
       const crypto = Webhooks.makeWebCrypto()
