@@ -311,7 +311,10 @@ describe("Webhooks.makeWebCrypto", () => {
         verify: (algorithm, key, body, signature) =>
           Effect.zipRight(Effect.sleep("1 millis"), web.verify(algorithm, key, body, signature))
       }
-      const bodies = Array.from({ length: 600 }, (_, i) => makeBody({ id: `40061557-f125-4b39-97d6-${i + 100000}c16a0f` }))
+      const bodies = Array.from(
+        { length: 600 },
+        (_, i) => makeBody({ id: `40061557-f125-4b39-97d6-${i + 100000}c16a0f` })
+      )
       const signed = yield* Effect.forEach(bodies, (body) => Webhooks.sign(body, secret))
       // Every other delivery carries its neighbour's signature: refused, while its neighbour passes.
       const verifying = yield* Effect.fork(Effect.forEach(bodies, (body, i) =>
