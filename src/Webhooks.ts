@@ -230,10 +230,12 @@ const checkEnvironment = (where: "handler" | "verify", environment: unknown): vo
 
 /**
  * The secrets to try, whether one of them has whitespace around it (see `Padded.isPadded`), and whether one is not
- * text at all (untyped configuration: an unset variable, a number).
+ * text at all (untyped configuration: an unset variable, a number). `matched`: for each key, the success telling its
+ * position in the list given (empty secrets are dropped from `keys`), made once.
  */
 interface SecretList {
   readonly keys: ReadonlyArray<Redacted.Redacted<string>>
+  readonly matched: ReadonlyArray<Effect.Effect<number>>
   readonly padded: boolean
   readonly notText: boolean
 }
@@ -253,7 +255,7 @@ const textOf = (secret: unknown): string | undefined => {
   }
 }
 
-const notASecret: SecretList = { keys: [], padded: false, notText: true }
+const notASecret: SecretList = { keys: [], matched: [], padded: false, notText: true }
 
 // Empty secrets are dropped: an HMAC under an empty key proves nothing.
 const secretList = (secrets: Secrets): SecretList => {
@@ -269,9 +271,10 @@ const secretList = (secrets: Secrets): SecretList => {
 
 const listOf = (secrets: ReadonlyArray<unknown>): SecretList => {
   const keys: Array<Redacted.Redacted<string>> = []
+  const matched: Array<Effect.Effect<number>> = []
   let padded = false
   let notText = false
-  for (const secret of secrets) {
+  for (const [position, secret] of secrets.entries()) {
     const value = textOf(secret)
     if (value === undefined) {
       notText = true
@@ -282,8 +285,9 @@ const listOf = (secrets: ReadonlyArray<unknown>): SecretList => {
     // refused, rather than every delivery answered as badly signed.
     padded ||= Padded.isPadded(value)
     keys.push(typeof secret === "string" ? Redacted.make(secret) : secret as Redacted.Redacted<string>)
+    matched.push(Effect.succeed(position))
   }
-  return { keys, padded, notText }
+  return { keys, matched, padded, notText }
 }
 
 const notTextMessage = "must be text or Redacted text (not wiped), or a list of them"
@@ -365,13 +369,13 @@ const notBytes = (value: unknown) =>
     )
   )
 
-// Tries each secret in turn (rotation); the first match wins.
+// Tries each secret in turn (rotation); the first match wins, and its position in the list given is the result.
 const checkSignature = (
   crypto: WebhookCryptoService,
   parsed: Signature.SignatureHeaders,
-  { keys: secrets, notText, padded }: SecretList,
+  { keys: secrets, matched, notText, padded }: SecretList,
   body: Uint8Array
-): Effect.Effect<void, WebhookVerificationError> => {
+): Effect.Effect<number, WebhookVerificationError> => {
   // A secret wiped since its list was made (a handler's, at shutdown say) is no secret: refused, not a defect in the
   // crypto.
   if (notText || !secrets.every((key) => textOf(key) !== undefined)) {
@@ -383,18 +387,18 @@ const checkSignature = (
   const verifySync = crypto.verifySync
   if (verifySync !== undefined) {
     const signature = decodeHex(hex, scratch[algorithm])
-    for (const secret of secrets) {
-      if (verifySync(algorithm, secret, body, signature)) return Effect.void
+    for (let i = 0; i < secrets.length; i++) {
+      if (verifySync(algorithm, secrets[i]!, body, signature)) return matched[i]!
     }
     return Effect.fail(noMatch())
   }
   const signature = decodeHex(hex, signatureBytes(digestLength[algorithm]))
-  const tryFrom = (i: number): Effect.Effect<void, WebhookVerificationError> =>
+  const tryFrom = (i: number): Effect.Effect<number, WebhookVerificationError> =>
     Effect.flatMap(
       crypto.verify(algorithm, secrets[i]!, body, signature),
       (ok) =>
         ok
-          ? Effect.void
+          ? matched[i]!
           : i + 1 < secrets.length
           ? tryFrom(i + 1)
           : Effect.fail(noMatch())
@@ -407,7 +411,8 @@ const noMatch = () => fail("bad_signature", "the signature matches none of the w
 /**
  * Checks only the signature of a delivery: `x-fin-signature` must be the hex HMAC of the raw body bytes under one of
  * `secrets`, with the algorithm of `x-fin-signature-algorithm` (default `sha256`). Pass the body exactly as received;
- * a string is taken as its UTF-8 bytes.
+ * a string is taken as its UTF-8 bytes. Succeeds with the position, in `secrets`, of the secret that matched (0 for a
+ * single secret): during a rotation, once no delivery matches the old secret's, it can go.
  *
  * @since 0.1.0
  * @category verification
@@ -416,7 +421,7 @@ export const verifySignature = (
   rawBody: Uint8Array | string,
   headers: HeadersInput,
   secrets: Secrets
-): Effect.Effect<void, WebhookVerificationError> =>
+): Effect.Effect<number, WebhookVerificationError> =>
   // The hot path: one Effect step (which also reads the context) before the crypto.
   Effect.withFiberRuntime((fiber) => {
     const parsed = Signature.check(headers)
@@ -1123,6 +1128,8 @@ interface Decoded {
   readonly text: string
   /** `created_at` in epoch microseconds, for ordering. */
   readonly createdAt: number
+  /** The position of the secret that verified it (see `Delivery.secret`). */
+  readonly secret: number
   /**
    * A documented event whose data is not of the documented shape, of a type the handler has no handler for: it is
    * acknowledged (as `Unknown`, its data as sent), given to no handler.
@@ -1148,6 +1155,7 @@ const malformed = (message: string, issue?: ParseResult.ParseIssue) => {
 // `ignores`: the event types whose data need not be of the documented shape (the handler has no handler for them).
 const decodeBody = (
   body: Uint8Array,
+  secret: number,
   options: VerifyOptions,
   ignores?: (type: string) => boolean
 ): Effect.Effect<Decoded, WebhookVerificationError> =>
@@ -1176,7 +1184,7 @@ const decodeBody = (
       return Effect.fail(fail("wrong_environment", `the event is not from the ${options.environment} environment`))
     }
     const createdAt = parseTimestamp(envelope.right.event.created_at)!
-    return Effect.succeed(ignored ? { event, text, createdAt, ignored } : { event, text, createdAt })
+    return Effect.succeed(ignored ? { event, text, createdAt, secret, ignored } : { event, text, createdAt, secret })
   })
 
 const formatMillis = (millis: number): string => Duration.format(Duration.millis(millis))
@@ -1209,9 +1217,9 @@ const verifyDecoded = (
   ignores?: (type: string) => boolean
 ): Effect.Effect<Decoded, WebhookVerificationError> =>
   Effect.withFiberRuntime((fiber) =>
-    Effect.zipRight(
+    Effect.flatMap(
       checkSignature(cryptoIn(fiber.currentContext), parsed, secrets, body),
-      decodeBody(body, options, ignores)
+      (secret) => decodeBody(body, secret, options, ignores)
     )
   )
 
@@ -1582,6 +1590,12 @@ export interface Delivery {
    * the one sent, and one past 1e308 is `Infinity`. Read such a number from here, with a parser that keeps it.
    */
   readonly body: string
+  /**
+   * The position, in the handler's `secrets`, of the secret the delivery was signed with (0 for a single secret).
+   * During a rotation, once no delivery comes with the old secret's, it can be taken out (also on the span, as
+   * `fin.webhook.secret`).
+   */
+  readonly secret: number
 }
 
 /**
@@ -2262,7 +2276,7 @@ const makeApp = <const H extends object>(
               // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
               : Effect.raceFirst(
                 Effect.scoped(Effect.timeoutFail(
-                  Effect.interruptible(Effect.suspend(() => userHandler(event, { stale, body: decoded.text }))),
+                  Effect.interruptible(Effect.suspend(() => userHandler(event, { stale, body: decoded.text, secret: decoded.secret }))),
                   { duration: handlerTimeout, onTimeout: timedOut }
                 )),
                 Effect.interruptible(keepClaim(store, event.id, referenceId, claim.token, sentAt))
@@ -2343,6 +2357,7 @@ const makeApp = <const H extends object>(
       })
     )
     const decoded = yield* verifyDecoded(body, parsed.right, secrets, verifyOptions, unhandled)
+    yield* Spans.annotateOwn({ "fin.webhook.secret": decoded.secret })
     return yield* checkAge(decoded, verifyOptions).pipe(
       Effect.matchEffect({
         onFailure: (error) =>

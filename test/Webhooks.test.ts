@@ -205,6 +205,21 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         expect((yield* Webhooks.verify(currentBody, headers, ["nope", secretValue])).id).toBe(rotated.id)
       }).pipe(Effect.provide(cryptoLayer)))
 
+    // Which secret of a rotation matched: its position in the list given, an empty one (dropped) counted too.
+    it.effect("verifySignature succeeds with the position of the secret that matched", () =>
+      Effect.gen(function*() {
+        const oldSecret = Redacted.make("whsec_old_secret")
+        const signedWithNew = yield* Webhooks.sign(currentBody, secret)
+        const signedWithOld = yield* Webhooks.sign(currentBody, oldSecret)
+        const positions = (secrets: Webhooks.Secrets) =>
+          Effect.all([signedWithNew, signedWithOld].map((headers) =>
+            Effect.either(Webhooks.verifySignature(currentBody, headers, secrets))
+          ))
+        expect(yield* positions(secret)).toEqual([Either.right(0), Either.left(expect.anything())])
+        expect(yield* positions([secret, oldSecret])).toEqual([Either.right(0), Either.right(1)])
+        expect(yield* positions([oldSecret, "", secretValue])).toEqual([Either.right(2), Either.right(0)])
+      }).pipe(Effect.provide(cryptoLayer)))
+
     it.effect("rejects a missing, empty or non-hex signature and an unsupported algorithm", () =>
       Effect.gen(function*() {
         const { "x-fin-signature": signature } = yield* Webhooks.sign(currentBody, secret)
@@ -916,6 +931,27 @@ describe("Webhooks.handler", () => {
         "effect-fin.webhook handled Success",
         "effect-fin.webhook.handle handled Success"
       ])
+    }))
+
+  // During a rotation, the operator sees from the span, and the handler from its delivery, which secret signed it.
+  it.effect("tells the handler and the request's span which secret of the rotation verified the delivery", () =>
+    Effect.gen(function*() {
+      const { layer, spans } = yield* recordingTracer
+      const { record, seen } = yield* recorder
+      const oldSecret = "whsec_old_rotated_out"
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: [secret, oldSecret],
+        handlers: { "beneficiary.status": (event, delivery) => record(`${event.id} ${delivery.secret}`) }
+      })).pipe(Effect.provide(layer))
+      const first = makeBody({ id: "40061557-f125-4b39-97d6-c16a0f1230c1" })
+      const second = makeBody({ id: "40061557-f125-4b39-97d6-c16a0f1230c2", createdAt: "2026-04-04T17:39:00Z" })
+      expect((yield* send(handle, post(first, yield* Webhooks.sign(first, oldSecret)))).status).toBe(200)
+      expect((yield* send(handle, post(second, yield* Webhooks.sign(second, secret)))).status).toBe(200)
+      // A rejected delivery was verified by none.
+      expect((yield* send(handle, post(second, { "x-fin-signature": "00".repeat(32) }))).status).toBe(401)
+      expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1 1", "40061557-f125-4b39-97d6-c16a0f1230c2 0"])
+      const requests = (yield* spans).filter((span) => span.name === "effect-fin.webhook")
+      expect(requests.map((span) => span.attributes.get("fin.webhook.secret"))).toEqual([1, 0, undefined])
     }))
 
   it.effect("answers 401 without detail on a bad or missing signature, 400 on a malformed body", () =>
