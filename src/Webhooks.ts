@@ -2276,7 +2276,9 @@ const makeApp = <const H extends object>(
               // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
               : Effect.raceFirst(
                 Effect.scoped(Effect.timeoutFail(
-                  Effect.interruptible(Effect.suspend(() => userHandler(event, { stale, body: decoded.text, secret: decoded.secret }))),
+                  Effect.interruptible(Effect.suspend(() =>
+                    userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
+                  )),
                   { duration: handlerTimeout, onTimeout: timedOut }
                 )),
                 Effect.interruptible(keepClaim(store, event.id, referenceId, claim.token, sentAt))
