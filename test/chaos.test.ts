@@ -31,7 +31,7 @@ describe("chaos (reduced)", () => {
       const policy = report.options.maxRetries + 2
       expect(report.maxAttempts).toBeLessThanOrEqual(policy)
       expect(report.sentMaxAttempts).toBeLessThanOrEqual(policy)
-      expect(report.sentAttemptsHistogram[2]).toBeGreaterThan(0)
+      expect(report.sentMaxAttempts).toBeGreaterThan(1)
       expect(report.callsSentMoreThanCounted).toBe(0)
       expect(report.callsOverDeadline).toBe(0)
       // One token request per revoke or expire event at most (a refresh, and an issue when it was revoked too).
@@ -68,7 +68,9 @@ describe("chaos (reduced)", () => {
       // Two failed attempts and their backoff (up to 0.3 + 0.6 + 0.3 s) already pass 700 ms: the deadline must end
       // those calls, with the error of their last attempt or a TimeoutError.
       const report = yield* Chaos.run({ ...Chaos.fullRun, fees: 300, subdivisions: 0, deadline: "700 millis" })
-      expect(report.sentAttemptsHistogram[2]).toBeGreaterThan(0)
+      // Some call was retried: more than one attempt sent (how many depends on how fast a loaded machine gets to the
+      // deadline, so not a count of calls with exactly two).
+      expect(report.sentMaxAttempts).toBeGreaterThan(1)
       // Calls did run into it (a retry after the first backoff ends past 500 ms), and none outlived it.
       expect(report.maxCallMillis).toBeGreaterThan(500)
       expect(report.callsOverDeadline).toBe(0)
