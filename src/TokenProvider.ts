@@ -27,7 +27,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import { type FinError, FinError as FinErrorSchema } from "./FinError.js"
+import { AuthenticationError, type FinError, FinError as FinErrorSchema } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
@@ -186,10 +186,20 @@ interface State {
 // After a failed early refresh, how long the current token is used before the next refresh is tried.
 const REFRESH_PAUSE_MILLIS = 5_000
 
-// After the service refused the client's credentials (a 401 on the issue route), how long fetches fail with that
+// After the service refused the client's credentials (`isRefusal`, on the issue route), how long fetches fail with that
 // answer without asking again: a revoked secret costs one token request a second, not one per call, against a service
-// that may lock out credentials after failed attempts; short, so that a passing 401 costs little.
+// that may lock out credentials after failed attempts; short, so that a passing refusal costs little. Not a wait the
+// service asked for: `maxRetryAfter` does not shorten it.
 const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
+
+// The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is
+// refused again. On the refresh route, the refresh token; on the issue route, the client's credentials (OAuth servers
+// answer 400 `invalid_client` too).
+const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret)"
+
+const isRefusal = (error: FinError): boolean =>
+  error._tag === "AuthenticationError" ||
+  (error._tag === "ApiError" && error.status >= 400 && error.status < 500 && !Retry.isRetryable(error))
 
 // How many refused access tokens a provider remembers.
 const MAX_REFUSED = 16
@@ -222,7 +232,10 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
 // A fetch's failure as recorded in the store for the processes waiting on it (FinErrors hold nothing secret); only
 // clients with the same credentials share a store key (`TokenStore.keyFor`), so only they read it.
 // `kept`: the error is a kept answer handed out (no request was sent), not a new answer of the service.
-const FailureJson = Schema.parseJson(Schema.Struct({ error: FinErrorSchema, kept: Schema.optional(Schema.Boolean) }))
+// `left`: for a kept answer that carries no wait of its own (refused credentials), the milliseconds of the hold left.
+const FailureJson = Schema.parseJson(
+  Schema.Struct({ error: FinErrorSchema, kept: Schema.optional(Schema.Boolean), left: Schema.optional(Schema.Number) })
+)
 // An error that cannot be recorded is not shared (the others fetch themselves), never a defect of this call.
 const encodeFailure = Schema.encodeOption(FailureJson)
 const decodeFailure = Schema.decodeUnknownOption(FailureJson)
@@ -548,7 +561,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const secret = Redacted.value(config.clientSecret)
         const body = { client_id: config.clientId, client_secret: secret }
         return yield* toState(yield* call("/v1/oauth/token", body, secret, maxRetries))
-      })
+      }).pipe(
+        // Said for the operator: the service's own words ("Authentication failed") do not say what to check.
+        Effect.mapError((error) =>
+          error._tag === "AuthenticationError"
+            ? new AuthenticationError({ ...error, message: `${error.message} ${CREDENTIALS_REFUSED}` })
+            : error
+        )
+      )
     const issue = issueWith(config.maxRetries)
 
     // The last refresh token the service refused: when the issue that followed failed too, the state (or the shared
@@ -578,8 +598,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // series. When the refresh's answer asked for a wait (`quiet`) and the issue's failure asks none, the fetch
         // fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue) going every 5 s.
         Effect.catchAll((e) => {
-          const refused = e._tag === "AuthenticationError" ||
-            (e._tag === "ApiError" && e.status >= 400 && e.status < 500 && !Retry.isRetryable(e))
+          const refused = isRefusal(e)
           if (refused) refusedRefresh = Redacted.value(token)
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
             Effect.zipRight(refused ? issue : issueWith(0)),
@@ -602,14 +621,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const handedOut = new WeakSet<FinError>()
     // Kept answers another process handed out, as shared through the store: copies, not new answers of the service.
     const copies = new WeakSet<FinError>()
+    // For a copy that carries no wait of its own (an AuthenticationError), the hold its sender had left.
+    const copyLeft = new WeakMap<FinError, Duration.Duration>()
     // What a fiber failed with: under a span, `Effect.fail` hands on a proxy of the error (carrying the span), which
     // neither set would know.
     const original = (error: FinError): FinError => Cause.originalError(error)
     // The wait kept, while it lasts.
     const keptAt = (monotonic: number) =>
       quiet !== undefined && !Monotonic.reached(monotonic, quiet.until) ? quiet : undefined
+    // A refusal held (it asked no wait) is handed out as it came: a `retryAfter` would tell callers to send it again.
     const quietFailure = (kept: NonNullable<typeof quiet>, monotonic: number): FinError => {
-      const error = Retry.withRetryAfter(kept.error, Monotonic.between(monotonic, kept.until))
+      const error = Retry.retryAfterOf(kept.error) === undefined
+        ? kept.error
+        : Retry.withRetryAfter(kept.error, Monotonic.between(monotonic, kept.until))
       handedOut.add(error)
       return error
     }
@@ -689,11 +713,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           : local
         const pair = yield* fetch(refresh, now).pipe(
           Effect.tapError((error) =>
-            Effect.sync(() =>
-              void (failure = Option.getOrUndefined(
-                encodeFailure({ error, kept: handedOut.has(original(error)) })
-              ))
-            )
+            Effect.map(Monotonic.millis, (monotonic) => {
+              const kept = handedOut.has(original(error))
+              const held = kept && Retry.retryAfterOf(error) === undefined ? keptAt(monotonic) : undefined
+              const left = held === undefined
+                ? {}
+                : { left: Duration.toMillis(Monotonic.between(monotonic, held.until)) }
+              failure = Option.getOrUndefined(encodeFailure({ error, kept, ...left }))
+            })
           ),
           Effect.tapError(() => forgetRefusedRefresh(store, owner, stored)),
           holding(store, owner)
@@ -738,7 +765,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Option.flatMap((f) =>
           waitedFor.has(f.owner)
             ? Option.flatMap(decodeFailure(f.error), (recorded) => {
-              if (recorded.kept === true) copies.add(recorded.error)
+              if (recorded.kept === true) {
+                copies.add(recorded.error)
+                if (recorded.left !== undefined) copyLeft.set(recorded.error, Duration.millis(recorded.left))
+              }
               return Option.some(recorded.error)
             })
             : Option.none()
@@ -867,6 +897,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.annotateLogs("error", reason)
       )
 
+    const tokenLost = (reason: string) =>
+      Effect.logWarning(
+        "effect-fin: the token refresh failed and the current token is no longer usable; " +
+          "calls fail until a token is fetched"
+      ).pipe(Effect.annotateLogs("error", reason))
+
     const pauseRefresh = (failedAt: number, pause = REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
       refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + pause))
@@ -884,12 +920,18 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // service told another process to come back later) lengthens it.
       const running = keptAt(monotonic)
       if (failure !== undefined && !handedOut.has(failure) && !(running !== undefined && copies.has(failure))) {
-        // A refused refresh token is followed by an issue: a fetch that fails with a 401 had its credentials refused.
-        const asked = Retry.retryAfterOf(failure) ??
-          (failure._tag === "AuthenticationError" ? REFUSED_CREDENTIALS_HOLD : undefined)
-        const until = asked === undefined
-          ? undefined
-          : Monotonic.plus(monotonic, Duration.min(asked, config.maxRetryAfter))
+        // A refused refresh token is followed by an issue: a fetch that fails with a refusal had its credentials
+        // refused. A copy of a kept refusal holds for what its sender had left, not a whole second again (copies handed
+        // back and forth would otherwise hold both processes for ever); one that does not say is not held.
+        const asked = Retry.retryAfterOf(failure)
+        const hold = asked !== undefined
+          ? Duration.min(asked, config.maxRetryAfter)
+          : copies.has(failure)
+          ? copyLeft.get(failure)
+          : isRefusal(failure)
+          ? REFUSED_CREDENTIALS_HOLD
+          : undefined
+        const until = hold === undefined ? undefined : Monotonic.plus(monotonic, hold)
         if (running === undefined || (until !== undefined && until > running.until)) {
           quiet = until === undefined ? undefined : { until, error: failure }
         }
@@ -923,8 +965,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
               pending: Option.none()
             }
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now, pause)), pending: Option.none() })
+        // The token usable when the fetch began may have expired while it ran (a stalled token route, retried).
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
-          yield* refreshFailed(failedBy(exit.cause))
+          yield* now < usable.value.usableUntil ? refreshFailed(failedBy(exit.cause)) : tokenLost(failedBy(exit.cause))
         }
         // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
         // first callers are told the wait kept (a `Retry-After` of two minutes is asked again after `maxRetryAfter`),

@@ -176,13 +176,19 @@ export const makeWebCrypto = (): WebhookCryptoService => {
       const key = keys.get(algorithm, secret)
       return key instanceof Promise ? key.then(use) : use(key)
     })
-  return {
+  const service: WebhookCryptoService = {
     verify: (algorithm, secret, body, signature) =>
       withKey(algorithm, secret, (key) => subtle.verify("HMAC", key, asBuffer(signature), asBuffer(body))),
     sign: (algorithm, secret, body) =>
       withKey(algorithm, secret, (key) => subtle.sign("HMAC", key, asBuffer(body)).then((mac) => new Uint8Array(mac)))
   }
+  readsViewOnly.add(service)
+  return service
 }
+
+// The implementations known to read `signature` only through its view (never its `buffer`, never transferring it):
+// they alone get signature bytes cut from the shared block (see `signatureBytes`); any other gets an array of its own.
+const readsViewOnly = new WeakSet<WebhookCryptoService>()
 
 // WebCrypto's typings want an ArrayBuffer-backed view; bodies read from a request always are.
 const asBuffer = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => bytes as Uint8Array<ArrayBuffer>
@@ -333,9 +339,9 @@ const scratch: { readonly [A in Algorithm]: Uint8Array } = {
   sha512: new Uint8Array(64)
 }
 
-// Where an asynchronous `verify` gets the signature bytes: its own, as it may still read them after returning (a
-// user's implementation may), but cut from a shared block. A typed array this small is made on V8's heap, and moved
-// out of it when the crypto first reads it: on Node, a fresh one per call costs more than the Effect around the call.
+// Where the built-in asynchronous `verify` (`readsViewOnly`) gets the signature bytes: its own, cut from a shared block
+// (WebCrypto copies them as it is called). A typed array this small is made on V8's heap, and moved out of it when the
+// crypto first reads it: on Node, a fresh one per call costs more than the Effect around the call.
 const signatureBlock = { buffer: new ArrayBuffer(8192), used: 0 }
 const signatureBytes = (length: number): Uint8Array => {
   if (signatureBlock.used + length > signatureBlock.buffer.byteLength) {
@@ -392,7 +398,8 @@ const checkSignature = (
     }
     return Effect.fail(noMatch())
   }
-  const signature = decodeHex(hex, signatureBytes(digestLength[algorithm]))
+  const length = digestLength[algorithm]
+  const signature = decodeHex(hex, readsViewOnly.has(crypto) ? signatureBytes(length) : new Uint8Array(length))
   const tryFrom = (i: number): Effect.Effect<number, WebhookVerificationError> =>
     Effect.flatMap(
       crypto.verify(algorithm, secrets[i]!, body, signature),
@@ -1912,7 +1919,7 @@ const makeReject = () => {
       // expected; never a value).
       return log("effect-fin: webhook delivery rejected").pipe(
         Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
-        Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected" })),
+        Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected", "fin.webhook.reason": error.reason })),
         Effect.as(response)
       )
     })

@@ -307,6 +307,27 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
+  // The token was usable when its refresh began (its caller got it: the refresh ran on), no longer when the refresh
+  // (stalled, timed out, then an issue timed out too) failed: the warning says so, not that it goes on with it.
+  it.effect("a refresh failing past the token's usable time warns that the token is gone, not gone on with", () => {
+    const log = captureLogs()
+    return Effect.gen(function*() {
+      yield* tokenValue
+      // 5 s before the token's usable time ends (30 s before expiry); the refresh and the issue then take 10 s each.
+      yield* advance(HOUR - MIN + 25_000)
+      const caller = yield* Effect.fork(tokenValue)
+      for (let i = 0; i < 25; i++) yield* advance(1000)
+      expect(yield* Fiber.join(caller)).toBe("token-1")
+      const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/^WARN .*the current token is no longer usable; calls fail until a token is fetched/)
+      expect(warnings[0]).toContain("TimeoutError")
+    }).pipe(
+      provideClient(bothTokenRoutes(tokenThen(FinTest.stall, "1 hour")), { tokenTimeout: "10 seconds", maxRetries: 0 }),
+      Effect.provide(log.layer)
+    )
+  })
+
   it.effect("an early refresh interrupted by the client's shutdown interrupts its waiter, rather than handing out the token", () => {
     const log = captureLogs()
     return Effect.gen(function*() {
@@ -798,10 +819,12 @@ describe("TokenProvider", () => {
       }))
     ))
 
-  it.effect("does not cache a failed token call", () =>
+  // A refusal (a 4xx) is held for a second (below), no longer.
+  it.effect("does not cache a failed token call past a refusal's second", () =>
     Effect.gen(function*() {
       const first = yield* Effect.exit(tokenValue)
       expect(Exit.isFailure(first)).toBe(true)
+      yield* advance(1000)
       expect(yield* tokenValue).toBe("token-1")
       expect(yield* count("POST /v1/oauth/token")).toBe(2)
     }).pipe(provideClient({ "POST /v1/oauth/token": firstThenTokens(FinTest.json(422, { message: "bad", errors: [] })) })))
@@ -825,7 +848,9 @@ describe("TokenProvider", () => {
         if (i > 0) yield* advance(200)
         expect(yield* Effect.flip(FeeService.calculate(quoteRequest))).toMatchObject({
           _tag: "AuthenticationError",
-          message: "Authentication failed (401) on POST /v1/oauth/token: invalid client"
+          // What to check, for the operator: the service's words do not say.
+          message: "Authentication failed (401) on POST /v1/oauth/token: invalid client " +
+            "(the service refused the client credentials: check clientId and clientSecret)"
         })
       }
       expect([yield* count("POST /v1/oauth/token"), yield* count("POST /v1/fee-calculation")]).toEqual([1, 0])
@@ -843,6 +868,30 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": (request) => refusing ? FinTest.json(401, { message: "invalid client" }) : tokens(request)
     }))
   })
+
+  // OAuth servers refuse a client with 400 invalid_client too; a 403 says the same. Held as a 401 is, handed out as it
+  // came (no `retryAfter`: nothing to wait for), and not shortened by a maxRetryAfter of 0 (no wait the service asked).
+  it.effect("a 400 or 403 refusal of the credentials is held for a second too, whatever maxRetryAfter", () =>
+    Effect.forEach([400, 403], (status) => {
+      let refusing = true
+      const tokens = FinTest.tokenHandler()
+      return Effect.gen(function*() {
+        for (let i = 0; i < 3; i++) {
+          const error = yield* Effect.flip(getToken)
+          expect(error).toMatchObject({ _tag: "ApiError", status, operation: "POST /v1/oauth/token" })
+          expect(error._tag === "ApiError" && error.retryAfter).toBeUndefined()
+          yield* advance(300)
+        }
+        expect(yield* count("POST /v1/oauth/token")).toBe(1)
+        refusing = false
+        yield* advance(100)
+        expect(yield* tokenValue).toBe("token-1")
+        expect(yield* count("POST /v1/oauth/token")).toBe(2)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": (request) =>
+          refusing ? FinTest.json(status, { message: "invalid_client" }) : tokens(request)
+      }, { maxRetryAfter: "0 seconds" }))
+    }, { discard: true }))
 
   // The issue that follows a refused refresh token is held as well when it is refused; a process holding a usable token
   // goes on with it meanwhile.

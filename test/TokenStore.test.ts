@@ -1189,6 +1189,33 @@ describe("TokenStore", () => {
     }).pipe(fixedRandom)
   })
 
+  // A's credentials are refused at 0 s; at 0.9 s A fails a call from its hold (no request) while B waits on A's lock:
+  // B takes that copy, held for what A had left (0.1 s), not a whole second again. Copies handed back and forth would
+  // otherwise hold both processes for as long as their calls alternate, after the credentials were fixed.
+  it.scoped("a copy of a held refusal holds the process it is shared with only for what was left of it", () => {
+    const memory = TokenStore.makeMemory()
+    const slowUnlock = unlockingAfter(memory, "200 millis")
+    const rig = keptAnswerRig([() => FinTest.json(401, { message: "invalid client" })], { maxRetries: 0 })
+    return Effect.gen(function*() {
+      const a = yield* rig.client(slowUnlock)
+      const b = yield* rig.client(memory)
+      const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
+      expect(Either.isLeft(first) && first.left._tag).toBe("AuthenticationError")
+      yield* advance(900)
+      const fa = yield* Effect.fork(calculateOn(a))
+      yield* Effect.repeatN(Effect.yieldNow(), 30)
+      const fb = yield* Effect.fork(calculateOn(b))
+      for (let i = 0; i < 3; i++) yield* advance(100)
+      for (const result of [yield* Fiber.join(fa), yield* Fiber.join(fb)]) {
+        expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
+      }
+      expect(rig.tokenRequests()).toBe(1)
+      yield* advance(300)
+      expect(Either.isRight(yield* calculateOn(b))).toBe(true)
+      expect(rig.tokenRequests()).toBe(2)
+    }).pipe(fixedRandom)
+  })
+
   // A was asked for 60 s, B for 20 s. At 10 s A fails from what it kept (no request), and B, waiting on A's lock, takes
   // that copy: B's own wait (10 s left) is kept, not lengthened to A's 50 s (copies handed back and forth, each read a
   // little after it was made, would otherwise push the wait on for ever). B asks the service again at 21 s.
