@@ -25,7 +25,7 @@ import { Emulator } from "../../src/emulator/index.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
-import { forkSleeping, untilSleepsMoreThan } from "../support.js"
+import { captureLogs, forkSleeping, untilSleepsMoreThan } from "../support.js"
 
 interface Answer {
   readonly status: number
@@ -853,6 +853,26 @@ describe("Emulator", () => {
         }])
         expect((yield* call(emulator.url, "GET", "/__emulator")).json).toMatchObject({ webhook: { url: hooks } })
       }))
+
+    // A client giving up on a stall is what stalls are for: the emulator logs nothing about it, even at Debug, in the
+    // program it runs in (the platform's 499 would otherwise be logged as an unhandled error, its response dumped).
+    it.scopedLive("a request its client gave up on is not logged as an unhandled error", () => {
+      const log = captureLogs()
+      return Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ faults: [{ kind: "stall", route: "POST /v1/fee-calculation" }] })
+        const aborted = yield* Effect.promise(() =>
+          fetch(`${emulator.url}/v1/fee-calculation`, { method: "POST", signal: AbortSignal.timeout(100) }).then(
+            () => "answered",
+            (error: Error) => error.name
+          )
+        )
+        expect(aborted).toBe("TimeoutError")
+        // The server sees the connection close, then ends the request's fiber.
+        yield* Effect.sleep("300 millis")
+        expect((yield* emulator.counters).requests["POST /v1/fee-calculation"]).toBe(1)
+        expect(log.lines.filter((line) => line.includes("unhandled"))).toEqual([])
+      }).pipe(Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.Debug))
+    })
 
     it.scopedLive("reset and revoke-tokens refuse a body not JSON, or with fields, with 400, and do nothing", () =>
       Effect.gen(function*() {
