@@ -923,13 +923,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // A refused refresh token is followed by an issue: a fetch that fails with a refusal had its credentials
         // refused. A copy of a kept refusal holds for what its sender had left, not a whole second again (copies handed
         // back and forth would otherwise hold both processes for ever); one that does not say is not held.
+        // A refusal of its own (not a copy) is held for the second at least, whatever its `Retry-After` (0, a date
+        // past) and `maxRetryAfter` say: a refusal is not a wait the service asked for.
         const asked = Retry.retryAfterOf(failure)
-        const hold = asked !== undefined
-          ? Duration.min(asked, config.maxRetryAfter)
+        const capped = asked === undefined ? undefined : Duration.min(asked, config.maxRetryAfter)
+        const hold = !copies.has(failure) && isRefusal(failure)
+          ? capped === undefined ? REFUSED_CREDENTIALS_HOLD : Duration.max(capped, REFUSED_CREDENTIALS_HOLD)
+          : capped !== undefined
+          ? capped
           : copies.has(failure)
           ? copyLeft.get(failure)
-          : isRefusal(failure)
-          ? REFUSED_CREDENTIALS_HOLD
           : undefined
         const until = hold === undefined ? undefined : Monotonic.plus(monotonic, hold)
         if (running === undefined || (until !== undefined && until > running.until)) {
@@ -967,7 +970,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now, pause)), pending: Option.none() })
         // The token usable when the fetch began may have expired while it ran (a stalled token route, retried).
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
-          yield* now < usable.value.usableUntil ? refreshFailed(failedBy(exit.cause)) : tokenLost(failedBy(exit.cause))
+          // Nor is one the service refused meanwhile (`invalidate`: an API call's 401): it is gone from the state.
+          yield* now < usable.value.usableUntil && !isRefused(usable.value.token)
+            ? refreshFailed(failedBy(exit.cause))
+            : tokenLost(failedBy(exit.cause))
         }
         // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
         // first callers are told the wait kept (a `Retry-After` of two minutes is asked again after `maxRetryAfter`),

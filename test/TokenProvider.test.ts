@@ -893,6 +893,45 @@ describe("TokenProvider", () => {
       }, { maxRetryAfter: "0 seconds" }))
     }, { discard: true }))
 
+  // A refusal's own Retry-After asking less than the second (0, a date past; or any, with a maxRetryAfter of 0) does
+  // not end the hold: a refusal is not a wait the service asked for. Its error tells the hold that is left.
+  it.effect("a refusal asking a shorter Retry-After is still held for the second", () =>
+    Effect.forEach([["0", {}], ["5", { maxRetryAfter: "0 seconds" }]] as const, ([retryAfter, options]) =>
+      Effect.gen(function*() {
+        const waits: Array<number | undefined> = []
+        for (let i = 0; i < 3; i++) {
+          const error = yield* Effect.flip(getToken)
+          expect(error).toMatchObject({ _tag: "ApiError", status: 403 })
+          waits.push(error._tag === "ApiError" && error.retryAfter ? Duration.toMillis(error.retryAfter) : undefined)
+          yield* advance(300)
+        }
+        expect(waits).toEqual([1000, 700, 400])
+        expect(yield* count("POST /v1/oauth/token")).toBe(1)
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": () => FinTest.json(403, { message: "invalid_client" }, { "retry-after": retryAfter })
+      }, options)), { discard: true }))
+
+  // The token in hand refused by the service (an API call's 401: `invalidate`) while its refresh runs, and the
+  // refresh failing: it is not gone on with, and the warning says so.
+  it.effect("a token refused while its refresh fails is not said to be gone on with", () => {
+    const log = captureLogs()
+    return Effect.gen(function*() {
+      const token = yield* getToken
+      yield* advance(HOUR - MIN + 1_000)
+      const caller = yield* Effect.fork(Effect.either(tokenValue))
+      yield* advance(100)
+      yield* TokenProvider.invalidate(token)
+      for (let i = 0; i < 12; i++) yield* advance(1000)
+      expect(Either.isLeft(yield* Fiber.join(caller))).toBe(true)
+      const warnings = log.lines.filter((line) => line.includes("the token refresh failed"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("the current token is no longer usable")
+    }).pipe(
+      provideClient(bothTokenRoutes(tokenThen(FinTest.stall, "1 hour")), { tokenTimeout: "5 seconds", maxRetries: 0 }),
+      Effect.provide(log.layer)
+    )
+  })
+
   // The issue that follows a refused refresh token is held as well when it is refused; a process holding a usable token
   // goes on with it meanwhile.
   it.effect("a refused refresh token then refused credentials: no token request in the second after", () =>
