@@ -192,11 +192,12 @@ const REFRESH_PAUSE_MILLIS = 5_000
 // service asked for: `maxRetryAfter` does not shorten it.
 const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
+// What a refused issue's AuthenticationError adds for the operator: the service's own words do not say what to check.
+const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret)"
+
 // The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is
 // refused again. On the refresh route, the refresh token; on the issue route, the client's credentials (OAuth servers
 // answer 400 `invalid_client` too).
-const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret)"
-
 const isRefusal = (error: FinError): boolean =>
   error._tag === "AuthenticationError" ||
   (error._tag === "ApiError" && error.status >= 400 && error.status < 500 && !Retry.isRetryable(error))
@@ -562,7 +563,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const body = { client_id: config.clientId, client_secret: secret }
         return yield* toState(yield* call("/v1/oauth/token", body, secret, maxRetries))
       }).pipe(
-        // Said for the operator: the service's own words ("Authentication failed") do not say what to check.
         Effect.mapError((error) =>
           error._tag === "AuthenticationError"
             ? new AuthenticationError({ ...error, message: `${error.message} ${CREDENTIALS_REFUSED}` })
@@ -621,7 +621,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const handedOut = new WeakSet<FinError>()
     // Kept answers another process handed out, as shared through the store: copies, not new answers of the service.
     const copies = new WeakSet<FinError>()
-    // For a copy that carries no wait of its own (an AuthenticationError), the hold its sender had left.
+    // For a copy that carries no wait of its own (a refusal), the hold its sender had left.
     const copyLeft = new WeakMap<FinError, Duration.Duration>()
     // What a fiber failed with: under a span, `Effect.fail` hands on a proxy of the error (carrying the span), which
     // neither set would know.
@@ -921,19 +921,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       const running = keptAt(monotonic)
       if (failure !== undefined && !handedOut.has(failure) && !(running !== undefined && copies.has(failure))) {
         // A refused refresh token is followed by an issue: a fetch that fails with a refusal had its credentials
-        // refused. A copy of a kept refusal holds for what its sender had left, not a whole second again (copies handed
-        // back and forth would otherwise hold both processes for ever); one that does not say is not held.
-        // A refusal of its own (not a copy) is held for the second at least, whatever its `Retry-After` (0, a date
-        // past) and `maxRetryAfter` say: a refusal is not a wait the service asked for.
+        // refused. Such a refusal is held for the second at least, whatever its `Retry-After` (0, a date past) and
+        // `maxRetryAfter` say: it is not a wait the service asked for. A copy of a kept refusal holds for what its
+        // sender had left, not a whole second again (copies handed back and forth would otherwise hold both processes
+        // for ever); one that does not say is not held.
         const asked = Retry.retryAfterOf(failure)
         const capped = asked === undefined ? undefined : Duration.min(asked, config.maxRetryAfter)
-        const hold = !copies.has(failure) && isRefusal(failure)
-          ? capped === undefined ? REFUSED_CREDENTIALS_HOLD : Duration.max(capped, REFUSED_CREDENTIALS_HOLD)
-          : capped !== undefined
-          ? capped
-          : copies.has(failure)
-          ? copyLeft.get(failure)
-          : undefined
+        const hold = copies.has(failure)
+          ? capped ?? copyLeft.get(failure)
+          : isRefusal(failure)
+          ? Duration.max(capped ?? Duration.zero, REFUSED_CREDENTIALS_HOLD)
+          : capped
         const until = hold === undefined ? undefined : Monotonic.plus(monotonic, hold)
         if (running === undefined || (until !== undefined && until > running.until)) {
           quiet = until === undefined ? undefined : { until, error: failure }

@@ -140,6 +140,10 @@ const hashNames: { readonly [A in Algorithm]: string } = { sha256: "SHA-256", sh
 
 const utf8 = new TextEncoder()
 
+// The implementations known to read `signature` only through its view (never its `buffer`, never transferring it):
+// they alone get signature bytes cut from the shared block (see `signatureBytes`); any other gets an array of its own.
+const readsViewOnly = new WeakSet<WebhookCryptoService>()
+
 /**
  * The portable implementation: WebCrypto `subtle.verify` (constant time), each secret's key imported once per
  * algorithm.
@@ -185,10 +189,6 @@ export const makeWebCrypto = (): WebhookCryptoService => {
   readsViewOnly.add(service)
   return service
 }
-
-// The implementations known to read `signature` only through its view (never its `buffer`, never transferring it):
-// they alone get signature bytes cut from the shared block (see `signatureBytes`); any other gets an array of its own.
-const readsViewOnly = new WeakSet<WebhookCryptoService>()
 
 // WebCrypto's typings want an ArrayBuffer-backed view; bodies read from a request always are.
 const asBuffer = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => bytes as Uint8Array<ArrayBuffer>
