@@ -68,6 +68,19 @@ const keptAnswerRig = (answers: ReadonlyArray<FinTest.Handler>, options: Partial
 }
 const calculateOn = (context: Context.Context<FeeService.FeeService>) =>
   Effect.either(Effect.provide(FeeService.calculate(quoteRequest), context))
+// A's call, then B's while A's fetch holds the lock (B waits on A), the clock moved on `steps` x 100 ms: both results.
+const aThenBOnItsLock = (
+  a: Context.Context<FeeService.FeeService>,
+  b: Context.Context<FeeService.FeeService>,
+  steps: number
+) =>
+  Effect.gen(function*() {
+    const fa = yield* Effect.fork(calculateOn(a))
+    yield* Effect.repeatN(Effect.yieldNow(), 30)
+    const fb = yield* Effect.fork(calculateOn(b))
+    for (let i = 0; i < steps; i++) yield* advance(100)
+    return [yield* Fiber.join(fa), yield* Fiber.join(fb)] as const
+  })
 // The whole seconds of wait a RateLimitError tells, or the result.
 const waitLeft = (result: Either.Either<unknown, FinError>) =>
   Either.isLeft(result) && result.left._tag === "RateLimitError"
@@ -1144,12 +1157,7 @@ describe("TokenStore", () => {
       const b = yield* rig.client(memory)
       yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
       yield* advance(50_000)
-      const fa = yield* Effect.fork(calculateOn(a))
-      yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fb = yield* Effect.fork(calculateOn(b))
-      for (let i = 0; i < 30; i++) yield* advance(100)
-      yield* Fiber.join(fa)
-      const shared = yield* Fiber.join(fb)
+      const [, shared] = yield* aThenBOnItsLock(a, b, 30)
       expect(Either.isLeft(shared) && shared.left).toMatchObject({ _tag: "RateLimitError", status: 429 })
       expect(Either.isLeft(shared) && shared.left._tag === "RateLimitError" && Duration.toMillis(shared.left.retryAfter!))
         .toBeLessThanOrEqual(10_000)
@@ -1171,11 +1179,7 @@ describe("TokenStore", () => {
     return Effect.gen(function*() {
       const a = yield* rig.client(memory)
       const b = yield* rig.client(memory)
-      const fa = yield* Effect.fork(calculateOn(a))
-      yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fb = yield* Effect.fork(calculateOn(b))
-      for (let i = 0; i < 3; i++) yield* advance(100)
-      for (const result of [yield* Fiber.join(fa), yield* Fiber.join(fb)]) {
+      for (const result of yield* aThenBOnItsLock(a, b, 3)) {
         expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "AuthenticationError", status: 401 })
       }
       yield* advance(600)
@@ -1202,11 +1206,7 @@ describe("TokenStore", () => {
       const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
       expect(Either.isLeft(first) && first.left._tag).toBe("AuthenticationError")
       yield* advance(900)
-      const fa = yield* Effect.fork(calculateOn(a))
-      yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fb = yield* Effect.fork(calculateOn(b))
-      for (let i = 0; i < 3; i++) yield* advance(100)
-      for (const result of [yield* Fiber.join(fa), yield* Fiber.join(fb)]) {
+      for (const result of yield* aThenBOnItsLock(a, b, 3)) {
         expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
       }
       expect(rig.tokenRequests()).toBe(1)
@@ -1229,12 +1229,9 @@ describe("TokenStore", () => {
       const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
       expect([waitLeft(first), waitLeft(yield* calculateOn(b))]).toEqual([60, 20])
       yield* advance(10_000 - 100)
-      const fa = yield* Effect.fork(calculateOn(a))
-      yield* Effect.repeatN(Effect.yieldNow(), 30)
-      const fb = yield* Effect.fork(calculateOn(b))
-      for (let i = 0; i < 5; i++) yield* advance(100)
-      expect(waitLeft(yield* Fiber.join(fa))).toBeGreaterThan(45)
-      expect(waitLeft(yield* Fiber.join(fb))).toBeLessThanOrEqual(10)
+      const [fromA, fromB] = yield* aThenBOnItsLock(a, b, 5)
+      expect(waitLeft(fromA)).toBeGreaterThan(45)
+      expect(waitLeft(fromB)).toBeLessThanOrEqual(10)
       expect(rig.tokenRequests()).toBe(2)
       yield* advance(10_500)
       expect(Either.isRight(yield* calculateOn(b))).toBe(true)
