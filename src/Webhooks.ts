@@ -300,7 +300,9 @@ const notTextMessage = "must be text or Redacted text (not wiped), or a list of 
 
 /**
  * Request headers in any of the usual forms: a plain record (header names in any case, Node's
- * `IncomingHttpHeaders` included), `Headers` from `@effect/platform`, or web `Headers`.
+ * `IncomingHttpHeaders` included), `Headers` from `@effect/platform`, or web `Headers`. A signature header given
+ * twice (a list of two values, values joined with a comma, or a record with the name under two spellings) is refused
+ * as repeated.
  *
  * @since 0.1.0
  * @category models

@@ -286,6 +286,14 @@ for (const [name, cryptoLayer] of cryptoLayers) {
             new Headers([[signatureName, upper], [algorithmName, "sha384"], [algorithmName, "sha384"]]),
             "unsupported_algorithm",
             algorithmName
+          ],
+          // A record that gives one header under two spellings gives it twice, whichever of them its keys list first.
+          [{ [signatureName]: upper, "X-Fin-Signature": upper }, "bad_signature", signatureName],
+          [{ "X-FIN-SIGNATURE": upper, [signatureName]: [upper] }, "bad_signature", signatureName],
+          [
+            { [signatureName]: upper, [algorithmName]: "sha384", "X-Fin-Signature-Algorithm": "sha384" },
+            "unsupported_algorithm",
+            algorithmName
           ]
         ]
         for (const [headers, reason, name] of repeatedForms) {

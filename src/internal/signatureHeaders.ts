@@ -28,7 +28,9 @@ const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha3
 const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
   Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
 
-// `name` is lower case. Records are usually lower-cased already (Node, @effect/platform), so look that up first.
+// `name` is lower case. A record may spell it in any case; one that gives it under two spellings (a hand-made merge of
+// two header sets) gives it twice: all its values, a list, which is refused as a repeated header, as HTTP would join
+// them (not the one an order of keys happens to pick).
 const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
   // From untyped code: no headers at all (API Gateway's `headers: null` for a request without any) hold no signature,
   // as a string or a number given for them does not, rather than a TypeError defect.
@@ -36,13 +38,19 @@ const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray
   if (given === null || given === undefined) return undefined
   if (isWebHeaders(headers)) return headers.get(name) ?? undefined
   const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
-  const direct = record[name]
-  if (direct !== undefined) return direct
+  let found: string | ReadonlyArray<string> | undefined
+  let values: Array<string> | undefined
   for (const key of Object.keys(record)) {
-    if (key.length === name.length && key.toLowerCase() === name) return record[key]
+    const value = record[key]
+    if (value === undefined || key.length !== name.length || (key !== name && key.toLowerCase() !== name)) continue
+    if (found === undefined) found = value
+    else (values ??= [...asList(found)]).push(...asList(value))
   }
-  return undefined
+  return values ?? found
 }
+
+const asList = (value: string | ReadonlyArray<string>): ReadonlyArray<string> =>
+  typeof value === "string" ? [value] : value
 
 // A list of one value (multi-value headers, as AWS Lambda passes them) is that value, an empty list no value (a
 // missing signature, not a malformed one); a longer list stays a list, which no check accepts: a repeated signature or
