@@ -6,6 +6,9 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import * as Inspect from "./internal/inspect.js"
 
@@ -295,3 +298,45 @@ Inspect.showUnwrapped(...FinError.members, WebhookVerificationError)
  * @category guards
  */
 export const isFinError: (u: unknown) => u is FinError = Schema.is(FinError)
+
+const isOurs = Schema.is(Schema.Union(FinError, WebhookVerificationError))
+
+/**
+ * The error a call run from Promise code failed with. `runPromise` rejects with Effect's `FiberFailure`, which wraps
+ * the error: it is no `FinError` itself and has none of its fields (`_tag`, `status`...). Given that rejection (or
+ * an error as it is), this is the `FinError` or `WebhookVerificationError` it holds, for a `catch` to match on its
+ * `_tag`; `undefined` for anything else: an interruption (see `isInterruption`), a defect, another error.
+ * (`runPromise(Effect.either(call))` gives the error typed, without a rejection.)
+ *
+ * @example
+ * ```ts
+ * try {
+ *   return await runtime.runPromise(FeeService.calculate(request))
+ * } catch (e) {
+ *   const error = FinError.fromRejection(e)
+ *   if (error?._tag === "RequestValidationError") return badRequest(error.issues)
+ *   throw e
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const fromRejection = (u: unknown): FinError | WebhookVerificationError | undefined => {
+  if (isOurs(u)) return u
+  if (!Runtime.isFiberFailure(u)) return undefined
+  const failure = Cause.failureOption(u[Runtime.FiberFailureCauseId])
+  // Under a span the failure is a proxy of the error (carrying the span): the error itself is handed out.
+  return Option.isSome(failure) && isOurs(failure.value) ? Cause.originalError(failure.value) : undefined
+}
+
+/**
+ * Whether a rejection of `runPromise` is an interruption only: the `signal` given to `runPromise` aborted, or the
+ * client's scope closed (`ManagedRuntime.dispose()`) while the call ran. Such a call ended without an answer of the
+ * service and with no `FinError`.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isInterruption = (u: unknown): boolean =>
+  Runtime.isFiberFailure(u) && Cause.isInterruptedOnly(u[Runtime.FiberFailureCauseId])

@@ -6,6 +6,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import * as Util from "node:util"
 import { EmulatorError } from "../src/emulator/internal/error.js"
@@ -14,7 +16,9 @@ import {
   AuthenticationError,
   FieldError,
   FinError,
+  fromRejection,
   isFinError,
+  isInterruption,
   Issue,
   RateLimitError,
   RequestValidationError,
@@ -23,6 +27,8 @@ import {
   TransportError,
   WebhookVerificationError
 } from "../src/FinError.js"
+import * as FeeService from "../src/FeeService.js"
+import * as FinTest from "../src/FinTest.js"
 import { TokenStoreError } from "../src/TokenStore.js"
 import { WebhookDedupeStoreError } from "../src/Webhooks.js"
 
@@ -105,4 +111,61 @@ describe("FinError", () => {
         expect(Util.inspect(failed)).toBe(Util.inspect(error))
       }
     }))
+
+  // Promise code: runPromise rejects with Effect's FiberFailure, a wrapper with none of the error's fields.
+  describe("from Promise code", () => {
+    const rejectionOf = (promise: Promise<unknown>) =>
+      promise.then(() => expect.fail("resolved"), (e: unknown) => e)
+    const webhookError = new WebhookVerificationError({ reason: "bad_signature", message: "no match" })
+
+    it("fromRejection is the error a rejection wraps (in a span or not), and the error when given one", async () => {
+      for (const error of [...examples, webhookError]) {
+        const plain = await rejectionOf(Effect.runPromise(Effect.fail(error)))
+        const inSpan = await rejectionOf(Effect.runPromise(Effect.withSpan(Effect.fail(error), "call")))
+        expect(isFinError(plain)).toBe(false)
+        expect([fromRejection(plain), fromRejection(inSpan), fromRejection(error)]).toEqual([error, error, error])
+        expect(fromRejection(inSpan)).toBe(error)
+        expect([isInterruption(plain), isInterruption(error)]).toEqual([false, false])
+      }
+    })
+
+    it("fromRejection is undefined for all but effect-fin's errors; isInterruption true of interruptions", async () => {
+      const notOurs = [
+        await rejectionOf(Effect.runPromise(Effect.die(new Error("bug")))),
+        await rejectionOf(Effect.runPromise(Effect.fail({ _tag: "ApiError", status: 503, message: "an app's own" }))),
+        await rejectionOf(Effect.runPromise(Effect.fail(new Error("another")))),
+        new Error("plain"),
+        { _tag: "TimeoutError" },
+        undefined
+      ]
+      expect(notOurs.map(fromRejection)).toEqual(notOurs.map(() => undefined))
+      expect(notOurs.map(isInterruption)).toEqual(notOurs.map(() => false))
+      const aborted = await rejectionOf(Effect.runPromise(Effect.never, { signal: AbortSignal.abort() }))
+      expect([isInterruption(aborted), fromRejection(aborted)]).toEqual([true, undefined])
+      const interrupted = await rejectionOf(Effect.runPromise(Effect.interrupt))
+      expect(isInterruption(interrupted)).toBe(true)
+    })
+
+    it("a call of a client in a ManagedRuntime: its typed error, or an interruption once disposed", async () => {
+      // Its fee route never answers: a call waits on it until the runtime is disposed.
+      const fin = ManagedRuntime.make(FinTest.layerClient({
+        "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+        "POST /v1/fee-calculation": () => FinTest.stall
+      }))
+      // As from a request's body: a literal -5 would not compile.
+      const amount: number = -5
+      const request = { source_currency: "USD", source_amount: amount, destination_currency: "CAD" }
+      const refused = fromRejection(await rejectionOf(fin.runPromise(FeeService.calculate(request))))
+      expect(refused?._tag === "RequestValidationError" && refused.issues.map((i) => i.path)).toEqual(["source_amount"])
+      // The same failure, typed and without a rejection.
+      const either = await fin.runPromise(Effect.either(FeeService.calculate(request)))
+      expect(Either.isLeft(either) && either.left).toEqual(refused)
+      const stuck = rejectionOf(fin.runPromise(FeeService.calculate({ ...request, source_amount: 5 })))
+      const sent = () =>
+        fin.runPromise(Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/fee-calculation")))
+      while ((await sent()) === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+      await fin.dispose()
+      expect(isInterruption(await stuck)).toBe(true)
+    })
+  })
 })

@@ -42,6 +42,16 @@ describe("README", () => {
     expect(output.trim()).toBe("142.1 CAD")
   })
 
+  it("shows examples/promise.ts verbatim, and it runs as written", () => {
+    const example = readFileSync(join(root, "examples", "promise.ts"), "utf8")
+    expect(/### From Promise code[^\n]*\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+    const output = execFileSync(join(root, "node_modules", ".bin", "tsx"), ["examples/promise.ts"], {
+      cwd: root,
+      encoding: "utf8"
+    })
+    expect(output.trim().split("\n")).toEqual(["142.1 CAD", "refused: source_amount, destination_currency", "aborted"])
+  })
+
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
     const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
     const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
