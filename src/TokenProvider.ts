@@ -27,7 +27,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as FinConfig from "./FinConfig.js"
-import { AuthenticationError, type FinError, FinError as FinErrorSchema } from "./FinError.js"
+import { type FinError, FinError as FinErrorSchema } from "./FinError.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
@@ -194,6 +194,15 @@ const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
 // What a refused issue's AuthenticationError adds for the operator: the service's own words do not say what to check.
 const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret)"
+
+// What the issue that followed a failed refresh adds to its error, when it failed too: the caller waited through the
+// refresh's attempts as well (with a stalled token route, three times `tokenTimeout` more than the issue's own error
+// tells). Not when the refresh token was refused: that is routine, and no wait.
+const refreshFailedToo = (refresh: FinError): string => {
+  const status = "status" in refresh && refresh.status !== undefined ? ` ${refresh.status}` : ""
+  const attempts = "attempts" in refresh && refresh.attempts !== undefined ? ` after ${refresh.attempts} attempts` : ""
+  return `(the token refresh before it failed too: ${refresh._tag}${status}${attempts})`
+}
 
 // The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is
 // refused again. On the refresh route, the refresh token; on the issue route, the client's credentials (OAuth servers
@@ -565,7 +574,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       }).pipe(
         Effect.mapError((error) =>
           error._tag === "AuthenticationError"
-            ? new AuthenticationError({ ...error, message: `${error.message} ${CREDENTIALS_REFUSED}` })
+            ? Retry.withMessage(error, `${error.message} ${CREDENTIALS_REFUSED}`)
             : error
         )
       )
@@ -603,7 +612,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
             Effect.zipRight(refused ? issue : issueWith(0)),
             Effect.mapError((f) =>
-              Retry.retryAfterOf(f) === undefined && Retry.retryAfterOf(e) !== undefined ? e : f
+              Retry.retryAfterOf(f) === undefined && Retry.retryAfterOf(e) !== undefined
+                ? e
+                : refused
+                ? f
+                : Retry.withMessage(f, `${f.message} ${refreshFailedToo(e)}`)
             )
           )
         })

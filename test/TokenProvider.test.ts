@@ -676,7 +676,14 @@ describe("TokenProvider", () => {
       for (const refreshes of [3, 6]) {
         const fiber = yield* Effect.fork(Effect.flip(tokenValue))
         for (let i = 0; i < 10; i++) yield* advance(1000)
-        expect((yield* Fiber.join(fiber))._tag).toBe("ApiError")
+        // The issue's error, which says the refresh failed before it (its caller waited through both).
+        expect(yield* Fiber.join(fiber)).toMatchObject({
+          _tag: "ApiError",
+          status: 503,
+          operation: "POST /v1/oauth/token",
+          message: "The service answered 503 on POST /v1/oauth/token: down " +
+            "(the token refresh before it failed too: ApiError 408 after 3 attempts)"
+        })
         expect(yield* count("POST /v1/oauth/refresh-token")).toBe(refreshes)
         expect(yield* count("POST /v1/oauth/token")).toBe(1 + refreshes / 3)
       }
@@ -688,6 +695,24 @@ describe("TokenProvider", () => {
       })(),
       "POST /v1/oauth/refresh-token": () => FinTest.json(408, { message: "Request Timeout" })
     })))
+
+  // Both routes stalled once the token has expired: the caller waits through the refresh's three attempts and the
+  // issue's one; the issue's TimeoutError says so, not only its own 10 s.
+  it.effect("a stalled token route: the issue's TimeoutError after a failed refresh tells the refresh's attempts", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(HOUR)
+      const fiber = yield* Effect.fork(Effect.flip(tokenValue))
+      for (let i = 0; i < 45; i++) yield* advance(1000)
+      expect(yield* Fiber.join(fiber)).toMatchObject({
+        _tag: "TimeoutError",
+        kind: "token",
+        attempts: 1,
+        message: "POST /v1/oauth/token: no complete response within 10s " +
+          "(the token refresh before it failed too: TimeoutError after 3 attempts)"
+      })
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([3, 2])
+    }).pipe(provideClient(bothTokenRoutes(tokenThen(FinTest.stall, "1 hour")), { tokenTimeout: "10 seconds" })))
 
   for (const region of ["interruptible", "uninterruptible"] as const) {
   it.effect(`callers do not wait past the token's usable time for an early refresh that hangs (${region} caller)`, () =>
@@ -938,7 +963,11 @@ describe("TokenProvider", () => {
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
       yield* advance(HOUR)
-      expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
+      // The issue's refusal as it came, with its hint; a refused refresh token is routine, not said.
+      expect(yield* Effect.flip(getToken)).toMatchObject({
+        _tag: "AuthenticationError",
+        message: expect.stringMatching(/check clientId and clientSecret\)$/)
+      })
       expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
       expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
       yield* advance(1000)

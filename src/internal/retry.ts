@@ -9,7 +9,16 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
-import { ApiError, type FinError, RateLimitError, TransportError } from "../FinError.js"
+import {
+  ApiError,
+  AuthenticationError,
+  type FinError,
+  RateLimitError,
+  RequestValidationError,
+  ResponseDecodeError,
+  TimeoutError,
+  TransportError
+} from "../FinError.js"
 import { type AttemptError, defaultMessage } from "./http.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
@@ -122,6 +131,26 @@ export const withRetryAfter = (error: FinError, retryAfter: Duration.Duration): 
       return new TransportError({ ...error, message: error.message, retryAfter })
     default:
       return error
+  }
+}
+
+/** `error` with `message` in place of its own, the rest as it was. */
+export const withMessage = (error: FinError, message: string): FinError => {
+  switch (error._tag) {
+    case "RequestValidationError":
+      return new RequestValidationError({ ...error, message })
+    case "AuthenticationError":
+      return new AuthenticationError({ ...error, message })
+    case "ApiError":
+      return new ApiError({ ...error, message })
+    case "RateLimitError":
+      return new RateLimitError({ ...error, message })
+    case "TransportError":
+      return new TransportError({ ...error, message })
+    case "TimeoutError":
+      return new TimeoutError({ ...error, message })
+    case "ResponseDecodeError":
+      return new ResponseDecodeError({ ...error, message })
   }
 }
 
