@@ -17,7 +17,7 @@ import * as Amounts from "./internal/amount.js"
 import type { FinError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Issues from "./internal/issues.js"
-import type { BadAmount, BadCurrency } from "./internal/literal.js"
+import type { BadAmount, BadCurrency, BadUuid } from "./internal/literal.js"
 import * as Timestamps from "./internal/timestamp.js"
 
 /**
@@ -135,8 +135,9 @@ export type FeeCalculationRequest = Amounts & Target
 
 /**
  * The type of `calculate`'s argument: a `FeeCalculationRequest` whose currency codes, when written as literals, are
- * three upper-case letters, and whose amounts, when written as literals, are above 0, with at most 8 decimal places
- * and below 10^16 (a larger one is past `Number.MAX_SAFE_INTEGER`).
+ * three upper-case letters, whose amounts, when written as literals, are above 0, with at most 8 decimal places
+ * and below 10^16 (a larger one is past `Number.MAX_SAFE_INTEGER`), and whose `beneficiary_id`, when written as a
+ * literal, is a UUID (hyphenated hex, in either case).
  * `calculate({ source_currency: "usd", ... })` or `calculate({ source_amount: -5, ... })` does not compile, the
  * message naming the field, where it would only fail when run; a `string`, a branded string, a `number` or a checked
  * request passes as before.
@@ -151,6 +152,7 @@ export type CheckedRequest<R extends FeeCalculationRequest> = [Complaint<R>] ext
 type Complaint<R> =
   | `${BadCurrencyField<R>}: expected a currency code of three upper-case letters, e.g. "USD"`
   | `${BadAmountField<R>}: expected an amount above 0, at most Number.MAX_SAFE_INTEGER, with at most 8 decimal places`
+  | `${BadBeneficiaryField<R>}: expected a UUID, e.g. "00000000-0000-4000-8000-000000000000"`
 
 // A good request is checked against `FeeCalculationRequest` itself, not `R` (inferred from the object, extra keys
 // included), so that a misspelt or extra field stays an excess-property error. Each member of a union on its own: a
@@ -166,6 +168,10 @@ type BadAmountField<R> = R extends unknown ? AmountField<R, "source_amount"> | A
 // a check of `S` itself is left unresolved and refuses it.
 type BadField<R, K extends string> = R extends { readonly [_ in K]?: infer S }
   ? [S] extends [infer T] ? true extends BadCurrency<T> ? K : never : never
+  : never
+
+type BadBeneficiaryField<R> = R extends { readonly beneficiary_id?: infer S }
+  ? [S] extends [infer T] ? true extends BadUuid<T> ? "beneficiary_id" : never : never
   : never
 
 type AmountField<R, K extends string> = R extends { readonly [_ in K]?: infer N }

@@ -607,6 +607,38 @@ describe("FeeService", () => {
       for (const call of sent) expect(Either.getLeft(yield* Effect.either(call)).pipe(Option.map((e) => e._tag))).not.toEqual(Option.some("RequestValidationError"))
     }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
 
+  it.effect("a literal beneficiary_id that is no UUID (hyphenated hex, 8-4-4-4-12) does not compile (tsc)", () =>
+    Effect.gen(function*() {
+      const service = yield* FeeService.FeeService
+      const refused: ReadonlyArray<Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>> = [
+        // @ts-expect-error not a UUID at all
+        FeeService.calculate({ destination_amount: 10, beneficiary_id: "beneficiary-1" }),
+        // @ts-expect-error without its hyphens, through the service itself
+        service.calculate({ destination_amount: 10, beneficiary_id: "0000000000004000800000000000000a" }),
+        // @ts-expect-error a digit short in its last run
+        FeeService.calculate({ destination_amount: 10, beneficiary_id: "00000000-0000-4000-8000-00000000000" }),
+        // @ts-expect-error a letter past f
+        FeeService.calculate({ destination_amount: 10, beneficiary_id: "00000000-0000-4000-8000-00000000000g" }),
+        // @ts-expect-error a sixth run
+        FeeService.calculate({ destination_amount: 10, beneficiary_id: "00000000-0000-4000-8000-000000000000-1" }),
+        // @ts-expect-error beside a destination currency too
+        FeeService.calculate({ destination_amount: 1, destination_currency: "CAD", beneficiary_id: "x" })
+      ]
+      for (const call of refused) expect((yield* Effect.flip(call))._tag).toBe("RequestValidationError")
+      // Upper-case hex is a UUID too (as the schema has it); a string or a caller's own type parameter is left to the
+      // run-time check.
+      const typed: string = "beneficiary-1"
+      const generic = <S extends string>(id: S) => FeeService.calculate({ destination_amount: 10, beneficiary_id: id })
+      const upperCase = "ABCDEF00-0000-4000-8000-00000000000A"
+      const upper = FeeService.calculate({ destination_amount: 10, beneficiary_id: upperCase })
+      for (const call of [upper, generic(UUID)]) {
+        const tag = Either.getLeft(yield* Effect.either(call)).pipe(Option.map((e) => e._tag))
+        expect(tag).not.toEqual(Option.some("RequestValidationError"))
+      }
+      const byString = FeeService.calculate({ destination_amount: 10, beneficiary_id: typed })
+      expect((yield* Effect.flip(byString))._tag).toBe("RequestValidationError")
+    }).pipe(Effect.provide(FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } }))))
+
   it.effect("a request built from optional values (absent fields given as undefined) compiles and is sent without them", () =>
     Effect.gen(function*() {
       const beneficiary: string | undefined = undefined

@@ -43,6 +43,22 @@ export type BadCurrency<S> = S extends string
   ? IsLiteral<S> extends true ? ThreeLetters<S> extends true ? never : true : never
   : never
 
+type HexChar = Digit | "a" | "b" | "c" | "d" | "e" | "f" | "A" | "B" | "C" | "D" | "E" | "F"
+
+// How many hex digits `S` is made of, character by character; -1 when another character is among them.
+type HexLength<S extends string, Counted extends ReadonlyArray<0> = []> = S extends `${infer C}${infer Rest}`
+  ? C extends HexChar ? HexLength<Rest, [...Counted, 0]> : -1
+  : Counted["length"]
+
+// Five runs of hex digits between hyphens, of 8, 4, 4, 4 and 12 (a hyphen more ends in the last run, which fails).
+type UuidShape<S extends string> = S extends `${infer A}-${infer B}-${infer C}-${infer D}-${infer E}`
+  ? [HexLength<A>, HexLength<B>, HexLength<C>, HexLength<D>, HexLength<E>] extends [8, 4, 4, 4, 12] ? true : false
+  : false
+
+/** `true` when `S` is a literal that is no UUID in its hyphenated hex form (what `Schema.UUID` refuses). */
+export type BadUuid<S> = S extends string ? IsLiteral<S> extends true ? UuidShape<S> extends true ? never : true : never
+  : never
+
 // Nine characters or more: a placeholder followed by another infers one character, the last one the rest.
 type NineOrMore<S extends string> = S extends
   `${infer _1}${infer _2}${infer _3}${infer _4}${infer _5}${infer _6}${infer _7}${infer _8}${infer _9}${infer _Rest}`
