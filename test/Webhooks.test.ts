@@ -267,7 +267,10 @@ for (const [name, cryptoLayer] of cryptoLayers) {
           new Headers({ "X-Fin-Signature": upper, "X-Fin-Signature-Algorithm": "sha384" }),
           { "x-fin-signature": ` ${upper} `, "x-fin-signature-algorithm": ["sha384"][0] },
           // Multi-value headers (AWS Lambda's form): a list of one value is that value.
-          { "x-fin-signature": [upper], "x-fin-signature-algorithm": ["sha384"] }
+          { "x-fin-signature": [upper], "x-fin-signature-algorithm": ["sha384"] },
+          // Inherited, as a record made with a prototype has them; a null from untyped code is no value.
+          Object.create({ "x-fin-signature": upper, "x-fin-signature-algorithm": "sha384" }),
+          { "X-Fin-Signature": null, "x-fin-signature": upper, "x-fin-signature-algorithm": "sha384" } as {}
         ]
         for (const headers of forms) {
           expect((yield* Webhooks.verify(currentBody, headers, secret)).id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
@@ -303,9 +306,11 @@ for (const [name, cryptoLayer] of cryptoLayers) {
             `the ${name} header is repeated (a list, or values joined with a comma)`
           ])
         }
-        // An empty list is no value: no signature is missing, no algorithm the default (sha256).
+        // An empty list is no value: no signature is missing, no algorithm the default (sha256). So is a null.
         const noSignature = { "x-fin-signature": [] }
         expect(yield* reasonOf(Webhooks.verify(currentBody, noSignature, secret))).toBe("missing_signature")
+        const nullSignature = { "x-fin-signature": null } as {}
+        expect(yield* reasonOf(Webhooks.verify(currentBody, nullSignature, secret))).toBe("missing_signature")
         const sha256 = (yield* Webhooks.sign(currentBody, secret))["x-fin-signature"]
         const noAlgorithm = { "x-fin-signature": sha256, "x-fin-signature-algorithm": [] }
         expect((yield* Webhooks.verify(currentBody, noAlgorithm, secret)).type).toBe("beneficiary.status")

@@ -28,26 +28,42 @@ const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha3
 const isWebHeaders = (headers: HeadersInput): headers is globalThis.Headers =>
   Predicate.hasProperty(headers, "get") && Predicate.isFunction(headers.get)
 
-// `name` is lower case. A record may spell it in any case; one that gives it under two spellings (a hand-made merge of
-// two header sets) gives it twice: all its values, a list, which is refused as a repeated header, as HTTP would join
-// them (not the one an order of keys happens to pick).
-const findHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
+type Value = string | ReadonlyArray<string> | undefined
+
+// Both headers, read in one pass over a record's keys. A record may spell a name in any case; one that gives a header
+// under two spellings (a hand-made merge of two header sets) gives it twice: all its values, a list, which is refused
+// as a repeated header, as HTTP would join them (not the one an order of keys happens to pick).
+const readHeaders = (headers: HeadersInput): readonly [signature: Value, algorithm: Value] => {
   // From untyped code: no headers at all (API Gateway's `headers: null` for a request without any) hold no signature,
   // as a string or a number given for them does not, rather than a TypeError defect.
   const given: unknown = headers
-  if (given === null || given === undefined) return undefined
-  if (isWebHeaders(headers)) return headers.get(name) ?? undefined
-  const record: Readonly<Record<string, string | ReadonlyArray<string> | undefined>> = headers
-  let found: string | ReadonlyArray<string> | undefined
-  let values: Array<string> | undefined
-  for (const key of Object.keys(record)) {
-    const value = record[key]
-    if (value === undefined || key.length !== name.length || (key !== name && key.toLowerCase() !== name)) continue
-    if (found === undefined) found = value
-    else (values ??= [...asList(found)]).push(...asList(value))
+  if (given === null || given === undefined) return [undefined, undefined]
+  if (isWebHeaders(headers)) {
+    return [headers.get(signatureHeader) ?? undefined, headers.get(algorithmHeader) ?? undefined]
   }
-  return values ?? found
+  const record: Readonly<Record<string, unknown>> = headers
+  // By name first (an inherited or getter-backed record, a Proxy, as well), then any other spelling: a key is looked
+  // at further only when it has the length of one of the names.
+  let signature = valueOf(record[signatureHeader])
+  let algorithm = valueOf(record[algorithmHeader])
+  for (const key in record) {
+    const isSignature = key.length === signatureHeader.length
+    if (!isSignature && key.length !== algorithmHeader.length) continue
+    const name = isSignature ? signatureHeader : algorithmHeader
+    if (key === name || key.toLowerCase() !== name) continue
+    const value = valueOf(record[key])
+    if (value === undefined) continue
+    if (isSignature) signature = joined(signature, value)
+    else algorithm = joined(algorithm, value)
+  }
+  return [single(signature), single(algorithm)]
 }
+
+// What untyped code may give for a header (`null`, a number) is no value; a list is kept as it is.
+const valueOf = (value: unknown): Value => typeof value === "string" || Array.isArray(value) ? value : undefined
+
+const joined = (found: Value, value: string | ReadonlyArray<string>): Value =>
+  found === undefined ? value : [...asList(found), ...asList(value)]
 
 const asList = (value: string | ReadonlyArray<string>): ReadonlyArray<string> =>
   typeof value === "string" ? [value] : value
@@ -55,10 +71,8 @@ const asList = (value: string | ReadonlyArray<string>): ReadonlyArray<string> =>
 // A list of one value (multi-value headers, as AWS Lambda passes them) is that value, an empty list no value (a
 // missing signature, not a malformed one); a longer list stays a list, which no check accepts: a repeated signature or
 // algorithm header is refused.
-const readHeader = (headers: HeadersInput, name: string): string | ReadonlyArray<string> | undefined => {
-  const value = findHeader(headers, name)
-  return typeof value === "string" || value === undefined || value.length > 1 ? value : value[0]
-}
+const single = (value: Value): Value =>
+  typeof value === "string" || value === undefined || value.length > 1 ? value : value[0]
 
 export const fail = (reason: WebhookFailureReason, message: string) => new WebhookVerificationError({ reason, message })
 
@@ -84,11 +98,10 @@ const repeated = (name: string) => `the ${name} header is repeated (a list, or v
 export const check = (
   headers: HeadersInput
 ): Either.Either<SignatureHeaders, WebhookVerificationError> => {
-  const signature = readHeader(headers, signatureHeader)
+  const [signature, algorithmValue] = readHeaders(headers)
   if (signature === undefined || signature === "") {
     return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
   }
-  const algorithmValue = readHeader(headers, algorithmHeader)
   if (isList(algorithmValue) || algorithmValue?.includes(",")) {
     return Either.left(fail("unsupported_algorithm", repeated(algorithmHeader)))
   }
