@@ -198,10 +198,17 @@ const CREDENTIALS_REFUSED = "(the service refused the client credentials: check 
 // What the issue that followed a failed refresh adds to its error, when it failed too: the caller waited through the
 // refresh's attempts as well (with a stalled token route, three times `tokenTimeout` more than the issue's own error
 // tells). Not when the refresh token was refused: that is routine, and no wait.
+// The error's kind and its status or system code (an answer's 2xx status, a decode error's, would read as a success).
 const refreshFailedToo = (refresh: FinError): string => {
-  const status = "status" in refresh && refresh.status !== undefined ? ` ${refresh.status}` : ""
-  const attempts = "attempts" in refresh && refresh.attempts !== undefined ? ` after ${refresh.attempts} attempts` : ""
-  return `(the token refresh before it failed too: ${refresh._tag}${status}${attempts})`
+  const detail = refresh._tag === "TransportError"
+    ? refresh.code
+    : "status" in refresh && refresh.status !== undefined && refresh.status >= 400
+    ? refresh.status
+    : undefined
+  const attempts = "attempts" in refresh ? refresh.attempts : undefined
+  return `(the token refresh before it failed too: ${refresh._tag}${detail === undefined ? "" : ` ${detail}`}${
+    attempts === undefined ? "" : ` after ${attempts} attempt${attempts === 1 ? "" : "s"}`
+  })`
 }
 
 // The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is

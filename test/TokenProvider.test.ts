@@ -714,6 +714,21 @@ describe("TokenProvider", () => {
       expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([3, 2])
     }).pipe(provideClient(bothTokenRoutes(tokenThen(FinTest.stall, "1 hour")), { tokenTimeout: "10 seconds" })))
 
+  // The refresh's kind and what tells its cause: a system code; an attempt, not "1 attempts".
+  it.effect("the refresh said before the issue's error: its system code, and one attempt in the singular", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(HOUR)
+      expect(yield* Effect.flip(tokenValue)).toMatchObject({
+        _tag: "ApiError",
+        message: "The service answered 503 on POST /v1/oauth/token: down " +
+          "(the token refresh before it failed too: TransportError ECONNREFUSED after 1 attempt)"
+      })
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(503, { message: "down" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.fail("ECONNREFUSED")
+    }, { maxRetries: 0 })))
+
   for (const region of ["interruptible", "uninterruptible"] as const) {
   it.effect(`callers do not wait past the token's usable time for an early refresh that hangs (${region} caller)`, () =>
     Effect.gen(function*() {
