@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
@@ -304,8 +305,10 @@ const isOurs = Schema.is(Schema.Union(FinError, WebhookVerificationError))
 /**
  * The error a call run from Promise code failed with. `runPromise` rejects with Effect's `FiberFailure`, which wraps
  * the error: it is no `FinError` itself and has none of its fields (`_tag`, `status`...). Given that rejection (or
- * an error as it is), this is the `FinError` or `WebhookVerificationError` it holds, for a `catch` to match on its
- * `_tag`; `undefined` for anything else: an interruption (see `isInterruption`), a defect, another error.
+ * an error as it is, also as a span hands it on), this is the `FinError` or `WebhookVerificationError` it holds (the
+ * first of them, when several failed at once; also when an interruption or a defect came beside it), for a `catch` to
+ * match on its `_tag`; `undefined` for anything else: an interruption alone (see `isInterruption`), a defect alone
+ * (a call made after `ManagedRuntime.dispose()` is one: "ManagedRuntime disposed"), another error.
  * (`runPromise(Effect.either(call))` gives the error typed, without a rejection.)
  *
  * @example
@@ -323,11 +326,11 @@ const isOurs = Schema.is(Schema.Union(FinError, WebhookVerificationError))
  * @category guards
  */
 export const fromRejection = (u: unknown): FinError | WebhookVerificationError | undefined => {
-  if (isOurs(u)) return u
-  if (!Runtime.isFiberFailure(u)) return undefined
-  const failure = Cause.failureOption(u[Runtime.FiberFailureCauseId])
   // Under a span the failure is a proxy of the error (carrying the span): the error itself is handed out.
-  return Option.isSome(failure) && isOurs(failure.value) ? Cause.originalError(failure.value) : undefined
+  if (isOurs(u)) return Cause.originalError(u)
+  if (!Runtime.isFiberFailure(u)) return undefined
+  const failure = Chunk.findFirst(Cause.failures(u[Runtime.FiberFailureCauseId]), isOurs)
+  return Option.isSome(failure) ? Cause.originalError(failure.value) : undefined
 }
 
 /**

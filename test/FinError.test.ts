@@ -3,11 +3,14 @@
  * processes waiting on it: every variant must survive JSON, Durations included.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberId from "effect/FiberId"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Util from "node:util"
 import { EmulatorError } from "../src/emulator/internal/error.js"
@@ -140,6 +143,21 @@ describe("FinError", () => {
       ]
       expect(notOurs.map(fromRejection)).toEqual(notOurs.map(() => undefined))
       expect(notOurs.map(isInterruption)).toEqual(notOurs.map(() => false))
+      // Beside an app's own failure, an interruption or a defect, the error is still found.
+      const [apiError, other] = [examples[2]!, { _tag: "AppError" }]
+      const causes = [
+        Cause.parallel(Cause.fail(other), Cause.fail(apiError)),
+        Cause.parallel(Cause.fail(apiError), Cause.interrupt(FiberId.none)),
+        Cause.sequential(Cause.fail(apiError), Cause.die(new Error("a finalizer died")))
+      ]
+      for (const cause of causes) {
+        const rejection = await rejectionOf(Effect.runPromise(Effect.failCause(cause)))
+        expect([fromRejection(rejection), isInterruption(rejection)]).toEqual([apiError, false])
+      }
+      // An error as a span hands it on (the Left of Effect.either, say) is the error itself.
+      const left = Either.getLeft(await Effect.runPromise(Effect.either(Effect.withSpan(Effect.fail(apiError), "x"))))
+      expect(Option.map(left, fromRejection)).toEqual(Option.some(apiError))
+      expect(Option.getOrThrow(Option.map(left, fromRejection))).toBe(apiError)
       const aborted = await rejectionOf(Effect.runPromise(Effect.never, { signal: AbortSignal.abort() }))
       expect([isInterruption(aborted), fromRejection(aborted)]).toEqual([true, undefined])
       const interrupted = await rejectionOf(Effect.runPromise(Effect.interrupt))
@@ -166,6 +184,9 @@ describe("FinError", () => {
       while ((await sent()) === 0) await new Promise((resolve) => setTimeout(resolve, 5))
       await fin.dispose()
       expect(isInterruption(await stuck)).toBe(true)
+      // A call made afterwards is a defect of the runtime ("ManagedRuntime disposed"): neither.
+      const late = await rejectionOf(fin.runPromise(FeeService.calculate(request)))
+      expect([isInterruption(late), fromRejection(late)]).toEqual([false, undefined])
     })
   })
 })
