@@ -197,8 +197,8 @@ const CREDENTIALS_REFUSED = "(the service refused the client credentials: check 
 
 // What the issue that followed a failed refresh adds to its error, when it failed too: the caller waited through the
 // refresh's attempts as well (with a stalled token route, three times `tokenTimeout` more than the issue's own error
-// tells). Not when the refresh token was refused: that is routine, and no wait.
-// The error's kind and its status or system code (an answer's 2xx status, a decode error's, would read as a success).
+// tells). Not when the refresh token was refused: that is routine, and no wait. The refresh's kind, and its status or
+// system code (not a 2xx status, a decode error's, which would read as a success).
 const refreshFailedToo = (refresh: FinError): string => {
   const detail = refresh._tag === "TransportError"
     ? refresh.code
