@@ -228,7 +228,7 @@ export type Secrets = Secret | ReadonlyArray<Secret>
 
 const paddedMessage = "holds a webhook secret that starts or ends with whitespace (a trailing newline, say)"
 
-const checkEnvironment = (where: "handler" | "verify", environment: unknown): void => {
+const checkEnvironment = (where: Where, environment: unknown): void => {
   if (environment !== undefined && environment !== "sandbox" && environment !== "production") {
     throw invalidOption(where, `environment must be "sandbox" or "production"`)
   }
@@ -1251,24 +1251,64 @@ export const verify = (
   secrets: Secrets,
   options: VerifyOptions = {}
 ): Effect.Effect<WebhookEvent, WebhookVerificationError> =>
+  Effect.map(verifying("verify", rawBody, headers, secrets, options), (decoded) => decoded.event)
+
+/**
+ * A delivery verified by `verifyWithSecret`: its event, and which secret verified it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface VerifiedDelivery {
+  readonly event: WebhookEvent
+  /** The position, in `secrets`, of the secret the delivery was signed with (as the handler's `Delivery.secret`). */
+  readonly secret: number
+}
+
+/**
+ * `verify`, also telling which secret verified the delivery: its position in `secrets` (0 for a single secret), as the
+ * handler gives its handlers in `Delivery.secret`. During a rotation, the old secret can go once no delivery has come
+ * with its position for Fin's redelivery window. Fails and dies as `verify` does.
+ *
+ * @since 0.1.0
+ * @category verification
+ */
+export const verifyWithSecret = (
+  rawBody: Uint8Array | string,
+  headers: HeadersInput,
+  secrets: Secrets,
+  options: VerifyOptions = {}
+): Effect.Effect<VerifiedDelivery, WebhookVerificationError> =>
+  Effect.map(
+    verifying("verifyWithSecret", rawBody, headers, secrets, options),
+    ({ event, secret }): VerifiedDelivery => ({ event, secret })
+  )
+
+const verifying = (
+  where: VerifyingFunction,
+  rawBody: Uint8Array | string,
+  headers: HeadersInput,
+  secrets: Secrets,
+  options: VerifyOptions
+): Effect.Effect<Decoded, WebhookVerificationError> =>
   // In the effect, so that a bad option is a defect of its run, not an exception thrown where it is built.
   Effect.suspend(() => {
     // From untyped code (an unset configuration key): named like any other mistake, not a TypeError from Object.keys.
     if (typeof options !== "object" || options === null) {
-      throw invalidOption("verify", "takes an options object or none")
+      throw invalidOption(where, "takes an options object or none")
     }
-    checkOptionNames("verify", options)
-    checkEnvironment("verify", options.environment)
+    checkOptionNames(where, options)
+    checkEnvironment(where, options.environment)
     const checked: VerifyOptions = options.maxAge === undefined
       ? options
-      : { ...options, maxAge: checkedDuration("verify", "maxAge", options.maxAge, false) }
+      : { ...options, maxAge: checkedDuration(where, "maxAge", options.maxAge, false) }
     const parsed = Signature.check(headers)
     if (Either.isLeft(parsed)) return parsed.left
     const bytes = toBytes(rawBody)
     if (bytes === undefined) return notBytes(rawBody)
-    return verifyDecoded(bytes, parsed.right, secretList(secrets), checked).pipe(
-      Effect.flatMap((decoded) => checkAge(decoded, checked)),
-      Effect.map((decoded) => decoded.event)
+    return Effect.flatMap(
+      verifyDecoded(bytes, parsed.right, secretList(secrets), checked),
+      (decoded) => checkAge(decoded, checked)
     )
   })
 
@@ -1724,7 +1764,12 @@ export const defaultMaxBodySize = 1024 * 1024
 // The handler's options, checked once when it is built: a NaN or negative value (an unset variable read as a number,
 // say) would otherwise switch off the body limit or the de-duplication without a word, and no secret would refuse
 // every delivery.
-const invalidOption = (where: "handler" | "verify", message: string) =>
+// The functions verifying a delivery on their own, and the handler: who says an option is wrong.
+type VerifyingFunction = "verify" | "verifyWithSecret"
+
+type Where = "handler" | VerifyingFunction
+
+const invalidOption = (where: Where, message: string) =>
   new Cause.IllegalArgumentException(`effect-fin: Webhooks.${where}: ${message}`)
 
 // Every option, by name: a key that is none (misspelt, `maxBodysize`; from a config file) would otherwise leave its
@@ -1746,7 +1791,7 @@ const handlerOptionNames: { readonly [K in keyof HandlerOptions<Handlers>]-?: tr
 }
 
 // `verify` takes a handler's options too (they extend its own, so one object may serve both): the others are ignored.
-const checkOptionNames = (where: "handler" | "verify", options: object): void => {
+const checkOptionNames = (where: Where, options: object): void => {
   const [shown] = OptionNames.unknown(options, handlerOptionNames)
   if (shown !== undefined) {
     throw invalidOption(where, `"${shown}" is no option of Webhooks.${where === "handler" ? "HandlerOptions" : "VerifyOptions"}`)
@@ -1754,7 +1799,7 @@ const checkOptionNames = (where: "handler" | "verify", options: object): void =>
 }
 
 const checkedDuration = (
-  where: "handler" | "verify",
+  where: Where,
   name: string,
   input: Duration.DurationInput | undefined,
   allowZero: boolean,

@@ -218,6 +218,24 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         expect(yield* positions(secret)).toEqual([Either.right(0), Either.left(expect.anything())])
         expect(yield* positions([secret, oldSecret])).toEqual([Either.right(0), Either.right(1)])
         expect(yield* positions([oldSecret, "", secretValue])).toEqual([Either.right(2), Either.right(0)])
+        // verifyWithSecret: the event and the same position, in one verification; failing as verify fails.
+        const both = [secret, oldSecret]
+        const [withNew, withOld] = [
+          yield* Webhooks.verifyWithSecret(currentBody, signedWithNew, both),
+          yield* Webhooks.verifyWithSecret(currentBody, signedWithOld, both, { environment: "sandbox" })
+        ]
+        const event = yield* Webhooks.verify(currentBody, signedWithNew, both)
+        expect([withNew, withOld]).toEqual([{ event, secret: 0 }, { event, secret: 1 }])
+        expect(yield* reasonOf(Webhooks.verifyWithSecret(currentBody, signedWithOld, secret))).toBe("bad_signature")
+        const options = { environment: "production", maxAge: "1 minute" } as const
+        expect(yield* reasonOf(Webhooks.verifyWithSecret(currentBody, signedWithNew, both, options))).toBe(
+          "wrong_environment"
+        )
+        // A mistaken option is named as this function's.
+        const tooShort = Webhooks.verifyWithSecret(currentBody, signedWithNew, both, { maxAge: "-5 seconds" })
+        expect(defectOf(tooShort)).toMatchObject({
+          message: "effect-fin: Webhooks.verifyWithSecret: maxAge must be greater than zero"
+        })
       }).pipe(Effect.provide(cryptoLayer)))
 
     it.effect("rejects a missing, empty or non-hex signature and an unsupported algorithm", () =>
