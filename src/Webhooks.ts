@@ -421,7 +421,8 @@ const noMatch = () => fail("bad_signature", "the signature matches none of the w
  * Checks only the signature of a delivery: `x-fin-signature` must be the hex HMAC of the raw body bytes under one of
  * `secrets`, with the algorithm of `x-fin-signature-algorithm` (default `sha256`). Pass the body exactly as received;
  * a string is taken as its UTF-8 bytes. Succeeds with the position, in `secrets`, of the secret that matched (0 for a
- * single secret): during a rotation, once no delivery matches the old secret's, it can go.
+ * single secret): during a rotation, once no delivery matches the old secret's, it can go. To verify and decode
+ * too, `verifyWithSecret` gives the event with that position, in one HMAC.
  *
  * @since 0.1.0
  * @category verification

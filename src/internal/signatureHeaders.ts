@@ -59,8 +59,9 @@ const readHeaders = (headers: HeadersInput): readonly [signature: Value, algorit
   return [single(signature), single(algorithm)]
 }
 
-// What untyped code may give for a header (`null`, a number) is no value; a list is kept as it is.
-const valueOf = (value: unknown): Value => typeof value === "string" || Array.isArray(value) ? value : undefined
+// What untyped code may give for a header (`null`, a number) is no value, in a list too.
+const valueOf = (value: unknown): Value =>
+  typeof value === "string" ? value : Array.isArray(value) ? value.filter(Predicate.isString) : undefined
 
 const joined = (found: Value, value: string | ReadonlyArray<string>): Value =>
   found === undefined ? value : [...asList(found), ...asList(value)]
