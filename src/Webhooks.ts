@@ -1762,14 +1762,14 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
  */
 export const defaultMaxBodySize = 1024 * 1024
 
-// The handler's options, checked once when it is built: a NaN or negative value (an unset variable read as a number,
-// say) would otherwise switch off the body limit or the de-duplication without a word, and no secret would refuse
-// every delivery.
 // The functions verifying a delivery on their own, and the handler: who says an option is wrong.
 type VerifyingFunction = "verify" | "verifyWithSecret"
 
 type Where = "handler" | VerifyingFunction
 
+// The handler's options, checked once when it is built: a NaN or negative value (an unset variable read as a number,
+// say) would otherwise switch off the body limit or the de-duplication without a word, and no secret would refuse
+// every delivery.
 const invalidOption = (where: Where, message: string) =>
   new Cause.IllegalArgumentException(`effect-fin: Webhooks.${where}: ${message}`)
 
