@@ -2129,8 +2129,8 @@ const makeApp = <const H extends object>(
       return Effect.as(
         Effect.logInfo(
           "effect-fin: no WebhookDedupeStore provided to this webhook handler; de-duplicating in this process's memory " +
-            "(to share a store, provide it to the server's layer with Layer.provide: merged beside it, it does not " +
-            "reach the handler)"
+            "(to share a store, give it as the handler's `store` option, or provide it to the server's layer with " +
+            "Layer.provide: merged beside it, it does not reach the handler)"
         ),
         ownStore
       )
