@@ -1249,7 +1249,8 @@ describe("Webhooks.handler", () => {
       for (const id of ["m-1", "m-2", "m-1"]) yield* deliver(alone, id)
       const said = logs.filter((line) => line.includes("WebhookDedupeStore"))
       expect(said).toHaveLength(1)
-      expect(said[0]).toMatch(/^INFO .*in this process's memory .*provide it to the server's layer with Layer\.provide/)
+      expect(said[0]).toMatch(/^INFO .*in this process's memory .*give it as the handler's `store` option/)
+      expect(said[0]).toMatch(/, or provide it to the server's layer with Layer\.provide/)
       // Provided: used, and nothing said.
       const store = Webhooks.makeMemoryDedupeStore()
       const provided = yield* webHandler(Effect.provideService(
