@@ -151,7 +151,10 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
 export class TransportError extends Schema.TaggedError<TransportError>("effect-fin/TransportError")(
   "TransportError",
   {
-    /** The operation and what failed, with the system's error code when there was one. */
+    /**
+     * The operation and what failed, with the system's error code when there was one; `could not send the request`
+     * only when the request cannot have reached the service (no connection made, its setup refused).
+     */
     message: Schema.String,
     /** `RequestFailed`: no answer came (refused, reset, DNS); `BodyReadFailed`: an answer came, its body was lost. */
     reason: Schema.Literal("RequestFailed", "BodyReadFailed"),

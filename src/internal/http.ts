@@ -43,6 +43,7 @@ import * as Monotonic from "./monotonic.js"
 import * as Printable from "./printable.js"
 import * as Redact from "./redact.js"
 import * as Spans from "./spans.js"
+import * as SystemCodes from "./systemCodes.js"
 
 /** The platform client a user provides. */
 export type Client = HttpClient.HttpClient
@@ -407,6 +408,20 @@ const transportFailure = (
 ): Effect.Effect<never, TransportError> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(transportError(error, spec, now)))
 
+// What a request that got no answer did, as far as the failure tells: "could not send" only when nothing reached the
+// service (no connection, or the request never built), as the message is what an on-call reader goes by before
+// resending a payment.
+const requestFailure = (
+  reason: HttpClientError.RequestError["reason"],
+  code: string | undefined,
+  detail: string | undefined
+): string => {
+  const why = detail === undefined ? "" : ` (${detail})`
+  return (code === undefined ? reason !== "Transport" : SystemCodes.neverSent(code))
+    ? `could not send the request${why}`
+    : `no answer${why}; the service may have got the request`
+}
+
 const transportError = (
   error: HttpClientError.HttpClientError,
   spec: AttemptInfo,
@@ -418,7 +433,7 @@ const transportError = (
   const detail = code ?? (error._tag === "RequestError" ? error.reason : undefined)
   if (error._tag === "RequestError") {
     return new TransportError({
-      message: `${spec.operation}: could not send the request${detail === undefined ? "" : ` (${detail})`}`,
+      message: `${spec.operation}: ${requestFailure(error.reason, code, detail)}`,
       reason: "RequestFailed",
       ...(code === undefined ? {} : { code }),
       operation: spec.operation,

@@ -20,6 +20,7 @@ import {
   TransportError
 } from "../FinError.js"
 import { type AttemptError, defaultMessage } from "./http.js"
+import * as SystemCodes from "./systemCodes.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
 export class NotRetryable {
@@ -34,31 +35,6 @@ const BASE = Duration.millis(500)
 const CAP = Duration.seconds(8)
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504])
 
-// A connection refused for a reason no retry can mend: a TLS handshake refused on the certificate (expired, not yet
-// valid, self-signed, of an unknown issuer, for another host: OpenSSL's and Node's names) or for want of a common
-// protocol (TLS to a plain HTTP port), or an egress proxy refusing its tunnel on a 4xx (407: its credentials, 403: its
-// policy; not a 408 or 429, nor a 5xx: it could not reach the service). A person has to act; retrying would only hide
-// the mistake, or make a wrapper that retries on exit 75 loop.
-// (OpenSSL 3.2 and later word an alert `ssl/tls alert ...`: ERR_SSL_SSL/TLS_ALERT_... under Node 22 and later.)
-const SETUP_REFUSED = new RegExp(
-  "^(?:CERT_|CRL_|UNABLE_TO_|ERROR_IN_C|ERR_TLS_CERT_|PROXY_TUNNEL_4(?!08|29)\\d\\d$|" +
-    "ERR_SSL_[\\w/]*ALERT_(?:\\w*CERTIFICATE|PROTOCOL_VERSION|HANDSHAKE_FAILURE|UNKNOWN_CA))"
-)
-const SETUP_REFUSALS: ReadonlySet<string> = new Set([
-  "DEPTH_ZERO_SELF_SIGNED_CERT",
-  "SELF_SIGNED_CERT_IN_CHAIN",
-  "INVALID_CA",
-  "PATH_LENGTH_EXCEEDED",
-  "INVALID_PURPOSE",
-  "HOSTNAME_MISMATCH",
-  // Node's name for a certificate check failing for a reason it has no name for (a SHA-1 signature).
-  "UNSPECIFIED",
-  // No protocol in common (node:http's EPROTO is named as these are: see `Http.systemCode`).
-  "ERR_SSL_WRONG_VERSION_NUMBER",
-  "ERR_SSL_UNSUPPORTED_PROTOCOL",
-  "ERR_SSL_NO_PROTOCOLS_AVAILABLE"
-])
-
 /**
  * Whether a transport failure is a connection refused for its setup: a TLS handshake refused on a certificate or for
  * want of a common protocol, or an egress proxy refusing its tunnel (its `code`: `CERT_HAS_EXPIRED`,
@@ -66,8 +42,7 @@ const SETUP_REFUSALS: ReadonlySet<string> = new Set([
  * `PROXY_TUNNEL_407`...): a mistake to mend, not a failure to wait out.
  */
 export const isSetupRefusal = (error: FinError | Retried): boolean =>
-  error._tag === "TransportError" && error.code !== undefined &&
-  (SETUP_REFUSALS.has(error.code) || SETUP_REFUSED.test(error.code))
+  error._tag === "TransportError" && error.code !== undefined && SystemCodes.isSetupRefusal(error.code)
 
 /**
  * Whether a failed attempt may be tried again (never a 4xx other than 408/429, never a decode failure, never a

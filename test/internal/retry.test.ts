@@ -3,6 +3,7 @@ import * as Duration from "effect/Duration"
 import * as FinError from "../../src/FinError.js"
 import * as Http from "../../src/internal/http.js"
 import * as Retry from "../../src/internal/retry.js"
+import * as SystemCodes from "../../src/internal/systemCodes.js"
 
 const call = { operation: "POST /v1/fee-calculation", attempts: 1 }
 const api = (status: number) => new FinError.ApiError({ status, message: `${status}`, ...call })
@@ -99,6 +100,27 @@ describe("Retry.isSetupRefusal", () => {
     // Only a TransportError's code counts.
     const gateway = new FinError.ApiError({ status: 502, message: "bad gateway", code: "CERT_HAS_EXPIRED", ...call })
     expect(verdicts(gateway)).toEqual([false, true, true, true])
+  })
+})
+
+describe("SystemCodes.neverSent", () => {
+  it("only a connection never made, or whose setup was refused, proves the request never reached the service", () => {
+    const neverSent = [
+      "ECONNREFUSED",
+      "ENOTFOUND",
+      "EAI_AGAIN",
+      "UND_ERR_CONNECT_TIMEOUT",
+      "ERR_TLS_HANDSHAKE_TIMEOUT",
+      "CERT_HAS_EXPIRED",
+      "ERR_SSL_WRONG_VERSION_NUMBER",
+      // An egress proxy that opened no tunnel, whatever its reason.
+      "PROXY_TUNNEL_407",
+      "PROXY_TUNNEL_502"
+    ]
+    for (const code of neverSent) expect(SystemCodes.neverSent(code), code).toBe(true)
+    // Reported on an open connection too (a pooled keep-alive socket the server closed, a peer gone mid-request).
+    const maybeReceived = ["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "ETIMEDOUT", "EHOSTUNREACH", "EPROTO", "ESOMETHING"]
+    for (const code of maybeReceived) expect(SystemCodes.neverSent(code), code).toBe(false)
   })
 })
 
