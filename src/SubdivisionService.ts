@@ -19,6 +19,7 @@ import { type FinError, Issue, RequestValidationError, type TimeoutError } from 
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
+import * as Durations from "./internal/duration.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import * as Retry from "./internal/retry.js"
 import { memo } from "./internal/memo.js"
@@ -292,16 +293,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         ? absorbable(error, options) ? "unknown" : "down"
         : "up"
 
-    // Durations, not dates: the breaker's clock is monotonic, and the wall clock may have been set since.
-    const inMillis = (duration: Duration.Duration) => Duration.format(Duration.millis(Math.ceil(Duration.toMillis(duration))))
-
     // After a failure that the snapshot stood in for, the snapshot answers at once for the cool-down (a service that
     // is down would otherwise cost every lookup its whole deadline); then one lookup asks the API again, with a
     // request of its own. The breaker admits callers before the cache's shared lookups, so nobody joins a probe (a
     // fresh cached answer is still served); it counts each request's outcome inside the lookup, so an old request
     // joined later counts as of when it was sent. The cool-down lasts at least the wait the failure's answer asked
     // for (its `Retry-After`, `maxRetryAfter` at most): the probe does not ask a service that said when to come back
-    // before then.
+    // before then. Its log lines give durations, not dates: the breaker's clock is monotonic, and the wall clock may
+    // have been set since.
     const fallback = Effect.gen(function*() {
       const configured = config.subdivisionFallbackCooldown
       // Per country, the causes warned of (see `failureLogged`), each with whether it started a cool-down (the
@@ -316,9 +315,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
             Effect.logInfo(
               again
                 ? `effect-fin: the subdivisions API still fails (${error._tag}); lookups use the offline snapshot for ` +
-                  `another ${inMillis(cooldown)}`
+                  `another ${Durations.formatMillis(cooldown)}`
                 : `effect-fin: the subdivisions API failed with ${error._tag}; lookups use the offline snapshot for ` +
-                  `the next ${inMillis(cooldown)}, then ask it again`
+                  `the next ${Durations.formatMillis(cooldown)}, then ask it again`
             ),
           onClose: (error, openFor) =>
             Effect.suspend(() => {
@@ -331,7 +330,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
               }
               return Effect.logInfo(
                 `effect-fin: the subdivisions API answers again; lookups use it again (the offline snapshot stood in ` +
-                  `for ${inMillis(openFor)}; the last failure was ${error._tag})`
+                  `for ${Durations.formatMillis(openFor)}; the last failure was ${error._tag})`
               )
             })
         })
@@ -388,7 +387,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       return (country: CountryCode.CountryCode) =>
         Effect.catchAll(Effect.tap(lookup(country), () => answered(country)), (error) => {
           if (error._tag === "CircuitOpen") {
-            const next = error.probing ? "another lookup is asking it again" : `it is asked again in ${inMillis(error.retryIn)}`
+            const next = error.probing
+              ? "another lookup is asking it again"
+              : `it is asked again in ${Durations.formatMillis(error.retryIn)}`
             return fromSnapshotLogged(
               country,
               "cooldown",

@@ -1096,8 +1096,9 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(2)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(FinTest.stall, ok) }, { timeout: "1 second" })))
 
-  it.effect("a backoff that would outlast the deadline ends the call at once, with the service's error", () =>
-    Effect.gen(function*() {
+  it.effect("a backoff that would outlast the deadline ends the call at once, with the service's error", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(calculate))
       // The waits are 500 ms, 1 s and 2 s, each x0.8-1.2: at most 4.2 s, so the fourth attempt fails before 4.5 s,
       // and its 3.2-4.8 s wait cannot fit in what is left of 5 s.
@@ -1108,7 +1109,20 @@ describe("HttpTransport", () => {
       expect(error._tag).toBe("ApiError")
       expect(error._tag === "ApiError" && [error.status, error.attempts]).toEqual([503, 4])
       expect(yield* attempts).toBe(4)
-    }).pipe(provideClient({ [FEE]: () => status(503) }, { deadline: "5 seconds", maxRetries: 10 })))
+      // In whole milliseconds, though the jitter (x0.849 here) makes every wait a fraction of one (no "424ms
+      // 691200ns" for an on-call reader).
+      const millis = "(?:\\d+s(?: \\d+ms)?|\\d+ms)"
+      const said = `^DEBUG \\["effect-fin: not retrying: the next wait of ${millis} would outlast the deadline ` +
+        `\\(${millis} left\\)"\\]`
+      const notRetrying = logs.lines.filter((line) => line.includes("not retrying"))
+      expect(notRetrying).toEqual([expect.stringMatching(new RegExp(said))])
+    }).pipe(
+      Effect.provide(logs.layer),
+      Logger.withMinimumLogLevel(LogLevel.Debug),
+      Effect.withRandom(Random.fixed([0.123456])),
+      provideClient({ [FEE]: () => status(503) }, { deadline: "5 seconds", maxRetries: 10 })
+    )
+  })
 
   // An attempt started as the deadline falls would be cut at once: the service's own answer is the better error.
   it.effect("a backoff that ends exactly at the deadline ends the call at once, with the service's error", () =>

@@ -20,6 +20,7 @@ import {
   TransportError
 } from "../FinError.js"
 import { type AttemptError, defaultMessage } from "./http.js"
+import * as Durations from "./duration.js"
 import * as SystemCodes from "./systemCodes.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
@@ -170,9 +171,9 @@ const withinTime = <Out, In, R>(
           ? Effect.succeed(result)
           : Effect.as(
             Effect.logDebug(
-              `effect-fin: not retrying: the next wait of ${Duration.format(delay)} would outlast the deadline (${
-                Duration.format(left)
-              } left)`
+              `effect-fin: not retrying: the next wait of ${
+                Durations.formatMillis(delay)
+              } would outlast the deadline (${Durations.formatMillis(left)} left)`
             ),
             [next, out, ScheduleDecision.done] as const
           )
