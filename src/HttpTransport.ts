@@ -570,7 +570,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             )
           ))
 
-        const remaining = Effect.map(Monotonic.millis, (now) => Monotonic.between(now, deadlineAt))
+        const remaining = Effect.map(Monotonic.millis, (now) => Monotonic.left(now, deadlineAt))
 
         const policy: Retry.PolicyOptions<Retry.Retried> = {
           maxRetries: safe ? options.maxRetries : 0,

@@ -32,7 +32,20 @@ export const plus = (now: number, duration: Duration.DurationInput): number => {
  */
 export const reached = (now: number, limit: number): boolean => {
   const micros = Math.round(limit * 1000)
-  return Math.round(now * 1000) >= micros - Math.max(1, Math.ceil(Math.abs(micros) * 2 ** -51))
+  return Math.round(now * 1000) >= micros - shortfall(micros)
+}
+
+// What a reading can fall short of the time it stands for, in microseconds, near `micros` (see `reached`).
+const shortfall = (micros: number): number => Math.max(1, Math.ceil(Math.abs(micros) * 2 ** -51))
+
+/**
+ * What is surely left from the reading `now` to `limit`: `between` less what a reading can fall short (see
+ * `reached`), so that a wait of exactly what is left is not taken to end before `limit` (a `Retry-After` that ends
+ * at the deadline would be waited for, only for the next attempt to be refused at it).
+ */
+export const left = (now: number, limit: number): Duration.Duration => {
+  const micros = Math.round(limit * 1000)
+  return Duration.millis(Math.max(0, (micros - shortfall(micros) - Math.round(now * 1000)) / 1000))
 }
 
 /** The time from one reading (or `plus` result) to another, exactly on the grid; zero when `to` is not later. */
