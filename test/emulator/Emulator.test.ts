@@ -17,6 +17,7 @@ import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as LogLevel from "effect/LogLevel"
 import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import * as TestClock from "effect/TestClock"
 import * as Http from "node:http"
 import * as Net from "node:net"
@@ -998,6 +999,26 @@ describe("Emulator", () => {
         expect([used.faults.status, used.tokensIssued, used.tokensRefreshed, used.webhooksFailed]).toEqual([1, 1, 1, 1])
         yield* emulator.reset
         expect(yield* emulator.counters).toEqual(fresh)
+      }))
+
+    it.scopedLive("a response to a request counted before a reset is not counted after it", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ faults: [{ kind: "latency", millis: 300 }] })
+        const inFlight = yield* Effect.fork(
+          Effect.all(Array.from({ length: 5 }, () => call(emulator.url, "POST", "/v1/oauth/token", { body: {} })), {
+            concurrency: "unbounded"
+          })
+        )
+        // All five counted, and held by the latency rule: the reset comes before any is answered.
+        yield* Effect.repeat(emulator.counters, {
+          until: (counters) => counters.requests["POST /v1/oauth/token"] === 5,
+          schedule: Schedule.spaced("5 millis")
+        })
+        yield* emulator.reset
+        yield* Fiber.join(inFlight)
+        const counters = yield* emulator.counters
+        expect(counters.requests["POST /v1/oauth/token"]).toBe(0)
+        expect(counters.statuses).toEqual({})
       }))
 
     it.scopedLive("reset restores the fault rules of the options", () =>

@@ -323,13 +323,13 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
   // Counts the request, applies the fault rules, counts the status sent.
   const guarded = <R>(route: RouteName, handler: Effect.Effect<Response, never, R>) =>
     Effect.gen(function*() {
-      yield* state.countRequest(route)
+      const generation = yield* state.countRequest(route)
       const decision = yield* state.decideFaults(route)
       if (decision.latency > 0) yield* Effect.sleep(Duration.millis(decision.latency))
       const response = decision.terminal === undefined || decision.terminal.kind === "latency"
         ? yield* handler
         : yield* injectFault(decision.terminal)
-      yield* state.countStatus(response.status)
+      yield* state.countStatus(response.status, generation)
       return response
     })
 
@@ -484,6 +484,9 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     RouteNotFound: (error) =>
       error.request.url.startsWith("/__emulator")
         ? Effect.succeed(json({ message: `No admin route ${error.request.method} ${error.request.url}` }, 404))
-        : Effect.as(Effect.zipRight(state.countRequest("unmatched"), state.countStatus(404)), notFound)
+        : Effect.as(
+          Effect.flatMap(state.countRequest("unmatched"), (generation) => state.countStatus(404, generation)),
+          notFound
+        )
   })
 }

@@ -101,8 +101,10 @@ let emulatorsMade = 0
 /** The state of one emulator. */
 export interface State {
   readonly settings: Settings
-  readonly countRequest: (route: Unmatched) => Effect.Effect<void>
-  readonly countStatus: (status: number) => Effect.Effect<void>
+  /** Counts a request; returns the counters' generation, for `countStatus`. */
+  readonly countRequest: (route: Unmatched) => Effect.Effect<number>
+  /** Counts a response, unless a reset came since its request was counted (`generation` from `countRequest`). */
+  readonly countStatus: (status: number, generation: number) => Effect.Effect<void>
   readonly decideFaults: (route: RouteName) => Effect.Effect<FaultDecision>
   readonly issueTokens: (kind: "issue" | "refresh") => Effect.Effect<TokenFields>
   readonly checkAccess: (token: string) => Effect.Effect<boolean>
@@ -147,6 +149,9 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     let webhooksSent = 0
     let webhooksFailed = 0
     let webhookUrl = settings.webhookUrl
+    // Bumped by every reset: a response to a request counted before the reset is not counted after it, so the
+    // statuses never outnumber the requests.
+    let generation = 0
     // Token -> expiry (epoch ms). Revoking deletes; expiring sets the expiry to now.
     const access = new Map<string, number>()
     const refresh = new Map<string, number>()
@@ -264,6 +269,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       })
 
     const reset = Effect.sync(() => {
+      generation += 1
       random = newRandom("")
       faultRandoms = newFaultRandoms()
       rules = settings.faults.map((rule) => ({ rule, injected: 0 }))
@@ -292,8 +298,15 @@ export const make = (settings: Settings): Effect.Effect<State> =>
 
     const state: State = {
       settings,
-      countRequest: (route) => Effect.sync(() => void (requests[route] += 1)),
-      countStatus: (status) => Effect.sync(() => void (statuses[String(status)] = (statuses[String(status)] ?? 0) + 1)),
+      countRequest: (route) =>
+        Effect.sync(() => {
+          requests[route] += 1
+          return generation
+        }),
+      countStatus: (status, counted) =>
+        Effect.sync(() => {
+          if (counted === generation) statuses[String(status)] = (statuses[String(status)] ?? 0) + 1
+        }),
       decideFaults,
       issueTokens,
       checkAccess: valid(access),
