@@ -10,6 +10,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { spawn, spawnSync } from "node:child_process"
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
+import { writeFile } from "node:fs/promises"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
@@ -58,6 +59,22 @@ const body = documentedWebhookBody
 // guard against a hang, so far longer than any start of the command on a loaded machine (seconds, under CI's load).
 // A shorter one races the command's own exit and cuts a correct run short (stderr empty, the test failed).
 const hangGuard = () => new Promise((resolve) => setTimeout(resolve, 25_000).unref())
+
+// The bundled CLI's emulator, started with `args`; `started` once its banner is out, with its URL.
+const startEmulator = (args: ReadonlyArray<string>) => {
+  const child = spawn(process.execPath, [join(harness.dir, "bin.mjs"), "emulator", ...args])
+  const started = new Promise<{ readonly url: string; readonly banner: string }>((resolve, reject) => {
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8")
+      // The beneficiaries come last in the banner.
+      const url = /listening on (http:\/\/\S+)/.exec(out)?.[1]
+      if (url !== undefined && out.includes("--beneficiary ")) resolve({ url, banner: out })
+    })
+    child.once("exit", (code) => reject(new Error(`the emulator exited (${code}): ${out}`)))
+  })
+  return { child, started }
+}
 
 // `webhook verify --json` of `signed`, signed as the service would.
 const verifyJson = async (signed: string) => {
@@ -836,18 +853,10 @@ describe("effect-fin against the emulator", () => {
       })
     })
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-    const child = spawn(process.execPath, [join(harness.dir, "bin.mjs"), "emulator", "--port", "0", "--production"])
+    const { child, started } = startEmulator(["--port", "0", "--production"])
     try {
-      const [url, beneficiary] = await new Promise<[string, string]>((resolve, reject) => {
-        let out = ""
-        child.stdout.on("data", (chunk: Buffer) => {
-          out += chunk.toString("utf8")
-          const match = /listening on (http:\/\/\S+)/.exec(out)
-          const named = /--beneficiary (\S+) \(paid in CAD, with a developer fee\)/.exec(out)
-          if (match !== null && named !== null) resolve([match[1]!, named[1]!])
-        })
-        child.once("exit", (code) => reject(new Error(`the emulator exited (${code}): ${out}`)))
-      })
+      const { banner, url } = await started
+      const beneficiary = /--beneficiary (\S+) \(paid in CAD, with a developer fee\)/.exec(banner)?.[1]
       const { port } = receiver.address() as AddressInfo
       const sent = await fetch(`${url}/__emulator/webhooks`, {
         method: "POST",
@@ -863,6 +872,64 @@ describe("effect-fin against the emulator", () => {
       child.kill()
       receiver.close()
     }
+  })
+
+  it("emulator --options: a JSON file of Emulator.make's options; --port wins over it", async () => {
+    const file = join(harness.dir, "emulator-options.json")
+    const beneficiary = "0b6c3c52-7e4f-4a43-9a58-2c1f3f0c9d11"
+    await writeFile(file, JSON.stringify({
+      port: 1,
+      accessTokenLifetime: "5 seconds",
+      tokenEnvelope: "data",
+      beneficiaries: { [beneficiary]: { currency: "EUR" } }
+    }))
+    const { child, started } = startEmulator(["--options", file, "--port", "0"])
+    try {
+      const { banner, url } = await started
+      expect(new URL(url).port).not.toBe("1")
+      // The file's beneficiaries are the ones the banner names.
+      expect(banner).toContain(`--beneficiary ${beneficiary} (paid in EUR)`)
+      const token = await fetch(`${url}/v1/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          client_id: Emulator.defaultCredentials.clientId,
+          client_secret: Emulator.defaultCredentials.clientSecret
+        })
+      })
+      const { data } = await token.json() as { data: { access_token_ttl: string; current_time: string } }
+      const lifetime = Date.parse(data.access_token_ttl.replace(" ", "T").replace("+00", "Z")) -
+        Date.parse(data.current_time.replace(" ", "T").replace("+00", "Z"))
+      expect(lifetime).toBe(5000)
+    } finally {
+      child.kill()
+    }
+  })
+
+  it("emulator --options unreadable, or not the emulator's options: a usage error, or one line", async () => {
+    const write = async (name: string, text: string) => {
+      const path = join(harness.dir, name)
+      await writeFile(path, text)
+      return path
+    }
+    const run = (path: string) =>
+      cli(["emulator", "--options", path, "--port", "0"], {}, undefined, undefined, {
+        when: hangGuard(),
+        signal: "SIGTERM"
+      })
+    const missing = await run(join(harness.dir, "no-such-options.json"))
+    expect([missing.code, missing.stdout]).toEqual([2, ""])
+    expect(missing.stderr).toContain("no-such-options.json' must exist")
+    const broken = await run(await write("broken-options.json", "{port: 1"))
+    expect([broken.code, broken.stdout]).toEqual([2, ""])
+    expect(broken.stderr).toContain("Could not parse json file")
+    const list = await run(await write("list-options.json", "[1]"))
+    expect([list.code, list.stdout]).toEqual([2, ""])
+    expect(list.stderr).toContain("--options: expected a JSON object of options")
+    const unknown = await run(await write("unknown-options.json", JSON.stringify({ seed: "x", sead: 1 })))
+    expect([unknown.code, unknown.stdout]).toEqual([1, ""])
+    expect(unknown.stderr.trim()).toMatch(/^effect-fin: EmulatorError: Invalid emulator options: sead: is unexpected, /)
+    expect(unknown.stderr.trim()).toMatch(/; seed: Expected number, actual "x"$/)
   })
 
   it("quote --amount prints the quote; --receive and --beneficiary with --json", async () => {

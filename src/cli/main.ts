@@ -405,43 +405,65 @@ const webhook = Command.make("webhook").pipe(
 // emulator
 // ---------------------------------------------------------------------------------------------------------------------
 
+const noOptions: Emulator.Options = {}
+
 const emulator = Command.make(
   "emulator",
   {
     // Digits only: `Options.integer` reads with `Number`, so "0x10" would be port 16, "1e3" 1000 and " 80" 80. A number
     // past 65535 is a usage error too, not the emulator's failure to start.
     port: Options.text("port").pipe(
-      Options.withDescription("Port to listen on (default 4010; 0: a free port)"),
-      Options.withDefault("4010"),
+      Options.withDescription("Port to listen on (default 4010, or the options file's; 0: a free port)"),
       Options.mapEffect((text) =>
         /^\d{1,5}$/.test(text) && Number(text) <= 65535
           ? Effect.succeed(Number(text))
           : Effect.fail(ValidationError.invalidValue(
             HelpDoc.p(`--port: expected a port number in digits (0 to 65535), got ${JSON.stringify(text)}`)
           ))
-      )
+      ),
+      Options.optional
     ),
     host: Options.text("host").pipe(
       Options.withDescription(
-        "Address to listen on (default 127.0.0.1); on another than loopback the API is open to other machines, the " +
-          "admin routes are not"
+        "Address to listen on (default 127.0.0.1, or the options file's); on another than loopback the API is open " +
+          "to other machines, the admin routes are not"
       ),
-      Options.withDefault("127.0.0.1")
+      Options.optional
     ),
     production: Options.boolean("production").pipe(
       Options.withDescription("Send webhook events as production ones (sandbox_mode false), for a handler expecting them")
+    ),
+    // Everything else `Emulator.make` takes, for a run started from a shell: a seed for repeatable fault rates,
+    // short token lifetimes, the older token envelope, fault rules from the start...
+    options: Options.fileParse("options", "json").pipe(
+      Options.withDescription(
+        "A JSON file of the emulator's other options, as Emulator.make takes them (seed, accessTokenLifetime, " +
+          "tokenEnvelope, revokeOnIssue, faults...; the README lists them); --port, --host and --production win"
+      ),
+      Options.mapEffect((json) =>
+        Predicate.isRecord(json)
+          ? Effect.succeed(json as Emulator.Options)
+          : Effect.fail(ValidationError.invalidValue(HelpDoc.p("--options: expected a JSON object of options")))
+      ),
+      Options.withDefault(noOptions)
     )
   },
   (args) =>
     Effect.scoped(Effect.gen(function*() {
-      const running = yield* Emulator.make({ port: args.port, host: args.host, sandboxMode: !args.production })
+      const running = yield* Emulator.make({
+        ...args.options,
+        // (A `null` in the file is passed on, for the emulator to refuse, not read as no port.)
+        port: Option.getOrElse(args.port, () => args.options.port === undefined ? 4010 : args.options.port),
+        ...Option.match(args.host, { onNone: () => ({}), onSome: (host) => ({ host }) }),
+        ...(args.production ? { sandboxMode: false } : {})
+      })
       // The emulator's credentials are local test values, printed so another shell can point the client at it.
       yield* Console.log(Render.pairs([
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
         ["admin", `${running.url}/__emulator`],
         ["use it with", `FIN_BASE_URL=${running.url} FIN_CLIENT_ID=${running.credentials.clientId} FIN_CLIENT_SECRET=${running.credentials.clientSecret}`],
         ["webhooks", `signed with FIN_WEBHOOK_SECRET=${running.webhookSecret}`],
-        ...Object.entries(Emulator.defaultBeneficiaries).map(([id, beneficiary]) =>
+        ...Object.entries(args.options.beneficiaries ?? Emulator.defaultBeneficiaries).map(([id, beneficiary]) =>
           [
             "beneficiary",
             `--beneficiary ${id} (paid in ${beneficiary.currency}${
