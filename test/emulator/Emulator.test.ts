@@ -875,18 +875,24 @@ describe("Emulator", () => {
       }).pipe(Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.Debug))
     })
 
-    it.scopedLive("reset and revoke-tokens refuse a body not JSON, or with fields, with 400, and do nothing", () =>
+    it.scopedLive("reset, revoke-tokens and clearing faults refuse a body not JSON, or with fields, with 400", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
         yield* emulator.setFaults([{ kind: "stall", route: "POST /v1/fee-calculation" }])
-        for (const path of ["/__emulator/reset", "/__emulator/revoke-tokens"]) {
-          const garbage = yield* call(emulator.url, "POST", path, { body: "garbage{" })
+        // A DELETE of the faults with rules in its body (meant as a POST) would otherwise clear them all, and say so.
+        const routes = [
+          ["POST", "/__emulator/reset"],
+          ["POST", "/__emulator/revoke-tokens"],
+          ["DELETE", "/__emulator/faults"]
+        ] as const
+        for (const [method, path] of routes) {
+          const garbage = yield* call(emulator.url, method, path, { body: "garbage{" })
           expect([garbage.status, garbage.json], path).toMatchObject([400, {
-            message: `Invalid body for POST ${path}: not valid JSON`
+            message: `Invalid body for ${method} ${path}: not valid JSON`
           }])
-          const fields = yield* call(emulator.url, "POST", path, { body: { refresh: true } })
+          const fields = yield* call(emulator.url, method, path, { body: { faults: [{ kind: "stall" }] } })
           expect([fields.status, fields.json], path).toMatchObject([400, {
-            message: `Invalid body for POST ${path}: no input: an empty body or {}`
+            message: `Invalid body for ${method} ${path}: no input: an empty body or {}`
           }])
         }
         expect(yield* emulator.faults).toHaveLength(1)

@@ -463,7 +463,10 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     HttpRouter.get("/__emulator", loopbackOnly(Effect.map(admin.info, (info) => json(info)))),
     HttpRouter.get("/__emulator/faults", loopbackOnly(faultsResponse)),
     HttpRouter.post("/__emulator/faults", loopbackOnly(setFaults)),
-    HttpRouter.del("/__emulator/faults", loopbackOnly(Effect.as(state.setFaults([], false), json({ faults: [] })))),
+    HttpRouter.del(
+      "/__emulator/faults",
+      loopbackOnly(noInput("DELETE /__emulator/faults", Effect.as(state.setFaults([], false), json({ faults: [] }))))
+    ),
     HttpRouter.get("/__emulator/counters", loopbackOnly(Effect.map(counters, (c) => json(c)))),
     HttpRouter.post(
       "/__emulator/reset",
