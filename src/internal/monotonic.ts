@@ -24,6 +24,9 @@ export const plus = (now: number, duration: Duration.DurationInput): number => {
   return Number.isFinite(ms) ? (Math.round(now * 1000) + Math.floor(Math.round(ms * 1e6) / 1000)) / 1000 : ms
 }
 
+// What a reading can fall short of the time it stands for, in microseconds, near `micros` (see `reached`).
+const shortfall = (micros: number): number => Math.max(1, Math.ceil(Math.abs(micros) * 2 ** -51))
+
 /**
  * Whether the reading `now` has reached `limit` (a `plus` result), give or take what a reading can fall short:
  * `TestClock` floors its floating-point time to nanoseconds, so the reading once a cool-down has passed can be a
@@ -34,9 +37,6 @@ export const reached = (now: number, limit: number): boolean => {
   const micros = Math.round(limit * 1000)
   return Math.round(now * 1000) >= micros - shortfall(micros)
 }
-
-// What a reading can fall short of the time it stands for, in microseconds, near `micros` (see `reached`).
-const shortfall = (micros: number): number => Math.max(1, Math.ceil(Math.abs(micros) * 2 ** -51))
 
 /**
  * What is surely left from the reading `now` to `limit`: `between` less what a reading can fall short (see

@@ -19,8 +19,8 @@ import {
   TimeoutError,
   TransportError
 } from "../FinError.js"
-import { type AttemptError, defaultMessage } from "./http.js"
 import * as Durations from "./duration.js"
+import { type AttemptError, defaultMessage } from "./http.js"
 import * as SystemCodes from "./systemCodes.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
