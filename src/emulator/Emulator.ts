@@ -560,7 +560,8 @@ const makeWithDefaultPort = (
     const info = Effect.map(state.webhookUrl, (webhookUrl) => ({
       url,
       credentials: service.credentials,
-      webhook: { url: webhookUrl ?? null, algorithm: settings.webhookAlgorithm },
+      // The secret too (a local test value, printed at start): a script driving the emulator checks signatures.
+      webhook: { url: webhookUrl ?? null, algorithm: settings.webhookAlgorithm, secret: settings.webhookSecret },
       routes: routeNames
     }))
 

@@ -935,7 +935,11 @@ describe("Emulator", () => {
         expect(after.statuses).toEqual({})
 
         const info = yield* call(emulator.url, "GET", "/__emulator")
-        expect(info.json).toMatchObject({ url: emulator.url, credentials: emulator.credentials })
+        expect(info.json).toMatchObject({
+          url: emulator.url,
+          credentials: emulator.credentials,
+          webhook: { algorithm: "sha256", secret: emulator.webhookSecret }
+        })
       }))
 
     it.scopedLive("the token log keeps the newest 1,000 issues and refreshes, oldest first", () =>
