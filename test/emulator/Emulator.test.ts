@@ -1113,7 +1113,14 @@ describe("Emulator", () => {
         expect(registered.json).toEqual({ url: https.url })
         expect(yield* emulator.faults).toEqual([])
         const missing = yield* call(emulator.url, "GET", "/__emulator/nothing")
-        expect(missing.status).toBe(404)
+        expect([missing.status, missing.json]).toEqual([404, { message: "No admin route GET /__emulator/nothing" }])
+        // A path it has, with a method it does not take: which ones it does.
+        const put = yield* call(emulator.url, "PUT", "/__emulator/faults?x=1", { body: { faults: [] } })
+        expect([put.status, put.headers.get("allow"), put.json]).toEqual([405, "GET, POST, DELETE", {
+          message: "PUT is not taken by /__emulator/faults?x=1: use GET or POST or DELETE"
+        }])
+        const posted = yield* call(emulator.url, "POST", "/__emulator/counters")
+        expect([posted.status, posted.headers.get("allow")]).toEqual([405, "GET"])
         // Admin traffic is not counted.
         expect((yield* emulator.counters).statuses).toEqual({})
       }))

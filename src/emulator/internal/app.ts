@@ -9,6 +9,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -482,14 +483,30 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     HttpRouter.post("/__emulator/webhooks", loopbackOnly(webhooks))
   )
 
+  // An admin path asked with a method it does not take: 405 naming the ones it does, for a script that used another.
+  const adminMethods = (url: string): ReadonlyArray<string> => {
+    const path = url.split("?")[0]
+    return Chunk.toReadonlyArray(router.routes).filter((route) => route.path === path).map((route) => route.method)
+  }
+
   // Any other path or method: the documented 404, counted apart.
   return Effect.catchTags(router, {
-    RouteNotFound: (error) =>
-      error.request.url.startsWith("/__emulator")
-        ? Effect.succeed(json({ message: `No admin route ${error.request.method} ${error.request.url}` }, 404))
-        : Effect.as(
+    RouteNotFound: (error) => {
+      const { method, url } = error.request
+      if (!url.startsWith("/__emulator")) {
+        return Effect.as(
           Effect.flatMap(state.countRequest("unmatched"), (generation) => state.countStatus(404, generation)),
           notFound
         )
+      }
+      const allowed = adminMethods(url)
+      return Effect.succeed(
+        allowed.length === 0
+          ? json({ message: `No admin route ${method} ${url}` }, 404)
+          : json({ message: `${method} is not taken by ${url}: use ${allowed.join(" or ")}` }, 405, {
+            allow: allowed.join(", ")
+          })
+      )
+    }
   })
 }
