@@ -1011,24 +1011,28 @@ describe("Emulator", () => {
         expect(yield* emulator.counters).toEqual(fresh)
       }))
 
-    it.scopedLive("a response to a request counted before a reset is not counted after it", () =>
+    it.scopedLive("a request counted before a reset and answered after it: not counted after it, its token dead", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make({ faults: [{ kind: "latency", millis: 300 }] })
-        const inFlight = yield* Effect.fork(
-          Effect.all(Array.from({ length: 5 }, () => call(emulator.url, "POST", "/v1/oauth/token", { body: {} })), {
-            concurrency: "unbounded"
-          })
-        )
+        const inFlight = yield* Effect.fork(Effect.all(Array.from({ length: 5 }, () => tokenOf(emulator)), {
+          concurrency: "unbounded"
+        }))
         // All five counted, and held by the latency rule: the reset comes before any is answered.
         yield* Effect.repeat(emulator.counters, {
           until: (counters) => counters.requests["POST /v1/oauth/token"] === 5,
           schedule: Schedule.spaced("5 millis")
         })
         yield* emulator.reset
-        yield* Fiber.join(inFlight)
+        const tokens = yield* Fiber.join(inFlight)
         const counters = yield* emulator.counters
+        expect(counters).toMatchObject({ statuses: {}, tokensIssued: 0, activeTokens: 0, tokenLog: [] })
         expect(counters.requests["POST /v1/oauth/token"]).toBe(0)
-        expect(counters.statuses).toEqual({})
+        // Handed out all the same (and listed for leak checks), but as dead as the reset left every other token.
+        const accessTokens = tokens.map((answer) => answer["access_token"]!)
+        expect(yield* emulator.issuedTokens).toEqual(expect.arrayContaining(accessTokens))
+        yield* emulator.clearFaults
+        const body = { source_currency: "USD", source_amount: 100, destination_currency: "CAD" }
+        expect((yield* fee(emulator, accessTokens[0]!, body)).status).toBe(401)
       }))
 
     it.scopedLive("reset restores the fault rules of the options", () =>

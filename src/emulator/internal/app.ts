@@ -14,6 +14,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -317,6 +318,9 @@ const adminBody = <A, I>(schema: Schema.Schema<A, I>, operation: string, emptyAs
 const respond = <R>(effect: Effect.Effect<Response, Response, R>): Effect.Effect<Response, never, R> =>
   Effect.merge(effect)
 
+// The counters' generation when the request being answered was counted (`State.countRequest`), for its tokens.
+const requestGeneration = FiberRef.unsafeMake(0)
+
 /** The whole app. */
 export const make = (state: State, admin: Admin): HttpApp.Default<never, never> => {
   const { settings } = state
@@ -328,7 +332,7 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
       const decision = yield* state.decideFaults(route)
       if (decision.latency > 0) yield* Effect.sleep(Duration.millis(decision.latency))
       const response = decision.terminal === undefined || decision.terminal.kind === "latency"
-        ? yield* handler
+        ? yield* Effect.locally(handler, requestGeneration, generation)
         : yield* injectFault(decision.terminal)
       yield* state.countStatus(response.status, generation)
       return response
@@ -343,7 +347,10 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     })
 
   const tokenResponse = (kind: "issue" | "refresh") =>
-    Effect.map(state.issueTokens(kind), (fields) => json(settings.tokenEnvelope === "data" ? { data: fields } : fields))
+    FiberRef.get(requestGeneration).pipe(
+      Effect.flatMap((generation) => state.issueTokens(kind, generation)),
+      Effect.map((fields) => json(settings.tokenEnvelope === "data" ? { data: fields } : fields))
+    )
 
   const issueToken = respond(Effect.gen(function*() {
     const body = yield* readObject

@@ -106,7 +106,11 @@ export interface State {
   /** Counts a response, unless a reset came since its request was counted (`generation` from `countRequest`). */
   readonly countStatus: (status: number, generation: number) => Effect.Effect<void>
   readonly decideFaults: (route: RouteName) => Effect.Effect<FaultDecision>
-  readonly issueTokens: (kind: "issue" | "refresh") => Effect.Effect<TokenFields>
+  /**
+   * Issues a token pair for a request counted in `generation` (from `countRequest`): after a reset since, the pair is
+   * handed out as dead as the reset left every other token, and not counted.
+   */
+  readonly issueTokens: (kind: "issue" | "refresh", generation: number) => Effect.Effect<TokenFields>
   readonly checkAccess: (token: string) => Effect.Effect<boolean>
   readonly checkRefresh: (token: string) => Effect.Effect<boolean>
   readonly revokeTokens: Effect.Effect<number>
@@ -229,29 +233,32 @@ export const make = (settings: Settings): Effect.Effect<State> =>
         })
       })
 
-    const issueTokens = (kind: "issue" | "refresh") =>
+    const issueTokens = (kind: "issue" | "refresh", counted: number) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         serial += 1
         const accessToken = yield* tokenString("access", now, now + settings.accessLifetime)
         const refreshToken = yield* tokenString("refresh", now, now + settings.refreshLifetime)
         return yield* Effect.sync((): TokenFields => {
-          if (settings.revokeOnIssue) {
-            access.clear()
-            refresh.clear()
-          } else if (serial % SWEEP_EVERY === 0) {
-            sweep(now)
-          }
           const accessExpiry = now + settings.accessLifetime
           const refreshExpiry = now + settings.refreshLifetime
-          access.set(accessToken, accessExpiry)
-          refresh.set(refreshToken, refreshExpiry)
+          // Handed out all the same, so kept for `issuedTokens` (a test looks for every token in its logs).
           issued.push(accessToken, refreshToken)
           if (issued.length > ISSUED_KEPT) issued.splice(0, issued.length - ISSUED_KEPT)
-          if (kind === "issue") tokensIssued += 1
-          else tokensRefreshed += 1
-          tokenLog.push({ at: now, kind })
-          if (tokenLog.length > TOKEN_LOG_SIZE) tokenLog.shift()
+          if (counted === generation) {
+            if (settings.revokeOnIssue) {
+              access.clear()
+              refresh.clear()
+            } else if (serial % SWEEP_EVERY === 0) {
+              sweep(now)
+            }
+            access.set(accessToken, accessExpiry)
+            refresh.set(refreshToken, refreshExpiry)
+            if (kind === "issue") tokensIssued += 1
+            else tokensRefreshed += 1
+            tokenLog.push({ at: now, kind })
+            if (tokenLog.length > TOKEN_LOG_SIZE) tokenLog.shift()
+          }
           return {
             access_token: accessToken,
             access_token_ttl: Timestamps.formatService(accessExpiry),
