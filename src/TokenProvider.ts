@@ -612,14 +612,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // retries: the issue route may well work, and the refresh token would otherwise be tried again, and fail, on
         // every fetch until it expires (days); but when the whole service is down, that costs one attempt, not a second
         // series. When the refresh's answer asked for a wait (`quiet`) and the issue's failure asks none, the fetch
-        // fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue) going every 5 s.
+        // fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue) going every 5 s;
+        // but not over refused credentials, which are the news (held for their second, with their hint).
         Effect.catchAll((e) => {
           const refused = isRefusal(e)
           if (refused) refusedRefresh = Redacted.value(token)
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
             Effect.zipRight(refused ? issue : issueWith(0)),
             Effect.mapError((f) =>
-              Retry.retryAfterOf(f) === undefined && Retry.retryAfterOf(e) !== undefined
+              !isRefusal(f) && Retry.retryAfterOf(f) === undefined && Retry.retryAfterOf(e) !== undefined
                 ? e
                 : refused
                 ? f

@@ -994,6 +994,25 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
     })))
 
+  // A refresh that failed asking a wait (here 0) and then refused credentials: the refusal is the news, held for its
+  // second with its hint, not the refresh's 503 (whose wait of 0 held nothing).
+  it.effect("a failing refresh asking a wait, then refused credentials: the refusal, held for the second", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR)
+      for (let i = 0; i < 2; i++) {
+        expect(yield* Effect.flip(getToken)).toMatchObject({
+          _tag: "AuthenticationError",
+          operation: "POST /v1/oauth/token",
+          message: expect.stringContaining("check clientId and clientSecret)")
+        })
+      }
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(401, { message: "invalid client" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }, { "retry-after": "0" })
+    }, { maxRetries: 0 })))
+
   it.effect("a token call that stalls past tokenTimeout is a TimeoutError of kind token", () =>
     Effect.gen(function*() {
       const fiber = yield* Effect.fork(Effect.flip(getToken))
