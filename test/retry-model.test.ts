@@ -25,7 +25,7 @@ import * as FinError from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { quoteBody, quoteRequest } from "./support.js"
+import { quoteBody, quoteRequest, settle } from "./support.js"
 
 const SEED = Number(process.env.FIN_MODEL_SEED ?? 20_260_101)
 const NUM_RUNS = Number(process.env.FIN_MODEL_RUNS ?? 400)
@@ -350,15 +350,6 @@ interface Run {
   readonly sentAt: ReadonlyArray<number>
   readonly elapsed: number
 }
-
-// A few scheduler ticks and event-loop turns: what the call awaits off the clock (the in-memory response's stream)
-// settles before the clock is moved.
-const settle = Effect.gen(function*() {
-  for (let round = 0; round < 3; round++) {
-    for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
-    yield* Effect.promise(() => new Promise<void>((resume) => setImmediate(resume)))
-  }
-})
 
 // Runs `effect`, moving the TestClock exactly to the next due timer whenever the fiber is waiting, until it ends.
 const drive = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

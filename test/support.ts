@@ -341,3 +341,14 @@ export const roundTrips = <A, I>(schema: Schema.Schema<A, I>): ReadonlyArray<rea
   FastCheck.sample(Arbitrary.make(schema), { numRuns: 200, seed: 7 }).map((value) =>
     [value, Schema.decodeUnknownSync(schema)(Schema.encodeSync(schema)(value))] as const
   )
+
+/**
+ * A few scheduler ticks and event-loop turns, for a test that drives the TestClock itself: what a call awaits off the
+ * clock (an in-memory response's stream) settles before the clock is moved.
+ */
+export const settle = Effect.gen(function*() {
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+    yield* Effect.promise(() => new Promise<void>((resume) => setImmediate(resume)))
+  }
+})
