@@ -457,7 +457,8 @@ const emulator = Command.make(
         ...Option.match(args.host, { onNone: () => ({}), onSome: (host) => ({ host }) }),
         ...(args.production ? { sandboxMode: false } : {})
       })
-      // The emulator's credentials are local test values, printed so another shell can point the client at it.
+      // The emulator's own credentials (test values, or the options file's: never put the service's there), printed
+      // so another shell can point the client at it.
       yield* Console.log(Render.pairs([
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
         ["admin", `${running.url}/__emulator`],

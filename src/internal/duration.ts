@@ -15,11 +15,11 @@ export const isNegativeOrNaN = (input: unknown): boolean =>
     : Array.isArray(input) && input.some((n) => typeof n === "number" && !(n >= 0))
 
 /**
- * `duration` for a message, in whole milliseconds (rounded up): a wait with jitter, or what is left of a deadline on
- * the monotonic clock, would otherwise read `540ms 945801ns`.
+ * `duration` for a message, in whole milliseconds (rounded up, or down with `Math.floor`: what is left of a limit):
+ * a wait with jitter, or what is left of a deadline on the monotonic clock, would otherwise read `540ms 945801ns`.
  */
-export const formatMillis = (duration: Duration.Duration): string =>
-  Duration.format(Duration.millis(Math.ceil(Duration.toMillis(duration))))
+export const formatMillis = (duration: Duration.Duration, round: (millis: number) => number = Math.ceil): string =>
+  Duration.format(Duration.millis(round(Duration.toMillis(duration))))
 
 /**
  * The longest a time limit may be: past 2^31 - 1 ms (24.8 days) `setTimeout`, and so Effect's clock, never fires, and

@@ -173,7 +173,7 @@ const withinTime = <Out, In, R>(
             Effect.logDebug(
               `effect-fin: not retrying: the next wait of ${
                 Durations.formatMillis(delay)
-              } would outlast the deadline (${Durations.formatMillis(left)} left)`
+              } would outlast the deadline (${Durations.formatMillis(left, Math.floor)} left)`
             ),
             [next, out, ScheduleDecision.done] as const
           )
