@@ -458,11 +458,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // redacted of it and of the client secret, which a refresh does not send but a debugging page may dump all the same
     // (API calls redact it too; a refresh's error can reach callers); not of the client id, which is no secret (and,
     // short, would hide the service's own words).
+    // `usableUntil`: the last moment (on the Clock) `credential` may be sent, a refresh token's; a retry whose wait
+    // would not end before it is not made (the service would refuse it as expired).
     const call = (
       path: string,
       body: Readonly<Record<string, string>>,
       credential: string,
-      maxRetries = config.maxRetries
+      maxRetries = config.maxRetries,
+      usableUntil?: number
     ) => {
       const operation = `POST ${path}`
       // Which call, for the metric: a refused refresh token is routine (a fresh token is issued instead), refused
@@ -502,6 +505,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         (self) => Retry.retry(self, {
           maxRetries,
           waitCap: config.maxRetryAfter,
+          ...(usableUntil === undefined ? {} : {
+            timeLeft: Effect.map(Clock.currentTimeMillis, (now) => Duration.millis(Math.max(0, usableUntil - now))),
+            timeLeftOf: "the refresh token's usable time"
+          }),
           onRetry: (error, retry, until) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
               Effect.zipRight(Metric.increment(retriesOf("token"))),
@@ -600,11 +607,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       if (refusedAccess.size > MAX_REFUSED) refusedAccess.delete(refusedAccess.values().next().value!)
     }
 
-    const refresh = (token: Redacted.Redacted<string>) =>
+    const refresh = ({ token, usableUntil }: Refresh) =>
       Effect.gen(function*() {
         yield* Effect.logDebug("effect-fin: refreshing the access token")
         const refreshToken = Redacted.value(token)
-        const response = yield* call("/v1/oauth/refresh-token", { refresh_token: refreshToken }, refreshToken)
+        const response = yield* call(
+          "/v1/oauth/refresh-token",
+          { refresh_token: refreshToken },
+          refreshToken,
+          config.maxRetries,
+          usableUntil
+        )
         return yield* toState(response)
       }).pipe(
         // A refused refresh token (401, another 4xx but 408) means: issue anew. A refresh route that still fails after
@@ -668,7 +681,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           : Effect.tap(
             Option.isSome(previous) && now < previous.value.usableUntil &&
               Redacted.value(previous.value.token) !== refusedRefresh
-              ? refresh(previous.value.token)
+              ? refresh(previous.value)
               : issue,
             (pair) =>
               Effect.sync(() => {

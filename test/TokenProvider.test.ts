@@ -12,6 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
@@ -1012,6 +1013,29 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": tokenThen(FinTest.json(401, { message: "invalid client" }), "1 hour"),
       "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }, { "retry-after": "0" })
     }, { maxRetries: 0 })))
+
+  // The refresh token is sent only while usable: a retry of its refresh that would come after that is not made (the
+  // service would refuse it as expired); an issue follows at once instead.
+  it.effect("a refresh is not retried past its refresh token's usable time: an issue follows", () =>
+    Effect.gen(function*() {
+      const ping = HttpTransport.request({ method: "GET", path: "/v1/ping", response: Schema.Unknown })
+      yield* FinTest.advanceUntilDone(ping)
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      // Issued at 0 (the refresh token usable until about 0.9 s), refused by the API at once; the refresh stalls to
+      // 1 s, and its retry would go at 1.5 s: the issue goes at 1 s instead.
+      expect(requests.filter((r) => r.path !== "/v1/ping").map((r) => `${r.path} at ${r.at}`)).toEqual([
+        "/v1/oauth/token at 0",
+        "/v1/oauth/refresh-token at 0",
+        "/v1/oauth/token at 1000"
+      ])
+    }).pipe(
+      Effect.withRandom(Random.fixed([0.5])),
+      provideClient({
+        "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "2 seconds", refreshLifetime: "1 second" }),
+        "POST /v1/oauth/refresh-token": () => FinTest.stall,
+        "GET /v1/ping": FinTest.sequence(FinTest.json(401, { message: "revoked" }), FinTest.json(200, {}))
+      }, { tokenTimeout: "1 second", maxRetries: 1 })
+    ))
 
   it.effect("a token call that stalls past tokenTimeout is a TimeoutError of kind token", () =>
     Effect.gen(function*() {

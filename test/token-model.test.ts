@@ -478,14 +478,8 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
   run.tokens.forEach((t, i) => {
     if (t.route === REFRESH) {
       const owner = [...issuedBy.values()].find((x) => x.refresh?.token === t.sent)
-      // Only the first try of a series is checked: a retry of a refresh (after a stall, a reset, a 5xx) sends the
-      // refresh token again without looking at its usable time (a known gap: the service refuses an expired one, and
-      // an issue follows).
-      const prev = run.tokens[i - 1]
-      const retry = prev !== undefined && prev.route === REFRESH && prev.sent === t.sent && prev.answer.kind !== "ok" &&
-        !isRefusal(prev.answer)
       if (owner === undefined) problems.push(`refresh at ${t.at} sent an unknown refresh token ${t.sent}`)
-      else if (!retry && t.at >= owner.refresh!.usableUntil + EPS) {
+      else if (t.at >= owner.refresh!.usableUntil + EPS) {
         problems.push(`refresh token ${t.sent} sent at ${t.at}, past its usable time ${owner.refresh!.usableUntil}`)
       }
       if (refusedRefresh.has(t.sent!)) problems.push(`refresh token ${t.sent} sent at ${t.at} after it was refused`)

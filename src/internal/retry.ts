@@ -151,6 +151,8 @@ export interface PolicyOptions<E> {
   readonly waitCap: Duration.Duration
   /** What is left of the call's deadline, if it has one: a wait that does not end before it ends the retries. */
   readonly timeLeft?: Effect.Effect<Duration.Duration>
+  /** What `timeLeft` runs out at, for messages, when not the call's deadline (a refresh token's last usable time). */
+  readonly timeLeftOf?: string
   /** Runs before each wait, told the error retried and when (epoch milliseconds, on the `Clock`) the wait ends. */
   readonly onRetry: (error: E, retry: number, until: number) => Effect.Effect<void>
 }
@@ -159,7 +161,8 @@ export interface PolicyOptions<E> {
 // (or to start an attempt with no time left) would answer later, with a TimeoutError in place of the service's error.
 const withinTime = <Out, In, R>(
   self: Schedule.Schedule<Out, In, R>,
-  timeLeft: Effect.Effect<Duration.Duration>
+  timeLeft: Effect.Effect<Duration.Duration>,
+  timeLeftOf = "the deadline"
 ): Schedule.Schedule<Out, In, R> =>
   Schedule.makeWithState(self.initial, (now, input, state) =>
     Effect.flatMap(self.step(now, input, state), (result) => {
@@ -173,7 +176,7 @@ const withinTime = <Out, In, R>(
             Effect.logDebug(
               `effect-fin: not retrying: the next wait of ${
                 Durations.formatMillis(delay)
-              } would outlast the deadline (${Durations.formatMillis(left, Math.floor)} left)`
+              } would outlast ${timeLeftOf} (${Durations.formatMillis(left, Math.floor)} left)`
             ),
             [next, out, ScheduleDecision.done] as const
           )
@@ -202,7 +205,8 @@ export const policy = <E extends Retried>(
       const wait = retryAfterOf(error)
       return wait === undefined || Duration.isZero(wait) ? delay : wait
     }),
-    (schedule) => options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft),
+    (schedule) =>
+      options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft, options.timeLeftOf),
     Schedule.onDecision(([[error], retry], decision) =>
       ScheduleDecision.isDone(decision)
         ? Effect.void
@@ -242,13 +246,13 @@ const saidBy = ({ message, operation, status }: ApiError): string => {
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is.
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
-const slowDown = (error: ApiError, limit: Limit): RateLimitError =>
+const slowDown = (error: ApiError, limit: Limit, timeLeftOf = "the call's deadline"): RateLimitError =>
   new RateLimitError({
     message: `The service answered ${error.status} and asked to wait ${
       Duration.format(error.retryAfter ?? Duration.zero)
-    }, ${limit === "waitCap" ? "longer than allowed" : "more than the call's deadline leaves"}${error.operation === undefined ? "" : `, on ${error.operation}`}${
-      saidBy(error)
-    }`,
+    }, ${limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`}${
+      error.operation === undefined ? "" : `, on ${error.operation}`
+    }${saidBy(error)}`,
     status: error.status,
     ...(error.code === undefined ? {} : { code: error.code }),
     ...(error.fieldErrors === undefined ? {} : { fieldErrors: error.fieldErrors }),
@@ -276,7 +280,7 @@ export const retry = <A, E extends Retried, R>(
       options.maxRetries > 0 && error._tag === "ApiError" && error.status >= 500 && isRetryable(error)
         ? Effect.flatMap(
           tooLongFor(error, options),
-          (limit) => Effect.fail(limit === undefined ? error : slowDown(error, limit))
+          (limit) => Effect.fail(limit === undefined ? error : slowDown(error, limit, options.timeLeftOf))
         )
         : Effect.fail(error)
     )
