@@ -552,25 +552,25 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           })
         )
 
-        // One scheduled attempt. Every 401 clears that token (compare-and-clear), so nobody here is handed it again.
-        // The first of the call then tries once more with a fresh one, outside `maxRetries`; a later 401 is final, so
-        // a revoked client can never loop (its token cleared all the same, unless the deadline has come).
+        // One scheduled attempt. The first 401 of the call clears that token and tries once more with a fresh one,
+        // outside `maxRetries`; a later 401 is final, so a revoked client can never loop. Its token is left for the
+        // next call's first 401 to clear: clearing it here would cost a client whose every token is refused a second
+        // token request a call, and hold the error back while a hanging store clears it.
         let refreshed = false
-        const clear = (token: Redacted.Redacted<string>) =>
-          Http.timeoutAt(tokens.invalidate(token), deadlineAt, deadlineError)
-        const isRefusal = (e: Http.AttemptError) => e._tag === "AuthenticationError" && e.status === 401
-        const sendFinal = (token: Redacted.Redacted<string>) =>
-          Effect.catchIf(send(token), isRefusal, (error) =>
-            Effect.zipRight(Effect.ignore(clear(token)), Effect.fail(error)))
         const attempt = Effect.flatMap(getToken, (token) =>
-          refreshed ? sendFinal(token) : Effect.catchIf(send(token), isRefusal, () => {
-            refreshed = true
-            return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
-              Effect.zipRight(clear(token)),
-              Effect.zipRight(getToken),
-              Effect.flatMap(sendFinal)
+          send(token).pipe(
+            Effect.catchIf(
+              (e) => e._tag === "AuthenticationError" && e.status === 401 && !refreshed,
+              () => {
+                refreshed = true
+                return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
+                  Effect.zipRight(Http.timeoutAt(tokens.invalidate(token), deadlineAt, deadlineError)),
+                  Effect.zipRight(getToken),
+                  Effect.flatMap(send)
+                )
+              }
             )
-          }))
+          ))
 
         const remaining = Effect.map(Monotonic.millis, (now) => Monotonic.left(now, deadlineAt))
 

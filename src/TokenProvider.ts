@@ -607,6 +607,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       if (refusedAccess.size > MAX_REFUSED) refusedAccess.delete(refusedAccess.values().next().value!)
     }
 
+    // Whether a fetch whose refresh failed with `e` and whose issue then failed with `f` fails with `e`: the refresh
+    // asked a wait and the issue none, and, when the issue refused the credentials, a wait (as it is held) not
+    // shorter than the refusal's hold.
+    const keepsRefreshWait = (e: FinError, f: FinError): boolean => {
+      const asked = Retry.retryAfterOf(e)
+      return asked !== undefined && Retry.retryAfterOf(f) === undefined &&
+        (!isRefusal(f) ||
+          Duration.greaterThanOrEqualTo(Duration.min(asked, config.maxRetryAfter), REFUSED_CREDENTIALS_HOLD))
+    }
+
     const refresh = ({ token, usableUntil }: Refresh) =>
       Effect.gen(function*() {
         yield* Effect.logDebug("effect-fin: refreshing the access token")
@@ -626,14 +636,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // every fetch until it expires (days); but when the whole service is down, that costs one attempt, not a second
         // series. When the refresh's answer asked for a wait (`quiet`) and the issue's failure asks none, the fetch
         // fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue) going every 5 s;
-        // but not over refused credentials, which are the news (held for their second, with their hint).
+        // but refused credentials, held for their second with their hint, win over a refresh's wait held for less.
         Effect.catchAll((e) => {
           const refused = isRefusal(e)
           if (refused) refusedRefresh = Redacted.value(token)
           return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
             Effect.zipRight(refused ? issue : issueWith(0)),
             Effect.mapError((f) =>
-              !isRefusal(f) && Retry.retryAfterOf(f) === undefined && Retry.retryAfterOf(e) !== undefined
+              keepsRefreshWait(e, f)
                 ? e
                 : refused
                 ? f

@@ -1015,22 +1015,6 @@ describe("HttpTransport", () => {
       expect(yield* tokenRequests).toBe(2)
     }).pipe(provideClient({ [FEE]: () => FinTest.json(401, { message: "Authentication failed" }) })))
 
-  // The final 401 clears its token too: the next call starts with a fresh one, not the one the service refused.
-  it.effect("the token of a call's final 401 is not handed to the next call", () =>
-    Effect.gen(function*() {
-      expect(yield* Effect.flip(calculate)).toMatchObject({ _tag: "AuthenticationError", attempts: 2 })
-      yield* calculate
-      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
-      const auth = requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.headers.authorization)
-      expect(auth).toEqual(["Bearer token-1", "Bearer token-2", "Bearer token-3"])
-    }).pipe(provideClient({
-      [FEE]: FinTest.sequence(
-        FinTest.json(401, { message: "Authentication failed" }),
-        FinTest.json(401, { message: "Authentication failed" }),
-        ok
-      )
-    })))
-
   // The service answers a 401 before doing anything: the one resend with a fresh token holds for an unsafe call too.
   it.effect("an unsafe POST's 401 is sent once more with a fresh token; a second 401 is final", () =>
     Effect.gen(function*() {

@@ -1014,6 +1014,22 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }, { "retry-after": "0" })
     }, { maxRetries: 0 })))
 
+  // A refresh asking a longer wait (here 120 s, held for maxRetryAfter's 60) than refused credentials are held for:
+  // that wait is kept, not a refresh and an issue each second.
+  it.effect("a failing refresh asking a long wait, then refused credentials: the refresh's wait is kept", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR)
+      for (let i = 0; i < 10; i++) {
+        expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "RateLimitError", status: 503 })
+        yield* advance(1000)
+      }
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(401, { message: "invalid client" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }, { "retry-after": "120" })
+    })))
+
   // The refresh token is sent only while usable: a retry of its refresh that would come after that is not made (the
   // service would refuse it as expired); an issue follows at once instead.
   it.effect("a refresh is not retried past its refresh token's usable time: an issue follows", () =>

@@ -440,8 +440,13 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
       }
     })
   }
+  // A call's final 401 (the one after its refresh-and-retry) leaves its token for the next call's first 401 to clear
+  // (README): only a refusal that was the first 401 of its call is checked.
+  const firstRefusal = (p: ApiRequest) =>
+    p.refused && !run.api.some((q) => q.caller === p.caller && q !== p && q.refused && run.api.indexOf(q) <
+      run.api.indexOf(p))
   for (const r of run.api) {
-    const refusedBefore = run.api.find((p) => p.refused && p.token === r.token && p.at < r.at)
+    const refusedBefore = run.api.find((p) => firstRefusal(p) && p.token === r.token && p.at < r.at)
     const caller = run.callers.find((k) => k.caller.id === r.caller)?.caller
     if (refusedBefore !== undefined && caller !== undefined && caller.arrivedAt > refusedBefore.at) {
       problems.push(`caller ${r.caller} (arrived ${caller.arrivedAt}) got ${r.token}, refused at ${refusedBefore.at}`)
