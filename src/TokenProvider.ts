@@ -607,14 +607,19 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       if (refusedAccess.size > MAX_REFUSED) refusedAccess.delete(refusedAccess.values().next().value!)
     }
 
+    // The wait `error` asked for, as it is kept (`maxRetryAfter` at most); none if it asked none.
+    const heldWait = (error: FinError): Duration.Duration | undefined => {
+      const asked = Retry.retryAfterOf(error)
+      return asked === undefined ? undefined : Duration.min(asked, config.maxRetryAfter)
+    }
+
     // Whether a fetch whose refresh failed with `e` and whose issue then failed with `f` fails with `e`: the refresh
     // asked a wait and the issue none, and, when the issue refused the credentials, a wait (as it is held) not
     // shorter than the refusal's hold.
     const keepsRefreshWait = (e: FinError, f: FinError): boolean => {
-      const asked = Retry.retryAfterOf(e)
-      return asked !== undefined && Retry.retryAfterOf(f) === undefined &&
-        (!isRefusal(f) ||
-          Duration.greaterThanOrEqualTo(Duration.min(asked, config.maxRetryAfter), REFUSED_CREDENTIALS_HOLD))
+      const held = heldWait(e)
+      return held !== undefined && Retry.retryAfterOf(f) === undefined &&
+        (!isRefusal(f) || Duration.greaterThanOrEqualTo(held, REFUSED_CREDENTIALS_HOLD))
     }
 
     const refresh = ({ token, usableUntil }: Refresh) =>
@@ -969,8 +974,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // `maxRetryAfter` say: it is not a wait the service asked for. A copy of a kept refusal holds for what its
         // sender had left, not a whole second again (copies handed back and forth would otherwise hold both processes
         // for ever); one that does not say is not held.
-        const asked = Retry.retryAfterOf(failure)
-        const capped = asked === undefined ? undefined : Duration.min(asked, config.maxRetryAfter)
+        const capped = heldWait(failure)
         const hold = copies.has(failure)
           ? capped ?? copyLeft.get(failure)
           : isRefusal(failure)
