@@ -100,6 +100,18 @@ export type FaultKind = model.FaultKind
 export const FaultRule: Schema.Schema<FaultRule, typeof model.FaultRule.Encoded> = model.FaultRule
 
 /**
+ * A fault rule and how often it fired since it was set (or since the last `reset`): what `injectedFaults` gives, and
+ * `GET /__emulator/faults` as its `injected` counts beside the rules.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InjectedFault {
+  readonly rule: FaultRule
+  readonly injected: number
+}
+
+/**
  * A fault rule (see the `FaultRule` schema): one interface per kind, so `rule.kind === "status"` narrows to
  * `StatusFaultRule`.
  *
@@ -379,6 +391,8 @@ export interface Service {
   readonly clearFaults: Effect.Effect<void>
   /** The current fault rules. */
   readonly faults: Effect.Effect<ReadonlyArray<FaultRule>>
+  /** The current fault rules, each with how often it fired since it was set (or since the last `reset`). */
+  readonly injectedFaults: Effect.Effect<ReadonlyArray<InjectedFault>>
   /** What was counted since the start or the last `reset` (requests per route, statuses, faults, tokens, webhooks). */
   readonly counters: Effect.Effect<Counters>
   /** Back to the start: no tokens, zero counters, the fault rules and webhook target of the options. */
@@ -547,7 +561,8 @@ const makeWithDefaultPort = (
       setFaults: (faults) => Effect.flatMap(decodeFaults(faults), replaceFaults),
       addFaults: (faults) => Effect.flatMap(decodeFaults(faults), appendFaults),
       clearFaults: Effect.asVoid(state.setFaults([], false)),
-      faults: state.faults,
+      faults: Effect.map(state.faults, (faults) => faults.map(({ rule }) => rule)),
+      injectedFaults: state.faults,
       counters: state.counters,
       reset: state.reset,
       revokeTokens: state.revokeTokens,
@@ -669,6 +684,17 @@ export const addFaults = (faults: ReadonlyArray<FaultRule>): Effect.Effect<void,
 export const faults: Effect.Effect<ReadonlyArray<FaultRule>, never, Emulator> = Effect.flatMap(
   Emulator,
   (e) => e.faults
+)
+
+/**
+ * The fault rules of the emulator in context, each with how often it fired.
+ *
+ * @since 0.1.0
+ * @category accessors
+ */
+export const injectedFaults: Effect.Effect<ReadonlyArray<InjectedFault>, never, Emulator> = Effect.flatMap(
+  Emulator,
+  (e) => e.injectedFaults
 )
 
 /**

@@ -592,7 +592,7 @@ describe("Emulator", () => {
         const made = yield* Effect.either(Emulator.make({ faults: [{ kind: "status", status: 503, body: { n: 1n } }] }))
         expect(made._tag).toBe("Left")
         expect(yield* emulator.faults).toEqual([])
-        expect((yield* call(emulator.url, "GET", "/__emulator/faults")).json).toEqual({ faults: [] })
+        expect((yield* call(emulator.url, "GET", "/__emulator/faults")).json).toEqual({ faults: [], injected: [] })
         expect((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status).toBe(422)
       }))
 
@@ -908,14 +908,16 @@ describe("Emulator", () => {
         const rule = { route: "POST /v1/fee-calculation", kind: "status", status: 503, retryAfter: 1, times: 1 }
         const set = yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule] } })
         expect(set.status).toBe(200)
-        expect(set.json).toEqual({ faults: [rule] })
+        expect(set.json).toEqual({ faults: [rule], injected: [0] })
+        const latency = { kind: "latency", millis: 1 }
         const appended = yield* call(emulator.url, "POST", "/__emulator/faults", {
-          body: { faults: [{ kind: "latency", millis: 1 }], append: true }
+          body: { faults: [latency], append: true }
         })
-        expect((appended.json as { faults: Array<unknown> }).faults).toHaveLength(2)
+        expect(appended.json).toEqual({ faults: [rule, latency], injected: [0, 0] })
         expect((yield* call(emulator.url, "GET", "/__emulator/faults")).json).toEqual(appended.json)
-        expect(yield* emulator.faults).toEqual((appended.json as { faults: unknown }).faults)
-        expect((yield* call(emulator.url, "DELETE", "/__emulator/faults")).json).toEqual({ faults: [] })
+        expect(yield* emulator.faults).toEqual([rule, latency])
+
+        expect((yield* call(emulator.url, "DELETE", "/__emulator/faults")).json).toEqual({ faults: [], injected: [] })
         expect(yield* emulator.faults).toEqual([])
 
         yield* tokenOf(emulator)
@@ -959,17 +961,43 @@ describe("Emulator", () => {
         expect(counters.tokenLog.every((entry) => entry.kind === "refresh")).toBe(true)
       }))
 
+    it.scopedLive("GET faults counts how often each rule fired; appending keeps the counts, setting anew not", () =>
+      Effect.gen(function*() {
+        const rule = { route: "POST /v1/fee-calculation", kind: "status", status: 503, retryAfter: 1, times: 1 } as const
+        const latency = { kind: "latency", millis: 1 } as const
+        const emulator = yield* Emulator.make({ faults: [rule, latency] })
+        // The 503 once (its `times`), the latency on every request, the token's included.
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        const quote = { source_currency: "USD", source_amount: 10, destination_currency: "EUR" }
+        expect((yield* fee(emulator, token, quote)).status).toBe(503)
+        expect((yield* fee(emulator, token, quote)).status).toBe(200)
+        const fired = yield* call(emulator.url, "GET", "/__emulator/faults")
+        expect(fired.json).toEqual({ faults: [rule, latency], injected: [1, 3] })
+        expect(yield* emulator.injectedFaults).toEqual([{ rule, injected: 1 }, { rule: latency, injected: 3 }])
+        const more = yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule], append: true } })
+        expect(more.json).toEqual({ faults: [rule, latency, rule], injected: [1, 3, 0] })
+        yield* emulator.setFaults([latency])
+        expect(yield* Effect.provideService(Emulator.injectedFaults, Emulator.Emulator, emulator))
+          .toEqual([{ rule: latency, injected: 0 }])
+        yield* emulator.addFaults([rule])
+        yield* tokenOf(emulator)
+        expect(yield* emulator.injectedFaults).toEqual([{ rule: latency, injected: 1 }, { rule, injected: 0 }])
+        // A reset goes back to the options' rules, none fired.
+        yield* emulator.reset
+        expect(yield* emulator.injectedFaults).toEqual([{ rule, injected: 0 }, { rule: latency, injected: 0 }])
+      }))
+
     it.scopedLive("POST faults replaces the rules unless append; expire-tokens keeps refresh tokens unless asked", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()
         const rule = (status: number) => ({ kind: "status", status })
         yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule(500)] } })
         const replaced = yield* call(emulator.url, "POST", "/__emulator/faults", { body: { faults: [rule(502)] } })
-        expect(replaced.json).toEqual({ faults: [rule(502)] })
+        expect(replaced.json).toEqual({ faults: [rule(502)], injected: [0] })
         const appended = yield* call(emulator.url, "POST", "/__emulator/faults", {
           body: { faults: [rule(503)], append: true }
         })
-        expect(appended.json).toEqual({ faults: [rule(502), rule(503)] })
+        expect(appended.json).toEqual({ faults: [rule(502), rule(503)], injected: [0, 0] })
         yield* emulator.clearFaults
         const token = yield* tokenOf(emulator)
         const expired = yield* call(emulator.url, "POST", "/__emulator/expire-tokens")

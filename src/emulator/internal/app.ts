@@ -30,7 +30,7 @@ import * as Subdivisions from "../../Subdivisions.js"
 import type { EmulatorError } from "./error.js"
 import type { Counters, FaultRule, RouteName, WebhookRequest } from "./model.js"
 import { ExpireTokensBody, NoInputBody, SetFaultsBody, WebhookAdminBody } from "./model.js"
-import type { State } from "./state.js"
+import type { InjectedFault, State } from "./state.js"
 import type { Delivery } from "./webhook.js"
 
 /** What the admin routes need besides the state. */
@@ -414,12 +414,15 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
 
   const counters: Effect.Effect<Counters> = state.counters
 
-  const faultsResponse = Effect.map(state.faults, (faults) => json({ faults }))
+  // The rules as they were set, and beside them how often each fired (so a GET's `faults` can be set again as is).
+  const faultsJson = (faults: ReadonlyArray<InjectedFault>) =>
+    json({ faults: faults.map(({ rule }) => rule), injected: faults.map(({ injected }) => injected) })
+
+  const faultsResponse = Effect.map(state.faults, faultsJson)
 
   const setFaults = respond(Effect.gen(function*() {
     const body = yield* adminBody(SetFaultsBody, "POST /__emulator/faults")
-    const faults = yield* state.setFaults(body.faults, body.append ?? false)
-    return json({ faults })
+    return faultsJson(yield* state.setFaults(body.faults, body.append ?? false))
   }))
 
   const expireTokens = respond(Effect.gen(function*() {
@@ -473,7 +476,7 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
     HttpRouter.post("/__emulator/faults", loopbackOnly(setFaults)),
     HttpRouter.del(
       "/__emulator/faults",
-      loopbackOnly(noInput("DELETE /__emulator/faults", Effect.as(state.setFaults([], false), json({ faults: [] }))))
+      loopbackOnly(noInput("DELETE /__emulator/faults", Effect.map(state.setFaults([], false), faultsJson)))
     ),
     HttpRouter.get("/__emulator/counters", loopbackOnly(Effect.map(counters, (c) => json(c)))),
     HttpRouter.post(

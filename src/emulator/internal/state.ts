@@ -60,8 +60,13 @@ export interface FaultDecision {
   readonly terminal: FaultRule | undefined
 }
 
-interface Rule {
+/** A fault rule and how often it fired. */
+export interface InjectedFault {
   readonly rule: FaultRule
+  readonly injected: number
+}
+
+interface Rule extends InjectedFault {
   injected: number
 }
 
@@ -117,8 +122,9 @@ export interface State {
   /** Every token issued or refreshed, oldest first (the last `ISSUED_KEPT`). */
   readonly issuedTokens: Effect.Effect<ReadonlyArray<string>>
   readonly expireTokens: (refresh: boolean) => Effect.Effect<number>
-  readonly faults: Effect.Effect<ReadonlyArray<FaultRule>>
-  readonly setFaults: (rules: ReadonlyArray<FaultRule>, append: boolean) => Effect.Effect<ReadonlyArray<FaultRule>>
+  /** The fault rules, each with how often it fired since it was set. */
+  readonly faults: Effect.Effect<ReadonlyArray<InjectedFault>>
+  readonly setFaults: (rules: ReadonlyArray<FaultRule>, append: boolean) => Effect.Effect<ReadonlyArray<InjectedFault>>
   readonly counters: Effect.Effect<Counters>
   readonly reset: Effect.Effect<void>
   readonly webhookUrl: Effect.Effect<string | undefined>
@@ -303,6 +309,9 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       }-${hex(f, 4)}${hex(g, 4)}${hex(h, 4)}`
     })
 
+    // Copies: the counts go on changing.
+    const copyRules = () => rules.map(({ injected, rule }): InjectedFault => ({ rule, injected }))
+
     const state: State = {
       settings,
       countRequest: (route) =>
@@ -334,12 +343,12 @@ export const make = (settings: Settings): Effect.Effect<State> =>
             if (alsoRefresh) for (const [token, expiry] of refresh) if (now < expiry) refresh.set(token, now)
             return n
           })),
-      faults: Effect.sync(() => rules.map(({ rule }) => rule)),
+      faults: Effect.sync(copyRules),
       setFaults: (next, append) =>
         Effect.sync(() => {
           const fresh = next.map((rule) => ({ rule, injected: 0 }))
           rules = append ? [...rules, ...fresh] : fresh
-          return rules.map(({ rule }) => rule)
+          return copyRules()
         }),
       counters: Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.sync((): Counters => ({
