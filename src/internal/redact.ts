@@ -218,10 +218,30 @@ const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]+$/
 // U+FFFF), each URL-encoded twice (`%25XX`, 5 characters); a 4-byte character is two units.
 const MAX_WIDTH = 15
 
+// The base64 (and base64url) characters that depend on `credential` alone, at each of the three alignments it may
+// have in a longer encoded text (after 0, 1 or 2 other bytes): a credential base64-encoded inside anything else
+// (`client_id:client_secret` of a Basic header) holds one of them. Only cores of 16 characters or more.
+const base64Cores = (credential: string): ReadonlyArray<string> => {
+  const bytes = utf8.encode(credential)
+  const cores: Array<string> = []
+  for (const pad of [0, 1, 2]) {
+    const all = new Uint8Array(pad + bytes.length)
+    all.set(bytes, pad)
+    let binary = ""
+    for (const byte of all) binary += String.fromCharCode(byte)
+    // `btoa`, not node:buffer: this module runs wherever the webhooks do.
+    const encoded = btoa(binary)
+    const core = encoded.slice(pad === 0 ? 0 : pad + 1, Math.floor(all.length / 3) * 4)
+    if (core.length >= 16) cores.push(core, core.replaceAll("+", "-").replaceAll("/", "_"))
+  }
+  return cores
+}
+
 /**
  * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
  * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`, once or twice), as JSON encoders
- * escape it (`\/`, `\uXXXX`), and cut short (see `headLength`). No regular expression is built
+ * escape it (`\/`, `\uXXXX`), case-folded (one of 8 characters or more), base64-encoded (see `base64Cores`), and cut
+ * short (see `headLength`). No regular expression is built
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
  * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the
@@ -236,9 +256,18 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
   // another credential with dots ("prod.2024.payments-key") are words the service's own text may hold.
   const partsOf = (credential: string) =>
     JWT.test(credential) ? credential.split(".").slice(1).filter((part) => part.length >= 16) : []
-  const present = [...new Set(credentials.flatMap((credential) => [credential, ...partsOf(credential)]))].filter(
-    (credential) => credential !== ""
-  )
+  const present = [
+    ...new Set(
+      credentials.flatMap((credential) => [
+        credential,
+        ...partsOf(credential),
+        // Echoed case-folded (a gateway that lower- or upper-cases what it quotes) or base64-encoded (a Basic
+        // header, a body quoted as base64): the credential is as good as given away in either.
+        ...(credential.length >= 8 ? [credential.toLowerCase(), credential.toUpperCase()] : []),
+        ...base64Cores(credential)
+      ])
+    )
+  ].filter((credential) => credential !== "")
   const end = keep + 1
   if (present.length === 0) return (text) => text.slice(0, end)
   // As sent, and as JSON encoders write it (a body cut short is no JSON to unescape), each maybe URL-encoded too.

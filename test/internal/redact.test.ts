@@ -262,4 +262,37 @@ describe("redactor", () => {
     const c80 = "ab\u0080cd+0123456789abcdefgh"
     expect(redactor([c80], 1024)("x ab\u0080cd%2B0123456789abcdefgh y")).toBe("x <redacted> y")
   })
+  it("in lower or upper case (a gateway that case-folds what it quotes), a credential of 8 characters or more", () => {
+    const credential = "Sup3rSecretClientValue-2026-XYZ"
+    const redact = redactor([credential, "Ab1Cd2"], 1024)
+    const echoes = [credential.toLowerCase(), credential.toUpperCase(), encodeURIComponent(credential.toLowerCase())]
+    for (const echo of echoes) {
+      expect(redact(`invalid client_secret ${echo}.`), echo).toBe("invalid client_secret <redacted>.")
+    }
+    // A shorter one, only as sent: its other cases are words a service's own text may hold.
+    expect(redact("Ab1Cd2 ab1cd2 AB1CD2")).toBe("<redacted> ab1cd2 AB1CD2")
+  })
+
+  it("base64- or base64url-encoded, alone or at any of the three places it can have in a longer encoded text", () => {
+    const secret = "Sup3r/Secret+Client?Value~2026"
+    const token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbGllbnQtMTIzIiwiZXhwIjoxfQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+    const redact = redactor([secret, token], 4096)
+    const base64 = (text: string) => btoa(text)
+    const base64url = (text: string) => base64(text).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")
+    for (const encode of [base64, base64url]) {
+      for (const prefix of ["", "i", "id:", "client-1:"]) {
+        for (const credential of [secret, token]) {
+          const echo = encode(`${prefix}${credential}`)
+          const out = redact(`basic ${echo} end`)
+          expect(out, `${prefix}${credential}`).toMatch(/^basic [\w+/=-]*<redacted>[\w+/=-]* end$/)
+          // What is left of the encoded text: the prefix's characters, and at most 4 at each end that hold other bytes
+          // (or the padding) too.
+          const left = out.slice("basic ".length, -" end".length).replace("<redacted>", "")
+          expect(left.length, `${prefix}${credential}`).toBeLessThanOrEqual(Math.floor(prefix.length / 3) * 4 + 8)
+        }
+      }
+    }
+    // The encoded text of anything else is left as it is.
+    expect(redact(`basic ${base64("client-1:something-else-entirely")} end`)).not.toContain("<redacted>")
+  })
 })
