@@ -39,6 +39,7 @@ import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
 import * as Timestamps from "./internal/timestamp.js"
+import * as Turn from "./internal/turn.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 // Every Effect error (Data.TaggedError, Schema.TaggedError: the app's own too, one wrapping a FinError) inspects as
@@ -402,12 +403,6 @@ const systemError = (description: string) =>
  */
 export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
 
-// A turn of the event loop: `setImmediate` where there is one (Node, Bun, Deno), else a timer (a browser).
-const nextTurn = (resume: () => void): void => {
-  if (typeof globalThis.setImmediate === "function") globalThis.setImmediate(resume)
-  else setTimeout(resume, 0)
-}
-
 /**
  * Runs `effect` while moving the `TestClock` forward, `step` at a time (default 100 ms), until it ends: the backoff,
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
@@ -446,7 +441,7 @@ export const advanceUntilDone = <A, E, R>(
         // loop for what it awaits off the clock (the client's WebCrypto key, a socket): else the clock moved a step
         // while no sleep was due, and a call that waits for nothing ended 100 ms later than it began.
         const settled = Effect.repeatN(Effect.yieldNow(), 9).pipe(
-          Effect.zipRight(Effect.promise(() => new Promise<void>((resume) => nextTurn(resume)))),
+          Effect.zipRight(Effect.promise(() => new Promise<void>((resume) => void Turn.next(resume)))),
           Effect.zipRight(Fiber.poll(fiber))
         )
         while (Option.isNone(yield* settled)) {

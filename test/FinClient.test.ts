@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -15,6 +16,7 @@ import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
+import * as HttpTransport from "../src/HttpTransport.js"
 import { version } from "../src/internal/version.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import { counterValue, eventually, quoteBody, quoteRequest, recordingTracer } from "./support.js"
@@ -526,6 +528,41 @@ describe("FinClient", () => {
       ...routes,
       "POST /v1/fee-calculation": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
     })))
+  })
+
+  // A client of the user's that holds its requests uninterruptibly (`transformResponse(Effect.uninterruptible)`, a pool
+  // that masks interruption) cannot hold a call past its limits: the attempt's timeout, then the deadline, end it.
+  it.live("make: a client that ignores interruption still ends a call at its timeout and at its deadline", () => {
+    let release: () => void = () => undefined
+    const released = new Promise<void>((resolve) => (release = resolve))
+    return Effect.gen(function*() {
+      const client = yield* FinClient.make({
+        clientId: "alice",
+        clientSecret: "a",
+        baseUrl: "http://127.0.0.1:1",
+        timeout: "100 millis",
+        maxRetries: 0
+      }).pipe(Effect.provide(Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, (http) => HttpClient.transformResponse(http, Effect.uninterruptible))
+      )))
+      const timedOut = yield* Effect.flip(client.fees.calculate(quoteRequest))
+      expect(timedOut).toMatchObject({ _tag: "TimeoutError", kind: "attempt", attempts: 1 })
+      const late = yield* Effect.flip(
+        HttpTransport.withOptions(client.fees.calculate(quoteRequest), { timeout: "1 hour", deadline: "150 millis" })
+      )
+      expect(late).toMatchObject({ _tag: "TimeoutError", kind: "deadline" })
+      // Both requests still held by the client; let go, they end on their own.
+      const http = yield* FinTest.InMemoryHttp
+      expect(yield* http.count("POST /v1/fee-calculation")).toBe(2)
+      release()
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(FinTest.layerHttpClient({
+        ...routes,
+        "POST /v1/fee-calculation": () => Effect.as(Effect.promise(() => released), FinTest.json(200, quoteBody))
+      }))
+    )
   })
 
   // As a call's span says it was interrupted: the token fetch the closing ended says so on its own span.

@@ -7,6 +7,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -26,6 +27,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
+import * as TestServices from "effect/TestServices"
 import type * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
@@ -42,6 +44,7 @@ import {
   advance,
   captureLogs,
   eventually,
+  forkSleeping,
   provideClient,
   quoteBody,
   quoteRequest,
@@ -1294,6 +1297,45 @@ describe("HttpTransport", () => {
         expect(stopped).toBe(started)
       })
     }, 5_000)
+  }
+
+  // An attempt that ignores interruption (a user's client wrapped in `Effect.uninterruptible`, a pool that masks it)
+  // cannot hold its caller: the time limit, the caller's interruption and the closing each end the call then, the
+  // attempt told to stop and left to end on its own (here when the test lets it go).
+  for (const clock of ["live", "test"] as const) {
+    const run = clock === "live" ? it.live : it.effect
+    run(`an attempt that ignores interruption holds neither its limit, its caller nor closing (${clock} clock)`, () =>
+      Effect.gen(function*() {
+        // Waits in real time on either clock.
+        const live = TestServices.provideLive
+        const release = yield* Deferred.make<void>()
+        let [started, ended] = [0, 0]
+        const held = Effect.uninterruptible(
+          Effect.zipRight(
+            Effect.zipRight(Effect.sync(() => void started++), Deferred.await(release)),
+            Effect.sync(() => void ended++)
+          )
+        )
+        const limited = Effect.flip(timeoutFail(held, Duration.millis(50), () => "timed out"))
+        const timedOut = yield* (clock === "test" ? forkSleeping(limited) : Effect.fork(limited))
+        if (clock === "test") yield* TestClock.adjust("50 millis")
+        expect(yield* Fiber.join(timedOut)).toBe("timed out")
+
+        const caller = yield* Effect.fork(timeoutFail(held, Duration.hours(1), () => "timed out"))
+        yield* live(eventually(Effect.sync(() => started === 2), "the second attempt"))
+        expect(Exit.isInterrupted(yield* Fiber.interrupt(caller))).toBe(true)
+
+        const closing = Closing.make()
+        const closed = yield* Effect.fork(timeoutFail(held, Duration.hours(1), () => "timed out", closing))
+        yield* live(eventually(Effect.sync(() => started === 3), "the third attempt"))
+        closing.close()
+        expect(Exit.isInterrupted(yield* Fiber.await(closed))).toBe(true)
+
+        // Held all along; let go, each runs to its end.
+        expect(ended).toBe(0)
+        yield* Deferred.succeed(release, undefined)
+        yield* live(eventually(Effect.sync(() => ended === 3), "the attempts' ends"))
+      }), 10_000)
   }
 
   // What an attempt sets in its fiber refs (a user's HttpClient wrapper calling FiberRef.set, say) stays its own, on

@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
@@ -44,6 +45,7 @@ import * as Printable from "./printable.js"
 import * as Redact from "./redact.js"
 import * as Spans from "./spans.js"
 import * as SystemCodes from "./systemCodes.js"
+import * as Turn from "./turn.js"
 
 /** The platform client a user provides. */
 export type Client = HttpClient.HttpClient
@@ -613,16 +615,49 @@ const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
 const MAX_TIMER_MILLIS = 2 ** 31 - 1
 const TimedOut: unique symbol = Symbol("effect-fin/TimedOut")
 const Closed: unique symbol = Symbol("effect-fin/Closed")
+// How an attempt's wait ends: its exit (as its fiber's value), its time limit, or its client's closing.
+type Outcome<A, E> = Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut | typeof Closed
+
+/**
+ * Tells an attempt's fiber to stop, and waits for it to, but for one turn of the event loop at most: a client that
+ * honours interruption has stopped by then (its request aborted, its socket freed), and one that ignores it (an
+ * uninterruptible wrapper of the user's) is left to end on its own rather than hold its caller past a time limit.
+ */
+const stopWithinTurn = (fiber: Fiber.RuntimeFiber<unknown>): Effect.Effect<void> =>
+  Effect.fiberIdWith((caller) =>
+    Effect.async<void>((resume) => {
+      let done = false
+      const finish = (then: Effect.Effect<void>) => {
+        if (done) return
+        done = true
+        fiber.removeObserver(stopped)
+        cancel()
+        resume(then)
+      }
+      const stopped = () => finish(Effect.void)
+      const cancel = Turn.next(() => finish(Effect.logDebug(leftRunning)))
+      // At once when it has ended already.
+      fiber.addObserver(stopped)
+      fiber.unsafeInterruptAsFork(caller)
+    })
+  )
+
+const leftRunning = "effect-fin: an attempt told to stop had not stopped a turn of the event loop later (does its " +
+  "HTTP client ignore interruption?); it is left to end on its own"
 
 /**
  * `Effect.timeoutFail`, at a quarter of its cost on the live clock, and a limit that holds in an uninterruptible
  * region too (a call made from a finalizer must not wait on a stalled server for ever; see
- * `detachedIfUninterruptible`). `Effect.timeoutFail` races `self` in one child fiber against `Clock.sleep` in a second
- * one; on the live clock (whose `sleep` is a `setTimeout`) this races the one child against the `setTimeout` itself.
- * Any other clock (`TestClock`, a user's own) takes `Effect.timeoutFail`. The outcomes are the same: `self`'s exit, or,
- * once the time is up, `self` interrupted and awaited, then `onTimeout()`; interrupting an interruptible caller
- * interrupts `self`. Given a `closing`, `self` is interrupted once it closes too, and the result is an interruption
- * (not in an uninterruptible region, which is kept whole up to the time limit). Unlike `Effect.timeoutFail`'s, `self`'s
+ * `detachedIfUninterruptible`), and over an attempt that ignores interruption. `Effect.timeoutFail` races `self` in one
+ * child fiber against `Clock.sleep` in a second one; on the live clock (whose `sleep` is a `setTimeout`) this races the
+ * one fiber against the `setTimeout` itself; any other clock (`TestClock`, a user's own) takes `Effect.timeoutOption`.
+ * The outcomes are the same: `self`'s exit, or, once the time is up, `self` told to stop, then `onTimeout()`.
+ * Interrupting an interruptible caller interrupts `self`. Given a `closing`, `self` is interrupted once it closes too,
+ * and the result is an interruption (not in an uninterruptible region, which is kept whole up to the time limit).
+ * Each time `self` is told to stop, it is waited for one turn of the event loop at most (`stopWithinTurn`), where
+ * `Effect.timeoutFail` waits as long as it takes: a client of the user's that ignores interruption (an
+ * `Effect.uninterruptible` wrapper, a pool that masks it) would hold the call past its limit. For the same reason
+ * `self` runs in a daemon fiber: a child's end would hold up its caller's own. Unlike `Effect.timeoutFail`'s, `self`'s
  * fiber refs are not joined into the caller's on success: nothing an attempt or a token step sets is the caller's
  * (their log annotations, spans and call options are scoped), and the join was about a quarter of this timer's cost
  * per call.
@@ -639,45 +674,68 @@ export const timeoutFail = <A, E, E1>(
       if (clock !== liveClock) {
         // `self` in a fiber of its own, awaited, not joined: `Effect.timeoutFail` joins the fiber refs of the fiber it
         // runs `self` in into the caller's, which the live clock's path does not (no clock tells the two apart).
-        const isolated = Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) => {
-            const awaited = Effect.onInterrupt(restore(Fiber.await(fiber)), () => Fiber.interrupt(fiber))
-            return Effect.flatten(Effect.flatten(awaited))
-          })
+        const limited = Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(Effect.forkDaemon(Effect.exit(restore(self))), (fiber) =>
+            Effect.flatMap(
+              Effect.onInterrupt(
+                restore(Effect.timeoutOption(Fiber.await(fiber), duration)),
+                () => stopWithinTurn(fiber)
+              ),
+              (exit): Effect.Effect<A, E | E1> =>
+                Option.isSome(exit)
+                  ? Effect.flatten(exit.value)
+                  : Effect.zipRight(stopWithinTurn(fiber), Effect.fail(onTimeout()))
+            ))
         )
-        const limited = Effect.timeoutFail(isolated, { duration, onTimeout })
         return closes === undefined ? limited : Closing.interruptOnClose(limited, closes)
       }
       const millis = Duration.toMillis(duration)
-      // The child ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as a
-      // fiber that "terminated with an unhandled error".
+      // The attempt ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as
+      // a fiber that "terminated with an unhandled error".
       return Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Effect.fork(Effect.exit(restore(self))), (fiber) =>
-          Effect.flatMap(
-            Effect.async<Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut | typeof Closed>((resume) => {
-              let done = false
-              let stop: (() => void) | undefined
-              const end = (result: Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut | typeof Closed) => {
-                if (done) return
-                done = true
-                if (timer !== undefined) clearTimeout(timer)
-                stop?.()
-                resume(Effect.succeed(result))
-              }
-              const timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined
-              // Called at once when the client has closed already.
-              stop = closes?.onClose(() => end(Closed))
-              fiber.addObserver(end)
-            }),
-            (result): Effect.Effect<A, E | E1> =>
-              result === TimedOut
-                ? Effect.zipRight(Fiber.interrupt(fiber), Effect.fail(onTimeout()))
-                : result === Closed
-                ? Effect.zipRight(Fiber.interrupt(fiber), Effect.interrupt)
-                : Exit.isFailure(result)
-                ? Effect.failCause(result.cause)
-                : result.value
-          ))
+        Effect.flatMap(Effect.forkDaemon(Effect.exit(restore(self))), (fiber) => {
+          let done = false
+          let timer: ReturnType<typeof setTimeout> | undefined
+          let unsubscribe: (() => void) | undefined
+          let resume: (outcome: Outcome<A, E>) => void = () => undefined
+          const settle = () => {
+            done = true
+            if (timer !== undefined) clearTimeout(timer)
+            unsubscribe?.()
+          }
+          const end = (outcome: Outcome<A, E>) => {
+            if (done) return
+            settle()
+            // (Not when the fiber's end is what calls it: its observers are done with then.)
+            if (typeof outcome === "symbol") fiber.removeObserver(end)
+            resume(outcome)
+          }
+          // No canceler (Effect wraps an async that has one in `onInterrupt`): an interruption is handled below, where
+          // the wait's failure is seen anyway.
+          const outcome = Effect.async<Outcome<A, E>>((wake) => {
+            resume = (outcome) => wake(Effect.succeed(outcome))
+            timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined
+            // Called at once when the client has closed already.
+            unsubscribe = closes?.onClose(() => end(Closed))
+            fiber.addObserver(end)
+          })
+          return Effect.matchCauseEffect(restore(outcome), {
+            // Only an interruption, before the wait or during it: the attempt is told to stop all the same.
+            onFailure: (cause) => {
+              settle()
+              fiber.removeObserver(end)
+              return Effect.zipRight(stopWithinTurn(fiber), Effect.failCause(cause))
+            },
+            onSuccess: (outcome): Effect.Effect<A, E | E1> =>
+              outcome === TimedOut
+                ? Effect.zipRight(stopWithinTurn(fiber), Effect.fail(onTimeout()))
+                : outcome === Closed
+                ? Effect.zipRight(stopWithinTurn(fiber), Effect.interrupt)
+                : Exit.isFailure(outcome)
+                ? Effect.failCause(outcome.cause)
+                : outcome.value
+          })
+        })
       )
     }))
   })
