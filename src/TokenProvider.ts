@@ -494,6 +494,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             operation,
             attempt,
             keepBody: false,
+            secretBody: true,
             credentials: credential === secret ? [credential] : [credential, secret]
           }),
           (success) => {

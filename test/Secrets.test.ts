@@ -1,3 +1,5 @@
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -5,9 +7,12 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Inspectable from "effect/Inspectable"
 import * as Logger from "effect/Logger"
+import * as Layer from "effect/Layer"
 import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
+import * as Util from "node:util"
 import * as FeeService from "../src/FeeService.js"
+import * as FinClient from "../src/FinClient.js"
 import * as FinTest from "../src/FinTest.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import { advance, provideClient, quoteBody, quoteRequest, recordingTracer } from "./support.js"
@@ -99,4 +104,52 @@ describe("secrets", () => {
       expect(everything).not.toContain("7c1e44b0d9")
       expect(issued).toBeGreaterThan(1)
     }))
+  // A request hook on the client a user gives effect-fin (an app-wide logging wrapper), however it prints a request,
+  // prints a token call's body, which holds the client secret or the refresh token, as its length only; the API calls'
+  // bodies as they are. (The bearer header is the platform's to redact: it does so in Effect's loggers only.)
+  it.effect("a request hook of the user's client prints a token call's body as its length only", () => {
+    const printed: Array<string> = []
+    const print = (request: HttpClientRequest.HttpClientRequest) =>
+      Effect.sync(() =>
+        printed.push(
+          `${request.method} ${request.url}`,
+          Inspectable.format(request),
+          JSON.stringify(request),
+          String(request),
+          Util.inspect(request, { depth: 10 }),
+          Inspectable.format(request.body)
+        )
+      )
+    return Effect.gen(function*() {
+      const client = yield* FinClient.make({ clientId: "app", clientSecret: SECRET, baseUrl: "http://127.0.0.1:1" })
+        .pipe(Effect.provide(Layer.effect(
+          HttpClient.HttpClient,
+          Effect.map(HttpClient.HttpClient, (http) => HttpClient.tapRequest(http, print))
+        )))
+      yield* client.fees.calculate(quoteRequest)
+      const http = yield* FinTest.InMemoryHttp
+      // Issued, refused once (a 401), refreshed: both token calls went through the hook.
+      expect(yield* http.count("POST /v1/oauth/token")).toBe(1)
+      expect(yield* http.count("POST /v1/oauth/refresh-token")).toBe(1)
+      const text = printed.join("\n")
+      expect(text).toContain("/v1/oauth/refresh-token")
+      expect(text).not.toContain(SECRET)
+      expect(text).not.toContain(REFRESH)
+      expect(text).toContain("Uint8Array(")
+      // Sent as ever: the recorded bodies are the JSON the service documents.
+      const requests = yield* http.requests
+      expect(requests.find((r) => r.path === "/v1/oauth/refresh-token")?.body).toEqual({ refresh_token: REFRESH })
+      expect(requests.find((r) => r.path === "/v1/oauth/token")?.headers["content-type"]).toBe("application/json")
+      expect(text).toContain("source_currency")
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(FinTest.layerHttpClient({
+        ...routes(),
+        "POST /v1/fee-calculation": FinTest.sequence(
+          FinTest.json(401, { message: "expired" }),
+          FinTest.json(200, quoteBody)
+        )
+      }))
+    )
+  })
 })

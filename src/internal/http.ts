@@ -7,6 +7,7 @@
  *
  * @internal
  */
+import type * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -108,6 +109,8 @@ export interface Attempt<A> {
   readonly attempt: number
   /** Whether the start of an unexplained error body may be kept in `ApiError.body` (never for token calls). */
   readonly keepBody: boolean
+  /** The body holds a credential (a token call's): printed as its length only (see `opaque`). */
+  readonly secretBody?: boolean | undefined
   /**
    * The credentials this attempt sends (bearer token, client secret, refresh token). The service's words about a
    * refused call are kept in the error, but never a credential it echoed back.
@@ -833,6 +836,25 @@ const checkedIssues = (returned: unknown): ReadonlyArray<Issue> | undefined => {
   return issues
 }
 
+/**
+ * Has `body` printed as its length only. The platform prints a JSON body as text wherever a request is printed (a
+ * request hook of the user's client that logs it, a `RequestError`'s request), and a token call's holds the client
+ * secret or the refresh token; as sent, it is unchanged (its type, bytes and content type).
+ */
+const opaque = (body: HttpBody.HttpBody): void => {
+  if (body._tag !== "Uint8Array") return
+  const { contentLength, contentType } = body
+  Object.defineProperty(body, "toJSON", {
+    value: () => ({
+      _id: "@effect/platform/HttpBody",
+      _tag: "Uint8Array",
+      body: `Uint8Array(${contentLength})`,
+      contentType,
+      contentLength
+    })
+  })
+}
+
 /** Runs one attempt with `client`. */
 export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Success<A>, AttemptError> => {
   // Only the uncompressed body is read: node:http and undici do not decode a compressed one (fetch does), and with no
@@ -840,7 +862,10 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
   let request = HttpClientRequest.make(spec.method)(spec.url).pipe(
     HttpClientRequest.setHeaders({ "accept-encoding": "identity", ...spec.headers })
   )
-  if (spec.body !== undefined) request = HttpClientRequest.bodyText(request, spec.body, "application/json")
+  if (spec.body !== undefined) {
+    request = HttpClientRequest.bodyText(request, spec.body, "application/json")
+    if (spec.secretBody === true) opaque(request.body)
+  }
   return client.execute(request).pipe(
     // A client of the user's that fails on a status (`HttpClient.filterStatusOk`, a common app-wide wrapper) still
     // holds the answer, its body unread: it is that answer (an ApiError, a 429, a 401 to refresh on), not a transport
