@@ -13,6 +13,7 @@ import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeStream from "@effect/platform-node/NodeStream"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -407,6 +408,28 @@ const webhook = Command.make("webhook").pipe(
 
 const noOptions: Emulator.Options = {}
 
+// The most an options file may hold: the emulator's admin API takes bodies up to 1 MiB too.
+const MAX_OPTIONS_BYTES = 1024 * 1024
+
+// An `--options` file read up to its limit (a FIFO or a device too), and parsed: a file that is not JSON is named, not
+// quoted (the wrong path could be any file, a credentials file say, which a parser's message would show the start of).
+const readOptionsFile = (path: string) =>
+  Effect.gen(function*() {
+    const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(`--options: ${path}: ${message}`))
+    const fs = yield* FileSystem.FileSystem
+    const { bytes, cut } = yield* Effect.scoped(Bytes.readUpTo(fs.stream(path), MAX_OPTIONS_BYTES)).pipe(
+      Effect.mapError((error) => invalid(`could not be read (${error.message})`))
+    )
+    if (cut) return yield* Effect.fail(invalid("larger than 1 MiB"))
+    const json = yield* Effect.try({
+      try: (): unknown => JSON.parse(new TextDecoder().decode(bytes)),
+      catch: () => invalid("not JSON")
+    })
+    return Predicate.isRecord(json)
+      ? json as Emulator.Options
+      : yield* Effect.fail(invalid("expected a JSON object of options"))
+  })
+
 const emulator = Command.make(
   "emulator",
   {
@@ -435,16 +458,12 @@ const emulator = Command.make(
     ),
     // Everything else `Emulator.make` takes, for a run started from a shell: a seed for repeatable fault rates,
     // short token lifetimes, the older token envelope, fault rules from the start...
-    options: Options.fileParse("options", "json").pipe(
+    options: Options.file("options", { exists: "yes" }).pipe(
       Options.withDescription(
         "A JSON file of the emulator's other options, as Emulator.make takes them (seed, accessTokenLifetime, " +
           "tokenEnvelope, revokeOnIssue, faults...; the README lists them); --port, --host and --production win"
       ),
-      Options.mapEffect((json) =>
-        Predicate.isRecord(json)
-          ? Effect.succeed(json as Emulator.Options)
-          : Effect.fail(ValidationError.invalidValue(HelpDoc.p("--options: expected a JSON object of options")))
-      ),
+      Options.mapEffect(readOptionsFile),
       Options.withDefault(noOptions)
     )
   },
