@@ -1304,8 +1304,9 @@ describe("HttpTransport", () => {
   // attempt told to stop and left to end on its own (here when the test lets it go).
   for (const clock of ["live", "test"] as const) {
     const run = clock === "live" ? it.live : it.effect
-    run(`an attempt that ignores interruption holds neither its limit, its caller nor closing (${clock} clock)`, () =>
-      Effect.gen(function*() {
+    run(`an attempt that ignores interruption holds neither its limit, its caller nor closing (${clock} clock)`, () => {
+      const logs = captureLogs()
+      return Effect.gen(function*() {
         // Waits in real time on either clock.
         const live = TestServices.provideLive
         const release = yield* Deferred.make<void>()
@@ -1331,11 +1332,15 @@ describe("HttpTransport", () => {
         closing.close()
         expect(Exit.isInterrupted(yield* Fiber.await(closed))).toBe(true)
 
-        // Held all along; let go, each runs to its end.
+        // Held all along, and said: once a process at Warning, then at Debug; let go, each runs to its end.
+        const said = logs.lines.filter((line) => line.includes("is left to end on its own"))
+        expect(said).toHaveLength(3)
+        expect(said.filter((line) => line.startsWith("WARN")).length).toBeLessThanOrEqual(1)
         expect(ended).toBe(0)
         yield* Deferred.succeed(release, undefined)
         yield* live(eventually(Effect.sync(() => ended === 3), "the attempts' ends"))
-      }), 10_000)
+      }).pipe(Effect.provide(logs.layer), Logger.withMinimumLogLevel(LogLevel.All))
+    }, 10_000)
   }
 
   // What an attempt sets in its fiber refs (a user's HttpClient wrapper calling FiberRef.set, say) stays its own, on

@@ -638,15 +638,25 @@ const stopWithinTurn = (fiber: Fiber.RuntimeFiber<unknown>): Effect.Effect<void>
         resume(then)
       }
       const stopped = () => finish(Effect.void)
-      const cancel = Turn.next(() => finish(Effect.logDebug(leftRunning)))
+      const cancel = Turn.next(() => finish(leftRunning()))
       // At once when it has ended already.
       fiber.addObserver(stopped)
       fiber.unsafeInterruptAsFork(caller)
     })
   )
 
-const leftRunning = "effect-fin: an attempt told to stop had not stopped a turn of the event loop later (does its " +
-  "HTTP client ignore interruption?); it is left to end on its own"
+// Said at Warning the first time in a process (each left attempt keeps its request, socket and memory until it ends
+// on its own, so a client that ignores interruption must be seen), then at Debug: a busy event loop can delay the stop
+// of an attempt that does honour it.
+let leftRunningSaid = false
+const leftRunning = (): Effect.Effect<void> => {
+  const message = "effect-fin: an attempt told to stop (its time limit, its caller's interruption or its client's " +
+    "closing) had not stopped a turn of the event loop later, and is left to end on its own: its HTTP client or " +
+    "token store may ignore interruption (an Effect.uninterruptible wrapper), or the event loop was busy"
+  if (leftRunningSaid) return Effect.logDebug(message)
+  leftRunningSaid = true
+  return Effect.logWarning(`${message} (said once; later ones at Debug)`)
+}
 
 /**
  * `Effect.timeoutFail`, at a quarter of its cost on the live clock, and a limit that holds in an uninterruptible
@@ -718,8 +728,10 @@ export const timeoutFail = <A, E, E1>(
           const outcome = Effect.async<Outcome<A, E>>((wake) => {
             resume = (outcome) => wake(Effect.succeed(outcome))
             timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined
-            // Called at once when the client has closed already.
-            unsubscribe = closes?.onClose(() => end(Closed))
+            // Called at once when the client has closed already: nothing then to stop listening to, or to observe.
+            const stop = closes?.onClose(() => end(Closed))
+            if (done) return void stop?.()
+            unsubscribe = stop
             fiber.addObserver(end)
           })
           return Effect.matchCauseEffect(restore(outcome), {
