@@ -24,8 +24,8 @@ export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
   // one is the fiber).
   "the attempt's setTimeout alone (its child fiber kept)": [[
     "internal/http.ts",
-    "const timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined",
-    "const timer = undefined as ReturnType<typeof setTimeout> | undefined"
+    "timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined",
+    "timer = undefined"
   ]],
   "the call's span": [["HttpTransport.ts", /\.pipe\(\n\s*Effect\.withSpan\(`effect-fin\.\$\{name\}`[\s\S]*?\}\)\n\s*\)\n(\s*)\}/, "\n$1}"]],
   "the last step (span outcome, latency and count metrics)": [[
