@@ -9,7 +9,7 @@
  * the documented policy predicts the outcome, the attempts sent and when each is sent; the run is compared with it,
  * and the README's invariants are also checked one by one.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
@@ -25,10 +25,8 @@ import * as FinError from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
-import { quoteBody, quoteRequest, settle } from "./support.js"
+import { modelProperty, quoteBody, quoteRequest, settle } from "./support.js"
 
-const SEED = Number(process.env.FIN_MODEL_SEED ?? 20_260_101)
-const NUM_RUNS = Number(process.env.FIN_MODEL_RUNS ?? 400)
 // The TestClock's start (1970, a whole second: HTTP dates are whole seconds, so a date `k` seconds ahead is a wait
 // the model can compute). Not a present-day time: there the TestClock's readings (its nanoseconds, a float past 2^53)
 // are a microsecond or so off, and a timer set for the deadline may end that much past it, which the model's exact
@@ -537,16 +535,14 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
 }
 
 describe("retry policy, model-based", () => {
-  it.effect.prop(
-    "every script ends as the documented policy says",
-    { c: caseArb },
-    ({ c }) =>
-      Effect.gen(function*() {
-        const run = yield* runCase(c)
-        const problems = problemsOf(c, run)
-        expect(problems, `case: ${JSON.stringify(c)}`).toEqual([])
-      }),
-    // A guard against a hang only (about 11 s idle; three times that on a loaded machine).
-    { timeout: Math.max(120_000, NUM_RUNS * 300), fastCheck: { numRuns: NUM_RUNS, seed: SEED } }
-  )
+  // The time limit: about 11 s idle in all; three times that on a loaded machine.
+  modelProperty("every script ends as the documented policy says", {
+    env: "MODEL",
+    seed: 20_260_101,
+    runs: 400,
+    msPerRun: 300,
+    cases: caseArb,
+    run: runCase,
+    problemsOf
+  })
 })

@@ -1,4 +1,4 @@
-import { expect } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -16,6 +16,7 @@ import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
+import type * as TestServices from "effect/TestServices"
 import * as Tracer from "effect/Tracer"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -352,3 +353,32 @@ export const settle = Effect.gen(function*() {
     yield* Effect.promise(() => new Promise<void>((resume) => setImmediate(resume)))
   }
 })
+
+/**
+ * A model-based property test (the `*-model.test.ts` files): each generated case is run, and `problemsOf` says in words
+ * where the run broke the model; the test fails with those words and the case. `FIN_<env>_SEED` and `FIN_<env>_RUNS`
+ * replace the seed and the number of cases, to replay a failure or to run longer.
+ */
+export const modelProperty = <C, A, E>(title: string, options: {
+  readonly env: string
+  readonly seed: number
+  readonly runs: number
+  /** The time limit per case: a guard against a hang only (two minutes at least in all). */
+  readonly msPerRun: number
+  readonly cases: FastCheck.Arbitrary<C>
+  readonly run: (c: C) => Effect.Effect<A, E, TestServices.TestServices>
+  readonly problemsOf: (c: C, run: A) => ReadonlyArray<string>
+}): void => {
+  const seed = Number(process.env[`FIN_${options.env}_SEED`] ?? options.seed)
+  const numRuns = Number(process.env[`FIN_${options.env}_RUNS`] ?? options.runs)
+  it.effect.prop(
+    title,
+    { c: options.cases },
+    ({ c }) =>
+      Effect.map(options.run(c), (run) => {
+        const problems = options.problemsOf(c, run)
+        expect(problems.length, `${problems.join("\n")}\ncase: ${JSON.stringify(c)}`).toBe(0)
+      }),
+    { timeout: Math.max(120_000, numRuns * options.msPerRun), fastCheck: { numRuns, seed } }
+  )
+}

@@ -12,7 +12,7 @@
  * provider knows (each token's expiry, refresh time and usable time as the README defines them) is built from the
  * answers as they are given, and the README's invariants are checked against the recorded traffic and outcomes.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { describe } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
@@ -28,10 +28,8 @@ import * as FinError from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as TokenProvider from "../src/TokenProvider.js"
-import { settle } from "./support.js"
+import { modelProperty, settle } from "./support.js"
 
-const SEED = Number(process.env.FIN_TOKEN_MODEL_SEED ?? 20_260_102)
-const NUM_RUNS = Number(process.env.FIN_TOKEN_MODEL_RUNS ?? 120)
 // A whole second of 1970, as in retry-model.test.ts: the TestClock's readings are exact there.
 const BASE = 0
 
@@ -551,15 +549,13 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
 }
 
 describe("token provider, model-based", () => {
-  it.effect.prop(
-    "every scenario keeps the README's token invariants",
-    { c: caseArb },
-    ({ c }) =>
-      Effect.gen(function*() {
-        const run = yield* runCase(c)
-        const problems = problemsOf(c, run)
-        expect(problems.length, `${problems.join("\n")}\ncase: ${JSON.stringify(c)}`).toBe(0)
-      }),
-    { timeout: Math.max(120_000, NUM_RUNS * 1000), fastCheck: { numRuns: NUM_RUNS, seed: SEED } }
-  )
+  modelProperty("every scenario keeps the README's token invariants", {
+    env: "TOKEN_MODEL",
+    seed: 20_260_102,
+    runs: 120,
+    msPerRun: 1000,
+    cases: caseArb,
+    run: runCase,
+    problemsOf
+  })
 })

@@ -16,7 +16,7 @@
  * handler (event and `delivery.stale`, in order); the README's invariants are also checked one by one.
  */
 import * as HttpApp from "@effect/platform/HttpApp"
-import { describe, expect, it } from "@effect/vitest"
+import { describe } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -31,9 +31,8 @@ import type * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { NodeWebhookCrypto } from "../src/node/index.js"
 import * as Webhooks from "../src/Webhooks.js"
+import { modelProperty } from "./support.js"
 
-const SEED = Number(process.env.FIN_WEBHOOK_MODEL_SEED ?? 20_260_103)
-const NUM_RUNS = Number(process.env.FIN_WEBHOOK_MODEL_RUNS ?? 100)
 
 const secret = Redacted.make("whsec_model_5d0c2b7e9a41")
 const url = "http://localhost/webhooks/fin"
@@ -613,16 +612,13 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
 }
 
 describe("webhook handler, model-based", () => {
-  it.effect.prop(
-    "every script of deliveries is answered as the README says",
-    { c: caseArb },
-    ({ c }) =>
-      Effect.gen(function*() {
-        const run = yield* runCase(c)
-        const problems = problemsOf(c, run)
-        expect(problems.length, `${problems.join("\n")}\ncase: ${JSON.stringify(c)}`).toBe(0)
-      }),
-    // A guard against a hang only.
-    { timeout: Math.max(120_000, NUM_RUNS * 1000), fastCheck: { numRuns: NUM_RUNS, seed: SEED } }
-  )
+  modelProperty("every script of deliveries is answered as the README says", {
+    env: "WEBHOOK_MODEL",
+    seed: 20_260_103,
+    runs: 100,
+    msPerRun: 1000,
+    cases: caseArb,
+    run: runCase,
+    problemsOf
+  })
 })
