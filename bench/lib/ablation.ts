@@ -20,9 +20,9 @@ export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
     /\(response\) =>\n\s*spec\.deadline !== undefined[\s\S]*?attempts: spec\.attempt\n\s*\}\), spec\.closing\),/,
     "(response) => response,"
   ]],
-  // The timer's two parts: with its child fiber kept, this sizes the `setTimeout` alone (the piece above less this
+  // The timer's two parts: with its fiber kept, this sizes the `setTimeout` alone (the piece above less this
   // one is the fiber).
-  "the attempt's setTimeout alone (its child fiber kept)": [[
+  "the attempt's setTimeout alone (its fiber kept)": [[
     "internal/http.ts",
     "timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined",
     "timer = undefined"
