@@ -52,6 +52,20 @@ describe("README", () => {
     expect(output.trim().split("\n")).toEqual(["142.1 CAD", "refused: source_amount, destination_currency", "aborted"])
   })
 
+  it("shows examples/webhook-promise.ts verbatim, and it runs as written: dispose() waits for a running handler", () => {
+    const example = readFileSync(join(root, "examples", "webhook-promise.ts"), "utf8")
+    expect(/### In an Express or node:http server\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+    const output = execFileSync(join(root, "node_modules", ".bin", "tsx"), ["examples/webhook-promise.ts"], {
+      cwd: root,
+      encoding: "utf8"
+    })
+    // Effect's log lines (the Info line saying no shared store is given) aside.
+    expect(output.trim().split("\n").filter((line) => !line.startsWith("timestamp="))).toEqual([
+      "handled 40061557-f125-4b39-97d6-c16a0f1230c1",
+      "stopped; the delivery was answered 200"
+    ])
+  })
+
   it("shows examples/quickstart.ts verbatim, and it runs as written", () => {
     const example = readFileSync(join(root, "examples", "quickstart.ts"), "utf8")
     const block = /## Quick start\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
