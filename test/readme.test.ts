@@ -52,7 +52,7 @@ describe("README", () => {
     expect(output.trim().split("\n")).toEqual(["142.1 CAD", "refused: source_amount, destination_currency", "aborted"])
   })
 
-  it("shows examples/webhook-promise.ts verbatim, and it runs as written: dispose() waits for a running handler", () => {
+  it("shows examples/webhook-promise.ts verbatim, and it runs as written: dispose() waits for the handler", () => {
     const example = readFileSync(join(root, "examples", "webhook-promise.ts"), "utf8")
     expect(/### In an Express or node:http server\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
     const output = execFileSync(join(root, "node_modules", ".bin", "tsx"), ["examples/webhook-promise.ts"], {
