@@ -597,9 +597,17 @@ const jsonEquals = (a: unknown, b: unknown): boolean => {
 
 // At most 256 characters (the service's ids are UUIDs, 36): the handler keeps ids in its de-duplication store, which is
 // bounded in entries, not in bytes (10,000 ids of a megabyte each would be 10 GB), and puts them in every log line.
-const Id = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+// Whole characters only, none that acts on a terminal: an id is a store key (Redis writes it as UTF-8, where two
+// lone surrogate halves both become U+FFFD, one key) and an annotation of log lines (written as it is).
+const Id = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(256),
+  Schema.filter((id) => !/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\p{Cs}/u.test(id), {
+    message: () => "an id of whole, printable characters"
+  })
+).annotations({
   identifier: "Id",
-  description: "a non-empty id of at most 256 characters"
+  description: "a non-empty id of at most 256 printable characters"
 })
 
 /**
@@ -1150,7 +1158,9 @@ interface Decoded {
 // With `maxAge`, the clocks are trusted to agree within this (as Stripe's 5-minute signature tolerance does).
 const MAX_FUTURE_SKEW_MILLIS = 5 * 60_000
 
-const fatalUtf8 = new TextDecoder("utf-8", { fatal: true })
+// `ignoreBOM`: a leading byte order mark is kept in the text (`Delivery.body` is the body as signed), and skipped
+// only for JSON.parse.
+const fatalUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 // Every issue, not the first: a sender mending its payload is told everything wrong with it at once.
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope, { errors: "all" })
 const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope, { errors: "all" })
@@ -1174,7 +1184,7 @@ const decodeBody = (
     let text: string
     try {
       text = fatalUtf8.decode(body)
-      json = JSON.parse(text)
+      json = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
     } catch {
       return Effect.fail(malformed("the body is not UTF-8 JSON"))
     }
@@ -1635,9 +1645,10 @@ export interface Delivery {
    */
   readonly stale: boolean
   /**
-   * The body as delivered (signed and verified), as text. An event's data is read with `JSON.parse`, whose numbers are
-   * doubles: a whole number past `Number.MAX_SAFE_INTEGER` (an amount in a currency's smallest unit, say) is no longer
-   * the one sent, and one past 1e308 is `Infinity`. Read such a number from here, with a parser that keeps it.
+   * The body as delivered (signed and verified), as text, a leading byte order mark included. An event's data is read
+   * with `JSON.parse`, whose numbers are doubles: a whole number past `Number.MAX_SAFE_INTEGER` (an amount in a
+   * currency's smallest unit, say) is no longer the one sent, and one past 1e308 is `Infinity`. Read such a number from
+   * here, with a parser that keeps it.
    */
   readonly body: string
   /**

@@ -519,6 +519,19 @@ describe("Webhooks decoding", () => {
       }
     }))
 
+  it.effect("an id with a control or bidi character or half a surrogate pair is malformed (a log annotation, a key)", () =>
+    Effect.gen(function*() {
+      // JSON.stringify writes the lone halves as `\ud800` and `\udc00`: both would be U+FFFD in a Redis key.
+      for (const id of ["evt-\ud800", "evt-\udc00", "e\u001b[2J", "e\u009b", "e\u202ex", "e\u2066", "e\u2028"]) {
+        const error = yield* Effect.flip(signedVerify(makeBody({ id })))
+        expect(error.reason).toBe("malformed_body")
+        expect(error.issues?.map((issue) => issue.path)).toEqual(["event.id"])
+      }
+      // Whole characters outside ASCII make an id all the same.
+      const event = yield* signedVerify(makeBody({ id: "évé-😀-東京" }))
+      expect(event.id).toBe("évé-😀-東京")
+    }))
+
   it.effect("keeps an unlisted beneficiary type; a type that is not a string is still malformed", () =>
     Effect.gen(function*() {
       const event = yield* signedVerify(makeBody({ data: { ...beneficiaryData("ACTIVE"), type: "JOINT" } }))
@@ -1485,6 +1498,19 @@ describe("Webhooks.handler", () => {
       )
       expect(JSON.parse((yield* send(handle, yield* signedPost(body))).body)).toEqual({ outcome: "handled" })
       expect(yield* seen).toEqual([`{"amount":1234567890123456800} 1234567890123456789`])
+    }))
+
+  it.effect("a body that starts with a byte order mark is handled, and given to the handler as signed, mark and all", () =>
+    Effect.gen(function*() {
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (_event, delivery) => record(JSON.stringify(delivery.body.slice(0, 2)))
+      }))
+      const body = `\ufeff${currentBody}`
+      const headers = yield* Webhooks.sign(body, secret)
+      expect(JSON.parse((yield* send(handle, post(body, { ...headers }))).body)).toEqual({ outcome: "handled" })
+      expect(yield* seen).toEqual([JSON.stringify("\ufeff{")])
+      // So the text a handler keeps verifies again against the delivery's own signature.
+      yield* Webhooks.verifySignature(body, headers, secret)
     }))
 
   it.effect("reports an older event for the same resource as stale, without calling the handler", () =>
