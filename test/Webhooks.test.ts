@@ -519,7 +519,7 @@ describe("Webhooks decoding", () => {
       }
     }))
 
-  it.effect("an id with a control or bidi character or half a surrogate pair is malformed (a log annotation, a key)", () =>
+  it.effect("an id with a control or bidi character or half a surrogate pair is malformed (a log field, a key)", () =>
     Effect.gen(function*() {
       // JSON.stringify writes the lone halves as `\ud800` and `\udc00`: both would be U+FFFD in a Redis key.
       for (const id of ["evt-\ud800", "evt-\udc00", "e\u001b[2J", "e\u009b", "e\u202ex", "e\u2066", "e\u2028"]) {
@@ -1500,7 +1500,7 @@ describe("Webhooks.handler", () => {
       expect(yield* seen).toEqual([`{"amount":1234567890123456800} 1234567890123456789`])
     }))
 
-  it.effect("a body that starts with a byte order mark is handled, and given to the handler as signed, mark and all", () =>
+  it.effect("a body starting with a byte order mark is handled, and given to the handler as signed, mark included", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({
         "beneficiary.status": (_event, delivery) => record(JSON.stringify(delivery.body.slice(0, 2)))
