@@ -1500,7 +1500,7 @@ describe("Webhooks.handler", () => {
       expect(yield* seen).toEqual([`{"amount":1234567890123456800} 1234567890123456789`])
     }))
 
-  it.effect("a body starting with a byte order mark is handled, and given to the handler as signed, mark included", () =>
+  it.effect("a body starting with a byte order mark is handled and given to the handler as signed, mark included", () =>
     Effect.gen(function*() {
       const { handle, seen } = yield* recordingHandler((record) => ({
         "beneficiary.status": (_event, delivery) => record(JSON.stringify(delivery.body.slice(0, 2)))
