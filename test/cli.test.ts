@@ -604,6 +604,13 @@ describe("effect-fin (offline commands)", () => {
     ])
     // A header wider than every cell sets its column's width.
     expect(table(["subdivision", "n"], [["A", "1"]])).toBe("subdivision  n\n-----------  -\nA            1")
+    // A combining mark takes no column: the next cell lines up.
+    expect(table(["name", "n"], [["Al \u2018A\u0305\u015fimah", "1"], ["Amman", "2"]]).split("\n")).toEqual([
+      "name        n",
+      "----------  -",
+      "Al \u2018A\u0305\u015fimah  1",
+      "Amman       2"
+    ])
   })
 
   it("an error's line is its first line: a tagged error's message, an Error's, or the value as text", () => {

@@ -34,11 +34,16 @@ export const printable = Printable.printable
 /** `value` as indented JSON, safe to print (a webhook's signed body is the sender's text). */
 export const json = (value: unknown): string => Printable.json(value, 2)
 
+// The columns a cell takes on a terminal: a combining mark takes none (Jordan's "Al ‘A̅şimah" takes 10 columns, in 11
+// code units).
+const columns = (cell: string): number => cell.replace(/[\p{Mn}\p{Me}]/gu, "").length
+
 /** A left-aligned table with a header row and a rule under it; its cells printable. */
 export const table = (header: ReadonlyArray<string>, body: ReadonlyArray<ReadonlyArray<string>>): string => {
   const rows = body.map((row) => row.map(printable))
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()
+  const widths = header.map((h, i) => Math.max(columns(h), ...rows.map((row) => columns(row[i] ?? ""))))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, i) => cell + " ".repeat(widths[i]! - columns(cell))).join("  ").trimEnd()
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
 }
 
