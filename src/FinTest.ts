@@ -318,18 +318,23 @@ export const stallBody = (status = 200): Reply => {
 export const stall: Reply = { _tag: "Stall" }
 
 /**
- * The connection lost while the body is read (headers sent): a `TransportError` of reason `BodyReadFailed` carrying
- * `code`, as a real client's is. Throws `IllegalArgumentException` for a status that has no body (204, 205, 304) or is
- * outside 200-599.
+ * The connection lost while the body is read (headers sent, `headers` among them: a 429's `Retry-After`, say): a
+ * `TransportError` of reason `BodyReadFailed` carrying `code` and the status, as a real client's is. Throws
+ * `IllegalArgumentException` for a status that has no body (204, 205, 304) or is outside 200-599, or a header no
+ * response can carry.
  *
  * @since 0.1.0
  * @category replies
  */
-export const failBody = (code = "ECONNRESET", status = 200): Reply => {
+export const failBody = (
+  code = "ECONNRESET",
+  status = 200,
+  headers: Readonly<Record<string, string>> = {}
+): Reply => {
   if (noBody(checked(status))) {
     throw new Cause.IllegalArgumentException(`effect-fin/test: failBody: a ${status} has no body to lose`)
   }
-  return { _tag: "Respond", status, body: "", headers: {}, stallBody: false, failBody: code }
+  return { _tag: "Respond", status, body: "", headers: checkedHeaders(headers), stallBody: false, failBody: code }
 }
 
 // A reply written by hand is read as one only with the fields `toResponse` reads: a body of text (not stringified as

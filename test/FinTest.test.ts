@@ -202,6 +202,7 @@ describe("FinTest replies", () => {
       const message = `effect-fin/test: ${JSON.stringify(name)}: ${JSON.stringify(value)} is no response header`
       expect(() => FinTest.json(200, {}, { [name]: value })).toThrow(message)
       expect(() => FinTest.text(200, "", { [name]: value })).toThrow(message)
+      expect(() => FinTest.failBody("ECONNRESET", 429, { [name]: value })).toThrow(message)
     }
     expect(FinTest.json(200, {}, { "Retry-After": " 5 " })).toMatchObject({ headers: { "Retry-After": " 5 " } })
   })

@@ -1522,9 +1522,9 @@ describe("TokenProvider", () => {
   // 60 s at most) fails at once with that answer and sends no token request (as many as the calls, a rate-limited
   // service hammered by every one of them), its `retryAfter` the wait that is left, the first call's too (not the
   // service's two minutes or a day); the call after it asks again.
-  const waitKept = (first: FinTest.Reply, status: number) =>
+  const waitKept = (first: FinTest.Reply, error: { readonly _tag: string; readonly status: number }) =>
     Effect.gen(function*() {
-      const answer = { _tag: "RateLimitError", status, operation: "POST /v1/oauth/token" }
+      const answer = { ...error, operation: "POST /v1/oauth/token" }
       for (let i = 0; i < 6; i++) {
         if (i > 0) yield* advance(10_000)
         expect(yield* Effect.flip(FeeService.calculate(quoteRequest)))
@@ -1537,12 +1537,25 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ "POST /v1/fee-calculation": fee, "POST /v1/oauth/token": firstThenTokens(first) }))
 
   it.effect("a token fetch answered 429 with Retry-After: no other token request before its wait has passed", () =>
-    waitKept(FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" }), 429))
+    waitKept(FinTest.json(429, { message: "Too many requests" }, { "retry-after": "120" }), {
+      _tag: "RateLimitError",
+      status: 429
+    }))
+
+  // Its body lost on the way (a TransportError with the answer's status): the wait it asked for is kept all the same.
+  it.effect("a token fetch answered 429 whose body is lost: its Retry-After is kept all the same", () =>
+    waitKept(FinTest.failBody("ECONNRESET", 429, { "retry-after": "120" }), {
+      _tag: "TransportError",
+      status: 429
+    }))
 
   // A 503 asking for a day (a gateway's maintenance page): a service back after a minute is asked again, rather than
   // every call failing for a day.
   it.effect("a token answer asking for a wait of days: it is kept for maxRetryAfter at most", () =>
-    waitKept(FinTest.json(503, { message: "maintenance" }, { "retry-after": "86400" }), 503))
+    waitKept(FinTest.json(503, { message: "maintenance" }, { "retry-after": "86400" }), {
+      _tag: "RateLimitError",
+      status: 503
+    }))
 
   // The same wait asked of a refresh: the token in hand serves on, and neither route is asked again before the wait has
   // passed (a refresh and an issue were sent every 5 s, the refresh pause).
@@ -1601,6 +1614,21 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": tokenThen(FinTest.json(500, { message: "down" }), "1 hour"),
       "POST /v1/oauth/refresh-token": () => FinTest.json(429, { message: "slow" }, { "retry-after": "120" })
     })))
+
+  // The refresh's failure is said by its status or system code: not a 200 whose body did not decode, which would read
+  // as a success.
+  it.effect("a refresh answered 200 that does not decode, then a failed issue: the issue's error says no 200", () =>
+    Effect.gen(function*() {
+      yield* tokenValue
+      yield* advance(HOUR)
+      const error = yield* Effect.flip(tokenValue)
+      expect(error).toMatchObject({ _tag: "ApiError", status: 503 })
+      expect(error.message).toMatch(/\(the token refresh before it failed too: ResponseDecodeError after 1 attempt\)$/)
+      expect(error.message).not.toContain("200")
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(503, { message: "down" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(200, { unexpected: true })
+    }, { maxRetries: 0 })))
 })
 
 describe("TokenProvider schemas with effect's schema tools", () => {
