@@ -1797,6 +1797,19 @@ describe("HttpTransport", () => {
           expect(notFinite.message).toMatch(/^Invalid request body: body\.amount: expected .*finite/)
         }
         expect(JSON.stringify(error)).not.toContain("-1")
+        // A body refused whole by its schema is `body`; an element of a top-level array, `body[1]`.
+        const list = (body: unknown) =>
+          Effect.flip(HttpTransport.request({
+            method: "POST",
+            path: "/v1/payouts",
+            body: body as ReadonlyArray<string>,
+            bodySchema: Schema.Array(Schema.String),
+            response: Schema.Unknown
+          }))
+        const whole = yield* list("no list")
+        expect(whole).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "body" }] })
+        expect(whole.message).not.toContain("no list")
+        expect(yield* list(["a", 2])).toMatchObject({ _tag: "RequestValidationError", issues: [{ path: "body[1]" }] })
         // From untyped code: a schema that is none.
         const notSchema = yield* Effect.flip(HttpTransport.request({
           method: "POST",
@@ -1866,6 +1879,15 @@ describe("HttpTransport", () => {
       })
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.filter((r) => r.path === "/v1/items").map((r) => new URL(r.url).search)).toEqual(["?page=2"])
+      // Every value left undefined: no `?` at all.
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/items",
+        query: { page: undefined },
+        response: Schema.Unknown
+      })
+      const last = (yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)).at(-1)
+      expect(last?.url.endsWith("/v1/items")).toBe(true)
     }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
 
   it.effect("a query with a lone surrogate (text cut inside an emoji) is refused, not sent as U+FFFD", () =>
@@ -2365,6 +2387,16 @@ describe("HttpTransport", () => {
       // A nested message other than the top-level one is kept in the body; the same one is not.
       expect(parseErrorBody(`{"message":"a","error":{"message":"b"}}`).understood).toBe(false)
       expect(parseErrorBody(`{"message":"a","error":{"message":"a"}}`).understood).toBe(true)
+      // A nested code other than the top-level status: the code is kept, and the body; the same one is understood.
+      expect(parseErrorBody(`{"status":422,"error":{"code":"E_LIMIT","message":"over"}}`))
+        .toMatchObject({ code: "E_LIMIT", message: "over", understood: false })
+      expect(parseErrorBody(`{"status":422,"error":{"code":422,"message":"over"}}`).understood).toBe(true)
+      // A `details` item not of the `{field, message}` form: the others are field errors, the body is kept.
+      const details = parseErrorBody(
+        `{"error":{"message":"bad","details":[{"field":"amount","message":"big"},{"x":1}]}}`
+      )
+      expect([details.fieldErrors, details.understood]).toEqual([[{ field: "amount", message: "big" }], false])
+      expect(parseErrorBody(`{"error":{"message":"bad","details":"not a list"}}`).understood).toBe(false)
       // Up to 20 field errors fit ApiError.fieldErrors.
       const fields = (n: number) =>
         JSON.stringify({ message: "Invalid", errors: Array.from({ length: n }, (_, i) => ({ [`f${i}`]: "bad" })) })

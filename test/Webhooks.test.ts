@@ -1044,6 +1044,11 @@ describe("Webhooks.handler", () => {
       const badLength = yield* send(handle, new Request(url, { method: "POST", body: currentBody, headers: { ...signed, "content-length": "12x" } }))
       expect(badLength.status).toBe(400)
       expect(JSON.parse(badLength.body)).toEqual({ error: "malformed_body" })
+      // A Content-Length of 0 reads no body: a signed empty one is malformed, and a body sent past it is never the one
+      // verified.
+      const empty = yield* send(handle, post("", { ...(yield* Webhooks.sign("", secret)), "content-length": "0" }))
+      expect([empty.status, JSON.parse(empty.body)]).toEqual([400, { error: "malformed_body" }])
+      expect((yield* send(handle, post(currentBody, { ...signed, "content-length": "0" }))).status).toBe(401)
       const get = yield* send(handle, new Request(url, { method: "GET" }))
       expect(get.status).toBe(405)
       expect(yield* seen).toEqual([])
@@ -1991,6 +1996,24 @@ describe("Webhooks.handler", () => {
       }))
       const inProgress = yield* send(busy, yield* signedPost(deposit("d-3")))
       expect([inProgress.status, JSON.parse(inProgress.body)]).toEqual([409, { outcome: "in_progress" }])
+      // Never handled, past maxAge, while another event of its resource is being handled: too_old, not 409 (there is
+      // nothing to wait for), and the other's claim is left alone.
+      const reference = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
+      expect((yield* memory.claim("d-other", reference, Duration.minutes(5)))._tag).toBe("Claimed")
+      const behind = yield* send(handle, yield* signedPost(deposit("d-4")))
+      expect([behind.status, JSON.parse(behind.body)]).toEqual([400, { error: "too_old" }])
+      expect((yield* memory.claim("d-other", reference, Duration.minutes(5)))._tag).toBe("InProgress")
+      // Dated over 5 minutes ahead: from_future, unhandled and unclaimed.
+      const ahead = makeBody({
+        id: "d-5",
+        type: "beneficiary.liquidation.deposit",
+        createdAt: "2026-04-04T19:50:00Z",
+        data: {}
+      })
+      const future = yield* send(handle, yield* signedPost(ahead))
+      expect([future.status, JSON.parse(future.body)]).toEqual([400, { error: "from_future" }])
+      expect((yield* memory.claim("d-5", "r-5", Duration.minutes(1)))._tag).toBe("Claimed")
+      expect(runs).toBe(1)
     }))
 
   it.effect("with maxAge longer than dedupeTtl, handled ids are kept for maxAge: a replay is a duplicate", () =>
@@ -3126,6 +3149,9 @@ describe("Webhooks schemas with effect's schema tools", () => {
     const json = Schema.equivalence(Webhooks.JsonValue)
     expect([json({ a: 1 }, { a: 1, b: 2 }), json({ a: 1, b: 2 }, { a: 1 }), json({ a: 1 }, { a: 1 })])
       .toEqual([false, false, true])
+    // As many keys, not the same ones; the same keys in another order.
+    const reordered = json({ a: 1, b: [{ c: null }] }, { b: [{ c: null }], a: 1 })
+    expect([json({ a: 1 }, { b: 1 }), json({ a: null }, { b: null }), reordered]).toEqual([false, false, true])
   })
 
   // A signed body a few kilobytes long can nest some thousands of levels; a value built in code can be cyclic.
