@@ -67,7 +67,12 @@ const RequestFields = Schema.Struct({
   destination_amount: Schema.optional(Amount),
   destination_currency: Schema.optional(CurrencyCode),
   beneficiary_id: Schema.optional(BeneficiaryId)
-}).annotations({ title: "a fee calculation request object" })
+}).annotations({
+  title: "a fee calculation request object",
+  // A misspelt key is refused wherever the schema decodes (an HttpApi payload, the user's own decode), not only in
+  // `calculate`: dropped, it would send a quote without the field the caller meant.
+  parseOptions: { onExcessProperty: "error" }
+})
 
 // The endpoint's rules: which fields are given, whatever their values (see `validate`, which checks them also when a
 // field's value is refused).

@@ -6,6 +6,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
@@ -995,6 +996,22 @@ describe("FeeService", () => {
 })
 
 describe("FeeService schemas with effect's schema tools", () => {
+  // As an HttpApi payload, or in the user's own decode with the default options: a misspelt key is refused there too,
+  // never dropped (a quote without the beneficiary meant).
+  it("the request schema refuses a key it does not have, whatever options it is decoded with", () => {
+    const request = { source_currency: "USD", source_amount: 5, destination_currency: "EUR" }
+    const misspelt = { ...request, benficiary_id: "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f" }
+    for (const options of [undefined, { onExcessProperty: "ignore" } as const]) {
+      const decoded = Schema.decodeUnknownEither(FeeService.FeeCalculationRequestSchema)(misspelt, options)
+      expect(Either.isLeft(decoded) && decoded.left.message).toContain("benficiary_id")
+      expect(Schema.decodeUnknownEither(FeeService.FeeCalculationRequestSchema)(request, options)).toEqual(
+        Either.right(request)
+      )
+    }
+    // JSON Schema (and so OpenAPI) says so too.
+    expect(JSONSchema.make(FeeService.FeeCalculationRequestSchema)).toMatchObject({ additionalProperties: false })
+  })
+
   // A DateTime's Arbitrary spans some 270,000 years; valid_till is written only for the years 0000 to 9999.
   it("every FeeCalculationResponse an Arbitrary makes encodes, and its encoding decodes", () => {
     for (const [response, again] of roundTrips(FeeService.FeeCalculationResponse)) {
