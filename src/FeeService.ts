@@ -220,7 +220,7 @@ const QuotedCurrency = Schema.transform(Schema.String, Schema.String, {
  * @since 0.1.0
  * @category schemas
  */
-export class Fee extends Schema.Class<Fee>("effect-fin/Fee")({
+export class Fee extends Schema.Class<Fee>("effect-fin.Fee")({
   /** The fixed part of the fee, as sent (its unit and currency are not documented). */
   fixed: FeeFigure,
   /** The percentage part of the fee, as sent (whether 4 means 4 % is not documented). */
@@ -252,7 +252,7 @@ const ValidTill = Schema.transformOrFail(Schema.String, Timestamps.Utc, {
  * @since 0.1.0
  * @category schemas
  */
-export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin/FeeQuote")({
+export class FeeQuote extends Schema.Class<FeeQuote>("effect-fin.FeeQuote")({
   /**
    * The currency of the amount sent: three letters upper-cased (`usd` reads as `USD`), any other code (an asset's
    * ticker, `USDC.e`) kept as sent.

@@ -19,7 +19,7 @@ import * as Inspect from "./internal/inspect.js"
  * @since 0.1.0
  * @category models
  */
-export class Issue extends Schema.Class<Issue>("effect-fin/Issue")({
+export class Issue extends Schema.Class<Issue>("effect-fin.Issue")({
   /** Dotted path from the root, e.g. `data.fee.total` or `source_amount`; empty for the root. */
   path: Schema.String,
   /** What the schema expected there, e.g. `number` or `a currency code (three upper-case letters)`. */
@@ -43,7 +43,7 @@ const callFields = {
  * @category errors
  */
 export class RequestValidationError extends Schema.TaggedError<RequestValidationError>(
-  "effect-fin/RequestValidationError"
+  "effect-fin.RequestValidationError"
 )("RequestValidationError", {
   /** What was refused and what was expected there (the first 20 issues, and how many more), on one line. */
   message: Schema.String,
@@ -57,7 +57,7 @@ export class RequestValidationError extends Schema.TaggedError<RequestValidation
  * @since 0.1.0
  * @category errors
  */
-export class AuthenticationError extends Schema.TaggedError<AuthenticationError>("effect-fin/AuthenticationError")(
+export class AuthenticationError extends Schema.TaggedError<AuthenticationError>("effect-fin.AuthenticationError")(
   "AuthenticationError",
   {
     /** The operation and the service's own message, if any: one line, credentials redacted, controls escaped. */
@@ -74,7 +74,7 @@ export class AuthenticationError extends Schema.TaggedError<AuthenticationError>
  * @since 0.1.0
  * @category models
  */
-export class FieldError extends Schema.Class<FieldError>("effect-fin/FieldError")({
+export class FieldError extends Schema.Class<FieldError>("effect-fin.FieldError")({
   /** The field the service named, as it sent it (credentials redacted, cut after 1024 characters). */
   field: Schema.String,
   /** The service's message for that field, as it sent it (credentials redacted, cut after 1024 characters). */
@@ -106,7 +106,7 @@ const answerFields = {
  * @since 0.1.0
  * @category errors
  */
-export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError")("ApiError", {
+export class ApiError extends Schema.TaggedError<ApiError>("effect-fin.ApiError")("ApiError", {
   /** The HTTP status of the (last) answer. */
   status: Schema.Number,
   /**
@@ -127,7 +127,7 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin/ApiError"
  * @since 0.1.0
  * @category errors
  */
-export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-fin/RateLimitError")(
+export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-fin.RateLimitError")(
   "RateLimitError",
   {
     /** The status, the operation (and the wait asked for) and the service's own message, on one line, redacted. */
@@ -148,7 +148,7 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
  * @since 0.1.0
  * @category errors
  */
-export class TransportError extends Schema.TaggedError<TransportError>("effect-fin/TransportError")(
+export class TransportError extends Schema.TaggedError<TransportError>("effect-fin.TransportError")(
   "TransportError",
   {
     /**
@@ -177,7 +177,7 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
  * @since 0.1.0
  * @category errors
  */
-export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/TimeoutError")("TimeoutError", {
+export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin.TimeoutError")("TimeoutError", {
   /** The operation and the limit it outlived. */
   message: Schema.String,
   /** Which limit: `attempt` (`timeout`), `token` (`tokenTimeout`, an attempt of a token call) or `deadline`. */
@@ -195,7 +195,7 @@ export class TimeoutError extends Schema.TaggedError<TimeoutError>("effect-fin/T
  * @since 0.1.0
  * @category errors
  */
-export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>("effect-fin/ResponseDecodeError")(
+export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>("effect-fin.ResponseDecodeError")(
   "ResponseDecodeError",
   {
     /** The operation and what was expected where (the first 20 issues), never the value received. */
@@ -242,7 +242,7 @@ export type WebhookFailureReason = typeof WebhookFailureReason.Type
  * @category errors
  */
 export class WebhookVerificationError extends Schema.TaggedError<WebhookVerificationError>(
-  "effect-fin/WebhookVerificationError"
+  "effect-fin.WebhookVerificationError"
 )("WebhookVerificationError", {
   /** Why the delivery was refused; it sets the status the webhook handler answers (401, 400, 408, 413, or 500). */
   reason: WebhookFailureReason,

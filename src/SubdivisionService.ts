@@ -28,19 +28,31 @@ import * as internal from "./internal/subdivisions.js"
 import * as Subdivisions from "./Subdivisions.js"
 
 /**
- * The subdivisions of one country and where they came from.
+ * Schema of a `SubdivisionList`, to send or keep one (an HttpApi endpoint's success, a cache of your own).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SubdivisionList = Schema.Struct({
+  /** The country listed (ISO 3166-1 alpha-3). */
+  country: CountryCode.CountryCode,
+  /** Its subdivisions; from the API, only `code` and `name` (the snapshot adds `type` and `parent` when known). */
+  subdivisions: Schema.Array(Subdivisions.Subdivision),
+  /** `"api"`: the service answered (possibly from the cache); `"snapshot"`: the committed offline data. */
+  source: Schema.Literal("api", "snapshot")
+}).annotations({
+  identifier: "effect-fin.SubdivisionList",
+  title: "the subdivisions of a country {country, subdivisions, source}",
+  description: "The subdivisions of a country, from the API or the offline snapshot"
+})
+
+/**
+ * The subdivisions of one country and where they came from (see the `SubdivisionList` schema).
  *
  * @since 0.1.0
  * @category models
  */
-export interface SubdivisionList {
-  /** The country listed (ISO 3166-1 alpha-3). */
-  readonly country: CountryCode.CountryCode
-  /** Its subdivisions; from the API, only `code` and `name` (the snapshot adds `type` and `parent` when known). */
-  readonly subdivisions: ReadonlyArray<Subdivisions.Subdivision>
-  /** `"api"`: the service answered (possibly from the cache); `"snapshot"`: the committed offline data. */
-  readonly source: "api" | "snapshot"
-}
+export interface SubdivisionList extends Schema.Schema.Type<typeof SubdivisionList> {}
 
 /**
  * An entry of the API's list that `crossCheck` left out of the comparison, and why: a code that is not ISO 3166-2

@@ -55,7 +55,7 @@ export interface Tokens {
  * @since 0.1.0
  * @category errors
  */
-export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect-fin/TokenStoreError")(
+export class TokenStoreError extends Schema.TaggedError<TokenStoreError>("effect-fin.TokenStoreError")(
   "TokenStoreError",
   {
     /**

@@ -714,7 +714,7 @@ const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(typ
  * @since 0.1.0
  * @category models
  */
-export class Unlisted extends Schema.TaggedClass<Unlisted>("effect-fin/Unlisted")("Unlisted", {
+export class Unlisted extends Schema.TaggedClass<Unlisted>("effect-fin.Unlisted")("Unlisted", {
   /** The value exactly as received. */
   value: Schema.String
 }) {
@@ -1432,7 +1432,7 @@ export interface WebhookDedupeStoreService {
  * @category errors
  */
 export class WebhookDedupeStoreError extends Schema.TaggedError<WebhookDedupeStoreError>(
-  "effect-fin/WebhookDedupeStoreError"
+  "effect-fin.WebhookDedupeStoreError"
 )("WebhookDedupeStoreError", {
   /** What the store was doing: `claim`, `complete`, `release`, `lastHandled`. */
   operation: Schema.String,

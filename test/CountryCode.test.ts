@@ -71,7 +71,8 @@ describe("CountryCode schema", () => {
     expect(decode({ country: "USA" })).toEqual(Either.right({ country: "USA" }))
     const refused = decode({ country: "usa" })
     expect(Either.isLeft(refused) && refused.left.message.split("\n")).toEqual([
-      "{ readonly country: an ISO 3166-1 alpha-3 country code of the service }",
+      // The schema's name (JSON Schema and OpenAPI refer to it by it) in the outline; the issue says what is expected.
+      "{ readonly country: effect-fin.CountryCode }",
       "└─ [\"country\"]",
       "   └─ Expected an ISO 3166-1 alpha-3 country code of the service"
     ])

@@ -27,6 +27,11 @@ describe("README", () => {
     expect(/## Testing your programs\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
   })
 
+  it("shows examples/httpapi.ts verbatim (run by examples/httpapi.test.ts)", () => {
+    const example = readFileSync(join(root, "examples", "httpapi.ts"), "utf8")
+    expect(/## Behind your own HttpApi\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
+  })
+
   it("shows examples/webhook.test.ts verbatim (run by npm test)", () => {
     const example = readFileSync(join(root, "examples", "webhook.test.ts"), "utf8")
     expect(/### Testing your webhook handler\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)

@@ -40,7 +40,7 @@ export const Subdivision = Schema.Struct({
   type: Schema.optional(Schema.String),
   /** Full code of the parent subdivision, e.g. `"AZ-NX"`, for nested subdivisions. */
   parent: Schema.optional(Schema.String)
-}).annotations({ title: "a subdivision {code, name, type?, parent?}" })
+}).annotations({ identifier: "effect-fin.Subdivision", title: "a subdivision {code, name, type?, parent?}" })
 
 // Blanks, invisible format characters (U+200B, U+FEFF) and the fillers that render as blank (U+3164, U+2800), as the
 // body of a character class.

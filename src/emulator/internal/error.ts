@@ -7,7 +7,7 @@ import * as Schema from "effect/Schema"
 import * as Inspect from "../../internal/inspect.js"
 
 /** Invalid options or admin input, or a webhook that could not be delivered. */
-export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin/EmulatorError")("EmulatorError", {
+export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin.EmulatorError")("EmulatorError", {
   /** Which kind of failure (see `Emulator.EmulatorError`). */
   reason: Schema.Literal("InvalidOptions", "InvalidInput", "WebhookNotRegistered", "WebhookDeliveryFailed"),
   /** What was wrong: the option or input refused, or the delivery's target and failure. */
