@@ -50,7 +50,14 @@ export const Amount = Schema.Number.annotations({ title: AMOUNT }).pipe(
   // none).
   Schema.filter((n) =>
     !(n > 0 && n <= Number.MAX_SAFE_INTEGER) ? AMOUNT : Amounts.decimalPlaces(n) > Amounts.MAX_DECIMALS ? DECIMALS : true
-  )
+  , {
+    // What JSON Schema and OpenAPI can say of the check (the decimal places, only in words).
+    jsonSchema: {
+      exclusiveMinimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: `at most ${Amounts.MAX_DECIMALS} decimal places`
+    }
+  })
 ).annotations({ title: AMOUNT })
 
 /**
@@ -104,7 +111,13 @@ const ruleIssues = (r: { readonly [K in keyof typeof RequestFields.Type]?: unkno
  */
 export const FeeCalculationRequestSchema: Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded> =
   RequestFields.pipe(
-    Schema.filter(ruleIssues),
+    // The rules in words for JSON Schema and OpenAPI readers: no keyword of the fields says them.
+    Schema.filter(ruleIssues, {
+      jsonSchema: {
+        description: "exactly one of source_amount and destination_amount; destination_currency or " +
+          "beneficiary_id; source_currency unless beneficiary_id is given"
+      }
+    }),
     // The filter checks at run time exactly what `FeeCalculationRequest` states, so what it lets through is one (a
     // filter that reports several issues at once cannot be a type guard).
     (schema) => schema as unknown as Schema.Schema<FeeCalculationRequest, typeof RequestFields.Encoded>

@@ -1008,8 +1008,12 @@ describe("FeeService schemas with effect's schema tools", () => {
         Either.right(request)
       )
     }
-    // JSON Schema (and so OpenAPI) says so too.
-    expect(JSONSchema.make(FeeService.FeeCalculationRequestSchema)).toMatchObject({ additionalProperties: false })
+    // JSON Schema (and so OpenAPI) says so too, with the amounts' bounds and the endpoint's rules in words.
+    expect(JSONSchema.make(FeeService.FeeCalculationRequestSchema)).toMatchObject({
+      additionalProperties: false,
+      properties: { source_amount: { exclusiveMinimum: 0, maximum: Number.MAX_SAFE_INTEGER } },
+      description: expect.stringMatching(/^exactly one of source_amount and destination_amount; /)
+    })
   })
 
   // A DateTime's Arbitrary spans some 270,000 years; valid_till is written only for the years 0000 to 9999.
