@@ -2730,6 +2730,34 @@ describe("the service's words in a message", () => {
       expect(error.message).toContain("Down\\u001b[1A")
     }))
 
+  // An error is logged whole (JSON leaves a bidirectional override or a C1 control as it is), and a field error is
+  // often shown to a person as it stands.
+  it.effect("an ApiError's code and field errors carry no control character either", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(FeeService.calculate(quoteRequest).pipe(
+        provideClient({
+          "POST /v1/fee-calculation": () =>
+            FinTest.json(422, {
+              message: "Invalid",
+              error: { code: `E${evil}`, details: [{ field: evil, message: evil }] }
+            })
+        })
+      ))
+      if (error._tag !== "ApiError") return expect.fail(`got ${error._tag}`)
+      const [field] = error.fieldErrors ?? []
+      expect([error.code, field?.field, field?.message].map((text) => unsafe.test(`${text}`)))
+        .toEqual([false, false, false])
+      expect(field?.message).toContain("Down\\u001b[1A")
+      // A field name cut at 64 characters in the message, then escaped: no escape cut in two.
+      const long = yield* Effect.flip(FeeService.calculate(quoteRequest).pipe(
+        provideClient({
+          "POST /v1/fee-calculation": () =>
+            FinTest.json(422, { message: "Invalid", errors: [{ [`${"f".repeat(63)}\x1b[2J`]: "bad" }] })
+        })
+      ))
+      expect(long.message).toContain(`(${"f".repeat(63)}\\u001b...: bad)`)
+    }))
+
   // Cut first, then escaped: the limit counts the service's characters, and no escape is cut in two.
   it.effect("a long message is cut before its control characters are escaped", () =>
     Effect.gen(function*() {

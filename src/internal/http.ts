@@ -519,14 +519,20 @@ const statusError = (
       ...common
     })
   }
+  // The code and field errors escaped as the message is (a field error's message keeps its line breaks and tabs): an
+  // error is logged whole (its JSON leaves a bidirectional override or a C1 control as it is), and a field error is
+  // often shown to a person as it stands.
   const code = parsed.code === undefined
     ? {}
-    : { code: typeof parsed.code === "string" ? short(redact(parsed.code)) : parsed.code }
+    : { code: typeof parsed.code === "string" ? Printable.printable(short(redact(parsed.code))) : parsed.code }
   const body = !parsed.understood && spec.keepBody && text !== ""
     ? { body: upTo(redact(normalisedBody(text)), MAX_BODY_IN_ERROR) }
     : {}
   const fields = parsed.fieldErrors?.map((f) =>
-    new FieldError({ field: short(redact(f.field)), message: short(redact(f.message)) })
+    new FieldError({
+      field: Printable.printable(short(redact(f.field))),
+      message: Printable.block(short(redact(f.message)))
+    })
   )
   const fieldErrors = fields === undefined ? {} : { fieldErrors: fields }
   if (status === 429) {
@@ -546,7 +552,10 @@ const statusError = (
       status,
       spec.operation,
       message,
-      parsed.fieldErrors?.map((f) => ({ field: said(f.field), message: said(f.message) }))
+      parsed.fieldErrors?.map((f) => ({
+        field: redactLine(oneLine(f.field)),
+        message: redactLine(oneLine(f.message))
+      }))
     ),
     ...code,
     ...fieldErrors,
@@ -580,7 +589,11 @@ export const apiErrorMessage = (
   // A service (or a proxy) that already says it in these words is not repeated.
   const own = text.startsWith(start) ? text.slice(start.length).replace(/^:\s*/, "") : text
   const fields = (fieldErrors ?? []).flatMap(({ field, message }) => {
-    const [name, said] = [short(oneLine(field), FIELD_IN_MESSAGE), short(oneLine(message), FIELD_MESSAGE_IN_MESSAGE)]
+    // Cut, then escaped (see `said`): no escape is cut in two.
+    const [name, said] = [
+      Printable.printable(short(oneLine(field), FIELD_IN_MESSAGE)),
+      Printable.printable(short(oneLine(message), FIELD_MESSAGE_IN_MESSAGE))
+    ]
     return name === "" && said === "" ? [] : [`${name}: ${said}`]
   })
   return `${start}${own === "" ? "" : `: ${own}`}${fields.length === 0 ? "" : ` (${fields.join("; ")})`}`

@@ -74,9 +74,11 @@ export const quoting = (text: string, quoted: ReadonlyArray<string>): string => 
 
 const linesUnsafe = new RegExp(linesUnsafeSource, "gu")
 
+/** `printable`, with line feeds and tabs kept: text shown as a block (a field error's message), not on one line. */
+export const block = (text: string): string => text.replace(linesUnsafe, escape)
+
 /**
  * Lines of text as `printable` escapes them, with their line feeds and tabs kept, and a carriage return that starts
  * the text (a progress line redrawn in place): for a tool that prints no colour.
  */
-export const lines = (text: string): string =>
-  text.startsWith("\r") ? `\r${text.slice(1).replace(linesUnsafe, escape)}` : text.replace(linesUnsafe, escape)
+export const lines = (text: string): string => text.startsWith("\r") ? `\r${block(text.slice(1))}` : block(text)
