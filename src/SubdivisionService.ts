@@ -33,7 +33,11 @@ import * as Subdivisions from "./Subdivisions.js"
  * @since 0.1.0
  * @category schemas
  */
-export const SubdivisionList = Schema.Struct({
+export const SubdivisionList: Schema.Struct<{
+  country: typeof CountryCode.CountryCode
+  subdivisions: Schema.Array$<typeof Subdivisions.Subdivision>
+  source: Schema.Literal<["api", "snapshot"]>
+}> = Schema.Struct({
   /** The country listed (ISO 3166-1 alpha-3). */
   country: CountryCode.CountryCode,
   /** Its subdivisions; from the API, only `code` and `name` (the snapshot adds `type` and `parent` when known). */

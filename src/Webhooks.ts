@@ -501,7 +501,7 @@ const parseTimestamp = (s: string): number | undefined => {
 
 const TimestampString = Schema.String.pipe(
   Schema.filter((s) => parseTimestamp(s) !== undefined, {
-    identifier: "Timestamp",
+    identifier: "effect-fin.Timestamp",
     description: "an ISO 8601 date-time with a zone",
     // Random text is next to never a date-time: filtering it, an `Arbitrary` would search for ever.
     arbitrary: () => (fc) =>
@@ -524,7 +524,7 @@ export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transformOr
     decode: (s) => ParseResult.succeed(DateTime.unsafeMake(Timestamps.parse(s)!.millis)),
     encode: (dateTime, _, ast) => Timestamps.encode(dateTime, ast)
   }
-).annotations({ identifier: "Timestamp" })
+).annotations({ identifier: "effect-fin.Timestamp" })
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Events
@@ -539,7 +539,7 @@ export const Timestamp: Schema.Schema<DateTime.Utc, string> = Schema.transformOr
 export const JsonValue: Schema.Schema<unknown> = Schema.declare(
   (u: unknown): u is unknown => u !== undefined,
   {
-    identifier: "JsonValue",
+    identifier: "effect-fin.JsonValue",
     description: "a JSON value",
     // A declaration has no Arbitrary, JSON Schema, Pretty or equivalence of its own: without these, each throws on
     // every event schema, and two decodings of one body would be unequal (compared by reference).
@@ -606,7 +606,7 @@ const Id = Schema.String.pipe(
     message: () => "an id of whole, printable characters"
   })
 ).annotations({
-  identifier: "Id",
+  identifier: "effect-fin.Id",
   description: "a non-empty id of at most 256 printable characters"
 })
 
@@ -675,7 +675,7 @@ export const Envelope = Schema.Struct({
     sandbox_mode: Schema.optional(Schema.Boolean)
   }),
   data: JsonValue
-}).annotations({ identifier: "WebhookEnvelope" })
+}).annotations({ identifier: "effect-fin.WebhookEnvelope" })
 
 /**
  * The envelope exactly as sent (see the `Envelope` schema).
@@ -704,7 +704,7 @@ const event = <const T extends string, D extends Schema.Schema.AnyNoContext>(typ
     ...eventFields,
     /** The payload: for `beneficiary.status`, `BeneficiaryStatusData`; for the other types, the JSON as sent. */
     data
-  }).annotations({ identifier: type })
+  }).annotations({ identifier: `effect-fin.${type}` })
 
 /**
  * A value the documentation does not list (yet), kept as received in `value`: a signed event with a new status or
@@ -1025,7 +1025,7 @@ export const UnknownEvent = Schema.Struct({
   ...eventFields,
   /** The payload, the JSON as sent. */
   data: JsonValue
-}).annotations({ identifier: "UnknownEvent" })
+}).annotations({ identifier: "effect-fin.UnknownEvent" })
 
 /**
  * A decoded event of a type the documentation does not list (see the `UnknownEvent` schema).

@@ -3110,6 +3110,16 @@ describe("Webhooks schemas with effect's schema tools", () => {
     `"created_at":"2026-04-04T17:38:26.843132Z"},"data":{"status":"PAY_SUCCESS","details":{"retry_attempts":0}}}`
 
   // JsonValue is a declaration: without its own hooks, each tool threw on every event schema.
+  // OpenAPI takes a schema's name as its component's: a user's own `Id` or `Timestamp` must not be taken for one of
+  // these (and a `/` is no component name).
+  it("names every schema it defines effect-fin.<name>", () => {
+    for (const document of [JSONSchema.make(Webhooks.Envelope), JSONSchema.make(Webhooks.WebhookEvent)]) {
+      const names = Object.keys(document.$defs ?? {})
+      expect(names.length).toBeGreaterThan(0)
+      for (const name of names) expect(name).toMatch(/^effect-fin\.[A-Za-z0-9._-]+$/)
+    }
+  })
+
   it("JSONSchema, Pretty and Arbitrary work on every event schema", () => {
     expect(() => JSONSchema.make(Webhooks.JsonValue)).not.toThrow()
     expect(() => JSONSchema.make(Webhooks.Envelope)).not.toThrow()

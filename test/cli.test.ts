@@ -611,6 +611,11 @@ describe("effect-fin (offline commands)", () => {
       "Al \u2018A\u0305\u015fimah  1",
       "Amman       2"
     ])
+    // An emoji drawn two columns wide by its presentation selector still takes two.
+    expect(table(["name", "n"], [["\u2764\ufe0f", "1"], ["ab", "2"]]).split("\n").slice(2)).toEqual([
+      "\u2764\ufe0f    1",
+      "ab    2"
+    ])
   })
 
   it("an error's line is its first line: a tagged error's message, an Error's, or the value as text", () => {

@@ -35,8 +35,8 @@ export const printable = Printable.printable
 export const json = (value: unknown): string => Printable.json(value, 2)
 
 // The columns a cell takes on a terminal: a combining mark takes none (Jordan's "Al ‘A̅şimah" takes 10 columns, in 11
-// code units).
-const columns = (cell: string): number => cell.replace(/[\p{Mn}\p{Me}]/gu, "").length
+// code units). Not the emoji presentation selector or the keycap mark: "❤️" and "1️⃣" are drawn two columns wide.
+const columns = (cell: string): number => cell.replace(/(?![\ufe0f\u20e3])[\p{Mn}\p{Me}]/gu, "").length
 
 /** A left-aligned table with a header row and a rule under it; its cells printable. */
 export const table = (header: ReadonlyArray<string>, body: ReadonlyArray<ReadonlyArray<string>>): string => {
