@@ -12,6 +12,18 @@ describe("README", () => {
     expect(readme).toContain("```sh\nnpm ci\nnpm start\nnpm test\n```")
   })
 
+  // GitHub's anchors: a heading lower-cased, its punctuation dropped, its spaces as hyphens (code blocks hold none).
+  it("links only to headings it has, and its contents list every section", () => {
+    const prose = readme.replace(/```[\s\S]*?```/g, "")
+    const headings = [...prose.matchAll(/^#{2,3} (.+)$/gm)].map(([, title]) => title!)
+    const slug = (title: string) => title.toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, "").replaceAll(" ", "-")
+    const anchors = new Set(headings.map(slug))
+    const links = [...prose.matchAll(/\]\(#([^)]+)\)/g)].map(([, anchor]) => anchor!)
+    expect(links.filter((anchor) => !anchors.has(anchor))).toEqual([])
+    const sections = headings.filter((title) => title !== "Contents").map(slug)
+    expect(sections.filter((anchor) => !links.includes(anchor))).toEqual([])
+  })
+
   it("shows examples/webhook-server.ts verbatim (type-checked by npm test)", () => {
     const example = readFileSync(join(root, "examples", "webhook-server.ts"), "utf8")
     expect(/### Mounting it in an HttpRouter\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
