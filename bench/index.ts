@@ -12,6 +12,7 @@
  * 4. Token single flight: 1,000 concurrent TokenProvider.get on a cold cache.
  * 5. The subdivision lookups (bench/subdivisions.ts) and webhook verification (bench/webhooks.ts).
  * 6. Token reads from RedisTokenStore beside the in-memory store (bench/redis.ts; needs redis-server).
+ * 7. What effect-fin adds to a minified bundle (bench/bundles.ts): the fee path alone, and FinClient.
  *
  * Prints one table of everything and writes BENCHMARKS.md (machine, package versions, every table, the targets and
  * whether each is met, before/after, how to reproduce).
@@ -35,6 +36,7 @@ import { baselineRef, loadBaseline } from "./lib/baseline.js"
 import { type BlockRow, runBlocks } from "./lib/blocks.js"
 import { baselineClients, breakdownClients, fullStack, names, steps } from "./lib/clients.js"
 import { machineLines, writeReport } from "./lib/report.js"
+import * as BundlesBench from "./bundles.js"
 import * as RedisBench from "./redis.js"
 import * as SubdivisionsBench from "./subdivisions.js"
 import * as WebhooksBench from "./webhooks.js"
@@ -134,6 +136,16 @@ const redisLine = (r: RedisBench.BenchRow): Line => ({
   operation: `${r.operation}, ${r.concurrency} in flight`,
   implementation: r.library,
   result: `${int(r.value)} reads/s`,
+  relative: "",
+  target: "",
+  met: ""
+})
+
+const bundleLine = (r: BundlesBench.BundleRow): Line => ({
+  suite: "bundle",
+  operation: "minified esbuild bundle, Effect external",
+  implementation: r.bundle,
+  result: `${(r.bytes / 1000).toFixed(1)} KB`,
   relative: "",
   target: "",
   met: ""
@@ -453,13 +465,13 @@ const main = async () => {
   const baseline = await loadBaseline()
   if (baseline.modules === undefined) log(`(no before/after: baseline ${baselineRef} unavailable: ${baseline.reason})`)
 
-  log("1/7 client cost per fee quote ...")
+  log("1/8 client cost per fee quote ...")
   const clientRows = await runClientBench({
     concurrencies,
     ...(baseline.modules === undefined ? {} : { extraClients: baselineClients(baseline.modules) }),
     log
   })
-  log("2/7 where the bare platform client's cost goes ...")
+  log("2/8 where the bare platform client's cost goes ...")
   const breakdownRows = await runClientBench({
     concurrencies: [16],
     rounds: 9,
@@ -467,7 +479,7 @@ const main = async () => {
     extraClients: breakdownClients,
     log
   })
-  log("3/7 building blocks, and what each piece of a call costs ...")
+  log("3/8 building blocks, and what each piece of a call costs ...")
   const blockRows = await runBlocks()
   const cutModules = await loadCuts()
   const ablationRows = await runClientBench({
@@ -480,7 +492,7 @@ const main = async () => {
       ),
     log
   })
-  log("4/7 token single flight ...")
+  log("4/8 token single flight ...")
   const tokenCases: Array<TokenCase> = [
     ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici],
     ["FetchHttpClient.layer", (await import("@effect/platform/FetchHttpClient")).layer],
@@ -490,13 +502,15 @@ const main = async () => {
     tokenCases.push(["NodeHttpClient.layerUndici, before optimisations", NodeHttpClient.layerUndici, baseline.modules])
   }
   const tokenRows = await runTokenBench({ layers: tokenCases })
-  log("5/7 subdivisions (bench/subdivisions.ts) ...")
+  log("5/8 subdivisions (bench/subdivisions.ts) ...")
   const subdivisionRows = await SubdivisionsBench.runSubdivisionsBench()
-  log("6/7 webhooks (bench/webhooks.ts) ...")
+  log("6/8 webhooks (bench/webhooks.ts) ...")
   const webhookRows = await WebhooksBench.runWebhooksBench()
-  log("7/7 token store reads (bench/redis.ts) ...")
+  log("7/8 token store reads (bench/redis.ts) ...")
   const redisRows = await RedisBench.runRedisBench()
   if (redisRows === undefined) log("(no token store rows: redis-server is not installed)")
+  log("8/8 bundle sizes (bench/bundles.ts) ...")
+  const bundleRows = await BundlesBench.runBundlesBench()
   const seconds = (performance.now() - started) / 1000
 
   const lines: Array<Line> = [
@@ -504,7 +518,8 @@ const main = async () => {
     ...tokenRows.map(tokenLine),
     ...subdivisionRows.map(subdivisionLine),
     ...webhookRows.map(webhookLine),
-    ...(redisRows ?? []).map(redisLine)
+    ...(redisRows ?? []).map(redisLine),
+    ...bundleRows.map(bundleLine)
   ]
   process.stdout.write(`${textTable(lines)}\n`)
 
@@ -658,6 +673,15 @@ const main = async () => {
     "",
     redisRows === undefined ? "Not measured: redis-server is not installed." : RedisBench.redisTable(redisRows),
     "",
+    "## Bundle sizes (bench/bundles.ts)",
+    "",
+    "What effect-fin adds to a minified esbuild bundle (ESM, platform node, `effect` and `@effect/*` external) of a",
+    "program that only quotes fees: made from the fee path's modules alone, or with `FinClient`, which gives every",
+    "service and so holds the offline subdivisions snapshot (read country by country on first lookup: no start-up",
+    "cost).",
+    "",
+    BundlesBench.bundlesTable(bundleRows),
+    "",
     // The chaos run is its own command (about a minute of faults); its last recorded result is kept with the rest.
     ...(await chaosSection()),
     "## How to reproduce",
@@ -668,7 +692,7 @@ const main = async () => {
     "npm run bench:clients                           # the client and token benchmarks alone",
     "npx tsx bench/profile.ts full-undici 16 20000   # a CPU profile of one client (see the file for the names)",
     "npx tsx bench/server.ts 8080                    # the loopback server alone",
-    "npm run bench:subdivisions && npm run bench:webhooks && npm run bench:redis",
+    "npm run bench:subdivisions && npm run bench:webhooks && npm run bench:redis && npm run bench:bundles",
     "```",
     "",
     "The `bench` scripts run under bench/lib/loader.mjs, which compiles the TypeScript as tsup builds the package: tsx",
