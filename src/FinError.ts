@@ -268,7 +268,9 @@ export type FinError =
   | ResponseDecodeError
 
 /**
- * Schema of `FinError`, for users who persist or send errors.
+ * Schema of `FinError`, for users who persist or send errors. Not as an `HttpApi` endpoint's error: the platform gives
+ * a union of classes no status of its own (500); declare each class with its status instead. What they hold is for
+ * your logs (the service's routes, request ids, up to 1 KiB of its answers), not for a browser.
  *
  * @since 0.1.0
  * @category schemas
