@@ -75,9 +75,12 @@ export class AuthenticationError extends Schema.TaggedError<AuthenticationError>
  * @category models
  */
 export class FieldError extends Schema.Class<FieldError>("effect-fin.FieldError")({
-  /** The field the service named, as it sent it (credentials redacted, cut after 1024 characters). */
+  /**
+   * The field the service named, as it sent it (credentials redacted, cut after 1024 characters, control characters
+   * and bidirectional overrides written as `\uXXXX`).
+   */
   field: Schema.String,
-  /** The service's message for that field, as it sent it (credentials redacted, cut after 1024 characters). */
+  /** The service's message for that field, as `field` is kept, but with its line breaks and tabs. */
   message: Schema.String
 }) {}
 
@@ -85,7 +88,7 @@ export class FieldError extends Schema.Class<FieldError>("effect-fin.FieldError"
 const answerFields = {
   /**
    * The service's own code: `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`) or a numeric `status`
-   * field (on a 429 it tells a quota from a throttle).
+   * field (on a 429 it tells a quota from a throttle); a text one kept as `FieldError.field` is.
    */
   code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
   /** The fields the service named (`errors[]` of a 422, `data` of a 400, `error.details[]`). */
