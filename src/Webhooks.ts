@@ -178,7 +178,9 @@ export const makeWebCrypto = (): WebhookCryptoService => {
   ): Effect.Effect<A> =>
     Effect.promise(() => {
       const key = keys.get(algorithm, secret)
-      return key instanceof Promise ? key.then(use) : use(key)
+      // Not `instanceof Promise`: WebCrypto's promise is of the realm Node made it in, which a test runner that runs
+      // tests in a realm of their own (Jest) does not share.
+      return Predicate.isPromiseLike(key) ? key.then(use) : use(key)
     })
   const service: WebhookCryptoService = {
     verify: (algorithm, secret, body, signature) =>
@@ -361,7 +363,8 @@ const toBytes = (body: Uint8Array | string): Uint8Array | undefined => {
   if (typeof body === "string") return utf8.encode(body)
   if (body instanceof Uint8Array) return body
   const value: unknown = body
-  if (value instanceof ArrayBuffer) return new Uint8Array(value)
+  // Told by its tag, not `instanceof`: one from another realm (Node's own, under Jest) is bytes all the same.
+  if (Object.prototype.toString.call(value) === "[object ArrayBuffer]") return new Uint8Array(value as ArrayBuffer)
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
   return undefined
 }

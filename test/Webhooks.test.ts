@@ -29,6 +29,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHmac } from "node:crypto"
+import { runInNewContext } from "node:vm"
 import type { WebhookVerificationError } from "../src/FinError.js"
 import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
@@ -339,6 +340,40 @@ for (const [name, cryptoLayer] of cryptoLayers) {
 }
 
 describe("Webhooks.makeWebCrypto", () => {
+  // Jest runs tests in a realm of their own: WebCrypto's promises, and an ArrayBuffer Node made (a fetch Request's
+  // `arrayBuffer()`), are then of another realm than the library's `Promise` and `ArrayBuffer`.
+  it.effect("works with promises and bytes of another realm (Node's own, under Jest)", () =>
+    Effect.gen(function*() {
+      const OtherPromise = runInNewContext("Promise") as PromiseConstructor
+      const subtle = globalThis.crypto.subtle
+      const importKey = subtle.importKey
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          Object.defineProperty(subtle, "importKey", {
+            configurable: true,
+            value: (...args: Parameters<typeof importKey>) =>
+              new OtherPromise((resolve, reject) => importKey.apply(subtle, args).then(resolve, reject))
+          })
+        }),
+        () => Effect.sync(() => delete (subtle as { importKey?: unknown }).importKey)
+      )
+      const crypto = Webhooks.makeWebCrypto()
+      // The first call for a secret meets its key's import still running: a promise of the other realm.
+      const headers = yield* Webhooks.sign(currentBody, secret).pipe(
+        Effect.provideService(Webhooks.WebhookCrypto, crypto)
+      )
+      expect(headers).toEqual(yield* Webhooks.sign(currentBody, secret))
+      const copy = runInNewContext(
+        "(from) => { const to = new ArrayBuffer(from.length); new Uint8Array(to).set(from); return to }"
+      )
+      const bytes = copy(new TextEncoder().encode(currentBody)) as ArrayBuffer
+      expect(bytes instanceof ArrayBuffer).toBe(false)
+      const event = yield* Webhooks.verify(bytes as unknown as Uint8Array, headers, secret).pipe(
+        Effect.provideService(Webhooks.WebhookCrypto, crypto)
+      )
+      expect(event.id).toBe("40061557-f125-4b39-97d6-c16a0f1230c1")
+    }).pipe(Effect.scoped))
+
   it.effect("a service with verifySync: undefined (exactOptionalPropertyTypes) verifies through its verify", () =>
     Effect.gen(function*() {
       const crypto: Webhooks.WebhookCryptoService = { ...Webhooks.makeWebCrypto(), verifySync: undefined }
