@@ -53,7 +53,13 @@ export default defineConfig([
     clean: true,
     platform: "neutral",
     // Node's own modules (of effect-fin/node, /redis, /emulator) stay imports; a neutral build does not know them.
-    external: [/^node:/]
+    external: [/^node:/],
+    // The CommonJS build loads an optional peer (UndiciHttpClient's @effect/platform-node, which ships CommonJS too)
+    // with `require` where the source writes `import()`: a runner that loads CommonJS in a VM context of its own
+    // (Jest, without --experimental-vm-modules) refuses a dynamic import.
+    esbuildOptions: (options, context) => {
+      if (context.format === "cjs") options.supported = { ...options.supported, "dynamic-import": false }
+    }
   },
   {
     ...shared,

@@ -67,6 +67,13 @@ Effect.runPromise(Effect.all([program, refused])).then(([quote, error]) => {
 })
 `
 
+// A CommonJS program building UndiciHttpClient.layer: "built", or its failure.
+const undiciLayerBuilt = `const { UndiciHttpClient } = require("effect-fin/node")
+const { Effect, Layer } = require("effect")
+Effect.runPromise(Effect.scoped(Layer.build(UndiciHttpClient.layer))).then(
+  () => console.log("built"),
+  (error) => console.log(String(error)))`
+
 describe("package", () => {
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), "effect-fin-pack-"))
@@ -290,6 +297,9 @@ export const statusRule = (rule: Emulator.FaultRule) => rule.kind === "status" ?
     expect(run(process.execPath, ["--input-type=module", "-e", script], app)).toContain(
       "effect-fin/node: UndiciHttpClient needs @effect/platform-node: npm install @effect/platform-node@0.108"
     )
+    expect(run(process.execPath, ["-e", undiciLayerBuilt], app)).toContain(
+      "effect-fin/node: UndiciHttpClient needs @effect/platform-node: npm install @effect/platform-node@0.108"
+    )
   })
 
   it("the effect-fin command, the emulator and the Redis stores run from the package once their peers are installed", () => {
@@ -319,6 +329,13 @@ export const statusRule = (rule: Emulator.FaultRule) => rule.kind === "status" ?
     expect(run(process.execPath, ["--input-type=module", "-e", redisEsm], withPeers).trim()).toBe("function function")
     const redisCjs = `const m = require("effect-fin/redis"); console.log(typeof m.RedisTokenStore.layer, typeof m.RedisWebhookDedupeStore.layer)`
     expect(run(process.execPath, ["-e", redisCjs], withPeers).trim()).toBe("function function")
+    // UndiciHttpClient loads its peer with `require` in the CommonJS build: a runner that loads CommonJS in a VM
+    // context of its own (Jest, without --experimental-vm-modules) refuses a dynamic import.
+    expect(run(process.execPath, ["-e", undiciLayerBuilt], withPeers).trim()).toBe("built")
+    const dist = join(withPeers, "node_modules", "effect-fin", "dist")
+    const importing = readdirSync(dist, { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".cjs") && /\bimport\(/.test(readFileSync(join(dist, file), "utf8")))
+    expect(importing).toEqual([])
   })
 
   it("run from effect-fin/cli in a program of the user's keeps the binary's bundled-snapshot defaults (import, require)", () => {

@@ -37,6 +37,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Stream from "effect/Stream"
 import * as EgressProxy from "../internal/egressProxy.js"
 import { Readable } from "node:stream"
@@ -98,8 +99,10 @@ const send = (
 let nodeStream: Promise<typeof import("@effect/platform-node/NodeStream")> | undefined
 
 // The optional peer is not installed: a defect (the app is set up wrong) that says what to install, rather than the
-// loader's bare "Cannot find package".
+// loader's bare "Cannot find package". Any other failure to load it (a runner that refuses the import) is said as it is.
 const peerMissing = (cause: unknown): never => {
+  const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
+  if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw cause
   throw new Error(
     "effect-fin/node: UndiciHttpClient needs @effect/platform-node: npm install @effect/platform-node@0.108",
     { cause }
