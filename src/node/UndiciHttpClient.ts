@@ -99,7 +99,7 @@ const send = (
 let nodeStream: Promise<typeof import("@effect/platform-node/NodeStream")> | undefined
 
 // The optional peer is not installed: a defect (the app is set up wrong) that says what to install, rather than the
-// loader's bare "Cannot find package". Any other failure to load it (a runner that refuses the import) is said as it is.
+// loader's bare "Cannot find package". Any other failure to load it (a runner refusing the import) is said as it is.
 const peerMissing = (cause: unknown): never => {
   const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
   if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw cause
