@@ -543,7 +543,11 @@ const makeWithDefaultPort = (
       sockets.add(socket)
       socket.once("close", () => sockets.delete(socket))
     })
-    const httpServer = yield* NodeHttpServer.make(() => server, { port: settings.port, host: settings.host })
+    // Not cut short while it starts listening (a layer built beside this one failing): the platform closes only a
+    // server that listens, so one interrupted then would be left listening once its bind ended, holding the process.
+    const httpServer = yield* Effect.uninterruptible(
+      NodeHttpServer.make(() => server, { port: settings.port, host: settings.host })
+    )
     // Added after the server: finalizers run in reverse, so this runs before the platform's own close.
     yield* Effect.addFinalizer(() => shutdown(server, sockets))
     const port = httpServer.address._tag === "TcpAddress" ? httpServer.address.port : settings.port

@@ -13,6 +13,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as LogLevel from "effect/LogLevel"
@@ -85,6 +86,23 @@ const refused = (port: number) =>
 const SERVICE_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+00$/
 
 describe("Emulator", () => {
+  // A layer built beside it that fails interrupts its build, maybe while its server is starting to listen: the
+  // platform closes only a server that listens, so one that began to listen then was left listening, holding the
+  // process (a test runner that never exits).
+  it.live("a build cut short while its server starts leaves no server listening", () =>
+    Effect.gen(function*() {
+      const servers = () => process.getActiveResourcesInfo().filter((kind) => kind === "TCPServerWrap").length
+      const before = servers()
+      for (let i = 0; i < 20; i++) {
+        const exit = yield* Effect.exit(Effect.scoped(Layer.build(Layer.merge(Emulator.layer(), Layer.fail("beside")))))
+        expect(Exit.isFailure(exit)).toBe(true)
+      }
+      // A listen left running ends within a few turns of the event loop (a loopback address's lookup, then the bind).
+      for (let turn = 0; turn < 20; turn++) yield* Effect.promise(() => new Promise((resume) => setImmediate(resume)))
+      yield* Effect.sleep("20 millis")
+      expect(servers()).toBe(before)
+    }))
+
   describe("tokens", () => {
     it.scopedLive("issues tokens with the service's timestamps, top level by default", () =>
       Effect.gen(function*() {
