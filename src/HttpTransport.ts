@@ -298,6 +298,9 @@ const isPlain = (value: object): boolean => {
 // The built-in kind of a value, whatever its realm: `Date`, `Error`...
 const kindOf = (value: unknown): string => Object.prototype.toString.call(value).slice(8, -1)
 
+// Objects whose state JSON cannot see (`{}`), by kind.
+const opaqueKinds: ReadonlySet<string> = new Set(["Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "Error"])
+
 // Whether JSON writes `original` (as its `toJSON` left it: `value`) as another value: a number that is not finite or an
 // invalid date (null: in an amount!); nothing in a list (null there, though left out of an object, as an optional
 // field); a Redacted (its placeholder); an Effect data type (Option, BigDecimal, Duration...: its inspection form,
@@ -318,13 +321,13 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
       return Redacted.isRedacted(original)
     case "object": {
       if (value === null) return kindOf(original) === "Date"
+      // Told by kind, not `instanceof`: a Map or a Buffer of another realm (one Node made, under Jest) is one too.
+      const kind = kindOf(value)
       if (
-        Redacted.isRedacted(value) || value instanceof Map || value instanceof Set || value instanceof WeakMap ||
-        value instanceof WeakSet || value instanceof ArrayBuffer || ArrayBuffer.isView(value) ||
-        ArrayBuffer.isView(original) || value instanceof Error || kindOf(value) === "Error"
+        Redacted.isRedacted(value) || opaqueKinds.has(kind) || ArrayBuffer.isView(value) || ArrayBuffer.isView(original)
       ) return true
-      if (value instanceof Number) return !Number.isFinite(value.valueOf())
-      if (value instanceof String || value instanceof Boolean) return false
+      if (kind === "Number") return !Number.isFinite(Number(value))
+      if (kind === "String" || kind === "Boolean") return false
       if (original !== value) {
         // What a `toJSON` gave: Effect's inspection form, or an object with a `toJSON` JSON will not call.
         if (

@@ -1717,6 +1717,7 @@ describe("HttpTransport", () => {
         { inherited: Object.create(Object.create(null, { a: { value: 1, enumerable: true } })) },
         runInNewContext("({ at: new Date('not a date') })"),
         runInNewContext("({ cause: Object.assign(new Error('x'), { code: 1 }) })"),
+        runInNewContext("({ byId: new Map([['a', 1]]), amount: new Number(NaN) })"),
         { amount: new Number(Number.NaN) },
         { secret: { toJSON: () => Redacted.make("s") } }
       ]
@@ -1747,7 +1748,7 @@ describe("HttpTransport", () => {
         boxed: new String("x"),
         empty: new Empty(),
         // Made in another realm (a `vm` context): plain all the same.
-        foreign: runInNewContext("({ list: [1, {}], nested: {} })")
+        foreign: runInNewContext("({ list: [1, {}], nested: {}, boxed: new Number(5) })")
       })
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.find((r) => r.path === "/v1/things")?.body).toEqual({
@@ -1758,7 +1759,7 @@ describe("HttpTransport", () => {
         doc: { _id: "doc-2", name: "Bo" },
         boxed: "x",
         empty: {},
-        foreign: { list: [1, {}], nested: {} }
+        foreign: { list: [1, {}], nested: {}, boxed: 5 }
       })
     }).pipe(provideClient({ "POST /v1/things": () => FinTest.json(200, {}) })))
 
