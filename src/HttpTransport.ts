@@ -321,7 +321,7 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
       return Redacted.isRedacted(original)
     case "object": {
       if (value === null) return kindOf(original) === "Date"
-      // Told by kind, not `instanceof`: a Map or a Buffer of another realm (one Node made, under Jest) is one too.
+      // Told by kind, not `instanceof`: a Map or an ArrayBuffer of another realm (under Jest, say) is one too.
       const kind = kindOf(value)
       if (
         Redacted.isRedacted(value) || opaqueKinds.has(kind) || ArrayBuffer.isView(value) || ArrayBuffer.isView(original)
