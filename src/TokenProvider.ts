@@ -464,7 +464,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       path: string,
       body: Readonly<Record<string, string>>,
       credential: string,
-      maxRetries = config.maxRetries,
+      maxRetries: number,
       usableUntil?: number
     ) => {
       const operation = `POST ${path}`

@@ -19,6 +19,7 @@ import { fromParseIssue, told } from "../../src/internal/issues.js"
 import * as Loopback from "../../src/internal/loopback.js"
 import * as Timestamp from "../../src/internal/timestamp.js"
 import {
+  codeOrder,
   compareEntries,
   encodeRows,
   type EntriesDiff,
@@ -117,9 +118,6 @@ export interface SourceData {
   /** SHA-256 of each input file (file name -> hex), for the meta file. */
   readonly inputs: Readonly<Record<string, string>>
 }
-
-const codeOrder = (a: { readonly code: string }, b: { readonly code: string }): number =>
-  a.code < b.code ? -1 : a.code > b.code ? 1 : 0
 
 // Fixed key order, `parent` only when present: the bytes of the output must not depend on the source's key order.
 // Names in NFC, so one name is always the same bytes (a source may spell an accent as a separate combining mark).

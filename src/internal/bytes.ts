@@ -10,7 +10,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 
 /** `chunks` (of `size` bytes in all) as one array; a single chunk is returned as is, not copied. */
-export const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+const concat = (chunks: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
   if (chunks.length === 1) return chunks[0]!
   const bytes = new Uint8Array(size)
   let offset = 0

@@ -160,7 +160,7 @@ export interface QuoteFigures {
  * The rate of `from` -> `to` from a table keyed `"USD/CAD"`, using the inverse pair when only that is listed and 1
  * for a currency to itself.
  */
-export const rateOf = (rates: Readonly<Record<string, number>>, from: string, to: string): number | undefined => {
+const rateOf = (rates: Readonly<Record<string, number>>, from: string, to: string): number | undefined => {
   if (from === to) return 1
   const direct = rates[`${from}/${to}`]
   if (direct !== undefined) return direct
@@ -234,7 +234,7 @@ const deliver = (source: bigint, rate: number, fee: FeeRule): bigint => {
  * the source is the smallest amount in cents that delivers at least that much, so sending the quoted source never
  * delivers less than asked (rounding the solved source to the nearest cent could leave it a cent short).
  */
-export const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
+const compute = (input: QuoteInput, rate: number, fee: FeeRule): QuoteFigures => {
   let source: bigint
   if (input.source_amount !== undefined) {
     source = centsOf(input.source_amount)

@@ -188,7 +188,7 @@ const withinTime = <Out, In, R>(
  * replaces the backoff when it is within `waitCap` and ends before `timeLeft` does; any other ends the retries at once,
  * and so does a backoff that does not end before `timeLeft`. `onRetry` runs before each wait.
  */
-export const policy = <E extends Retried>(
+const policy = <E extends Retried>(
   options: PolicyOptions<E>
 ): Schedule.Schedule<[[E, Duration.Duration], number], E> =>
   Schedule.identity<E>().pipe(

@@ -130,8 +130,13 @@ export interface EntriesDiff<A> {
 // The same text, however its accents are encoded (a precomposed "á" or "a" and a combining accent): not a rename.
 const sameName = (a: string, b: string): boolean => a === b || a.normalize("NFC") === b.normalize("NFC")
 
-// Code-unit order, not localeCompare: the result must not depend on the machine's locale.
-const byCode = <A extends Subdivision>(a: A, b: A): number => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0)
+/**
+ * Code-unit order of `code`, not localeCompare: the result must not depend on the machine's locale.
+ *
+ * @internal
+ */
+export const codeOrder = (a: { readonly code: string }, b: { readonly code: string }): number =>
+  a.code < b.code ? -1 : a.code > b.code ? 1 : 0
 
 /**
  * Compares two lists of subdivisions by code: added (only in `after`), removed (only in `before`), renamed (same code,
@@ -161,11 +166,9 @@ export const compareEntries = <A extends Subdivision>(
     }
   }
   const removed = before.filter((entry) => !seen.has(entry.code))
-  const codeOrder = (a: { readonly code: string }, b: { readonly code: string }) =>
-    a.code < b.code ? -1 : a.code > b.code ? 1 : 0
   return {
-    added: added.sort(byCode),
-    removed: removed.sort(byCode),
+    added: added.sort(codeOrder),
+    removed: removed.sort(codeOrder),
     renamed: renamed.sort(codeOrder),
     changed: changed.sort(codeOrder)
   }

@@ -25,6 +25,7 @@ import * as Os from "node:os"
 import * as Amounts from "../../internal/amount.js"
 import * as Bytes from "../../internal/bytes.js"
 import * as Issues from "../../internal/issues.js"
+import * as Loopback from "../../internal/loopback.js"
 import * as Quote from "../../internal/quote.js"
 import * as Subdivisions from "../../Subdivisions.js"
 import type { EmulatorError } from "./error.js"
@@ -53,9 +54,8 @@ const json = (body: unknown, status = 200, headers: Record<string, string> = {})
 // rebound to 127.0.0.1 carries that name instead.
 const isLocalHostname = (hostname: string): boolean => {
   const name = hostname.toLowerCase().replace(/\.$/, "")
-  return name === "localhost" || name.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(name) ||
-    name === "0.0.0.0" || name === "[::1]" || name === "[::]" ||
-    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(name) || name === Os.hostname().toLowerCase()
+  return Loopback.isLoopback(name) || name.endsWith(".localhost") || name === "0.0.0.0" || name === "[::]" ||
+    name === Os.hostname().toLowerCase()
 }
 
 // Whether `url` (an Origin, or http:// and a Host header) names this machine; the URL parser normalises IPv6 forms.
@@ -98,7 +98,7 @@ const invalid = (errors: ReadonlyArray<Record<string, string>>, message = "Valid
 const malformedRequest = json({ status: 400, message: "Malformed request body" }, 400)
 
 /** The body a status fault sends when the rule gives none: the documented shape where there is one. */
-export const defaultErrorBody = (status: number): unknown => {
+const defaultErrorBody = (status: number): unknown => {
   switch (status) {
     case 400:
       return { status: 400, message: "Malformed request body" }
@@ -238,7 +238,7 @@ interface FeeRequest {
 }
 
 /** The rules of the endpoint (as `FeeService.validate` states them), as `{field: message}` items. */
-export const validateFee = (
+const validateFee = (
   body: Record<string, unknown>
 ): Either.Either<FeeRequest, Array<Record<string, string>>> => {
   const errors: Array<Record<string, string>> = []
