@@ -9,13 +9,23 @@ import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { spawn, spawnSync } from "node:child_process"
-import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { writeFile } from "node:fs/promises"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { join } from "node:path"
+import { tmpdir } from "node:os"
+import { join, sep } from "node:path"
 import { fileURLToPath } from "node:url"
-import { command, servesUntilStopped } from "../src/cli/main.js"
+import { command, run, servesUntilStopped } from "../src/cli/main.js"
 import { errorJson, errorLine, pairs, printableConsole, table } from "../src/cli/render.js"
 import * as FinError from "../src/FinError.js"
 import * as Emulator from "../src/emulator/Emulator.js"
@@ -1108,6 +1118,45 @@ describe("effect-fin against the emulator", () => {
       expect(Duration.toSeconds((rate as FinError.RateLimitError).retryAfter!)).toBe(60)
     } finally {
       await Effect.runPromise(emulator.clearFaults)
+    }
+  })
+
+  it("run's dataDir (effect-fin/cli in a program of one's own) is the snapshot cross-check compares with", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "effect-fin-data-"))
+    for (const file of ["subdivisions.json", "subdivisions.meta.json"]) {
+      copyFileSync(fileURLToPath(new URL(`../data/${file}`, import.meta.url)), join(dataDir, file))
+    }
+    const report = join(dataDir, "report.json")
+    const crossCheck = ["node", "effect-fin", "cross-check", "--countries", "CAN", "--report", report]
+    const written: Array<string> = []
+    const write = (chunk: string | Uint8Array) => {
+      written.push(String(chunk))
+      return true
+    }
+    const stdout = vi.spyOn(process.stdout, "write").mockImplementation(write)
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(write)
+    const exitCode = process.exitCode
+    try {
+      for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value)
+      await Effect.runPromise(Effect.provide(run(crossCheck, { dataDir }), NodeContext.layer))
+      expect(process.exitCode).toBe(0)
+      expect(JSON.parse(readFileSync(report, "utf8"))).toMatchObject({
+        agree: true,
+        checked: ["CAN"],
+        snapshot: join(dataDir, "subdivisions.json").split(sep).join("/")
+      })
+      // A copy its meta file does not describe is refused, naming that folder's file: it is the one read.
+      const data = join(dataDir, "subdivisions.json")
+      writeFileSync(data, readFileSync(data, "utf8").replace("\"Alberta\"", "\"Alberta (edited)\""))
+      await Effect.runPromise(Effect.provide(run(crossCheck, { dataDir }), NodeContext.layer))
+      expect(process.exitCode).toBe(2)
+      expect(written.join("")).toContain(join(dataDir, "subdivisions.meta.json"))
+    } finally {
+      process.exitCode = exitCode
+      stdout.mockRestore()
+      stderr.mockRestore()
+      vi.unstubAllEnvs()
+      rmSync(dataDir, { recursive: true, force: true })
     }
   })
 
