@@ -38,6 +38,11 @@ export const isSetupRefusal = (code: string): boolean => SETUP_REFUSALS.has(code
 // keep-alive socket the server had closed, the first call after a serverless thaw) may come after the service got
 // the request; so may one of a code not listed (EHOSTUNREACH, ETIMEDOUT: reported on open connections too).
 const NOT_CONNECTED: ReadonlySet<string> = new Set([
+  // No socket could be made, or no local port was free for it: this process's limits, before anything was sent (a
+  // burst of thousands of calls at once under `ulimit -n 1024`).
+  "EMFILE",
+  "ENFILE",
+  "EADDRNOTAVAIL",
   "ECONNREFUSED",
   "ENOTFOUND",
   "EAI_AGAIN",

@@ -115,7 +115,11 @@ describe("SystemCodes.neverSent", () => {
       "ERR_SSL_WRONG_VERSION_NUMBER",
       // An egress proxy that opened no tunnel, whatever its reason.
       "PROXY_TUNNEL_407",
-      "PROXY_TUNNEL_502"
+      "PROXY_TUNNEL_502",
+      // No socket could be made (this process's descriptors, or the system's, all open), or no local port was free.
+      "EMFILE",
+      "ENFILE",
+      "EADDRNOTAVAIL"
     ]
     for (const code of neverSent) expect(SystemCodes.neverSent(code), code).toBe(true)
     // Reported on an open connection too (a pooled keep-alive socket the server closed, a peer gone mid-request).
