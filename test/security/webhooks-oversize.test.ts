@@ -250,7 +250,9 @@ describe("Webhooks.handler on NodeHttpServer: oversized bodies", () => {
       )
       yield* Effect.promise(() => connections[1]!.closed)
       expect(connections[1]!.status).toBeUndefined()
-      expect(both.statuses.every((status) => status === 400)).toBe(true)
+      // Node answers 400 and resets the connection; the client, still writing, mostly meets the reset before it can
+      // read that answer. Whatever it did read was no other answer.
+      expect(both.statuses.filter((status) => status !== 400)).toEqual([])
       expect(both.sentAll).toBe(false)
       expect(connections[1]!.readInAll).toBeLessThan(4 * MiB)
       expect(handled.every((id) => id === eventId)).toBe(true)
