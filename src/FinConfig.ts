@@ -55,6 +55,12 @@ export interface Options {
   readonly maxRetries?: number | undefined
   /** Longest `Retry-After` honoured (also capped by what is left of the deadline). Default 60 s. */
   readonly maxRetryAfter?: DurationOption | undefined
+  /**
+   * At most this many requests of the client's calls in flight at once (a whole number from 1; default: no limit).
+   * An attempt beyond it waits for one to end, first come first served; the wait counts against its call's
+   * `deadline`, not against the attempt's `timeout`. Token requests are not counted.
+   */
+  readonly maxConcurrentRequests?: number | undefined
   /** Per attempt of a token call. Default 10 s. */
   readonly tokenTimeout?: DurationOption | undefined
   /** Refresh this long before expiry (10% of the token's lifetime if that is shorter). Default 60 s. */
@@ -122,6 +128,8 @@ export interface Resolved {
   readonly maxRetries: number
   /** Longest `Retry-After` honoured (also capped by what is left of the deadline). */
   readonly maxRetryAfter: Duration.Duration
+  /** At most this many requests of the client's calls in flight at once; undefined: no limit. */
+  readonly maxConcurrentRequests?: number | undefined
   /** Limit per attempt of a token call. */
   readonly tokenTimeout: Duration.Duration
   /** How long before expiry a token is refreshed (10% of its lifetime if that is shorter). */
@@ -278,6 +286,7 @@ const checks = (options: Options): Checked => {
   const environment = orDefault(options.environment, "sandbox")
   const knownEnvironment = environment === "sandbox" || environment === "production"
   const maxRetries = orDefault(options.maxRetries, 2)
+  const slotCount = options.maxConcurrentRequests
   const mode = orDefault(options.subdivisionMode, "fallback")
   const tracePropagation = orDefault(options.tracePropagation, false)
   return {
@@ -323,6 +332,10 @@ const checks = (options: Options): Checked => {
       "maxRetries must be a whole number from 0 to 10"
     ]),
     maxRetryAfter: duration(options, "maxRetryAfter"),
+    maxConcurrentRequests: checked(slotCount, "maxConcurrentRequests", [
+      () => slotCount === undefined || (Number.isSafeInteger(slotCount) && slotCount > 0),
+      "maxConcurrentRequests must be a whole number of 1 or more"
+    ]),
     tokenTimeout: duration(options, "tokenTimeout"),
     refreshMargin: duration(options, "refreshMargin"),
     tracePropagation: checked(tracePropagation, "tracePropagation", [
@@ -452,6 +465,7 @@ const variables: { readonly [K in keyof Options]-?: string } = {
   deadline: "FIN_DEADLINE",
   maxRetries: "FIN_MAX_RETRIES",
   maxRetryAfter: "FIN_MAX_RETRY_AFTER",
+  maxConcurrentRequests: "FIN_MAX_CONCURRENT_REQUESTS",
   tokenTimeout: "FIN_TOKEN_TIMEOUT",
   refreshMargin: "FIN_REFRESH_MARGIN",
   tracePropagation: "FIN_TRACE_PROPAGATION",
@@ -489,6 +503,7 @@ const envOptions = {
   deadline: Config.option(durationVar("deadline")),
   maxRetries: Config.option(countVar("FIN_MAX_RETRIES")),
   maxRetryAfter: Config.option(durationVar("maxRetryAfter")),
+  maxConcurrentRequests: Config.option(countVar("FIN_MAX_CONCURRENT_REQUESTS")),
   tokenTimeout: Config.option(durationVar("tokenTimeout")),
   refreshMargin: Config.option(durationVar("refreshMargin")),
   tracePropagation: Config.option(booleanVar("FIN_TRACE_PROPAGATION")),
@@ -513,8 +528,9 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
 
 /**
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
- * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`, `FIN_TOKEN_TIMEOUT`,
- * `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`,
+ * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`,
+ * `FIN_MAX_CONCURRENT_REQUESTS`, `FIN_TOKEN_TIMEOUT`, `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`,
+ * `FIN_SUBDIVISION_MODE`,
  * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
  * `500 millis`. Read, not checked: a value it reads is checked where the options are resolved, and a problem then
  * names the option (`maxRetries`); `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them, naming the variable.

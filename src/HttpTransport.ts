@@ -32,6 +32,7 @@ import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
+import * as Slots from "./internal/slots.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -426,6 +427,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
     const basePath = Http.basePathOf(config.baseUrl)
     const server = Http.serverAttributesOf(config.baseUrl)
+    // One line for every call of this client (its attempts, not its waits between them nor its token requests).
+    const slots = config.maxConcurrentRequests === undefined ? undefined : Slots.make(config.maxConcurrentRequests)
 
     const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
@@ -511,29 +514,46 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // is a child of the first one's span only, so another's span would show a gap with nothing in it.
         let tokenAskedAt = 0
         let tokenWait = 0
+        // The time spent waiting for a slot (`maxConcurrentRequests`), on the span likewise; `slotAskedAt` is set while
+        // the call waits for one (a call whose deadline passes then ended at that step).
+        let slotWait = 0
+        let slotAskedAt: number | undefined
         const send = (token: Redacted.Redacted<string>) =>
           Effect.flatMap(Monotonic.millis, (now) => {
             tokenWait += now - tokenAskedAt
-            if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
-            attempts += 1
-            return Http.execute(client, {
-              method: spec.method,
-              url,
-              headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
-              body,
-              decode,
-              check,
-              timeout: options.timeout,
-              timeoutKind: "attempt",
-              deadline: { left: Monotonic.between(now, deadlineAt), error: deadlineError },
-              operation,
-              attempt: attempts,
-              keepBody: true,
-              credentials: [Redacted.value(token), secret],
-              onStatus: answered,
-              closing
-            })
+            if (slots === undefined) return sendNow(token, now)
+            slotAskedAt = now
+            // The wait for a slot is cut at the deadline; the attempt's own timeout starts once it has one.
+            return slots.withSlot(
+              Effect.flatMap(Monotonic.millis, (served) => {
+                slotWait += served - now
+                slotAskedAt = undefined
+                return sendNow(token, served)
+              }),
+              (slot) => Http.timeoutAt(slot, deadlineAt, deadlineError)
+            )
           })
+        const sendNow = (token: Redacted.Redacted<string>, now: number) => {
+          if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
+          attempts += 1
+          return Http.execute(client, {
+            method: spec.method,
+            url,
+            headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
+            body,
+            decode,
+            check,
+            timeout: options.timeout,
+            timeoutKind: "attempt",
+            deadline: { left: Monotonic.between(now, deadlineAt), error: deadlineError },
+            operation,
+            attempt: attempts,
+            keepBody: true,
+            credentials: [Redacted.value(token), secret],
+            onStatus: answered,
+            closing
+          })
+        }
 
         // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its
         // error. `waitingForToken` stays set when the token step fails, dies or is cut by the deadline: the call then
@@ -629,7 +649,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               // A call that ended at its token step (its deadline, a fetch that failed, an interruption) waited until
               // now: the wait that matters most.
               const waited = tokenWait + (waitingForToken ? now - tokenAskedAt : 0)
-              const extra = waited >= 1 ? { "effect_fin.token_wait_ms": Math.round(waited) } : undefined
+              const slotWaited = slotWait + (slotAskedAt === undefined ? 0 : now - slotAskedAt)
+              const extra = waited >= 1 || slotWaited >= 1
+                ? {
+                  ...(waited >= 1 ? { "effect_fin.token_wait_ms": Math.round(waited) } : {}),
+                  ...(slotWaited >= 1 ? { "effect_fin.slot_wait_ms": Math.round(slotWaited) } : {})
+                }
+                : undefined
               const metrics = Effect.zipRight(
                 Metric.update(latencyOf(name), now - started),
                 Metric.increment(requestsByOutcome(name)(outcome))
@@ -638,8 +664,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 return Effect.zipRight(Http.annotateOutcome(attempts, "success", status, extra), metrics)
               }
               // An interrupted call failed at no step (its token wait says where it was).
-              const ended = waitingForToken && outcome !== "interrupted"
+              const ended = outcome === "interrupted"
+                ? extra
+                : waitingForToken
                 ? { ...extra, "effect_fin.failed_step": "token" }
+                : slotAskedAt !== undefined
+                ? { ...extra, "effect_fin.failed_step": "slot" }
                 : extra
               // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
               // not this operation's, which was maybe never sent.

@@ -200,11 +200,35 @@ describe("FinConfig", () => {
     Effect.gen(function*() {
       const names = [
         "environment", "baseUrl", "timeout", "deadline", "maxRetries", "maxRetryAfter", "tokenTimeout", "refreshMargin",
-        "tracePropagation", "userAgent", "subdivisionMode", "subdivisionCacheTtl", "subdivisionFallbackCooldown"
+        "tracePropagation", "userAgent", "subdivisionMode", "subdivisionCacheTtl", "subdivisionFallbackCooldown",
+        "maxConcurrentRequests"
       ]
       for (const name of names) {
         const error = yield* Effect.flip(FinConfig.resolve({ ...base, [name]: null } as unknown as FinConfig.Options))
         expect(problemPaths(error), name).toEqual([name])
+      }
+    }))
+
+  it.effect("maxConcurrentRequests is a whole number from 1, or none (no limit); FIN_MAX_CONCURRENT_REQUESTS too", () =>
+    Effect.gen(function*() {
+      expect((yield* FinConfig.resolve(base)).maxConcurrentRequests).toBeUndefined()
+      expect((yield* FinConfig.resolve({ ...base, maxConcurrentRequests: 1 })).maxConcurrentRequests).toBe(1)
+      expect((yield* FinConfig.resolve({ ...base, maxConcurrentRequests: 500 })).maxConcurrentRequests).toBe(500)
+      for (const value of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "4"]) {
+        const options = { ...base, maxConcurrentRequests: value } as FinConfig.Options
+        const error = yield* Effect.flip(FinConfig.resolve(options))
+        expect(problemPaths(error), String(value)).toEqual(["maxConcurrentRequests"])
+        expect(String(error)).toContain("maxConcurrentRequests must be a whole number of 1 or more")
+      }
+      const fromEnv = (value: string) =>
+        FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([["FIN_CLIENT_ID", "id"], ["FIN_CLIENT_SECRET", "s"], ["FIN_MAX_CONCURRENT_REQUESTS", value]])
+        )))
+      expect((yield* FinConfig.resolve(yield* fromEnv("64"))).maxConcurrentRequests).toBe(64)
+      // Zero, an empty value (no 0) and what is no count are refused, naming the variable.
+      for (const value of ["0", "", " 8", "8.0", "unlimited"]) {
+        const error = yield* Effect.flip(fromEnv(value))
+        expect(problemPaths(error), value).toEqual(["FIN_MAX_CONCURRENT_REQUESTS"])
       }
     }))
 

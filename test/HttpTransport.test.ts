@@ -32,6 +32,7 @@ import type * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import type { FinError } from "../src/FinError.js"
+import type * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
@@ -2793,4 +2794,77 @@ describe("the service's words in a message", () => {
       expect(warning).not.toMatch(/[^\\]\\u001b/)
       expect(warning).not.toContain("\u202e")
     }))
+})
+
+describe("HttpTransport: maxConcurrentRequests", () => {
+  const feeTimes = Effect.flatMap(
+    FinTest.InMemoryHttp,
+    (http) =>
+      Effect.map(http.requests, (requests) => requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.at))
+  )
+  const slow = (duration: FinConfig.DurationOption) => FinTest.delayed(duration, () => ok)
+
+  it.effect("no more requests in flight than the limit: the others go out as slots free up, first come first served",
+    () =>
+    Effect.gen(function*() {
+      const calls = yield* Effect.forEach(Array.from({ length: 5 }), () => Effect.fork(calculate))
+      for (const _ of [1, 2, 3]) yield* advance(1000)
+      expect(yield* Fiber.join(Fiber.all(calls))).toHaveLength(5)
+      expect(yield* feeTimes).toEqual([0, 0, 1000, 1000, 2000])
+    }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 2 })))
+
+  it.effect("the wait for a slot counts against the call's deadline, not against the attempt's timeout", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const traced = calculate.pipe(Effect.provide(tracing))
+      const calls = yield* Effect.forEach(Array.from({ length: 3 }), () => Effect.fork(traced))
+      yield* advance(1800)
+      // The third waited 1.2 s, past the 800 ms timeout, and was sent once all the same.
+      expect(yield* Fiber.join(Fiber.all(calls))).toHaveLength(3)
+      expect(yield* feeTimes).toEqual([0, 600, 1200])
+      const spansOf = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      expect(spansOf).toHaveLength(3)
+      // The first went out at once (no attribute), the others after 600 and 1200 ms.
+      const waits = spansOf.flatMap((span) => {
+        const wait = span.attributes.get("effect_fin.slot_wait_ms")
+        return wait === undefined ? [] : [wait as number]
+      })
+      expect(waits.sort((a, b) => a - b)).toEqual([600, 1200])
+    }).pipe(provideClient({ [FEE]: slow("600 millis") }, { maxConcurrentRequests: 1, timeout: "800 millis" })))
+
+  it.effect("a call whose deadline comes while it waits for a slot: TimeoutError, no attempt; the next goes on", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const first = yield* Effect.fork(calculate)
+      const short = yield* Effect.fork(
+        Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "500 millis" }), Effect.provide(tracing)))
+      )
+      const third = yield* Effect.fork(calculate)
+      yield* advance(500)
+      expect(yield* Fiber.join(short)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      yield* advance(3500)
+      yield* Fiber.join(first)
+      yield* Fiber.join(third)
+      expect(yield* feeTimes).toEqual([0, 2000])
+      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      expect(span?.attributes.get("effect_fin.failed_step")).toBe("slot")
+      expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(500)
+    }).pipe(provideClient({ [FEE]: slow("2 seconds") }, { maxConcurrentRequests: 1 })))
+
+  it.effect("a waiting call interrupted leaves the line, and no slot is lost or added", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.fork(calculate)
+      const given = yield* Effect.fork(calculate)
+      const third = yield* Effect.fork(calculate)
+      yield* advance(500)
+      yield* Fiber.interrupt(given)
+      yield* advance(2000)
+      yield* Fiber.join(first)
+      yield* Fiber.join(third)
+      // Still one slot: two more calls at once (at 2.5 s) go out one after the other.
+      const more = yield* Effect.fork(Effect.all([calculate, calculate], { concurrency: "unbounded" }))
+      yield* advance(2000)
+      yield* Fiber.join(more)
+      expect(yield* feeTimes).toEqual([0, 1000, 2500, 3500])
+    }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
 })

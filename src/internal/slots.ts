@@ -1,0 +1,68 @@
+/**
+ * A client's limit on requests in flight (`maxConcurrentRequests`): a first-come first-served queue of callers.
+ *
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+
+/** @internal */
+export interface Slots {
+  /**
+   * Runs `self` in a slot: at once when one is free, else after waiting for one. `wait` bounds the wait (a call's
+   * deadline); it may fail or be interrupted at any point, and the slot is never lost: one handed over as the wait
+   * ended goes on to the next in line.
+   */
+  readonly withSlot: <A, E, E1>(
+    self: Effect.Effect<A, E>,
+    wait: (slot: Effect.Effect<void>) => Effect.Effect<void, E1>
+  ) => Effect.Effect<A, E | E1>
+}
+
+/** @internal */
+export const make = (size: number): Slots => {
+  let free = size
+  // The callers waiting, first come first served. A slot is handed over by completing the next one's Deferred: the
+  // handover is in this state, not in a fiber's result, so a wait cut short after it is seen to have been served.
+  const waiting: Array<Deferred.Deferred<void>> = []
+
+  const release = Effect.sync(() => {
+    const next = waiting.shift()
+    if (next === undefined) free += 1
+    else Deferred.unsafeDone(next, Exit.void)
+  })
+
+  // Run uninterruptibly but for `wait`: taking a free slot is not to be cut between the count and the caller's
+  // `ensuring`, and a wait that ends (interrupted, failed, or served as it ended) settles its place in the line.
+  const acquire = <E1>(
+    wait: (slot: Effect.Effect<void>) => Effect.Effect<void, E1>,
+    restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  ): Effect.Effect<void, E1> =>
+    Effect.suspend(() => {
+      if (free > 0) {
+        free -= 1
+        return Effect.void
+      }
+      return Effect.flatMap(Deferred.make<void>(), (turn) => {
+        waiting.push(turn)
+        return Effect.onExit(restore(wait(Deferred.await(turn))), (exit) =>
+          Exit.isSuccess(exit) ? Effect.void : Effect.suspend(() => {
+            const at = waiting.indexOf(turn)
+            if (at >= 0) {
+              waiting.splice(at, 1)
+              return Effect.void
+            }
+            // Served as the wait ended: the slot goes on.
+            return release
+          }))
+      })
+    })
+
+  return {
+    withSlot: (self, wait) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.zipRight(acquire(wait, restore), Effect.ensuring(restore(self), release))
+      )
+  }
+}

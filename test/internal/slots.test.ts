@@ -1,0 +1,83 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Slots from "../../src/internal/slots.js"
+
+// A caller that holds its slot until `release`, noting when it got it; `started` waits until it has.
+const holder = (slots: Slots.Slots, log: Array<string>, name: string) =>
+  Effect.gen(function*() {
+    const started = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const body = Effect.sync(() => log.push(name)).pipe(
+      Effect.zipRight(Deferred.succeed(started, undefined)),
+      Effect.zipRight(Deferred.await(release))
+    )
+    const fiber = yield* Effect.fork(slots.withSlot(body, (slot) => slot))
+    return { fiber, started: Deferred.await(started), release: Deferred.succeed(release, undefined) }
+  })
+
+// Enough turns of the scheduler for a caller that could start to have started.
+const settle = Effect.repeatN(Effect.yieldNow(), 20)
+
+describe("Slots", () => {
+  it.effect("a wait that fails just after it was served hands its slot on: none is lost", () =>
+    Effect.gen(function*() {
+      const slots = Slots.make(1)
+      const log: Array<string> = []
+      const first = yield* holder(slots, log, "first")
+      yield* first.started
+      // Served, then failing before it runs (a deadline that came at the same moment): the slot must go to `next`.
+      const late = yield* Effect.fork(Effect.flip(
+        slots.withSlot(Effect.sync(() => log.push("late")), (slot) => Effect.zipRight(slot, Effect.fail("cut")))
+      ))
+      yield* settle
+      const next = yield* holder(slots, log, "next")
+      yield* settle
+      expect(log).toEqual(["first"])
+      yield* first.release
+      expect(yield* Fiber.join(late)).toBe("cut")
+      yield* next.started
+      expect(log).toEqual(["first", "next"])
+      yield* next.release
+      yield* Fiber.join(next.fiber)
+      // And still one slot: two callers go one after the other.
+      const a = yield* holder(slots, log, "a")
+      const b = yield* holder(slots, log, "b")
+      yield* a.started
+      yield* settle
+      expect(log).toEqual(["first", "next", "a"])
+      yield* a.release
+      yield* b.started
+      yield* b.release
+      yield* Fiber.join(b.fiber)
+    }))
+
+  it.effect("a wait that fails before it is served leaves the line; the slot goes to the one behind", () =>
+    Effect.gen(function*() {
+      const slots = Slots.make(1)
+      const log: Array<string> = []
+      const first = yield* holder(slots, log, "first")
+      yield* first.started
+      const gaveUp = yield* Effect.flip(slots.withSlot(Effect.sync(() => log.push("never")), () => Effect.fail("cut")))
+      expect(gaveUp).toBe("cut")
+      const next = yield* holder(slots, log, "next")
+      yield* first.release
+      yield* next.started
+      expect(log).toEqual(["first", "next"])
+      yield* next.release
+      yield* Fiber.join(next.fiber)
+    }))
+
+  it.effect("a slot is given back when what ran in it fails, dies or is interrupted", () =>
+    Effect.gen(function*() {
+      const slots = Slots.make(1)
+      const free = (slot: Effect.Effect<void>) => slot
+      yield* Effect.flip(slots.withSlot(Effect.fail("failed"), free))
+      yield* Effect.exit(slots.withSlot(Effect.die("died"), free))
+      const held = yield* Effect.fork(slots.withSlot(Effect.never, free))
+      yield* settle
+      yield* Fiber.interrupt(held)
+      expect(yield* slots.withSlot(Effect.succeed("ran"), free)).toBe("ran")
+    }))
+})
