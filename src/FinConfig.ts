@@ -58,7 +58,8 @@ export interface Options {
   /**
    * At most this many requests of the client's calls in flight at once (a whole number from 1; default: no limit).
    * An attempt beyond it waits for one to end, first come first served; the wait counts against its call's
-   * `deadline`, not against the attempt's `timeout`. Token requests are not counted.
+   * `deadline`, not against the attempt's `timeout`, and ends when the client closes. Token requests are not counted;
+   * a request left running past its timeout (a platform client that ignores interruption) counts until it ends.
    */
   readonly maxConcurrentRequests?: number | undefined
   /** Per attempt of a token call. Default 10 s. */

@@ -10,6 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Equal from "effect/Equal"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
@@ -525,15 +526,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             slotAskedAt = now
             // The wait for a slot is cut at the deadline; the attempt's own timeout starts once it has one.
             return slots.withSlot(
-              Effect.flatMap(Monotonic.millis, (served) => {
+              (held) => Effect.flatMap(Monotonic.millis, (served) => {
+                // Served as its deadline came: it ended at the slot step all the same (its wait counted at the end).
+                if (Monotonic.reached(served, deadlineAt)) return Effect.fail(deadlineError())
                 slotWait += served - now
                 slotAskedAt = undefined
-                return sendNow(token, served)
+                return sendNow(token, served, held.keepUntil)
               }),
-              (slot) => Http.timeoutAt(slot, deadlineAt, deadlineError)
+              // Ended by the client's closing too: the attempts it waits on may be left to end on their own.
+              (slot) => Http.timeoutAt(slot, deadlineAt, deadlineError, closing)
             )
           })
-        const sendNow = (token: Redacted.Redacted<string>, now: number) => {
+        const sendNow = (
+          token: Redacted.Redacted<string>,
+          now: number,
+          onLeft?: (fiber: Fiber.RuntimeFiber<unknown>) => void
+        ) => {
           if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
           attempts += 1
           return Http.execute(client, {
@@ -551,7 +559,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             keepBody: true,
             credentials: [Redacted.value(token), secret],
             onStatus: answered,
-            closing
+            closing,
+            onLeft
           })
         }
 

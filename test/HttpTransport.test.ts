@@ -25,6 +25,7 @@ import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
@@ -2850,6 +2851,73 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       expect(span?.attributes.get("effect_fin.failed_step")).toBe("slot")
       expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(500)
     }).pipe(provideClient({ [FEE]: slow("2 seconds") }, { maxConcurrentRequests: 1 })))
+
+  it.effect("a call whose deadline comes as a slot frees ends at the slot step, no attempt made; the next goes on",
+    () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const first = yield* Effect.fork(calculate)
+      const due = yield* Effect.fork(
+        Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "1 second" }), Effect.provide(tracing)))
+      )
+      const third = yield* Effect.fork(calculate)
+      yield* advance(1000)
+      expect(yield* Fiber.join(due)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      yield* Fiber.join(first)
+      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      expect(span?.attributes.get("effect_fin.failed_step")).toBe("slot")
+      yield* advance(1000)
+      yield* Fiber.join(third)
+      expect(yield* feeTimes).toEqual([0, 1000])
+    }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
+
+  // A platform client that ignores interruption: its request goes on after the attempt's timer gave it up.
+  const inFlight = () => {
+    const count = { now: 0, most: 0, sent: 0 }
+    const handler = () =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => {
+          count.now += 1
+          count.sent += 1
+          count.most = Math.max(count.most, count.now)
+        }),
+        () => Effect.uninterruptible(Effect.as(Effect.sleep("300 millis"), ok)),
+        () => Effect.sync(() => void (count.now -= 1))
+      )
+    return { count, handler }
+  }
+
+  it.live("an attempt left running past its timeout keeps its slot until its request ends", () => {
+    const { count, handler } = inFlight()
+    return Effect.gen(function*() {
+      const errors = yield* Effect.all([calculate, calculate, calculate].map(Effect.flip), { concurrency: "unbounded" })
+      expect(errors.map((error) => error._tag)).toEqual(["TimeoutError", "TimeoutError", "TimeoutError"])
+      expect(count.sent).toBe(3)
+      expect(count.most).toBe(1)
+    }).pipe(provideClient({ [FEE]: handler }, { maxConcurrentRequests: 1, timeout: "50 millis", maxRetries: 0 }))
+  }, 10_000)
+
+  it.live("calls waiting for a slot end when the client closes, not when an attempt left running ends", () => {
+    const { count, handler } = inFlight()
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const client = yield* Layer.buildWithScope(
+        FinTest.layerClient({ [FEE]: handler }, { maxConcurrentRequests: 1, maxRetries: 0 }),
+        scope
+      )
+      const calls = yield* Effect.forEach(
+        Array.from({ length: 4 }),
+        () => Effect.fork(Effect.exit(calculate.pipe(Effect.provide(client))))
+      )
+      yield* Effect.sleep("50 millis")
+      yield* Scope.close(scope, Exit.void)
+      const exits = yield* Effect.forEach(calls, Fiber.join)
+      // All ended while the first request, which ignores interruption, was still in flight; none other was sent.
+      expect(count.now).toBe(1)
+      expect(count.sent).toBe(1)
+      expect(exits.filter(Exit.isSuccess)).toEqual([])
+    })
+  }, 10_000)
 
   it.effect("a waiting call interrupted leaves the line, and no slot is lost or added", () =>
     Effect.gen(function*() {

@@ -120,6 +120,8 @@ export interface Attempt<A> {
   readonly onStatus?: ((status: number) => void) | undefined
   /** The client's closing: the attempt ends then, as an interruption (see `timeoutFail`). */
   readonly closing?: Closing.Closing | undefined
+  /** Told of the attempt's fiber when it is left to end on its own (it ignored interruption): it is still in flight. */
+  readonly onLeft?: ((fiber: Fiber.RuntimeFiber<unknown>) => void) | undefined
 }
 
 /** A decoded answer. */
@@ -639,7 +641,10 @@ type Outcome<A, E> = Exit.Exit<Exit.Exit<A, E>> | typeof TimedOut | typeof Close
  * honours interruption has stopped by then (its request aborted, its socket freed), and one that ignores it (an
  * uninterruptible wrapper of the user's) is left to end on its own rather than hold its caller past a time limit.
  */
-const stopWithinTurn = (fiber: Fiber.RuntimeFiber<unknown>): Effect.Effect<void> =>
+const stopWithinTurn = (
+  fiber: Fiber.RuntimeFiber<unknown>,
+  onLeft?: (fiber: Fiber.RuntimeFiber<unknown>) => void
+): Effect.Effect<void> =>
   Effect.fiberIdWith((caller) =>
     Effect.async<void>((resume) => {
       let done = false
@@ -651,7 +656,11 @@ const stopWithinTurn = (fiber: Fiber.RuntimeFiber<unknown>): Effect.Effect<void>
         resume(then)
       }
       const stopped = () => finish(Effect.void)
-      const cancel = Turn.next(() => finish(leftRunning()))
+      const cancel = Turn.next(() => {
+        // Told before the caller goes on: what the attempt holds (its slot) is to be kept until it ends.
+        onLeft?.(fiber)
+        finish(leftRunning())
+      })
       // At once when it has ended already.
       fiber.addObserver(stopped)
       fiber.unsafeInterruptAsFork(caller)
@@ -692,7 +701,8 @@ export const timeoutFail = <A, E, E1>(
   self: Effect.Effect<A, E>,
   duration: Duration.Duration,
   onTimeout: () => E1,
-  closing?: Closing.Closing
+  closing?: Closing.Closing,
+  onLeft?: (fiber: Fiber.RuntimeFiber<unknown>) => void
 ): Effect.Effect<A, E | E1> =>
   Effect.checkInterruptible((interruptible) => {
     const closes = interruptible ? closing : undefined
@@ -705,12 +715,12 @@ export const timeoutFail = <A, E, E1>(
             Effect.flatMap(
               Effect.onInterrupt(
                 restore(Effect.timeoutOption(Fiber.await(fiber), duration)),
-                () => stopWithinTurn(fiber)
+                () => stopWithinTurn(fiber, onLeft)
               ),
               (exit): Effect.Effect<A, E | E1> =>
                 Option.isSome(exit)
                   ? Effect.flatten(exit.value)
-                  : Effect.zipRight(stopWithinTurn(fiber), Effect.fail(onTimeout()))
+                  : Effect.zipRight(stopWithinTurn(fiber, onLeft), Effect.fail(onTimeout()))
             ))
         )
         return closes === undefined ? limited : Closing.interruptOnClose(limited, closes)
@@ -752,13 +762,13 @@ export const timeoutFail = <A, E, E1>(
             onFailure: (cause) => {
               settle()
               fiber.removeObserver(end)
-              return Effect.zipRight(stopWithinTurn(fiber), Effect.failCause(cause))
+              return Effect.zipRight(stopWithinTurn(fiber, onLeft), Effect.failCause(cause))
             },
             onSuccess: (outcome): Effect.Effect<A, E | E1> =>
               outcome === TimedOut
-                ? Effect.zipRight(stopWithinTurn(fiber), Effect.fail(onTimeout()))
+                ? Effect.zipRight(stopWithinTurn(fiber, onLeft), Effect.fail(onTimeout()))
                 : outcome === Closed
-                ? Effect.zipRight(stopWithinTurn(fiber), Effect.interrupt)
+                ? Effect.zipRight(stopWithinTurn(fiber, onLeft), Effect.interrupt)
                 : Exit.isFailure(outcome)
                 ? Effect.failCause(outcome.cause)
                 : outcome.value
@@ -775,11 +785,15 @@ export const timeoutFail = <A, E, E1>(
 export const timeoutAt = <A, E, E1>(
   self: Effect.Effect<A, E>,
   deadline: number,
-  onDeadline: () => E1
+  onDeadline: () => E1,
+  closing?: Closing.Closing
 ): Effect.Effect<A, E | E1> =>
   Effect.flatMap(
     Monotonic.millis,
-    (now) => Monotonic.reached(now, deadline) ? Effect.fail(onDeadline()) : timeoutFail(self, Monotonic.between(now, deadline), onDeadline)
+    (now) =>
+      Monotonic.reached(now, deadline)
+        ? Effect.fail(onDeadline())
+        : timeoutFail(self, Monotonic.between(now, deadline), onDeadline, closing)
   )
 
 /**
@@ -918,7 +932,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
     ),
     (response) =>
       spec.deadline !== undefined && Duration.lessThanOrEqualTo(spec.deadline.left, spec.timeout)
-        ? timeoutFail(response, spec.deadline.left, spec.deadline.error, spec.closing)
+        ? timeoutFail(response, spec.deadline.left, spec.deadline.error, spec.closing, spec.onLeft)
         : timeoutFail(response, spec.timeout, () =>
           new TimeoutError({
             message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
@@ -926,7 +940,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
             timeout: spec.timeout,
             operation: spec.operation,
             attempts: spec.attempt
-          }), spec.closing),
+          }), spec.closing, spec.onLeft),
     Effect.flatMap(({ cut, headers, redirected, status, text }): Effect.Effect<Success<A>, AttemptError> => {
       spec.onStatus?.(status)
       // Whatever it says, it is another address's answer (not retried: the service would redirect again).

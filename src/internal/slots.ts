@@ -6,6 +6,17 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+
+/**
+ * A slot held: `keepUntil(fiber)` keeps it past the end of what runs in it, until `fiber` ends (an attempt left to end
+ * on its own, its request still in flight).
+ *
+ * @internal
+ */
+export interface Held {
+  readonly keepUntil: (fiber: Fiber.RuntimeFiber<unknown>) => void
+}
 
 /** @internal */
 export interface Slots {
@@ -15,7 +26,7 @@ export interface Slots {
    * ended goes on to the next in line.
    */
   readonly withSlot: <A, E, E1>(
-    self: Effect.Effect<A, E>,
+    self: (held: Held) => Effect.Effect<A, E>,
     wait: (slot: Effect.Effect<void>) => Effect.Effect<void, E1>
   ) => Effect.Effect<A, E | E1>
 }
@@ -27,11 +38,12 @@ export const make = (size: number): Slots => {
   // handover is in this state, not in a fiber's result, so a wait cut short after it is seen to have been served.
   const waiting: Array<Deferred.Deferred<void>> = []
 
-  const release = Effect.sync(() => {
+  const releaseNow = () => {
     const next = waiting.shift()
     if (next === undefined) free += 1
     else Deferred.unsafeDone(next, Exit.void)
-  })
+  }
+  const release = Effect.sync(releaseNow)
 
   // Run uninterruptibly but for `wait`: taking a free slot is not to be cut between the count and the caller's
   // `ensuring`, and a wait that ends (interrupted, failed, or served as it ended) settles its place in the line.
@@ -62,7 +74,21 @@ export const make = (size: number): Slots => {
   return {
     withSlot: (self, wait) =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(acquire(wait, restore), Effect.ensuring(restore(self), release))
+        Effect.zipRight(
+          acquire(wait, restore),
+          Effect.suspend(() => {
+            let kept = false
+            const held: Held = {
+              keepUntil: (fiber) => {
+                if (kept) return
+                kept = true
+                // Called at once when it has ended already.
+                fiber.addObserver(releaseNow)
+              }
+            }
+            return Effect.ensuring(restore(self(held)), Effect.suspend(() => kept ? Effect.void : release))
+          })
+        )
       )
   }
 }

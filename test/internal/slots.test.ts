@@ -13,7 +13,7 @@ const holder = (slots: Slots.Slots, log: Array<string>, name: string) =>
       Effect.zipRight(Deferred.succeed(started, undefined)),
       Effect.zipRight(Deferred.await(release))
     )
-    const fiber = yield* Effect.fork(slots.withSlot(body, (slot) => slot))
+    const fiber = yield* Effect.fork(slots.withSlot(() => body, (slot) => slot))
     return { fiber, started: Deferred.await(started), release: Deferred.succeed(release, undefined) }
   })
 
@@ -29,7 +29,7 @@ describe("Slots", () => {
       yield* first.started
       // Served, then failing before it runs (a deadline that came at the same moment): the slot must go to `next`.
       const late = yield* Effect.fork(Effect.flip(
-        slots.withSlot(Effect.sync(() => log.push("late")), (slot) => Effect.zipRight(slot, Effect.fail("cut")))
+        slots.withSlot(() => Effect.sync(() => log.push("late")), (slot) => Effect.zipRight(slot, Effect.fail("cut")))
       ))
       yield* settle
       const next = yield* holder(slots, log, "next")
@@ -59,7 +59,8 @@ describe("Slots", () => {
       const log: Array<string> = []
       const first = yield* holder(slots, log, "first")
       yield* first.started
-      const gaveUp = yield* Effect.flip(slots.withSlot(Effect.sync(() => log.push("never")), () => Effect.fail("cut")))
+      const never = () => Effect.sync(() => log.push("never"))
+      const gaveUp = yield* Effect.flip(slots.withSlot(never, () => Effect.fail("cut")))
       expect(gaveUp).toBe("cut")
       const next = yield* holder(slots, log, "next")
       yield* first.release
@@ -73,11 +74,11 @@ describe("Slots", () => {
     Effect.gen(function*() {
       const slots = Slots.make(1)
       const free = (slot: Effect.Effect<void>) => slot
-      yield* Effect.flip(slots.withSlot(Effect.fail("failed"), free))
-      yield* Effect.exit(slots.withSlot(Effect.die("died"), free))
-      const held = yield* Effect.fork(slots.withSlot(Effect.never, free))
+      yield* Effect.flip(slots.withSlot(() => Effect.fail("failed"), free))
+      yield* Effect.exit(slots.withSlot(() => Effect.die("died"), free))
+      const held = yield* Effect.fork(slots.withSlot(() => Effect.never, free))
       yield* settle
       yield* Fiber.interrupt(held)
-      expect(yield* slots.withSlot(Effect.succeed("ran"), free)).toBe("ran")
+      expect(yield* slots.withSlot(() => Effect.succeed("ran"), free)).toBe("ran")
     }))
 })
