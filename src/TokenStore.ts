@@ -8,7 +8,6 @@
  *
  * @since 0.1.0
  */
-import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -167,14 +166,10 @@ export const keyFor = (
  * @category constructors
  */
 export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOption | undefined } = {}): Service => {
-  const given = OptionNames.notAnObject(options)
-  if (given !== undefined) {
-    throw new Cause.IllegalArgumentException(
-      `effect-fin: TokenStore.makeMemory: takes an options object ({ lockTtl }), not ${given}`
-    )
-  }
-  const [shown] = OptionNames.unknown(options, { lockTtl: true })
-  if (shown !== undefined) throw new Cause.IllegalArgumentException(`effect-fin: TokenStore.makeMemory: "${shown}" is no option (lockTtl)`)
+  OptionNames.checkOrThrow("TokenStore.makeMemory", options, { lockTtl: true }, {
+    object: "({ lockTtl })",
+    option: "(lockTtl)"
+  })
   const lockTtl = Durations.checkOrThrow(
     options.lockTtl ?? Duration.seconds(10),
     false,

@@ -1511,16 +1511,10 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
 // NaN (an unset variable read as a number) would make every write drop every entry, the new one too: no
 // de-duplication and no stale check, without a word.
 const checkedMaxEntries = (options: { readonly maxEntries?: number | undefined }): number => {
-  const given = OptionNames.notAnObject(options)
-  if (given !== undefined) {
-    throw new Cause.IllegalArgumentException(
-      `effect-fin: Webhooks.makeMemoryDedupeStore: takes an options object ({ maxEntries }), not ${given}`
-    )
-  }
-  const [shown] = OptionNames.unknown(options, { maxEntries: true })
-  if (shown !== undefined) {
-    throw new Cause.IllegalArgumentException(`effect-fin: Webhooks.makeMemoryDedupeStore: "${shown}" is no option (maxEntries)`)
-  }
+  OptionNames.checkOrThrow("Webhooks.makeMemoryDedupeStore", options, { maxEntries: true }, {
+    object: "({ maxEntries })",
+    option: "(maxEntries)"
+  })
   const maxEntries = options.maxEntries ?? 10_000
   if (Number.isSafeInteger(maxEntries) && maxEntries >= 1) return maxEntries
   throw new Cause.IllegalArgumentException(

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Printable from "./printable.js"
 
 /**
@@ -41,3 +42,26 @@ export const shown = (value: unknown): string =>
     : typeof value === "string"
     ? Printable.json(Array.from(value).slice(0, 64).join(""))
     : notAnObject(value) ?? "an object"
+
+/**
+ * Throws `IllegalArgumentException` when `options` is no options object, or has a key that is none of `names`: a
+ * constructor's check of options given in code (a misspelt `encryptionkey` would leave tokens stored in plain text).
+ * Said as `effect-fin: <where>: ...`, the options named as `said` gives them: `object` after "takes an options object"
+ * (`({ lockTtl })`), `option` after "is no option" (`(lockTtl)`, `of RedisTokenStore.Options`).
+ */
+export const checkOrThrow = (
+  where: string,
+  options: unknown,
+  names: object,
+  said: { readonly object?: string; readonly option: string }
+): void => {
+  const given = notAnObject(options)
+  if (given !== undefined) {
+    const shape = said.object === undefined ? "" : ` ${said.object}`
+    throw new Cause.IllegalArgumentException(`effect-fin: ${where}: takes an options object${shape}, not ${given}`)
+  }
+  const [name] = unknown(options as object, names)
+  if (name !== undefined) {
+    throw new Cause.IllegalArgumentException(`effect-fin: ${where}: "${name}" is no option ${said.option}`)
+  }
+}

@@ -57,16 +57,8 @@ export const optionNames: { readonly [K in keyof Options | "encryptionKey" | "lo
  * Refuses, when the store is made, a key of its options that is none of `names` (misspelt, from a config file):
  * `encryptionkey` would otherwise leave the tokens stored in plain text without a word.
  */
-export const checkOptionNames = (store: string, options: object, names: object): void => {
-  const given = OptionNames.notAnObject(options)
-  if (given !== undefined) {
-    throw new Cause.IllegalArgumentException(`effect-fin: ${store}: takes an options object, not ${given}`)
-  }
-  const [shown] = OptionNames.unknown(options, names)
-  if (shown !== undefined) {
-    throw new Cause.IllegalArgumentException(`effect-fin: ${store}: "${shown}" is no option of ${store}.Options`)
-  }
-}
+export const checkOptionNames = (store: string, options: object, names: object): void =>
+  OptionNames.checkOrThrow(store, options, names, { option: `of ${store}.Options` })
 
 /** A failed command, before a store names it in its own error type. */
 export interface Failure {
