@@ -516,7 +516,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         let tokenAskedAt = 0
         let tokenWait = 0
         // The time spent waiting for a slot (`maxConcurrentRequests`), on the span likewise; `slotAskedAt` is set while
-        // the call waits for one (a call whose deadline passes then ended at that step).
+        // the call waits for one, and stays set for one served only as its deadline came: either ended at that step.
         let slotWait = 0
         let slotAskedAt: number | undefined
         const send = (token: Redacted.Redacted<string>) =>

@@ -2852,23 +2852,39 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(500)
     }).pipe(provideClient({ [FEE]: slow("2 seconds") }, { maxConcurrentRequests: 1 })))
 
-  it.effect("a call whose deadline comes as a slot frees ends at the slot step, no attempt made; the next goes on",
-    () =>
+  // The slot is handed over before the wait's timer fires: the first's answer comes after a sleep started later than
+  // that timer, ending at the same instant.
+  it.effect("a call served just as its deadline came ends at the slot step, with no attempt", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
       const first = yield* Effect.fork(calculate)
       const due = yield* Effect.fork(
         Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "1 second" }), Effect.provide(tracing)))
       )
-      const third = yield* Effect.fork(calculate)
       yield* advance(1000)
       expect(yield* Fiber.join(due)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
       yield* Fiber.join(first)
       const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
       expect(span?.attributes.get("effect_fin.failed_step")).toBe("slot")
+      expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(1000)
+    }).pipe(provideClient(
+      { [FEE]: () => Effect.zipRight(Effect.sleep("500 millis"), Effect.as(Effect.sleep("500 millis"), ok)) },
+      { maxConcurrentRequests: 1 }
+    )))
+
+  it.effect("a call interrupted while it waited: outcome interrupted, its wait, no failed step", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const first = yield* Effect.fork(calculate)
+      const given = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      yield* advance(300)
+      yield* Fiber.interrupt(given)
       yield* advance(1000)
-      yield* Fiber.join(third)
-      expect(yield* feeTimes).toEqual([0, 1000])
+      yield* Fiber.join(first)
+      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
+      expect(span?.attributes.get("effect_fin.outcome")).toBe("interrupted")
+      expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(300)
+      expect(span?.attributes.get("effect_fin.failed_step")).toBeUndefined()
     }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
 
   // A platform client that ignores interruption: its request goes on after the attempt's timer gave it up.
@@ -2884,7 +2900,11 @@ describe("HttpTransport: maxConcurrentRequests", () => {
         () => Effect.uninterruptible(Effect.as(Effect.sleep("300 millis"), ok)),
         () => Effect.sync(() => void (count.now -= 1))
       )
-    return { count, handler }
+    // A client of one slot in a scope of the test's own, to close it while calls run.
+    const layer = FinTest.layerClient({ [FEE]: handler }, { maxConcurrentRequests: 1, maxRetries: 0 })
+    const closable = Effect.flatMap(Scope.make(), (scope) =>
+      Effect.map(Layer.buildWithScope(layer, scope), (client) => ({ client, scope })))
+    return { closable, count, handler }
   }
 
   it.live("an attempt left running past its timeout keeps its slot until its request ends", () => {
@@ -2898,13 +2918,9 @@ describe("HttpTransport: maxConcurrentRequests", () => {
   }, 10_000)
 
   it.live("calls waiting for a slot end when the client closes, not when an attempt left running ends", () => {
-    const { count, handler } = inFlight()
+    const { closable, count } = inFlight()
     return Effect.gen(function*() {
-      const scope = yield* Scope.make()
-      const client = yield* Layer.buildWithScope(
-        FinTest.layerClient({ [FEE]: handler }, { maxConcurrentRequests: 1, maxRetries: 0 }),
-        scope
-      )
+      const { client, scope } = yield* closable
       const calls = yield* Effect.forEach(
         Array.from({ length: 4 }),
         () => Effect.fork(Effect.exit(calculate.pipe(Effect.provide(client))))
@@ -2918,6 +2934,101 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       expect(exits.filter(Exit.isSuccess)).toEqual([])
     })
   }, 10_000)
+
+  // An attempt left running keeps its slot on every path that leaves it: the caller's interruption, the attempt's
+  // timeout, its call's deadline, the client's closing; on the live clock and on another (the TestClock).
+  const realTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+  const turns = Effect.repeatN(realTurn, 4)
+
+  // The first call's attempt is left running, by its caller's interruption or by its deadline: the second goes out
+  // only once that request has ended.
+  for (
+    const [name, first, end] of [
+      ["a caller interrupted while its attempt ignores interruption", calculate, Fiber.interrupt],
+      [
+        "an attempt cut by its call's deadline and left running",
+        calculate.pipe(HttpTransport.withOptions({ deadline: "50 millis" })),
+        (fiber: Fiber.RuntimeFiber<unknown, FinError>) => Effect.flip(Fiber.join(fiber))
+      ]
+    ] as const
+  ) {
+    it.live(`${name}: its slot is kept until that request ends`, () => {
+      const { count, handler } = inFlight()
+      return Effect.gen(function*() {
+        const fiber = yield* Effect.fork(first)
+        yield* Effect.sleep("20 millis")
+        const second = yield* Effect.fork(Effect.exit(calculate))
+        yield* Effect.sleep("20 millis")
+        yield* end(fiber)
+        yield* Fiber.join(second)
+        expect(count.sent).toBe(2)
+        expect(count.most).toBe(1)
+      }).pipe(provideClient({ [FEE]: handler }, { maxConcurrentRequests: 1, maxRetries: 0 }))
+    }, 10_000)
+  }
+
+  it.live("an attempt ended by the client's closing and left running keeps its slot", () => {
+    const { closable, count } = inFlight()
+    return Effect.gen(function*() {
+      const { client, scope } = yield* closable
+      const first = yield* Effect.fork(Effect.exit(calculate.pipe(Effect.provide(client))))
+      yield* Effect.sleep("20 millis")
+      // In an uninterruptible region the closing does not end the wait: the slot must still come only once free.
+      const kept = yield* Effect.fork(Effect.exit(Effect.uninterruptible(calculate.pipe(Effect.provide(client)))))
+      yield* Effect.sleep("20 millis")
+      yield* Scope.close(scope, Exit.void)
+      yield* Fiber.join(first)
+      yield* Fiber.join(kept)
+      expect(count.sent).toBe(2)
+      expect(count.most).toBe(1)
+    })
+  }, 10_000)
+
+  it.effect("on the TestClock: an attempt left running past its timeout keeps its slot", () => {
+    const { count, handler } = inFlight()
+    return Effect.gen(function*() {
+      const calls = yield* Effect.forEach([1, 2], () => Effect.fork(Effect.exit(calculate)))
+      yield* advance(50)
+      yield* turns
+      yield* advance(0)
+      expect(count.sent).toBe(1)
+      yield* advance(300)
+      yield* turns
+      yield* advance(400)
+      yield* Effect.forEach(calls, Fiber.join)
+      expect(count.sent).toBe(2)
+      expect(count.most).toBe(1)
+    }).pipe(provideClient({ [FEE]: handler }, { maxConcurrentRequests: 1, maxRetries: 0, timeout: "50 millis" }))
+  })
+
+  it.effect("on the TestClock: a caller interrupted while its attempt ignores interruption keeps the slot once", () => {
+    const { count, handler } = inFlight()
+    return Effect.gen(function*() {
+      const first = yield* Effect.fork(calculate)
+      yield* advance(10)
+      const second = yield* Effect.fork(Effect.exit(calculate))
+      yield* advance(10)
+      yield* Fiber.interrupt(first)
+      yield* advance(0)
+      expect(count.sent).toBe(1)
+      yield* advance(300)
+      yield* turns
+      yield* advance(400)
+      yield* Fiber.join(second)
+      expect(count.sent).toBe(2)
+      // Released once, not twice: three calls at once still go out one at a time.
+      const calls = yield* Effect.fork(Effect.all([calculate, calculate, calculate], { concurrency: "unbounded" }))
+      yield* advance(300)
+      yield* turns
+      yield* advance(300)
+      yield* turns
+      yield* advance(300)
+      yield* turns
+      yield* Fiber.join(calls)
+      expect(count.sent).toBe(5)
+      expect(count.most).toBe(1)
+    }).pipe(provideClient({ [FEE]: handler }, { maxConcurrentRequests: 1, maxRetries: 0 }))
+  })
 
   it.effect("a waiting call interrupted leaves the line, and no slot is lost or added", () =>
     Effect.gen(function*() {

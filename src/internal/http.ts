@@ -710,20 +710,25 @@ export const timeoutFail = <A, E, E1>(
       if (clock !== liveClock) {
         // `self` in a fiber of its own, awaited, not joined: `Effect.timeoutFail` joins the fiber refs of the fiber it
         // runs `self` in into the caller's, which the live clock's path does not (no clock tells the two apart).
-        const limited = Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(Effect.forkDaemon(Effect.exit(restore(self))), (fiber) =>
-            Effect.flatMap(
+        // The closing is raced against the wait, not against the whole: a race ends at its caller's interruption
+        // without waiting for its fibers, so `self` would be told to stop (and `onLeft` called) after this returned.
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(Effect.forkDaemon(Effect.exit(restore(self))), (fiber) => {
+            const awaited = closes === undefined
+              ? Fiber.await(fiber)
+              : Closing.interruptOnClose(Fiber.await(fiber), closes)
+            return Effect.flatMap(
               Effect.onInterrupt(
-                restore(Effect.timeoutOption(Fiber.await(fiber), duration)),
+                restore(Effect.timeoutOption(awaited, duration)),
                 () => stopWithinTurn(fiber, onLeft)
               ),
               (exit): Effect.Effect<A, E | E1> =>
                 Option.isSome(exit)
                   ? Effect.flatten(exit.value)
                   : Effect.zipRight(stopWithinTurn(fiber, onLeft), Effect.fail(onTimeout()))
-            ))
+            )
+          })
         )
-        return closes === undefined ? limited : Closing.interruptOnClose(limited, closes)
       }
       const millis = Duration.toMillis(duration)
       // The attempt ends with `self`'s exit as its value: a failure is passed on here, not reported by the runtime as
