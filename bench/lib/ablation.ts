@@ -17,7 +17,7 @@ type Edit = readonly [file: string, from: string | RegExp, to: string]
 export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
   "the attempt's timer (the call's only fiber of its own; no time limit at all)": [[
     "internal/http.ts",
-    /\(response\) =>\n\s*spec\.deadline !== undefined[\s\S]*?attempts: spec\.attempt\n\s*\}\), spec\.closing\),/,
+    /\(response\) =>\n\s*spec\.deadline !== undefined[\s\S]*?attempts: spec\.attempt\n\s*\}\), spec\.closing, spec\.onLeft\),/,
     "(response) => response,"
   ]],
   // The timer's two parts: with its fiber kept, this sizes the `setTimeout` alone (the piece above less this
