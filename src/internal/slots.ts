@@ -77,16 +77,26 @@ export const make = (size: number): Slots => {
         Effect.zipRight(
           acquire(wait, restore),
           Effect.suspend(() => {
-            let kept = false
+            // Given back once, whichever comes first: the end of `self`, or that of the fiber it was kept for. A
+            // `keepUntil` after the end of `self` is too late to keep anything, and never gives it back a second time
+            // (which would raise the limit for good).
+            let state: "held" | "kept" | "released" = "held"
             const held: Held = {
               keepUntil: (fiber) => {
-                if (kept) return
-                kept = true
+                if (state !== "held") return
+                state = "kept"
                 // Called at once when it has ended already.
                 fiber.addObserver(releaseNow)
               }
             }
-            return Effect.ensuring(restore(self(held)), Effect.suspend(() => kept ? Effect.void : release))
+            return Effect.ensuring(
+              restore(self(held)),
+              Effect.suspend(() => {
+                if (state !== "held") return Effect.void
+                state = "released"
+                return release
+              })
+            )
           })
         )
       )

@@ -81,4 +81,37 @@ describe("Slots", () => {
       yield* Fiber.interrupt(held)
       expect(yield* slots.withSlot(() => Effect.succeed("ran"), free)).toBe("ran")
     }))
+
+  it.effect("a slot kept for a fiber is given back when that fiber ends, once; a late keepUntil keeps nothing", () =>
+    Effect.gen(function*() {
+      const slots = Slots.make(1)
+      const log: Array<string> = []
+      const free = (slot: Effect.Effect<void>) => slot
+      const gate = yield* Deferred.make<void>()
+      const left = yield* Effect.fork(Deferred.await(gate))
+      // What ran in the slot ended, but left `left` running with it: the slot stays taken until `left` ends.
+      yield* slots.withSlot((held) => Effect.sync(() => held.keepUntil(left)), free)
+      const next = yield* holder(slots, log, "next")
+      yield* settle
+      expect(log).toEqual([])
+      yield* Deferred.succeed(gate, undefined)
+      yield* next.started
+      yield* next.release
+      yield* Fiber.join(next.fiber)
+      // Told of a fiber only after its slot was given back: nothing is given back a second time.
+      let late: Slots.Held | undefined
+      yield* slots.withSlot((held) => Effect.sync(() => void (late = held)), free)
+      const ended = yield* Effect.fork(Effect.void)
+      yield* Fiber.await(ended)
+      late!.keepUntil(ended)
+      const a = yield* holder(slots, log, "a")
+      const b = yield* holder(slots, log, "b")
+      yield* a.started
+      yield* settle
+      expect(log).toEqual(["next", "a"])
+      yield* a.release
+      yield* b.started
+      yield* b.release
+      yield* Fiber.join(b.fiber)
+    }))
 })
