@@ -531,10 +531,10 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`,
  * `FIN_MAX_CONCURRENT_REQUESTS`, `FIN_TOKEN_TIMEOUT`, `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`,
- * `FIN_SUBDIVISION_MODE`,
- * `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or
- * `500 millis`. Read, not checked: a value it reads is checked where the options are resolved, and a problem then
- * names the option (`maxRetries`); `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them, naming the variable.
+ * `FIN_SUBDIVISION_MODE`, `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written
+ * like `30 seconds` or `500 millis`. Read, not checked: a value it reads is checked where the options are resolved,
+ * and a problem then names the option (`maxRetries`); `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them,
+ * naming the variable.
  * Under a nested `ConfigProvider` (effect 3.22), which reads every value as a list, a value holding a comma fails the
  * whole read with a `MissingData` naming no variable ("The element at index 1 in a sequence ... was missing");
  * `optionsFromEnv` names it.

@@ -2804,6 +2804,15 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       Effect.map(http.requests, (requests) => requests.filter((r) => r.path === "/v1/fee-calculation").map((r) => r.at))
   )
   const slow = (duration: FinConfig.DurationOption) => FinTest.delayed(duration, () => ok)
+  // `call` forked under a tracer of its own; `attribute` reads its span's attributes once it has ended.
+  const forkTraced = <A, E, R>(call: Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const fiber = yield* Effect.fork(call.pipe(Effect.provide(tracing)))
+      const attribute = (key: string) =>
+        Effect.map(spans, (all) => all.find((span) => span.name === "effect-fin.fee-calculation")?.attributes.get(key))
+      return { attribute, fiber }
+    })
 
   it.effect("no more requests in flight than the limit: the others go out as slots free up, first come first served",
     () =>
@@ -2835,38 +2844,32 @@ describe("HttpTransport: maxConcurrentRequests", () => {
 
   it.effect("a call whose deadline comes while it waits for a slot: TimeoutError, no attempt; the next goes on", () =>
     Effect.gen(function*() {
-      const { layer: tracing, spans } = yield* recordingTracer
       const first = yield* Effect.fork(calculate)
-      const short = yield* Effect.fork(
-        Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "500 millis" }), Effect.provide(tracing)))
+      const short = yield* forkTraced(
+        Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "500 millis" })))
       )
       const third = yield* Effect.fork(calculate)
       yield* advance(500)
-      expect(yield* Fiber.join(short)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      expect(yield* Fiber.join(short.fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
       yield* advance(3500)
       yield* Fiber.join(first)
       yield* Fiber.join(third)
       expect(yield* feeTimes).toEqual([0, 2000])
-      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
-      expect(span?.attributes.get("effect_fin.failed_step")).toBe("slot")
-      expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(500)
+      expect(yield* short.attribute("effect_fin.failed_step")).toBe("slot")
+      expect(yield* short.attribute("effect_fin.slot_wait_ms")).toBe(500)
     }).pipe(provideClient({ [FEE]: slow("2 seconds") }, { maxConcurrentRequests: 1 })))
 
   // The slot is handed over before the wait's timer fires: the first's answer comes after a sleep started later than
   // that timer, ending at the same instant.
   it.effect("a call served just as its deadline came ends at the slot step, with no attempt", () =>
     Effect.gen(function*() {
-      const { layer: tracing, spans } = yield* recordingTracer
       const first = yield* Effect.fork(calculate)
-      const due = yield* Effect.fork(
-        Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "1 second" }), Effect.provide(tracing)))
-      )
+      const due = yield* forkTraced(Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "1 second" }))))
       yield* advance(1000)
-      expect(yield* Fiber.join(due)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      expect(yield* Fiber.join(due.fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
       yield* Fiber.join(first)
-      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
-      expect(span?.attributes.get("effect_fin.failed_step")).toBe("slot")
-      expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(1000)
+      expect(yield* due.attribute("effect_fin.failed_step")).toBe("slot")
+      expect(yield* due.attribute("effect_fin.slot_wait_ms")).toBe(1000)
     }).pipe(provideClient(
       { [FEE]: () => Effect.zipRight(Effect.sleep("500 millis"), Effect.as(Effect.sleep("500 millis"), ok)) },
       { maxConcurrentRequests: 1 }
@@ -2874,17 +2877,15 @@ describe("HttpTransport: maxConcurrentRequests", () => {
 
   it.effect("a call interrupted while it waited: outcome interrupted, its wait, no failed step", () =>
     Effect.gen(function*() {
-      const { layer: tracing, spans } = yield* recordingTracer
       const first = yield* Effect.fork(calculate)
-      const given = yield* Effect.fork(calculate.pipe(Effect.provide(tracing)))
+      const given = yield* forkTraced(calculate)
       yield* advance(300)
-      yield* Fiber.interrupt(given)
+      yield* Fiber.interrupt(given.fiber)
       yield* advance(1000)
       yield* Fiber.join(first)
-      const span = (yield* spans).find((span) => span.name === "effect-fin.fee-calculation")
-      expect(span?.attributes.get("effect_fin.outcome")).toBe("interrupted")
-      expect(span?.attributes.get("effect_fin.slot_wait_ms")).toBe(300)
-      expect(span?.attributes.get("effect_fin.failed_step")).toBeUndefined()
+      expect(yield* given.attribute("effect_fin.outcome")).toBe("interrupted")
+      expect(yield* given.attribute("effect_fin.slot_wait_ms")).toBe(300)
+      expect(yield* given.attribute("effect_fin.failed_step")).toBeUndefined()
     }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
 
   // A platform client that ignores interruption: its request goes on after the attempt's timer gave it up.
