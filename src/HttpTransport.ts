@@ -502,9 +502,20 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // No timer of its own for the deadline (a fiber per call): every wait of the call is cut at it instead, the
         // attempts (by their own timer: the deadline's when it comes first), the token step, the 401's invalidation;
         // the retry policy's waits end before it.
+        // Says which step the deadline cut when it was not an attempt: a wait for a token or a slot is not the service
+        // being slow at this request (which was never sent), and an on-call reader should not look for it there.
         const deadlineError = () =>
           new TimeoutError({
-            message: `${operation}: the call did not finish within its deadline of ${Duration.format(options.deadline)}`,
+            message: `${operation}: the call did not finish within its deadline of ${
+              Duration.format(options.deadline)
+            }${
+              waitingForToken
+                ? " (it was still waiting for an access token)"
+                : slotAskedAt !== undefined
+                ? ` (it was still waiting for one of the client's ${config.maxConcurrentRequests} request slots, ` +
+                  "maxConcurrentRequests: never sent)"
+                : ""
+            }`,
             kind: "deadline",
             timeout: options.deadline,
             operation,

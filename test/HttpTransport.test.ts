@@ -461,17 +461,20 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ [FEE]: () => ok }, { baseUrl: "https://gw.example.com/payments" })))
 
-  // The attributes of the call's span, for a call its deadline ends.
+  // The attributes of the call's span, and the error's message, for a call its deadline ends.
   const spanCutByDeadline = Effect.gen(function*() {
     const { layer: tracing, spans } = yield* recordingTracer
     const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
     expect(error._tag === "TimeoutError" && error.kind).toBe("deadline")
-    return attributesOf(yield* spans, "effect-fin.fee-calculation")
+    return { attributes: attributesOf(yield* spans, "effect-fin.fee-calculation"), message: error.message }
   })
 
   it.effect("a call the deadline ends keeps the status of its last answer on its span", () =>
     Effect.gen(function*() {
-      expect(yield* spanCutByDeadline).toEqual([{
+      const { attributes, message } = yield* spanCutByDeadline
+      // An attempt was running: the message names no other step.
+      expect(message).toBe("POST /v1/fee-calculation: the call did not finish within its deadline of 10s")
+      expect(attributes).toEqual([{
         "http.request.method": "POST",
         "url.path": "/v1/fee-calculation",
         "http.response.status_code": 503,
@@ -510,7 +513,12 @@ describe("HttpTransport", () => {
 
   it.effect("the deadline coming while the call waits for a token: the call's span names the token step", () =>
     Effect.gen(function*() {
-      expect(yield* spanCutByDeadline).toEqual([{
+      const { attributes, message } = yield* spanCutByDeadline
+      expect(message).toBe(
+        "POST /v1/fee-calculation: the call did not finish within its deadline of 5s (it was still waiting " +
+          "for an access token)"
+      )
+      expect(attributes).toEqual([{
         "http.request.method": "POST",
         "url.path": "/v1/fee-calculation",
         "effect_fin.attempts": 0,
@@ -2850,7 +2858,13 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       )
       const third = yield* Effect.fork(calculate)
       yield* advance(500)
-      expect(yield* Fiber.join(short.fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      expect(yield* Fiber.join(short.fiber)).toMatchObject({
+        _tag: "TimeoutError",
+        kind: "deadline",
+        attempts: 0,
+        message: "POST /v1/fee-calculation: the call did not finish within its deadline of 500ms (it was still " +
+          "waiting for one of the client's 1 request slots, maxConcurrentRequests: never sent)"
+      })
       yield* advance(3500)
       yield* Fiber.join(first)
       yield* Fiber.join(third)
@@ -2866,7 +2880,9 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       const first = yield* Effect.fork(calculate)
       const due = yield* forkTraced(Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "1 second" }))))
       yield* advance(1000)
-      expect(yield* Fiber.join(due.fiber)).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      const error = yield* Fiber.join(due.fiber)
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      expect(error.message).toContain("(it was still waiting for one of the client's 1 request slots")
       yield* Fiber.join(first)
       expect(yield* due.attribute("effect_fin.failed_step")).toBe("slot")
       expect(yield* due.attribute("effect_fin.slot_wait_ms")).toBe(1000)
