@@ -1,6 +1,8 @@
 /**
  * `npm run chaos`: the full chaos run (10,000 fee calculations and 2,000 subdivision lookups, concurrency 64, faults
  * on 30% of requests, tokens revoked and expired throughout) with a summary table. Exit 1 if any check fails.
+ * `CHAOS_SCALE` scales the number of calls; `CHAOS_RETRY_BUDGET` (a percentage, or `unlimited`) sets the client's
+ * `retryBudget` (default 20, the client's own default).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Console from "effect/Console"
@@ -8,8 +10,10 @@ import * as Effect from "effect/Effect"
 import * as Chaos from "./lib/chaos.js"
 
 const size = Number(process.env.CHAOS_SCALE ?? "1")
+const budget = process.env.CHAOS_RETRY_BUDGET
 const options: Chaos.ChaosOptions = {
   ...Chaos.fullRun,
+  ...(budget === undefined ? {} : { retryBudget: budget === "unlimited" ? budget : Number(budget) }),
   fees: Math.round(Chaos.fullRun.fees * size),
   subdivisions: Math.round(Chaos.fullRun.subdivisions * size)
 }

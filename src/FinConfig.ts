@@ -62,6 +62,13 @@ export interface Options {
    * a request left running past its timeout (a platform client that ignores interruption) counts until it ends.
    */
   readonly maxConcurrentRequests?: number | undefined
+  /**
+   * The client's retry budget: across all its API calls, the retries of the last 10 seconds may be at most 10 a
+   * second plus this percentage (a whole number from 0 to 100) of the calls first sent in those 10 seconds; a retry
+   * beyond it is not made, its call ending with its last attempt's error. Default 20; `"unlimited"`: `maxRetries` alone
+   * bounds them. Token calls are not counted (their failures open a breaker), nor the one resend after a 401.
+   */
+  readonly retryBudget?: number | "unlimited" | undefined
   /** Per attempt of a token call. Default 10 s. */
   readonly tokenTimeout?: DurationOption | undefined
   /** Refresh this long before expiry (10% of the token's lifetime if that is shorter). Default 60 s. */
@@ -131,6 +138,8 @@ export interface Resolved {
   readonly maxRetryAfter: Duration.Duration
   /** At most this many requests of the client's calls in flight at once; undefined: no limit. */
   readonly maxConcurrentRequests?: number | undefined
+  /** Retries allowed on top of 10 a second, as a percentage of the calls of the last 10 seconds; or no budget. */
+  readonly retryBudget: number | "unlimited"
   /** Limit per attempt of a token call. */
   readonly tokenTimeout: Duration.Duration
   /** How long before expiry a token is refreshed (10% of its lifetime if that is shorter). */
@@ -288,6 +297,7 @@ const checks = (options: Options): Checked => {
   const knownEnvironment = environment === "sandbox" || environment === "production"
   const maxRetries = orDefault(options.maxRetries, 2)
   const slotCount = options.maxConcurrentRequests
+  const retryBudget = orDefault(options.retryBudget, 20)
   const mode = orDefault(options.subdivisionMode, "fallback")
   const tracePropagation = orDefault(options.tracePropagation, false)
   return {
@@ -336,6 +346,11 @@ const checks = (options: Options): Checked => {
     maxConcurrentRequests: checked(slotCount, "maxConcurrentRequests", [
       () => slotCount === undefined || (Number.isSafeInteger(slotCount) && slotCount > 0),
       "maxConcurrentRequests must be a whole number of 1 or more"
+    ]),
+    retryBudget: checked(retryBudget, "retryBudget", [
+      () =>
+        retryBudget === "unlimited" || (Number.isSafeInteger(retryBudget) && retryBudget >= 0 && retryBudget <= 100),
+      `retryBudget must be a whole number from 0 to 100 (a percentage), or "unlimited"`
     ]),
     tokenTimeout: duration(options, "tokenTimeout"),
     refreshMargin: duration(options, "refreshMargin"),
@@ -429,15 +444,25 @@ const durationVar = (option: DurationName): Config.Config<Duration.Duration> => 
 }
 
 // Config.integer reads with `Number`: an empty value (`FIN_MAX_RETRIES=` in a container spec) would be 0, retries off
-// without a word, and " 3", "3.0" or "1e1" would pass. Only digits are a count.
-const countVar = (name: string): Config.Config<number> =>
-  Config.nested(
-    Config.mapOrFail(Config.string(), (text) =>
+// without a word, and " 3", "3.0" or "1e1" would pass. Only digits are a count (or the one word given, in any case).
+function countVar(name: string): Config.Config<number>
+function countVar<W extends string>(name: string, word: W): Config.Config<number | W>
+function countVar<W extends string>(name: string, word?: W): Config.Config<number | W> {
+  return Config.nested(
+    Config.mapOrFail(Config.string(), (text): Either.Either<number | W, ConfigError.ConfigError> =>
       /^\d+$/.test(text)
         ? Either.right(Number(text))
-        : Either.left(ConfigError.InvalidData([], `Expected a whole number (digits only) but received ${JSON.stringify(text)}`))),
+        : word !== undefined && text.toLowerCase() === word
+        ? Either.right(word)
+        : Either.left(ConfigError.InvalidData(
+          [],
+          `Expected a whole number (digits only)${word === undefined ? "" : ` or ${word}`} but received ${
+            JSON.stringify(text)
+          }`
+        ))),
     name
   )
+}
 
 // Config.boolean knows only lower case: `TRUE` or `True` (as YAML, .NET and Python write them) would be refused.
 // The same words in any case; anything else is told with the words that are understood.
@@ -467,6 +492,7 @@ const variables: { readonly [K in keyof Options]-?: string } = {
   maxRetries: "FIN_MAX_RETRIES",
   maxRetryAfter: "FIN_MAX_RETRY_AFTER",
   maxConcurrentRequests: "FIN_MAX_CONCURRENT_REQUESTS",
+  retryBudget: "FIN_RETRY_BUDGET",
   tokenTimeout: "FIN_TOKEN_TIMEOUT",
   refreshMargin: "FIN_REFRESH_MARGIN",
   tracePropagation: "FIN_TRACE_PROPAGATION",
@@ -505,6 +531,7 @@ const envOptions = {
   maxRetries: Config.option(countVar("FIN_MAX_RETRIES")),
   maxRetryAfter: Config.option(durationVar("maxRetryAfter")),
   maxConcurrentRequests: Config.option(countVar("FIN_MAX_CONCURRENT_REQUESTS")),
+  retryBudget: Config.option(countVar("FIN_RETRY_BUDGET", "unlimited")),
   tokenTimeout: Config.option(durationVar("tokenTimeout")),
   refreshMargin: Config.option(durationVar("refreshMargin")),
   tracePropagation: Config.option(booleanVar("FIN_TRACE_PROPAGATION")),
@@ -530,10 +557,11 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
 /**
  * Options read from `FIN_*` variables: `FIN_CLIENT_ID`, `FIN_CLIENT_SECRET` (redacted), `FIN_ENVIRONMENT`,
  * `FIN_BASE_URL`, `FIN_TIMEOUT`, `FIN_DEADLINE`, `FIN_MAX_RETRIES`, `FIN_MAX_RETRY_AFTER`,
- * `FIN_MAX_CONCURRENT_REQUESTS`, `FIN_TOKEN_TIMEOUT`, `FIN_REFRESH_MARGIN`, `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`,
- * `FIN_SUBDIVISION_MODE`, `FIN_SUBDIVISION_CACHE_TTL`, `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written
- * like `30 seconds` or `500 millis`. Read, not checked: a value it reads is checked where the options are resolved,
- * and a problem then names the option (`maxRetries`); `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them,
+ * `FIN_MAX_CONCURRENT_REQUESTS`, `FIN_RETRY_BUDGET`, `FIN_TOKEN_TIMEOUT`, `FIN_REFRESH_MARGIN`,
+ * `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`, `FIN_SUBDIVISION_CACHE_TTL`,
+ * `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or `500 millis`. Read, not checked:
+ * a value it reads is checked where the options are resolved, and a problem then names the option (`maxRetries`);
+ * `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them,
  * naming the variable.
  * Under a nested `ConfigProvider` (effect 3.22), which reads every value as a list, a value holding a comma fails the
  * whole read with a `MissingData` naming no variable ("The element at index 1 in a sequence ... was missing");

@@ -1,6 +1,6 @@
 /**
- * Authenticated calls to the service: bearer token, retry schedule, `Retry-After`, the overall deadline, one
- * refresh-and-retry on 401, a span and metrics per call, and per-call overrides.
+ * Authenticated calls to the service: bearer token, retry schedule and the client's retry budget, `Retry-After`, the
+ * overall deadline, one refresh-and-retry on 401, a span and metrics per call, and per-call overrides.
  *
  * @since 0.1.0
  */
@@ -33,6 +33,7 @@ import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
+import * as RetryBudget from "./internal/retryBudget.js"
 import * as Slots from "./internal/slots.js"
 import * as TokenProvider from "./TokenProvider.js"
 
@@ -390,6 +391,10 @@ const requests = Metric.counter("effect_fin_requests_total", {
   description: "Calls made through effect-fin, by operation and outcome",
   incremental: true
 })
+const refusedRetries = Metric.counter("effect_fin_retries_refused_total", {
+  description: "Retries that the client's retry budget refused, by operation",
+  incremental: true
+})
 // 5 ms to 81.92 s (`count` includes the unbounded bucket): a call cut by the default 60 s deadline still lands in a
 // finite bucket.
 const latency = Metric.histogram(
@@ -402,6 +407,7 @@ const latency = Metric.histogram(
 // new key each time. Both labels of a request count go on in one step: a metric tagged twice merges its label lists
 // into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
 const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
+const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
 const requestsByOutcome = memo((name) =>
   memo((outcome) =>
     Metric.taggedWithLabels(requests, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
@@ -430,6 +436,28 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const server = Http.serverAttributesOf(config.baseUrl)
     // One line for every call of this client (its attempts, not its waits between them nor its token requests).
     const slots = config.maxConcurrentRequests === undefined ? undefined : Slots.make(config.maxConcurrentRequests)
+    // One budget for every call of this client: an outage's retries are bounded across them (`retryBudget`).
+    const budget = config.retryBudget === "unlimited" ? undefined : RetryBudget.make(config.retryBudget)
+    const budgetAllows = budget === undefined ? undefined : (name: string, operation: string) =>
+      Effect.flatMap(Monotonic.millis, (now) => {
+        const verdict = budget.take(now)
+        if (verdict === "allowed") return Effect.succeed(true)
+        if (verdict === "refilled") {
+          return Effect.as(
+            Effect.logInfo("effect-fin: the retry budget has room again; failed calls are retried"),
+            true
+          )
+        }
+        const { calls, retries } = budget.counts(now)
+        const line = `effect-fin: not retrying ${operation}: the client's retry budget is spent (${retries} retries ` +
+          `for ${calls} calls in the last 10 s; retryBudget ${config.retryBudget}% of calls plus 10 a second)`
+        return Effect.zipRight(Metric.increment(refusedRetriesOf(name)), Effect.as(
+          verdict === "spent"
+            ? Effect.logWarning(`${line}; failed calls end with their error until it has room again`)
+            : Effect.logDebug(line),
+          false
+        ))
+      })
 
     const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
@@ -555,6 +583,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         ) => {
           if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
           attempts += 1
+          if (attempts === 1) budget?.sent(now)
           return Http.execute(client, {
             method: spec.method,
             url,
@@ -621,6 +650,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
           timeLeft: remaining,
+          allowed: budgetAllows?.(name, operation),
           onRetry: (error, retry, until) =>
             Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${

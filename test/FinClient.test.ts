@@ -201,7 +201,7 @@ describe("FinConfig", () => {
       const names = [
         "environment", "baseUrl", "timeout", "deadline", "maxRetries", "maxRetryAfter", "tokenTimeout", "refreshMargin",
         "tracePropagation", "userAgent", "subdivisionMode", "subdivisionCacheTtl", "subdivisionFallbackCooldown",
-        "maxConcurrentRequests"
+        "maxConcurrentRequests", "retryBudget"
       ]
       for (const name of names) {
         const error = yield* Effect.flip(FinConfig.resolve({ ...base, [name]: null } as unknown as FinConfig.Options))
@@ -229,6 +229,37 @@ describe("FinConfig", () => {
       for (const value of ["0", "", " 8", "8.0", "unlimited"]) {
         const error = yield* Effect.flip(fromEnv(value))
         expect(problemPaths(error), value).toEqual(["FIN_MAX_CONCURRENT_REQUESTS"])
+      }
+    }))
+
+  it.effect("retryBudget is a whole percentage from 0 to 100 or unlimited, 20 by default; FIN_RETRY_BUDGET too", () =>
+    Effect.gen(function*() {
+      expect((yield* FinConfig.resolve(base)).retryBudget).toBe(20)
+      for (const value of [0, 100, "unlimited"] as const) {
+        expect((yield* FinConfig.resolve({ ...base, retryBudget: value })).retryBudget).toBe(value)
+      }
+      for (const value of [-1, 101, 12.5, Number.NaN, "20", "Unlimited", true]) {
+        const options = { ...base, retryBudget: value } as FinConfig.Options
+        const error = yield* Effect.flip(FinConfig.resolve(options))
+        expect(problemPaths(error), String(value)).toEqual(["retryBudget"])
+        expect(String(error)).toContain(
+          `retryBudget must be a whole number from 0 to 100 (a percentage), or "unlimited"`
+        )
+      }
+      const fromEnv = (value: string) =>
+        FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([["FIN_CLIENT_ID", "id"], ["FIN_CLIENT_SECRET", "s"], ["FIN_RETRY_BUDGET", value]])
+        )))
+      expect((yield* FinConfig.resolve(yield* fromEnv("10"))).retryBudget).toBe(10)
+      expect((yield* FinConfig.resolve(yield* fromEnv("UNLIMITED"))).retryBudget).toBe("unlimited")
+      // Over 100, an empty value (no 0) and what is no count are refused, naming the variable.
+      const over = yield* Effect.flip(fromEnv("150"))
+      expect(problemPaths(over)).toEqual(["FIN_RETRY_BUDGET"])
+      expect(String(over)).toContain("FIN_RETRY_BUDGET must be a whole number from 0 to 100")
+      for (const value of ["", " 8", "8.0", "20%", "none"]) {
+        const error = yield* Effect.flip(fromEnv(value))
+        expect(problemPaths(error), value).toEqual(["FIN_RETRY_BUDGET"])
+        expect(String(error)).toContain("Expected a whole number (digits only) or unlimited")
       }
     }))
 

@@ -3064,3 +3064,117 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       expect(yield* feeTimes).toEqual([0, 1000, 2500, 3500])
     }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
 })
+
+describe("HttpTransport: retryBudget", () => {
+  // `effect_fin_retries_refused_total` of the fee quote so far (the process's metrics: tests compare before/after).
+  const refusedSoFar = Effect.sync(() =>
+    Metric.unsafeSnapshot().reduce((sum, pair) =>
+      pair.metricKey.name === "effect_fin_retries_refused_total" &&
+        pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "fee-calculation")
+        ? sum + (pair.metricState as MetricState.MetricState.Counter<number>).count
+        : sum, 0)
+  )
+  const failingQuotes = (n: number) =>
+    FinTest.advanceUntilDone(
+      Effect.forEach(Array.from({ length: n }), () => Effect.flip(calculate), { concurrency: "unbounded" })
+    )
+  const budgetLines = (lines: ReadonlyArray<string>) => lines.filter((line) => line.includes("retry budget"))
+
+  it.effect("an outage: the client's retries stop at 10 a second, warned once; each call ends with its error", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const before = yield* refusedSoFar
+      const errors = yield* failingQuotes(150)
+      // 150 first attempts and 100 retries (the floor of 10 a second over 10 s; 0% of the calls on top), not 450.
+      expect(yield* attempts).toBe(250)
+      expect(errors.every((error) => error._tag === "ApiError" && error.status === 503)).toBe(true)
+      // The first 100 calls' first retries went out; the rest were refused, and so were those retries' own retries.
+      const attemptsOf = errors.map((error) => error._tag === "ApiError" ? error.attempts : undefined)
+      expect(attemptsOf.filter((n) => n === 1)).toHaveLength(50)
+      expect(attemptsOf.filter((n) => n === 2)).toHaveLength(100)
+      expect((yield* refusedSoFar) - before).toBe(150)
+      expect(budgetLines(logs.lines).filter((line) => line.startsWith("WARN"))).toEqual([
+        `WARN ["effect-fin: not retrying POST /v1/fee-calculation: the client's retry budget is spent (100 ` +
+        `retries for 150 calls in the last 10 s; retryBudget 0% of calls plus 10 a second); failed calls end with ` +
+        `their error until it has room again"] {}`
+      ])
+      expect(budgetLines(logs.lines).filter((line) => line.startsWith("DEBUG"))).toHaveLength(149)
+    }).pipe(
+      Effect.provide(logs.layer),
+      Logger.withMinimumLogLevel(LogLevel.Debug),
+      provideClient({ [FEE]: () => status(503) }, { retryBudget: 0 })
+    )
+  })
+
+  it.effect("the percentage adds a share of the calls of the last 10 s: 20% of 250 calls is 50 more retries", () =>
+    Effect.gen(function*() {
+      yield* failingQuotes(250)
+      expect(yield* attempts).toBe(250 + 100 + 50)
+    }).pipe(provideClient({ [FEE]: () => status(503) }, { retryBudget: 20 })))
+
+  it.effect("calls that succeed count too: after 500 quotes, an outage's first 200 retries go out", () => {
+    const service = { down: false }
+    const quotes = (n: number) =>
+      Effect.forEach(Array.from({ length: n }), () => Effect.either(calculate), { concurrency: "unbounded" })
+    return Effect.gen(function*() {
+      yield* quotes(500)
+      service.down = true
+      yield* FinTest.advanceUntilDone(quotes(200))
+      // 700 calls: 100 + 20% of 700 = 240 retries allowed; the 200 failing calls wanted 400.
+      expect(yield* attempts).toBe(700 + 240)
+    }).pipe(provideClient({ [FEE]: () => service.down ? status(503) : ok }, { retryBudget: 20 }))
+  })
+
+  it.effect("the budget refills as the window moves on: 10 s later a failed call is retried again, said once", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      yield* failingQuotes(150)
+      const spent = yield* attempts
+      yield* advance(10_000)
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate))
+      expect(error).toMatchObject({ _tag: "ApiError", attempts: 3 })
+      expect((yield* attempts) - spent).toBe(3)
+      expect(budgetLines(logs.lines).filter((line) => !line.startsWith("DEBUG"))).toEqual([
+        expect.stringMatching(/^WARN \["effect-fin: not retrying POST \/v1\/fee-calculation: the client's retry /),
+        `INFO ["effect-fin: the retry budget has room again; failed calls are retried"] {}`
+      ])
+    }).pipe(
+      Effect.provide(logs.layer),
+      provideClient({ [FEE]: () => status(503) }, { retryBudget: 0 })
+    )
+  })
+
+  it.effect(`"unlimited": maxRetries alone bounds the retries`, () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      yield* failingQuotes(150)
+      expect(yield* attempts).toBe(450)
+      expect(budgetLines(logs.lines)).toEqual([])
+    }).pipe(
+      Effect.provide(logs.layer),
+      Logger.withMinimumLogLevel(LogLevel.Debug),
+      provideClient({ [FEE]: () => status(503) }, { retryBudget: "unlimited" })
+    )
+  })
+
+  it.effect("only retries made count: a 400, or a 503 whose wait would outlast the deadline, spends nothing", () => {
+    let answered = 0
+    return Effect.gen(function*() {
+      // 100 calls answered 400, 100 whose 503 asks for 5 s, 100 whose backoff (400 ms or more) outlasts what is left
+      // of a 300 ms deadline: none retried.
+      yield* failingQuotes(300).pipe(HttpTransport.withOptions({ deadline: "300 millis" }))
+      expect(yield* attempts).toBe(300)
+      // So the whole floor is left for the next 50 calls' 100 retries.
+      yield* failingQuotes(50)
+      expect((yield* attempts) - 300).toBe(150)
+    }).pipe(provideClient(
+      {
+        [FEE]: () => {
+          answered += 1
+          return answered <= 100 ? status(400) : answered <= 200 ? status(503, { "retry-after": "5" }) : status(503)
+        }
+      },
+      { retryBudget: 0 }
+    ))
+  })
+})

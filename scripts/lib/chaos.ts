@@ -17,6 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Supervisor from "effect/Supervisor"
@@ -40,6 +41,7 @@ export interface ChaosOptions {
   readonly timeout: FinConfig.DurationOption
   readonly deadline: FinConfig.DurationOption
   readonly maxRetries: number
+  readonly retryBudget: number | "unlimited"
   /** How often tokens are revoked or expired on the emulator while the run goes on. */
   readonly tokenTroubleEvery: Duration.DurationInput
   /** Keep every log line, span attribute and error text, for the secrets check (costly on big runs). */
@@ -56,6 +58,7 @@ export const fullRun: ChaosOptions = {
   timeout: "300 millis",
   deadline: "3 seconds",
   maxRetries: 2,
+  retryBudget: 20,
   tokenTroubleEvery: "700 millis",
   capture: false,
   seed: 42
@@ -80,6 +83,9 @@ export interface ChaosReport {
    */
   readonly sentMaxAttempts: number
   readonly sentAttemptsHistogram: Readonly<Record<number, number>>
+  /** API calls' retries made, and refused by the client's retry budget. */
+  readonly retries: number
+  readonly retriesRefused: number
   /** Calls that sent more requests than their span counts attempts (a retry effect-fin did not count). */
   readonly callsSentMoreThanCounted: number
   readonly maxCallMillis: number
@@ -109,6 +115,14 @@ export interface ChaosReport {
   /** Every token the emulator issued in the run, to look for in `captured`. */
   readonly issuedTokens: ReadonlyArray<string>
 }
+
+// The process's count of a counter by operation, token calls left out: read before and after the run.
+const apiCount = (name: string): number =>
+  Metric.unsafeSnapshot().reduce((sum, pair) =>
+    pair.metricKey.name === name &&
+      !pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "token")
+      ? sum + (pair.metricState as MetricState.MetricState.Counter<number>).count
+      : sum, 0)
 
 const sockets = (): number =>
   process.getActiveResourcesInfo().filter((kind) => kind === "TCPSocketWrap" || kind === "TCPServerWrap").length
@@ -267,6 +281,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
         timeout: options.timeout,
         deadline: options.deadline,
         maxRetries: options.maxRetries,
+        retryBudget: options.retryBudget,
         maxRetryAfter: "1 second",
         subdivisionMode: "online",
         // Every lookup goes to the API, so the faults reach it.
@@ -362,6 +377,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       }
     }))
 
+    const retriesBefore = apiCount("effect_fin_retries_total")
+    const refusedBefore = apiCount("effect_fin_retries_refused_total")
     const result = yield* body.pipe(
       Effect.provide(Layer.setTracer(tracer)),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
@@ -381,6 +398,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     return {
       ...result,
       options,
+      retries: apiCount("effect_fin_retries_total") - retriesBefore,
+      retriesRefused: apiCount("effect_fin_retries_refused_total") - refusedBefore,
       unhandledRejections,
       uncaughtExceptions,
       maxAttempts,
@@ -424,6 +443,13 @@ export const summary = (report: ChaosReport): string => {
       "calls sending more than they count",
       String(report.callsSentMoreThanCounted),
       report.callsSentMoreThanCounted === 0 ? "ok" : "FAIL"
+    ],
+    [
+      "retries made / refused",
+      `${report.retries} / ${report.retriesRefused} (retryBudget: ${report.options.retryBudget}${
+        report.options.retryBudget === "unlimited" ? "" : "% of calls plus 10 a second"
+      })`,
+      ""
     ],
     ["attempts histogram (span)", histogram(report.attemptsHistogram), ""],
     ["attempts histogram (sent)", histogram(report.sentAttemptsHistogram), ""],

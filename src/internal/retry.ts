@@ -153,9 +153,29 @@ export interface PolicyOptions<E> {
   readonly timeLeft?: Effect.Effect<Duration.Duration>
   /** What `timeLeft` runs out at, for messages, when not the call's deadline (a refresh token's last usable time). */
   readonly timeLeftOf?: string
+  /**
+   * Asked last, once every other check would retry: false ends the retries (the client's retry budget refused one).
+   * Asked only then, so that what it counts is retries really made.
+   */
+  readonly allowed?: Effect.Effect<boolean> | undefined
   /** Runs before each wait, told the error retried and when (epoch milliseconds, on the `Clock`) the wait ends. */
   readonly onRetry: (error: E, retry: number, until: number) => Effect.Effect<void>
 }
+
+// `self`, ended where `go`, told the delay before a retry `self` would make, says no.
+const gated = <Out, In, R>(
+  self: Schedule.Schedule<Out, In, R>,
+  go: (delay: Duration.Duration) => Effect.Effect<boolean>
+): Schedule.Schedule<Out, In, R> =>
+  Schedule.makeWithState(self.initial, (now, input, state) =>
+    Effect.flatMap(self.step(now, input, state), (result) => {
+      const [next, out, decision] = result
+      if (ScheduleDecision.isDone(decision)) return Effect.succeed(result)
+      return Effect.map(
+        go(Duration.millis(Math.max(0, Intervals.start(decision.intervals) - now))),
+        (yes) => yes ? result : [next, out, ScheduleDecision.done] as const
+      )
+    }))
 
 // `self`, ended when its next delay would not end before `timeLeft` does: sleeping only to be cut off by the deadline
 // (or to start an attempt with no time left) would answer later, with a TimeoutError in place of the service's error.
@@ -164,29 +184,24 @@ const withinTime = <Out, In, R>(
   timeLeft: Effect.Effect<Duration.Duration>,
   timeLeftOf = "the deadline"
 ): Schedule.Schedule<Out, In, R> =>
-  Schedule.makeWithState(self.initial, (now, input, state) =>
-    Effect.flatMap(self.step(now, input, state), (result) => {
-      const [next, out, decision] = result
-      if (ScheduleDecision.isDone(decision)) return Effect.succeed(result)
-      return Effect.flatMap(timeLeft, (left) => {
-        const delay = Duration.millis(Math.max(0, Intervals.start(decision.intervals) - now))
-        return Duration.lessThan(delay, left)
-          ? Effect.succeed(result)
-          : Effect.as(
-            Effect.logDebug(
-              `effect-fin: not retrying: the next wait of ${
-                Durations.formatMillis(delay)
-              } would outlast ${timeLeftOf} (${Durations.formatMillis(left, Math.floor)} left)`
-            ),
-            [next, out, ScheduleDecision.done] as const
-          )
-      })
-    }))
+  gated(self, (delay) =>
+    Effect.flatMap(timeLeft, (left) =>
+      Duration.lessThan(delay, left)
+        ? Effect.succeed(true)
+        : Effect.as(
+          Effect.logDebug(
+            `effect-fin: not retrying: the next wait of ${
+              Durations.formatMillis(delay)
+            } would outlast ${timeLeftOf} (${Durations.formatMillis(left, Math.floor)} left)`
+          ),
+          false
+        )))
 
 /**
  * The schedule for `Effect.retry`: at most `maxRetries` retries of retryable errors; a `Retry-After` (above zero)
  * replaces the backoff when it is within `waitCap` and ends before `timeLeft` does; any other ends the retries at once,
- * and so does a backoff that does not end before `timeLeft`. `onRetry` runs before each wait.
+ * and so does a backoff that does not end before `timeLeft`, or a retry `allowed` refuses. `onRetry` runs before each
+ * wait.
  */
 const policy = <E extends Retried>(
   options: PolicyOptions<E>
@@ -207,6 +222,10 @@ const policy = <E extends Retried>(
     }),
     (schedule) =>
       options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft, options.timeLeftOf),
+    (schedule) => {
+      const allowed = options.allowed
+      return allowed === undefined ? schedule : gated(schedule, () => allowed)
+    },
     Schedule.onDecision(([[error], retry], decision) =>
       ScheduleDecision.isDone(decision)
         ? Effect.void

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as RetryBudget from "../../src/internal/retryBudget.js"
+
+// Takes retries at `now` until one is refused: how many were allowed.
+const allowedAt = (budget: RetryBudget.RetryBudget, now: number): number => {
+  let n = 0
+  while (["allowed", "refilled"].includes(budget.take(now))) n += 1
+  return n
+}
+
+describe("RetryBudget", () => {
+  it("allows 100 retries in 10 s with no calls, then says spent once and refused after", () => {
+    const budget = RetryBudget.make(20)
+    expect(allowedAt(budget, 0)).toBe(100)
+    expect(budget.take(0)).toBe("refused")
+    expect(budget.counts(0)).toEqual({ calls: 0, retries: 100 })
+  })
+
+  it("the first refusal is spent, the next allowed one refilled", () => {
+    const budget = RetryBudget.make(0)
+    for (let i = 0; i < 100; i++) expect(budget.take(500)).toBe("allowed")
+    expect([budget.take(600), budget.take(700)]).toEqual(["spent", "refused"])
+    expect([budget.take(10_000), budget.take(10_001)]).toEqual(["refilled", "allowed"])
+  })
+
+  it("adds the percentage of the calls sent in the window, rounded down", () => {
+    const budget = RetryBudget.make(20)
+    for (let i = 0; i < 99; i++) budget.sent(0)
+    // 20% of 99 is 19.8: 19 more.
+    expect(allowedAt(budget, 0)).toBe(119)
+    budget.sent(0)
+    expect(allowedAt(budget, 0)).toBe(1)
+  })
+
+  it("a second's calls and retries count for 10 s: gone at the start of the 11th second after theirs", () => {
+    const budget = RetryBudget.make(50)
+    for (let i = 0; i < 40; i++) budget.sent(1_999)
+    expect(allowedAt(budget, 1_500)).toBe(120)
+    expect(budget.counts(10_999)).toEqual({ calls: 40, retries: 120 })
+    expect(budget.take(10_999)).toBe("refused")
+    // Second 1's retries and calls leave the window at 11 s: the floor alone, all of it free again.
+    expect(budget.counts(11_000)).toEqual({ calls: 0, retries: 0 })
+    expect(allowedAt(budget, 11_000)).toBe(100)
+  })
+
+  it("counts a slice of the window per second: the oldest second leaves while the others stay", () => {
+    const budget = RetryBudget.make(0)
+    expect(allowedAt(budget, 0)).toBe(100)
+    // Nothing at 1-9 s; at 10 s second 0 has left.
+    expect(budget.counts(9_999).retries).toBe(100)
+    expect(budget.counts(10_000).retries).toBe(0)
+    // Retries spread over seconds 10-19: at 20.5 s only those of 11-19 are left.
+    for (let s = 10; s < 20; s++) {
+      for (let i = 0; i < 10; i++) budget.take(s * 1000)
+    }
+    expect(budget.counts(20_500).retries).toBe(90)
+    expect(allowedAt(budget, 20_500)).toBe(10)
+  })
+})
