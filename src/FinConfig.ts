@@ -63,10 +63,11 @@ export interface Options {
    */
   readonly maxConcurrentRequests?: number | undefined
   /**
-   * The client's retry budget: across all its API calls, the retries of the last 10 seconds may be at most 10 a
-   * second plus this percentage (a whole number from 0 to 100) of the calls first sent in those 10 seconds; a retry
-   * beyond it is not made, its call ending with its last attempt's error. Default 20; `"unlimited"`: `maxRetries` alone
-   * bounds them. Token calls are not counted (their failures open a breaker), nor the one resend after a 401.
+   * The client's retry budget, per operation (the fee quote, the subdivisions, each `HttpTransport.request` name):
+   * the retries of the last 10 seconds may be at most 100 (10 a second) plus this percentage (a whole number from 0
+   * to 100) of the calls first sent in those seconds; a retry beyond it is not made, its call ending with its last
+   * attempt's error. Default 20; `"unlimited"`: `maxRetries` alone bounds them. Token calls are not counted (their
+   * failures open a breaker), nor the one resend after a 401.
    */
   readonly retryBudget?: number | "unlimited" | undefined
   /** Per attempt of a token call. Default 10 s. */
@@ -138,7 +139,7 @@ export interface Resolved {
   readonly maxRetryAfter: Duration.Duration
   /** At most this many requests of the client's calls in flight at once; undefined: no limit. */
   readonly maxConcurrentRequests?: number | undefined
-  /** Retries allowed on top of 10 a second, as a percentage of the calls of the last 10 seconds; or no budget. */
+  /** Retries allowed per operation on top of 100 in 10 s, as a percentage of its calls in them; or no budget. */
   readonly retryBudget: number | "unlimited"
   /** Limit per attempt of a token call. */
   readonly tokenTimeout: Duration.Duration

@@ -408,6 +408,37 @@ const latency = Metric.histogram(
 // into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
 const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
 const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
+
+// Whether `budget` allows a retry of `operation` now; `counted` is told when one allowed is counted. A refusal is
+// counted in the metric, and told once per episode of them (a warning; the episode's end at Info, the rest at Debug).
+const retryAllowed = (
+  budget: RetryBudget.RetryBudget,
+  name: string,
+  operation: string,
+  counted: (at: number) => void
+): Effect.Effect<boolean> =>
+  Effect.flatMap(Monotonic.millis, (now) => {
+    const verdict = budget.take(now)
+    if (verdict === "allowed" || verdict === "refilled") {
+      counted(now)
+      return verdict === "allowed" ? Effect.succeed(true) : Effect.as(
+        Effect.logInfo(`effect-fin: the retry budget of ${name} refused no retry for 10 s; failed calls are retried`),
+        true
+      )
+    }
+    const { calls, retries } = budget.counts(now)
+    const line = `effect-fin: not retrying ${operation}: the retry budget of ${name} is spent (${retries} retries ` +
+      `for ${calls} calls in the last 10 s; retryBudget ${budget.percent}% of calls plus 10 a second)`
+    return Effect.zipRight(
+      Metric.increment(refusedRetriesOf(name)),
+      Effect.as(
+        verdict === "spent"
+          ? Effect.logWarning(`${line}; failed calls end with their error until it has room again`)
+          : Effect.logDebug(line),
+        false
+      )
+    )
+  })
 const requestsByOutcome = memo((name) =>
   memo((outcome) =>
     Metric.taggedWithLabels(requests, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
@@ -436,28 +467,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const server = Http.serverAttributesOf(config.baseUrl)
     // One line for every call of this client (its attempts, not its waits between them nor its token requests).
     const slots = config.maxConcurrentRequests === undefined ? undefined : Slots.make(config.maxConcurrentRequests)
-    // One budget for every call of this client: an outage's retries are bounded across them (`retryBudget`).
-    const budget = config.retryBudget === "unlimited" ? undefined : RetryBudget.make(config.retryBudget)
-    const budgetAllows = budget === undefined ? undefined : (name: string, operation: string) =>
-      Effect.flatMap(Monotonic.millis, (now) => {
-        const verdict = budget.take(now)
-        if (verdict === "allowed") return Effect.succeed(true)
-        if (verdict === "refilled") {
-          return Effect.as(
-            Effect.logInfo("effect-fin: the retry budget has room again; failed calls are retried"),
-            true
-          )
-        }
-        const { calls, retries } = budget.counts(now)
-        const line = `effect-fin: not retrying ${operation}: the client's retry budget is spent (${retries} retries ` +
-          `for ${calls} calls in the last 10 s; retryBudget ${config.retryBudget}% of calls plus 10 a second)`
-        return Effect.zipRight(Metric.increment(refusedRetriesOf(name)), Effect.as(
-          verdict === "spent"
-            ? Effect.logWarning(`${line}; failed calls end with their error until it has room again`)
-            : Effect.logDebug(line),
-          false
-        ))
-      })
+    // A retry budget per operation (`retryBudget`): an outage's retries are bounded across the operation's calls.
+    const percent = config.retryBudget
+    const budgets = new Map<string, RetryBudget.RetryBudget>()
+    const budgetOf = percent === "unlimited" ? undefined : (name: string) => {
+      let budget = budgets.get(name)
+      if (budget === undefined) budgets.set(name, budget = RetryBudget.make(percent))
+      return budget
+    }
 
     const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
@@ -520,6 +537,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const deadlineAt = Monotonic.plus(started, options.deadline)
         let attempts = 0
         let status = 0
+        // The operation's retry budget: a retry it counted is given back if the call ends before sending it (its
+        // caller gave up during the backoff, its token or slot never came), and a refusal goes on the span.
+        const budget = safe ? budgetOf?.(name) : undefined
+        let retryCountedAt: number | undefined
+        let retryRefused = false
         // The status of the last answer: the span's status when the call then ends without one (the deadline cut the
         // next attempt, a reset, a response schema that threw).
         let lastStatus: number | undefined
@@ -584,6 +606,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
           attempts += 1
           if (attempts === 1) budget?.sent(now)
+          else retryCountedAt = undefined
           return Http.execute(client, {
             method: spec.method,
             url,
@@ -650,7 +673,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
           timeLeft: remaining,
-          allowed: budgetAllows?.(name, operation),
+          allowed: budget === undefined ? undefined : Effect.tap(
+            retryAllowed(budget, name, operation, (at) => {
+              retryCountedAt = at
+            }),
+            (allowed) => {
+              retryRefused = !allowed
+            }
+          ),
           onRetry: (error, retry, until) =>
             Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${
@@ -692,6 +722,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           // wait, then the metrics.
           Effect.onExit((exit) =>
             Effect.flatMap(Monotonic.millis, (now) => {
+              if (retryCountedAt !== undefined) budget?.refund(retryCountedAt)
               const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
               // No failure: an interruption, or a defect (a platform client or a response schema that threw).
               const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
@@ -714,13 +745,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 return Effect.zipRight(Http.annotateOutcome(attempts, "success", status, extra), metrics)
               }
               // An interrupted call failed at no step (its token wait says where it was).
-              const ended = outcome === "interrupted"
+              const step = outcome === "interrupted"
                 ? extra
                 : waitingForToken
                 ? { ...extra, "effect_fin.failed_step": "token" }
                 : slotAskedAt !== undefined
                 ? { ...extra, "effect_fin.failed_step": "slot" }
                 : extra
+              const ended = retryRefused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
               // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
               // not this operation's, which was maybe never sent.
               const lastAnswer = failure._tag === "None" || waitingForToken

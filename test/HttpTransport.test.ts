@@ -3094,9 +3094,9 @@ describe("HttpTransport: retryBudget", () => {
       expect(attemptsOf.filter((n) => n === 2)).toHaveLength(100)
       expect((yield* refusedSoFar) - before).toBe(150)
       expect(budgetLines(logs.lines).filter((line) => line.startsWith("WARN"))).toEqual([
-        `WARN ["effect-fin: not retrying POST /v1/fee-calculation: the client's retry budget is spent (100 ` +
-        `retries for 150 calls in the last 10 s; retryBudget 0% of calls plus 10 a second); failed calls end with ` +
-        `their error until it has room again"] {}`
+        `WARN ["effect-fin: not retrying POST /v1/fee-calculation: the retry budget of fee-calculation is spent ` +
+        `(100 retries for 150 calls in the last 10 s; retryBudget 0% of calls plus 10 a second); failed calls end ` +
+        `with their error until it has room again"] {}`
       ])
       expect(budgetLines(logs.lines).filter((line) => line.startsWith("DEBUG"))).toHaveLength(149)
     }).pipe(
@@ -3135,8 +3135,9 @@ describe("HttpTransport: retryBudget", () => {
       expect(error).toMatchObject({ _tag: "ApiError", attempts: 3 })
       expect((yield* attempts) - spent).toBe(3)
       expect(budgetLines(logs.lines).filter((line) => !line.startsWith("DEBUG"))).toEqual([
-        expect.stringMatching(/^WARN \["effect-fin: not retrying POST \/v1\/fee-calculation: the client's retry /),
-        `INFO ["effect-fin: the retry budget has room again; failed calls are retried"] {}`
+        expect.stringMatching(/^WARN \["effect-fin: not retrying POST \/v1\/fee-calculation: the retry budget of /),
+        `INFO ["effect-fin: the retry budget of fee-calculation refused no retry for 10 s; failed calls are ` +
+          `retried"] {}`
       ])
     }).pipe(
       Effect.provide(logs.layer),
@@ -3173,6 +3174,91 @@ describe("HttpTransport: retryBudget", () => {
           answered += 1
           return answered <= 100 ? status(400) : answered <= 200 ? status(503, { "retry-after": "5" }) : status(503)
         }
+      },
+      { retryBudget: 0 }
+    ))
+  })
+
+  it.effect("an outage that goes on: the budget refuses and allows by turns, and says so once", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      // 30 failing calls a second for 30 s: the budget is at its limit all along.
+      for (let second = 0; second < 30; second++) {
+        yield* Effect.fork(failingQuotes(30))
+        yield* advance(1000)
+      }
+      yield* advance(5000)
+      expect(budgetLines(logs.lines).filter((line) => !line.startsWith("DEBUG"))).toEqual([
+        expect.stringMatching(/^WARN \["effect-fin: not retrying POST \/v1\/fee-calculation: the retry budget of /)
+      ])
+    }).pipe(
+      Effect.provide(logs.layer),
+      provideClient({ [FEE]: () => status(503) }, { retryBudget: 0 })
+    )
+  })
+
+  it.effect("a retry counted and then not sent (its caller gave up during the backoff) is given back", () =>
+    Effect.gen(function*() {
+      // 100 calls whose callers give up at 200 ms, before their first retry (the backoff is 400 ms or more).
+      yield* FinTest.advanceUntilDone(Effect.forEach(
+        Array.from({ length: 100 }),
+        () => Effect.either(Effect.timeout(calculate, "200 millis")),
+        { concurrency: "unbounded" }
+      ))
+      expect(yield* attempts).toBe(100)
+      // No retry went out: the whole floor is left for the next 50 calls' 100 retries.
+      yield* failingQuotes(50)
+      expect((yield* attempts) - 100).toBe(150)
+    }).pipe(provideClient({ [FEE]: () => status(503) }, { retryBudget: 0 })))
+
+  it.effect("one budget per operation: a failing endpoint does not spend the fee quote's retries", () =>
+    Effect.gen(function*() {
+      const report = HttpTransport.request({
+        method: "GET",
+        path: "/v1/reports",
+        response: Schema.Unknown,
+        name: "report"
+      })
+      yield* FinTest.advanceUntilDone(
+        Effect.forEach(Array.from({ length: 150 }), () => Effect.flip(report), { concurrency: "unbounded" })
+      )
+      const http = yield* FinTest.InMemoryHttp
+      expect(yield* http.count("GET /v1/reports")).toBe(250)
+      // The quote's own budget is whole: a 503 then an answer, retried.
+      yield* FinTest.advanceUntilDone(calculate)
+      expect(yield* attempts).toBe(2)
+    }).pipe(provideClient(
+      { "GET /v1/reports": () => status(503), [FEE]: FinTest.sequence(status(503), ok) },
+      { retryBudget: 0 }
+    )))
+
+  it.effect("a call whose retry the budget refused says so on its span; the resend after a 401 spends nothing", () => {
+    const service = { down: false }
+    return Effect.gen(function*() {
+      // 100 calls answered 401 then 200 (a refreshed token): 100 resends, none of them counted.
+      yield* Effect.forEach(Array.from({ length: 100 }), () => calculate, { concurrency: "unbounded" })
+      expect(yield* attempts).toBe(200)
+      service.down = true
+      yield* failingQuotes(100)
+      expect((yield* attempts) - 200).toBe(200)
+      const { layer: tracing, spans } = yield* recordingTracer
+      yield* Effect.flip(calculate.pipe(Effect.provide(tracing)))
+      expect(attributesOf(yield* spans, "effect-fin.fee-calculation")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "http.response.status_code": 503,
+        "effect_fin.attempts": 1,
+        "effect_fin.outcome": "ApiError",
+        "effect_fin.retry_refused": "retry_budget"
+      }])
+    }).pipe(provideClient(
+      {
+        [FEE]: (request) =>
+          request.headers.authorization === "Bearer token-1"
+            ? FinTest.json(401, { message: "expired" })
+            : service.down
+            ? status(503)
+            : ok
       },
       { retryBudget: 0 }
     ))

@@ -1,10 +1,12 @@
 /**
- * A client's retry budget (`retryBudget`): across all its calls, the retries of the last 10 seconds may be at most
- * 10 a second (100) plus a share of the calls first sent in those 10 seconds. Each call may retry up to `maxRetries`
- * times: with no budget, a service that is down is sent up to `1 + maxRetries` times what its callers ask just when it
- * can least bear it, and every call waits out its backoffs for nothing. With one, a few failures are retried as
- * before, and an outage costs the service at most the share on top (Google's SRE book, "Addressing Cascading
- * Failures"; Finagle's `RetryBudget`). A call whose retry is refused ends with the error of its last attempt.
+ * A client's retry budget (`retryBudget`), one per operation: across its calls, the retries of the last 10 seconds
+ * (counted by whole seconds: the window moves on a second at a time) may be at most 100 (10 a second) plus a share of
+ * the calls first sent in those seconds. Each call may retry up to `maxRetries` times: with no budget, a service
+ * that is down is sent up to `1 + maxRetries` times what its callers ask just when it can least bear it, and every
+ * call waits out its backoffs for nothing. With one, a few failures are retried as before, and an outage costs the
+ * service at most the share on top (Google's SRE book, "Addressing Cascading Failures"; Finagle's `RetryBudget`). A
+ * call whose retry is refused ends with the error of its last attempt. One per operation, so that an endpoint that
+ * fails (a report nobody waits for) does not spend the retries of another (the fee quote).
  *
  * @internal
  */
@@ -14,15 +16,22 @@ const WINDOW = 10
 /** Retries a second allowed whatever the calls: a quiet client's few failures are retried as before. */
 const FLOOR_PER_SECOND = 10
 
-/** What `take` found: a retry `allowed`, or `refused`; `spent` and `refilled` mark a change (once each per episode). */
+/**
+ * What `take` found: a retry `allowed`, or `refused`; `spent` is the first refusal of an episode of them, `refilled`
+ * the first retry allowed once a whole window has passed with no refusal (the episode's end).
+ */
 export type Verdict = "allowed" | "refilled" | "refused" | "spent"
 
-/** The budget of one client. Times are monotonic milliseconds (`Monotonic.millis`). */
+/** The budget of one client's operation. Times are monotonic milliseconds (`Monotonic.millis`). */
 export interface RetryBudget {
+  /** The share of the calls allowed as retries on top of the floor, in percent. */
+  readonly percent: number
   /** Counts a call's first request, sent at `now`. */
   readonly sent: (now: number) => void
-  /** Whether a retry may be sent at `now`; one allowed is counted. */
+  /** Whether a retry may be sent at `now`; one allowed is counted, as of `now`. */
   readonly take: (now: number) => Verdict
+  /** Gives back a retry counted as of `at` and then not sent (its caller gave up during the backoff, say). */
+  readonly refund: (at: number) => void
   /** The calls and retries counted in the window ending at `now`, for messages. */
   readonly counts: (now: number) => { readonly calls: number; readonly retries: number }
 }
@@ -30,11 +39,16 @@ export interface RetryBudget {
 /** A budget letting the retries be `percent` of the calls (0 to 100) on top of the floor. */
 export const make = (percent: number): RetryBudget => {
   const buckets = Array.from({ length: WINDOW }, () => ({ second: -Infinity, calls: 0, retries: 0 }))
-  let refusing = false
-  // The counters of `now`'s second, emptied when they last counted an older one.
-  const bucket = (now: number) => {
-    const second = Math.floor(now / 1000)
-    const found = buckets[second % WINDOW]!
+  // An episode of refusals lasts until a whole window passes without one: a budget at its limit through an outage
+  // refuses and allows by turns, and is told of once, not at every turn.
+  let episode = false
+  let lastRefused = -Infinity
+  const secondOf = (now: number) => Math.floor(now / 1000)
+  // The counters of `second`, emptied when they last counted an older one (a clock below zero too: a `Clock` of the
+  // user's).
+  const slot = (second: number) => buckets[((second % WINDOW) + WINDOW) % WINDOW]!
+  const bucket = (second: number) => {
+    const found = slot(second)
     if (found.second !== second) {
       found.second = second
       found.calls = 0
@@ -43,11 +57,13 @@ export const make = (percent: number): RetryBudget => {
     return found
   }
   const counts = (now: number) => {
-    const since = bucket(now).second - WINDOW
+    const current = secondOf(now)
+    bucket(current)
     let calls = 0
     let retries = 0
     for (const counted of buckets) {
-      if (counted.second > since) {
+      // A bucket of a later second (a client used under the live clock, then under a TestClock) is not this window's.
+      if (counted.second > current - WINDOW && counted.second <= current) {
         calls += counted.calls
         retries += counted.retries
       }
@@ -55,16 +71,32 @@ export const make = (percent: number): RetryBudget => {
     return { calls, retries }
   }
   return {
+    percent,
     sent: (now) => {
-      bucket(now).calls += 1
+      bucket(secondOf(now)).calls += 1
     },
     take: (now) => {
       const { calls, retries } = counts(now)
-      const was = refusing
-      refusing = retries >= FLOOR_PER_SECOND * WINDOW + Math.floor(calls * percent / 100)
-      if (refusing) return was ? "refused" : "spent"
-      bucket(now).retries += 1
-      return was ? "refilled" : "allowed"
+      const quiet = now - lastRefused >= WINDOW * 1000
+      if (retries >= FLOOR_PER_SECOND * WINDOW + Math.floor(calls * percent / 100)) {
+        // After a quiet window, a new episode (the last one ended with no retry to tell it).
+        const starts = !episode || quiet
+        episode = true
+        lastRefused = now
+        return starts ? "spent" : "refused"
+      }
+      bucket(secondOf(now)).retries += 1
+      if (episode && quiet) {
+        episode = false
+        return "refilled"
+      }
+      return "allowed"
+    },
+    refund: (at) => {
+      const second = secondOf(at)
+      const found = slot(second)
+      // Gone with its second: nothing to give back.
+      if (found.second === second && found.retries > 0) found.retries -= 1
     },
     counts
   }

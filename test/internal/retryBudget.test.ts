@@ -16,11 +16,50 @@ describe("RetryBudget", () => {
     expect(budget.counts(0)).toEqual({ calls: 0, retries: 100 })
   })
 
-  it("the first refusal is spent, the next allowed one refilled", () => {
+  it("an episode: spent at its first refusal, refilled at the first retry allowed a window after its last", () => {
     const budget = RetryBudget.make(0)
     for (let i = 0; i < 100; i++) expect(budget.take(500)).toBe("allowed")
     expect([budget.take(600), budget.take(700)]).toEqual(["spent", "refused"])
-    expect([budget.take(10_000), budget.take(10_001)]).toEqual(["refilled", "allowed"])
+    // Room again at 10 s (second 0 has left), but 9.3 s after the last refusal: the same episode.
+    expect(budget.take(10_000)).toBe("allowed")
+    for (let i = 0; i < 99; i++) budget.take(10_000)
+    expect(budget.take(10_500)).toBe("refused")
+    expect([budget.take(20_499), budget.take(20_500), budget.take(20_501)]).toEqual(["allowed", "refilled", "allowed"])
+  })
+
+  it("an episode that ended with no retry to tell it: a refusal a window after the last is spent again", () => {
+    const budget = RetryBudget.make(0)
+    for (let i = 0; i < 100; i++) budget.take(0)
+    expect(budget.take(500)).toBe("spent")
+    // Retries allowed within the window after that refusal (no end told), then a refusal 10.1 s after it.
+    for (let i = 0; i < 100; i++) expect(budget.take(10_000)).toBe("allowed")
+    expect(budget.take(10_600)).toBe("spent")
+  })
+
+  it("a retry given back frees its place while its second is in the window, and nothing after", () => {
+    const budget = RetryBudget.make(0)
+    expect(allowedAt(budget, 2_300)).toBe(100)
+    budget.refund(2_900)
+    expect(budget.counts(2_900).retries).toBe(99)
+    expect(budget.take(3_000)).toBe("allowed")
+    // Second 2 has left the window (and its bucket is second 12's now): a late refund takes nothing from it.
+    budget.take(12_000)
+    budget.refund(2_300)
+    expect(budget.counts(12_000).retries).toBe(2)
+    // Nor below zero: second 12 had one.
+    budget.refund(12_000)
+    budget.refund(12_000)
+    expect(budget.counts(12_000).retries).toBe(1)
+  })
+
+  it("a clock before zero (a Clock of the user's) and one set back are counted, not thrown on", () => {
+    const budget = RetryBudget.make(0)
+    expect(allowedAt(budget, -1_500)).toBe(100)
+    expect(budget.counts(-1_500)).toEqual({ calls: 0, retries: 100 })
+    // Retries counted at 50 s are not the window of 20 s (a client used under the live clock, then a TestClock).
+    const later = RetryBudget.make(0)
+    allowedAt(later, 50_000)
+    expect(later.counts(20_000)).toEqual({ calls: 0, retries: 0 })
   })
 
   it("adds the percentage of the calls sent in the window, rounded down", () => {
