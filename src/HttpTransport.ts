@@ -27,6 +27,7 @@ import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
+import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
 import * as Issues from "./internal/issues.js"
 import { memo } from "./internal/memo.js"
@@ -409,6 +410,15 @@ const latency = Metric.histogram(
 const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
 const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
 
+// The end of an episode of refusals, told once a whole window has passed with none.
+const episodeOver = (name: string, episode: RetryBudget.Episode) =>
+  Effect.logInfo(
+    `effect-fin: the retry budget of ${name} has refused no retry for 10 s; failed calls are retried again (it ` +
+      `refused ${episode.refused} ${episode.refused === 1 ? "retry" : "retries"} over ${
+        Durations.formatMillis(Duration.millis(episode.millis))
+      })`
+  )
+
 // Whether `budget` allows a retry of `operation` now; `counted` is told when one allowed is counted. A refusal is
 // counted in the metric, and told once per episode of them (a warning; the episode's end at Info, the rest at Debug).
 const retryAllowed = (
@@ -419,12 +429,9 @@ const retryAllowed = (
 ): Effect.Effect<boolean> =>
   Effect.flatMap(Monotonic.millis, (now) => {
     const verdict = budget.take(now)
-    if (verdict === "allowed" || verdict === "refilled") {
+    if (verdict !== "refused" && verdict !== "spent") {
       counted(now)
-      return verdict === "allowed" ? Effect.succeed(true) : Effect.as(
-        Effect.logInfo(`effect-fin: the retry budget of ${name} refused no retry for 10 s; failed calls are retried`),
-        true
-      )
+      return verdict === "allowed" ? Effect.succeed(true) : Effect.as(episodeOver(name, verdict), true)
     }
     const { calls, retries } = budget.counts(now)
     const line = `effect-fin: not retrying ${operation}: the retry budget of ${name} is spent (${retries} retries ` +
@@ -605,9 +612,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         ) => {
           if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
           attempts += 1
-          if (attempts === 1) budget?.sent(now)
-          else retryCountedAt = undefined
-          return Http.execute(client, {
+          // The first call after an episode of refusals has passed tells its end.
+          const over = attempts === 1 ? budget?.sent(now) : undefined
+          if (attempts > 1) retryCountedAt = undefined
+          const sending = Http.execute(client, {
             method: spec.method,
             url,
             headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
@@ -625,6 +633,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             closing,
             onLeft
           })
+          return over === undefined ? sending : Effect.zipRight(episodeOver(name, over), sending)
         }
 
         // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its
@@ -717,7 +726,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             status = success.status
             return success.value
           }),
-          Effect.mapError((e): FinError => e._tag === "NotRetryable" ? e.error : e),
+          Effect.mapError((e): FinError => {
+            const error = e._tag === "NotRetryable" ? e.error : e
+            // Said in the error too: read in an application's log, `attempts: 1` alone would look like no retries.
+            return retryRefused
+              ? Retry.withMessage(error, `${error.message} (not retried: the retry budget of ${name} is spent)`)
+              : error
+          }),
           // One step at the end: the span's outcome (a success, a failure, a defect or an interruption) and token
           // wait, then the metrics.
           Effect.onExit((exit) =>

@@ -3088,6 +3088,12 @@ describe("HttpTransport: retryBudget", () => {
       // 150 first attempts and 100 retries (the floor of 10 a second over 10 s; 0% of the calls on top), not 450.
       expect(yield* attempts).toBe(250)
       expect(errors.every((error) => error._tag === "ApiError" && error.status === 503)).toBe(true)
+      // A call whose retry was refused says so; one that had all its retries does not.
+      const refusedSaid = errors.filter((error) =>
+        error.message === "The service answered 503 on POST /v1/fee-calculation: status 503 (not retried: the retry " +
+          "budget of fee-calculation is spent)"
+      )
+      expect(refusedSaid).toHaveLength(150)
       // The first 100 calls' first retries went out; the rest were refused, and so were those retries' own retries.
       const attemptsOf = errors.map((error) => error._tag === "ApiError" ? error.attempts : undefined)
       expect(attemptsOf.filter((n) => n === 1)).toHaveLength(50)
@@ -3136,14 +3142,36 @@ describe("HttpTransport: retryBudget", () => {
       expect((yield* attempts) - spent).toBe(3)
       expect(budgetLines(logs.lines).filter((line) => !line.startsWith("DEBUG"))).toEqual([
         expect.stringMatching(/^WARN \["effect-fin: not retrying POST \/v1\/fee-calculation: the retry budget of /),
-        `INFO ["effect-fin: the retry budget of fee-calculation refused no retry for 10 s; failed calls are ` +
-          `retried"] {}`
+        `INFO ["effect-fin: the retry budget of fee-calculation has refused no retry for 10 s; failed calls are ` +
+          `retried again (it refused 150 retries over 500ms)"] {}`
       ])
     }).pipe(
       Effect.provide(logs.layer),
       provideClient({ [FEE]: () => status(503) }, { retryBudget: 0 })
     )
   })
+
+  it.effect("an outage's end is told by the first call sent 10 s after the last refusal, one that needs no retry too",
+    () => {
+      const logs = captureLogs()
+      const service = { down: true }
+      return Effect.gen(function*() {
+        yield* failingQuotes(150)
+        service.down = false
+        yield* advance(9_000)
+        yield* calculate
+        expect(budgetLines(logs.lines).filter((line) => line.startsWith("INFO"))).toEqual([])
+        yield* advance(1_000)
+        yield* calculate
+        yield* calculate
+        expect(budgetLines(logs.lines).filter((line) => line.startsWith("INFO"))).toEqual([
+          expect.stringContaining("the retry budget of fee-calculation has refused no retry for 10 s")
+        ])
+      }).pipe(
+        Effect.provide(logs.layer),
+        provideClient({ [FEE]: () => service.down ? status(503) : ok }, { retryBudget: 0 })
+      )
+    })
 
   it.effect(`"unlimited": maxRetries alone bounds the retries`, () => {
     const logs = captureLogs()

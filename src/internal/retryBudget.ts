@@ -16,18 +16,24 @@ const WINDOW = 10
 /** Retries a second allowed whatever the calls: a quiet client's few failures are retried as before. */
 const FLOOR_PER_SECOND = 10
 
+/** An episode of refusals, told when it ends: how many retries it refused, from the first refusal to the last. */
+export interface Episode {
+  readonly refused: number
+  readonly millis: number
+}
+
 /**
- * What `take` found: a retry `allowed`, or `refused`; `spent` is the first refusal of an episode of them, `refilled`
- * the first retry allowed once a whole window has passed with no refusal (the episode's end).
+ * What `take` found: a retry `allowed`, or `refused`; `spent` is the first refusal of an episode of them. An `Episode`
+ * is a retry allowed that ended one (the first call or retry once a whole window has passed with no refusal).
  */
-export type Verdict = "allowed" | "refilled" | "refused" | "spent"
+export type Verdict = "allowed" | "refused" | "spent" | Episode
 
 /** The budget of one client's operation. Times are monotonic milliseconds (`Monotonic.millis`). */
 export interface RetryBudget {
   /** The share of the calls allowed as retries on top of the floor, in percent. */
   readonly percent: number
-  /** Counts a call's first request, sent at `now`. */
-  readonly sent: (now: number) => void
+  /** Counts a call's first request, sent at `now`; the episode it ended, if any. */
+  readonly sent: (now: number) => Episode | undefined
   /** Whether a retry may be sent at `now`; one allowed is counted, as of `now`. */
   readonly take: (now: number) => Verdict
   /** Gives back a retry counted as of `at` and then not sent (its caller gave up during the backoff, say). */
@@ -40,9 +46,16 @@ export interface RetryBudget {
 export const make = (percent: number): RetryBudget => {
   const buckets = Array.from({ length: WINDOW }, () => ({ second: -Infinity, calls: 0, retries: 0 }))
   // An episode of refusals lasts until a whole window passes without one: a budget at its limit through an outage
-  // refuses and allows by turns, and is told of once, not at every turn.
-  let episode = false
+  // refuses and allows by turns, and is told of once, not at every turn. Its end is told by the first call or retry
+  // after that window: the outage is over when calls go out and no retry is refused.
+  let episode: { first: number; refused: number } | undefined
   let lastRefused = -Infinity
+  const ended = (now: number): Episode | undefined => {
+    if (episode === undefined || now - lastRefused < WINDOW * 1000) return undefined
+    const over = { refused: episode.refused, millis: lastRefused - episode.first }
+    episode = undefined
+    return over
+  }
   const secondOf = (now: number) => Math.floor(now / 1000)
   // The counters of `second`, emptied when they last counted an older one (a clock below zero too: a `Clock` of the
   // user's).
@@ -74,23 +87,23 @@ export const make = (percent: number): RetryBudget => {
     percent,
     sent: (now) => {
       bucket(secondOf(now)).calls += 1
+      return ended(now)
     },
     take: (now) => {
       const { calls, retries } = counts(now)
-      const quiet = now - lastRefused >= WINDOW * 1000
       if (retries >= FLOOR_PER_SECOND * WINDOW + Math.floor(calls * percent / 100)) {
-        // After a quiet window, a new episode (the last one ended with no retry to tell it).
-        const starts = !episode || quiet
-        episode = true
+        // After a quiet window, a new episode (the last one ended with nothing sent to tell it).
+        ended(now)
         lastRefused = now
-        return starts ? "spent" : "refused"
+        if (episode !== undefined) {
+          episode.refused += 1
+          return "refused"
+        }
+        episode = { first: now, refused: 1 }
+        return "spent"
       }
       bucket(secondOf(now)).retries += 1
-      if (episode && quiet) {
-        episode = false
-        return "refilled"
-      }
-      return "allowed"
+      return ended(now) ?? "allowed"
     },
     refund: (at) => {
       const second = secondOf(at)

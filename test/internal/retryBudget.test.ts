@@ -4,7 +4,7 @@ import * as RetryBudget from "../../src/internal/retryBudget.js"
 // Takes retries at `now` until one is refused: how many were allowed.
 const allowedAt = (budget: RetryBudget.RetryBudget, now: number): number => {
   let n = 0
-  while (["allowed", "refilled"].includes(budget.take(now))) n += 1
+  for (let verdict = budget.take(now); verdict !== "refused" && verdict !== "spent"; verdict = budget.take(now)) n += 1
   return n
 }
 
@@ -16,7 +16,7 @@ describe("RetryBudget", () => {
     expect(budget.counts(0)).toEqual({ calls: 0, retries: 100 })
   })
 
-  it("an episode: spent at its first refusal, refilled at the first retry allowed a window after its last", () => {
+  it("an episode: spent at its first refusal, ended by the first retry allowed a window after its last", () => {
     const budget = RetryBudget.make(0)
     for (let i = 0; i < 100; i++) expect(budget.take(500)).toBe("allowed")
     expect([budget.take(600), budget.take(700)]).toEqual(["spent", "refused"])
@@ -24,7 +24,23 @@ describe("RetryBudget", () => {
     expect(budget.take(10_000)).toBe("allowed")
     for (let i = 0; i < 99; i++) budget.take(10_000)
     expect(budget.take(10_500)).toBe("refused")
-    expect([budget.take(20_499), budget.take(20_500), budget.take(20_501)]).toEqual(["allowed", "refilled", "allowed"])
+    // Told once: how many it refused, from the first refusal to the last.
+    expect([budget.take(20_499), budget.take(20_500), budget.take(20_501)]).toEqual([
+      "allowed",
+      { refused: 3, millis: 9_900 },
+      "allowed"
+    ])
+  })
+
+  it("an episode is ended by the first call sent a window after its last refusal, retried or not", () => {
+    const budget = RetryBudget.make(0)
+    for (let i = 0; i < 100; i++) budget.take(0)
+    expect(budget.take(0)).toBe("spent")
+    expect(budget.sent(9_999)).toBeUndefined()
+    expect([budget.sent(10_000), budget.sent(10_001)]).toEqual([{ refused: 1, millis: 0 }, undefined])
+    // Over: the next refusal begins another.
+    for (let i = 0; i < 100; i++) budget.take(20_000)
+    expect(budget.take(20_000)).toBe("spent")
   })
 
   it("an episode that ended with no retry to tell it: a refusal a window after the last is spent again", () => {
