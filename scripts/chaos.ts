@@ -11,9 +11,14 @@ import * as Chaos from "./lib/chaos.js"
 
 const size = Number(process.env.CHAOS_SCALE ?? "1")
 const budget = process.env.CHAOS_RETRY_BUDGET
+if (budget !== undefined && !/^(\d+|unlimited)$/i.test(budget)) {
+  throw new Error(
+    `CHAOS_RETRY_BUDGET must be a whole number (a percentage) or unlimited, not ${JSON.stringify(budget)}`
+  )
+}
 const options: Chaos.ChaosOptions = {
   ...Chaos.fullRun,
-  ...(budget === undefined ? {} : { retryBudget: budget === "unlimited" ? budget : Number(budget) }),
+  ...(budget === undefined ? {} : { retryBudget: /^\d+$/.test(budget) ? Number(budget) : "unlimited" }),
   fees: Math.round(Chaos.fullRun.fees * size),
   subdivisions: Math.round(Chaos.fullRun.subdivisions * size)
 }

@@ -612,7 +612,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         ) => {
           if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
           attempts += 1
-          // The first call after an episode of refusals has passed tells its end.
+          // A call's first request counts towards its operation's retry budget (the first one after an episode of
+          // refusals has passed also tells its end); a later one is the retry counted, sent now: nothing to give back.
           const over = attempts === 1 ? budget?.sent(now) : undefined
           if (attempts > 1) retryCountedAt = undefined
           const sending = Http.execute(client, {
@@ -641,8 +642,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // ended at the token step.
         let waitingForToken = false
         const getToken = Effect.flatMap(Monotonic.millis, (now) => {
+          // Already waiting when the 401's clear of the refused token came first: the wait counts from there.
+          if (!waitingForToken) tokenAskedAt = now
           waitingForToken = true
-          tokenAskedAt = now
           return getBefore === undefined
             ? Http.timeoutAt(tokens.get, deadlineAt, deadlineError)
             : getBefore(deadlineAt, deadlineError)
@@ -668,7 +670,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               () => {
                 refreshed = true
                 return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
-                  Effect.zipRight(Http.timeoutAt(tokens.invalidate(token), deadlineAt, deadlineError)),
+                  // Clearing the refused token is the first part of getting a fresh one: a deadline that cuts it
+                  // ended the call at the token step (its message and `failed_step` say so), not in an attempt.
+                  Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {
+                    waitingForToken = true
+                    tokenAskedAt = now
+                    return Http.timeoutAt(tokens.invalidate(token), deadlineAt, deadlineError)
+                  })),
                   Effect.zipRight(getToken),
                   Effect.flatMap(send)
                 )

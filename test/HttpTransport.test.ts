@@ -33,7 +33,7 @@ import type * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import type { FinError } from "../src/FinError.js"
-import type * as FinConfig from "../src/FinConfig.js"
+import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
@@ -45,7 +45,9 @@ import {
   acceptPayment,
   advance,
   captureLogs,
+  counterValue,
   eventually,
+  fixedRandom,
   forkSleeping,
   provideClient,
   quoteBody,
@@ -530,6 +532,33 @@ describe("HttpTransport", () => {
       deadline: "5 seconds",
       tokenTimeout: "1 minute"
     })))
+
+  // Clearing the refused token after a 401 is the first part of getting a fresh one: a store that hangs there.
+  it.effect("the deadline coming while the call clears a refused token: the message and span name the token step", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const error = yield* FinTest.advanceUntilDone(Effect.flip(calculate.pipe(Effect.provide(tracing))))
+      expect(error).toMatchObject({
+        _tag: "TimeoutError",
+        kind: "deadline",
+        attempts: 1,
+        message: "POST /v1/fee-calculation: the call did not finish within its deadline of 2s (it was still waiting " +
+          "for an access token)"
+      })
+      expect(attributesOf(yield* spans, "effect-fin.fee-calculation")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/fee-calculation",
+        "http.response.status_code": 401,
+        "effect_fin.attempts": 1,
+        "effect_fin.outcome": "TimeoutError",
+        "effect_fin.failed_step": "token",
+        "effect_fin.token_wait_ms": 2000
+      }])
+    }).pipe(provideWithTokens(
+      { [FEE]: () => FinTest.json(401, { message: "expired" }) },
+      TokenProvider.TokenProvider.of({ get: Effect.succeed(Redacted.make("t")), invalidate: () => Effect.never }),
+      { deadline: "2 seconds" }
+    )))
 
   // A call cut by the default 60 s deadline must land in a bucket of its own, not only in the unbounded one.
   it.effect("effect_fin_request_duration_ms has finite buckets up past the default deadline", () =>
@@ -3065,15 +3094,28 @@ describe("HttpTransport: maxConcurrentRequests", () => {
     }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
 })
 
+// A client whose token provider is `tokens` (a store that hangs, a token that never comes).
+const provideWithTokens = (
+  routes: FinTest.Routes,
+  tokens: TokenProvider.Service,
+  options: Partial<FinConfig.Options> = {}
+) =>
+<A, E, R>(self: Effect.Effect<A, E, R>) =>
+  self.pipe(
+    Effect.provide(FeeService.layer.pipe(
+      Layer.provideMerge(HttpTransport.layer),
+      Layer.provide(Layer.succeed(TokenProvider.TokenProvider, tokens)),
+      Layer.provide(
+        FinConfig.layer({ clientId: "c", clientSecret: "s", baseUrl: "http://127.0.0.1:4010", ...options })
+      ),
+      Layer.provideMerge(FinTest.layerHttpClient(routes))
+    )),
+    fixedRandom
+  )
+
 describe("HttpTransport: retryBudget", () => {
   // `effect_fin_retries_refused_total` of the fee quote so far (the process's metrics: tests compare before/after).
-  const refusedSoFar = Effect.sync(() =>
-    Metric.unsafeSnapshot().reduce((sum, pair) =>
-      pair.metricKey.name === "effect_fin_retries_refused_total" &&
-        pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "fee-calculation")
-        ? sum + (pair.metricState as MetricState.MetricState.Counter<number>).count
-        : sum, 0)
-  )
+  const refusedSoFar = counterValue("effect_fin_retries_refused_total", { operation: "fee-calculation" })
   const failingQuotes = (n: number) =>
     FinTest.advanceUntilDone(
       Effect.forEach(Array.from({ length: n }), () => Effect.flip(calculate), { concurrency: "unbounded" })
@@ -3290,5 +3332,25 @@ describe("HttpTransport: retryBudget", () => {
       },
       { retryBudget: 0 }
     ))
+  })
+
+  it.effect("a retry whose token never came (the deadline cut the token step) is given back", () => {
+    const state = { gets: 0, stall: true }
+    const tokens = TokenProvider.TokenProvider.of({
+      get: Effect.suspend(() => {
+        state.gets += 1
+        return state.gets <= 100 || !state.stall ? Effect.succeed(Redacted.make("t")) : Effect.never
+      }),
+      invalidate: () => Effect.void
+    })
+    return Effect.gen(function*() {
+      // 100 calls: first attempts sent, 100 retries counted, none sent (their token never comes).
+      const errors = yield* failingQuotes(100)
+      expect(errors.every((error) => error._tag === "TimeoutError" && error.kind === "deadline")).toBe(true)
+      expect(yield* attempts).toBe(100)
+      state.stall = false
+      yield* failingQuotes(50)
+      expect((yield* attempts) - 100).toBe(150)
+    }).pipe(provideWithTokens({ [FEE]: () => status(503) }, tokens, { retryBudget: 0, deadline: "2 seconds" }))
   })
 })

@@ -83,8 +83,8 @@ export interface ChaosReport {
    */
   readonly sentMaxAttempts: number
   readonly sentAttemptsHistogram: Readonly<Record<number, number>>
-  /** API calls' retries made, and refused by the client's retry budget. */
-  readonly retries: number
+  /** Requests the API calls sent after their first (retries and 401 resends), and retries the budget refused. */
+  readonly resends: number
   readonly retriesRefused: number
   /** Calls that sent more requests than their span counts attempts (a retry effect-fin did not count). */
   readonly callsSentMoreThanCounted: number
@@ -377,7 +377,6 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       }
     }))
 
-    const retriesBefore = apiCount("effect_fin_retries_total")
     const refusedBefore = apiCount("effect_fin_retries_refused_total")
     const result = yield* body.pipe(
       Effect.provide(Layer.setTracer(tracer)),
@@ -398,7 +397,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     return {
       ...result,
       options,
-      retries: apiCount("effect_fin_retries_total") - retriesBefore,
+      // As sent, below effect-fin: `effect_fin_retries_total` counts a retry as it is decided, before its wait.
+      resends: [...sent.values()].reduce((sum, n) => sum + n - 1, 0),
       retriesRefused: apiCount("effect_fin_retries_refused_total") - refusedBefore,
       unhandledRejections,
       uncaughtExceptions,
@@ -445,8 +445,8 @@ export const summary = (report: ChaosReport): string => {
       report.callsSentMoreThanCounted === 0 ? "ok" : "FAIL"
     ],
     [
-      "retries made / refused",
-      `${report.retries} / ${report.retriesRefused} (retryBudget: ${report.options.retryBudget}${
+      "resends sent / retries refused",
+      `${report.resends} / ${report.retriesRefused} (retryBudget: ${report.options.retryBudget}${
         report.options.retryBudget === "unlimited" ? "" : "% of calls plus 10 a second"
       })`,
       ""

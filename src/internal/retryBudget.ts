@@ -92,8 +92,8 @@ export const make = (percent: number): RetryBudget => {
     take: (now) => {
       const { calls, retries } = counts(now)
       if (retries >= FLOOR_PER_SECOND * WINDOW + Math.floor(calls * percent / 100)) {
-        // After a quiet window, a new episode (the last one ended with nothing sent to tell it).
-        ended(now)
+        // An episode not yet told over (nothing sent since its last refusal's window passed) goes on: its end is told
+        // once, with all it refused.
         lastRefused = now
         if (episode !== undefined) {
           episode.refused += 1

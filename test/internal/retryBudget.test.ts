@@ -43,13 +43,15 @@ describe("RetryBudget", () => {
     expect(budget.take(20_000)).toBe("spent")
   })
 
-  it("an episode that ended with no retry to tell it: a refusal a window after the last is spent again", () => {
+  it("an episode not told over (nothing sent a window after its last refusal) goes on at the next refusal", () => {
     const budget = RetryBudget.make(0)
     for (let i = 0; i < 100; i++) budget.take(0)
     expect(budget.take(500)).toBe("spent")
     // Retries allowed within the window after that refusal (no end told), then a refusal 10.1 s after it.
     for (let i = 0; i < 100; i++) expect(budget.take(10_000)).toBe("allowed")
-    expect(budget.take(10_600)).toBe("spent")
+    expect(budget.take(10_600)).toBe("refused")
+    // Its end, told once, counts both.
+    expect(budget.sent(20_600)).toEqual({ refused: 2, millis: 10_100 })
   })
 
   it("a retry given back frees its place while its second is in the window, and nothing after", () => {
