@@ -562,8 +562,7 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  * `FIN_TRACE_PROPAGATION`, `FIN_USER_AGENT`, `FIN_SUBDIVISION_MODE`, `FIN_SUBDIVISION_CACHE_TTL`,
  * `FIN_SUBDIVISION_FALLBACK_COOLDOWN`. Durations are written like `30 seconds` or `500 millis`. Read, not checked:
  * a value it reads is checked where the options are resolved, and a problem then names the option (`maxRetries`);
- * `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them,
- * naming the variable.
+ * `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them, naming the variable.
  * Under a nested `ConfigProvider` (effect 3.22), which reads every value as a list, a value holding a comma fails the
  * whole read with a `MissingData` naming no variable ("The element at index 1 in a sequence ... was missing");
  * `optionsFromEnv` names it.

@@ -419,20 +419,28 @@ const episodeOver = (name: string, episode: RetryBudget.Episode) =>
       })`
   )
 
-// Whether `budget` allows a retry of `operation` now; `counted` is told when one allowed is counted. A refusal is
-// counted in the metric, and told once per episode of them (a warning; the episode's end at Info, the rest at Debug).
+// What became of a call's retries under its operation's budget: when the last one allowed was counted (given back if
+// the call ends before sending it), and whether one was refused (said on the span and in the error).
+interface BudgetState {
+  countedAt: number | undefined
+  refused: boolean
+}
+
+// Whether `budget` allows a retry of `operation` now, noted in `state`. A refusal is counted in the metric, and told
+// once per episode of them (a warning; the episode's end at Info, the rest at Debug).
 const retryAllowed = (
   budget: RetryBudget.RetryBudget,
   name: string,
   operation: string,
-  counted: (at: number) => void
+  state: BudgetState
 ): Effect.Effect<boolean> =>
   Effect.flatMap(Monotonic.millis, (now) => {
     const verdict = budget.take(now)
     if (verdict !== "refused" && verdict !== "spent") {
-      counted(now)
+      state.countedAt = now
       return verdict === "allowed" ? Effect.succeed(true) : Effect.as(episodeOver(name, verdict), true)
     }
+    state.refused = true
     const { calls, retries } = budget.counts(now)
     const line = `effect-fin: not retrying ${operation}: the retry budget of ${name} is spent (${retries} retries ` +
       `for ${calls} calls in the last 10 s; retryBudget ${budget.percent}% of calls plus 10 a second)`
@@ -547,8 +555,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // The operation's retry budget: a retry it counted is given back if the call ends before sending it (its
         // caller gave up during the backoff, its token or slot never came), and a refusal goes on the span.
         const budget = safe ? budgetOf?.(name) : undefined
-        let retryCountedAt: number | undefined
-        let retryRefused = false
+        const budgetState: BudgetState = { countedAt: undefined, refused: false }
         // The status of the last answer: the span's status when the call then ends without one (the deadline cut the
         // next attempt, a reset, a response schema that threw).
         let lastStatus: number | undefined
@@ -558,9 +565,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
 
         // No timer of its own for the deadline (a fiber per call): every wait of the call is cut at it instead, the
         // attempts (by their own timer: the deadline's when it comes first), the token step, the 401's invalidation;
-        // the retry policy's waits end before it.
-        // Says which step the deadline cut when it was not an attempt: a wait for a token or a slot is not the service
-        // being slow at this request (which was never sent), and an on-call reader should not look for it there.
+        // the retry policy's waits end before it. The error says which step the deadline cut when it was not an
+        // attempt: a wait for a token or a slot is not the service being slow at this request (which may never have
+        // been sent), and an on-call reader should not look for it there.
         const deadlineError = () =>
           new TimeoutError({
             message: `${operation}: the call did not finish within its deadline of ${
@@ -615,7 +622,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           // A call's first request counts towards its operation's retry budget (the first one after an episode of
           // refusals has passed also tells its end); a later one is the retry counted, sent now: nothing to give back.
           const over = attempts === 1 ? budget?.sent(now) : undefined
-          if (attempts > 1) retryCountedAt = undefined
+          if (attempts > 1) budgetState.countedAt = undefined
           const sending = Http.execute(client, {
             method: spec.method,
             url,
@@ -690,14 +697,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
           timeLeft: remaining,
-          allowed: budget === undefined ? undefined : Effect.tap(
-            retryAllowed(budget, name, operation, (at) => {
-              retryCountedAt = at
-            }),
-            (allowed) => {
-              retryRefused = !allowed
-            }
-          ),
+          allowed: budget === undefined ? undefined : retryAllowed(budget, name, operation, budgetState),
           onRetry: (error, retry, until) =>
             Effect.logDebug(
               `effect-fin: retrying ${operation} after ${error._tag}${
@@ -737,7 +737,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           Effect.mapError((e): FinError => {
             const error = e._tag === "NotRetryable" ? e.error : e
             // Said in the error too: read in an application's log, `attempts: 1` alone would look like no retries.
-            return retryRefused
+            return budgetState.refused
               ? Retry.withMessage(error, `${error.message} (not retried: the retry budget of ${name} is spent)`)
               : error
           }),
@@ -745,7 +745,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           // wait, then the metrics.
           Effect.onExit((exit) =>
             Effect.flatMap(Monotonic.millis, (now) => {
-              if (retryCountedAt !== undefined) budget?.refund(retryCountedAt)
+              if (budgetState.countedAt !== undefined) budget?.refund(budgetState.countedAt)
               const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
               // No failure: an interruption, or a defect (a platform client or a response schema that threw).
               const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
@@ -775,7 +775,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 : slotAskedAt !== undefined
                 ? { ...extra, "effect_fin.failed_step": "slot" }
                 : extra
-              const ended = retryRefused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
+              const ended = budgetState.refused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
               // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
               // not this operation's, which was maybe never sent.
               const lastAnswer = failure._tag === "None" || waitingForToken

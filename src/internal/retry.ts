@@ -155,7 +155,7 @@ export interface PolicyOptions<E> {
   readonly timeLeftOf?: string
   /**
    * Asked last, once every other check would retry: false ends the retries (the client's retry budget refused one).
-   * Asked only then, so that what it counts is retries really made.
+   * Asked only then, so that what it counts is retries the policy would make.
    */
   readonly allowed?: Effect.Effect<boolean> | undefined
   /** Runs before each wait, told the error retried and when (epoch milliseconds, on the `Clock`) the wait ends. */

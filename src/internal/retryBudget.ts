@@ -71,7 +71,6 @@ export const make = (percent: number): RetryBudget => {
   }
   const counts = (now: number) => {
     const current = secondOf(now)
-    bucket(current)
     let calls = 0
     let retries = 0
     for (const counted of buckets) {
