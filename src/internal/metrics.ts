@@ -6,8 +6,9 @@
 import * as Metric from "effect/Metric"
 import { memo } from "./memo.js"
 
+// Counted as each retry is decided, before its wait: one whose caller gives up during the wait is counted, not sent.
 const retries = Metric.counter("effect_fin_retries_total", {
-  description: "Retries made by effect-fin, by operation",
+  description: "Retries effect-fin decided to make (counted before the wait), by operation",
   incremental: true
 })
 
