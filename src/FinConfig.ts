@@ -139,7 +139,7 @@ export interface Resolved {
   readonly maxRetryAfter: Duration.Duration
   /** At most this many requests of the client's calls in flight at once; undefined: no limit. */
   readonly maxConcurrentRequests?: number | undefined
-  /** Retries allowed per operation on top of 100 in 10 s, as a percentage of its calls in them; or no budget. */
+  /** Percent of an operation's calls in the last 10 s allowed as retries, on top of 100; or `"unlimited"`. */
   readonly retryBudget: number | "unlimited"
   /** Limit per attempt of a token call. */
   readonly tokenTimeout: Duration.Duration
