@@ -691,12 +691,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             )
           ))
 
-        const remaining = Effect.map(Monotonic.millis, (now) => Monotonic.left(now, deadlineAt))
-
-        const policy: Retry.PolicyOptions<Retry.Retried> = {
+        // Built by the first failure only, as the schedule is: a call that succeeds at once makes neither.
+        const policy = (): Retry.PolicyOptions<Retry.Retried> => ({
           maxRetries: safe ? options.maxRetries : 0,
           waitCap: config.maxRetryAfter,
-          timeLeft: remaining,
+          timeLeft: Effect.map(Monotonic.millis, (now) => Monotonic.left(now, deadlineAt)),
           allowed: budget === undefined ? undefined : retryAllowed(budget, name, operation, budgetState),
           onRetry: (error, retry, until) =>
             Effect.logDebug(
@@ -708,7 +707,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               // The resend it announces counts the one after a 401 too (`attempts` so far), as the span's does.
               Effect.zipRight(Http.annotateRetry(error, attempts, until))
             )
-        }
+        })
 
         // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the
         // same time, so it decides as it always did, and a call that succeeds at once never builds a schedule.
@@ -720,7 +719,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             first = undefined
             return Effect.fail(e)
           })
-          const retrying = Retry.retry(again, policy)
+          const retrying = Retry.retry(again, policy())
           // Its waits end when the client closes, as its attempts do (which cannot stop a wait between them).
           return closing === undefined
             ? retrying
