@@ -609,7 +609,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 return sendNow(token, served, held.keepUntil)
               }),
               // Ended by the client's closing too: the attempts it waits on may be left to end on their own.
-              (slot) => Http.timeoutAt(slot, deadlineAt, deadlineError, closing)
+              Http.cutAt(deadlineAt, deadlineError, closing)
             )
           })
         const sendNow = (

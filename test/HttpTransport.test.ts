@@ -2902,6 +2902,26 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       expect(yield* short.attribute("effect_fin.slot_wait_ms")).toBe(500)
     }).pipe(provideClient({ [FEE]: slow("2 seconds") }, { maxConcurrentRequests: 1 })))
 
+  // On the live clock the wait is cut by a timer of its own (no fiber races it), which must end it the same way.
+  it.live("on the live clock: a call whose deadline comes while it waits for a slot ends then; the next goes on", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.fork(calculate)
+      yield* Effect.sleep("20 millis")
+      const short = yield* forkTraced(
+        Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "100 millis" })))
+      )
+      const third = yield* Effect.fork(calculate)
+      const error = yield* Fiber.join(short.fiber)
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
+      expect(error.message).toContain("(it was still waiting for one of the client's 1 request slots")
+      // Ended at its deadline, while the first still held the slot: nothing else was sent yet.
+      expect(yield* feeTimes).toHaveLength(1)
+      yield* Fiber.join(first)
+      yield* Fiber.join(third)
+      expect(yield* feeTimes).toHaveLength(2)
+      expect(yield* short.attribute("effect_fin.failed_step")).toBe("slot")
+    }).pipe(provideClient({ [FEE]: slow("400 millis") }, { maxConcurrentRequests: 1 })), 10_000)
+
   // The slot is handed over before the wait's timer fires: the first's answer comes after a sleep started later than
   // that timer, ending at the same instant.
   it.effect("a call served just as its deadline came ends at the slot step, with no attempt", () =>

@@ -802,6 +802,43 @@ export const timeoutAt = <A, E, E1>(
   )
 
 /**
+ * A wait this library ends itself (`cut` ends it with an exit: a slot's turn) cut at `deadline` with `onDeadline()`,
+ * and interrupted once `closing` closes (an interruptible caller only), as `timeoutAt` cuts any effect. On the live
+ * clock a timer and a listener call `cut`: no fiber of its own, so callers in line for a slot cost no more than they
+ * must; on any other clock (`TestClock`) through `timeoutAt`.
+ */
+export const cutAt = <E1>(deadline: number, onDeadline: () => E1, closing?: Closing.Closing) =>
+(
+  wait: Effect.Effect<void, E1>,
+  cut: (exit: Exit.Exit<never, E1>) => void
+): Effect.Effect<void, E1> =>
+  Effect.clockWith((clock) =>
+    clock !== liveClock
+      ? timeoutAt(wait, deadline, onDeadline, closing)
+      : Effect.flatMap(Monotonic.millis, (now): Effect.Effect<void, E1> => {
+        if (Monotonic.reached(now, deadline)) return Effect.fail(onDeadline())
+        const millis = Duration.toMillis(Monotonic.between(now, deadline))
+        return Effect.checkInterruptible((interruptible) =>
+          Effect.fiberIdWith((caller) =>
+            Effect.suspend(() => {
+              const timer = millis <= MAX_TIMER_MILLIS
+                ? setTimeout(() => cut(Exit.fail(onDeadline())), millis)
+                : undefined
+              const stop = interruptible ? closing?.onClose(() => cut(Exit.interrupt(caller))) : undefined
+              return Effect.ensuring(
+                wait,
+                Effect.sync(() => {
+                  clearTimeout(timer)
+                  stop?.()
+                })
+              )
+            })
+          )
+        )
+      })
+  )
+
+/**
  * The most of a response body read: 4 MiB. The service's answers are a few KiB; a misbehaving service or proxy must
  * not fill the memory (a larger answer is cut off there, and its request aborted).
  */

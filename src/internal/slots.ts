@@ -22,33 +22,36 @@ export interface Held {
 export interface Slots {
   /**
    * Runs `self` in a slot: at once when one is free, else after waiting for one. `wait` bounds the wait (a call's
-   * deadline); it may fail or be interrupted at any point, and the slot is never lost: one handed over as the wait
-   * ended goes on to the next in line.
+   * deadline), through the effect that waits, or by ending the wait with `cut` (no fiber needed to race it); it may
+   * fail or be interrupted at any point, and the slot is never lost: one handed over as the wait ended goes on to the
+   * next in line.
    */
   readonly withSlot: <A, E, E1>(
     self: (held: Held) => Effect.Effect<A, E>,
-    wait: (slot: Effect.Effect<void>) => Effect.Effect<void, E1>
+    wait: (slot: Effect.Effect<void, E1>, cut: (exit: Exit.Exit<never, E1>) => void) => Effect.Effect<void, E1>
   ) => Effect.Effect<A, E | E1>
 }
 
 /** @internal */
 export const make = (size: number): Slots => {
   let free = size
-  // The callers waiting, first come first served. A slot is handed over by completing the next one's Deferred: the
-  // handover is in this state, not in a fiber's result, so a wait cut short after it is seen to have been served.
-  const waiting: Array<Deferred.Deferred<void>> = []
+  // The callers waiting, first come first served, each as the function that serves it. A slot is handed over by
+  // taking the next one out of the line (and completing its Deferred): the handover is in this state, not in a
+  // Deferred's or a fiber's result, so a wait cut short just before it (its Deferred already failed) is seen to have
+  // been served.
+  const waiting: Array<() => void> = []
 
   const releaseNow = () => {
     const next = waiting.shift()
     if (next === undefined) free += 1
-    else Deferred.unsafeDone(next, Exit.void)
+    else next()
   }
   const release = Effect.sync(releaseNow)
 
   // Run uninterruptibly but for `wait`: taking a free slot is not to be cut between the count and the caller's
   // `ensuring`, and a wait that ends (interrupted, failed, or served as it ended) settles its place in the line.
   const acquire = <E1>(
-    wait: (slot: Effect.Effect<void>) => Effect.Effect<void, E1>,
+    wait: (slot: Effect.Effect<void, E1>, cut: (exit: Exit.Exit<never, E1>) => void) => Effect.Effect<void, E1>,
     restore: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>
   ): Effect.Effect<void, E1> =>
     Effect.suspend(() => {
@@ -56,11 +59,13 @@ export const make = (size: number): Slots => {
         free -= 1
         return Effect.void
       }
-      return Effect.flatMap(Deferred.make<void>(), (turn) => {
-        waiting.push(turn)
-        return Effect.onExit(restore(wait(Deferred.await(turn))), (exit) =>
+      return Effect.flatMap(Deferred.make<void, E1>(), (turn) => {
+        const serve = () => Deferred.unsafeDone(turn, Exit.void)
+        waiting.push(serve)
+        const cut = (exit: Exit.Exit<never, E1>) => Deferred.unsafeDone(turn, exit)
+        return Effect.onExit(restore(wait(Deferred.await(turn), cut)), (exit) =>
           Exit.isSuccess(exit) ? Effect.void : Effect.suspend(() => {
-            const at = waiting.indexOf(turn)
+            const at = waiting.indexOf(serve)
             if (at >= 0) {
               waiting.splice(at, 1)
               return Effect.void

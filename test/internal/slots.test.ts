@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Slots from "../../src/internal/slots.js"
 
@@ -19,6 +20,30 @@ const holder = (slots: Slots.Slots, log: Array<string>, name: string) =>
 
 // Enough turns of the scheduler for a caller that could start to have started.
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
+
+// Two callers, the second going only once the first gives its slot back: the line holds exactly one slot still.
+const stillOneSlot = (slots: Slots.Slots, log: Array<string>) =>
+  Effect.gen(function*() {
+    const a = yield* holder(slots, log, "a")
+    const b = yield* holder(slots, log, "b")
+    yield* a.started
+    yield* settle
+    expect(log.slice(-1)).toEqual(["a"])
+    yield* a.release
+    yield* b.started
+    yield* b.release
+    yield* Fiber.join(b.fiber)
+  })
+
+// A wait whose `cut` (which ends it as a timer would: from outside any fiber) the test calls when it likes.
+const cutByHand = () => {
+  let end: ((exit: Exit.Exit<never, string>) => void) | undefined
+  return {
+    wait: (slot: Effect.Effect<void, string>, cut: (exit: Exit.Exit<never, string>) => void) =>
+      Effect.zipRight(Effect.sync(() => void (end = cut)), slot),
+    cut: () => end!(Exit.fail("cut"))
+  }
+}
 
 describe("Slots", () => {
   it.effect("a wait that fails just after it was served hands its slot on: none is lost", () =>
@@ -41,33 +66,64 @@ describe("Slots", () => {
       expect(log).toEqual(["first", "next"])
       yield* next.release
       yield* Fiber.join(next.fiber)
-      // And still one slot: two callers go one after the other.
-      const a = yield* holder(slots, log, "a")
-      const b = yield* holder(slots, log, "b")
-      yield* a.started
-      yield* settle
-      expect(log).toEqual(["first", "next", "a"])
-      yield* a.release
-      yield* b.started
-      yield* b.release
-      yield* Fiber.join(b.fiber)
+      yield* stillOneSlot(slots, log)
     }))
 
-  it.effect("a wait that fails before it is served leaves the line; the slot goes to the one behind", () =>
+  // Two ways a wait ends before it is served: its own effect fails, or its `cut` is called.
+  const giveUps: ReadonlyArray<
+    readonly [string, (slots: Slots.Slots, never: () => unknown) => Effect.Effect<string, unknown>]
+  > = [
+    ["fails", (slots, never) => Effect.flip(slots.withSlot(() => Effect.sync(never), () => Effect.fail("cut")))],
+    ["is cut", (slots, never) =>
+      Effect.gen(function*() {
+        const { cut, wait } = cutByHand()
+        const waiting = yield* Effect.fork(Effect.flip(slots.withSlot(() => Effect.sync(never), wait)))
+        yield* settle
+        cut()
+        return yield* Fiber.join(waiting)
+      })]
+  ]
+  for (const [how, giveUp] of giveUps) {
+    it.effect(`a wait that ${how} before it is served leaves the line; the slot goes to the one behind`, () =>
+      Effect.gen(function*() {
+        const slots = Slots.make(1)
+        const log: Array<string> = []
+        const first = yield* holder(slots, log, "first")
+        yield* first.started
+        expect(yield* giveUp(slots, () => log.push("never"))).toBe("cut")
+        const next = yield* holder(slots, log, "next")
+        yield* first.release
+        yield* next.started
+        expect(log).toEqual(["first", "next"])
+        yield* next.release
+        yield* Fiber.join(next.fiber)
+      }))
+  }
+
+  it.effect("a wait cut in the same step as its slot is handed to it passes the slot on: none is lost", () =>
     Effect.gen(function*() {
       const slots = Slots.make(1)
       const log: Array<string> = []
-      const first = yield* holder(slots, log, "first")
-      yield* first.started
-      const never = () => Effect.sync(() => log.push("never"))
-      const gaveUp = yield* Effect.flip(slots.withSlot(never, () => Effect.fail("cut")))
-      expect(gaveUp).toBe("cut")
+      const gate = yield* Deferred.make<void>()
+      const first = yield* Effect.fork(slots.withSlot(() => Deferred.await(gate), (slot) => slot))
+      yield* settle
+      const { cut, wait } = cutByHand()
+      const late = yield* Effect.fork(Effect.flip(slots.withSlot(() => Effect.sync(() => log.push("late")), wait)))
+      yield* settle
       const next = yield* holder(slots, log, "next")
-      yield* first.release
+      yield* settle
+      // The first ends (its fiber woken first, so its slot is handed to `late`, whose turn is then already cut).
+      yield* Effect.sync(() => {
+        Deferred.unsafeDone(gate, Exit.void)
+        cut()
+      })
+      expect(yield* Fiber.join(late)).toBe("cut")
+      yield* Fiber.join(first)
       yield* next.started
-      expect(log).toEqual(["first", "next"])
+      expect(log).toEqual(["next"])
       yield* next.release
       yield* Fiber.join(next.fiber)
+      yield* stillOneSlot(slots, log)
     }))
 
   it.effect("a slot is given back when what ran in it fails, dies or is interrupted", () =>
@@ -104,14 +160,6 @@ describe("Slots", () => {
       const ended = yield* Effect.fork(Effect.void)
       yield* Fiber.await(ended)
       late!.keepUntil(ended)
-      const a = yield* holder(slots, log, "a")
-      const b = yield* holder(slots, log, "b")
-      yield* a.started
-      yield* settle
-      expect(log).toEqual(["next", "a"])
-      yield* a.release
-      yield* b.started
-      yield* b.release
-      yield* Fiber.join(b.fiber)
+      yield* stillOneSlot(slots, log)
     }))
 })
