@@ -1,7 +1,7 @@
 /**
  * Every benchmark of effect-fin in one run, one table, one report:
  *
- *   npm run bench          (bench/index.ts under bench/lib/loader.mjs; about 4 minutes on 2 cores)
+ *   npm run bench          (bench/index.ts under bench/lib/loader.mjs; about 4 to 5 minutes on 2 cores)
  *
  * 1. Client cost per fee quote (bench/clients.ts): raw undici and fetch, the bare platform clients, effect-fin's full
  *    stack on each, the lean UndiciHttpClient, and the full stack as it was before the optimisations, at concurrency
@@ -13,6 +13,7 @@
  * 5. The subdivision lookups (bench/subdivisions.ts) and webhook verification (bench/webhooks.ts).
  * 6. Token reads from RedisTokenStore beside the in-memory store (bench/redis.ts; needs redis-server).
  * 7. What effect-fin adds to a minified bundle (bench/bundles.ts): the fee path alone, and FinClient.
+ * 8. Large batches (bench/batches.ts): 5,000 quotes at once against the emulator, unbounded and bounded.
  *
  * Prints one table of everything and writes BENCHMARKS.md (machine, package versions, every table, the targets and
  * whether each is met, before/after, how to reproduce).
@@ -36,6 +37,7 @@ import { baselineRef, loadBaseline } from "./lib/baseline.js"
 import { type BlockRow, runBlocks } from "./lib/blocks.js"
 import { baselineClients, breakdownClients, fullStack, names, steps } from "./lib/clients.js"
 import { machineLines, writeReport } from "./lib/report.js"
+import * as BatchesBench from "./batches.js"
 import * as BundlesBench from "./bundles.js"
 import * as RedisBench from "./redis.js"
 import * as SubdivisionsBench from "./subdivisions.js"
@@ -146,6 +148,16 @@ const bundleLine = (r: BundlesBench.BundleRow): Line => ({
   operation: "minified esbuild bundle, Effect external",
   implementation: r.bundle,
   result: `${(r.bytes / 1000).toFixed(1)} KB`,
+  relative: "",
+  target: "",
+  met: ""
+})
+
+const batchLine = (r: BatchesBench.BatchRow): Line => ({
+  suite: "batches",
+  operation: `${r.calls.toLocaleString("en-US")} fee quotes at once, timeout 3 s`,
+  implementation: `effect-fin on NodeHttpClient.layerUndici, bound: ${r.bound}`,
+  result: BatchesBench.describeRow(r),
   relative: "",
   target: "",
   met: ""
@@ -467,13 +479,13 @@ const main = async () => {
   const baseline = await loadBaseline()
   if (baseline.modules === undefined) log(`(no before/after: baseline ${baselineRef} unavailable: ${baseline.reason})`)
 
-  log("1/8 client cost per fee quote ...")
+  log("1/9 client cost per fee quote ...")
   const clientRows = await runClientBench({
     concurrencies,
     ...(baseline.modules === undefined ? {} : { extraClients: baselineClients(baseline.modules) }),
     log
   })
-  log("2/8 where the bare platform client's cost goes ...")
+  log("2/9 where the bare platform client's cost goes ...")
   const breakdownRows = await runClientBench({
     concurrencies: [16],
     rounds: 9,
@@ -481,7 +493,7 @@ const main = async () => {
     extraClients: breakdownClients,
     log
   })
-  log("3/8 building blocks, and what each piece of a call costs ...")
+  log("3/9 building blocks, and what each piece of a call costs ...")
   const blockRows = await runBlocks()
   const cutModules = await loadCuts()
   const ablationRows = await runClientBench({
@@ -494,7 +506,7 @@ const main = async () => {
       ),
     log
   })
-  log("4/8 token single flight ...")
+  log("4/9 token single flight ...")
   const tokenCases: Array<TokenCase> = [
     ["NodeHttpClient.layerUndici", NodeHttpClient.layerUndici],
     ["FetchHttpClient.layer", (await import("@effect/platform/FetchHttpClient")).layer],
@@ -504,15 +516,17 @@ const main = async () => {
     tokenCases.push(["NodeHttpClient.layerUndici, before optimisations", NodeHttpClient.layerUndici, baseline.modules])
   }
   const tokenRows = await runTokenBench({ layers: tokenCases })
-  log("5/8 subdivisions (bench/subdivisions.ts) ...")
+  log("5/9 subdivisions (bench/subdivisions.ts) ...")
   const subdivisionRows = await SubdivisionsBench.runSubdivisionsBench()
-  log("6/8 webhooks (bench/webhooks.ts) ...")
+  log("6/9 webhooks (bench/webhooks.ts) ...")
   const webhookRows = await WebhooksBench.runWebhooksBench()
-  log("7/8 token store reads (bench/redis.ts) ...")
+  log("7/9 token store reads (bench/redis.ts) ...")
   const redisRows = await RedisBench.runRedisBench()
   if (redisRows === undefined) log("(no token store rows: redis-server is not installed)")
-  log("8/8 bundle sizes (bench/bundles.ts) ...")
+  log("8/9 bundle sizes (bench/bundles.ts) ...")
   const bundleRows = await BundlesBench.runBundlesBench()
+  log("9/9 large batches (bench/batches.ts) ...")
+  const batchRows = await BatchesBench.runBatchesBench()
   const seconds = (performance.now() - started) / 1000
 
   const lines: Array<Line> = [
@@ -521,7 +535,8 @@ const main = async () => {
     ...subdivisionRows.map(subdivisionLine),
     ...webhookRows.map(webhookLine),
     ...(redisRows ?? []).map(redisLine),
-    ...bundleRows.map(bundleLine)
+    ...bundleRows.map(bundleLine),
+    ...batchRows.map(batchLine)
   ]
   process.stdout.write(`${textTable(lines)}\n`)
 
@@ -684,6 +699,17 @@ const main = async () => {
     "",
     BundlesBench.bundlesTable(bundleRows),
     "",
+    "## Large batches (bench/batches.ts)",
+    "",
+    "5,000 fee quotes started at once through one client (`FinClient.make` on NodeHttpClient.layerUndici, `timeout:",
+    "\"3 seconds\"` per attempt, other options at their defaults) against the emulator in its own process: with no",
+    "bound, with the client's (`maxConcurrentRequests`), with the batch's own (`Effect.forEach`'s `concurrency`). Each",
+    "from a fresh client (cold token), timed until every call ended; fee requests as the emulator counted them",
+    "(retries included); sockets as the client opened them; heap: V8's used heap, its peak (sampled every 10 ms) less",
+    "its level before the batch. One run of each, in this order.",
+    "",
+    BatchesBench.batchesTable(batchRows),
+    "",
     // The chaos run is its own command (about a minute of faults); its last recorded result is kept with the rest.
     ...(await chaosSection()),
     "## How to reproduce",
@@ -695,6 +721,7 @@ const main = async () => {
     "npx tsx bench/profile.ts full-undici 16 20000   # a CPU profile of one client (see the file for the names)",
     "npx tsx bench/server.ts 8080                    # the loopback server alone",
     "npm run bench:subdivisions && npm run bench:webhooks && npm run bench:redis && npm run bench:bundles",
+    "npm run bench:batches",
     "```",
     "",
     "The `bench` scripts run under bench/lib/loader.mjs, which compiles the TypeScript as tsup builds the package: tsx",
