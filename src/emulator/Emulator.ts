@@ -326,6 +326,15 @@ export interface Options {
   readonly webhookTimeout?: FinConfig.DurationOption | undefined
   /** `sandbox_mode` of the events sent; default true. */
   readonly sandboxMode?: boolean | undefined
+  /**
+   * A rate limit on the API's calls (the fee and subdivision routes; the token routes are not limited): at most
+   * `requests` (1 to 1,000,000) in any `per` (default 1 second; at most 24 days), as a token bucket: `requests` at
+   * once, then one every `per / requests`. A request over it is answered 429 with `Retry-After` (the whole seconds
+   * until one would be let through, at least 1) and the documented error body, before any fault rule, and counted in
+   * `rateLimited`. Default: none. The service documents no limit of its own: this is to see what a program does
+   * under one.
+   */
+  readonly rateLimit?: { readonly requests: number; readonly per?: FinConfig.DurationOption | undefined } | undefined
 }
 
 /**
@@ -488,7 +497,11 @@ const resolve = (options: Options, defaultPort: number): Effect.Effect<State.Set
       webhookUrl: data.webhookUrl,
       webhookAlgorithm: data.webhookAlgorithm ?? "sha256",
       webhookTimeout: yield* positiveDuration("webhookTimeout", options.webhookTimeout, "10 seconds", "timer"),
-      sandboxMode: data.sandboxMode ?? true
+      sandboxMode: data.sandboxMode ?? true,
+      rateLimit: data.rateLimit === undefined ? undefined : {
+        requests: data.rateLimit.requests,
+        perMillis: yield* positiveDuration("rateLimit.per", options.rateLimit?.per, "1 second", "timer")
+      }
     }
   })
 

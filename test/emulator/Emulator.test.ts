@@ -2,6 +2,7 @@
  * The emulator itself over loopback, with plain `fetch`: documented shapes and errors, bearer checks, fee
  * validation, admin endpoints, counters, the webhook sender, `serve`, and a clean shutdown.
  */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -24,6 +25,7 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import { Emulator } from "../../src/emulator/index.js"
+import * as FinClient from "../../src/FinClient.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
@@ -818,6 +820,94 @@ describe("Emulator", () => {
         expect(Exit.isFailure(yield* Fiber.await(inFlight))).toBe(true)
         expect(yield* refused(port)).toBe(true)
       }))
+  })
+
+  describe("rate limit", () => {
+    const quote = { source_currency: "USD", source_amount: 10, destination_currency: "EUR" }
+    const subdivisions = (emulator: Emulator.Service, token: string) =>
+      call(emulator.url, "GET", "/v1/countries/FRA/subdivisions", { token })
+
+    it.scoped("the API's calls over it get 429 with Retry-After; the token routes are not limited; it grows back", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ rateLimit: { requests: 2, per: "1 second" } })
+        for (const _ of [1, 2, 3]) yield* tokenOf(emulator)
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        const statuses = (answers: ReadonlyArray<Answer>) => answers.map((answer) => answer.status)
+        // Two at once, then none: the fee and subdivision routes share the limit.
+        expect(statuses([yield* fee(emulator, token, quote), yield* subdivisions(emulator, token)])).toEqual([200, 200])
+        const over = yield* fee(emulator, token, quote)
+        expect(over.status).toBe(429)
+        expect(over.headers.get("retry-after")).toBe("1")
+        expect(over.json).toEqual({ message: "Too Many Requests" })
+        expect((yield* subdivisions(emulator, token)).status).toBe(429)
+        // One every half second grows back; the wait said is at least a second, rounded up.
+        yield* TestClock.adjust("500 millis")
+        expect(statuses([yield* fee(emulator, token, quote), yield* fee(emulator, token, quote)])).toEqual([200, 429])
+        // Never more than `requests` saved up.
+        yield* TestClock.adjust("1 minute")
+        const burst = yield* Effect.forEach([1, 2, 3], () => fee(emulator, token, quote))
+        expect(statuses(burst)).toEqual([200, 200, 429])
+        const counters = yield* emulator.counters
+        expect(counters.rateLimited).toBe(4)
+        expect(counters.statuses["429"]).toBe(4)
+        expect(counters.tokensIssued).toBe(4)
+        // A reset fills it again.
+        yield* emulator.reset
+        expect((yield* emulator.counters).rateLimited).toBe(0)
+        const again = (yield* tokenOf(emulator))["access_token"]!
+        expect(statuses(yield* Effect.forEach([1, 2], () => fee(emulator, again, quote)))).toEqual([200, 200])
+      }))
+
+    it.scoped("a call over it is refused before any fault rule: it draws no fault and counts in none", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({
+          rateLimit: { requests: 1 },
+          faults: [{ kind: "status", status: 503, route: "POST /v1/fee-calculation" }]
+        })
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        expect((yield* fee(emulator, token, quote)).status).toBe(503)
+        expect((yield* fee(emulator, token, quote)).status).toBe(429)
+        const counters = yield* emulator.counters
+        expect([counters.faults.status, counters.rateLimited]).toEqual([1, 1])
+        expect((yield* emulator.injectedFaults).map((fault) => fault.injected)).toEqual([1])
+      }))
+
+    it.scoped("a bad rateLimit is an InvalidOptions naming it", () =>
+      Effect.gen(function*() {
+        for (
+          const rateLimit of [
+            { requests: 0 },
+            { requests: 1.5 },
+            { requests: 2_000_000 },
+            { requests: 2, per: "0 seconds" },
+            { requests: 2, per: "25 days" },
+            { requests: 2, per: "soon" },
+            { requests: 2, burst: 3 },
+            { per: "1 second" }
+          ]
+        ) {
+          const error = yield* Effect.flip(Emulator.make({ rateLimit } as Emulator.Options))
+          expect(error, JSON.stringify(rateLimit)).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
+          expect(error.message, JSON.stringify(rateLimit)).toContain("rateLimit")
+        }
+      }))
+
+    // The client honours the limit's Retry-After: 20 quotes at once against 10 a second (some refused, as many as
+    // did not fit in the first second) all end in a quote.
+    it.scopedLive("FinClient under it: the calls refused are retried after the wait it asks for, and all succeed", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ rateLimit: { requests: 10, per: "1 second" } })
+        const client = yield* FinClient.make({ ...emulator.credentials, baseUrl: emulator.url, maxRetries: 5 })
+        const quotes = yield* Effect.forEach(
+          Array.from({ length: 20 }),
+          () => client.fees.calculate({ source_currency: "USD", source_amount: 10, destination_currency: "EUR" }),
+          { concurrency: "unbounded" }
+        )
+        expect(quotes).toHaveLength(20)
+        const counters = yield* emulator.counters
+        expect(counters.rateLimited).toBeGreaterThan(0)
+        expect(counters.requests["POST /v1/fee-calculation"]).toBe(20 + counters.rateLimited)
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici)), 20_000)
   })
 
   describe("admin endpoints", () => {

@@ -325,10 +325,15 @@ const requestGeneration = FiberRef.unsafeMake(0)
 export const make = (state: State, admin: Admin): HttpApp.Default<never, never> => {
   const { settings } = state
 
-  // Counts the request, applies the fault rules, counts the status sent.
+  // Counts the request, applies the rate limit (to the API's calls) and the fault rules, counts the status sent.
   const guarded = <R>(route: RouteName, handler: Effect.Effect<Response, never, R>) =>
     Effect.gen(function*() {
       const generation = yield* state.countRequest(route)
+      const wait = route.includes("/oauth/") ? undefined : yield* state.rateLimit
+      if (wait !== undefined) {
+        yield* state.countStatus(429, generation)
+        return json(defaultErrorBody(429), 429, { "retry-after": String(Math.max(1, Math.ceil(wait / 1000))) })
+      }
       const decision = yield* state.decideFaults(route)
       if (decision.latency > 0) yield* Effect.sleep(Duration.millis(decision.latency))
       const response = decision.terminal === undefined || decision.terminal.kind === "latency"

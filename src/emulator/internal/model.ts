@@ -259,7 +259,12 @@ export const OptionsData = Schema.Struct({
   refreshTokenLifetime: Schema.optional(Schema.Unknown),
   quoteLifetime: Schema.optional(Schema.Unknown),
   validTill: Schema.optional(Schema.Boolean),
-  webhookTimeout: Schema.optional(Schema.Unknown)
+  webhookTimeout: Schema.optional(Schema.Unknown),
+  rateLimit: Schema.optional(Schema.Struct({
+    requests: Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "a whole number from 1 to 1,000,000" })),
+    // Checked apart, as the other durations.
+    per: Schema.optional(Schema.Unknown)
+  }))
 })
 
 /** What the emulator counted since it started (or since the last reset). */
@@ -282,4 +287,6 @@ export interface Counters {
   readonly webhooksSent: number
   /** Webhook deliveries that got none (refused, reset, timed out). */
   readonly webhooksFailed: number
+  /** API requests answered 429 by the rate limit (`rateLimit`), not by a fault rule. */
+  readonly rateLimited: number
 }

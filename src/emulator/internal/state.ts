@@ -41,6 +41,8 @@ export interface Settings {
   readonly webhookAlgorithm: Webhooks.Algorithm
   readonly webhookTimeout: number
   readonly sandboxMode: boolean
+  /** At most `requests` API requests in any `perMillis`, if set. */
+  readonly rateLimit: { readonly requests: number; readonly perMillis: number } | undefined
 }
 
 /** The fields of a token response (before the envelope). */
@@ -111,6 +113,11 @@ export interface State {
   /** Counts a response, unless a reset came since its request was counted (`generation` from `countRequest`). */
   readonly countStatus: (status: number, generation: number) => Effect.Effect<void>
   readonly decideFaults: (route: RouteName) => Effect.Effect<FaultDecision>
+  /**
+   * Takes a place under the rate limit for an API request: undefined when it may go on (or there is no limit), else
+   * the milliseconds until one would be let through (the request refused, counted in `rateLimited`).
+   */
+  readonly rateLimit: Effect.Effect<number | undefined>
   /**
    * Issues a token pair for a request counted in `generation` (from `countRequest`): after a reset since, the pair is
    * handed out as dead as the reset left every other token, and not counted.
@@ -294,6 +301,9 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       tokenLog = []
       webhooksSent = 0
       webhooksFailed = 0
+      rateLimited = 0
+      allowance = settings.rateLimit?.requests ?? 0
+      allowanceAt = undefined
       webhookUrl = settings.webhookUrl
       access.clear()
       refresh.clear()
@@ -308,6 +318,28 @@ export const make = (settings: Settings): Effect.Effect<State> =>
         hex((e & 0x3fff) | 0x8000, 4)
       }-${hex(f, 4)}${hex(g, 4)}${hex(h, 4)}`
     })
+
+    // The rate limit, a token bucket: `allowance` requests may go now; it grows back by `requests` per `perMillis`,
+    // up to `requests`, from `allowanceAt` (undefined: full, not yet drawn on).
+    let allowance = settings.rateLimit?.requests ?? 0
+    let allowanceAt: number | undefined
+    let rateLimited = 0
+    const rateLimit = settings.rateLimit === undefined
+      ? Effect.succeed(undefined)
+      : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          const { perMillis, requests } = settings.rateLimit!
+          // A clock set back grows nothing back.
+          const grown = allowanceAt === undefined ? 0 : Math.max(0, now - allowanceAt) * requests / perMillis
+          allowance = Math.min(requests, allowance + grown)
+          allowanceAt = now
+          if (allowance >= 1) {
+            allowance -= 1
+            return undefined
+          }
+          rateLimited += 1
+          return (1 - allowance) * perMillis / requests
+        }))
 
     // Copies: the counts go on changing.
     const copyRules = () => rules.map(({ injected, rule }): InjectedFault => ({ rule, injected }))
@@ -324,6 +356,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           if (counted === generation) statuses[String(status)] = (statuses[String(status)] ?? 0) + 1
         }),
       decideFaults,
+      rateLimit,
       issueTokens,
       checkAccess: valid(access),
       checkRefresh: valid(refresh),
@@ -360,7 +393,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           tokenLog: [...tokenLog],
           activeTokens: activeAt(now),
           webhooksSent,
-          webhooksFailed
+          webhooksFailed,
+          rateLimited
         }))),
       reset,
       webhookUrl: Effect.sync(() => webhookUrl),
