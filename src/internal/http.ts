@@ -820,19 +820,20 @@ export const cutAt = <E1>(deadline: number, onDeadline: () => E1, closing?: Clos
         const millis = Duration.toMillis(Monotonic.between(now, deadline))
         return Effect.checkInterruptible((interruptible) =>
           Effect.fiberIdWith((caller) =>
-            Effect.suspend(() => {
-              const timer = millis <= MAX_TIMER_MILLIS
-                ? setTimeout(() => cut(Exit.fail(onDeadline())), millis)
-                : undefined
-              const stop = interruptible ? closing?.onClose(() => cut(Exit.interrupt(caller))) : undefined
-              return Effect.ensuring(
-                wait,
+            // Set and guarded in one uninterruptible step: an interruption between the two (a fiber yields wherever
+            // its op budget runs out) would leave the listener in the closing's set and the timer armed.
+            Effect.acquireUseRelease(
+              Effect.sync(() => ({
+                timer: millis <= MAX_TIMER_MILLIS ? setTimeout(() => cut(Exit.fail(onDeadline())), millis) : undefined,
+                stop: interruptible ? closing?.onClose(() => cut(Exit.interrupt(caller))) : undefined
+              })),
+              () => wait,
+              ({ stop, timer }) =>
                 Effect.sync(() => {
                   clearTimeout(timer)
                   stop?.()
                 })
-              )
-            })
+            )
           )
         )
       })

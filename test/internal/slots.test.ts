@@ -3,6 +3,9 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Closing from "../../src/internal/closing.js"
+import * as Http from "../../src/internal/http.js"
+import * as Monotonic from "../../src/internal/monotonic.js"
 import * as Slots from "../../src/internal/slots.js"
 
 // A caller that holds its slot until `release`, noting when it got it; `started` waits until it has.
@@ -162,4 +165,56 @@ describe("Slots", () => {
       late!.keepUntil(ended)
       yield* stillOneSlot(slots, log)
     }))
+})
+
+describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
+  // A client's closing that counts the listeners registered and not yet removed.
+  const countedClosing = () => {
+    const closing = Closing.make()
+    const counted = {
+      listeners: 0,
+      onClose: (f: () => void) => {
+        counted.listeners += 1
+        const stop = closing.onClose(f)
+        return () => {
+          counted.listeners -= 1
+          stop()
+        }
+      }
+    }
+    return counted
+  }
+
+  // One caller in line for the one slot, interrupted as soon as it listens for the closing, after `pad` steps of its
+  // own (so that its op budget runs out, and the fiber yields, at a different point in each trial).
+  const trial = (pad: number) =>
+    Effect.gen(function*() {
+      const slots = Slots.make(1)
+      const closing = countedClosing()
+      const gate = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(slots.withSlot(() => Deferred.await(gate), (slot) => slot))
+      yield* Effect.yieldNow()
+      const now = yield* Monotonic.millis
+      let steps: Effect.Effect<void> = Effect.void
+      for (let k = 0; k < pad; k++) steps = Effect.flatMap(steps, () => Effect.void)
+      const caller = yield* Effect.fork(
+        Effect.zipRight(steps, slots.withSlot(() => Effect.void, Http.cutAt(now + 60_000, () => "deadline", closing)))
+      )
+      for (let i = 0; closing.listeners === 0 && i < 10_000; i++) yield* Effect.yieldNow()
+      yield* Fiber.interrupt(caller)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(holder)
+      return closing.listeners
+    })
+
+  // The timer and the listener are set and guarded in one step: an interruption that came between the two, wherever
+  // the fiber yields (every 2,048 steps by default), left the listener in the closing's set, and the timer armed.
+  it.live("an interrupted wait leaves no closing listener behind, wherever the fiber yields", () =>
+    Effect.gen(function*() {
+      const left: Array<number> = []
+      for (let pad = 0; pad < 2200; pad += 1) {
+        if ((yield* trial(pad)) > 0) left.push(pad)
+      }
+      expect(left).toEqual([])
+    }), 60_000)
 })
