@@ -9,9 +9,12 @@
  *
  * Each case: a fresh emulator and client (cold token), then the batch, timed until every call has ended. Reported:
  * that time, how the calls ended (successes, failures by tag), the fee requests the emulator got (retries included),
- * the sockets the client opened (`net.client.socket`), and the client's heap: its peak (V8's used heap, garbage not
- * yet collected included, sampled every 10 ms) less what it was before the batch. One run of each case, in the order
- * above, with a garbage collection before each. `runBatchesBench()` returns the rows, for `npm run bench`.
+ * the sockets the client opened (`net.client.socket`), and the process's heap (the client, the batch's fibers and
+ * their results) in two ways: the peak of V8's used heap, garbage not yet collected included (sampled every 10 ms, when
+ * the busy event loop lets the sampler run), and, in a second run of the batch with a fresh client on the same
+ * emulator, the peak of the heap held (sampled after a full collection every 200 ms, which slows that run down: it
+ * is not timed). Each less the heap before the batch. One run of each case, in the order above. `runBatchesBench()`
+ * returns the rows, for `npm run bench`.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
@@ -40,8 +43,10 @@ export interface BatchRow {
   /** Fee requests the emulator got (attempts, retries included; not one its client gave up on before it was read). */
   readonly requests: number
   readonly socketsOpened: number
-  /** Peak used heap during the batch less the used heap before it, in MB (10^6 bytes). */
+  /** Peak of the used heap during the batch, garbage included, less the heap before it, in MB (10^6 bytes). */
   readonly heapPeakMB: number
+  /** Peak of the heap held (sampled after a full collection) during a second run of the batch, less before it, MB. */
+  readonly heldPeakMB: number
 }
 
 const calls = 5_000
@@ -105,33 +110,46 @@ const admin = async (url: string, path: string): Promise<unknown> => {
 
 const currencies = ["CAD", "EUR", "GBP", "AUD"] as const
 
-const runCase = (url: string, credentials: FinConfig.Options, c: Case) =>
+const quotes = (client: FinClient.Client, concurrency: number | "unbounded") =>
+  Effect.forEach(
+    Array.from({ length: calls }, (_, i) => i),
+    (i) =>
+      Effect.exit(client.fees.calculate({
+        source_currency: "USD",
+        source_amount: 100 + (i % 50),
+        destination_currency: currencies[i % currencies.length]!
+      })),
+    { concurrency }
+  )
+
+// Runs `self` beside a sampler of V8's used heap (every `every` ms, after a full collection when `collect`); returns
+// its value and the peak less the heap's level before it (after a collection), in MB.
+const sampled = <A, E, R>(self: Effect.Effect<A, E, R>, every: number, collect: boolean) =>
+  Effect.gen(function*() {
+    gc()
+    const before = V8.getHeapStatistics().used_heap_size
+    let peak = before
+    const sample = () => {
+      if (collect) gc()
+      peak = Math.max(peak, V8.getHeapStatistics().used_heap_size)
+    }
+    const sampler = setInterval(sample, every)
+    const value = yield* Effect.ensuring(self, Effect.sync(() => clearInterval(sampler)))
+    if (!collect) sample()
+    return [value, (peak - before) / 1e6] as const
+  })
+
+// The timed pass: how the calls ended, the sockets they opened, the used heap's peak (garbage included).
+const timed = (url: string, credentials: FinConfig.Options, c: Case) =>
   Effect.scoped(Effect.gen(function*() {
     const client = yield* FinClient.make({ ...credentials, baseUrl: url, timeout: "3 seconds", ...c.options })
     const sockets = new Set<unknown>()
     const onSocket = (message: unknown) => void sockets.add((message as { readonly socket: unknown }).socket)
     DiagnosticsChannel.subscribe("net.client.socket", onSocket)
     yield* Effect.addFinalizer(() => Effect.sync(() => DiagnosticsChannel.unsubscribe("net.client.socket", onSocket)))
-    gc()
-    const before = V8.getHeapStatistics().used_heap_size
-    let peak = before
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, V8.getHeapStatistics().used_heap_size)
-    }, 10)
-    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(sampler)))
     const started = performance.now()
-    const exits = yield* Effect.forEach(
-      Array.from({ length: calls }, (_, i) => i),
-      (i) =>
-        Effect.exit(client.fees.calculate({
-          source_currency: "USD",
-          source_amount: 100 + (i % 50),
-          destination_currency: currencies[i % currencies.length]!
-        })),
-      { concurrency: c.concurrency }
-    )
+    const [exits, heapPeakMB] = yield* sampled(quotes(client, c.concurrency), 10, false)
     const seconds = (performance.now() - started) / 1000
-    peak = Math.max(peak, V8.getHeapStatistics().used_heap_size)
     const failures: Record<string, number> = {}
     let successes = 0
     for (const exit of exits) {
@@ -142,7 +160,14 @@ const runCase = (url: string, credentials: FinConfig.Options, c: Case) =>
         failures[tag] = (failures[tag] ?? 0) + 1
       }
     }
-    return { seconds, successes, failures, socketsOpened: sockets.size, heapPeakMB: (peak - before) / 1e6 }
+    return { seconds, successes, failures, socketsOpened: sockets.size, heapPeakMB }
+  }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+
+// The memory pass, apart (its collections slow the calls down): the heap held, sampled after a full collection.
+const held = (url: string, credentials: FinConfig.Options, c: Case) =>
+  Effect.scoped(Effect.gen(function*() {
+    const client = yield* FinClient.make({ ...credentials, baseUrl: url, timeout: "3 seconds", ...c.options })
+    return (yield* sampled(quotes(client, c.concurrency), 200, true))[1]
   }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
 /** Runs every case, each against an emulator of its own (none still busy with the last case's requests). */
@@ -152,13 +177,15 @@ export const runBatchesBench = async (): Promise<ReadonlyArray<BatchRow>> => {
     const emulator = await startEmulator()
     try {
       const info = await admin(emulator.url, "") as { readonly credentials: FinConfig.Options }
-      const result = await Effect.runPromise(runCase(emulator.url, info.credentials, c))
+      const result = await Effect.runPromise(timed(emulator.url, info.credentials, c))
       const counters = await admin(emulator.url, "counters") as { readonly requests: Record<string, number> }
+      const heldPeakMB = await Effect.runPromise(held(emulator.url, info.credentials, c))
       rows.push({
         suite: "batches",
         bound: c.bound,
         calls,
         ...result,
+        heldPeakMB,
         requests: counters.requests["POST /v1/fee-calculation"] ?? 0
       })
     } finally {
@@ -180,17 +207,20 @@ const outcome = (r: BatchRow): string => {
 export const describeRow = (r: BatchRow): string =>
   `${r.seconds.toFixed(1)} s; ${outcome(r)}; ${r.requests.toLocaleString("en-US")} requests, ${
     r.socketsOpened.toLocaleString("en-US")
-  } sockets; heap peak +${r.heapPeakMB.toFixed(0)} MB`
+  } sockets; used heap peak +${r.heapPeakMB.toFixed(0)} MB, held +${r.heldPeakMB.toFixed(0)} MB`
 
 /** The rows as a Markdown table. */
 export const batchesTable = (rows: ReadonlyArray<BatchRow>): string =>
   [
-    "| bound | calls | until all ended | how they ended | fee requests the emulator got | sockets opened | heap peak |",
-    "|---|---:|---:|---|---:|---:|---:|",
+    "| bound | calls | until all ended | how they ended | fee requests the emulator got | sockets opened | " +
+    "used heap peak | heap held, peak |",
+    "|---|---:|---:|---|---:|---:|---:|---:|",
     ...rows.map((r) =>
       `| ${r.bound} | ${r.calls.toLocaleString("en-US")} | ${r.seconds.toFixed(1)} s | ${outcome(r)} | ${
         r.requests.toLocaleString("en-US")
-      } | ${r.socketsOpened.toLocaleString("en-US")} | +${r.heapPeakMB.toFixed(0)} MB |`
+      } | ${r.socketsOpened.toLocaleString("en-US")} | +${r.heapPeakMB.toFixed(0)} MB | +${
+        r.heldPeakMB.toFixed(0)
+      } MB |`
     )
   ].join("\n")
 
