@@ -327,12 +327,13 @@ export interface Options {
   /** `sandbox_mode` of the events sent; default true. */
   readonly sandboxMode?: boolean | undefined
   /**
-   * A rate limit on the API's calls (the fee and subdivision routes; the token routes are not limited): at most
-   * `requests` (1 to 1,000,000) in any `per` (default 1 second; at most 24 days), as a token bucket: `requests` at
-   * once, then one every `per / requests`. A request over it is answered 429 with `Retry-After` (the whole seconds
+   * A rate limit on the API's calls (the fee and subdivision routes, a call refused for its token included; the token
+   * routes are not limited), a token bucket: `requests` (1 to 1,000,000) at once, then one every `per / requests`
+   * (`per` default 1 second; at most 24 days), never more than `requests` saved up (a `per` that starts full lets
+   * through up to about twice `requests`). A request over it is answered 429 with `Retry-After` (the whole seconds
    * until one would be let through, at least 1) and the documented error body, before any fault rule, and counted in
-   * `rateLimited`. Default: none. The service documents no limit of its own: this is to see what a program does
-   * under one.
+   * `rateLimited`; a reset fills it. Default: none. The service documents no limit of its own: this is to see what a
+   * program does under one.
    */
   readonly rateLimit?: { readonly requests: number; readonly per?: FinConfig.DurationOption | undefined } | undefined
 }

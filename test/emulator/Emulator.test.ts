@@ -858,6 +858,35 @@ describe("Emulator", () => {
         expect(statuses(yield* Effect.forEach([1, 2], () => fee(emulator, again, quote)))).toEqual([200, 200])
       }))
 
+    it.scoped("a client that waits the Retry-After it was given is let through (2 per 7 s: no rounding short)", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ rateLimit: { requests: 2, per: "7 seconds" } })
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        const answers = (n: number) => Effect.forEach(Array.from({ length: n }), () => fee(emulator, token, quote))
+        const [, , over] = yield* answers(3)
+        expect([over!.status, over!.headers.get("retry-after")]).toEqual([429, "4"])
+        yield* TestClock.adjust("4 seconds")
+        const [ok, again] = yield* answers(2)
+        expect([ok!.status, again!.status, again!.headers.get("retry-after")]).toEqual([200, 429, "3"])
+        // 7 s after the first two: a whole `per`, and the wait it was told.
+        yield* TestClock.adjust("3 seconds")
+        expect((yield* fee(emulator, token, quote)).status).toBe(200)
+      }))
+
+    it.scoped("a clock set back and forward again credits its time once: no second call at one reading", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ rateLimit: { requests: 1, per: "10 seconds" } })
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        yield* TestClock.setTime(10_000)
+        expect((yield* fee(emulator, token, quote)).status).toBe(200)
+        yield* TestClock.setTime(0)
+        expect((yield* fee(emulator, token, quote)).status).toBe(429)
+        yield* TestClock.setTime(10_000)
+        expect((yield* fee(emulator, token, quote)).status).toBe(429)
+        yield* TestClock.setTime(20_000)
+        expect((yield* fee(emulator, token, quote)).status).toBe(200)
+      }))
+
     it.scoped("a call over it is refused before any fault rule: it draws no fault and counts in none", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make({

@@ -41,7 +41,7 @@ export interface Settings {
   readonly webhookAlgorithm: Webhooks.Algorithm
   readonly webhookTimeout: number
   readonly sandboxMode: boolean
-  /** At most `requests` API requests in any `perMillis`, if set. */
+  /** A token bucket of `requests` API requests, one growing back every `perMillis / requests`, if set. */
   readonly rateLimit: { readonly requests: number; readonly perMillis: number } | undefined
 }
 
@@ -302,8 +302,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       webhooksSent = 0
       webhooksFailed = 0
       rateLimited = 0
-      allowance = settings.rateLimit?.requests ?? 0
-      allowanceAt = undefined
+      credit = capacity
+      creditAt = undefined
       webhookUrl = settings.webhookUrl
       access.clear()
       refresh.clear()
@@ -319,26 +319,37 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       }-${hex(f, 4)}${hex(g, 4)}${hex(h, 4)}`
     })
 
-    // The rate limit, a token bucket: `allowance` requests may go now; it grows back by `requests` per `perMillis`,
-    // up to `requests`, from `allowanceAt` (undefined: full, not yet drawn on).
-    let allowance = settings.rateLimit?.requests ?? 0
-    let allowanceAt: number | undefined
+    // The rate limit, a token bucket, in exact integers (floating point made 1 - 1e-16 of a request out of a whole
+    // one, refusing a client that waited the Retry-After it was given): `credit` is in nanoseconds × requests, a
+    // request costs `perNanos`, it grows back by `requests` a nanosecond up to `requests × perNanos`, from `creditAt`
+    // (undefined: full, not yet drawn on). On the monotonic clock (`currentTimeNanos`; the TestClock's time under one).
+    const requestsBig = BigInt(settings.rateLimit?.requests ?? 0)
+    const perNanos = BigInt(Math.round((settings.rateLimit?.perMillis ?? 0) * 1_000_000))
+    const capacity = requestsBig * perNanos
+    let credit = capacity
+    let creditAt: bigint | undefined
     let rateLimited = 0
     const rateLimit = settings.rateLimit === undefined
       ? Effect.succeed(undefined)
-      : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      : Effect.flatMap(Clock.currentTimeNanos, (now) =>
         Effect.sync(() => {
-          const { perMillis, requests } = settings.rateLimit!
-          // A clock set back grows nothing back.
-          const grown = allowanceAt === undefined ? 0 : Math.max(0, now - allowanceAt) * requests / perMillis
-          allowance = Math.min(requests, allowance + grown)
-          allowanceAt = now
-          if (allowance >= 1) {
-            allowance -= 1
+          // Time is credited once: a clock set back (a TestClock's setTime) grows nothing until it passes the
+          // latest time already credited.
+          if (creditAt === undefined || now > creditAt) {
+            if (creditAt !== undefined) {
+              const grown = credit + (now - creditAt) * requestsBig
+              credit = grown < capacity ? grown : capacity
+            }
+            creditAt = now
+          }
+          if (credit >= perNanos) {
+            credit -= perNanos
             return undefined
           }
           rateLimited += 1
-          return (1 - allowance) * perMillis / requests
+          // Whole milliseconds, rounded up: never shorter than the real wait.
+          const unit = requestsBig * 1_000_000n
+          return Number((perNanos - credit + unit - 1n) / unit)
         }))
 
     // Copies: the counts go on changing.
