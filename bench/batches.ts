@@ -170,7 +170,10 @@ const held = (url: string, credentials: FinConfig.Options, c: Case) =>
     return (yield* sampled(quotes(client, c.concurrency), 200, true))[1]
   }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-/** Runs every case, each against an emulator of its own (none still busy with the last case's requests). */
+/**
+ * Runs every case, each against an emulator of its own (none still busy with the last case's requests; the untimed
+ * heap pass follows its case's timed pass on the same emulator, which may still be ending abandoned requests).
+ */
 export const runBatchesBench = async (): Promise<ReadonlyArray<BatchRow>> => {
   const rows: Array<BatchRow> = []
   for (const c of cases) {

@@ -11,6 +11,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -887,6 +888,16 @@ describe("Emulator", () => {
         expect((yield* fee(emulator, token, quote)).status).toBe(200)
       }))
 
+    // The TestClock's own `currentTimeNanos` is `BigInt(millis * 1e6)`: a RangeError at 0.30000000000000004 ms.
+    it.scoped("a TestClock at a fractional millisecond reads as any other time", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make({ rateLimit: { requests: 1 } })
+        const token = (yield* tokenOf(emulator))["access_token"]!
+        for (const _ of [1, 2, 3]) yield* TestClock.adjust(Duration.millis(0.1))
+        expect((yield* fee(emulator, token, quote)).status).toBe(200)
+        expect((yield* fee(emulator, token, quote)).status).toBe(429)
+      }))
+
     it.scoped("a call over it is refused before any fault rule: it draws no fault and counts in none", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make({
@@ -926,7 +937,7 @@ describe("Emulator", () => {
     it.scopedLive("FinClient under it: the calls refused are retried after the wait it asks for, and all succeed", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make({ rateLimit: { requests: 10, per: "1 second" } })
-        const client = yield* FinClient.make({ ...emulator.credentials, baseUrl: emulator.url, maxRetries: 5 })
+        const client = yield* FinClient.make({ ...emulator.credentials, baseUrl: emulator.url, maxRetries: 1 })
         const quotes = yield* Effect.forEach(
           Array.from({ length: 20 }),
           () => client.fees.calculate({ source_currency: "USD", source_amount: 10, destination_currency: "EUR" }),

@@ -322,7 +322,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     // The rate limit, a token bucket, in exact integers (floating point made 1 - 1e-16 of a request out of a whole
     // one, refusing a client that waited the Retry-After it was given): `credit` is in nanoseconds × requests, a
     // request costs `perNanos`, it grows back by `requests` a nanosecond up to `requests × perNanos`, from `creditAt`
-    // (undefined: full, not yet drawn on). On the monotonic clock (`currentTimeNanos`; the TestClock's time under one).
+    // (undefined: full, not yet drawn on). On the monotonic clock (`unsafeCurrentTimeNanos`; the TestClock's time under
+    // one, floored: its `currentTimeNanos` is `BigInt(millis * 1e6)`, a RangeError at an instant such as 0.3 ms).
     const requestsBig = BigInt(settings.rateLimit?.requests ?? 0)
     const perNanos = BigInt(Math.round((settings.rateLimit?.perMillis ?? 0) * 1_000_000))
     const capacity = requestsBig * perNanos
@@ -331,8 +332,9 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     let rateLimited = 0
     const rateLimit = settings.rateLimit === undefined
       ? Effect.succeed(undefined)
-      : Effect.flatMap(Clock.currentTimeNanos, (now) =>
+      : Effect.clockWith((clock) =>
         Effect.sync(() => {
+          const now = clock.unsafeCurrentTimeNanos()
           // Time is credited once: a clock set back (a TestClock's setTime) grows nothing until it passes the
           // latest time already credited.
           if (creditAt === undefined || now > creditAt) {
