@@ -318,6 +318,9 @@ const adminBody = <A, I>(schema: Schema.Schema<A, I>, operation: string, emptyAs
 const respond = <R>(effect: Effect.Effect<Response, Response, R>): Effect.Effect<Response, never, R> =>
   Effect.merge(effect)
 
+// The routes `rateLimit` leaves alone: a client must be able to get the token its calls are limited by.
+const tokenRoutes: ReadonlySet<RouteName> = new Set(["POST /v1/oauth/token", "POST /v1/oauth/refresh-token"])
+
 // The counters' generation when the request being answered was counted (`State.countRequest`), for its tokens.
 const requestGeneration = FiberRef.unsafeMake(0)
 
@@ -329,7 +332,7 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
   const guarded = <R>(route: RouteName, handler: Effect.Effect<Response, never, R>) =>
     Effect.gen(function*() {
       const generation = yield* state.countRequest(route)
-      const wait = route.includes("/oauth/") ? undefined : yield* state.rateLimit
+      const wait = tokenRoutes.has(route) ? undefined : yield* state.rateLimit
       if (wait !== undefined) {
         yield* state.countStatus(429, generation)
         return json(defaultErrorBody(429), 429, { "retry-after": String(Math.max(1, Math.ceil(wait / 1000))) })
