@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { vi } from "vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -184,6 +185,43 @@ describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
     }
     return counted
   }
+
+  // A wait that ends by being served (the usual end) must not leave its deadline's timer armed (which would hold the
+  // wait's closures until the deadline, and keep a process alive that has nothing left to do) nor its listener.
+  it.live("a wait served before its deadline clears its timer and stops listening for the closing", () =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => ({ set: vi.spyOn(globalThis, "setTimeout"), clear: vi.spyOn(globalThis, "clearTimeout") })),
+      ({ clear, set }) =>
+        Effect.gen(function*() {
+          const slots = Slots.make(1)
+          const closing = countedClosing()
+          const gate = yield* Deferred.make<void>()
+          const holder = yield* Effect.fork(slots.withSlot(() => Deferred.await(gate), (slot) => slot))
+          yield* Effect.yieldNow()
+          const now = yield* Monotonic.millis
+          const callsBefore = set.mock.calls.length
+          const caller = yield* Effect.fork(
+            slots.withSlot(() => Effect.void, Http.cutAt(now + 60_000, () => "deadline", closing))
+          )
+          for (let i = 0; closing.listeners === 0 && i < 10_000; i++) yield* Effect.yieldNow()
+          expect(closing.listeners).toBe(1)
+          // The wait's timer: the one set since, for about the minute left.
+          const armed = set.mock.results.filter((_, i) =>
+            i >= callsBefore && Number(set.mock.calls[i]![1]) > 30_000
+          ).map((result) => result.value)
+          expect(armed).toHaveLength(1)
+          yield* Deferred.succeed(gate, undefined)
+          yield* Fiber.join(holder)
+          yield* Fiber.join(caller)
+          expect(clear.mock.calls.some(([timer]) => timer === armed[0])).toBe(true)
+          expect(closing.listeners).toBe(0)
+        }),
+      ({ clear, set }) =>
+        Effect.sync(() => {
+          set.mockRestore()
+          clear.mockRestore()
+        })
+    ))
 
   // One caller in line for the one slot, interrupted as soon as it listens for the closing, after `pad` steps of its
   // own (so that its op budget runs out, and the fiber yields, at a different point in each trial).
