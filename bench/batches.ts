@@ -7,14 +7,15 @@
  *
  *   npm run bench:batches
  *
- * Each case: a fresh emulator and client (cold token), then the batch, timed until every call has ended. Reported:
- * that time, how the calls ended (successes, failures by tag), the fee requests the emulator got (retries included),
- * the sockets the client opened (`net.client.socket`), and the process's heap (the client, the batch's fibers and
- * their results) in two ways: the peak of V8's used heap, garbage not yet collected included (sampled every 10 ms, when
- * the busy event loop lets the sampler run), and, in a second run of the batch with a fresh client on the same
- * emulator, the peak of the heap held (sampled after a full collection every 200 ms, which slows that run down: it
- * is not timed). Each less the heap before the batch. One run of each case, in the order above. `runBatchesBench()`
- * returns the rows, for `npm run bench`.
+ * First an untimed warm-up (a bounded batch of 1,000), so that the first case does not pay for the JIT alone. Each
+ * case: a fresh emulator and client (cold token), then the batch, timed until every call has ended. Reported: that
+ * time, how the calls ended (successes, failures by tag), the fee requests the emulator got (retries included), the
+ * sockets the client opened (`net.client.socket`), and the process's heap (the client, the batch's fibers and their
+ * results) in two ways: the peak of V8's used heap, garbage not yet collected included (sampled every 10 ms, when the
+ * busy event loop lets the sampler run), and, in a second run of the batch with a fresh client and emulator, the peak
+ * of the heap held (sampled after a full collection every 200 ms, which slows that run down: it is not timed). Each
+ * less the heap before the batch. One run of each case, in the order above. `runBatchesBench()` returns the rows,
+ * for `npm run bench`.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
@@ -110,9 +111,9 @@ const admin = async (url: string, path: string): Promise<unknown> => {
 
 const currencies = ["CAD", "EUR", "GBP", "AUD"] as const
 
-const quotes = (client: FinClient.Client, concurrency: number | "unbounded") =>
+const quotes = (client: FinClient.Client, concurrency: number | "unbounded", count = calls) =>
   Effect.forEach(
-    Array.from({ length: calls }, (_, i) => i),
+    Array.from({ length: count }, (_, i) => i),
     (i) =>
       Effect.exit(client.fees.calculate({
         source_currency: "USD",
@@ -121,6 +122,10 @@ const quotes = (client: FinClient.Client, concurrency: number | "unbounded") =>
       })),
     { concurrency }
   )
+
+// A client as every pass makes it: a 3 s limit per attempt, the case's options, every other option at its default.
+const makeClient = (url: string, credentials: FinConfig.Options, options: Partial<FinConfig.Options>) =>
+  FinClient.make({ ...credentials, baseUrl: url, timeout: "3 seconds", ...options })
 
 // Runs `self` beside a sampler of V8's used heap (every `every` ms, after a full collection when `collect`); returns
 // its value and the peak less the heap's level before it (after a collection), in MB.
@@ -142,7 +147,7 @@ const sampled = <A, E, R>(self: Effect.Effect<A, E, R>, every: number, collect: 
 // The timed pass: how the calls ended, the sockets they opened, the used heap's peak (garbage included).
 const timed = (url: string, credentials: FinConfig.Options, c: Case) =>
   Effect.scoped(Effect.gen(function*() {
-    const client = yield* FinClient.make({ ...credentials, baseUrl: url, timeout: "3 seconds", ...c.options })
+    const client = yield* makeClient(url, credentials, c.options)
     const sockets = new Set<unknown>()
     const onSocket = (message: unknown) => void sockets.add((message as { readonly socket: unknown }).socket)
     DiagnosticsChannel.subscribe("net.client.socket", onSocket)
@@ -166,34 +171,47 @@ const timed = (url: string, credentials: FinConfig.Options, c: Case) =>
 // The memory pass, apart (its collections slow the calls down): the heap held, sampled after a full collection.
 const held = (url: string, credentials: FinConfig.Options, c: Case) =>
   Effect.scoped(Effect.gen(function*() {
-    const client = yield* FinClient.make({ ...credentials, baseUrl: url, timeout: "3 seconds", ...c.options })
+    const client = yield* makeClient(url, credentials, c.options)
     return (yield* sampled(quotes(client, c.concurrency), 200, true))[1]
   }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
+// Runs `f` against an emulator of its own, stopped afterwards.
+const withEmulator = async <A>(f: (url: string, credentials: FinConfig.Options) => Promise<A>): Promise<A> => {
+  const emulator = await startEmulator()
+  try {
+    const info = await admin(emulator.url, "") as { readonly credentials: FinConfig.Options }
+    return await f(emulator.url, info.credentials)
+  } finally {
+    await emulator.stop()
+  }
+}
+
 /**
- * Runs every case, each against an emulator of its own (none still busy with the last case's requests; the untimed
- * heap pass follows its case's timed pass on the same emulator, which may still be ending abandoned requests).
+ * Runs the warm-up, then every case and its heap pass, each against an emulator of its own (none still busy with
+ * requests an earlier pass abandoned).
  */
 export const runBatchesBench = async (): Promise<ReadonlyArray<BatchRow>> => {
+  await withEmulator((url, credentials) =>
+    Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const client = yield* makeClient(url, credentials, {})
+      yield* quotes(client, bound, 1_000)
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici))))
+  )
   const rows: Array<BatchRow> = []
   for (const c of cases) {
-    const emulator = await startEmulator()
-    try {
-      const info = await admin(emulator.url, "") as { readonly credentials: FinConfig.Options }
-      const result = await Effect.runPromise(timed(emulator.url, info.credentials, c))
-      const counters = await admin(emulator.url, "counters") as { readonly requests: Record<string, number> }
-      const heldPeakMB = await Effect.runPromise(held(emulator.url, info.credentials, c))
-      rows.push({
-        suite: "batches",
-        bound: c.bound,
-        calls,
-        ...result,
-        heldPeakMB,
-        requests: counters.requests["POST /v1/fee-calculation"] ?? 0
-      })
-    } finally {
-      await emulator.stop()
-    }
+    const { counters, result } = await withEmulator(async (url, credentials) => ({
+      result: await Effect.runPromise(timed(url, credentials, c)),
+      counters: await admin(url, "counters") as { readonly requests: Record<string, number> }
+    }))
+    const heldPeakMB = await withEmulator((url, credentials) => Effect.runPromise(held(url, credentials, c)))
+    rows.push({
+      suite: "batches",
+      bound: c.bound,
+      calls,
+      ...result,
+      heldPeakMB,
+      requests: counters.requests["POST /v1/fee-calculation"] ?? 0
+    })
   }
   return rows
 }
