@@ -538,7 +538,12 @@ describe("FeeService", () => {
     Effect.gen(function*() {
       const service = yield* FeeService.FeeService
       const either = Math.random() < 2
+      // A function of the caller's own that passes the request on keeps the checks when typed as calculate is.
+      const quote = <const R extends FeeService.FeeCalculationRequest>(request: FeeService.CheckedRequest<R>) =>
+        FeeService.calculate(request).pipe(HttpTransport.withOptions({ deadline: "5 seconds" }))
       const refused: ReadonlyArray<Effect.Effect<FeeService.FeeQuote, FinError, FeeService.FeeService>> = [
+        // @ts-expect-error through a function of the caller's own, typed with CheckedRequest
+        quote({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }),
         // @ts-expect-error source_currency in lower case
         FeeService.calculate({ source_currency: "usd", source_amount: 1, destination_currency: "CAD" }),
         // @ts-expect-error destination_currency of two letters, through the service itself
@@ -561,6 +566,7 @@ describe("FeeService", () => {
         FeeService.calculate({ source_currency: currency, source_amount: 1, destination_currency: "CAD" })
       const sent = [
         generic("USD"),
+        quote({ source_currency: "USD", source_amount: 1, destination_currency: "CAD" }),
         FeeService.calculate({ source_currency: branded, source_amount: 1, destination_currency: "CAD" }),
         FeeService.calculate(either ? { source_currency: "USD", source_amount: 1, destination_currency: "CAD" } : { destination_amount: 1, beneficiary_id: UUID })
       ]
