@@ -234,7 +234,8 @@ const validateSpec = (
       Issues.refusal(
         "name",
         "Invalid request name",
-        "letters, digits and ._- (at most 64), the same for every call, and not token or webhook (effect-fin's own)"
+        "letters, digits and ._-, starting with a letter or digit (at most 64), the same for every call, and not " +
+          "token or webhook (effect-fin's own)"
       )
     )
   }

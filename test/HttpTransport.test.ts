@@ -3322,6 +3322,22 @@ describe("HttpTransport: retryBudget", () => {
       { retryBudget: 0 }
     )))
 
+  it.effect("only safe calls widen the budget: unsafe POSTs of an operation do not add to its GETs' retries", () =>
+    Effect.gen(function*() {
+      const things = (method: "GET" | "POST") =>
+        HttpTransport.request({ method, path: "/v1/things", response: Schema.Unknown, name: "things" })
+      yield* Effect.forEach(Array.from({ length: 500 }), () => things("POST"), { concurrency: "unbounded" })
+      yield* FinTest.advanceUntilDone(
+        Effect.forEach(Array.from({ length: 150 }), () => Effect.flip(things("GET")), { concurrency: "unbounded" })
+      )
+      // 100 retries + 20% of the 150 GETs; counting the 500 POSTs as well would allow 230.
+      const http = yield* FinTest.InMemoryHttp
+      expect(yield* http.count("GET /v1/things")).toBe(150 + 130)
+    }).pipe(provideClient(
+      { "POST /v1/things": () => FinTest.json(200, {}), "GET /v1/things": () => status(503) },
+      { retryBudget: 20 }
+    )))
+
   it.effect("a call whose retry the budget refused says so on its span; the resend after a 401 spends nothing", () => {
     const service = { down: false }
     return Effect.gen(function*() {
