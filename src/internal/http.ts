@@ -327,8 +327,8 @@ export const dateOf = (headers: Readonly<Record<string, string>>, nowMillis: num
 
 /**
  * `retry-after-ms` (milliseconds, a fraction dropped: less than one is a wait of zero) and `Retry-After` as whole
- * seconds or an HTTP date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero; counted from the
- * later of `nowMillis` and the answer's `Date`); anything else is ignored (the backoff applies).
+ * seconds or an HTTP date (read field by field: `Date.parse` reads "1.5" or "-1" as dates in 2001, a wait of zero;
+ * counted from the later of `nowMillis` and the answer's `Date`); anything else is ignored (the backoff applies).
  * A header sent more than once counts with its longest wait; both headers, with `retry-after-ms` when the two are
  * within a second of each other (the seconds rounded), else with the longer: a zero in one cannot cancel the other's.
  */
