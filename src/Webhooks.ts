@@ -2001,8 +2001,8 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
 /**
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
- * 1. checks `Content-Length` against `maxBodySize` (413), then reads at most that many bytes on every runtime (413),
- *    within `bodyTimeout` (408);
+ * 1. checks `Content-Length` against `maxBodySize` (413), then reads the body on every runtime, stopping at the chunk
+ *    that goes past that many bytes (413), within `bodyTimeout` (408);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
  *    another delivery handles it; while another event of the same reference is being handled it waits (up to

@@ -1109,6 +1109,17 @@ describe("Webhooks.handler", () => {
       expect(pulls).toBeLessThanOrEqual(1)
     }))
 
+  // README: an answer given before the body was read ("400 for a Content-Length that is no number") closes the
+  // connection. Node's parser refuses such a header itself; a web runtime's Request passes it on.
+  it.effect("answers 400 to a Content-Length that is no number, closing the connection", () =>
+    Effect.gen(function*() {
+      const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} }))
+      const headers = { ...(yield* Webhooks.sign(currentBody, secret)), "content-length": "abc" }
+      const answer = yield* send(handle, new Request(url, { method: "POST", body: currentBody, headers }))
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([400, { error: "malformed_body" }])
+      expect(answer.headers.get("connection")).toBe("close")
+    }))
+
   it.effect("answers 413 for a chunked body over the limit, stopping at the limit", () =>
     Effect.gen(function*() {
       let pulls = 0
@@ -2810,6 +2821,29 @@ describe("Webhooks memory store", () => {
       }
       expect((yield* store.claim("first-of-r1", "r1", ttl))._tag).toBe("InProgress")
       expect((yield* store.claim("second-of-r1", "r1", ttl))._tag).toBe("ReferenceBusy")
+    }))
+
+  // README: "the default store remembers at most 10,000 handled events and resources (the oldest go first)": fewer
+  // would run redeliveries again sooner than said, more would hold more memory than said.
+  it.effect("remembers 10,000 handled events and resources by default, and no more", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore()
+      const ttl = Duration.hours(1)
+      const handle = (i: number) =>
+        Effect.flatMap(store.claim(`e${i}`, `r${i}`, ttl), (claim) =>
+          claim._tag === "Claimed"
+            ? store.complete(`e${i}`, claim.token, {
+              referenceId: `r${i}`,
+              order: { key: `k${i}`, createdAt: i, ttl }
+            }, ttl)
+            : Effect.dieMessage(`not claimed: ${i}`))
+      for (let i = 0; i < 10_000; i++) yield* handle(i)
+      expect((yield* store.claim("e0", "r0", ttl))._tag).toBe("Done")
+      expect(yield* store.lastHandled("k0")).toEqual(Option.some(0))
+      yield* handle(10_000)
+      expect((yield* store.claim("e1", "r1", ttl))._tag).toBe("Done")
+      expect(Option.isNone(yield* store.lastHandled("k0"))).toBe(true)
+      expect((yield* store.claim("e0", "r0", ttl))._tag).toBe("Claimed")
     }))
 
   // A store of two entries, and how to handle an event (and its resource) through it, remembered for `ttl`.
