@@ -140,6 +140,20 @@ describe("Emulator", () => {
         expect(yield* emulator.issuedTokens).toEqual([token["access_token"], token["refresh_token"]])
       }))
 
+    // README: `issuedTokens` holds "every token handed out, the last 10,000" (a test that looks for leaks in its logs
+    // relies on it): 5,001 pairs, the first and the last alone.
+    it.scopedLive("issuedTokens keeps the last 10,000 tokens handed out, dropping the oldest first", () =>
+      Effect.gen(function*() {
+        const emulator = yield* Emulator.make()
+        const first = yield* tokenOf(emulator)
+        yield* Effect.forEach(Array.from({ length: 4_999 }), () => tokenOf(emulator), { concurrency: 16 })
+        const last = yield* tokenOf(emulator)
+        const issued = yield* emulator.issuedTokens
+        expect(issued).toHaveLength(10_000)
+        expect(issued).not.toContain(first["access_token"])
+        expect(issued.slice(-2)).toEqual([last["access_token"], last["refresh_token"]])
+      }), 60_000)
+
     it.scopedLive("wraps in data when asked; checks credentials and fields", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make({ tokenEnvelope: "data", clientId: "id", clientSecret: "secret" })
