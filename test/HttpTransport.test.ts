@@ -2,6 +2,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
+import { vi } from "vitest"
 import * as BigDecimal from "effect/BigDecimal"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -39,7 +40,13 @@ import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as Closing from "../src/internal/closing.js"
-import { MAX_RESPONSE_BYTES, parseErrorBody, parseRetryAfter, timeoutFail } from "../src/internal/http.js"
+import {
+  MAX_RESPONSE_BYTES,
+  parseErrorBody,
+  parseRetryAfter,
+  serverAttributesOf,
+  timeoutFail
+} from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
 import {
   acceptPayment,
@@ -442,6 +449,14 @@ describe("HttpTransport", () => {
         expect(span?.attributes.get("server.port")).toBe(443)
       }
     }).pipe(provideClient({ [FEE]: () => ok }, { baseUrl: "https://gw.example.com/payments" })))
+
+  it("server.address: an IPv6 literal without brackets; server.port: the scheme's default when none is given", () => {
+    expect(serverAttributesOf("http://[::1]:8080")).toEqual({ "server.address": "::1", "server.port": 8080 })
+    expect(serverAttributesOf("http://payments.internal"))
+      .toEqual({ "server.address": "payments.internal", "server.port": 80 })
+    expect(serverAttributesOf("https://api.example.com/gw"))
+      .toEqual({ "server.address": "api.example.com", "server.port": 443 })
+  })
 
   it.effect("behind a gateway's prefix, url.path is the path each request was sent to (the call's and the token call's)", () =>
     Effect.gen(function*() {
@@ -1381,6 +1396,23 @@ describe("HttpTransport", () => {
       }).pipe(Effect.provide(logs.layer), Logger.withMinimumLogLevel(LogLevel.All))
     }, 10_000)
   }
+
+  // The test above cannot know whether another test of this file said it first; here the module's state is fresh.
+  it.live("an attempt left running is said at Warning the first time in a process, then at Debug", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      vi.resetModules()
+      const Fresh = yield* Effect.promise(() => import("../src/internal/http.js"))
+      const release = yield* Deferred.make<void>()
+      const held = Effect.uninterruptible(Deferred.await(release))
+      for (const _ of [1, 2, 3]) {
+        expect(yield* Effect.flip(Fresh.timeoutFail(held, Duration.millis(20), () => "timed out"))).toBe("timed out")
+      }
+      yield* Deferred.succeed(release, undefined)
+      const said = logs.lines.filter((line) => line.includes("is left to end on its own"))
+      expect(said.map((line) => line.split(" ")[0])).toEqual(["WARN", "DEBUG", "DEBUG"])
+    }).pipe(Effect.provide(logs.layer), Logger.withMinimumLogLevel(LogLevel.All))
+  }, 10_000)
 
   // What an attempt sets in its fiber refs (a user's HttpClient wrapper calling FiberRef.set, say) stays its own, on
   // either clock: the caller's are as they were.
