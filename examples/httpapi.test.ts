@@ -89,6 +89,19 @@ describe("effect-fin behind an HttpApi", () => {
       ({ dispose }) => Effect.promise(dispose)
     ))
 
+  it.live("hands a token call's 422 on as 503, not as a refusal of the quote", () =>
+    Effect.acquireUseRelease(
+      Effect.sync(() =>
+        serve(FinTest.layerClient({
+          "POST /v1/oauth/token": () => FinTest.json(422, { message: "Unprocessable", errors: { grant: ["bad"] } })
+        }))
+      ),
+      ({ handler }) =>
+        Effect.map(send(handler, "/quotes", JSON.stringify(quote)), (answer) =>
+          expect(answer).toMatchObject({ status: 503, body: { _tag: "Unavailable" } })),
+      ({ dispose }) => Effect.promise(dispose)
+    ))
+
   it("documents the API with effect-fin's schemas, under names OpenAPI accepts", () => {
     const document = OpenApi.fromApi(Api)
     const names = Object.keys(document.components.schemas)

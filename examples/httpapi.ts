@@ -38,7 +38,8 @@ const unavailable = (error: FinError.FinError) =>
 const refusal = (error: FinError.FinError) =>
   error._tag === "RequestValidationError"
     ? new QuoteRefused({ fields: error.issues.map((issue) => issue.path) })
-    : error._tag === "ApiError" && error.status === 422
+    // The quote's own refusal only: a token call's error (`operation` the token route's) says nothing of the quote.
+    : error._tag === "ApiError" && error.operation === "POST /v1/fee-calculation" && error.status === 422
     ? new QuoteRefused({ fields: (error.fieldErrors ?? []).map((field) => field.field) })
     : unavailable(error)
 

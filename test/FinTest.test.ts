@@ -733,18 +733,23 @@ describe("FinTest pinned behaviours", () => {
 })
 
 describe("FinTest.captureLogs", () => {
-  it.effect("keeps every entry, debug ones too, with a text to search for the secret and the tokens", () =>
+  it.effect("keeps every entry, debug and trace ones too, with a text to search for the secret and the tokens", () =>
     Effect.gen(function*() {
       const { layer, logs } = FinTest.captureLogs()
       const program = Effect.zipRight(
         FinTest.advanceUntilDone(FeeService.calculate(quoteRequest)),
-        Effect.logWarning("checked", 10n).pipe(Effect.annotateLogs("note", "kept"))
+        Effect.zipRight(
+          Effect.logTrace("traced"),
+          Effect.logWarning("checked", 10n).pipe(Effect.annotateLogs("note", "kept"))
+        )
       )
       const routes = { [FEE]: FinTest.sequence(FinTest.json(503, {}), FinTest.json(200, quoteBody)) }
       yield* program.pipe(provideClient(routes), Effect.provide(layer))
       // The retry's line is logged at debug level, which Effect's default minimum (Info) would have dropped.
       const retry = logs.find((log) => log.level === "DEBUG" && String(log.message).startsWith("effect-fin: retrying"))
       expect(retry?.text).toMatch(/^DEBUG "effect-fin: retrying POST \/v1\/fee-calculation after ApiError/)
+      // Trace, the lowest level, too.
+      expect(logs.at(-2)).toMatchObject({ level: "TRACE", message: "traced" })
       // Several values logged at once are one message; a BigInt is written as its digits.
       expect(logs.at(-1)).toEqual({
         level: "WARN",

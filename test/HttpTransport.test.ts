@@ -2271,6 +2271,26 @@ describe("HttpTransport", () => {
       expect(error._tag === "ApiError" && error.requestId).toBe("req-123")
     }).pipe(provideClient({ [FEE]: () => status(404, { "x-request-id": "req-123" }) })))
 
+  // README, Errors: `requestId` from `x-request-id`, `request-id` or `x-correlation-id`, at most 128 printable
+  // characters (what a user gives the service's support about a disputed payment).
+  for (
+    const [headers, kept] of [
+      [{ "request-id": "req-2" }, "req-2"],
+      [{ "x-correlation-id": "req-3" }, "req-3"],
+      [{ "x-request-id": "r".repeat(128) }, "r".repeat(128)],
+      [{ "x-request-id": "r".repeat(129) }, undefined],
+      [{ "x-request-id": "req 1" }, undefined]
+    ] as const
+  ) {
+    const title = `a request id sent as ${JSON.stringify(headers).slice(0, 40)} is ${kept === undefined ? "not " : ""}` +
+      "kept"
+    it.effect(title, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error._tag === "ApiError" ? error.requestId : "not an ApiError").toBe(kept)
+      }).pipe(provideClient({ [FEE]: () => status(404, headers) })))
+  }
+
   it.effect("FinTest: a request no route matches gets the service's 404, is listed in unmatched, and is logged", () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
