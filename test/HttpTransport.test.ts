@@ -3164,6 +3164,26 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       yield* Fiber.join(more)
       expect(yield* feeTimes).toEqual([0, 1000, 2500, 3500])
     }).pipe(provideClient({ [FEE]: slow("1 second") }, { maxConcurrentRequests: 1 })))
+
+  // Token requests are not counted: a call whose token has to be fetched again gets it while another holds the only
+  // slot (were the fetch to take a slot, it would wait for that call to end).
+  it.effect("a token request takes no slot: a new token is fetched while another call holds the only one", () =>
+    Effect.gen(function*() {
+      const first = yield* Effect.fork(calculate)
+      yield* advance(19_000)
+      // The token (20 s, refreshed 2 s early) is due: the second call fetches a fresh one at once, then waits.
+      const second = yield* Effect.fork(calculate)
+      yield* advance(10)
+      expect(yield* tokenRequests).toBe(2)
+      expect(yield* feeTimes).toEqual([0])
+      yield* advance(6_000)
+      expect(yield* feeTimes).toEqual([0, 25_000])
+      yield* advance(25_000)
+      yield* Fiber.join(Fiber.all([first, second]))
+    }).pipe(provideClient({
+      [FEE]: slow("25 seconds"),
+      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "20 seconds" })
+    }, { maxConcurrentRequests: 1, timeout: "40 seconds", deadline: "60 seconds" })))
 })
 
 // A client whose token provider is `tokens` (a store that hangs, a token that never comes).
