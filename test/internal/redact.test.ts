@@ -143,6 +143,11 @@ describe("redactor", () => {
     const upperHex = python.replace(/\\u([0-9a-f]{4})/g, (_, hex: string) => `\\u${hex.toUpperCase()}`)
     expect(upperHex).toContain("\\u00E4")
     expect(redactor([pySecret], 1024)(`{"secret":"${upperHex}"}`)).toBe(`{"secret":"<redacted>"}`)
+    // Python escapes non-ASCII only: a credential with `&<>'` too keeps those as they are (whole, not only its tail).
+    const pyBoth = "pässwörd&<0123456789-abcdefghij"
+    const pyEcho = pyBoth.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+    expect(pyEcho).toContain("d&<0")
+    expect(redactor([pyBoth], 1024)(`{"secret":"${pyEcho}"}`)).toBe(`{"secret":"<redacted>"}`)
     const slashy = "Ab3/9xQ/zz0123456789/abcdefgh"
     const find = redactor([slashy], 1024)
     expect(find(`next=${encodeURIComponent(encodeURIComponent(slashy))}&x=1`)).toBe("next=<redacted>&x=1")
