@@ -186,6 +186,24 @@ describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
     return counted
   }
 
+  // One caller in line behind the holder of the one slot, its wait cut at a deadline a minute away, forked after
+  // `before` (steps of its own); returned once it listens for the closing (or after 10,000 turns without).
+  const inLine = (before: Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      const slots = Slots.make(1)
+      const closing = countedClosing()
+      const gate = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(slots.withSlot(() => Deferred.await(gate), (slot) => slot))
+      yield* Effect.yieldNow()
+      const now = yield* Monotonic.millis
+      const caller = yield* Effect.fork(
+        Effect.zipRight(before, slots.withSlot(() => Effect.void, Http.cutAt(now + 60_000, () => "deadline", closing)))
+      )
+      for (let i = 0; closing.listeners === 0 && i < 10_000; i++) yield* Effect.yieldNow()
+      const release = Effect.zipRight(Deferred.succeed(gate, undefined), Fiber.join(holder))
+      return { caller, closing, release }
+    })
+
   // A wait that ends by being served (the usual end) must not leave its deadline's timer armed (which would hold the
   // wait's closures until the deadline, and keep a process alive that has nothing left to do) nor its listener.
   it.live("a wait served before its deadline clears its timer and stops listening for the closing", () =>
@@ -193,25 +211,15 @@ describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
       Effect.sync(() => ({ set: vi.spyOn(globalThis, "setTimeout"), clear: vi.spyOn(globalThis, "clearTimeout") })),
       ({ clear, set }) =>
         Effect.gen(function*() {
-          const slots = Slots.make(1)
-          const closing = countedClosing()
-          const gate = yield* Deferred.make<void>()
-          const holder = yield* Effect.fork(slots.withSlot(() => Deferred.await(gate), (slot) => slot))
-          yield* Effect.yieldNow()
-          const now = yield* Monotonic.millis
           const callsBefore = set.mock.calls.length
-          const caller = yield* Effect.fork(
-            slots.withSlot(() => Effect.void, Http.cutAt(now + 60_000, () => "deadline", closing))
-          )
-          for (let i = 0; closing.listeners === 0 && i < 10_000; i++) yield* Effect.yieldNow()
+          const { caller, closing, release } = yield* inLine(Effect.void)
           expect(closing.listeners).toBe(1)
           // The wait's timer: the one set since, for about the minute left.
           const armed = set.mock.results.filter((_, i) =>
             i >= callsBefore && Number(set.mock.calls[i]![1]) > 30_000
           ).map((result) => result.value)
           expect(armed).toHaveLength(1)
-          yield* Deferred.succeed(gate, undefined)
-          yield* Fiber.join(holder)
+          yield* release
           yield* Fiber.join(caller)
           expect(clear.mock.calls.some(([timer]) => timer === armed[0])).toBe(true)
           expect(closing.listeners).toBe(0)
@@ -223,27 +231,17 @@ describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
         })
     ))
 
-  // One caller in line for the one slot, interrupted as soon as it listens for the closing, after `pad` steps of its
-  // own (so that its op budget runs out, and the fiber yields, at a different point in each trial).
+  // One caller in line, interrupted as soon as it listens for the closing, after `pad` steps of its own (so that its
+  // op budget runs out, and the fiber yields, at a different point in each trial).
   const trial = (pad: number) =>
     Effect.gen(function*() {
-      const slots = Slots.make(1)
-      const closing = countedClosing()
-      const gate = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(slots.withSlot(() => Deferred.await(gate), (slot) => slot))
-      yield* Effect.yieldNow()
-      const now = yield* Monotonic.millis
       let steps: Effect.Effect<void> = Effect.void
       for (let k = 0; k < pad; k++) steps = Effect.flatMap(steps, () => Effect.void)
-      const caller = yield* Effect.fork(
-        Effect.zipRight(steps, slots.withSlot(() => Effect.void, Http.cutAt(now + 60_000, () => "deadline", closing)))
-      )
-      for (let i = 0; closing.listeners === 0 && i < 10_000; i++) yield* Effect.yieldNow()
+      const { caller, closing, release } = yield* inLine(steps)
       // A caller that never listened proves nothing (and would make every trial pass): counted as a leak.
       const listened = closing.listeners === 1
       yield* Fiber.interrupt(caller)
-      yield* Deferred.succeed(gate, undefined)
-      yield* Fiber.join(holder)
+      yield* release
       return listened ? closing.listeners : -1
     })
 
