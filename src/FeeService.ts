@@ -158,7 +158,9 @@ export type FeeCalculationRequest = Amounts & Target
  * literal, is a UUID (hyphenated hex, in either case).
  * `calculate({ source_currency: "usd", ... })` or `calculate({ source_amount: -5, ... })` does not compile, the
  * message naming the field, where it would only fail when run; a `string`, a branded string, a `number` or a checked
- * request passes as before.
+ * request passes as before. A function of yours that passes a request on keeps these checks when typed as `calculate`
+ * is, `<const R extends FeeCalculationRequest>(request: CheckedRequest<R>)`; typed `(request: FeeCalculationRequest)`,
+ * it accepts any literal, left to the run-time check.
  *
  * @since 0.1.0
  * @category models
