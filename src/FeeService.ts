@@ -39,7 +39,8 @@ const DECIMALS =
  * An amount: a number greater than zero and at most `Number.MAX_SAFE_INTEGER` (past it, a number no longer tells
  * neighbouring whole amounts apart: 9007199254740993 is read as 9007199254740992), with at most 8 decimal places. The
  * places are counted on the number as it would be sent, so a float sum's artefact (`0.1 + 0.2` is
- * 0.30000000000000004) is refused rather than sent, below 10^7 always (above, one can fall within 8 places): round a
+ * 0.30000000000000004) is refused rather than sent, below 10^7 always when it is one operation's (above, one can fall
+ * within 8 places, and so can a long running total's drift: `0.01` added 258,481 times is 2584.81000001): round a
  * computed amount first. Units are not documented, so amounts within these bounds pass through untouched.
  *
  * @since 0.1.0

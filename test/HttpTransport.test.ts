@@ -2074,7 +2074,7 @@ describe("HttpTransport", () => {
 
   // The platform's own http.client span is off (its end holds the request: the bearer token, the client secret), so
   // the trace headers are those of effect-fin's span of the call, or of the token call.
-  it.effect("sends trace headers when tracePropagation is on: effect-fin's spans', the platform's own span off", () =>
+  it.effect("sends traceparent and b3 with tracePropagation on: effect-fin's spans', the platform's own span off", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
       yield* Effect.provide(calculate, tracing)
@@ -2083,8 +2083,10 @@ describe("HttpTransport", () => {
       expect(recorded.map((span) => span.name).filter((name) => !name.startsWith("effect-fin."))).toEqual([])
       for (const [path, name] of [["/v1/fee-calculation", "effect-fin.fee-calculation"], ["/v1/oauth/token", "effect-fin.token"]]) {
         const span = recorded.find((s) => s.name === name)!
-        const parent = requests.find((r) => r.path === path)?.headers.traceparent
-        expect(parent, path).toBe(`00-${span.traceId}-${span.spanId}-01`)
+        const headers = requests.find((r) => r.path === path)?.headers
+        expect(headers?.traceparent, path).toBe(`00-${span.traceId}-${span.spanId}-01`)
+        // b3 too, as the README and the option's table promise (single header: trace-span-sampled[-parent]).
+        expect(headers?.b3?.split("-").slice(0, 3).join("-"), path).toBe(`${span.traceId}-${span.spanId}-1`)
       }
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
 

@@ -6,8 +6,9 @@
  */
 
 /**
- * Eight covers every currency's minor unit (ISO 4217 has at most 4; a satoshi is the 8th). A float's artefact
- * (`0.1 + 0.2` is 0.30000000000000004) has about 16 significant digits, so below 10^7 it always shows past them.
+ * Eight covers every currency's minor unit (ISO 4217 has at most 4; a satoshi is the 8th). One operation's float
+ * artefact (`0.1 + 0.2` is 0.30000000000000004) has about 16 significant digits, so below 10^7 it always shows past
+ * them; the drift of a long running total may not (`0.01` added 258,481 times is 2584.81000001).
  */
 export const MAX_DECIMALS = 8
 
