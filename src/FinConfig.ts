@@ -65,9 +65,10 @@ export interface Options {
   /**
    * The client's retry budget, per operation (the fee quote, the subdivisions, each `HttpTransport.request` name):
    * the retries of the last 10 seconds may be at most 100 (10 a second) plus this percentage (a whole number from 0
-   * to 100) of the safe calls (those retried at all) first sent in those seconds; a retry beyond it is not made, its
-   * call ending with its last attempt's error. Default 20; `"unlimited"`: `maxRetries` alone bounds them. Token calls
-   * are not counted (their failures open a breaker), nor the one resend after a 401.
+   * to 100) of the safe calls (those the client may retry, whatever their `maxRetries`) first sent in those seconds;
+   * a retry beyond it is not made, its call ending with its last attempt's error. Default 20; `"unlimited"`:
+   * `maxRetries` alone bounds them. Token calls are not counted (their failures open a breaker), nor the one resend
+   * after a 401.
    */
   readonly retryBudget?: number | "unlimited" | undefined
   /** Per attempt of a token call. Default 10 s. */

@@ -1282,7 +1282,8 @@ export interface VerifiedDelivery {
 /**
  * `verify`, also telling which secret verified the delivery: its position in `secrets` (0 for a single secret), as the
  * handler gives its handlers in `Delivery.secret`. During a rotation, the old secret can go once no delivery has come
- * with its position for Fin's redelivery window. Fails and dies as `verify` does.
+ * with its position for a while (Fin documents no redelivery window; see the README's Webhooks section). Fails and
+ * dies as `verify` does.
  *
  * @since 0.1.0
  * @category verification
@@ -1712,7 +1713,7 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    * that fails is answered 500, so the service delivers again.
    */
   readonly handlers: H
-  /** Largest body read, in bytes (default 1 MiB); larger deliveries get 413. */
+  /** Largest body accepted, in bytes (default 1 MiB); a larger one gets 413, read up to the chunk that goes past it. */
   readonly maxBodySize?: number | undefined
   /**
    * How long a delivery's body may take to arrive (default 10 seconds; the service sends a small JSON document at

@@ -143,7 +143,7 @@ describe("redactor", () => {
     const upperHex = python.replace(/\\u([0-9a-f]{4})/g, (_, hex: string) => `\\u${hex.toUpperCase()}`)
     expect(upperHex).toContain("\\u00E4")
     expect(redactor([pySecret], 1024)(`{"secret":"${upperHex}"}`)).toBe(`{"secret":"<redacted>"}`)
-    // Python escapes non-ASCII only: a credential with `&<>'` too keeps those as they are (whole, not only its tail).
+    // Python escapes non-ASCII only: a credential with `&<` too keeps those as they are (whole, not only its start).
     const pyBoth = "pässwörd&<0123456789-abcdefghij"
     const pyEcho = pyBoth.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
     expect(pyEcho).toContain("d&<0")
