@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scheduler from "effect/Scheduler"
 import { Redis } from "ioredis"
-import { createDecipheriv, createHash, createHmac } from "node:crypto"
+import { type CipherGCMTypes, createDecipheriv, createHash, createHmac, hkdfSync } from "node:crypto"
 import * as Net from "node:net"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
@@ -229,6 +229,32 @@ describe("RedisTokenStore", () => {
       // A pair copied under another key does not decrypt (the key name is authenticated).
       yield* Effect.promise(() => redis.copy(`${prefix}:token:k`, `${prefix}:token:copied`))
       expect(yield* store.get("copied")).toEqual(Option.none())
+    }))
+
+  // README: "16, 24 or 32 bytes" means AES-128/192/256, and the keys are derived from yours with HKDF-SHA256, one to
+  // seal, one for the HMACs (their names fixed: another build must open what this one sealed).
+  it.scopedLive("a 16, 24 or 32-byte key seals with AES-128/192/256-GCM under its HKDF subkey; the HMAC under another",
+    () =>
+    Effect.gen(function*() {
+      const hkdf = (key: Uint8Array, use: string, length: number) =>
+        Buffer.from(hkdfSync("sha256", key, new Uint8Array(0), `effect-fin token store: ${use}`, length))
+      const redis = yield* redisClient
+      for (const size of [16, 24, 32]) {
+        const prefix = uniquePrefix(`aes-${size}`)
+        const raw = new Uint8Array(size).fill(7)
+        const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, encryptionKey: Redacted.make(raw) })
+        yield* seedTokens(store, "k", tokens("secret-access-token", Date.now() + 60_000))
+        const stored = yield* Effect.promise(() => redis.hgetall(`${prefix}:token:k`))
+        expect(stored.fp, `${size}`)
+          .toBe(createHmac("sha256", hkdf(raw, "fingerprint", 32)).update("secret-access-token").digest("hex"))
+        const sealed = Buffer.from(stored.v!.slice(3), "base64")
+        const algorithm = `aes-${size * 8}-gcm` as CipherGCMTypes
+        const decipher = createDecipheriv(algorithm, hkdf(raw, "AES-GCM", size), sealed.subarray(0, 12))
+        decipher.setAAD(Buffer.from(`${prefix}:token:k`))
+        decipher.setAuthTag(sealed.subarray(sealed.length - 16))
+        const text = Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()])
+        expect(JSON.parse(text.toString()).a, `${size}`).toBe("secret-access-token")
+      }
     }))
 
   // Someone who can write to Redis but lacks the key must not be able to fail every process's token step with an
