@@ -19,6 +19,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -28,7 +29,7 @@ import type { AddressInfo } from "node:net"
 import * as FinHttp from "../src/internal/http.js"
 import { UndiciHttpClient } from "../src/node/index.js"
 import { clientSuite } from "./emulator/clientSuite.js"
-import { closedPort, startConnectProxy } from "./support.js"
+import { closedPort, eventually, startConnectProxy } from "./support.js"
 
 // 4 MiB of a repeating pattern, so that a lost, repeated or reordered chunk shows.
 const largeBody = Buffer.from(Uint8Array.from({ length: 4 * 1024 * 1024 }, (_, i) => (i * 7) % 251))
@@ -380,6 +381,66 @@ describe("UndiciHttpClient", () => {
         expect(error._tag === "RequestError" && FinHttp.systemCode(error.cause)).toBe("PROXY_TUNNEL_CLOSED")
       }
       expect(closing.tunnels()).toEqual([host, host])
+    }))
+
+  // The proxy variables, emptied for a test and put back after it.
+  const proxyEnv = (env: Record<string, string>) => {
+    const names = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
+    return Effect.acquireRelease(
+      Effect.sync(() => {
+        const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]))
+        for (const name of names) delete process.env[name]
+        Object.assign(process.env, env)
+        return saved
+      }),
+      (saved) =>
+        Effect.sync(() => {
+          for (const [name, value] of Object.entries(saved)) {
+            if (value === undefined) delete process.env[name]
+            else process.env[name] = value
+          }
+        })
+    )
+  }
+  const proxyDispatcher = Effect.map(
+    Layer.build(UndiciHttpClient.dispatcherFromEnvProxy),
+    (context) => context.unsafeMap.get(NodeHttpClient.Dispatcher.key) as Undici.EnvHttpProxyAgent
+  )
+
+  // undici's rule, which the README states: an empty https_proxy is "not set", so https URLs take the http proxy.
+  it.scopedLive("dispatcherFromEnvProxy: an empty https_proxy sends https URLs through the http proxy", () =>
+    Effect.gen(function*() {
+      const proxy = yield* Effect.acquireRelease(
+        Effect.promise(() => startConnectProxy()),
+        (p) => Effect.promise(p.close)
+      )
+      yield* proxyEnv({ https_proxy: "", HTTP_PROXY: proxy.url })
+      const dispatcher = yield* proxyDispatcher
+      const port = yield* closedPort
+      yield* Effect.promise(() =>
+        Undici.request(`https://127.0.0.1:${port}/`, { dispatcher }).then(() => undefined, () => undefined)
+      )
+      expect(proxy.tunnels()).toEqual([`127.0.0.1:${port}`])
+    }))
+
+  it.scopedLive("dispatcherFromEnvProxy is closed with its layer, its connections to the proxy with it", () =>
+    Effect.gen(function*() {
+      const proxy = yield* Effect.acquireRelease(
+        Effect.promise(() => startConnectProxy()),
+        (p) => Effect.promise(p.close)
+      )
+      const scope = yield* Scope.make()
+      const dispatcher = yield* Scope.extend(
+        Effect.zipRight(proxyEnv({ HTTP_PROXY: proxy.url }), proxyDispatcher),
+        scope
+      )
+      expect(yield* Effect.promise(() =>
+        Undici.request(`${base}/text`, { dispatcher }).then((response) => response.body.text())
+      )).toBe("hello, world")
+      expect(proxy.open()).toBeGreaterThan(0)
+      yield* Scope.close(scope, Exit.void)
+      expect((dispatcher as unknown as { readonly destroyed: boolean }).destroyed).toBe(true)
+      yield* eventually(Effect.sync(() => proxy.open() === 0), "the proxy's sockets closed")
     }))
 
   it.live("interrupting a request before its headers aborts it: the server sees the connection closed", () =>

@@ -19,26 +19,36 @@ export interface Proxies {
 const read = (env: NodeJS.ProcessEnv, name: string): readonly [string, string | undefined] =>
   env[name.toLowerCase()] !== undefined ? [name.toLowerCase(), env[name.toLowerCase()]] : [name, env[name]]
 
-// A proxy URL undici tunnels through with CONNECT: http or https, with a host. undici also takes socks5://, refused
-// here: it tunnels otherwise, outside `pool` and its mends, and is experimental on Node 20.
-const isProxyUrl = (value: string): boolean => {
+const notProxyUrl = "is not a proxy URL: give http://host:port or https://host:port " +
+  "(http://user:pass@host:port with credentials)"
+
+// Why a value is no proxy URL undici tunnels through with CONNECT (http or https, with a host), if it is not. undici
+// also takes socks5://, refused here: it tunnels otherwise, outside `pool` and its mends, and is experimental on Node
+// 20. Credentials undici cannot decode (a bare `%`) would throw in its constructor: a defect naming nothing.
+const problemOf = (value: string): string | undefined => {
+  let url: URL
   try {
-    const url = new URL(value)
-    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+    url = new URL(value)
   } catch {
-    return false
+    return notProxyUrl
   }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return notProxyUrl
+  try {
+    decodeURIComponent(url.username)
+    decodeURIComponent(url.password)
+  } catch {
+    return "holds credentials that are not percent-encoded: write a % in them as %25"
+  }
+  return undefined
 }
 
 /** The proxies `env` names, or a `ConfigError` naming each variable that holds no proxy URL. */
 export const fromEnv = (env: NodeJS.ProcessEnv): Either.Either<Proxies, ConfigError.ConfigError> => {
   const [http, https] = [read(env, "HTTP_PROXY"), read(env, "HTTPS_PROXY")]
-  const refused = [https, http].flatMap(([name, value]) =>
-    value === undefined || value === "" || isProxyUrl(value)
-      ? []
-      : [ConfigError.InvalidData([name], "is not a proxy URL: give http://host:port or https://host:port " +
-        "(http://user:pass@host:port with credentials)")]
-  )
+  const refused = [https, http].flatMap(([name, value]) => {
+    const problem = value === undefined || value === "" ? undefined : problemOf(value)
+    return problem === undefined ? [] : [ConfigError.InvalidData([name], problem)]
+  })
   return refused.length === 0
     ? Either.right({
       ...(http[1] === undefined ? {} : { httpProxy: http[1] }),
