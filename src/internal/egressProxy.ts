@@ -42,7 +42,7 @@ const problemOf = (value: string): string | undefined => {
   return undefined
 }
 
-/** The proxies `env` names, or a `ConfigError` naming each variable that holds no proxy URL. */
+/** The proxies `env` names, or a `ConfigError` naming each variable that holds no proxy URL undici can use. */
 export const fromEnv = (env: NodeJS.ProcessEnv): Either.Either<Proxies, ConfigError.ConfigError> => {
   const [http, https] = [read(env, "HTTP_PROXY"), read(env, "HTTPS_PROXY")]
   const refused = [https, http].flatMap(([name, value]) => {
