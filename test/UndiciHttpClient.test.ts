@@ -326,22 +326,37 @@ describe("UndiciHttpClient", () => {
       expect(dispatched).toBe(2)
     }))
 
-  it.scopedLive("dispatcherFromEnvProxy: HTTP_PROXY, NO_PROXY, a bad variable, a proxy closing on CONNECT", () =>
-    Effect.gen(function*() {
-      const proxy = yield* Effect.acquireRelease(
-        Effect.promise(() => startConnectProxy()),
-        (proxy) => Effect.promise(proxy.close)
-      )
-      const names = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]
-      const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]))
-      yield* Effect.addFinalizer(() =>
+  // The proxy variables, emptied for a test and put back after it.
+  const proxyEnv = (env: Record<string, string>) => {
+    const names = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
+    return Effect.acquireRelease(
+      Effect.sync(() => {
+        const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]))
+        for (const name of names) delete process.env[name]
+        Object.assign(process.env, env)
+        return saved
+      }),
+      (saved) =>
         Effect.sync(() => {
           for (const [name, value] of Object.entries(saved)) {
             if (value === undefined) delete process.env[name]
             else process.env[name] = value
           }
         })
-      )
+    )
+  }
+  // A CONNECT proxy on loopback (see `startConnectProxy`), closed with the test's scope.
+  const connectProxy = (...args: Parameters<typeof startConnectProxy>) =>
+    Effect.acquireRelease(Effect.promise(() => startConnectProxy(...args)), (proxy) => Effect.promise(proxy.close))
+  const proxyDispatcher = Effect.map(
+    Layer.build(UndiciHttpClient.dispatcherFromEnvProxy),
+    (context) => context.unsafeMap.get(NodeHttpClient.Dispatcher.key) as Undici.EnvHttpProxyAgent
+  )
+
+  it.scopedLive("dispatcherFromEnvProxy: HTTP_PROXY, NO_PROXY, a bad variable, a proxy closing on CONNECT", () =>
+    Effect.gen(function*() {
+      const proxy = yield* connectProxy()
+      yield* proxyEnv({})
       const host = new URL(base).host
       const clients = [UndiciHttpClient.layerWithoutDispatcher, NodeHttpClient.layerUndiciWithoutDispatcher]
       // The variables are read when the layer is built.
@@ -371,10 +386,7 @@ describe("UndiciHttpClient", () => {
       delete process.env.HTTPS_PROXY
       // A proxy closing the connection before it answers CONNECT: the request fails, once, its code saying so (undici
       // alone asks again at once, for ever, and the request never ends).
-      const closing = yield* Effect.acquireRelease(
-        Effect.promise(() => startConnectProxy("close")),
-        (proxy) => Effect.promise(proxy.close)
-      )
+      const closing = yield* connectProxy("close")
       process.env.HTTP_PROXY = closing.url
       for (const client of clients) {
         const error = yield* Effect.flip(text(client))
@@ -383,37 +395,10 @@ describe("UndiciHttpClient", () => {
       expect(closing.tunnels()).toEqual([host, host])
     }))
 
-  // The proxy variables, emptied for a test and put back after it.
-  const proxyEnv = (env: Record<string, string>) => {
-    const names = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
-    return Effect.acquireRelease(
-      Effect.sync(() => {
-        const saved = Object.fromEntries(names.map((name) => [name, process.env[name]]))
-        for (const name of names) delete process.env[name]
-        Object.assign(process.env, env)
-        return saved
-      }),
-      (saved) =>
-        Effect.sync(() => {
-          for (const [name, value] of Object.entries(saved)) {
-            if (value === undefined) delete process.env[name]
-            else process.env[name] = value
-          }
-        })
-    )
-  }
-  const proxyDispatcher = Effect.map(
-    Layer.build(UndiciHttpClient.dispatcherFromEnvProxy),
-    (context) => context.unsafeMap.get(NodeHttpClient.Dispatcher.key) as Undici.EnvHttpProxyAgent
-  )
-
   // undici's rule, which the README states: an empty https_proxy is "not set", so https URLs take the http proxy.
   it.scopedLive("dispatcherFromEnvProxy: an empty https_proxy sends https URLs through the http proxy", () =>
     Effect.gen(function*() {
-      const proxy = yield* Effect.acquireRelease(
-        Effect.promise(() => startConnectProxy()),
-        (p) => Effect.promise(p.close)
-      )
+      const proxy = yield* connectProxy()
       yield* proxyEnv({ https_proxy: "", HTTP_PROXY: proxy.url })
       const dispatcher = yield* proxyDispatcher
       const port = yield* closedPort
@@ -425,10 +410,7 @@ describe("UndiciHttpClient", () => {
 
   it.scopedLive("dispatcherFromEnvProxy is closed with its layer, its connections to the proxy with it", () =>
     Effect.gen(function*() {
-      const proxy = yield* Effect.acquireRelease(
-        Effect.promise(() => startConnectProxy()),
-        (p) => Effect.promise(p.close)
-      )
+      const proxy = yield* connectProxy()
       const scope = yield* Scope.make()
       const dispatcher = yield* Scope.extend(
         Effect.zipRight(proxyEnv({ HTTP_PROXY: proxy.url }), proxyDispatcher),
