@@ -233,6 +233,9 @@ describe("Subdivisions", () => {
       // Full-width letters, as an input method types them, are letters.
       expect(normalize("Ｎｅｗ　Ｙｏｒｋ")).toBe("new york")
       expect(codes(Subdivisions.search("USA", "ｎｅｗ ｙｏｒｋ"))).toEqual(["US-NY"])
+      // Forms with no lower case of their own that decompose to a capital: bold, double-struck, squared.
+      expect(normalize("𝐍𝐞𝐰 𝐘𝐨𝐫𝐤")).toBe("new york")
+      expect(codes(Subdivisions.search("USA", "ℕew 🅈🄾🅁🄺"))).toEqual(["US-NY"])
     })
 
     it("ranks exact, then prefix, then word prefix, then substring", () => {

@@ -414,7 +414,9 @@ const foldChar = (char: string): string => {
   if (known !== undefined) return known
   let letters = ""
   let separator = false
-  for (const part of char.normalize("NFKD")) {
+  // Lower-cased after the decomposition too: a compatibility form may decompose to a capital that `toLowerCase` left
+  // alone ("𝐍", "ℕ", "🄽" -> "N").
+  for (const part of char.normalize("NFKD").toLowerCase()) {
     if (mark.test(part) || apostrophes.includes(part)) continue
     const folded = foldMap[part] ?? (letterOrDigit.test(part) ? part : undefined)
     if (folded === undefined) separator = true
