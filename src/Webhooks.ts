@@ -1160,6 +1160,8 @@ interface Decoded {
 
 // With `maxAge`, the clocks are trusted to agree within this (as Stripe's 5-minute signature tolerance does).
 const MAX_FUTURE_SKEW_MILLIS = 5 * 60_000
+// How long a handled id is kept past maxAge and the skew above (see `handlerSettings`).
+const DEDUPE_MARGIN_MILLIS = 60_000
 
 // `ignoreBOM`: a leading byte order mark is kept in the text (`Delivery.body` is the body as signed), and skipped
 // only for JSON.parse.
@@ -1745,9 +1747,9 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly claimTtl?: FinConfig.DurationOption | undefined
   /**
    * How long handled event ids are remembered (default 24 hours; when `maxAge` is set, at least `maxAge` and the 5
-   * minutes an event may be dated ahead, so that a replay is refused either as too old or as a duplicate). A delivery
-   * repeated after that runs the handlers again, as does one whose id a bounded store dropped first (the in-memory
-   * store keeps at most `maxEntries`, 10,000 by default).
+   * minutes an event may be dated ahead, and a minute more, so that a replay is refused either as too old or as a
+   * duplicate). A delivery repeated after that runs the handlers again, as does one whose id a bounded store dropped
+   * first (the in-memory store keeps at most `maxEntries`, 10,000 by default).
    */
   readonly dedupeTtl?: FinConfig.DurationOption | undefined
   /**
@@ -1851,10 +1853,12 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
   // 0 (an empty variable read as a number) would refuse every delivery: no event is empty.
   if (!Number.isSafeInteger(limit) || limit < 1) throw invalid("maxBodySize must be a whole number of bytes, 1 or more")
   const maxAge = options.maxAge === undefined ? undefined : duration("maxAge", options.maxAge, false)
-  // An event dated ahead of this clock (as far as maxAge allows) stays young for that much longer than maxAge.
+  // An event dated ahead of this clock (as far as maxAge allows) stays young for that much longer than maxAge. A
+  // minute more: at exactly maxAge old it is not too old yet, and its age is on the wall clock, the store's time on the
+  // monotonic one.
   const dedupeTtl = Duration.max(
     duration("dedupeTtl", options.dedupeTtl ?? "24 hours", false),
-    maxAge === undefined ? Duration.zero : Duration.sum(maxAge, MAX_FUTURE_SKEW_MILLIS)
+    maxAge === undefined ? Duration.zero : Duration.sum(maxAge, MAX_FUTURE_SKEW_MILLIS + DEDUPE_MARGIN_MILLIS)
   )
   return {
     secrets,
