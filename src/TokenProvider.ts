@@ -634,7 +634,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           config.maxRetries,
           usableUntil
         )
-        return yield* toState(response)
+        const pair = yield* toState(response)
+        // A refresh answer without a new refresh token leaves the one just used in force (RFC 6749 section 6): it is
+        // kept, rather than the client secret sent again at the next refresh.
+        return Option.isNone(pair.refresh) ? { ...pair, refresh: Option.some<Refresh>({ token, usableUntil }) } : pair
       }).pipe(
         // A refused refresh token (401, another 4xx but 408) means: issue anew. A refresh route that still fails after
         // its retries (5xx, 408, timeout, unreachable, an answer that does not decode) gets one issue attempt, without

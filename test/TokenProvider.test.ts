@@ -230,6 +230,29 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "3570 seconds" })))))
 
+  it.effect("a refresh answer without a refresh token keeps the one it used (RFC 6749 6), rather than issuing anew", () => {
+    let refreshed = 0
+    return Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR - MIN)
+      expect(yield* tokenValue).toBe("refreshed-1")
+      yield* advance(HOUR)
+      expect(yield* tokenValue).toBe("refreshed-2")
+      const bodies = (yield* requestsTo("/v1/oauth/refresh-token")).map((r) => r.body)
+      expect(bodies).toEqual([{ refresh_token: "refresh-1" }, { refresh_token: "refresh-1" }])
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
+      "POST /v1/oauth/refresh-token": () =>
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          FinTest.json(200, {
+            access_token: `refreshed-${++refreshed}`,
+            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
+            current_time: FinTest.formatServiceTimestamp(now)
+          }))
+    }))
+  })
+
   it.effect("an early refresh that fails gives callers the still-usable token; only a used-up one fails them", () => {
     const log = captureLogs()
     let down = false
