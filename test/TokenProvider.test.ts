@@ -230,7 +230,7 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "3570 seconds" })))))
 
-  it.effect("a refresh answer without a refresh token keeps the one it used (RFC 6749 6), rather than issuing anew", () => {
+  it.effect("a refresh answer without a refresh token keeps the one it used (RFC 6749 6), not issuing anew", () => {
     let refreshed = 0
     return Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")
