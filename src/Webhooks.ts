@@ -2001,12 +2001,24 @@ const readBeforeMessage = "the body was read before the handler (a body parser, 
   "mount the handler where nothing reads the body first (see \"Do not parse the body before the handler\" in " +
   "the README)"
 
+// A body sent compressed (by a proxy on the way, say) would fail as a bad signature or as not JSON, pointing at the
+// secret or at the sender: the encoding is named instead (its first 64 characters, quoted: the sender's text).
+const encodingOf = (header: string | undefined): string | undefined => {
+  const value = header?.trim().toLowerCase()
+  return value === undefined || value === "" || value === "identity" ? undefined : value
+}
+
+const encodedMessage = (encoding: string) =>
+  `the body came with Content-Encoding ${JSON.stringify(encoding.slice(0, 64))}: Fin signs and sends it unencoded, ` +
+  "so whatever compressed it on the way (a proxy) must leave webhook deliveries as they are"
+
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
 
 /**
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
- * 1. checks `Content-Length` against `maxBodySize` (413), then reads the body on every runtime, stopping at the chunk
+ * 1. checks `Content-Length` against `maxBodySize` (413), refuses a `Content-Encoding` other than `identity` (400:
+ *    Fin sends the body unencoded, and signs it so), then reads the body on every runtime, stopping at the chunk
  *    that goes past that many bytes (413), within `bodyTimeout` (408);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
@@ -2409,6 +2421,8 @@ const makeApp = <const H extends object>(
     // Checked before the body is read, so unsigned requests cost no body read.
     const parsed = Signature.check(request.headers)
     if (Either.isLeft(parsed)) return yield* reject(parsed.left, true)
+    const encoding = encodingOf(request.headers["content-encoding"])
+    if (encoding !== undefined) return yield* reject(malformed(encodedMessage(encoding)), true)
     if (bodyReadBefore(request.source)) return yield* reject(malformed(readBeforeMessage))
     const read = contentLength === "0"
       ? Effect.succeed(new Uint8Array(0))

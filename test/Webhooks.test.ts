@@ -30,6 +30,7 @@ import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHmac } from "node:crypto"
 import { runInNewContext } from "node:vm"
+import * as Zlib from "node:zlib"
 import type { WebhookVerificationError } from "../src/FinError.js"
 import type * as FinConfig from "../src/FinConfig.js"
 import { NodeWebhookCrypto } from "../src/node/index.js"
@@ -1118,6 +1119,30 @@ describe("Webhooks.handler", () => {
       const answer = yield* send(handle, new Request(url, { method: "POST", body: currentBody, headers }))
       expect([answer.status, JSON.parse(answer.body)]).toEqual([400, { error: "malformed_body" }])
       expect(answer.headers.get("connection")).toBe("close")
+    }))
+
+  // A compressed body fails its signature or its JSON either way it was signed: the encoding is named instead.
+  it.effect("answers 400 to a Content-Encoding other than identity, naming it in the log, without reading the body", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const { handle, seen } = yield* recordingHandler((record) => ({
+        "beneficiary.status": (event) => record(event.id)
+      })).pipe(Effect.provide(capture))
+      const compressed = Zlib.gzipSync(currentBody)
+      for (const body of [compressed, new TextEncoder().encode(currentBody)]) {
+        const headers = { ...(yield* Webhooks.sign(body, secret)), "content-encoding": " GZip " }
+        const answer = yield* send(handle, new Request(url, { method: "POST", body, headers }))
+        expect([answer.status, JSON.parse(answer.body)]).toEqual([400, { error: "malformed_body" }])
+        expect(answer.headers.get("connection")).toBe("close")
+      }
+      // (JSON in the log line: its quotes escaped.)
+      expect(logs.join("\n")).toContain(`the body came with Content-Encoding \\"gzip\\"`)
+      expect(yield* seen).toEqual([])
+      // No encoding, said or not, is the body as signed.
+      for (const encoding of ["identity", ""]) {
+        const headers = { ...(yield* Webhooks.sign(currentBody, secret)), "content-encoding": encoding }
+        expect((yield* send(handle, new Request(url, { method: "POST", body: currentBody, headers }))).status).toBe(200)
+      }
     }))
 
   it.effect("answers 413 for a chunked body over the limit, stopping at the limit", () =>
