@@ -378,8 +378,12 @@ const verify = Command.make(
         secret,
         Option.match(environment, { onNone: () => ({}), onSome: (environment) => ({ environment }) })
       )
-      const sent = JSON.parse(new TextDecoder().decode(body))
-      yield* print(args.json, { verified: true, event: sent }, () =>
+      const signed = new TextDecoder().decode(body)
+      // The event as it was signed, not read back through numbers (one past 2^53 would print as another, one past
+      // 1e308 as null): a script reading `event` gets what the signature covers.
+      if (args.json) return yield* Console.log(`{\n  "verified": true,\n  "event": ${Render.compactJson(signed)}\n}`)
+      const sent = JSON.parse(signed)
+      yield* Console.log(
         Render.pairs([
           ["verified", "yes"],
           [
@@ -390,7 +394,8 @@ const verify = Command.make(
           ["sandbox mode", Option.match(event.sandbox_mode, { onNone: () => "not said", onSome: String })],
           // As sent: the service's timestamps have microseconds, which a DateTime does not keep.
           ["created at", sent.event.created_at]
-        ]))
+        ])
+      )
     }).pipe(failingAsJson(args.json))
 ).pipe(Command.withDescription(
     "Verify a webhook body read from standard input (secret from FIN_WEBHOOK_SECRET; with FIN_ENVIRONMENT set, an " +
@@ -407,6 +412,11 @@ const webhook = Command.make("webhook").pipe(
 // ---------------------------------------------------------------------------------------------------------------------
 
 const noOptions: Emulator.Options = {}
+
+// A value as one word of a POSIX shell, so the printed line works pasted: as it is when nothing in it is special to
+// the shell, else in single quotes (an options file's credentials may hold a space or a quote).
+const shellWord = (value: string): string =>
+  /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`
 
 // The most an options file may hold: the emulator's admin API takes bodies up to 1 MiB too.
 const MAX_OPTIONS_BYTES = 1024 * 1024
@@ -481,8 +491,12 @@ const emulator = Command.make(
       yield* Console.log(Render.pairs([
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
         ["admin", `${running.url}/__emulator`],
-        ["use it with", `FIN_BASE_URL=${running.url} FIN_CLIENT_ID=${running.credentials.clientId} FIN_CLIENT_SECRET=${running.credentials.clientSecret}`],
-        ["webhooks", `signed with FIN_WEBHOOK_SECRET=${running.webhookSecret}`],
+        [
+          "use it with",
+          `FIN_BASE_URL=${shellWord(running.url)} FIN_CLIENT_ID=${shellWord(running.credentials.clientId)} ` +
+          `FIN_CLIENT_SECRET=${shellWord(running.credentials.clientSecret)}`
+        ],
+        ["webhooks", `signed with FIN_WEBHOOK_SECRET=${shellWord(running.webhookSecret)}`],
         ...Object.entries(args.options.beneficiaries ?? Emulator.defaultBeneficiaries).map(([id, beneficiary]) =>
           [
             "beneficiary",
@@ -691,7 +705,11 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
   const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
     colourOn(stream) && !args.some((arg) => arg.includes("\x1b"))
-  return Command.run(command, { name: "effect-fin", version })(argv).pipe(
+  // A run without `--json` prints its failures as text even after one with it, in one process (a program or a test).
+  const reset = Effect.sync(() => {
+    jsonFailures = false
+  })
+  return Effect.zipRight(reset, Command.run(command, { name: "effect-fin", version })(argv)).pipe(
     // Option names as written: @effect/cli's default case-insensitive matching consumes `--JSON` (or `--OFFLINE`,
     // `--FROM USD` with its value) and then finds no value under `--json`, so the option was silently dropped (a
     // table for a script that asked JSON, a network call for `--OFFLINE`). A usage error instead.
@@ -722,8 +740,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
         ? Effect.void
         : Console.error(Render.errorLine(error))
     ),
-    // A defect (a bug, or a value no code path expected: a signed body nested too deep for `--json` to write out)
-    // would otherwise end the process with exit 1 and not a word (the runtime's own report is off): one line too.
+    // A defect (a bug, or a value no code path expected) would otherwise end the process with exit 1 and not a word
+    // (the runtime's own report is off): one line too.
     Effect.catchAllDefect((defect) => {
       const said = Predicate.hasProperty(defect, "message") && typeof defect.message === "string"
         ? defect.message.split("\n")[0]!

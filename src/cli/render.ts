@@ -34,6 +34,9 @@ export const printable = Printable.printable
 /** `value` as indented JSON, safe to print (a webhook's signed body is the sender's text). */
 export const json = (value: unknown): string => Printable.json(value, 2)
 
+/** JSON text as written (its numbers too), on one line, safe to print (see `internal/printable`). */
+export const compactJson = Printable.compactJson
+
 // The columns a cell takes on a terminal: a combining mark takes none (Jordan's "Al ‘A̅şimah" takes 10 columns, in 11
 // code units). Not the emoji presentation selector or the keycap mark: "❤️" and "1️⃣" are drawn two columns wide.
 const columns = (cell: string): number => cell.replace(/(?![\ufe0f\u20e3])[\p{Mn}\p{Me}]/gu, "").length

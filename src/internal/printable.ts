@@ -31,7 +31,37 @@ export const printable = (text: string): string => text.replace(unprintable, esc
  */
 export const json = (value: unknown, space?: number): string =>
   // `undefined` (or a function) has no JSON: `null` stands for it, as in an array.
-  (JSON.stringify(value, null, space) ?? "null").replace(rawInJson, escape)
+  jsonText(JSON.stringify(value, null, space) ?? "null")
+
+/**
+ * JSON text (valid JSON: parsed already) with the white space between its tokens taken out, and escaped as `json`
+ * escapes it: the same document, on one line, safe to print, its numbers and strings as written (where `JSON.parse`
+ * and `json` would make a number past 2^53 another one, and one past 1e308 `null`).
+ */
+export const compactJson = (text: string): string => {
+  let out = ""
+  let from = 0
+  let i = 0
+  while (i < text.length) {
+    const c = text.charCodeAt(i++)
+    if (c === 0x22) {
+      // A string, to its closing quote: past each backslash's escaped character.
+      for (let d = text.charCodeAt(i); i < text.length && d !== 0x22; d = text.charCodeAt(i)) i += d === 0x5c ? 2 : 1
+      i++
+    } else if (isJsonSpace(c)) {
+      out += text.slice(from, i - 1)
+      while (i < text.length && isJsonSpace(text.charCodeAt(i))) i++
+      from = i
+    }
+  }
+  return jsonText(out + text.slice(from))
+}
+
+const isJsonSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+
+// In valid JSON what `printable` escapes beyond the C0 controls can only be in a string, where its escape is the same
+// text.
+const jsonText = (text: string): string => text.replace(rawInJson, escape)
 
 // A colour code (an SGR sequence) as a whole, or one character `printable` escapes other than a line feed or a tab.
 const screenUnsafe = new RegExp(`${colourCodeSource}|${linesUnsafeSource}`, "gu")
