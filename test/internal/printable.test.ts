@@ -11,6 +11,12 @@ describe("internal/printable", () => {
     expect(Printable.json(() => 1)).toBe("null")
   })
 
+  it("compactJson takes out the white space between tokens only, keeps numbers as written, escapes as json does", () => {
+    const text = ' {\r\n\t"a b" : [ 1e400 , 9007199254740993 ],\n "q\\" \\\\" : "x \u2028 \\" y" , "e": { } } \n'
+    expect(Printable.compactJson(text)).toBe('{"a b":[1e400,9007199254740993],"q\\" \\\\":"x \\u2028 \\" y","e":{}}')
+    expect(JSON.parse(Printable.compactJson(text))).toEqual(JSON.parse(text))
+  })
+
   it("screen keeps line feeds, tabs and (with colour on) colour codes; escapes the rest", () => {
     const text = "\u001b[1mUsage\u001b[0m\n\tx\r\u0007\u001b]0;t"
     expect(Printable.screen(text, true)).toBe("\u001b[1mUsage\u001b[0m\n\tx\\u000d\\u0007\\u001b]0;t")
