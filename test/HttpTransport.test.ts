@@ -2497,6 +2497,27 @@ describe("HttpTransport", () => {
         JSON.stringify({ message: "Invalid", errors: Array.from({ length: n }, (_, i) => ({ [`f${i}`]: "bad" })) })
       expect(parseErrorBody(fields(20)).understood).toBe(true)
       expect(parseErrorBody(fields(21)).understood).toBe(false)
+      // The same bound in `data`, in `error.details`, and counting a field's messages one by one; 20 kept, in order.
+      const bodies = (n: number) => {
+        const names = Array.from({ length: n }, (_, i) => `f${i}`)
+        return [
+          { message: "Invalid", data: Object.fromEntries(names.map((name) => [name, "bad"])) },
+          { error: { message: "Invalid", details: names.map((field) => ({ field, message: "bad" })) } },
+          { message: "Invalid", errors: [{ f: names }] }
+        ].map((body) => parseErrorBody(JSON.stringify(body)))
+      }
+      expect(bodies(20).map((parsed) => [parsed.understood, parsed.fieldErrors?.length])).toEqual([
+        [true, 20],
+        [true, 20],
+        [true, 20]
+      ])
+      const first20 = Array.from({ length: 20 }, (_, i) => `f${i}`)
+      expect(bodies(25_000).map((parsed) => [parsed.understood, parsed.fieldErrors?.map((f) => `${f.field}:${f.message}`)]))
+        .toEqual([
+          [false, first20.map((name) => `${name}:bad`)],
+          [false, first20.map((name) => `${name}:bad`)],
+          [false, first20.map((name) => `f:${name}`)]
+        ])
     })
 
     it.effect("the service's message is kept whole up to 1,024 characters, cut with ... past that", () =>

@@ -142,13 +142,23 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 const isStringArray = (u: unknown): u is ReadonlyArray<string> =>
   Array.isArray(u) && u.every((item) => typeof item === "string")
 
+// One more than is kept is enough to know there were more (the body is then kept too): a 4 MiB body listing 300,000
+// field errors would otherwise build a FieldError for each, a second or more of blocked event loop, to keep 20.
+const addField = (out: Array<FieldError>, field: string, message: string): void => {
+  if (out.length <= MAX_FIELD_ERRORS) out.push(new FieldError({ field, message }))
+}
+
 // `{"field": "msg"}` or `{"field": ["msg", ...]}`, as found in `errors[]` items and in a 400's `data`. Answers whether
 // every entry was taken.
 const addFieldErrors = (record: Record<string, unknown>, out: Array<FieldError>): boolean => {
   let all = true
-  for (const [field, value] of Object.entries(record)) {
-    if (typeof value === "string") out.push(new FieldError({ field, message: value }))
-    else if (isStringArray(value)) for (const message of value) out.push(new FieldError({ field, message }))
+  // Not `Object.entries`: a pair made for each of 300,000 keys costs more than the parse that read them.
+  for (const field in record) {
+    // More than are kept: the body is kept too, and the rest need not be looked at.
+    if (out.length > MAX_FIELD_ERRORS) return false
+    const value = record[field]
+    if (typeof value === "string") addField(out, field, value)
+    else if (isStringArray(value)) for (const message of value) addField(out, field, message)
     else all = false
   }
   return all
@@ -161,7 +171,7 @@ const addFieldItem = (item: Record<string, unknown>, out: Array<FieldError>): bo
   const { field, message } = item
   const messages = typeof message === "string" ? [message] : isStringArray(message) ? message : undefined
   if (typeof field !== "string" || messages === undefined) return undefined
-  for (const text of messages) out.push(new FieldError({ field, message: text }))
+  for (const text of messages) addField(out, field, text)
   return Object.keys(item).length === 2
 }
 
@@ -170,7 +180,10 @@ const addDetails = (details: unknown, out: Array<FieldError>): boolean => {
   if (details === null || details === undefined) return true
   if (!Array.isArray(details)) return false
   let all = true
-  for (const item of details) if (!(isRecord(item) && addFieldItem(item, out))) all = false
+  for (const item of details) {
+    if (out.length > MAX_FIELD_ERRORS) return false
+    if (!(isRecord(item) && addFieldItem(item, out))) all = false
+  }
   return all
 }
 
@@ -195,13 +208,20 @@ interface ParsedErrorBody {
  * envelope, so each field is read on its own: one of an unexpected type (a `status` as text, `errors` as one object
  * rather than a list of them) does not cost the others.
  */
-export const parseErrorBody = (text: string): ParsedErrorBody => {
-  let body: unknown
+export const parseErrorBody = (text: string): ParsedErrorBody => readErrorBody(parseJson(text))
+
+const NOT_JSON: unique symbol = Symbol("effect-fin/NotJson")
+
+// A body's JSON, parsed once (a 4 MiB one costs a good part of a second), or NOT_JSON.
+const parseJson = (text: string): unknown => {
   try {
-    body = JSON.parse(text)
+    return JSON.parse(text)
   } catch {
-    return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
+    return NOT_JSON
   }
+}
+
+const readErrorBody = (body: unknown): ParsedErrorBody => {
   if (!isRecord(body)) return { message: undefined, code: undefined, fieldErrors: undefined, understood: false }
   const fields: Array<FieldError> = []
   let message: string | undefined
@@ -214,6 +234,7 @@ export const parseErrorBody = (text: string): ParsedErrorBody => {
     else if (key === "status" && typeof value === "number" && Number.isFinite(value)) status = value
     else if (key === "errors" && (Array.isArray(value) || isRecord(value))) {
       for (const item of Array.isArray(value) ? value : [value]) {
+        if (fields.length > MAX_FIELD_ERRORS) break
         // An item with a message but no field (`{code, message}`) is an error of its own, not a map of fields.
         const taken = isRecord(item) &&
           (addFieldItem(item, fields) ?? (!("message" in item) && addFieldErrors(item, fields)))
@@ -472,11 +493,13 @@ const transportError = (
 const redactor = (credentials: ReadonlyArray<string>) => Redact.redactor(credentials, MAX_BODY_IN_ERROR)
 
 // A raw body as kept in an error: JSON re-serialised with the standard escapes (so the redaction sees the credential),
-// and no longer than MAX_BODY_IN_ERROR.
-const normalisedBody = (text: string): string => {
+// from the parse already made.
+const normalisedBody = (text: string, json: unknown): string => {
+  if (json === NOT_JSON) return text
   try {
-    return JSON.stringify(JSON.parse(text))
+    return JSON.stringify(json)
   } catch {
+    // Nested deeper than the stack allows to write back (it could be read): kept as it came.
     return text
   }
 }
@@ -511,7 +534,8 @@ const statusError = (
   const said = (text: string) => Printable.printable(short(redactLine(oneLine(text))))
   const requestId = requestIdOf(headers, redact)
   const common = { operation: spec.operation, attempts: spec.attempt, ...(requestId ? { requestId } : {}) }
-  const parsed = parseErrorBody(text)
+  const json = parseJson(text)
+  const parsed = readErrorBody(json)
   const message = parsed.message === undefined ? undefined : said(parsed.message)
   const retryAfter = parseRetryAfter(headers, nowMillis)
   if (status === 401) {
@@ -528,7 +552,7 @@ const statusError = (
     ? {}
     : { code: typeof parsed.code === "string" ? Printable.printable(short(redact(parsed.code))) : parsed.code }
   const body = !parsed.understood && spec.keepBody && text !== ""
-    ? { body: upTo(redact(normalisedBody(text)), MAX_BODY_IN_ERROR) }
+    ? { body: upTo(redact(normalisedBody(text, json)), MAX_BODY_IN_ERROR) }
     : {}
   const fields = parsed.fieldErrors?.map((f) =>
     new FieldError({
