@@ -2512,12 +2512,13 @@ describe("HttpTransport", () => {
         [true, 20]
       ])
       const first20 = Array.from({ length: 20 }, (_, i) => `f${i}`)
-      expect(bodies(25_000).map((parsed) => [parsed.understood, parsed.fieldErrors?.map((f) => `${f.field}:${f.message}`)]))
-        .toEqual([
-          [false, first20.map((name) => `${name}:bad`)],
-          [false, first20.map((name) => `${name}:bad`)],
-          [false, first20.map((name) => `f:${name}`)]
-        ])
+      const kept = (parsed: ReturnType<typeof parseErrorBody>) =>
+        parsed.fieldErrors?.map((f) => `${f.field}:${f.message}`)
+      expect(bodies(25_000).map((parsed) => [parsed.understood, kept(parsed)])).toEqual([
+        [false, first20.map((name) => `${name}:bad`)],
+        [false, first20.map((name) => `${name}:bad`)],
+        [false, first20.map((name) => `f:${name}`)]
+      ])
     })
 
     it.effect("the service's message is kept whole up to 1,024 characters, cut with ... past that", () =>
