@@ -16,6 +16,7 @@ import * as Redacted from "effect/Redacted"
 import * as Durations from "./internal/duration.js"
 import * as Loopback from "./internal/loopback.js"
 import * as OptionNames from "./internal/optionNames.js"
+import * as Padded from "./internal/padded.js"
 import * as Printable from "./internal/printable.js"
 import { version } from "./internal/version.js"
 
@@ -326,7 +327,8 @@ const checks = (options: Options): Checked => {
       // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
       // value), not as a 401 from the token call.
       [
-        () => typeof secret !== "string" || secret.trim() === secret,
+        // A C0 control or NEL too (a C string's NUL), as a webhook secret is checked: sent, it would only be a 401.
+        () => typeof secret !== "string" || !Padded.isPadded(secret),
         "clientSecret must not start or end with whitespace (a trailing newline, say)"
       ]
     ),
