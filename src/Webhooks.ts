@@ -1947,6 +1947,26 @@ const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   body_timeout: 408
 }
 
+// A cause as Effect's loggers render it, or undefined where that throws (an error whose causes make a cycle).
+const renderedOrUndefined = (cause: Cause.Cause<unknown>): string | undefined => {
+  try {
+    return Cause.pretty(cause, { renderErrorCause: true })
+  } catch {
+    return undefined
+  }
+}
+
+// What a failure's error is called (its name and message), for a cause that cannot be rendered whole.
+const squashedName = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  try {
+    if (error instanceof Error) return `${error.name}: ${error.message}`
+    return Predicate.isObject(error) ? "an object" : String(error)
+  } catch {
+    return "an error that cannot be shown"
+  }
+}
+
 // The most of a failed handler's text logged once it had to be redacted: its cause and stack, not a page.
 const MAX_FAILURE_TEXT = 16 * 1024
 
@@ -2130,8 +2150,18 @@ const makeApp = <const H extends object>(
   // since, maybe).
   const logFailure = (cause: Cause.Cause<unknown>) => {
     // As Effect's loggers render it (an error's own `cause` included), searched whole however long.
-    const text = Cause.pretty(cause, { renderErrorCause: true })
-    const redacted = Redact.redactor(secrets.keys.flatMap((key) => textOf(key) ?? []), text.length)(text)
+    const text = renderedOrUndefined(cause)
+    const redact = (text: string) =>
+      Redact.redactor(secrets.keys.flatMap((key) => textOf(key) ?? []), text.length)(text)
+    // An error that is its own cause, or its cause's (a cycle), overflows Effect's rendering, in every logger too: said
+    // without it, rather than not at all.
+    if (text === undefined) {
+      return Effect.logError(
+        "effect-fin: webhook handler failed with an error whose causes make a cycle (not renderable): " +
+          redact(squashedName(cause)).slice(0, MAX_FAILURE_TEXT)
+      )
+    }
+    const redacted = redact(text)
     return redacted === text
       ? Effect.logError("effect-fin: webhook handler failed", cause)
       // One message: a second would be a second `message` key in a logfmt line, which parsers drop.

@@ -2829,6 +2829,29 @@ describe("Webhooks.handler", () => {
       expect(failed[2]).not.toContain("redacted")
     }))
 
+  // Effect's rendering of a cause (Cause.pretty, every logger) overflows the stack on an error that is its own cause:
+  // the failure is still said, by name and message (redacted), and the event is not marked handled.
+  it.effect("a handler failing with an error whose causes make a cycle is logged by name and message, not lost", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const cyclic = new Error(`ledger unreachable with ${secretValue}`) as Error & { cause?: unknown }
+      cyclic.cause = new Error("retry later", { cause: cyclic })
+      let runs = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.suspend(() => runs++ === 0 ? Effect.fail(cyclic) : Effect.void) }
+      })).pipe(Effect.provide(capture))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      expect(logs.filter((line) => line.includes("webhook handler failed"))).toEqual([
+        expect.stringContaining(
+          "webhook handler failed with an error whose causes make a cycle (not renderable): " +
+            "Error: ledger unreachable with <redacted>"
+        )
+      ])
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
+      expect(runs).toBe(2)
+    }))
+
   // Only the handler's own stop for its claim is said as stopped: a failure of the handler's that is an object (an
   // Error, a tagged error) is still its failure.
   it.effect("a handler failing with an error object is logged as a failed handler, not one stopped for its claim", () =>
