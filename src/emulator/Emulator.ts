@@ -314,7 +314,11 @@ export interface Options {
     | undefined
   /** Fault rules active from the start (and again after a reset). */
   readonly faults?: ReadonlyArray<FaultRule> | undefined
-  /** Seed of the `Random` behind fault rates and ids, for runs that repeat exactly; default: Effect's `Random`. */
+  /**
+   * Seed of the `Random` behind fault rates and ids, for runs that repeat exactly; default: Effect's `Random`. A
+   * default webhook event id is still new after a reset and apart from another emulator's in this process (the ids of
+   * a run repeat in the next run of the same program).
+   */
   readonly seed?: number | undefined
   /** Secret the webhook sender signs with; default `emulator-webhook-secret`. */
   readonly webhookSecret?: string | undefined

@@ -1522,6 +1522,21 @@ describe("Emulator", () => {
         expect(refused.message).toContain("eventId")
       }))
 
+    // A default event id is new: with a seed too, after a reset, and from a second emulator of the same seed (a
+    // receiver de-duplicating by id would drop the event as one it handled).
+    it.scopedLive("with a seed, a default event id is new after a reset, and apart from another emulator's", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver("whsec-test")
+        const emulator = yield* Emulator.make({ seed: 1, webhookSecret: "whsec-test", webhookUrl: target.url })
+        const first = yield* emulator.sendWebhook({ status: "PROCESSING" })
+        yield* emulator.reset
+        const second = yield* emulator.sendWebhook({ status: "ACTIVE" })
+        const other = yield* Emulator.make({ seed: 1, webhookSecret: "whsec-test", webhookUrl: target.url })
+        const third = yield* other.sendWebhook({ status: "REJECTED" })
+        const ids = [first, second, third].map((delivery) => delivery.event.event.id)
+        expect(new Set(ids).size).toBe(3)
+      }))
+
     it.scopedLive("the admin endpoint registers a target and sends; failures are reported", () =>
       Effect.gen(function*() {
         const emulator = yield* Emulator.make()

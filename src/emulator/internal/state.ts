@@ -152,6 +152,10 @@ export const make = (settings: Settings): Effect.Effect<State> =>
         ? ambient
         : Random.make(stream === "" ? settings.seed : `${settings.seed}:${stream}`)
     let random = newRandom("")
+    // Event ids: a stream of their own, never restarted by a reset and apart for each emulator of the process (as
+    // tokens are), so that a default event id is always new: a receiver de-duplicating by id would otherwise drop the
+    // first event after a reset (or from a second emulator with the same seed) as a duplicate of one it handled.
+    const eventRandom = settings.seed === undefined ? ambient : Random.make(`${settings.seed}:events:${emulator}`)
     // One fault stream per route: a route's rolls are not moved by requests to the others either (under a `*` rule,
     // token requests, whose number timed revocations change, would otherwise move every fee decision after them).
     const newFaultRandoms = () => new Map(routeNames.map((route) => [route, newRandom(`faults:${route}`)] as const))
@@ -311,7 +315,7 @@ export const make = (settings: Settings): Effect.Effect<State> =>
 
     const uuid = Effect.gen(function*() {
       const words: Array<number> = []
-      for (let i = 0; i < 8; i++) words.push(yield* random.nextIntBetween(0, 0x10000))
+      for (let i = 0; i < 8; i++) words.push(yield* eventRandom.nextIntBetween(0, 0x10000))
       const [a, b, c, d, e, f, g, h] = words as [number, number, number, number, number, number, number, number]
       // Version 4, RFC 4122 variant.
       return `${hex(a, 4)}${hex(b, 4)}-${hex(c, 4)}-${hex((d & 0x0fff) | 0x4000, 4)}-${
