@@ -124,8 +124,18 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const configError = (message: string) => new TokenStore.TokenStoreError({ operation: "configure", message })
 
 const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>) => {
-  const value = Redacted.value<Uint8Array | string>(key)
-  if (typeof value !== "string") return Either.right(new Uint8Array(value))
+  // A wiped Redacted, or no Redacted at all (untyped code: `encryptionKey: process.env.KEY`), throws in
+  // Redacted.value: refused as a key that is none, not a defect (nor a number read as that many zero bytes).
+  let value: unknown
+  try {
+    value = Redacted.isRedacted(key) ? Redacted.value<unknown>(key as Redacted.Redacted<unknown>) : undefined
+  } catch {
+    value = undefined
+  }
+  if (value instanceof Uint8Array) return Either.right(new Uint8Array(value))
+  if (typeof value !== "string") {
+    return Either.left(configError("encryptionKey must be a Redacted string (base64) or Uint8Array, not wiped"))
+  }
   // Hex (`openssl rand -hex 16`) is valid base64 too, of another length and another key.
   if (/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{48}|[0-9a-fA-F]{64})$/.test(value.trim())) {
     return Either.left(configError("encryptionKey looks like hex; give it as base64 (or a Uint8Array)"))

@@ -440,6 +440,14 @@ describe("RedisTokenStore", () => {
       // A base64 key read from a file with its newline: said as such, not as text that is not base64.
       expect(yield* refused(Redacted.make(`${Buffer.from(new Uint8Array(32)).toString("base64")}\n`)))
         .toBe("encryptionKey starts or ends with whitespace (a trailing newline, say)")
+      // A wiped key (a layer built again after a shutdown), no Redacted (untyped code), a number (not 16 zero bytes):
+      // refused as a key that is none, not a defect.
+      const wiped = Redacted.make(Buffer.from(new Uint8Array(16)).toString("base64"))
+      Redacted.unsafeWipe(wiped)
+      for (const none of [wiped, Buffer.from(new Uint8Array(16)).toString("base64"), Redacted.make(16)]) {
+        expect(yield* refused(none as Redacted.Redacted<string>))
+          .toBe("encryptionKey must be a Redacted string (base64) or Uint8Array, not wiped")
+      }
     }))
 
   it.scopedLive("an encryption key of 16, 24 or 32 bytes is taken, any other size refused; 48 hex digits are said to be hex", () =>
