@@ -32,6 +32,9 @@ export const CurrencyCode = Schema.String.pipe(
 
 const AMOUNT = Amounts.EXPECTED
 
+const PRECISION = "an amount a number holds at its decimal places (100000000000000.01 is read as 100000000000000.02, " +
+  "123456789.12345677 as 123456789.12345678)"
+
 const DECIMALS =
   `an amount with at most ${Amounts.MAX_DECIMALS} decimal places (round a computed amount first: 0.1 + 0.2 is 0.30000000000000004)`
 
@@ -41,7 +44,11 @@ const DECIMALS =
  * places are counted on the number as it would be sent, so a float sum's artefact (`0.1 + 0.2` is
  * 0.30000000000000004) is refused rather than sent, below 10^7 always when it is one operation's (above, one can fall
  * within 8 places, and so can a long running total's drift: `0.01` added 258,481 times is 2584.81000001): round a
- * computed amount first. Units are not documented, so amounts within these bounds pass through untouched.
+ * computed amount first. Past 2^26 (67,108,864) a number no longer holds every amount of 8 places either, and past
+ * 2^46 (about 7 * 10^13) not every cent: an amount one of whose neighbours at its decimal places reads as the same
+ * number is refused rather than sent as another (`123456789.12345677` is read as 123456789.12345678,
+ * `100000000000000.01` as 100000000000000.02). Units are not documented, so amounts within these bounds pass through
+ * untouched.
  *
  * @since 0.1.0
  * @category schemas
@@ -50,7 +57,13 @@ export const Amount = Schema.Number.annotations({ title: AMOUNT }).pipe(
   // One check saying what it expects (an issue's text); the schema as a whole is "a number ..." (for a value that is
   // none).
   Schema.filter((n) =>
-    !(n > 0 && n <= Number.MAX_SAFE_INTEGER) ? AMOUNT : Amounts.decimalPlaces(n) > Amounts.MAX_DECIMALS ? DECIMALS : true
+    !(n > 0 && n <= Number.MAX_SAFE_INTEGER)
+      ? AMOUNT
+      : Amounts.decimalPlaces(n) > Amounts.MAX_DECIMALS
+      ? DECIMALS
+      : !Amounts.heldAtPlaces(n)
+      ? PRECISION
+      : true
   , {
     // What JSON Schema and OpenAPI can say of the check (the decimal places, only in words).
     jsonSchema: {

@@ -138,6 +138,27 @@ describe("FeeService", () => {
       }
     }))
 
+  // As past MAX_SAFE_INTEGER, where a number no longer tells whole amounts apart: past 2^26 not every amount of 8
+  // places is a number of its own, past 2^46 not every cent. The number is not the amount written: refused, not sent.
+  it.effect("an amount whose decimal places a number cannot hold is refused; the largest ones held are taken", () =>
+    Effect.gen(function*() {
+      const refused = ["90071992.54740993", "123456789.12345677", "100000000000000.01", "90071992547409.98"]
+      for (const written of refused) {
+        const error = yield* Effect.flip(
+          FeeService.validate({ source_amount: Number(written), source_currency: "USD", destination_currency: "EUR" })
+        )
+        expect(error.message, written).toBe(
+          "Invalid fee calculation request: source_amount: expected an amount a number holds at its decimal places " +
+            "(100000000000000.01 is read as 100000000000000.02, 123456789.12345677 as 123456789.12345678)"
+        )
+      }
+      const held = [67108863.99999999, 45035996.27370495, 0.12345678, 70368744177663.99, 2 ** 46, 1e15, 2 ** 53 - 1]
+      for (const amount of held) {
+        const request = { source_amount: amount, source_currency: "USD", destination_currency: "EUR" }
+        expect(yield* FeeService.validate(request), String(amount)).toEqual(request)
+      }
+    }))
+
   // An error keeps 20 issues: its message says there were more, so that mending those is not taken for mending all.
   it.effect("a request with more than 20 issues keeps the first 20, and its message says how many more", () =>
     Effect.gen(function*() {

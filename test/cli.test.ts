@@ -281,11 +281,18 @@ describe("effect-fin (offline commands)", () => {
     // Held exactly, but with more decimal places than an amount has (as FeeService.validate says).
     await refusesAmounts([["--amount", "0.000000001"], ["--receive", "12.123456789"]], "an amount with at most 8 decimal places")
     // Held exactly (16 digits, leading and trailing zeros, however many, a tiny fraction): on to the configuration.
-    const held = ["90071992547409.98", "0100.50", "0.0000001", "9007199254740991", "1.10000000000000000", `1.${"0".repeat(101)}`]
+    const held = ["70368744177663.99", "0100.50", "0.0000001", "9007199254740991", "1.10000000000000000"]
+    held.push(`1.${"0".repeat(101)}`)
     await Promise.all(held.map(async (amount) => {
       const result = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", amount])
       expect(result.stderr.trim(), amount).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
     }))
+    // Held exactly, but a neighbouring cent is the same number (past 2^46): refused by the request's schema.
+    const shared = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "90071992547409.98"])
+    expect(shared.stderr.trim()).toBe(
+      "effect-fin: RequestValidationError: Invalid quote: --amount: expected an amount a number holds at its decimal " +
+        "places (100000000000000.01 is read as 100000000000000.02, 123456789.12345677 as 123456789.12345678)"
+    )
   })
 
   it("quote takes an amount with exactly 8 decimal places, leaves one past MAX_SAFE_INTEGER to the schema; subdivisions counts one result in the singular", async () => {

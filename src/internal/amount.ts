@@ -22,6 +22,26 @@ export const decimalPlaces = (n: number): number => {
   return Math.max(0, (point === -1 ? 0 : mantissa.length - point - 1) - Number(exponent))
 }
 
+const ALWAYS_HELD = 2 ** 52 / 10 ** MAX_DECIMALS
+
+/**
+ * Whether the number `n` (above 0) tells the amounts next to it at its decimal places apart: a whole number always
+ * does (up to `Number.MAX_SAFE_INTEGER`, checked apart); one with decimals when neither of those amounts reads back as
+ * `n`. Where one does, the amount written may not be the one sent: 123456789.12345677 is read as 123456789.12345678,
+ * 100000000000000.01 as 100000000000000.02 (near 10^14 a number's step is 1/64).
+ */
+export const heldAtPlaces = (n: number): boolean => {
+  // Below this a number's step is under 10^-8: every amount of up to 8 places is told apart (every usual amount).
+  if (n < ALWAYS_HELD) return true
+  const { units, scale } = decimal(n)
+  if (scale === 0) return true
+  const at = (units: bigint) => {
+    const digits = units.toString().padStart(scale + 1, "0")
+    return Number(`${digits.slice(0, -scale)}.${digits.slice(-scale)}`)
+  }
+  return at(units - 1n) !== n && at(units + 1n) !== n
+}
+
 /** A decimal value: `units / 10^scale`. */
 export interface Decimal {
   readonly units: bigint

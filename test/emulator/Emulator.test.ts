@@ -452,6 +452,15 @@ describe("Emulator", () => {
         }
       }))
 
+    it.scopedLive("422 on an amount whose decimal places a number cannot hold, as FeeService.validate refuses it", () =>
+      Effect.gen(function*() {
+        for (const field of ["source_amount", "destination_amount"]) {
+          yield* check({ source_currency: "USD", [field]: 123456789.12345678, destination_currency: "CAD" }, 422, [
+            { [field]: `The ${field} must have no more decimal places than its size leaves a number.` }
+          ])
+        }
+      }))
+
     it.scopedLive("422 on both amounts or neither", () =>
       Effect.gen(function*() {
         yield* check({ source_currency: "USD", source_amount: 1, destination_amount: 2, destination_currency: "CAD" }, 422, [

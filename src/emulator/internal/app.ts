@@ -250,6 +250,8 @@ const validateFee = (
       errors.push({ [field]: `The ${field} must be a number greater than 0 and at most ${Number.MAX_SAFE_INTEGER}.` })
     } else if (Amounts.decimalPlaces(value) > Amounts.MAX_DECIMALS) {
       errors.push({ [field]: `The ${field} must have at most ${Amounts.MAX_DECIMALS} decimal places.` })
+    } else if (!Amounts.heldAtPlaces(value)) {
+      errors.push({ [field]: `The ${field} must have no more decimal places than its size leaves a number.` })
     }
     return typeof value === "number" ? value : undefined
   }
