@@ -612,6 +612,8 @@ describe("FeeService", () => {
         FeeService.calculate({ source_currency: "USD", source_amount: 1.25e-7, destination_currency: "CAD" }),
         // @ts-expect-error past Number.MAX_SAFE_INTEGER, in exponent form
         FeeService.calculate({ source_currency: "USD", source_amount: 1e300, destination_currency: "CAD" }),
+        // @ts-expect-error past a double's range (the literal's type is Infinity)
+        FeeService.calculate({ source_currency: "USD", source_amount: 1e400, destination_currency: "CAD" }),
         // @ts-expect-error past Number.MAX_SAFE_INTEGER: 17 digits
         FeeService.calculate({ source_currency: "USD", source_amount: 10000000000000000, destination_currency: "CAD" })
       ]

@@ -74,11 +74,13 @@ type SeventeenOrMore<S extends string> = S extends
 /**
  * `true` when `N` is a number literal that no amount is (what `FeeService.Amount` refuses): zero, a negative one, one
  * written with more than 8 decimal places (`0.123456789`, or in exponent form `1.5e-8`, which is 0.000000015), or one
- * of 10^16 or more (`1e300`, written by TypeScript as `1e+300` from 10^21): past `Number.MAX_SAFE_INTEGER`. Those
+ * of 10^16 or more (`1e300`, written by TypeScript as `1e+300` from 10^21; `1e400`, as `Infinity`): past
+ * `Number.MAX_SAFE_INTEGER`. Those
  * just above it, of 16 digits, are left to the run-time check.
  */
 export type BadAmount<N> = N extends number ? number extends N ? never
-  : `${N}` extends "0" | `-${string}` | `${string}e+${string}` ? true
+  // `Infinity`: a literal past a double's range (`1e400`), as TypeScript writes it.
+  : `${N}` extends "0" | `-${string}` | `${string}e+${string}` | "Infinity" ? true
   : `${N}` extends `${string}e-${string}` ? TinyWithinPlaces<`${N}`> extends true ? never : true
   : `${N}` extends `${string}.${infer Places}` ? NineOrMore<Places> extends true ? true : never
   // A number with a fraction is below 2^53 (every double past it is whole): only a whole one can have 17 digits.
