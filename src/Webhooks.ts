@@ -2029,8 +2029,8 @@ const encodingOf = (header: string | undefined): string | undefined => {
 }
 
 const encodedMessage = (encoding: string) =>
-  `the body came with Content-Encoding ${JSON.stringify(encoding.slice(0, 64))}: Fin signs and sends it unencoded, ` +
-  "so whatever compressed it on the way (a proxy) must leave webhook deliveries as they are"
+  `the body came with Content-Encoding ${JSON.stringify(encoding.slice(0, 64))}: Fin documents no compression of ` +
+  "deliveries, so whatever compressed it on the way (a proxy) must leave webhook deliveries as they are"
 
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
 
@@ -2038,7 +2038,7 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
  * 1. checks `Content-Length` against `maxBodySize` (413), refuses a `Content-Encoding` other than `identity` (400:
- *    Fin sends the body unencoded, and signs it so), then reads the body on every runtime, stopping at the chunk
+ *    Fin documents no compression of deliveries), then reads the body on every runtime, stopping at the chunk
  *    that goes past that many bytes (413), within `bodyTimeout` (408);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
