@@ -473,6 +473,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const tokens = yield* TokenProvider.TokenProvider
     const getBefore = DeadlineAware.of(tokens)
     const closing = Closing.of(tokens)
+    let closed = false
+    closing?.onClose(() => {
+      closed = true
+    })
     const client = Http.configure(yield* Http.Client, config.tracePropagation)
     const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
     // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
@@ -595,6 +599,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // the call waits for one, and stays set for one served only as its deadline came: either ended at that step.
         let slotWait = 0
         let slotAskedAt: number | undefined
+        // The token of the last request sent: the one a 401 refused.
+        let sentWith: Redacted.Redacted<string> | undefined
         const send = (token: Redacted.Redacted<string>) =>
           Effect.flatMap(Monotonic.millis, (now) => {
             tokenWait += now - tokenAskedAt
@@ -607,7 +613,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 if (Monotonic.reached(served, deadlineAt)) return Effect.fail(deadlineError())
                 slotWait += served - now
                 slotAskedAt = undefined
-                return sendNow(token, served, held.keepUntil)
+                // The token was read before the wait: after a wait in line it is read again (at once when still
+                // fresh), so that a long line never sends one the client knows is due or expired.
+                // (Not once the client is closing: a call from an uninterruptible region goes on with the one it has.)
+                if (served === now || closed) return sendNow(token, served, held.keepUntil)
+                return Effect.flatMap(getToken, (fresh) =>
+                  Effect.flatMap(Monotonic.millis, (at) => {
+                    tokenWait += at - tokenAskedAt
+                    return sendNow(fresh, at, held.keepUntil)
+                  }))
               }),
               // Ended by the client's closing too: the attempts it waits on may be left to end on their own.
               Http.cutAt(deadlineAt, deadlineError, closing)
@@ -619,6 +633,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           onLeft?: (fiber: Fiber.RuntimeFiber<unknown>) => void
         ) => {
           if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
+          sentWith = token
           attempts += 1
           // A call's first request counts towards its operation's retry budget (the first one after an episode of
           // refusals has passed also tells its end); a later one is the retry counted, sent now: nothing to give back.
@@ -683,7 +698,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                   Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {
                     waitingForToken = true
                     tokenAskedAt = now
-                    return Http.timeoutAt(tokens.invalidate(token), deadlineAt, deadlineError)
+                    return Http.timeoutAt(tokens.invalidate(sentWith ?? token), deadlineAt, deadlineError)
                   })),
                   Effect.zipRight(getToken),
                   Effect.flatMap(send)

@@ -3209,6 +3209,62 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       [FEE]: slow("25 seconds"),
       "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "20 seconds" })
     }, { maxConcurrentRequests: 1, timeout: "40 seconds", deadline: "60 seconds" })))
+
+  // Tokens of 5 minutes (handed out until 270 s), numbered; the fee route takes `busy` for the first call, 3 s for the
+  // others, and answers 401 to a token past its expiry, as the service does, or to one of `revoked`.
+  const expiringTokens = (busy: FinConfig.DurationOption, revoked: ReadonlyArray<string> = []) => {
+    const expiry = new Map<string, number>()
+    const seen = { issued: 0, expiredSent: 0, quotes: 0 }
+    const token: FinTest.Handler = () =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const access_token = `token-${++seen.issued}`
+        expiry.set(access_token, now + 300_000)
+        return FinTest.json(200, {
+          access_token,
+          access_token_ttl: FinTest.formatServiceTimestamp(now + 300_000),
+          current_time: FinTest.formatServiceTimestamp(now)
+        })
+      })
+    const fee: FinTest.Handler = (request) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const bearer = (request.headers.authorization ?? "").replace("Bearer ", "")
+        if (revoked.includes(bearer)) return Effect.succeed(FinTest.json(401, { message: "Token revoked" }))
+        if (now < (expiry.get(bearer) ?? 0)) return Effect.as(Effect.sleep(seen.quotes++ === 0 ? busy : "3 seconds"), ok)
+        seen.expiredSent += 1
+        return Effect.succeed(FinTest.json(401, { message: "Token has expired" }))
+      })
+    return { seen, routes: { [FEE]: fee, "POST /v1/oauth/token": token } }
+  }
+
+  // A token read before a long wait in line may be past its time when the slot comes: it is read again then (at once
+  // when still fresh), never sent as the client knows it is expired (a 401 the service counts as a failed login).
+  it.effect("after a wait for a slot the token is read again: none is sent that the client knows has expired", () => {
+    const { routes, seen } = expiringTokens("3 seconds")
+    return Effect.gen(function*() {
+      // Fetched at 0; at 260 s eighteen calls take it and queue for the one slot: the last ones are served past 300 s.
+      yield* Effect.fork(calculate)
+      yield* advance(260_000)
+      const calls = yield* Effect.forEach(Array.from({ length: 18 }), () => Effect.fork(Effect.either(calculate)))
+      yield* advance(120_000)
+      const results = yield* Effect.forEach(calls, Fiber.join)
+      expect(results.filter((result) => result._tag === "Left")).toEqual([])
+      expect([seen.expiredSent, seen.issued]).toEqual([0, 2])
+    }).pipe(provideClient(routes, { maxConcurrentRequests: 1 }))
+  })
+
+  // The 401 refused the token read after the wait: that one is cleared, and a new one fetched for the one resend.
+  it.effect("a 401 to the token read after a wait for a slot clears that token, not the one read before", () => {
+    const { routes, seen } = expiringTokens("15 seconds", ["token-2"])
+    return Effect.gen(function*() {
+      yield* TokenProvider.get
+      yield* advance(260_000)
+      // Served at 275 s, past token-1's 270 s: token-2 is fetched, refused, cleared; token-3 goes out.
+      const calls = yield* Effect.forEach([1, 2], () => Effect.fork(calculate))
+      yield* advance(30_000)
+      expect(yield* Effect.forEach(calls, Fiber.join)).toHaveLength(2)
+      expect(seen.issued).toBe(3)
+    }).pipe(provideClient(routes, { maxConcurrentRequests: 1 }))
+  })
 })
 
 // A client whose token provider is `tokens` (a store that hangs, a token that never comes).
