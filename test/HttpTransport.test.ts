@@ -3229,7 +3229,8 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const bearer = (request.headers.authorization ?? "").replace("Bearer ", "")
         if (revoked.includes(bearer)) return Effect.succeed(FinTest.json(401, { message: "Token revoked" }))
-        if (now < (expiry.get(bearer) ?? 0)) return Effect.as(Effect.sleep(seen.quotes++ === 0 ? busy : "3 seconds"), ok)
+        const took = seen.quotes++ === 0 ? busy : "3 seconds"
+        if (now < (expiry.get(bearer) ?? 0)) return Effect.as(Effect.sleep(took), ok)
         seen.expiredSent += 1
         return Effect.succeed(FinTest.json(401, { message: "Token has expired" }))
       })
