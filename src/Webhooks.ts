@@ -192,8 +192,15 @@ export const makeWebCrypto = (): WebhookCryptoService => {
   return service
 }
 
-// WebCrypto's typings want an ArrayBuffer-backed view; bodies read from a request always are.
-const asBuffer = (bytes: Uint8Array): Uint8Array<ArrayBuffer> => bytes as Uint8Array<ArrayBuffer>
+// WebCrypto takes an ArrayBuffer-backed view only; bodies read from a request always are. One on a SharedArrayBuffer
+// (a body handed over from a worker through shared memory; node:crypto takes it) is copied, not refused with a
+// TypeError.
+const asBuffer = (bytes: Uint8Array): Uint8Array<ArrayBuffer> =>
+  (isShared(bytes.buffer) ? new Uint8Array(bytes) : bytes) as Uint8Array<ArrayBuffer>
+
+// Told by its tag, not `instanceof`: from another realm, or where `SharedArrayBuffer` is not defined, all the same.
+const isShared = (buffer: ArrayBufferLike): boolean =>
+  Object.prototype.toString.call(buffer) === "[object SharedArrayBuffer]"
 
 /**
  * Provides the WebCrypto implementation explicitly (it is also the default when no `WebhookCrypto` is provided).
@@ -364,7 +371,10 @@ const toBytes = (body: Uint8Array | string): Uint8Array | undefined => {
   if (body instanceof Uint8Array) return body
   const value: unknown = body
   // Told by its tag, not `instanceof`: one from another realm (Node's own, under Jest) is bytes all the same.
-  if (Object.prototype.toString.call(value) === "[object ArrayBuffer]") return new Uint8Array(value as ArrayBuffer)
+  const tag = Object.prototype.toString.call(value)
+  if (tag === "[object ArrayBuffer]" || tag === "[object SharedArrayBuffer]") {
+    return new Uint8Array(value as ArrayBufferLike)
+  }
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
   return undefined
 }
@@ -399,7 +409,8 @@ const checkSignature = (
   if (verifySync !== undefined) {
     const signature = decodeHex(hex, scratch[algorithm])
     for (let i = 0; i < secrets.length; i++) {
-      if (verifySync(algorithm, secrets[i]!, body, signature)) return matched[i]!
+      // `true` only: a crypto of the user's, untyped, answering a promise (always truthy) would accept any signature.
+      if (verifySync(algorithm, secrets[i]!, body, signature) === true) return matched[i]!
     }
     return Effect.fail(noMatch())
   }

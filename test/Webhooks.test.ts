@@ -385,6 +385,37 @@ describe("Webhooks.makeWebCrypto", () => {
       expect(yield* reasonOf(verifyWith(`${currentBody} `))).toBe("bad_signature")
     }))
 
+  // A custom crypto, untyped, whose verifySync answers a promise (truthy whatever it holds) accepts no signature.
+  it.effect("a verifySync that answers anything but true is no match", () =>
+    Effect.gen(function*() {
+      const answering = (answer: unknown) =>
+        ({ ...Webhooks.makeWebCrypto(), verifySync: () => answer }) as unknown as Webhooks.WebhookCryptoService
+      const headers = yield* Webhooks.sign(currentBody, "whsec_other")
+      for (const answer of [Promise.resolve(false), 1, "yes", {}]) {
+        const verified = Webhooks.verify(currentBody, headers, secret).pipe(
+          Effect.provideService(Webhooks.WebhookCrypto, answering(answer))
+        )
+        expect(yield* reasonOf(verified)).toBe("bad_signature")
+      }
+    }))
+
+  // A body in shared memory (handed over from a worker): WebCrypto refuses a view on a SharedArrayBuffer, node:crypto
+  // takes it; both layers verify it, and a SharedArrayBuffer itself is bytes as an ArrayBuffer is.
+  it.effect("a body in a SharedArrayBuffer verifies and signs with either crypto layer", () =>
+    Effect.gen(function*() {
+      const bytes = new TextEncoder().encode(currentBody)
+      const shared = new Uint8Array(new SharedArrayBuffer(bytes.length))
+      shared.set(bytes)
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      for (const crypto of [Webhooks.makeWebCrypto(), NodeWebhookCrypto.make()]) {
+        const provided = Effect.provideService(Webhooks.WebhookCrypto, crypto)
+        expect((yield* provided(Webhooks.verify(shared, headers, secret))).type).toBe("beneficiary.status")
+        const asBuffer = shared.buffer as unknown as Uint8Array
+        expect((yield* provided(Webhooks.verify(asBuffer, headers, secret))).type).toBe("beneficiary.status")
+        expect(yield* provided(Webhooks.sign(shared, secret))).toEqual(headers)
+      }
+    }))
+
   // The built-in WebCrypto implementation reads each delivery's signature from a shared block, more deliveries in
   // flight than a block holds here: each is checked against its own.
   it.effect("600 verifications in flight through makeWebCrypto: each against its own signature", () =>
