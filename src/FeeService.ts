@@ -32,8 +32,8 @@ export const CurrencyCode = Schema.String.pipe(
 
 const AMOUNT = Amounts.EXPECTED
 
-const PRECISION = "an amount a number holds at its decimal places (100000000000000.01 is read as 100000000000000.02, " +
-  "123456789.12345677 as 123456789.12345678)"
+const PRECISION = "a number that stands for one amount at its decimal places (100000000000000.01 is read as " +
+  "100000000000000.02, 123456789.12345677 as 123456789.12345678)"
 
 const DECIMALS =
   `an amount with at most ${Amounts.MAX_DECIMALS} decimal places (round a computed amount first: 0.1 + 0.2 is 0.30000000000000004)`
@@ -45,10 +45,12 @@ const DECIMALS =
  * 0.30000000000000004) is refused rather than sent, below 10^7 always when it is one operation's (above, one can fall
  * within 8 places, and so can a long running total's drift: `0.01` added 258,481 times is 2584.81000001): round a
  * computed amount first. Past 2^26 (67,108,864) a number no longer holds every amount of 8 places either, and past
- * 2^46 (about 7 * 10^13) not every cent: an amount one of whose neighbours at its decimal places reads as the same
- * number is refused rather than sent as another (`123456789.12345677` is read as 123456789.12345678,
- * `100000000000000.01` as 100000000000000.02). Units are not documented, so amounts within these bounds pass through
- * untouched.
+ * 2^46 (about 7 * 10^13) not every cent: a number that, as it would be sent, stands for more than one amount at its
+ * decimal places (one next to it reads as the same number) is refused rather than sent for the one it shows
+ * (`123456789.12345677` is read as 123456789.12345678, `100000000000000.01` as 100000000000000.02). Only the number
+ * is seen, not what was written: an amount written with more places than its number keeps (`681372753.20793099` is
+ * the number 681372753.207931, `1000000000000000.01` is 1e15) passes as that number; round an amount to its currency's
+ * places before it becomes a number. Units are not documented, so amounts within these bounds pass through untouched.
  *
  * @since 0.1.0
  * @category schemas

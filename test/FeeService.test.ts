@@ -148,10 +148,17 @@ describe("FeeService", () => {
           FeeService.validate({ source_amount: Number(written), source_currency: "USD", destination_currency: "EUR" })
         )
         expect(error.message, written).toBe(
-          "Invalid fee calculation request: source_amount: expected an amount a number holds at its decimal places " +
-            "(100000000000000.01 is read as 100000000000000.02, 123456789.12345677 as 123456789.12345678)"
+          "Invalid fee calculation request: source_amount: expected a number that stands for one amount at its " +
+            "decimal places (100000000000000.01 is read as 100000000000000.02, 123456789.12345677 as " +
+            "123456789.12345678)"
         )
       }
+      // Only the number is seen: one written with more places than it keeps passes as that number (documented).
+      const shorter = {
+        source_amount: Number("681372753.20793099"), source_currency: "USD",
+        destination_currency: "EUR"
+      }
+      expect((yield* FeeService.validate(shorter)).source_amount).toBe(681372753.207931)
       const held = [67108863.99999999, 45035996.27370495, 0.12345678, 70368744177663.99, 2 ** 46, 1e15, 2 ** 53 - 1]
       for (const amount of held) {
         const request = { source_amount: amount, source_currency: "USD", destination_currency: "EUR" }

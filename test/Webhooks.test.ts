@@ -1153,7 +1153,7 @@ describe("Webhooks.handler", () => {
     }))
 
   // A compressed body fails its signature or its JSON either way it was signed: the encoding is named instead.
-  it.effect("answers 400 to a Content-Encoding other than identity, naming it in the log, without reading the body", () =>
+  it.effect("answers 400 to a Content-Encoding other than identity, named in the log, before the body is read", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
       const { handle, seen } = yield* recordingHandler((record) => ({
@@ -2151,7 +2151,7 @@ describe("Webhooks.handler", () => {
       expect(runs).toBe(2)
     }))
 
-  it.effect("with maxAge, a replay at the very instant the event is maxAge old (dated 5 minutes ahead) is a duplicate", () =>
+  it.effect("with maxAge, a replay at the instant the event is maxAge old (dated 5 minutes ahead) is a duplicate", () =>
     Effect.gen(function*() {
       let runs = 0
       const handle = yield* webHandler(Webhooks.handler({

@@ -290,8 +290,9 @@ describe("effect-fin (offline commands)", () => {
     // Held exactly, but a neighbouring cent is the same number (past 2^46): refused by the request's schema.
     const shared = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "90071992547409.98"])
     expect(shared.stderr.trim()).toBe(
-      "effect-fin: RequestValidationError: Invalid quote: --amount: expected an amount a number holds at its decimal " +
-        "places (100000000000000.01 is read as 100000000000000.02, 123456789.12345677 as 123456789.12345678)"
+      "effect-fin: RequestValidationError: Invalid quote: --amount: expected a number that stands for one amount at " +
+        "its decimal places (100000000000000.01 is read as 100000000000000.02, 123456789.12345677 as " +
+        "123456789.12345678)"
     )
   })
 
@@ -814,7 +815,8 @@ describe("the CLI's defects", () => {
       } as unknown as Console.Console
       const exitCode = process.exitCode
       const codes: Array<unknown> = []
-      for (const json of [[], ["--json"]]) {
+      // With --json first: the run after it must print text again (`run` resets what --json set).
+      for (const json of [["--json"], []]) {
         yield* run(["node", "effect-fin", "subdivisions", "USA", "--offline", ...json]).pipe(
           Effect.withConsole(breaking),
           Effect.provide(NodeContext.layer),
@@ -826,8 +828,8 @@ describe("the CLI's defects", () => {
       }
       expect(codes).toEqual([1, 1])
       expect(printed).toEqual([
-        "effect-fin: unexpected failure: the printer broke",
-        JSON.stringify({ error: { _tag: "Defect", message: "unexpected failure: the printer broke" } })
+        JSON.stringify({ error: { _tag: "Defect", message: "unexpected failure: the printer broke" } }),
+        "effect-fin: unexpected failure: the printer broke"
       ])
     }))
 })

@@ -75,8 +75,7 @@ type SeventeenOrMore<S extends string> = S extends
  * `true` when `N` is a number literal that no amount is (what `FeeService.Amount` refuses): zero, a negative one, one
  * written with more than 8 decimal places (`0.123456789`, or in exponent form `1.5e-8`, which is 0.000000015), or one
  * of 10^16 or more (`1e300`, written by TypeScript as `1e+300` from 10^21; `1e400`, as `Infinity`): past
- * `Number.MAX_SAFE_INTEGER`. Those
- * just above it, of 16 digits, are left to the run-time check.
+ * `Number.MAX_SAFE_INTEGER`. Those just above it, of 16 digits, are left to the run-time check.
  */
 export type BadAmount<N> = N extends number ? number extends N ? never
   // `Infinity`: a literal past a double's range (`1e400`), as TypeScript writes it.

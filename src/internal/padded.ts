@@ -1,6 +1,6 @@
 /**
- * Whether a secret has whitespace around it: the one rule of `Webhooks` (which refuses such a secret) and of the CLI
- * (which says so of `FIN_WEBHOOK_SECRET` before reading a body).
+ * Whether a secret has whitespace around it: the one rule of `Webhooks` (which refuses such a secret), of the CLI
+ * (which says so of `FIN_WEBHOOK_SECRET` before reading a body) and of `FinConfig`'s `clientSecret`.
  *
  * @internal
  */

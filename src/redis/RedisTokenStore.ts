@@ -132,7 +132,10 @@ const keyBytes = (key: Redacted.Redacted<Uint8Array> | Redacted.Redacted<string>
   } catch {
     value = undefined
   }
-  if (value instanceof Uint8Array) return Either.right(new Uint8Array(value))
+  // Told by its tag, not `instanceof`: a Buffer of Node's own realm (under Jest) is bytes all the same.
+  if (Object.prototype.toString.call(value) === "[object Uint8Array]") {
+    return Either.right(new Uint8Array(value as Uint8Array))
+  }
   if (typeof value !== "string") {
     return Either.left(configError("encryptionKey must be a Redacted string (base64) or Uint8Array, not wiped"))
   }

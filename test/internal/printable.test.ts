@@ -11,7 +11,7 @@ describe("internal/printable", () => {
     expect(Printable.json(() => 1)).toBe("null")
   })
 
-  it("compactJson takes out the white space between tokens only, keeps numbers as written, escapes as json does", () => {
+  it("compactJson takes out white space between tokens only, keeps numbers as written, escapes as json does", () => {
     const text = ' {\r\n\t"a b" : [ 1e400 , 9007199254740993 ],\n "q\\" \\\\" : "x \u2028 \\" y" , "e": { } } \n'
     expect(Printable.compactJson(text)).toBe('{"a b":[1e400,9007199254740993],"q\\" \\\\":"x \\u2028 \\" y","e":{}}')
     expect(JSON.parse(Printable.compactJson(text))).toEqual(JSON.parse(text))

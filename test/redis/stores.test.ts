@@ -18,6 +18,7 @@ import * as Scheduler from "effect/Scheduler"
 import { Redis } from "ioredis"
 import { type CipherGCMTypes, createDecipheriv, createHash, createHmac, hkdfSync } from "node:crypto"
 import * as Net from "node:net"
+import { runInNewContext } from "node:vm"
 import { Emulator } from "../../src/emulator/index.js"
 import * as FeeService from "../../src/FeeService.js"
 import * as FinClient from "../../src/FinClient.js"
@@ -457,6 +458,10 @@ describe("RedisTokenStore", () => {
           Effect.exit(Effect.scoped(RedisTokenStore.make({ url: redisUrl, prefix: uniquePrefix("key-size"), encryptionKey }))),
           (exit) => Exit.isSuccess(exit) ? "accepted" : exit.cause._tag === "Fail" ? exit.cause.error.message : "defect"
         )
+      // A Uint8Array of another realm (a Buffer of Node's own, under Jest) is bytes all the same.
+      const foreign = runInNewContext("new Uint8Array(32).fill(7)") as Uint8Array
+      expect(foreign instanceof Uint8Array).toBe(false)
+      expect(yield* made(Redacted.make(foreign))).toBe("accepted")
       for (const size of [16, 24, 32]) {
         expect(yield* made(Redacted.make(new Uint8Array(size).fill(7))), `${size}`).toBe("accepted")
         expect(yield* made(Redacted.make(Buffer.from(new Uint8Array(size).fill(7)).toString("base64"))), `${size}`)
