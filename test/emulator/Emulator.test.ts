@@ -1599,9 +1599,16 @@ describe("Emulator", () => {
         expect(error.reason).toBe("WebhookDeliveryFailed")
         // The system's word for it, for the receiver's developer.
         expect(error.message).toBe(`The webhook delivery to http://127.0.0.1:${closed}/hooks failed: Transport (ECONNREFUSED)`)
+        // A receiver behind Basic auth: its password is not repeated in the message (a test's log).
+        const behindAuth = yield* Effect.flip(
+          emulator.sendWebhook({ url: `http://hooks:pa55word@127.0.0.1:${closed}/hooks` })
+        )
+        expect(behindAuth.message).toBe(
+          `The webhook delivery to http://***@127.0.0.1:${closed}/hooks failed: Transport (ECONNREFUSED)`
+        )
         const counters = yield* emulator.counters
         expect(counters.webhooksSent).toBe(2)
-        expect(counters.webhooksFailed).toBe(2)
+        expect(counters.webhooksFailed).toBe(3)
       }))
   })
 

@@ -34,6 +34,15 @@ const codeOf = (cause: unknown): string => {
   return code === undefined ? "" : ` (${code})`
 }
 
+// The target as a message names it: a `user:pass@` in it (a receiver behind Basic auth) is not repeated in logs.
+const shown = (url: string): string => {
+  const parsed = new URL(url)
+  if (parsed.username === "" && parsed.password === "") return url
+  parsed.username = "***"
+  parsed.password = ""
+  return parsed.href
+}
+
 /** The documented example beneficiary (developer.fin.com, beneficiary.status). */
 export const exampleBeneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
 // The documented example's customer.
@@ -144,7 +153,7 @@ export const send = (
       Effect.mapError((error) =>
         new EmulatorError({
           reason: "WebhookDeliveryFailed",
-          message: `The webhook delivery to ${url} failed: ${error.reason}${codeOf(error.cause)}`
+          message: `The webhook delivery to ${shown(url)} failed: ${error.reason}${codeOf(error.cause)}`
         })
       ),
       Effect.timeoutFail({
@@ -152,7 +161,7 @@ export const send = (
         onTimeout: () =>
           new EmulatorError({
             reason: "WebhookDeliveryFailed",
-            message: `The webhook delivery to ${url} got no answer within ${Duration.format(timeout)}`
+            message: `The webhook delivery to ${shown(url)} got no answer within ${Duration.format(timeout)}`
           })
       }),
       // The start of the answer's body is read (see MAX_ANSWER), within the same time; one that fails or stalls keeps
