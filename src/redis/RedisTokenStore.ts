@@ -179,8 +179,8 @@ const optionNames: { readonly [K in keyof Options]-?: true } = Connection.option
  *
  * Dies with `IllegalArgumentException` (a defect: the program's mistake) when `timeout`, `lockTtl` or `waitInterval`
  * is not a finite duration above zero and at most 24 days (past 2^31 - 1 ms a timer never fires), `url` is no Redis
- * URL, `prefix` is not non-empty text, or an option is none of these (`encryptionkey`: the tokens would be stored in
- * plain text).
+ * URL, `client` is no ioredis client, `prefix` is not non-empty text, or an option is none of these
+ * (`encryptionkey`: the tokens would be stored in plain text).
  *
  * @since 0.1.0
  * @category constructors
@@ -193,6 +193,7 @@ export const make = (
     const timeout = Connection.durationOption("RedisTokenStore", "timeout", options.timeout, "1 second")
     Connection.checkUrl("RedisTokenStore", options.url)
     Connection.checkPrefix("RedisTokenStore", options.prefix)
+    Connection.checkClient("RedisTokenStore", options.client)
     const lockTtl = Connection.durationOption("RedisTokenStore", "lockTtl", options.lockTtl, "10 seconds")
     const waitInterval = Connection.durationOption("RedisTokenStore", "waitInterval", options.waitInterval, "25 millis")
     const encryption = options.encryptionKey === undefined ? undefined : yield* importKey(options.encryptionKey)

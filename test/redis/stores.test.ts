@@ -924,6 +924,13 @@ describe("RedisTokenStore", () => {
           expect(`${JSON.stringify(defect)} ${String(defect)}`).not.toContain("s3cr")
         }
       }
+      // A client that is no ioredis client (node-redis's, a URL given as the client): said, not a TypeError later.
+      for (const client of [{ status: "ready", get: () => Promise.resolve(null) }, "redis://127.0.0.1:6379", null]) {
+        const options = { client } as unknown as RedisTokenStore.Options
+        for (const self of [RedisTokenStore.make(options), RedisWebhookDedupeStore.layer(options)]) {
+          expect(message(self)).toMatch(/^effect-fin: Redis\w+Store: client must be an ioredis client \(new Redis\(\.\.\.\)\)$/)
+        }
+      }
       // rediss:// (TLS) and a database number are accepted (checked where the stores check it: nothing connects).
       for (
         const url of ["rediss://127.0.0.1:6380", "rediss://user:pass@redis.example:6380/2", "redis://127.0.0.1:1/0", "redis://127.0.0.1:1/?db=3",

@@ -199,6 +199,21 @@ export const checkPrefix = (store: string, prefix: unknown): void => {
   }
 }
 
+/**
+ * The `client` option of a store, checked when the store is made: something other than an ioredis client (a
+ * node-redis client, a URL given as `client`) would fail later as a TypeError from inside the store.
+ */
+export const checkClient = (store: string, client: unknown): void => {
+  if (client === undefined) return
+  const methods = ["on", "off", "eval", "evalsha", "get"] as const
+  const looksLikeIoredis = typeof client === "object" && client !== null &&
+    typeof (client as { status?: unknown }).status === "string" &&
+    methods.every((name) => typeof (client as Record<string, unknown>)[name] === "function")
+  if (!looksLikeIoredis) {
+    throw new Cause.IllegalArgumentException(`effect-fin: ${store}: client must be an ioredis client (new Redis(...))`)
+  }
+}
+
 // ioredis's connection states, in words.
 const state = (status: string): string =>
   status === "reconnecting"
