@@ -327,11 +327,18 @@ describe("effect-fin (offline commands)", () => {
     expect(result.stderr.trim()).toBe("effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set")
   })
 
-  it("subdivisions without credentials says that --offline needs none", async () => {
+  it("subdivisions without credentials (or with refused ones) says that --offline needs none", async () => {
     const result = await cli(["subdivisions", "USA"])
     expect(result.code).toBe(1)
     expect(result.stderr.trim()).toBe(
       "effect-fin: ConfigError: FIN_CLIENT_ID is not set; FIN_CLIENT_SECRET is not set; " +
+        "--offline lists the bundled snapshot, which needs no credentials"
+    )
+    // Set but refused (an empty variable of a deployment template): the snapshot needs none all the same.
+    const empty = await cli(["subdivisions", "USA"], { FIN_CLIENT_ID: "", FIN_CLIENT_SECRET: "secret" })
+    expect(empty.code).toBe(1)
+    expect(empty.stderr.trim()).toBe(
+      "effect-fin: ConfigError: FIN_CLIENT_ID must be a non-empty string; " +
         "--offline lists the bundled snapshot, which needs no credentials"
     )
   })

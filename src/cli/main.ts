@@ -252,7 +252,8 @@ const subdivisionRows = (list: ReadonlyArray<Subdivisions.Subdivision>) =>
 
 const count = (n: number) => `${n} subdivision${n === 1 ? "" : "s"}`
 
-// Without credentials the snapshot is still at hand: the failure says how to reach it.
+// Without usable credentials (unset, or set but refused: empty, padded) the snapshot is still at hand: the failure
+// says how to reach it.
 const offlineHint = <E>(error: E): E | ConfigError.ConfigError =>
   ConfigError.isConfigError(error) && missesCredentials(error)
     ? ConfigError.And(
@@ -261,8 +262,11 @@ const offlineHint = <E>(error: E): E | ConfigError.ConfigError =>
     )
     : error
 
+const credentialVariables: ReadonlySet<string> = new Set(["FIN_CLIENT_ID", "FIN_CLIENT_SECRET"])
+
 const missesCredentials = (error: ConfigError.ConfigError): boolean =>
   error._op === "MissingData" ||
+  (error._op === "InvalidData" && credentialVariables.has(error.path[0] ?? "")) ||
   ((error._op === "And" || error._op === "Or") && (missesCredentials(error.left) || missesCredentials(error.right)))
 
 const subdivisions = Command.make(
