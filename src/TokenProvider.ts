@@ -569,13 +569,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       }
       // A refresh token is sent for as long as an access token would be (until half the margin is left), not only
       // until the margin: the documented token response gives both tokens the same expiry, and a refresh due at the
-      // margin would then never use the refresh token.
-      const refresh = response.refresh_token !== undefined && response.refresh_token_ttl !== undefined
-        ? Option.some<Refresh>({
-          token: response.refresh_token,
-          usableUntil: now + (response.refresh_token_ttl - serverNow) - margin / 2
-        })
-        : Option.none()
+      // margin would then never use the refresh token. One sent without its expiry is taken to last as long as the
+      // access token (at worst a 401, then an issue): dropped, the next refresh would send the client secret, or,
+      // after a refresh, the token it replaced (which a service rotating them has revoked).
+      const refresh = response.refresh_token === undefined ? Option.none() : Option.some<Refresh>({
+        token: response.refresh_token,
+        usableUntil: response.refresh_token_ttl === undefined
+          ? access.usableUntil
+          : now + (response.refresh_token_ttl - serverNow) - margin / 2
+      })
       yield* Effect.logDebug(`effect-fin: access token ready (valid ${Duration.format(Duration.millis(lifetime))})`)
       return { access, refresh }
     })

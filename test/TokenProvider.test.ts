@@ -253,6 +253,41 @@ describe("TokenProvider", () => {
     }))
   })
 
+  it.effect("a refresh token sent without its expiry is used until the access token's (not dropped)", () => {
+    let refreshed = 0
+    return Effect.gen(function*() {
+      // Issued without refresh_token_ttl: refreshed with it, not issued anew with the client secret.
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR - MIN)
+      expect(yield* tokenValue).toBe("refreshed-1")
+      // A refresh answer rotating it, again without its expiry: the new one is sent next, not the one it replaced.
+      yield* advance(HOUR - MIN)
+      expect(yield* tokenValue).toBe("refreshed-2")
+      const bodies = (yield* requestsTo("/v1/oauth/refresh-token")).map((r) => r.body)
+      expect(bodies).toEqual([{ refresh_token: "issued" }, { refresh_token: "rotated-1" }])
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": () =>
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          FinTest.json(200, {
+            access_token: "token-1",
+            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
+            refresh_token: "issued",
+            current_time: FinTest.formatServiceTimestamp(now)
+          })),
+      "POST /v1/oauth/refresh-token": () =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          refreshed += 1
+          return FinTest.json(200, {
+            access_token: `refreshed-${refreshed}`,
+            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
+            refresh_token: `rotated-${refreshed}`,
+            current_time: FinTest.formatServiceTimestamp(now)
+          })
+        })
+    }))
+  })
+
   it.effect("an early refresh that fails gives callers the still-usable token; only a used-up one fails them", () => {
     const log = captureLogs()
     let down = false
