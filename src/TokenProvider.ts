@@ -32,6 +32,7 @@ import * as BoundedStore from "./internal/boundedStore.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
+import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
@@ -312,6 +313,11 @@ const guardedStores = (timeout: Duration.Duration) => {
     if (BoundedStore.isBounded(store)) return store
     let safe = guarded.get(store)
     if (safe === undefined) {
+      // Checked as the built-in stores check theirs: at 0 the lock's renewal (or a waiter's polling) would loop with no
+      // pause, and past 24 days its timer would never fire.
+      for (const name of ["lockTtl", "waitInterval"] as const) {
+        Durations.checkOrThrow(store[name], false, `effect-fin: the TokenStore's ${name}`, true)
+      }
       safe = {
         ...store,
         get: (key) => guardOp("get", store.get(key)),

@@ -118,9 +118,12 @@ export interface Service {
   readonly unlock: (key: string, owner: string, failure?: string | undefined) => Effect.Effect<void, TokenStoreError>
   /** The failure recorded by the last owner that failed, while it is recorded. */
   readonly failure: (key: string) => Effect.Effect<Option.Option<Failure>, TokenStoreError>
-  /** How long a lock lives unless renewed: its owner renews it while fetching, so only a dead owner's lock expires. */
+  /**
+   * How long a lock lives unless renewed: its owner renews it while fetching, so only a dead owner's lock expires.
+   * Finite, above zero, at most 24 days (the provider dies with `IllegalArgumentException` on another).
+   */
   readonly lockTtl: Duration.Duration
-  /** How long a caller that did not get the lock waits before looking at the store again. */
+  /** How long a caller that did not get the lock waits before looking at the store again (as `lockTtl`, checked). */
   readonly waitInterval: Duration.Duration
 }
 

@@ -3,6 +3,7 @@
  * refused token only while it is still stored, and goes on without a store that fails.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -243,6 +244,27 @@ describe("TokenStore", () => {
       const seen = yield* FeeService.calculate(quoteRequest).pipe(Effect.zipRight(bearers), withStore(store), Effect.provide(logger))
       expect(seen).toEqual(["Bearer token-1"])
       expect(lines.filter((line) => line.startsWith("WARN") && line.includes("lost the token store's lock"))).toHaveLength(1)
+    }))
+
+  it.effect("a store of one's own whose lockTtl or waitInterval is 0 (or never fires) is refused, not spun on", () =>
+    Effect.gen(function*() {
+      const refusals: ReadonlyArray<[Partial<TokenStore.Service>, string]> = [
+        [{ lockTtl: Duration.zero }, "lockTtl must be greater than zero"],
+        [{ waitInterval: Duration.zero }, "waitInterval must be greater than zero"],
+        [{ lockTtl: Duration.days(25) }, "lockTtl must be at most 24 days"],
+        [{ waitInterval: Duration.infinity }, "waitInterval must be finite"]
+      ]
+      for (const [change, said] of refusals) {
+        const store: TokenStore.Service = { ...TokenStore.makeMemory(), ...change }
+        const [exit, sent] = yield* Effect.exit(FeeService.calculate(quoteRequest)).pipe(
+          Effect.zip(count("POST /v1/oauth/*")),
+          withStore(store)
+        )
+        const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+        expect(defect).toBeInstanceOf(Cause.IllegalArgumentException)
+        expect((defect as Error).message).toBe(`effect-fin: the TokenStore's ${said}`)
+        expect(sent).toBe(0)
+      }
     }))
 
   it.effect("two clients sharing a store make one token request between them", () =>
