@@ -21,6 +21,7 @@ import {
   fromApi,
   fromIsoCodes,
   generatedModule,
+  publishedInputs,
   readSourceFile,
   run,
   type RunOptions,
@@ -148,6 +149,8 @@ describe("snapshot-subdivisions", () => {
         "iso_3166-1.json": sha256(await read(`${inputs}/iso_3166-1.json`)),
         "iso_3166-2.json": sha256(await read(`${inputs}/iso_3166-2.json`))
       })
+      // The published release's files, not only the ones here (an edit to both would pass the check above).
+      expect(meta.sourceFiles).toEqual(publishedInputs["4.20"])
       expect([meta.countries, meta.subdivisions, meta.countriesWithout]).toEqual([249, 5046, 49])
       expect(meta.counts["USA"]).toBe(57)
       expect(Object.keys(meta.counts)).toHaveLength(249)
@@ -547,6 +550,19 @@ describe("snapshot-subdivisions", () => {
         }
         const missing = yield* Effect.flip(run(options(dir, fromIsoCodes(Path.join(dir, "nowhere"), "x"))))
         expect(missing.message).toMatch(/iso_3166-1\.json: cannot read \(ENOENT\)/)
+        // A copy given as iso-codes 4.20 that is not its file (one name edited, or CRLF line endings from a checkout)
+        // is refused: rebuilt, it would record its own hash as 4.20's, and --check would then pass on it.
+        const published = yield* Effect.promise(() => Fs.readFile(`${inputs}/iso_3166-2.json`, "utf8"))
+        for (const edited of [published.replace("California", "Kalifornia"), published.replaceAll("\n", "\r\n")]) {
+          const source = yield* brokenSource(edited)
+          const error = yield* Effect.flip(run(options(dir, fromIsoCodes(source, "4.20"))))
+          expect(error.message).toBe(
+            `${Path.join(source, "iso_3166-2.json")} is not iso-codes 4.20's iso_3166-2.json (SHA-256 ${
+              sha256(edited)
+            }, published ${publishedInputs["4.20"]!["iso_3166-2.json"]}): an edited copy, or another release (give ` +
+              "that release's --source-version), or line endings changed on checkout"
+          )
+        }
         expect(yield* readAll(dir)).toEqual(before)
       }))
 

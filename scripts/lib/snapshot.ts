@@ -535,8 +535,37 @@ const recordedLocation = (location: string): string => {
 }
 
 /**
+ * The SHA-256 of the published iso-codes files, by release: a copy given as one of these releases must be it. Without
+ * this, an edited copy (or another release) rebuilt under the release's name would record its own hashes as the
+ * release's, and `--check` would then pass on it.
+ */
+export const publishedInputs: { readonly [version: string]: { readonly [file: string]: string } } = {
+  "4.20": {
+    [files.iso31661]: "f01b812b57fba9f31ff621bf33e7c7570a01964dbeb5be2167e94decf538c89f",
+    [files.iso31662]: "78c90ef7fc25b5c2631aac5f089bc9ff6ec22c025c05b6ddbc087a1f1be2e46a"
+  }
+}
+
+// A file given as a published release's that is not that release's file (an edited copy, another release).
+const notPublished = (
+  version: string,
+  label: string,
+  file: string,
+  text: string
+): Either.Either<void, SnapshotError> => {
+  const published = publishedInputs[version]?.[file]
+  const actual = sha256(text)
+  return published === undefined || published === actual ? Either.void : Either.left(
+    new SnapshotError({
+      message: `${label} is not iso-codes ${version}'s ${file} (SHA-256 ${actual}, published ${published}): an ` +
+        `edited copy, or another release (give that release's --source-version), or line endings changed on checkout`
+    })
+  )
+}
+
+/**
  * Debian iso-codes' `iso_3166-1.json` and `iso_3166-2.json` in a folder or under an http(s) base URL (read within
- * `limits`).
+ * `limits`). Files given as a release listed in `publishedInputs` must be that release's.
  */
 export const fromIsoCodes = (location: string, version: string, limits?: DownloadLimits): SnapshotSource => ({
   source: "iso-codes",
@@ -548,6 +577,8 @@ export const fromIsoCodes = (location: string, version: string, limits?: Downloa
     const text2 = yield* readSourceFile(location, files.iso31662, limits)
     const label = (file: string) =>
       isUrl(location) ? new URL(file, `${location.replace(/\/$/, "")}/`).toString() : Path.join(location, file)
+    yield* notPublished(version, label(files.iso31661), files.iso31661, text1)
+    yield* notPublished(version, label(files.iso31662), files.iso31662, text2)
     const iso31661 = yield* parseJsonText(text1, label(files.iso31661))
     const iso31662 = yield* parseJsonText(text2, label(files.iso31662))
     const built = yield* buildFromIsoCodes({
