@@ -296,8 +296,23 @@ function sameInJson(this: unknown, key: string, value: unknown) {
 // (which has its own `hasOwnProperty`; another object without a prototype would hand down properties JSON leaves out).
 const isPlain = (value: object): boolean => {
   const prototype = Object.getPrototypeOf(value)
-  return prototype === null || Array.isArray(value) ||
-    (Object.getPrototypeOf(prototype) === null && Object.prototype.hasOwnProperty.call(prototype, "hasOwnProperty"))
+  return prototype === null || Array.isArray(value) || isObjectPrototype(prototype)
+}
+
+// An `Object.prototype`, of this realm or another: the end of a chain (its own accessor, `__proto__`, is no field).
+const isObjectPrototype = (prototype: object): boolean =>
+  Object.getPrototypeOf(prototype) === null && Object.prototype.hasOwnProperty.call(prototype, "hasOwnProperty")
+
+// Whether an instance of a class of one's own shows a field through a getter of its class (`get amount()` over a
+// private `#cents`): JSON sees only own fields, and would leave that one out without a word.
+const hidesFields = (value: object): boolean => {
+  for (let prototype = Object.getPrototypeOf(value); prototype !== null; prototype = Object.getPrototypeOf(prototype)) {
+    if (isObjectPrototype(prototype)) return false
+    for (const key of Object.getOwnPropertyNames(prototype)) {
+      if (Object.getOwnPropertyDescriptor(prototype, key)!.get !== undefined && !Object.hasOwn(value, key)) return true
+    }
+  }
+  return false
 }
 
 // The built-in kind of a value, whatever its realm: `Date`, `Error`...
@@ -341,7 +356,8 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
         ) return true
         if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return true
       }
-      return !isPlain(value) && !Equal.isEqual(value) && Object.keys(value).length === 0
+      // An Effect data type (a `Schema.Class`) holds its fields as its own: a getter of its class is derived.
+      return !isPlain(value) && !Equal.isEqual(value) && (Object.keys(value).length === 0 || hidesFields(value))
     }
     default:
       return false

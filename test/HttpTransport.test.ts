@@ -1780,6 +1780,14 @@ describe("HttpTransport", () => {
         { cause: new Error("x") },
         { cause: Object.assign(new Error("x"), { code: 1 }) },
         { state: new (class {})() },
+        // A field behind a getter of its class: JSON sends the object without it (here `{"currency":"USD"}`).
+        new (class Transfer {
+          readonly #cents = 1250
+          readonly currency = "USD"
+          get amount() {
+            return this.#cents / 100
+          }
+        })(),
         { gone: { toJSON: () => undefined } },
         { byKey: MutableHashMap.make(["a", 1]) },
         { via: { toJSON: () => Option.some(1) } },
@@ -1801,7 +1809,12 @@ describe("HttpTransport", () => {
       // The refusal says what to mend in an amount not called.
       expect((yield* Effect.flip(send({ source_amount: () => 3508679 }))).message).toContain("no function (call it")
 
-      class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {}
+      class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {
+        // Derived from its fields, which are its own: sent without it, as its schema would encode it.
+        get initial() {
+          return this.name.slice(0, 1)
+        }
+      }
       class Empty extends Schema.Class<Empty>("Empty")({}) {}
       // A document class of one's own whose JSON has an `_id` is no Effect data type.
       class Doc {
