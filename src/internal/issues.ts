@@ -105,7 +105,7 @@ const collect = (
       out.push(
         new Issue({
           path: formatPath(path),
-          expected: trusted && issue.message !== undefined ? issue.message : describe(issue.ast)
+          expected: (trusted ? issue.message ?? annotatedMessage(issue) : undefined) ?? describe(issue.ast)
         })
       )
       return
@@ -119,6 +119,25 @@ const collect = (
       out.push(new Issue({ path: formatPath(path), expected: "a synchronous value" }))
       return
   }
+}
+
+// A filter's `message` annotation (`Schema.filter(p, { message: () => "a positive amount" })`), as the filter's own
+// words: only when it gives its text at once (not an Effect); one that throws is no message.
+const annotatedMessage = (issue: ParseResult.Type): string | undefined => {
+  const annotation = SchemaAST.getMessageAnnotation(issue.ast)
+  if (Option.isNone(annotation)) return undefined
+  try {
+    const message: unknown = annotation.value(issue)
+    if (typeof message === "string") return message
+    // `{ message, override }`: the text is the same either way here.
+    const text = typeof message === "object" && message !== null
+      ? (message as { readonly message?: unknown }).message
+      : undefined
+    if (typeof text === "string") return text
+  } catch {
+    // A message that cannot be had: the schema's description stands.
+  }
+  return undefined
 }
 
 /** The most issues an error keeps: enough to fix a request or a schema by, and a message still of a readable size. */

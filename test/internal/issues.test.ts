@@ -30,6 +30,24 @@ describe("Issues", () => {
     expect(expected(Schema.Struct({ status: filtered }), { status: "secret-p" })).toBe("status: expected a string (refined)")
   })
 
+  it("a filter's message is kept, returned or given as its message annotation (Effect's way to word a filter)", () => {
+    const returned = Schema.Number.pipe(Schema.filter((n) => n > 0 || "a positive amount"))
+    const annotated = Schema.Number.pipe(Schema.filter((n) => n > 0, { message: () => "a positive amount" }))
+    const overriding = Schema.Number.pipe(
+      Schema.filter((n) => n > 0, { message: () => ({ message: "a positive amount", override: true }) })
+    )
+    for (const amount of [returned, annotated, overriding]) {
+      expect(expected(Schema.Struct({ amount }), { amount: -5 })).toBe("amount: expected a positive amount")
+    }
+    // One that throws gives way to the schema's description.
+    const throwing = Schema.Number.pipe(Schema.filter((n) => n > 0, {
+      message: () => {
+        throw new Error("no")
+      }
+    }))
+    expect(expected(Schema.Struct({ amount: throwing }), { amount: -5 })).toBe("amount: expected a number (refined)")
+  })
+
   it("an optional or nullable member goes without saying", () => {
     const optional = Schema.Struct({ k: Schema.Union(Schema.String, Schema.Number, Schema.Undefined) })
     expect(expected(optional, { k: true })).toBe("k: expected a string or a number")
