@@ -1176,7 +1176,7 @@ describe("Webhooks.handler", () => {
       }
     }))
 
-  it.effect("answers 413 for a chunked body over the limit, stopping at the limit, Content-Length said too low too", () =>
+  it.effect("answers 413 for a chunked body over the limit, stopping at the limit, Content-Length too low too", () =>
     Effect.gen(function*() {
       const chunk = new Uint8Array(64 * 1024).fill(0x20)
       const handle = yield* webHandler(Webhooks.handler({ secrets: secret, handlers: {} }))
