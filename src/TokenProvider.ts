@@ -501,7 +501,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             attempt,
             keepBody: false,
             secretBody: true,
-            credentials: credential === secret ? [credential] : [credential, secret]
+            credentials: credential === secret ? [credential] : [credential, secret],
+            // The status of the last answer, for the span when the fetch then ends without one (a timeout, a reset).
+            onStatus: (answered) => {
+              status = answered
+            }
           }),
           (success) => {
             status = success.status
@@ -546,7 +550,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                     Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
                     status === 0 ? undefined : status
                   ),
-                onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error))
+                onSome: (error) =>
+                  Http.annotateOutcome(attempt, error._tag, Http.statusOf(error) ?? (status === 0 ? undefined : status))
               })
           )
         ),

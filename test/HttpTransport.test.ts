@@ -528,6 +528,27 @@ describe("HttpTransport", () => {
       expect(yield* attempts).toBe(0)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "bad credentials" }), [FEE]: () => ok })))
 
+  it.effect("a token call whose last attempt got no answer: its span keeps the status of the answer before", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      const error = yield* Effect.flip(FinTest.advanceUntilDone(calculate.pipe(Effect.provide(tracing))))
+      expect(error).toMatchObject({ _tag: "TimeoutError", kind: "token" })
+      expect(attributesOf(yield* spans, "effect-fin.token")).toEqual([{
+        "http.request.method": "POST",
+        "url.path": "/v1/oauth/token",
+        "http.response.status_code": 503,
+        "effect_fin.attempts": 2,
+        "http.request.resend_count": 1,
+        "effect_fin.outcome": "TimeoutError"
+      }])
+    }).pipe(
+      provideClient({ "POST /v1/oauth/token": FinTest.sequence(status(503), FinTest.stall), [FEE]: () => ok }, {
+        maxRetries: 1,
+        tokenTimeout: "2 seconds"
+      }),
+      fixedRandom
+    ))
+
   it.effect("the deadline coming while the call waits for a token: the call's span names the token step", () =>
     Effect.gen(function*() {
       const { attributes, message } = yield* spanCutByDeadline
