@@ -2028,6 +2028,17 @@ const bodyReadBefore = (source: unknown): boolean =>
   (Predicate.hasProperty(source, "bodyUsed") && source.bodyUsed === true) ||
   (Predicate.hasProperty(source, "readableEnded") && source.readableEnded === true)
 
+// A request with `Connection: Upgrade` (`Upgrade: h2c`, offered by some HTTP/1.1 clients with a POST) reaches the app
+// through Node's 'upgrade' event when the server has a listener for it (`HttpServer.serve` adds one): its body is then
+// left on the socket, and the request's stream ends empty. Said so, rather than as a signature that matches no secret.
+const takenAsUpgrade = (source: unknown): boolean =>
+  Predicate.hasProperty(source, "upgrade") && source.upgrade === true &&
+  !(Predicate.hasProperty(source, "method") && source.method === "CONNECT")
+
+const upgradeMessage = "the delivery asked for a protocol upgrade (an Upgrade header) and the server took it as " +
+  "one: its body is not readable by the handler; whatever adds the Upgrade header on the way must leave deliveries " +
+  "as they are"
+
 const readBeforeMessage = "the body was read before the handler (a body parser, or request.json()): " +
   "mount the handler where nothing reads the body first (see \"Do not parse the body before the handler\" in " +
   "the README)"
@@ -2465,6 +2476,7 @@ const makeApp = <const H extends object>(
     const encoding = encodingOf(request.headers["content-encoding"])
     if (encoding !== undefined) return yield* reject(malformed(encodedMessage(encoding)), true)
     if (bodyReadBefore(request.source)) return yield* reject(malformed(readBeforeMessage))
+    if (takenAsUpgrade(request.source)) return yield* reject(malformed(upgradeMessage), true)
     const read = contentLength === "0"
       ? Effect.succeed(new Uint8Array(0))
       : Effect.flatMap(

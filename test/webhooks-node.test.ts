@@ -231,6 +231,41 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
 
   // A body parser (express.json()) that ran first leaves an ended stream: the handler reads no bytes, and without a
   // look at the request said "the signature matches none of the webhook secrets", sending the operator to the secret.
+  it.live("a delivery offering a protocol upgrade (Upgrade: h2c) is refused as such, not as a bad signature", () =>
+    Effect.gen(function*() {
+      const logs = captureLogs()
+      // HttpServer.serve listens for Node's "upgrade" too: such a request reaches the handler with its body left on the
+      // socket.
+      const server = Http.createServer()
+      const loopback = { port: 0, host: "127.0.0.1" }
+      yield* Layer.buildWithScope(
+        Layer.unwrapScoped(Effect.map(
+          Webhooks.makeHandler({ secrets: secret, handlers: {} }),
+          (app) => HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => server, loopback)))
+        )).pipe(Layer.provide(logs.layer)),
+        yield* Effect.scope
+      )
+      const port = (server.address() as Net.AddressInfo).port
+      const headers = yield* Webhooks.sign(body, secret)
+      const request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+        `x-fin-signature: ${headers["x-fin-signature"]}\r\nx-fin-signature-algorithm: sha256\r\n` +
+        "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n" +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      const answer = yield* Effect.async<string>((resume) => {
+        let received = ""
+        const socket = Net.connect(port, "127.0.0.1", () => socket.write(request))
+        socket.on("data", (chunk) => {
+          received += chunk.toString("utf8")
+        })
+        socket.on("close", () => resume(Effect.succeed(received)))
+        socket.on("error", () => resume(Effect.succeed(received)))
+      })
+      expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request")
+      expect(answer.endsWith(`{"error":"malformed_body"}`)).toBe(true)
+      expect(logs.lines.join("\n")).toContain("the delivery asked for a protocol upgrade")
+      expect(logs.lines.join("\n")).not.toContain("bad_signature")
+    }).pipe(Effect.scoped), 20_000)
+
   it.live("a body read by a parser first (express.json()) is refused as such, not as a bad signature", () =>
     Effect.gen(function*() {
       const logs = captureLogs()
