@@ -102,14 +102,17 @@ export type { RenamedEntry } from "./internal/subdivisions.js"
 
 /**
  * The response: `{ "data": { "subdivisions": [{ "name", "code" }] } }`. Only the documented `code` and `name` are
- * read: another field (a `type: null`, say) is dropped, whatever it holds, rather than failing the list.
+ * read: another field (a `type: null`, say) is dropped, whatever it holds, rather than failing the list. A
+ * `data.pagination` (as the service's paged lists have; this one is documented without) is kept to be checked: a page
+ * of a longer list is not the country's list.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const SubdivisionsResponse = Schema.Struct({
   data: Schema.Struct({
-    subdivisions: Schema.Array(internal.ApiSubdivision)
+    subdivisions: Schema.Array(internal.ApiSubdivision),
+    pagination: Schema.optional(Schema.Unknown)
   })
 })
 
@@ -193,7 +196,18 @@ const entryIssues = (country: CountryCode.CountryCode) =>
     const [field, expected] = expectedOf[reason](alpha2)
     issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
   })
+  if (isPage(response.data.pagination, response.data.subdivisions.length)) {
+    issues.push(new Issue({ path: "data.pagination", expected: "the whole list in one answer, not a page of it" }))
+  }
   return issues
+}
+
+// The service's paged lists say `{ current_page, total_page, total }`: more than one page, or more entries in all than
+// the answer holds, is a page of the list. Fields that are no numbers say nothing either way.
+const isPage = (pagination: unknown, listed: number): boolean => {
+  if (typeof pagination !== "object" || pagination === null) return false
+  const { total, total_page } = pagination as { readonly total?: unknown; readonly total_page?: unknown }
+  return (typeof total_page === "number" && total_page > 1) || (typeof total === "number" && total > listed)
 }
 
 // Checked entries, frozen as the snapshot's are: the list is cached and shared by every caller.

@@ -320,6 +320,35 @@ describe("SubdivisionService", () => {
       [ROUTE]: FinTest.sequence(FinTest.text(200, "<html>maintenance</html>"), doubtful, usa)
     })))
 
+  // The service's paged lists (`data.pagination`, 10 a page by default): a page is not the country's list.
+  const paged = (pagination: unknown) =>
+    FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }], pagination } })
+
+  it.effect("online: a page of a longer list is a ResponseDecodeError, not served or cached; one page of all is served", () =>
+    Effect.gen(function*() {
+      for (const _ of [1, 2]) {
+        const error = yield* Effect.flip(list("USA"))
+        expect(error._tag === "ResponseDecodeError" && error.issues).toEqual([
+          { path: "data.pagination", expected: "the whole list in one answer, not a page of it" }
+        ])
+      }
+      expect((yield* list("USA")).subdivisions.map((entry) => entry.code)).toEqual(["US-CA"])
+      expect((yield* list("USA")).source).toBe("api")
+      expect(yield* calls).toBe(3)
+    }).pipe(withMode("online", {
+      [ROUTE]: FinTest.sequence(
+        paged({ current_page: 1, total_page: 6, total: 57 }),
+        paged({ total: 57 }),
+        paged({ current_page: 1, total_page: 1, total: 1 })
+      )
+    })))
+
+  it.effect("fallback: the snapshot for a page of a longer list", () =>
+    Effect.gen(function*() {
+      const served = yield* list("USA").pipe(noRetries)
+      expect([served.source, served.subdivisions.length]).toEqual(["snapshot", snapshotUsa.length])
+    }).pipe(withMode("fallback", { [ROUTE]: () => paged({ current_page: 1, total_page: 6 }) })))
+
   // A client that follows redirects reports the other address's answer as a ResponseDecodeError: one that does not,
   // the 3xx itself. Either way the service did not answer.
   it.effect("fallback: the snapshot for a redirect, as for a page that is no answer; no cool-down", () =>
