@@ -418,10 +418,12 @@ describe("FeeService", () => {
         [3.304, 1.1 * 3, true],
         [3.3, 1.1 * 3, true],
         [3.41, 1.1 * 3, false],
-        // Past 10^4 an artefact has fewer places (9 to 12), and they do not count either.
+        // Past 10^4 an artefact has fewer places (9 to 12), and they do not count either; past 10^8, 8 or fewer.
         [1000000.3, 1000000.1 + 0.2, true],
         [10000.3, 10000.1 + 0.2, true],
-        // Trimmed to 8 places, not fewer: an artefact (0.10000002000000001) still says its 8th place.
+        [191478486.95, Math.round(191478486.95 * 100) * 0.01, true],
+        [191478486.96, Math.round(191478486.95 * 100) * 0.01, false],
+        // Trimmed to 15 digits, not fewer: an artefact (0.10000002000000001) still says its 8th place.
         [0.10000002, 0.1 + 0.00000002, true],
         [0.10000003, 0.1 + 0.00000002, false],
         // One unit of a last place past the second is too much.

@@ -64,7 +64,7 @@ export const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** B
 /**
  * Whether `given` is `amount` as a service may give it back: as it is, or rounded either way to fewer places (its
  * currency's unit, say), so less than one unit of `given`'s last place off. Exact, in decimal; `given` is first
- * `trimmed`, so a float artefact's places (3.3000000000000003 for 3.3) do not count.
+ * `trimmed`, so a float artefact's digits (3.3000000000000003 for 3.3) do not count.
  */
 export const roundsTo = (amount: number, given: number): boolean => {
   const a = decimal(amount)
@@ -74,6 +74,12 @@ export const roundsTo = (amount: number, given: number): boolean => {
   return (off < 0n ? -off : off) < 10n ** BigInt(scale - b.scale)
 }
 
-/** `n` without a float artefact's places past `MAX_DECIMALS` (3.3000000000000003 is 3.3). */
-export const trimmed = (n: number): number =>
-  decimalPlaces(n) > MAX_DECIMALS && Math.abs(n) < 1e21 ? Number(n.toFixed(MAX_DECIMALS)) : n
+/**
+ * `n` without a float artefact's digits: those past the 15th significant one, the most a double always holds
+ * (3.3000000000000003 is 3.3; 191478486.95000002, 191478486.95 worked out in cents, is 191478486.95, whose artefact
+ * is within 8 places).
+ */
+export const trimmed = (n: number): number => {
+  const short = Number(n.toPrecision(15))
+  return decimalPlaces(short) < decimalPlaces(n) ? short : n
+}
