@@ -303,8 +303,9 @@ const isPlain = (value: object): boolean => {
 const isObjectPrototype = (prototype: object): boolean =>
   Object.getPrototypeOf(prototype) === null && Object.prototype.hasOwnProperty.call(prototype, "hasOwnProperty")
 
-// Whether an instance of a class of one's own shows a field through a getter of its class (`get amount()` over a
-// private `#cents`): JSON sees only own fields, and would leave that one out without a word.
+// Whether a class instance shows a field through a getter of its class (`get amount()` over a private `#cents`): JSON
+// sees only own fields, and would leave that one out without a word. A getter derived from own fields looks the same
+// from outside: such an instance is refused too (a plain object, or the class as `bodySchema`, says what to send).
 const hidesFields = (value: object): boolean => {
   for (let prototype = Object.getPrototypeOf(value); prototype !== null; prototype = Object.getPrototypeOf(prototype)) {
     if (isObjectPrototype(prototype)) return false
@@ -356,8 +357,9 @@ const changedInJson = (original: unknown, value: unknown, inList: boolean): bool
         ) return true
         if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return true
       }
-      // An Effect data type (a `Schema.Class`) holds its fields as its own: a getter of its class is derived.
-      return !isPlain(value) && !Equal.isEqual(value) && (Object.keys(value).length === 0 || hidesFields(value))
+      // An object of no own fields whose state JSON cannot see, or a class instance with a getter (Effect's data
+      // classes too: a `Data.Class` may hold a `#private` field behind one).
+      return !isPlain(value) && ((!Equal.isEqual(value) && Object.keys(value).length === 0) || hidesFields(value))
     }
     default:
       return false
@@ -382,7 +384,8 @@ const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValid
         "The request body cannot be sent as JSON",
         "a value JSON holds as it is: numbers finite, dates valid, nothing missing in a list; no Redacted (unwrap " +
           "it), Option, BigDecimal or other Effect data type (encode it, or give a bodySchema); no Map, Set, Error " +
-          "or binary data; no function (call it: `order.total()`)"
+          "or binary data; no class instance showing a field through a getter (give a plain object); no function " +
+          "(call it: `order.total()`)"
       )
     )
     : Either.right(text)

@@ -207,8 +207,19 @@ const entryIssues = (country: CountryCode.CountryCode) =>
 const isPage = (pagination: unknown, listed: number): boolean => {
   if (typeof pagination !== "object" || pagination === null) return false
   const { total, total_page } = pagination as { readonly total?: unknown; readonly total_page?: unknown }
-  return (typeof total_page === "number" && total_page > 1) || (typeof total === "number" && total > listed)
+  const totalPages = count(total_page)
+  const entries = count(total)
+  return (totalPages !== undefined && totalPages > 1) || (entries !== undefined && entries > listed)
 }
+
+// A count as a number or as its digits ("57": the service's documented examples give ids as text where its schema says
+// integers).
+const count = (value: unknown): number | undefined =>
+  typeof value === "number"
+    ? value
+    : typeof value === "string" && /^\d+$/.test(value.trim())
+    ? Number(value)
+    : undefined
 
 // Checked entries, frozen as the snapshot's are: the list is cached and shared by every caller.
 const served = (entries: ReadonlyArray<Subdivisions.Subdivision>): ReadonlyArray<Subdivisions.Subdivision> =>

@@ -423,6 +423,9 @@ describe("FeeService", () => {
         [10000.3, 10000.1 + 0.2, true],
         [191478486.95, Math.round(191478486.95 * 100) * 0.01, true],
         [191478486.96, Math.round(191478486.95 * 100) * 0.01, false],
+        // Digits within the places asked are the service's, however many: another amount, not an artefact.
+        [10000000.00000001, 10000000.00000009, false],
+        [1234567890.123456, 1234567890.123464, false],
         // Trimmed to 15 digits, not fewer: an artefact (0.10000002000000001) still says its 8th place.
         [0.10000002, 0.1 + 0.00000002, true],
         [0.10000003, 0.1 + 0.00000002, false],

@@ -6,6 +6,7 @@ import { vi } from "vitest"
 import * as BigDecimal from "effect/BigDecimal"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import * as Data from "effect/Data"
 import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
@@ -1801,7 +1802,8 @@ describe("HttpTransport", () => {
         { cause: new Error("x") },
         { cause: Object.assign(new Error("x"), { code: 1 }) },
         { state: new (class {})() },
-        // A field behind a getter of its class: JSON sends the object without it (here `{"currency":"USD"}`).
+        // A field behind a getter of its class: JSON sends the object without it (here `{"currency":"USD"}`), an
+        // Effect data class's too.
         new (class Transfer {
           readonly #cents = 1250
           readonly currency = "USD"
@@ -1809,6 +1811,14 @@ describe("HttpTransport", () => {
             return this.#cents / 100
           }
         })(),
+        {
+          transfer: new (class Transfer extends Data.Class<{ readonly currency: string }> {
+            readonly #cents = 1250
+            get amount() {
+              return this.#cents / 100
+            }
+          })({ currency: "USD" })
+        },
         { gone: { toJSON: () => undefined } },
         { byKey: MutableHashMap.make(["a", 1]) },
         { via: { toJSON: () => Option.some(1) } },
@@ -1827,15 +1837,30 @@ describe("HttpTransport", () => {
         expect(error.message).toMatch(/^The request body cannot be sent as JSON: expected a value JSON holds as it is: /)
       }
       expect(yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/things"))).toBe(0)
-      // The refusal says what to mend in an amount not called.
+      // The refusal says what to mend in an amount not called, and in a class instance with a getter, which looks
+      // the same whether the getter is derived from own fields or shows a private one: as its class's schema, sent.
       expect((yield* Effect.flip(send({ source_amount: () => 3508679 }))).message).toContain("no function (call it")
-
-      class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {
-        // Derived from its fields, which are its own: sent without it, as its schema would encode it.
-        get initial() {
-          return this.name.slice(0, 1)
+      class Named extends Schema.Class<Named>("Named")({ first: Schema.String, last: Schema.String }) {
+        get full() {
+          return `${this.first} ${this.last}`
         }
       }
+      const named = new Named({ first: "Ann", last: "Lee" })
+      expect((yield* Effect.flip(send(named))).message).toContain(
+        "no class instance showing a field through a getter (give a plain object)"
+      )
+      yield* HttpTransport.request({
+        method: "POST",
+        path: "/v1/named",
+        body: named,
+        bodySchema: Named,
+        response: Schema.Unknown,
+        safe: true
+      })
+      const sentNamed = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(sentNamed.find((r) => r.path === "/v1/named")?.body).toEqual({ first: "Ann", last: "Lee" })
+
+      class Payee extends Schema.Class<Payee>("Payee")({ name: Schema.String }) {}
       class Empty extends Schema.Class<Empty>("Empty")({}) {}
       // A document class of one's own whose JSON has an `_id` is no Effect data type.
       class Doc {
@@ -1866,7 +1891,10 @@ describe("HttpTransport", () => {
         empty: {},
         foreign: { list: [1, {}], nested: {}, boxed: 5 }
       })
-    }).pipe(provideClient({ "POST /v1/things": () => FinTest.json(200, {}) })))
+    }).pipe(provideClient({
+      "POST /v1/things": () => FinTest.json(200, {}),
+      "POST /v1/named": () => FinTest.json(200, {})
+    })))
 
   describe("a body with its schema", () => {
     const Payout = Schema.Struct({

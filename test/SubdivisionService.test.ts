@@ -326,7 +326,7 @@ describe("SubdivisionService", () => {
 
   it.effect("online: a page of a longer list is a ResponseDecodeError, not served or cached; all on one page is served", () =>
     Effect.gen(function*() {
-      for (const _ of [1, 2]) {
+      for (const _ of [1, 2, 3]) {
         const error = yield* Effect.flip(list("USA"))
         expect(error._tag === "ResponseDecodeError" && error.issues).toEqual([
           { path: "data.pagination", expected: "the whole list in one answer, not a page of it" }
@@ -334,11 +334,13 @@ describe("SubdivisionService", () => {
       }
       expect((yield* list("USA")).subdivisions.map((entry) => entry.code)).toEqual(["US-CA"])
       expect((yield* list("USA")).source).toBe("api")
-      expect(yield* calls).toBe(3)
+      expect(yield* calls).toBe(4)
     }).pipe(withMode("online", {
       [ROUTE]: FinTest.sequence(
         paged({ current_page: 1, total_page: 6, total: 57 }),
         paged({ total: 57 }),
+        // Counts as text, as the service's examples give ids its schema calls integers.
+        paged({ current_page: "1", total_page: null, total: "57" }),
         paged({ current_page: 1, total_page: 1, total: 1 })
       )
     })))

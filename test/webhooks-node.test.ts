@@ -229,8 +229,6 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 503 Service Unavailable")
     }), 20_000)
 
-  // A body parser (express.json()) that ran first leaves an ended stream: the handler reads no bytes, and without a
-  // look at the request said "the signature matches none of the webhook secrets", sending the operator to the secret.
   it.live("a delivery offering a protocol upgrade (Upgrade: h2c) is refused as such, not as a bad signature", () =>
     Effect.gen(function*() {
       const logs = captureLogs()
@@ -266,6 +264,8 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       expect(logs.lines.join("\n")).not.toContain("bad_signature")
     }).pipe(Effect.scoped), 20_000)
 
+  // A body parser (express.json()) that ran first leaves an ended stream: the handler reads no bytes, and without a
+  // look at the request said "the signature matches none of the webhook secrets", sending the operator to the secret.
   it.live("a body read by a parser first (express.json()) is refused as such, not as a bad signature", () =>
     Effect.gen(function*() {
       const logs = captureLogs()

@@ -68,7 +68,9 @@ export const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** B
  */
 export const roundsTo = (amount: number, given: number): boolean => {
   const a = decimal(amount)
-  const b = decimal(trimmed(given))
+  // Only digits past the amount asked's own places can be an artefact of working it out: one within them is the
+  // service's (12345678.12345683 for 12345678.12345678 is another amount).
+  const b = decimal(decimalPlaces(given) > decimalPlaces(amount) ? trimmed(given) : given)
   const scale = Math.max(a.scale, b.scale)
   const off = atScale(a, scale) - atScale(b, scale)
   return (off < 0n ? -off : off) < 10n ** BigInt(scale - b.scale)
