@@ -33,6 +33,11 @@ const problemOf = (value: string): string | undefined => {
     return notProxyUrl
   }
   if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return notProxyUrl
+  // undici builds its pool on the proxy's origin and refuses one with a path, query or fragment ("invalid url", a
+  // defect naming nothing, on the first request).
+  if (url.pathname !== "/" || url.search !== "" || url.hash !== "") {
+    return "is not a proxy URL: give http://host:port or https://host:port, with no path, query or fragment"
+  }
   try {
     decodeURIComponent(url.username)
     decodeURIComponent(url.password)

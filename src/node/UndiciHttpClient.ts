@@ -363,8 +363,9 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
  * connection before answering as `PROXY_TUNNEL_CLOSED` and gives up on a CONNECT unanswered after 10 s (undici alone
  * asks again for ever, or waits 300 s), and is closed with the layer. A proxy URL's credentials
  * (`http://user:pass@proxy:3128`, percent-encoded: `%` as `%25`) are sent to it as `Proxy-Authorization`. A variable
- * read that holds no http or https proxy URL (`proxy:3128`, `ftp://...`, `socks5://...`), or credentials with a bare
- * `%`, fails the layer with a `ConfigError` naming it, never its value. For either client:
+ * read that holds no http or https proxy URL (`proxy:3128`, `ftp://...`, `socks5://...`, one with a path, query or
+ * fragment), or credentials with a bare `%`, fails the layer with a `ConfigError` naming it, never its value. For
+ * either client:
  *
  * ```ts
  * UndiciHttpClient.layerWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))

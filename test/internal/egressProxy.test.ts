@@ -42,6 +42,15 @@ describe("EgressProxy.fromEnv", () => {
       .toEqual({ httpsProxy: "http://user:50%25off@proxy:3128" })
     expect(Either.getLeft(EgressProxy.fromEnv({ HTTPS_PROXY: "x" })).pipe(Option.exists(ConfigError.isConfigError)))
       .toBe(true)
+    // A path, query or fragment: undici's pool refuses it at the first request ("invalid url", naming nothing); a
+    // bare trailing slash is the origin.
+    for (const value of ["http://proxy:3128/squid", "http://proxy:3128?x=1", "http://proxy:3128/#f"]) {
+      expect(messageOf({ HTTPS_PROXY: value }), value).toBe(
+        `(Invalid data at HTTPS_PROXY: "is not a proxy URL: give http://host:port or https://host:port, ` +
+          `with no path, query or fragment")`
+      )
+    }
+    expect(messageOf({ HTTPS_PROXY: "http://proxy:3128/" })).toEqual({ httpsProxy: "http://proxy:3128/" })
   })
 })
 
