@@ -73,6 +73,13 @@ describe("FinTest.layerFeeService and the emulator", () => {
           FeeService.calculate(request).pipe(Effect.provide(FinTest.layerFeeService(options)))
         )
         expect({ request, ...outcome(viaLayer) }).toEqual({ request, ...outcome(viaEmulator) })
+        // The same lifetime (15 minutes by default): each reads its own clock, one call after the other, so the two
+        // expiries are apart by the time between the calls, far below a minute, and far below what another default
+        // lifetime would put between them.
+        if (Exit.isSuccess(viaEmulator) && Exit.isSuccess(viaLayer)) {
+          const till = (q: FeeService.FeeQuote) => Option.getOrThrow(Option.map(q.valid_till, DateTime.toEpochMillis))
+          expect(Math.abs(till(viaEmulator.value) - till(viaLayer.value))).toBeLessThan(60_000)
+        }
       }
     })))
 
