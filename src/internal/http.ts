@@ -68,7 +68,10 @@ const perSchema = (make: (schema: Schema.Schema.AnyNoContext) => Decoder<unknown
 }
 
 const decoders = perSchema((schema) => Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" }))
-const encoders = perSchema((schema) => Schema.encodeUnknownEither(schema, { errors: "all" }))
+// A key the body schema does not know (a misspelt optional field of a body passed by name) is refused, not dropped.
+const encoders = perSchema((schema) =>
+  Schema.encodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
+)
 
 /** The cached decoder of `schema`. */
 export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A> => decoders(schema) as Decoder<A>
