@@ -1915,7 +1915,7 @@ describe("HttpTransport", () => {
         expect(yield* sent).toEqual([{ amount: "12.5", send_at: "1970-01-01T00:00:00.000Z", tags: ["a"] }])
       }).pipe(provideClient({ "POST /v1/payouts": () => FinTest.json(200, {}) })))
 
-    it.effect("a key the schema does not know (a misspelt field of a body held in a variable) is refused, not dropped", () =>
+    it.effect("a key the schema does not know (a misspelt field of a body in a variable) is refused, not dropped", () =>
       Effect.gen(function*() {
         // TypeScript checks excess keys only in a literal written in the call: one held in a variable compiles.
         const held = { amount: 12.5, send_at: DateTime.unsafeMake(0), tags: [], refrence: "invoice-42" }
