@@ -479,7 +479,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       const grant = path === "/v1/oauth/token" ? "client_credentials" : "refresh_token"
       const secret = Redacted.value(config.clientSecret)
       let attempt = 0
+      // The status of the last answer (0: none yet), for the span.
       let status = 0
+      const lastStatus = () => (status === 0 ? undefined : status)
       return Effect.clockWith((clock) => {
         attempt += 1
         waiting = undefined
@@ -548,10 +550,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                   Http.annotateOutcome(
                     attempt,
                     Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
-                    status === 0 ? undefined : status
+                    lastStatus()
                   ),
                 onSome: (error) =>
-                  Http.annotateOutcome(attempt, error._tag, Http.statusOf(error) ?? (status === 0 ? undefined : status))
+                  Http.annotateOutcome(attempt, error._tag, Http.statusOf(error) ?? lastStatus())
               })
           )
         ),

@@ -324,7 +324,7 @@ describe("SubdivisionService", () => {
   const paged = (pagination: unknown) =>
     FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }], pagination } })
 
-  it.effect("online: a page of a longer list is a ResponseDecodeError, not served or cached; all on one page is served", () =>
+  it.effect("online: a page of a longer list is a ResponseDecodeError, not served or cached; one whole page is", () =>
     Effect.gen(function*() {
       for (const _ of [1, 2, 3]) {
         const error = yield* Effect.flip(list("USA"))

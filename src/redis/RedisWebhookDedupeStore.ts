@@ -92,8 +92,8 @@ const millis = (ttl: Duration.Duration) => Math.max(1, Math.round(Duration.toMil
  * warning says why, and each failed command's `WebhookDedupeStoreError` too (the handler answers 500 meanwhile).
  *
  * Dies with `IllegalArgumentException` (a defect: the program's mistake) when `timeout` is not a finite duration above
- * zero and at most 24 days (past 2^31 - 1 ms a timer never fires), `url` is no Redis URL, `client` is no ioredis client,
- * `prefix` is not non-empty text, or an option is none of these (misspelt, from a config file).
+ * zero and at most 24 days (past 2^31 - 1 ms a timer never fires), `url` is no Redis URL, `client` is no ioredis
+ * client, `prefix` is not non-empty text, or an option is none of these (misspelt, from a config file).
  *
  * @since 0.1.0
  * @category constructors

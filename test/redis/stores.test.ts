@@ -928,7 +928,7 @@ describe("RedisTokenStore", () => {
       for (const client of [{ status: "ready", get: () => Promise.resolve(null) }, "redis://127.0.0.1:6379", null]) {
         const options = { client } as unknown as RedisTokenStore.Options
         for (const self of [RedisTokenStore.make(options), RedisWebhookDedupeStore.layer(options)]) {
-          expect(message(self)).toMatch(/^effect-fin: Redis\w+Store: client must be an ioredis client \(new Redis\(\.\.\.\)\)$/)
+          expect(message(self)).toMatch(/^effect-fin: Redis\w+Store: client must be an ioredis client \(new Redis/)
         }
       }
       // rediss:// (TLS) and a database number are accepted (checked where the stores check it: nothing connects).
