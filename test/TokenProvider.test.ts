@@ -230,6 +230,15 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
     }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "3570 seconds" })))))
 
+  // A token answer whose access token lives an hour from now, with `fields` (no refresh token's expiry).
+  const hourLongToken = (fields: { readonly access_token: string; readonly refresh_token?: string }) =>
+    Effect.map(Clock.currentTimeMillis, (now) =>
+      FinTest.json(200, {
+        ...fields,
+        access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
+        current_time: FinTest.formatServiceTimestamp(now)
+      }))
+
   it.effect("a refresh answer without a refresh token keeps the one it used (RFC 6749 6), not issuing anew", () => {
     let refreshed = 0
     return Effect.gen(function*() {
@@ -243,13 +252,7 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({
       "POST /v1/oauth/token": FinTest.tokenHandler({ lifetime: "1 hour" }),
-      "POST /v1/oauth/refresh-token": () =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
-          FinTest.json(200, {
-            access_token: `refreshed-${++refreshed}`,
-            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
-            current_time: FinTest.formatServiceTimestamp(now)
-          }))
+      "POST /v1/oauth/refresh-token": () => hourLongToken({ access_token: `refreshed-${++refreshed}` })
     }))
   })
 
@@ -267,24 +270,11 @@ describe("TokenProvider", () => {
       expect(bodies).toEqual([{ refresh_token: "issued" }, { refresh_token: "rotated-1" }])
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({
-      "POST /v1/oauth/token": () =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
-          FinTest.json(200, {
-            access_token: "token-1",
-            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
-            refresh_token: "issued",
-            current_time: FinTest.formatServiceTimestamp(now)
-          })),
-      "POST /v1/oauth/refresh-token": () =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          refreshed += 1
-          return FinTest.json(200, {
-            access_token: `refreshed-${refreshed}`,
-            access_token_ttl: FinTest.formatServiceTimestamp(now + HOUR),
-            refresh_token: `rotated-${refreshed}`,
-            current_time: FinTest.formatServiceTimestamp(now)
-          })
-        })
+      "POST /v1/oauth/token": () => hourLongToken({ access_token: "token-1", refresh_token: "issued" }),
+      "POST /v1/oauth/refresh-token": () => {
+        refreshed += 1
+        return hourLongToken({ access_token: `refreshed-${refreshed}`, refresh_token: `rotated-${refreshed}` })
+      }
     }))
   })
 
