@@ -453,16 +453,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
         : yield* fallback
 
     // Per-call options the transport would refuse are refused here too, before a cached answer or the snapshot can
-    // stand in for the call that would have refused them (offline, no call is made: they mean nothing).
+    // stand in for the call that would have refused them; offline as well, though no call is made, so that a test
+    // run offline refuses what the same code run online or in fallback would.
     const optionsChecked = Effect.flatMap(
       HttpTransport.currentCallOptions,
       (options) => shareable(options) ? Effect.void : CallOptionsInternal.resolve(config, options)
     )
     const list = (input: string) =>
-      Effect.flatMap(
-        CountryCode.validate(input),
-        (country) => config.subdivisionMode === "offline" ? byMode(country) : Effect.zipRight(optionsChecked, byMode(country))
-      )
+      Effect.flatMap(CountryCode.validate(input), (country) => Effect.zipRight(optionsChecked, byMode(country)))
 
     // Offline means no network at all, so the one operation that must ask the API is refused, not sent.
     const offline = new RequestValidationError({
