@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Inspectable from "effect/Inspectable"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -1978,6 +1979,18 @@ const squashedName = (cause: Cause.Cause<unknown>): string => {
   }
 }
 
+// Whether the cause's structure (as `Inspectable.format` serialises it: every enumerable field of its errors) holds
+// text `redact` changes; also when it cannot be serialised, as nothing can then be told of it.
+const holdsSecret = (cause: Cause.Cause<unknown>, redact: (text: string) => string): boolean => {
+  let structure: string
+  try {
+    structure = Inspectable.format(cause)
+  } catch {
+    return true
+  }
+  return redact(structure) !== structure
+}
+
 // The most of a failed handler's text logged once it had to be redacted: its cause and stack, not a page.
 const MAX_FAILURE_TEXT = 16 * 1024
 
@@ -2184,7 +2197,10 @@ const makeApp = <const H extends object>(
       )
     }
     const redacted = redact(text)
-    return redacted === text
+    // The cause is handed to the loggers as it is only when nothing in it holds a secret: not its rendering alone,
+    // which leaves out an error's own fields (`error.config`, a tagged error's fields, an object's with a `toString`),
+    // but its whole structure as a logger that inspects or serialises it sees it.
+    return redacted === text && !holdsSecret(cause, redact)
       ? Effect.logError("effect-fin: webhook handler failed", cause)
       // One message: a second would be a second `message` key in a logfmt line, which parsers drop.
       : Effect.logError(

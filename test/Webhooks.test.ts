@@ -8,6 +8,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -2822,30 +2823,37 @@ describe("Webhooks.handler", () => {
     }))
 
   // The handler knows the secret (its configuration): a failure quoting it, in its message or in its error's own
-  // `cause` (which Effect's loggers print), is logged with the secret redacted; a long one without it as it was.
+  // `cause` (which Effect's loggers print), or holding it in a field of its error (which a logger that serialises
+  // the cause shows, though Effect's rendering leaves it out), is logged with the secret redacted, as text; a long
+  // one without it as it was.
   it.effect("logs a handler's failure that quotes a webhook secret with the secret redacted", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
+      class LedgerConfigError extends Data.TaggedError("LedgerConfigError")<{ readonly config: { key: string } }> {}
       const failures: Array<unknown> = [
         new Error(`cannot reach the ledger with ${secretValue}`),
         new Error("ledger unreachable", { cause: new Error(`bad key ${secretValue}`) }),
+        Object.assign(new Error("ledger misconfigured"), { config: { key: secretValue } }),
+        new LedgerConfigError({ config: { key: secretValue } }),
         new Error("x".repeat(20_000))
       ]
       const handle = yield* webHandler(Webhooks.handler({
         secrets: ["whsec_old_rotated_out", secret],
         handlers: { "beneficiary.status": () => Effect.die(failures.shift()) }
       })).pipe(Effect.provide(capture))
-      for (let i = 0; i < 3; i++) expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      for (let i = 0; i < 5; i++) expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
       const failed = logs.filter((line) => line.includes("webhook handler failed"))
-      expect(failed).toHaveLength(3)
+      expect(failed).toHaveLength(5)
       expect(failed[0]).toContain("cannot reach the ledger with <redacted>")
       expect(failed[1]).toContain("bad key <redacted>")
-      for (const line of failed.slice(0, 2)) {
+      expect(failed[2]).toContain("ledger misconfigured")
+      expect(failed[3]).toContain("LedgerConfigError")
+      for (const line of failed.slice(0, 4)) {
         // One message, the failure in it: a second message is a second `message` key in a logfmt line.
-        expect(line).toContain("(a webhook secret redacted): Error: ")
+        expect(line).toContain("(a webhook secret redacted): ")
         expect(line).not.toContain(secretValue)
       }
-      expect(failed[2]).not.toContain("redacted")
+      expect(failed[4]).not.toContain("redacted")
     }))
 
   // Effect's rendering of a cause (Cause.pretty, every logger) overflows the stack on an error that is its own cause:
