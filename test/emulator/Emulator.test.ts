@@ -30,7 +30,7 @@ import * as FinClient from "../../src/FinClient.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
-import { captureLogs, forkSleeping, untilSleepsMoreThan } from "../support.js"
+import { captureLogs, forkSleeping, recordingTracer, untilSleepsMoreThan } from "../support.js"
 
 interface Answer {
   readonly status: number
@@ -1613,6 +1613,33 @@ describe("Emulator", () => {
   })
 
   describe("webhook answers", () => {
+    // A receiver behind Basic auth, given as `user:pass@` in its URL: the platform's client would drop them from the
+    // request, and its span records the URL whole; they go as an `authorization` header (which it redacts) instead.
+    it.scopedLive("a receiver's `user:pass@` is sent as Basic credentials, and no span holds the password", () =>
+      Effect.gen(function*() {
+        const authorizations: Array<string | undefined> = []
+        const receiver = Http.createServer((request, response) => {
+          authorizations.push(request.headers.authorization)
+          request.resume()
+          request.on("end", () => response.end("ok"))
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))),
+          () => Effect.promise(() => new Promise<void>((resolve) => receiver.close(() => resolve())))
+        )
+        const { port } = receiver.address() as Net.AddressInfo
+        const { layer: tracing, spans } = yield* recordingTracer
+        const sent = yield* Effect.gen(function*() {
+          const emulator = yield* Emulator.make({ webhookUrl: `http://hooks:pa%2055word@127.0.0.1:${port}/hooks` })
+          return yield* emulator.sendWebhook()
+        }).pipe(Effect.scoped, Effect.provide(tracing))
+        expect(sent.status).toBe(200)
+        expect(authorizations).toEqual([`Basic ${Buffer.from("hooks:pa 55word").toString("base64")}`])
+        const recorded = yield* spans
+        expect(recorded.map((span) => span.name)).toContain("http.client POST")
+        for (const span of recorded) expect(JSON.stringify([...span.attributes])).not.toContain("55word")
+      }))
+
     it.scopedLive("a receiver that answers its status then stalls its body counts as answered, with that status", () =>
       Effect.gen(function*() {
         const sockets = new Set<Net.Socket>()

@@ -43,6 +43,30 @@ const shown = (url: string): string => {
   return parsed.href
 }
 
+// A URL's user or password as meant: percent-escapes undone, a stray `%` (not an escape) kept as written.
+const decoded = (text: string): string => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+// The target as requested: a `user:pass@` in it is sent as Basic credentials (the platform's client would drop it),
+// never in the URL, which the client's span records whole (`url.full`), where the `authorization` header is redacted.
+const withoutCredentials = (url: string): { readonly url: string; readonly headers: Record<string, string> } => {
+  const parsed = new URL(url)
+  if (parsed.username === "" && parsed.password === "") return { url, headers: {} }
+  const basic = btoa(
+    String.fromCharCode(
+      ...new TextEncoder().encode(`${decoded(parsed.username)}:${decoded(parsed.password)}`)
+    )
+  )
+  parsed.username = ""
+  parsed.password = ""
+  return { url: parsed.href, headers: { authorization: `Basic ${basic}` } }
+}
+
 /** The documented example beneficiary (developer.fin.com, beneficiary.status). */
 export const exampleBeneficiaryId = "e8fccaeb-fb9d-4fae-846e-ea7c97c70b31"
 // The documented example's customer.
@@ -139,13 +163,14 @@ export const send = (
       request.algorithm ?? settings.webhookAlgorithm
     )
     const timeout = Duration.millis(settings.webhookTimeout)
+    const target = withoutCredentials(url)
     // One budget for the whole delivery, on monotonic time: the answer's head, then the start of its body in what is
     // left of it.
     const endsAt = Monotonic.plus(yield* Monotonic.millis, timeout)
     // The service's documented headers only: no trace context of this client's own.
     const answer = yield* HttpClient.withTracerPropagation(client, false).execute(
-      HttpClientRequest.post(url).pipe(
-        HttpClientRequest.setHeaders({ "user-agent": "effect-fin-emulator" }),
+      HttpClientRequest.post(target.url).pipe(
+        HttpClientRequest.setHeaders({ "user-agent": "effect-fin-emulator", ...target.headers }),
         HttpClientRequest.setHeaders(headers),
         HttpClientRequest.bodyUint8Array(bytes, "application/json")
       )
