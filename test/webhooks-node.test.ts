@@ -217,11 +217,18 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       const socket = Net.connect(port, "127.0.0.1", () => socket.write("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
       socket.on("data", (data) => void (answer += data))
       socket.on("error", () => {})
-      yield* pause(100)
+      // Waited for rather than paused for, as a fixed pause races a loaded machine: the server has accepted the second
+      // connection (the first's and this one) before the shutdown begins...
+      const connections = Effect.async<number>((resume) =>
+        void server.getConnections((_error, count) => resume(Effect.succeed(count)))
+      )
+      yield* eventually(Effect.map(connections, (count) => count >= 2), "the second connection to be accepted")
+      yield* pause(50)
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* pause(100)
+      // ...and the platform has removed its request listener (the shutdown has begun) before the headers complete.
+      yield* eventually(Effect.sync(() => server.listenerCount("request") === 1), "the platform's listener removed")
       socket.write(`x-fin-signature: ${headers["x-fin-signature"]}\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
-      yield* pause(100)
+      yield* eventually(Effect.sync(() => answer.includes("\r\n\r\n")), "the second delivery's answer")
       yield* release
       expect(yield* Effect.promise(() => first)).toBe(200)
       yield* Fiber.join(closing)
