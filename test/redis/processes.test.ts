@@ -51,10 +51,11 @@ describe("RedisTokenStore across processes", () => {
 
         for (const result of results) {
           expect(result.failed).toEqual({})
-          // A slow call may also have run out of time (three 5 s attempts) on a machine loaded with other work: that
-          // says nothing about the token requests counted below.
-          expect(Object.keys(result.failedSlow).filter((tag) => tag !== "AuthenticationError" && tag !== "TimeoutError"))
-            .toEqual([])
+          // A slow call may also have run out of time (three 5 s attempts), or lost its connection (800 at once to
+          // one in-process server), on a machine loaded with other work: that says nothing about the token requests
+          // counted below.
+          const slowAllowed = ["AuthenticationError", "TimeoutError", "TransportError"]
+          expect(Object.keys(result.failedSlow).filter((tag) => !slowAllowed.includes(tag))).toEqual([])
           // At least a round of 200 each.
           const slow = Object.values(result.failedSlow).reduce((sum, n) => sum + n, 0)
           expect(result.succeeded + slow).toBeGreaterThanOrEqual(200)
