@@ -1472,34 +1472,62 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
   WebhookDedupeStoreService
 >() {}
 
-// A Map in insertion order whose entries expire; re-set keys move to the end, so the oldest are first. Bounded: past
-// `maxEntries` the expired entries go first, wherever they are (handlers of different TTLs may share a store), then
-// the oldest live ones (`full` then says so).
+// A map whose entries expire; re-set keys count as new, so the oldest are first. Bounded: past `maxEntries` the
+// expired entries go first, wherever they are (handlers of different TTLs may share a store), then the oldest live
+// ones (`full` then says so).
+// The order is kept in queues (an array and its head) of the entries as set, not by iterating the Map or a Set from
+// its start: V8 leaves a deleted entry as a hole until the table is rebuilt, so finding the first entry again after
+// deleting the one before costs a walk over every hole, O(maxEntries) per write. An entry removed or set again since
+// is left in its queue and skipped when met (a queue is compacted once those outnumber the live ones).
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
-  const map = new Map<string, { readonly value: V; readonly lifetime: number }>()
-  // The keys of each lifetime in insertion order, which is their order of expiry (the clock only moves on): the
-  // expired ones of each lifetime are at its head, found without searching the whole map on every insert.
-  const byLifetime = new Map<number, Set<string>>()
+  interface Entry {
+    readonly key: string
+    readonly value: V
+  }
+  interface Queue {
+    items: Array<Entry>
+    head: number
+  }
+  const map = new Map<string, Entry>()
+  // The entries of each lifetime in the order they were set, which is their order of expiry (the clock only moves
+  // on): the expired ones of each lifetime are at its head, found without searching the whole map on every insert.
+  const byLifetime = new Map<number, Queue>()
+  // All entries in the order they were set, for eviction past `maxEntries` (none without a limit).
+  const inOrder: Queue | undefined = Number.isFinite(maxEntries) ? { items: [], head: 0 } : undefined
   let full = false
+  const live = (entry: Entry) => map.get(entry.key) === entry
+  const first = (queue: Queue): Entry | undefined => {
+    while (queue.head < queue.items.length && !live(queue.items[queue.head]!)) queue.head += 1
+    return queue.items[queue.head]
+  }
+  const push = (queue: Queue, entry: Entry) => {
+    queue.items.push(entry)
+    const held = queue.items.length - queue.head
+    if (held > 2 * map.size + 64) {
+      queue.items = queue.items.slice(queue.head).filter(live)
+      queue.head = 0
+    } else if (queue.head > 64 && queue.head * 2 > queue.items.length) {
+      queue.items = queue.items.slice(queue.head)
+      queue.head = 0
+    }
+  }
   const remove = (key: string) => {
-    const entry = map.get(key)
-    if (entry === undefined) return
     map.delete(key)
-    const keys = byLifetime.get(entry.lifetime)!
-    keys.delete(key)
-    if (keys.size === 0) byLifetime.delete(entry.lifetime)
   }
   const sweep = (now: number) => {
-    for (const keys of byLifetime.values()) {
-      for (const key of keys) {
-        if (map.get(key)!.value.expiresAt > now) break
-        remove(key)
+    for (const [lifetime, queue] of byLifetime) {
+      let head = first(queue)
+      while (head !== undefined && head.value.expiresAt <= now) {
+        map.delete(head.key)
+        head = first(queue)
       }
+      if (head === undefined) byLifetime.delete(lifetime)
     }
-    for (const [key] of map) {
-      if (map.size <= maxEntries) break
-      full = true
-      remove(key)
+    if (inOrder !== undefined) {
+      while (map.size > maxEntries) {
+        full = true
+        map.delete(first(inOrder)!.key)
+      }
     }
   }
   return {
@@ -1511,12 +1539,14 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
       return value !== undefined && value.expiresAt > now ? value : undefined
     },
     set: (key: string, value: V, now: number) => {
-      remove(key)
+      const entry: Entry = { key, value }
+      map.delete(key)
+      map.set(key, entry)
       const lifetime = value.expiresAt - now
-      map.set(key, { value, lifetime })
-      const keys = byLifetime.get(lifetime)
-      if (keys === undefined) byLifetime.set(lifetime, new Set([key]))
-      else keys.add(key)
+      let queue = byLifetime.get(lifetime)
+      if (queue === undefined) byLifetime.set(lifetime, queue = { items: [], head: 0 })
+      push(queue, entry)
+      if (inOrder !== undefined) push(inOrder, entry)
       sweep(now)
     },
     delete: remove

@@ -2941,6 +2941,58 @@ describe("Webhooks memory store", () => {
       expect((yield* store.claim("e0", "r0", ttl))._tag).toBe("Claimed")
     }))
 
+  // Handlers of different lifetimes share a store: the short-lived expire while the long-lived stay, however many
+  // entries were set again before them (a resource's last status, remembered first briefly, then for longer).
+  it.effect("forgets what expired, and only that, with entries of several lifetimes set again and again", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2_000 })
+      const handle = (id: string, key: string, createdAt: number, ttl: Duration.Duration) =>
+        Effect.flatMap(store.claim(id, `ref-${id}`, Duration.seconds(30)), (claim) =>
+          claim._tag === "Claimed"
+            ? store.complete(id, claim.token, { referenceId: `ref-${id}`, order: { key, createdAt, ttl } }, ttl)
+            : Effect.dieMessage(`not claimed: ${id}`))
+      const ids = Array.from({ length: 500 }, (_, i) => i)
+      for (const i of ids) {
+        yield* handle(`brief-${i}`, `brief-${i}`, 1, Duration.minutes(1))
+        yield* handle(`first-${i}`, `kept-${i}`, 1, Duration.minutes(1))
+        yield* handle(`then-${i}`, `kept-${i}`, 2, Duration.hours(1))
+      }
+      yield* TestClock.adjust("2 minutes")
+      yield* handle("after", "after", 1, Duration.minutes(1))
+      for (const i of ids) {
+        expect(yield* store.lastHandled(`brief-${i}`)).toEqual(Option.none())
+        expect(yield* store.lastHandled(`kept-${i}`)).toEqual(Option.some(2))
+        expect((yield* store.claim(`first-${i}`, `ref-first-${i}`, Duration.seconds(30)))._tag).toBe("Claimed")
+        expect((yield* store.claim(`then-${i}`, `ref-then-${i}`, Duration.seconds(30)))._tag).toBe("Done")
+      }
+    }))
+
+  // A resource whose status comes again and again counts as new each time: past maxEntries the oldest of the others
+  // goes first, then it, as last set.
+  it.effect("a resource set again many times is evicted by when it was last set", () =>
+    Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 10 })
+      const ttl = Duration.hours(1)
+      let events = 0
+      const handle = (key: string, createdAt: number) =>
+        Effect.gen(function*() {
+          const id = `e${events++}`
+          const claim = yield* store.claim(id, `ref-${id}`, ttl)
+          if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
+          yield* store.complete(id, claim.token, { referenceId: `ref-${id}`, order: { key, createdAt, ttl } }, ttl)
+        })
+      yield* handle("older", 1)
+      for (let i = 1; i <= 200; i++) yield* handle("hot", i)
+      for (let i = 0; i < 8; i++) yield* handle(`other-${i}`, 1)
+      expect(yield* store.lastHandled("older")).toEqual(Option.some(1))
+      yield* handle("other-8", 1)
+      expect(yield* store.lastHandled("older")).toEqual(Option.none())
+      expect(yield* store.lastHandled("hot")).toEqual(Option.some(200))
+      yield* handle("other-9", 1)
+      expect(yield* store.lastHandled("hot")).toEqual(Option.none())
+      for (let i = 0; i < 10; i++) expect(yield* store.lastHandled(`other-${i}`)).toEqual(Option.some(1))
+    }))
+
   // A store of two entries, and how to handle an event (and its resource) through it, remembered for `ttl`.
   const smallStore = () => {
     const logs = captureLogs()
