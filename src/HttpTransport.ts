@@ -33,6 +33,7 @@ import * as Issues from "./internal/issues.js"
 import { memo } from "./internal/memo.js"
 import { retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
+import * as OptionNames from "./internal/optionNames.js"
 import * as Retry from "./internal/retry.js"
 import * as RetryBudget from "./internal/retryBudget.js"
 import * as Slots from "./internal/slots.js"
@@ -190,6 +191,35 @@ export const withOptions: {
       return { ...current, ...Object.fromEntries(taken) }
     })
 )
+
+// The keys of a spec, all its own keys checked against them.
+const SPEC_KEYS = {
+  method: true,
+  path: true,
+  query: true,
+  body: true,
+  bodySchema: true,
+  response: true,
+  safe: true,
+  name: true,
+  check: true
+} as const
+const SPEC_EXPECTED = `one of ${Object.keys(SPEC_KEYS).join(", ")}`
+
+// From untyped code: no spec at all (an unset configuration value), or a key that is none of the spec's (`qurey` for
+// `query`, `headers`, `timeout`), which would otherwise be dropped without a word (a GET sent without its filters).
+const specShape = (given: unknown): Either.Either<void, RequestValidationError> => {
+  const notAnObject = OptionNames.notAnObject(given)
+  if (notAnObject !== undefined) {
+    return Either.left(
+      Issues.refusal("", "Invalid request spec", `an object of method, path and response, not ${notAnObject}`)
+    )
+  }
+  const [unknown] = OptionNames.unknown(given as object, SPEC_KEYS)
+  return unknown === undefined
+    ? Either.void
+    : Either.left(Issues.refusal(unknown, `Unknown request option ${unknown}`, SPEC_EXPECTED))
+}
 
 const PATH = /^(\/[A-Za-z0-9\-._~]+)+$/
 // Far past any route of the service; a longer one (an id from outside, say) would end up whole in errors and spans.
@@ -519,18 +549,22 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
       // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
       // send what was not checked, nor trace other values than those sent.
       // (By name rather than spread: a spec's fields may be getters of its class.)
+      let shape
       let spec
       try {
+        shape = specShape(given)
+        // No spec object: its fields read as absent, as those of a spec from untyped code may be (refused before use).
+        const read = typeof given === "object" && given !== null ? given : {} as typeof given
         spec = {
-          method: given.method,
-          path: given.path,
-          query: given.query,
-          body: given.body,
-          bodySchema: given.bodySchema,
-          response: given.response,
-          safe: given.safe,
-          name: given.name,
-          check: given.check
+          method: read.method,
+          path: read.path,
+          query: read.query,
+          body: read.body,
+          bodySchema: read.bodySchema,
+          response: read.response,
+          safe: read.safe,
+          name: read.name,
+          check: read.check
         }
       } catch (defect) {
         // A spec that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
@@ -553,6 +587,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const endedAs = (outcome: string) =>
           Effect.zipRight(Http.annotateOutcome(0, outcome, undefined), Metric.increment(requestsByOutcome(name)(outcome)))
         const refused = (error: RequestValidationError) => endedAs(error._tag)
+        yield* Effect.tapError(shape, refused)
         const options = yield* validateSpec(
           spec,
           pathValid,

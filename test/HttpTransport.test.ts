@@ -2095,6 +2095,29 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
 
+  // From untyped code: a misspelt key (`qurey`) or one a spec does not have (`headers`) would be dropped without a
+  // word, a GET sent without its filters; no spec at all (an unset value) would be a TypeError.
+  it.effect("a spec with a key it does not have, or no spec object at all (untyped code), is refused, nothing sent", () =>
+    Effect.gen(function*() {
+      const specs: ReadonlyArray<[unknown, string]> = [
+        [{ method: "GET", path: "/v1/items", qurey: { country_code: "USA" }, response: Schema.Unknown }, "qurey"],
+        [{ method: "GET", path: "/v1/items", headers: { "x-a": "1" }, response: Schema.Unknown }, "headers"],
+        [null, ""],
+        [undefined, ""],
+        ["GET /v1/items", ""]
+      ]
+      for (const [spec, path] of specs) {
+        const error = yield* Effect.flip(HttpTransport.request(spec as HttpTransport.RequestSpec<unknown, unknown>))
+        expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path }] })
+      }
+      expect((yield* Effect.flip(HttpTransport.request(specs[0]![0] as HttpTransport.RequestSpec<unknown, unknown>))).message)
+        .toBe(
+          "Unknown request option qurey: expected one of method, path, query, body, bodySchema, response, safe, name, check"
+        )
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(requests.filter((r) => r.path === "/v1/items")).toEqual([])
+    }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))
+
   // An interface has no index signature (TS2322 as it is); spread, it is an object type that has one.
   it.effect("a query typed by an interface of text fields is taken spread, field by field checked", () =>
     Effect.gen(function*() {
