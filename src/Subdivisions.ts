@@ -16,6 +16,7 @@ import * as CountryCode from "./CountryCode.js"
 import type { RequestValidationError } from "./FinError.js"
 import * as Issues from "./internal/issues.js"
 import type { BadSubdivisionCode } from "./internal/literal.js"
+import * as OptionNames from "./internal/optionNames.js"
 import * as internal from "./internal/subdivisions.js"
 import { subdivisionsData, types } from "./internal/subdivisionsData.js"
 
@@ -263,8 +264,8 @@ const rankIn = (index: SearchIndex, i: number, query: string): number => {
  * Ranked: exact, then names starting with the text, then names with a word starting with it, then any other
  * substring; ties by name, then code. A blank `text` matches nothing. At most `limit` results (default: all; a
  * fraction rounds down). Fails with `RequestValidationError` when `country` is unknown, `text` is not a string (a
- * repeated query parameter), or `limit` is negative, NaN or no number
- * (an unset setting read as a number, say, would otherwise find nothing, silently).
+ * repeated query parameter), `limit` is negative, NaN or no number (an unset setting read as a number, say, would
+ * otherwise find nothing, silently), or `options` is no object or has another key (`limt`, from untyped code).
  *
  * @since 0.1.0
  * @category lookups
@@ -278,6 +279,17 @@ export const search = <C extends string>(
   if (found === undefined) return invalidCountry(country)
   if (typeof text !== "string") {
     return Either.left(Issues.refusal("text", "Invalid search text", "the text to search for"))
+  }
+  // From untyped code: options that are no object, or a misspelt `limt`, would leave every result in without a word.
+  if (options !== undefined) {
+    const notAnObject = OptionNames.notAnObject(options)
+    if (notAnObject !== undefined) {
+      return Either.left(Issues.refusal("", "Invalid search options", `an object of limit, not ${notAnObject}`))
+    }
+    const [unknown] = OptionNames.unknown(options, { limit: true })
+    if (unknown !== undefined) {
+      return Either.left(Issues.refusal(unknown, `Unknown search option ${unknown}`, "limit"))
+    }
   }
   const query = internal.normalize(text)
   const limit = options?.limit === undefined ? Infinity : typeof options.limit === "number" ? Math.floor(options.limit) : NaN

@@ -341,6 +341,12 @@ describe("Subdivisions", () => {
         expect(Either.isLeft(refused) && refused.left.issues.map((i) => i.path), String(limit)).toEqual(["limit"])
         expect(Either.isLeft(refused) && refused.left.message).toBe("Invalid search limit: expected a number of results, 0 or more")
       }
+      // Options that are no object, or a misspelt key, would leave every result in without a word.
+      for (const [options, path] of [[{ limt: 1 }, "limt"], [null, ""], [5, ""], ["limit", ""]] as const) {
+        const refused = Subdivisions.search("USA", "a", options as { readonly limit?: number })
+        expect(Either.isLeft(refused) && refused.left.issues.map((i) => i.path), String(options)).toEqual([path])
+      }
+      expect(right(Subdivisions.search("USA", "a", {}))).toHaveLength(right(Subdivisions.search("USA", "a")).length)
       expect(right(Subdivisions.search("USA", "zzz"))).toEqual([])
       for (const input of badCountries) {
         const result = Subdivisions.search(input, "a")
