@@ -23,7 +23,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as Inspectable from "effect/Inspectable"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -1500,14 +1499,24 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
     while (queue.head < queue.items.length && !live(queue.items[queue.head]!)) queue.head += 1
     return queue.items[queue.head]
   }
+  // Entries held by all the queues, live or not: past twice the live ones (and a little per queue), every queue is
+  // compacted, so that dead entries behind a live head, in queues of many lifetimes, stay within a bound of map.size.
+  let queued = 0
+  const compact = (queue: Queue) => {
+    const before = queue.items.length
+    queue.items = queue.items.slice(queue.head).filter(live)
+    queue.head = 0
+    queued -= before - queue.items.length
+  }
   const push = (queue: Queue, entry: Entry) => {
     queue.items.push(entry)
-    const held = queue.items.length - queue.head
-    if (held > 2 * map.size + 64) {
-      queue.items = queue.items.slice(queue.head).filter(live)
-      queue.head = 0
+    queued += 1
+    if (queued > 2 * (inOrder === undefined ? 1 : 2) * map.size + 64 * (byLifetime.size + 1)) {
+      for (const each of byLifetime.values()) compact(each)
+      if (inOrder !== undefined) compact(inOrder)
     } else if (queue.head > 64 && queue.head * 2 > queue.items.length) {
       queue.items = queue.items.slice(queue.head)
+      queued -= queue.head
       queue.head = 0
     }
   }
@@ -1521,7 +1530,10 @@ const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: numbe
         map.delete(head.key)
         head = first(queue)
       }
-      if (head === undefined) byLifetime.delete(lifetime)
+      if (head === undefined) {
+        queued -= queue.items.length
+        byLifetime.delete(lifetime)
+      }
     }
     if (inOrder !== undefined) {
       while (map.size > maxEntries) {
@@ -2009,17 +2021,42 @@ const squashedName = (cause: Cause.Cause<unknown>): string => {
   }
 }
 
-// Whether the cause's structure (as `Inspectable.format` serialises it: every enumerable field of its errors) holds
-// text `redact` changes; also when it cannot be serialised, as nothing can then be told of it.
+// Whether anything in the cause a logger may print (by inspecting it, serialising it, or calling `toJSON`) holds text
+// `redact` changes: every text reached through own fields, enumerable or not (an `Error`'s message and stack, an error
+// nested in a field), a Map's or Set's entries, and what a `toJSON` gives; bytes are not read (no logger shows them as
+// text). A cycle is walked once. Past MAX_WALKED objects, or where a field cannot be read, nothing can be told: held.
 const holdsSecret = (cause: Cause.Cause<unknown>, redact: (text: string) => string): boolean => {
-  let structure: string
+  const seen = new Set<object>()
+  const texts: Array<string> = []
+  const pending: Array<unknown> = [cause]
   try {
-    structure = Inspectable.format(cause)
+    while (pending.length > 0) {
+      const value = pending.pop()
+      if (typeof value === "string") {
+        texts.push(value)
+        continue
+      }
+      if (typeof value !== "object" || value === null || seen.has(value)) continue
+      if (seen.size >= MAX_WALKED) return true
+      seen.add(value)
+      if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) continue
+      if (value instanceof Map) for (const [key, entry] of value) pending.push(key, entry)
+      if (value instanceof Set) for (const entry of value) pending.push(entry)
+      for (const key of Reflect.ownKeys(value)) {
+        if (typeof key === "string") texts.push(key)
+        const field = Reflect.getOwnPropertyDescriptor(value, key)
+        if (field !== undefined && "value" in field) pending.push(field.value)
+      }
+      const toJSON: unknown = (value as { readonly toJSON?: unknown }).toJSON
+      if (typeof toJSON === "function") pending.push(toJSON.call(value))
+    }
   } catch {
     return true
   }
+  const structure = texts.join("\n")
   return redact(structure) !== structure
 }
+const MAX_WALKED = 10_000
 
 // The most of a failed handler's text logged once it had to be redacted: its cause and stack, not a page.
 const MAX_FAILURE_TEXT = 16 * 1024

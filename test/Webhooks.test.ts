@@ -2830,30 +2830,39 @@ describe("Webhooks.handler", () => {
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
       class LedgerConfigError extends Data.TaggedError("LedgerConfigError")<{ readonly config: { key: string } }> {}
+      const cyclic: Record<string, unknown> = {}
+      cyclic["self"] = cyclic
       const failures: Array<unknown> = [
         new Error(`cannot reach the ledger with ${secretValue}`),
         new Error("ledger unreachable", { cause: new Error(`bad key ${secretValue}`) }),
         Object.assign(new Error("ledger misconfigured"), { config: { key: secretValue } }),
         new LedgerConfigError({ config: { key: secretValue } }),
-        new Error("x".repeat(20_000))
+        // Where JSON sees nothing but an inspecting logger does: an error's message in a field, a Map's entries.
+        Object.assign(new Error("ledger refused"), { reason: new Error(`bad key ${secretValue}`) }),
+        Object.assign(new Error("ledger headers"), { headers: new Map([["authorization", secretValue]]) }),
+        new Error("x".repeat(20_000)),
+        // No secret, in fields JSON cannot write (a bigint amount, a cycle): logged as it is.
+        Object.assign(new Error("ledger amount"), { amount: 100n, node: cyclic })
       ]
       const handle = yield* webHandler(Webhooks.handler({
         secrets: ["whsec_old_rotated_out", secret],
         handlers: { "beneficiary.status": () => Effect.die(failures.shift()) }
       })).pipe(Effect.provide(capture))
-      for (let i = 0; i < 5; i++) expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      for (let i = 0; i < 8; i++) expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
       const failed = logs.filter((line) => line.includes("webhook handler failed"))
-      expect(failed).toHaveLength(5)
+      expect(failed).toHaveLength(8)
       expect(failed[0]).toContain("cannot reach the ledger with <redacted>")
       expect(failed[1]).toContain("bad key <redacted>")
       expect(failed[2]).toContain("ledger misconfigured")
       expect(failed[3]).toContain("LedgerConfigError")
-      for (const line of failed.slice(0, 4)) {
+      expect(failed[4]).toContain("ledger refused")
+      expect(failed[5]).toContain("ledger headers")
+      for (const line of failed.slice(0, 6)) {
         // One message, the failure in it: a second message is a second `message` key in a logfmt line.
         expect(line).toContain("(a webhook secret redacted): ")
         expect(line).not.toContain(secretValue)
       }
-      expect(failed[4]).not.toContain("redacted")
+      for (const line of failed.slice(6)) expect(line).not.toContain("redacted")
     }))
 
   // Effect's rendering of a cause (Cause.pretty, every logger) overflows the stack on an error that is its own cause:
