@@ -1644,6 +1644,12 @@ describe("Emulator", () => {
         }).pipe(Effect.scoped, Effect.provide(tracing))
         expect(sent.status).toBe(200)
         expect(authorizations).toEqual([`Basic ${Buffer.from("hooks:pa 55word").toString("base64")}`])
+        // A user name far past any header limit: the receiver's refusal, not a defect of the emulator's.
+        const long = yield* Effect.scoped(Effect.flatMap(
+          Emulator.make({ webhookUrl: `http://${"u".repeat(200_000)}:pw@127.0.0.1:${port}/hooks` }),
+          (emulator) => emulator.sendWebhook()
+        ))
+        expect(long.status).toBe(431)
         const recorded = yield* spans
         expect(recorded.map((span) => span.name)).toContain("http.client POST")
         for (const span of recorded) expect(JSON.stringify([...span.attributes])).not.toContain("55word")

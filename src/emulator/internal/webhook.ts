@@ -57,11 +57,7 @@ const decoded = (text: string): string => {
 const withoutCredentials = (url: string): { readonly url: string; readonly headers: Record<string, string> } => {
   const parsed = new URL(url)
   if (parsed.username === "" && parsed.password === "") return { url, headers: {} }
-  const basic = btoa(
-    String.fromCharCode(
-      ...new TextEncoder().encode(`${decoded(parsed.username)}:${decoded(parsed.password)}`)
-    )
-  )
+  const basic = Buffer.from(`${decoded(parsed.username)}:${decoded(parsed.password)}`).toString("base64")
   parsed.username = ""
   parsed.password = ""
   return { url: parsed.href, headers: { authorization: `Basic ${basic}` } }
