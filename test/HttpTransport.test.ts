@@ -2097,7 +2097,7 @@ describe("HttpTransport", () => {
 
   // From untyped code: a misspelt key (`qurey`) or one a spec does not have (`headers`) would be dropped without a
   // word, a GET sent without its filters; no spec at all (an unset value) would be a TypeError.
-  it.effect("a spec with a key it does not have, or no spec object at all (untyped code), is refused, nothing sent", () =>
+  it.effect("a spec with a key it does not have, or no spec object (untyped code), is refused, nothing sent", () =>
     Effect.gen(function*() {
       const specs: ReadonlyArray<[unknown, string]> = [
         [{ method: "GET", path: "/v1/items", qurey: { country_code: "USA" }, response: Schema.Unknown }, "qurey"],
@@ -2110,10 +2110,11 @@ describe("HttpTransport", () => {
         const error = yield* Effect.flip(HttpTransport.request(spec as HttpTransport.RequestSpec<unknown, unknown>))
         expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path }] })
       }
-      expect((yield* Effect.flip(HttpTransport.request(specs[0]![0] as HttpTransport.RequestSpec<unknown, unknown>))).message)
-        .toBe(
-          "Unknown request option qurey: expected one of method, path, query, body, bodySchema, response, safe, name, check"
-        )
+      const misspelt = yield* Effect.flip(HttpTransport.request(specs[0]![0] as HttpTransport.RequestSpec<unknown, unknown>))
+      expect(misspelt.message).toBe(
+        "Unknown request option qurey: expected one of " +
+          "method, path, query, body, bodySchema, response, safe, name, check"
+      )
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(requests.filter((r) => r.path === "/v1/items")).toEqual([])
     }).pipe(provideClient({ "GET /v1/items": () => FinTest.json(200, {}) })))

@@ -79,7 +79,8 @@ describe("chaos (reduced)", () => {
       // Some call was retried: more than one attempt sent (how many depends on how fast a loaded machine gets to the
       // deadline, so not a count of calls with exactly two).
       expect(report.sentMaxAttempts).toBeGreaterThan(1)
-      // Calls did run into it (a retry after the first backoff and a stalled attempt end past 500 ms), and none outlived it.
+      // Calls did run into it (a retry after the first backoff and a stalled attempt end past 500 ms), and none
+      // outlived it.
       expect(report.maxCallMillis).toBeGreaterThan(500)
       expect(report.callsOverDeadline).toBe(0)
       expect([report.defects, report.interruptions, report.unhandledRejections, report.uncaughtExceptions]).toEqual([
