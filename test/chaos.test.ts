@@ -22,6 +22,12 @@ describe("chaos (reduced)", () => {
       for (const kind of ["status", "reset", "stall", "stallBody", "truncated", "malformed"]) {
         expect(report.faultsInjected[kind], kind).toBeGreaterThan(0)
       }
+      // Each status of the issue was sent (the fault counters lump them together as "status"), and tokens were both
+      // expired and revoked (events alternate, the first an expiry).
+      for (const status of ["500", "502", "503", "429"]) {
+        expect(report.emulatorStatuses[status] ?? 0, status).toBeGreaterThan(0)
+      }
+      expect(report.tokenTroubleEvents).toBeGreaterThanOrEqual(2)
       const apiRequests = Chaos.apiRoutes.reduce((n, route) => n + (report.emulatorRequests[route] ?? 0), 0)
       const share = sum(report.faultsInjected) / apiRequests
       expect(share).toBeGreaterThan(0.2)
@@ -62,6 +68,19 @@ describe("chaos (reduced)", () => {
         expect(everything).not.toContain(signature!.slice(0, 16))
       }
     }), 120_000)
+
+  // The full run's heap verdict (`npm run chaos`), on the samples of its recorded run (BENCHMARKS.md: 11, the first
+  // before any call, then one per 1,200 calls) and on the same with a leak added.
+  it("heapFlat: the recorded run is flat; a leak of 1 KiB a call, or a steady climb, is growing", () => {
+    const recorded = [32.3, 49.5, 52.3, 52.5, 54.1, 54, 56.1, 56.8, 57.9, 57.5, 53.7]
+    const leaking = (kib: number) => recorded.map((mib, i) => mib + (i * 1_200 * kib) / 1_024)
+    expect(Chaos.heapFlat(recorded)).toBe(true)
+    expect(Chaos.heapFlat(leaking(1))).toBe(false)
+    expect(Chaos.heapFlat(leaking(3))).toBe(false)
+    expect(Chaos.heapFlat(Array.from({ length: 11 }, (_, i) => 40 + i * 2.2))).toBe(false)
+    // One sample a collection caught high is not a climb.
+    expect(Chaos.heapFlat([30, 50, 51, 50, 70, 50, 51, 50, 49, 51, 50])).toBe(true)
+  })
 
   it.live("with a deadline shorter than the policy's retries, no call outlives it", () =>
     Effect.gen(function*() {
