@@ -2040,12 +2040,17 @@ const holdsSecret = (cause: Cause.Cause<unknown>, redact: (text: string) => stri
       if (seen.size >= MAX_WALKED) return true
       seen.add(value)
       if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) continue
+      // A boxed string's text is its value, which JSON writes (its own fields are its characters, one each).
+      if (value instanceof String) texts.push(String.prototype.valueOf.call(value))
       if (value instanceof Map) for (const [key, entry] of value) pending.push(key, entry)
       if (value instanceof Set) for (const entry of value) pending.push(entry)
       for (const key of Reflect.ownKeys(value)) {
         if (typeof key === "string") texts.push(key)
         const field = Reflect.getOwnPropertyDescriptor(value, key)
-        if (field !== undefined && "value" in field) pending.push(field.value)
+        if (field === undefined) continue
+        // An enumerable getter's value is what JSON writes (an object literal's `get key()`): read, as JSON would.
+        if ("value" in field) pending.push(field.value)
+        else if (field.enumerable === true && field.get !== undefined) pending.push(Reflect.get(value, key))
       }
       const toJSON: unknown = (value as { readonly toJSON?: unknown }).toJSON
       if (typeof toJSON === "function") pending.push(toJSON.call(value))

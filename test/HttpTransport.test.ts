@@ -2110,7 +2110,9 @@ describe("HttpTransport", () => {
         const error = yield* Effect.flip(HttpTransport.request(spec as HttpTransport.RequestSpec<unknown, unknown>))
         expect(error).toMatchObject({ _tag: "RequestValidationError", issues: [{ path }] })
       }
-      const misspelt = yield* Effect.flip(HttpTransport.request(specs[0]![0] as HttpTransport.RequestSpec<unknown, unknown>))
+      const misspelt = yield* Effect.flip(
+        HttpTransport.request(specs[0]![0] as HttpTransport.RequestSpec<unknown, unknown>)
+      )
       expect(misspelt.message).toBe(
         "Unknown request option qurey: expected one of " +
           "method, path, query, body, bodySchema, response, safe, name, check"

@@ -2840,6 +2840,9 @@ describe("Webhooks.handler", () => {
         // Where JSON sees nothing but an inspecting logger does: an error's message in a field, a Map's entries.
         Object.assign(new Error("ledger refused"), { reason: new Error(`bad key ${secretValue}`) }),
         Object.assign(new Error("ledger headers"), { headers: new Map([["authorization", secretValue]]) }),
+        // Where JSON writes it but a look at data fields alone misses it: a getter's value, a boxed string.
+        Object.assign(new Error("ledger getter"), { config: { get key() { return secretValue } } }),
+        Object.assign(new Error("ledger boxed"), { key: new String(secretValue) }),
         new Error("x".repeat(20_000)),
         // No secret, in fields JSON cannot write (a bigint amount, a cycle): logged as it is.
         Object.assign(new Error("ledger amount"), { amount: 100n, node: cyclic })
@@ -2848,21 +2851,23 @@ describe("Webhooks.handler", () => {
         secrets: ["whsec_old_rotated_out", secret],
         handlers: { "beneficiary.status": () => Effect.die(failures.shift()) }
       })).pipe(Effect.provide(capture))
-      for (let i = 0; i < 8; i++) expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      for (let i = 0; i < 10; i++) expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
       const failed = logs.filter((line) => line.includes("webhook handler failed"))
-      expect(failed).toHaveLength(8)
+      expect(failed).toHaveLength(10)
       expect(failed[0]).toContain("cannot reach the ledger with <redacted>")
       expect(failed[1]).toContain("bad key <redacted>")
       expect(failed[2]).toContain("ledger misconfigured")
       expect(failed[3]).toContain("LedgerConfigError")
       expect(failed[4]).toContain("ledger refused")
       expect(failed[5]).toContain("ledger headers")
-      for (const line of failed.slice(0, 6)) {
+      expect(failed[6]).toContain("ledger getter")
+      expect(failed[7]).toContain("ledger boxed")
+      for (const line of failed.slice(0, 8)) {
         // One message, the failure in it: a second message is a second `message` key in a logfmt line.
         expect(line).toContain("(a webhook secret redacted): ")
         expect(line).not.toContain(secretValue)
       }
-      for (const line of failed.slice(6)) expect(line).not.toContain("redacted")
+      for (const line of failed.slice(8)) expect(line).not.toContain("redacted")
     }))
 
   // Effect's rendering of a cause (Cause.pretty, every logger) overflows the stack on an error that is its own cause:

@@ -501,10 +501,11 @@ export const tokenRequestLimit = (report: ChaosReport): number => 2 * (report.to
 
 /**
  * Flat: a least-squares line through the samples taken while the client was open, after the first (warm-up) one,
- * rises over the run by at most 8 MiB or 15% of where it starts (a line, not the last sample alone, which a collection
- * may catch low at the end of a climb): a steady leak of 1 KiB a call (12 MiB over 12,000 calls) is caught. Never a
- * sample taken once the client closed: what a leaking client held is freed by then. Samples are taken after a full
- * collection (`--expose-gc`).
+ * rises over the run by at most 12 MiB or 20% of where it starts (a line, not the last sample alone, which a
+ * collection may catch low at the end of a climb). The two recorded runs without a leak rose 6.1 and 6.6 MiB by this
+ * measure (the run itself keeps a record of every call), which the limit leaves room for; a steady leak of 1 KiB a
+ * call adds about 10.5 MiB to that, and is caught. Never a sample taken once the client closed: what a leaking client
+ * held is freed by then. Samples are taken after a full collection (`--expose-gc`).
  */
 export const heapFlat = (samples: ReadonlyArray<number>): boolean => {
   const open = samples.slice(1)
@@ -519,5 +520,5 @@ export const heapFlat = (samples: ReadonlyArray<number>): boolean => {
     variance += (x - meanX) ** 2
   })
   const rise = (covariance / variance) * (n - 1)
-  return rise <= Math.max(8, 0.15 * open[0]!)
+  return rise <= Math.max(12, 0.2 * open[0]!)
 }
