@@ -1477,7 +1477,7 @@ export class WebhookDedupeStore extends Context.Tag("effect-fin/WebhookDedupeSto
 // The order is kept in queues (an array and its head) of the entries as set, not by iterating the Map or a Set from
 // its start: V8 leaves a deleted entry as a hole until the table is rebuilt, so finding the first entry again after
 // deleting the one before costs a walk over every hole, O(maxEntries) per write. An entry removed or set again since
-// is left in its queue and skipped when met (a queue is compacted once those outnumber the live ones).
+// is left in its queue and skipped when met (the queues are compacted once they hold twice the live entries).
 const expiringMap = <V extends { readonly expiresAt: number }>(maxEntries: number) => {
   interface Entry {
     readonly key: string
@@ -2022,9 +2022,10 @@ const squashedName = (cause: Cause.Cause<unknown>): string => {
 }
 
 // Whether anything in the cause a logger may print (by inspecting it, serialising it, or calling `toJSON`) holds text
-// `redact` changes: every text reached through own fields, enumerable or not (an `Error`'s message and stack, an error
-// nested in a field), a Map's or Set's entries, and what a `toJSON` gives; bytes are not read (no logger shows them as
-// text). A cycle is walked once. Past MAX_WALKED objects, or where a field cannot be read, nothing can be told: held.
+// `redact` changes: every text reached through own data fields, enumerable or not (an `Error`'s message and stack, an
+// error nested in a field), enumerable getters (read as JSON reads them), a boxed string, a Map's or Set's entries,
+// and what a `toJSON` gives; bytes are not read (no logger shows them as text). A cycle is walked once. Past
+// MAX_WALKED objects, or where a field cannot be read, nothing can be told: held.
 const holdsSecret = (cause: Cause.Cause<unknown>, redact: (text: string) => string): boolean => {
   const seen = new Set<object>()
   const texts: Array<string> = []
