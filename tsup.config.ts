@@ -1,4 +1,19 @@
-import { defineConfig } from "tsup"
+import * as Fs from "node:fs/promises"
+import { defineConfig, type Options } from "tsup"
+
+// tsup's `treeshake` (a rollup pass, which CommonJS code splitting needs: without it tsup's other pass breaks
+// generators) leaves rollup's sourceMappingURL comment in each file and tsup then appends its own: keep one.
+const oneSourceMapComment: NonNullable<Options["plugins"]>[number] = {
+  name: "one-source-map-comment",
+  buildEnd: async ({ writtenFiles }) => {
+    for (const { name } of writtenFiles) {
+      if (!/\.c?js$/.test(name)) continue
+      const code = await Fs.readFile(name, "utf8")
+      const deduped = code.replace(/(\/\/# sourceMappingURL=\S+)\n\1$/, "$1")
+      if (deduped !== code) await Fs.writeFile(name, deduped)
+    }
+  }
+}
 
 // Declarations come from tsc, one file per module (tsconfig.build.json, scripts/dts.ts), not from tsup's bundler.
 const shared = {
@@ -7,7 +22,8 @@ const shared = {
   removeNodeProtocol: false,
   sourcemap: true,
   target: "es2022",
-  treeshake: true
+  treeshake: true,
+  plugins: [oneSourceMapComment] as Array<typeof oneSourceMapComment>
 } as const
 
 // The modules with a path of their own in package.json's `exports` ("effect-fin/FeeService", ...).

@@ -404,6 +404,18 @@ run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
     expect(built.some((file) => /["']node:crypto["']/.test(readFileSync(join(dist, file), "utf8")))).toBe(true)
   })
 
+  // Tools that read a file's source map take one comment naming it (some the first, some the last).
+  it("every built file names its own source map once, at its end", () => {
+    const dist = join(app, "node_modules", "effect-fin", "dist")
+    const built = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) => /\.(c?js)$/.test(f))
+    const wrong = built.filter((file) => {
+      const comments = [...readFileSync(join(dist, file), "utf8").matchAll(/^\/\/# sourceMappingURL=(.*)$/gm)]
+      return comments.length !== 1 || comments[0]![1] !== `${file.split("/").pop()}.map`
+    })
+    expect(built.length).toBeGreaterThan(20)
+    expect(wrong).toEqual([])
+  })
+
   it("passes publint", async () => {
     expect(await runAsync(bin("publint"), [], root)).toContain("All good")
   }, 120_000)
