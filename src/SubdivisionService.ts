@@ -196,11 +196,15 @@ const entryIssues = (country: CountryCode.CountryCode) =>
     const [field, expected] = expectedOf[reason](alpha2)
     issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
   })
-  if (isPage(response.data.pagination, response.data.subdivisions.length)) {
-    issues.push(new Issue({ path: "data.pagination", expected: "the whole list in one answer, not a page of it" }))
-  }
-  return issues
+  return [...issues, ...pageIssues(response)]
 }
+
+// A lookup serves, and a cross-check compares, the whole list: a page of it would be served as the country's list, or
+// make every code past the page look `extra`.
+const pageIssues = (response: typeof SubdivisionsResponse.Type): ReadonlyArray<Issue> =>
+  isPage(response.data.pagination, response.data.subdivisions.length)
+    ? [new Issue({ path: "data.pagination", expected: "the whole list in one answer, not a page of it" })]
+    : []
 
 // The service's paged lists say `{ current_page, total_page, total }`: more than one page, or more entries in all than
 // the answer holds, is a page of the list. Fields that are no numbers say nothing either way.
@@ -472,7 +476,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       Effect.flatMap(CountryCode.validate(input), (country) =>
         config.subdivisionMode === "offline"
           ? Effect.fail(offline)
-          : Effect.map(fetch(country, internal.SentSubdivisionsResponse), (api): SubdivisionDiff => ({
+          : Effect.map(fetch(country, internal.SentSubdivisionsResponse, pageIssues), (api): SubdivisionDiff => ({
             country,
             ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
           })))

@@ -345,6 +345,17 @@ describe("SubdivisionService", () => {
       )
     })))
 
+  it.effect("crossCheck: a page of a longer list is a ResponseDecodeError, not a comparison full of extra codes", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(SubdivisionService.crossCheck("USA"))
+      expect(error._tag === "ResponseDecodeError" && error.issues).toEqual([
+        { path: "data.pagination", expected: "the whole list in one answer, not a page of it" }
+      ])
+      expect((yield* SubdivisionService.crossCheck("USA")).extra.length).toBe(snapshotUsa.length - 1)
+    }).pipe(withMode("online", {
+      [ROUTE]: FinTest.sequence(paged({ current_page: 1, total_page: 6, total: 57 }), paged({ total_page: 1 }))
+    })))
+
   it.effect("fallback: the snapshot for a page of a longer list", () =>
     Effect.gen(function*() {
       const served = yield* list("USA").pipe(noRetries)

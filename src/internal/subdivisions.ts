@@ -254,7 +254,7 @@ const SentEntry = Schema.transform(Schema.Unknown, Schema.typeSchema(ApiSubdivis
  * @internal
  */
 export const SentSubdivisionsResponse = Schema.Struct({
-  data: Schema.Struct({ subdivisions: Schema.Array(SentEntry) })
+  data: Schema.Struct({ subdivisions: Schema.Array(SentEntry), pagination: Schema.optional(Schema.Unknown) })
 })
 
 /**
