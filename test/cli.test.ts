@@ -11,6 +11,7 @@ import * as Scope from "effect/Scope"
 import { spawn, spawnSync } from "node:child_process"
 import {
   closeSync,
+  constants as fsConstants,
   copyFileSync,
   existsSync,
   mkdtempSync,
@@ -973,6 +974,24 @@ describe("effect-fin against the emulator", () => {
     }
   })
 
+  // `--options <(jq ...)`: the shell gives a pipe's path, which a reader at file offsets (and a regular-file check) refuses.
+  it("emulator --options: a pipe is read as a file is", async () => {
+    const fifo = join(harness.dir, "emulator-options.fifo")
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0)
+    const { child, started } = startEmulator(["--options", fifo, "--port", "0"])
+    // Opening a pipe to write waits for its reader: an emulator that exits without reading fails the test at once.
+    const written = writeFile(fifo, JSON.stringify({ clientId: "from-a-pipe" }))
+    try {
+      await Promise.race([written, started])
+      expect((await started).banner).toMatch(/FIN_CLIENT_ID=from-a-pipe /)
+    } finally {
+      child.kill()
+      // A reader of our own, so a write still waiting (on a thread of the pool) ends.
+      closeSync(openSync(fifo, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK))
+      await written.catch(() => undefined)
+    }
+  })
+
   // The banner's "use it with" line is there to be pasted into a shell: credentials with a blank or a quote are quoted.
   it("emulator: the banner's 'use it with' line sets the credentials it names when run by a shell", async () => {
     const file = join(harness.dir, "emulator-credentials.json")
@@ -1004,6 +1023,9 @@ describe("effect-fin against the emulator", () => {
     const missing = await run(join(harness.dir, "no-such-options.json"))
     expect([missing.code, missing.stdout]).toEqual([2, ""])
     expect(missing.stderr).toContain("no-such-options.json' must exist")
+    const directory = await run(harness.dir)
+    expect([directory.code, directory.stdout]).toEqual([2, ""])
+    expect(directory.stderr).toContain(`--options: ${harness.dir}: could not be read (`)
     // Named, never quoted: the wrong path could be any file.
     const brokenPath = await write("broken-options.json", "aws_secret_access_key = wJalrXUtnFEMI")
     const broken = await run(brokenPath)

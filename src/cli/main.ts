@@ -27,6 +27,7 @@ import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
+import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import * as CountryCode from "../CountryCode.js"
@@ -431,7 +432,16 @@ const readOptionsFile = (path: string) =>
   Effect.gen(function*() {
     const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(`--options: ${path}: ${message}`))
     const fs = yield* FileSystem.FileSystem
-    const { bytes, cut } = yield* Effect.scoped(Bytes.readUpTo(fs.stream(path), MAX_OPTIONS_BYTES)).pipe(
+    // As `Options.file` said it (a path that does not exist is the usage error a script knows).
+    if (!(yield* Effect.orElseSucceed(fs.exists(path), () => false))) {
+      return yield* Effect.fail(ValidationError.invalidValue(HelpDoc.p(`Path '${path}' must exist`)))
+    }
+    // A Node stream, not `fs.stream`: that one reads at offsets, which a pipe (`<(jq ...)`, a FIFO) refuses (ESPIPE).
+    const stream = NodeStream.fromReadable<Error, Uint8Array>(
+      () => NodeFs.createReadStream(path),
+      (cause) => cause instanceof Error ? cause : new Error(String(cause))
+    )
+    const { bytes, cut } = yield* Effect.scoped(Bytes.readUpTo(stream, MAX_OPTIONS_BYTES)).pipe(
       Effect.mapError((error) => invalid(`could not be read (${error.message})`))
     )
     if (cut) return yield* Effect.fail(invalid("larger than 1 MiB"))
@@ -472,7 +482,9 @@ const emulator = Command.make(
     ),
     // Everything else `Emulator.make` takes, for a run started from a shell: a seed for repeatable fault rates,
     // short token lifetimes, the older token envelope, fault rules from the start...
-    options: Options.file("options", { exists: "yes" }).pipe(
+    // Text, not `Options.file`: that one refuses anything but a regular file, so `--options <(jq ... )` (a FIFO) or a
+    // device would be a usage error before `readOptionsFile`, which reads those too, saw it.
+    options: Options.text("options").pipe(
       Options.withDescription(
         "A JSON file of the emulator's other options, as Emulator.make takes them (seed, accessTokenLifetime, " +
           "tokenEnvelope, revokeOnIssue, faults...; the README lists them); --port, --host and --production win"
