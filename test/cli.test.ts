@@ -685,36 +685,72 @@ describe("effect-fin (offline commands)", () => {
     })
   })
 
+  // A service that answers every fee quote with these figures, the amount asked sent back.
+  const quoteStub = (quote: {
+    readonly currencies: readonly [string, string]
+    readonly exchange_rate: number
+    readonly destination_amount: number
+    readonly fee: { readonly fixed: number; readonly percentage: number; readonly total: number }
+  }): Http.RequestListener =>
+  (request, response) => {
+    let text = ""
+    request.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+    request.on("end", () => {
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify(
+        request.url === "/v1/oauth/token"
+          ? { access_token: "token", access_token_ttl: "2099-01-01 00:00:00+00" }
+          : {
+            data: {
+              source_currency: quote.currencies[0],
+              destination_currency: quote.currencies[1],
+              source_amount: JSON.parse(text).source_amount,
+              exchange_rate: quote.exchange_rate,
+              destination_amount: quote.destination_amount,
+              valid_till: "2099-01-01T00:00:00Z",
+              fee: { ...quote.fee, is_fee_applied: true }
+            }
+          }
+      ))
+    })
+  }
+
   // Amounts are typed in plain decimal; `String` writes a figure under 1e-6 as 1e-7, easy to misread or mis-copy.
   it("quote shows figures under 1e-6 in plain decimal, as amounts are typed, not as 1e-7", async () => {
-    await withStubService((request, response) => {
-      let text = ""
-      request.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-      request.on("end", () => {
-        response.writeHead(200, { "content-type": "application/json" })
-        response.end(JSON.stringify(
-          request.url === "/v1/oauth/token"
-            ? { access_token: "token", access_token_ttl: "2099-01-01 00:00:00+00" }
-            : {
-              data: {
-                source_currency: "BTC",
-                destination_currency: "USD",
-                source_amount: JSON.parse(text).source_amount,
-                exchange_rate: 1.5e-7,
-                destination_amount: 2,
-                valid_till: "2099-01-01T00:00:00Z",
-                fee: { fixed: 1e-8, percentage: 5e-7, total: 1.2e-7, is_fee_applied: true }
-              }
-            }
-        ))
-      })
-    }, async (env) => {
+    await withStubService(quoteStub({
+      currencies: ["BTC", "USD"],
+      exchange_rate: 1.5e-7,
+      destination_amount: 2,
+      fee: { fixed: 1e-8, percentage: 5e-7, total: 1.2e-7 }
+    }), async (env) => {
       const result = await cli(["quote", "--from", "BTC", "--to", "USD", "--amount", "0.0000001"], env)
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("send           0.0000001 BTC")
       expect(result.stdout).toContain("exchange rate  0.00000015")
       expect(result.stdout).toContain("fee            0.00000012 (fixed 0.00000001, percentage 0.0000005)")
       expect(result.stdout).not.toMatch(/\de-\d/)
+    })
+  })
+
+  // A figure the service worked out in binary floating point (0.1 + 0.2) is shown as the one it stands for, as the
+  // client's own check of the quote reads it; --json gives the number as the service sent it.
+  it("quote shows a float artefact of the service's as the figure it stands for; --json as sent", async () => {
+    await withStubService(quoteStub({
+      currencies: ["USD", "CAD"],
+      exchange_rate: 0.1 + 0.2,
+      destination_amount: 45.00000000000001,
+      fee: { fixed: 0.1 + 0.2, percentage: 0, total: 0.30000000000000004 }
+    }), async (env) => {
+      const asked = ["quote", "--from", "USD", "--to", "CAD", "--amount", "150.3"]
+      const shown = await cli(asked, env)
+      expect(shown.code).toBe(0)
+      expect(shown.stdout).toContain("receive        45 CAD")
+      expect(shown.stdout).toContain("exchange rate  0.3")
+      expect(shown.stdout).toContain("fee            0.3 (fixed 0.3, percentage 0)")
+      expect(shown.stdout).not.toContain("0000")
+      const sent = JSON.parse((await cli([...asked, "--json"], env)).stdout)
+      expect([sent.destination_amount, sent.exchange_rate, sent.fee.total])
+        .toEqual([45.00000000000001, 0.1 + 0.2, 0.1 + 0.2])
     })
   })
 

@@ -176,6 +176,9 @@ const plainDecimal = (value: number): string => {
   return exponent === null ? shortest : `0.${"0".repeat(Number(exponent[3]) - 1)}${exponent[1]}${exponent[2] ?? ""}`
 }
 
+// A figure of a quote for people: without a float artefact's digits, in plain decimal.
+const shown = (value: number): string => plainDecimal(value < 0 ? -Amounts.trimmed(-value) : Amounts.trimmed(value))
+
 // A currency typed by hand, in any case, as country codes are: three ASCII letters only, as Unicode's upper case
 // would make "uſd" a USD.
 const currency = (typed: string) => /^[a-z]{3}$/i.test(typed) ? typed.toUpperCase() : typed
@@ -224,14 +227,16 @@ const quote = Command.make(
       const validTill = Option.match(result.valid_till, { onNone: () => "(not given)", onSome: DateTime.formatIso })
       yield* print(args.json, { ...result, valid_till: Option.getOrNull(Option.map(result.valid_till, DateTime.formatIso)) }, () =>
         // Figures in plain decimal, as amounts are typed (`String` writes one under 1e-6 as 1e-7).
+        // A float artefact of the service's (0.30000000000000004) shown as the figure it stands for, as the
+        // client's own check of the quote reads it (`Amounts.trimmed`); --json keeps the number as sent.
         Render.pairs([
-          ["send", `${plainDecimal(result.source_amount)} ${result.source_currency}`],
-          ["receive", `${plainDecimal(result.destination_amount)} ${result.destination_currency}`],
-          ["exchange rate", plainDecimal(result.exchange_rate)],
+          ["send", `${shown(result.source_amount)} ${result.source_currency}`],
+          ["receive", `${shown(result.destination_amount)} ${result.destination_currency}`],
+          ["exchange rate", shown(result.exchange_rate)],
           [
             "fee",
-            `${plainDecimal(result.fee.total)} (fixed ${plainDecimal(result.fee.fixed)}, percentage ${
-              plainDecimal(result.fee.percentage)
+            `${shown(result.fee.total)} (fixed ${shown(result.fee.fixed)}, percentage ${
+              shown(result.fee.percentage)
             }${result.fee.is_fee_applied ? "" : ", not applied"})`
           ],
           ["valid till", validTill]
