@@ -744,9 +744,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           send(token).pipe(
             Effect.catchIf(
               (e) => e._tag === "AuthenticationError" && e.status === 401 && !refreshed,
-              () => {
+              (refused) => {
                 refreshed = true
                 return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
+                  // On the span as a retry is (with no wait): else it shows a resend with nothing to say why.
+                  Effect.zipRight(Http.annotateRetry(refused, attempts)),
                   // Clearing the refused token is the first part of getting a fresh one: a deadline that cuts it
                   // ended the call at the token step (its message and `failed_step` say so), not in an attempt.
                   Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {

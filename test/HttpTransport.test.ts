@@ -332,12 +332,21 @@ describe("HttpTransport", () => {
       expect(events.map(([, time]) => time)).toEqual([0n, 500_000_000n])
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(502), ok) })))
 
-  // The resend after a 401 is one too: the retry's event names the resend that follows, as the span counts them.
-  it.effect("a retry after a 401's resend is resend 2 on its event, as on the span", () =>
+  // The resend after a 401 is one too, with its own event (no wait: else a burst of revoked tokens shows as resends with
+  // no cause); the retry's event names the resend that follows, as the span counts them.
+  it.effect("a 401's resend has its event, and a retry after it is resend 2 on its event, as on the span", () =>
     Effect.gen(function*() {
       const { events, span } = yield* tracedCall(1000)
       expect(span?.attributes.get("http.request.resend_count")).toBe(2)
-      expect(events).toMatchObject([["effect-fin.retry", { "http.request.resend_count": 2 }]])
+      expect(events).toMatchObject([
+        ["effect-fin.retry", {
+          "http.request.resend_count": 1,
+          "error.type": "AuthenticationError",
+          "http.response.status_code": 401,
+          "effect_fin.retry_wait_ms": 0
+        }],
+        ["effect-fin.retry", { "http.request.resend_count": 2 }]
+      ])
       expect(yield* attempts).toBe(3)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(401), status(503), ok) })))
 

@@ -1055,17 +1055,18 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
 export const basePathOf = (baseUrl: string): string => baseUrl.slice(new URL(baseUrl).origin.length)
 
 /**
- * Records a retry on the call's span, with why and how long it waits: without it a slow call shows only its number of
- * attempts and the last status, not the failures and waits it went through (retries are logged at Debug only).
+ * Records a retry on the call's span, with why and how long it waits (until `until`, ms of the `Clock`; no wait
+ * without it, as for the resend after a 401): without it a slow call shows only its number of attempts and the last
+ * status, not the failures and waits it went through (retries are logged at Debug only).
  */
-export const annotateRetry = (error: object & { readonly _tag: string }, retry: number, until: number) =>
+export const annotateRetry = (error: object & { readonly _tag: string }, retry: number, until?: number) =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const status = statusOf(error)
     return Spans.eventOwn("effect-fin.retry", {
       "http.request.resend_count": retry,
       "error.type": error._tag,
       ...(status === undefined ? {} : { "http.response.status_code": status }),
-      "effect_fin.retry_wait_ms": Math.max(0, Math.round(until - now))
+      "effect_fin.retry_wait_ms": until === undefined ? 0 : Math.max(0, Math.round(until - now))
     })
   })
 
