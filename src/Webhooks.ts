@@ -25,6 +25,8 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
@@ -40,6 +42,7 @@ import * as Hex from "./internal/hex.js"
 import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
+import { memo } from "./internal/memo.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Outage from "./internal/outage.js"
 import * as OptionNames from "./internal/optionNames.js"
@@ -1987,8 +1990,22 @@ const spanFailingOn500 = <A, E, R>(
 const settleAs = (status: number, outcome: Outcome): Effect.Effect<Answer> =>
   Effect.as(Spans.annotateOwn({ "fin.webhook.outcome": outcome }), { status, outcome })
 
+// Each answered delivery, once, as it is answered: forged requests or a secret out of step, which the logs say once a
+// minute, are counted one by one, to alert on. Labels from two closed lists only.
+const deliveries = Metric.counter("effect_fin_webhook_deliveries_total", {
+  description: "Webhook deliveries answered, by outcome (and reason, for one rejected)",
+  incremental: true
+})
+const deliveriesOf = memo((outcome) => Metric.tagged(deliveries, "outcome", outcome))
+const rejectionsOf = memo((reason) =>
+  Metric.taggedWithLabels(deliveries, [MetricLabel.make("outcome", "rejected"), MetricLabel.make("reason", reason)])
+)
+
 const respond = (status: number, outcome: Outcome) =>
-  Effect.as(settleAs(status, outcome), HttpServerResponse.unsafeJson({ outcome }, { status }))
+  settleAs(status, outcome).pipe(
+    Effect.zipRight(Metric.increment(deliveriesOf(outcome))),
+    Effect.as(HttpServerResponse.unsafeJson({ outcome }, { status }))
+  )
 
 const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   missing_signature: 401,
@@ -2100,6 +2117,7 @@ const makeReject = () => {
       return log("effect-fin: webhook delivery rejected").pipe(
         Effect.annotateLogs({ reason: error.reason, status, detail: error.message.slice(0, 1024) }),
         Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "rejected", "fin.webhook.reason": error.reason })),
+        Effect.zipRight(Metric.increment(rejectionsOf(error.reason))),
         Effect.as(response)
       )
     })

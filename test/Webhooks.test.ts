@@ -22,6 +22,8 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Match from "effect/Match"
+import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Pretty from "effect/Pretty"
 import * as Redacted from "effect/Redacted"
@@ -1261,6 +1263,43 @@ describe("Webhooks.handler", () => {
       expect(JSON.parse(third.body)).toEqual({ outcome: "duplicate" })
       expect(attempts).toBe(2)
       expect(yield* seen).toEqual(["40061557-f125-4b39-97d6-c16a0f1230c1"])
+    }))
+
+  // What an operator alerts on: forged deliveries or a secret out of step, which the logs say once a minute.
+  it.effect("counts each answered delivery in effect_fin_webhook_deliveries_total: outcome, a rejection's reason", () =>
+    Effect.gen(function*() {
+      const counted = Effect.sync(() =>
+        new Map(Metric.unsafeSnapshot().flatMap((pair) => {
+          if (pair.metricKey.name !== "effect_fin_webhook_deliveries_total") return []
+          const label = pair.metricKey.tags.map((tag) => `${tag.key}=${tag.value}`).sort().join(",")
+          return [[label, (pair.metricState as MetricState.MetricState.Counter<number>).count] as const]
+        }))
+      )
+      const before = yield* counted
+      let attempts = 0
+      const { handle } = yield* recordingHandler(() => ({
+        "beneficiary.status": () => Effect.suspend(() => ++attempts === 1 ? Effect.fail("database down") : Effect.void)
+      }))
+      const headers = yield* Webhooks.sign(currentBody, secret)
+      const forged = () => post(currentBody, { ...headers, "x-fin-signature": "ab".repeat(32) })
+      const signed = () => post(currentBody, { ...headers })
+      const answers = []
+      for (const request of [forged(), forged(), post(currentBody, {}), signed(), signed(), signed()]) {
+        answers.push((yield* send(handle, request)).status)
+      }
+      expect(answers).toEqual([401, 401, 401, 500, 200, 200])
+      const after = yield* counted
+      const added = [...after].flatMap(([label, count]) => {
+        const more = count - (before.get(label) ?? 0)
+        return more === 0 ? [] : [`${label}: ${more}`]
+      }).sort()
+      expect(added).toEqual([
+        "outcome=duplicate: 1",
+        "outcome=failed: 1",
+        "outcome=handled: 1",
+        "outcome=rejected,reason=bad_signature: 2",
+        "outcome=rejected,reason=missing_signature: 1"
+      ])
     }))
 
   it.effect("a defect in the user's handler is a 500 too, and releases the event", () =>
