@@ -2849,6 +2849,9 @@ describe("HttpTransport", () => {
       const twice = (other: string) => ({ ...headers, date: `${headers.date}, ${other}` })
       expect(Duration.toMillis(parseRetryAfter(twice("Thu, 01 Jan 2026 00:00:01 GMT"), server - 3_600_000)!)).toBe(1000)
       expect(Duration.toMillis(parseRetryAfter(twice("Thu, 01 Jan 2026 02:00:00 GMT"), server - 1000)!)).toBe(3000)
+      // "Within a few seconds": five apart still agree (the later one counts), six do not.
+      expect(Duration.toMillis(parseRetryAfter(twice("Thu, 01 Jan 2026 00:00:05 GMT"), server - 1000)!)).toBe(0)
+      expect(Duration.toMillis(parseRetryAfter(twice("Thu, 01 Jan 2026 00:00:06 GMT"), server - 1000)!)).toBe(3000)
     })
 
     it("an HTTP date is read field by field: its own year, times in range, each form's own layout", () => {

@@ -2638,6 +2638,39 @@ describe("Webhooks.handler", () => {
       expect(interrupted).toBe(1)
     }))
 
+  it.effect("a renewal timer waking past the handler's stop (a stalled event loop) stops it, whatever the store", () =>
+    Effect.gen(function*() {
+      // The app's clock runs `stall` ahead of the TestClock: a timer due at 10 s wakes, as it reads, at 10 s + stall.
+      const testClock = yield* Effect.clock
+      let stall = 0
+      const stalling: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => testClock.unsafeCurrentTimeMillis() + stall,
+        currentTimeMillis: Effect.sync(() => testClock.unsafeCurrentTimeMillis() + stall),
+        unsafeCurrentTimeNanos: () => testClock.unsafeCurrentTimeNanos() + BigInt(stall) * 1_000_000n,
+        currentTimeNanos: Effect.sync(() => testClock.unsafeCurrentTimeNanos() + BigInt(stall) * 1_000_000n),
+        sleep: (duration) => testClock.sleep(duration)
+      }
+      let interrupted = 0
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlerTimeout: "5 minutes",
+        handlers: {
+          "beneficiary.status": () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => interrupted++))
+        }
+      })).pipe(Effect.withClock(stalling))
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* settle
+      // Claimed at 0 s: the handler is to stop by 27 s, a tenth of claimTtl before the claim could lapse. The first
+      // renewal's timer, due at 10 s, wakes at 28 s: the claim still holds (until 30 s), and a renewal would keep it,
+      // but the handler has run past its stop, and stops.
+      stall = 18_000
+      yield* pass(10)
+      const answer = yield* answered(delivery)
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+      expect(interrupted).toBe(1)
+    }))
+
   it.effect("a store that fails every renewal is asked a few times, not ever faster, before the handler stops", () =>
     Effect.gen(function*() {
       const memory = Webhooks.makeMemoryDedupeStore()

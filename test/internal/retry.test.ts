@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 import * as FinError from "../../src/FinError.js"
 import * as Http from "../../src/internal/http.js"
 import * as Retry from "../../src/internal/retry.js"
@@ -153,4 +155,37 @@ describe("Http.systemCode", () => {
     const reset = Object.assign(new Error("x"), { code: "ECONNRESET" })
     expect(Http.systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
   })
+})
+
+describe("Retry.isRetryable", () => {
+  // The transport's policy would also refuse it for want of time left; the rule stands on its own (a caller of the
+  // policy with no timeLeft, or one whose reading is a hair early, must not retry a call past its deadline).
+  it("a call's own deadline is final; an attempt's or a token fetch's timeout is retried", () => {
+    const timeout = (kind: "deadline" | "attempt" | "token") =>
+      new FinError.TimeoutError({ message: kind, kind, timeout: Duration.seconds(1), ...call })
+    expect([timeout("deadline"), timeout("attempt"), timeout("token")].map(Retry.isRetryable))
+      .toEqual([false, true, true])
+  })
+})
+
+describe("Retry.retry", () => {
+  // The transport reads what is left through Monotonic.left, a microsecond short, so only a caller reading it exactly
+  // (TokenProvider's refresh-token window, on whole milliseconds) meets the tie: the next attempt would start as the
+  // time runs out.
+  it.effect("a backoff that ends exactly when timeLeft does ends the retries, with the error retried", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const failing = Effect.suspend(() => {
+        attempts += 1
+        return Effect.fail(api(503))
+      })
+      const error = yield* Effect.flip(Retry.retry(failing, {
+        maxRetries: 3,
+        waitCap: Duration.seconds(60),
+        timeLeft: Effect.succeed(Duration.millis(500)),
+        onRetry: () => Effect.void
+      }))
+      expect([error._tag, attempts]).toEqual(["ApiError", 1])
+      // 0.5 puts the jitter at x1: the first backoff is 500 ms, exactly what is left.
+    }).pipe(Effect.withRandom(Random.fixed([0.5]))))
 })
