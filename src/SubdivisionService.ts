@@ -196,34 +196,8 @@ const entryIssues = (country: CountryCode.CountryCode) =>
     const [field, expected] = expectedOf[reason](alpha2)
     issues.push(new Issue({ path: `data.subdivisions[${i}].${field}`, expected }))
   })
-  return [...issues, ...pageIssues(response)]
+  return [...issues, ...internal.pageIssues(response)]
 }
-
-// A lookup serves, and a cross-check compares, the whole list: a page of it would be served as the country's list, or
-// make every code past the page look `extra`.
-const pageIssues = (response: typeof SubdivisionsResponse.Type): ReadonlyArray<Issue> =>
-  isPage(response.data.pagination, response.data.subdivisions.length)
-    ? [new Issue({ path: "data.pagination", expected: "the whole list in one answer, not a page of it" })]
-    : []
-
-// The service's paged lists say `{ current_page, total_page, total }`: more than one page, or more entries in all than
-// the answer holds, is a page of the list. Fields that are no numbers say nothing either way.
-const isPage = (pagination: unknown, listed: number): boolean => {
-  if (typeof pagination !== "object" || pagination === null) return false
-  const { total, total_page } = pagination as { readonly total?: unknown; readonly total_page?: unknown }
-  const totalPages = count(total_page)
-  const entries = count(total)
-  return (totalPages !== undefined && totalPages > 1) || (entries !== undefined && entries > listed)
-}
-
-// A count as a number or as its digits ("57": the service's documented examples give ids as text where its schema says
-// integers).
-const count = (value: unknown): number | undefined =>
-  typeof value === "number"
-    ? value
-    : typeof value === "string" && /^\d+$/.test(value.trim())
-    ? Number(value)
-    : undefined
 
 // Checked entries, frozen as the snapshot's are: the list is cached and shared by every caller.
 const served = (entries: ReadonlyArray<Subdivisions.Subdivision>): ReadonlyArray<Subdivisions.Subdivision> =>
@@ -476,10 +450,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       Effect.flatMap(CountryCode.validate(input), (country) =>
         config.subdivisionMode === "offline"
           ? Effect.fail(offline)
-          : Effect.map(fetch(country, internal.SentSubdivisionsResponse, pageIssues), (api): SubdivisionDiff => ({
-            country,
-            ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
-          })))
+          : Effect.map(
+            fetch(country, internal.SentSubdivisionsResponse, internal.pageIssues),
+            (api): SubdivisionDiff => ({
+              country,
+              ...internal.crossCheckCountry(snapshotOf(country), api, CountryCode.toAlpha2(country))
+            })
+          ))
 
     return SubdivisionService.of({ list, crossCheck })
   })

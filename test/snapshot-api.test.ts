@@ -481,6 +481,20 @@ describe("snapshot script, online", () => {
       expect(await exists(report)).toBe(false)
     })
 
+    // A page of a longer list would make every code past it look missing from the API.
+    it("a country answering a page of a longer list exits 2 with no report, as crossCheck refuses it", async () => {
+      const report = Path.join(await tempDir(), "report.json")
+      const page = apiOf("USA").slice(0, 10)
+      const pagination = { current_page: 1, total_page: 6, total: 57 }
+      const result = await runMain(crossCheck(report, "--countries", "USA"), {
+        replies: { USA: () => FinTest.json(200, { data: { subdivisions: page, pagination } }) }
+      })
+      expect(result.code).toBe(2)
+      expect(result.stderr).toContain(`${baseUrl} USA: ResponseDecodeError: `)
+      expect(result.stderr).toContain("No report was written.")
+      expect(await exists(report)).toBe(false)
+    })
+
     it("a report that cannot be written is said to be the report, and exits 2", async () => {
       // A folder where the report file should go: the rename onto it fails.
       const report = await tempDir()

@@ -22,6 +22,7 @@ import * as FinConfig from "../../src/FinConfig.js"
 import * as HttpTransport from "../../src/HttpTransport.js"
 import * as Printable from "../../src/internal/printable.js"
 import {
+  pageIssues,
   SentSubdivisionsResponse,
   Subdivision,
   type Subdivision as SubdivisionType
@@ -118,7 +119,8 @@ export const listAsSent = (
       method: "GET",
       path: `/v1/countries/${country}/subdivisions`,
       response: SentSubdivisionsResponse,
-      name: "subdivisions"
+      name: "subdivisions",
+      check: pageIssues
     }),
     (response) => response.data.subdivisions
   )

@@ -10,6 +10,7 @@
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as CountryCode from "../CountryCode.js"
+import { Issue } from "../FinError.js"
 
 /**
  * An ISO 3166-2 code: the alpha-2 country code, a hyphen, one to three letters or digits (`"US-CA"`, `"GB-BFS"`).
@@ -256,6 +257,39 @@ const SentEntry = Schema.transform(Schema.Unknown, Schema.typeSchema(ApiSubdivis
 export const SentSubdivisionsResponse = Schema.Struct({
   data: Schema.Struct({ subdivisions: Schema.Array(SentEntry), pagination: Schema.optional(Schema.Unknown) })
 })
+
+/**
+ * The issue of an answer that is a page of a longer list, if it is one: a lookup serves, and a cross-check compares
+ * (`SubdivisionService.crossCheck` and the snapshot script's), the whole list; a page of it would be served as the
+ * country's list, or make every code past the page look `extra`.
+ *
+ * @internal
+ */
+export const pageIssues = (
+  response: { readonly data: { readonly subdivisions: ReadonlyArray<unknown>; readonly pagination?: unknown } }
+): ReadonlyArray<Issue> =>
+  isPage(response.data.pagination, response.data.subdivisions.length)
+    ? [new Issue({ path: "data.pagination", expected: "the whole list in one answer, not a page of it" })]
+    : []
+
+// The service's paged lists say `{ current_page, total_page, total }`: more than one page, or more entries in all than
+// the answer holds, is a page of the list. Fields that are no numbers say nothing either way.
+const isPage = (pagination: unknown, listed: number): boolean => {
+  if (typeof pagination !== "object" || pagination === null) return false
+  const { total, total_page } = pagination as { readonly total?: unknown; readonly total_page?: unknown }
+  const totalPages = count(total_page)
+  const entries = count(total)
+  return (totalPages !== undefined && totalPages > 1) || (entries !== undefined && entries > listed)
+}
+
+// A count as a number or as its digits ("57": the service's documented examples give ids as text where its schema says
+// integers).
+const count = (value: unknown): number | undefined =>
+  typeof value === "number"
+    ? value
+    : typeof value === "string" && /^\d+$/.test(value.trim())
+    ? Number(value)
+    : undefined
 
 /**
  * Why an API entry cannot be compared with the snapshot or served as a subdivision of the country of ISO 3166-1
