@@ -1287,13 +1287,21 @@ describe("Webhooks.handler", () => {
       for (const request of [forged(), forged(), post(currentBody, {}), signed(), signed(), signed()]) {
         answers.push((yield* send(handle, request)).status)
       }
-      expect(answers).toEqual([401, 401, 401, 500, 200, 200])
+      // A store of the user's whose claim dies: the platform answers the defect 500, past effect-fin's own answers.
+      const dying = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store: { ...Webhooks.makeMemoryDedupeStore(), claim: () => Effect.dieMessage("driver bug") },
+        handlers: {}
+      }))
+      answers.push((yield* send(dying, signed())).status)
+      expect(answers).toEqual([401, 401, 401, 500, 200, 200, 500])
       const after = yield* counted
       const added = [...after].flatMap(([label, count]) => {
         const more = count - (before.get(label) ?? 0)
         return more === 0 ? [] : [`${label}: ${more}`]
       }).sort()
       expect(added).toEqual([
+        "outcome=defect: 1",
         "outcome=duplicate: 1",
         "outcome=failed: 1",
         "outcome=handled: 1",
