@@ -446,7 +446,10 @@ const readOptionsFile = (path: string) =>
       () => NodeFs.createReadStream(path),
       (cause) => cause instanceof Error ? cause : new Error(String(cause))
     )
+    // Disconnected: Ctrl-C while a pipe with no writer yet is being opened (its open waits on a thread of the pool)
+    // ends the command at once, rather than once something writes to the pipe.
     const { bytes, cut } = yield* Effect.scoped(Bytes.readUpTo(stream, MAX_OPTIONS_BYTES)).pipe(
+      Effect.disconnect,
       Effect.mapError((error) => invalid(`could not be read (${error.message})`))
     )
     if (cut) return yield* Effect.fail(invalid("larger than 1 MiB"))
@@ -490,6 +493,7 @@ const emulator = Command.make(
     // Text, not `Options.file`: that one refuses anything but a regular file, so `--options <(jq ... )` (a FIFO) or a
     // device would be a usage error before `readOptionsFile`, which reads those too, saw it.
     options: Options.text("options").pipe(
+      Options.withPseudoName("file"),
       Options.withDescription(
         "A JSON file of the emulator's other options, as Emulator.make takes them (seed, accessTokenLifetime, " +
           "tokenEnvelope, revokeOnIssue, faults...; the README lists them); --port, --host and --production win"
