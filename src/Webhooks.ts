@@ -2617,7 +2617,9 @@ const makeApp = <const H extends object>(
   }).pipe(
     Effect.catchTag("WebhookVerificationError", reject),
     // A defect (a store's driver bug) is answered 500 by the platform, past `respond`: counted here, once.
-    Effect.tapDefect(() => Metric.increment(deliveriesOf("defect"))),
+    Effect.tapDefect(() =>
+      Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), Metric.increment(deliveriesOf("defect")))
+    ),
     (self) => spanFailingOn500(self, (response) => response.status, "effect-fin.webhook")
   )
 }

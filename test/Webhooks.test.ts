@@ -1027,6 +1027,23 @@ describe("Webhooks.handler", () => {
       expect(logs.find((line) => line.includes("no_secret"))).toMatch(/^ERROR /)
     }))
 
+  it.effect("a store's defect, answered 500 by the platform, ends the request span failed with outcome defect", () =>
+    Effect.gen(function*() {
+      const { layer, spans } = yield* recordingTracer
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store: { ...Webhooks.makeMemoryDedupeStore(), claim: () => Effect.dieMessage("driver bug") },
+        handlers: {}
+      })).pipe(Effect.provide(layer))
+      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+      const ended = (yield* spans).filter((span) => span.name.startsWith("effect-fin.webhook")).map((span) =>
+        `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${
+          span.status._tag === "Ended" ? span.status.exit._tag : "open"
+        }`
+      )
+      expect(ended).toEqual(["effect-fin.webhook defect Failure"])
+    }))
+
   it.effect("a delivery answered 500 (its handler failed) ends its spans as failed; a handled one does not", () =>
     Effect.gen(function*() {
       const { layer, spans } = yield* recordingTracer
