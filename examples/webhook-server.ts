@@ -20,7 +20,8 @@ const WebhookServer = Layer.unwrapScoped(
   Effect.gen(function* () {
     const secret = yield* Config.redacted("FIN_WEBHOOK_SECRET")
     const webhooks = yield* Webhooks.makeHandler({
-      secrets: secret,              // or [newSecret, oldSecret] while rotating; no surrounding whitespace
+      secrets: secret,              // or [newSecret, oldSecret] while rotating; no whitespace or control
+                                    // character at either end
       environment: "production",    // refuse events whose sandbox_mode is true (`effect-fin emulator --production`
                                     // sends events it takes)
       maxAge: "1 hour",             // refuse events created earlier, or over 5 min ahead (off by default)

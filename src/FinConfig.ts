@@ -329,7 +329,7 @@ const checks = (options: Options): Checked => {
       [
         // A C0 control or NEL too (a C string's NUL), as a webhook secret is checked: sent, it would only be a 401.
         () => typeof secret !== "string" || !Padded.isPadded(secret),
-        "clientSecret must not start or end with whitespace (a trailing newline, say)"
+        `clientSecret ${Padded.rule}`
       ]
     ),
     environment: checked(environment, "environment", [

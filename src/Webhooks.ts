@@ -493,7 +493,7 @@ export const sign = (
       return Effect.dieMessage("effect-fin: a webhook secret must be one text, and not empty")
     }
     if (list.padded) {
-      return Effect.dieMessage("effect-fin: a webhook secret must not start or end with whitespace (a trailing newline, say)")
+      return Effect.dieMessage(`effect-fin: a webhook secret ${Padded.rule}`)
     }
     if (!algorithms.includes(algorithm)) {
       return Effect.dieMessage(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)

@@ -175,7 +175,7 @@ describe("FinConfig", () => {
       // What trim leaves, as a webhook secret is checked: a C string's NUL, another C0 control, NEL.
       for (const clientSecret of ["s3cr3t-value\u0000", "\u001fs3cr3t-value", "s3cr3t-value\u0085"]) {
         const said = yield* configError({ ...base, clientSecret })
-        expect(said).toContain("clientSecret must not start or end with whitespace")
+        expect(said).toContain("clientSecret must not start or end with whitespace or a control character")
       }
       expect(yield* configError({ ...base, environment: "prod" as FinConfig.Environment })).toContain("environment")
       expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")

@@ -183,7 +183,10 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         )
         // verify would refuse it (no_secret): its signatures would test nothing.
         expect(yield* defect(Webhooks.sign(currentBody, "whsec_x\n"))).toEqual(
-          Option.some("effect-fin: a webhook secret must not start or end with whitespace (a trailing newline, say)")
+          Option.some(
+            "effect-fin: a webhook secret must not start or end with whitespace or a control character" +
+              " (a trailing newline, say)"
+          )
         )
         expect(yield* defect(Webhooks.sign(currentBody, secret, "md5" as Webhooks.Algorithm)))
           .toEqual(Option.some("effect-fin: the signature algorithm is not one of sha256, sha384, sha512"))

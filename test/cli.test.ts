@@ -525,11 +525,12 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("webhook verify: an empty or padded FIN_WEBHOOK_SECRET is a ConfigError naming it, before the body is waited for", async () => {
+    const padded = "must not start or end with whitespace or a control character (a trailing newline, say)"
     for (const [secret, said] of [
-      ["whsec_cli\n", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
+      ["whsec_cli\n", `FIN_WEBHOOK_SECRET ${padded}`],
       // What the library refuses as padded, beyond what trim() removes: a control character, NEL.
-      ["whsec_cli\u001f", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
-      ["\u0085whsec_cli", "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"],
+      ["whsec_cli\u001f", `FIN_WEBHOOK_SECRET ${padded}`],
+      ["\u0085whsec_cli", `FIN_WEBHOOK_SECRET ${padded}`],
       ["", "FIN_WEBHOOK_SECRET is empty"]
     ] as const) {
       // Standard input left open, as a terminal's: nothing to wait for when the secret cannot verify anything.

@@ -372,7 +372,7 @@ const verify = Command.make(
           ["FIN_WEBHOOK_SECRET"],
           text === ""
             ? "FIN_WEBHOOK_SECRET is empty"
-            : "FIN_WEBHOOK_SECRET must not start or end with whitespace (a trailing newline, say)"
+            : `FIN_WEBHOOK_SECRET ${Padded.rule}`
         ))
       }
       // As the client's own configuration says it: an event of the other environment is refused, as a handler would.

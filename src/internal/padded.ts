@@ -10,6 +10,12 @@ const isSpace = (c: number): boolean =>
   c <= 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
   c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
 
+/**
+ * How the messages that refuse such a secret say the rule (a control character is refused too, so "whitespace" alone
+ * would send a user looking for a space that is not there).
+ */
+export const rule = "must not start or end with whitespace or a control character (a trailing newline, say)"
+
 /** Two character codes, not a trim: this is on every verification. */
 export const isPadded = (value: string): boolean =>
   value !== "" && (isSpace(value.charCodeAt(0)) || isSpace(value.charCodeAt(value.length - 1)))

@@ -149,7 +149,9 @@ export const HttpUrl = Schema.String.pipe(
 
 // As `Webhooks.sign` takes it (and a handler): its padding rule, a control character or NEL at either end too.
 const WebhookSecret = Schema.NonEmptyString.pipe(
-  Schema.filter((s) => !Padded.isPadded(s), { message: () => "a webhook secret without surrounding whitespace" })
+  Schema.filter((s) => !Padded.isPadded(s), {
+    message: () => "a webhook secret without surrounding whitespace or control characters"
+  })
 )
 
 // One message for the whole choice, not one per algorithm.
