@@ -455,9 +455,8 @@ const latency = Metric.histogram(
 )
 
 // Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
-// new key each time. Both labels of a request count go on in one step: a metric tagged twice merges its label lists
+// new key each time. Both labels of a request count or duration go on in one step: a metric tagged twice merges its label lists
 // into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
-const latencyOf = memo((name) => Metric.tagged(latency, "operation", name))
 const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
 
 // The end of an episode of refusals, told once a whole window has passed with none.
@@ -504,11 +503,16 @@ const retryAllowed = (
       )
     )
   })
-const requestsByOutcome = memo((name) =>
-  memo((outcome) =>
-    Metric.taggedWithLabels(requests, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
+// `metric` tagged with an operation and an outcome, each pair made once.
+const byOutcome = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
+  memo((name) =>
+    memo((outcome) =>
+      Metric.taggedWithLabels(metric, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
+    )
   )
-)
+const requestsByOutcome = byOutcome(requests)
+// By outcome too: the durations of calls cut at their deadline, or refused at once, are not those of answered ones.
+const latencyByOutcome = byOutcome(latency)
 
 /**
  * Builds the transport of a client.
@@ -832,7 +836,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 }
                 : undefined
               const metrics = Effect.zipRight(
-                Metric.update(latencyOf(name), now - started),
+                Metric.update(latencyByOutcome(name)(outcome), now - started),
                 Metric.increment(requestsByOutcome(name)(outcome))
               )
               if (failure === undefined) {

@@ -622,6 +622,26 @@ describe("HttpTransport", () => {
       expect(finite.at(-1)?.[1]).toBe(1)
     }).pipe(provideClient({ "GET /v1/slow": () => FinTest.stall }, { timeout: "2 minutes" })))
 
+  // Calls cut at their deadline or refused at once would hide the latency of answered ones if mixed with them.
+  it.effect("effect_fin_request_duration_ms is labelled with each call's outcome, as the request count is", () =>
+    Effect.gen(function*() {
+      const probe = (path: string) =>
+        Effect.either(HttpTransport.request({ method: "GET", path, response: Schema.Unknown, name: "outcome-probe" }))
+      yield* probe("/v1/ok")
+      yield* probe("/v1/ok")
+      yield* probe("/v1/missing")
+      const counts = Metric.unsafeSnapshot().flatMap((pair) => {
+        const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
+        return pair.metricKey.name === "effect_fin_request_duration_ms" && tags.operation === "outcome-probe"
+          ? [[tags.outcome, (pair.metricState as MetricState.MetricState.Histogram).count] as const]
+          : []
+      })
+      expect(Object.fromEntries(counts)).toEqual({ success: 2, ApiError: 1 })
+    }).pipe(provideClient({
+      "GET /v1/ok": () => FinTest.json(200, {}),
+      "GET /v1/missing": () => FinTest.json(404, { message: "Resource not found" })
+    })))
+
   it.effect("a token step that dies: the call's span says defect, and names the token step", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
