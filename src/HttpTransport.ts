@@ -496,9 +496,9 @@ const retryAllowed = (
     return Effect.zipRight(
       Metric.increment(refusedRetriesOf(name)),
       Effect.as(
-        verdict === "spent"
+        (verdict === "spent"
           ? Effect.logWarning(`${line}; failed calls end with their error until it has room again`)
-          : Effect.logDebug(line),
+          : Effect.logDebug(line)).pipe(Effect.annotateLogs({ operation, retries, calls })),
         false
       )
     )
@@ -751,6 +751,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
               (refused) => {
                 refreshed = true
                 return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
+                  Effect.annotateLogs({ operation, status: 401 }),
                   // On the span as a retry is (with no wait): else it shows a resend with nothing to say why.
                   Effect.zipRight(Http.annotateRetry(refused, attempts)),
                   // Clearing the refused token is the first part of getting a fresh one: a deadline that cuts it
@@ -770,6 +771,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // Built by the first failure only, as the schedule is: a call that succeeds at once makes neither.
         const policy = (): Retry.PolicyOptions<Retry.Retried> => ({
           maxRetries: safe ? options.maxRetries : 0,
+          operation,
           waitCap: config.maxRetryAfter,
           timeLeft: Effect.map(Monotonic.millis, (now) => Monotonic.left(now, deadlineAt)),
           allowed: budget === undefined ? undefined : retryAllowed(budget, name, operation, budgetState),
@@ -779,6 +781,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 error._tag === "ApiError" ? ` ${error.status}` : ""
               } (retry ${retry} of ${options.maxRetries})`
             ).pipe(
+              // The line's facts as annotations too, for a structured logger to filter on.
+              Effect.annotateLogs({ operation, error: error._tag, retry }),
               Effect.zipRight(Metric.increment(retriesOf(name))),
               // The resend it announces counts the one after a 401 too (`attempts` so far), as the span's does.
               Effect.zipRight(Http.annotateRetry(error, attempts, until))

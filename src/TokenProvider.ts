@@ -517,6 +517,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       }).pipe(
         (self) => Retry.retry(self, {
           maxRetries,
+          operation,
           waitCap: config.maxRetryAfter,
           ...(usableUntil === undefined ? {} : {
             timeLeft: Effect.map(Clock.currentTimeMillis, (now) => Duration.millis(Math.max(0, usableUntil - now))),
@@ -524,6 +525,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           }),
           onRetry: (error, retry, until) =>
             Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
+              Effect.annotateLogs({ operation, error: error._tag, retry }),
               Effect.zipRight(Metric.increment(retriesOf("token"))),
               Effect.zipRight(Http.annotateRetry(error, retry, until)),
               Effect.zipRight(announceWait(error, until))

@@ -691,18 +691,35 @@ describe("HttpTransport", () => {
     }
   }
 
-  it.effect("each retry is logged with its number, counting from 1", () => {
+  it.effect("each retry is logged with its number, counting from 1, its facts as annotations too", () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
       yield* FinTest.advanceUntilDone(calculate)
       expect(logs.lines.filter((line) => line.includes("retrying"))).toEqual([
-        `DEBUG ["effect-fin: retrying POST /v1/fee-calculation after ApiError 503 (retry 1 of 2)"] {}`,
-        `DEBUG ["effect-fin: retrying POST /v1/fee-calculation after ApiError 503 (retry 2 of 2)"] {}`
+        `DEBUG ["effect-fin: retrying POST /v1/fee-calculation after ApiError 503 (retry 1 of 2)"] ` +
+        `{"error":"ApiError","operation":"POST /v1/fee-calculation","retry":1}`,
+        `DEBUG ["effect-fin: retrying POST /v1/fee-calculation after ApiError 503 (retry 2 of 2)"] ` +
+        `{"error":"ApiError","operation":"POST /v1/fee-calculation","retry":2}`
       ])
     }).pipe(
       Effect.provide(logs.layer),
       Logger.withMinimumLogLevel(LogLevel.Debug),
       provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })
+    )
+  })
+
+  it.effect("the resend after a 401 is logged with the operation and the status as annotations too", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      yield* calculate
+      expect(logs.lines.filter((line) => line.includes("got 401"))).toEqual([
+        `DEBUG ["effect-fin: POST /v1/fee-calculation got 401; refreshing the token and retrying once"] ` +
+        `{"operation":"POST /v1/fee-calculation","status":401}`
+      ])
+    }).pipe(
+      Effect.provide(logs.layer),
+      Logger.withMinimumLogLevel(LogLevel.Debug),
+      provideClient({ [FEE]: FinTest.sequence(status(401), ok) })
     )
   })
 
@@ -1222,7 +1239,7 @@ describe("HttpTransport", () => {
       // 691200ns" for an on-call reader).
       const millis = "(?:\\d+s(?: \\d+ms)?|\\d+ms)"
       const said = `^DEBUG \\["effect-fin: not retrying: the next wait of ${millis} would outlast the deadline ` +
-        `\\(${millis} left\\)"\\]`
+        `\\(${millis} left\\)"\\] \\{"operation":"POST /v1/fee-calculation"\\}$`
       const notRetrying = logs.lines.filter((line) => line.includes("not retrying"))
       expect(notRetrying).toEqual([expect.stringMatching(new RegExp(said))])
     }).pipe(
@@ -3449,7 +3466,7 @@ describe("HttpTransport: retryBudget", () => {
       expect(budgetLines(logs.lines).filter((line) => line.startsWith("WARN"))).toEqual([
         `WARN ["effect-fin: not retrying POST /v1/fee-calculation: the retry budget of fee-calculation is spent ` +
         `(100 retries for 150 calls in the last 10 s; retryBudget 0% of calls plus 10 a second); failed calls end ` +
-        `with their error until it has room again"] {}`
+        `with their error until it has room again"] {"calls":150,"operation":"POST /v1/fee-calculation","retries":100}`
       ])
       expect(budgetLines(logs.lines).filter((line) => line.startsWith("DEBUG"))).toHaveLength(149)
     }).pipe(

@@ -325,6 +325,25 @@ describe("TokenProvider", () => {
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
+  it.effect("a token call's retry is logged with its operation, error and number as annotations too", () => {
+    const log = captureLogs()
+    const issuer = FinTest.tokenHandler()
+    let calls = 0
+    const token: FinTest.Handler = (request) =>
+      ++calls === 1 ? FinTest.json(503, { message: "down" }) : issuer(request)
+    return Effect.gen(function*() {
+      yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
+      expect(log.lines.filter((line) => line.includes("retrying"))).toEqual([
+        `DEBUG ["effect-fin: retrying POST /v1/oauth/token after ApiError (retry 1)"] ` +
+        `{"error":"ApiError","operation":"POST /v1/oauth/token","retry":1}`
+      ])
+    }).pipe(
+      provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }),
+      Effect.provide(log.layer),
+      Logger.withMinimumLogLevel(LogLevel.Debug)
+    )
+  })
+
   it.effect("an early refresh that dies (a platform client that threw) is a failed refresh too: callers go on with the token", () => {
     const log = captureLogs()
     let broken = false

@@ -139,13 +139,14 @@ export const seedTokens = (store: TokenStore.Service, key: string, tokens: Token
   })
 
 /**
- * A logger that keeps every line as `LEVEL "message" {annotations}`; provide `layer` (with the minimum level the test
- * needs) and read `lines`.
+ * A logger that keeps every line as `LEVEL "message" {annotations}`, the annotations by name (a HashMap's own order
+ * follows the hashes); provide `layer` (with the minimum level the test needs) and read `lines`.
  */
 export const captureLogs = () => {
   const lines: Array<string> = []
   const logger = Logger.make(({ annotations, logLevel, message }) => {
-    lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(Object.fromEntries(annotations))}`)
+    const byName = Object.fromEntries([...annotations].sort(([a], [b]) => a < b ? -1 : 1))
+    lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify(byName)}`)
   })
   return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
 }

@@ -147,6 +147,8 @@ export const backoff: Schedule.Schedule<Duration.Duration> = Schedule.exponentia
 /** What `policy` is built from. */
 export interface PolicyOptions<E> {
   readonly maxRetries: number
+  /** The call retried (`POST /v1/fee-calculation`), for the `operation` annotation of a log line saying why not. */
+  readonly operation: string
   /** The longest `Retry-After` honoured: a longer one ends the retries. */
   readonly waitCap: Duration.Duration
   /** What is left of the call's deadline, if it has one: a wait that does not end before it ends the retries. */
@@ -182,6 +184,7 @@ const gated = <Out, In, R>(
 const withinTime = <Out, In, R>(
   self: Schedule.Schedule<Out, In, R>,
   timeLeft: Effect.Effect<Duration.Duration>,
+  operation: string,
   timeLeftOf = "the deadline"
 ): Schedule.Schedule<Out, In, R> =>
   gated(self, (delay) =>
@@ -193,7 +196,7 @@ const withinTime = <Out, In, R>(
             `effect-fin: not retrying: the next wait of ${
               Durations.formatMillis(delay)
             } would outlast ${timeLeftOf} (${Durations.formatMillis(left, Math.floor)} left)`
-          ),
+          ).pipe(Effect.annotateLogs("operation", operation)),
           false
         )))
 
@@ -221,7 +224,9 @@ const policy = <E extends Retried>(
       return wait === undefined || Duration.isZero(wait) ? delay : wait
     }),
     (schedule) =>
-      options.timeLeft === undefined ? schedule : withinTime(schedule, options.timeLeft, options.timeLeftOf),
+      options.timeLeft === undefined
+        ? schedule
+        : withinTime(schedule, options.timeLeft, options.operation, options.timeLeftOf),
     (schedule) => {
       const allowed = options.allowed
       return allowed === undefined ? schedule : gated(schedule, () => allowed)

@@ -181,6 +181,7 @@ describe("Retry.retry", () => {
       })
       const error = yield* Effect.flip(Retry.retry(failing, {
         maxRetries: 3,
+        operation: "GET /v1/probe",
         waitCap: Duration.seconds(60),
         timeLeft: Effect.succeed(Duration.millis(500)),
         onRetry: () => Effect.void
