@@ -22,8 +22,6 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Match from "effect/Match"
-import * as Metric from "effect/Metric"
-import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Pretty from "effect/Pretty"
 import * as Redacted from "effect/Redacted"
@@ -41,7 +39,9 @@ import * as Webhooks from "../src/Webhooks.js"
 import { dedupeStoreContract } from "./dedupeStoreContract.js"
 import {
   captureLogs,
+  countedDeliveries,
   defectOf,
+  deliveriesCountedSince,
   documentedWebhookBody,
   illegalArgument,
   recordingTracer,
@@ -1288,14 +1288,7 @@ describe("Webhooks.handler", () => {
   // What an operator alerts on: forged deliveries or a secret out of step, which the logs say once a minute.
   it.effect("counts each answered delivery in effect_fin_webhook_deliveries_total: outcome, a rejection's reason", () =>
     Effect.gen(function*() {
-      const counted = Effect.sync(() =>
-        new Map(Metric.unsafeSnapshot().flatMap((pair) => {
-          if (pair.metricKey.name !== "effect_fin_webhook_deliveries_total") return []
-          const label = pair.metricKey.tags.map((tag) => `${tag.key}=${tag.value}`).sort().join(",")
-          return [[label, (pair.metricState as MetricState.MetricState.Counter<number>).count] as const]
-        }))
-      )
-      const before = yield* counted
+      const before = yield* countedDeliveries
       let attempts = 0
       const { handle } = yield* recordingHandler(() => ({
         "beneficiary.status": () => Effect.suspend(() => ++attempts === 1 ? Effect.fail("database down") : Effect.void)
@@ -1315,12 +1308,7 @@ describe("Webhooks.handler", () => {
       }))
       answers.push((yield* send(dying, signed())).status)
       expect(answers).toEqual([401, 401, 401, 500, 200, 200, 500])
-      const after = yield* counted
-      const added = [...after].flatMap(([label, count]) => {
-        const more = count - (before.get(label) ?? 0)
-        return more === 0 ? [] : [`${label}: ${more}`]
-      }).sort()
-      expect(added).toEqual([
+      expect(yield* deliveriesCountedSince(before)).toEqual([
         "outcome=defect: 1",
         "outcome=duplicate: 1",
         "outcome=failed: 1",

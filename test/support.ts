@@ -383,3 +383,19 @@ export const modelProperty = <C, A, E>(title: string, options: {
     { timeout: Math.max(120_000, numRuns * options.msPerRun), fastCheck: { numRuns, seed } }
   )
 }
+
+// effect_fin_webhook_deliveries_total: the count of each label set (`outcome=handled`, `outcome=rejected,reason=...`).
+export const countedDeliveries = Effect.sync(() =>
+  new Map(Metric.unsafeSnapshot().flatMap((pair) => {
+    if (pair.metricKey.name !== "effect_fin_webhook_deliveries_total") return []
+    const label = pair.metricKey.tags.map((tag) => `${tag.key}=${tag.value}`).sort().join(",")
+    return [[label, (pair.metricState as MetricState.MetricState.Counter<number>).count] as const]
+  }))
+)
+// What was counted since `before`, as `label: added`, sorted.
+export const deliveriesCountedSince = (before: ReadonlyMap<string, number>) =>
+  Effect.map(countedDeliveries, (after) =>
+    [...after].flatMap(([label, count]) => {
+      const more = count - (before.get(label) ?? 0)
+      return more === 0 ? [] : [`${label}: ${more}`]
+    }).sort())

@@ -16,7 +16,13 @@ import * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Webhooks from "../src/Webhooks.js"
-import { captureLogs, documentedWebhookBody, eventually } from "./support.js"
+import {
+  captureLogs,
+  countedDeliveries,
+  deliveriesCountedSince,
+  documentedWebhookBody,
+  eventually
+} from "./support.js"
 
 const secret = "whsec_node_abort_test"
 const body = documentedWebhookBody
@@ -105,6 +111,28 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       // Not marked handled, and the claim freed: a redelivery runs the handler again.
       const again = yield* memory.claim(eventId, "another", Duration.minutes(1))
       expect(again._tag).toBe("Claimed")
+    })), 20_000)
+
+  // Fin's own timeout shorter than the handler: the delivery gets no answer, yet it was handled, and is counted so (the
+  // platform runs the app uninterruptibly, so the request's fiber reaches its answer after the client has gone).
+  it.live("a delivery whose client left while its handler ran is counted in effect_fin_webhook_deliveries_total", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handlers, release, seen, started } = yield* heldHandler
+      const httpServer = yield* NodeHttpServer.make(() => Http.createServer(), { port: 0, host: "127.0.0.1" })
+      yield* HttpServer.serveEffect(Webhooks.handler({ secrets: secret, handlers })).pipe(
+        Effect.provideService(HttpServer.HttpServer, httpServer)
+      )
+      const port = httpServer.address._tag === "TcpAddress" ? httpServer.address.port : 0
+      const before = yield* countedDeliveries
+      yield* abandonedDelivery(port, started)
+      yield* release
+      yield* eventually(Effect.sync(() => seen.includes("released")), "the handler's end")
+      yield* eventually(
+        Effect.map(deliveriesCountedSince(before), (added) => added.length > 0),
+        "the delivery counted",
+        100
+      )
+      expect(yield* deliveriesCountedSince(before)).toEqual(["outcome=handled: 1"])
     })), 20_000)
 
   it.live("makeHandler in the server's layer: shutting the layer down lets the running handler finish first", () =>
