@@ -163,7 +163,8 @@ export const keyFor = (
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.
  * Its lock is real (with an expiry, on monotonic time: a wall clock stepped forward must not free a held lock), so
  * clients sharing one store in a process also fetch one at a time. Throws
- * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero, or an option is none (`lockttl`).
+ * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero and at most 24 days, or an option is
+ * none (`lockttl`).
  *
  * @since 0.1.0
  * @category constructors
@@ -173,10 +174,12 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
     object: "({ lockTtl })",
     option: "(lockTtl)"
   })
+  // At most 24 days, as the Redis store's: the provider renews a lock every third of it, and a longer timer never fires.
   const lockTtl = Durations.checkOrThrow(
     options.lockTtl ?? Duration.seconds(10),
     false,
-    "effect-fin: TokenStore.makeMemory: lockTtl"
+    "effect-fin: TokenStore.makeMemory: lockTtl",
+    true
   )
   const pairs = new Map<string, Tokens>()
   const locks = new Map<string, { readonly owner: string; readonly until: number }>()

@@ -1030,21 +1030,30 @@ describe("Webhooks.handler", () => {
       expect(logs.find((line) => line.includes("no_secret"))).toMatch(/^ERROR /)
     }))
 
-  it.effect("a store's defect, answered 500 by the platform, ends the request span failed with outcome defect", () =>
+  it.effect("a store's defect, answered 500 by the platform, ends the delivery's spans failed with outcome defect", () =>
     Effect.gen(function*() {
-      const { layer, spans } = yield* recordingTracer
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        store: { ...Webhooks.makeMemoryDedupeStore(), claim: () => Effect.dieMessage("driver bug") },
-        handlers: {}
-      })).pipe(Effect.provide(layer))
-      expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
-      const ended = (yield* spans).filter((span) => span.name.startsWith("effect-fin.webhook")).map((span) =>
-        `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${
-          span.status._tag === "Ended" ? span.status.exit._tag : "open"
-        }`
-      )
-      expect(ended).toEqual(["effect-fin.webhook defect Failure"])
+      // Before the claim (the request span only), and after it, in the handler's run (its span too).
+      for (const [broken, expected] of [
+        [{ claim: () => Effect.dieMessage("driver bug") }, ["effect-fin.webhook defect Failure"]],
+        [{ complete: () => Effect.dieMessage("driver bug") }, [
+          "effect-fin.webhook defect Failure",
+          "effect-fin.webhook.handle defect Failure"
+        ]]
+      ] as const) {
+        const { layer, spans } = yield* recordingTracer
+        const handle = yield* webHandler(Webhooks.handler({
+          secrets: secret,
+          store: { ...Webhooks.makeMemoryDedupeStore(), ...broken },
+          handlers: { "beneficiary.status": () => Effect.void }
+        })).pipe(Effect.provide(layer))
+        expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
+        const ended = (yield* spans).filter((span) => span.name.startsWith("effect-fin.webhook")).map((span) =>
+          `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${
+            span.status._tag === "Ended" ? span.status.exit._tag : "open"
+          }`
+        )
+        expect(ended).toEqual(expected)
+      }
     }))
 
   it.effect("a delivery answered 500 (its handler failed) ends its spans as failed; a handled one does not", () =>
