@@ -1384,12 +1384,17 @@ describe("Emulator", () => {
           Effect.catchAll((error) => Effect.succeed(error._tag === "EmulatorError" ? error.reason : error._tag))
         )
         expect(ipv6).not.toBe("InvalidOptions")
-        // Credentials a client could not send as they are (FinConfig refuses surrounding whitespace), and a webhook
+        // Credentials a client could not send as they are (FinConfig refuses them), and a webhook
         // secret a handler would refuse (no_secret).
         for (
           const credentials of [
             { clientId: "client " },
             { clientSecret: " secret\n" },
+            // What the client's configuration refuses too: a control character in an id, at a secret's end.
+            { clientId: "cli\u0007ent" },
+            { clientId: "client\u202e" },
+            { clientSecret: "secret\u0000" },
+            { clientSecret: "\u0085secret" },
             { webhookSecret: "whsec\n" },
             { webhookSecret: "\u0001whsec" },
             { webhookSecret: "whsec\u0085" }

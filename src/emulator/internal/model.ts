@@ -6,6 +6,7 @@
  */
 import * as Schema from "effect/Schema"
 import * as Padded from "../../internal/padded.js"
+import * as Printable from "../../internal/printable.js"
 import * as Quote from "../../internal/quote.js"
 import * as Webhooks from "../../Webhooks.js"
 
@@ -220,9 +221,17 @@ export const WebhookAdminBody = Schema.Struct({
   send: Schema.optional(Schema.Boolean)
 })
 
-// As a client can send it: FinConfig refuses a credential with surrounding whitespace.
-const Credential = Schema.NonEmptyString.pipe(
-  Schema.filter((s) => s.trim() === s, { message: () => "a credential without surrounding whitespace" })
+// As a client can send them: FinConfig's rules for each.
+const ClientId = Schema.NonEmptyString.pipe(
+  Schema.filter((s) => s.trim() === s && Printable.printable(s) === s, {
+    message: () =>
+      "a client id without surrounding whitespace, control characters, bidirectional overrides or lone surrogates"
+  })
+)
+const ClientSecret = Schema.NonEmptyString.pipe(
+  Schema.filter((s) => !Padded.isPadded(s), {
+    message: () => "a client secret without whitespace or a control character at either end"
+  })
 )
 
 /** The data parts of the options (durations are checked apart). */
@@ -237,8 +246,8 @@ export const OptionsData = Schema.Struct({
         "a host name or IP address to listen on (no port, brackets, spaces, control characters, / ? # or @)"
     })
   )),
-  clientId: Schema.optional(Credential),
-  clientSecret: Schema.optional(Credential),
+  clientId: Schema.optional(ClientId),
+  clientSecret: Schema.optional(ClientSecret),
   tokenEnvelope: Schema.optional(Schema.Literal("top", "data")),
   revokeOnIssue: Schema.optional(Schema.Boolean),
   rates: Schema.optional(Quote.Rates),
