@@ -68,7 +68,8 @@ export interface Options {
    * the retries of the last 10 seconds may be at most 100 (10 a second) plus this percentage (a whole number from 0
    * to 100) of the safe calls (those the client may retry, whatever their `maxRetries`) first sent in those seconds;
    * a retry beyond it is not made, its call ending with its last attempt's error. Default 20; `"unlimited"`:
-   * `maxRetries` alone bounds them. Token calls are not counted (their failures open a breaker), nor the one resend
+   * `maxRetries` alone bounds them. Token calls are not counted (one fetch at a time however many callers wait, and
+   * a failure whose answer asked for a wait, or refused the credentials, is held for that wait), nor the one resend
    * after a 401.
    */
   readonly retryBudget?: number | "unlimited" | undefined

@@ -265,7 +265,7 @@ const validateSpec = (
         "name",
         "Invalid request name",
         "letters, digits and ._-, starting with a letter or digit (at most 64), the same for every call, and not " +
-          "token or webhook (effect-fin's own)"
+          "token, webhook or webhook.handle (effect-fin's own)"
       )
     )
   }

@@ -2,7 +2,8 @@
  * Access tokens for the service's modified client-credential flow: issued with JSON credentials, cached, refreshed
  * `refreshMargin` before expiry (through the refresh token while it is valid), one request in flight however many
  * callers wait. Failures are not cached, but for the wait an answer asked for (its `Retry-After`, `maxRetryAfter` at
- * most): until it has passed, no token request is sent, and a caller without a usable token fails at once with it.
+ * most) and refused credentials (a 401 on the issue route, held for a second whatever its `Retry-After`): until that
+ * has passed, no token request is sent, and a caller without a usable token fails at once with it.
  *
  * @since 0.1.0
  */
@@ -50,7 +51,8 @@ import * as TokenStore from "./TokenStore.js"
 export interface Service {
   /**
    * A valid access token: the cached one, or one fetched now (a single fetch shared by all callers); while the wait
-   * a failed fetch's answer asked for lasts, that answer at once, its `retryAfter` the wait that is left.
+   * a failed fetch's answer asked for lasts, that answer at once, its `retryAfter` the wait that is left (refused
+   * credentials that asked no wait: held for a second, and handed out as they came, with no `retryAfter`).
    */
   readonly get: Effect.Effect<Redacted.Redacted<string>, FinError>
   /**

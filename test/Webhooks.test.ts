@@ -2258,8 +2258,12 @@ describe("Webhooks.handler", () => {
       refused({ environment: environment as "sandbox" }, `environment must be "sandbox" or "production"`)
     }
     // Every delivery would be refused (401) with no clue why: the HMAC key would hold the newline.
-    for (const secrets of ["whsec_x\n", [secretValue, " whsec_y"], Redacted.make("whsec_x\r\n")]) {
-      refused({ secrets }, "secrets holds a webhook secret that starts or ends with whitespace (a trailing newline, say)")
+    for (const secrets of ["whsec_x\n", [secretValue, " whsec_y"], Redacted.make("whsec_x\r\n"), "\u0001whsec_x"]) {
+      refused(
+        { secrets },
+        "secrets holds a webhook secret that starts or ends with whitespace or a control character" +
+          " (a trailing newline, say)"
+      )
     }
     // From untyped configuration (an unset variable, a number), or wiped: said as such, not an error from deep inside.
     const wipedSecret = Redacted.make("whsec_wiped")
