@@ -48,7 +48,8 @@ Source (exactly one, no default: a system's iso-codes may be older than ${instal
 Cross-check (writes only the report):
   --cross-check              compare the API with ${compared};
                              exit 1 on any disagreement (codes missing from the snapshot, extra in it, or renamed,
-                             or API entries it could not compare: malformed, another country's, unnamed, repeated)
+                             or API entries it could not compare: malformed, another country's, unnamed,
+                             unprintable, repeated)
   --countries A,B,...        only these alpha-3 codes (default: all 249); an unknown code is a usage error
   --report FILE              JSON report of the comparison (default: ${defaultReportPath} in the current folder)
 

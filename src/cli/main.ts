@@ -39,6 +39,7 @@ import * as FinError from "../FinError.js"
 import * as Amounts from "../internal/amount.js"
 import * as Bytes from "../internal/bytes.js"
 import * as Issues from "../internal/issues.js"
+import * as Loopback from "../internal/loopback.js"
 import * as Padded from "../internal/padded.js"
 import * as Printable from "../internal/printable.js"
 import * as Retry from "../internal/retry.js"
@@ -513,14 +514,29 @@ const emulator = Command.make(
       })
       // The emulator's own credentials (test values, or the options file's: never put the service's there), printed
       // so another shell can point the client at it.
+      // On an address that is not loopback (`--host 192.0.2.2`) the admin routes answer no one (they take loopback
+      // clients only, and the emulator listens on that address alone), and effect-fin's client refuses a plain http
+      // baseUrl there: said so, not printed as if either worked.
+      const local = Loopback.isLoopback(new URL(running.url).hostname)
       yield* Console.log(Render.pairs([
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
-        ["admin", `${running.url}/__emulator`],
+        [
+          "admin",
+          local
+            ? `${running.url}/__emulator`
+            : "loopback clients only, so not on this address (--host 0.0.0.0 serves it on 127.0.0.1 as well)"
+        ],
         [
           "use it with",
           `FIN_BASE_URL=${shellWord(running.url)} FIN_CLIENT_ID=${shellWord(running.credentials.clientId)} ` +
           `FIN_CLIENT_SECRET=${shellWord(running.credentials.clientSecret)}`
         ],
+        ...(local ? [] : [
+          [
+            "note",
+            "effect-fin's client sends plain http to loopback only: that FIN_BASE_URL is refused (put https in front)"
+          ] as const
+        ]),
         ["webhooks", `signed with FIN_WEBHOOK_SECRET=${shellWord(running.webhookSecret)}`],
         ...Object.entries(args.options.beneficiaries ?? Emulator.defaultBeneficiaries).map(([id, beneficiary]) =>
           [
