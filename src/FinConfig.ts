@@ -34,7 +34,8 @@ export interface Options {
   readonly clientId: string
   /**
    * The account's client secret (`FIN_CLIENT_SECRET`): prefer `Redacted` (`Config.redacted`); a plain string is
-   * wrapped at once. Sent only to the token route, never logged; no surrounding whitespace (a trailing newline).
+   * wrapped at once. Sent only to the token route, never logged; no whitespace or control character at either end
+   * (a trailing newline).
    */
   readonly clientSecret: Redacted.Redacted<string> | string
   /** Default `"sandbox"`. */

@@ -2555,8 +2555,9 @@ const makeApp = <const H extends object>(
           Effect.catchTag("WebhookDedupeStoreError", (error) =>
             Effect.zipRight(releaseClaim, storeUnavailable(store, error, event.id))),
           // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
-          // The outcome on this span too, as the request's gets it.
-          Effect.tapDefect(() => Effect.zipRight(releaseClaim, Spans.annotateOwn({ "fin.webhook.outcome": "defect" }))),
+          // The outcome on this span too, as the request's gets it: first, as a release that dies too (the same
+          // broken driver) would skip it.
+          Effect.tapDefect(() => Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), releaseClaim)),
           Effect.scoped,
           (self) =>
             spanFailingOn500(self, (answer) => answer.status, "effect-fin.webhook.handle", {

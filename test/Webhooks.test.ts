@@ -1038,6 +1038,11 @@ describe("Webhooks.handler", () => {
         [{ complete: () => Effect.dieMessage("driver bug") }, [
           "effect-fin.webhook defect Failure",
           "effect-fin.webhook.handle defect Failure"
+        ]],
+        // The same broken driver's release dying too.
+        [{ complete: () => Effect.dieMessage("driver bug"), release: () => Effect.dieMessage("driver bug") }, [
+          "effect-fin.webhook defect Failure",
+          "effect-fin.webhook.handle defect Failure"
         ]]
       ] as const) {
         const { layer, spans } = yield* recordingTracer

@@ -943,6 +943,20 @@ describe("effect-fin against the emulator", () => {
   })
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
 
+  // A scoped IPv6 address is listened on, but `URL` cannot parse its URL: the banner is still printed, with no admin
+  // URL and the note that the client refuses it, as off loopback.
+  it("emulator --host with a zone id (::1%lo) serves and prints its banner", async () => {
+    const { child, started } = startEmulator(["--host", "::1%lo", "--port", "0"])
+    try {
+      const { banner, url } = await started
+      expect(url.startsWith("http://[::1%lo]:")).toBe(true)
+      expect(banner).toContain("admin        loopback clients only, so not on this address")
+      expect(banner).toContain("note         effect-fin's client sends plain http to loopback only")
+    } finally {
+      child.kill("SIGTERM")
+    }
+  })
+
   it("emulator: a busy port is one line naming the address; --production sends events with sandbox_mode false", async () => {
     const busy = await cli(["emulator", "--port", new URL(emulator.url).port])
     expect(busy.code).toBe(1)

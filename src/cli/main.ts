@@ -517,7 +517,7 @@ const emulator = Command.make(
       // On an address that is not loopback (`--host 192.0.2.2`) the admin routes answer no one (they take loopback
       // clients only, and the emulator listens on that address alone), and effect-fin's client refuses a plain http
       // baseUrl there: said so, not printed as if either worked.
-      const local = Loopback.isLoopback(new URL(running.url).hostname)
+      const local = Loopback.urlIsLoopback(running.url)
       yield* Console.log(Render.pairs([
         ["emulator", `listening on ${running.url} (Ctrl-C stops it)`],
         [

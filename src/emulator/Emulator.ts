@@ -29,6 +29,7 @@ import * as CountryCode from "../CountryCode.js"
 import type * as FinConfig from "../FinConfig.js"
 import * as Durations from "../internal/duration.js"
 import * as Issues from "../internal/issues.js"
+import * as Loopback from "../internal/loopback.js"
 import type { FeeRule } from "../internal/quote.js"
 import type * as Webhooks from "../Webhooks.js"
 import * as App from "./internal/app.js"
@@ -270,10 +271,11 @@ export interface Options {
   readonly port?: number | undefined
   /** Host to listen on; default `127.0.0.1`. */
   readonly host?: string | undefined
-  /** The accepted credentials (no surrounding whitespace, as a client sends them); default `emulator-client` /
-   * `emulator-secret`. */
+  /** The accepted client id (refused where `FinConfig` refuses one: surrounding whitespace, control characters,
+   * bidirectional overrides, lone surrogates); default `emulator-client`. */
   readonly clientId?: string | undefined
-  /** The accepted client secret (no surrounding whitespace); default `emulator-secret`. */
+  /** The accepted client secret (no whitespace or control character at either end, as `FinConfig`); default
+   * `emulator-secret`. */
   readonly clientSecret?: string | undefined
   /**
    * Lifetime of access tokens (1 second to 100 years); default 1 day (the documented example's). Use whole seconds:
@@ -661,7 +663,8 @@ export const serve = (options: Options = {}): Effect.Effect<never, ServeError | 
         url: emulator.url,
         clientId: emulator.credentials.clientId,
         clientSecret: emulator.credentials.clientSecret,
-        admin: `${emulator.url}/__emulator`
+        // Off loopback the admin routes answer no one (loopback clients only): no URL for them then.
+        ...(Loopback.urlIsLoopback(emulator.url) ? { admin: `${emulator.url}/__emulator` } : {})
       })
     )
     return yield* Effect.never

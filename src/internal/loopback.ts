@@ -13,3 +13,9 @@ export const isLoopback = (hostname: string): boolean =>
 /** Whether `url` is https, or plain http on loopback: what may be read from, or sent credentials. */
 export const isSecureOrLocal = (url: URL): boolean =>
   url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname))
+
+/**
+ * Whether the URL written `url` is on loopback; false for one `URL` cannot parse, as a scoped IPv6 address
+ * (`http://[fe80::1%eth0]:4010`, which the emulator listens on and prints) is: no client can be given it either.
+ */
+export const urlIsLoopback = (url: string): boolean => URL.canParse(url) && isLoopback(new URL(url).hostname)

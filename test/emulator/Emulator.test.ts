@@ -1807,22 +1807,36 @@ describe("Emulator", () => {
 
     it.live("serve logs its URL, runs until interrupted, then frees the port", () =>
       Effect.gen(function*() {
-        const captured = yield* Queue.unbounded<{ readonly message: string; readonly url: string }>()
+        const captured = yield* Queue.unbounded<
+          { readonly message: string; readonly url: string; readonly admin: unknown }
+        >()
         const capture = Logger.make(({ annotations, message }) => {
-          const url = [...annotations].find(([key]) => key === "url")?.[1]
-          Queue.unsafeOffer(captured, { message: String(Array.isArray(message) ? message[0] : message), url: String(url) })
+          const annotation = (name: string) => [...annotations].find(([key]) => key === name)?.[1]
+          Queue.unsafeOffer(captured, {
+            message: String(Array.isArray(message) ? message[0] : message),
+            url: String(annotation("url")),
+            admin: annotation("admin")
+          })
         })
-        const fiber = yield* Emulator.serve({ port: 0 }).pipe(
-          Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
-          Logger.withMinimumLogLevel(LogLevel.Info),
-          Effect.fork
-        )
+        const serving = (options: Emulator.Options) =>
+          Emulator.serve(options).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+            Logger.withMinimumLogLevel(LogLevel.Info),
+            Effect.fork
+          )
+        const fiber = yield* serving({ port: 0 })
         const logged = yield* Queue.take(captured)
         expect(logged.message).toMatch(/^effect-fin emulator listening on http:\/\/127\.0\.0\.1:\d+$/)
+        expect(logged.admin).toBe(`${logged.url}/__emulator`)
         const info = yield* call(logged.url, "GET", "/__emulator")
         expect(info.json).toMatchObject({ url: logged.url })
         yield* Fiber.interrupt(fiber)
         expect(yield* refused(Number(new URL(logged.url).port))).toBe(true)
+        // A scoped IPv6 address is listened on; its URL is none a client (or `URL`) takes: no admin URL is logged.
+        const scoped = yield* serving({ port: 0, host: "::1%lo" })
+        const scopedLogged = yield* Queue.take(captured)
+        expect([scopedLogged.url.startsWith("http://[::1%lo]:"), scopedLogged.admin]).toEqual([true, undefined])
+        yield* Fiber.interrupt(scoped)
       }))
   })
 })
