@@ -451,7 +451,7 @@ const refusedRetries = Metric.counter("effect_fin_retries_refused_total", {
 const latency = Metric.histogram(
   "effect_fin_request_duration_ms",
   MetricBoundaries.exponential({ start: 5, factor: 2, count: 16 }),
-  "Duration of whole calls (retries included) in milliseconds"
+  "Duration of whole calls (retries included) in milliseconds, by operation and outcome"
 )
 
 // Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a

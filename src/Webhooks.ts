@@ -1747,7 +1747,20 @@ export type Handlers<R = unknown> = {
  * @since 0.1.0
  * @category models
  */
-export type OnlyEventTypes<H> = { readonly handlers: { readonly [K in Exclude<keyof H, EventType>]: never } }
+export type OnlyEventTypes<H> = {
+  readonly handlers: { readonly [K in Exclude<keyof H, EventType>]: NotAnEventType<K> }
+}
+
+/**
+ * The type a key of `handlers` that is not an event type is given, so that the compiler's error names the key and
+ * says what is wrong (`... is not assignable to type 'NotAnEventType<"beneficiary.statsu">'`); no handler is one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface NotAnEventType<K> {
+  readonly "effect-fin: not a webhook event type (Webhooks.eventTypes lists them)": K
+}
 
 /**
  * The services the handlers of `H` require.

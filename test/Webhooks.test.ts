@@ -1,7 +1,7 @@
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as PlatformHeaders from "@effect/platform/Headers"
 import { describe, expect, it } from "@effect/vitest"
-import { vi } from "vitest"
+import { expectTypeOf, vi } from "vitest"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Cause from "effect/Cause"
@@ -2810,6 +2810,10 @@ describe("Webhooks.handler", () => {
     const misspelt = { "beneficiary.stauts": () => Effect.void }
     // @ts-expect-error "beneficiary.stauts" is no event type
     const _refused = () => Webhooks.handler({ secrets: secret, handlers: misspelt })
+    // The type the compiler's message names: the key, and that it is no event type.
+    expectTypeOf<Webhooks.OnlyEventTypes<typeof misspelt>["handlers"]>().toEqualTypeOf<
+      { readonly "beneficiary.stauts": Webhooks.NotAnEventType<"beneficiary.stauts"> }
+    >()
     expect([app, needs, mounted, checked].every(Effect.isEffect) && _unsaid === audited).toBe(true)
     expect(_mountedMisspelt).toThrow(`handlers has "beneficiary.stauts", which is not an event type`)
     // And when built (from untyped code): refused.
