@@ -535,8 +535,15 @@ const decodeWebhookUrl = decodeInput(model.HttpUrl, "webhook url")
 // Server
 // ---------------------------------------------------------------------------------------------------------------------
 
-const urlHost = (host: string): string =>
-  host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host
+// A zone id (`::1%lo`) is listened on, but no URL the WHATWG parser (and so effect-fin's client) takes: on a loopback
+// address it changes nothing (loopback is on one interface), so it is left out there, and the URL is one that works.
+const urlHost = (host: string): string => {
+  if (host === "0.0.0.0") return "127.0.0.1"
+  if (host === "::") return "[::1]"
+  if (!host.includes(":")) return host
+  const unscoped = `[${host.replace(/%.*$/, "")}]`
+  return host.includes("%") && Loopback.urlIsLoopback(`http://${unscoped}`) ? unscoped : `[${host}]`
+}
 
 // Stops listening, then ends every connection, in-flight ones included (a stalled request would otherwise hold
 // `server.close` forever); done once the server reports every connection closed.
