@@ -45,7 +45,7 @@ const histogram = Metric.histogram(
   MetricBoundaries.exponential({ start: 5, factor: 2, count: 14 })
 )
 const taggedOnce = [
-  Metric.tagged(histogram, "operation", "fee"),
+  Metric.taggedWithLabels(histogram, [MetricLabel.make("operation", "fee"), MetricLabel.make("outcome", "success")]),
   Metric.taggedWithLabels(counter, [MetricLabel.make("operation", "fee"), MetricLabel.make("outcome", "success")])
 ] as const
 const duration = Duration.seconds(30)
@@ -75,7 +75,7 @@ const blocks: ReadonlyArray<{
   {
     operation: "latency + request metrics",
     before: "Metric.tagged per call",
-    after: "tagged once, both labels of the count in one step",
+    after: "tagged once, both labels of each in one step",
     beforeRun: () =>
       Effect.zipRight(
         asyncOp,
