@@ -455,8 +455,9 @@ const latency = Metric.histogram(
 )
 
 // Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
-// new key each time. Both labels of a request count or duration go on in one step: a metric tagged twice merges its label lists
-// into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the key again.
+// new key each time. Both labels of a request count or duration go on in one step: a metric tagged twice merges its
+// label lists into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the
+// key again.
 const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
 
 // The end of an episode of refusals, told once a whole window has passed with none.

@@ -174,7 +174,7 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
     object: "({ lockTtl })",
     option: "(lockTtl)"
   })
-  // At most 24 days, as the Redis store's: the provider renews a lock every third of it, and a longer timer never fires.
+  // At most 24 days, as the Redis store's: the provider renews a lock every third of it; a longer timer never fires.
   const lockTtl = Durations.checkOrThrow(
     options.lockTtl ?? Duration.seconds(10),
     false,

@@ -1062,7 +1062,7 @@ describe("TokenStore", () => {
       expect(lock._tag).toBe("Acquired")
     }))
 
-  it("the memory store's lockTtl that is not a finite duration above zero, at most 24 days, throws when it is made", () => {
+  it("the memory store's lockTtl not a finite duration above zero, at most 24 days, throws when it is made", () => {
     // Duration.decode would read "-5 seconds" or NaN as zero: a lock that is never held. Past 24 days, as the Redis
     // store's: a timer that never fires.
     for (const lockTtl of ["-5 seconds", Number.NaN, 0, "soon", Infinity, Duration.infinity, "100 days"] as const) {

@@ -1030,7 +1030,7 @@ describe("Webhooks.handler", () => {
       expect(logs.find((line) => line.includes("no_secret"))).toMatch(/^ERROR /)
     }))
 
-  it.effect("a store's defect, answered 500 by the platform, ends the delivery's spans failed with outcome defect", () =>
+  it.effect("a store's defect, answered 500 by the platform, ends the delivery's spans failed, outcome defect", () =>
     Effect.gen(function*() {
       // Before the claim (the request span only), and after it, in the handler's run (its span too).
       for (const [broken, expected] of [
