@@ -7,8 +7,10 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 // Builds and packs the package, unpacks it into a scratch app that reuses this repo's installed peers (no registry
-// access), and loads every entry with `import` and with `require`.
+// access), and loads its entries with `import` and with `require`: the main one, /test, /node and the per-module ones
+// of both in the app; /cli, /emulator and /redis once their peers are installed.
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const packageJson = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { readonly exports: object }
 const bin = (name: string) => join(root, "node_modules", ".bin", name)
 let scratch = ""
 let app = ""
@@ -41,10 +43,24 @@ const typecheck = (cwd: string) =>
       resolve(stdout + stderr))
   )
 
+// The per-module entries the app can load with the peers it has (effect and @effect/platform): each must give the very
+// values of its namespace in the main entry (or in effect-fin/node), one copy of each class.
+const perModule = Object.keys(packageJson.exports).flatMap((key) =>
+  /^\.\/(?:node\/)?[A-Z]\w*$/.test(key) ? [key.slice(2)] : []
+)
+
 const smoke = (load: (id: string) => string) => `
 const fin = ${load("effect-fin")}
 const finTest = ${load("effect-fin/test")}
 const finNode = ${load("effect-fin/node")}
+const modules = [${perModule.map((name) => `[${JSON.stringify(name)}, ${load(`effect-fin/${name}`)}]`).join(", ")}]
+const apart = modules.flatMap(([name, module]) => {
+  const whole = name.startsWith("node/") ? finNode[name.slice(5)] : fin[name]
+  const keys = Object.keys(module)
+  return keys.length > 0 && keys.length === Object.keys(whole).length && keys.every((key) => module[key] === whole[key])
+    ? []
+    : [name]
+})
 const subdivisions = fin.Subdivisions.forCountry("BRA")
 const { Effect } = ${load("effect")}
 const program = fin.FeeService.calculate({ source_currency: "USD", source_amount: 100, destination_currency: "CAD" }).pipe(
@@ -62,6 +78,8 @@ Effect.runPromise(Effect.all([program, refused])).then(([quote, error]) => {
     sameClasses: quote instanceof fin.FeeService.FeeQuote && error instanceof fin.FinError.RequestValidationError,
     country: fin.CountryCode.toAlpha2("USA"),
     node: Object.keys(finNode).length > 0,
+    modules: modules.length,
+    apart,
     saoPaulo: subdivisions.right.find((s) => s.code === "BR-SP").name
   }))
 })
@@ -97,8 +115,12 @@ describe("package", () => {
   })
 
   for (const file of ["esm.mjs", "cjs.cjs"]) {
-    it(`loads every entry with ${file.startsWith("esm") ? "import" : "require"}`, () => {
+    const how = file.startsWith("esm") ? "import" : "require"
+    it(`loads the main, test, node and per-module entries with ${how}`, () => {
       const output = JSON.parse(run(process.execPath, [file], app))
+      // Every per-module entry of the core and of effect-fin/node (13): its namespace's own values, not copies.
+      expect([output.modules, output.apart]).toEqual([perModule.length, []])
+      expect(perModule).toHaveLength(13)
       expect(output.namespaces).toEqual(expect.arrayContaining(["FeeService", "FinClient", "FinError", "TokenProvider"]))
       expect(output.destination).toBe(200)
       expect(output.sameClasses).toBe(true)

@@ -1,7 +1,8 @@
 /**
  * A service (or a proxy before it) that redirects: the answer of another address is never taken for the service's.
  * Real loopback servers: the "API" redirects every call but the token's to an "elsewhere" server, which counts what
- * it receives. fetch follows redirects (FetchHttpClient), undici's request does not (NodeHttpClient, UndiciHttpClient).
+ * it receives. fetch follows redirects (FetchHttpClient), undici's request and node:http do not
+ * (NodeHttpClient.layerUndici, NodeHttpClient.layer, UndiciHttpClient).
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type * as HttpClient from "@effect/platform/HttpClient"
@@ -14,6 +15,7 @@ import type { AddressInfo } from "node:net"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
+import { UndiciHttpClient } from "../src/node/index.js"
 import { quoteBody, quoteRequest } from "./support.js"
 
 let api: Http.Server
@@ -121,4 +123,10 @@ describe("redirects", () => {
 
   it.live("NodeHttpClient does not follow one: an ApiError with the 3xx, not retried, nothing sent elsewhere", () =>
     notFollowed.pipe(Effect.provide(client(NodeHttpClient.layerUndici))))
+
+  it.live("NodeHttpClient.layer (node:http) does not follow one either", () =>
+    notFollowed.pipe(Effect.provide(client(NodeHttpClient.layer))))
+
+  it.live("UndiciHttpClient does not follow one either", () =>
+    notFollowed.pipe(Effect.provide(client(UndiciHttpClient.layer))))
 })

@@ -1,6 +1,8 @@
 /**
  * The webhook handler on a real Node server (NodeHttpServer, loopback) when the client gives up mid-handler, as the
  * service does when a handler outlasts its own timeout: the platform then interrupts the request and closes its scope.
+ * Also what only a real connection shows: a body that stops arriving (408 after bodyTimeout), a delivery refused before
+ * its body is read, one arriving as the server shuts down (503), a protocol upgrade, a body a parser read first.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"

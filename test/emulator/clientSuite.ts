@@ -1,6 +1,8 @@
 /**
- * The real client (`FinClient.layer`) against the emulator over loopback, run once per platform `HttpClient`
- * (client-fetch.test.ts, client-undici.test.ts). Real time throughout: short timeouts, short token lifetimes.
+ * The real client (`FinClient.layer`) against the emulator over loopback, run once per platform `HttpClient` but
+ * node:http's `NodeHttpClient.layer` (client-fetch.test.ts: FetchHttpClient; client-undici.test.ts:
+ * NodeHttpClient.layerUndici; test/UndiciHttpClient.test.ts: UndiciHttpClient.layer). Real time throughout: short
+ * timeouts, short token lifetimes.
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
