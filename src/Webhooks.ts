@@ -778,6 +778,7 @@ export type BeneficiaryType = typeof BeneficiaryType.Type
 
 /**
  * A beneficiary status: one of the documented four, or a value the documentation does not list yet, as `Unlisted`.
+ * `INITIATED` is one: the beneficiary details endpoint lists it, the webhook's own schema does not.
  *
  * @since 0.1.0
  * @category schemas
@@ -2569,8 +2570,12 @@ const makeApp = <const H extends object>(
             Effect.zipRight(releaseClaim, storeUnavailable(store, error, event.id))),
           // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
           // The outcome on this span too, as the request's gets it: first, as a release that dies too (the same
-          // broken driver) would skip it.
-          Effect.tapDefect(() => Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), releaseClaim)),
+          // broken driver) would skip it. onError, not tapDefect: that release's defect joins the first, not replaces it.
+          Effect.onError((cause) =>
+            Cause.isDie(cause)
+              ? Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), releaseClaim)
+              : Effect.void
+          ),
           Effect.scoped,
           (self) =>
             spanFailingOn500(self, (answer) => answer.status, "effect-fin.webhook.handle", {

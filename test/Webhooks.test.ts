@@ -1034,15 +1034,15 @@ describe("Webhooks.handler", () => {
     Effect.gen(function*() {
       // Before the claim (the request span only), and after it, in the handler's run (its span too).
       for (const [broken, expected] of [
-        [{ claim: () => Effect.dieMessage("driver bug") }, ["effect-fin.webhook defect Failure"]],
+        [{ claim: () => Effect.dieMessage("driver bug") }, ["effect-fin.webhook defect Failure driver bug"]],
         [{ complete: () => Effect.dieMessage("driver bug") }, [
-          "effect-fin.webhook defect Failure",
-          "effect-fin.webhook.handle defect Failure"
+          "effect-fin.webhook defect Failure driver bug",
+          "effect-fin.webhook.handle defect Failure driver bug"
         ]],
-        // The same broken driver's release dying too.
-        [{ complete: () => Effect.dieMessage("driver bug"), release: () => Effect.dieMessage("driver bug") }, [
-          "effect-fin.webhook defect Failure",
-          "effect-fin.webhook.handle defect Failure"
+        // The same broken driver's release dying too: both defects kept, neither in place of the other.
+        [{ complete: () => Effect.dieMessage("complete bug"), release: () => Effect.dieMessage("release bug") }, [
+          "effect-fin.webhook defect Failure complete bug,release bug",
+          "effect-fin.webhook.handle defect Failure complete bug,release bug"
         ]]
       ] as const) {
         const { layer, spans } = yield* recordingTracer
@@ -1052,11 +1052,13 @@ describe("Webhooks.handler", () => {
           handlers: { "beneficiary.status": () => Effect.void }
         })).pipe(Effect.provide(layer))
         expect((yield* send(handle, yield* signedPost(currentBody))).status).toBe(500)
-        const ended = (yield* spans).filter((span) => span.name.startsWith("effect-fin.webhook")).map((span) =>
-          `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${
-            span.status._tag === "Ended" ? span.status.exit._tag : "open"
-          }`
-        )
+        const ended = (yield* spans).filter((span) => span.name.startsWith("effect-fin.webhook")).map((span) => {
+          const exit = span.status._tag === "Ended" ? span.status.exit : undefined
+          const defects = exit !== undefined && Exit.isFailure(exit)
+            ? Chunk.toArray(Cause.defects(exit.cause)).map((defect) => (defect as Error).message)
+            : []
+          return `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${exit?._tag ?? "open"} ${defects.join(",")}`
+        })
         expect(ended).toEqual(expected)
       }
     }))
