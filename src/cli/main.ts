@@ -50,6 +50,7 @@ import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
 import * as Webhooks from "../Webhooks.js"
 import * as Snapshot from "../../scripts/lib/main.js"
+import * as FailureLine from "./failureLine.js"
 import * as Render from "./render.js"
 
 const json = Options.boolean("json").pipe(
@@ -64,19 +65,6 @@ const print = (asJson: boolean, value: unknown, human: () => string) =>
 // failed under a span travels as a Proxy of itself, a new one each time it is failed anew (as the TokenProvider found).
 const printedAsJson = new WeakSet<object>()
 
-// Whether the command running was given `--json`: what the process itself says of a failure it sees outside the
-// command (standard output that cannot be written, a signal), in `failureLine`, is then JSON too.
-let jsonFailures = false
-
-/**
- * The line the process prints for a failure outside the command's own effect (`message`: "interrupted (SIGINT)",
- * "cannot write to standard output (EPIPE)"): `{"error":{"_tag":tag,"message":...}}` when the command was given
- * `--json`, else `effect-fin: <message>`.
- *
- * @internal
- */
-export const failureLine = (tag: string, message: string): string =>
-  jsonFailures ? Render.errorJson({ _tag: tag, message }) : Render.printable(`effect-fin: ${message}`)
 
 // With `--json`, a failure is printed as JSON (`Render.errorJson`) here, where the flag is known, rather than as
 // `run`'s text line.
@@ -84,9 +72,7 @@ const failingAsJson =
   (asJson: boolean) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     asJson
       ? Effect.zipRight(
-        Effect.sync(() => {
-          jsonFailures = true
-        }),
+        Effect.sync(() => FailureLine.setJson(true)),
         Effect.tapError(self, (error) =>
           Effect.zipRight(
             Console.error(Render.errorJson(error)),
@@ -747,9 +733,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
     colourOn(stream) && !args.some((arg) => arg.includes("\x1b"))
   // A run without `--json` prints its failures as text even after one with it, in one process (a program or a test).
-  const reset = Effect.sync(() => {
-    jsonFailures = false
-  })
+  const reset = Effect.sync(() => FailureLine.setJson(false))
   return Effect.zipRight(reset, Command.run(command, { name: "effect-fin", version })(argv)).pipe(
     // Option names as written: @effect/cli's default case-insensitive matching consumes `--JSON` (or `--OFFLINE`,
     // `--FROM USD` with its value) and then finds no value under `--json`, so the option was silently dropped (a
@@ -787,7 +771,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       const said = Predicate.hasProperty(defect, "message") && typeof defect.message === "string"
         ? defect.message.split("\n")[0]!
         : String(defect)
-      return Console.error(failureLine("Defect", `unexpected failure: ${said}`))
+      return Console.error(FailureLine.failureLine("Defect", `unexpected failure: ${said}`))
     }),
     (program) =>
       Effect.flatMap(Effect.console, (console) =>

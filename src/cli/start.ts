@@ -8,7 +8,8 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { failureLine, run, servesUntilStopped } from "./main.js"
+import { failureLine } from "./failureLine.js"
+import { run, servesUntilStopped } from "./main.js"
 
 // A command stopped by a signal (Ctrl-C, a supervisor's SIGTERM) exits as shells expect (128 + the signal's number),
 // never 0: `effect-fin quote --json > quote.json && next` must not go on with an empty answer. The emulator serves
