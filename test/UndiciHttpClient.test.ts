@@ -349,11 +349,11 @@ describe("UndiciHttpClient", () => {
   const connectProxy = (...args: Parameters<typeof startConnectProxy>) =>
     Effect.acquireRelease(Effect.promise(() => startConnectProxy(...args)), (proxy) => Effect.promise(proxy.close))
   const proxyDispatcher = Effect.map(
-    Layer.build(UndiciHttpClient.dispatcherFromEnvProxy),
+    Layer.build(UndiciHttpClient.layerDispatcherFromEnvProxy),
     (context) => context.unsafeMap.get(NodeHttpClient.Dispatcher.key) as Undici.EnvHttpProxyAgent
   )
 
-  it.scopedLive("dispatcherFromEnvProxy: HTTP_PROXY, NO_PROXY, a bad variable, a proxy closing on CONNECT", () =>
+  it.scopedLive("layerDispatcherFromEnvProxy: HTTP_PROXY, NO_PROXY, a bad variable, a proxy closing on CONNECT", () =>
     Effect.gen(function*() {
       const proxy = yield* connectProxy()
       yield* proxyEnv({})
@@ -362,7 +362,7 @@ describe("UndiciHttpClient", () => {
       // The variables are read when the layer is built.
       const text = (client: Layer.Layer<HttpClient.HttpClient, never, NodeHttpClient.Dispatcher>) =>
         Effect.flatMap(HttpClient.HttpClient, (c) => Effect.flatMap(c.get(`${base}/text`), (r) => r.text)).pipe(
-          Effect.provide(Layer.provide(client, UndiciHttpClient.dispatcherFromEnvProxy))
+          Effect.provide(Layer.provide(client, UndiciHttpClient.layerDispatcherFromEnvProxy))
         )
       process.env.HTTP_PROXY = proxy.url
       delete process.env.NO_PROXY
@@ -377,7 +377,7 @@ describe("UndiciHttpClient", () => {
       // A variable that holds no proxy URL: a ConfigError naming it, never its value (it may hold credentials).
       for (const value of ["proxy.internal:3128", "http://user:hunter2@[::1", "ftp://user:hunter2@proxy"]) {
         process.env.HTTPS_PROXY = value
-        const error = yield* Effect.flip(Layer.build(UndiciHttpClient.dispatcherFromEnvProxy))
+        const error = yield* Effect.flip(Layer.build(UndiciHttpClient.layerDispatcherFromEnvProxy))
         expect(ConfigError.isConfigError(error) && String(error)).toBe(
           "(Invalid data at HTTPS_PROXY: \"is not a proxy URL: give http://host:port or https://host:port " +
             "(http://user:pass@host:port with credentials)\")"
@@ -396,7 +396,7 @@ describe("UndiciHttpClient", () => {
     }))
 
   // undici's rule, which the README states: an empty https_proxy is "not set", so https URLs take the http proxy.
-  it.scopedLive("dispatcherFromEnvProxy: an empty https_proxy sends https URLs through the http proxy", () =>
+  it.scopedLive("layerDispatcherFromEnvProxy: an empty https_proxy sends https URLs through the http proxy", () =>
     Effect.gen(function*() {
       const proxy = yield* connectProxy()
       yield* proxyEnv({ https_proxy: "", HTTP_PROXY: proxy.url })
@@ -408,7 +408,7 @@ describe("UndiciHttpClient", () => {
       expect(proxy.tunnels()).toEqual([`127.0.0.1:${port}`])
     }))
 
-  it.scopedLive("dispatcherFromEnvProxy is closed with its layer, its connections to the proxy with it", () =>
+  it.scopedLive("layerDispatcherFromEnvProxy is closed with its layer, its connections to the proxy with it", () =>
     Effect.gen(function*() {
       const proxy = yield* connectProxy()
       const scope = yield* Scope.make()

@@ -34,7 +34,7 @@ export interface MainOptions {
   readonly bundledDir?: string | undefined
   /**
    * The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`'s, through the
-   * egress proxy `HTTPS_PROXY` names (with `NO_PROXY`: `UndiciHttpClient.dispatcherFromEnvProxy`).
+   * egress proxy `HTTPS_PROXY` names (with `NO_PROXY`: `UndiciHttpClient.layerDispatcherFromEnvProxy`).
    */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient, ConfigError.ConfigError>
 }
@@ -46,7 +46,7 @@ const proxiedClient = async (): Promise<Layer.Layer<HttpClient.HttpClient, Confi
     import("../../src/node/UndiciHttpClient.js"),
     import("effect/Layer")
   ])
-  return provide(NodeHttpClient.layerUndiciWithoutDispatcher, UndiciHttpClient.dispatcherFromEnvProxy)
+  return provide(NodeHttpClient.layerUndiciWithoutDispatcher, UndiciHttpClient.layerDispatcherFromEnvProxy)
 }
 
 /**

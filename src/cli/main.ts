@@ -85,7 +85,7 @@ const failingAsJson =
 
 /**
  * The client of the `FIN_*` variables on undici, through the egress proxy `HTTPS_PROXY` names (with `NO_PROXY`:
- * `UndiciHttpClient.dispatcherFromEnvProxy`); only built by commands that call the service. A command makes one
+ * `UndiciHttpClient.layerDispatcherFromEnvProxy`); only built by commands that call the service. A command makes one
  * lookup, so the fallback cool-down (which spares later lookups) is off unless `FIN_SUBDIVISION_FALLBACK_COOLDOWN`
  * asks.
  */
@@ -93,7 +93,7 @@ const clientLayer = Layer.unwrapEffect(Effect.map(FinConfig.optionsFromEnv, (opt
   FinClient.layer({ ...options, subdivisionFallbackCooldown: options.subdivisionFallbackCooldown ?? "0 seconds" })
 )).pipe(
   Layer.provide(NodeHttpClient.layerUndiciWithoutDispatcher),
-  Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy)
+  Layer.provide(UndiciHttpClient.layerDispatcherFromEnvProxy)
 )
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -368,20 +368,21 @@ export const layer: Layer.Layer<HttpClient.HttpClient> = Layer.scoped(
  * either client:
  *
  * ```ts
- * UndiciHttpClient.layerWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))
- * NodeHttpClient.layerUndiciWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.dispatcherFromEnvProxy))
+ * UndiciHttpClient.layerWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.layerDispatcherFromEnvProxy))
+ * NodeHttpClient.layerUndiciWithoutDispatcher.pipe(Layer.provide(UndiciHttpClient.layerDispatcherFromEnvProxy))
  * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const dispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher, ConfigError.ConfigError> = Layer.scoped(
-  Dispatcher,
-  ownDispatcher((undici) =>
-    Effect.map(
-      Effect.suspend(() => EgressProxy.fromEnv(process.env)),
-      (proxies) =>
-        new undici.EnvHttpProxyAgent({ ...proxies, clientFactory: EgressProxy.pool(undici, PROXY_ANSWER_TIMEOUT) })
+export const layerDispatcherFromEnvProxy: Layer.Layer<NodeHttpClient.Dispatcher, ConfigError.ConfigError> =
+  Layer.scoped(
+    Dispatcher,
+    ownDispatcher((undici) =>
+      Effect.map(
+        Effect.suspend(() => EgressProxy.fromEnv(process.env)),
+        (proxies) =>
+          new undici.EnvHttpProxyAgent({ ...proxies, clientFactory: EgressProxy.pool(undici, PROXY_ANSWER_TIMEOUT) })
+      )
     )
   )
-)
