@@ -230,6 +230,26 @@ describe("effect-fin (offline commands)", () => {
     }
   })
 
+  it("an option given no value is said as such (the parser called the next argument unknown), exit 2", async () => {
+    const cases = [
+      [["quote", "--from"], "--from", "quote"],
+      // `--from $CURRENCY --to CAD` with the variable unset: the parser took `--to` as the currency.
+      [["quote", "--from", "--to", "CAD", "--amount", "5"], "--from", "quote"],
+      [["quote", "--json", "--from", "USD", "--to", "CAD", "--amount"], "--amount", "quote"],
+      [["webhook", "verify", "--signature", "--", "x"], "--signature", "webhook verify"],
+      [["emulator", "--port"], "--port", "emulator"],
+      [["--log-level", "info", "subdivisions", "BRA", "--search"], "--search", "subdivisions"]
+    ] as const
+    const results = await Promise.all(cases.map(([args]) => cli([...args])))
+    expect(results.map((result) => [result.code, result.stdout, result.stderr.trim()])).toEqual(
+      cases.map(([, option, command]) => [2, "", `effect-fin: ${option} needs a value (see effect-fin ${command} --help)`]
+      )
+    )
+    // A value that starts with one dash is a value: the quote refuses a negative amount itself.
+    const negative = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "-5"])
+    expect([negative.code, negative.stderr]).toEqual([1, expect.stringContaining("RequestValidationError")])
+  })
+
   it("quote validates its flags before reading any configuration", async () => {
     // Any case is taken, but only of ASCII letters: Unicode's upper case of "uſd" is USD.
     for (const from of ["US", "u\u017fd"]) {

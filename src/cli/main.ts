@@ -10,6 +10,7 @@ import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
+import type * as Usage from "@effect/cli/Usage"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeStream from "@effect/platform-node/NodeStream"
@@ -671,6 +672,46 @@ const logLevelValues = (args: ReadonlyArray<string>): Array<string> => {
   )
 }
 
+// Each command's options that take a value (named in the commands' own usage, so a new one is in it). @effect/cli
+// reads one given no value as no option at all: `quote --from` is "Received unknown argument: '--from'", and
+// `quote --from $CURRENCY --to CAD` with the variable unset takes `--to` as the currency, then calls `CAD` unknown.
+const valueOptions: ReadonlyMap<string, { readonly command: string; readonly names: ReadonlySet<string> }> = new Map(
+  Object.entries({
+    quote: ["quote", Command.getUsage(quote)],
+    subdivisions: ["subdivisions", Command.getUsage(subdivisions)],
+    webhook: ["webhook verify", Command.getUsage(verify)],
+    emulator: ["emulator", Command.getUsage(emulator)]
+  } as const).map(([word, [command, usage]]) => [word, { command, names: new Set(takingValues(usage)) }])
+)
+
+function takingValues(usage: Usage.Usage): Array<string> {
+  switch (usage._tag) {
+    case "Named":
+      return Option.isSome(usage.acceptedValues) ? usage.names.filter((name) => name.startsWith("--")) : []
+    case "Optional":
+    case "Repeated":
+      return takingValues(usage.usage)
+    case "Alternation":
+    case "Concat":
+      return [...takingValues(usage.left), ...takingValues(usage.right)]
+    default:
+      return []
+  }
+}
+
+// The line for the first option of the command named that is given no value: last, or followed by another option
+// (or by the `--` that ends them).
+const valueless = (args: ReadonlyArray<string>): string | undefined => {
+  const named = valueOptions.get(commandOf(args) ?? "")
+  if (named === undefined) return undefined
+  const end = args.indexOf("--")
+  const options = end === -1 ? args : args.slice(0, end + 1)
+  const missing = options.find((arg, i) =>
+    named.names.has(arg) && (i + 1 === options.length || options[i + 1]!.startsWith("--"))
+  )
+  return missing && `effect-fin: ${missing} needs a value (see effect-fin ${named.command} --help)`
+}
+
 // sysexits.h's EX_TEMPFAIL: a failure worth a later try (`Retry.worthALaterTry`), so a script may run the command
 // again (a quote or a lookup changes nothing); any other failure is 1.
 const exitTryLater = 75
@@ -728,6 +769,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       `effect-fin: --log-level: expected one of ${logLevels.join(", ")} (lower case), got ${JSON.stringify(badLevel)}`
     ))
   }
+  const missing = valueless(args)
+  if (missing !== undefined) return usageError(missing)
   // An argument holding an escape character is shown escaped wherever it is quoted; one that is a colour code the
   // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
   const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
