@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 import { redisServerInstalled } from "./test/redis/server.js"
@@ -27,6 +28,10 @@ export default defineConfig({
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     exclude: redis ? [] : ["test/redis/**"],
     globalSetup: redis ? ["test/redis/globalSetup.ts"] : [],
+    // Two files at a time even on 2 CPUs (vitest's default there is one): much of the suite waits on child processes,
+    // servers and timers, not on the CPU, and the whole ran in 7.7 minutes so, against 12.9 one file at a time.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    minWorkers: 1,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // The JSON report gives .ci/run the totals it prints as `N passed, N failed`.

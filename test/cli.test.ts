@@ -238,7 +238,8 @@ describe("effect-fin (offline commands)", () => {
       [["quote", "--json", "--from", "USD", "--to", "CAD", "--amount"], "--amount", "quote"],
       [["webhook", "verify", "--signature", "--", "x"], "--signature", "webhook verify"],
       [["emulator", "--port"], "--port", "emulator"],
-      [["--log-level", "info", "subdivisions", "BRA", "--search"], "--search", "subdivisions"]
+      [["--log-level", "info", "subdivisions", "BRA", "--search"], "--search", "subdivisions"],
+      [["quote", "--from", "USD", "--log-level"], "--log-level", "quote"]
     ] as const
     const results = await Promise.all(cases.map(([args]) => cli([...args])))
     expect(results.map((result) => [result.code, result.stdout, result.stderr.trim()])).toEqual(

@@ -66,7 +66,6 @@ const print = (asJson: boolean, value: unknown, human: () => string) =>
 // failed under a span travels as a Proxy of itself, a new one each time it is failed anew (as the TokenProvider found).
 const printedAsJson = new WeakSet<object>()
 
-
 // With `--json`, a failure is printed as JSON (`Render.errorJson`) here, where the flag is known, rather than as
 // `run`'s text line.
 const failingAsJson =
@@ -699,17 +698,19 @@ function takingValues(usage: Usage.Usage): Array<string> {
   }
 }
 
-// The line for the first option of the command named that is given no value: last, or followed by another option
-// (or by the `--` that ends them).
+// The line for the first option of the command named (or `--log-level`) that is given no value: last, or followed by
+// another option (or by the `--` that ends them).
 const valueless = (args: ReadonlyArray<string>): string | undefined => {
   const named = valueOptions.get(commandOf(args) ?? "")
   if (named === undefined) return undefined
   const end = args.indexOf("--")
   const options = end === -1 ? args : args.slice(0, end + 1)
   const missing = options.find((arg, i) =>
-    named.names.has(arg) && (i + 1 === options.length || options[i + 1]!.startsWith("--"))
+    (named.names.has(arg) || arg === "--log-level") && (i + 1 === options.length || options[i + 1]!.startsWith("--"))
   )
-  return missing && `effect-fin: ${missing} needs a value (see effect-fin ${named.command} --help)`
+  return missing === undefined
+    ? undefined
+    : `effect-fin: ${missing} needs a value (see effect-fin ${named.command} --help)`
 }
 
 // sysexits.h's EX_TEMPFAIL: a failure worth a later try (`Retry.worthALaterTry`), so a script may run the command
