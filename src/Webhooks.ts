@@ -2586,8 +2586,9 @@ const makeApp = <const H extends object>(
         yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
         const answer = yield* Effect.flatMap(runner.fork(finish), (fiber) => restore(Fiber.join(fiber)))
         // A new delivery handled: the rejections' warnings start again. Not on a replay of a captured one, which
-        // verifies too (a duplicate, too old, or one whose handler fails and is released each time).
-        if (answer.status === 200) verified()
+        // verifies too (a duplicate, too old, one whose handler fails and is released each time, or one older than
+        // the last handled, stale each time it is replayed once its id is forgotten).
+        if (answer.outcome === "handled") verified()
         return yield* respond(answer.status, answer.outcome)
       })).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(store, decoded.event.id)))
 

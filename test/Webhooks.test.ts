@@ -2906,6 +2906,30 @@ describe("Webhooks.handler", () => {
       }))
   }
 
+  // Nor does one older than the last handled (stale: acknowledged, its handler not run), replayed: stale each time once
+  // its id is forgotten (past dedupeTtl), as a genuine late delivery would be.
+  it.effect("a replayed stale delivery does not bring back one warning per forged request", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        dedupeTtl: "1 minute",
+        handlers: { "beneficiary.status": () => Effect.void }
+      })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.All))
+      const newer = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("ACTIVE") })
+      const older = makeBody({ id: "e-1", createdAt: "2026-04-04T17:39:00Z", data: beneficiaryData("PROCESSING") })
+      const outcome = (body: string) => Effect.map(Effect.flatMap(signedPost(body), (request) => send(handle, request)),
+        (answer) => JSON.parse(answer.body).outcome)
+      expect(yield* outcome(newer)).toBe("handled")
+      const wrong = yield* Webhooks.sign(currentBody, "whsec_wrong")
+      for (let i = 0; i < 3; i++) {
+        expect((yield* send(handle, post(currentBody, { ...wrong }))).status).toBe(401)
+        yield* TestClock.adjust("2 minutes")
+        expect(yield* outcome(older)).toBe("stale")
+      }
+      expect(logs.filter((line) => line.startsWith("WARN"))).toHaveLength(1)
+    }))
+
   it.effect("logs rejections and handler failures without secrets", () =>
     Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
