@@ -482,9 +482,13 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
   }
   if (request.destination_amount !== undefined) {
     // What is delivered is paid for: a receive quote asking nothing of the source is no answer (0 is only right for a
-    // send quote's destination, the fees taking it all).
+    // send quote's destination, the fees taking it all). Nor is one delivering nothing: the slack below (a whole unit
+    // of the answer's last place, 1 for a 0, and more at a large rate) would let 0 pass for a small amount asked.
     if (data.source_amount === 0) {
       issues.push(new Issue({ path: "data.source_amount", expected: "an amount above 0 for the amount asked to deliver" }))
+    }
+    if (data.destination_amount === 0) {
+      issues.push(new Issue({ path: "data.destination_amount", expected: "an amount above 0, the amount asked to deliver" }))
     }
     const slack = Number(
       (1.5 * data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)

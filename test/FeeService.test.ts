@@ -492,7 +492,7 @@ describe("FeeService", () => {
     }))
 
   // Nothing sent delivers nothing: a receive quote with a source of 0 is not the answer, whatever its destination says.
-  it.effect("a receive quote whose source amount is 0 is a ResponseDecodeError", () =>
+  it.effect("a receive quote whose source amount, or destination amount, is 0 is a ResponseDecodeError", () =>
     Effect.gen(function*() {
       const receive = { source_currency: "USD", destination_amount: 100, destination_currency: "CAD" } as const
       const free = { fixed: 0, percentage: 0, total: 0, is_fee_applied: false }
@@ -501,6 +501,24 @@ describe("FeeService", () => {
           FinTest.json(200, { data: { ...quoteBody.data, source_amount: 0, destination_amount: 100, fee: free } })
       }))
       expect(error._tag === "ResponseDecodeError" && error.issues.map((i) => i.path)).toEqual(["data.source_amount"])
+      // Nor is one delivering nothing, though a whole-number source at a large rate leaves more than 150 yen of slack.
+      const yen = { source_currency: "USD", destination_amount: 150, destination_currency: "JPY" } as const
+      const nothing = yield* Effect.flip(FeeService.calculate(yen)).pipe(provideClient({
+        "POST /v1/fee-calculation": () =>
+          FinTest.json(200, {
+            data: {
+              ...quoteBody.data,
+              destination_currency: "JPY",
+              source_amount: 1,
+              exchange_rate: 150,
+              destination_amount: 0,
+              fee: free
+            }
+          })
+      }))
+      expect(nothing._tag === "ResponseDecodeError" && nothing.issues.map((i) => [i.path, i.expected])).toEqual([
+        ["data.destination_amount", "an amount above 0, the amount asked to deliver"]
+      ])
     }))
 
   // A service that works the destination back from the source it quotes: the source rounded up to the cent (2.23007
