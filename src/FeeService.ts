@@ -488,7 +488,9 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
       issues.push(new Issue({ path: "data.source_amount", expected: "an amount above 0 for the amount asked to deliver" }))
     }
     if (data.destination_amount === 0) {
-      issues.push(new Issue({ path: "data.destination_amount", expected: "an amount above 0, the amount asked to deliver" }))
+      issues.push(
+        new Issue({ path: "data.destination_amount", expected: "an amount above 0, the amount asked to deliver" })
+      )
     }
     const slack = Number(
       (1.5 * data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)
