@@ -239,16 +239,28 @@ describe("effect-fin (offline commands)", () => {
       [["webhook", "verify", "--signature", "--", "x"], "--signature", "webhook verify"],
       [["emulator", "--port"], "--port", "emulator"],
       [["--log-level", "info", "subdivisions", "BRA", "--search"], "--search", "subdivisions"],
-      [["quote", "--from", "USD", "--log-level"], "--log-level", "quote"]
+      [["subdivisions", "BRA", "--search", "--offline"], "--search", "subdivisions"],
+      [["quote", "--from", "USD", "--log-level"], "--log-level", "quote"],
+      // `--help` as a value is none (the parser took it as the currency).
+      [["quote", "--from", "--help"], "--from", "quote"]
     ] as const
     const results = await Promise.all(cases.map(([args]) => cli([...args])))
     expect(results.map((result) => [result.code, result.stdout, result.stderr.trim()])).toEqual(
       cases.map(([, option, command]) => [2, "", `effect-fin: ${option} needs a value (see effect-fin ${command} --help)`]
       )
     )
-    // A value that starts with one dash is a value: the quote refuses a negative amount itself.
-    const negative = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "-5"])
+    // A value that starts with one dash is a value: the quote refuses a negative amount itself. So is one that starts
+    // with two and is no option of the command (searched for as typed), and `--help` or `--version` asked shows it.
+    const [negative, dashes, help, version] = await Promise.all([
+      cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "-5"]),
+      cli(["subdivisions", "BRA", "--search", "--x", "--offline", "--json"]),
+      cli(["quote", "--help", "--from"]),
+      cli(["--version", "quote", "--amount"])
+    ])
     expect([negative.code, negative.stderr]).toEqual([1, expect.stringContaining("RequestValidationError")])
+    expect([dashes.code, JSON.parse(dashes.stdout).subdivisions, dashes.stderr]).toEqual([0, [], ""])
+    expect([help.code, help.stdout]).toEqual([0, expect.stringContaining("USAGE")])
+    expect([version.code, version.stdout.trim()]).toEqual([0, expect.stringMatching(/^\d+\.\d+\.\d+$/)])
   })
 
   it("quote validates its flags before reading any configuration", async () => {

@@ -671,42 +671,62 @@ const logLevelValues = (args: ReadonlyArray<string>): Array<string> => {
   )
 }
 
-// Each command's options that take a value (named in the commands' own usage, so a new one is in it). @effect/cli
-// reads one given no value as no option at all: `quote --from` is "Received unknown argument: '--from'", and
-// `quote --from $CURRENCY --to CAD` with the variable unset takes `--to` as the currency, then calls `CAD` unknown.
-const valueOptions: ReadonlyMap<string, { readonly command: string; readonly names: ReadonlySet<string> }> = new Map(
+// @effect/cli's own options, which it reads on any command line.
+const builtIns = ["--help", "-h", "--version", "--wizard", "--completions", "--log-level"]
+
+// Each command's options (read from its own usage, so a new one is in them), and those of them that take a value.
+// @effect/cli reads one given no value as no option at all: `quote --from` is "Received unknown argument: '--from'",
+// and `quote --from $CURRENCY --to CAD` with the variable unset takes `--to` as the currency, then calls `CAD` unknown.
+const commandOptions: ReadonlyMap<
+  string,
+  { readonly command: string; readonly options: ReadonlySet<string>; readonly takingValues: ReadonlySet<string> }
+> = new Map(
   Object.entries({
     quote: ["quote", Command.getUsage(quote)],
     subdivisions: ["subdivisions", Command.getUsage(subdivisions)],
     webhook: ["webhook verify", Command.getUsage(verify)],
     emulator: ["emulator", Command.getUsage(emulator)]
-  } as const).map(([word, [command, usage]]) => [word, { command, names: new Set(takingValues(usage)) }])
+  } as const).map(([word, [command, usage]]) => {
+    const named = namedIn(usage)
+    const optionsOf = (some: ReadonlyArray<Usage.Named>) =>
+      some.flatMap((one) => one.names.filter((name) => name.startsWith("-")))
+    return [word, {
+      command,
+      options: new Set([...optionsOf(named), ...builtIns]),
+      takingValues: new Set([...optionsOf(named.filter((one) => Option.isSome(one.acceptedValues))), "--log-level"])
+    }]
+  })
 )
 
-function takingValues(usage: Usage.Usage): Array<string> {
+function namedIn(usage: Usage.Usage): Array<Usage.Named> {
   switch (usage._tag) {
     case "Named":
-      return Option.isSome(usage.acceptedValues) ? usage.names.filter((name) => name.startsWith("--")) : []
+      return [usage]
     case "Optional":
     case "Repeated":
-      return takingValues(usage.usage)
+      return namedIn(usage.usage)
     case "Alternation":
     case "Concat":
-      return [...takingValues(usage.left), ...takingValues(usage.right)]
+      return [...namedIn(usage.left), ...namedIn(usage.right)]
     default:
       return []
   }
 }
 
-// The line for the first option of the command named (or `--log-level`) that is given no value: last, or followed by
-// another option (or by the `--` that ends them).
+// The line for the first option of the command named that is given no value: last, or followed by one of its options
+// (or by the `--` that ends them). Another text, even one starting with `--`, is its value to the parser (`--search
+// --x` searches for "--x"). Not when `--help` or `--version` is asked (not as a value): the parser shows it anyway.
 const valueless = (args: ReadonlyArray<string>): string | undefined => {
-  const named = valueOptions.get(commandOf(args) ?? "")
+  const named = commandOptions.get(commandOf(args) ?? "")
   if (named === undefined) return undefined
   const end = args.indexOf("--")
   const options = end === -1 ? args : args.slice(0, end + 1)
-  const missing = options.find((arg, i) =>
-    (named.names.has(arg) || arg === "--log-level") && (i + 1 === options.length || options[i + 1]!.startsWith("--"))
+  const takesValue = (i: number) => i >= 0 && named.takingValues.has(options[i]!)
+  if (options.some((arg, i) => (arg === "--help" || arg === "-h" || arg === "--version") && !takesValue(i - 1))) {
+    return undefined
+  }
+  const missing = options.find((_, i) =>
+    takesValue(i) && (i + 1 === options.length || options[i + 1] === "--" || named.options.has(options[i + 1]!))
   )
   return missing === undefined
     ? undefined
