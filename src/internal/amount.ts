@@ -79,9 +79,21 @@ export const roundsTo = (amount: number, given: number): boolean => {
 /**
  * `n` without a float artefact's digits: those past the 15th significant one, the most a double always holds
  * (3.3000000000000003 is 3.3; 191478486.95000002, 191478486.95 worked out in cents, is 191478486.95, whose artefact
- * is within 8 places).
+ * is within 8 places), when they are within a few steps of a double of it (an operation's artefact is one or two): a
+ * large amount's 16th digit can be a real one (12345678901234.04 is 20 steps from 12345678901234).
  */
 export const trimmed = (n: number): number => {
   const short = Number(n.toPrecision(15))
-  return decimalPlaces(short) < decimalPlaces(n) ? short : n
+  return decimalPlaces(short) < decimalPlaces(n) && Math.abs(short - n) <= ARTEFACT_STEPS * step(n) ? short : n
+}
+
+// How far from the number it stands for an artefact may be, in steps of the double: a few operations' rounding.
+const ARTEFACT_STEPS = 4
+
+const bits = new DataView(new ArrayBuffer(8))
+
+// The step from `n` (finite, not 0) to the next double away from 0: 2^(exponent - 52), read off its bits.
+const step = (n: number): number => {
+  bits.setFloat64(0, n)
+  return 2 ** (((bits.getUint16(0) >> 4) & 0x7ff) - 1075)
 }
