@@ -423,8 +423,8 @@ describe("FeeService", () => {
         [10000.3, 10000.1 + 0.2, true],
         [191478486.95, Math.round(191478486.95 * 100) * 0.01, true],
         [191478486.96, Math.round(191478486.95 * 100) * 0.01, false],
-        // Past 10^13 a 16th digit is one a double holds (20 steps off), not an artefact: 4 cents more than asked.
-        [12345678901234, 12345678901234.04, false],
+        // Past 10^13 an artefact of a 16-digit amount is 20 steps from its first 15 digits: those are what count.
+        [37656579017639.16, 37656579017639.164, true],
         // Digits within the places asked are the service's, however many: another amount, not an artefact.
         [10000000.00000001, 10000000.00000009, false],
         [1234567890.123456, 1234567890.123464, false],

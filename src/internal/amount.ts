@@ -79,15 +79,25 @@ export const roundsTo = (amount: number, given: number): boolean => {
 /**
  * `n` without a float artefact's digits: those past the 15th significant one, the most a double always holds
  * (3.3000000000000003 is 3.3; 191478486.95000002, 191478486.95 worked out in cents, is 191478486.95, whose artefact
- * is within 8 places), when they are within a few steps of a double of it (an operation's artefact is one or two): a
- * large amount's 16th digit can be a real one (12345678901234.04 is 20 steps from 12345678901234).
+ * is within 8 places).
  */
 export const trimmed = (n: number): number => {
   const short = Number(n.toPrecision(15))
-  return decimalPlaces(short) < decimalPlaces(n) && Math.abs(short - n) <= ARTEFACT_STEPS * step(n) ? short : n
+  return decimalPlaces(short) < decimalPlaces(n) ? short : n
 }
 
-// How far from the number it stands for an artefact may be, in steps of the double: a few operations' rounding.
+/**
+ * `n` as a person reads it: `trimmed` when that is within a few steps of the double (an operation's artefact is one
+ * or two), else as it is. Past 10^13 a 16th digit can be a real one: 12345678901234.56 is shown so, not as
+ * 12345678901234.6 (20 steps off). Only for showing: the check of a quote counts with `trimmed`, as a service's
+ * artefact of a 16-digit amount is 20 steps from its 15 digits too.
+ */
+export const readable = (n: number): number => {
+  const short = trimmed(n)
+  return Math.abs(short - n) <= ARTEFACT_STEPS * step(n) ? short : n
+}
+
+// How far from the figure it stands for an artefact may be, in steps of the double: a few operations' rounding.
 const ARTEFACT_STEPS = 4
 
 const bits = new DataView(new ArrayBuffer(8))
