@@ -773,14 +773,19 @@ describe("effect-fin (offline commands)", () => {
       currencies: ["USD", "CAD"],
       exchange_rate: 0.1 + 0.2,
       destination_amount: 45.00000000000001,
-      fee: { fixed: 0.1 + 0.2, percentage: 0, total: 0.30000000000000004 }
+      // The percentage a running sum (0.002 added 30 times, 0.06000000000000004): 6 steps of the double off 0.06.
+      fee: {
+        fixed: 0.1 + 0.2,
+        percentage: Array.from({ length: 30 }, () => 0.002).reduce((sum, each) => sum + each),
+        total: 0.1 + 0.2
+      }
     }), async (env) => {
       const asked = ["quote", "--from", "USD", "--to", "CAD", "--amount", "150.3"]
       const shown = await cli(asked, env)
       expect(shown.code).toBe(0)
       expect(shown.stdout).toContain("receive        45 CAD")
       expect(shown.stdout).toContain("exchange rate  0.3")
-      expect(shown.stdout).toContain("fee            0.3 (fixed 0.3, percentage 0)")
+      expect(shown.stdout).toContain("fee            0.3 (fixed 0.3, percentage 0.06)")
       expect(shown.stdout).not.toContain("0000")
       const sent = JSON.parse((await cli([...asked, "--json"], env)).stdout)
       expect([sent.destination_amount, sent.exchange_rate, sent.fee.total])

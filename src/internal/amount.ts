@@ -87,14 +87,15 @@ export const trimmed = (n: number): number => {
 }
 
 /**
- * `n` as a person reads it: `trimmed` when that is within a few steps of the double (an operation's artefact is one
- * or two), else as it is. Past 10^13 a 16th digit can be a real one: 12345678901234.56 is shown so, not as
- * 12345678901234.6 (20 steps off). Only for showing: the check of a quote counts with `trimmed`, as a service's
- * artefact of a 16-digit amount is 20 steps from its 15 digits too.
+ * `n` as a person reads it: `trimmed` below 10^7 (where the 15th significant digit is past the 8th place, so what
+ * follows is an artefact however far it drifted), and above when that is within a few steps of the double (an
+ * operation's artefact is one or two); else as it is. Past 10^13 a 16th digit can be a real one: 12345678901234.56
+ * is shown so, not as 12345678901234.6 (20 steps off). Only for showing: the check of a quote counts with `trimmed`,
+ * as a service's artefact of a 16-digit amount is 20 steps from its 15 digits too.
  */
 export const readable = (n: number): number => {
   const short = trimmed(n)
-  return Math.abs(short - n) <= ARTEFACT_STEPS * step(n) ? short : n
+  return Math.abs(n) < 10 ** 7 || Math.abs(short - n) <= ARTEFACT_STEPS * step(n) ? short : n
 }
 
 // How far from the figure it stands for an artefact may be, in steps of the double: a few operations' rounding.
