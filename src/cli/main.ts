@@ -164,7 +164,7 @@ const plainDecimal = (value: number): string => {
 }
 
 // A figure of a quote for people: without a float artefact's digits, in plain decimal.
-const shown = (value: number): string => plainDecimal(value < 0 ? -Amounts.readable(-value) : Amounts.readable(value))
+const shown = (value: number): string => plainDecimal(value < 0 ? -Amounts.trimmed(-value) : Amounts.trimmed(value))
 
 // A currency typed by hand, in any case, as country codes are: three ASCII letters only, as Unicode's upper case
 // would make "uſd" a USD.

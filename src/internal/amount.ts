@@ -85,26 +85,3 @@ export const trimmed = (n: number): number => {
   const short = Number(n.toPrecision(15))
   return decimalPlaces(short) < decimalPlaces(n) ? short : n
 }
-
-/**
- * `n` as a person reads it: `trimmed` below 10^7 (where the 15th significant digit is past the 8th place, so what
- * follows is an artefact however far it drifted), and above when that is within a few steps of the double (an
- * operation's artefact is one or two); else as it is. Past 10^13 a 16th digit can be a real one: 12345678901234.56
- * is shown so, not as 12345678901234.6 (20 steps off). Only for showing: the check of a quote counts with `trimmed`,
- * as a service's artefact of a 16-digit amount is 20 steps from its 15 digits too.
- */
-export const readable = (n: number): number => {
-  const short = trimmed(n)
-  return Math.abs(n) < 10 ** 7 || Math.abs(short - n) <= ARTEFACT_STEPS * step(n) ? short : n
-}
-
-// How far from the figure it stands for an artefact may be, in steps of the double: a few operations' rounding.
-const ARTEFACT_STEPS = 4
-
-const bits = new DataView(new ArrayBuffer(8))
-
-// The step from `n` (finite, not 0) to the next double away from 0: 2^(exponent - 52), read off its bits.
-const step = (n: number): number => {
-  bits.setFloat64(0, n)
-  return 2 ** (((bits.getUint16(0) >> 4) & 0x7ff) - 1075)
-}
