@@ -521,6 +521,12 @@ describe("FeeService", () => {
       expect(nothing._tag === "ResponseDecodeError" && nothing.issues.map((i) => [i.path, i.expected])).toEqual([
         ["data.destination_amount", "an amount above 0, the amount asked to deliver"]
       ])
+      // Said once, though 0 is outside the slack too at a small rate.
+      const small = yield* Effect.flip(FeeService.calculate(receive)).pipe(provideClient({
+        "POST /v1/fee-calculation": () =>
+          FinTest.json(200, { data: { ...quoteBody.data, source_amount: 75, destination_amount: 0, fee: free } })
+      }))
+      expect(small._tag === "ResponseDecodeError" && small.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
     }))
 
   // A service that works the destination back from the source it quotes: the source rounded up to the cent (2.23007
