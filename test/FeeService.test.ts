@@ -526,7 +526,8 @@ describe("FeeService", () => {
         "POST /v1/fee-calculation": () =>
           FinTest.json(200, { data: { ...quoteBody.data, source_amount: 75, destination_amount: 0, fee: free } })
       }))
-      expect(small._tag === "ResponseDecodeError" && small.issues.map((i) => i.path)).toEqual(["data.destination_amount"])
+      expect(small._tag === "ResponseDecodeError" && small.issues.map((i) => i.path))
+        .toEqual(["data.destination_amount"])
     }))
 
   // A service that works the destination back from the source it quotes: the source rounded up to the cent (2.23007
