@@ -2570,7 +2570,8 @@ const makeApp = <const H extends object>(
             Effect.zipRight(releaseClaim, storeUnavailable(store, error, event.id))),
           // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
           // The outcome on this span too, as the request's gets it: first, as a release that dies too (the same
-          // broken driver) would skip it. onError, not tapDefect: that release's defect joins the first, not replaces it.
+          // broken driver) would skip it. onError, not tapDefect: that release's defect joins the first rather than
+          // replacing it.
           Effect.onError((cause) =>
             Cause.isDie(cause)
               ? Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), releaseClaim)

@@ -1057,7 +1057,8 @@ describe("Webhooks.handler", () => {
           const defects = exit !== undefined && Exit.isFailure(exit)
             ? Chunk.toArray(Cause.defects(exit.cause)).map((defect) => (defect as Error).message)
             : []
-          return `${span.name} ${span.attributes.get("fin.webhook.outcome")} ${exit?._tag ?? "open"} ${defects.join(",")}`
+          const outcome = span.attributes.get("fin.webhook.outcome")
+          return `${span.name} ${outcome} ${exit?._tag ?? "open"} ${defects.join(",")}`
         })
         expect(ended).toEqual(expected)
       }

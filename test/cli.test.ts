@@ -246,8 +246,11 @@ describe("effect-fin (offline commands)", () => {
     ] as const
     const results = await Promise.all(cases.map(([args]) => cli([...args])))
     expect(results.map((result) => [result.code, result.stdout, result.stderr.trim()])).toEqual(
-      cases.map(([, option, command]) => [2, "", `effect-fin: ${option} needs a value (see effect-fin ${command} --help)`]
-      )
+      cases.map(([, option, command]) => [
+        2,
+        "",
+        `effect-fin: ${option} needs a value (see effect-fin ${command} --help)`
+      ])
     )
     // A value that starts with one dash is a value: the quote refuses a negative amount itself. So is one that starts
     // with two and is no option of the command (searched for as typed), and `--help` or `--version` asked shows it.
