@@ -487,20 +487,22 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
     if (data.source_amount === 0) {
       issues.push(new Issue({ path: "data.source_amount", expected: "an amount above 0 for the amount asked to deliver" }))
     }
-    const slack = Number(
-      (1.5 * data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)
-    )
     if (data.destination_amount === 0) {
       issues.push(
         new Issue({ path: "data.destination_amount", expected: "an amount above 0, the amount asked to deliver" })
       )
-    } else if (!(Math.abs(data.destination_amount - request.destination_amount) < slack)) {
-      issues.push(
-        new Issue({
-          path: "data.destination_amount",
-          expected: `${request.destination_amount}, the amount asked for (less than ${slack} off)`
-        })
+    } else {
+      const slack = Number(
+        (1.5 * data.exchange_rate * lastPlace(data.source_amount) + lastPlace(data.destination_amount)).toPrecision(12)
       )
+      if (!(Math.abs(data.destination_amount - request.destination_amount) < slack)) {
+        issues.push(
+          new Issue({
+            path: "data.destination_amount",
+            expected: `${request.destination_amount}, the amount asked for (less than ${slack} off)`
+          })
+        )
+      }
     }
   }
   return issues
