@@ -49,11 +49,13 @@ export interface Options extends Connection.Options {
 // Short field names: the pair is read on every refresh by every process.
 const Stored = Schema.parseJson(Schema.Struct({
   a: Schema.String,
-  r: Schema.Number,
+  // Finite: JSON's 1e999 reads as Infinity, which would be written back (a refused refresh token taken out) as an
+  // expiry Redis refuses after the HSET: a pair kept for ever, holding `null`s.
+  r: Schema.Finite,
   /** `accessUsableUntil`; absent in pairs written by earlier builds. */
-  x: Schema.optional(Schema.Number),
+  x: Schema.optional(Schema.Finite),
   t: Schema.optional(Schema.String),
-  u: Schema.optional(Schema.Number)
+  u: Schema.optional(Schema.Finite)
 }))
 const encodeStored = Schema.encodeSync(Stored)
 const decodeStored = Schema.decodeUnknownEither(Stored)

@@ -334,6 +334,25 @@ describe("RedisTokenStore", () => {
       expect(log.lines.filter((line) => line.startsWith("WARN") && line.includes("fingerprint"))).toHaveLength(1)
     }))
 
+  it.scopedLive("a pair whose times are not finite (JSON's 1e999) is malformed, not a token good for ever", () =>
+    Effect.gen(function*() {
+      // Read as Infinity, such a pair would be handed out for ever, and written back (a refused refresh token taken
+      // out) with an expiry Redis refuses after the write: a pair of `null`s kept with no expiry.
+      const prefix = uniquePrefix("not-finite")
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix })
+      const redis = yield* redisClient
+      for (const field of ["r", "x", "u"]) {
+        yield* seedTokens(store, "k", tokens("access-token", Date.now() + 60_000))
+        const value = (yield* Effect.promise(() => redis.hget(`${prefix}:token:k`, "v")))!
+        const stored = JSON.stringify({ ...JSON.parse(value), [field]: 1 }).replace(`"${field}":1`, `"${field}":1e999`)
+        yield* Effect.promise(() => redis.hset(`${prefix}:token:k`, "v", stored))
+        const log = captureLogs()
+        const read = yield* store.get("k").pipe(Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.All))
+        expect(read, field).toEqual(Option.none())
+        expect(log.lines.filter((line) => line.includes("token pair in Redis is malformed")), field).toHaveLength(1)
+      }
+    }))
+
   // Provided only around `FinClient.make` (which keeps the store it was made with), a store closes with that scope:
   // its failures say so, not that Redis is down (an outage that would never end).
   it.scopedLive("a store used past the scope it was made in says so in its failures", () =>
