@@ -254,7 +254,7 @@ const fromTokens = (tokens: TokenStore.Tokens): Pair => ({
 // `kept`: the error is a kept answer handed out (no request was sent), not a new answer of the service.
 // `left`: for a kept answer that carries no wait of its own (refused credentials), the milliseconds of the hold left.
 const FailureJson = Schema.parseJson(
-  Schema.Struct({ error: FinErrorSchema, kept: Schema.optional(Schema.Boolean), left: Schema.optional(Schema.Number) })
+  Schema.Struct({ error: FinErrorSchema, kept: Schema.optional(Schema.Boolean), left: Schema.optional(Schema.Finite) })
 )
 // An error that cannot be recorded is not shared (the others fetch themselves), never a defect of this call.
 const encodeFailure = Schema.encodeOption(FailureJson)
@@ -839,7 +839,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             ? Option.flatMap(decodeFailure(f.error), (recorded) => {
               if (recorded.kept === true) {
                 copies.add(recorded.error)
-                if (recorded.left !== undefined) copyLeft.set(recorded.error, Duration.millis(recorded.left))
+                // No more than a refusal is held for: a record written by someone else (a store without its MAC)
+                // must not hold this process for good.
+                if (recorded.left !== undefined) {
+                  const left = Duration.millis(Math.max(0, recorded.left))
+                  copyLeft.set(recorded.error, Duration.min(left, REFUSED_CREDENTIALS_HOLD))
+                }
               }
               return Option.some(recorded.error)
             })

@@ -1239,6 +1239,34 @@ describe("TokenStore", () => {
     }).pipe(fixedRandom)
   })
 
+  // The same, with the record B reads telling a hold left of days (written by someone else: a store has no MAC without
+  // its encryption key): B is held no longer than a refusal is, a second.
+  it.scoped("a shared refusal's record telling more than a second left holds the process reading it a second", () => {
+    const memory = TokenStore.makeMemory()
+    const slowUnlock = unlockingAfter(memory, "200 millis")
+    const forged: TokenStore.Service = {
+      ...memory,
+      failure: (key) =>
+        Effect.map(
+          memory.failure(key),
+          Option.map((f) => ({ ...f, error: f.error.replace(/"left":[\d.]+/, `"left":1e10`) }))
+        )
+    }
+    const rig = keptAnswerRig([() => FinTest.json(401, { message: "invalid client" })], { maxRetries: 0 })
+    return Effect.gen(function*() {
+      const a = yield* rig.client(slowUnlock)
+      const b = yield* rig.client(forged)
+      yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
+      yield* advance(900)
+      for (const result of yield* aThenBOnItsLock(a, b, 3)) {
+        expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
+      }
+      yield* advance(1_000)
+      expect(Either.isRight(yield* calculateOn(b))).toBe(true)
+      expect(rig.tokenRequests()).toBe(2)
+    }).pipe(fixedRandom)
+  })
+
   // A was asked for 60 s, B for 20 s. At 10 s A fails from what it kept (no request), and B, waiting on A's lock, takes
   // that copy: B's own wait (10 s left) is kept, not lengthened to A's 50 s (copies handed back and forth, each read a
   // little after it was made, would otherwise push the wait on for ever). B asks the service again at 21 s.
