@@ -241,7 +241,11 @@ const QuotedCurrency = Schema.transform(Schema.String, Schema.String, {
   decode: (code) => /^[a-z]{3}$/i.test(code) ? code.toUpperCase() : code,
   encode: (code) => code
 }).pipe(
-  Schema.filter((code) => /^[A-Za-z0-9][\w.-]{0,31}$/.test(code), { message: () => "a currency code" })
+  // Three letters only in upper case, as decoding gives them: a quote built (or drawn by an Arbitrary) with "usd"
+  // would otherwise encode as "usd" and decode back as another quote ("USD").
+  Schema.filter((code) => /^[A-Za-z0-9][\w.-]{0,31}$/.test(code) && !/^(?![A-Z]{3}$)[A-Za-z]{3}$/.test(code), {
+    message: () => "a currency code"
+  })
 ).annotations({ title: "a currency code" })
 
 /**

@@ -1086,10 +1086,16 @@ describe("FeeService schemas with effect's schema tools", () => {
   })
 
   // A DateTime's Arbitrary spans some 270,000 years; valid_till is written only for the years 0000 to 9999.
-  it("every FeeCalculationResponse an Arbitrary makes encodes, and its encoding decodes", () => {
+  // Its currencies too: a quote holding "usd" (decoding never gives one) would encode as "usd" and come back as "USD".
+  it("every FeeCalculationResponse an Arbitrary makes encodes, and its encoding decodes to the same quote", () => {
+    const currencies = (quote: FeeService.FeeQuote) => [quote.source_currency, quote.destination_currency]
     for (const [response, again] of roundTrips(FeeService.FeeCalculationResponse)) {
       expect(Option.map(again.data.valid_till, DateTime.toEpochMillis))
         .toEqual(Option.map(response.data.valid_till, DateTime.toEpochMillis))
+      expect(currencies(again.data)).toEqual(currencies(response.data))
     }
+    const decoded = Schema.decodeUnknownSync(FeeService.FeeQuote)(quoteBody.data)
+    const quote = (source_currency: string) => Either.try(() => new FeeService.FeeQuote({ ...decoded, source_currency }))
+    expect(["USD", "USDC.e", "usd", "Usd"].map((code) => Either.isRight(quote(code)))).toEqual([true, true, false, false])
   })
 })
