@@ -1095,7 +1095,8 @@ describe("FeeService schemas with effect's schema tools", () => {
       expect(currencies(again.data)).toEqual(currencies(response.data))
     }
     const decoded = Schema.decodeUnknownSync(FeeService.FeeQuote)(quoteBody.data)
-    const quote = (source_currency: string) => Either.try(() => new FeeService.FeeQuote({ ...decoded, source_currency }))
-    expect(["USD", "USDC.e", "usd", "Usd"].map((code) => Either.isRight(quote(code)))).toEqual([true, true, false, false])
+    const built = (source_currency: string) =>
+      Either.isRight(Either.try(() => new FeeService.FeeQuote({ ...decoded, source_currency })))
+    expect(["USD", "USDC.e", "usd", "Usd"].map(built)).toEqual([true, true, false, false])
   })
 })
