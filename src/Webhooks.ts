@@ -2448,6 +2448,25 @@ const makeApp = <const H extends object>(
       }
     })
 
+  // After keepClaim gave up on a claim it could not renew in time, while the interrupted handler still finishes: best
+  // effort, a renewal every thirtieth of the claim's time until one succeeds, then every third; stops once the
+  // claim is found gone (another delivery may hold it by then).
+  const renewOnward = (store: WebhookDedupeStoreService, eventId: string, referenceId: string, token: string) =>
+    Effect.gen(function*() {
+      // First after a pause: a handler that stops at once (no finalizer to speak of) asks the store nothing more.
+      let pause = claimMillis / 30
+      while (true) {
+        yield* Effect.sleep(pause)
+        const renewed = yield* guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
+          Effect.either,
+          Effect.timeoutTo({ duration: claimMillis / 3, onSuccess: Option.some, onTimeout: Option.none })
+        )
+        const ok = Option.isSome(renewed) && Either.isRight(renewed.value)
+        if (ok && !renewed.value.right) return
+        pause = ok ? claimMillis / 3 : claimMillis / 30
+      }
+    })
+
   const storeUnavailable = (store: WebhookDedupeStoreService, error: WebhookDedupeStoreError, eventId: string) =>
     Effect.flatMap(outageBegins(store, error), (begins) => {
       const log = begins ? Effect.logError : Effect.logDebug
@@ -2531,15 +2550,33 @@ const makeApp = <const H extends object>(
               // here: what it acquires is released before its event is marked handled or released (and its resource
               // freed), its claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release
               // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
-              : Effect.raceFirst(
-                Effect.scoped(Effect.timeoutFail(
-                  Effect.interruptible(Effect.suspend(() =>
-                    userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
+              // Once keepClaim gives up, the handler is interrupted, but its finalizers (a commit in a release) and
+              // uninterruptible regions still run: the claim is still renewed, as well as the store allows, until they
+              // end, so a redelivery does not claim the event and run beside them. Not when the claim was found gone.
+              : Effect.scoped(Effect.gen(function*() {
+                const lost = yield* Deferred.make<never, ClaimLost>()
+                yield* Effect.forkScoped(Effect.interruptible(
+                  keepClaim(store, event.id, referenceId, claim.token, sentAt).pipe(
+                    Effect.catchAll((error) =>
+                      Effect.zipRight(
+                        Deferred.fail(lost, error),
+                        error.reason === unrenewed
+                          ? renewOnward(store, event.id, referenceId, claim.token)
+                          : Effect.void
+                      )
+                    )
+                  )
+                ))
+                return yield* Effect.raceFirst(
+                  Effect.scoped(Effect.timeoutFail(
+                    Effect.interruptible(Effect.suspend(() =>
+                      userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
+                    )),
+                    { duration: handlerTimeout, onTimeout: timedOut }
                   )),
-                  { duration: handlerTimeout, onTimeout: timedOut }
-                )),
-                Effect.interruptible(keepClaim(store, event.id, referenceId, claim.token, sentAt))
-              )
+                  Effect.interruptible(Deferred.await(lost))
+                )
+              }))
           )
           if (Exit.isFailure(exit)) {
             yield* releaseClaim

@@ -2737,6 +2737,59 @@ describe("Webhooks.handler", () => {
       expect([(yield* Fiber.join(delivery)).status, renewedAt]).toEqual([500, [1000, 1850, 2275, 2487.5, 2593.75]])
     }))
 
+  // Stopped for its claim, the handler's releases (a commit) still run: the claim is renewed until they end, as far as
+  // the store allows (here it answers again once the handler was stopped), so a redelivery meanwhile is told 409,
+  // not run beside them.
+  it.effect("a handler stopped for a claim it could not renew keeps it renewed while its releases run", () =>
+    Effect.gen(function*() {
+      const memory = Webhooks.makeMemoryDedupeStore()
+      let storeDown = true
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        renew: (...args) =>
+          storeDown
+            ? Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" }))
+            : memory.renew(...args)
+      }
+      let running = 0
+      let most = 0
+      let runs = 0
+      const started = yield* Deferred.make<void>()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: {
+          "beneficiary.status": () =>
+            Effect.gen(function*() {
+              most = Math.max(most, ++running)
+              const first = ++runs === 1
+              // The first one's commit, 4 s in the release of what it acquired: past the claim's own 3 s.
+              yield* Effect.addFinalizer(() =>
+                Effect.sync(() => (storeDown = false)).pipe(
+                  Effect.zipRight(first ? Effect.sleep("4 seconds") : Effect.void),
+                  Effect.ensuring(Effect.sync(() => running--))
+                )
+              )
+              yield* Deferred.succeed(started, undefined)
+              if (first) yield* Effect.never
+            })
+        }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(started)
+      yield* settle
+      // Stopped at 2.7 s (a tenth of the claim's time before it would lapse); at 4 s its release still runs.
+      for (let i = 0; i < 80; i++) yield* Effect.zipRight(TestClock.adjust("50 millis"), settle)
+      const second = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* settle
+      expect(JSON.parse((yield* Fiber.join(second)).body)).toEqual({ outcome: "in_progress" })
+      for (let i = 0; i < 80; i++) yield* Effect.zipRight(TestClock.adjust("50 millis"), settle)
+      expect([(yield* Fiber.join(first)).status, most, running]).toEqual([500, 1, 0])
+      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
+      expect([runs, most]).toEqual([2, 1])
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()
