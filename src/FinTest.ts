@@ -413,11 +413,11 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
  * work out how far to move the clock. Before each step the event loop turns once, so a call awaiting something quick
  * off the clock (a crypto job, a loopback socket) is not moved past it; one that waits longer may be. Past `limit` of
- * virtual time (default 10 minutes) it is interrupted and the test
- * fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step costs the
- * TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test timeout,
- * give a `limit` the test's waits fit in, or a larger `step`. Either option that is not a duration above zero makes it
- * die with `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`), it dies saying so.
+ * virtual time (default 10 minutes) it is interrupted (the clock still moving for its finalizers, up to `limit` more)
+ * and the test fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step
+ * costs the TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test
+ * timeout, give a `limit` the test's waits fit in, or a larger `step`. Either option that is not a duration above zero
+ * makes it die with `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`), it dies saying so.
  *
  * @since 0.1.0
  * @category clock
@@ -439,32 +439,47 @@ export const advanceUntilDone = <A, E, R>(
       "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
         "run the effect as it is there, or use it.effect"
     )
-    const advancing = Effect.flatMap(Effect.fork(effect), (fiber) =>
-      Effect.gen(function*() {
-        let elapsed = Duration.zero
-        // The fiber may need a few turns of the scheduler to reach its next sleep, or its end; and a turn of the event
-        // loop for what it awaits off the clock (the client's WebCrypto key, a socket): else the clock moved a step
-        // while no sleep was due, and a call that waits for nothing ended 100 ms later than it began.
-        const settled = Effect.repeatN(Effect.yieldNow(), 9).pipe(
-          Effect.zipRight(Effect.promise(() => new Promise<void>((resume) => void Turn.next(resume)))),
-          Effect.zipRight(Fiber.poll(fiber))
-        )
-        while (Option.isNone(yield* settled)) {
-          if (Duration.greaterThanOrEqualTo(elapsed, limit)) {
-            yield* Fiber.interrupt(fiber)
-            return yield* Effect.dieMessage(
-              `effect-fin/test: still running after ${Duration.format(limit)} of TestClock time (advanced ` +
-                `${Duration.format(step)} at a time); a stall with no timeout, or a limit too short for the waits in it`
-            )
-          }
+    // A daemon, interrupted with its caller: a fiber of the caller's own would hold up the caller's end (the test's)
+    // until it ended, which a finalizer that never ends never does.
+    const advancing = Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Effect.forkDaemon(restore(effect)), (fiber) =>
+        restore(Effect.gen(function*() {
+          let elapsed = Duration.zero
+          // The fiber may need a few turns of the scheduler to reach its next sleep, or its end; and a turn of the
+          // event loop for what it awaits off the clock (the client's WebCrypto key, a socket): else the clock moved a
+          // step while no sleep was due, and a call that waits for nothing ended 100 ms later than it began.
+          const settled = Effect.repeatN(Effect.yieldNow(), 9).pipe(
+            Effect.zipRight(Effect.promise(() => new Promise<void>((resume) => void Turn.next(resume)))),
+            Effect.zipRight(Fiber.poll(fiber))
+          )
           // The last step stops at the limit: a step that does not divide it would otherwise carry the clock past it,
           // and a call that ends there would pass where the test said it should not.
-          const next = Duration.min(step, Duration.subtract(limit, elapsed))
-          yield* TestClock.adjust(next)
-          elapsed = Duration.sum(elapsed, next)
-        }
-        return yield* Fiber.join(fiber)
-      }))
+          const stepOn = (passed: Duration.Duration) => {
+            const next = Duration.min(step, Duration.subtract(limit, passed))
+            return Effect.as(TestClock.adjust(next), Duration.sum(passed, next))
+          }
+          while (Option.isNone(yield* settled)) {
+            if (Duration.greaterThanOrEqualTo(elapsed, limit)) {
+              // Interrupted while the clock still moves: a finalizer of the program that waits on it (a release that
+              // calls the API, with its backoff and timeouts; an `Effect.sleep`) would otherwise hang the test with no
+              // hint, where this says why. Its cleanup gets up to `limit` again; one that outlasts that is left to run.
+              const moving = Effect.gen(function*() {
+                for (let cleanup = Duration.zero; Duration.lessThan(cleanup, limit);) {
+                  yield* settled
+                  cleanup = yield* stepOn(cleanup)
+                }
+              })
+              yield* Effect.raceFirst(Fiber.interrupt(fiber), moving)
+              return yield* Effect.dieMessage(
+                `effect-fin/test: still running after ${Duration.format(limit)} of TestClock time (advanced ` +
+                  `${Duration.format(step)} at a time); a stall with no timeout, or a limit too short for the ` +
+                  "waits in it"
+              )
+            }
+            elapsed = yield* stepOn(elapsed)
+          }
+          return yield* Fiber.join(fiber)
+        })).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))))
     return Effect.flatMap(Effect.clock, (clock) =>
       typeof (clock as { readonly adjust?: unknown }).adjust === "function" ? advancing : notTestClock)
   })

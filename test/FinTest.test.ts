@@ -68,6 +68,24 @@ describe("FinTest.advanceUntilDone", () => {
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => FinTest.stall })))
 
+  // Its finalizers run on the clock too (a release that calls the API, with its backoff): it keeps moving for them, up
+  // to the limit again, so the test ends with the message rather than hanging; one that never ends is left to run,
+  // the test's end not waiting for it.
+  it.effect("a call cut at its limit has the clock still moving for its finalizers, then the message", () =>
+    Effect.gen(function*() {
+      let cleaned = false
+      const message = (exit: Exit.Exit<unknown, unknown>) =>
+        Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message.split(" (")[0])
+      const said = Option.some("effect-fin/test: still running after 1m of TestClock time")
+      const cleanup = Effect.zipRight(Effect.sleep("30 seconds"), Effect.sync(() => (cleaned = true)))
+      const released = Effect.never.pipe(Effect.ensuring(cleanup))
+      const options = { step: "1 second", limit: "1 minute" } as const
+      expect(message(yield* Effect.exit(FinTest.advanceUntilDone(released, options)))).toEqual(said)
+      expect(cleaned).toBe(true)
+      const never = Effect.never.pipe(Effect.ensuring(Effect.never))
+      expect(message(yield* Effect.exit(FinTest.advanceUntilDone(never, options)))).toEqual(said)
+    }))
+
   it.effect("gives up once the limit is reached, not a step later; steps 100 ms by default", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("2 seconds"), { step: "1 second", limit: "1 second" }))
