@@ -2450,19 +2450,29 @@ const makeApp = <const H extends object>(
 
   // After keepClaim gave up on a claim it could not renew in time, while the interrupted handler still finishes: best
   // effort, a renewal every thirtieth of the claim's time until one succeeds, then every third; stops once the
-  // claim is found gone (another delivery may hold it by then).
+  // claim is found gone (another delivery may hold it by then), or once it has lapsed unrenewed.
   const renewOnward = (store: WebhookDedupeStoreService, eventId: string, referenceId: string, token: string) =>
     Effect.gen(function*() {
+      // keepClaim gives up a tenth of the claim's time before it lapses, or a little sooner (too little left for a
+      // renewal): past this, a renewal would find it gone.
+      let lapsesAt = (yield* Monotonic.millis) + claimMargin + claimMillis / 15
       // First after a pause: a handler that stops at once (no finalizer to speak of) asks the store nothing more.
       let pause = claimMillis / 30
       while (true) {
         yield* Effect.sleep(pause)
+        const sentAt = yield* Monotonic.millis
+        if (sentAt >= lapsesAt) return
         const renewed = yield* guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
           Effect.either,
-          Effect.timeoutTo({ duration: claimMillis / 3, onSuccess: Option.some, onTimeout: Option.none })
+          Effect.timeoutTo({
+            duration: Math.min(claimMillis / 3, lapsesAt - sentAt),
+            onSuccess: Option.some,
+            onTimeout: Option.none
+          })
         )
         const ok = Option.isSome(renewed) && Either.isRight(renewed.value)
         if (ok && !renewed.value.right) return
+        if (ok) lapsesAt = sentAt + claimMillis
         pause = ok ? claimMillis / 3 : claimMillis / 30
       }
     })
@@ -2557,10 +2567,12 @@ const makeApp = <const H extends object>(
                 const lost = yield* Deferred.make<never, ClaimLost>()
                 yield* Effect.forkScoped(Effect.interruptible(
                   keepClaim(store, event.id, referenceId, claim.token, sentAt).pipe(
-                    Effect.catchAll((error) =>
+                    // Its defect too (a store's renew that dies): unobserved in this fiber, it would leave the handler
+                    // running on a claim no one renews.
+                    Effect.catchAllCause((cause) =>
                       Effect.zipRight(
-                        Deferred.fail(lost, error),
-                        error.reason === unrenewed
+                        Deferred.failCause(lost, cause),
+                        Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
                           ? renewOnward(store, event.id, referenceId, claim.token)
                           : Effect.void
                       )

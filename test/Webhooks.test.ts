@@ -2790,6 +2790,78 @@ describe("Webhooks.handler", () => {
       expect([runs, most]).toEqual([2, 1])
     }))
 
+  // While the store stays down, the claim is not tried past the time it lapses (a renewal then would find it gone):
+  // a stopped handler's long release does not keep a failing store asked every thirtieth of the claim's time.
+  it.effect("a handler stopped for its claim: no renewal is tried past the claim's lapse while its release runs", () =>
+    Effect.gen(function*() {
+      const renewedAt: Array<number> = []
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...Webhooks.makeMemoryDedupeStore(),
+        renew: () =>
+          Effect.zipRight(
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => renewedAt.push(now))),
+            Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" }))
+          )
+      }
+      const started = yield* Deferred.make<void>()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: {
+          "beneficiary.status": () =>
+            Effect.addFinalizer(() => Effect.sleep("10 seconds")).pipe(
+              Effect.zipRight(Deferred.succeed(started, undefined)),
+              Effect.zipRight(Effect.never),
+              Effect.scoped
+            )
+        }
+      }))
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(started)
+      yield* settle
+      for (let i = 0; i < 300; i++) yield* Effect.zipRight(TestClock.adjust("50 millis"), settle)
+      expect((yield* Fiber.join(delivery)).status).toBe(500)
+      expect(renewedAt.filter((at) => at > 2_700).length).toBeGreaterThan(0)
+      expect(renewedAt.filter((at) => at >= 3_000)).toEqual([])
+    }))
+
+  // A renewal that dies (a driver's bug) stops the handler, as one that fails does: left in keepClaim's own fiber, the
+  // defect went unseen, the handler ran on with no renewals, and a redelivery ran beside it once the claim lapsed.
+  it.effect("a renewal that dies stops the handler: no redelivery runs beside it", () =>
+    Effect.gen(function*() {
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...Webhooks.makeMemoryDedupeStore(),
+        renew: () => Effect.dieMessage("renew bug")
+      }
+      let running = 0
+      let most = 0
+      const started = yield* Deferred.make<void>()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        store,
+        claimTtl: "3 seconds",
+        handlers: {
+          "beneficiary.status": () =>
+            Effect.gen(function*() {
+              most = Math.max(most, ++running)
+              yield* Effect.addFinalizer(() => Effect.sync(() => running--))
+              yield* Deferred.succeed(started, undefined)
+              yield* Effect.sleep("10 seconds")
+            }).pipe(Effect.scoped)
+        }
+      }))
+      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* Deferred.await(started)
+      yield* settle
+      for (let i = 0; i < 20; i++) yield* Effect.zipRight(TestClock.adjust("200 millis"), settle)
+      const second = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* settle
+      for (let i = 0; i < 60; i++) yield* Effect.zipRight(TestClock.adjust("200 millis"), settle)
+      const answers = [(yield* Fiber.join(first)).status, (yield* Fiber.join(second)).status]
+      expect([answers, most]).toEqual([[500, 500], 1])
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()
