@@ -665,7 +665,10 @@ export const layer = (options: Options = {}): Layer.Layer<Emulator, ServeError |
 export const serve = (options: Options = {}): Effect.Effect<never, ServeError | EmulatorError> =>
   Effect.scoped(Effect.gen(function*() {
     const emulator = yield* makeWithDefaultPort(options, 4010)
-    yield* Effect.logInfo(`effect-fin emulator listening on ${emulator.url}`).pipe(
+    const where = Loopback.isEveryInterface(options.host)
+      ? " (every interface: the API answers other machines too)"
+      : ""
+    yield* Effect.logInfo(`effect-fin emulator listening on ${emulator.url}${where}`).pipe(
       Effect.annotateLogs({
         url: emulator.url,
         clientId: emulator.credentials.clientId,

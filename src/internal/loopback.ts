@@ -19,3 +19,12 @@ export const isSecureOrLocal = (url: URL): boolean =>
  * (`http://[fe80::1%eth0]:4010`, which the emulator listens on and prints) is: no client can be given it either.
  */
 export const urlIsLoopback = (url: string): boolean => URL.canParse(url) && isLoopback(new URL(url).hostname)
+
+/**
+ * Whether `host` is the address of every interface (`0.0.0.0`, `::`): the emulator listening there prints loopback's
+ * URL, but its API answers other machines too.
+ */
+export const isEveryInterface = (host: string | undefined): boolean =>
+  host === "0.0.0.0" ||
+  (host !== undefined && host.includes(":") && URL.canParse(`http://[${host}]`) &&
+    new URL(`http://[${host}]`).hostname === "[::]")
