@@ -525,7 +525,9 @@ const emulator = Command.make(
         ]),
         // Printed as loopback's URL, a wildcard address serves the API to other machines too: said, not left unseen.
         ...(Loopback.isEveryInterface(Option.getOrElse(args.host, () => args.options.host))
-          ? [["note", "listening on every interface: the API answers other machines too (admin: loopback only)"] as const]
+          ? [
+            ["note", "listening on every interface: the API answers other machines too (admin: loopback only)"] as const
+          ]
           : []),
         ["webhooks", `signed with FIN_WEBHOOK_SECRET=${shellWord(running.webhookSecret)}`],
         ...Object.entries(args.options.beneficiaries ?? Emulator.defaultBeneficiaries).map(([id, beneficiary]) =>
