@@ -921,6 +921,48 @@ const settleUntil = (done: (sleeps: ReadonlyArray<number>, now: number) => boole
 // so a fiber that ends without a new sleep is not seen; wait for what such a fiber does explicitly).
 const settle = settleUntil(() => true)
 
+// A store's failure to reach its backend.
+const refused = (operation: "renew") =>
+  new Webhooks.WebhookDedupeStoreError({ operation, message: "connection refused" })
+
+// The TestClock moved `times` steps of `step`, the app's fibers settled after each.
+const moveClock = (times: number, step: Duration.DurationInput) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < times; i++) yield* Effect.zipRight(TestClock.adjust(step), settle)
+  })
+
+// A handler on `store` with a 3 s claim, whose handler is `run` (in a scope of its own, told how many handlers are
+// running besides it); the current example delivered (forked) and settled once the handler has started. `most`: the
+// most handlers that ran at once.
+const claimRig = (
+  store: Webhooks.WebhookDedupeStoreService,
+  run: (ordinal: number) => Effect.Effect<void, never, Scope.Scope>
+) =>
+  Effect.gen(function*() {
+    const started = yield* Deferred.make<void>()
+    const counts = { runs: 0, running: 0, most: 0 }
+    const handle = yield* webHandler(Webhooks.handler({
+      secrets: secret,
+      store,
+      claimTtl: "3 seconds",
+      handlers: {
+        "beneficiary.status": () =>
+          Effect.gen(function*() {
+            counts.most = Math.max(counts.most, ++counts.running)
+            yield* Effect.addFinalizer(() => Effect.sync(() => counts.running--))
+            const ordinal = ++counts.runs
+            yield* Deferred.succeed(started, undefined)
+            yield* run(ordinal)
+          }).pipe(Effect.scoped)
+      }
+    }))
+    const deliver = Effect.flatMap(signedPost(currentBody), (request) => send(handle, request))
+    const first = yield* Effect.fork(deliver)
+    yield* Deferred.await(started)
+    yield* settle
+    return { deliver, first, counts }
+  })
+
 // A user handler that says when it starts, then waits to be let go; counts its runs.
 const gate = Effect.gen(function*() {
   const started = yield* Deferred.make<void>()
@@ -2746,48 +2788,19 @@ describe("Webhooks.handler", () => {
       let storeDown = true
       const store: Webhooks.WebhookDedupeStoreService = {
         ...memory,
-        renew: (...args) =>
-          storeDown
-            ? Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" }))
-            : memory.renew(...args)
+        renew: (...args) => storeDown ? Effect.fail(refused("renew")) : memory.renew(...args)
       }
-      let running = 0
-      let most = 0
-      let runs = 0
-      const started = yield* Deferred.make<void>()
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        store,
-        claimTtl: "3 seconds",
-        handlers: {
-          "beneficiary.status": () =>
-            Effect.gen(function*() {
-              most = Math.max(most, ++running)
-              const first = ++runs === 1
-              // The first one's commit, 4 s in the release of what it acquired: past the claim's own 3 s.
-              yield* Effect.addFinalizer(() =>
-                Effect.sync(() => (storeDown = false)).pipe(
-                  Effect.zipRight(first ? Effect.sleep("4 seconds") : Effect.void),
-                  Effect.ensuring(Effect.sync(() => running--))
-                )
-              )
-              yield* Deferred.succeed(started, undefined)
-              if (first) yield* Effect.never
-            })
-        }
-      }))
-      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* Deferred.await(started)
-      yield* settle
+      // The first one's commit, 4 s in the release of what it acquired: past the claim's own 3 s.
+      const commit = Effect.zipRight(Effect.sync(() => (storeDown = false)), Effect.sleep("4 seconds"))
+      const { counts, deliver, first } = yield* claimRig(store, (ordinal) =>
+        ordinal === 1 ? Effect.zipRight(Effect.addFinalizer(() => commit), Effect.never) : Effect.void)
       // Stopped at 2.7 s (a tenth of the claim's time before it would lapse); at 4 s its release still runs.
-      for (let i = 0; i < 80; i++) yield* Effect.zipRight(TestClock.adjust("50 millis"), settle)
-      const second = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* settle
-      expect(JSON.parse((yield* Fiber.join(second)).body)).toEqual({ outcome: "in_progress" })
-      for (let i = 0; i < 80; i++) yield* Effect.zipRight(TestClock.adjust("50 millis"), settle)
-      expect([(yield* Fiber.join(first)).status, most, running]).toEqual([500, 1, 0])
-      expect(JSON.parse((yield* send(handle, yield* signedPost(currentBody))).body)).toEqual({ outcome: "handled" })
-      expect([runs, most]).toEqual([2, 1])
+      yield* moveClock(80, "50 millis")
+      expect(JSON.parse((yield* deliver).body)).toEqual({ outcome: "in_progress" })
+      yield* moveClock(80, "50 millis")
+      expect([(yield* Fiber.join(first)).status, counts.running]).toEqual([500, 0])
+      expect(JSON.parse((yield* deliver).body)).toEqual({ outcome: "handled" })
+      expect([counts.runs, counts.most]).toEqual([2, 1])
     }))
 
   // While the store stays down, the claim is not tried past the time it lapses (a renewal then would find it gone):
@@ -2800,28 +2813,13 @@ describe("Webhooks.handler", () => {
         renew: () =>
           Effect.zipRight(
             Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => renewedAt.push(now))),
-            Effect.fail(new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" }))
+            Effect.fail(refused("renew"))
           )
       }
-      const started = yield* Deferred.make<void>()
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        store,
-        claimTtl: "3 seconds",
-        handlers: {
-          "beneficiary.status": () =>
-            Effect.addFinalizer(() => Effect.sleep("10 seconds")).pipe(
-              Effect.zipRight(Deferred.succeed(started, undefined)),
-              Effect.zipRight(Effect.never),
-              Effect.scoped
-            )
-        }
-      }))
-      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* Deferred.await(started)
-      yield* settle
-      for (let i = 0; i < 300; i++) yield* Effect.zipRight(TestClock.adjust("50 millis"), settle)
-      expect((yield* Fiber.join(delivery)).status).toBe(500)
+      const { first } = yield* claimRig(store, () =>
+        Effect.zipRight(Effect.addFinalizer(() => Effect.sleep("10 seconds")), Effect.never))
+      yield* moveClock(300, "50 millis")
+      expect((yield* Fiber.join(first)).status).toBe(500)
       expect(renewedAt.filter((at) => at > 2_700).length).toBeGreaterThan(0)
       expect(renewedAt.filter((at) => at >= 3_000)).toEqual([])
     }))
@@ -2834,32 +2832,13 @@ describe("Webhooks.handler", () => {
         ...Webhooks.makeMemoryDedupeStore(),
         renew: () => Effect.dieMessage("renew bug")
       }
-      let running = 0
-      let most = 0
-      const started = yield* Deferred.make<void>()
-      const handle = yield* webHandler(Webhooks.handler({
-        secrets: secret,
-        store,
-        claimTtl: "3 seconds",
-        handlers: {
-          "beneficiary.status": () =>
-            Effect.gen(function*() {
-              most = Math.max(most, ++running)
-              yield* Effect.addFinalizer(() => Effect.sync(() => running--))
-              yield* Deferred.succeed(started, undefined)
-              yield* Effect.sleep("10 seconds")
-            }).pipe(Effect.scoped)
-        }
-      }))
-      const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* Deferred.await(started)
+      const { counts, deliver, first } = yield* claimRig(store, () => Effect.sleep("10 seconds"))
+      yield* moveClock(20, "200 millis")
+      const second = yield* Effect.fork(deliver)
       yield* settle
-      for (let i = 0; i < 20; i++) yield* Effect.zipRight(TestClock.adjust("200 millis"), settle)
-      const second = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
-      yield* settle
-      for (let i = 0; i < 60; i++) yield* Effect.zipRight(TestClock.adjust("200 millis"), settle)
+      yield* moveClock(60, "200 millis")
       const answers = [(yield* Fiber.join(first)).status, (yield* Fiber.join(second)).status]
-      expect([answers, most]).toEqual([[500, 500], 1])
+      expect([answers, counts.most]).toEqual([[500, 500], 1])
     }))
 
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
