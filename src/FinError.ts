@@ -123,9 +123,10 @@ export class ApiError extends Schema.TaggedError<ApiError>("effect-fin.ApiError"
 
 /**
  * The service asked us to slow down: it answered 429 (until the retries were spent, on a call that is retried), or,
- * on a call that is retried, it asked (429 or 5xx with `Retry-After`) to wait longer than `maxRetryAfter` or what is
- * left of the deadline. A call that is not retried gets such a 5xx as an `ApiError` with `retryAfter`; an answer whose
- * body was cut stays a `TransportError` (`BodyReadFailed`) with `retryAfter`.
+ * on a call that is retried, it asked (429, or 500/502/503/504 with `Retry-After`) to wait longer than `maxRetryAfter`
+ * or what is left of the deadline. A call that is not retried gets such a 5xx as an `ApiError` with `retryAfter`, as
+ * does any other 5xx (a 501); an answer whose body was cut stays a `TransportError` (`BodyReadFailed`) with
+ * `retryAfter`.
  *
  * @since 0.1.0
  * @category errors
