@@ -366,7 +366,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       // only: two alternating (a 502 and a 503 from a balancer's backends) would otherwise warn on each lookup; past
       // `MAX_CAUSES` (a code that differs on each answer), the rest are at Debug. A recovery is told where no
       // cool-down's end is.
-      const failureLogged = (country: CountryCode.CountryCode, error: FinError) =>
+      const failureLogged = (country: CountryCode.CountryCode, error: FinError, options: HttpTransport.CallOptions) =>
         Effect.suspend(() => {
           const message = `effect-fin: serving the offline snapshot for ${country} (${error._tag}: ${error.message})`
           const cause = causeOf(error)
@@ -374,7 +374,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           if (was !== undefined && (was.causes.has(cause) || was.causes.size >= MAX_CAUSES)) {
             return Effect.logDebug(message)
           }
-          const recovery = Duration.toMillis(configured) === 0 || !canFallBack(error)
+          // Only a failure judged "down" starts a cool-down (whose end tells the recovery); any other (a limit of the
+          // caller's own, an answer its retries would have absorbed) has its recovery told here.
+          const recovery = Duration.toMillis(configured) === 0 || judge(options)(error) !== "down"
           if (was === undefined) warned.set(country, { causes: new Map([[cause, !recovery]]), recovery })
           else {
             was.causes.set(cause, !recovery)
@@ -418,7 +420,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
             )
           }
           return canServeSnapshotFor(error)
-            ? fromSnapshotLogged(country, error._tag, failureLogged(country, error))
+            ? Effect.flatMap(
+              HttpTransport.currentCallOptions,
+              (options) => fromSnapshotLogged(country, error._tag, failureLogged(country, error, options))
+            )
             : Effect.fail(error)
         })
     })

@@ -1037,6 +1037,24 @@ describe("SubdivisionService", () => {
         [ROUTE]: FinTest.sequence(FinTest.json(503, { error: { code: "\x1b[2K\x1b[1Aforged", message: "down" } }), usa)
       }, { subdivisionFallbackCooldown: "0 seconds" })))
 
+    // A failure that starts no cool-down (a limit of the caller's own, an answer its own retries would have absorbed)
+    // has no cool-down's end to tell the recovery: the next answer tells it, once.
+    for (const [which, own, failure] of [
+      ["the caller's own deadline", HttpTransport.withOptions({ deadline: "1 second" }), FinTest.stall],
+      ["a 503 under the caller's maxRetries 0", noRetries, FinTest.json(503, { message: "down" })]
+    ] as const) {
+      it.effect(`a failure starting no cool-down (${which}) is followed by its recovery line`, () =>
+        Effect.gen(function*() {
+          const { layer, lines } = captureLogs()
+          yield* Effect.gen(function*() {
+            expect((yield* FinTest.advanceUntilDone(own(list("USA")))).source).toBe("snapshot")
+            expect((yield* list("USA")).source).toBe("api")
+          }).pipe(Effect.provide(layer))
+          expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(1)
+          expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
+        }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(failure, usa) })))
+    }
+
     // A balancer whose backends fail differently: two causes, alternating, are two warnings, not one per lookup.
     it.effect("two causes alternating are one warning each, not one per lookup", () =>
       Effect.gen(function*() {
