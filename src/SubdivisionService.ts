@@ -376,7 +376,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           }
           // Only a failure judged "down" starts a cool-down (whose end tells the recovery); any other (a limit of the
           // caller's own, an answer its retries would have absorbed) has its recovery told here.
-          const recovery = Duration.toMillis(configured) === 0 || judge(options)(error) !== "down"
+          // A failure judged "down" that the breaker did not count (a request sent before the last change) starts no
+          // cool-down either: where the breaker is closed, no cool-down's end will come to tell it.
+          const recovery = Duration.toMillis(configured) === 0 || judge(options)(error) !== "down" || !breaker.isOpen()
           if (was === undefined) warned.set(country, { causes: new Map([[cause, !recovery]]), recovery })
           else {
             was.causes.set(cause, !recovery)

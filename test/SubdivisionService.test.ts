@@ -881,6 +881,22 @@ describe("SubdivisionService", () => {
         expect(yield* gets).toBe(4)
       }).pipe(withCooldown(slowUsa(), patient)))
 
+    // That old request's failure, not counted by the breaker (it was sent before the last change), starts no cool-down:
+    // its country's recovery is told by its next answer, there being no cool-down's end to tell it.
+    it.effect("a request sent before the outage that fails after the recovery has its country's recovery told", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          const slow = yield* sentThenCooledDown
+          expect((yield* list("BRA")).source).toBe("api")
+          yield* advance(10_000)
+          expect((yield* Fiber.join(slow)).source).toBe("snapshot")
+          expect((yield* list("USA")).source).toBe("api")
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.startsWith("WARN") && line.includes("for USA"))).toHaveLength(1)
+        expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
+      }).pipe(withCooldown(slowUsa(), patient)))
+
     it.effect("the lookup that asks the API after the cool-down sends a request of its own, never joins an old one", () =>
       Effect.gen(function*() {
         const slow = yield* sentThenCooledDown

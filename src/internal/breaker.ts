@@ -45,10 +45,16 @@ export interface Breaker<E> {
    * waits for it.
    */
   readonly track: <A, R>(self: Effect.Effect<A, E, R>, judge: (error: E) => Verdict) => Effect.Effect<A, E, R>
+  /** Whether it is open now (a cool-down, or a probe, whose outcome will close it or open it again). */
+  readonly isOpen: () => boolean
 }
 
 /** A breaker that is never open: every caller is let in and nothing is counted. */
-export const none = <E>(): Breaker<E> => ({ guard: (self) => self(false), track: (self) => self })
+export const none = <E>(): Breaker<E> => ({
+  guard: (self) => self(false),
+  track: (self) => self,
+  isOpen: () => false
+})
 
 type State<E> =
   | { readonly _tag: "Closed" }
@@ -122,5 +128,5 @@ export const make = <E>(options: {
         Effect.suspend(() => Effect.onExit(restore(self), settle(state, judge)))
       )
 
-    return { guard, track }
+    return { guard, track, isOpen: () => state._tag === "Open" }
   })
