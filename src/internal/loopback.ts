@@ -24,7 +24,9 @@ export const urlIsLoopback = (url: string): boolean => URL.canParse(url) && isLo
  * Whether `host` is the address of every interface (`0.0.0.0`, `::`): the emulator listening there prints loopback's
  * URL, but its API answers other machines too.
  */
-export const isEveryInterface = (host: string | undefined): boolean =>
-  host === "0.0.0.0" ||
-  (host !== undefined && host.includes(":") && URL.canParse(`http://[${host}]`) &&
-    new URL(`http://[${host}]`).hostname === "[::]")
+export const isEveryInterface = (host: string | undefined): boolean => {
+  if (host === undefined) return false
+  // As the system reads it: "0" and "0.0" are 0.0.0.0 too, and a zone id (`::%lo`) does not narrow `::`.
+  const url = host.includes(":") ? `http://[${host.replace(/%.*$/, "")}]` : `http://${host}`
+  return URL.canParse(url) && ["0.0.0.0", "[::]", "[::ffff:0:0]"].includes(new URL(url).hostname)
+}

@@ -16,7 +16,8 @@ describe("Loopback.urlIsLoopback", () => {
 
 describe("Loopback.isEveryInterface", () => {
   it("is true of the addresses of every interface, however IPv6 writes it, and of nothing else", () => {
-    for (const host of ["0.0.0.0", "::", "::0", "0:0:0:0:0:0:0:0"]) {
+    // As the system reads them: "0" and "0.0" are 0.0.0.0, a zone id does not narrow `::`, nor does IPv4 mapping.
+    for (const host of ["0.0.0.0", "::", "::0", "0:0:0:0:0:0:0:0", "0", "0.0", "::%lo", "::ffff:0.0.0.0"]) {
       expect(Loopback.isEveryInterface(host), host).toBe(true)
     }
     for (const host of [undefined, "127.0.0.1", "::1", "localhost", "192.0.2.2", "fe80::1%eth0", "0.0.0.1", ":::"]) {
