@@ -442,7 +442,7 @@ export const advanceUntilDone = <A, E, R>(
     // A daemon, interrupted with its caller: a fiber of the caller's own would hold up the caller's end (the test's)
     // until it ended, which a finalizer that never ends never does.
     const advancing = Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.forkDaemon(restore(effect)), (fiber) =>
+      Effect.flatMap(Effect.forkDaemon(Effect.exit(restore(effect))), (fiber) =>
         restore(Effect.gen(function*() {
           let elapsed = Duration.zero
           // The fiber may need a few turns of the scheduler to reach its next sleep, or its end; and a turn of the
@@ -478,7 +478,9 @@ export const advanceUntilDone = <A, E, R>(
             }
             elapsed = yield* stepOn(elapsed)
           }
-          return yield* Fiber.join(fiber)
+          // The daemon ends with the effect's exit, never failing: else Effect logs its error ("Fiber terminated with
+          // an unhandled error", at Debug) into the test's captured logs for every call that fails.
+          return yield* Effect.flatten(Fiber.join(fiber))
         })).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))))
     return Effect.flatMap(Effect.clock, (clock) =>
       typeof (clock as { readonly adjust?: unknown }).adjust === "function" ? advancing : notTestClock)

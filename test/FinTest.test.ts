@@ -86,6 +86,16 @@ describe("FinTest.advanceUntilDone", () => {
       expect(message(yield* Effect.exit(FinTest.advanceUntilDone(never, options)))).toEqual(said)
     }))
 
+  // The call runs in a fiber of its own, whose failure is the caller's: not also logged by Effect as a fiber that
+  // "terminated with an unhandled error" into the test's captured logs.
+  it.effect("a call that fails under it fails its caller, and nothing is logged of it", () =>
+    Effect.gen(function*() {
+      const { layer, logs } = FinTest.captureLogs({ minimumLevel: LogLevel.All })
+      const failing = FinTest.advanceUntilDone(Effect.delay(Effect.fail("refused"), "1 second"))
+      const exit = yield* Effect.exit(Effect.provide(failing, layer))
+      expect([exit, logs]).toEqual([Exit.fail("refused"), []])
+    }))
+
   it.effect("gives up once the limit is reached, not a step later; steps 100 ms by default", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("2 seconds"), { step: "1 second", limit: "1 second" }))
