@@ -733,6 +733,23 @@ describe("RedisTokenStore", () => {
       expect(error.message).not.toContain("ECONNREFUSED")
     }).pipe(Effect.scoped), 20_000)
 
+  // Its socket ended a moment ago, the client still "ready": ioredis refuses a command in its own words ("Stream isn't
+  // writeable and enableOfflineQueue options is false"), said as a connection lost, as in any other state.
+  it.live("a command refused by a client whose socket just ended says the connection was lost", () =>
+    Effect.gen(function*() {
+      const client = yield* Effect.acquireRelease(
+        Effect.sync(() => new Redis(redisUrl, { enableOfflineQueue: false, lazyConnect: true })),
+        (client) => Effect.sync(() => client.disconnect())
+      )
+      yield* Effect.promise(() => client.connect())
+      const store = yield* RedisTokenStore.make({ client, prefix: uniquePrefix("lost-stream") })
+      expect(yield* store.get("k")).toEqual(Option.none())
+      Object.defineProperty(client.stream, "writable", { configurable: true, get: () => false })
+      const error = yield* Effect.flip(store.get("k"))
+      delete (client.stream as { writable?: boolean }).writable
+      expect([client.status, error.message]).toEqual(["ready", "Redis is not connected: the connection was lost"])
+    }).pipe(Effect.scoped))
+
   it.live("a lock taken by a command Redis runs late, frozen past lockTtl, is released once it answers", () =>
     Effect.gen(function*() {
       const server = yield* Effect.acquireRelease(Effect.promise(startRedis), (s) => Effect.promise(s.stop))

@@ -140,6 +140,11 @@ export interface Command {
   readonly args: ReadonlyArray<string | number>
 }
 
+// ioredis's refusal of a command while its socket is closing, before its status leaves "ready" (a Redis that died
+// a moment ago): the connection is lost, said as for any other state but "ready".
+const lostStream = (cause: unknown): boolean =>
+  cause instanceof Error && cause.message.startsWith("Stream isn't writeable")
+
 // Only the first line of a Redis error, and not too much of it: enough to act on, nothing of what was sent.
 const describe = (cause: unknown): string => {
   const text = cause instanceof Error ? cause.message : String(cause)
@@ -300,8 +305,10 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       message: scopeClosed
         ? "the store was closed with the scope it was made in: provide it for as long as what uses it lives " +
           "(the client's or webhook handler's layer, or around the whole program)"
-        : client.status !== "ready"
-        ? `Redis is not connected: ${connectionError ?? state(client.status)}`
+        : client.status !== "ready" || lostStream(cause)
+        ? `Redis is not connected: ${
+          connectionError ?? (client.status === "ready" ? "the connection was lost" : state(client.status))
+        }`
         : describe(cause)
     })
     // A command given up on stays queued in the client, with what it holds, until Redis answers: a Redis that stopped
