@@ -974,6 +974,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.annotateLogs("error", reason)
       )
 
+    // Whether a failed refresh was warned of since the last token fetched: the next one fetched says the end of it.
+    let refreshWarned = false
+
     const tokenLost = (reason: string) =>
       Effect.logWarning(
         "effect-fin: the token refresh failed and the current token is no longer usable; " +
@@ -1044,10 +1047,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now, pause)), pending: Option.none() })
         // The token usable when the fetch began may have expired while it ran (a stalled token route, retried).
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
+          refreshWarned = true
           // Nor is one the service refused meanwhile (`invalidate`: an API call's 401): it is gone from the state.
           yield* now < usable.value.usableUntil && !isRefused(usable.value.token)
             ? refreshFailed(failedBy(exit.cause))
             : tokenLost(failedBy(exit.cause))
+        } else if (refreshWarned && Exit.isSuccess(exit)) {
+          refreshWarned = false
+          yield* Effect.logInfo("effect-fin: a token was fetched again after the failed refreshes warned of")
         }
         // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
         // first callers are told the wait kept (a `Retry-After` of two minutes is asked again after `maxRetryAfter`),

@@ -317,11 +317,16 @@ describe("TokenProvider", () => {
       const late = yield* Effect.fork(Effect.flip(FeeService.calculate(quoteRequest)))
       yield* advance(5_000)
       expect(yield* Fiber.join(late)).toMatchObject({ _tag: "ApiError", status: 503 })
-      // The service back: the next caller gets a new token.
+      // The service back: the next caller gets a new token, and the end of the warnings is said, once.
       down = false
       yield* FeeService.calculate(quoteRequest)
       const [last] = (yield* requestsTo("/v1/fee-calculation")).slice(-1)
       expect(last?.headers.authorization).toBe("Bearer token-2")
+      yield* advance(HOUR)
+      yield* FeeService.calculate(quoteRequest)
+      expect(log.lines.filter((line) => line.includes("fetched again"))).toEqual([
+        `INFO ["effect-fin: a token was fetched again after the failed refreshes warned of"] {}`
+      ])
     }).pipe(provideClient({ ...bothTokenRoutes(token), "POST /v1/fee-calculation": fee }), Effect.provide(log.layer))
   })
 
