@@ -903,10 +903,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         )
       // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next
       // try.
-      const goOnWith = (pair: Pair, now: number, pause?: number): Pair => ({
-        ...pair,
-        access: pauseRefresh(now, pause)(pair.access)
-      })
+      const goOnWith = (pair: Pair, now: number, pause?: number): Pair => {
+        const handed = { ...pair, access: pauseRefresh(now, pause)(pair.access) }
+        // No token fetched: not the end of the warnings (see `refreshWarned`).
+        handedOn.add(handed)
+        return handed
+      }
       const waitMillis = Duration.toMillis(store.waitInterval)
       // The stored pair, if still usable, made known to the callers waiting (see `storedDue`).
       const publish = (now: number) => {
@@ -969,19 +971,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         onSome: (error) => error._tag
       })
 
-    const refreshFailed = (reason: string) =>
-      Effect.logWarning("effect-fin: the token refresh failed; going on with the current token").pipe(
-        Effect.annotateLogs("error", reason)
-      )
-
     // Whether a failed refresh was warned of since the last token fetched: the next one fetched says the end of it.
     let refreshWarned = false
+    // Pairs handed on without a fetch (a stored pair gone on with after this process's refresh failed, or waited on):
+    // their fetch's settling is no token fetched again.
+    const handedOn = new WeakSet<Pair>()
 
-    const tokenLost = (reason: string) =>
-      Effect.logWarning(
-        "effect-fin: the token refresh failed and the current token is no longer usable; " +
-          "calls fail until a token is fetched"
-      ).pipe(Effect.annotateLogs("error", reason))
+    const refreshWarning = (message: string) => (reason: string) =>
+      Effect.logWarning(`effect-fin: the token refresh failed${message}`).pipe(
+        Effect.annotateLogs("error", reason),
+        Effect.zipLeft(Effect.sync(() => void (refreshWarned = true)))
+      )
+    const refreshFailed = refreshWarning("; going on with the current token")
+    const tokenLost = refreshWarning(
+      " and the current token is no longer usable; calls fail until a token is fetched"
+    )
 
     const pauseRefresh = (failedAt: number, pause = REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
@@ -1047,12 +1051,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now, pause)), pending: Option.none() })
         // The token usable when the fetch began may have expired while it ran (a stalled token route, retried).
         if (Option.isSome(usable) && Exit.isFailure(exit)) {
-          refreshWarned = true
           // Nor is one the service refused meanwhile (`invalidate`: an API call's 401): it is gone from the state.
           yield* now < usable.value.usableUntil && !isRefused(usable.value.token)
             ? refreshFailed(failedBy(exit.cause))
             : tokenLost(failedBy(exit.cause))
-        } else if (refreshWarned && Exit.isSuccess(exit)) {
+        } else if (refreshWarned && Exit.isSuccess(exit) && !handedOn.has(exit.value)) {
           refreshWarned = false
           yield* Effect.logInfo("effect-fin: a token was fetched again after the failed refreshes warned of")
         }

@@ -316,6 +316,69 @@ describe("TokenStore", () => {
       expect(requests).toBe(4)
     }))
 
+  // Its warning's end is said once a token is fetched, not when the stored pair is handed on (no token fetched then).
+  it.effect("a new process going on with the stored token after a failed refresh: its end said once fetched", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const tokens = FinTest.tokenHandler()
+      let down = true
+      const routes = yield* dueStoredPair(
+        store,
+        (request) => down ? FinTest.json(503, { message: "down" }) : tokens(request)
+      )
+      const log = captureLogs()
+      const levels = () => log.lines.map((line) => line.split(" ")[0])
+      yield* Effect.gen(function*() {
+        yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
+        expect(levels()).toEqual(["WARN"])
+        down = false
+        yield* advance(6_000)
+        yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest))
+        expect(yield* bearers).toEqual(["Bearer stored-token", "Bearer token-1"])
+      }).pipe(withStore(store, routes), Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.Info))
+      expect(levels()).toEqual(["WARN", "INFO"])
+    }))
+
+  // A process whose own refresh failed (warned), then going on with another process's stored pair after refreshing it
+  // failed too: that pair handed on is no token fetched, so the end is said only when one is.
+  it.effect("a stored pair handed on after a failed refresh is no end of the warnings; a token fetched is", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const tokens = FinTest.tokenHandler()
+      let down = false
+      const token: FinTest.Handler = (request) => down ? FinTest.json(503, { message: "down" }) : tokens(request)
+      const routes = {
+        "POST /v1/oauth/token": token,
+        "POST /v1/oauth/refresh-token": token,
+        "POST /v1/fee-calculation": fee
+      }
+      const log = captureLogs()
+      const levels = () => log.lines.map((line) => line.split(" ")[0])
+      const got = yield* Effect.gen(function*() {
+        const get = Effect.map(TokenProvider.get, Redacted.value)
+        const first = yield* get
+        down = true
+        yield* advance(59 * 60_000 + 1_000)
+        const goneOn = yield* FinTest.advanceUntilDone(get)
+        yield* advance(2 * 60_000)
+        const now = yield* Clock.currentTimeMillis
+        yield* seed(store, yield* key, {
+          accessToken: Redacted.make("stored-token"),
+          refreshAt: now - 1_000,
+          accessUsableUntil: now + 30_000,
+          refreshToken: Redacted.make("stored-refresh"),
+          refreshUsableUntil: now + 30_000
+        })
+        const handedOn = yield* FinTest.advanceUntilDone(get)
+        expect(levels()).toEqual(["WARN", "WARN"])
+        down = false
+        yield* advance(6_000)
+        return [first, goneOn, handedOn, yield* FinTest.advanceUntilDone(get)]
+      }).pipe(withStore(store, routes), Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.Info))
+      expect(got).toEqual(["token-1", "token-1", "stored-token", "token-2"])
+      expect(levels()).toEqual(["WARN", "WARN", "INFO"])
+    }))
+
   it.effect("waiting on another process's refresh, a new process goes on with the stored token rather than outlast it", () =>
     Effect.gen(function*() {
       // Another process holds the lock (for a minute, renewing it) while it refreshes; the stored token is usable 20 s
