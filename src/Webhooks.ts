@@ -2560,35 +2560,37 @@ const makeApp = <const H extends object>(
               // here: what it acquires is released before its event is marked handled or released (and its resource
               // freed), its claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release
               // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
-              // Once keepClaim gives up, the handler is interrupted, but its finalizers (a commit in a release) and
-              // uninterruptible regions still run: the claim is still renewed, as well as the store allows, until they
-              // end, so a redelivery does not claim the event and run beside them. Not when the claim was found gone.
-              : Effect.scoped(Effect.gen(function*() {
-                const lost = yield* Deferred.make<never, ClaimLost>()
-                yield* Effect.forkScoped(Effect.interruptible(
-                  keepClaim(store, event.id, referenceId, claim.token, sentAt).pipe(
-                    // Its defect too (a store's renew that dies): unobserved in this fiber, it would leave the handler
-                    // running on a claim no one renews.
-                    Effect.catchAllCause((cause) =>
-                      Effect.zipRight(
-                        Deferred.failCause(lost, cause),
-                        Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
-                          ? renewOnward(store, event.id, referenceId, claim.token)
-                          : Effect.void
-                      )
-                    )
+              // Once keepClaim gives up on a claim it could not renew, the handler is interrupted, but its finalizers
+              // (a commit in a release) and uninterruptible regions still run: renewOnward goes on renewing it, as far
+              // as the store answers, while the race waits for them, so a redelivery does not claim the event and run
+              // beside them (not when the claim was found gone). Forked only then: the common case is one race.
+              : Effect.suspend(() => {
+                let onward: Fiber.RuntimeFiber<void> | undefined
+                const keep = keepClaim(store, event.id, referenceId, claim.token, sentAt).pipe(
+                  Effect.tapErrorCause((cause) =>
+                    Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
+                      ? Effect.uninterruptible(Effect.map(
+                        // Interruptible: a fiber forked here would inherit the uninterruptible region.
+                        Effect.forkDaemon(Effect.interruptible(renewOnward(store, event.id, referenceId, claim.token))),
+                        (fiber) => {
+                          onward = fiber
+                        }
+                      ))
+                      : Effect.void
                   )
-                ))
-                return yield* Effect.raceFirst(
+                )
+                return Effect.raceFirst(
                   Effect.scoped(Effect.timeoutFail(
                     Effect.interruptible(Effect.suspend(() =>
                       userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
                     )),
                     { duration: handlerTimeout, onTimeout: timedOut }
                   )),
-                  Effect.interruptible(Deferred.await(lost))
+                  Effect.interruptible(keep)
+                ).pipe(
+                  Effect.ensuring(Effect.suspend(() => onward === undefined ? Effect.void : Fiber.interrupt(onward)))
                 )
-              }))
+              })
           )
           if (Exit.isFailure(exit)) {
             yield* releaseClaim
