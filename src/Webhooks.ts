@@ -2410,6 +2410,20 @@ const makeApp = <const H extends object>(
   const claimMargin = claimMillis / 10
   const unrenewed = "the claim on the event could not be renewed in time: the de-duplication store failed or was too slow"
 
+  // One renewal, its answer or failure; none (Option) when it took longer than `millis`. Guarded: a renewal of the
+  // user's store that interrupts itself is a failed one, tried again, not a lost claim.
+  const renewWithin = (
+    store: WebhookDedupeStoreService,
+    eventId: string,
+    referenceId: string,
+    token: string,
+    millis: number
+  ) =>
+    guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
+      Effect.either,
+      Effect.timeoutTo({ duration: millis, onSuccess: Option.some, onTimeout: Option.none })
+    )
+
   const keepClaim = (
     store: WebhookDedupeStoreService,
     eventId: string,
@@ -2427,11 +2441,7 @@ const makeApp = <const H extends object>(
         yield* Effect.sleep(wait)
         const sentAt = yield* Monotonic.millis
         if (sentAt >= stopAt) return yield* Effect.fail(new ClaimLost(unrenewed))
-        // Guarded: a renewal of the user's store that interrupts itself is a failed one, tried again, not a lost claim.
-        const renewed = yield* guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
-          Effect.either,
-          Effect.timeoutTo({ duration: stopAt - sentAt, onSuccess: Option.some, onTimeout: Option.none })
-        )
+        const renewed = yield* renewWithin(store, eventId, referenceId, token, stopAt - sentAt)
         if (Option.isNone(renewed)) return yield* Effect.fail(new ClaimLost(unrenewed))
         if (Either.isRight(renewed.value)) {
           if (!renewed.value.right) {
@@ -2462,14 +2472,8 @@ const makeApp = <const H extends object>(
         yield* Effect.sleep(pause)
         const sentAt = yield* Monotonic.millis
         if (sentAt >= lapsesAt) return
-        const renewed = yield* guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
-          Effect.either,
-          Effect.timeoutTo({
-            duration: Math.min(claimMillis / 3, lapsesAt - sentAt),
-            onSuccess: Option.some,
-            onTimeout: Option.none
-          })
-        )
+        const within = Math.min(claimMillis / 3, lapsesAt - sentAt)
+        const renewed = yield* renewWithin(store, eventId, referenceId, token, within)
         const ok = Option.isSome(renewed) && Either.isRight(renewed.value)
         if (ok && !renewed.value.right) return
         if (ok) lapsesAt = sentAt + claimMillis
