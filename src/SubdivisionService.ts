@@ -374,10 +374,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
           if (was !== undefined && (was.causes.has(cause) || was.causes.size >= MAX_CAUSES)) {
             return Effect.logDebug(message)
           }
-          // Only a failure judged "down" starts a cool-down (whose end tells the recovery); any other (a limit of the
-          // caller's own, an answer its retries would have absorbed) has its recovery told here.
-          // A failure judged "down" that the breaker did not count (a request sent before the last change) starts no
-          // cool-down either: where the breaker is closed, no cool-down's end will come to tell it.
+          // Only a failure judged "down" while the breaker is open starts or joins a cool-down, whose end tells the
+          // recovery; any other (a limit of the caller's own, an answer its retries would have absorbed, a request sent
+          // before the breaker's last change, which it does not count) has its recovery told here.
           const recovery = Duration.toMillis(configured) === 0 || judge(options)(error) !== "down" || !breaker.isOpen()
           if (was === undefined) warned.set(country, { causes: new Map([[cause, !recovery]]), recovery })
           else {
