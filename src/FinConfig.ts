@@ -28,14 +28,14 @@ import { version } from "./internal/version.js"
  */
 export interface Options {
   /**
-   * The account's client id (`FIN_CLIENT_ID`): sent only to the token route; no surrounding whitespace, no control
-   * characters, bidirectional overrides or lone surrogates.
+   * The account's client id (`FIN_CLIENT_ID`): sent only to the token route; no surrounding whitespace (a zero-width
+   * space included), no control characters, bidirectional overrides or lone surrogates.
    */
   readonly clientId: string
   /**
    * The account's client secret (`FIN_CLIENT_SECRET`): prefer `Redacted` (`Config.redacted`); a plain string is
-   * wrapped at once. Sent only to the token route, never logged; no whitespace or control character at either end
-   * (a trailing newline).
+   * wrapped at once. Sent only to the token route, never logged; no whitespace (a zero-width space included) or
+   * control character (DEL and C1 too) at either end (a trailing newline).
    */
   readonly clientSecret: Redacted.Redacted<string> | string
   /** Default `"sandbox"`. */
@@ -310,8 +310,8 @@ const checks = (options: Options): Checked => {
       clientId,
       "clientId",
       [() => typeof clientId === "string" && clientId.trim() !== "", "clientId must be a non-empty string"],
-      // Sent as is, a pasted space would only show as a 401 from the token call.
-      [() => clientId.trim() === clientId, "clientId must not start or end with whitespace"],
+      // Sent as is, a pasted space (or a zero-width one) would only show as a 401 from the token call.
+      [() => !Padded.isPadded(clientId), `clientId ${Padded.rule}`],
       // A lone surrogate is lost in UTF-8 (two such ids would share one token store key); a control character or a
       // bidi override in an id is a paste gone wrong, and would reach every log line that names the client.
       [

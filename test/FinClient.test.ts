@@ -156,8 +156,11 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, timeout: "soon" as FinConfig.DurationOption })).toContain("timeout")
       expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
-      expect(yield* configError({ ...base, clientId: " id" })).toContain("clientId must not start or end with whitespace")
-      for (const clientId of ["acct\ud800", "acct\r\nid", "acct\u0000", "acct\u202eid"]) {
+      // A zero-width space from a web page's copy, which trim keeps, is refused at either end as a blank is.
+      for (const clientId of [" id", "acct-id\u200b", "\u2060acct-id"]) {
+        expect(yield* configError({ ...base, clientId })).toContain("clientId must not start or end with whitespace")
+      }
+      for (const clientId of ["acct\ud800id", "acct\r\nid", "ac\u0000ct", "acct\u202eid"]) {
         expect(yield* configError({ ...base, clientId })).toContain(
           "clientId must hold no control characters, bidirectional overrides or lone surrogates"
         )
@@ -172,8 +175,18 @@ describe("FinConfig", () => {
       const padded = yield* configError({ ...base, clientSecret: Redacted.make("s3cr3t-value\n") })
       expect(padded).toContain("clientSecret must not start or end with whitespace")
       expect(padded).not.toContain("s3cr3t-value")
-      // What trim leaves, as a webhook secret is checked: a C string's NUL, another C0 control, NEL.
-      for (const clientSecret of ["s3cr3t-value\u0000", "\u001fs3cr3t-value", "s3cr3t-value\u0085"]) {
+      // What trim leaves, as a webhook secret is checked: a C string's NUL, another C0 control, DEL, a C1 control, NEL,
+      // a zero-width space.
+      for (
+        const clientSecret of [
+          "s3cr3t-value\u0000",
+          "\u001fs3cr3t-value",
+          "s3cr3t-value\u007f",
+          "\u0090s3cr3t-value",
+          "s3cr3t-value\u0085",
+          "s3cr3t-value\u200b"
+        ]
+      ) {
         const said = yield* configError({ ...base, clientSecret })
         expect(said).toContain("clientSecret must not start or end with whitespace or a control character")
       }

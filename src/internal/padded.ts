@@ -1,14 +1,15 @@
 /**
  * Whether a secret has whitespace around it: the one rule of `Webhooks` (which refuses such a secret), of the CLI
- * (which says so of `FIN_WEBHOOK_SECRET` before reading a body) and of `FinConfig`'s `clientSecret`.
+ * (which says so of `FIN_WEBHOOK_SECRET` before reading a body) and of `FinConfig`'s `clientId` and `clientSecret`.
  *
  * @internal
  */
 
-// What `String.prototype.trim` removes, and every other C0 control and NEL (U+0085) besides.
+// What `String.prototype.trim` removes, every other C0 control, DEL and the C1 controls (NEL among them), and the
+// zero-width characters a copy from a web page brings along unseen (U+200B-U+200D, U+2060) besides.
 const isSpace = (c: number): boolean =>
-  c <= 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 ||
-  c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  c <= 32 || (c >= 0x7f && c <= 0xa0) || c === 0x1680 || (c >= 0x2000 && c <= 0x200d) || c === 0x2028 ||
+  c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x2060 || c === 0x3000 || c === 0xfeff
 
 /**
  * How the messages that refuse such a secret say the rule (a control character is refused too, so "whitespace" alone
