@@ -1817,7 +1817,7 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    * process that dies mid-handler holds the event (409) and its resource (409 after `referenceWait`) for at most
    * this long, then the service's redelivery gets through. If a renewal finds the claim gone (it expired while the
    * store was unreachable, and maybe another delivery took it), the handler is interrupted and the delivery answered
-   * 500.
+   * 500 `{"outcome":"store_unavailable"}` (the store's failure, not the handler's).
    */
   readonly claimTtl?: FinConfig.DurationOption | undefined
   /**
@@ -1972,6 +1972,11 @@ interface Answer {
 // Why `keepClaim` stopped a running handler: the store's failure, not the handler's.
 class ClaimLost {
   constructor(readonly reason: string) {}
+}
+
+// A renewal that died (a driver's bug in a store of the user's): the store's defect, not the handler's failure.
+class RenewalDied {
+  constructor(readonly defect: unknown) {}
 }
 
 // A delivery answered 500 (its handler failed, the store is unavailable, no secret) ends its effect-fin span as
@@ -2581,7 +2586,8 @@ const makeApp = <const H extends object>(
                         }
                       ))
                       : Effect.void
-                  )
+                  ),
+                  Effect.catchAllDefect((defect) => Effect.fail(new RenewalDied(defect)))
                 )
                 return Effect.raceFirst(
                   Effect.scoped(Effect.timeoutFail(
@@ -2597,6 +2603,10 @@ const makeApp = <const H extends object>(
               })
           )
           if (Exit.isFailure(exit)) {
+            // A store that died renewing the claim is a defect of the store's, answered as its other defects are
+            // (500 from the platform, outcome defect; the claim released on the way out), not a failed handler.
+            const died = Cause.failureOption(exit.cause)
+            if (Option.isSome(died) && died.value instanceof RenewalDied) return yield* Effect.die(died.value.defect)
             yield* releaseClaim
             // Not "handler failed" when it never ran: the operator looks at the store, not at the handler's code.
             const lost = Option.filter(Cause.failureOption(exit.cause), (e): e is ClaimLost => e instanceof ClaimLost)
@@ -2609,7 +2619,8 @@ const makeApp = <const H extends object>(
               )
               : logFailure(exit.cause)
             yield* logged.pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
-            return yield* settleAs(500, "failed")
+            // Counted as the store's too: an alert on failed handlers must not fire for a store's outage.
+            return yield* settleAs(500, late || Option.isSome(lost) ? "store_unavailable" : "failed")
           }
           yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
           return yield* settleAs(200, stale ? "stale" : "handled")

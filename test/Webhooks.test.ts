@@ -2601,7 +2601,7 @@ describe("Webhooks.handler", () => {
         yield* pass(seconds)
         const answer = yield* Fiber.join(delivery)
         expect(answer.status).toBe(500)
-        expect(JSON.parse(answer.body)).toEqual({ outcome: "failed" })
+        expect(JSON.parse(answer.body)).toEqual({ outcome: "store_unavailable" })
         expect(interrupted).toBe(1)
       }
     }))
@@ -2634,7 +2634,7 @@ describe("Webhooks.handler", () => {
       partitioned = true
       yield* pass(27) // A stops its handler at 37 s, a tenth of claimTtl before the claim lapses
       const answer = yield* Fiber.join(first)
-      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "store_unavailable" }])
       expect(running).toBe(0)
       yield* pass(4) // 41 s: the claim has lapsed; the redelivery runs the handler, alone
       const second = yield* Effect.fork(send(b, yield* signedPost(currentBody)))
@@ -2713,7 +2713,7 @@ describe("Webhooks.handler", () => {
       // (waiting for the renewal as long as a claim lives would keep it running until 50 s, beside a redelivery).
       yield* pass(27)
       const answer = yield* answered(delivery)
-      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "store_unavailable" }])
       expect(interrupted).toBe(1)
     }))
 
@@ -2746,7 +2746,7 @@ describe("Webhooks.handler", () => {
       stall = 18_000
       yield* pass(10)
       const answer = yield* answered(delivery)
-      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "store_unavailable" }])
       expect(interrupted).toBe(1)
     }))
 
@@ -2826,20 +2826,28 @@ describe("Webhooks.handler", () => {
 
   // A renewal that dies (a driver's bug) stops the handler, as one that fails does: left unseen, the handler ran on
   // with no renewals, and a redelivery ran beside it once the claim lapsed. (No renewal follows a defect: a handler
-  // with a release longer than the claim may still have a redelivery beside that release.)
-  it.effect("a renewal that dies stops the handler, as one that fails does", () =>
+  // with a release longer than the claim may still have a redelivery beside that release.) It is the store's defect,
+  // answered and counted as its other defects are, not logged as the handler's failure.
+  it.effect("a renewal that dies stops the handler, as one that fails does, as the store's defect", () =>
     Effect.gen(function*() {
       const store: Webhooks.WebhookDedupeStoreService = {
         ...Webhooks.makeMemoryDedupeStore(),
         renew: () => Effect.dieMessage("renew bug")
       }
-      const { counts, deliver, first } = yield* claimRig(store, () => Effect.sleep("10 seconds"))
+      const { layer: capture, lines: logs } = captureLogs()
+      const before = yield* countedDeliveries
+      const { counts, deliver, first } = yield* Effect.provide(
+        claimRig(store, () => Effect.sleep("10 seconds")),
+        capture
+      )
       yield* moveClock(20, "200 millis")
       const second = yield* Effect.fork(deliver)
       yield* settle
       yield* moveClock(60, "200 millis")
-      const answers = [(yield* Fiber.join(first)).status, (yield* Fiber.join(second)).status]
-      expect([answers, counts.most]).toEqual([[500, 500], 1])
+      const answers = [yield* Fiber.join(first), yield* Fiber.join(second)].map((x) => `${x.status} ${x.body}`)
+      expect([answers, counts.most]).toEqual([["500 ", "500 "], 1])
+      expect(yield* deliveriesCountedSince(before)).toEqual(["outcome=defect: 2"])
+      expect(logs.filter((line) => line.includes("webhook handler failed"))).toEqual([])
     }))
 
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
@@ -3692,7 +3700,7 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
       expect({ runs, most, answers }).toEqual({
         runs: 1,
         most: 1,
-        answers: [`500 {"outcome":"failed"}`, `200 {"outcome":"handled"}`]
+        answers: [`500 {"outcome":"store_unavailable"}`, `200 {"outcome":"handled"}`]
       })
     }))
 
