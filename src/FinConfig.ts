@@ -143,7 +143,10 @@ export interface Resolved {
   readonly maxRetryAfter: Duration.Duration
   /** At most this many requests of the client's calls in flight at once; undefined: no limit. */
   readonly maxConcurrentRequests?: number | undefined
-  /** Percent of an operation's calls in the last 10 s allowed as retries, on top of 100; or `"unlimited"`. */
+  /**
+   * Percent of an operation's safe calls (those the client may retry) in the last 10 s allowed as retries, on top of
+   * 100; or `"unlimited"`.
+   */
   readonly retryBudget: number | "unlimited"
   /** Limit per attempt of a token call. */
   readonly tokenTimeout: Duration.Duration

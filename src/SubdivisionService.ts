@@ -61,8 +61,9 @@ export interface SubdivisionList extends Schema.Schema.Type<typeof SubdivisionLi
 /**
  * An entry of the API's list that `crossCheck` left out of the comparison, and why: a code that is not ISO 3166-2
  * (`malformed_code`, e.g. lower case), a code of another country (`other_country`), no name (`empty_name`), a name with
- * a control character that is no blank or a lone surrogate half (`unprintable_name`), or a code listed before
- * (`duplicate`; the first listing is the one compared). Exported, so an app's own declarations can name it.
+ * a control character that is no blank, a bidirectional override or isolate, or a lone surrogate half
+ * (`unprintable_name`), or a code listed before (`duplicate`; the first listing is the one compared). Exported, so an
+ * app's own declarations can name it.
  *
  * @since 0.1.0
  * @category models

@@ -2,8 +2,9 @@
  * Access tokens for the service's modified client-credential flow: issued with JSON credentials, cached, refreshed
  * `refreshMargin` before expiry (through the refresh token while it is valid), one request in flight however many
  * callers wait. Failures are not cached, but for the wait an answer asked for (its `Retry-After`, `maxRetryAfter` at
- * most) and refused credentials (a 401 on the issue route, held for a second whatever its `Retry-After`): until that
- * has passed, no token request is sent, and a caller without a usable token fails at once with it.
+ * most) and refused credentials (a 401, or another 4xx but 408 and 429, on the issue route: held for at least a second
+ * whatever `maxRetryAfter` says, longer when a 4xx other than 401 asked a longer `Retry-After`): until that has
+ * passed, no token request is sent, and a caller without a usable token fails at once with it.
  *
  * @since 0.1.0
  */

@@ -186,8 +186,8 @@ export const isEmptyDiff = (diff: EntriesDiff<unknown>): boolean =>
 /**
  * An entry of the API's list that is not compared, and why: a code that is not ISO 3166-2 (`malformed_code`, e.g.
  * lower case), a code of another country (`other_country`), no name (`empty_name`), a name with a control character
- * that is no blank or a lone surrogate half (`unprintable_name`), or a code listed before (`duplicate`; the first
- * listing is the one compared).
+ * that is no blank, a bidirectional override or isolate, or a lone surrogate half (`unprintable_name`), or a code
+ * listed before (`duplicate`; the first listing is the one compared).
  *
  * @internal
  */
