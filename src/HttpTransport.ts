@@ -37,6 +37,7 @@ import * as OptionNames from "./internal/optionNames.js"
 import * as Retry from "./internal/retry.js"
 import * as RetryBudget from "./internal/retryBudget.js"
 import * as Slots from "./internal/slots.js"
+import * as Spans from "./internal/spans.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -313,6 +314,9 @@ const queryString = (query: unknown): Either.Either<string, RequestValidationErr
   return Either.right(text === "" ? "" : `?${text}`)
 }
 
+// A query string (`?a=1&b=2`) with its values written REDACTED (`?a=REDACTED&b=REDACTED`).
+const keysOf = (query: string): string => query.replace(/=[^&]*/g, "=REDACTED")
+
 // What JSON would write as another value than the one given (see `changedInJson`); `this[key]` is the value before
 // its `toJSON`.
 function sameInJson(this: unknown, key: string, value: unknown) {
@@ -586,7 +590,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
       // Only what was checked goes into the span: a refused path may hold anything (personal data, a query, megabytes).
       const attributes: Record<string, string | number> = { ...server }
       if (METHODS.has(spec.method)) attributes["http.request.method"] = spec.method
-      if (pathValid) attributes["url.path"] = basePath + spec.path
+      if (pathValid) {
+        attributes["url.path"] = basePath + spec.path
+        // Which OpenTelemetry's HTTP client spans require; a checked baseUrl holds no credentials, query or fragment.
+        attributes["url.full"] = config.baseUrl + spec.path
+      }
       return Effect.gen(function*() {
         // Ended before anything is sent: counted and traced all the same, with no attempt (no latency either).
         const endedAs = (outcome: string) =>
@@ -607,6 +615,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           : yield* Effect.tapDefect(Effect.sync(() => encodedBody(spec.bodySchema!, spec.body)), () => endedAs("defect"))
         const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
+        // Its values written REDACTED, as OpenTelemetry has it for a URL's sensitive ones: any may be personal data.
+        if (pathValid && query !== "") yield* Spans.annotateOwn({ "url.full": config.baseUrl + spec.path + keysOf(query) })
         const operation = `${spec.method} ${spec.path}`
         const url = config.baseUrl + spec.path + query
         const decode = Http.decoderFor(spec.response)

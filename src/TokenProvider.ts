@@ -566,7 +566,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.withSpan("effect-fin.token", {
           kind: "client",
           captureStackTrace: false,
-          attributes: { "http.request.method": "POST", "url.path": basePath + path, ...server }
+          attributes: {
+            "http.request.method": "POST",
+            "url.path": basePath + path,
+            "url.full": config.baseUrl + path,
+            ...server
+          }
         })
       )
     }

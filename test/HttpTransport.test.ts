@@ -77,8 +77,8 @@ const outcomesOf = (operation: string) =>
     })
   )
 // The attributes of each recorded span named `name`, but for those the same on every span of a client or repeating
-// the outcome (`server.address`, `server.port`, `error.type`: each checked once, below).
-const shared = new Set(["server.address", "server.port", "error.type"])
+// the outcome (`server.address`, `server.port`, `url.full`, `error.type`: each checked once, below).
+const shared = new Set(["server.address", "server.port", "url.full", "error.type"])
 const attributesOf = (spans: ReadonlyArray<Tracer.Span>, name: string) =>
   spans.filter((span) => span.name === name).map((span) =>
     Object.fromEntries([...span.attributes].filter(([key]) => !shared.has(key)))
@@ -458,7 +458,38 @@ describe("HttpTransport", () => {
         expect(span?.attributes.get("server.address")).toBe("gw.example.com")
         expect(span?.attributes.get("server.port")).toBe(443)
       }
+      // url.full too, which they require: the request's URL as sent, the gateway's prefix included.
+      expect(["effect-fin.fee-calculation", "effect-fin.token"].map((name) =>
+        recorded.find((span) => span.name === name)?.attributes.get("url.full")
+      )).toEqual(["https://gw.example.com/payments/v1/fee-calculation", "https://gw.example.com/payments/v1/oauth/token"])
     }).pipe(provideClient({ [FEE]: () => ok }, { baseUrl: "https://gw.example.com/payments" })))
+
+  // A query's values may be personal data (an email, an account number): its keys only, as OpenTelemetry writes a
+  // URL's sensitive values. Not on a refused path's span, which may hold anything.
+  it.effect("url.full holds a query's keys with their values written REDACTED", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      yield* HttpTransport.request({
+        method: "GET",
+        path: "/v1/beneficiaries",
+        query: { email: "jane@example.com", "a&b": "1=2", skipped: undefined },
+        response: Schema.Unknown,
+        name: "search"
+      }).pipe(Effect.provide(tracing))
+      yield* Effect.flip(HttpTransport.request({
+        method: "GET",
+        path: "/v1/../admin",
+        query: { q: "x" },
+        response: Schema.Unknown,
+        name: "search"
+      })).pipe(Effect.provide(tracing))
+      expect((yield* spans).filter((span) => span.name === "effect-fin.search").map((span) =>
+        span.attributes.get("url.full")
+      )).toEqual(["https://gw.example.com/v1/beneficiaries?email=REDACTED&a%26b=REDACTED", undefined])
+      const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      expect(sent.filter((request) => request.method === "GET").map((request) => new URL(request.url).search))
+        .toEqual(["?email=jane%40example.com&a%26b=1%3D2"])
+    }).pipe(provideClient({ "GET /v1/beneficiaries": () => FinTest.json(200, {}) }, { baseUrl: "https://gw.example.com" })))
 
   it("server.address: an IPv6 literal without brackets; server.port: the scheme's default when none is given", () => {
     expect(serverAttributesOf("http://[::1]:8080")).toEqual({ "server.address": "::1", "server.port": 8080 })
