@@ -17,7 +17,6 @@ import { globalValue } from "effect/GlobalValue"
 import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
-import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -31,7 +30,7 @@ import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
 import * as Issues from "./internal/issues.js"
 import { memo } from "./internal/memo.js"
-import { retriesOf } from "./internal/metrics.js"
+import { durationBoundaries, retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as Retry from "./internal/retry.js"
@@ -450,11 +449,9 @@ const refusedRetries = Metric.counter("effect_fin_retries_refused_total", {
   description: "Retries that the client's retry budget refused, by operation",
   incremental: true
 })
-// 5 ms to 81.92 s (`count` includes the unbounded bucket): a call cut by the default 60 s deadline still lands in a
-// finite bucket.
 const latency = Metric.histogram(
   "effect_fin_request_duration_ms",
-  MetricBoundaries.exponential({ start: 5, factor: 2, count: 16 }),
+  durationBoundaries,
   "Duration of whole calls (retries included) in milliseconds, by operation and outcome"
 )
 

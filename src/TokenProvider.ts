@@ -36,7 +36,7 @@ import * as DeadlineAware from "./internal/deadlineAware.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
-import { retriesOf } from "./internal/metrics.js"
+import { durationBoundaries, retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Outage from "./internal/outage.js"
 import * as Retry from "./internal/retry.js"
@@ -229,6 +229,12 @@ const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
   description: "Token issue and refresh calls made by effect-fin",
   incremental: true
 })
+// A slow token route holds every call that needs a token: its own duration, as a call's is measured.
+const tokenLatency = Metric.histogram(
+  "effect_fin_token_request_duration_ms",
+  durationBoundaries,
+  "Duration of token calls (retries included) in milliseconds, by grant and outcome"
+)
 
 const toTokens = (pair: Pair): TokenStore.Tokens => ({
   accessToken: pair.access.token,
@@ -537,31 +543,33 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // Counted once per token call, after its retries (which `effect_fin_retries_total` counts), as
         // `effect_fin_requests_total` counts calls: a fetch that succeeded on its third attempt is one success, not
         // two failures and a success; one that died or was interrupted (in a retry wait, say, its attempts sent) is
-        // counted too, as "defect" or "interrupted".
-        Effect.onExit((exit) =>
-          Effect.zipRight(
-            Metric.increment(
-              Metric.taggedWithLabels(tokenRequests, [
+        // counted too, as "defect" or "interrupted". Timed as a call is, on monotonic time, from its first attempt.
+        (self) =>
+          Effect.flatMap(Monotonic.millis, (started) =>
+            Effect.onExit(self, (exit) => {
+              const labels = [
                 MetricLabel.make("grant", grant),
                 MetricLabel.make("outcome", Exit.isSuccess(exit) ? "success" : failedBy(exit.cause))
-              ])
-            ),
-            Exit.isSuccess(exit)
-              ? Http.annotateOutcome(attempt, "success", status)
-              : Option.match(Cause.failureOption(exit.cause), {
-                // A fetch that died (a platform client that threw) or was interrupted (the client closing) says so on
-                // its span, as a call's span does.
-                onNone: () =>
-                  Http.annotateOutcome(
-                    attempt,
-                    Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
-                    lastStatus()
-                  ),
-                onSome: (error) =>
-                  Http.annotateOutcome(attempt, error._tag, Http.statusOf(error) ?? lastStatus())
-              })
-          )
-        ),
+              ]
+              return Effect.all([
+                Metric.increment(Metric.taggedWithLabels(tokenRequests, labels)),
+                Effect.flatMap(Monotonic.millis, (ended) =>
+                  Metric.update(Metric.taggedWithLabels(tokenLatency, labels), ended - started)),
+                Exit.isSuccess(exit)
+                  ? Http.annotateOutcome(attempt, "success", status)
+                  : Option.match(Cause.failureOption(exit.cause), {
+                    // A fetch that died (a platform client that threw) or was interrupted (the client closing) says
+                    // so on its span, as a call's span does.
+                    onNone: () =>
+                      Http.annotateOutcome(
+                        attempt,
+                        Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
+                        lastStatus()
+                      ),
+                    onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error) ?? lastStatus())
+                  })
+              ], { discard: true })
+            })),
         // No code.stacktrace: it would point here, never at the user's code (and costs a stack trace per fetch).
         Effect.withSpan("effect-fin.token", {
           kind: "client",

@@ -8,6 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import type * as MetricState from "effect/MetricState"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -707,5 +709,34 @@ describe("token metrics", () => {
       )
       expect(turn).toBe(3)
       expect([(yield* tokenRequests("success")) - ok, (yield* tokenRequests("ApiError")) - failed]).toEqual([1, 0])
+    }))
+
+  // A slow token route holds every call that needs a token: timed once per token call, its retries' waits included.
+  it.effect("effect_fin_token_request_duration_ms times each token call, by grant and outcome, retries included", () =>
+    Effect.gen(function*() {
+      const timed = Effect.sync(() =>
+        Metric.unsafeSnapshot().flatMap((pair) => {
+          const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
+          const state = pair.metricState as MetricState.MetricState.Histogram
+          return pair.metricKey.name === "effect_fin_token_request_duration_ms" && tags.grant === "client_credentials"
+            ? [{ outcome: tags.outcome, count: state.count, sum: state.sum }]
+            : []
+        })
+      )
+      const before = yield* timed
+      const issue = FinTest.tokenHandler()
+      let turn = 0
+      yield* FinTest.advanceUntilDone(FeeService.calculate(quoteRequest)).pipe(
+        Effect.provide(FinTest.layerClient({
+          // The first answer asks a wait of 3 seconds: the token call lasts it, at least.
+          "POST /v1/oauth/token": (request) =>
+            ++turn === 1 ? FinTest.json(503, { message: "Service unavailable" }, { "retry-after": "3" }) : issue(request),
+          "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody)
+        }))
+      )
+      const after = (yield* timed).find((entry) => entry.outcome === "success")!
+      const was = before.find((entry) => entry.outcome === "success") ?? { count: 0, sum: 0 }
+      expect(after.count - was.count).toBe(1)
+      expect(after.sum - was.sum).toBeGreaterThanOrEqual(3000)
     }))
 })
