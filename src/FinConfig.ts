@@ -332,7 +332,8 @@ const checks = (options: Options): Checked => {
       // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
       // value), not as a 401 from the token call.
       [
-        // A C0 control or NEL too (a C string's NUL), as a webhook secret is checked: sent, it would only be a 401.
+        // A C0 control (a C string's NUL), DEL, a C1 control or a zero-width space too, as a webhook secret is checked:
+        // sent, it would only be a 401.
         () => typeof secret !== "string" || !Padded.isPadded(secret),
         `clientSecret ${Padded.rule}`
       ]

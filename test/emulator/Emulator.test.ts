@@ -1395,6 +1395,12 @@ describe("Emulator", () => {
             { clientId: "client\u202e" },
             { clientSecret: "secret\u0000" },
             { clientSecret: "\u0085secret" },
+            // A zero-width space, DEL or a C1 control at either end, as FinConfig refuses them.
+            { clientId: "client\u200b" },
+            { clientId: "\u2060client" },
+            { clientSecret: "secret\u007f" },
+            { webhookSecret: "\u200bwhsec" },
+            { webhookSecret: "whsec\u0090" },
             { webhookSecret: "whsec\n" },
             { webhookSecret: "\u0001whsec" },
             { webhookSecret: "whsec\u0085" }

@@ -148,7 +148,8 @@ export const HttpUrl = Schema.String.pipe(
   }, { message: () => "an absolute http(s) URL" })
 ).annotations({ title: "an absolute http(s) URL" })
 
-// As `Webhooks.sign` takes it (and a handler): its padding rule, a control character or NEL at either end too.
+// As `Webhooks.sign` takes it (and a handler): its padding rule, a control character (DEL, C1) or a zero-width space at
+// either end too.
 const WebhookSecret = Schema.NonEmptyString.pipe(
   Schema.filter((s) => !Padded.isPadded(s), {
     message: () => "a webhook secret without surrounding whitespace or control characters"
@@ -223,7 +224,7 @@ export const WebhookAdminBody = Schema.Struct({
 
 // As a client can send them: FinConfig's rules for each.
 const ClientId = Schema.NonEmptyString.pipe(
-  Schema.filter((s) => s.trim() === s && Printable.printable(s) === s, {
+  Schema.filter((s) => !Padded.isPadded(s) && Printable.printable(s) === s, {
     message: () =>
       "a client id without surrounding whitespace, control characters, bidirectional overrides or lone surrogates"
   })
