@@ -2575,9 +2575,12 @@ const makeApp = <const H extends object>(
               // beside them (not when the claim was found gone). Forked only then: the common case is one race.
               : Effect.suspend(() => {
                 let onward: Fiber.RuntimeFiber<void> | undefined
+                // Whether keepClaim stopped the handler (it ended first, failing or dying).
+                let stopped = false
                 const keep = keepClaim(store, event.id, referenceId, claim.token, sentAt).pipe(
-                  Effect.tapErrorCause((cause) =>
-                    Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
+                  Effect.tapErrorCause((cause) => {
+                    stopped = !Cause.isInterruptedOnly(cause)
+                    return Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
                       ? Effect.uninterruptible(Effect.map(
                         // Interruptible: a fiber forked here would inherit the uninterruptible region.
                         Effect.forkDaemon(Effect.interruptible(renewOnward(store, event.id, referenceId, claim.token))),
@@ -2586,7 +2589,7 @@ const makeApp = <const H extends object>(
                         }
                       ))
                       : Effect.void
-                  ),
+                  }),
                   Effect.catchAllDefect((defect) => Effect.fail(new RenewalDied(defect)))
                 )
                 return Effect.raceFirst(
@@ -2595,9 +2598,28 @@ const makeApp = <const H extends object>(
                       userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
                     )),
                     { duration: handlerTimeout, onTimeout: timedOut }
-                  )),
+                  )).pipe(
+                    // Stopped (its claim lost), its releases may still fail (a commit that dies): said, where the race
+                    // drops the loser's exit.
+                    Effect.onExit((exit) =>
+                      stopped && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
+                        ? logFailure(exit.cause).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
+                        : Effect.void
+                    )
+                  ),
                   Effect.interruptible(keep)
                 ).pipe(
+                  // A renewal that died in renewOnward is the store's defect too, as one in keepClaim is (not a claim
+                  // lost to an outage, and not left to a daemon fiber's Debug line).
+                  Effect.exit,
+                  Effect.flatMap((result) =>
+                    onward === undefined
+                      ? result
+                      : Effect.flatMap(Fiber.interrupt(onward), (ended) =>
+                        Exit.isFailure(ended) && Cause.isDie(ended.cause)
+                          ? Effect.fail(new RenewalDied(Cause.squash(ended.cause)))
+                          : result)
+                  ),
                   Effect.ensuring(Effect.suspend(() => onward === undefined ? Effect.void : Fiber.interrupt(onward)))
                 )
               })

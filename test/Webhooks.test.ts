@@ -2850,6 +2850,52 @@ describe("Webhooks.handler", () => {
       expect(logs.filter((line) => line.includes("webhook handler failed"))).toEqual([])
     }))
 
+  // Likewise once keepClaim gave up on an outage: a renewal that dies in renewOnward, while the handler's release
+  // runs, is the store's defect too, not a claim lost to an outage (nor a daemon fiber's Debug line).
+  it.effect("a renewal that dies after the claim was given up on is the store's defect too", () =>
+    Effect.gen(function*() {
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...Webhooks.makeMemoryDedupeStore(),
+        // Refused until keepClaim gives up (2.7 s into a 3 s claim), then dying.
+        renew: () =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            now < 2_690 ? Effect.fail(refused("renew")) : Effect.dieMessage("renew bug"))
+      }
+      const before = yield* countedDeliveries
+      const { first } = yield* claimRig(store, () => Effect.onInterrupt(Effect.never, () => Effect.sleep("5 seconds")))
+      yield* moveClock(100, "100 millis")
+      const answer = yield* Fiber.join(first)
+      expect(`${answer.status} ${answer.body}`).toBe("500 ")
+      expect(yield* deliveriesCountedSince(before)).toEqual(["outcome=defect: 1"])
+    }))
+
+  // The race drops the exit of a handler stopped for its claim: a release of its that then dies is logged all the same.
+  it.effect("a handler stopped for its claim whose release dies: the release's defect is logged", () =>
+    Effect.gen(function*() {
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...Webhooks.makeMemoryDedupeStore(),
+        renew: () => Effect.succeed(false)
+      }
+      const lines: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ cause, logLevel, message }) => {
+          lines.push(`${logLevel.label} ${String(message)} ${Cause.isEmpty(cause) ? "" : Cause.pretty(cause)}`)
+        })
+      )
+      const { first } = yield* Effect.provide(
+        claimRig(store, () =>
+          Effect.zipRight(Effect.addFinalizer(() => Effect.dieMessage("the commit in a release died")), Effect.never)),
+        capture
+      )
+      yield* moveClock(40, "100 millis")
+      const answer = yield* Fiber.join(first)
+      expect(`${answer.status} ${answer.body}`).toBe(`500 {"outcome":"store_unavailable"}`)
+      const failed = lines.filter((line) => line.startsWith("ERROR effect-fin: webhook handler failed"))
+      expect([failed.length, failed.every((line) => line.includes("the commit in a release died"))]).toEqual([1, true])
+      expect(lines.filter((line) => line.includes("webhook handler stopped")).length).toBe(1)
+    }))
+
   it.effect("a stuck claim expires after claimTtl; handled ids are forgotten after dedupeTtl", () =>
     Effect.gen(function*() {
       const store = Webhooks.makeMemoryDedupeStore()
