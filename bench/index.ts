@@ -1,7 +1,7 @@
 /**
  * Every benchmark of effect-fin in one run, one table, one report:
  *
- *   npm run bench          (bench/index.ts under bench/lib/loader.mjs; about 4 to 5 minutes on 2 cores)
+ *   npm run bench          (bench/index.ts under bench/lib/loader.mjs; about 5 to 6 minutes on 2 cores)
  *
  * 1. Client cost per fee quote (bench/clients.ts): raw undici and fetch, the bare platform clients, effect-fin's full
  *    stack on each, the lean UndiciHttpClient, and the full stack as it was before the optimisations, at concurrency
@@ -334,7 +334,8 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
         before === undefined ? "" : `, down from ${(before.value - bare.value).toFixed(0)} µs before the optimisations below`
       }.`,
       "  What is left is what the README's \"Behaviour you can rely on\" promises of every call: request validation",
-      "  (schema), the cached token, the retry boundary, one timer (one fiber) for the attempt's timeout and the",
+      "  (schema), the cached token, the retry boundary and the operation's retry budget (`retryBudget`, on by default",
+      "  for safe calls such as a quote), one timer (one fiber) for the attempt's timeout and the",
       "  call's deadline, the decode into `FeeQuote` (schema class, `DateTime`), the answer's check, the call's span (in",
       "  place of the platform's `http.client` span, whose end holds the request, credentials included) and two metrics.",
       "  The ablation below (\"What each piece of a call costs\") cuts each piece out in turn, a change of behaviour",
@@ -571,12 +572,14 @@ const main = async () => {
     "",
     "## Client cost per fee quote",
     "",
-    "Every client sends the same fee quote (same JSON body and headers) to the loopback server (bench/server.ts: plain",
-    "node:http in its own process; token and fee-calculation routes with the documented example response; keep-alive)",
+    "Every client sends the same fee quote (same JSON body and headers; the bare platform clients add their span's",
+    "`traceparent` and `b3`, which effect-fin sends only with `tracePropagation`) to the loopback server (bench/server.ts:",
+    "plain node:http in its own process; token and fee-calculation routes with the documented example response; keep-alive)",
     "and reads the answer as JSON. Raw clients: `undici.request` on its own Agent + `body.text()` + `JSON.parse`; global",
     "`fetch` + `response.json()`. Bare platform clients: `HttpClientRequest.post` + `bodyUnsafeJson` + `execute` +",
     "`response.json` (no schema, no retry, no timeout). effect-fin: `FinClient.layer` + `FeeService.calculate` (request",
-    "validation, cached token, retry policy, per-attempt timeout and deadline, decode into `FeeQuote`, span, metrics).",
+    "validation, cached token, retry policy and retry budget, per-attempt timeout and deadline, decode into `FeeQuote`,",
+    "the answer checked against the currencies and amount asked, span, metrics).",
     "Each case is warmed up, calibrated to about 200 ms per round, and measured over 11 rounds; every round runs every",
     "case in a rotating order. CPU per call: `process.cpuUsage()` of the client process (user + system, all its threads",
     "incl. GC; the server excluded) over the round, median of the rounds; ratios are medians of per-round ratios;",
@@ -651,9 +654,10 @@ const main = async () => {
     "4. **One step at the end** of a call for the span's outcome and the metrics (was `tapBoth` + `onExit` + `Effect.all`).",
     "5. **No fiber for the deadline** (fe328e1): the call's deadline was a timed fiber around the whole call; every wait",
     "   of the call is now cut at it instead: an attempt by its own timer (the deadline's when that comes first), the",
-    "   token step only when it has to wait (a token at hand needs no timer), the 401's invalidation; the retry policy's",
-    "   waits already ended before it. One fiber per call fewer: about 0.1x of the ratio to the bare client (0.05x to",
-    "   0.15x over five paired runs of 31 to 41 rounds, 2026-11-27); the limits are measured on monotonic time.",
+    "   token step only when it has to wait (a token at hand needs no timer), the 401's invalidation (and, since, the",
+    "   wait for a `maxConcurrentRequests` slot, by a timer and no fiber); the retry policy's waits already ended before",
+    "   it. One fiber per call fewer: about 0.1x of the ratio to the bare client (0.05x to 0.15x over five paired runs of",
+    "   31 to 41 rounds, 2026-11-27); the limits are measured on monotonic time.",
     "",
     "Schemas and decoders were already built once (`Http.decoderFor` caches per schema; the request validator and the",
     "token decoder are module constants); nothing else was rebuilt per call. The building blocks alone (asynchronous",

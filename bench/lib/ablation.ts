@@ -34,7 +34,7 @@ export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
     "(call) => call"
   ]],
   "the request's validation (FeeService schema)": [["FeeService.ts", "validate(request).pipe(", "Effect.succeed(request).pipe("]],
-  "the answer's check (currencies asked)": [["FeeService.ts", "check: asked(body),", ""]]
+  "the answer's check (currencies and amount asked)": [["FeeService.ts", "check: asked(body),", ""]]
 }
 
 /** The name of a cut's client in the tables. */

@@ -26,9 +26,13 @@ export const feeRequest: FeeService.FeeCalculationRequest = {
   source_amount: 3508679
 }
 
-/** The headers the raw and bare clients send: what effect-fin sends (content-type comes with the JSON body). */
+/**
+ * The headers the raw and bare clients send: what effect-fin sends (content-type comes with the JSON body;
+ * `accept-encoding: identity` since 93f9c20). The bare platform clients add their `http.client` span's trace headers.
+ */
 export const requestHeaders = (token: string): Record<string, string> => ({
   accept: "application/json",
+  "accept-encoding": "identity",
   "user-agent": "effect-fin/0.1.0",
   authorization: `Bearer ${token}`
 })
