@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Chaos from "../scripts/lib/chaos.js"
 import * as FinError from "../src/FinError.js"
@@ -8,6 +9,11 @@ const sum = (counts: Readonly<Record<string, number>>) => Object.values(counts).
 // The reduced chaos run of `npm test` (the full one is `npm run chaos`, which also judges its heap samples, taken after
 // full collections under --expose-gc; here they are only counted, the verdict tested below on recorded runs): every
 // other property of the full run, plus the secrets check over everything it logged, raised, traced and measured.
+// What a count of calls over their deadline is to be read with.
+const overDeadline = (report: Chaos.ChaosReport) =>
+  `longest call ${report.maxCallMillis} ms, deadline ${Duration.format(Duration.decode(report.options.deadline))}, ` +
+  `worst event-loop stall ${report.maxEventLoopDelayMillis} ms`
+
 describe("chaos (reduced)", () => {
   it.live("every call ends in success or a typed error, within the policy, leaving nothing open or secret", () =>
     Effect.gen(function*() {
@@ -40,7 +46,8 @@ describe("chaos (reduced)", () => {
       expect(report.sentMaxAttempts).toBeLessThanOrEqual(policy)
       expect(report.sentMaxAttempts).toBeGreaterThan(1)
       expect(report.callsSentMoreThanCounted).toBe(0)
-      expect(report.callsOverDeadline).toBe(0)
+      // Said with the longest call and the worst event-loop stall, should it fail: a loaded machine or a call cut late.
+      expect(report.callsOverDeadline, overDeadline(report)).toBe(0)
       // One token request per revoke or expire event at most (a refresh, and an issue when it was revoked too).
       expect(report.tokenRequests).toBeGreaterThan(0)
       expect(report.tokenRequests).toBeLessThanOrEqual(Chaos.tokenRequestLimit(report))
@@ -103,7 +110,8 @@ describe("chaos (reduced)", () => {
       // Calls did run into it (a retry after the first backoff and a stalled attempt end past 500 ms), and none
       // outlived it.
       expect(report.maxCallMillis).toBeGreaterThan(500)
-      expect(report.callsOverDeadline).toBe(0)
+      // Said with the longest call and the worst event-loop stall, should it fail: a loaded machine or a call cut late.
+      expect(report.callsOverDeadline, overDeadline(report)).toBe(0)
       expect([report.defects, report.interruptions, report.unhandledRejections, report.uncaughtExceptions]).toEqual([
         0,
         0,
