@@ -613,7 +613,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
         // Its values written REDACTED, as OpenTelemetry has it for a URL's sensitive ones: any may be personal data.
-        if (pathValid && query !== "") yield* Spans.annotateOwn({ "url.full": config.baseUrl + spec.path + keysOf(query) })
+        if (pathValid && query !== "") {
+          yield* Spans.annotateOwn({ "url.full": config.baseUrl + spec.path + keysOf(query) })
+        }
         const operation = `${spec.method} ${spec.path}`
         const url = config.baseUrl + spec.path + query
         const decode = Http.decoderFor(spec.response)

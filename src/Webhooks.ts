@@ -2603,14 +2603,14 @@ const makeApp = <const H extends object>(
                     // drops the loser's exit.
                     Effect.onExit((exit) =>
                       stopped && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
-                        ? logFailure(exit.cause).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
+                        ? Effect.annotateLogs(logFailure(exit.cause), { event_id: event.id, event_type: event.type })
                         : Effect.void
                     )
                   ),
                   Effect.interruptible(keep)
                 ).pipe(
-                  // A renewal that died in renewOnward is the store's defect too, as one in keepClaim is (not a claim
-                  // lost to an outage, and not left to a daemon fiber's Debug line).
+                  // A renewal that died in renewOnward is the store's defect too, as one in keepClaim is, not a claim
+                  // lost to an outage.
                   Effect.exit,
                   Effect.flatMap((result) =>
                     onward === undefined

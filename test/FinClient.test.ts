@@ -730,7 +730,9 @@ describe("token metrics", () => {
         Effect.provide(FinTest.layerClient({
           // The first answer asks a wait of 3 seconds: the token call lasts it, at least.
           "POST /v1/oauth/token": (request) =>
-            ++turn === 1 ? FinTest.json(503, { message: "Service unavailable" }, { "retry-after": "3" }) : issue(request),
+            ++turn === 1
+              ? FinTest.json(503, { message: "Service unavailable" }, { "retry-after": "3" })
+              : issue(request),
           "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody)
         }))
       )

@@ -461,7 +461,10 @@ describe("HttpTransport", () => {
       // url.full too, which they require: the request's URL as sent, the gateway's prefix included.
       expect(["effect-fin.fee-calculation", "effect-fin.token"].map((name) =>
         recorded.find((span) => span.name === name)?.attributes.get("url.full")
-      )).toEqual(["https://gw.example.com/payments/v1/fee-calculation", "https://gw.example.com/payments/v1/oauth/token"])
+      )).toEqual([
+        "https://gw.example.com/payments/v1/fee-calculation",
+        "https://gw.example.com/payments/v1/oauth/token"
+      ])
     }).pipe(provideClient({ [FEE]: () => ok }, { baseUrl: "https://gw.example.com/payments" })))
 
   // A query's values may be personal data (an email, an account number): its keys only, as OpenTelemetry writes a
@@ -489,7 +492,9 @@ describe("HttpTransport", () => {
       const sent = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       expect(sent.filter((request) => request.method === "GET").map((request) => new URL(request.url).search))
         .toEqual(["?email=jane%40example.com&a%26b=1%3D2"])
-    }).pipe(provideClient({ "GET /v1/beneficiaries": () => FinTest.json(200, {}) }, { baseUrl: "https://gw.example.com" })))
+    }).pipe(
+      provideClient({ "GET /v1/beneficiaries": () => FinTest.json(200, {}) }, { baseUrl: "https://gw.example.com" })
+    ))
 
   it("server.address: an IPv6 literal without brackets; server.port: the scheme's default when none is given", () => {
     expect(serverAttributesOf("http://[::1]:8080")).toEqual({ "server.address": "::1", "server.port": 8080 })
