@@ -712,7 +712,8 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
 
 /**
  * An in-memory `HttpClient` answering from `routes` (or one handler for everything), plus `InMemoryHttp` to read
- * what was sent.
+ * what was sent. Every request sent is kept, with no limit, for as long as the layer lives (`clear` forgets them): a
+ * test's client, not one for a soak or a benchmark of millions of calls.
  *
  * @since 0.1.0
  * @category layers

@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -162,9 +163,10 @@ export const keyFor = (
 /**
  * A store in memory: for one process, where `TokenProvider`'s own single flight already makes one fetch at a time.
  * Its lock is real (with an expiry, on monotonic time: a wall clock stepped forward must not free a held lock), so
- * clients sharing one store in a process also fetch one at a time. Throws
- * `IllegalArgumentException` when `lockTtl` is not a finite duration above zero and at most 24 days, or an option is
- * none (`lockttl`).
+ * clients sharing one store in a process also fetch one at a time. A pair neither of whose tokens is of use any more is
+ * dropped as the store grows, as the Redis store lets it expire (a store shared by many accounts keeps the live ones).
+ * Throws `IllegalArgumentException` when `lockTtl` is not a finite duration above zero and at most 24 days, or an
+ * option is none (`lockttl`).
  *
  * @since 0.1.0
  * @category constructors
@@ -185,6 +187,16 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
   const locks = new Map<string, { readonly owner: string; readonly until: number }>()
   const failures = new Map<string, Failure & { readonly until: number }>()
   let owners = 0
+  // As the Redis store's PEXPIRE: a pair is kept while either token is of use, then dropped (a store shared by many
+  // accounts, or by secrets rotated away, must not keep every dead pair). Swept when the map has doubled since.
+  const usefulUntil = (t: Tokens) => Math.max(t.refreshAt, t.accessUsableUntil ?? 0, t.refreshUsableUntil ?? 0)
+  let sweepAt = 64
+  const sweep = (wall: number, monotonic: number) => {
+    if (pairs.size < sweepAt) return
+    for (const [key, tokens] of pairs) if (usefulUntil(tokens) <= wall) pairs.delete(key)
+    for (const [key, failure] of failures) if (failure.until <= monotonic) failures.delete(key)
+    sweepAt = Math.max(64, pairs.size * 2)
+  }
   const holder = (key: string, now: number) => {
     const held = locks.get(key)
     return held !== undefined && held.until > now ? held.owner : undefined
@@ -193,7 +205,9 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
     Effect.map(Monotonic.millis, (now) => holder(key, now) === owner ? f(now) : otherwise)
   return BoundedStore.bounded({
     get: (key) => Effect.sync(() => Option.fromNullable(pairs.get(key))),
-    set: (key, tokens, owner) => ifOwner(key, owner, () => (pairs.set(key, tokens), true), false),
+    set: (key, tokens, owner) =>
+      Effect.flatMap(Clock.currentTimeMillis, (wall) =>
+        ifOwner(key, owner, (now) => (pairs.set(key, tokens), sweep(wall, now), true), false)),
     clear: (key, accessToken) =>
       Effect.sync(() => {
         const stored = pairs.get(key)

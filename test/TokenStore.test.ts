@@ -174,6 +174,32 @@ describe("TokenStore", () => {
       })
     ))
 
+  // As the Redis store's expiry: a store shared by many accounts, or by secrets rotated away, must not keep every pair
+  // it was ever given. One neither of whose tokens is of use any more is dropped (swept as the store grows).
+  it.effect("the memory store drops a pair once neither of its tokens is of use", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory()
+      const life = { refreshAt: 60_000, accessUsableUntil: 90_000 }
+      yield* seed(store, "dead", {
+        accessToken: Redacted.make("a"),
+        ...life,
+        refreshToken: Redacted.make("r"),
+        refreshUsableUntil: 120_000
+      })
+      yield* seed(store, "refreshable", {
+        accessToken: Redacted.make("a"),
+        ...life,
+        refreshToken: Redacted.make("r"),
+        refreshUsableUntil: 7_200_000
+      })
+      yield* TestClock.adjust("1 hour")
+      for (let i = 0; i < 200; i++) {
+        yield* seed(store, `tenant-${i}`, { accessToken: Redacted.make("a"), refreshAt: 3_600_000 + 60_000 })
+      }
+      const kept = yield* Effect.all(["dead", "refreshable", "tenant-0"].map((key) => store.get(key)))
+      expect(kept.map(Option.isSome)).toEqual([false, true, true])
+    }))
+
   it.effect("a valid pair in the store is used without a token request", () =>
     Effect.gen(function*() {
       const store = TokenStore.makeMemory()
