@@ -241,6 +241,8 @@ describe("effect-fin (offline commands)", () => {
       [["--log-level", "info", "subdivisions", "BRA", "--search"], "--search", "subdivisions"],
       [["subdivisions", "BRA", "--search", "--offline"], "--search", "subdivisions"],
       [["quote", "--from", "USD", "--log-level"], "--log-level", "quote"],
+      // Followed by an option of the command: no level given, not a level "--json".
+      [["subdivisions", "USA", "--log-level", "--json"], "--log-level", "subdivisions"],
       // `--help` as a value is none (the parser took it as the currency).
       [["quote", "--from", "--help"], "--from", "quote"]
     ] as const

@@ -788,6 +788,9 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
   if (args.some((arg) => arg === "--wizard" || arg.startsWith("--wizard=")) && process.stdin.isTTY !== true) {
     return usageError("effect-fin: --wizard asks its questions on a terminal, and standard input is none")
   }
+  // First: `--log-level --json` is a level not given, not a level "--json".
+  const missing = valueless(args)
+  if (missing !== undefined) return usageError(missing)
   // @effect/cli answers a log level it does not know (`--log-level verbose`, `--log-level Debug`) with "Received
   // unknown argument: '--log-level'", as if the option did not exist: the value is named here, with the levels it takes.
   const badLevel = logLevelValues(args).find((level) => !logLevels.includes(level))
@@ -796,8 +799,6 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       `effect-fin: --log-level: expected one of ${logLevels.join(", ")} (lower case), got ${JSON.stringify(badLevel)}`
     ))
   }
-  const missing = valueless(args)
-  if (missing !== undefined) return usageError(missing)
   // An argument holding an escape character is shown escaped wherever it is quoted; one that is a colour code the
   // parser uses too would take the parser's own codes with it, so such a run prints no colour at all.
   const colour = (stream: { readonly isTTY?: boolean | undefined }) =>
