@@ -191,11 +191,20 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
   // accounts, or by secrets rotated away, must not keep every dead pair). Swept when the map has doubled since.
   const usefulUntil = (t: Tokens) => Math.max(t.refreshAt, t.accessUsableUntil ?? 0, t.refreshUsableUntil ?? 0)
   let sweepAt = 64
-  const sweep = (wall: number, monotonic: number) => {
+  // Not the pair just written, which its writer may read back (the Redis store keeps one at least a second).
+  const sweep = (wall: number, written: string) => {
     if (pairs.size < sweepAt) return
-    for (const [key, tokens] of pairs) if (usefulUntil(tokens) <= wall) pairs.delete(key)
-    for (const [key, failure] of failures) if (failure.until <= monotonic) failures.delete(key)
+    for (const [key, tokens] of pairs) if (key !== written && usefulUntil(tokens) <= wall) pairs.delete(key)
     sweepAt = Math.max(64, pairs.size * 2)
+  }
+  // Failure records and locks expire on their own (as Redis's PX does): swept by their own count, since keys whose
+  // fetch always fails (refused credentials) record failures without ever storing a pair.
+  let sweepExpiringAt = 64
+  const sweepExpiring = (monotonic: number) => {
+    if (failures.size + locks.size < sweepExpiringAt) return
+    for (const [key, failure] of failures) if (failure.until <= monotonic) failures.delete(key)
+    for (const [key, held] of locks) if (held.until <= monotonic) locks.delete(key)
+    sweepExpiringAt = Math.max(64, (failures.size + locks.size) * 2)
   }
   const holder = (key: string, now: number) => {
     const held = locks.get(key)
@@ -207,7 +216,7 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
     get: (key) => Effect.sync(() => Option.fromNullable(pairs.get(key))),
     set: (key, tokens, owner) =>
       Effect.flatMap(Clock.currentTimeMillis, (wall) =>
-        ifOwner(key, owner, (now) => (pairs.set(key, tokens), sweep(wall, now), true), false)),
+        ifOwner(key, owner, () => (pairs.set(key, tokens), sweep(wall, key), true), false)),
     clear: (key, accessToken) =>
       Effect.sync(() => {
         const stored = pairs.get(key)
@@ -217,6 +226,7 @@ export const makeMemory = (options: { readonly lockTtl?: FinConfig.DurationOptio
       Effect.map(Monotonic.millis, (now): Lock => {
         const held = holder(key, now)
         if (held !== undefined) return { _tag: "Held", owner: held }
+        sweepExpiring(now)
         const owner = String(++owners)
         locks.set(key, { owner, until: now + Duration.toMillis(lockTtl) })
         return { _tag: "Acquired", owner }
