@@ -149,13 +149,14 @@ const canFallBack = Retry.isOutage
 
 // A failure's cause, to say it once: its tag and the status, code or kind it carries (a 503 and a proxy's page are two
 // causes; the same 503 answered to every lookup is one). An ApiError's code is the service's own text (up to 1,024
-// characters): escaped and cut, as its message is, since the recovery line names the cause.
+// characters, its control characters escaped): cut again here, since the recovery line names the cause.
 const causeOf = (error: FinError): string =>
   [
     error._tag,
     "status" in error ? error.status : undefined,
     "code" in error && error.code !== undefined
-      ? Array.from(Printable.printable(String(error.code))).slice(0, 64).join("")
+      // Cut on whole characters, then without a `\uXXXX` escape cut in half (the code arrives escaped already).
+      ? Array.from(Printable.printable(String(error.code))).slice(0, 64).join("").replace(/\\(u[0-9a-f]{0,3})?$/, "")
       : undefined,
     "kind" in error ? error.kind : undefined
   ].filter((part) => part !== undefined).join(" ")

@@ -166,6 +166,24 @@ describe("SubdivisionService", () => {
         })
     }, { subdivisionFallbackCooldown: "0 seconds" })))
 
+  // The service's code arrives escaped already (a control character as `\u001b`): cut at 64 characters for the
+  // recovery line, it must not end in half an escape (`\u`).
+  it.effect("fallback: the recovery line names the cause with its code cut on whole escapes", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      yield* Effect.gen(function*() {
+        expect((yield* list("USA")).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("api")
+      }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
+      const recovery = lines.find((line) => line.includes("answers for USA again"))
+      expect(recovery).toContain(`(it failed with ApiError 503 ${"A".repeat(62)})`)
+    }).pipe(withMode("fallback", {
+      [ROUTE]: FinTest.sequence(
+        FinTest.json(503, { error: { message: "down", code: `${"A".repeat(62)}\u001b[2J` } }),
+        FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
+      )
+    }, { subdivisionFallbackCooldown: "0 seconds", maxRetries: 0 })))
+
   for (const status of [401, 403, 404, 422, 429]) {
     it.effect(`fallback: never on ${status}`, () =>
       Effect.gen(function*() {
