@@ -178,7 +178,7 @@ describe("FinConfig", () => {
       expect(padded).toContain("clientSecret must not start or end with whitespace")
       expect(padded).not.toContain("s3cr3t-value")
       // What trim leaves, as a webhook secret is checked: a C string's NUL, another C0 control, DEL, a C1 control, NEL,
-      // a zero-width space, a soft hyphen, a direction mark.
+      // a zero-width space, a soft hyphen, a direction mark or embedding.
       for (
         const clientSecret of [
           "s3cr3t-value\u0000",
@@ -188,7 +188,9 @@ describe("FinConfig", () => {
           "s3cr3t-value\u0085",
           "s3cr3t-value\u200b",
           "s3cr3t-value\u00ad",
-          "\u200fs3cr3t-value"
+          "\u200fs3cr3t-value",
+          "\u202as3cr3t-value",
+          "s3cr3t-value\u061c"
         ]
       ) {
         const said = yield* configError({ ...base, clientSecret })
