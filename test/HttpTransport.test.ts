@@ -236,6 +236,26 @@ describe("HttpTransport", () => {
       )
     })))
 
+  // A 401's head says the token was refused before anything was done; its body is not needed. Lost, it was a
+  // TransportError "the service may have got the request", with no refresh: sent as a 401 read whole.
+  it.effect("a 401 whose body is lost is a 401: the token is refreshed and an unsafe call resent once", () =>
+    Effect.gen(function*() {
+      const pay = HttpTransport.request({ method: "POST", path: "/v1/payments", body: { amount: 1 }, response: Schema.Void })
+      const payments = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/payments"))
+      yield* pay
+      expect(yield* payments).toBe(2)
+      const error = yield* Effect.flip(pay)
+      expect(error).toMatchObject({ _tag: "AuthenticationError", status: 401, attempts: 2 })
+      expect(yield* payments).toBe(4)
+    }).pipe(provideClient({
+      "POST /v1/payments": FinTest.sequence(
+        FinTest.failBody("ECONNRESET", 401),
+        FinTest.text(204, ""),
+        FinTest.failBody("ECONNRESET", 401),
+        FinTest.failBody("ECONNRESET", 401)
+      )
+    })))
+
   it.effect("a body over 4 MiB is cut off: a 200 fails, not retried; an error status keeps its meaning", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)

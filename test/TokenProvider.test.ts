@@ -950,6 +950,14 @@ describe("TokenProvider", () => {
       expect(yield* count("POST /v1/oauth/token")).toBe(1)
     }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(401, { message: "Authentication failed" }) })))
 
+  // Its head came, its body was lost: still the credentials refused, not a transport failure retried three times.
+  it.effect("401 from the issue call whose body is lost is AuthenticationError too, not retried", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(getToken)
+      expect(error).toMatchObject({ _tag: "AuthenticationError", status: 401 })
+      expect(yield* count("POST /v1/oauth/token")).toBe(1)
+    }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.failBody("ECONNRESET", 401) })))
+
   // A revoked secret, against a service that may lock credentials out after failed attempts: each call in the second
   // after a refusal fails with that answer and sends nothing; the service is asked again once it has passed, and a
   // token it then issues ends the hold.

@@ -994,7 +994,16 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         redirected: followedRedirect(response)
       }))
     }),
-    Effect.catchAll((error) => transportFailure(error, spec)),
+    // A 401 whose body was lost is still the service refusing the token (its head says so, and its body is not
+    // needed): an AuthenticationError, so that the token is refreshed and the call resent once, as for one read whole.
+    Effect.catchAll((error) =>
+      error._tag === "ResponseError" && error.response.status === 401
+        ? Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => Effect.fail(statusError(spec, 401, error.response.headers, "", now))
+        )
+        : transportFailure(error, spec)
+    ),
     // A client that turns its failures into defects (`Effect.orDie` in a user's wrapper) would end the call in a
     // defect holding the request, secret body and all: it is the transport failure it was.
     Effect.catchAllDefect((defect) =>
