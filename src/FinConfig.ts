@@ -313,14 +313,15 @@ const checks = (options: Options): Checked => {
       clientId,
       "clientId",
       [() => typeof clientId === "string" && clientId.trim() !== "", "clientId must be a non-empty string"],
-      // Sent as is, a pasted space (or a zero-width one) would only show as a 401 from the token call.
-      [() => !Padded.isPadded(clientId), `clientId ${Padded.rule}`],
       // A lone surrogate is lost in UTF-8 (two such ids would share one token store key); a control character or a
-      // bidi override in an id is a paste gone wrong, and would reach every log line that names the client.
+      // bidi override in an id is a paste gone wrong, and would reach every log line that names the client. First:
+      // a bidi override or isolate at either end is one too, not "whitespace or a control character".
       [
         () => Printable.printable(clientId) === clientId,
         "clientId must hold no control characters, bidirectional overrides or lone surrogates"
-      ]
+      ],
+      // Sent as is, a pasted space (or a zero-width one) would only show as a 401 from the token call.
+      [() => !Padded.isPadded(clientId), `clientId ${Padded.rule}`]
     ),
     clientSecret: checked(
       clientSecret,

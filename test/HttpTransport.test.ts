@@ -240,7 +240,12 @@ describe("HttpTransport", () => {
   // TransportError "the service may have got the request", with no refresh: sent as a 401 read whole.
   it.effect("a 401 whose body is lost is a 401: the token is refreshed and an unsafe call resent once", () =>
     Effect.gen(function*() {
-      const pay = HttpTransport.request({ method: "POST", path: "/v1/payments", body: { amount: 1 }, response: Schema.Void })
+      const pay = HttpTransport.request({
+        method: "POST",
+        path: "/v1/payments",
+        body: { amount: 1 },
+        response: Schema.Void
+      })
       const payments = Effect.flatMap(FinTest.InMemoryHttp, (http) => http.count("POST /v1/payments"))
       yield* pay
       expect(yield* payments).toBe(2)
