@@ -315,7 +315,7 @@ const checks = (options: Options): Checked => {
       [() => typeof clientId === "string" && clientId.trim() !== "", "clientId must be a non-empty string"],
       // A lone surrogate is lost in UTF-8 (two such ids would share one token store key); a control character or a
       // bidi override in an id is a paste gone wrong, and would reach every log line that names the client. First:
-      // a bidi override or isolate at either end is one too, not "whitespace or a control character".
+      // a bidi override or isolate at either end is one too, not as padding.
       [
         () => Printable.printable(clientId) === clientId,
         "clientId must hold no control characters, bidirectional overrides or lone surrogates"

@@ -239,7 +239,8 @@ export type Secret = Redacted.Redacted<string> | string
 export type Secrets = Secret | ReadonlyArray<Secret>
 
 const paddedMessage =
-  "holds a webhook secret that starts or ends with whitespace or a control character (a trailing newline, say)"
+  "holds a webhook secret that starts or ends with whitespace, a control character or an invisible formatting one " +
+    "(a trailing newline, say)"
 
 const checkEnvironment = (where: Where, environment: unknown): void => {
   if (environment !== undefined && environment !== "sandbox" && environment !== "production") {
@@ -1274,7 +1275,7 @@ const verifyDecoded = (
  * Dies with `IllegalArgumentException` (a defect: the program's mistake, not the delivery's) when `maxAge` is not a
  * duration greater than zero and finite (an infinite one would silently switch the check off), `environment` is
  * neither `"sandbox"` nor `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them).
- * A secret with whitespace or a control character at either end, or one that is not text, fails the call
+ * A secret with whitespace, a control or an invisible formatting character at either end, or one that is not text, fails the call
  * (`no_secret`).
  *
  * @since 0.1.0
@@ -2206,7 +2207,7 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is zero (but `referenceWait`,
  * which may be), negative, NaN, infinite or not a duration, a `maxBodySize` that is no whole number, a
  * `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never fires), `secrets`
- * with no non-empty secret, one with whitespace or a control character at either end or one that is not text, an
+ * with no non-empty secret, one with whitespace, a control or an invisible formatting character at either end or one that is not text, an
  * `environment` other than `"sandbox"` and `"production"`, a `deliverStale` that is not a boolean (`"true"` from
  * configuration), a key that is no option (`maxBodysize`).
  *

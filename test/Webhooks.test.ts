@@ -184,8 +184,8 @@ for (const [name, cryptoLayer] of cryptoLayers) {
         // verify would refuse it (no_secret): its signatures would test nothing.
         expect(yield* defect(Webhooks.sign(currentBody, "whsec_x\n"))).toEqual(
           Option.some(
-            "effect-fin: a webhook secret must not start or end with whitespace or a control character" +
-              " (a trailing newline, say)"
+            "effect-fin: a webhook secret must not start or end with whitespace, a control character or an invisible " +
+              "formatting one (a trailing newline, say)"
           )
         )
         expect(yield* defect(Webhooks.sign(currentBody, secret, "md5" as Webhooks.Algorithm)))
@@ -2311,8 +2311,8 @@ describe("Webhooks.handler", () => {
     for (const secrets of ["whsec_x\n", [secretValue, " whsec_y"], Redacted.make("whsec_x\r\n"), "\u0001whsec_x"]) {
       refused(
         { secrets },
-        "secrets holds a webhook secret that starts or ends with whitespace or a control character" +
-          " (a trailing newline, say)"
+        "secrets holds a webhook secret that starts or ends with whitespace, a control character or an invisible " +
+          "formatting one (a trailing newline, say)"
       )
     }
     // From untyped configuration (an unset variable, a number), or wiped: said as such, not an error from deep inside.

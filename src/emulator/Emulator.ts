@@ -274,7 +274,7 @@ export interface Options {
   /** The accepted client id (refused where `FinConfig` refuses one: surrounding whitespace, control characters,
    * bidirectional overrides, lone surrogates); default `emulator-client`. */
   readonly clientId?: string | undefined
-  /** The accepted client secret (no whitespace or control character at either end, as `FinConfig`); default
+  /** The accepted client secret (no whitespace, control or invisible formatting character at either end, as `FinConfig`); default
    * `emulator-secret`. */
   readonly clientSecret?: string | undefined
   /**

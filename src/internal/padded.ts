@@ -19,7 +19,8 @@ const isSpace = (c: number): boolean =>
  * How the messages that refuse such a secret say the rule (a control character is refused too, so "whitespace" alone
  * would send a user looking for a space that is not there).
  */
-export const rule = "must not start or end with whitespace or a control character (a trailing newline, say)"
+export const rule =
+  "must not start or end with whitespace, a control character or an invisible formatting one (a trailing newline, say)"
 
 /** Two character codes, not a trim: this is on every verification. */
 export const isPadded = (value: string): boolean =>

@@ -152,7 +152,7 @@ export const HttpUrl = Schema.String.pipe(
 // either end too.
 const WebhookSecret = Schema.NonEmptyString.pipe(
   Schema.filter((s) => !Padded.isPadded(s), {
-    message: () => "a webhook secret without surrounding whitespace or control characters"
+    message: () => "a webhook secret without whitespace, a control or an invisible formatting character at either end"
   })
 )
 
@@ -231,7 +231,7 @@ const ClientId = Schema.NonEmptyString.pipe(
 )
 const ClientSecret = Schema.NonEmptyString.pipe(
   Schema.filter((s) => !Padded.isPadded(s), {
-    message: () => "a client secret without whitespace or a control character at either end"
+    message: () => "a client secret without whitespace, a control or an invisible formatting character at either end"
   })
 )
 
