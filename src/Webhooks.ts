@@ -1275,8 +1275,8 @@ const verifyDecoded = (
  * Dies with `IllegalArgumentException` (a defect: the program's mistake, not the delivery's) when `maxAge` is not a
  * duration greater than zero and finite (an infinite one would silently switch the check off), `environment` is
  * neither `"sandbox"` nor `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them).
- * A secret with whitespace, a control or an invisible formatting character at either end, or one that is not text, fails the call
- * (`no_secret`).
+ * A secret with whitespace, a control or an invisible formatting character at either end, or one that is not text,
+ * fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification
@@ -2207,9 +2207,9 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * Throws `IllegalArgumentException` when an option is invalid: a size or duration that is zero (but `referenceWait`,
  * which may be), negative, NaN, infinite or not a duration, a `maxBodySize` that is no whole number, a
  * `handlerTimeout`, `bodyTimeout` or `referenceWait` over 24 days (past 2^31 - 1 ms a timer never fires), `secrets`
- * with no non-empty secret, one with whitespace, a control or an invisible formatting character at either end or one that is not text, an
- * `environment` other than `"sandbox"` and `"production"`, a `deliverStale` that is not a boolean (`"true"` from
- * configuration), a key that is no option (`maxBodysize`).
+ * with no non-empty secret, one with whitespace, a control or an invisible formatting character at either end or one
+ * that is not text, an `environment` other than `"sandbox"` and `"production"`, a `deliverStale` that is not a boolean
+ * (`"true"` from configuration), a key that is no option (`maxBodysize`).
  *
  * @since 0.1.0
  * @category handler

@@ -195,7 +195,9 @@ describe("FinConfig", () => {
         ]
       ) {
         const said = yield* configError({ ...base, clientSecret })
-        expect(said).toContain("clientSecret must not start or end with whitespace, a control character or an invisible formatting one")
+        expect(said).toContain(
+          "clientSecret must not start or end with whitespace, a control character or an invisible formatting one"
+        )
       }
       expect(yield* configError({ ...base, environment: "prod" as FinConfig.Environment })).toContain("environment")
       expect(yield* configError({ ...base, subdivisionMode: "sometimes" as FinConfig.SubdivisionMode })).toContain("subdivisionMode")

@@ -563,8 +563,8 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("webhook verify: an empty or padded FIN_WEBHOOK_SECRET is a ConfigError naming it, before the body is waited for", async () => {
-    const padded =
-      "must not start or end with whitespace, a control character or an invisible formatting one (a trailing newline, say)"
+    const padded = "must not start or end with whitespace, a control character or an invisible formatting one " +
+      "(a trailing newline, say)"
     for (const [secret, said] of [
       ["whsec_cli\n", `FIN_WEBHOOK_SECRET ${padded}`],
       // What the library refuses as padded, beyond what trim() removes: a control character, NEL.

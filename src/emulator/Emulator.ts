@@ -274,8 +274,10 @@ export interface Options {
   /** The accepted client id (refused where `FinConfig` refuses one: surrounding whitespace, control characters,
    * bidirectional overrides, lone surrogates); default `emulator-client`. */
   readonly clientId?: string | undefined
-  /** The accepted client secret (no whitespace, control or invisible formatting character at either end, as `FinConfig`); default
-   * `emulator-secret`. */
+  /**
+   * The accepted client secret (no whitespace, control or invisible formatting character at either end, as
+   * `FinConfig`); default `emulator-secret`.
+   */
   readonly clientSecret?: string | undefined
   /**
    * Lifetime of access tokens (1 second to 100 years); default 1 day (the documented example's). Use whole seconds:
