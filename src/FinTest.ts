@@ -319,7 +319,8 @@ export const stall: Reply = { _tag: "Stall" }
 
 /**
  * The connection lost while the body is read (headers sent, `headers` among them: a 429's `Retry-After`, say): a
- * `TransportError` of reason `BodyReadFailed` carrying `code` and the status, as a real client's is. Throws
+ * `TransportError` of reason `BodyReadFailed` carrying `code` and the status, as a real client's is (a 401's is an
+ * `AuthenticationError`: its status says it all, and the token is refreshed). Throws
  * `IllegalArgumentException` for a status that has no body (204, 205, 304) or is outside 200-599, or a header no
  * response can carry.
  *

@@ -983,6 +983,13 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       (error): error is HttpClientError.ResponseError => error._tag === "ResponseError" && error.reason === "StatusCode",
       (error) => Effect.succeed(error.response)
     ),
+    // The same failure made a defect (`Effect.orDie` after `filterStatusOk` in a user's wrapper): still that answer,
+    // its body unread, not a body lost (a 401 read as a TransportError would never refresh the token).
+    Effect.catchSomeDefect((defect) =>
+      HttpClientError.isHttpClientError(defect) && defect._tag === "ResponseError" && defect.reason === "StatusCode"
+        ? Option.some(Effect.succeed(defect.response))
+        : Option.none()
+    ),
     Effect.flatMap((response) => {
       // Read once: some platform clients convert the headers again on every access.
       const headers = response.headers
@@ -996,8 +1003,10 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
     }),
     // A 401 whose body was lost is still the service refusing the token (its head says so, and its body is not
     // needed): an AuthenticationError, so that the token is refreshed and the call resent once, as for one read whole.
+    // Not one from an address the client was redirected to (fetch): that is no refusal of the service's (read whole,
+    // it is a ResponseDecodeError, never resent), and the service may have done the call before redirecting.
     Effect.catchAll((error) =>
-      error._tag === "ResponseError" && error.response.status === 401
+      error._tag === "ResponseError" && error.response.status === 401 && !followedRedirect(error.response)
         ? Effect.flatMap(
           Clock.currentTimeMillis,
           (now) => Effect.fail(statusError(spec, 401, error.response.headers, "", now))
