@@ -294,6 +294,8 @@ const fuzzed = (c: Case, seen: Seen): FinTest.Handler => (request) => {
     case "Fail":
       return FinTest.fail(planned.code)
     case "FailBody":
+      // A 401 whose body is lost is a 401 all the same: the token refreshed, the call resent once.
+      if (planned.status === 401) seen.unauthorized += 1
       return FinTest.failBody(planned.code, planned.status)
     case "StallBody":
       return FinTest.stallBody(planned.status)
