@@ -612,7 +612,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           : yield* Effect.tapDefect(Effect.sync(() => encodedBody(spec.bodySchema!, spec.body)), () => endedAs("defect"))
         const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
-        // Its values written REDACTED, as OpenTelemetry has it for a URL's sensitive ones: any may be personal data.
+        // Its values written REDACTED, as OpenTelemetry has it for a URL's sensitive ones: each may be personal data.
         if (pathValid && query !== "") {
           yield* Spans.annotateOwn({ "url.full": config.baseUrl + spec.path + keysOf(query) })
         }
