@@ -148,8 +148,8 @@ export const HttpUrl = Schema.String.pipe(
   }, { message: () => "an absolute http(s) URL" })
 ).annotations({ title: "an absolute http(s) URL" })
 
-// As `Webhooks.sign` takes it (and a handler): its padding rule, a control character (DEL, C1) or a zero-width space at
-// either end too.
+// As `Webhooks.sign` takes it (and a handler): its padding rule, a control or an invisible formatting character (a
+// zero-width space, a soft hyphen, a direction mark) at either end too.
 const WebhookSecret = Schema.NonEmptyString.pipe(
   Schema.filter((s) => !Padded.isPadded(s), {
     message: () => "a webhook secret without whitespace, a control or an invisible formatting character at either end"
