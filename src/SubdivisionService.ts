@@ -147,6 +147,13 @@ export class SubdivisionService extends Context.Tag("effect-fin/SubdivisionServi
 // is ours, no attacker's), though not one to retry.
 const canFallBack = Retry.isOutage
 
+// Cut on whole characters, then, only where it was cut, without a `\uXXXX` escape cut in half (the code arrives
+// escaped already): a code that ends in a backslash of its own keeps it.
+const shortCode = (code: string): string => {
+  const chars = Array.from(Printable.printable(code))
+  return chars.length <= 64 ? chars.join("") : chars.slice(0, 64).join("").replace(/\\(u[0-9a-f]{0,3})?$/, "")
+}
+
 // A failure's cause, to say it once: its tag and the status, code or kind it carries (a 503 and a proxy's page are two
 // causes; the same 503 answered to every lookup is one). An ApiError's code is the service's own text (up to 1,024
 // characters, its control characters escaped): cut again here, since the recovery line names the cause.
@@ -154,10 +161,7 @@ const causeOf = (error: FinError): string =>
   [
     error._tag,
     "status" in error ? error.status : undefined,
-    "code" in error && error.code !== undefined
-      // Cut on whole characters, then without a `\uXXXX` escape cut in half (the code arrives escaped already).
-      ? Array.from(Printable.printable(String(error.code))).slice(0, 64).join("").replace(/\\(u[0-9a-f]{0,3})?$/, "")
-      : undefined,
+    "code" in error && error.code !== undefined ? shortCode(String(error.code)) : undefined,
     "kind" in error ? error.kind : undefined
   ].filter((part) => part !== undefined).join(" ")
 

@@ -184,6 +184,24 @@ describe("SubdivisionService", () => {
       )
     }, { subdivisionFallbackCooldown: "0 seconds", maxRetries: 0 })))
 
+  // Only a code cut short can end in half an escape: one of the service's own that ends in a backslash keeps it.
+  it.effect("fallback: the recovery line keeps a whole code's own trailing backslash", () =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      yield* Effect.gen(function*() {
+        expect((yield* list("USA")).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("api")
+      }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
+      const recovery = lines.find((line) => line.includes("answers for USA again"))
+      // The captured line is JSON: the one backslash written as two.
+      expect(recovery).toContain("(it failed with ApiError 503 UPSTREAM\\\\)")
+    }).pipe(withMode("fallback", {
+      [ROUTE]: FinTest.sequence(
+        FinTest.json(503, { error: { message: "down", code: "UPSTREAM\\" } }),
+        FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
+      )
+    }, { subdivisionFallbackCooldown: "0 seconds", maxRetries: 0 })))
+
   for (const status of [401, 403, 404, 422, 429]) {
     it.effect(`fallback: never on ${status}`, () =>
       Effect.gen(function*() {
