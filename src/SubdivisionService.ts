@@ -15,11 +15,12 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as CountryCode from "./CountryCode.js"
 import * as FinConfig from "./FinConfig.js"
-import { type FinError, Issue, RequestValidationError, type TimeoutError } from "./FinError.js"
+import { type FinError, Issue, type TimeoutError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
 import * as Breaker from "./internal/breaker.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Durations from "./internal/duration.js"
+import * as Issues from "./internal/issues.js"
 import * as KeyedCache from "./internal/keyedCache.js"
 import * as Retry from "./internal/retry.js"
 import { memo } from "./internal/memo.js"
@@ -453,10 +454,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | HttpTrans
       Effect.flatMap(CountryCode.validate(input), (country) => Effect.zipRight(optionsChecked, byMode(country)))
 
     // Offline means no network at all, so the one operation that must ask the API is refused, not sent.
-    const offline = new RequestValidationError({
-      message: `crossCheck asks the API, and subdivisionMode is "offline" (no network)`,
-      issues: [new Issue({ path: "subdivisionMode", expected: `"online" or "fallback"` })]
-    })
+    const offline = Issues.refusal(
+      "subdivisionMode",
+      `crossCheck asks the API, and subdivisionMode is "offline" (no network)`,
+      `"online" or "fallback"`
+    )
 
     const crossCheck = (input: string) =>
       Effect.flatMap(CountryCode.validate(input), (country) =>

@@ -614,7 +614,11 @@ describe("SubdivisionService", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(SubdivisionService.crossCheck("USA"))
       expect(error._tag).toBe("RequestValidationError")
-      expect(error.message).toContain(`subdivisionMode is "offline"`)
+      // What would do is in the message too, as in every other refusal (a log line shows only the message).
+      expect(error.message).toBe(
+        `crossCheck asks the API, and subdivisionMode is "offline" (no network): expected "online" or "fallback"`
+      )
+      expect(error._tag === "RequestValidationError" && error.issues).toEqual([expect.objectContaining({ path: "subdivisionMode" })])
       expect(yield* allRequests).toHaveLength(0)
     }).pipe(withMode("offline", { [ROUTE]: () => usa })))
 
