@@ -426,8 +426,9 @@ const checkSignature = (
   const tryFrom = (i: number): Effect.Effect<number, WebhookVerificationError> =>
     Effect.flatMap(
       crypto.verify(algorithm, secrets[i]!, body, signature),
+      // `true` only, as for `verifySync` above: an untyped crypto answering a promise (truthy) matches nothing.
       (ok) =>
-        ok
+        ok === true
           ? matched[i]!
           : i + 1 < secrets.length
           ? tryFrom(i + 1)

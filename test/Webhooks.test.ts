@@ -391,17 +391,23 @@ describe("Webhooks.makeWebCrypto", () => {
       expect(yield* reasonOf(verifyWith(`${currentBody} `))).toBe("bad_signature")
     }))
 
-  // A custom crypto, untyped, whose verifySync answers a promise (truthy whatever it holds) accepts no signature.
-  it.effect("a verifySync that answers anything but true is no match", () =>
+  // A custom crypto, untyped, whose verifySync answers a promise (truthy whatever it holds), or whose verify does
+  // (`Effect.sync(() => subtle.verify(...))`), accepts no signature.
+  it.effect("a verifySync or verify that answers anything but true is no match", () =>
     Effect.gen(function*() {
       const answering = (answer: unknown) =>
-        ({ ...Webhooks.makeWebCrypto(), verifySync: () => answer }) as unknown as Webhooks.WebhookCryptoService
+        [
+          { ...Webhooks.makeWebCrypto(), verifySync: () => answer },
+          { ...Webhooks.makeWebCrypto(), verifySync: undefined, verify: () => Effect.succeed(answer) }
+        ] as unknown as ReadonlyArray<Webhooks.WebhookCryptoService>
       const headers = yield* Webhooks.sign(currentBody, "whsec_other")
       for (const answer of [Promise.resolve(false), 1, "yes", {}]) {
-        const verified = Webhooks.verify(currentBody, headers, secret).pipe(
-          Effect.provideService(Webhooks.WebhookCrypto, answering(answer))
-        )
-        expect(yield* reasonOf(verified)).toBe("bad_signature")
+        for (const crypto of answering(answer)) {
+          const verified = Webhooks.verify(currentBody, headers, secret).pipe(
+            Effect.provideService(Webhooks.WebhookCrypto, crypto)
+          )
+          expect(yield* reasonOf(verified)).toBe("bad_signature")
+        }
       }
     }))
 
