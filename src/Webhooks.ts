@@ -1683,7 +1683,7 @@ export const makeMemoryDedupeStore = (options: { readonly maxEntries?: number | 
  * Provides an in-memory `WebhookDedupeStore` (one per layer build).
  *
  * Fails its build with an `IllegalArgumentException` defect when `maxEntries` is not a whole number of 1 or more, or
- * an option is none, where `makeMemoryDedupeStore` throws it.
+ * an option is none of its own, where `makeMemoryDedupeStore` throws it.
  *
  * @since 0.1.0
  * @category layers
