@@ -1120,7 +1120,8 @@ describe("Emulator", () => {
         expect(info.json).toMatchObject({
           url: emulator.url,
           credentials: emulator.credentials,
-          webhook: { algorithm: "sha256", secret: emulator.webhookSecret }
+          webhook: { algorithm: "sha256", secret: emulator.webhookSecret },
+          routes: [...Emulator.routeNames]
         })
       }))
 
