@@ -186,9 +186,10 @@ type Parsed = { readonly _tag: "Json"; readonly value: unknown } | { readonly _t
 // What reading a request's body needs: the request, and its scope (see Bytes.readAtMost).
 type RequestContext = HttpServerRequest.HttpServerRequest | Scope.Scope
 
-// Larger bodies are refused, not buffered: read whole, a big enough one would end the process.
+// Larger bodies are refused, not buffered: read whole, a big enough one would end the process. The connection is
+// closed with the refusal, rather than Node's server reading (and dropping) the rest to keep it alive.
 const MAX_BODY_BYTES = 1024 * 1024
-const tooLarge = json({ message: "Request body too large" }, 413)
+const tooLarge = json({ message: "Request body too large" }, 413, { connection: "close" })
 const utf8 = new TextDecoder()
 
 // The raw body: JSON, empty, or not JSON. A body that is too large, or cannot be read at all, fails with the response
