@@ -731,6 +731,7 @@ describe("effect-fin (offline commands)", () => {
     readonly exchange_rate: number
     readonly destination_amount: number
     readonly fee: { readonly fixed: number; readonly percentage: number; readonly total: number }
+    readonly valid_till?: string | null
   }): Http.RequestListener =>
   (request, response) => {
     let text = ""
@@ -747,11 +748,35 @@ describe("effect-fin (offline commands)", () => {
               source_amount: JSON.parse(text).source_amount,
               exchange_rate: quote.exchange_rate,
               destination_amount: quote.destination_amount,
-              valid_till: "2099-01-01T00:00:00Z",
+              valid_till: quote.valid_till === undefined ? "2099-01-01T00:00:00Z" : quote.valid_till,
               fee: { ...quote.fee, is_fee_applied: true }
             }
           }
       ))
+    })
+  }
+
+  // The library never takes a quote without `valid_till`, or past it, as valid (`FeeQuote.isValidAt`): nor does the
+  // line that shows it. --json gives `valid_till` as sent (null for none).
+  for (const [validTill, shown] of [
+    ["2099-01-01T00:00:00Z", /^valid till\s+2099-01-01T00:00:00\.000Z$/m],
+    ["2001-01-01T00:00:00Z", /^valid till\s+2001-01-01T00:00:00\.000Z \(expired\)$/m],
+    [null, /^valid till\s+\(not given: not to be taken as valid\)$/m]
+  ] as const) {
+    it(`quote shows a valid_till of ${validTill} as the library reads it`, async () => {
+      await withStubService(quoteStub({
+        currencies: ["USD", "CAD"],
+        exchange_rate: 1.5,
+        destination_amount: 150,
+        fee: { fixed: 1, percentage: 0, total: 1 },
+        valid_till: validTill
+      }), async (env) => {
+        const asked = ["quote", "--from", "USD", "--to", "CAD", "--amount", "100"]
+        const result = await cli(asked, env)
+        expect([result.code, result.stdout]).toEqual([0, expect.stringMatching(shown)])
+        const sent = JSON.parse((await cli([...asked, "--json"], env)).stdout)
+        expect(sent.valid_till).toBe(validTill === null ? null : validTill.replace("Z", ".000Z"))
+      })
     })
   }
 

@@ -211,7 +211,12 @@ const quote = Command.make(
         })
       }).pipe(Effect.mapError(inFlags))
       const result = yield* FeeService.calculate(request).pipe(Effect.provide(clientLayer))
-      const validTill = Option.match(result.valid_till, { onNone: () => "(not given)", onSome: DateTime.formatIso })
+      // Said as the library reads it (`FeeQuote.isValidAt`): a quote with no end, or past it, is not to be relied on.
+      const now = yield* DateTime.now
+      const validTill = Option.match(result.valid_till, {
+        onNone: () => "(not given: not to be taken as valid)",
+        onSome: (till) => `${DateTime.formatIso(till)}${FeeService.FeeQuote.isValidAt(result, now) ? "" : " (expired)"}`
+      })
       yield* print(args.json, { ...result, valid_till: Option.getOrNull(Option.map(result.valid_till, DateTime.formatIso)) }, () =>
         // Figures in plain decimal, as amounts are typed (`String` writes one under 1e-6 as 1e-7).
         // A float artefact of the service's (0.30000000000000004) shown as the figure it stands for, as the
