@@ -158,14 +158,15 @@ describe("several clients in one program", () => {
       const rtA = ManagedRuntime.make(Layer.provide(FinClient.layer(optionsOf(a)), NodeHttpClient.layerUndici), memoMap)
       const rtB = ManagedRuntime.make(Layer.provide(FinClient.layer(optionsOf(b)), NodeHttpClient.layerUndici), memoMap)
       const ra = yield* Effect.promise(() => rtA.runPromise(rate))
+      yield* Effect.addFinalizer(() => Effect.promise(() => rtB.dispose()))
       const pending = rtB.runPromiseExit(rate)
-      yield* Effect.sleep("50 millis")
+      // Mid-call: once B's quote has reached its emulator (held there 300 ms), not after a fixed wait.
+      while ((yield* b.counters).requests["POST /v1/fee-calculation"] === 0) yield* Effect.sleep("5 millis")
       yield* Effect.promise(() => rtA.dispose())
       const rb = yield* Effect.promise(() => pending)
       expect(ra).toBe(1.45)
       expect(rb).toEqual(Exit.succeed(2))
       expect(yield* Effect.promise(() => rtB.runPromise(rate))).toBe(2)
-      yield* Effect.promise(() => rtB.dispose())
     })))
 
   // Metrics and log lines name no client: tagged around each client's calls (the README's recipe), effect-fin's own
