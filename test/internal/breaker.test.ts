@@ -99,7 +99,8 @@ describe("internal/breaker", () => {
       expect(events).toEqual(["open down", "close down 11000"])
     }))
 
-  it.effect("a failed probe reopens for another cool-down, reported as again", () =>
+  // How long it was open counts from the first failure, across reopenings (the recovery line says so).
+  it.effect("a failed probe reopens for another cool-down, reported as again; the close counts from the first", () =>
     Effect.gen(function*() {
       const { call, cooledDown, events } = yield* make
       yield* cooledDown
@@ -108,6 +109,9 @@ describe("internal/breaker", () => {
       expect(open).toMatchObject({ _tag: "CircuitOpen", probing: false })
       expect(retryIn(open)).toBe(10_000)
       expect(events).toEqual(["open down", "reopen down"])
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* call(Effect.void)).toBe(true)
+      expect(events).toEqual(["open down", "reopen down", "close down 20000"])
     }))
 
   it.effect("a request that began before the last change counts for nothing", () =>
