@@ -447,7 +447,9 @@ const durationVar = (option: DurationName): Config.Config<Duration.Duration> => 
           () =>
             ConfigError.InvalidData(
               [],
-              `Expected a duration with its unit (e.g. "30 seconds", "500 millis") but received ${JSON.stringify(text)}`
+              `Expected a duration with its unit (e.g. "30 seconds", "500 millis") but received ${
+                OptionNames.shown(text)
+              }`
             )
         )),
     name
@@ -468,7 +470,7 @@ function countVar<W extends string>(name: string, word?: W): Config.Config<numbe
         : Either.left(ConfigError.InvalidData(
           [],
           `Expected a whole number (digits only)${word === undefined ? "" : ` or ${word}`} but received ${
-            JSON.stringify(text)
+            OptionNames.shown(text)
           }`
         ))),
     name
@@ -487,7 +489,7 @@ const booleanVar = (name: string): Config.Config<boolean> =>
         ? Either.right(false)
         : Either.left(ConfigError.InvalidData(
           [],
-          `Expected true/false, yes/no, on/off or 1/0 (in any case) but received ${JSON.stringify(text)}`
+          `Expected true/false, yes/no, on/off or 1/0 (in any case) but received ${OptionNames.shown(text)}`
         ))
     }),
     name

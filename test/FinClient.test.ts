@@ -483,6 +483,27 @@ describe("FinConfig", () => {
       expect(String(error)).toContain(`true/false, yes/no, on/off or 1/0 (in any case) but received "enabled"`)
     }))
 
+  // A refused value is quoted as the options' own refusals quote one: escaped, and cut (a secret pasted into the
+  // wrong variable, two lines of an env file swapped, is not copied whole into the error and the log that shows it).
+  it.effect("a refused FIN_* duration, count or boolean is quoted escaped and cut to 64 characters", () =>
+    Effect.gen(function*() {
+      const refusal = (name: string, value: string) =>
+        FinConfig.fromEnv.pipe(
+          Effect.flip,
+          Effect.map(String),
+          Effect.withConfigProvider(ConfigProvider.fromMap(
+            new Map([["FIN_CLIENT_ID", "id"], ["FIN_CLIENT_SECRET", "s"], [name, value]])
+          ))
+        )
+      for (const name of ["FIN_TIMEOUT", "FIN_MAX_RETRIES", "FIN_TRACE_PROPAGATION"]) {
+        const control = yield* refusal(name, "30 seconds\u202e\u0085")
+        expect(control, name).toContain(`received "30 seconds\\u202e\\u0085"`)
+        const long = yield* refusal(name, "s3cr3t-".repeat(500))
+        expect(long, name).toContain(`received "${"s3cr3t-".repeat(500).slice(0, 64)}"`)
+        expect(long, name).not.toContain("s3cr3t-".repeat(10))
+      }
+    }))
+
   it.effect("layerFromEnv fails with a ConfigError when FIN_CLIENT_ID is missing", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
