@@ -12,7 +12,8 @@ const sum = (counts: Readonly<Record<string, number>>) => Object.values(counts).
 // What a count of calls over their deadline is to be read with.
 const overDeadline = (report: Chaos.ChaosReport) =>
   `longest call ${report.maxCallMillis} ms, deadline ${Duration.format(Duration.decode(report.options.deadline))}, ` +
-  `worst event-loop stall ${report.maxEventLoopDelayMillis} ms`
+  `worst event-loop stall ${report.maxEventLoopDelayMillis} ms, worst overrun beyond a call's own stalls ` +
+  `${report.worstOverrunMillis} ms`
 
 describe("chaos (reduced)", () => {
   it.live("every call ends in success or a typed error, within the policy, leaving nothing open or secret", () =>
@@ -46,6 +47,8 @@ describe("chaos (reduced)", () => {
       expect(report.sentMaxAttempts).toBeLessThanOrEqual(policy)
       expect(report.sentMaxAttempts).toBeGreaterThan(1)
       expect(report.callsSentMoreThanCounted).toBe(0)
+      // Nor did any send a request it did not announce as a resend (one request sent twice, counted twice).
+      expect(report.callsSentUnannounced).toBe(0)
       // Said with the longest call and the worst event-loop stall, should it fail: a loaded machine or a call cut late.
       expect(report.callsOverDeadline, overDeadline(report)).toBe(0)
       // One token request per revoke or expire event at most (a refresh, and an issue when it was revoked too).
