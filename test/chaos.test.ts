@@ -3,6 +3,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Chaos from "../scripts/lib/chaos.js"
 import * as FinError from "../src/FinError.js"
+import { findLeaks } from "./security/leaks.js"
 
 const sum = (counts: Readonly<Record<string, number>>) => Object.values(counts).reduce((a, b) => a + b, 0)
 
@@ -18,7 +19,14 @@ const overDeadline = (report: Chaos.ChaosReport) =>
 describe("chaos (reduced)", () => {
   it.live("every call ends in success or a typed error, within the policy, leaving nothing open or secret", () =>
     Effect.gen(function*() {
-      const report = yield* Chaos.run({ ...Chaos.fullRun, fees: 500, subdivisions: 100, capture: true })
+      const report = yield* Chaos.run({
+        ...Chaos.fullRun,
+        fees: 500,
+        subdivisions: 100,
+        capture: true,
+        // A secret whose URL, JSON, base64 and upper-case forms all differ from it, so a leak in any of them shows.
+        clientSecret: "Qx7+v/9Lk&z\u00e9=Rm2pW8sT"
+      })
       expect(report.successes + sum(report.failuresByTag)).toBe(report.calls)
       expect([report.defects, report.interruptions, report.unhandledRejections, report.uncaughtExceptions]).toEqual([
         0,
@@ -78,6 +86,9 @@ describe("chaos (reduced)", () => {
         expect(everything).not.toContain(claims!.slice(0, 16))
         expect(everything).not.toContain(signature!.slice(0, 16))
       }
+      // Nor any run of 16 characters of one (12 of the secret), anywhere in it, in any case, URL-encoded, JSON-escaped
+      // or base64-encoded: a token's tail in an error, the secret base64-encoded in a debug line.
+      expect(findLeaks(report.captured, { secret: report.secret, tokens: report.issuedTokens })).toEqual([])
     }), 120_000)
 
   // The full run's heap verdict (`npm run chaos`), on the samples of two recorded runs (11 each, the first before any

@@ -33,6 +33,7 @@ import * as Emulator from "../src/emulator/Emulator.js"
 import * as Webhooks from "../src/Webhooks.js"
 import { bundleCli, type Cli } from "./cliHarness.js"
 import { closedPort, documentedWebhookBody, startConnectProxy, startRefusedTls } from "./support.js"
+import { findLeaks } from "./security/leaks.js"
 
 let harness: Cli
 const cli: Cli["run"] = (...args) => harness.run(...args)
@@ -1287,6 +1288,8 @@ describe("effect-fin against the emulator", () => {
     for (const token of issued) {
       for (const part of token.split(".").slice(1)) expect(everything).not.toContain(part.slice(0, 16))
     }
+    // Nor any run of one, encoded or not (see leaks.ts).
+    expect(findLeaks(outputs, { secret: emulator.credentials.clientSecret, tokens: issued })).toEqual([])
   })
 
   it("a refused call's line names the status, the operation and the service's field errors", async () => {

@@ -47,6 +47,8 @@ export interface ChaosOptions {
   /** Keep every log line, span attribute and error text, for the secrets check (costly on big runs). */
   readonly capture: boolean
   readonly seed: number
+  /** The emulator's client secret (its default when not given): one with characters that encode differently. */
+  readonly clientSecret?: string | undefined
 }
 
 /** The full run of the issue. */
@@ -246,6 +248,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
           }
           if (options.capture) {
             captured.push(`${name} ${Inspectable.format(Object.fromEntries(span.attributes))}`)
+            // Its links (given when it started or added since) and their attributes: an exporter sends them too.
+            for (const link of span.links) captured.push(`${name} link ${Inspectable.format(link.attributes)}`)
             // The error a span ended with: what an exporter records as its status message and exception event
             // (an attempt's or a refresh's error that a retry or a new issue replaced is found nowhere else).
             if (Exit.isFailure(exit)) {
@@ -380,13 +384,25 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       })
       yield* Fiber.interrupt(trouble)
       if (options.capture) {
-        captured.push(Inspectable.format(Metric.unsafeSnapshot().map((m) => [m.metricKey.name, m.metricKey.tags])))
+        // Each metric's key (name, description, labels) and its state: a frequency's keys are values of its own.
+        captured.push(Inspectable.format(Metric.unsafeSnapshot().map((m) => [
+          m.metricKey.name,
+          m.metricKey.description,
+          m.metricKey.tags,
+          "occurrences" in m.metricState
+            ? [...(m.metricState as MetricState.MetricState.Frequency).occurrences.keys()]
+            : []
+        ])))
       }
       return { calls: total, successes, failuresByTag, defects, interruptions, maxCallMillis, tokenTroubleEvents }
     })).pipe(Effect.provide(countingClient))
 
     const body = Effect.scoped(Effect.gen(function*() {
-      const emulator = yield* Emulator.make({ seed: options.seed, accessTokenLifetime: "2 seconds" })
+      const emulator = yield* Emulator.make({
+        seed: options.seed,
+        accessTokenLifetime: "2 seconds",
+        ...(options.clientSecret === undefined ? {} : { clientSecret: options.clientSecret })
+      })
       yield* emulator.setFaults(faultRules(options.faultRate))
       const result = yield* calls(emulator)
       // Sockets close on the next turns of the event loop.
