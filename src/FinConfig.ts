@@ -328,7 +328,7 @@ const checks = (options: Options): Checked => {
       "clientSecret",
       [
         () => typeof secret === "string" && secret !== "",
-        "clientSecret must be a non-empty string (a Redacted not wiped)"
+        "clientSecret must be non-empty text (given as a Redacted, one not wiped)"
       ],
       // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
       // value), not as a 401 from the token call.
