@@ -485,7 +485,7 @@ describe("FinConfig", () => {
 
   // A refused value is quoted as the options' own refusals quote one: escaped, and cut (a secret pasted into the
   // wrong variable, two lines of an env file swapped, is not copied whole into the error and the log that shows it).
-  it.effect("a refused FIN_* duration, count or boolean is quoted escaped and cut to 64 characters", () =>
+  it.effect("a refused FIN_* duration, count, boolean or word is quoted escaped and cut to 64 characters", () =>
     Effect.gen(function*() {
       const refusal = (name: string, value: string) =>
         FinConfig.fromEnv.pipe(
@@ -495,7 +495,8 @@ describe("FinConfig", () => {
             new Map([["FIN_CLIENT_ID", "id"], ["FIN_CLIENT_SECRET", "s"], [name, value]])
           ))
         )
-      for (const name of ["FIN_TIMEOUT", "FIN_MAX_RETRIES", "FIN_TRACE_PROPAGATION"]) {
+      const names = ["FIN_TIMEOUT", "FIN_MAX_RETRIES", "FIN_TRACE_PROPAGATION", "FIN_ENVIRONMENT", "FIN_SUBDIVISION_MODE"]
+      for (const name of names) {
         const control = yield* refusal(name, "30 seconds\u202e\u0085")
         expect(control, name).toContain(`received "30 seconds\\u202e\\u0085"`)
         const long = yield* refusal(name, "s3cr3t-".repeat(500))
