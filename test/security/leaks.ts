@@ -3,26 +3,35 @@
  * of a token's claims or signature (12 of a client secret), in any case, URL-encoded (once or twice), JSON-escaped,
  * base64 or base64url at each of the three alignments (inside a longer encoded text, a Basic header, too).
  */
-const windows = (text: string, size: number): Array<string> =>
-  text.length <= size ? [text] : Array.from({ length: text.length - size + 1 }, (_, i) => text.slice(i, i + size))
+// Runs of `size` characters (whole code points) of the credential, or the credential whole when it is shorter.
+const windows = (text: string, size: number): Array<string> => {
+  const chars = Array.from(text)
+  return chars.length <= size
+    ? [text]
+    : Array.from({ length: chars.length - size + 1 }, (_, i) => chars.slice(i, i + size).join(""))
+}
 
-// The encoded characters that depend on what comes before or after the credential are left out: 1 on each side.
-const base64Cores = (credential: string): Array<string> =>
-  ["", "x", "xx"].flatMap((pad) => {
-    const bytes = Buffer.from(pad + credential, "utf8")
-    return (["base64", "base64url"] as const).map((encoding) => {
-      const text = bytes.toString(encoding).replace(/=+$/, "")
-      const skip = Math.ceil((pad.length * 4) / 3) + (pad.length > 0 ? 1 : 0)
-      return text.slice(skip, text.length - 2)
-    })
+// A run's base64 and base64url at each of the three alignments, only the characters its own bytes decide (those that
+// also encode a byte before or after it, which depend on the text around it, are left out).
+const base64Cores = (run: string): Array<string> => {
+  const bytes = Buffer.from(run, "utf8")
+  return [0, 1, 2].flatMap((pad) => {
+    const padded = Buffer.concat([Buffer.alloc(pad, 0x78), bytes])
+    return (["base64", "base64url"] as const).map((encoding) =>
+      padded.toString(encoding).slice(Math.ceil((8 * pad) / 6), Math.floor((8 * (pad + bytes.length)) / 6))
+    )
   })
+}
 
-const forms = (credential: string): Array<string> => [
-  credential,
-  encodeURIComponent(credential),
-  encodeURIComponent(encodeURIComponent(credential)),
-  JSON.stringify(credential).slice(1, -1),
-  ...base64Cores(credential)
+// Each run of the credential in each form: the run is taken before it is encoded, so that a needle always stands for
+// `size` characters of the credential (12 characters of an encoded form may hold only 2 of it: `%25C3%25A9%25` is
+// "é" URL-encoded twice; 12 of base64 only 9 bytes, as many as `emulator-` shares with `emulator-client`).
+const forms = (run: string): Array<string> => [
+  run,
+  encodeURIComponent(run),
+  encodeURIComponent(encodeURIComponent(run)),
+  JSON.stringify(run).slice(1, -1),
+  ...base64Cores(run)
 ]
 
 /** A credential found: which one, the text that matched, and the start of the captured line it was in. */
@@ -39,12 +48,13 @@ export const findLeaks = (
 ): Array<Leak> => {
   const needles = new Map<number, Map<string, string>>()
   const add = (credential: string, size: number) => {
-    for (const form of forms(credential)) {
-      for (const window of windows(form, size)) {
-        if (window.length < Math.min(size, 8)) continue
-        const bySize = needles.get(window.length) ?? new Map<string, string>()
-        bySize.set(window.toLowerCase(), credential)
-        needles.set(window.length, bySize)
+    for (const run of windows(credential, size)) {
+      if (run.length < Math.min(size, 8)) continue
+      for (const form of forms(run)) {
+        const needle = form.toLowerCase()
+        const bySize = needles.get(needle.length) ?? new Map<string, string>()
+        bySize.set(needle, credential)
+        needles.set(needle.length, bySize)
       }
     }
   }
