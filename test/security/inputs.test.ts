@@ -486,7 +486,11 @@ describe("Inputs from outside: the effect-fin command line", () => {
         ["quote", "--from", "USD", "--to", "CAD", "--amount", amount]
       ),
       ["quote", "--from", "USD", "--to", "CAD", "--receive", "0o17"],
-      ["quote", "--from", "US D", "--to", "CAD\r\nX-Injected: 1", "--amount", "100"],
+      // One bad value per case: a case with two would pass on the first refusal and hide the second one's.
+      ["quote", "--from", "US D", "--to", "CAD", "--amount", "100"],
+      ["quote", "--from", "USD", "--to", "CAD\r\nX-Injected: 1", "--amount", "100"],
+      ["quote", "--from", "USDD", "--to", "CAD", "--amount", "100"],
+      ["quote", "--from", "USD", "--to", "CA", "--amount", "100"],
       ["quote", "--amount", "100", "--beneficiary", "../../x"]
     ]
     const results = await Promise.all(hostile.map((args) => cli!.run(args, env)))
@@ -504,6 +508,6 @@ describe("Inputs from outside: the effect-fin command line", () => {
     expect(valid.code).toBe(75)
     expect(valid.stderr).toMatch(/^effect-fin: ApiError: /)
     expect(server!.received.length).toBeGreaterThan(0)
-    // Fifteen processes, fourteen at once: on a loaded machine that can take longer than the default 30 s.
+    // Eighteen processes, seventeen at once: on a loaded machine that can take longer than the default 30 s.
   }, 120_000)
 })

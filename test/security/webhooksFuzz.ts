@@ -17,7 +17,8 @@ import * as Webhooks from "../../src/Webhooks.js"
 const fc = FastCheck
 
 const utf8 = new TextEncoder()
-const fatal = new TextDecoder("utf-8", { fatal: true })
+// `ignoreBOM`: a decoder that drops a leading byte order mark would never give a body starting with one as text.
+const fatal = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 
 export const allowed: ReadonlyArray<string> = Webhooks.algorithms
 
@@ -543,7 +544,9 @@ const change = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant("duplicate" as const),
       header: fc.constantFrom("signature", "algorithm"),
-      other: fc.constantFrom("same", "same", "wrong first", "wrong second")
+      other: fc.constantFrom("same", "same", "wrong first", "wrong second"),
+      // One name given a list, or (in a record) the two values under two spellings of the name.
+      spelled: fc.constantFrom("one name" as const, "two names" as const)
     })
   },
   {
@@ -626,7 +629,7 @@ const build = (c: Drawn): Case => {
   let envelope: boolean | undefined = envelopeKnown
   let encodeSignature = (mac: Uint8Array): string | undefined => encodeBenign(mac, c.encoding)
   let secrets: Webhooks.Secrets = configure(c.current, c.secretsForm)
-  let duplicate: { readonly header: string; readonly other: string } | undefined
+  let duplicate: { readonly header: string; readonly other: string; readonly spelled: string } | undefined
 
   switch (c.change.kind) {
     case "none":
@@ -679,7 +682,7 @@ const build = (c: Drawn): Case => {
     case "duplicate":
       duplicate = c.change
       genuine = false
-      kinds.push(`duplicate ${c.change.header} header (${c.change.other})`)
+      kinds.push(`duplicate ${c.change.header} header (${c.change.other}, ${c.change.spelled})`)
       break
     case "no usable secret":
       secrets = c.change.form === "none"
@@ -700,15 +703,22 @@ const build = (c: Drawn): Case => {
   const algorithmName = nameCase(Webhooks.algorithmHeader, c.headerForm.mask >> 3, c.headerForm.algorithmStyle)
   const twice = (value: string, wrongValue: string, other: string): ReadonlyArray<string> =>
     other === "same" ? [value, value] : other === "wrong first" ? [wrongValue, value] : [value, wrongValue]
+  // Two spellings of one name only in a record: the other containers keep one entry per name.
+  const otherSpelling = (name: string) => name === name.toUpperCase() ? name.toLowerCase() : name.toUpperCase()
+  const pushTwice = (name: string, values: ReadonlyArray<string>) => {
+    if (duplicate?.spelled === "two names" && c.headerForm.container === "record") {
+      entries.push([name, values[0]!], [otherSpelling(name), values[1]!])
+    } else {
+      entries.push([name, values])
+    }
+  }
   if (signature !== undefined) {
-    entries.push([
-      signatureName,
-      duplicate?.header === "signature" ? twice(signature, wrong, duplicate.other) : signature
-    ])
+    if (duplicate?.header === "signature") pushTwice(signatureName, twice(signature, wrong, duplicate.other))
+    else entries.push([signatureName, signature])
   }
   if (duplicate?.header === "algorithm") {
     const value = announced ?? signingAlgorithm
-    entries.push([algorithmName, twice(value, value === "sha256" ? "sha512" : "sha256", duplicate.other)])
+    pushTwice(algorithmName, twice(value, value === "sha256" ? "sha512" : "sha256", duplicate.other))
   } else if (announced !== undefined) {
     entries.push([algorithmName, announced])
   }
