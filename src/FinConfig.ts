@@ -13,6 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Redacted from "effect/Redacted"
+import * as ConfigLiteral from "./internal/configLiteral.js"
 import * as Durations from "./internal/duration.js"
 import * as Loopback from "./internal/loopback.js"
 import * as OptionNames from "./internal/optionNames.js"
@@ -328,7 +329,7 @@ const checks = (options: Options): Checked => {
       "clientSecret",
       [
         () => typeof secret === "string" && secret !== "",
-        "clientSecret must be non-empty text (given as a Redacted, one not wiped)"
+        "clientSecret must be a non-empty string (given as a Redacted, one not wiped)"
       ],
       // A secret read from a file or a pasted one often brings a newline or a space along; said here (without the
       // value), not as a 401 from the token call.
@@ -495,20 +496,6 @@ const booleanVar = (name: string): Config.Config<boolean> =>
     name
   )
 
-// Config.literal quotes a refused value raw and whole (controls, bidi marks, a secret pasted in the wrong variable):
-// the same words, the value quoted as the other refusals quote it.
-const literalVar = <const L extends ReadonlyArray<string>>(name: string, ...literals: L): Config.Config<L[number]> =>
-  Config.nested(
-    Config.mapOrFail(Config.string(), (text) =>
-      literals.includes(text)
-        ? Either.right(text as L[number])
-        : Either.left(ConfigError.InvalidData(
-          [],
-          `Expected one of (${literals.join(", ")}) but received ${OptionNames.shown(text)}`
-        ))),
-    name
-  )
-
 const variables: { readonly [K in keyof Options]-?: string } = {
   clientId: "FIN_CLIENT_ID",
   clientSecret: "FIN_CLIENT_SECRET",
@@ -551,7 +538,7 @@ const envOptions = {
   // Read as text and wrapped, not `Config.redacted`: that one replaces a missing variable's message with "<redacted>",
   // and the provider's own message is the one that names the variable as it is read (under a nested provider).
   clientSecret: Config.map(Config.string("FIN_CLIENT_SECRET"), Redacted.make),
-  environment: Config.option(literalVar("FIN_ENVIRONMENT", "sandbox", "production")),
+  environment: Config.option(ConfigLiteral.literal("FIN_ENVIRONMENT", "sandbox", "production")),
   baseUrl: Config.option(Config.string("FIN_BASE_URL")),
   timeout: Config.option(durationVar("timeout")),
   deadline: Config.option(durationVar("deadline")),
@@ -563,7 +550,7 @@ const envOptions = {
   refreshMargin: Config.option(durationVar("refreshMargin")),
   tracePropagation: Config.option(booleanVar("FIN_TRACE_PROPAGATION")),
   userAgent: Config.option(Config.string("FIN_USER_AGENT")),
-  subdivisionMode: Config.option(literalVar("FIN_SUBDIVISION_MODE", "online", "offline", "fallback")),
+  subdivisionMode: Config.option(ConfigLiteral.literal("FIN_SUBDIVISION_MODE", "online", "offline", "fallback")),
   subdivisionCacheTtl: Config.option(durationVar("subdivisionCacheTtl")),
   subdivisionFallbackCooldown: Config.option(durationVar("subdivisionFallbackCooldown"))
 }

@@ -172,7 +172,7 @@ describe("FinConfig", () => {
       const wiped = Redacted.make("s3cr3t-value")
       Redacted.unsafeWipe(wiped)
       expect(yield* configError({ ...base, clientSecret: wiped })).toContain(
-        "clientSecret must be non-empty text (given as a Redacted, one not wiped)"
+        "clientSecret must be a non-empty string (given as a Redacted, one not wiped)"
       )
       // A secret file's trailing newline, said without the secret.
       const padded = yield* configError({ ...base, clientSecret: Redacted.make("s3cr3t-value\n") })

@@ -492,6 +492,17 @@ describe("effect-fin (offline commands)", () => {
     expect(older.stdout).toMatch(/^sandbox mode +not said$/m)
   })
 
+  // Read as the client's configuration reads it: a refused value quoted escaped and cut to 64 characters (a secret
+  // pasted into the wrong variable is not copied whole to the terminal).
+  it("webhook verify: a refused FIN_ENVIRONMENT is quoted escaped and cut, as the client's configuration quotes it", async () => {
+    const headers = await Effect.runPromise(Webhooks.sign(body, "whsec_cli"))
+    const args = ["webhook", "verify", "--signature", headers["x-fin-signature"]]
+    const long = await cli(args, { FIN_WEBHOOK_SECRET: "whsec_cli", FIN_ENVIRONMENT: "s3cr3t-".repeat(500) }, body)
+    expect([long.code, long.stderr]).toEqual([1, expect.stringContaining("FIN_ENVIRONMENT")])
+    expect(long.stderr).toContain(`received \"${"s3cr3t-".repeat(500).slice(0, 64)}\"`)
+    expect(long.stderr).not.toContain("s3cr3t-".repeat(10))
+  })
+
   // Standard input left open (the body forgotten, as at a terminal): the signal still ends the command.
   // The body is the sender's text: JSON leaves DEL, the C1 controls, U+2028/2029 and bidi overrides raw in strings.
   it("webhook verify --json escapes what a terminal would act on, and stays the same JSON", async () => {

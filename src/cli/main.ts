@@ -39,6 +39,7 @@ import * as FinConfig from "../FinConfig.js"
 import * as FinError from "../FinError.js"
 import * as Amounts from "../internal/amount.js"
 import * as Bytes from "../internal/bytes.js"
+import * as ConfigLiteral from "../internal/configLiteral.js"
 import * as Issues from "../internal/issues.js"
 import * as Loopback from "../internal/loopback.js"
 import * as Padded from "../internal/padded.js"
@@ -367,8 +368,9 @@ const verify = Command.make(
             : `FIN_WEBHOOK_SECRET ${Padded.rule}`
         ))
       }
-      // As the client's own configuration says it: an event of the other environment is refused, as a handler would.
-      const environment = yield* Config.option(Config.literal("sandbox", "production")("FIN_ENVIRONMENT"))
+      // Read and refused as the client's own configuration reads it: an event of the other environment is refused, as a
+      // handler would refuse it.
+      const environment = yield* Config.option(ConfigLiteral.literal("FIN_ENVIRONMENT", "sandbox", "production"))
       // The flags are checked before the body is waited for too: a mistyped --signature or --algorithm is said at
       // once, not once standard input ends (on a terminal, only at Ctrl-D).
       const headers = { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm }
