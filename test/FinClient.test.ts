@@ -495,7 +495,13 @@ describe("FinConfig", () => {
             new Map([["FIN_CLIENT_ID", "id"], ["FIN_CLIENT_SECRET", "s"], [name, value]])
           ))
         )
-      const names = ["FIN_TIMEOUT", "FIN_MAX_RETRIES", "FIN_TRACE_PROPAGATION", "FIN_ENVIRONMENT", "FIN_SUBDIVISION_MODE"]
+      const names = [
+        "FIN_TIMEOUT",
+        "FIN_MAX_RETRIES",
+        "FIN_TRACE_PROPAGATION",
+        "FIN_ENVIRONMENT",
+        "FIN_SUBDIVISION_MODE"
+      ]
       for (const name of names) {
         const control = yield* refusal(name, "30 seconds\u202e\u0085")
         expect(control, name).toContain(`received "30 seconds\\u202e\\u0085"`)

@@ -166,41 +166,35 @@ describe("SubdivisionService", () => {
         })
     }, { subdivisionFallbackCooldown: "0 seconds" })))
 
+  // The recovery line after one lookup failed with a 503 carrying the service's `code`, then one answered.
+  const recoveryAfterCode = (code: string) =>
+    Effect.gen(function*() {
+      const { layer, lines } = captureLogs()
+      yield* Effect.gen(function*() {
+        expect((yield* list("USA")).source).toBe("snapshot")
+        expect((yield* list("USA")).source).toBe("api")
+      }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
+      return lines.find((line) => line.includes("answers for USA again"))
+    }).pipe(withMode("fallback", {
+      [ROUTE]: FinTest.sequence(
+        FinTest.json(503, { error: { message: "down", code } }),
+        FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
+      )
+    }, { subdivisionFallbackCooldown: "0 seconds", maxRetries: 0 }))
+
   // The service's code arrives escaped already (a control character as `\u001b`): cut at 64 characters for the
   // recovery line, it must not end in half an escape (`\u`).
   it.effect("fallback: the recovery line names the cause with its code cut on whole escapes", () =>
-    Effect.gen(function*() {
-      const { layer, lines } = captureLogs()
-      yield* Effect.gen(function*() {
-        expect((yield* list("USA")).source).toBe("snapshot")
-        expect((yield* list("USA")).source).toBe("api")
-      }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
-      const recovery = lines.find((line) => line.includes("answers for USA again"))
+    Effect.map(recoveryAfterCode(`${"A".repeat(62)}\u001b[2J`), (recovery) => {
       expect(recovery).toContain(`(it failed with ApiError 503 ${"A".repeat(62)})`)
-    }).pipe(withMode("fallback", {
-      [ROUTE]: FinTest.sequence(
-        FinTest.json(503, { error: { message: "down", code: `${"A".repeat(62)}\u001b[2J` } }),
-        FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
-      )
-    }, { subdivisionFallbackCooldown: "0 seconds", maxRetries: 0 })))
+    }))
 
   // Only a code cut short can end in half an escape: one of the service's own that ends in a backslash keeps it.
   it.effect("fallback: the recovery line keeps a whole code's own trailing backslash", () =>
-    Effect.gen(function*() {
-      const { layer, lines } = captureLogs()
-      yield* Effect.gen(function*() {
-        expect((yield* list("USA")).source).toBe("snapshot")
-        expect((yield* list("USA")).source).toBe("api")
-      }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.All))
-      const recovery = lines.find((line) => line.includes("answers for USA again"))
+    Effect.map(recoveryAfterCode("UPSTREAM\\"), (recovery) => {
       // The captured line is JSON: the one backslash written as two.
       expect(recovery).toContain("(it failed with ApiError 503 UPSTREAM\\\\)")
-    }).pipe(withMode("fallback", {
-      [ROUTE]: FinTest.sequence(
-        FinTest.json(503, { error: { message: "down", code: "UPSTREAM\\" } }),
-        FinTest.json(200, { data: { subdivisions: [{ code: "US-CA", name: "California" }] } })
-      )
-    }, { subdivisionFallbackCooldown: "0 seconds", maxRetries: 0 })))
+    }))
 
   for (const status of [401, 403, 404, 422, 429]) {
     it.effect(`fallback: never on ${status}`, () =>
@@ -618,7 +612,9 @@ describe("SubdivisionService", () => {
       expect(error.message).toBe(
         `crossCheck asks the API, and subdivisionMode is "offline" (no network): expected "online" or "fallback"`
       )
-      expect(error._tag === "RequestValidationError" && error.issues).toEqual([expect.objectContaining({ path: "subdivisionMode" })])
+      expect(error._tag === "RequestValidationError" && error.issues).toEqual([
+        expect.objectContaining({ path: "subdivisionMode" })
+      ])
       expect(yield* allRequests).toHaveLength(0)
     }).pipe(withMode("offline", { [ROUTE]: () => usa })))
 

@@ -494,7 +494,7 @@ describe("effect-fin (offline commands)", () => {
 
   // Read as the client's configuration reads it: a refused value quoted escaped and cut to 64 characters (a secret
   // pasted into the wrong variable is not copied whole to the terminal).
-  it("webhook verify: a refused FIN_ENVIRONMENT is quoted escaped and cut, as the client's configuration quotes it", async () => {
+  it("webhook verify: a refused FIN_ENVIRONMENT is quoted escaped and cut, as the client config does", async () => {
     const headers = await Effect.runPromise(Webhooks.sign(body, "whsec_cli"))
     const args = ["webhook", "verify", "--signature", headers["x-fin-signature"]]
     const long = await cli(args, { FIN_WEBHOOK_SECRET: "whsec_cli", FIN_ENVIRONMENT: "s3cr3t-".repeat(500) }, body)

@@ -13,7 +13,10 @@ import * as OptionNames from "./optionNames.js"
  * refusal quotes one: `Config.literal` quotes it raw and whole (a control character, a bidi mark, a secret pasted into
  * the wrong variable).
  */
-export const literal = <const L extends ReadonlyArray<string>>(name: string, ...literals: L): Config.Config<L[number]> =>
+export const literal = <const L extends ReadonlyArray<string>>(
+  name: string,
+  ...literals: L
+): Config.Config<L[number]> =>
   Config.nested(
     Config.mapOrFail(Config.string(), (text) =>
       literals.includes(text)
