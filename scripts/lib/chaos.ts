@@ -97,8 +97,9 @@ export interface ChaosReport {
   readonly callsSentUnannounced: number
   readonly maxCallMillis: number
   /**
-   * Calls that took longer than the deadline plus 50 ms and the event-loop stalls that ended after their deadline (a
-   * timer cannot fire sooner): a call's own stalls, not the worst of the run, which would excuse any call.
+   * Calls that took longer than the deadline plus 50 ms and the stalls after their deadline (of one under way at the
+   * deadline, its part after it: a timer cannot fire sooner): a call's own stalls, not the worst of the run, which
+   * would excuse any call.
    */
   readonly callsOverDeadline: number
   /**
@@ -297,8 +298,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     yield* Effect.addFinalizer(() => Effect.sync(() => loop.disable()))
     // Stalls as they end: when a fiber's 10 ms sleep woke, and how late. Its wake goes through the event loop and
     // Effect's scheduler as a call's deadline does, so it is held back by both (a blocked loop, or the queue of 64
-    // calls' fibers on a starved CPU). A call past its deadline is excused by those that ended after its deadline,
-    // not by one elsewhere in the run.
+    // calls' fibers on a starved CPU). A call past its deadline is excused by what of them came after its
+    // deadline, not by one elsewhere in the run.
     const stalls: Array<{ readonly at: number; readonly late: number }> = []
     let tick = Date.now()
     // In the run's scope (interrupted however it ends), outside the supervised body (not one of its fibers left).
@@ -464,7 +465,11 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     const worstStallMillis = stalls.reduce((worst, stall) => Math.max(worst, stall.late), maxEventLoopDelayMillis)
     const overruns = spans.map(({ end, start }) => {
       const due = start + deadlineMillis
-      const excused = stalls.reduce((sum, stall) => stall.at > due && stall.at <= end + 50 ? sum + stall.late : sum, 0)
+      // Of a stall under way at the deadline, only its part after it held the call back.
+      const excused = stalls.reduce(
+        (sum, stall) => stall.at > due && stall.at <= end + 50 ? sum + Math.min(stall.late, stall.at - due) : sum,
+        0
+      )
       return end - due - 50 - excused
     })
     return {
