@@ -1837,7 +1837,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly orderTtl?: FinConfig.DurationOption | undefined
   /**
    * How long a delivery waits while another event of the same `event_reference_id` is being handled (default 5
-   * seconds); after that it gets 409 and the service delivers it again later.
+   * seconds; checked between its tries of the store, at most 200 ms apart, so it may wait up to one pause and one try
+   * longer); after that it gets 409 and the service delivers it again later.
    */
   readonly referenceWait?: FinConfig.DurationOption | undefined
 }
