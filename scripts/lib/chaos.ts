@@ -455,10 +455,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     yield* Effect.sleep("200 millis")
     const heapAfterMiB = heapMiB()
     const liveFibersAfter = (yield* supervisor.value).length
-    process.off("unhandledRejection", onRejection)
-    process.off("uncaughtException", onException)
-    DiagnosticsChannel.unsubscribe("net.client.socket", onSocket)
-    loop.disable()
+    // The listeners, the loop monitor and the sampler go with the run's scope; the sampler is stopped here already, so
+    // that the stalls below are those of the run.
     yield* Fiber.interrupt(sampler)
     const maxEventLoopDelayMillis = Math.round(loop.max / 1e6)
     // The run's worst stall: the sampler's latest wake (the scheduler's delays too), or the loop's, if that was longer.
