@@ -1762,7 +1762,7 @@ export type OnlyEventTypes<H> = {
  * @category models
  */
 export interface NotAnEventType<K> {
-  readonly "effect-fin: not a webhook event type (Webhooks.eventTypes lists them)": K
+  readonly "effect-fin: not a webhook event type (Webhooks.documentedEventTypes lists them, and Unknown)": K
 }
 
 /**

@@ -2982,6 +2982,11 @@ describe("Webhooks.handler", () => {
     expectTypeOf<Webhooks.OnlyEventTypes<typeof misspelt>["handlers"]>().toEqualTypeOf<
       { readonly "beneficiary.stauts": Webhooks.NotAnEventType<"beneficiary.stauts"> }
     >()
+    // Its text names where the event types are listed: an export that exists.
+    type Listed = keyof Pick<typeof Webhooks, "documentedEventTypes">
+    expectTypeOf<keyof Webhooks.NotAnEventType<"x">>().toEqualTypeOf<
+      `effect-fin: not a webhook event type (Webhooks.${Listed} lists them, and Unknown)`
+    >()
     expect([app, needs, mounted, checked].every(Effect.isEffect) && _unsaid === audited).toBe(true)
     expect(_mountedMisspelt).toThrow(`handlers has "beneficiary.stauts", which is not an event type`)
     // And when built (from untyped code): refused.
