@@ -2117,7 +2117,7 @@ const closing = Headers.fromInput({ connection: "close" })
 // connection closed, rather than the server reading the rest of a body that may never end.
 // Rejecting a delivery, and logging it: once per reason at Warning (Error for a 500, our own misconfiguration: no
 // secret), then at Debug until a new delivery is handled (a replay of a captured one is no reset) and a minute has
-// passed. Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery
+// passed (for a 400, a minute alone: see below). Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery
 // and redelivery: one line each would flood the logs (the span and the metric still count each one), as would one per
 // real delivery with forged requests in between.
 const warnAgainAfterMillis = 60_000
@@ -2133,7 +2133,10 @@ const makeReject = () => {
         ? HttpServerResponse.empty({ status, headers })
         : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
       const last = said.get(error.reason)
-      const loud = last === undefined || (last.handledSince && now - last.at >= warnAgainAfterMillis)
+      // A 400 comes after the signature verified: each is an authentic event refused (a payload the service changed,
+      // a clock off), so it is said again once a minute while it lasts, not only after a delivery was handled.
+      const loud = last === undefined ||
+        ((last.handledSince || status === 400) && now - last.at >= warnAgainAfterMillis)
       if (loud) said.set(error.reason, { at: now, handledSince: false })
       const log = !loud ? Effect.logDebug : status === 500 ? Effect.logError : Effect.logWarning
       // What was wrong, for the operator: the error's text (for a body that does not decode, where and what was

@@ -3052,6 +3052,28 @@ describe("Webhooks.handler", () => {
       expect(warnings()).toEqual(["bad_signature", "missing_signature", "bad_signature"])
     }))
 
+  // A 400 after the signature verified is an authentic event refused (a payload the service changed, say): while no
+  // delivery is handled, that is said at Warning again once a minute, not once for a whole outage.
+  it.effect("signed deliveries refused as malformed warn again once a minute while none is handled", () =>
+    Effect.gen(function*() {
+      const { layer: capture, lines: logs } = captureLogs()
+      const handle = yield* webHandler(Webhooks.handler({
+        secrets: secret,
+        handlers: { "beneficiary.status": () => Effect.void }
+      })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.All))
+      const warnings = () => logs.filter((line) => line.startsWith("WARN")).map((line) => /"reason":"(\w+)"/.exec(line)?.[1])
+      const changed = (id: string) => makeBody({ id, data: { ...beneficiaryData("ACTIVE"), customer_id: 42 } })
+      expect((yield* send(handle, yield* signedPost(changed("e-1")))).status).toBe(400)
+      yield* TestClock.adjust("59 seconds")
+      expect((yield* send(handle, yield* signedPost(changed("e-2")))).status).toBe(400)
+      expect(warnings()).toEqual(["malformed_body"])
+      yield* TestClock.adjust("1 second")
+      expect((yield* send(handle, yield* signedPost(changed("e-3")))).status).toBe(400)
+      yield* TestClock.adjust("1 hour")
+      expect((yield* send(handle, yield* signedPost(changed("e-4")))).status).toBe(400)
+      expect(warnings()).toEqual(["malformed_body", "malformed_body", "malformed_body"])
+    }))
+
   // A replay of one genuine delivery (a duplicate, answered 200) is no new delivery: it must not reset the warnings,
   // or an attacker holding one captured delivery warns once per forged request again.
   // Replayed: a duplicate of a handled one (200), or one whose handler fails each time (500, released, claimed again).
