@@ -2117,9 +2117,9 @@ const closing = Headers.fromInput({ connection: "close" })
 // connection closed, rather than the server reading the rest of a body that may never end.
 // Rejecting a delivery, and logging it: once per reason at Warning (Error for a 500, our own misconfiguration: no
 // secret), then at Debug until a new delivery is handled (a replay of a captured one is no reset) and a minute has
-// passed (for a 400, a minute alone: see below). Anyone who can reach the endpoint can send unsigned requests, and a secret out of step fails every delivery
-// and redelivery: one line each would flood the logs (the span and the metric still count each one), as would one per
-// real delivery with forged requests in between.
+// passed (for a 400, a minute alone: see below). Anyone who can reach the endpoint can send unsigned requests, and a
+// secret out of step fails every delivery and redelivery: one line each would flood the logs (the span and the metric
+// still count each one), as would one per real delivery with forged requests in between.
 const warnAgainAfterMillis = 60_000
 
 const makeReject = () => {

@@ -3061,7 +3061,8 @@ describe("Webhooks.handler", () => {
         secrets: secret,
         handlers: { "beneficiary.status": () => Effect.void }
       })).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.All))
-      const warnings = () => logs.filter((line) => line.startsWith("WARN")).map((line) => /"reason":"(\w+)"/.exec(line)?.[1])
+      const warnings = () =>
+        logs.filter((line) => line.startsWith("WARN")).map((line) => /"reason":"(\w+)"/.exec(line)?.[1])
       const changed = (id: string) => makeBody({ id, data: { ...beneficiaryData("ACTIVE"), customer_id: 42 } })
       expect((yield* send(handle, yield* signedPost(changed("e-1")))).status).toBe(400)
       yield* TestClock.adjust("59 seconds")
