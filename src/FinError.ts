@@ -147,7 +147,8 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
  * The request could not be sent or the response body could not be read (refused, reset, DNS, aborted body).
  * Retried (on a call that is), except a connection refused for its setup, which waiting cannot mend: a TLS handshake
  * refused on its certificate or for want of a common protocol, or an egress proxy's 4xx but 408 and 429 (its `code`:
- * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...).
+ * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...), nor a platform client closed with its
+ * layer's scope (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`).
  *
  * @since 0.1.0
  * @category errors

@@ -448,6 +448,11 @@ const requestFailure = (
   detail: string | undefined
 ): string => {
   const why = detail === undefined ? "" : ` (${detail})`
+  if (code !== undefined && SystemCodes.isClientClosed(code)) {
+    return `the platform HTTP client is closed${why}: its layer's scope has ended (as a layer provided only around ` +
+      "FinClient.make does once the client is made: provide it where the client is used); a request under way when " +
+      "it closed may have reached the service"
+  }
   return (code === undefined ? reason !== "Transport" : SystemCodes.neverSent(code))
     ? `could not send the request${why}`
     : `no answer${why}; the service may have got the request`

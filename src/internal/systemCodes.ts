@@ -57,3 +57,12 @@ const NOT_CONNECTED: ReadonlySet<string> = new Set([
  */
 export const neverSent = (code: string): boolean =>
   NOT_CONNECTED.has(code) || code.startsWith("PROXY_TUNNEL_") || isSetupRefusal(code)
+
+// undici's own: a dispatcher destroyed or closed (its layer's scope ended) sends nothing again, however long one waits.
+const CLIENT_CLOSED: ReadonlySet<string> = new Set(["UND_ERR_DESTROYED", "UND_ERR_CLOSED"])
+
+/**
+ * Whether `code` says the platform client itself is closed (an undici dispatcher destroyed with its layer's scope):
+ * no retry can mend it. A request under way when it closed may have reached the service.
+ */
+export const isClientClosed = (code: string): boolean => CLIENT_CLOSED.has(code)

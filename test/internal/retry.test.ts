@@ -55,7 +55,7 @@ describe("Retry.isOutage and worthALaterTry", () => {
 })
 
 describe("Retry.isSetupRefusal", () => {
-  it("a refused certificate, no common protocol, a proxy's 4xx: not retried, not worth a later try, an outage", () => {
+  it("a refused certificate, no common protocol, a proxy's 4xx, a closed client: not retried, nor worth a later try", () => {
     const refusals = [
       "CERT_HAS_EXPIRED",
       "CERT_NOT_YET_VALID",
@@ -74,7 +74,10 @@ describe("Retry.isSetupRefusal", () => {
       "ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE",
       "ERR_SSL_SSL/TLS_ALERT_PROTOCOL_VERSION",
       "PROXY_TUNNEL_407",
-      "PROXY_TUNNEL_403"
+      "PROXY_TUNNEL_403",
+      // Not the connection's: the platform client closed with its layer's scope (undici's dispatcher destroyed).
+      "UND_ERR_DESTROYED",
+      "UND_ERR_CLOSED"
     ]
     const verdicts = (error: FinError.TransportError | FinError.ApiError) =>
       [Retry.isSetupRefusal(error), Retry.isRetryable(error), Retry.worthALaterTry(error), Retry.isOutage(error)]
