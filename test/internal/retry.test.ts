@@ -55,7 +55,7 @@ describe("Retry.isOutage and worthALaterTry", () => {
 })
 
 describe("Retry.isSetupRefusal", () => {
-  it("a refused certificate, no common protocol, a proxy's 4xx, a closed client: not retried, nor worth a later try", () => {
+  it("a refused certificate or protocol, a proxy's 4xx, a closed client: not retried, not worth a later try", () => {
     const refusals = [
       "CERT_HAS_EXPIRED",
       "CERT_NOT_YET_VALID",
