@@ -667,6 +667,29 @@ describe("HttpTransport", () => {
       { deadline: "2 seconds" }
     )))
 
+  // A token handed over only once the deadline has passed, with no wait the token step could cut (a provider of the
+  // user's that blocks the thread: a synchronous read, a busy loop; no timer can fire meanwhile): the request is not
+  // sent after the caller's deadline.
+  it.live("a token that comes after the deadline from a provider that blocks: the request is never sent", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(calculate)
+      expect(error._tag === "TimeoutError" && [error.kind, error.attempts]).toEqual(["deadline", 0])
+      expect(yield* attempts).toBe(0)
+    }).pipe(provideWithTokens(
+      { [FEE]: () => FinTest.json(200, quoteBody) },
+      TokenProvider.TokenProvider.of({
+        get: Effect.sync(() => {
+          const end = performance.now() + 150
+          while (performance.now() < end) {
+            // blocking past the 50 ms deadline
+          }
+          return Redacted.make("t")
+        }),
+        invalidate: () => Effect.void
+      }),
+      { deadline: "50 millis" }
+    )))
+
   // A call cut by the default 60 s deadline must land in a bucket of its own, not only in the unbounded one.
   it.effect("effect_fin_request_duration_ms has finite buckets up past the default deadline", () =>
     Effect.gen(function*() {
