@@ -2925,6 +2925,9 @@ describe("HttpTransport", () => {
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "150", "retry-after": "9" }, now)!)).toBe(9000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "100", "retry-after": "61" }, now)!)).toBe(61000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0", "retry-after": "30" }, now)!)).toBe(30000)
+      // A whole second apart is no longer "within a second": the longer wait (a zero cannot cancel a 1 s wait).
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "0", "retry-after": "1" }, now)!)).toBe(1000)
+      expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "1000", "retry-after": "2" }, now)!)).toBe(2000)
       expect(Duration.toMillis(parseRetryAfter({ "retry-after-ms": "250", "retry-after": "soon" }, now)!)).toBe(250)
       // Sent twice, one value unreadable: the one that parses counts (the unreadable one does not swallow it).
       for (const value of ["30, garbage", "30, -1", "garbage, 30", "30, Thu, 01 Jan 2026 00:00:05 GMT", "Thursday, 01-Jan-26 00:00:07 GMT, 30"]) {
