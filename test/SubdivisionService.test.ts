@@ -376,6 +376,19 @@ describe("SubdivisionService", () => {
       )
     })))
 
+  // The boundaries: page 1 of 2 (no total given), or 1 entry where the total says 2.
+  it.effect("online: page 1 of 2, or 1 entry of 2 in all, is a page of a longer list", () =>
+    Effect.gen(function*() {
+      for (const _ of [1, 2]) {
+        const error = yield* Effect.flip(list("USA"))
+        expect(error._tag === "ResponseDecodeError" && error.issues).toEqual([
+          { path: "data.pagination", expected: "the whole list in one answer, not a page of it" }
+        ])
+      }
+    }).pipe(withMode("online", {
+      [ROUTE]: FinTest.sequence(paged({ current_page: 1, total_page: 2 }), paged({ total: 2 }))
+    })))
+
   it.effect("crossCheck: a page of a longer list is a ResponseDecodeError, not a comparison full of extra codes", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(SubdivisionService.crossCheck("USA"))
@@ -406,6 +419,12 @@ describe("SubdivisionService", () => {
         usa
       )
     })))
+
+  it.effect("fallback: the snapshot for a 300 Multiple Choices, the first of the redirects", () =>
+    Effect.gen(function*() {
+      expect((yield* list("USA").pipe(noRetries)).source).toBe("snapshot")
+      expect(yield* calls).toBe(1)
+    }).pipe(withMode("fallback", { [ROUTE]: FinTest.sequence(FinTest.json(300, { message: "choose" }), usa) })))
 
   it.effect("crossCheck: a name differing only in surrounding or repeated blanks is no rename; a code it could not compare is not extra", () =>
     Effect.gen(function*() {
@@ -1176,6 +1195,38 @@ describe("SubdivisionService", () => {
         expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
       }).pipe(withCooldown(replying(() => reply)))
     })
+
+    // The same country's own outage after its page: the close ends the 503, and the page's recovery is still told.
+    it.effect("a proxy's page, then an outage of the same country: the page's recovery is still told", () => {
+      let reply: "page" | "503" | "ok" = "page"
+      return Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA")).source).toBe("snapshot") // a page: warned, no cool-down
+          reply = "503"
+          expect((yield* list("USA")).source).toBe("snapshot") // warned, cool-down
+          yield* advance(31_000)
+          reply = "ok"
+          expect((yield* list("CAN")).source).toBe("api") // the outage ends
+          expect((yield* list("USA")).source).toBe("api") // and the page with it
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
+      }).pipe(withCooldown(replying(() => reply)))
+    })
+
+    it.effect("a recovery is told once, not again on each later answer", () =>
+      Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA")).source).toBe("snapshot")
+          expect((yield* list("USA")).source).toBe("api")
+          expect((yield* list("USA")).source).toBe("api")
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
+      }).pipe(withCooldown(
+        { [ROUTE]: FinTest.sequence(FinTest.json(503, { message: "down" }), usa) },
+        { subdivisionFallbackCooldown: "0 seconds" }
+      )))
 
     // The breaker closed on another country's answer: the outage ended; the next one warns, whichever country it hits.
     it.effect("a new outage warns again, though its country was not asked since the last one", () => {
