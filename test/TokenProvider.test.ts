@@ -1110,6 +1110,18 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }, { "retry-after": "120" })
     })))
 
+  // The boundary of the rule above: a refresh wait exactly as long as the refusal's hold (1 s) is kept too.
+  it.effect("a failing refresh asking exactly a second, then refused credentials: the refresh's wait is kept", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR)
+      expect(yield* Effect.flip(getToken)).toMatchObject({ status: 503, operation: "POST /v1/oauth/refresh-token" })
+      expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(401, { message: "invalid client" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }, { "retry-after": "1" })
+    }, { maxRetries: 0 })))
+
   // The refresh token is sent only while usable: a retry of its refresh that would come after that is not made (the
   // service would refuse it as expired); an issue follows at once instead.
   it.effect("a refresh is not retried past its refresh token's usable time: an issue follows", () =>
