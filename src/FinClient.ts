@@ -103,7 +103,8 @@ export const layerFromEnv = (): Layer.Layer<Services, ConfigError.ConfigError, H
 /**
  * The services of a client as values, living as long as the scope: call it once per account. Give it its platform
  * client in that scope too: one provided only around `make` (`make(options).pipe(Effect.provide(layerUndici))`) is
- * closed once the client is made, and every call then fails at once with a `TransportError` saying so.
+ * closed once the client is made, and every call then fails at once with a `TransportError` saying so (but a
+ * subdivisions lookup in `"fallback"` mode, which the offline snapshot answers, with a warning saying so).
  *
  * @since 0.1.0
  * @category constructors

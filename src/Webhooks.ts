@@ -2133,8 +2133,8 @@ const makeReject = () => {
         ? HttpServerResponse.empty({ status, headers })
         : HttpServerResponse.unsafeJson({ error: error.reason }, { status, headers })
       const last = said.get(error.reason)
-      // A 400 comes after the signature verified: each is an authentic event refused (a payload the service changed,
-      // a clock off), so it is said again once a minute while it lasts, not only after a delivery was handled.
+      // Most 400s come after the signature verified: each such is an authentic event refused (a payload the service
+      // changed, a clock off), so it is said again once a minute while it lasts, not only after a delivery was handled.
       const loud = last === undefined ||
         ((last.handledSince || status === 400) && now - last.at >= warnAgainAfterMillis)
       if (loud) said.set(error.reason, { at: now, handledSince: false })

@@ -40,8 +40,8 @@ const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 
  * Whether a transport failure is a connection refused for its setup: a TLS handshake refused on a certificate or for
  * want of a common protocol, or an egress proxy refusing its tunnel (its `code`: `CERT_HAS_EXPIRED`,
  * `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`, `ERR_SSL_WRONG_VERSION_NUMBER`,
- * `PROXY_TUNNEL_407`...), or the platform client itself closed (`UND_ERR_DESTROYED`): a mistake to mend, not a
- * failure to wait out.
+ * `PROXY_TUNNEL_407`...), or the platform client itself closed (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`): a mistake to
+ * mend, not a failure to wait out.
  */
 export const isSetupRefusal = (error: FinError | Retried): boolean =>
   error._tag === "TransportError" && error.code !== undefined &&
