@@ -1671,6 +1671,26 @@ describe("TokenProvider", () => {
     }), Effect.provide(log.layer))
   })
 
+  // A caller waiting on the refresh of a token due but usable gets that token back if the refresh fails, only while it
+  // is still usable: the wall clock stepped past its usable time while the refresh ran (an NTP step), it fails.
+  it.live("a refresh failing once the wall clock stepped past the token's usable time: that token is not given", () =>
+    withWallClockSetBack((setBack) => {
+      const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+      let issued = 0
+      return Effect.gen(function*() {
+        expect(yield* tokenValue).toBe("token-1")
+        // 45 s before its expiry: due for a refresh (margin 60 s), usable until 30 s before.
+        setBack(-(HOUR - 45_000))
+        expect(yield* Effect.flip(getToken)).toMatchObject({ status: 503 })
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": (request) => issued++ === 0 ? tokens(request) : FinTest.json(503, { message: "down" }),
+        "POST /v1/oauth/refresh-token": () => {
+          setBack(-HOUR)
+          return FinTest.json(503, { message: "down" })
+        }
+      }, { maxRetries: 0 }))
+    }))
+
   // The wait is measured as a timer measures it: the wall clock set back an hour (an NTP step) during a 2 s wait does
   // not make it an hour and 2 s.
   it.live("a token answer's wait is not lengthened by a wall clock set back", () =>

@@ -985,6 +985,32 @@ describe("TokenStore", () => {
       expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
     }))
 
+  // The same with a store of the user's own (the provider bounds its operations itself): the lock's answer is awaited
+  // in a fiber of its own, and a caller interrupted meanwhile leaves its release to that fiber.
+  it.effect("a client shut down while its own store's lock is on its way releases the lock when it comes", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory({ lockTtl: "10 seconds" })
+      const slow: TokenStore.Service = {
+        ...memory,
+        lock: (key) => Effect.zipLeft(memory.lock(key), Effect.sleep("100 millis"))
+      }
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        FinTest.layerClient({ "POST /v1/oauth/token": FinTest.delayed("100 millis", FinTest.tokenHandler()) }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, slow))
+        ),
+        scope
+      )
+      const get = Effect.flatMap(TokenProvider.TokenProvider, (provider) => provider.get)
+      const caller = yield* Effect.fork(Effect.exit(get.pipe(Effect.provide(context))))
+      yield* advance(50)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* advance(60)
+      yield* Fiber.join(closing)
+      expect(Exit.isInterrupted(yield* Fiber.join(caller))).toBe(true)
+      expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+    }))
+
   it.effect("a renewal that fails once does not give the lock up: a slow fetch stays the only one, its token shared", () =>
     Effect.gen(function*() {
       const memory = TokenStore.makeMemory() // lockTtl 10 s, renewed every 3.3 s
@@ -1358,6 +1384,10 @@ describe("TokenStore", () => {
       for (const result of yield* aThenBOnItsLock(a, b, 3)) {
         expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
       }
+      // Held, not merely failed once: B's next call, at once, sends nothing either.
+      const again = yield* calculateOn(b)
+      expect(Either.isLeft(again) && again.left._tag).toBe("AuthenticationError")
+      expect(rig.tokenRequests()).toBe(1)
       yield* advance(1_000)
       expect(Either.isRight(yield* calculateOn(b))).toBe(true)
       expect(rig.tokenRequests()).toBe(2)
