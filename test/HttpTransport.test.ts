@@ -120,6 +120,9 @@ describe("HttpTransport", () => {
       // A field error is kept (`fieldErrors`): one whose name is what was sent (a header echoed as a field) too.
       ["400 field errors named by the credentials", (bearer: string) =>
         FinTest.json(400, { message: "invalid fields", data: { [bearer]: ["unknown"], "test-secret": ["unknown"] } })],
+      // Kept in ApiError.code: a service that echoes what it was sent as its error code.
+      ["400 error code echoing the token", (bearer: string) =>
+        FinTest.json(400, { message: "invalid credentials", error: { code: bearer } })],
       // Kept in ApiError.body (a field ApiError has none for), its first letter written as a JSON escape.
       ["500 JSON echoing the token with a \\u escape", (bearer: string) =>
         FinTest.text(500, `{"echo":"\\u${bearer.charCodeAt(0).toString(16).padStart(4, "0")}${bearer.slice(1)}"}`, {
@@ -1415,6 +1418,35 @@ describe("HttpTransport", () => {
           Effect.sync(reached),
           Effect.onInterrupt(Effect.never, () => Effect.sync(() => void stopped++))
         )
+    }, { timeout: "60 seconds", deadline: "120 seconds" }))
+  }, 10_000)
+
+  // Its closing listener (and its timeout's timer) go with it: a listener left would stay in the closing's set until
+  // the client closes, the timer hold the process open for the rest of the timeout.
+  it.live("interrupting a call in flight leaves no closing listener", () => {
+    let reached: () => void = () => undefined
+    const inFlight = new Promise<void>((resolve) => (reached = resolve))
+    return Effect.gen(function*() {
+      const closing = Closing.of(yield* TokenProvider.TokenProvider) as { onClose: Closing.Closing["onClose"] }
+      let listening = 0
+      const onClose = closing.onClose
+      closing.onClose = (f) => {
+        listening += 1
+        const stop = onClose(f)
+        let stopped = false
+        return () => {
+          if (!stopped) listening -= 1
+          stopped = true
+          stop()
+        }
+      }
+      const fiber = yield* Effect.fork(calculate)
+      yield* Effect.promise(() => inFlight)
+      yield* Fiber.interrupt(fiber)
+      yield* Effect.sleep("10 millis")
+      expect(listening).toBe(0)
+    }).pipe(provideClient({
+      [FEE]: () => Effect.zipRight(Effect.sync(reached), Effect.never)
     }, { timeout: "60 seconds", deadline: "120 seconds" }))
   }, 10_000)
 

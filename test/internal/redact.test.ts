@@ -300,4 +300,14 @@ describe("redactor", () => {
     // The encoded text of anything else is left as it is.
     expect(redact(`basic ${base64("client-1:something-else-entirely")} end`)).not.toContain("<redacted>")
   })
+
+  // A short secret's cores are short too (16 to 23 characters for one of 12 to 17 bytes): still looked for.
+  it("a short secret base64-encoded in a Basic header is redacted at each of the three places", () => {
+    const secret = "s3cret-14chars"
+    const redact = redactor([secret], 4096)
+    for (const prefix of ["", "i", "id:"]) {
+      const out = redact(`basic ${btoa(`${prefix}${secret}`)} end`)
+      expect(out, prefix).toContain("<redacted>")
+    }
+  })
 })
