@@ -1147,7 +1147,8 @@ describe("SubdivisionService", () => {
       }, { subdivisionFallbackCooldown: "0 seconds" })))
 
     // Routes answering as `reply()` says: the service down (503), a proxy's page (a 200 that is no answer), or the list.
-    const replying = (reply: () => "503" | "page" | "ok"): FinTest.Routes => ({
+    type Reply = "503" | "page" | "ok"
+    const replying = (reply: () => Reply): FinTest.Routes => ({
       [ROUTE]: () => {
         const now = reply()
         return now === "503"
@@ -1173,46 +1174,50 @@ describe("SubdivisionService", () => {
         })()
       }, { subdivisionFallbackCooldown: "0 seconds" })))
 
+    // A proxy's page for USA (warned, no cool-down), then a 503 for `outage` (warned, a cool-down), closed 31 s on by
+    // CAN's answer; `then` goes on, setting the replies to come. The log lines of it all.
+    const pageThenOutage = (
+      outage: "USA" | "CAN",
+      then: (reply: (next: Reply) => void) => Effect.Effect<void, FinError, SubdivisionService.SubdivisionService>
+    ) => {
+      let reply: Reply = "page"
+      return Effect.gen(function*() {
+        const { layer, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          expect((yield* list("USA")).source).toBe("snapshot")
+          reply = "503"
+          expect((yield* list(outage)).source).toBe("snapshot")
+          yield* advance(31_000)
+          reply = "ok"
+          expect((yield* list("CAN")).source).toBe("api")
+          yield* then((next) => void (reply = next))
+        }).pipe(Effect.provide(layer))
+        return lines
+      }).pipe(withCooldown(replying(() => reply)))
+    }
+
     // The close of a cool-down ends the causes it stood for, not a proxy's page seen before it (which started none):
     // that page is still said once until the country's API answers, and its recovery is told.
-    it.effect("a proxy's page seen before an outage is not warned of again after the outage ends", () => {
-      let reply: "page" | "503" | "ok" = "page"
-      return Effect.gen(function*() {
-        const { layer, lines } = captureLogs()
-        yield* Effect.gen(function*() {
-          expect((yield* list("USA")).source).toBe("snapshot") // a page: warned, no cool-down
-          reply = "503"
-          expect((yield* list("CAN")).source).toBe("snapshot") // warned, cool-down
-          yield* advance(31_000)
-          reply = "ok"
-          expect((yield* list("CAN")).source).toBe("api") // the outage ends
-          reply = "page"
-          expect((yield* list("USA")).source).toBe("snapshot") // the same page: said before
-          reply = "ok"
-          expect((yield* list("USA")).source).toBe("api")
-        }).pipe(Effect.provide(layer))
+    it.effect("a proxy's page seen before an outage is not warned of again after the outage ends", () =>
+      Effect.gen(function*() {
+        const lines = yield* pageThenOutage("CAN", (reply) =>
+          Effect.gen(function*() {
+            reply("page")
+            expect((yield* list("USA")).source).toBe("snapshot") // the same page: said before
+            reply("ok")
+            expect((yield* list("USA")).source).toBe("api")
+          }))
         expect(lines.filter((line) => line.startsWith("WARN"))).toHaveLength(2)
         expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
-      }).pipe(withCooldown(replying(() => reply)))
-    })
+      }))
 
     // The same country's own outage after its page: the close ends the 503, and the page's recovery is still told.
-    it.effect("a proxy's page, then an outage of the same country: the page's recovery is still told", () => {
-      let reply: "page" | "503" | "ok" = "page"
-      return Effect.gen(function*() {
-        const { layer, lines } = captureLogs()
-        yield* Effect.gen(function*() {
-          expect((yield* list("USA")).source).toBe("snapshot") // a page: warned, no cool-down
-          reply = "503"
-          expect((yield* list("USA")).source).toBe("snapshot") // warned, cool-down
-          yield* advance(31_000)
-          reply = "ok"
-          expect((yield* list("CAN")).source).toBe("api") // the outage ends
-          expect((yield* list("USA")).source).toBe("api") // and the page with it
-        }).pipe(Effect.provide(layer))
+    it.effect("a proxy's page, then an outage of the same country: the page's recovery is still told", () =>
+      Effect.gen(function*() {
+        const lines = yield* pageThenOutage("USA", () =>
+          Effect.map(list("USA"), (answer) => expect(answer.source).toBe("api"))) // the page ends with the outage
         expect(lines.filter((line) => line.includes("answers for USA again"))).toHaveLength(1)
-      }).pipe(withCooldown(replying(() => reply)))
-    })
+      }))
 
     it.effect("a recovery is told once, not again on each later answer", () =>
       Effect.gen(function*() {

@@ -958,58 +958,36 @@ describe("TokenStore", () => {
     }
   })
 
-  it.effect("a client shut down while the store's lock is on its way releases the lock when it comes", () =>
-    Effect.gen(function*() {
-      const memory = TokenStore.makeMemory({ lockTtl: "10 seconds" })
-      // A store that bounds its own operations (as RedisTokenStore does), whose lock takes a round trip.
-      const slow = BoundedStore.bounded<TokenStore.Service>({
-        ...memory,
-        lock: (key) => Effect.zipLeft(memory.lock(key), Effect.sleep("100 millis"))
-      })
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        FinTest.layerClient({ "POST /v1/oauth/token": FinTest.delayed("100 millis", FinTest.tokenHandler()) }).pipe(
-          Layer.provide(Layer.succeed(TokenStore.TokenStore, slow))
-        ),
-        scope
-      )
-      const get = Effect.flatMap(TokenProvider.TokenProvider, (provider) => provider.get)
-      const caller = yield* Effect.fork(Effect.exit(get.pipe(Effect.provide(context))))
-      // The lock is on its way when the client's scope closes (a deploy's shutdown).
-      yield* advance(50)
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* advance(60)
-      yield* Fiber.join(closing)
-      expect(Exit.isInterrupted(yield* Fiber.join(caller))).toBe(true)
-      // Released, not held for its TTL (10 s) against every other process.
-      expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
-    }))
-
-  // The same with a store of the user's own (the provider bounds its operations itself): the lock's answer is awaited
-  // in a fiber of its own, and a caller interrupted meanwhile leaves its release to that fiber.
-  it.effect("a client shut down while its own store's lock is on its way releases the lock when it comes", () =>
-    Effect.gen(function*() {
-      const memory = TokenStore.makeMemory({ lockTtl: "10 seconds" })
-      const slow: TokenStore.Service = {
-        ...memory,
-        lock: (key) => Effect.zipLeft(memory.lock(key), Effect.sleep("100 millis"))
-      }
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        FinTest.layerClient({ "POST /v1/oauth/token": FinTest.delayed("100 millis", FinTest.tokenHandler()) }).pipe(
-          Layer.provide(Layer.succeed(TokenStore.TokenStore, slow))
-        ),
-        scope
-      )
-      const get = Effect.flatMap(TokenProvider.TokenProvider, (provider) => provider.get)
-      const caller = yield* Effect.fork(Effect.exit(get.pipe(Effect.provide(context))))
-      yield* advance(50)
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* advance(60)
-      yield* Fiber.join(closing)
-      expect(Exit.isInterrupted(yield* Fiber.join(caller))).toBe(true)
-      expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
-    }))
+  // A store that bounds its own operations (as RedisTokenStore does), or one of the user's own (the provider bounds its
+  // operations itself: the lock's answer is awaited in a fiber of its own, which releases it when it comes).
+  for (const [which, wrap] of [
+    ["the store's", BoundedStore.bounded<TokenStore.Service>],
+    ["its own store's", (store: TokenStore.Service) => store]
+  ] as const) {
+    it.effect(`a client shut down while ${which} lock is on its way releases the lock when it comes`, () =>
+      Effect.gen(function*() {
+        const memory = TokenStore.makeMemory({ lockTtl: "10 seconds" })
+        // Its lock takes a round trip.
+        const slow = wrap({ ...memory, lock: (key) => Effect.zipLeft(memory.lock(key), Effect.sleep("100 millis")) })
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          FinTest.layerClient({ "POST /v1/oauth/token": FinTest.delayed("100 millis", FinTest.tokenHandler()) }).pipe(
+            Layer.provide(Layer.succeed(TokenStore.TokenStore, slow))
+          ),
+          scope
+        )
+        const get = Effect.flatMap(TokenProvider.TokenProvider, (provider) => provider.get)
+        const caller = yield* Effect.fork(Effect.exit(get.pipe(Effect.provide(context))))
+        // The lock is on its way when the client's scope closes (a deploy's shutdown).
+        yield* advance(50)
+        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        yield* advance(60)
+        yield* Fiber.join(closing)
+        expect(Exit.isInterrupted(yield* Fiber.join(caller))).toBe(true)
+        // Released, not held for its TTL (10 s) against every other process.
+        expect((yield* memory.lock(yield* key))._tag).toBe("Acquired")
+      }))
+  }
 
   it.effect("a renewal that fails once does not give the lock up: a slow fetch stays the only one, its token shared", () =>
     Effect.gen(function*() {
