@@ -3367,6 +3367,25 @@ describe("Webhooks memory store", () => {
       expect(logs.lines[0]).toMatch(/^WARN .*in-memory webhook dedupe store holds its most \(maxEntries 2\)/)
     }))
 
+  // References live for orderTtl (30 days by default), handled ids for dedupeTtl (24 hours): the references fill first,
+  // and forgetting one lets an older status pass as new. That is said too, not only a full set of handled ids.
+  it.effect("says once, as a warning, when it forgets resources before their time, handled ids long expired", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      const store = Webhooks.makeMemoryDedupeStore({ maxEntries: 2 })
+      for (const id of ["a", "b", "c"]) {
+        const claim = yield* store.claim(id, `ref-${id}`, Duration.seconds(30))
+        if (claim._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${id}`)
+        const order = { key: `ref-${id}`, createdAt: 1, ttl: Duration.hours(1) }
+        yield* store.complete(id, claim.token, { referenceId: `ref-${id}`, order }, Duration.seconds(1))
+        yield* TestClock.adjust("2 seconds")
+      }
+      expect(yield* store.lastHandled("ref-a")).toEqual(Option.none())
+      expect(logs.lines).toHaveLength(1)
+      expect(logs.lines[0]).toMatch(/^WARN .*in-memory webhook dedupe store holds its most \(maxEntries 2\)/)
+    }).pipe(Effect.provide(logs.layer))
+  })
+
   // Handlers of different dedupeTtl sharing one store interleave TTLs: an expired entry behind a live one goes first.
   it.effect("makes room by dropping expired entries before any live one, wherever they are", () =>
     Effect.gen(function*() {
