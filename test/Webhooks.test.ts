@@ -3803,6 +3803,23 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
       })
     }))
 
+  // An event no handler takes has nothing to run beside another delivery: its claim answered late, it is acknowledged
+  // all the same, not answered 500 for the service to deliver again and again.
+  it.effect("a claim answered after it lapsed, for an event no handler takes: acknowledged", () =>
+    Effect.gen(function*() {
+      const { paused, resume, store } = yield* pausedClaims("after")
+      const handle = yield* webHandler(
+        Webhooks.handler({ secrets: secret, claimTtl: "3 seconds", handlers: {}, store })
+      )
+      const delivery = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+      yield* paused
+      yield* TestClock.adjust("4 seconds")
+      yield* resume
+      yield* settle
+      const answer = yield* Fiber.join(delivery)
+      expect(`${answer.status} ${answer.body}`).toBe(`200 {"outcome":"handled"}`)
+    }))
+
   // keepClaim stops a handler at once when less than a fifteenth of claimTtl is left before its margin: not started.
   it.effect("a claim answered with no time left for a renewal: the handler is not started to be stopped at once", () =>
     Effect.gen(function*() {
