@@ -1,5 +1,6 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
 import { vi } from "vitest"
@@ -3035,6 +3036,9 @@ describe("HttpTransport", () => {
       const late = Date.UTC(2099, 11, 31, 23, 59, 59)
       expect(Option.map(Option.fromNullable(parseRetryAfter({ "retry-after": "Friday, 01-Jan-00 00:00:05 GMT" }, late)), Duration.toMillis))
         .toEqual(Option.some(6000))
+      // Exactly 50 years ahead is not more than 50: 49 late in 2099 is 2149, not 2049.
+      const ahead = parseRetryAfter({ "retry-after": "Wednesday, 01-Jan-49 00:00:05 GMT" }, late)
+      expect(ahead && Duration.toMillis(ahead)).toBe(Date.UTC(2149, 0, 1, 0, 0, 5) - late)
     })
 
     it("a header sent more than once (joined with commas) counts with its longest wait", () => {
@@ -3062,12 +3066,22 @@ const failWith = (reply: FinTest.Reply) =>
     provideClient({ "POST /v1/fee-calculation": () => reply }, { maxRetries: 0 })
   ))
 
+it.effect("a 300 holding a quote is no success: an ApiError (only 2xx is the service's answer)", () =>
+  Effect.gen(function*() {
+    const error = yield* failWith(FinTest.json(300, quoteBody))
+    expect(error._tag === "ApiError" && error.status).toBe(300)
+  }))
+
 describe("text cut to fit in an error", () => {
   it.effect("a long message is cut before an emoji, not inside it", () =>
     Effect.gen(function*() {
       const error = yield* failWith(FinTest.json(400, { message: "a".repeat(1023) + emoji + "b" }))
       expect(error.message).toMatch(/a\.\.\.$/)
       expect(loneHalf.test(error.message)).toBe(false)
+      // An emoji that ends right at the cut is kept whole, its first half not left alone.
+      const whole = yield* failWith(FinTest.json(400, { message: "a".repeat(1022) + emoji + "b" }))
+      expect(whole.message).toMatch(new RegExp(`a${emoji}\\.\\.\\.$`, "u"))
+      expect(loneHalf.test(whole.message)).toBe(false)
     }))
 
   it.effect("a field error's name and message, and the message's summary of them, too", () =>
@@ -3811,3 +3825,25 @@ describe("HttpTransport: retryBudget", () => {
     }).pipe(provideWithTokens({ [FEE]: () => status(503) }, tokens, { retryBudget: 0, deadline: "2 seconds" }))
   })
 })
+
+// A fetch response with no body at all (a platform client's, or a user's, answering with `new Response(null)`) has no
+// stream: the platform's "EmptyBody" is nothing to read, not a body lost (no TransportError, never retried).
+it.effect("an answer with no body at all is an empty body, not a lost one", () =>
+  Effect.gen(function*() {
+    let fees = 0
+    const client = HttpClient.make((request) =>
+      Effect.sync(() => {
+        if (request.url.endsWith("/v1/oauth/token")) {
+          const token = { access_token: "t", access_token_ttl: "2099-01-01T00:00:00Z" }
+          return HttpClientResponse.fromWeb(request, new Response(JSON.stringify(token)))
+        }
+        fees++
+        return HttpClientResponse.fromWeb(request, new Response(null, { status: 200 }))
+      })
+    )
+    const error = yield* Effect.flip(Effect.scoped(Effect.flatMap(
+      FinClient.make({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:9", maxRetries: 0 }),
+      (fin) => fin.fees.calculate(quoteRequest)
+    )).pipe(Effect.provideService(HttpClient.HttpClient, client)))
+    expect([error._tag, fees]).toEqual(["ResponseDecodeError", 1])
+  }))

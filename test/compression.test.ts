@@ -15,12 +15,13 @@ import type { AddressInfo } from "node:net"
 import * as Zlib from "node:zlib"
 import * as FinClient from "../src/FinClient.js"
 import { UndiciHttpClient } from "../src/node/index.js"
+import { MAX_RESPONSE_BYTES } from "../src/internal/http.js"
 import { quoteBody, quoteRequest } from "./support.js"
 
 let server: Http.Server
 let base = ""
 let feeStatus = 200
-let shape: "gzip" | "bom" = "gzip"
+let shape: "gzip" | "bom" | "bomb" = "gzip"
 
 beforeAll(async () => {
   server = Http.createServer((req, res) => {
@@ -34,6 +35,17 @@ beforeAll(async () => {
       if (shape === "bom") {
         const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(body))])
         res.writeHead(status, { "content-type": "application/json", "content-length": bytes.length })
+        return res.end(bytes)
+      }
+      if (shape === "bomb" && req.url !== "/v1/oauth/token") {
+        // A proxy that compresses whatever the request asked, its declared length the compressed one (a few KiB)
+        const padded = JSON.stringify(quoteBody).replace("{", `{${" ".repeat(MAX_RESPONSE_BYTES)}`)
+        const bytes = Zlib.gzipSync(padded)
+        res.writeHead(200, {
+          "content-type": "application/json",
+          "content-encoding": "gzip",
+          "content-length": bytes.length
+        })
         return res.end(bytes)
       }
       const accepted = req.headers["accept-encoding"]
@@ -83,3 +95,13 @@ describe.each([["a proxy that compresses unless told not to", "gzip"], ["a byte 
     }
   }
 )
+
+// The declared length of a compressed answer is the compressed one: fetch decompresses, and would read past the limit
+// if that length were trusted (a few KiB of gzip make more than 4 MiB).
+it.live("FetchHttpClient: a compressed answer past the limit once decompressed is cut, its declared length small", () =>
+  Effect.gen(function*() {
+    ;[feeStatus, shape] = [200, "bomb"]
+    const error = yield* Effect.flip(calculate(FetchHttpClient.layer))
+    expect(error._tag).toBe("ResponseDecodeError")
+    expect(error.message).toContain(`a body of at most ${MAX_RESPONSE_BYTES} bytes`)
+  }))

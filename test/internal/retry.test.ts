@@ -157,6 +157,14 @@ describe("Http.systemCode", () => {
       .toEqual(["ERR_TLS_CERT_ALTNAME_INVALID", "UND_ERR_PRX_TLS"])
     const reset = Object.assign(new Error("x"), { code: "ECONNRESET" })
     expect(Http.systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
+    // Found up to four deep along the chain (a wrapper of the user's around fetch's TypeError).
+    const fetchFailed = new TypeError("fetch failed", { cause: reset })
+    const wrapped = new Error("outer", { cause: new Error("middle", { cause: fetchFailed }) })
+    expect(Http.systemCode(wrapped)).toBe("ECONNRESET")
+    // A "code" that is no code-like word (a message, a host in it, a number) is not kept: the chain is read on.
+    const worded = Object.assign(new Error("x"), { code: "connect to pay.example.com failed" })
+    expect(Http.systemCode(worded)).toBeUndefined()
+    expect(Http.systemCode(Object.assign(new Error("x"), { code: "econnreset", cause: reset }))).toBe("ECONNRESET")
   })
 })
 
