@@ -55,6 +55,7 @@ import {
   advance,
   captureLogs,
   counterValue,
+  countListeners,
   eventually,
   fixedRandom,
   forkSleeping,
@@ -1428,24 +1429,14 @@ describe("HttpTransport", () => {
     let reached: () => void = () => undefined
     const inFlight = new Promise<void>((resolve) => (reached = resolve))
     return Effect.gen(function*() {
-      const closing = Closing.of(yield* TokenProvider.TokenProvider) as { onClose: Closing.Closing["onClose"] }
-      let listening = 0
-      const onClose = closing.onClose
-      closing.onClose = (f) => {
-        listening += 1
-        const stop = onClose(f)
-        let stopped = false
-        return () => {
-          if (!stopped) listening -= 1
-          stopped = true
-          stop()
-        }
-      }
+      const closing = countListeners(
+        Closing.of(yield* TokenProvider.TokenProvider) as { onClose: Closing.Closing["onClose"] }
+      )
       const fiber = yield* Effect.fork(calculate)
       yield* Effect.promise(() => inFlight)
       yield* Fiber.interrupt(fiber)
       yield* Effect.sleep("10 millis")
-      expect(listening).toBe(0)
+      expect(closing.listeners).toBe(0)
     }).pipe(provideClient({
       [FEE]: () => Effect.zipRight(Effect.sync(reached), Effect.never)
     }, { timeout: "60 seconds", deadline: "120 seconds" }))

@@ -139,6 +139,26 @@ export const seedTokens = (store: TokenStore.Service, key: string, tokens: Token
   })
 
 /**
+ * Counts the listeners a client's closing has registered and not yet removed: its `onClose` is wrapped in place, so
+ * whatever reads it afterwards (a transport, `Http.cutAt`) is counted.
+ */
+export const countListeners = <C extends { onClose: (f: () => void) => () => void }>(
+  closing: C
+): C & { listeners: number } => {
+  const onClose = closing.onClose
+  const counted = Object.assign(closing, { listeners: 0 })
+  counted.onClose = (f) => {
+    counted.listeners += 1
+    const stop = onClose(f)
+    return () => {
+      counted.listeners -= 1
+      stop()
+    }
+  }
+  return counted
+}
+
+/**
  * A logger that keeps every line as `LEVEL "message" {annotations}`, the annotations by name (a HashMap's own order
  * follows the hashes); provide `layer` (with the minimum level the test needs) and read `lines`.
  */

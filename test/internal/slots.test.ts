@@ -8,6 +8,7 @@ import * as Closing from "../../src/internal/closing.js"
 import * as Http from "../../src/internal/http.js"
 import * as Monotonic from "../../src/internal/monotonic.js"
 import * as Slots from "../../src/internal/slots.js"
+import { countListeners } from "../support.js"
 
 // A caller that holds its slot until `release`, noting when it got it; `started` waits until it has.
 const holder = (slots: Slots.Slots, log: Array<string>, name: string) =>
@@ -170,21 +171,7 @@ describe("Slots", () => {
 
 describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
   // A client's closing that counts the listeners registered and not yet removed.
-  const countedClosing = () => {
-    const closing = Closing.make()
-    const counted = {
-      listeners: 0,
-      onClose: (f: () => void) => {
-        counted.listeners += 1
-        const stop = closing.onClose(f)
-        return () => {
-          counted.listeners -= 1
-          stop()
-        }
-      }
-    }
-    return counted
-  }
+  const countedClosing = () => countListeners({ onClose: Closing.make().onClose })
 
   // One caller in line behind the holder of the one slot, its wait cut at a deadline a minute away, forked after
   // `before` (steps of its own); returned once it listens for the closing (or after 10,000 turns without).
