@@ -2787,7 +2787,8 @@ describe("Webhooks.handler", () => {
 
   // Stopped for its claim, the handler's releases (a commit) still run: the claim is renewed until they end, as far as
   // the store allows (here it answers again once the handler was stopped), so a redelivery meanwhile is told 409,
-  // not run beside them.
+  // not run beside them. The release outlasts several claims: each renewal moves the claim's lapse on, not only the
+  // first one after the stop.
   it.effect("a handler stopped for a claim it could not renew keeps it renewed while its releases run", () =>
     Effect.gen(function*() {
       const memory = Webhooks.makeMemoryDedupeStore()
@@ -2796,14 +2797,15 @@ describe("Webhooks.handler", () => {
         ...memory,
         renew: (...args) => storeDown ? Effect.fail(refused("renew")) : memory.renew(...args)
       }
-      // The first one's commit, 4 s in the release of what it acquired: past the claim's own 3 s.
-      const commit = Effect.zipRight(Effect.sync(() => (storeDown = false)), Effect.sleep("4 seconds"))
+      // The first one's commit, 10 s in the release of what it acquired: more than three times the claim's 3 s.
+      const commit = Effect.zipRight(Effect.sync(() => (storeDown = false)), Effect.sleep("10 seconds"))
       const { counts, deliver, first } = yield* claimRig(store, (ordinal) =>
         ordinal === 1 ? Effect.zipRight(Effect.addFinalizer(() => commit), Effect.never) : Effect.void)
-      // Stopped at 2.7 s (a tenth of the claim's time before it would lapse); at 4 s its release still runs.
-      yield* moveClock(80, "50 millis")
+      // Stopped at 2.7 s (a tenth of the claim's time before it would lapse); at 8 s its release still runs, past the
+      // 5.8 s the first renewal after the stop bought.
+      yield* moveClock(80, "100 millis")
       expect(JSON.parse((yield* deliver).body)).toEqual({ outcome: "in_progress" })
-      yield* moveClock(80, "50 millis")
+      yield* moveClock(50, "100 millis")
       expect([(yield* Fiber.join(first)).status, counts.running]).toEqual([500, 0])
       expect(JSON.parse((yield* deliver).body)).toEqual({ outcome: "handled" })
       expect([counts.runs, counts.most]).toEqual([2, 1])
