@@ -609,7 +609,12 @@ const makeWithDefaultPort = (
       url,
       credentials: service.credentials,
       // The secret too (a local test value, printed at start): a script driving the emulator checks signatures.
-      webhook: { url: webhookUrl ?? null, algorithm: settings.webhookAlgorithm, secret: settings.webhookSecret },
+      // The target without its `user:pass@` (a receiver behind Basic auth), as messages show it.
+      webhook: {
+        url: webhookUrl === undefined ? null : Webhook.shown(webhookUrl),
+        algorithm: settings.webhookAlgorithm,
+        secret: settings.webhookSecret
+      },
       routes: routeNames
     }))
 

@@ -33,6 +33,7 @@ import type { Counters, FaultRule, RouteName, WebhookRequest } from "./model.js"
 import { ExpireTokensBody, NoInputBody, SetFaultsBody, WebhookAdminBody } from "./model.js"
 import type { InjectedFault, State } from "./state.js"
 import type { Delivery } from "./webhook.js"
+import { shown } from "./webhook.js"
 
 /** What the admin routes need besides the state. */
 export interface Admin {
@@ -462,11 +463,11 @@ export const make = (state: State, admin: Admin): HttpApp.Default<never, never> 
         }, 400)
       }
       yield* state.setWebhookUrl(request.url)
-      return json({ url: request.url })
+      return json({ url: shown(request.url) })
     }
     return yield* admin.sendWebhook(request).pipe(
       Effect.map((delivery) =>
-        json({ url: delivery.url, status: delivery.status, event: delivery.event, answer: delivery.answer })
+        json({ url: shown(delivery.url), status: delivery.status, event: delivery.event, answer: delivery.answer })
       ),
       Effect.catchAll((error) =>
         Effect.succeed(json({ message: error.message }, error.reason === "WebhookDeliveryFailed" ? 502 : 400))

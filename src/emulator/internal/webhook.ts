@@ -34,8 +34,11 @@ const codeOf = (cause: unknown): string => {
   return code === undefined ? "" : ` (${code})`
 }
 
-// The target as a message names it: a `user:pass@` in it (a receiver behind Basic auth) is not repeated in logs.
-const shown = (url: string): string => {
+/**
+ * The target as a message or an admin answer names it: a `user:pass@` in it (a receiver behind Basic auth) is not
+ * repeated in logs, nor in what the admin routes answer (a test script's output).
+ */
+export const shown = (url: string): string => {
   const parsed = new URL(url)
   if (parsed.username === "" && parsed.password === "") return url
   parsed.username = "***"
