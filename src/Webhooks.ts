@@ -1122,7 +1122,10 @@ export type EventType = WebhookEvent["type"]
 export type WebhookEventOf<T extends EventType> = Extract<WebhookEvent, { readonly type: T }>
 
 /**
- * From the envelope as sent to a flat `WebhookEvent` (and back).
+ * From the envelope as sent to a flat `WebhookEvent` (and back). Encoding gives the envelope of the same event, not
+ * its bytes: timestamps to the millisecond in UTC, a `null` status left out, and the fields of a `beneficiary.status`
+ * event's `data` that its schema does not name dropped; verify the raw body, and store it if you need what was sent.
+ * To store a decoded event as JSON, encode it with this schema: `JSON.stringify` would write its `Option`s as objects.
  *
  * @since 0.1.0
  * @category schemas
