@@ -137,6 +137,8 @@ describe("UndiciHttpClient", () => {
         expect(response.headers["content-type"]).toBe("application/json")
         expect(response.cookies.cookies["a"]?.value).toBe("1")
         expect(response.cookies.cookies["b"]?.value).toBe("2")
+        // A header sent more than once: its values joined, as Headers.fromInput (and NodeHttpClient) give it.
+        expect(response.headers["set-cookie"]).toBe("a=1; Path=/, b=2; Path=/")
         const json = yield* response.json
         expect(json).toEqual({ method: "POST", test: "42", connection: "keep-alive", body: `{"hello":"world"}` })
         // The body is read once: reading it again gives the same text.
@@ -171,7 +173,9 @@ describe("UndiciHttpClient", () => {
           )
         )
         expect(response.headers["x-test"]).toBe("42")
-        expect((yield* response.arrayBuffer).byteLength).toBeGreaterThan(0)
+        const bytes = yield* response.arrayBuffer
+        expect(bytes.byteLength).toBeGreaterThan(0)
+        expect(yield* response.arrayBuffer).toBe(bytes)
         expect((yield* response.formData).get("note")).toBe("fee report")
         expect((yield* response.formData).get("note")).toBe("fee report")
       })
@@ -189,14 +193,16 @@ describe("UndiciHttpClient", () => {
       })
     ))
 
-  it.live("reads a URL-encoded form answered; a body that is no form fails as a decode error", () =>
+  it.live("reads a URL-encoded form answered, as a form or as URL params; a body that is no form fails to decode", () =>
     withClient((client) =>
       Effect.gen(function*() {
-        const urlEncoded = yield* client.execute(
-          HttpClientRequest.post(`${base}/form`, { body: HttpBody.urlParams(UrlParams.fromInput({ a: "1", b: "x y" })) })
-        )
-        const fields = yield* urlEncoded.formData
+        const request = HttpClientRequest.post(`${base}/form`, {
+          body: HttpBody.urlParams(UrlParams.fromInput({ a: "1", b: "x y" }))
+        })
+        const fields = yield* Effect.flatMap(client.execute(request), (response) => response.formData)
         expect([fields.get("a"), fields.get("b")]).toEqual(["1", "x y"])
+        expect(yield* Effect.flatMap(client.execute(request), (response) => response.urlParamsBody))
+          .toEqual([["a", "1"], ["b", "x y"]])
         const json = yield* client.execute(HttpClientRequest.post(`${base}/form`).pipe(HttpClientRequest.bodyUnsafeJson({})))
         const error = yield* Effect.flip(json.formData)
         expect([error._tag, error.reason]).toEqual(["ResponseError", "Decode"])
