@@ -1855,6 +1855,8 @@ describe("HttpTransport", () => {
   for (
     const [name, body, message] of [
       ["no body at all (a 204)", FinTest.text(204, ""), "expected an object with data"],
+      // A body of blank lines only (a server's or a proxy's "\r\n") is as empty: no "a JSON document" issue.
+      ["a body of white space only (a 200)", FinTest.text(200, "\r\n \t"), "expected an object with data"],
       ["an object without data", FinTest.json(200, {}), "data: expected an object with source_currency, destination_currency, source_amount, exchange_rate, destination_amount, valid_till, fee (missing)"],
       ["a quote without its fields", FinTest.json(200, { data: { source_currency: "USD", destination_currency: "CAD" } }), "data.source_amount: expected a number from 0 to 9007199254740991 (missing); data.exchange_rate: expected a number above 0, up to 9007199254740991 (missing); data.destination_amount: expected a number from 0 to 9007199254740991 (missing); data.fee: expected an object with fixed, percentage, total, is_fee_applied (missing)"],
       ["a valid_till that is no date", FinTest.json(200, { data: { ...quoteBody.data, valid_till: "tomorrow" } }), "data.valid_till: expected an ISO 8601 date-time"]
@@ -2526,20 +2528,24 @@ describe("HttpTransport", () => {
       expect(error._tag === "ApiError" && error.requestId).toBe("req-123")
     }).pipe(provideClient({ [FEE]: () => status(404, { "x-request-id": "req-123" }) })))
 
-  // README, Errors: `requestId` from `x-request-id`, `request-id` or `x-correlation-id`, at most 128 printable
-  // characters (what a user gives the service's support about a disputed payment).
+  // README, Errors: `requestId` from `x-request-id`, `request-id` or `x-correlation-id` (the first of them sent, in
+  // that order), at most 128 printable characters (what a user gives the service's support about a disputed payment).
   for (
     const [headers, kept] of [
       [{ "request-id": "req-2" }, "req-2"],
+      [{ "x-correlation-id": "req-3", "request-id": "req-2", "x-request-id": "req-1" }, "req-1"],
       [{ "x-correlation-id": "req-3" }, "req-3"],
       [{ "x-request-id": "r".repeat(128) }, "r".repeat(128)],
       [{ "x-request-id": "r".repeat(129) }, undefined],
       [{ "x-request-id": "req 1" }, undefined]
     ] as const
   ) {
-    const [[header, value]] = Object.entries(headers) as [[string, string]]
-    const shown = value.length > 16 ? `${value.length} characters` : JSON.stringify(value)
-    const title = `a request id sent in ${header} as ${shown} is ${kept === undefined ? "not " : ""}kept`
+    const shown = Object.entries(headers).map(([header, value]: [string, string]) =>
+      `${header} as ${value.length > 16 ? `${value.length} characters` : JSON.stringify(value)}`
+    ).join(" and ")
+    const title = `a request id sent in ${shown}: ${
+      kept === undefined ? "not kept" : kept.length > 16 ? "kept" : `${JSON.stringify(kept)} kept`
+    }`
     it.effect(title, () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
