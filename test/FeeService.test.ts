@@ -276,6 +276,8 @@ describe("FeeService", () => {
         ["source_amount", data.replace(/"source_amount":\d+/, `"source_amount":9007199254740993`)],
         ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":1e400`)],
         ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":-508679`)],
+        // At the bound too: the smallest negative amount a quote can hold (a cent below zero) is refused as well.
+        ["destination_amount", data.replace(/"destination_amount":\d+/, `"destination_amount":-0.01`)],
         ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":-1.45`)],
         // No conversion is at a rate of zero.
         ["exchange_rate", data.replace(/"exchange_rate":[\d.]+/, `"exchange_rate":0`)],

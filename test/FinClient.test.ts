@@ -147,6 +147,7 @@ describe("FinConfig", () => {
       // @ts-expect-error a bigint (nanoseconds)
       expect(yield* configError({ ...base, deadline: 5n })).toContain("a bare bigint would be read as nanoseconds")
       expect(yield* configError({ ...base, deadline: "0 seconds" })).toContain("deadline")
+      expect(yield* configError({ ...base, tokenTimeout: "0 seconds" })).toContain("tokenTimeout must be greater than zero")
       expect(yield* configError({ ...base, tokenTimeout: Duration.infinity })).toContain("finite")
       // Past 24 days a timer never fires: these would be no limit at all. TTLs are no timers, and may be longer.
       for (const name of ["timeout", "deadline", "tokenTimeout", "maxRetryAfter"] as const) {
@@ -204,6 +205,10 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, userAgent: "bad\nheader" })).toContain("userAgent")
       expect(yield* configError({ ...base, userAgent: "app/1\x7f" })).toContain("userAgent")
       expect(yield* configError({ ...base, userAgent: "a".repeat(513) })).toContain("userAgent must be at most 512")
+      // At the bound, taken; an empty one adds nothing to the library's own (no trailing blank).
+      const longest = "a".repeat(512)
+      expect((yield* FinConfig.resolve({ ...base, userAgent: longest })).userAgent).toBe(`effect-fin/${version} ${longest}`)
+      expect((yield* FinConfig.resolve({ ...base, userAgent: "" })).userAgent).toBe(`effect-fin/${version}`)
     }))
 
   it.effect("an option that is none of FinConfig.Options (misspelt, from a config file) is a ConfigError naming it", () =>
@@ -383,9 +388,12 @@ describe("FinConfig", () => {
           [`${prefix}FIN_CLIENT_SECRET`, "s3cr3t,tail"],
           [`${prefix}FIN_USER_AGENT`, "shop/1 (a, b)"]
         ])
-      const nested = ConfigProvider.fromMap(values("M.")).pipe(ConfigProvider.nested("M"))
+      // A timeout cut to text that does not read ("1") is told once, as cut, not also as a duration with no unit.
+      const nested = ConfigProvider.fromMap(new Map([...values("M."), ["M.FIN_TIMEOUT", "1,500 millis"]])).pipe(
+        ConfigProvider.nested("M")
+      )
       const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
-      expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_USER_AGENT"])
+      expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_TIMEOUT", "FIN_USER_AGENT"])
       expect(String(error)).toContain("FIN_CLIENT_SECRET holds a list separator (a comma, unless")
       expect(String(error)).not.toContain("s3cr3t")
       // Not nested: read whole.
