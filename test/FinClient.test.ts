@@ -147,7 +147,9 @@ describe("FinConfig", () => {
       // @ts-expect-error a bigint (nanoseconds)
       expect(yield* configError({ ...base, deadline: 5n })).toContain("a bare bigint would be read as nanoseconds")
       expect(yield* configError({ ...base, deadline: "0 seconds" })).toContain("deadline")
-      expect(yield* configError({ ...base, tokenTimeout: "0 seconds" })).toContain("tokenTimeout must be greater than zero")
+      expect(yield* configError({ ...base, tokenTimeout: "0 seconds" })).toContain(
+        "tokenTimeout must be greater than zero"
+      )
       expect(yield* configError({ ...base, tokenTimeout: Duration.infinity })).toContain("finite")
       // Past 24 days a timer never fires: these would be no limit at all. TTLs are no timers, and may be longer.
       for (const name of ["timeout", "deadline", "tokenTimeout", "maxRetryAfter"] as const) {
@@ -207,7 +209,9 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, userAgent: "a".repeat(513) })).toContain("userAgent must be at most 512")
       // At the bound, taken; an empty one adds nothing to the library's own (no trailing blank).
       const longest = "a".repeat(512)
-      expect((yield* FinConfig.resolve({ ...base, userAgent: longest })).userAgent).toBe(`effect-fin/${version} ${longest}`)
+      expect((yield* FinConfig.resolve({ ...base, userAgent: longest })).userAgent).toBe(
+        `effect-fin/${version} ${longest}`
+      )
       expect((yield* FinConfig.resolve({ ...base, userAgent: "" })).userAgent).toBe(`effect-fin/${version}`)
     }))
 
