@@ -207,10 +207,13 @@ describe("effect-fin (offline commands)", () => {
     const logged = await cli(["--log-level", "info", "snapshots"])
     expect([logged.code, lines(logged.stderr).filter((line) => line === hint).length, lines(logged.stderr).at(-1)])
       .toEqual([2, 1, hint])
-    // `snapshot` after an option reaches the parser: it is said to come first, not offered as if it were not typed.
-    const late = await cli(["--log-level", "info", "snapshot"])
-    expect([late.code, lines(late.stderr).at(-1)])
-      .toEqual([2, "effect-fin: 'snapshot' comes first, before any option (effect-fin snapshot --help)"])
+    // `snapshot` or `cross-check` after an option reaches the parser: it is said to come first, not offered as if it
+    // were not typed.
+    for (const tool of ["snapshot", "cross-check"]) {
+      const late = await cli(["--log-level", "info", tool])
+      expect([late.code, lines(late.stderr).at(-1)], tool)
+        .toEqual([2, `effect-fin: '${tool}' comes first, before any option (effect-fin ${tool} --help)`])
+    }
     const webhook = await cli(["webhook", "verfy"])
     expect([webhook.code, lines(webhook.stderr)]).toEqual([2, [mismatch]])
   })
@@ -347,6 +350,8 @@ describe("effect-fin (offline commands)", () => {
     const one = await cli(["subdivisions", "BRA", "--search", "sao paulo"])
     expect(one.code).toBe(0)
     expect(one.stdout.trim().split("\n").at(-1)).toBe("1 subdivision of BRA (offline snapshot)")
+    const none = await cli(["subdivisions", "BRA", "--search", "no such place"])
+    expect([none.code, none.stdout.trim().split("\n").at(-1)]).toEqual([0, "0 subdivisions of BRA (offline snapshot)"])
   })
 
   // A negative amount as the schema says a zero one, not as a matter of notation.
@@ -742,7 +747,12 @@ describe("effect-fin (offline commands)", () => {
     readonly currencies: readonly [string, string]
     readonly exchange_rate: number
     readonly destination_amount: number
-    readonly fee: { readonly fixed: number; readonly percentage: number; readonly total: number }
+    readonly fee: {
+      readonly fixed: number
+      readonly percentage: number
+      readonly total: number
+      readonly is_fee_applied?: boolean
+    }
     readonly valid_till?: string | null
   }): Http.RequestListener =>
   (request, response) => {
@@ -761,7 +771,7 @@ describe("effect-fin (offline commands)", () => {
               exchange_rate: quote.exchange_rate,
               destination_amount: quote.destination_amount,
               valid_till: quote.valid_till === undefined ? "2099-01-01T00:00:00Z" : quote.valid_till,
-              fee: { ...quote.fee, is_fee_applied: true }
+              fee: { is_fee_applied: true, ...quote.fee }
             }
           }
       ))
@@ -793,18 +803,19 @@ describe("effect-fin (offline commands)", () => {
   }
 
   // Amounts are typed in plain decimal; `String` writes a figure under 1e-6 as 1e-7, easy to misread or mis-copy.
+  // A fee the service says it did not apply is said so, not shown as if it were taken.
   it("quote shows figures under 1e-6 in plain decimal, as amounts are typed, not as 1e-7", async () => {
     await withStubService(quoteStub({
       currencies: ["BTC", "USD"],
       exchange_rate: 1.5e-7,
       destination_amount: 2,
-      fee: { fixed: 1e-8, percentage: 5e-7, total: 1.2e-7 }
+      fee: { fixed: 1e-8, percentage: 5e-7, total: 1.2e-7, is_fee_applied: false }
     }), async (env) => {
       const result = await cli(["quote", "--from", "BTC", "--to", "USD", "--amount", "0.0000001"], env)
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("send           0.0000001 BTC")
       expect(result.stdout).toContain("exchange rate  0.00000015")
-      expect(result.stdout).toContain("fee            0.00000012 (fixed 0.00000001, percentage 0.0000005)")
+      expect(result.stdout).toContain("fee            0.00000012 (fixed 0.00000001, percentage 0.0000005, not applied)")
       expect(result.stdout).not.toMatch(/\de-\d/)
     })
   })
@@ -1177,6 +1188,17 @@ describe("effect-fin against the emulator", () => {
     expect([unknown.code, unknown.stdout]).toEqual([1, ""])
     expect(unknown.stderr.trim()).toMatch(/^effect-fin: EmulatorError: Invalid emulator options: sead: is unexpected, /)
     expect(unknown.stderr.trim()).toMatch(/; seed: Expected number, actual "x"$/)
+    // A `null` port in the file is passed on for the emulator to refuse, not read as no port (the default 4010).
+    // (Without --port, which would win over it.)
+    const nullPort = await cli(
+      ["emulator", "--options", await write("null-port-options.json", JSON.stringify({ port: null }))],
+      {},
+      undefined,
+      undefined,
+      { when: hangGuard(), signal: "SIGTERM" }
+    )
+    expect([nullPort.code, nullPort.stdout]).toEqual([1, ""])
+    expect(nullPort.stderr.trim()).toMatch(/^effect-fin: EmulatorError: Invalid emulator options: port: /)
   })
 
   it("quote --amount prints the quote; --receive and --beneficiary with --json", async () => {
