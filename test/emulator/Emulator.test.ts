@@ -735,6 +735,12 @@ describe("Emulator", () => {
         expect(Chunk.toReadonlyArray(yield* TestClock.sleeps())).toEqual([300])
         yield* TestClock.adjust("300 millis")
         expect((yield* Fiber.join(answer)).status).toBe(422)
+        // The shortest wait there is, 1 ms, is waited too (the sleeps are told as times: the clock is at 300 ms).
+        yield* emulator.setFaults([{ kind: "latency", millis: 1 }])
+        const short = yield* forkSleeping(call(emulator.url, "POST", "/v1/oauth/token", { body: {} }))
+        expect(Chunk.toReadonlyArray(yield* TestClock.sleeps())).toEqual([301])
+        yield* TestClock.adjust("1 millis")
+        expect((yield* Fiber.join(short)).status).toBe(422)
       }))
 
     it.scopedLive("with a seed, a fractional rate makes the same choices on every run", () =>
@@ -747,6 +753,13 @@ describe("Emulator", () => {
           }
           const counters = yield* emulator.counters
           expect(counters.faults.status).toBe(statuses.filter((s) => s === 503).length)
+          // A reset starts the seeded choices over, as a new emulator would.
+          yield* emulator.reset
+          const again: Array<number> = []
+          for (let i = 0; i < 20; i++) {
+            again.push((yield* call(emulator.url, "POST", "/v1/oauth/token", { body: {} })).status)
+          }
+          expect(again).toEqual(statuses)
           return statuses
         }))
         const first = yield* run
@@ -899,6 +912,13 @@ describe("Emulator", () => {
         // 7 s after the first two: a whole `per`, and the wait it was told.
         yield* TestClock.adjust("3 seconds")
         expect((yield* fee(emulator, token, quote)).status).toBe(200)
+        // A wait a fraction of a millisecond past a whole second (3 per 3.001 s: 1000.33 ms) is told as 2 s, not 1.
+        const fine = yield* Emulator.make({ rateLimit: { requests: 3, per: "3001 millis" } })
+        const fineToken = (yield* tokenOf(fine))["access_token"]!
+        const [, , , fineOver] = yield* Effect.forEach([1, 2, 3, 4], () => fee(fine, fineToken, quote))
+        expect([fineOver!.status, fineOver!.headers.get("retry-after")]).toEqual([429, "2"])
+        yield* TestClock.adjust("2 seconds")
+        expect((yield* fee(fine, fineToken, quote)).status).toBe(200)
       }))
 
     it.scoped("a clock set back and forward again credits its time once: no second call at one reading", () =>
@@ -923,6 +943,9 @@ describe("Emulator", () => {
         for (const _ of [1, 2, 3]) yield* TestClock.adjust(Duration.millis(0.1))
         expect((yield* fee(emulator, token, quote)).status).toBe(200)
         expect((yield* fee(emulator, token, quote)).status).toBe(429)
+        // `per` left out: one second.
+        yield* TestClock.adjust("1 second")
+        expect((yield* fee(emulator, token, quote)).status).toBe(200)
       }))
 
     it.scoped("a call over it is refused before any fault rule: it draws no fault and counts in none", () =>
@@ -1236,7 +1259,9 @@ describe("Emulator", () => {
         yield* emulator.reset
         const tokens = yield* Fiber.join(inFlight)
         const counters = yield* emulator.counters
-        expect(counters).toMatchObject({ statuses: {}, tokensIssued: 0, activeTokens: 0, tokenLog: [] })
+        // `toMatchObject` takes `statuses: {}` as "an object", whatever it holds: compared whole here.
+        expect(counters).toMatchObject({ tokensIssued: 0, activeTokens: 0, tokenLog: [] })
+        expect(counters.statuses).toEqual({})
         expect(counters.requests["POST /v1/oauth/token"]).toBe(0)
         // Handed out all the same (and listed for leak checks), but as dead as the reset left every other token.
         const accessTokens = tokens.map((answer) => answer["access_token"]!)
