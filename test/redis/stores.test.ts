@@ -351,6 +351,17 @@ describe("RedisTokenStore", () => {
         expect(read, field).toEqual(Option.none())
         expect(log.lines.filter((line) => line.includes("token pair in Redis is malformed")), field).toHaveLength(1)
       }
+      // A refresh token without its expiry (`u`) is not handed out: of unknown use, it would be read as usable for
+      // ever.
+      yield* seedTokens(store, "k", tokens("access-token", Date.now() + 60_000))
+      const value = JSON.parse((yield* Effect.promise(() => redis.hget(`${prefix}:token:k`, "v")))!)
+      expect(value.t).toBeDefined()
+      delete value.u
+      yield* Effect.promise(() => redis.hset(`${prefix}:token:k`, "v", JSON.stringify(value)))
+      const read = Option.getOrThrow(yield* store.get("k"))
+      expect(Redacted.value(read.accessToken)).toBe("access-token")
+      expect(read.refreshToken).toBeUndefined()
+      expect(read.refreshUsableUntil).toBeUndefined()
     }))
 
   // Provided only around `FinClient.make` (which keeps the store it was made with), a store closes with that scope:
@@ -640,14 +651,22 @@ describe("RedisTokenStore", () => {
   it.live("the release behind a lock or claim refused by an unreachable Redis is tried no longer than its TTL", () =>
     Effect.gen(function*() {
       const url = `redis://127.0.0.1:${yield* closedPort}`
-      const client = yield* Effect.acquireRelease(
-        Effect.sync(() => new Redis(url, { enableOfflineQueue: false, retryStrategy: () => 50 })),
-        (redis) => Effect.sync(() => redis.disconnect())
-      )
-      client.on("error", () => undefined)
       let sent = 0
-      const evalsha = client.evalsha.bind(client)
-      client.evalsha = ((...args: Parameters<typeof evalsha>) => (sent++, evalsha(...args))) as typeof client.evalsha
+      const counted = (retryStrategy: () => number | null) =>
+        Effect.map(
+          Effect.acquireRelease(
+            Effect.sync(() => new Redis(url, { enableOfflineQueue: false, retryStrategy })),
+            (redis) => Effect.sync(() => redis.disconnect())
+          ),
+          (client) => {
+            client.on("error", () => undefined)
+            const evalsha = client.evalsha.bind(client)
+            client.evalsha = ((...args: Parameters<typeof evalsha>) =>
+              (sent++, evalsha(...args))) as typeof client.evalsha
+            return client
+          }
+        )
+      const client = yield* counted(() => 50)
       const options = { client, timeout: "200 millis", lockTtl: "500 millis" } as const
       const store = yield* RedisTokenStore.make(options)
       const dedupe = yield* RedisWebhookDedupeStore.make(options)
@@ -656,9 +675,20 @@ describe("RedisTokenStore", () => {
       // Tried again for the 500 ms they could have been taken for (backing off from 50 ms), then given up.
       yield* Effect.sleep("1500 millis")
       const tried = sent
-      expect(tried).toBeGreaterThan(2)
+      // The lock and the claim, and at least 2 tries of each release (at 0 and 50 ms): not one try per TTL.
+      expect(tried).toBeGreaterThanOrEqual(6)
       yield* Effect.sleep("2500 millis")
       expect(sent).toBe(tried)
+      // Not at all on a client closed for good (it gave up reconnecting): nothing it sends could reach Redis.
+      const ended = yield* counted(() => null)
+      yield* eventually(Effect.sync(() => ended.status === "end"), "the client ended", 100)
+      const endedOptions = { client: ended, timeout: "200 millis", lockTtl: "30 seconds" } as const
+      yield* Effect.flip(Effect.flatMap(RedisTokenStore.make(endedOptions), (s) => s.lock("k")))
+      yield* Effect.flip(
+        Effect.flatMap(RedisWebhookDedupeStore.make(endedOptions), (d) => d.claim("e", "r", Duration.seconds(30)))
+      )
+      yield* Effect.sleep("1500 millis")
+      expect(sent).toBe(tried + 2)
     }).pipe(Effect.scoped), 20_000)
 
   it.live("a lock that timed out is released once Redis answers, also when the connection dropped meanwhile", () =>
@@ -784,9 +814,11 @@ describe("RedisTokenStore", () => {
       yield* Effect.promise(() => admin.config("RESETSTAT"))
       yield* Effect.acquireRelease(Effect.sync(server.freeze), () => Effect.sync(server.thaw))
       const timedOut = yield* Effect.all(
-        Array.from({ length: 100 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))),
+        Array.from({ length: 99 }, (_, i) => Effect.flip(dedupe.lastHandled(`k-${i}`))),
         { concurrency: "unbounded" }
       )
+      // The 100th is still sent: the bound is 100 unanswered, not 99.
+      timedOut.push(yield* Effect.flip(dedupe.lastHandled("k-99")))
       expect(new Set(timedOut.map((e) => e.message))).toEqual(new Set(["Redis did not answer within 300ms"]))
       const refused = yield* Effect.all(
         Array.from({ length: 40 }, (_, i) =>
@@ -1036,13 +1068,20 @@ describe("RedisTokenStore", () => {
         (process as unknown as { _getActiveHandles(): Array<unknown> })._getActiveHandles().filter((handle) =>
           handle instanceof Net.Socket && handle.remotePort === server.port && !handle.writableEnded
         ).length
-      yield* Effect.scoped(Effect.gen(function*() {
+      const store = yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* RedisTokenStore.make({ url: server.url, timeout: "200 millis" })
         expect(yield* readied(store.get("k"))).toEqual(Option.none())
         expect(held()).toBe(1)
         server.freeze()
+        // 100 unanswered when it closes (the frozen Redis never closes the connection): used past its scope, it says
+        // it was closed, not that Redis is behind.
+        yield* Effect.all(Array.from({ length: 100 }, () => Effect.flip(store.get("k"))), { concurrency: "unbounded" })
+        return store
       }))
       expect(held()).toBe(0)
+      expect((yield* Effect.flip(store.get("k"))).message).toMatch(
+        /^the store was closed with the scope it was made in/
+      )
     }).pipe(Effect.scoped), 20_000)
 
   it.scopedLive("a borrowed client is not waited for, nor warned about: its owner connects it", () =>

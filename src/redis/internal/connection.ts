@@ -331,7 +331,7 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       message: `Redis did not answer within ${Duration.format(timeout)}` +
         (sent ? "" : ` (${unanswered} earlier commands are still unanswered; not sent)`)
     })
-    const behind = () => unanswered >= MAX_UNANSWERED && client.status === "ready"
+    const behind = () => !scopeClosed && unanswered >= MAX_UNANSWERED && client.status === "ready"
     // The timeout holds for a command sent from an uninterruptible region too (a lock taken or released by the token
     // provider, a webhook claim): a frozen Redis would otherwise hold it for as long as it keeps the connection open.
     // The promise cannot be cancelled; its late answer is dropped.
