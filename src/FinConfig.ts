@@ -187,6 +187,14 @@ export class FinConfig extends Context.Tag("effect-fin/FinConfig")<FinConfig, Re
 const invalid = (path: string, message: string) => ConfigError.InvalidData([path], message)
 
 const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigError> => {
+  // `new URL` drops C0 controls and spaces around the text (a file's newline), not a no-break space or a zero-width
+  // one (a copy from a web page): after a path it would be kept in it, percent-encoded, and every call sent there.
+  // (Not a string: from JavaScript, left to `new URL`'s refusal.)
+  if (typeof input === "string" && Padded.isPadded(input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, ""))) {
+    return Either.left(
+      invalid("baseUrl", "baseUrl must not start or end with a no-break, zero-width or other invisible space")
+    )
+  }
   let url: URL
   try {
     url = new URL(input)

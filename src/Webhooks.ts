@@ -1123,8 +1123,9 @@ export type WebhookEventOf<T extends EventType> = Extract<WebhookEvent, { readon
 
 /**
  * From the envelope as sent to a flat `WebhookEvent` (and back). Encoding gives the envelope of the same event, not
- * its bytes: timestamps to the millisecond in UTC, a `null` status left out, and the fields of a `beneficiary.status`
- * event's `data` that its schema does not name dropped; verify the raw body, and store it if you need what was sent.
+ * its bytes: timestamps to the millisecond in UTC, a `null` status left out, and fields the schemas do not name
+ * dropped (in the envelope's `event` or beside `event` and `data`, for every type; in a `beneficiary.status` event's
+ * `data`); verify the raw body, and store it if you need what was sent.
  * To store a decoded event as JSON, encode it with this schema: `JSON.stringify` would write its `Option`s as objects.
  *
  * @since 0.1.0

@@ -86,6 +86,17 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, baseUrl: "http://127.0.0.1:0" })).toContain("baseUrl must not have port 0")
       expect(yield* configError({ ...base, baseUrl: "https://proxy.example:00/fin" })).toContain("port 0")
       expect((yield* FinConfig.resolve({ ...base, baseUrl: "http://127.0.0.1:1" })).baseUrl).toBe("http://127.0.0.1:1")
+      // Blanks and a newline around it (a value from a file) are dropped, as `new URL` drops them; a no-break or
+      // zero-width space (a copy from a web page), which it would keep in the path percent-encoded, is refused.
+      for (const padded of ["http://127.0.0.1:1\n", " http://127.0.0.1:1 ", "http://127.0.0.1:1\r\n"]) {
+        expect((yield* FinConfig.resolve({ ...base, baseUrl: padded })).baseUrl).toBe("http://127.0.0.1:1")
+      }
+      const invisible = ["https://gw.example/pay\u00a0", "https://gw.example/pay/\u200b", "\ufeffhttps://gw.example\n"]
+      for (const padded of invisible) {
+        expect(yield* configError({ ...base, baseUrl: padded })).toContain(
+          "baseUrl must not start or end with a no-break, zero-width or other invisible space"
+        )
+      }
     }))
 
   it.effect("a baseUrl ending in the API's version is refused: the routes add /v1 themselves", () =>
@@ -399,6 +410,8 @@ describe("FinConfig", () => {
       const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
       expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_TIMEOUT", "FIN_USER_AGENT"])
       expect(String(error)).toContain("FIN_CLIENT_SECRET holds a list separator (a comma, unless")
+      expect(String(error)).toContain("FIN_TIMEOUT holds a list separator (a comma, unless")
+      expect(String(error)).not.toContain("Expected a duration")
       expect(String(error)).not.toContain("s3cr3t")
       // Not nested: read whole.
       const options = yield* FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(values(""))))

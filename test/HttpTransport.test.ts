@@ -2534,6 +2534,7 @@ describe("HttpTransport", () => {
     const [headers, kept] of [
       [{ "request-id": "req-2" }, "req-2"],
       [{ "x-correlation-id": "req-3", "request-id": "req-2", "x-request-id": "req-1" }, "req-1"],
+      [{ "x-correlation-id": "req-3", "request-id": "req-2" }, "req-2"],
       [{ "x-correlation-id": "req-3" }, "req-3"],
       [{ "x-request-id": "r".repeat(128) }, "r".repeat(128)],
       [{ "x-request-id": "r".repeat(129) }, undefined],

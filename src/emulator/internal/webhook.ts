@@ -73,7 +73,10 @@ const exampleCustomerId = "ecbd3a73-3bcb-40ae-be06-0e71f9b27c2f"
 
 /** One delivery. */
 export interface Delivery {
-  /** The webhook target it was sent to. */
+  /**
+   * The webhook target it was sent to, as registered: a `user:pass@` in it is kept here (it went as Basic
+   * credentials), so do not log this as it is (the emulator's messages and admin routes name it without).
+   */
   readonly url: string
   /** The receiver's HTTP status. */
   readonly status: number
