@@ -45,6 +45,7 @@ export interface Options {
    * Overrides `environment` (a proxy, the emulator), but not with the other environment's address when `environment`
    * is given too (a `ConfigError`); https required unless the host is loopback; no credentials, query, fragment or
    * port 0; not the service's address with `/v1` as its path (the routes add it; a gateway's `/payments/v1` is taken).
+   * Blanks and a newline around it are dropped (as `new URL` drops them); a no-break or zero-width space is refused.
    */
   readonly baseUrl?: string | undefined
   /** Per attempt (request + whole body; the decode after it is synchronous). Default 30 s. */
