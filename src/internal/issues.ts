@@ -32,7 +32,12 @@ const describe = (ast: SchemaAST.AST): string => {
       // An optional field's `undefined` goes without saying.
       return ast.types.filter((type) => type._tag !== "UndefinedKeyword").map(describe).join(" or ")
     case "Literal":
-      return ast.literal === null ? "null" : JSON.stringify(ast.literal)
+      // JSON has no bigint: `1n` as Effect writes it (JSON.stringify would throw, a defect in place of the error).
+      return ast.literal === null
+        ? "null"
+        : typeof ast.literal === "bigint"
+        ? `${ast.literal}n`
+        : JSON.stringify(ast.literal)
     default:
       return String(ast)
   }

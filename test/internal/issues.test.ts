@@ -15,6 +15,7 @@ describe("Issues", () => {
     expect(expected(Schema.Struct({ n: Schema.Int }), { n: 1.5 })).toBe("n: expected an integer")
     expect(expected(Schema.Struct({ s: Schema.NonEmptyString }), { s: "" })).toBe("s: expected a non empty string")
     expect(expected(Schema.Literal("a", "b"), "secret-c")).toBe(`expected "a" or "b"`)
+    expect(expected(Schema.Struct({ v: Schema.Literal(1n, 2n) }), { v: "secret-c" })).toBe(`v: expected 1n or 2n`)
     expect(expected(Schema.Struct({ k: Schema.optional(Schema.Literal("a", "b")) }), { k: "secret-c" })).toBe(
       `k: expected "a" or "b"`
     )
@@ -52,6 +53,10 @@ describe("Issues", () => {
     const optional = Schema.Struct({ k: Schema.Union(Schema.String, Schema.Number, Schema.Undefined) })
     expect(expected(optional, { k: true })).toBe("k: expected a string or a number")
     expect(expected(Schema.Struct({ n: Schema.NullOr(Schema.Number) }), { n: "x" })).toBe("n: expected a number")
+    // Unless there is no other: then they are what was expected, not nothing.
+    expect(expected(Schema.Struct({ k: Schema.optional(Schema.Null) }), { k: 5 })).toBe(
+      "k: expected null; k: expected undefined"
+    )
   })
 
   // A message other than a filter's may quote the input (a user's declared schema, JSON parsing): never kept.
