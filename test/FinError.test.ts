@@ -79,8 +79,18 @@ describe("FinError", () => {
     const roundTrip = (error: FinError) => Schema.decodeUnknownSync(json)(Schema.encodeSync(json)(error))
     const numeric = roundTrip(new ApiError({ status: 422, message: "no", code: 1042, ...call }))
     expect(numeric._tag === "ApiError" && numeric.code).toBe(1042)
-    const read = roundTrip(new TransportError({ message: "cut", reason: "BodyReadFailed", code: "ECONNRESET", status: 200, ...call }))
-    expect(read._tag === "TransportError" && read.reason).toBe("BodyReadFailed")
+    const read = roundTrip(
+      new TransportError({
+        message: "cut",
+        reason: "BodyReadFailed",
+        code: "ECONNRESET",
+        status: 503,
+        retryAfter: Duration.seconds(3),
+        ...call
+      })
+    )
+    expect(read._tag === "TransportError" && [read.reason, read.retryAfter])
+      .toEqual(["BodyReadFailed", Duration.seconds(3)])
     // A reason of neither kind (sent by another version, or mangled) is refused, not decoded into a TransportError.
     const stranger = { _tag: "TransportError", message: "cut", reason: "Cancelled" }
     expect(Schema.decodeUnknownEither(json)(JSON.stringify(stranger))._tag).toBe("Left")

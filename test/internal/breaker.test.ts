@@ -11,8 +11,10 @@ import * as TestClock from "effect/TestClock"
 import * as Breaker from "../../src/internal/breaker.js"
 import * as Monotonic from "../../src/internal/monotonic.js"
 
-// A breaker over string errors: "down" opens it, "refused" is an answer, "mine" is the caller's own limit.
-const judge = (error: string): Breaker.Verdict => error === "down" ? "down" : error === "mine" ? "unknown" : "up"
+// A breaker over string errors: "down" (or "down long") opens it, "refused" is an answer, "mine" is the caller's own
+// limit.
+const judge = (error: string): Breaker.Verdict =>
+  error.startsWith("down") ? "down" : error === "mine" ? "unknown" : "up"
 
 // How long a refused caller is told to wait, in milliseconds (or the error that was no refusal).
 const retryIn = (error: string | Breaker.CircuitOpen<string>) =>
@@ -21,7 +23,8 @@ const retryIn = (error: string | Breaker.CircuitOpen<string>) =>
 const make = Effect.gen(function*() {
   const events: Array<string> = []
   const breaker = yield* Breaker.make<string>({
-    cooldown: () => Duration.seconds(10),
+    // A failure that asks for a longer wait (a Retry-After) has a longer cool-down.
+    cooldown: (error) => Duration.seconds(error === "down long" ? 30 : 10),
     onOpen: (error, again) => Effect.sync(() => events.push(`${again ? "reopen" : "open"} ${error}`)),
     onClose: (error, openFor) => Effect.sync(() => events.push(`close ${error} ${Duration.toMillis(openFor)}`))
   })
@@ -87,31 +90,48 @@ describe("internal/breaker", () => {
 
   it.effect("while a probe is out, others are kept out; a probe ended by the caller's own limit frees it", () =>
     Effect.gen(function*() {
-      const { call, cooledDown, events } = yield* make
+      const { breaker, call, cooledDown, events } = yield* make
       yield* cooledDown
       const probe = yield* Effect.fork(call(Effect.zipRight(Effect.sleep("1 second"), Effect.fail("mine"))))
       yield* Effect.yieldNow()
       const kept = yield* Effect.flip(call(Effect.void))
       expect(kept).toMatchObject({ _tag: "CircuitOpen", probing: true })
+      expect(breaker.isOpen()).toBe(true)
       yield* TestClock.adjust("1 second")
       expect(yield* Effect.flip(Fiber.join(probe))).toBe("mine")
+      // So does one whose request died or was interrupted: neither says the service answered.
+      expect(Exit.isFailure(yield* Effect.exit(call(Effect.die("bug"))))).toBe(true)
+      expect(Exit.isInterrupted(yield* Effect.exit(call(Effect.interrupt)))).toBe(true)
       expect(yield* call(Effect.void)).toBe(true)
       expect(events).toEqual(["open down", "close down 11000"])
     }))
 
+  // A caller's own limit (a timeout, an aborted signal) interrupts it: the breaker holds no caller past it.
+  it.effect("a caller is interruptible while its request runs, closed or as the probe, which is then freed", () =>
+    Effect.gen(function*() {
+      const { breaker, cooledDown } = yield* make
+      for (const before of [Effect.void, cooledDown]) {
+        yield* before
+        const fiber = yield* Effect.fork(breaker.guard(() => breaker.track(Effect.never, judge)))
+        yield* Effect.yieldNow()
+        expect(Exit.isInterrupted(yield* Fiber.interrupt(fiber))).toBe(true)
+      }
+      expect(yield* breaker.guard((probe) => Effect.succeed(probe))).toBe(true)
+    }))
+
   // How long it was open counts from the first failure, across reopenings (the recovery line says so).
-  it.effect("a failed probe reopens for another cool-down, reported as again; the close counts from the first", () =>
+  it.effect("a failed probe reopens for its own failure's cool-down, said again; the close counts from the first", () =>
     Effect.gen(function*() {
       const { call, cooledDown, events } = yield* make
       yield* cooledDown
-      yield* Effect.flip(call(Effect.fail("down")))
+      yield* Effect.flip(call(Effect.fail("down long")))
       const open = yield* Effect.flip(call(Effect.void))
-      expect(open).toMatchObject({ _tag: "CircuitOpen", probing: false })
-      expect(retryIn(open)).toBe(10_000)
-      expect(events).toEqual(["open down", "reopen down"])
-      yield* TestClock.adjust("10 seconds")
+      expect(open).toMatchObject({ _tag: "CircuitOpen", error: "down long", probing: false })
+      expect(retryIn(open)).toBe(30_000)
+      expect(events).toEqual(["open down", "reopen down long"])
+      yield* TestClock.adjust("30 seconds")
       expect(yield* call(Effect.void)).toBe(true)
-      expect(events).toEqual(["open down", "reopen down", "close down 20000"])
+      expect(events).toEqual(["open down", "reopen down long", "close down long 40000"])
     }))
 
   it.effect("a request that began before the last change counts for nothing", () =>

@@ -35,9 +35,11 @@ describe("EgressProxy.fromEnv", () => {
       .toBe(refusal("https_proxy", "http_proxy"))
     expect(messageOf({ HTTPS_PROXY: "ftp://user:hunter2@proxy" })).toBe(refusal("HTTPS_PROXY"))
     // Credentials undici cannot decode (a bare %), refused here rather than a defect in undici's constructor.
-    expect(messageOf({ HTTPS_PROXY: "http://user:50%off@proxy:3128" })).toBe(
-      `(Invalid data at HTTPS_PROXY: "holds credentials that are not percent-encoded: write a % in them as %25")`
-    )
+    for (const value of ["http://user:50%off@proxy:3128", "http://50%off:pass@proxy:3128"]) {
+      expect(messageOf({ HTTPS_PROXY: value }), value).toBe(
+        `(Invalid data at HTTPS_PROXY: "holds credentials that are not percent-encoded: write a % in them as %25")`
+      )
+    }
     expect(messageOf({ HTTPS_PROXY: "http://user:50%25off@proxy:3128" }))
       .toEqual({ httpsProxy: "http://user:50%25off@proxy:3128" })
     expect(Either.getLeft(EgressProxy.fromEnv({ HTTPS_PROXY: "x" })).pipe(Option.exists(ConfigError.isConfigError)))

@@ -2,9 +2,11 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as KeyedCache from "../../src/internal/keyedCache.js"
 import { interruptedAtFirstFork } from "../support.js"
@@ -51,6 +53,42 @@ describe("internal/keyedCache", () => {
     const open = (i: number) => Deferred.succeed(gates[i - 1]!, undefined)
     return { cache, gates, begun, open }
   })
+
+  // Failures are never kept (unlike Effect's Cache), nor a success `cacheable` refuses: the next caller looks up again.
+  it.scoped("a failure, or a success cacheable refuses, goes to its waiters only: the next caller looks up again", () =>
+    Effect.gen(function*() {
+      let lookups = 0
+      const cache = yield* KeyedCache.make({
+        lookup: (key: string) =>
+          Effect.suspend(() => ++lookups === 1 ? Effect.fail(`${key} down`) : Effect.succeed(`${key} ${lookups}`)),
+        timeToLive: Duration.seconds(10),
+        cacheable: (_, value) => value !== "a 2"
+      })
+      expect(yield* Effect.flip(cache.get("a"))).toBe("a down")
+      expect(yield* cache.get("a")).toBe("a 2")
+      expect(yield* cache.getIfFresh("a")).toEqual(Option.none())
+      expect([yield* cache.get("a"), yield* cache.get("a"), lookups]).toEqual(["a 3", "a 3", 3])
+    }))
+
+  // The lookups run in the owner's scope: closing it (the owner shutting down) stops one in flight, and ends its
+  // waiters and later callers with the interruption rather than leaving them waiting for ever.
+  it.effect("closing the owner's scope interrupts a lookup in flight and ends its waiters, and later callers", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      let begun = 0
+      const cache = yield* Scope.extend(
+        KeyedCache.make({
+          lookup: (_: string) => Effect.zipRight(Effect.sync(() => begun++), Effect.never),
+          timeToLive: Duration.seconds(10)
+        }),
+        scope
+      )
+      const waiter = yield* Effect.fork(cache.get("a"))
+      yield* Effect.repeat(Effect.yieldNow(), { until: () => begun === 1 })
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.await(waiter))).toBe(true)
+      expect(Exit.isInterrupted(yield* Effect.exit(cache.get("b")))).toBe(true)
+    }))
 
   it.scoped("a lone get returns a fresh entry without a lookup", () =>
     Effect.gen(function*() {

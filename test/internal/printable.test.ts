@@ -7,6 +7,8 @@ describe("internal/printable", () => {
     const json = Printable.json({ text })
     expect(json).toBe(`{"text":"S\u00e3o \u{1f600} \\u0085\\u009b\\u2028\\u202e\\u2066\\u007f"}`)
     expect(JSON.parse(json)).toEqual({ text })
+    // With `space`, the same document indented, as JSON.stringify indents it (the command line's --json).
+    expect(Printable.json({ text: "\u2028" }, 2)).toBe(`{\n  "text": "\\u2028"\n}`)
     expect(Printable.json(undefined)).toBe("null")
     expect(Printable.json(() => 1)).toBe("null")
   })
@@ -42,10 +44,17 @@ describe("internal/printable", () => {
     expect(Printable.quoting("x \u001bxy\u001b[1m y", ["\u001bxy", "\u001bxy\u001b[1m"])).toBe("x \\u001bxy\\u001b[1m y")
   })
 
-  it("escapes the edges of each range: U+001F, U+2069", () => {
+  it("escapes the edges of each range: U+000B, U+001F, U+2029, U+2069, a lone surrogate half", () => {
     expect(Printable.lines("a\u001fb")).toBe("a\\u001fb")
     expect(Printable.screen("a\u001fb", true)).toBe("a\\u001fb")
     expect(Printable.printable("\u2069")).toBe("\\u2069")
+    // The first past the line feed `lines` and `screen` keep: a vertical tab.
+    expect([Printable.lines("a\u000bb"), Printable.screen("a\u000bb", true)]).toEqual(["a\\u000bb", "a\\u000bb"])
+    expect([Printable.printable("\u2029"), Printable.json("\u2029")]).toEqual(["\\u2029", `"\\u2029"`])
+    // Half of a character (text cut inside an emoji), either half, in each function; a whole pair is kept.
+    expect([Printable.printable("\ud83d"), Printable.lines("\ude00"), Printable.screen("\ud83d", false)])
+      .toEqual(["\\ud83d", "\\ude00", "\\ud83d"])
+    expect(Printable.printable("\ud83d\ude00")).toBe("\ud83d\ude00")
   })
 
   it("escapes every bidirectional embedding, override and isolate, and a backspace, in each function", () => {
@@ -62,5 +71,8 @@ describe("internal/printable", () => {
     // A device status report (answered on the terminal's input), a printer control, cursor hiding.
     expect(Printable.screen("\u001b[6n\u001b[5i\u001b[?25l\u001b[1mok\u001b[0m", true))
       .toBe("\\u001b[6n\\u001b[5i\\u001b[?25l\u001b[1mok\u001b[0m")
+    // A reset with no parameter is a colour code too: kept with colour on, taken out with it off.
+    expect([Printable.screen("\u001b[1mok\u001b[m", true), Printable.screen("\u001b[1mok\u001b[m", false)])
+      .toEqual(["\u001b[1mok\u001b[m", "ok"])
   })
 })
