@@ -298,8 +298,10 @@ describe("HttpTransport", () => {
     }))
   })
 
-  it.effect("503, 503, 200: success after 3 attempts at the scheduled delays (500 ms, then 1 s)", () =>
+  it.effect("503, 503, 200: 3 attempts at the scheduled delays (500 ms, then 1 s), 2 retries counted", () =>
     Effect.gen(function*() {
+      const retries = counterValue("effect_fin_retries_total", { operation: "fee-calculation" })
+      const before = yield* retries
       const fiber = yield* Effect.fork(calculate)
       yield* advance(0)
       expect(yield* attempts).toBe(1)
@@ -313,6 +315,8 @@ describe("HttpTransport", () => {
       const quote = yield* Fiber.join(fiber)
       expect(quote.exchange_rate).toBe(1.45)
       expect(yield* attempts).toBe(3)
+      // Each retry of the policy in effect_fin_retries_total, by the call's name.
+      expect(yield* retries).toBe(before + 2)
     }).pipe(provideClient({ [FEE]: FinTest.sequence(status(503), status(503), ok) })))
 
   // The call's span and its events' names and attributes once `millis` of virtual time have passed (the native span
@@ -429,6 +433,23 @@ describe("HttpTransport", () => {
       [FEE]: () => ok,
       "POST /v1/oauth/token": FinTest.delayed("400 millis", FinTest.tokenHandler())
     })))
+
+  // A 401's resend waits again, first for the refused token to be cleared, then for a fresh one: both waits are added
+  // to the first one.
+  it.effect("effect_fin.token_wait_ms adds up every wait for a token: the first, the 401's clearing and fetch", () =>
+    Effect.gen(function*() {
+      const { layer: tracing, spans } = yield* recordingTracer
+      yield* FinTest.advanceUntilDone(calculate.pipe(Effect.provide(tracing)))
+      const recorded = (yield* spans).filter((span) => span.name === "effect-fin.fee-calculation")
+      // 300 ms for the first token, 200 ms clearing the refused one, 300 ms for the next.
+      expect(recorded.map((span) => span.attributes.get("effect_fin.token_wait_ms"))).toEqual([800])
+    }).pipe(provideWithTokens(
+      { [FEE]: FinTest.sequence(FinTest.json(401, { message: "expired" }), ok) },
+      TokenProvider.TokenProvider.of({
+        get: Effect.as(Effect.sleep("300 millis"), Redacted.make("t")),
+        invalidate: () => Effect.sleep("200 millis")
+      })
+    )))
 
   // The wait that matters most: a call that ends while it waits for its token (its deadline, an interruption) says
   // how long it waited.
@@ -1210,9 +1231,12 @@ describe("HttpTransport", () => {
       }).pipe(provideClient({ [FEE]: () => status(code) })))
   }
 
-  it.effect("401 then 200: one fresh token and exactly 2 attempts", () =>
+  it.effect("401 then 200: one fresh token and exactly 2 attempts, the resend counted as no retry", () =>
     Effect.gen(function*() {
+      const retries = counterValue("effect_fin_retries_total", { operation: "fee-calculation" })
+      const before = yield* retries
       yield* calculate
+      expect(yield* retries).toBe(before)
       expect(yield* attempts).toBe(2)
       expect(yield* tokenRequests).toBe(2)
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
@@ -3530,6 +3554,29 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       expect(results.filter((result) => result._tag === "Left")).toEqual([])
       expect([seen.expiredSent, seen.issued]).toEqual([0, 2])
     }).pipe(provideClient(routes, { maxConcurrentRequests: 1 }))
+  })
+
+  // The token read again after a wait for a slot may have to be fetched: that wait is the call's token wait too.
+  it.effect("a token fetched after a wait for a slot is counted in effect_fin.token_wait_ms", () => {
+    let gets = 0
+    return Effect.gen(function*() {
+      yield* Effect.fork(calculate)
+      const second = yield* forkTraced(calculate)
+      yield* advance(2300)
+      yield* Fiber.join(second.fiber)
+      // Its first read at once, its slot after 1 s, the token read then taking 300 ms.
+      expect([yield* second.attribute("effect_fin.slot_wait_ms"), yield* second.attribute("effect_fin.token_wait_ms")])
+        .toEqual([1000, 300])
+    }).pipe(provideWithTokens(
+      { [FEE]: slow("1 second") },
+      TokenProvider.TokenProvider.of({
+        get: Effect.suspend(() =>
+          ++gets === 3 ? Effect.as(Effect.sleep("300 millis"), Redacted.make("t")) : Effect.succeed(Redacted.make("t"))
+        ),
+        invalidate: () => Effect.void
+      }),
+      { maxConcurrentRequests: 1 }
+    ))
   })
 
   // The 401 refused the token read after the wait: that one is cleared, and a new one fetched for the one resend.

@@ -192,12 +192,14 @@ describe("TokenStore", () => {
         refreshToken: Redacted.make("r"),
         refreshUsableUntil: 7_200_000
       })
+      // Due for a refresh long ago, with no refresh token, but its access token still usable: of use.
+      yield* seed(store, "usable", { accessToken: Redacted.make("a"), refreshAt: 60_000, accessUsableUntil: 3_630_000 })
       yield* TestClock.adjust("1 hour")
       for (let i = 0; i < 200; i++) {
         yield* seed(store, `tenant-${i}`, { accessToken: Redacted.make("a"), refreshAt: 3_600_000 + 60_000 })
       }
-      const kept = yield* Effect.all(["dead", "refreshable", "tenant-0"].map((key) => store.get(key)))
-      expect(kept.map(Option.isSome)).toEqual([false, true, true])
+      const kept = yield* Effect.all(["dead", "refreshable", "usable", "tenant-0"].map((key) => store.get(key)))
+      expect(kept.map(Option.isSome)).toEqual([false, true, true, true])
       // Not the pair a sweep's own write stored, though past its use (a refused refresh token taken out of it): its
       // writer, or another process, reads it back.
       const readBack: Array<boolean> = []
@@ -1180,6 +1182,23 @@ describe("TokenStore", () => {
 
   it.effect("the memory store keeps the token store contract: the pair, the lock, its renewal, expiry and failure", () =>
     tokenStoreContract(TokenStore.makeMemory({ lockTtl: "1 second" }), 1_000, (millis) => TestClock.adjust(millis)))
+
+  // As Redis's PX: a lock, and a failure recorded as it is released, last lockTtl to the millisecond, not one more.
+  it.effect("the memory store's lock and failure end exactly lockTtl after they were taken", () =>
+    Effect.gen(function*() {
+      const store = TokenStore.makeMemory({ lockTtl: "1 second" })
+      const first = yield* store.lock("k")
+      yield* TestClock.adjust(999)
+      expect(yield* store.lock("k")).toEqual({ _tag: "Held", owner: first.owner })
+      yield* TestClock.adjust(1)
+      const second = yield* store.lock("k")
+      expect(second._tag).toBe("Acquired")
+      yield* store.unlock("k", second.owner, "failed")
+      yield* TestClock.adjust(999)
+      expect(yield* store.failure("k")).toEqual(Option.some({ owner: second.owner, error: "failed" }))
+      yield* TestClock.adjust(1)
+      expect(yield* store.failure("k")).toEqual(Option.none())
+    }))
 
   // Another process stores a pair between this one's look at the store and its lock: the pair is used, not fetched
   // again (a second token request, which a service that revokes on issue answers by revoking the other's token).

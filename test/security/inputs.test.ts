@@ -444,7 +444,8 @@ describe("Inputs from outside are validated before use", () => {
         )
       const wrong = yield* refuseAll<Record<string, unknown>>([
         { method: "post" }, { method: "OPTIONS" }, { method: "GET", body: { a: 1 } }, { safe: "false" }, { safe: 1 },
-        { name: "" }, { name: "a\nb" }, { name: "x".repeat(65) }, { name: "fee calculation" },
+        { name: "" }, { name: "a\nb" }, { name: "x".repeat(65) }, { name: "fee calculation" }, { name: "token" },
+        { name: "webhook" }, { name: "webhook.handle" },
         { query: { a: 1 } }, { query: { a: null } }, { query: { a: ["x", "y"] } }, { query: "a=1" }, { query: ["a"] },
         { body: { amount: Number.NaN } }, { body: { amount: Number.POSITIVE_INFINITY } }, { body: [Number.NEGATIVE_INFINITY] },
         { path: `/v1/${"x".repeat(2_100)}` }, { path: `/${"x".repeat(2_048)}` }, { check: "currency" }
@@ -459,6 +460,9 @@ describe("Inputs from outside are validated before use", () => {
       const longest = `/${"x".repeat(2_047)}`
       yield* Effect.either(request({ method: "GET", path: longest }))
       expect((yield* sent).filter((r) => r.path === longest)).toHaveLength(1)
+      // A name of 64 characters, the most there may be, is taken.
+      yield* Effect.either(request({ method: "GET", path: "/v1/named", name: `n${"x".repeat(63)}` }))
+      expect((yield* sent).filter((r) => r.path === "/v1/named")).toHaveLength(1)
     }))
 })
 
