@@ -2057,6 +2057,12 @@ describe("HttpTransport", () => {
         left: undefined,
         boxed: new String("x"),
         empty: new Empty(),
+        // A getter of its class hidden by an own field of the same name: JSON sends the field.
+        shadowed: Object.defineProperty(new (class Labelled {
+          get label() {
+            return "from the class"
+          }
+        })(), "label", { value: "own", enumerable: true }),
         // Made in another realm (a `vm` context): plain all the same.
         foreign: runInNewContext("({ list: [1, {}], nested: {}, boxed: new Number(5) })")
       })
@@ -2069,6 +2075,7 @@ describe("HttpTransport", () => {
         doc: { _id: "doc-2", name: "Bo" },
         boxed: "x",
         empty: {},
+        shadowed: { label: "own" },
         foreign: { list: [1, {}], nested: {}, boxed: 5 }
       })
     }).pipe(provideClient({
