@@ -872,7 +872,7 @@ describe("effect-fin (offline commands)", () => {
         signal: "SIGTERM"
       })
       expect([busy.code, busy.stderr.trim()])
-        .toEqual([1, "effect-fin: ServeError: listen EADDRINUSE: address already in use 127.0.0.1:4010"])
+        .toEqual([1, "effect-fin: EmulatorError: listen EADDRINUSE: address already in use 127.0.0.1:4010"])
     } finally {
       holder.close()
     }
@@ -1052,7 +1052,7 @@ describe("effect-fin against the emulator", () => {
   it("emulator: a busy port is one line naming the address; --production sends events with sandbox_mode false", async () => {
     const busy = await cli(["emulator", "--port", new URL(emulator.url).port])
     expect(busy.code).toBe(1)
-    expect(busy.stderr.trim()).toMatch(/^effect-fin: ServeError: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/)
+    expect(busy.stderr.trim()).toMatch(/^effect-fin: EmulatorError: listen EADDRINUSE: address already in use 127\.0\.0\.1:\d+$/)
 
     const received: Array<string> = []
     const receiver = Http.createServer((request, response) => {

@@ -99,7 +99,7 @@ const described = (error: unknown): { readonly tag?: string; readonly message: s
   if (error instanceof FinError.ApiError) return { tag: "ApiError", message: apiErrorText(error) }
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") {
     const message = Predicate.hasProperty(error, "message") && typeof error.message === "string" ? error.message : ""
-    // The platform's errors may say nothing themselves (a ServeError on a busy port); their cause then does.
+    // The platform's errors may say nothing themselves (its ServeError); their cause then does.
     const cause = Predicate.hasProperty(error, "cause") && error.cause instanceof Error ? error.cause.message : ""
     return { tag: error._tag, message: (message === "" ? cause : message).split("\n")[0]! }
   }

@@ -13,7 +13,6 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
-import type { ServeError } from "@effect/platform/HttpServerError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -239,8 +238,9 @@ export type { BeneficiaryStatusEnvelope } from "./internal/webhook.js"
 export type { FeeRule } from "../internal/quote.js"
 
 /**
- * Invalid options or input (`InvalidOptions`, `InvalidInput`), no webhook target (`WebhookNotRegistered`), or a
- * delivery that got no answer (`WebhookDeliveryFailed`).
+ * Invalid options or input (`InvalidOptions`, `InvalidInput`), a port it could not listen on (`ListenFailed`: in
+ * use, say, `listen EADDRINUSE: address already in use 127.0.0.1:4010`), no webhook target (`WebhookNotRegistered`),
+ * or a delivery that got no answer (`WebhookDeliveryFailed`).
  *
  * @since 0.1.0
  * @category errors
@@ -559,7 +559,7 @@ const shutdown = (server: Http.Server, sockets: Set<Net.Socket>) =>
 const makeWithDefaultPort = (
   options: Options,
   defaultPort: number
-): Effect.Effect<Service, ServeError | EmulatorError, Scope.Scope> =>
+): Effect.Effect<Service, EmulatorError, Scope.Scope> =>
   Effect.gen(function*() {
     const settings = yield* resolve(options, defaultPort)
     const state = yield* State.make(settings)
@@ -576,6 +576,14 @@ const makeWithDefaultPort = (
     // server that listens, so one interrupted then would be left listening once its bind ended, holding the process.
     const httpServer = yield* Effect.uninterruptible(
       NodeHttpServer.make(() => server, { port: settings.port, host: settings.host })
+    ).pipe(
+      // The platform's ServeError has no message of its own (a busy port's reason is in its cause alone).
+      Effect.mapError((error) =>
+        new EmulatorError({
+          reason: "ListenFailed",
+          message: error.cause instanceof Error ? error.cause.message : `could not listen: ${String(error.cause)}`
+        })
+      )
     )
     // Added after the server: finalizers run in reverse, so this runs before the platform's own close.
     yield* Effect.addFinalizer(() => shutdown(server, sockets))
@@ -633,7 +641,7 @@ const makeWithDefaultPort = (
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}): Effect.Effect<Service, ServeError | EmulatorError, Scope.Scope> =>
+export const make = (options: Options = {}): Effect.Effect<Service, EmulatorError, Scope.Scope> =>
   makeWithDefaultPort(options, 0)
 
 /**
@@ -658,7 +666,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, ServeError |
  * )
  * ```
  */
-export const layer = (options: Options = {}): Layer.Layer<Emulator, ServeError | EmulatorError> =>
+export const layer = (options: Options = {}): Layer.Layer<Emulator, EmulatorError> =>
   Layer.scoped(Emulator, make(options))
 
 /**
@@ -669,7 +677,7 @@ export const layer = (options: Options = {}): Layer.Layer<Emulator, ServeError |
  * @since 0.1.0
  * @category constructors
  */
-export const serve = (options: Options = {}): Effect.Effect<never, ServeError | EmulatorError> =>
+export const serve = (options: Options = {}): Effect.Effect<never, EmulatorError> =>
   Effect.scoped(Effect.gen(function*() {
     const emulator = yield* makeWithDefaultPort(options, 4010)
     const where = Loopback.isEveryInterface(options.host)

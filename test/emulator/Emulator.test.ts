@@ -1376,6 +1376,10 @@ describe("Emulator", () => {
         expect(options).toMatchObject({ _tag: "EmulatorError", reason: "InvalidOptions" })
         const duration = yield* Effect.flip(Emulator.make({ accessTokenLifetime: "0 seconds" }))
         expect(duration.message).toContain("accessTokenLifetime")
+        // A port in use: said in the error's message (the platform's ServeError has none, its reason in its cause).
+        const busy = yield* Effect.flip(Emulator.make({ port: emulator.port }))
+        expect(busy).toMatchObject({ _tag: "EmulatorError", reason: "ListenFailed" })
+        expect(busy.message).toBe(`listen EADDRINUSE: address already in use 127.0.0.1:${emulator.port}`)
         // A host with a port, or in a URL's brackets: the listen's lookup failed on it, "An error has occurred".
         for (const host of ["127.0.0.1:4010", "localhost:0", "[::1]"]) {
           const error = yield* Effect.flip(Emulator.make({ host }))

@@ -6,11 +6,17 @@
 import * as Schema from "effect/Schema"
 import * as Inspect from "../../internal/inspect.js"
 
-/** Invalid options or admin input, or a webhook that could not be delivered. */
+/** Invalid options or admin input, a port it could not listen on, or a webhook that could not be delivered. */
 export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin.EmulatorError")("EmulatorError", {
   /** Which kind of failure (see `Emulator.EmulatorError`). */
-  reason: Schema.Literal("InvalidOptions", "InvalidInput", "WebhookNotRegistered", "WebhookDeliveryFailed"),
-  /** What was wrong: the option or input refused, or the delivery's target and failure. */
+  reason: Schema.Literal(
+    "InvalidOptions",
+    "InvalidInput",
+    "ListenFailed",
+    "WebhookNotRegistered",
+    "WebhookDeliveryFailed"
+  ),
+  /** What was wrong: the option or input refused, the listen's failure, or the delivery's target and failure. */
   message: Schema.String
 }) {}
 
