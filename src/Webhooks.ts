@@ -2187,8 +2187,17 @@ const encodingOf = (header: string | undefined): string | undefined => {
   return value === undefined || value === "" || value === "identity" ? undefined : value
 }
 
-const encodedMessage = (encoding: string) =>
-  `the body came with Content-Encoding ${JSON.stringify(encoding.slice(0, 64))}: Fin documents no compression of ` +
+// Node's server undoes `chunked` only: a body sent with another transfer coding (`gzip, chunked`, from a proxy that
+// compresses hop by hop) reaches the handler compressed, and would be refused as a bad signature. Named instead.
+const transferCodingOf = (header: string | undefined): string | undefined => {
+  const value = header?.trim().toLowerCase()
+  if (value === undefined) return undefined
+  const codings = value.split(",").map((coding) => coding.trim())
+  return codings.every((coding) => coding === "chunked" || coding === "") ? undefined : value
+}
+
+const encodedMessage = (encoding: string, header = "Content-Encoding") =>
+  `the body came with ${header} ${JSON.stringify(encoding.slice(0, 64))}: Fin documents no compression of ` +
   "deliveries, so whatever compressed it on the way (a proxy) must leave webhook deliveries as they are"
 
 const tooLarge = (limit: number) => fail("body_too_large", `the body is larger than ${limit} bytes`)
@@ -2196,9 +2205,9 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
 /**
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
- * 1. checks `Content-Length` against `maxBodySize` (413), refuses a `Content-Encoding` other than `identity` (400:
- *    Fin documents no compression of deliveries), then reads the body on every runtime, stopping at the chunk
- *    that goes past that many bytes (413), within `bodyTimeout` (408);
+ * 1. checks `Content-Length` against `maxBodySize` (413), refuses a `Content-Encoding` other than `identity`, or a
+ *    `Transfer-Encoding` other than `chunked` (400: Fin documents no compression of deliveries), then reads the body
+ *    on every runtime, stopping at the chunk that goes past that many bytes (413), within `bodyTimeout` (408);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
  *    another delivery handles it; while another event of the same reference is being handled it waits (up to
@@ -2706,6 +2715,10 @@ const makeApp = <const H extends object>(
     if (Either.isLeft(parsed)) return yield* reject(parsed.left, true)
     const encoding = encodingOf(request.headers["content-encoding"])
     if (encoding !== undefined) return yield* reject(malformed(encodedMessage(encoding)), true)
+    const transfer = transferCodingOf(request.headers["transfer-encoding"])
+    if (transfer !== undefined) {
+      return yield* reject(malformed(encodedMessage(transfer, "Transfer-Encoding")), true)
+    }
     if (bodyReadBefore(request.source)) return yield* reject(malformed(readBeforeMessage))
     if (takenAsUpgrade(request.source)) return yield* reject(malformed(upgradeMessage), true)
     const read = contentLength === "0"

@@ -199,7 +199,13 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       const refusals = [
         ["POST", "", "HTTP/1.1 401 Unauthorized"],
         ["POST", `x-fin-signature: ${headers["x-fin-signature"]}\r\nx-fin-signature-algorithm: md5\r\n`, "HTTP/1.1 401 Unauthorized"],
-        ["PUT", `x-fin-signature: ${headers["x-fin-signature"]}\r\n`, "HTTP/1.1 405 Method Not Allowed"]
+        ["PUT", `x-fin-signature: ${headers["x-fin-signature"]}\r\n`, "HTTP/1.1 405 Method Not Allowed"],
+        // A transfer coding Node's server does not undo: the body would arrive compressed, refused as a bad signature.
+        [
+          "POST",
+          `x-fin-signature: ${headers["x-fin-signature"]}\r\nTransfer-Encoding: gzip\r\n`,
+          "HTTP/1.1 400 Bad Request"
+        ]
       ] as const
       for (const [method, signature, status] of refusals) {
         // The start of a chunked body, then nothing: the socket stays open on the client's side.
