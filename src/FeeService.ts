@@ -432,7 +432,8 @@ const withFewUnknownKeys = (input: unknown): { readonly input: unknown; readonly
 
 /**
  * Checks a request (as a user's untyped input may be) without sending it; what it returns can be passed to
- * `calculate` as is.
+ * `calculate` as is. A request that cannot be read at all (a getter of the program's that throws, a revoked Proxy)
+ * is a defect, the program's own code having failed, as in `calculate`; what it holds is never one.
  *
  * @since 0.1.0
  * @category validation
