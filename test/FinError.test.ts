@@ -103,6 +103,12 @@ describe("FinError", () => {
       const decoded = roundTrip(error)
       expect("issues" in decoded && decoded.issues[0], error._tag).toBeInstanceOf(Issue)
     }
+    const apiError = roundTrip(examples[2]!)
+    expect(apiError._tag === "ApiError" && apiError.fieldErrors?.[0]).toBeInstanceOf(FieldError)
+    // Durations go as Effect writes them, the form other processes (and versions) sharing a token store read.
+    const encoded = (error: FinError) => JSON.parse(Schema.encodeSync(json)(error))
+    expect([encoded(examples[2]!).retryAfter, encoded(examples[5]!).timeout])
+      .toEqual([{ _tag: "Millis", millis: 1500 }, { _tag: "Millis", millis: 10_000 }])
   })
 
   // Effect wraps an error that fails in a span (every call's) in a Proxy, whose inspection chai looped on.

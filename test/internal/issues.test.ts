@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -20,6 +21,15 @@ describe("Issues", () => {
       `k: expected "a" or "b"`
     )
     expect(expected(Schema.Struct({ o: Schema.Struct({ x: Schema.String }) }), { o: 5 })).toBe("o: expected an object with x")
+    const pair = Schema.Struct({ x: Schema.String, y: Schema.Number })
+    expect(expected(Schema.Struct({ o: pair }), { o: 5 })).toBe("o: expected an object with x, y")
+    // A schema's own title of one word stands when it has no description (Effect's keywords have one: `a string`).
+    expect(expected(Schema.Struct({ o: pair.annotations({ title: "Point" }) }), { o: 5 })).toBe("o: expected Point")
+    expect(expected(Schema.Struct({ t: Schema.Tuple(Schema.String) }), { t: 5 })).toBe("t: expected an array")
+    // A schema with no words of its own is written as Effect writes it.
+    expect(expected(Schema.Struct({ t: Schema.TemplateLiteral("id_", Schema.String) }), { t: 5 })).toBe(
+      "t: expected `id_${string}`"
+    )
     expect(expected(Schema.Struct({ o: Schema.String }), {})).toBe("o: expected a string (missing)")
   })
 
@@ -85,6 +95,9 @@ describe("Issues", () => {
     const described = Either.isLeft(result) ? Issues.describeAll(result.left) : "decoded"
     expect(described).toContain("fee.fixed: ")
     expect(described).not.toContain("Expected undefined")
+    // A problem with the value as a whole has no path to put before it.
+    const root = Schema.decodeUnknownEither(Schema.Number)("x")
+    expect(Either.isLeft(root) && Issues.describeAll(root.left)).toBe(`Expected number, actual "x"`)
   })
 
   it("a value none of a union's plain members is, one read from a string among them: one issue naming all", () => {
@@ -96,6 +109,18 @@ describe("Issues", () => {
     expect(expected(Schema.Struct({ k: Schema.Union(Schema.Literal("a", "b"), Unlisted) }), { k: 5 })).toBe(
       `k: expected "a" or "b" or a string`
     )
+    // A string that fails to be read as a member is no plain mismatch: not told it should have been a string.
+    expect(expected(Schema.Struct({ k: Schema.Union(Schema.Literal("a"), Schema.NumberFromString) }), { k: "x" }))
+      .toBe(`k: expected "a"; k: expected a string to be decoded into a number`)
+  })
+
+  it("a schema that decodes asynchronously, run synchronously, is said to need a synchronous value", () => {
+    const slow = Schema.transformOrFail(Schema.String, Schema.String, {
+      strict: true,
+      decode: (s) => Effect.delay(Effect.succeed(s), "1 millis"),
+      encode: ParseResult.succeed
+    })
+    expect(expected(Schema.Struct({ s: slow }), { s: "secret-s" })).toBe("s: expected a synchronous value")
   })
 
   it("told counts the issues not even built among those left out", () => {
@@ -108,6 +133,11 @@ describe("Issues", () => {
     })
     expect(Either.isLeft(result) && Issues.allIssues(result.left)).toEqual([
       { path: "n", message: `Expected number, actual "x"` }
+    ])
+    // Alone, it is the problem: kept.
+    const alone = Schema.decodeUnknownEither(Schema.Struct({ u: Schema.Undefined }), { errors: "all" })({ u: 5 })
+    expect(Either.isLeft(alone) && Issues.allIssues(alone.left)).toEqual([
+      { path: "u", message: "Expected undefined, actual 5" }
     ])
   })
 
