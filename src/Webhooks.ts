@@ -2180,21 +2180,21 @@ const readBeforeMessage = "the body was read before the handler (a body parser, 
   "mount the handler where nothing reads the body first (see \"Do not parse the body before the handler\" in " +
   "the README)"
 
-// A body sent compressed (by a proxy on the way, say) would fail as a bad signature or as not JSON, pointing at the
-// secret or at the sender: the encoding is named instead (its first 64 characters, quoted: the sender's text).
-const encodingOf = (header: string | undefined): string | undefined => {
-  const value = header?.trim().toLowerCase()
-  return value === undefined || value === "" || value === "identity" ? undefined : value
-}
-
-// Node's server undoes `chunked` only: a body sent with another transfer coding (`gzip, chunked`, from a proxy that
-// compresses hop by hop) reaches the handler compressed, and would be refused as a bad signature. Named instead.
-const transferCodingOf = (header: string | undefined): string | undefined => {
+// The codings a header lists but `harmless` (none: undefined), for a message. A body sent compressed (by a proxy on
+// the way, say) would fail as a bad signature or as not JSON, pointing at the secret or at the sender: the coding is
+// named instead (its first 64 characters, quoted: the sender's text). A header sent twice is one list (Node joins
+// them with a comma).
+const codingsBut = (header: string | undefined, harmless: string): string | undefined => {
   const value = header?.trim().toLowerCase()
   if (value === undefined) return undefined
-  const codings = value.split(",").map((coding) => coding.trim())
-  return codings.every((coding) => coding === "chunked" || coding === "") ? undefined : value
+  return value.split(",").every((coding) => coding.trim() === "" || coding.trim() === harmless) ? undefined : value
 }
+
+const encodingOf = (header: string | undefined) => codingsBut(header, "identity")
+
+// Node's server undoes `chunked` only: a body sent with another transfer coding (`gzip, chunked`, from a proxy that
+// compresses hop by hop) reaches the handler compressed.
+const transferCodingOf = (header: string | undefined) => codingsBut(header, "chunked")
 
 const encodedMessage = (encoding: string, header = "Content-Encoding") =>
   `the body came with ${header} ${JSON.stringify(encoding.slice(0, 64))}: Fin documents no compression of ` +
