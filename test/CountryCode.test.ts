@@ -38,7 +38,7 @@ describe("CountryCode as the compiler shows it", () => {
     expect(shown(`${header}export const code = CountryCode.parse("us")`))
       .toBe("Effect<CountryCode, RequestValidationError, never>")
     expect(shown(`${header}export const code = [CountryCode.toAlpha2("USA")]`)).toBe("Alpha2Code[]")
-  }, 30_000)
+  }, 120_000)
 
   it("keeps the good members of a union with a bad one in Checked", () => {
     const header = `import * as CountryCode from "../src/CountryCode.js"\n`
@@ -51,7 +51,7 @@ describe("CountryCode as the compiler shows it", () => {
     const subdivisions = `import type * as Subdivisions from "../src/Subdivisions.js"\n`
     expect(shown(`${subdivisions}export declare const checked: Subdivisions.CheckedCode<"US-CA" | "CA">`))
       .toBe(`"US-CA" | "expected an ISO 3166-2 subdivision code, e.g. \\"US-CA\\""`)
-  }, 30_000)
+  }, 120_000)
 })
 
 describe("CountryCode.validate", () => {

@@ -3772,7 +3772,7 @@ describe("HttpTransport: retryBudget", () => {
       Effect.provide(logs.layer),
       provideClient({ [FEE]: () => status(503) }, { retryBudget: 0 })
     )
-  })
+  }, 120_000)
 
   it.effect("a retry counted and then not sent (its caller gave up during the backoff) is given back", () =>
     Effect.gen(function*() {

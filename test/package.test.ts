@@ -358,7 +358,7 @@ export const statusRule = (rule: Emulator.FaultRule) => rule.kind === "status" ?
     const importing = readdirSync(dist, { recursive: true, encoding: "utf8" })
       .filter((file) => file.endsWith(".cjs") && /\bimport\(/.test(readFileSync(join(dist, file), "utf8")))
     expect(importing).toEqual([])
-  })
+  }, 120_000)
 
   it("run from effect-fin/cli in a program of the user's keeps the binary's bundled-snapshot defaults (import, require)", () => {
     const user = join(scratch, "user-program")
