@@ -2180,21 +2180,22 @@ const readBeforeMessage = "the body was read before the handler (a body parser, 
   "mount the handler where nothing reads the body first (see \"Do not parse the body before the handler\" in " +
   "the README)"
 
-// The codings a header lists but `harmless` (none: undefined), for a message. A body sent compressed (by a proxy on
-// the way, say) would fail as a bad signature or as not JSON, pointing at the secret or at the sender: the coding is
-// named instead (its first 64 characters, quoted: the sender's text). A header sent twice is one list (Node joins
-// them with a comma).
-const codingsBut = (header: string | undefined, harmless: string): string | undefined => {
+// The codings a header lists but the `harmless` ones (none: undefined), for a message. A body sent compressed (by a
+// proxy on the way, say) would fail as a bad signature or as not JSON, pointing at the secret or at the sender: the
+// coding is named instead (its first 64 characters, quoted: the sender's text). A header sent twice is one list (Node
+// joins them with a comma).
+const codingsBut = (header: string | undefined, harmless: ReadonlyArray<string>): string | undefined => {
   const value = header?.trim().toLowerCase()
   if (value === undefined) return undefined
-  return value.split(",").every((coding) => coding.trim() === "" || coding.trim() === harmless) ? undefined : value
+  const harmful = value.split(",").some((coding) => coding.trim() !== "" && !harmless.includes(coding.trim()))
+  return harmful ? value : undefined
 }
 
-const encodingOf = (header: string | undefined) => codingsBut(header, "identity")
+const encodingOf = (header: string | undefined) => codingsBut(header, ["identity"])
 
 // Node's server undoes `chunked` only: a body sent with another transfer coding (`gzip, chunked`, from a proxy that
-// compresses hop by hop) reaches the handler compressed.
-const transferCodingOf = (header: string | undefined) => codingsBut(header, "chunked")
+// compresses hop by hop) reaches the handler compressed. `identity` (of HTTP/1.1's first version) changes nothing.
+const transferCodingOf = (header: string | undefined) => codingsBut(header, ["chunked", "identity"])
 
 const encodedMessage = (encoding: string, header = "Content-Encoding") =>
   `the body came with ${header} ${JSON.stringify(encoding.slice(0, 64))}: Fin documents no compression of ` +
@@ -2206,8 +2207,9 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  * An `HttpApp` that receives Fin webhooks (mount it with `HttpRouter.post`):
  *
  * 1. checks `Content-Length` against `maxBodySize` (413), refuses a `Content-Encoding` other than `identity`, or a
- *    `Transfer-Encoding` other than `chunked` (400: Fin documents no compression of deliveries), then reads the body
- *    on every runtime, stopping at the chunk that goes past that many bytes (413), within `bodyTimeout` (408);
+ *    `Transfer-Encoding` other than `chunked` or `identity` (400: Fin documents no compression of deliveries), then
+ *    reads the body on every runtime, stopping at the chunk that goes past that many bytes (413), within
+ *    `bodyTimeout` (408);
  * 2. verifies the raw bytes (401 without detail), decodes the event and applies `maxAge` and `environment` (400);
  * 3. claims `event.id` and its `event_reference_id` in the store: 200 if the event was handled before, 409 while
  *    another delivery handles it; while another event of the same reference is being handled it waits (up to

@@ -238,9 +238,10 @@ export type { BeneficiaryStatusEnvelope } from "./internal/webhook.js"
 export type { FeeRule } from "../internal/quote.js"
 
 /**
- * Invalid options or input (`InvalidOptions`, `InvalidInput`), a port it could not listen on (`ListenFailed`: in
- * use, say, `listen EADDRINUSE: address already in use 127.0.0.1:4010`), no webhook target (`WebhookNotRegistered`),
- * or a delivery that got no answer (`WebhookDeliveryFailed`).
+ * Invalid options or input (`InvalidOptions`, `InvalidInput`), a host and port it could not listen on (`ListenFailed`:
+ * a port in use, say, `listen EADDRINUSE: address already in use 127.0.0.1:4010`, or a host that does not resolve;
+ * the listen's own error, with its `code`, is its `cause`), no webhook target (`WebhookNotRegistered`), or a delivery
+ * that got no answer (`WebhookDeliveryFailed`).
  *
  * @since 0.1.0
  * @category errors
@@ -581,7 +582,9 @@ const makeWithDefaultPort = (
       Effect.mapError((error) =>
         new EmulatorError({
           reason: "ListenFailed",
-          message: error.cause instanceof Error ? error.cause.message : `could not listen: ${String(error.cause)}`
+          message: error.cause instanceof Error ? error.cause.message : `could not listen: ${String(error.cause)}`,
+          // Kept: a program that tries the next port on EADDRINUSE reads its `code`, as it did on the ServeError.
+          cause: error.cause
         })
       )
     )

@@ -1380,6 +1380,7 @@ describe("Emulator", () => {
         const busy = yield* Effect.flip(Emulator.make({ port: emulator.port }))
         expect(busy).toMatchObject({ _tag: "EmulatorError", reason: "ListenFailed" })
         expect(busy.message).toBe(`listen EADDRINUSE: address already in use 127.0.0.1:${emulator.port}`)
+        expect(busy.cause).toMatchObject({ code: "EADDRINUSE" })
         // A host with a port, or in a URL's brackets: the listen's lookup failed on it, "An error has occurred".
         for (const host of ["127.0.0.1:4010", "localhost:0", "[::1]"]) {
           const error = yield* Effect.flip(Emulator.make({ host }))

@@ -17,7 +17,9 @@ export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin
     "WebhookDeliveryFailed"
   ),
   /** What was wrong: the option or input refused, the listen's failure, or the delivery's target and failure. */
-  message: Schema.String
+  message: Schema.String,
+  /** For `ListenFailed`, the listen's own error (its `code`: `EADDRINUSE`, `EACCES`, `ENOTFOUND`...). */
+  cause: Schema.optional(Schema.Defect)
 }) {}
 
 Inspect.showUnwrapped(EmulatorError)

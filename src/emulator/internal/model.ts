@@ -239,7 +239,8 @@ const ClientSecret = Schema.NonEmptyString.pipe(
 export const OptionsData = Schema.Struct({
   port: Schema.optional(Schema.Int.pipe(Schema.between(0, 65535, { message: () => "a port from 0 to 65535" }))),
   // Checked here, not left to the listen's lookup: blank, with a path, a port ("127.0.0.1:4010") or brackets
-  // ("[::1]", as in a URL), it failed as a ServeError saying only "An error has occurred" (its cause said ENOTFOUND).
+  // ("[::1]", as in a URL), it failed at the listen's lookup (`ListenFailed`: getaddrinfo ENOTFOUND [::1]), which
+  // named neither the option nor what was wrong with it.
   // One colon is a port; an IPv6 address has two or more.
   host: Schema.optional(Schema.NonEmptyString.pipe(
     Schema.pattern(/^(?![^:]*:[^:]*$)[^\s\x00-\x1f\x7f/?#@[\]]+$/, {
