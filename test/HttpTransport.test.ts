@@ -1107,6 +1107,8 @@ describe("HttpTransport", () => {
     for (
       const [retryAfter, deadline, expected] of [
         ["30", "5 seconds", "RateLimitError"],
+        // A next try at the very deadline is too late as well.
+        ["5", "5 seconds", "RateLimitError"],
         ["0", "300 millis", "ApiError"]
       ] as const
     ) {

@@ -175,6 +175,11 @@ describe("TokenProvider", () => {
       ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a token of visible ASCII characters (no spaces); data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
       ["neither", {}, "access_token: expected a token of visible ASCII characters (no spaces) (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
       ["wrapped, beside a null top-level token", { access_token: null, data: { access_token: "abc" } }, "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      [
+        "wrapped, beside an empty top-level token",
+        { access_token: "", data: { access_token: "abc" } },
+        "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"
+      ],
       ["top level, beside an object in data", { access_token: "abc", data: { x: 1 } }, "access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"]
     ] as const
   ) {
@@ -1396,15 +1401,20 @@ describe("TokenProvider", () => {
     )
   })
 
-  it.effect("after an invalidation (store cleared), a refresh token past its usable time is not sent: a token is issued", () =>
-    Effect.gen(function*() {
-      const provider = yield* TokenProvider.TokenProvider
-      const first = yield* provider.get
-      yield* advance(45 * MIN)
-      yield* provider.invalidate(first)
-      expect(yield* tokenValue).toBe("token-2")
-      expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
-    }).pipe(provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "30 minutes" })))))
+  // The refresh token is usable until 30 s before its expiry (half the margin): past that, and at that very moment.
+  for (const [when, after] of [["past", 45 * MIN], ["at the end of", 30 * MIN - 30_000]] as const) {
+    it.effect(`after an invalidation (store cleared), a refresh token ${when} its usable time is not sent`, () =>
+      Effect.gen(function*() {
+        const provider = yield* TokenProvider.TokenProvider
+        const first = yield* provider.get
+        yield* advance(after)
+        yield* provider.invalidate(first)
+        expect(yield* tokenValue).toBe("token-2")
+        expect(yield* count("POST /v1/oauth/refresh-token")).toBe(0)
+      }).pipe(
+        provideClient(bothTokenRoutes(FinTest.tokenHandler({ lifetime: "1 hour", refreshLifetime: "30 minutes" })))
+      ))
+  }
 
   // refreshAt is 4 s before expiry, the token usable until 2 s before it; the refresh fails at once. At 1 s before
   // expiry, and exactly at its usable time (usable *until*), a fetch is made (and fails) rather than token-1 handed out.
@@ -1707,6 +1717,20 @@ describe("TokenProvider", () => {
       }, { maxRetryAfter: "1 second", maxRetries: 0 }))
     ))
 
+  // A fetch's retry wait is announced on monotonic time, as a caller's deadline is: with the wall clock an hour
+  // behind, the fetch's next try (30 s off) is still past a 1 s deadline, so the call ends at once with the 429.
+  it.live("a token fetch's retry wait past a call's deadline ends the call at once, the wall clock set back", () =>
+    withWallClockSetBack((setBack) =>
+      Effect.gen(function*() {
+        setBack(HOUR)
+        const error = yield* Effect.flip(FeeService.calculate(quoteRequest))
+        expect(error).toMatchObject({ _tag: "RateLimitError", status: 429, operation: "POST /v1/oauth/token" })
+      }).pipe(provideClient({
+        "POST /v1/fee-calculation": fee,
+        "POST /v1/oauth/token": firstThenTokens(FinTest.json(429, { message: "slow down" }, { "retry-after": "30" }))
+      }, { deadline: "1 second" }))
+    ))
+
   // The refresh route answers 429 asking for 2 minutes; the issue tried after it answers 500 (no wait): the wait
   // (kept for maxRetryAfter, 60 s) holds, rather than a refresh and an issue going every 5 s.
   it.effect("a refresh answer asking for a wait, the issue after it failing without one: the refresh's wait is kept", () =>
@@ -1726,6 +1750,19 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/token": tokenThen(FinTest.json(500, { message: "down" }), "1 hour"),
       "POST /v1/oauth/refresh-token": () => FinTest.json(429, { message: "slow" }, { "retry-after": "120" })
     })))
+
+  // The rule's other side: an issue that asked a wait of its own is the news (its wait kept), the refresh said after.
+  it.effect("a refresh answer asking for a wait, the issue after it asking one too: the issue's answer", () =>
+    Effect.gen(function*() {
+      expect(yield* tokenValue).toBe("token-1")
+      yield* advance(HOUR)
+      const error = yield* Effect.flip(getToken)
+      expect(error).toMatchObject({ _tag: "RateLimitError", status: 429, operation: "POST /v1/oauth/token" })
+      expect(error.message).toMatch(/\(the token refresh before it failed too: RateLimitError 429 after 1 attempt\)$/)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": tokenThen(FinTest.json(429, { message: "slow" }, { "retry-after": "10" }), "1 hour"),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(429, { message: "slow" }, { "retry-after": "120" })
+    }, { maxRetries: 0 })))
 
   // The refresh's failure is said by its status or system code: not a 200 whose body did not decode, which would read
   // as a success.

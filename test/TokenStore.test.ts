@@ -517,6 +517,25 @@ describe("TokenStore", () => {
       }
     }))
 
+  // Nor with one this process refused meanwhile (a 401 to another of its calls): the call waits on for the fetch.
+  it.effect("a new process whose own refresh hangs: a call does not go on with a stored token refused meanwhile", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      yield* TestClock.setTime(0)
+      const routes = yield* dueStoredPair(memory, () => Effect.never)
+      const [outcome, seen] = yield* Effect.gen(function*() {
+        const call = yield* Effect.fork(
+          Effect.either(FeeService.calculate(quoteRequest).pipe(HttpTransport.withOptions({ deadline: "5 seconds" })))
+        )
+        yield* advance(1_000)
+        yield* TokenProvider.invalidate(Redacted.make("stored-token"))
+        yield* advance(5_000)
+        return [yield* Fiber.join(call), yield* bearers] as const
+      }).pipe(withStore(memory, routes))
+      expect(outcome).toMatchObject({ left: { _tag: "TimeoutError", kind: "deadline" } })
+      expect(seen).toEqual([])
+    }))
+
   // As a process holding the token itself would (TokenProvider.test: a refresh whose retry wait passes the deadline).
   it.effect("a new process whose own refresh is to wait past a call's deadline: the call goes on with the stored token", () =>
     Effect.gen(function*() {
@@ -1473,6 +1492,13 @@ describe("TokenStore", () => {
     Effect.gen(function*() {
       expect(yield* sharedDuringWait(10, 5_000, tooMany(60, "Slow down"), 5_000))
         .toEqual({ first: 10, shared: [60, 60], next: 55, tokenRequests: 2 })
+    }))
+
+  // Nor is A's wait cut short by a shorter one: B is answered 429 asking for 5 s, but A's two minutes (kept for 60 s)
+  // still hold when those 5 s have long passed: A's next call, 10 s on, sends nothing.
+  it.scoped("a shorter wait another process was asked for meanwhile does not cut this process's kept wait short", () =>
+    Effect.gen(function*() {
+      expect(yield* sharedDuringWait(120, 0, tooMany(5, "Slow down"), 10_000)).toMatchObject({ tokenRequests: 2 })
     }))
 
   // With several clients, a store given to a client's layer is the one it uses, whatever store its calls run under
