@@ -1708,8 +1708,8 @@ export const layerMemoryDedupeStore = (
  */
 export interface Delivery {
   /**
-   * A status event newer than this one was already handled for the same `event_reference_id` (see `deliverStale`
-   * and `orderedEventTypes`); always `false` for other events.
+   * A status event of the same kind (`orderKey`: its type, `.v2` or not) newer than this one was already handled
+   * for the same `event_reference_id` (see `deliverStale` and `orderedEventTypes`); always `false` for other events.
    */
   readonly stale: boolean
   /**
@@ -1834,9 +1834,9 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
    */
   readonly dedupeTtl?: FinConfig.DurationOption | undefined
   /**
-   * How long the newest `created_at` handled per `event_reference_id` is remembered, for the order of status events
-   * (default 30 days, at least `dedupeTtl`): a status event older than that one, redelivered or replayed later, is
-   * stale rather than applied over the newer status.
+   * How long the newest `created_at` handled per status and `event_reference_id` (`orderKey`) is remembered, for the
+   * order of status events (default 30 days, at least `dedupeTtl`): a status event older than that one, redelivered
+   * or replayed later, is stale rather than applied over the newer status.
    */
   readonly orderTtl?: FinConfig.DurationOption | undefined
   /**
@@ -2215,7 +2215,7 @@ const tooLarge = (limit: number) => fail("body_too_large", `the body is larger t
  *    another delivery handles it; while another event of the same reference is being handled it waits (up to
  *    `referenceWait`, then 409), so events of one resource are handled one at a time, in the order checked next;
  * 4. answers 200 without calling the handlers if the event is a status event (`orderedEventTypes`) and a newer
- *    one was handled for the same `event_reference_id` (stale), unless `deliverStale`;
+ *    one of the same kind (`orderKey`) was handled for the same `event_reference_id` (stale), unless `deliverStale`;
  * 5. calls the handler for `event.type`, renewing the claim while it runs: 200 once it succeeds; 500 if it fails, runs
  *    past `handlerTimeout` or loses its claim, and the event is not marked handled, so a redelivery runs it again. A
  *    client that disconnects does not stop the handler: it runs to its end and the event is marked handled (nothing

@@ -2159,6 +2159,9 @@ describe("Webhooks.handler", () => {
       expect(outcomes).toEqual(["handled", "handled", "handled", "stale"])
       expect(yield* seen).toEqual(["transaction t-1", "account v2 a-2"])
       expect(Webhooks.orderKey("virtual_account.status.v2", "r")).toBe(Webhooks.orderKey("virtual_account.status", "r"))
+      // Any version suffix, not only one digit (a `.v10` the service may add later), and only at the end.
+      expect(Webhooks.orderKey("virtual_account.status.v10", "r")).toBe("virtual_account.status:r")
+      expect(Webhooks.orderKey("x.v2.status", "r")).toBe("x.v2.status:r")
     }))
 
   it.effect("an event no handler takes records no order: it never makes a handled version of its status stale", () =>
@@ -3412,7 +3415,8 @@ describe("Webhooks memory store", () => {
       const { handle, logs, store } = smallStore()
       yield* handle("long", "1 day")
       yield* handle("short", "1 second")
-      yield* TestClock.adjust("2 seconds")
+      // Exactly its TTL: expired at it (gone to a read), so it is dropped to make room, not "long".
+      yield* TestClock.adjust("1 second")
       yield* handle("next", "1 day")
       expect((yield* store.claim("long", "ref-long", Duration.seconds(30)))._tag).toBe("Done")
       expect(logs.lines).toEqual([])
@@ -3581,19 +3585,37 @@ describe("Webhooks.handler defaults and limits", () => {
       expect([answer.status, JSON.parse(answer.body)]).toEqual([500, { outcome: "failed" }])
     }))
 
+  // README: "up to `referenceWait`, give or take a 200 ms pause between its tries of the store"; the store is asked
+  // after 25 ms, then twice as long each time, up to 200 ms (not 40 times a second per waiting delivery).
   it.effect("referenceWait is 5 seconds by default", () =>
     Effect.gen(function*() {
-      const { handle, handler } = yield* gatedHandler()
+      const memory = Webhooks.makeMemoryDedupeStore()
+      const tries: Array<number> = []
+      const store: Webhooks.WebhookDedupeStoreService = {
+        ...memory,
+        claim: (eventId, referenceId, ttl) =>
+          Effect.zipRight(
+            eventId === "e-1" ? Effect.map(Clock.currentTimeMillis, (now) => tries.push(now)) : Effect.void,
+            memory.claim(eventId, referenceId, ttl)
+          )
+      }
+      const { handle, handler } = yield* gatedHandler({ store })
       const active = makeBody({ id: "e-2", createdAt: "2026-04-04T17:40:01Z" })
       const processing = makeBody({ id: "e-1", createdAt: "2026-04-04T17:40:00Z", data: beneficiaryData("PROCESSING") })
       const newer = yield* Effect.fork(send(handle, yield* signedPost(active)))
       yield* handler.started
       const older = yield* Effect.fork(send(handle, yield* signedPost(processing)))
-      yield* settle
-      for (let step = 0; step < 19; step++) yield* Effect.zipRight(TestClock.adjust("250 millis"), settle)
-      // 4.75 s: still waiting for the resource.
-      expect(Option.isNone(yield* Fiber.poll(older))).toBe(true)
-      for (let step = 0; step < 3; step++) yield* Effect.zipRight(TestClock.adjust("250 millis"), settle)
+      // The clock moved to each wake-up in turn, so every try of the store is seen when it is due.
+      while (Option.isNone(yield* Fiber.poll(older))) {
+        yield* settle
+        const now = yield* Clock.currentTimeMillis
+        const next = Math.min(...Chunk.toReadonlyArray(yield* TestClock.sleeps()).filter((at) => at > now))
+        if (Option.isSome(yield* Fiber.poll(older))) break
+        yield* TestClock.adjust(next - now)
+      }
+      const gaps = tries.slice(1).map((at, i) => at - tries[i]!)
+      // 4,975 ms after the first try: still waiting; the try 200 ms later, past 5 s, ends the wait.
+      expect(gaps).toEqual([25, 50, 100, ...Array.from({ length: 25 }, () => 200)])
       const busy = yield* answered(older)
       expect([busy.status, JSON.parse(busy.body)]).toEqual([409, { outcome: "reference_busy" }])
       yield* handler.open
