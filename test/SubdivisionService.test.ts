@@ -189,11 +189,14 @@ describe("SubdivisionService", () => {
       expect(recovery).toContain(`(it failed with ApiError 503 ${"A".repeat(62)})`)
     }))
 
-  // Only a code cut short can end in half an escape: one of the service's own that ends in a backslash keeps it.
+  // Only a code cut short can end in half an escape: one of the service's own that ends in a backslash keeps it, at
+  // 64 characters (the most kept whole) too.
   it.effect("fallback: the recovery line keeps a whole code's own trailing backslash", () =>
-    Effect.map(recoveryAfterCode("UPSTREAM\\"), (recovery) => {
+    Effect.gen(function*() {
       // The captured line is JSON: the one backslash written as two.
-      expect(recovery).toContain("(it failed with ApiError 503 UPSTREAM\\\\)")
+      expect(yield* recoveryAfterCode("UPSTREAM\\")).toContain("(it failed with ApiError 503 UPSTREAM\\\\)")
+      expect(yield* recoveryAfterCode(`${"A".repeat(63)}\\`))
+        .toContain(`(it failed with ApiError 503 ${"A".repeat(63)}\\\\)`)
     }))
 
   for (const status of [401, 403, 404, 422, 429]) {
