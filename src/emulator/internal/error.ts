@@ -6,7 +6,7 @@
 import * as Schema from "effect/Schema"
 import * as Inspect from "../../internal/inspect.js"
 
-/** Invalid options or admin input, a port it could not listen on, or a webhook that could not be delivered. */
+/** Invalid options or admin input, a host and port it could not listen on, or a webhook that could not be delivered. */
 export class EmulatorError extends Schema.TaggedError<EmulatorError>("effect-fin.EmulatorError")("EmulatorError", {
   /** Which kind of failure (see `Emulator.EmulatorError`). */
   reason: Schema.Literal(
