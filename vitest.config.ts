@@ -32,6 +32,8 @@ export default defineConfig({
     // servers and timers, not on the CPU, and the whole ran in 7.7 minutes so, against 12.9 one file at a time.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     minWorkers: 1,
+    // Drops a stack vitest would spin on (test/stackGuard.ts says why).
+    setupFiles: ["test/stackGuard.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // The JSON report gives .ci/run the totals it prints as `N passed, N failed`.
