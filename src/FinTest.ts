@@ -66,9 +66,9 @@ export interface CapturedLog {
   /**
    * The whole entry as one line, `LEVEL "message" {annotations}`, then the span labels as a JSON list when there are
    * any and the cause when there is one, message and annotations as JSON
-   * (a `Redacted` as `"<redacted>"`, an Error as its name, message and cause): what to search for a secret in. Strings
-   * are JSON-escaped: search for `JSON.stringify(secret).slice(1, -1)` too when the secret may hold `"`, `\\` or a
-   * control character.
+   * (a `Redacted` as `"<redacted>"`, an Error as its own fields, name, message and cause): what to search for a secret
+   * in. Strings are JSON-escaped: search for `JSON.stringify(secret).slice(1, -1)` too when the secret may hold `"`,
+   * `\\` or a control character.
    */
   readonly text: string
 }
@@ -80,9 +80,10 @@ const asJson = (value: unknown): string => {
     return JSON.stringify(value, (_, v: unknown) =>
       typeof v === "bigint" || typeof v === "symbol" || typeof v === "function"
         ? String(v)
-        // As Effect's JSON logger writes an Error (JSON alone writes `{}`), its `cause` too; a Map or Set as entries.
+        // As Effect's JSON logger writes an Error (JSON alone writes `{}`): its own fields (a `code`, a `config` with
+        // headers), name and message; its `cause` too. A Map or Set as entries.
         : v instanceof Error
-        ? { name: v.name, message: v.message, ...(v.cause === undefined ? {} : { cause: v.cause }) }
+        ? { ...v, name: v.name, message: v.message, ...(v.cause === undefined ? {} : { cause: v.cause }) }
         : v instanceof Map || v instanceof Set
         ? Array.from(v)
         : v) ?? String(value)

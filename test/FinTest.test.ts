@@ -206,6 +206,8 @@ describe("FinTest transport failures", () => {
       expect(error._tag).toBe("AuthenticationError")
       const http = yield* FinTest.InMemoryHttp
       expect((yield* http.requests).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/oauth/token"])
+      // It is the route that answered, not listed as unused.
+      expect(yield* http.unused).toEqual([FEE])
     }).pipe(provideClient({
       "POST /v1/oauth/*": () => FinTest.json(401, { message: "Authentication failed" }),
       [FEE]: () => FinTest.json(200, quoteBody)
@@ -336,6 +338,10 @@ describe("FinTest.layerClient routes", () => {
         [() => undefined, "undefined"],
         [() => ({ _tag: "respond", status: 200, body: "{}", headers: {} }), `a value tagged "respond"`],
         [() => ({ _tag: "Respond", status: 200, body: "{}" }), `a "Respond" value without a text body and headers`],
+        [
+          () => ({ _tag: "Respond", status: 200, body: "{}", headers: null }),
+          `a "Respond" value without a text body and headers`
+        ],
         [() => ({ _tag: "Respond", status: 200, body: quoteBody, headers: {} }), `a "Respond" value without a text body and headers`],
         [() => ({ _tag: "Fail" }), `a "Fail" value without a text description`]
       ]
@@ -403,15 +409,17 @@ describe("FinTest.layerClient routes", () => {
 
   it.effect("a route given a reply instead of a handler is refused when the layer is built, saying what to write", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(FeeService.calculate(quoteRequest).pipe(
-        provideClient({ [FEE]: FinTest.stall as unknown as FinTest.Handler })
-      ))
-      expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
-        Option.some(
-          `effect-fin/test: the route "POST /v1/fee-calculation" is given a reply, not a handler: write a ` +
-            "function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+      const routes = { [FEE]: FinTest.stall as unknown as FinTest.Handler }
+      // layerClient's routes, and layerHttpClient's (built with no request sent).
+      for (const layer of [FinTest.layerClient(routes), FinTest.layerHttpClient(routes)]) {
+        const exit = yield* Effect.exit(Effect.scoped(Layer.build(layer)))
+        expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
+          Option.some(
+            `effect-fin/test: the route "POST /v1/fee-calculation" is given a reply, not a handler: write a ` +
+              "function answering a reply, e.g. () => FinTest.json(200, body) or () => FinTest.stall"
+          )
         )
-      )
+      }
     }))
 
   it.effect("a route's method is checked when compiled (tsc); a route no request matches is listed as unmatched", () =>
@@ -550,12 +558,15 @@ describe("FinTest pinned behaviours", () => {
     expect(FinTest.failBody()).toMatchObject({ status: 200, failBody: "ECONNRESET" })
   })
 
-  it.effect("a call given up at the limit is interrupted at once (its finalizers run)", () =>
+  it.effect("a call given up at the limit, or by its caller, is interrupted at once (its finalizers run)", () =>
     Effect.gen(function*() {
-      let interrupted = false
-      const stalled = Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => { interrupted = true })))
+      let interrupted = 0
+      const stalled = Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => { interrupted += 1 })))
       yield* Effect.exit(FinTest.advanceUntilDone(stalled, { step: "1 second", limit: "2 seconds" }))
-      expect(interrupted).toBe(true)
+      expect(interrupted).toBe(1)
+      // The caller's own timeout: the call run in the background is not left running (a leaked fiber).
+      yield* Effect.exit(Effect.timeout(FinTest.advanceUntilDone(stalled, { step: "1 second" }), "3 seconds"))
+      expect(interrupted).toBe(2)
     }))
 
   it.effect("the limit is 10 minutes by default", () =>
@@ -587,6 +598,14 @@ describe("FinTest pinned behaviours", () => {
       })
       yield* http.clear
       expect([yield* http.requests, yield* http.unmatched]).toEqual([[], []])
+      // With no routes at all, it says so.
+      const none = HttpClient.HttpClient.pipe(
+        Effect.flatMap((other) => other.get("http://127.0.0.1:4010/v1")),
+        Effect.flatMap((r) => r.json)
+      )
+      expect(yield* Effect.provide(none, FinTest.layerHttpClient({}))).toEqual({
+        message: "Resource not found (effect-fin/test: no route matches GET /v1; routes: none)"
+      })
     }).pipe(Effect.provide(FinTest.layerHttpClient({ "GET /v1/things": () => FinTest.json(200, []) }))))
 
   it.effect("json with no body answers a 205 and a 304 with none, as a 204", () =>
@@ -671,11 +690,17 @@ describe("FinTest pinned behaviours", () => {
       const call = Effect.timeout(client.get("http://127.0.0.1:4010/v1/slow"), "500 millis")
       yield* FinTest.advanceUntilDone(Effect.exit(call))
       expect(ran).toBe(0)
+      // A handler answering an Effect (a tokenHandler) is answered with that Effect's reply, after the wait.
+      const token = yield* FinTest.advanceUntilDone(
+        Effect.flatMap(client.post("http://127.0.0.1:4010/v1/oauth/token"), (response) => response.json)
+      )
+      expect([token, yield* Clock.currentTimeMillis]).toMatchObject([{ access_token: "token-1" }, 1_000])
     }).pipe(Effect.provide(FinTest.layerHttpClient({
       "GET /v1/slow": FinTest.delayed("1 second", () => {
         ran += 1
         return FinTest.json(200, {})
-      })
+      }),
+      "POST /v1/oauth/token": FinTest.delayed("500 millis", FinTest.tokenHandler())
     }))))
 
   it.effect("a request body that is no JSON is recorded as its text", () =>
@@ -688,7 +713,7 @@ describe("FinTest pinned behaviours", () => {
       expect((yield* http.requests).map((r) => r.body)).toEqual(["not {json"])
     }).pipe(Effect.provide(FinTest.layerHttpClient({ "POST /v1/notes": () => FinTest.json(201, {}) }))))
 
-  it.effect("a streamed body is recorded read whole, a FormData as given; a stream that fails fails the call", () =>
+  it.effect("a streamed body is recorded read whole, a FormData or raw one as given; a failed stream fails it", () =>
     Effect.gen(function*() {
       const client = yield* HttpClient.HttpClient
       const send = (body: HttpBody.HttpBody) =>
@@ -698,11 +723,14 @@ describe("FinTest pinned behaviours", () => {
       const form = new FormData()
       form.append("file", "contents")
       yield* send(HttpBody.formData(form))
+      const blob = new Blob(["raw"])
+      yield* send(HttpBody.raw(blob))
       const failed = yield* Effect.flip(send(HttpBody.stream(Stream.fail("disk gone"), "text/plain")))
       const http = yield* FinTest.InMemoryHttp
-      const [streamed, formed] = (yield* http.requests).map((r) => r.body)
+      const [streamed, formed, raw] = (yield* http.requests).map((r) => r.body)
       expect(streamed).toEqual({ a: 1 })
       expect(formed instanceof FormData && formed.get("file")).toBe("contents")
+      expect(raw).toBe(blob)
       expect(failed).toMatchObject({ _tag: "RequestError", reason: "Encode", cause: "disk gone" })
     }).pipe(Effect.provide(FinTest.layerHttpClient({ "POST /v1/notes": () => FinTest.json(201, {}) }))))
 
@@ -811,16 +839,24 @@ describe("FinTest.captureLogs", () => {
     Effect.gen(function*() {
       const { layer, logs } = FinTest.captureLogs()
       const nested = new Error("outer", { cause: new Error("in-cause-1") })
-      yield* Effect.logError(new Error("in-message", { cause: "in-cause-2" }), new Map([["key", "in-map"]])).pipe(
+      // An Error's own fields too (a `code`, a client's `config` with its headers), as Effect's loggers print them.
+      const failed = Object.assign(new Error("in-message", { cause: "in-cause-2" }), { token: "in-field" })
+      yield* Effect.logError(failed, new Map([["key", "in-map"]])).pipe(
         Effect.zipRight(Effect.logError("died", Cause.die(nested))),
         Effect.provide(layer)
       )
       expect(logs[0]!.text).toBe(
-        `ERROR [{"name":"Error","message":"in-message","cause":"in-cause-2"},[["key","in-map"]]] {}`
+        `ERROR [{"token":"in-field","name":"Error","message":"in-message","cause":"in-cause-2"},[["key","in-map"]]] {}`
       )
       // The cause as Effect's own loggers render it, an Error's cause included.
       expect(logs[1]!.cause).toContain("in-cause-1")
       expect(logs[1]!.text).toContain("in-cause-1")
+      // A symbol or function as String gives it (JSON drops them from an object), a Set's values, undefined as itself.
+      yield* Effect.logInfo(undefined).pipe(
+        Effect.annotateLogs({ symbol: Symbol("in-symbol"), set: new Set(["in-set"]) }),
+        Effect.provide(layer)
+      )
+      expect(logs[2]!.text).toBe(`INFO undefined {"symbol":"Symbol(in-symbol)","set":["in-set"]}`)
     }))
 
   it.effect("keeps the log spans' labels, innermost first, in text too; clear() empties logs", () =>
