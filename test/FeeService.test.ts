@@ -735,14 +735,30 @@ describe("FeeService", () => {
       expect(request?.body).toEqual({ destination_amount: 508679, beneficiary_id: UUID })
     }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
 
-  it.effect("decodes the documented current example", () =>
+  // Keys the service adds to an answer (at any level) are ignored, not a ResponseDecodeError.
+  it.effect("decodes the documented current example, and one with keys the schema does not know", () =>
     Effect.gen(function*() {
-      const quote = yield* FeeService.calculate({ source_currency: "USD", source_amount: 3508679, destination_currency: "CAD" })
-      expect(quote.source_amount).toBe(3508679)
-      expect(quote.destination_amount).toBe(508679)
-      expect(quote.fee).toEqual(new FeeService.Fee({ fixed: 25, percentage: 4, total: 29, is_fee_applied: true }))
-      expect(Option.map(quote.valid_till, DateTime.formatIso)).toEqual(Option.some("2026-01-19T09:59:29.000Z"))
-    }).pipe(provideClient({ "POST /v1/fee-calculation": () => FinTest.json(200, quoteBody) })))
+      for (let i = 0; i < 2; i++) {
+        const quote = yield* FeeService.calculate({
+          source_currency: "USD",
+          source_amount: 3508679,
+          destination_currency: "CAD"
+        })
+        expect(quote.source_amount).toBe(3508679)
+        expect(quote.destination_amount).toBe(508679)
+        expect(quote.fee).toEqual(new FeeService.Fee({ fixed: 25, percentage: 4, total: 29, is_fee_applied: true }))
+        expect(Option.map(quote.valid_till, DateTime.formatIso)).toEqual(Option.some("2026-01-19T09:59:29.000Z"))
+      }
+    }).pipe(provideClient({
+      "POST /v1/fee-calculation": FinTest.sequence(
+        FinTest.json(200, quoteBody),
+        FinTest.json(200, {
+          ...quoteBody,
+          meta: { version: 2 },
+          data: { ...quoteBody.data, quote_id: "q-1", fee: { ...quoteBody.data.fee, currency: "USD" } }
+        })
+      )
+    })))
 
   it.effect("decodes the older example without valid_till", () =>
     Effect.gen(function*() {

@@ -163,8 +163,11 @@ describe("HttpTransport", () => {
         const text = `${JSON.stringify(error)} ${error.message}`
         expect(text).toContain("<redacted>")
         expect(text).not.toContain(echo)
+        // Not even redacted: a token route's error keeps no body, though its fields cannot hold this one whole.
+        expect(error).not.toHaveProperty("body")
       }).pipe(provideClient({
-        "POST /v1/oauth/token": () => FinTest.json(422, { message: `bad client_secret=${echo}` })
+        "POST /v1/oauth/token": () =>
+          FinTest.json(422, { message: `bad client_secret=${echo}`, error: { hint: `client_secret=${echo}` } })
       }, { clientSecret: Redacted.make(encodedSecret) })))
   }
 
@@ -2405,6 +2408,7 @@ describe("HttpTransport", () => {
 
   // A client of the user's that turns its failures into defects (`Effect.orDie`): the call still ends in a typed error,
   // and no span's end holds the request (the token call's body has the client secret).
+  const printed: Array<string> = []
   it.effect("a client whose failures are defects: a TransportError all the same, no request in any span's end", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
@@ -2412,11 +2416,17 @@ describe("HttpTransport", () => {
       expect(error).toMatchObject({ _tag: "TransportError", code: "ECONNREFUSED", operation: "POST /v1/oauth/token" })
       const exits = (yield* spans).map((span) => span.status._tag === "Ended" ? Inspectable.format(span.status.exit) : "")
       expect(exits.join("\n")).not.toContain("client_secret")
+      // Nor where a hook of the user's client prints the request: the token call's body is printed as its length.
+      expect(printed.join("\n")).toContain("Uint8Array(")
+      expect(printed.join("\n")).not.toContain("client_secret")
     }).pipe(Effect.provide(
       FinClient.layer({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:4010", maxRetries: 0 }).pipe(
         Layer.provideMerge(Layer.effect(
           HttpClient.HttpClient,
-          Effect.map(HttpClient.HttpClient, (client) => HttpClient.transformResponse(client, Effect.orDie))
+          Effect.map(HttpClient.HttpClient, (client) =>
+            HttpClient.transformResponse(client, Effect.orDie).pipe(
+              HttpClient.tapRequest((request) => Effect.sync(() => printed.push(Inspectable.format(request))))
+            ))
         ).pipe(Layer.provideMerge(FinTest.layerHttpClient({ "POST /v1/oauth/token": () => FinTest.fail() }))))
       )
     )))
@@ -2772,6 +2782,9 @@ describe("HttpTransport", () => {
       expect(parseErrorBody(`{"message":"Conflict","error":{"beneficiary_id":"b1"}}`).understood).toBe(false)
       expect(parseErrorBody(`{"message":"exists","collisions":["w1"]}`).understood).toBe(false)
       expect(parseErrorBody(`{"message":"Invalid","errors":[{"x":{"nested":1}}]}`).understood).toBe(false)
+      // So is a `data` entry that is no message: the body keeps it.
+      const data = `{"status":400,"message":"Invalid","data":{"a":"bad","b":{"min":1}}}`
+      expect(parseErrorBody(data).understood).toBe(false)
       // A nested message other than the top-level one is kept in the body; the same one is not.
       expect(parseErrorBody(`{"message":"a","error":{"message":"b"}}`).understood).toBe(false)
       expect(parseErrorBody(`{"message":"a","error":{"message":"a"}}`).understood).toBe(true)
@@ -2896,12 +2909,17 @@ describe("HttpTransport", () => {
         const error = yield* Effect.flip(calculate)
         expect(error._tag === "ApiError" && error.body).toBeUndefined()
       }).pipe(provideClient({ [FEE]: () => FinTest.json(404, { message: "Resource not found" }) })))
-    it.effect("an unknown body is kept (truncated) in ApiError.body", () =>
+    it.effect("an unknown body is kept (truncated) in ApiError.body; an empty one is no body", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
         expect(error._tag === "ApiError" && error.body).toBe("<html>" + "x".repeat(1018))
         expect(error._tag === "ApiError" && error.message).toContain("400")
-      }).pipe(provideClient({ [FEE]: () => FinTest.text(400, "<html>" + "x".repeat(5000)) })))
+        const empty = yield* Effect.flip(calculate)
+        expect(empty).toMatchObject({ _tag: "ApiError", status: 400 })
+        expect(empty).not.toHaveProperty("body")
+      }).pipe(provideClient({
+        [FEE]: FinTest.sequence(FinTest.text(400, "<html>" + "x".repeat(5000)), FinTest.text(400, ""))
+      })))
     it.effect("a 422 from the service reaches the caller with its field errors", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(calculate)
