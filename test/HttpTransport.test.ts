@@ -3310,14 +3310,18 @@ describe("HttpTransport: maxConcurrentRequests", () => {
     }).pipe(provideClient({ [FEE]: slow("2 seconds") }, { maxConcurrentRequests: 1 })))
 
   // On the live clock the wait is cut by a timer of its own (no fiber races it), which must end it the same way.
+  // One that gets its slot in time leaves no timer of its deadline behind (it would keep the process alive).
   it.live("on the live clock: a call whose deadline comes while it waits for a slot ends then; the next goes on", () =>
     Effect.gen(function*() {
+      // Node's own, seen through spies: every timer set for over 50 s here (the third's deadline) is cleared.
+      const setTimer = vi.spyOn(globalThis, "setTimeout")
+      const clearTimer = vi.spyOn(globalThis, "clearTimeout")
       const first = yield* Effect.fork(calculate)
       yield* Effect.sleep("20 millis")
       const short = yield* forkTraced(
         Effect.flip(calculate.pipe(HttpTransport.withOptions({ deadline: "100 millis" })))
       )
-      const third = yield* Effect.fork(calculate)
+      const third = yield* Effect.fork(calculate.pipe(HttpTransport.withOptions({ deadline: "1 minute" })))
       const error = yield* Fiber.join(short.fiber)
       expect(error).toMatchObject({ _tag: "TimeoutError", kind: "deadline", attempts: 0 })
       expect(error.message).toContain("(it was still waiting for one of the client's 1 request slots")
@@ -3327,7 +3331,14 @@ describe("HttpTransport: maxConcurrentRequests", () => {
       yield* Fiber.join(third)
       expect(yield* feeTimes).toHaveLength(2)
       expect(yield* short.attribute("effect_fin.failed_step")).toBe("slot")
-    }).pipe(provideClient({ [FEE]: slow("400 millis") }, { maxConcurrentRequests: 1 })), 10_000)
+      const long = setTimer.mock.results.filter((_, i) => (setTimer.mock.calls[i]?.[1] ?? 0) > 50_000)
+      expect(long.length).toBeGreaterThan(0)
+      const clearedTimers = new Set(clearTimer.mock.calls.map(([timer]) => timer))
+      expect(long.filter((timer) => !clearedTimers.has(timer.value))).toEqual([])
+    }).pipe(
+      Effect.ensuring(Effect.sync(() => vi.restoreAllMocks())),
+      provideClient({ [FEE]: slow("400 millis") }, { maxConcurrentRequests: 1 })
+    ), 10_000)
 
   // The slot is handed over before the wait's timer fires: the first's answer comes after a sleep started later than
   // that timer, ending at the same instant.
