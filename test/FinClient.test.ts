@@ -138,6 +138,9 @@ describe("FinConfig", () => {
       expect((yield* FinConfig.resolve({ ...base, baseUrl: "https://api.fin.com" })).baseUrl).toBe("https://api.fin.com")
       expect((yield* FinConfig.resolve({ ...base, environment: "production", baseUrl: "https://proxy.example" })).baseUrl)
         .toBe("https://proxy.example")
+      // The same host on another port is another address (a forward, a tunnel): as given, as any other address is.
+      const forward = { ...base, environment: "sandbox", baseUrl: "https://api.fin.com:8443" } as const
+      expect((yield* FinConfig.resolve(forward)).baseUrl).toBe("https://api.fin.com:8443")
     }))
 
   it.effect("rejects bad numbers, durations and credentials with a ConfigError naming the option", () =>
@@ -166,11 +169,14 @@ describe("FinConfig", () => {
       for (const name of ["timeout", "deadline", "tokenTimeout", "maxRetryAfter"] as const) {
         expect(yield* configError({ ...base, [name]: "25 days" })).toContain(`${name} must be at most 24 days`)
       }
-      expect((yield* FinConfig.resolve({ ...base, subdivisionCacheTtl: "30 days" })).subdivisionCacheTtl).toEqual(
-        Duration.days(30)
-      )
+      for (const name of ["subdivisionCacheTtl", "refreshMargin", "subdivisionFallbackCooldown"] as const) {
+        expect((yield* FinConfig.resolve({ ...base, [name]: "30 days" }))[name], name).toEqual(Duration.days(30))
+      }
       expect(yield* configError({ ...base, timeout: "soon" as FinConfig.DurationOption })).toContain("timeout")
-      expect(yield* configError({ ...base, clientId: "" })).toContain("clientId")
+      // Blank only (an unset template value): said as empty, not as padding.
+      for (const clientId of ["", " ", "\t\n"]) {
+        expect(yield* configError({ ...base, clientId })).toContain("clientId must be a non-empty string")
+      }
       expect(yield* configError({ ...base, clientSecret: "" })).toContain("clientSecret")
       // A zero-width space from a web page's copy, which trim keeps, is refused at either end as a blank is.
       for (const clientId of [" id", "acct-id\u200b", "\u2060acct-id"]) {
@@ -322,8 +328,10 @@ describe("FinConfig", () => {
       )
       expect(problemPaths(both)).toEqual(["baseUrl", "environment"])
       // Options that are no object at all fail the effect, not its construction.
-      const nothing = yield* Effect.flip(FinConfig.resolve(undefined as unknown as FinConfig.Options))
-      expect(ConfigError.isConfigError(nothing) ? "ConfigError" : "other").toBe("ConfigError")
+      for (const given of [undefined, null, "id"]) {
+        const nothing = yield* Effect.flip(FinConfig.resolve(given as unknown as FinConfig.Options))
+        expect(ConfigError.isConfigError(nothing) ? "ConfigError" : "other", String(given)).toBe("ConfigError")
+      }
     }))
 
   it.effect("from FIN_* variables, values that do not parse and values the option checks refuse are told together", () =>
@@ -346,6 +354,9 @@ describe("FinConfig", () => {
         "FIN_TIMEOUT"
       ])
       expect(String(error)).not.toContain("secret\n")
+      expect(String(error)).toContain(
+        `Expected a duration with its unit (e.g. "30 seconds", "500 millis") but received "30"`
+      )
     }))
 
   it.effect("from FIN_* variables, one wording per kind of problem: what is not set, what is empty, what is not above zero", () =>
@@ -404,11 +415,13 @@ describe("FinConfig", () => {
           [`${prefix}FIN_USER_AGENT`, "shop/1 (a, b)"]
         ])
       // A timeout cut to text that does not read ("1") is told once, as cut, not also as a duration with no unit.
-      const nested = ConfigProvider.fromMap(new Map([...values("M."), ["M.FIN_TIMEOUT", "1,500 millis"]])).pipe(
-        ConfigProvider.nested("M")
-      )
+      // A count cut to one the checks refuse ("12"): told once, as cut, not also as over 10.
+      const nested = ConfigProvider.fromMap(
+        new Map([...values("M."), ["M.FIN_TIMEOUT", "1,500 millis"], ["M.FIN_MAX_RETRIES", "12,000"]])
+      ).pipe(ConfigProvider.nested("M"))
       const error = yield* Effect.flip(FinConfig.optionsFromEnv.pipe(Effect.withConfigProvider(nested)))
-      expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_TIMEOUT", "FIN_USER_AGENT"])
+      expect(problemPaths(error)).toEqual(["FIN_CLIENT_SECRET", "FIN_MAX_RETRIES", "FIN_TIMEOUT", "FIN_USER_AGENT"])
+      expect(String(error)).not.toContain("from 0 to 10")
       expect(String(error)).toContain("FIN_CLIENT_SECRET holds a list separator (a comma, unless")
       expect(String(error)).toContain("FIN_TIMEOUT holds a list separator (a comma, unless")
       expect(String(error)).not.toContain("Expected a duration")
