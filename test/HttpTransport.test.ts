@@ -1,4 +1,5 @@
 import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { runInNewContext } from "node:vm"
@@ -3909,24 +3910,52 @@ describe("HttpTransport: retryBudget", () => {
   })
 })
 
+// A quote through FinClient.make on a platform client of the test's own, which answers the token route with a token
+// and every other request with `answer`.
+const quoteThrough = (
+  answer: (request: HttpClientRequest.HttpClientRequest) => Effect.Effect<
+    HttpClientResponse.HttpClientResponse,
+    HttpClientError.HttpClientError
+  >
+) =>
+  Effect.scoped(Effect.flatMap(
+    FinClient.make({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:9", maxRetries: 0 }),
+    (fin) => fin.fees.calculate(quoteRequest)
+  )).pipe(Effect.provideService(
+    HttpClient.HttpClient,
+    HttpClient.make((request) =>
+      request.url.endsWith("/v1/oauth/token")
+        ? Effect.succeed(HttpClientResponse.fromWeb(
+          request,
+          new Response(JSON.stringify({ access_token: "t", access_token_ttl: "2099-01-01T00:00:00Z" }))
+        ))
+        : answer(request)
+    )
+  ))
+
 // A fetch response with no body at all (a platform client's, or a user's, answering with `new Response(null)`) has no
 // stream: the platform's "EmptyBody" is nothing to read, not a body lost (no TransportError, never retried).
 it.effect("an answer with no body at all is an empty body, not a lost one", () =>
   Effect.gen(function*() {
     let fees = 0
-    const client = HttpClient.make((request) =>
+    const error = yield* Effect.flip(quoteThrough((request) =>
       Effect.sync(() => {
-        if (request.url.endsWith("/v1/oauth/token")) {
-          const token = { access_token: "t", access_token_ttl: "2099-01-01T00:00:00Z" }
-          return HttpClientResponse.fromWeb(request, new Response(JSON.stringify(token)))
-        }
         fees++
         return HttpClientResponse.fromWeb(request, new Response(null, { status: 200 }))
       })
-    )
-    const error = yield* Effect.flip(Effect.scoped(Effect.flatMap(
-      FinClient.make({ clientId: "id", clientSecret: "secret", baseUrl: "http://127.0.0.1:9", maxRetries: 0 }),
-      (fin) => fin.fees.calculate(quoteRequest)
-    )).pipe(Effect.provideService(HttpClient.HttpClient, client)))
+    ))
     expect([error._tag, fees]).toEqual(["ResponseDecodeError", 1])
+  }))
+
+// A request the platform could not build (its body not encoded, its URL refused) never left: said so, though no system
+// code tells it, as a "Transport" failure without one is said as no answer.
+it.effect("a request failing with no code before it was sent (Encode, InvalidUrl) could not be sent", () =>
+  Effect.gen(function*() {
+    for (const reason of ["Encode", "InvalidUrl"] as const) {
+      const error = yield* Effect.flip(quoteThrough((request) =>
+        Effect.fail(new HttpClientError.RequestError({ request, reason }))
+      ))
+      expect(error).toMatchObject({ _tag: "TransportError", reason: "RequestFailed" })
+      expect(error.message).toBe(`POST /v1/fee-calculation: could not send the request (${reason})`)
+    }
   }))
