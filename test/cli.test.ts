@@ -386,6 +386,14 @@ describe("effect-fin (offline commands)", () => {
       "effect-fin: ConfigError: FIN_CLIENT_ID must be a non-empty string; " +
         "--offline lists the bundled snapshot, which needs no credentials"
     )
+    // Credentials that are fine, another variable refused: no word of credentials.
+    const url = await cli(["subdivisions", "USA"], {
+      FIN_CLIENT_ID: "id",
+      FIN_CLIENT_SECRET: "secret",
+      FIN_BASE_URL: "http://sandbox.api.fin.com"
+    })
+    expect([url.code, url.stderr.trim()])
+      .toEqual([1, "effect-fin: ConfigError: FIN_BASE_URL must use https (plain http is allowed only on loopback)"])
   })
 
   it("a plain-http base URL off loopback is refused", async () => {
@@ -630,13 +638,18 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("webhook verify refuses a body over 1 MiB, without reading the rest", async () => {
-    const huge = `{"padding":"${"x".repeat(2 * 1024 * 1024)}"}`
-    const result = await cli(["webhook", "verify", "--signature", "00".repeat(32)], { FIN_WEBHOOK_SECRET: "whsec_cli" }, huge)
+    // One byte past the limit is refused; the limit itself is read (and checked: a bad signature here).
+    const sized = (size: number) => `{"padding":"${"x".repeat(size - 14)}"}`
+    const verify = (text: string) =>
+      cli(["webhook", "verify", "--signature", "00".repeat(32)], { FIN_WEBHOOK_SECRET: "whsec_cli" }, text)
+    const [result, most] = await Promise.all([verify(sized(1024 * 1024 + 1)), verify(sized(1024 * 1024))])
     expect([result.code, result.stdout, result.stderr.trim()]).toEqual([
       1,
       "",
       "effect-fin: WebhookVerificationError: the body is larger than 1048576 bytes"
     ])
+    expect([most.code, most.stderr.trim()])
+      .toEqual([1, "effect-fin: WebhookVerificationError: the signature matches none of the webhook secrets"])
   })
 
   it("an ApiError's line: status and operation once, the first line of the message, every field error", () => {
@@ -706,6 +719,12 @@ describe("effect-fin (offline commands)", () => {
       .toBe("effect-fin: ServeError: listen failed")
     expect(errorLine(new Error("boom\n    at main.ts:1"))).toBe("effect-fin: boom")
     expect(errorLine("plain text")).toBe("effect-fin: plain text")
+    // A tagged error saying nothing itself (the platform's ServeError) is said by its cause's first line.
+    expect(errorLine({ _tag: "ServeError", message: "", cause: new Error("listen EADDRINUSE\n    at x") }))
+      .toBe("effect-fin: ServeError: listen EADDRINUSE")
+    // With --json, an error without a tag is still one: "Error".
+    expect(JSON.parse(errorJson(new Error("boom\n    at main.ts:1"))))
+      .toEqual({ error: { _tag: "Error", message: "boom" } })
   })
 
   // What the service said (a message, a currency, a name) must not reach the terminal as a command to it.
@@ -809,13 +828,15 @@ describe("effect-fin (offline commands)", () => {
       currencies: ["BTC", "USD"],
       exchange_rate: 1.5e-7,
       destination_amount: 2,
-      fee: { fixed: 1e-8, percentage: 5e-7, total: 1.2e-7, is_fee_applied: false }
+      // A negative figure (a rebate) too: -0.00000001, not -1e-8.
+      fee: { fixed: -1e-8, percentage: 5e-7, total: 1.2e-7, is_fee_applied: false }
     }), async (env) => {
       const result = await cli(["quote", "--from", "BTC", "--to", "USD", "--amount", "0.0000001"], env)
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("send           0.0000001 BTC")
       expect(result.stdout).toContain("exchange rate  0.00000015")
-      expect(result.stdout).toContain("fee            0.00000012 (fixed 0.00000001, percentage 0.0000005, not applied)")
+      expect(result.stdout)
+        .toContain("fee            0.00000012 (fixed -0.00000001, percentage 0.0000005, not applied)")
       expect(result.stdout).not.toMatch(/\de-\d/)
     })
   })
@@ -1175,17 +1196,27 @@ describe("effect-fin against the emulator", () => {
     expect([broken.code, broken.stdout]).toEqual([2, ""])
     expect(broken.stderr).toContain(`--options: ${brokenPath}: not JSON`)
     expect(broken.stderr).not.toContain("aws_secret")
-    // Read up to 1 MiB, no further.
-    const hugePath = await write("huge-options.json", `{"seed": 1, "pad": "${"x".repeat(1024 * 1024)}"}`)
+    // Read up to 1 MiB, no further: one byte more is refused; 1 MiB is read (then refused by the emulator: "pad").
+    const sized = (size: number) => `{"seed": 1, "pad": "${"x".repeat(size - 22)}"}`
+    const hugePath = await write("huge-options.json", sized(1024 * 1024 + 1))
     const huge = await run(hugePath)
     expect([huge.code, huge.stdout]).toEqual([2, ""])
     expect(huge.stderr).toContain(`--options: ${hugePath}: larger than 1 MiB`)
+    const most = await run(await write("most-options.json", sized(1024 * 1024)))
+    expect([most.code, most.stderr.trim()]).toEqual([1, expect.stringMatching(/^effect-fin: EmulatorError: .*pad/)])
     const listPath = await write("list-options.json", "[1]")
     const list = await run(listPath)
     expect([list.code, list.stdout]).toEqual([2, ""])
     expect(list.stderr).toContain(`--options: ${listPath}: expected a JSON object of options`)
-    const unknown = await run(await write("unknown-options.json", JSON.stringify({ seed: "x", sead: 1 })))
+    const unknownPath = await write("unknown-options.json", JSON.stringify({ seed: "x", sead: 1 }))
+    const unknown = await run(unknownPath)
     expect([unknown.code, unknown.stdout]).toEqual([1, ""])
+    // --port 65535, the highest, is taken (the file's options are then refused: not a usage error, 2).
+    const highest = await cli(["emulator", "--options", unknownPath, "--port", "65535"], {}, undefined, undefined, {
+      when: hangGuard(),
+      signal: "SIGTERM"
+    })
+    expect([highest.code, highest.stderr.trim()]).toEqual([1, expect.stringMatching(/^effect-fin: EmulatorError: /)])
     expect(unknown.stderr.trim()).toMatch(/^effect-fin: EmulatorError: Invalid emulator options: sead: is unexpected, /)
     expect(unknown.stderr.trim()).toMatch(/; seed: Expected number, actual "x"$/)
     // A `null` port in the file is passed on for the emulator to refuse, not read as no port (the default 4010).
@@ -1202,8 +1233,8 @@ describe("effect-fin against the emulator", () => {
   })
 
   it("quote --amount prints the quote; --receive and --beneficiary with --json", async () => {
-    // Currencies in any case, as typed by hand.
-    const send = await cli(["quote", "--from", "usd", "--to", "cad", "--amount", "100"], env)
+    // Currencies in any case, as typed by hand: lower, and mixed.
+    const send = await cli(["quote", "--from", "usd", "--to", "Cad", "--amount", "100"], env)
     expect(send.code).toBe(0)
     expect(send.stdout).toMatch(/^send\s+100 USD$/m)
     expect(send.stdout).toMatch(/^exchange rate\s+1\.45$/m)
