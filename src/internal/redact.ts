@@ -61,20 +61,16 @@ const decodedView = (text: string, plusIsSpace: boolean, isBytes = false): View 
 
 // A credential cut short where it was echoed (a gateway that shortens long values in its error page) still gives most
 // of it away: a run of its first characters is redacted too, from 16 of them (half of a shorter credential, at least
-// 8); one of 8 characters or fewer only whole.
+// 8), and so is a run of its last characters as long (an echo cut at its start: a page that keeps a value's end); one
+// of 8 characters or fewer only whole.
 const headLength = (needle: string): number =>
   needle.length <= 8 ? needle.length : Math.max(8, Math.min(16, Math.ceil(needle.length / 2)))
 
 type Runs = (haystack: string, found: (start: number, end: number) => void) => void
 
-// For `needle`, a function calling `found(start, end)` for each stretch of a haystack covered by copies of it (all,
-// overlapping ones too) or by runs of its start at least `headLength` long. At each place, the longest start of the
-// needle found there is known from the Z-algorithm (the needle's own table made once): linear in the haystack,
-// however the credential repeats itself.
-const runsOf = (needle: string): Runs => {
+// Z-algorithm table of `needle`: z[i], how far needle[i..] agrees with needle's start.
+const zTable = (needle: string): Int32Array => {
   const m = needle.length
-  const least = headLength(needle)
-  // z[i]: how far needle[i..] agrees with needle's start.
   const z = new Int32Array(m)
   z[0] = m
   for (let i = 1, l = 0, r = 0; i < m; i++) {
@@ -86,27 +82,59 @@ const runsOf = (needle: string): Runs => {
       r = i + k
     }
   }
-  return (haystack, found) => {
-    let start = -1
-    let stop = -1
-    // haystack[l..r) agrees with the needle's start.
-    for (let i = 0, l = 0, r = 0; i < haystack.length; i++) {
-      let k = i < r ? Math.min(r - i, z[i - l]!) : 0
-      while (k < m && i + k < haystack.length && haystack[i + k] === needle[k]) k++
-      if (i + k > r) {
-        l = i
-        r = i + k
-      }
-      if (k < least) continue
-      if (i <= stop) {
-        stop = Math.max(stop, i + k)
-      } else {
-        if (start !== -1) found(start, stop)
-        start = i
-        stop = i + k
-      }
+  return z
+}
+
+// Calls `found(start, end)` for each stretch of `haystack` covered by runs of `needle`'s start at least `least` long;
+// `backwards`: the haystack read from its end (`needle` then being the credential reversed), the stretches given as
+// spans of the haystack as it is.
+const headRuns = (
+  needle: string,
+  z: Int32Array,
+  least: number,
+  haystack: string,
+  backwards: boolean,
+  found: (start: number, end: number) => void
+) => {
+  const m = needle.length
+  const n = haystack.length
+  const last = n - 1
+  const told = backwards ? (start: number, stop: number) => found(n - stop, n - start) : found
+  let start = -1
+  let stop = -1
+  // haystack[l..r) agrees with the needle's start.
+  for (let i = 0, l = 0, r = 0; i < n; i++) {
+    let k = i < r ? Math.min(r - i, z[i - l]!) : 0
+    while (k < m && i + k < n && (backwards ? haystack[last - i - k] : haystack[i + k]) === needle[k]) k++
+    if (i + k > r) {
+      l = i
+      r = i + k
     }
-    if (start !== -1) found(start, stop)
+    if (k < least) continue
+    if (i <= stop) {
+      stop = Math.max(stop, i + k)
+    } else {
+      if (start !== -1) told(start, stop)
+      start = i
+      stop = i + k
+    }
+  }
+  if (start !== -1) told(start, stop)
+}
+
+// For `needle`, a function calling `found(start, end)` for each stretch of a haystack covered by copies of it (all,
+// overlapping ones too), by runs of its start at least `headLength` long (an echo cut at its end), or by runs of its
+// end as long (an echo cut at its start: a page or a mask that keeps a value's end). At each place, the longest start
+// (or end) of the needle found there is known from the Z-algorithm (the needle's own tables made once): linear in the
+// haystack, however the credential repeats itself.
+const runsOf = (needle: string): Runs => {
+  const least = headLength(needle)
+  const z = zTable(needle)
+  const backwards = Array.from({ length: needle.length }, (_, i) => needle[needle.length - 1 - i]).join("")
+  const zBack = zTable(backwards)
+  return (haystack, found) => {
+    headRuns(needle, z, least, haystack, false, found)
+    headRuns(backwards, zBack, least, haystack, true, found)
   }
 }
 
@@ -241,7 +269,7 @@ const base64Cores = (credential: string): ReadonlyArray<string> => {
  * A function that replaces each of `credentials` in a text with `<redacted>`: as sent, JSON-escaped, and URL- or
  * form-encoded by any encoder (wholly or partly, `%XX` in either case, a space as `+`, once or twice), as JSON encoders
  * escape it (`\/`, `\uXXXX`), case-folded (one of 8 characters or more), base64-encoded (see `base64Cores`), and cut
- * short (see `headLength`). No regular expression is built
+ * short at either end (see `headLength`). No regular expression is built
  * from a credential, so none is too long or too odd (a lone surrogate) to be searched.
  *
  * Only the start of a text that its reader keeps is returned: its first `keep` characters and one more (so that the

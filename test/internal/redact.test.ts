@@ -83,7 +83,7 @@ describe("redactor", () => {
     expect(redactor([long], 100_000)(`x ${long} y`)).toBe("x <redacted> y")
   })
 
-  it("a credential cut short where it was echoed (a gateway shortening long values) is redacted from its start", () => {
+  it("a credential cut short where it was echoed (a gateway shortening long values) is redacted, at either end", () => {
     const token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbGllbnQtNDIifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
     const cut = redactor([token], 1024)
     for (const kept of [token.length - 4, 40, 16]) {
@@ -99,6 +99,13 @@ describe("redactor", () => {
     expect(redactor(["12345678"], 100)("1234567 12345678")).toBe("1234567 <redacted>")
     // A run stops where the echo leaves the credential: what follows is kept.
     expect(cut(`${token.slice(0, 30)}...and more`)).toBe("<redacted>...and more")
+    // Cut at its start instead (a page or a mask that keeps a value's end): as many of its last characters.
+    for (const kept of [token.length - 4, 40, 16]) {
+      const echo = token.slice(-kept)
+      expect(cut(`authorization=...${echo} end`), String(kept)).toBe("authorization=...<redacted> end")
+      expect(cut(`a=...${encodeURIComponent(echo)} end`), String(kept)).toBe("a=...<redacted> end")
+    }
+    expect(redactor([secret], 100)(`${secret.slice(-10)}|${secret.slice(-9)}`)).toBe(`<redacted>|${secret.slice(-9)}`)
   })
 
   it("a JWT's claims or signature echoed without its header (the same public text on every token) are redacted", () => {
@@ -106,7 +113,9 @@ describe("redactor", () => {
     const [, claims, signature] = jwt.split(".")
     const find = redactor([jwt], 1024)
     expect(find(`sig ${signature}`)).toBe("sig <redacted>")
-    expect(find(`claims ${claims}.${signature}`)).toBe("claims <redacted>.<redacted>")
+    // Claims and signature together are the token's end: one run.
+    expect(find(`claims ${claims}.${signature}`)).toBe("claims <redacted>")
+    expect(find(`claims ${claims}`)).toBe("claims <redacted>")
     expect(find(`cut ${signature!.slice(0, 20)}...`)).toBe("cut <redacted>...")
     // Only a JWT's parts: those of another credential with dots are words the service's own text may hold.
     const dotted = redactor(["prod.2024.payments-service-key-7", "com.acme.invalid_client_for_env"], 1024)
