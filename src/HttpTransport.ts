@@ -28,6 +28,7 @@ import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
+import * as KnownTokens from "./internal/knownTokens.js"
 import * as Issues from "./internal/issues.js"
 import { memo } from "./internal/memo.js"
 import { durationBoundaries, retriesOf } from "./internal/metrics.js"
@@ -528,6 +529,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const tokens = yield* TokenProvider.TokenProvider
     const getBefore = DeadlineAware.of(tokens)
     const closing = Closing.of(tokens)
+    // The other tokens of the session (its refresh token, the access token replaced), redacted as the one sent is.
+    const knownTokens = KnownTokens.of(tokens)
     let closed = false
     closing?.onClose(() => {
       closed = true
@@ -720,7 +723,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             operation,
             attempt: attempts,
             keepBody: true,
-            credentials: [Redacted.value(token), secret],
+            credentials: [Redacted.value(token), secret, ...knownTokens()],
             onStatus: answered,
             closing,
             onLeft

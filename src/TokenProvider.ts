@@ -36,6 +36,7 @@ import * as DeadlineAware from "./internal/deadlineAware.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
+import * as KnownTokens from "./internal/knownTokens.js"
 import { durationBoundaries, retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Outage from "./internal/outage.js"
@@ -434,6 +435,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       pending: Option.none()
     })
     const headers = { accept: "application/json", "user-agent": config.userAgent }
+    // The tokens this provider got lately (fetched, or read from the store), redacted from every call's error: the
+    // service's words about one call may quote another token of the session (its refresh token, the one replaced).
+    const known = KnownTokens.make()
+    const knowPair = (access: Redacted.Redacted<string>, refresh: Redacted.Redacted<string> | undefined) => {
+      known.add(Redacted.value(access))
+      if (refresh !== undefined) known.add(Redacted.value(refresh))
+    }
 
     // While the fetch waits to try again: the failure it retries and when its next try starts. Each wait is announced
     // to the callers waiting on the fetch, so that one whose deadline comes first ends at once (`awaitShared`).
@@ -512,7 +520,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             attempt,
             keepBody: false,
             secretBody: true,
-            credentials: credential === secret ? [credential] : [credential, secret],
+            credentials: [...new Set([credential, secret, ...known.all()])],
             // The status of the last answer, for the span when the fetch then ends without one (a timeout, a reset).
             onStatus: (answered) => {
               status = answered
@@ -585,6 +593,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     }
 
     const toState = Effect.fn(function*(response: typeof TokenResponse.Type) {
+      knowPair(response.access_token, response.refresh_token)
       const now = yield* Clock.currentTimeMillis
       // Lifetimes are measured on the server's clock (`current_time`, or the answer's `Date`) and applied to ours: this
       // corrects skew.
@@ -750,6 +759,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const readStored = (store: TokenStore.Service) =>
       Effect.flatMap(store.get(key), (stored) => {
         const token = Option.isSome(stored) ? Redacted.value(stored.value.accessToken) : undefined
+        if (Option.isSome(stored)) knowPair(stored.value.accessToken, stored.value.refreshToken)
         if (token === undefined || BEARER.test(token)) return Effect.succeed(stored)
         const said = ignoredStored === token
         ignoredStored = token
@@ -1271,7 +1281,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // An API call passes its deadline (`DeadlineAware`): its wait ends then, or at once with the fetch's error when a
     // shared fetch is to wait past it before trying again.
     return Closing.register(
-      DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore),
+      KnownTokens.register(
+        DeadlineAware.register(TokenProvider.of({ get: getBefore(undefined), invalidate }), getBefore),
+        known.all
+      ),
       closing
     )
   }

@@ -31,7 +31,8 @@ const routes = (): FinTest.Routes => {
     FinTest.json(429, { message: "slow down" }),
     FinTest.fail("reset"),
     FinTest.stallBody(200),
-    FinTest.json(422, { message: "Invalid", errors: [{ source_amount: "bad" }] }),
+    // A debugging page of the service's quoting the session's refresh token, which this call did not send.
+    FinTest.json(422, { message: `Invalid for session ${REFRESH}`, errors: [{ source_amount: "bad" }] }),
     FinTest.json(200, quoteBody)
   )
   const token = () =>
@@ -100,6 +101,7 @@ describe("secrets", () => {
       expect(everything).toContain("fee-calculation")
       expect(everything).not.toContain(SECRET)
       expect(everything).not.toContain(REFRESH)
+      expect(everything).toContain("Invalid for session <redacted>")
       expect(everything).not.toMatch(/at_\d{4}_7c1e44b0d9/)
       expect(everything).not.toContain("7c1e44b0d9")
       expect(issued).toBeGreaterThan(1)

@@ -565,7 +565,9 @@ describe("TokenProvider", () => {
   for (
     const [what, echoed, redacted] of [
       ["refresh token", "refresh_token refresh-1 is not valid", "refresh_token <redacted> is not valid"],
-      ["client secret", `settings: client_secret=${LIVE_SECRET}`, "settings: client_secret=<redacted>"]
+      ["client secret", `settings: client_secret=${LIVE_SECRET}`, "settings: client_secret=<redacted>"],
+      // Not sent by the refresh either: the access token it replaces.
+      ["access token", "access token token-1 has expired", "access token <redacted> has expired"]
     ] as const
   ) {
     it.effect(`a refresh call's error never carries the ${what} the service echoed back`, () =>
@@ -580,7 +582,7 @@ describe("TokenProvider", () => {
         const error = yield* Fiber.join(fiber)
         expect(error).toMatchObject({ _tag: "RateLimitError", operation: "POST /v1/oauth/refresh-token" })
         expect(error.message).toContain(redacted)
-        for (const credential of ["refresh-1", LIVE_SECRET]) {
+        for (const credential of ["refresh-1", LIVE_SECRET, "token-1"]) {
           expect(JSON.stringify(error) + String(error)).not.toContain(credential)
         }
       }).pipe(provideClient({

@@ -7,8 +7,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import { globalValue } from "effect/GlobalValue"
-import { version } from "./version.js"
+import * as ByService from "./byService.js"
 
 /** A client's closing, as its calls see it. */
 export interface Closing {
@@ -39,17 +38,13 @@ export const make = (): Closing & { readonly close: () => void; readonly isClose
   }
 }
 
-// One map per effect-fin version, shared by its ESM and CommonJS builds (see `DeadlineAware`).
-const byService = globalValue(`effect-fin/internal/closing/${version}`, () => new WeakMap<object, Closing>())
+const registry = ByService.make<Closing>("closing")
 
 /** Records `closing` as that of the client `service` belongs to. */
-export const register = <S extends object>(service: S, closing: Closing): S => {
-  byService.set(service, closing)
-  return service
-}
+export const register: <S extends object>(service: S, closing: Closing) => S = registry.register
 
 /** The closing of the client `service` belongs to, if this library made it. */
-export const of = (service: object): Closing | undefined => byService.get(service)
+export const of: (service: object) => Closing | undefined = registry.of
 
 /**
  * `self`, ended as an interruption once `closing` closes. It races `self` in a fiber of its own: for the waits and

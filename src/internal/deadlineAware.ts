@@ -6,10 +6,9 @@
  * @internal
  */
 import type * as Effect from "effect/Effect"
-import { globalValue } from "effect/GlobalValue"
 import type * as Redacted from "effect/Redacted"
 import type { FinError } from "../FinError.js"
-import { version } from "./version.js"
+import * as ByService from "./byService.js"
 
 /**
  * `get` for a caller that must be done by `deadline` (milliseconds, on `Monotonic.millis`): a token at hand is
@@ -20,18 +19,10 @@ export type GetBefore = (
   onDeadline: () => FinError
 ) => Effect.Effect<Redacted.Redacted<string>, FinError>
 
-// One map per effect-fin version, shared by its ESM and CommonJS builds (a provider made by one, a transport by the
-// other, in an app that loads both).
-const byService = globalValue(
-  `effect-fin/internal/deadlineAware/${version}`,
-  () => new WeakMap<object, GetBefore>()
-)
+const registry = ByService.make<GetBefore>("deadlineAware")
 
 /** Records `getBefore` as the deadline-aware `get` of `service`. */
-export const register = <S extends object>(service: S, getBefore: GetBefore): S => {
-  byService.set(service, getBefore)
-  return service
-}
+export const register: <S extends object>(service: S, getBefore: GetBefore) => S = registry.register
 
 /** The deadline-aware `get` of `service`, if this library made it. */
-export const of = (service: object): GetBefore | undefined => byService.get(service)
+export const of: (service: object) => GetBefore | undefined = registry.of

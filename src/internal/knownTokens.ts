@@ -1,0 +1,41 @@
+/**
+ * The tokens a token provider of this library got lately (access and refresh tokens, fetched or read from its store),
+ * kept by service object as `DeadlineAware` keeps its `get`: every call of its client redacts them all from the
+ * service's words, not only the one it sends (an API call's error page that dumps the session's refresh token, a
+ * refresh's that quotes the access token it replaces).
+ *
+ * @internal
+ */
+import * as ByService from "./byService.js"
+
+// The pair in use, the pair before it, and a few more (tokens another process stored, refused ones).
+const KEPT = 8
+
+/** The tokens seen last (at most 8, the newest kept), and a function adding one. */
+export const make = (): {
+  readonly add: (token: string) => void
+  readonly all: () => ReadonlyArray<string>
+} => {
+  const seen = new Set<string>()
+  // Made again only when a token is added: every call reads it.
+  let all: ReadonlyArray<string> = []
+  return {
+    add: (token) => {
+      if (token === "" || seen.has(token)) return
+      seen.add(token)
+      if (seen.size > KEPT) seen.delete(seen.values().next().value!)
+      all = Array.from(seen)
+    },
+    all: () => all
+  }
+}
+
+const registry = ByService.make<() => ReadonlyArray<string>>("knownTokens")
+
+/** Records `tokens` as the tokens `service` got lately. */
+export const register: <S extends object>(service: S, tokens: () => ReadonlyArray<string>) => S = registry.register
+
+/** The tokens `service` got lately, if this library made it; none otherwise. */
+export const of = (service: object): () => ReadonlyArray<string> => registry.of(service) ?? none
+
+const none = (): ReadonlyArray<string> => []
