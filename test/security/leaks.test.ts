@@ -31,4 +31,13 @@ describe("findLeaks", () => {
     ]) expect(findLeaks([`x ${form} y`], { secret: chaosSecret, tokens: [] }), form).not.toEqual([])
     expect(findLeaks([`x ${chaosSecret.slice(3, 14)} y`], { secret: chaosSecret, tokens: [] })).toEqual([])
   })
+  it("a token is found by 16 of its characters: a JWT's claims or signature, any other token anywhere", () => {
+    const opaque = "rt_77c1e44b0d9aa0f3_9e8d7c6b5a4f3e2d"
+    const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbGllbnQtNDIifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+    const found = (line: string) => findLeaks([line], { secret: chaosSecret, tokens: [opaque, jwt] }).length
+    const [header, claims, signature] = jwt.split(".") as [string, string, string]
+    expect([opaque, opaque.slice(-16), claims, signature.slice(0, 16)].map(found)).toEqual([1, 1, 1, 1])
+    // A JWT's header is the same on every token: no leak.
+    expect([opaque.slice(-15), header].map(found)).toEqual([0, 0])
+  })
 })

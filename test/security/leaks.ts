@@ -59,8 +59,11 @@ export const findLeaks = (
     }
   }
   add(credentials.secret, 12)
-  // A token's header is public (the same for all); its claims and its signature are not.
-  for (const token of credentials.tokens) for (const part of token.split(".").slice(1)) add(part, 16)
+  // A JWT's header is public (the same for all); its claims and its signature are not. Any other token is secret whole.
+  for (const token of credentials.tokens) {
+    const [header, ...parts] = token.split(".")
+    for (const part of parts.length === 0 ? [header!] : parts) add(part, 16)
+  }
   const leaks: Array<Leak> = []
   for (const line of captured) {
     const text = line.toLowerCase()
