@@ -76,6 +76,9 @@ export interface CapturedLog {
 // JSON for the entry's text, a BigInt as its digits; a value JSON still cannot write (a cycle) as `String` gives it,
 // not an error thrown from inside the logger.
 const asJson = (value: unknown): string => {
+  // Each Error written once: one its own field points back to (a request holding its error) would be written again
+  // without end, as a new object each time, which JSON's check for a cycle does not see.
+  const written = new WeakSet<Error>()
   try {
     return JSON.stringify(value, (_, v: unknown) =>
       typeof v === "bigint" || typeof v === "symbol" || typeof v === "function"
@@ -83,7 +86,10 @@ const asJson = (value: unknown): string => {
         // As Effect's JSON logger writes an Error (JSON alone writes `{}`): its own fields (a `code`, a `config` with
         // headers), name and message; its `cause` too. A Map or Set as entries.
         : v instanceof Error
-        ? { ...v, name: v.name, message: v.message, ...(v.cause === undefined ? {} : { cause: v.cause }) }
+        ? written.has(v)
+          ? "[Circular]"
+          : (written.add(v),
+            { ...v, name: v.name, message: v.message, ...(v.cause === undefined ? {} : { cause: v.cause }) })
         : v instanceof Map || v instanceof Set
         ? Array.from(v)
         : v) ?? String(value)

@@ -857,6 +857,14 @@ describe("FinTest.captureLogs", () => {
         Effect.provide(layer)
       )
       expect(logs[2]!.text).toBe(`INFO undefined {"symbol":"Symbol(in-symbol)","set":["in-set"]}`)
+      // An Error one of its own fields points back to (a request holding its error): written, not String's text.
+      const cyclic: Error & { request?: unknown } = new Error("in-cyclic")
+      cyclic.request = { url: "/v1/x", error: cyclic }
+      yield* Effect.logError({ token: "in-entry", error: cyclic }).pipe(Effect.provide(layer))
+      expect(logs[3]!.text).toBe(
+        `ERROR {"token":"in-entry","error":{"request":{"url":"/v1/x","error":"[Circular]"},"name":"Error",` +
+          `"message":"in-cyclic"}} {}`
+      )
     }))
 
   it.effect("keeps the log spans' labels, innermost first, in text too; clear() empties logs", () =>
