@@ -530,7 +530,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     const getBefore = DeadlineAware.of(tokens)
     const closing = Closing.of(tokens)
     // The other tokens of the session (its refresh token, the access token replaced), redacted as the one sent is.
-    const knownTokens = KnownTokens.of(tokens)
+    const credentialsOf = KnownTokens.listWith(KnownTokens.of(tokens))
     let closed = false
     closing?.onClose(() => {
       closed = true
@@ -723,7 +723,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
             operation,
             attempt: attempts,
             keepBody: true,
-            credentials: [Redacted.value(token), secret, ...knownTokens()],
+            credentials: credentialsOf(Redacted.value(token), secret),
             onStatus: answered,
             closing,
             onLeft

@@ -438,6 +438,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // The tokens this provider got lately (fetched, or read from the store), redacted from every call's error: the
     // service's words about one call may quote another token of the session (its refresh token, the one replaced).
     const known = KnownTokens.make()
+    const credentialsOf = KnownTokens.listWith(known.all)
     const knowPair = (access: Redacted.Redacted<string>, refresh: Redacted.Redacted<string> | undefined) => {
       known.add(Redacted.value(access))
       if (refresh !== undefined) known.add(Redacted.value(refresh))
@@ -520,7 +521,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             attempt,
             keepBody: false,
             secretBody: true,
-            credentials: [...new Set([credential, secret, ...known.all()])],
+            credentials: credentialsOf(credential, secret),
             // The status of the last answer, for the span when the fetch then ends without one (a timeout, a reset).
             onStatus: (answered) => {
               status = answered
@@ -677,6 +678,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           usableUntil
         )
         const pair = yield* toState(response)
+        // Kept in force, it is known again as the newest (never dropped from the tokens redacted as the session's).
+        if (Option.isNone(pair.refresh)) known.add(refreshToken)
         // A refresh answer without a new refresh token leaves the one just used in force (RFC 6749 section 6): it is
         // kept, rather than the client secret sent again at the next refresh.
         return Option.isNone(pair.refresh) ? { ...pair, refresh: Option.some<Refresh>({ token, usableUntil }) } : pair

@@ -592,6 +592,31 @@ describe("TokenProvider", () => {
       }, { clientSecret: LIVE_SECRET })))
   }
 
+  // The session's refresh token, kept while refresh answers bring none, is still its own after any number of them: it
+  // stays among the tokens an API call's error is redacted of (it is no older for each access token since).
+  it.effect("an API call's error never carries the refresh token refresh answers kept, however many they were", () => {
+    let issued = 0
+    const pair = (refresh: boolean) => () =>
+      FinTest.json(200, {
+        access_token: `at-${++issued}-7c1e44b0d9aa`,
+        access_token_ttl: "2026-01-01 01:00:00+00",
+        ...(refresh ? { refresh_token: "rt-session-55aa01c3e9", refresh_token_ttl: "2026-02-01 00:00:00+00" } : {}),
+        current_time: "2026-01-01 00:00:00+00"
+      })
+    return Effect.gen(function*() {
+      for (let i = 0; i < 12; i++) {
+        const error = yield* Effect.flip(FeeService.calculate(quoteRequest))
+        expect(error.message, `access token ${issued}`).toContain("session <redacted> is invalid")
+        yield* advance(HOUR)
+      }
+      expect(issued).toBe(12)
+    }).pipe(provideClient({
+      "POST /v1/oauth/token": pair(true),
+      "POST /v1/oauth/refresh-token": pair(false),
+      "POST /v1/fee-calculation": () => FinTest.json(422, { message: "session rt-session-55aa01c3e9 is invalid" })
+    }, { maxRetries: 0 }))
+  })
+
   it.effect("uses 10% of the lifetime as margin when that is shorter than refreshMargin", () =>
     Effect.gen(function*() {
       expect(yield* tokenValue).toBe("token-1")

@@ -498,7 +498,24 @@ const transportError = (
 // The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
 // after parsing (whatever escapes the JSON used: `\/`, `\u0041`), and a kept raw body first normalised when it is
 // JSON (see `Redact.redactor` for the forms a credential is found in).
-const redactor = (credentials: ReadonlyArray<string>) => Redact.redactor(credentials, MAX_BODY_IN_ERROR)
+// Made on a list's first error and kept while the list is (a client passes one list to its calls until a token
+// changes: `KnownTokens.listWith`): making a redactor costs more than using it, and a 503 storm makes many errors.
+const redactors = new WeakMap<ReadonlyArray<string>, Partial<Record<"plain" | "line" | "path", Redactor>>>()
+
+type Redactor = (text: string) => string
+
+// The credentials' redactor: as they are, or also in the form a message's line (`oneLine`) or a decode error's path
+// (`Printable.printable`) writes them.
+const redactor = (credentials: ReadonlyArray<string>, form: "plain" | "line" | "path" = "plain"): Redactor => {
+  let made = redactors.get(credentials)
+  if (made === undefined) redactors.set(credentials, made = {})
+  return made[form] ??= Redact.redactor(
+    form === "plain"
+      ? credentials
+      : [...credentials, ...credentials.map(form === "line" ? oneLine : Printable.printable)],
+    MAX_BODY_IN_ERROR
+  )
+}
 
 // A raw body as kept in an error: JSON re-serialised with the standard escapes (so the redaction sees the credential),
 // from the parse already made.
@@ -535,7 +552,7 @@ const statusError = (
   const redact = redactor(spec.credentials)
   // What a message says, on one line: its blanks collapsed before the credentials are redacted, in their own form
   // and with their blanks collapsed too, so that an echo with other blanks is never joined into the credential.
-  const redactLine = redactor([...spec.credentials, ...spec.credentials.map(oneLine)])
+  const redactLine = redactor(spec.credentials, "line")
   // Its control characters and bidirectional overrides escaped too (as an issue's path is): a message is logged, and
   // an escape sequence of the service's (cursor up, erase line) would act on the terminal, or forge a log line. Cut
   // first, so that the limit is the service's characters and no escape is cut in two.
@@ -643,7 +660,7 @@ const decodeError = (
   // A path may hold the answer's own keys (a record's): a credential the service echoed there is not kept either, in
   // the form a path writes it too (its control characters escaped: `\u0009`, which JSON writes `\t`, DEL). The
   // redactor keeps only a text's start: a longer path is cut with `...`, never shortened into another key's path.
-  const redactPath = redactor([...spec.credentials, ...spec.credentials.map(Printable.printable)])
+  const redactPath = redactor(spec.credentials, "path")
   const { issues, summary } = Issues.told(
     found.map((issue) => {
       const path = short(redactPath(issue.path))

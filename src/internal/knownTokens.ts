@@ -21,12 +21,34 @@ export const make = (): {
   let all: ReadonlyArray<string> = []
   return {
     add: (token) => {
-      if (token === "" || seen.has(token)) return
+      if (token === "") return
+      // One seen again is the newest again: a token still in use (a refresh token that refresh answers keep) is never
+      // the one dropped.
+      if (seen.delete(token)) {
+        seen.add(token)
+        all = Array.from(seen)
+        return
+      }
       seen.add(token)
       if (seen.size > KEPT) seen.delete(seen.values().next().value!)
       all = Array.from(seen)
     },
     all: () => all
+  }
+}
+
+/**
+ * The credentials a call sends and the known tokens as one list (duplicates dropped), the same list while none of them
+ * changes: the redactors of an error are kept with their list (see `Http`), and making them is most of an error's cost.
+ */
+export const listWith = (known: () => ReadonlyArray<string>) => {
+  let last: { sent: string; secret: string; known: ReadonlyArray<string>; list: ReadonlyArray<string> } | undefined
+  return (sent: string, secret: string): ReadonlyArray<string> => {
+    const now = known()
+    if (last === undefined || last.sent !== sent || last.secret !== secret || last.known !== now) {
+      last = { sent, secret, known: now, list: [...new Set([sent, secret, ...now])] }
+    }
+    return last.list
   }
 }
 
