@@ -24,11 +24,7 @@ export const make = (): {
       if (token === "") return
       // One seen again is the newest again: a token still in use (a refresh token that refresh answers keep) is never
       // the one dropped.
-      if (seen.delete(token)) {
-        seen.add(token)
-        all = Array.from(seen)
-        return
-      }
+      seen.delete(token)
       seen.add(token)
       if (seen.size > KEPT) seen.delete(seen.values().next().value!)
       all = Array.from(seen)
