@@ -16,7 +16,7 @@ import type { IsLiteral } from "./internal/literal.js"
  * @since 0.1.0
  * @category constants
  */
-export const alpha3Codes = [
+export const alpha3Codes = Object.freeze([
   "AFG", "ALB", "DZA", "ASM", "AND", "AGO", "AIA", "ATA", "ATG", "ARG", "ARM", "ABW", "AUS", "AUT", "AZE", "BHS",
   "BHR", "BGD", "BRB", "BLR", "BEL", "BLZ", "BEN", "BMU", "BTN", "BOL", "BES", "BIH", "BWA", "BVT", "BRA", "IOT",
   "BRN", "BGR", "BFA", "BDI", "CPV", "KHM", "CMR", "CAN", "CYM", "CAF", "TCD", "CHL", "CHN", "CXR", "CCK", "COL",
@@ -33,7 +33,7 @@ export const alpha3Codes = [
   "ESP", "LKA", "SDN", "SUR", "SJM", "SWE", "CHE", "SYR", "TWN", "TJK", "TZA", "THA", "TLS", "TGO", "TKL", "TON",
   "TTO", "TUN", "TUR", "TKM", "TCA", "TUV", "UGA", "UKR", "ARE", "GBR", "UMI", "USA", "URY", "UZB", "VUT", "VEN",
   "VNM", "VGB", "VIR", "WLF", "ESH", "YEM", "ZMB", "ZWE", "ALA"
-] as const
+] as const)
 
 // alpha-2 codes, index-aligned with `alpha3Codes` (from iso-codes 4.20's iso_3166-1.json).
 const alpha2Codes = [

@@ -172,10 +172,10 @@ export interface Resolved {
  * @since 0.1.0
  * @category constants
  */
-export const baseUrls: Readonly<Record<Environment, string>> = {
+export const baseUrls: Readonly<Record<Environment, string>> = Object.freeze({
   sandbox: "https://sandbox.api.fin.com",
   production: "https://api.fin.com"
-}
+})
 
 /**
  * The resolved options of one client.

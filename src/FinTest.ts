@@ -322,7 +322,7 @@ export const stallBody = (status = 200): Reply => {
  * @since 0.1.0
  * @category replies
  */
-export const stall: Reply = { _tag: "Stall" }
+export const stall: Reply = Object.freeze({ _tag: "Stall" })
 
 /**
  * The connection lost while the body is read (headers sent, `headers` among them: a 429's `Retry-After`, say): a

@@ -638,7 +638,7 @@ const Id = Schema.String.pipe(
  * @since 0.1.0
  * @category constants
  */
-export const documentedEventTypes = [
+export const documentedEventTypes = Object.freeze([
   "customer.created",
   "customer.status",
   "customer.rfi",
@@ -652,7 +652,7 @@ export const documentedEventTypes = [
   "beneficiary.liquidation.deposit",
   "batch.transaction.item.status",
   "transit.payment.status"
-] as const
+] as const)
 
 /**
  * An event type the service documents; one of `documentedEventTypes`.
@@ -675,9 +675,9 @@ const documented: ReadonlySet<string> = new Set(documentedEventTypes)
  * @since 0.1.0
  * @category constants
  */
-export const orderedEventTypes: ReadonlyArray<DocumentedEventType> = documentedEventTypes.filter((type) =>
+export const orderedEventTypes: ReadonlyArray<DocumentedEventType> = Object.freeze(documentedEventTypes.filter((type) =>
   /\.status(\.v\d+)?$/.test(type) && type !== "batch.transaction.item.status"
-)
+))
 
 const ordered: ReadonlySet<string> = new Set(orderedEventTypes)
 

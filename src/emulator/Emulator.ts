@@ -353,10 +353,10 @@ export interface Options {
  * @since 0.1.0
  * @category constants
  */
-export const defaultCredentials: { readonly clientId: string; readonly clientSecret: string } = {
+export const defaultCredentials: { readonly clientId: string; readonly clientSecret: string } = Object.freeze({
   clientId: "emulator-client",
   clientSecret: "emulator-secret"
-}
+})
 
 /**
  * Default rate table (illustrative figures; USD/CAD and USD/EUR are the documented examples').
@@ -364,7 +364,7 @@ export const defaultCredentials: { readonly clientId: string; readonly clientSec
  * @since 0.1.0
  * @category constants
  */
-export const defaultRates: Readonly<Record<string, number>> = {
+export const defaultRates: Readonly<Record<string, number>> = Object.freeze({
   "USD/CAD": 1.45,
   "USD/EUR": 0.88,
   "USD/GBP": 0.79,
@@ -375,7 +375,7 @@ export const defaultRates: Readonly<Record<string, number>> = {
   "USD/BRL": 5.1,
   "USD/NGN": 1500,
   "EUR/GBP": 0.86
-}
+})
 
 /**
  * Default beneficiaries: the documented example beneficiary, paid in CAD, with a developer fee.
@@ -383,9 +383,12 @@ export const defaultRates: Readonly<Record<string, number>> = {
  * @since 0.1.0
  * @category constants
  */
-export const defaultBeneficiaries: Readonly<Record<string, Beneficiary>> = {
-  [Webhook.exampleBeneficiaryId]: { currency: "CAD", developerFee: { fixed: 0.5, percentage: 0.5 } }
-}
+export const defaultBeneficiaries: Readonly<Record<string, Beneficiary>> = Object.freeze({
+  [Webhook.exampleBeneficiaryId]: Object.freeze({
+    currency: "CAD",
+    developerFee: Object.freeze({ fixed: 0.5, percentage: 0.5 })
+  })
+})
 
 /**
  * The running emulator.

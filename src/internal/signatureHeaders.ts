@@ -17,11 +17,11 @@ export const signatureHeader = "x-fin-signature"
 
 export const algorithmHeader = "x-fin-signature-algorithm"
 
-export const algorithms = ["sha256", "sha384", "sha512"] as const
+export const algorithms = Object.freeze(["sha256", "sha384", "sha512"] as const)
 
 export type Algorithm = typeof algorithms[number]
 
-export const digestLength: { readonly [A in Algorithm]: number } = { sha256: 32, sha384: 48, sha512: 64 }
+export const digestLength: { readonly [A in Algorithm]: number } = Object.freeze({ sha256: 32, sha384: 48, sha512: 64 })
 
 const isAlgorithm = (u: string): u is Algorithm => u === "sha256" || u === "sha384" || u === "sha512"
 

@@ -11,12 +11,12 @@ import * as Quote from "../../internal/quote.js"
 import * as Webhooks from "../../Webhooks.js"
 
 /** The emulated operations, named as counters and fault rules name them. */
-export const routeNames = [
+export const routeNames = Object.freeze([
   "POST /v1/oauth/token",
   "POST /v1/oauth/refresh-token",
   "POST /v1/fee-calculation",
   "GET /v1/countries/{country_code}/subdivisions"
-] as const
+] as const)
 
 /** A faultable route, as `METHOD /path`. */
 export type RouteName = typeof routeNames[number]
@@ -31,7 +31,9 @@ const RouteSelector = Schema.Literal("*", ...routeNames).annotations({
 })
 
 /** The kinds of fault a rule can inject. */
-export const faultKinds = ["status", "latency", "stall", "stallBody", "reset", "malformed", "truncated"] as const
+export const faultKinds = Object.freeze(
+  ["status", "latency", "stall", "stallBody", "reset", "malformed", "truncated"] as const
+)
 
 /** One of `faultKinds`. */
 export type FaultKind = typeof faultKinds[number]
