@@ -13,9 +13,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Redacted from "effect/Redacted"
+import * as BaseUrl from "./internal/baseUrl.js"
 import * as ConfigLiteral from "./internal/configLiteral.js"
 import * as Durations from "./internal/duration.js"
-import * as Loopback from "./internal/loopback.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as Padded from "./internal/padded.js"
 import * as Printable from "./internal/printable.js"
@@ -187,50 +187,6 @@ export class FinConfig extends Context.Tag("effect-fin/FinConfig")<FinConfig, Re
 
 const invalid = (path: string, message: string) => ConfigError.InvalidData([path], message)
 
-const parseBaseUrl = (input: string): Either.Either<string, ConfigError.ConfigError> => {
-  // `new URL` drops C0 controls and spaces around the text (a file's newline), not a no-break space or a zero-width
-  // one (a copy from a web page): after a path it would be kept in it, percent-encoded, and every call sent there.
-  // (Not a string: from JavaScript, left to `new URL`'s refusal.)
-  if (typeof input === "string" && Padded.isPadded(input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, ""))) {
-    return Either.left(
-      invalid("baseUrl", "baseUrl must not start or end with a no-break, zero-width or other invisible space")
-    )
-  }
-  let url: URL
-  try {
-    url = new URL(input)
-  } catch {
-    return Either.left(invalid("baseUrl", "baseUrl is not a valid absolute URL"))
-  }
-  if (url.username !== "" || url.password !== "") {
-    return Either.left(invalid("baseUrl", "baseUrl must not carry credentials"))
-  }
-  if (url.search !== "" || url.hash !== "") {
-    return Either.left(invalid("baseUrl", "baseUrl must not have a query or fragment"))
-  }
-  if (!Loopback.isSecureOrLocal(url)) {
-    return Either.left(invalid("baseUrl", `baseUrl must use https (plain http is allowed only on loopback)`))
-  }
-  // Port 0 is no port a service listens on (a template's placeholder, a free-port "0" copied as is): every request
-  // would be refused, told only at the first call as a TransportError, retried as if the service were down.
-  if (url.port === "0") {
-    return Either.left(
-      invalid("baseUrl", "baseUrl must not have port 0 (give the port the service listens on, or none)")
-    )
-  }
-  const path = url.pathname.replace(/\/+$/, "")
-  // The routes are appended with their version ("/v1/oauth/token"): the service's address copied with the version on
-  // it would send "/v1/v1/...", and its 404 would name the token route as if that were missing. Only the version
-  // alone: a gateway's own prefix may end so ("/payments/v1", mapped onto the service's root).
-  if (path.toLowerCase() === "/v1") {
-    return Either.left(invalid(
-      "baseUrl",
-      `baseUrl must not be the service's address with /v1: the routes add it (give ${url.origin})`
-    ))
-  }
-  return Either.right(url.origin + path)
-}
-
 // An environment given with the other environment's address (FIN_ENVIRONMENT=production, FIN_BASE_URL left at the
 // sandbox's) would send one environment's credentials to the other: said, rather than one of them silently winning.
 const contradicts = (environment: unknown, url: string): Either.Either<string, ConfigError.ConfigError> => {
@@ -354,7 +310,7 @@ const checks = (options: Options): Checked => {
       `environment must be "sandbox" or "production"`
     ]),
     baseUrl: Either.flatMap(
-      parseBaseUrl(orDefault(options.baseUrl, baseUrls[knownEnvironment ? environment : "sandbox"])),
+      BaseUrl.parse(orDefault(options.baseUrl, baseUrls[knownEnvironment ? environment : "sandbox"])),
       (url) => contradicts(options.environment, url)
     ),
     timeout: duration(options, "timeout"),

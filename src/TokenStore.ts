@@ -12,11 +12,13 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as FinConfig from "./FinConfig.js"
+import * as BaseUrl from "./internal/baseUrl.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Digest from "./internal/digest.js"
 import * as Durations from "./internal/duration.js"
@@ -137,8 +139,10 @@ export interface Service {
 export class TokenStore extends Context.Tag("effect-fin/TokenStore")<TokenStore, Service>() {}
 
 /**
- * The store key of a client: its base URL, a SHA-256 of its client id (the id itself is not written anywhere) and an
- * HMAC-SHA256 of the client id under the client secret (its first 16 bytes, in hex; it cannot give the secret back).
+ * The store key of a client: its base URL as the client reads it (`https://GW.example.com:443/payments/` gives the key
+ * of `https://gw.example.com/payments`: the URL as configured names the pair the client stores), a SHA-256 of its
+ * client id (the id itself is not written anywhere) and an HMAC-SHA256 of the client id under the client secret (its
+ * first 16 bytes, in hex; it cannot give the secret back).
  * Only clients holding the same credentials share a key: one given another account's client id (which is no secret)
  * and any other secret never gets that account's stored pair, nor refreshes it with the stored refresh token. During a
  * secret rotation, instances on the old and on the new secret each keep a pair.
@@ -153,10 +157,12 @@ export const keyFor = (
 ): Effect.Effect<string> =>
   Effect.suspend(() => {
     const utf8 = new TextEncoder()
+    // One a client would refuse names no client's pair: kept as given.
+    const url = Either.getOrElse(BaseUrl.parse(baseUrl), () => baseUrl)
     return Effect.zipWith(
       Digest.sha256(utf8.encode(clientId)),
       Digest.hmacSha256(utf8.encode(Redacted.value(clientSecret)), utf8.encode(`effect-fin token store|${clientId}`)),
-      (id, mac) => `${baseUrl}|${Hex.fromBytes(id)}|${Hex.fromBytes(mac.subarray(0, 16))}`
+      (id, mac) => `${url}|${Hex.fromBytes(id)}|${Hex.fromBytes(mac.subarray(0, 16))}`
     )
   })
 

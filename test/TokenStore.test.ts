@@ -20,7 +20,7 @@ import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHash, createHmac } from "node:crypto"
 import * as FeeService from "../src/FeeService.js"
-import type * as FinConfig from "../src/FinConfig.js"
+import * as FinConfig from "../src/FinConfig.js"
 import type { FinError } from "../src/FinError.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
@@ -152,6 +152,18 @@ describe("TokenStore", () => {
       )
       expect(yield* key).not.toContain("test-client")
       expect(yield* key).not.toContain("test-secret")
+      // The base URL as configured (a trailing slash, the host in capitals, the default port written out) names the
+      // key the client resolved from it: the README's rotation steps find the client's pair by it.
+      const secret = Redacted.make("test-secret")
+      for (const configured of ["https://GW.example.com:443/payments/", "https://gw.example.com/payments//"]) {
+        const { baseUrl } = yield* FinConfig.resolve({
+          clientId: "test-client",
+          clientSecret: secret,
+          baseUrl: configured
+        })
+        expect(yield* TokenStore.keyFor(configured, "test-client", secret))
+          .toBe(yield* TokenStore.keyFor(baseUrl, "test-client", secret))
+      }
     }))
 
   // The memory store serves one process: its lock lives on monotonic time, as a timer measures it. A wall clock
