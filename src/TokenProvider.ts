@@ -1000,6 +1000,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // Whether a failed refresh was warned of since the last token fetched: the next one fetched says the end of it.
     let refreshWarned = false
+    // Whether the token's loss was warned of since then: said once, by the fetch that ended past its usable time or
+    // by the first to fail after it (the token most often runs out in the pause between two failed refreshes).
+    let lostWarned = false
     // Pairs handed on without a fetch (a stored pair gone on with after this process's refresh failed, or waited on):
     // their fetch's settling is no token fetched again.
     const handedOn = new WeakSet<Pair>()
@@ -1010,9 +1013,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.zipLeft(Effect.sync(() => void (refreshWarned = true)))
       )
     const refreshFailed = refreshWarning("; going on with the current token")
-    const tokenLost = refreshWarning(
-      " and the current token is no longer usable; calls fail until a token is fetched"
-    )
+    const tokenLost = (reason: string) =>
+      Effect.zipRight(
+        Effect.sync(() => void (lostWarned = true)),
+        refreshWarning(" and the current token is no longer usable; calls fail until a token is fetched")(reason)
+      )
 
     const pauseRefresh = (failedAt: number, pause = REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
@@ -1082,8 +1087,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           yield* now < usable.value.usableUntil && !isRefused(usable.value.token)
             ? refreshFailed(failedBy(exit.cause))
             : tokenLost(failedBy(exit.cause))
+        } else if (refreshWarned && !lostWarned && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+          yield* tokenLost(failedBy(exit.cause))
         } else if (refreshWarned && Exit.isSuccess(exit) && !handedOn.has(exit.value)) {
           refreshWarned = false
+          lostWarned = false
           yield* Effect.logInfo("effect-fin: a token was fetched again after the failed refreshes warned of")
         }
         // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
