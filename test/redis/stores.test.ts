@@ -1352,3 +1352,23 @@ describe("a client with ioredis's stringNumbers (integer replies as text)", () =
       }
     }))
 })
+
+// The peer range admits ioredis 6, which speaks RESP3 by default (`HELLO 3`) and types its client generically; the
+// suite's own connection is ioredis 5 (the lock file's), so a client of the application's made by ioredis 6 (as
+// installed beside it under another name) runs both contracts, with its default reply mapping and with `resp3`.
+describe("a client of ioredis 6 (RESP3 by default)", () => {
+  for (const [name, options] of [["default replies", {}], ["replyMapping resp3", { replyMapping: "resp3" }]] as const) {
+    it.scopedLive(`runs the token store's and the de-duplication store's contracts, ${name}`, () =>
+      Effect.gen(function*() {
+        const { Redis: Redis6 } = yield* Effect.promise(() => import("ioredis-6"))
+        const six = new Redis6(redisUrl, options)
+        yield* Effect.addFinalizer(() => Effect.sync(() => six.disconnect()))
+        // Its class is not ioredis 5's to the compiler, though the same to the stores (`checkClient`).
+        const client = six as unknown as Redis
+        const store = yield* RedisTokenStore.make({ client, prefix: uniquePrefix("ioredis6"), lockTtl: "2400 millis" })
+        yield* tokenStoreContract(store, 2400, (millis) => Effect.sleep(millis))
+        const dedupe = yield* RedisWebhookDedupeStore.make({ client, prefix: uniquePrefix("ioredis6-dedupe") })
+        yield* dedupeStoreContract(dedupe, Duration.seconds(1), Effect.sleep("1500 millis"))
+      }), 30_000)
+  }
+})

@@ -237,11 +237,14 @@ export const connect = (options: Options, timeout: Duration.Duration): Effect.Ef
       Effect.sync(() => {
         // No offline queue: while Redis is unreachable a command fails at once (the stores then go on without it)
         // instead of waiting to be sent minutes later, when what it would write is stale.
-        const own = new Redis(options.url === undefined ? "redis://127.0.0.1:6379" : textOf(options.url), {
+        // ioredis 6 types `replyMapping` without `undefined` (exactOptionalPropertyTypes refuses `RedisOptions` as
+        // they are): either mapping serves the stores, whose replies are arrays, text and integers.
+        const clientOptions = {
           enableOfflineQueue: false,
           maxRetriesPerRequest: 1,
           ...options.redisOptions
-        })
+        } as RedisOptions & { readonly replyMapping?: never }
+        const own = new Redis(options.url === undefined ? "redis://127.0.0.1:6379" : textOf(options.url), clientOptions)
         // Failures reach the stores through their commands; without a listener ioredis prints each one.
         own.on("error", (error: unknown) => {
           connectionError = describe(error)
