@@ -206,7 +206,8 @@ describe("HttpTransport", () => {
       })))
   }
 
-  // The head came, the body was lost: the request id is kept as for any answer, but never one echoing the token.
+  // The head came, the body was lost (or did not decode): the request id is kept as for any answer, but never one
+  // echoing the token.
   it.effect("a request id echoing the bearer token is not kept when the body is lost; a plain one is", () => {
     let calls = 0
     return Effect.gen(function*() {
@@ -215,11 +216,18 @@ describe("HttpTransport", () => {
       expect("requestId" in echoed).toBe(false)
       expect(JSON.stringify(echoed)).not.toMatch(/token-\d/)
       expect(yield* Effect.flip(calculate)).toMatchObject({ _tag: "TransportError", requestId: "req-1" })
+      // Nor when the answer does not decode.
+      const undecoded = yield* Effect.flip(calculate)
+      expect(undecoded._tag).toBe("ResponseDecodeError")
+      expect("requestId" in undecoded).toBe(false)
+      expect(JSON.stringify(undecoded)).not.toMatch(/token-\d/)
     }).pipe(provideClient({
-      [FEE]: (request) => ({
-        ...FinTest.failBody("ECONNRESET", 503),
-        headers: { "x-request-id": ++calls === 1 ? (request.headers.authorization ?? "").replace("Bearer ", "") : "req-1" }
-      })
+      [FEE]: (request) => {
+        const token = (request.headers.authorization ?? "").replace("Bearer ", "")
+        return ++calls === 3
+          ? FinTest.json(200, { data: { exchange_rate: "x" } }, { "x-request-id": token })
+          : { ...FinTest.failBody("ECONNRESET", 503), headers: { "x-request-id": calls === 1 ? token : "req-1" } }
+      }
     }, { maxRetries: 0 }))
   })
 

@@ -181,6 +181,9 @@ describe("redactor", () => {
       .toString()
     expect(twice).toContain("correct%2Bhorse")
     expect(redactor([spaced], 1024)(twice)).toBe("next=https%3A%2F%2Fx.test%2Fcb%3Fs%3D<redacted>")
+    // Partly encoded twice (an IRI encoder: non-ASCII kept as it is, `/` escaped): the raw bytes read as they are.
+    const iri = "p\u00e4ssw\u00f6rd/0123456789abcdefghij"
+    expect(redactor([iri], 1024)(`x ${iri.replace("/", "%252F")} y`)).toBe("x <redacted> y")
     // A long credential and a page of plus signs (every byte through the form view) stay cheap.
     const long = "k".repeat(65_536)
     expect(redactor([long], 1024)(`${"+".repeat(4 * 1024 * 1024)}`)).toBe("+".repeat(1025))
@@ -248,6 +251,10 @@ describe("redactor", () => {
   it("a form-encoded echo with only `+` for its spaces (no `%` anywhere) is found", () => {
     const spaced = "correct horse battery staple 0123456789"
     expect(redactor([spaced], 1024)(`pass=${spaced.replaceAll(" ", "+")}&x=1`)).toBe("pass=<redacted>&x=1")
+    // A `+` of its own (`%2B`) and spaces (`+`), neither part long enough to be a cut echo: read as one form.
+    const both = "Ab+Cd Ef+Gh 0123456789-abcdefghij-XYZ"
+    const form = new URLSearchParams({ s: both }).toString()
+    expect(redactor([both], 1024)(`${form}&x=1`)).toBe("s=<redacted>&x=1")
   })
 
   it("a credential that begins at the last kept character, URL-encoded twice, is redacted whole", () => {
@@ -255,6 +262,9 @@ describe("redactor", () => {
     const twice = encodeURIComponent(encodeURIComponent(euro))
     expect(twice).toHaveLength(60)
     expect(redactor([euro], 10)(`0123456789${twice} tail`)).toBe("0123456789<redacted>")
+    // Two euros (6 bytes, no base64 core to widen the search): 15 characters each, and not one fewer, are searched.
+    const two = encodeURIComponent(encodeURIComponent("\u20ac\u20ac"))
+    expect(redactor(["\u20ac\u20ac"], 10)(`0123456789${two} tail`)).toBe("0123456789<redacted>")
   })
 
   it("a cut echo must be half the credential, rounded up, and at least 8 characters", () => {
@@ -266,12 +276,17 @@ describe("redactor", () => {
   it("a JWT whose parts hold base64url's `-` and `_` is known as one: its signature alone is redacted", () => {
     const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbGllbnQtNDIi_Q-x.c2lnbmF0dXJl-LXNpZ25h_dHVyZQ"
     expect(redactor([jwt], 1024)(`sig ${jwt.split(".")[2]}`)).toBe("sig <redacted>")
+    // Its claims too, which are neither its start nor its end.
+    expect(redactor([jwt], 1024)(`claims ${jwt.split(".")[1]} end`)).toBe("claims <redacted> end")
   })
 
   it("with non-ASCII and &<> escaped together (PHP's default with JSON_HEX_*), and U+0080 partly URL-encoded", () => {
     const both = "p\u00e4ssw\u00f6rd&<0123456789abcdefghij"
     const u = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
     expect(redactor([both], 1024)(`{"s":"${both.replace(/[^\x00-\x7f]|[&<>']/g, u)}"}`)).toBe(`{"s":"<redacted>"}`)
+    // The two kinds alternating: no run of either escape alone is long enough to be a cut echo.
+    const mixed = "\u00e4&\u00f6<\u00fc>\u00df&\u00e9<\u00e8>"
+    expect(redactor([mixed], 1024)(`{"s":"${mixed.replace(/[^\x00-\x7f]|[&<>']/g, u)}"}`)).toBe(`{"s":"<redacted>"}`)
     // U+0080 is two bytes in UTF-8 (the first character that is not its own byte).
     const c80 = "ab\u0080cd+0123456789abcdefgh"
     expect(redactor([c80], 1024)("x ab\u0080cd%2B0123456789abcdefgh y")).toBe("x <redacted> y")
@@ -285,6 +300,8 @@ describe("redactor", () => {
     }
     // A shorter one, only as sent: its other cases are words a service's own text may hold.
     expect(redact("Ab1Cd2 ab1cd2 AB1CD2")).toBe("<redacted> ab1cd2 AB1CD2")
+    // Eight characters are enough.
+    expect(redactor(["Ab1Cd2Ef"], 1024)("ab1cd2ef AB1CD2EF")).toBe("<redacted> <redacted>")
   })
 
   it("base64- or base64url-encoded, alone or at any of the three places it can have in a longer encoded text", () => {
@@ -294,7 +311,7 @@ describe("redactor", () => {
     const base64 = (text: string) => btoa(text)
     const base64url = (text: string) => base64(text).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")
     for (const encode of [base64, base64url]) {
-      for (const prefix of ["", "i", "id:", "client-1:"]) {
+      for (const prefix of ["", "i", "i:", "id:", "client-1:"]) {
         for (const credential of [secret, token]) {
           const echo = encode(`${prefix}${credential}`)
           const out = redact(`basic ${echo} end`)
@@ -314,7 +331,7 @@ describe("redactor", () => {
   it("a short secret base64-encoded in a Basic header is redacted at each of the three places", () => {
     const secret = "s3cret-14chars"
     const redact = redactor([secret], 4096)
-    for (const prefix of ["", "i", "id:"]) {
+    for (const prefix of ["", "i", "i:"]) {
       const out = redact(`basic ${btoa(`${prefix}${secret}`)} end`)
       expect(out, prefix).toContain("<redacted>")
     }
