@@ -1000,8 +1000,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // Whether a failed refresh was warned of since the last token fetched: the next one fetched says the end of it.
     let refreshWarned = false
-    // Whether the token's loss was warned of since then: said once, by the fetch that ended past its usable time or
-    // by the first to fail after it (the token most often runs out in the pause between two failed refreshes).
+    // Whether the token's loss was warned of since then (or since a token was last gone on with): said once, by the
+    // fetch that ended past its usable time or by the first to fail after it (the token most often runs out in the
+    // pause between two failed refreshes).
     let lostWarned = false
     // Pairs handed on without a fetch (a stored pair gone on with after this process's refresh failed, or waited on):
     // their fetch's settling is no token fetched again.
@@ -1012,7 +1013,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         Effect.annotateLogs("error", reason),
         Effect.zipLeft(Effect.sync(() => void (refreshWarned = true)))
       )
-    const refreshFailed = refreshWarning("; going on with the current token")
+    // Going on with a token (a stored pair handed on, after this process's own was lost): its loss is to be said again.
+    const refreshFailed = (reason: string) =>
+      Effect.zipRight(
+        Effect.sync(() => void (lostWarned = false)),
+        refreshWarning("; going on with the current token")(reason)
+      )
     const tokenLost = (reason: string) =>
       Effect.zipRight(
         Effect.sync(() => void (lostWarned = true)),

@@ -409,6 +409,8 @@ describe("TokenStore", () => {
         yield* advance(59 * 60_000 + 1_000)
         const goneOn = yield* FinTest.advanceUntilDone(get)
         yield* advance(2 * 60_000)
+        // Its own token gone: said once.
+        expect(Either.isLeft(yield* Effect.either(FinTest.advanceUntilDone(get)))).toBe(true)
         const now = yield* Clock.currentTimeMillis
         yield* seed(store, yield* key, {
           accessToken: Redacted.make("stored-token"),
@@ -418,13 +420,17 @@ describe("TokenStore", () => {
           refreshUsableUntil: now + 30_000
         })
         const handedOn = yield* FinTest.advanceUntilDone(get)
-        expect(levels()).toEqual(["WARN", "WARN"])
+        expect(levels()).toEqual(["WARN", "WARN", "WARN"])
+        // The pair handed on runs out in turn: its loss is said too, the last warning no longer "going on with" it.
+        yield* advance(31_000)
+        expect(Either.isLeft(yield* Effect.either(FinTest.advanceUntilDone(get)))).toBe(true)
+        expect(log.lines.at(-1)).toContain("the current token is no longer usable")
         down = false
         yield* advance(6_000)
         return [first, goneOn, handedOn, yield* FinTest.advanceUntilDone(get)]
       }).pipe(withStore(store, routes), Effect.provide(log.layer), Logger.withMinimumLogLevel(LogLevel.Info))
       expect(got).toEqual(["token-1", "token-1", "stored-token", "token-2"])
-      expect(levels()).toEqual(["WARN", "WARN", "INFO"])
+      expect(levels()).toEqual(["WARN", "WARN", "WARN", "WARN", "INFO"])
     }))
 
   it.effect("waiting on another process's refresh, a new process goes on with the stored token rather than outlast it", () =>
