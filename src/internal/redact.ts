@@ -28,7 +28,7 @@ interface View {
 // with, for each byte, the span of `text` it came from: an echo URL-encoded by any encoder (everything escaped, or
 // `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes. `text` is
 // one of bytes already (a view decoded again) when `isBytes`.
-const decodedView = (text: string, plusIsSpace: boolean, isBytes = false): View => {
+export const decodedView = (text: string, plusIsSpace: boolean, isBytes = false): View => {
   // Joined once at the end: a string grown a character at a time is a tree V8 reads several times slower.
   const bytes: Array<string> = []
   const from: Array<number> = []
@@ -190,19 +190,44 @@ const searchOf = (needles: ReadonlyArray<string>): Runs => {
   }
 }
 
+// The bytes of `decodedView(text, plusIsSpace, isBytes)` alone, by the engine's own replace: a view's spans are
+// needed only where a needle is found, and building them for each character of a page cost more than searching it
+// (an HTML error page with a `%` and a `+`, on every failed call: six views).
+const ESCAPES = {
+  text: /%[0-9A-Fa-f]{2}|[^\x00-\x7f]+/g,
+  textPlus: /%[0-9A-Fa-f]{2}|\+|[^\x00-\x7f]+/g,
+  bytes: /%[0-9A-Fa-f]{2}/g,
+  bytesPlus: /%[0-9A-Fa-f]{2}|\+/g
+}
+export const decodedBytes = (text: string, plusIsSpace: boolean, isBytes = false): string =>
+  text.replace(
+    isBytes ? plusIsSpace ? ESCAPES.bytesPlus : ESCAPES.bytes : plusIsSpace ? ESCAPES.textPlus : ESCAPES.text,
+    (m) => m[0] === "%" ? String.fromCharCode(Number.parseInt(m.slice(1), 16)) : m === "+" ? " " : bytesOf(m)
+  )
+
 // The spans of `text` that are the needles of `search` (or their starts) URL-encoded, or partly so, once or twice (a
-// value encoded again as a parameter of another URL: `%252F`).
+// value encoded again as a parameter of another URL: `%252F`). Each view's spans are made on its first match only.
 const encodedSpans = (text: string, search: Runs): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
-    const once = decodedView(text, plusIsSpace)
-    search(once.bytes, (start, end) => spans.push([once.from[start]!, once.to[end - 1]!]))
-    if (!once.bytes.includes("%") && !once.bytes.includes("+")) continue
+    const onceBytes = decodedBytes(text, plusIsSpace)
+    let onceView: View | undefined
+    const once = () => onceView ??= decodedView(text, plusIsSpace)
+    // With no `+`, reading one as a space changes nothing: the same view, searched already.
+    if (plusIsSpace && !text.includes("+")) break
+    search(onceBytes, (start, end) => spans.push([once().from[start]!, once().to[end - 1]!]))
+    if (!onceBytes.includes("%") && !onceBytes.includes("+")) continue
     // The inner encoding may be a form's (a space as `+`, `%2B` once encoded again) whatever the outer one was.
     for (const innerPlusIsSpace of [false, true]) {
-      const twice = decodedView(once.bytes, innerPlusIsSpace, true)
-      search(twice.bytes, (start, end) =>
-        spans.push([once.from[twice.from[start]!]!, once.to[twice.to[end - 1]! - 1]!])
+      if (innerPlusIsSpace && !onceBytes.includes("+")) break
+      const twiceBytes = decodedBytes(onceBytes, innerPlusIsSpace, true)
+      // Nothing decoded (a decoded escape shortens the bytes, a `+` read as a space changes them): the once view's
+      // own bytes and spans, searched already.
+      if (twiceBytes === onceBytes) continue
+      let twiceView: View | undefined
+      const twice = () => twiceView ??= decodedView(onceBytes, innerPlusIsSpace, true)
+      search(twiceBytes, (start, end) =>
+        spans.push([once().from[twice().from[start]!]!, once().to[twice().to[end - 1]! - 1]!])
       )
     }
   }
@@ -252,7 +277,7 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
 // the credential itself.
 const HTML_REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#0*(\d{1,7})|#[xX]0*([0-9a-fA-F]{1,6}));/y
 const HTML_NAMED: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" }
-const htmlView = (text: string): View => {
+export const htmlView = (text: string): View => {
   const bytes: Array<string> = []
   const from: Array<number> = []
   const to: Array<number> = []
@@ -283,6 +308,15 @@ const htmlView = (text: string): View => {
   copy(text.length)
   return { bytes: bytes.join(""), from, to }
 }
+
+// The bytes of `htmlView(text)` alone (see `decodedBytes`).
+const HTML_REFERENCES = new RegExp(HTML_REFERENCE.source, "g")
+export const htmlBytes = (text: string): string =>
+  text.replace(HTML_REFERENCES, (m, named?: string, decimal?: string, hex?: string) => {
+    if (named !== undefined) return HTML_NAMED[named]!
+    const code = decimal !== undefined ? Number.parseInt(decimal, 10) : Number.parseInt(hex!, 16)
+    return code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff) ? m : String.fromCodePoint(code)
+  })
 
 // `inner`, a view of `outer`'s bytes, as a view of the text `outer` was made from.
 const within = (outer: View, inner: View): View => ({
@@ -363,11 +397,19 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
     // in what they escape (`+`, non-ASCII) and any character may be written as a numeric reference.
     // Escaped twice too (`&amp;quot;`: a page escaping text an escaper already wrote); not more, which no echo was
     // seen to be.
-    let view = text.includes("&") ? htmlView(text) : undefined
-    for (let depth = 0; view !== undefined; depth++) {
-      const { bytes, from, to } = view
-      literal(bytes, (start, stop) => spans.push([from[start]!, to[stop - 1]!]))
-      view = depth === 0 && bytes.includes("&") && bytes !== text ? within(view, htmlView(bytes)) : undefined
+    // A view's spans are made on its first match only (see `decodedBytes`); a view that decoded nothing (a decoded
+    // reference shortens the text) is the text it was made from, searched already.
+    const onceBytes = text.includes("&") ? htmlBytes(text) : text
+    if (onceBytes !== text) {
+      let onceView: View | undefined
+      const once = () => onceView ??= htmlView(text)
+      literal(onceBytes, (start, stop) => spans.push([once().from[start]!, once().to[stop - 1]!]))
+      const twiceBytes = onceBytes.includes("&") ? htmlBytes(onceBytes) : onceBytes
+      if (twiceBytes !== onceBytes) {
+        let twiceView: View | undefined
+        const twice = () => twiceView ??= within(once(), htmlView(onceBytes))
+        literal(twiceBytes, (start, stop) => spans.push([twice().from[start]!, twice().to[stop - 1]!]))
+      }
     }
     // Only a text with an escape or a plus can hold an encoded credential.
     if (text.includes("%") || text.includes("+")) spans.push(...encodedSpans(text, encoded))
