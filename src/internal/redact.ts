@@ -16,7 +16,8 @@ const bytesOf = (text: string): string => {
 
 const hexDigit = /^[0-9A-Fa-f]{2}$/
 
-interface View {
+/** A text decoded, with where each of its units came from. */
+export interface View {
   /** One character per byte. */
   readonly bytes: string
   /** For each byte, the span of the text it came from. */
@@ -24,10 +25,12 @@ interface View {
   readonly to: ReadonlyArray<number>
 }
 
-// `text` as the bytes it stands for when URL-decoded (`%XX` in either case as its byte, `+` as a space or as itself),
-// with, for each byte, the span of `text` it came from: an echo URL-encoded by any encoder (everything escaped, or
-// `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes. `text` is
-// one of bytes already (a view decoded again) when `isBytes`.
+/**
+ * `text` as the bytes it stands for when URL-decoded (`%XX` in either case as its byte, `+` as a space or as itself),
+ * with, for each byte, the span of `text` it came from: an echo URL-encoded by any encoder (everything escaped, or
+ * `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes. `text` is
+ * one of bytes already (a view decoded again) when `isBytes`.
+ */
 export const decodedView = (text: string, plusIsSpace: boolean, isBytes = false): View => {
   // Joined once at the end: a string grown a character at a time is a tree V8 reads several times slower.
   const bytes: Array<string> = []
@@ -199,6 +202,7 @@ const ESCAPES = {
   bytes: /%[0-9A-Fa-f]{2}/g,
   bytesPlus: /%[0-9A-Fa-f]{2}|\+/g
 }
+/** The bytes of `decodedView(text, plusIsSpace, isBytes)` alone. */
 export const decodedBytes = (text: string, plusIsSpace: boolean, isBytes = false): string =>
   text.replace(
     isBytes ? plusIsSpace ? ESCAPES.bytesPlus : ESCAPES.bytes : plusIsSpace ? ESCAPES.textPlus : ESCAPES.text,
@@ -277,6 +281,7 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
 // the credential itself.
 const HTML_REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#0*(\d{1,7})|#[xX]0*([0-9a-fA-F]{1,6}));/y
 const HTML_NAMED: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" }
+/** `text` with its HTML character references decoded, and for each UTF-16 unit the span it came from (see above). */
 export const htmlView = (text: string): View => {
   const bytes: Array<string> = []
   const from: Array<number> = []
@@ -309,8 +314,8 @@ export const htmlView = (text: string): View => {
   return { bytes: bytes.join(""), from, to }
 }
 
-// The bytes of `htmlView(text)` alone (see `decodedBytes`).
 const HTML_REFERENCES = new RegExp(HTML_REFERENCE.source, "g")
+/** The bytes of `htmlView(text)` alone (see `decodedBytes`). */
 export const htmlBytes = (text: string): string =>
   text.replace(HTML_REFERENCES, (m, named?: string, decimal?: string, hex?: string) => {
     if (named !== undefined) return HTML_NAMED[named]!
