@@ -217,6 +217,8 @@ const NOT_JSON: unique symbol = Symbol("effect-fin/NotJson")
 
 // A body's JSON, parsed once (a 4 MiB one of 300,000 keys takes about a fifth of a second), or NOT_JSON.
 const parseJson = (text: string): unknown => {
+  // No JSON starts with `<`: a page (a gateway's 502) is not parsed only to throw, which costs more than reading it.
+  if (/^\s*</.test(text)) return NOT_JSON
   try {
     return JSON.parse(text)
   } catch {
@@ -364,11 +366,14 @@ export const parseRetryAfter = (
   // A date is on the service's clock, and this machine's or the answer's `Date` (a proxy's) may be hours off: it is
   // counted from the later of the two, so that neither alone can make a wait past the cap (which ends the retries); a
   // clock of ours running fast then reads a wait short (the backoff applies).
-  const from = Math.max(nowMillis, dateOf(headers, nowMillis) ?? nowMillis)
+  // (The answer's `Date` read only for such a date: most waits are in seconds, and most failures have none.)
+  let from: number | undefined
   const seconds = longestWait(headers["retry-after"], (value) => {
     if (/^\d+$/.test(value)) return Number(value) * 1000
     const date = parseHttpDate(value, nowMillis)
-    return Number.isNaN(date) ? undefined : Math.max(0, date - from)
+    if (Number.isNaN(date)) return undefined
+    from ??= Math.max(nowMillis, dateOf(headers, nowMillis) ?? nowMillis)
+    return Math.max(0, date - from)
   })
   if (millis === undefined) return seconds
   if (seconds === undefined) return millis
