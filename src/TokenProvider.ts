@@ -1008,22 +1008,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // their fetch's settling is no token fetched again.
     const handedOn = new WeakSet<Pair>()
 
-    const refreshWarning = (message: string) => (reason: string) =>
+    // Going on with a token (a stored pair handed on, after this process's own was lost, among them): its loss is to
+    // be said again.
+    const refreshWarning = (message: string, lost: boolean) => (reason: string) =>
       Effect.logWarning(`effect-fin: the token refresh failed${message}`).pipe(
         Effect.annotateLogs("error", reason),
-        Effect.zipLeft(Effect.sync(() => void (refreshWarned = true)))
+        Effect.zipLeft(Effect.sync(() => {
+          refreshWarned = true
+          lostWarned = lost
+        }))
       )
-    // Going on with a token (a stored pair handed on, after this process's own was lost): its loss is to be said again.
-    const refreshFailed = (reason: string) =>
-      Effect.zipRight(
-        Effect.sync(() => void (lostWarned = false)),
-        refreshWarning("; going on with the current token")(reason)
-      )
-    const tokenLost = (reason: string) =>
-      Effect.zipRight(
-        Effect.sync(() => void (lostWarned = true)),
-        refreshWarning(" and the current token is no longer usable; calls fail until a token is fetched")(reason)
-      )
+    const refreshFailed = refreshWarning("; going on with the current token", false)
+    const tokenLost = refreshWarning(
+      " and the current token is no longer usable; calls fail until a token is fetched",
+      true
+    )
 
     const pauseRefresh = (failedAt: number, pause = REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
