@@ -193,16 +193,17 @@ const searchOf = (needles: ReadonlyArray<string>): Runs => {
   }
 }
 
-// The bytes of `decodedView(text, plusIsSpace, isBytes)` alone, by the engine's own replace: a view's spans are
-// needed only where a needle is found, and building them for each character of a page cost more than searching it
-// (an HTML error page with a `%` and a `+`, on every failed call: six views).
 const ESCAPES = {
   text: /%[0-9A-Fa-f]{2}|[^\x00-\x7f]+/g,
   textPlus: /%[0-9A-Fa-f]{2}|\+|[^\x00-\x7f]+/g,
   bytes: /%[0-9A-Fa-f]{2}/g,
   bytesPlus: /%[0-9A-Fa-f]{2}|\+/g
 }
-/** The bytes of `decodedView(text, plusIsSpace, isBytes)` alone. */
+/**
+ * The bytes of `decodedView(text, plusIsSpace, isBytes)` alone, by the engine's own replace: a view's spans are needed
+ * only where a needle is found, and building them for each character of a page cost more than searching it (an HTML
+ * error page with a `%` and a `+`, on every failed call: six views).
+ */
 export const decodedBytes = (text: string, plusIsSpace: boolean, isBytes = false): string =>
   text.replace(
     isBytes ? plusIsSpace ? ESCAPES.bytesPlus : ESCAPES.bytes : plusIsSpace ? ESCAPES.textPlus : ESCAPES.text,
@@ -214,11 +215,11 @@ export const decodedBytes = (text: string, plusIsSpace: boolean, isBytes = false
 const encodedSpans = (text: string, search: Runs): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
+    // With no `+`, reading one as a space changes nothing: the same view, searched already.
+    if (plusIsSpace && !text.includes("+")) break
     const onceBytes = decodedBytes(text, plusIsSpace)
     let onceView: View | undefined
     const once = () => onceView ??= decodedView(text, plusIsSpace)
-    // With no `+`, reading one as a space changes nothing: the same view, searched already.
-    if (plusIsSpace && !text.includes("+")) break
     search(onceBytes, (start, end) => spans.push([once().from[start]!, once().to[end - 1]!]))
     if (!onceBytes.includes("%") && !onceBytes.includes("+")) continue
     // The inner encoding may be a form's (a space as `+`, `%2B` once encoded again) whatever the outer one was.
