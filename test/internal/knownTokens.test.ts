@@ -14,7 +14,7 @@ describe("KnownTokens", () => {
     expect(known.all()).toEqual(["c", "d", "e", "f", "g", "h", "a", "i"])
   })
 
-  it("gives the same list while nothing changes, a new one when the token sent, the secret or a known token does", () => {
+  it("gives one list while nothing changes, a new one when the token sent, the secret or a known token does", () => {
     const known = KnownTokens.make()
     known.add("rt")
     const listOf = KnownTokens.listWith(known.all)
