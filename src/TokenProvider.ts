@@ -197,8 +197,17 @@ const REFRESH_PAUSE_MILLIS = 5_000
 // service asked for: `maxRetryAfter` does not shorten it.
 const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
-// What a refused issue's AuthenticationError adds for the operator: the service's own words do not say what to check.
+// What an issue refused for its credentials adds for the operator: the service's own words do not say what to check.
 const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret)"
+
+// Whether the issue route's answer refused the credentials themselves: a 401, or the OAuth error `invalid_client`
+// (which servers also answer with 400, some with 403) as its code or in its message. Another 400 or 403 (a gateway's,
+// an address not allowed) is held as a refusal too, but is not said to be about the credentials.
+const INVALID_CLIENT = /\binvalid_client\b/
+const credentialsRefused = (error: FinError): boolean =>
+  error._tag === "AuthenticationError" ||
+  (error._tag === "ApiError" && (error.status === 400 || error.status === 403) &&
+    (error.code === "invalid_client" || INVALID_CLIENT.test(error.message)))
 
 // What the issue that followed a failed refresh adds to its error, when it failed too: the caller waited through the
 // refresh's attempts as well (with a stalled token route, three times `tokenTimeout` more than the issue's own error
@@ -631,9 +640,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         return yield* toState(yield* call("/v1/oauth/token", body, secret, maxRetries))
       }).pipe(
         Effect.mapError((error) =>
-          error._tag === "AuthenticationError"
-            ? Retry.withMessage(error, `${error.message} ${CREDENTIALS_REFUSED}`)
-            : error
+          credentialsRefused(error) ? Retry.withMessage(error, `${error.message} ${CREDENTIALS_REFUSED}`) : error
         )
       )
     const issue = issueWith(config.maxRetries)

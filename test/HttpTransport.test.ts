@@ -2707,6 +2707,22 @@ describe("HttpTransport", () => {
       expect(parseErrorBody(`{"error":{"code":"forbidden","message":"Customer is not eligible for this operation"}}`))
         .toMatchObject({ code: "forbidden", message: "Customer is not eligible for this operation" })
     })
+    // Not the service's own shape, but what a gateway or token server in front of it (OAuth 2.0) answers.
+    it("an OAuth error {error, error_description}: its code and message, the body kept when they disagree", () => {
+      expect(parseErrorBody(`{"error":"invalid_client","error_description":"Client authentication failed"}`))
+        .toEqual({
+          message: "Client authentication failed",
+          code: "invalid_client",
+          fieldErrors: undefined,
+          understood: true
+        })
+      expect(parseErrorBody(`{"error":"invalid_request"}`))
+        .toMatchObject({ code: "invalid_request", understood: false })
+      expect(parseErrorBody(`{"message":"Refused","error_description":"Client authentication failed"}`))
+        .toMatchObject({ message: "Refused", understood: false })
+      expect(parseErrorBody(`{"message":"Refused","error_description":"Refused"}`))
+        .toMatchObject({ message: "Refused", understood: true })
+    })
     it("a field of an unexpected type costs only itself: a status as text, errors as one object", () => {
       expect(parseErrorBody(`{"status":"400","message":"Validation failed","errors":{"source_amount":"too big"}}`))
         .toEqual({

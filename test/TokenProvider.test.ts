@@ -1051,7 +1051,12 @@ describe("TokenProvider", () => {
       return Effect.gen(function*() {
         for (let i = 0; i < 3; i++) {
           const error = yield* Effect.flip(getToken)
-          expect(error).toMatchObject({ _tag: "ApiError", status, operation: "POST /v1/oauth/token" })
+          expect(error).toMatchObject({
+            _tag: "ApiError",
+            status,
+            operation: "POST /v1/oauth/token",
+            message: expect.stringMatching(/: invalid_client \(the service refused the client credentials: check /)
+          })
           expect(error._tag === "ApiError" && error.retryAfter).toBeUndefined()
           yield* advance(300)
         }
@@ -1065,6 +1070,23 @@ describe("TokenProvider", () => {
           refusing ? FinTest.json(status, { message: "invalid_client" }) : tokens(request)
       }, { maxRetryAfter: "0 seconds" }))
     }, { discard: true }))
+
+  // What to check is said when the answer names the credentials (`invalid_client`, as OAuth servers write it: its
+  // `error` field, kept in the error's body), not for any 400 or 403 (a gateway's, an address not allowed).
+  it.effect("a 400 or 403 refusal says to check the credentials only when it says invalid_client", () =>
+    Effect.forEach([
+      [400, { error: "invalid_client", error_description: "Client authentication failed" }, true],
+      [403, { error: { code: "invalid_client", message: "unknown client" } }, true],
+      [400, { error: "invalid_request" }, false],
+      [403, { message: "Your address is not allowed" }, false],
+      [403, { message: "invalid_clients_list" }, false]
+    ] as const, ([status, body, hint]) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(getToken)
+        expect(error).toMatchObject({ _tag: "ApiError", status })
+        expect(error.message.endsWith("(the service refused the client credentials: check clientId and clientSecret)"))
+          .toBe(hint)
+      }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(status, body) })), { discard: true }))
 
   // A refusal's own Retry-After asking less than the second (0, a date past; or any, with a maxRetryAfter of 0) does
   // not end the hold: a refusal is not a wait the service asked for. Its error tells the hold that is left.

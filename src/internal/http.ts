@@ -231,6 +231,7 @@ const readErrorBody = (body: unknown): ParsedErrorBody => {
   const fields: Array<FieldError> = []
   let message: string | undefined
   let nestedMessage: string | undefined
+  let description: string | undefined
   let code: string | number | undefined
   let status: number | undefined
   let explained = true
@@ -253,17 +254,24 @@ const readErrorBody = (body: unknown): ParsedErrorBody => {
         else if (nestedKey === "details") explained = addDetails(nested, fields) && explained
         else explained = false
       }
-    } else explained = false
+    } else if (key === "error" && typeof value === "string") {
+      // An OAuth 2.0 error (RFC 6749 5.2): a gateway or token server in front of the service may answer one.
+      code = value
+    } else if (key === "error_description" && typeof value === "string") description = nonBlank(value)
+    else explained = false
   }
   // Where the body says both, the top-level message and the nested code win; the other is kept in the body.
-  if (message !== undefined && nestedMessage !== undefined && message !== nestedMessage) explained = false
+  const said = message ?? nestedMessage
+  if (said !== undefined && [nestedMessage, description].some((other) => other !== undefined && other !== said)) {
+    explained = false
+  }
   if (code !== undefined && status !== undefined && code !== status) explained = false
   return {
-    message: message ?? nestedMessage,
+    message: said ?? description,
     code: code ?? status,
     // Bounded, as a ResponseDecodeError's issues are: an error is logged, and a body may list a field per row.
     fieldErrors: fields.length > 0 ? fields.slice(0, MAX_FIELD_ERRORS) : undefined,
-    understood: (message ?? nestedMessage) !== undefined && explained && fields.length <= MAX_FIELD_ERRORS
+    understood: (said ?? description) !== undefined && explained && fields.length <= MAX_FIELD_ERRORS
   }
 }
 
