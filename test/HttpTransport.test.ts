@@ -2659,6 +2659,28 @@ describe("HttpTransport", () => {
       "GET /v1/thing": () => FinTest.json(200, { data: { "tab\thalf\u007fof-it": "x" } })
     }, { clientSecret: Redacted.make("tab\thalf\u007fof-it") })))
 
+  // The errors of a failed attempt are built without their constructor validating them again: each as its
+  // constructor would build it (the same keys, in the schema's order, so the same JSON and inspection).
+  it.effect("a failed attempt's errors are as their constructor makes them, every optional field given", () => {
+    const head = { "retry-after": "5", "x-request-id": "req-1" }
+    return Effect.forEach([
+      FinTest.fail("ECONNRESET"),
+      FinTest.failBody("ECONNRESET", 503, head),
+      FinTest.json(503, { error: { code: "down", message: "Down" }, extra: 1 }, head),
+      FinTest.json(429, { status: 7, message: "Slow", errors: [{ f: "m" }] }, head),
+      FinTest.json(401, { message: "No" }, head)
+    ], (reply) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        const Made = error.constructor as new(fields: object) => FinError
+        const made = new Made({ ...error, message: error.message })
+        expect(Object.keys(error)).toEqual(Object.keys(made))
+        expect(JSON.stringify(error)).toBe(JSON.stringify(made))
+      }).pipe(provideClient({ [FEE]: () => reply }, { maxRetries: 0, maxRetryAfter: "10 seconds" })), {
+      discard: true
+    })
+  })
+
   describe("error bodies (every documented shape)", () => {
     it("{message}", () => {
       expect(parseErrorBody(`{"message":"Authentication failed"}`)).toMatchObject({ message: "Authentication failed" })

@@ -471,6 +471,10 @@ const requestFailure = (
     : `no answer${why}; the service may have got the request`
 }
 
+// The errors of an attempt are built here of their schema's types, their fields in its order: not validated again by
+// their constructor, which was most of an error's cost (some 60 µs an ApiError, on every failed call of an outage).
+const TRUSTED = true
+
 const transportError = (
   error: HttpClientError.HttpClientError,
   spec: AttemptInfo,
@@ -487,7 +491,7 @@ const transportError = (
       ...(code === undefined ? {} : { code }),
       operation: spec.operation,
       attempts: spec.attempt
-    })
+    }, TRUSTED)
   }
   // The answer's head had arrived: its status and request id say what the lost body was (a 503's page, say).
   const { status } = error.response
@@ -501,11 +505,11 @@ const transportError = (
     reason: "BodyReadFailed",
     ...(code === undefined ? {} : { code }),
     status,
+    ...(retryAfter ? { retryAfter } : {}),
     operation: spec.operation,
     attempts: spec.attempt,
-    ...(retryAfter ? { retryAfter } : {}),
     ...(requestId ? { requestId } : {})
-  })
+  }, TRUSTED)
 }
 
 // The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
@@ -554,10 +558,6 @@ const short = (text: string, max = MAX_BODY_IN_ERROR): string => text.length > m
 
 // Text on one line (a log line, `Cause.pretty`): every run of blanks, line breaks included, one space.
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
-
-// The errors of an answer are built here of their schema's types, their fields in its order: not validated again by
-// their constructor, which was most of an error's cost (some 60 µs an ApiError, on every failed call of an outage).
-const TRUSTED = true
 
 const statusError = (
   spec: AttemptInfo,
