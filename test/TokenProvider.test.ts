@@ -1072,12 +1072,14 @@ describe("TokenProvider", () => {
     }, { discard: true }))
 
   // What to check is said when the answer names the credentials (`invalid_client`, as OAuth servers write it: its
-  // `error` field, kept in the error's body), not for any 400 or 403 (a gateway's, an address not allowed).
+  // `error` field, kept as the error's code), not for any 400 or 403 (a gateway's, an address not allowed).
   it.effect("a 400 or 403 refusal says to check the credentials only when it says invalid_client", () =>
     Effect.forEach([
       [400, { error: "invalid_client", error_description: "Client authentication failed" }, true],
       [403, { error: { code: "invalid_client", message: "unknown client" } }, true],
       [400, { error: "invalid_request" }, false],
+      // Its own code says what it is about, whatever its description mentions.
+      [400, { error: "invalid_request", error_description: "client_secret sent twice (not an invalid_client)" }, false],
       [403, { message: "Your address is not allowed" }, false],
       [403, { message: "invalid_clients_list" }, false]
     ] as const, ([status, body, hint]) =>
