@@ -371,7 +371,15 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
       "  AbortSignal, which a client that ignores it, or one that sends a request of its own making, would never see:",
       "  no time limit at all. The rest",
       "  is spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about",
-      "  1.2% of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`)."
+      "  1.2% of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`).",
+      "  Without I/O the picture is the same (2026-12-07: an in-process client answering each request on the next",
+      "  `setImmediate`, concurrency 1, CPU per call, medians of 8 rounds): the bare platform client, tracer off,",
+      "  56 µs; one attempt in effect-fin's frame (`Http.execute`: its timer's fiber, the body read and parsed, no",
+      "  schema) 104 µs; with the decode into `FeeQuote` 160 µs (the decode alone, on a warm loop, 23 µs); the",
+      "  whole transport call (options, token, retry boundary, span, metrics) 306 µs; `FeeService.calculate` (the",
+      "  request checked, the answer checked) 316 to 333 µs. Of the transport call's 146 µs, the token step is 1.7",
+      "  µs and the span about 6 µs (the tracer off: 299 µs); it runs 197 Effect operations where the bare client",
+      "  runs 74, and no piece of it stands out in a profile."
     )
   }
   if (rawUnmet) {
