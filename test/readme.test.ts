@@ -37,6 +37,14 @@ describe("README", () => {
     expect(files.filter((file) => client.test(readFileSync(join(root, "src", file), "utf8")))).toEqual([])
   })
 
+  // `npm install ioredis@N` must install beside @effect/platform-node, whose @effect/experimental has ioredis as a peer.
+  it("tells to install an ioredis that @effect/platform-node's peers accept", () => {
+    const [, major] = /^npm install ioredis@(\d+)$/m.exec(readme) ?? []
+    const experimental = JSON.parse(readFileSync(join(root, "node_modules/@effect/experimental/package.json"), "utf8"))
+    const majors = String(experimental.peerDependencies.ioredis).split("||").map((range) => /\^(\d+)/.exec(range)?.[1])
+    expect(majors).toContain(major)
+  })
+
   it("shows examples/webhook-server.ts verbatim (type-checked by npm test)", () => {
     const example = readFileSync(join(root, "examples", "webhook-server.ts"), "utf8")
     expect(/### Mounting it in an HttpRouter\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
