@@ -198,7 +198,9 @@ const REFRESH_PAUSE_MILLIS = 5_000
 const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
 // What an issue refused for its credentials adds for the operator: the service's own words do not say what to check.
-const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret)"
+// (The command line and `FinClient.layerConfig` read them as FIN_CLIENT_ID and FIN_CLIENT_SECRET.)
+const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret, " +
+  "FIN_CLIENT_ID and FIN_CLIENT_SECRET where read from configuration)"
 
 // Whether the issue route's answer refused the credentials themselves: a 401, or the OAuth error `invalid_client`
 // (which servers also answer with 400, some with 403) as its code, or in its message when it has no code (a code of

@@ -1023,7 +1023,8 @@ describe("TokenProvider", () => {
           _tag: "AuthenticationError",
           // What to check, for the operator: the service's words do not say.
           message: "Authentication failed (401) on POST /v1/oauth/token: invalid client " +
-            "(the service refused the client credentials: check clientId and clientSecret)"
+            "(the service refused the client credentials: check clientId and clientSecret, FIN_CLIENT_ID and " +
+            "FIN_CLIENT_SECRET where read from configuration)"
         })
       }
       expect([yield* count("POST /v1/oauth/token"), yield* count("POST /v1/fee-calculation")]).toEqual([1, 0])
@@ -1086,7 +1087,8 @@ describe("TokenProvider", () => {
       Effect.gen(function*() {
         const error = yield* Effect.flip(getToken)
         expect(error).toMatchObject({ _tag: "ApiError", status })
-        expect(error.message.endsWith("(the service refused the client credentials: check clientId and clientSecret)"))
+        expect(error.message.endsWith("client credentials: check clientId and clientSecret, FIN_CLIENT_ID and " +
+          "FIN_CLIENT_SECRET where read from configuration)"))
           .toBe(hint)
       }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(status, body) })), { discard: true }))
 
@@ -1138,7 +1140,7 @@ describe("TokenProvider", () => {
       // The refusal as it came, with its hint; a refused refresh token is routine, not said.
       expect(yield* Effect.flip(getToken)).toMatchObject({
         _tag: "AuthenticationError",
-        message: expect.stringMatching(/check clientId and clientSecret\)$/)
+        message: expect.stringMatching(/check clientId and clientSecret, FIN_CLIENT_ID and FIN_CLIENT_SECRET [^()]*\)$/)
       })
       expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "AuthenticationError" })
       expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
@@ -1161,7 +1163,7 @@ describe("TokenProvider", () => {
         expect(yield* Effect.flip(getToken)).toMatchObject({
           _tag: "AuthenticationError",
           operation: "POST /v1/oauth/token",
-          message: expect.stringContaining("check clientId and clientSecret)")
+          message: expect.stringContaining("check clientId and clientSecret, FIN_CLIENT_ID and FIN_CLIENT_SECRET")
         })
       }
       expect([yield* count("POST /v1/oauth/refresh-token"), yield* count("POST /v1/oauth/token")]).toEqual([1, 2])
