@@ -14,8 +14,6 @@ const bytesOf = (text: string): string => {
   return out
 }
 
-const hexDigit = /^[0-9A-Fa-f]{2}$/
-
 /** A text decoded, with where each of its units came from. */
 export interface View {
   /** One character per byte. */
@@ -25,43 +23,106 @@ export interface View {
   readonly to: ReadonlyArray<number>
 }
 
-/**
- * `text` as the bytes it stands for when URL-decoded (`%XX` in either case as its byte, `+` as a space or as itself),
- * with, for each byte, the span of `text` it came from: an echo URL-encoded by any encoder (everything escaped, or
- * `/` kept as Python's `quote` does, or only some characters) reads here as the credential's own bytes. `text` is
- * one of bytes already (a view decoded again) when `isBytes`.
- */
-export const decodedView = (text: string, plusIsSpace: boolean, isBytes = false): View => {
-  // Joined once at the end: a string grown a character at a time is a tree V8 reads several times slower.
-  const bytes: Array<string> = []
-  const from: Array<number> = []
-  const to: Array<number> = []
-  let i = 0
-  while (i < text.length) {
-    if (text[i] === "%" && hexDigit.test(text.slice(i + 1, i + 3))) {
-      bytes.push(String.fromCharCode(Number.parseInt(text.slice(i + 1, i + 3), 16)))
-      from.push(i)
-      to.push(i + 3)
-      i += 3
-      continue
+/** A text decoded, and (made on first use: most texts hold no credential) where each of its units came from. */
+export interface Decoded {
+  readonly bytes: string
+  readonly view: () => View
+}
+
+// Where the `units` units a match of `text` (`length` characters at `at`) decoded to came from: `unit(from, to)` called
+// for each, in order.
+type Origins = (
+  text: string,
+  at: number,
+  length: number,
+  units: number,
+  unit: (from: number, to: number) => void
+) => void
+
+// Every unit of a match from the whole match (an escape, a reference).
+const fromMatch: Origins = (_, at, length, units, unit) => {
+  for (let k = 0; k < units; k++) unit(at, at + length)
+}
+
+// A text decoded by `replaced` (the engine's own replace, noting in `changed` the offset, length and decoded length of
+// each match it changed: building the spans for each character of a page cost more than searching it), and the view
+// of it: a unit outside every match changed from itself, those of a match by `origins`.
+const decodedBy = (text: string, replaced: (changed: Array<number>) => string, origins: Origins): Decoded => {
+  const changed: Array<number> = []
+  const bytes = replaced(changed)
+  let view: View | undefined
+  return {
+    bytes,
+    view: () => {
+      if (view !== undefined) return view
+      const from: Array<number> = []
+      const to: Array<number> = []
+      const unit = (start: number, stop: number) => {
+        from.push(start)
+        to.push(stop)
+      }
+      let copied = 0
+      const copy = (until: number) => {
+        for (let k = copied; k < until; k++) unit(k, k + 1)
+      }
+      for (let i = 0; i < changed.length; i += 3) {
+        const [at, length, units] = [changed[i]!, changed[i + 1]!, changed[i + 2]!]
+        copy(at)
+        origins(text, at, length, units, unit)
+        copied = at + length
+      }
+      copy(text.length)
+      return view = { bytes, from, to }
     }
-    const codePoint = text.codePointAt(i)!
-    const width = codePoint > 0xffff && !isBytes ? 2 : 1
-    // ASCII (and a byte already) is its own byte: no encoder per character on a long page.
-    const own = plusIsSpace && text[i] === "+"
-      ? " "
-      : codePoint < 0x80 || isBytes
-      ? text[i]!
-      : bytesOf(text.slice(i, i + width))
-    for (let k = 0; k < own.length; k++) {
-      from.push(i)
-      to.push(i + width)
-    }
-    bytes.push(own)
+  }
+}
+
+// The span of the text a view was made of that its units `start` to `stop` came from.
+const spanOf = (view: View, start: number, stop: number): readonly [number, number] =>
+  [view.from[start]!, view.to[stop - 1]!]
+
+const ESCAPES = {
+  text: /%[0-9A-Fa-f]{2}|[^\x00-\x7f]+/g,
+  textPlus: /%[0-9A-Fa-f]{2}|\+|[^\x00-\x7f]+/g,
+  bytes: /%[0-9A-Fa-f]{2}/g,
+  bytesPlus: /%[0-9A-Fa-f]{2}|\+/g
+}
+
+// An escape or a `+` from itself; a run of characters outside ASCII (as their UTF-8 bytes) each character's bytes
+// from that character (a lone surrogate as U+FFFD's, as a client would send it).
+const urlOrigins: Origins = (text, at, length, units, unit) => {
+  if (text[at] === "%" || text[at] === "+") return fromMatch(text, at, length, units, unit)
+  for (let i = at; i < at + length;) {
+    const width = text.codePointAt(i)! > 0xffff ? 2 : 1
+    const bytes = bytesOf(text.slice(i, i + width)).length
+    for (let k = 0; k < bytes; k++) unit(i, i + width)
     i += width
   }
-  return { bytes: bytes.join(""), from, to }
 }
+
+const decodeUrl = (m: string): string =>
+  m[0] === "%" ? String.fromCharCode(Number.parseInt(m.slice(1), 16)) : m === "+" ? " " : bytesOf(m)
+
+/**
+ * `text` as the bytes it stands for when URL-decoded (`%XX` in either case as its byte, `+` as a space or as itself,
+ * a character outside ASCII as its UTF-8 bytes), one character per byte: an echo URL-encoded by any encoder
+ * (everything escaped, or `/` kept as Python's `quote` does, or only some characters) reads here as the credential's
+ * own bytes. `text` is one of bytes already (a view decoded again) when `isBytes`.
+ */
+export const urlDecoded = (text: string, plusIsSpace: boolean, isBytes = false): Decoded =>
+  decodedBy(
+    text,
+    (changed) =>
+      text.replace(
+        isBytes ? plusIsSpace ? ESCAPES.bytesPlus : ESCAPES.bytes : plusIsSpace ? ESCAPES.textPlus : ESCAPES.text,
+        (m: string, at: number) => {
+          const decoded = decodeUrl(m)
+          changed.push(at, m.length, decoded.length)
+          return decoded
+        }
+      ),
+    urlOrigins
+  )
 
 // A credential cut short where it was echoed (a gateway that shortens long values in its error page) still gives most
 // of it away: a run of its first characters is redacted too, from 16 of them (half of a shorter credential, at least
@@ -193,47 +254,24 @@ const searchOf = (needles: ReadonlyArray<string>): Runs => {
   }
 }
 
-const ESCAPES = {
-  text: /%[0-9A-Fa-f]{2}|[^\x00-\x7f]+/g,
-  textPlus: /%[0-9A-Fa-f]{2}|\+|[^\x00-\x7f]+/g,
-  bytes: /%[0-9A-Fa-f]{2}/g,
-  bytesPlus: /%[0-9A-Fa-f]{2}|\+/g
-}
-/**
- * The bytes of `decodedView(text, plusIsSpace, isBytes)` alone, by the engine's own replace: a view's spans are needed
- * only where a needle is found, and building them for each character of a page cost more than searching it (an HTML
- * error page with a `%` and a `+`, on every failed call: six views).
- */
-export const decodedBytes = (text: string, plusIsSpace: boolean, isBytes = false): string =>
-  text.replace(
-    isBytes ? plusIsSpace ? ESCAPES.bytesPlus : ESCAPES.bytes : plusIsSpace ? ESCAPES.textPlus : ESCAPES.text,
-    (m) => m[0] === "%" ? String.fromCharCode(Number.parseInt(m.slice(1), 16)) : m === "+" ? " " : bytesOf(m)
-  )
-
 // The spans of `text` that are the needles of `search` (or their starts) URL-encoded, or partly so, once or twice (a
-// value encoded again as a parameter of another URL: `%252F`). Each view's spans are made on its first match only.
+// value encoded again as a parameter of another URL: `%252F`).
 const encodedSpans = (text: string, search: Runs): Array<readonly [number, number]> => {
   const spans: Array<readonly [number, number]> = []
   for (const plusIsSpace of [false, true]) {
     // With no `+`, reading one as a space changes nothing: the same view, searched already.
     if (plusIsSpace && !text.includes("+")) break
-    const onceBytes = decodedBytes(text, plusIsSpace)
-    let onceView: View | undefined
-    const once = () => onceView ??= decodedView(text, plusIsSpace)
-    search(onceBytes, (start, end) => spans.push([once().from[start]!, once().to[end - 1]!]))
-    if (!onceBytes.includes("%") && !onceBytes.includes("+")) continue
+    const once = urlDecoded(text, plusIsSpace)
+    search(once.bytes, (start, end) => spans.push(spanOf(once.view(), start, end)))
+    if (!once.bytes.includes("%") && !once.bytes.includes("+")) continue
     // The inner encoding may be a form's (a space as `+`, `%2B` once encoded again) whatever the outer one was.
     for (const innerPlusIsSpace of [false, true]) {
-      if (innerPlusIsSpace && !onceBytes.includes("+")) break
-      const twiceBytes = decodedBytes(onceBytes, innerPlusIsSpace, true)
+      if (innerPlusIsSpace && !once.bytes.includes("+")) break
+      const twice = urlDecoded(once.bytes, innerPlusIsSpace, true)
       // Nothing decoded (a decoded escape shortens the bytes, a `+` read as a space changes them): the once view's
       // own bytes and spans, searched already.
-      if (twiceBytes === onceBytes) continue
-      let twiceView: View | undefined
-      const twice = () => twiceView ??= decodedView(onceBytes, innerPlusIsSpace, true)
-      search(twiceBytes, (start, end) =>
-        spans.push([once().from[twice().from[start]!]!, once().to[twice().to[end - 1]! - 1]!])
-      )
+      if (twice.bytes === once.bytes) continue
+      search(twice.bytes, (start, end) => spans.push(spanOf(once.view(), ...spanOf(twice.view(), start, end))))
     }
   }
   return spans
@@ -276,60 +314,28 @@ const echoesOf = (credential: string): ReadonlyArray<string> => {
 }
 
 // `text` with each HTML character reference decoded (the named ones of &<>"', `&apos;`, and any decimal or hex one in
-// either case, zero-padded or not), with, for each UTF-16 unit, the span of `text` it came from: an echo escaped by any
-// HTML escaper, or by one that mixes the styles (Go's `&amp;` with `&#34;`, PHP's `&#039;`), or that escapes more than
-// &<>"' (Go's html/template `+` as `&#43;`, .NET's HtmlEncoder `+` and non-ASCII as `&#x2B;`, `&#xE9;`), reads here as
-// the credential itself.
-const HTML_REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#0*(\d{1,7})|#[xX]0*([0-9a-fA-F]{1,6}));/y
+// either case, zero-padded or not), the units of a reference from the whole reference: an echo escaped by any HTML
+// escaper, or by one that mixes the styles (Go's `&amp;` with `&#34;`, PHP's `&#039;`), or that escapes more than
+// &<>"' (Go's html/template `+` as `&#43;`, .NET's HtmlEncoder `+` and non-ASCII as `&#x2B;`, `&#xE9;`), reads here
+// as the credential itself.
+const HTML_REFERENCES = /&(?:(amp|lt|gt|quot|apos)|#0*(\d{1,7})|#[xX]0*([0-9a-fA-F]{1,6}));/g
+type Maybe = string | undefined
 const HTML_NAMED: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'" }
-/** `text` with its HTML character references decoded, and for each UTF-16 unit the span it came from (see above). */
-export const htmlView = (text: string): View => {
-  const bytes: Array<string> = []
-  const from: Array<number> = []
-  const to: Array<number> = []
-  let copied = 0
-  const copy = (until: number) => {
-    bytes.push(text.slice(copied, until))
-    for (let k = copied; k < until; k++) {
-      from.push(k)
-      to.push(k + 1)
-    }
-  }
-  for (let i = text.indexOf("&"); i !== -1; i = text.indexOf("&", i + 1)) {
-    HTML_REFERENCE.lastIndex = i
-    const m = HTML_REFERENCE.exec(text)
-    if (m === null) continue
-    const code = m[2] !== undefined ? Number.parseInt(m[2], 10) : m[3] !== undefined ? Number.parseInt(m[3], 16) : 0
-    // A reference to no character (past U+10FFFF, or a surrogate) is left as it is.
-    if (m[1] === undefined && (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))) continue
-    const char = m[1] !== undefined ? HTML_NAMED[m[1]]! : String.fromCodePoint(code)
-    copy(i)
-    bytes.push(char)
-    for (let k = 0; k < char.length; k++) {
-      from.push(i)
-      to.push(i + m[0].length)
-    }
-    copied = i + m[0].length
-  }
-  copy(text.length)
-  return { bytes: bytes.join(""), from, to }
-}
-
-const HTML_REFERENCES = new RegExp(HTML_REFERENCE.source, "g")
-/** The bytes of `htmlView(text)` alone (see `decodedBytes`). */
-export const htmlBytes = (text: string): string =>
-  text.replace(HTML_REFERENCES, (m, named?: string, decimal?: string, hex?: string) => {
-    if (named !== undefined) return HTML_NAMED[named]!
-    const code = decimal !== undefined ? Number.parseInt(decimal, 10) : Number.parseInt(hex!, 16)
-    return code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff) ? m : String.fromCodePoint(code)
-  })
-
-// `inner`, a view of `outer`'s bytes, as a view of the text `outer` was made from.
-const within = (outer: View, inner: View): View => ({
-  bytes: inner.bytes,
-  from: inner.from.map((i) => outer.from[i]!),
-  to: inner.to.map((i) => outer.to[i - 1]!)
-})
+/** `text` with its HTML character references decoded (see above). */
+export const htmlDecoded = (text: string): Decoded =>
+  decodedBy(
+    text,
+    (changed) =>
+      text.replace(HTML_REFERENCES, (m: string, named: Maybe, decimal: Maybe, hex: Maybe, at: number) => {
+        const code = named !== undefined ? 0 : Number.parseInt(decimal ?? hex!, decimal !== undefined ? 10 : 16)
+        // A reference to no character (past U+10FFFF, or a surrogate) is left as it is.
+        if (named === undefined && (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))) return m
+        const decoded = named !== undefined ? HTML_NAMED[named]! : String.fromCodePoint(code)
+        changed.push(at, m.length, decoded.length)
+        return decoded
+      }),
+    fromMatch
+  )
 
 // A JWT in its compact form: a JSON header (`{"` in base64url is `eyJ`), claims and a signature, in base64url.
 const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]+$/
@@ -403,18 +409,14 @@ export const redactor = (credentials: ReadonlyArray<string>, keep: number): (tex
     // in what they escape (`+`, non-ASCII) and any character may be written as a numeric reference.
     // Escaped twice too (`&amp;quot;`: a page escaping text an escaper already wrote); not more, which no echo was
     // seen to be.
-    // A view's spans are made on its first match only (see `decodedBytes`); a view that decoded nothing (a decoded
-    // reference shortens the text) is the text it was made from, searched already.
-    const onceBytes = text.includes("&") ? htmlBytes(text) : text
-    if (onceBytes !== text) {
-      let onceView: View | undefined
-      const once = () => onceView ??= htmlView(text)
-      literal(onceBytes, (start, stop) => spans.push([once().from[start]!, once().to[stop - 1]!]))
-      const twiceBytes = onceBytes.includes("&") ? htmlBytes(onceBytes) : onceBytes
-      if (twiceBytes !== onceBytes) {
-        let twiceView: View | undefined
-        const twice = () => twiceView ??= within(once(), htmlView(onceBytes))
-        literal(twiceBytes, (start, stop) => spans.push([twice().from[start]!, twice().to[stop - 1]!]))
+    // A view's spans are made on its first match only (see `decodedBy`); a text that decoded to itself (a decoded
+    // reference shortens the text) was searched already.
+    const once = text.includes("&") ? htmlDecoded(text) : undefined
+    if (once !== undefined && once.bytes !== text) {
+      literal(once.bytes, (start, stop) => spans.push(spanOf(once.view(), start, stop)))
+      const twice = once.bytes.includes("&") ? htmlDecoded(once.bytes) : undefined
+      if (twice !== undefined && twice.bytes !== once.bytes) {
+        literal(twice.bytes, (start, stop) => spans.push(spanOf(once.view(), ...spanOf(twice.view(), start, stop))))
       }
     }
     // Only a text with an escape or a plus can hold an encoded credential.
