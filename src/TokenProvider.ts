@@ -198,19 +198,23 @@ const REFRESH_PAUSE_MILLIS = 5_000
 const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
 // What an issue refused for its credentials adds for the operator: the service's own words do not say what to check.
-// (The command line and `FinClient.layerConfig` read them as FIN_CLIENT_ID and FIN_CLIENT_SECRET.)
+// (The command line and `FinClient.layerFromEnv` read them as FIN_CLIENT_ID and FIN_CLIENT_SECRET.)
 const CREDENTIALS_REFUSED = "(the service refused the client credentials: check clientId and clientSecret, " +
   "FIN_CLIENT_ID and FIN_CLIENT_SECRET where read from configuration)"
 
 // Whether the issue route's answer refused the credentials themselves: a 401, or the OAuth error `invalid_client`
-// (which servers also answer with 400, some with 403) as its code, or in its message when it has no code (a code of
-// its own, `invalid_request` say, is what it is about, whatever its description mentions). Another 400 or 403 (a
-// gateway's, an address not allowed) is held as a refusal too, but is not said to be about the credentials.
+// (which servers also answer with 400, some with 403) as its code, or in its message when it has no code of its own
+// (a code of its own, `invalid_request` say, is what it is about, whatever its description mentions; the service's
+// `{status, message}` and `{error: {code, message}}` bodies repeat the answer's status as their code, which says
+// nothing more). Another 400 or 403 (a gateway's, an address not allowed) is held as a refusal too, but is not said
+// to be about the credentials.
 const INVALID_CLIENT = /\binvalid_client\b/
 const credentialsRefused = (error: FinError): boolean =>
   error._tag === "AuthenticationError" ||
   (error._tag === "ApiError" && (error.status === 400 || error.status === 403) &&
-    (error.code === undefined ? INVALID_CLIENT.test(error.message) : error.code === "invalid_client"))
+    (error.code === undefined || error.code === error.status
+      ? INVALID_CLIENT.test(error.message)
+      : error.code === "invalid_client"))
 
 // What the issue that followed a failed refresh adds to its error, when it failed too: the caller waited through the
 // refresh's attempts as well (with a stalled token route, three times `tokenTimeout` more than the issue's own error

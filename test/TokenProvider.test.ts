@@ -1081,6 +1081,9 @@ describe("TokenProvider", () => {
       [400, { error: "invalid_request" }, false],
       // Its own code says what it is about, whatever its description mentions.
       [400, { error: "invalid_request", error_description: "client_secret sent twice (not an invalid_client)" }, false],
+      // The service's own bodies, whose code is the answer's status: their message says what it is about.
+      [400, { status: 400, message: "invalid_client" }, true],
+      [403, { error: { code: 403, message: "invalid_client" } }, true],
       [403, { message: "Your address is not allowed" }, false],
       [403, { message: "invalid_clients_list" }, false]
     ] as const, ([status, body, hint]) =>
