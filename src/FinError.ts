@@ -87,9 +87,9 @@ export class FieldError extends Schema.Class<FieldError>("effect-fin.FieldError"
 // What an error answer's body and headers said; shared by `ApiError` and `RateLimitError`.
 const answerFields = {
   /**
-   * The service's own code: `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`), an OAuth error's
-   * `error` (`"invalid_client"`), or a numeric `status` field (on a 429 it tells a quota from a throttle); a text one
-   * kept as `FieldError.field` is.
+   * The service's own code: `error.code` of bodies that carry one (`"conflict"`, `"forbidden"`), else a numeric
+   * `status` field (on a 429 it tells a quota from a throttle), else an OAuth error's `error` (`"invalid_client"`); a
+   * text one kept as `FieldError.field` is.
    */
   code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
   /** The fields the service named (`errors[]` of a 422, `data` of a 400, `error.details[]`). */

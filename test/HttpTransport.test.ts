@@ -2744,6 +2744,9 @@ describe("HttpTransport", () => {
         .toMatchObject({ message: "Refused", understood: false })
       expect(parseErrorBody(`{"message":"Refused","error_description":"Refused"}`))
         .toMatchObject({ message: "Refused", understood: true })
+      // A numeric status stays the code (Spring's `{status, error, message}`), its `error` words kept in the body.
+      expect(parseErrorBody(`{"status":429,"error":"Too Many Requests","message":"Slow down"}`))
+        .toMatchObject({ code: 429, message: "Slow down", understood: false })
     })
     it("a field of an unexpected type costs only itself: a status as text, errors as one object", () => {
       expect(parseErrorBody(`{"status":"400","message":"Validation failed","errors":{"source_amount":"too big"}}`))

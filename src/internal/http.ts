@@ -232,6 +232,7 @@ const readErrorBody = (body: unknown): ParsedErrorBody => {
   let message: string | undefined
   let nestedMessage: string | undefined
   let description: string | undefined
+  let oauthCode: string | undefined
   let code: string | number | undefined
   let status: number | undefined
   let explained = true
@@ -256,7 +257,7 @@ const readErrorBody = (body: unknown): ParsedErrorBody => {
       }
     } else if (key === "error" && typeof value === "string") {
       // An OAuth 2.0 error (RFC 6749 5.2): a gateway or token server in front of the service may answer one.
-      code = value
+      oauthCode = value
     } else if (key === "error_description" && typeof value === "string") description = nonBlank(value)
     else explained = false
   }
@@ -266,9 +267,13 @@ const readErrorBody = (body: unknown): ParsedErrorBody => {
     explained = false
   }
   if (code !== undefined && status !== undefined && code !== status) explained = false
+  // A numeric `status` beside an `error` of words (`{"status":429,"error":"Too Many Requests"}`, Spring's) is the code:
+  // the words are kept in the body.
+  const chosen = code ?? status ?? oauthCode
+  if (oauthCode !== undefined && chosen !== oauthCode) explained = false
   return {
     message: said ?? description,
-    code: code ?? status,
+    code: chosen,
     // Bounded, as a ResponseDecodeError's issues are: an error is logged, and a body may list a field per row.
     fieldErrors: fields.length > 0 ? fields.slice(0, MAX_FIELD_ERRORS) : undefined,
     understood: (said ?? description) !== undefined && explained && fields.length <= MAX_FIELD_ERRORS
