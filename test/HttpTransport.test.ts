@@ -2,6 +2,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import { inspect } from "node:util"
 import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
 import { vi } from "vitest"
@@ -14,7 +15,9 @@ import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
+import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Inspectable from "effect/Inspectable"
@@ -36,7 +39,7 @@ import * as TestServices from "effect/TestServices"
 import type * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
-import type { FinError } from "../src/FinError.js"
+import { FinError } from "../src/FinError.js"
 import * as FinConfig from "../src/FinConfig.js"
 import * as FinTest from "../src/FinTest.js"
 import * as HttpTransport from "../src/HttpTransport.js"
@@ -2659,6 +2662,20 @@ describe("HttpTransport", () => {
       "GET /v1/thing": () => FinTest.json(200, { data: { "tab\thalf\u007fof-it": "x" } })
     }, { clientSecret: Redacted.make("tab\thalf\u007fof-it") })))
 
+  // `error` as its constructor makes it from its own fields: the same keys in the same order, JSON, inspection (but
+  // the stack) and encoding; and equality, for errors with no list (Effect compares arrays by reference).
+  const asMade = (error: FinError) => {
+    const Made = error.constructor as new(fields: object) => FinError
+    const made = new Made({ ...error, message: error.message })
+    expect(Object.keys(error)).toEqual(Object.keys(made))
+    expect(JSON.stringify(error)).toBe(JSON.stringify(made))
+    const shown = (u: unknown) => inspect(u).replace(/^\s+at .*\n/gm, "")
+    expect(shown(error)).toBe(shown(made))
+    expect(Inspectable.toStringUnknown(error)).toBe(Inspectable.toStringUnknown(made))
+    expect(JSON.stringify(Schema.encodeSync(FinError)(error))).toBe(JSON.stringify(Schema.encodeSync(FinError)(made)))
+    if (!("fieldErrors" in error || "issues" in error)) expect(Equal.equals(error, made)).toBe(true)
+  }
+
   // The errors of a failed attempt are built without their constructor validating them again: each as its
   // constructor would build it (the same keys, in the schema's order, so the same JSON and inspection).
   it.effect("a failed attempt's errors are as their constructor makes them, every optional field given", () => {
@@ -2670,15 +2687,28 @@ describe("HttpTransport", () => {
       FinTest.json(429, { status: 7, message: "Slow", errors: [{ f: "m" }] }, head),
       FinTest.json(401, { message: "No" }, head)
     ], (reply) =>
-      Effect.gen(function*() {
-        const error = yield* Effect.flip(calculate)
-        const Made = error.constructor as new(fields: object) => FinError
-        const made = new Made({ ...error, message: error.message })
-        expect(Object.keys(error)).toEqual(Object.keys(made))
-        expect(JSON.stringify(error)).toBe(JSON.stringify(made))
-      }).pipe(provideClient({ [FEE]: () => reply }, { maxRetries: 0, maxRetryAfter: "10 seconds" })), {
-      discard: true
-    })
+      Effect.map(Effect.flip(calculate), asMade).pipe(
+        provideClient({ [FEE]: () => reply }, { maxRetries: 0, maxRetryAfter: "10 seconds" })
+      ), { discard: true })
+  })
+
+  // Every combination of a TransportError's optional fields (its code, its answer's status, Retry-After, request id).
+  it.effect.prop("a failed attempt's TransportError is as its constructor makes it, whichever fields it has", {
+    body: FastCheck.boolean(),
+    code: FastCheck.constantFrom("ECONNRESET", "UND_ERR_SOCKET", "no code"),
+    status: FastCheck.constantFrom(200, 429, 503),
+    retryAfter: FastCheck.option(FastCheck.constantFrom("0", "5", "Wed, 21 Oct 2015 07:28:00 GMT")),
+    requestId: FastCheck.option(FastCheck.constant("req-1"))
+  }, ({ body, code, requestId, retryAfter, status }) => {
+    const head = {
+      ...(retryAfter === null ? {} : { "retry-after": retryAfter }),
+      ...(requestId === null ? {} : { "x-request-id": requestId })
+    }
+    const reply = body ? FinTest.failBody(code, status, head) : FinTest.fail(code)
+    return Effect.map(Effect.flip(calculate), (error) => {
+      expect(error._tag).toBe("TransportError")
+      asMade(error)
+    }).pipe(provideClient({ [FEE]: () => reply }, { maxRetries: 0, maxRetryAfter: "10 seconds" }))
   })
 
   describe("error bodies (every documented shape)", () => {
