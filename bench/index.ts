@@ -372,14 +372,16 @@ const unmetNotes = (rows: ReadonlyArray<ClientRow>, ablation: ReadonlyArray<Clie
       "  no time limit at all. The rest",
       "  is spread over Effect's fiber runtime and garbage collection: no function of effect-fin's own is above about",
       "  1.2% of self time in the profiles (`npx tsx bench/profile.ts full-undici 16`).",
-      "  Without I/O the picture is the same (2026-12-07: an in-process client answering each request on the next",
-      "  `setImmediate`, concurrency 1, CPU per call, medians of 8 rounds): the bare platform client, tracer off,",
-      "  56 µs; one attempt in effect-fin's frame (`Http.execute`: its timer's fiber, the body read and parsed, no",
-      "  schema) 104 µs; with the decode into `FeeQuote` 160 µs (the decode alone, on a warm loop, 23 µs); the",
-      "  whole transport call (options, token, retry boundary, span, metrics) 306 µs; `FeeService.calculate` (the",
-      "  request checked, the answer checked) 316 to 333 µs. Of the transport call's 146 µs, the token step is 1.7",
-      "  µs and the span about 6 µs (the tracer off: 299 µs); it runs 197 Effect operations where the bare client",
-      "  runs 74, and no piece of it stands out in a profile."
+      "  Without I/O the picture is the same (`npm run bench:ladder`, 2026-12-07, alone on the machine: an",
+      "  in-process client answering each request on the next `setImmediate`, concurrency 1, CPU per call): the",
+      "  bare platform client, tracer off, 38 µs (74 Effect operations); one attempt in effect-fin's frame",
+      "  (`Http.execute`: its timer's fiber, the body read and parsed, no schema) 75 µs (83); with the decode into",
+      "  `FeeQuote` 122 µs (the decode alone, on a warm loop, 23 µs); the whole transport call (options, token,",
+      "  retry boundary, span, metrics) 247 µs (190), 233 µs with the tracer off; `FeeService.calculate` (the",
+      "  request and the answer checked) 250 µs (194). The transport's 125 µs over one attempt are spread: in a",
+      "  profile no piece of it stands out, and in copies of src/ with one piece cut at a time (made as",
+      "  bench/lib/ablation.ts makes its own: the span, the last step, the retry boundary, the spec's checks, the",
+      "  token step, the attempt's catches) none was worth more than the run's noise, about 15 µs."
     )
   }
   if (rawUnmet) {
@@ -747,6 +749,7 @@ const main = async () => {
     "npx tsx bench/server.ts 8080                    # the loopback server alone",
     "npm run bench:subdivisions && npm run bench:webhooks && npm run bench:redis && npm run bench:bundles",
     "npm run bench:batches",
+    "npm run bench:ladder                            # effect-fin's own cost per call, step by step, without I/O",
     "```",
     "",
     "The `bench` scripts run under bench/lib/loader.mjs, which compiles the TypeScript as tsup builds the package: tsx",
