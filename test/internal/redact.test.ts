@@ -244,6 +244,9 @@ describe("redactor", () => {
   it("a character reference to no character (past U+10FFFF, a surrogate) is left as it is, not a failure", () => {
     const none = "x &#9999999; &#x110000; &#xD800;"
     expect(redactor(["tok"], 100)(`${none} tok`)).toBe(`${none} <redacted>`)
+    // The bounds: U+D7FF, U+E000 and U+10FFFF are characters; U+D800 to U+DFFF are not.
+    const bounds = "&#xD7FF;&#xD800;&#xDFFF;&#xE000;&#x10FFFF;&#x110000;"
+    expect(htmlDecoded(bounds).bytes).toBe("\ud7ff&#xD800;&#xDFFF;\ue000\u{10ffff}&#x110000;")
     // Zero-padded past seven digits, as HTML allows: still the character.
     const padded = "x Kx9pQ2mZr7Lw4vB8nT&#00000000039;tail y"
     expect(redactor(["Kx9pQ2mZr7Lw4vB8nT'tail"], 1024)(padded)).toBe("x <redacted> y")
@@ -346,7 +349,7 @@ describe("a decoded text's view", () => {
   const piece = FastCheck.constantFrom(
     "%", "+", "2", "5", "B", "f", "a", "é", "\ud83d", "\ude00", "€", " ", "&", "x", ";", "#", "%2B", "%25", "%41",
     "%c3%a9", "\u00ff", "&amp;", "&#43;", "&#x2B;", "&lt;", "&#xD800;", "&amp;amp;", "&#1114112;", "&#0233;",
-    "&#X1F600;", "&quot;", "&apos;", "😀", "\ud83d\ude00é"
+    "&#X1F600;", "&quot;", "&apos;", "😀", "\ud83d\ude00é", "\uffff", "&#x10FFFF;", "&#xDFFF;"
   )
   const text = FastCheck.array(piece, { maxLength: 40 }).map((pieces) => pieces.join(""))
 
@@ -361,7 +364,12 @@ describe("a decoded text's view", () => {
       // Parts in order, none skipped: a text's characters left out of every part would be dropped from the view.
       expect(from[i]).toBe(at)
       expect(to[i]!).toBeGreaterThan(from[i]!)
-      expect(decode(text.slice(from[i], to[i]))).toBe(bytes.slice(i, j))
+      const part = text.slice(from[i], to[i])
+      expect(decode(part)).toBe(bytes.slice(i, j))
+      // The finest parts: one escape, one reference or one character, and one that decoded to itself is one unit (a
+      // coarser part is a credential's span grown over the characters beside it).
+      expect(part).toMatch(/^(?:%[0-9A-Fa-f]{2}|&#?\w+;|[\ud800-\udbff][\udc00-\udfff]|[\s\S])$/)
+      if (decode(part) === part) expect(part.length).toBe(1)
       at = to[i]!
       i = j
     }
