@@ -88,10 +88,10 @@ const ESCAPES = {
   bytesPlus: /%[0-9A-Fa-f]{2}|\+/g
 }
 
-// An escape or a `+` from itself; a run of characters outside ASCII (as their UTF-8 bytes) each character's bytes
-// from that character (a lone surrogate as U+FFFD's, as a client would send it).
+// An escape from itself; a run of characters outside ASCII (as their UTF-8 bytes) each character's bytes from that
+// character (a lone surrogate as U+FFFD's, as a client would send it).
 const urlOrigins: Origins = (text, at, length, units, unit) => {
-  if (text[at] === "%" || text[at] === "+") return fromMatch(text, at, length, units, unit)
+  if (text[at] === "%") return fromMatch(text, at, length, units, unit)
   for (let i = at; i < at + length;) {
     const width = text.codePointAt(i)! > 0xffff ? 2 : 1
     const bytes = bytesOf(text.slice(i, i + width)).length
@@ -117,7 +117,8 @@ export const urlDecoded = (text: string, plusIsSpace: boolean, isBytes = false):
         isBytes ? plusIsSpace ? ESCAPES.bytesPlus : ESCAPES.bytes : plusIsSpace ? ESCAPES.textPlus : ESCAPES.text,
         (m: string, at: number) => {
           const decoded = decodeUrl(m)
-          changed.push(at, m.length, decoded.length)
+          // A `+` read as a space is one unit from itself, as a copied character is: not noted (a form has many).
+          if (m !== "+") changed.push(at, m.length, decoded.length)
           return decoded
         }
       ),
