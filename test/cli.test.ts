@@ -612,10 +612,11 @@ describe("effect-fin (offline commands)", () => {
 
   it("webhook verify: a malformed --signature or --algorithm is refused before the body is waited for", async () => {
     for (const [args, said] of [
-      [["--signature", "zz"], "the x-fin-signature header is not a hex sha256 digest"],
-      [["--signature", "00".repeat(32), "--algorithm", "sha512"], "the x-fin-signature header is not a hex sha512 digest"],
+      [["--signature", "zz"], "--signature is not a hex sha256 digest"],
+      [["--signature", "00".repeat(32), "--algorithm", "sha512"], "--signature is not a hex sha512 digest"],
+      [["--signature", "00,11"], "--signature is repeated (a list, or values joined with a comma)"],
       [["--signature", "00".repeat(32), "--algorithm", "md5"], "the signature algorithm is not one of sha256, sha384, sha512"],
-      [["--signature", ""], "the x-fin-signature header is missing"]
+      [["--signature", ""], "--signature is missing"]
     ] as const) {
       // Standard input left open, as a terminal's: the command must not wait for a body it will refuse anyway.
       const result = await cli(

@@ -372,9 +372,9 @@ const verify = Command.make(
       // handler would refuse it.
       const environment = yield* Config.option(ConfigLiteral.literal("FIN_ENVIRONMENT", "sandbox", "production"))
       // The flags are checked before the body is waited for too: a mistyped --signature or --algorithm is said at
-      // once, not once standard input ends (on a terminal, only at Ctrl-D).
+      // once, not once standard input ends (on a terminal, only at Ctrl-D), and named as the flags.
       const headers = { [Webhooks.signatureHeader]: args.signature, [Webhooks.algorithmHeader]: args.algorithm }
-      yield* SignatureHeaders.check(headers)
+      yield* SignatureHeaders.check(headers, { signature: "--signature", algorithm: "--algorithm" })
       const body = yield* readStdin
       const event = yield* Webhooks.verify(
         body,

@@ -92,23 +92,32 @@ const hexPattern = /^[0-9a-f]*$/i
 const isList = (value: string | ReadonlyArray<string> | undefined): value is ReadonlyArray<string> =>
   value !== undefined && typeof value !== "string"
 
-const repeated = (name: string) => `the ${name} header is repeated (a list, or values joined with a comma)`
+const repeated = (name: string) => `${name} is repeated (a list, or values joined with a comma)`
+
+/** What the messages call the two values: the headers, or what carries them (the CLI's flags). */
+export interface Names {
+  readonly signature: string
+  readonly algorithm: string
+}
+
+const headerNames: Names = { signature: `the ${signatureHeader} header`, algorithm: `the ${algorithmHeader} header` }
 
 /**
  * Reads and checks both headers, as `verify` does first. A signature that is not hex of the algorithm's digest length
- * can match no secret.
+ * can match no secret. `names` name the values in the messages.
  */
 export const check = (
-  headers: HeadersInput
+  headers: HeadersInput,
+  names: Names = headerNames
 ): Either.Either<SignatureHeaders, WebhookVerificationError> => {
   const [signature, algorithmValue] = readHeaders(headers)
   if (signature === undefined || signature === "") {
-    return Either.left(fail("missing_signature", `the ${signatureHeader} header is missing`))
+    return Either.left(fail("missing_signature", `${names.signature} is missing`))
   }
   if (isList(algorithmValue) || algorithmValue?.includes(",")) {
-    return Either.left(fail("unsupported_algorithm", repeated(algorithmHeader)))
+    return Either.left(fail("unsupported_algorithm", repeated(names.algorithm)))
   }
-  if (isList(signature) || signature.includes(",")) return Either.left(fail("bad_signature", repeated(signatureHeader)))
+  if (isList(signature) || signature.includes(",")) return Either.left(fail("bad_signature", repeated(names.signature)))
   // As sent by the service (a name in lower case) at no cost; otherwise trimmed and lower-cased.
   const algorithm = algorithmValue === undefined
     ? "sha256"
@@ -124,7 +133,7 @@ export const check = (
   }
   const hex = signature.trim()
   if (hex.length !== digestLength[algorithm] * 2 || !hexPattern.test(hex)) {
-    return Either.left(fail("bad_signature", `the ${signatureHeader} header is not a hex ${algorithm} digest`))
+    return Either.left(fail("bad_signature", `${names.signature} is not a hex ${algorithm} digest`))
   }
   return Either.right({ algorithm, hex })
 }
