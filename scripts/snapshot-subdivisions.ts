@@ -9,8 +9,13 @@
  *
  * The logic lives in scripts/lib/ (`main` in scripts/lib/main.ts is the entry as a function); this file only runs it.
  */
+import { fileURLToPath } from "node:url"
 import { main } from "./lib/main.js"
 
-main(process.argv.slice(2)).then((code) => {
+// The committed snapshot: what `--from-api` into a folder with none yet keeps types and parents from, and measures an
+// emptied country against (the installed command uses the bundled one).
+const committed = fileURLToPath(new URL("../data", import.meta.url))
+
+main(process.argv.slice(2), { baselineDir: committed }).then((code) => {
   process.exitCode = code
 })

@@ -199,7 +199,8 @@ describe("snapshot script, online", () => {
     it("into an empty --out, an API answering [] where the bundled snapshot has entries is refused unless allowed", async () => {
       const out = await tempDir()
       const args = fromApi(out)
-      const run = (more: ReadonlyArray<string>) => {
+      // The installed command's bundled data/, or the committed one `npm run snapshot` names.
+      const run = (more: ReadonlyArray<string>, dir: "bundledDir" | "baselineDir" = "bundledDir") => {
         const token = FinTest.tokenHandler()
         let stderr = ""
         return main([...args, ...more], {
@@ -209,7 +210,7 @@ describe("snapshot script, online", () => {
             stderr += text
           },
           isTTY: false,
-          bundledDir: "data",
+          [dir]: "data",
           httpClient: FinTest.layerHttpClient((request) =>
             request.method === "POST" ? token(request) : FinTest.json(200, { data: { subdivisions: [] } })
           )
@@ -220,6 +221,10 @@ describe("snapshot script, online", () => {
       expect(refused.stderr).toContain("the source lists no subdivisions for 200 countries")
       // Nothing is at --out yet: the counts are the bundled snapshot's, and the refusal says so.
       expect(refused.stderr).toContain("that the bundled snapshot (none is in the output directory yet) has some for")
+      expect(await Fs.readdir(out)).toEqual([])
+      const fromRepository = await run([], "baselineDir")
+      expect(fromRepository.code).toBe(2)
+      expect(fromRepository.stderr).toContain("that the committed snapshot (none is in the output directory yet) has")
       expect(await Fs.readdir(out)).toEqual([])
       expect((await run(["--allow-emptied"])).code).toBe(0)
     })

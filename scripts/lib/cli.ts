@@ -30,6 +30,7 @@ export const usage = (program: string = repositoryProgram, installed = false) =>
   // The snapshot a run compares with: the repository's committed one, or the one in --out of the installed command.
   const current = installed ? "the snapshot in --out" : "the committed snapshot"
   const module = installed ? `DIR/${files.module}` : `${defaultModulePath}, or DIR/${files.module} with --out`
+  const kept = installed ? "the bundled" : "the committed"
   const crossCheck = installed ? "effect-fin cross-check" : `${program} --cross-check`
   return `Usage: ${program} --from-iso-codes DIR|URL --source-version VERSION [options]
        ${program} --from-api [--base-url URL] [--concurrency N] [options]
@@ -42,8 +43,9 @@ Source (exactly one, no default: a system's iso-codes may be older than ${instal
   --from-api                 the live API, through SubdivisionService in online mode (never the offline snapshot),
                              all 249 countries; credentials from FIN_CLIENT_ID, FIN_CLIENT_SECRET (and the other
                              FIN_* variables); the API has no type or parent, so those are kept from the snapshot in
-                             --out for codes it already has (empty type otherwise). Any country still failing after
-                             the client's retries stops the run: nothing is written
+                             --out (${kept} one while --out has none) for codes it already has (empty type
+                             otherwise). Any country still failing after the client's retries stops the run: nothing
+                             is written
 
 Cross-check (writes only the report):
   --cross-check              compare the API with ${compared};

@@ -33,6 +33,11 @@ export interface MainOptions {
    */
   readonly bundledDir?: string | undefined
   /**
+   * Where `--from-api` takes `type` and `parent` from, and counts an emptied country against, when `--out` holds no
+   * snapshot yet, if not `bundledDir` (the repository's data/ for `npm run snapshot`). Default: `bundledDir`.
+   */
+  readonly baselineDir?: string | undefined
+  /**
    * The platform client for `--from-api` and `--cross-check`. Default: `NodeHttpClient.layerUndici`'s, through the
    * egress proxy `HTTPS_PROXY` names (with `NO_PROXY`: `UndiciHttpClient.layerDispatcherFromEnvProxy`).
    */
@@ -143,8 +148,9 @@ const execute = async (
     const service = Api.serviceLayer(settings, httpClient)
     if (command._tag === "FromApi") {
       const inOut = yield* Api.readPrevious(command.outDir)
-      const previous = Object.keys(inOut).length === 0 && options.bundledDir !== undefined
-        ? yield* Api.readPrevious(options.bundledDir)
+      const baselineDir = options.baselineDir ?? options.bundledDir
+      const previous = Object.keys(inOut).length === 0 && baselineDir !== undefined
+        ? yield* Api.readPrevious(baselineDir)
         : inOut
       return yield* Snapshot.run({
         source: Snapshot.fromApi({
@@ -158,6 +164,7 @@ const execute = async (
         }),
         ...writeOptions(command),
         baseline: previous,
+        baselineName: options.baselineDir === undefined ? undefined : "the committed snapshot",
         log
       }).pipe(Effect.provide(service))
     }

@@ -700,6 +700,8 @@ export interface RunOptions<R = never> {
    * installed `--from-api` takes types and parents from).
    */
   readonly baseline?: Snapshot | undefined
+  /** What the refusal calls `baseline`. Default: the bundled snapshot. */
+  readonly baselineName?: string | undefined
 }
 
 // The entries per country of a snapshot file that does not decode (an entry a newer rule refuses, say): any JSON
@@ -878,7 +880,7 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
     let before: Snapshot = {}
     // How many entries each country had: from the snapshot when it is usable, else from what can still be read of
     // it, else from its meta, so that a committed file with one bad entry does not switch off the check below; with
-    // no snapshot in `outDir`, from the baseline (the bundled one), so that a first run is checked too.
+    // no snapshot in `outDir`, from the baseline (the bundled or committed one), so that a first run is checked too.
     let countsBefore = entriesPer(options.baseline ?? {})
     // What the counts are of, for the refusal: with no snapshot at `dataPath`, not a snapshot "there".
     let countedIn = "the snapshot"
@@ -886,7 +888,7 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
     let dataDiffers = committedData !== dataText
     if (committedData === undefined) {
       log(`No snapshot at ${dataPath}; every entry is new:`)
-      countedIn = "the bundled snapshot (none is in the output directory yet)"
+      countedIn = `${options.baselineName ?? "the bundled snapshot"} (none is in the output directory yet)`
     } else {
       const parsed = parseSnapshot(committedData, dataPath)
       if (Either.isLeft(parsed)) {
