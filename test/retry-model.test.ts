@@ -294,7 +294,9 @@ const model = (c: Case): Prediction => {
         // "a retry waits for it; one longer than allowed, or than the deadline leaves, ends the retries, the error
         // staying this `TransportError`, never a `RateLimitError`"
         const retryAfterMs = step.retryAfter === undefined ? undefined : waitOf(step.retryAfter, t)
-        return { _tag: "TransportError", status: step.status, retryAfterMs, retryable: true, attempts }
+        // "Other 4xx are never retried": a 404 whose page was lost is still a refusal (its head said so)
+        const retryable = step.status === 200 || step.status === 429 || step.status === 503
+        return { _tag: "TransportError", status: step.status, retryAfterMs, retryable, attempts }
       }
       case "malformed":
         return { _tag: "ResponseDecodeError", status: step.status, retryable: false, attempts }
@@ -443,7 +445,7 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
   let firstUnauthorized = true
   steps.forEach((step, i) => {
     if (i === sent - 1) return
-    const retryable = step.kind === "transient" || step.kind === "failBody" ||
+    const retryable = step.kind === "transient" || (step.kind === "failBody" && step.status !== 404) ||
       (step.kind === "fail" && step.code !== "CERT_HAS_EXPIRED") || step.kind === "stall" ||
       step.kind === "stallBody" ||
       (step.kind === "unauthorized" && firstUnauthorized)

@@ -503,10 +503,11 @@ const transportError = (
   const requestId = requestIdOf(error.response.headers, redactor(spec.credentials))
   // The head said how long to wait (a 503 in maintenance, a 429): the lost body changes nothing about that.
   const retryAfter = parseRetryAfter(error.response.headers, nowMillis)
+  // A 2xx head says the service did the call: said where an on-call engineer reads first, before sending a write again.
   return new TransportError({
     message: `${spec.operation}: could not read the body of the ${status} response${
       detail === undefined ? "" : ` (${detail})`
-    }`,
+    }${status >= 200 && status <= 299 ? "; the service did the call" : ""}`,
     reason: "BodyReadFailed",
     ...(code === undefined ? {} : { code }),
     status,

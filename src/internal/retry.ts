@@ -47,14 +47,19 @@ export const isSetupRefusal = (error: FinError | Retried): boolean =>
   error._tag === "TransportError" && error.code !== undefined &&
   (SystemCodes.isSetupRefusal(error.code) || SystemCodes.isClientClosed(error.code))
 
+// A body lost after the head of an answer that is not retried when read whole (a 4xx but 408 and 429, a 3xx, a 501):
+// its status says what the lost page was, and a refusal does not turn into an outage because its page was cut.
+const refusedWhenCut = (status: number | undefined): boolean =>
+  status !== undefined && (status < 200 || status > 299) && !RETRYABLE_STATUS.has(status)
+
 /**
- * Whether a failed attempt may be tried again (never a 4xx other than 408/429, never a decode failure, never a
- * connection refused for its setup: `isSetupRefusal`).
+ * Whether a failed attempt may be tried again (never a 4xx other than 408/429, whether its body was read or lost,
+ * never a decode failure, never a connection refused for its setup: `isSetupRefusal`).
  */
 export const isRetryable = (error: Retried): boolean => {
   switch (error._tag) {
     case "TransportError":
-      return !isSetupRefusal(error)
+      return !isSetupRefusal(error) && !refusedWhenCut(error.status)
     case "RateLimitError":
       return true
     case "TimeoutError":
