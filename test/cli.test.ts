@@ -364,6 +364,14 @@ describe("effect-fin (offline commands)", () => {
       [["--amount", "1e3"], ["--amount", "0x10"], ["--receive", "+5"], ["--amount", "12."], ["--amount", "-1e3"]],
       "an amount in plain decimal notation (digits, and any fraction after a dot: 1000 or 12.50)"
     )
+    // Every issue at once, as the library tells them: a refused amount hides none of the other flags' issues.
+    const all = await cli(["quote", "--from", "us", "--to", "CAD", "--amount", "1e3", "--receive", "5"])
+    expect([all.code, all.stderr.trim()]).toEqual([
+      1,
+      "effect-fin: RequestValidationError: Invalid quote: --amount: expected an amount in plain decimal notation " +
+      "(digits, and any fraction after a dot: 1000 or 12.50); --from: expected a currency code of three letters; " +
+      "--receive: expected exactly one of --amount and --receive"
+    ])
   })
 
   it("quote without credentials names the missing variables", async () => {

@@ -128,14 +128,11 @@ const inFlags = (error: FinError.RequestValidationError): FinError.RequestValida
 // Plain decimal notation only: `Number` would also read "0x10" as 16, "1e2" as 100 and " 12" as 12. A decimal with
 // more significant digits than a number keeps (90071992547409.99 reads as ...409.98) is refused too: the service would
 // quote another amount.
-const amount = (field: "source_amount" | "destination_amount", text: string) => {
-  const refuse = (expected: string) =>
-    Effect.fail(
-      new FinError.RequestValidationError({
-        message: `Invalid fee calculation request: ${field}: expected ${expected}`,
-        issues: [new FinError.Issue({ path: field, expected })]
-      })
-    )
+const amount = (
+  field: "source_amount" | "destination_amount",
+  text: string
+): Either.Either<number, FinError.Issue> => {
+  const refuse = (expected: string) => Either.left(new FinError.Issue({ path: field, expected }))
   // A negative amount is said as the schema says a zero one, not as a matter of notation.
   if (/^-\d+(\.\d+)?$/.test(text)) return refuse(Amounts.EXPECTED)
   if (!/^\d+(\.\d+)?$/.test(text)) {
@@ -153,7 +150,7 @@ const amount = (field: "source_amount" | "destination_amount", text: string) => 
   // Said here in the terms of a typed amount (the schema's own message is about computed ones).
   return decimals.length > Amounts.MAX_DECIMALS
     ? refuse(`an amount with at most ${Amounts.MAX_DECIMALS} decimal places`)
-    : Effect.succeed({ [field]: value })
+    : Either.right(value)
 }
 
 // The shortest decimal that reads back as `value` (as JSON writes it), in plain notation: 1e-7 as 0.0000001.
@@ -193,23 +190,41 @@ const quote = Command.make(
     Effect.gen(function*() {
       // Checked by FeeService.validate, exactly as a program's request is: a bad flag is a RequestValidationError,
       // naming the flag.
+      // Every issue at once, as `calculate` tells them: a refused amount or --to with --beneficiary does not hide the
+      // other flags' issues.
       const request = yield* Effect.gen(function*() {
+        const issues: Array<FinError.Issue> = []
         // With a beneficiary the service quotes in its account's currency, whatever --to says: a script that named
         // EUR would take a quote in CAD for one in EUR, exit 0. Which one it is cannot be known before sending.
         if (Option.isSome(args.beneficiary) && Option.isSome(args.to)) {
           const expected = "no destination_currency with beneficiary_id (its account's currency is quoted)"
-          return yield* new FinError.RequestValidationError({
-            message: `Invalid fee calculation request: destination_currency: expected ${expected}`,
-            issues: [new FinError.Issue({ path: "destination_currency", expected })]
-          })
+          issues.push(new FinError.Issue({ path: "destination_currency", expected }))
         }
-        return yield* FeeService.validate({
+        // A refused amount stands as 1 for the request's own check, so that its rules (exactly one amount) are told.
+        const amountOf = (field: "source_amount" | "destination_amount", text: Option.Option<string>) =>
+          Option.match(text, {
+            onNone: () => ({}),
+            onSome: (typed) =>
+              Either.match(amount(field, typed), {
+                onLeft: (issue) => (issues.push(issue), { [field]: 1 }),
+                onRight: (value) => ({ [field]: value })
+              })
+          })
+        const checked = yield* Effect.either(FeeService.validate({
           ...Option.match(args.from, { onNone: () => ({}), onSome: (v) => ({ source_currency: currency(v) }) }),
           ...Option.match(args.to, { onNone: () => ({}), onSome: (v) => ({ destination_currency: currency(v) }) }),
-          ...(Option.isSome(args.amount) ? yield* amount("source_amount", args.amount.value) : {}),
-          ...(Option.isSome(args.receive) ? yield* amount("destination_amount", args.receive.value) : {}),
+          ...amountOf("source_amount", args.amount),
+          ...amountOf("destination_amount", args.receive),
           ...Option.match(args.beneficiary, { onNone: () => ({}), onSome: (v) => ({ beneficiary_id: v }) })
-        })
+        }))
+        const all = [...issues, ...(Either.isLeft(checked) ? checked.left.issues : [])]
+        if (all.length > 0 || Either.isLeft(checked)) {
+          return yield* new FinError.RequestValidationError({
+            message: `Invalid fee calculation request: ${Issues.summarize(all)}`,
+            issues: all
+          })
+        }
+        return checked.right
       }).pipe(Effect.mapError(inFlags))
       const result = yield* FeeService.calculate(request).pipe(Effect.provide(clientLayer))
       // Said as the library reads it (`FeeQuote.isValidAt`): a quote with no end, or past it, is not to be relied on.
