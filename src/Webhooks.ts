@@ -1841,8 +1841,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
   readonly orderTtl?: FinConfig.DurationOption | undefined
   /**
    * How long a delivery waits while another event of the same `event_reference_id` is being handled (default 5
-   * seconds; checked between its tries of the store, at most 200 ms apart, so it may wait up to one pause and one try
-   * longer); after that it gets 409 and the service delivers it again later.
+   * seconds; checked between its tries of the store, at most 200 ms apart, the last one at its end, so it may wait
+   * one try longer); after that it gets 409 and the service delivers it again later.
    */
   readonly referenceWait?: FinConfig.DurationOption | undefined
 }
@@ -2417,13 +2417,16 @@ const makeApp = <const H extends object>(
     restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   ) =>
     Effect.gen(function*() {
-      const started = yield* Monotonic.millis
+      const limit = Monotonic.plus(yield* Monotonic.millis, Duration.millis(referenceWait))
       let pause = firstPollMillis
       while (true) {
         const sentAt = yield* Monotonic.millis
         const claim = yield* guarded(store, "claim", store.claim(eventId, referenceId, claimTtl))
-        if (claim._tag !== "ReferenceBusy" || sentAt - started >= referenceWait) return { claim, sentAt }
-        yield* restore(Effect.sleep(pause))
+        if (claim._tag !== "ReferenceBusy" || Monotonic.reached(sentAt, limit)) return { claim, sentAt }
+        // The last pause ends at the limit, not up to a pause past it: the 409 comes at `referenceWait` (a test that
+        // moves the TestClock by it gets its answer).
+        const left = Monotonic.left(yield* Monotonic.millis, limit)
+        yield* restore(Effect.sleep(Duration.min(Duration.millis(pause), left)))
         pause = Math.min(pause * 2, maxPollMillis)
       }
     })
