@@ -18,7 +18,7 @@ import * as Issues from "./internal/issues.js"
 import type { BadSubdivisionCode } from "./internal/literal.js"
 import * as OptionNames from "./internal/optionNames.js"
 import * as internal from "./internal/subdivisions.js"
-import { subdivisionsData, types } from "./internal/subdivisionsData.js"
+import { provenance as dataProvenance, subdivisionsData, types } from "./internal/subdivisionsData.js"
 
 /**
  * Schema of an ISO 3166-2 code: two capital letters, a hyphen, one to three capital letters or digits (`"US-CA"`).
@@ -190,6 +190,30 @@ export const isValid = <C extends string, S extends string>(
   if (found === undefined) return invalidCountry(country)
   return Either.right(found.byCode.has(code))
 }
+
+/**
+ * Where the bundled snapshot came from, as data/subdivisions.meta.json records it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Provenance {
+  /** `iso-codes` (Debian's iso-codes), or `api` for a snapshot taken from the service. */
+  readonly source: string
+  /** The source's version (`4.20`; for `api`, the API's path version). */
+  readonly version: string
+  /** SHA-256 (hex) of the data file the snapshot was made from, data/subdivisions.json. */
+  readonly sha256: string
+}
+
+/**
+ * Where the bundled snapshot came from (`{ source: "iso-codes", version: "4.20", sha256 }`): what to log or attach to
+ * a span beside an answer whose `source` is `snapshot`, so that data from an outage can be traced to its version.
+ *
+ * @since 0.1.0
+ * @category lookups
+ */
+export const provenance: Provenance = dataProvenance
 
 /**
  * The countries (alpha-3, sorted) that have no subdivisions in ISO 3166-2: 49 of the 249. That is data, not an error.

@@ -420,6 +420,16 @@ describe("Subdivisions", () => {
       }
     })
 
+    it("provenance is the data file's, as its meta file records it", () => {
+      const meta = JSON.parse(readFileSync("data/subdivisions.meta.json", "utf8"))
+      expect(Subdivisions.provenance).toStrictEqual({
+        source: meta.source,
+        version: meta.sourceVersion,
+        sha256: meta.sha256
+      })
+      expect(Object.isFrozen(Subdivisions.provenance)).toBe(true)
+    })
+
     it("encodeRows refuses a code, or a parent, of another country, and a type not in the table", () => {
       const types = ["State"]
       expect(() => encodeRows([{ code: "CA-ON", name: "Ontario", type: "State" }], "US-", types))

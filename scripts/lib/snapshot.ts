@@ -320,15 +320,19 @@ const toAsciiLiteral = (text: string): string =>
 
 /**
  * The generated module `src/internal/subdivisionsData.ts`, made from the text of `subdivisions.json` (so it can only
- * say what the data file says): a table of the types, then one string per country, in the data file's order, holding
- * the JSON of its rows (see `Row` in src/internal/subdivisions.ts).
+ * say what the data file says, and where it came from: `origin`, as the meta file records it): a table of the types,
+ * then one string per country, in the data file's order, holding the JSON of its rows (see `Row` in
+ * src/internal/subdivisions.ts).
  *
  * Chosen by measuring bundled variants in fresh processes (2-CPU Xeon, Node 20, medians): the data file as one string
  * (326 kB bundled) imports in about 6 ms and parses in 6 more; one string of entry objects per country imports in
  * about 6 ms and the first lookup parses one country (0.2 ms); these compact rows (137 kB) import in about 3.5 ms,
  * first lookup 0.3 ms. bench/subdivisions.ts measures the result.
  */
-export const generatedModule = (dataText: string): string => {
+export const generatedModule = (
+  dataText: string,
+  origin: { readonly source: string; readonly version: string }
+): string => {
   const snapshot = JSON.parse(dataText) as Record<string, ReadonlyArray<SnapshotSubdivision>>
   const countries = Object.keys(snapshot)
   const types = typeTable(snapshot)
@@ -349,6 +353,14 @@ export const generatedModule = (dataText: string): string => {
     // that bundle it carry the data's attribution.
     "/*! ISO 3166-2 subdivisions from Debian iso-codes (LGPL-2.1-or-later; source and version in effect-fin's",
     "    data/subdivisions.meta.json, licence and notice in its data/ folder). */",
+    "",
+    "/** @internal */",
+    "export const provenance: { readonly source: string; readonly version: string; readonly sha256: string } =",
+    "  Object.freeze({",
+    `    source: ${toAsciiLiteral(origin.source)},`,
+    `    version: ${toAsciiLiteral(origin.version)},`,
+    `    sha256: ${toAsciiLiteral(sha256(dataText))}`,
+    "  })",
     "",
     "/** @internal */",
     "export const types: ReadonlyArray<string> = [",
@@ -856,7 +868,7 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
       snapshot: loaded.snapshot,
       dataText
     })
-    const moduleText = generatedModule(dataText)
+    const moduleText = generatedModule(dataText, { source: options.source.source, version: options.source.version })
 
     const dataPath = Path.join(options.outDir, files.data)
     const metaPath = Path.join(options.outDir, files.meta)

@@ -13,6 +13,14 @@
     data/subdivisions.meta.json, licence and notice in its data/ folder). */
 
 /** @internal */
+export const provenance: { readonly source: string; readonly version: string; readonly sha256: string } =
+  Object.freeze({
+    source: "iso-codes",
+    version: "4.20",
+    sha256: "e1b095845a8609a1b5d31ea81d63fab280e57cdfc8a498a66b49c6ba1a16f08a"
+  })
+
+/** @internal */
 export const types: ReadonlyArray<string> = [
   "Administration",
   "Administrative atoll",
