@@ -903,15 +903,18 @@ describe("HttpTransport", () => {
       })
     ))
 
-  it.effect("Retry-After beyond the cap: RateLimitError at once", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(calculate)
-      expect(error).toMatchObject({ _tag: "RateLimitError", status: 429 })
-      if (error._tag === "RateLimitError") {
-        expect(error.retryAfter && Duration.toSeconds(error.retryAfter)).toBe(120)
-      }
-      expect(yield* attempts).toBe(1)
-    }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "120" }) }, { maxRetryAfter: "60 seconds" })))
+  // A maxRetryAfter of 0 does not mean "ignore the header": any Retry-After above zero ends the retries at once.
+  it.effect("Retry-After beyond the cap: RateLimitError at once (with a cap of 0, any Retry-After above zero)", () =>
+    Effect.forEach([["120", "60 seconds"], ["1", "0 seconds"]] as const, ([retryAfter, maxRetryAfter]) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(calculate)
+        expect(error).toMatchObject({ _tag: "RateLimitError", status: 429 })
+        if (error._tag === "RateLimitError") {
+          expect(error.retryAfter && Duration.toSeconds(error.retryAfter)).toBe(Number(retryAfter))
+        }
+        expect(yield* attempts).toBe(1)
+      }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": retryAfter }) }, { maxRetryAfter })),
+      { discard: true }))
 
   it.effect("a 503 asking to wait beyond the cap: RateLimitError (status 503) at once, as a 429 would be", () =>
     Effect.gen(function*() {

@@ -792,34 +792,36 @@ describe("TokenProvider", () => {
       "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "unavailable" })
     })))
 
-  // A 408 is the route timing out, as a 503 is it being down: not the refresh token refused. The issue after it gets
-  // one attempt, and the next fetch tries the refresh token again.
-  it.effect("a refresh route answering 408 through its retries has not refused the refresh token", () =>
-    Effect.gen(function*() {
-      yield* tokenValue
-      yield* advance(HOUR)
-      for (const refreshes of [3, 6]) {
-        const fiber = yield* Effect.fork(Effect.flip(tokenValue))
-        for (let i = 0; i < 10; i++) yield* advance(1000)
-        // The issue's error, which says the refresh failed before it (its caller waited through both).
-        expect(yield* Fiber.join(fiber)).toMatchObject({
-          _tag: "ApiError",
-          status: 503,
-          operation: "POST /v1/oauth/token",
-          message: "The service answered 503 on POST /v1/oauth/token: down " +
-            "(the token refresh before it failed too: ApiError 408 after 3 attempts)"
-        })
-        expect(yield* count("POST /v1/oauth/refresh-token")).toBe(refreshes)
-        expect(yield* count("POST /v1/oauth/token")).toBe(1 + refreshes / 3)
-      }
-    }).pipe(provideClient({
-      "POST /v1/oauth/token": (() => {
-        const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
-        let calls = 0
-        return (request) => (++calls >= 2 ? FinTest.json(503, { message: "down" }) : tokens(request))
-      })(),
-      "POST /v1/oauth/refresh-token": () => FinTest.json(408, { message: "Request Timeout" })
-    })))
+  // A 408 is the route timing out, as a 503 is it being down, and a 429 the route slowing us down: not the refresh
+  // token refused. The issue after it gets one attempt, and the next fetch tries the refresh token again.
+  for (const [status, tag] of [[408, "ApiError"], [429, "RateLimitError"]] as const) {
+    it.effect(`a refresh route answering ${status} through its retries has not refused the refresh token`, () =>
+      Effect.gen(function*() {
+        yield* tokenValue
+        yield* advance(HOUR)
+        for (const refreshes of [3, 6]) {
+          const fiber = yield* Effect.fork(Effect.flip(tokenValue))
+          for (let i = 0; i < 10; i++) yield* advance(1000)
+          // The issue's error, which says the refresh failed before it (its caller waited through both).
+          expect(yield* Fiber.join(fiber)).toMatchObject({
+            _tag: "ApiError",
+            status: 503,
+            operation: "POST /v1/oauth/token",
+            message: "The service answered 503 on POST /v1/oauth/token: down " +
+              `(the token refresh before it failed too: ${tag} ${status} after 3 attempts)`
+          })
+          expect(yield* count("POST /v1/oauth/refresh-token")).toBe(refreshes)
+          expect(yield* count("POST /v1/oauth/token")).toBe(1 + refreshes / 3)
+        }
+      }).pipe(provideClient({
+        "POST /v1/oauth/token": (() => {
+          const tokens = FinTest.tokenHandler({ lifetime: "1 hour" })
+          let calls = 0
+          return (request) => (++calls >= 2 ? FinTest.json(503, { message: "down" }) : tokens(request))
+        })(),
+        "POST /v1/oauth/refresh-token": () => FinTest.json(status, { message: "Slow down" })
+      })))
+  }
 
   // Both routes stalled once the token has expired: the caller waits through the refresh's three attempts and the
   // issue's one; the issue's TimeoutError says so, not only its own 10 s.
