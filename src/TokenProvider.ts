@@ -702,9 +702,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // fails after its retries (5xx, 408, 429, timeout, unreachable, an answer that does not decode) gets one issue
         // attempt, without retries: the issue route may well work, and the refresh token would otherwise be tried
         // again, and fail, on every fetch until it expires (days); but when the whole service is down, that costs one
-        // attempt, not a second series. When the refresh's answer asked for a wait (`quiet`) and the issue's failure asks none, the fetch
-        // fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue) going every 5 s;
-        // but refused credentials, held for their second with their hint, win over a refresh's wait held for less.
+        // attempt, not a second series. When the refresh's answer asked for a wait (`quiet`) and the issue's failure
+        // asks none, the fetch fails with the refresh's answer: its wait is kept, rather than a refresh (and an issue)
+        // going every 5 s; but refused credentials, held for their second with their hint, win over a refresh's wait
+        // held for less.
         Effect.catchAll((e) => {
           const refused = isRefusal(e)
           if (refused) refusedRefresh = Redacted.value(token)
