@@ -553,9 +553,10 @@ describe("FinTest handlers", () => {
 describe("FinTest pinned behaviours", () => {
   let ran = 0
 
-  it("stallBody and failBody default to a 200, failBody to ECONNRESET", () => {
+  it("stallBody and failBody default to a 200, failBody to ECONNRESET, fail to ECONNREFUSED", () => {
     expect(FinTest.stallBody()).toMatchObject({ status: 200, stallBody: true })
     expect(FinTest.failBody()).toMatchObject({ status: 200, failBody: "ECONNRESET" })
+    expect(FinTest.fail()).toEqual({ _tag: "Fail", description: "ECONNREFUSED" })
   })
 
   it.effect("a call given up at the limit, or by its caller, is interrupted at once (its finalizers run)", () =>
@@ -670,11 +671,17 @@ describe("FinTest pinned behaviours", () => {
   it("layerFeeService names every problem of its options, not the first", () => {
     const exit = Effect.runSyncExit(Effect.provide(
       FeeService.FeeService,
-      FinTest.layerFeeService({ rates: { "USD/CAD": -1 }, fee: { fixed: 0, percentage: 100 } })
+      // A key with a "/" compiles (README: refused when the layer is built), whatever its case or parts.
+      FinTest.layerFeeService({
+        rates: { "USD/CAD": -1, "usd/cad": 1, "USD/CAD/EUR": 1 },
+        fee: { fixed: 0, percentage: 100 }
+      })
     ))
     const message = Exit.isFailure(exit) && exit.cause._tag === "Die" ? String(exit.cause.defect) : "built"
     expect(message).toContain("a finite rate > 0")
     expect(message).toContain("a percentage below 100")
+    expect(message).toContain("rates.usd/cad: is unexpected")
+    expect(message).toContain("rates.USD/CAD/EUR: is unexpected")
   })
 
   it.effect("layerFeeService's valid_till is the lifetime's end cut to the whole second, never rounded up", () =>

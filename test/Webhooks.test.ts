@@ -1383,6 +1383,9 @@ describe("Webhooks.handler", () => {
       for (const request of [forged(), forged(), post(currentBody, {}), signed(), signed(), signed()]) {
         answers.push((yield* send(handle, request)).status)
       }
+      // Not a POST: answered 405 (Allow: POST), and not counted, as the README says.
+      const get = yield* send(handle, new Request(url, { method: "GET" }))
+      expect([get.status, get.headers.get("allow"), get.headers.get("connection")]).toEqual([405, "POST", "close"])
       // A store of the user's whose claim dies: the platform answers the defect 500, past effect-fin's own answers.
       const dying = yield* webHandler(Webhooks.handler({
         secrets: secret,

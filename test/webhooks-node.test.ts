@@ -5,6 +5,7 @@
  * its body is read, one arriving as the server shuts down (503), a protocol upgrade, a body a parser read first.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Headers from "@effect/platform/Headers"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
@@ -23,7 +24,8 @@ import {
   countedDeliveries,
   deliveriesCountedSince,
   documentedWebhookBody,
-  eventually
+  eventually,
+  recordingTracer
 } from "./support.js"
 
 const secret = "whsec_node_abort_test"
@@ -340,4 +342,30 @@ describe("Webhooks.handler on a Node server, the client gone mid-handler", () =>
       expect(seen).toEqual([])
       expect(logs.lines.join("\n")).toContain("the body was read before the handler")
     }).pipe(Effect.scoped), 20_000)
+
+  // README, Mounting it in an HttpRouter: the platform's http.server span records x-fin-signature unless the server's
+  // layer adds it to Headers.currentRedactedNames, as the README shows.
+  it.live("the README's Layer.locallyWith keeps x-fin-signature out of the http.server span", () =>
+    Effect.gen(function*() {
+      const headers = yield* Webhooks.sign(body, secret)
+      const recorded = []
+      for (const redacted of [false, true]) {
+        const { layer: tracing, spans } = yield* recordingTracer
+        const server = Http.createServer()
+        const served = HttpServer.serve(Webhooks.handler({ secrets: secret, handlers: {} }))
+        const WebhookServer = (redacted
+          ? served.pipe(Layer.locallyWith(Headers.currentRedactedNames, (names) => [...names, "x-fin-signature"]))
+          : served).pipe(Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" })))
+        const scope = yield* Scope.make()
+        yield* Layer.buildWithScope(WebhookServer.pipe(Layer.provide(tracing)), scope)
+        const { port } = server.address() as Net.AddressInfo
+        const status = yield* Effect.promise(() =>
+          fetch(`http://127.0.0.1:${port}/`, { method: "POST", body, headers }).then((response) => response.status)
+        )
+        yield* Scope.close(scope, Exit.void)
+        const span = (yield* spans).find((span) => span.name.startsWith("http.server"))
+        recorded.push([status, span?.attributes.get("http.request.header.x-fin-signature")])
+      }
+      expect(recorded).toEqual([[200, headers["x-fin-signature"]], [200, "<redacted>"]])
+    }))
 })

@@ -193,6 +193,12 @@ describe("Emulator", () => {
         expect(refreshed.status).toBe(200)
         const fresh = refreshed.json as Record<string, string>
         expect(fresh["access_token"]).not.toBe(token["access_token"])
+        // A refresh token stays usable until it expires, even after use (as the README says: the service's
+        // documentation says neither way).
+        const again = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", {
+          body: { refresh_token: token["refresh_token"] }
+        })
+        expect(again.status).toBe(200)
         const unknown = yield* call(emulator.url, "POST", "/v1/oauth/refresh-token", { body: { refresh_token: "nope" } })
         expect(unknown.status).toBe(401)
         expect(unknown.json).toEqual({ message: "Authentication failed" })
@@ -202,7 +208,7 @@ describe("Emulator", () => {
           body: { refresh_token: fresh["refresh_token"] }
         })
         expect(expired.status).toBe(401)
-        expect((yield* emulator.counters).tokensRefreshed).toBe(1)
+        expect((yield* emulator.counters).tokensRefreshed).toBe(2)
       }))
 
     it.scopedLive("each token does its own job: a refresh token is no bearer, an access token refreshes nothing", () =>
@@ -729,12 +735,15 @@ describe("Emulator", () => {
         yield* emulator.setFaults([
           { route: "POST /v1/oauth/token", kind: "latency", millis: 100 },
           { route: "*", kind: "latency", millis: 200 },
-          { route: "GET /v1/countries/{country_code}/subdivisions", kind: "latency", millis: 400 }
+          { route: "GET /v1/countries/{country_code}/subdivisions", kind: "latency", millis: 400 },
+          { route: "POST /v1/oauth/token", kind: "status", status: 503, times: 1 }
         ])
         const answer = yield* forkSleeping(call(emulator.url, "POST", "/v1/oauth/token", { body: {} }))
         expect(Chunk.toReadonlyArray(yield* TestClock.sleeps())).toEqual([300])
+        // Its faults were decided when it arrived: the rules cleared while it waits, it still gets its 503.
+        yield* emulator.clearFaults
         yield* TestClock.adjust("300 millis")
-        expect((yield* Fiber.join(answer)).status).toBe(422)
+        expect((yield* Fiber.join(answer)).status).toBe(503)
         // The shortest wait there is, 1 ms, is waited too (the sleeps are told as times: the clock is at 300 ms).
         yield* emulator.setFaults([{ kind: "latency", millis: 1 }])
         const short = yield* forkSleeping(call(emulator.url, "POST", "/v1/oauth/token", { body: {} }))
@@ -846,9 +855,17 @@ describe("Emulator", () => {
         expect((yield* call(second.url, "GET", "/v1/countries/USA/subdivisions", { token })).status).toBe(401)
       }))
 
-    it.scopedLive("closing the emulator ends stalled requests and frees the port", () =>
+    it.scopedLive("closing the emulator ends stalled requests and webhook deliveries, and frees the port", () =>
       Effect.gen(function*() {
-        const { inFlight, port } = yield* Effect.scoped(Effect.gen(function*() {
+        // A receiver that never answers.
+        let heard = 0
+        const stalled = Http.createServer(() => void heard++)
+        yield* Effect.acquireRelease(
+          Effect.async<void>((resume) => void stalled.listen(0, "127.0.0.1", () => resume(Effect.void))),
+          () => Effect.sync(() => (stalled.closeAllConnections(), stalled.close()))
+        )
+        const receiver = `http://127.0.0.1:${(stalled.address() as Net.AddressInfo).port}`
+        const { delivering, inFlight, port } = yield* Effect.scoped(Effect.gen(function*() {
           const emulator = yield* Emulator.make({ faults: [{ kind: "stall" }] })
           const inFlight = yield* Effect.fork(
             Effect.tryPromise(() => fetch(`${emulator.url}/v1/oauth/token`, { method: "POST", body: "{}" }))
@@ -856,10 +873,15 @@ describe("Emulator", () => {
           // Until the server has the request.
           while ((yield* emulator.counters).requests["POST /v1/oauth/token"] === 0) yield* Effect.sleep("5 millis")
           expect(yield* refused(emulator.port)).toBe(false)
-          return { inFlight, port: emulator.port }
+          // A webhook delivery waiting on a receiver that never answers: the emulator's closing fails it.
+          const delivering = yield* Effect.fork(Effect.flip(emulator.sendWebhook({ url: `${receiver}/hooks` })))
+          yield* eventually(Effect.sync(() => heard > 0), "the receiver has the delivery")
+          return { delivering, inFlight, port: emulator.port }
         }))
         expect(Exit.isFailure(yield* Fiber.await(inFlight))).toBe(true)
         expect(yield* refused(port)).toBe(true)
+        const failed = yield* Fiber.join(delivering).pipe(Effect.timeout("5 seconds"))
+        expect(failed.reason).toBe("WebhookDeliveryFailed")
       }))
   })
 

@@ -520,6 +520,21 @@ describe("RedisTokenStore", () => {
       expect(error.message).toMatch(/^Redis is not connected: .*ECONNREFUSED/)
       expect(logs.lines.filter((line) => line.includes("Redis is not reachable"))).toHaveLength(1)
       expect(logs.lines.join("\n")).toContain("ECONNREFUSED")
+      // A wrong password is said as Redis says it, in the warning and in each failure while it stays wrong.
+      const user = uniquePrefix("user").replace(/:/g, "-")
+      const admin = yield* redisClient
+      yield* Effect.promise(() => admin.call("ACL", "SETUSER", user, "on", ">right", "~*", "+@all"))
+      yield* Effect.addFinalizer(() => Effect.promise(() => admin.call("ACL", "DELUSER", user)))
+      const wrong = new URL(redisUrl)
+      wrong.username = user
+      wrong.password = "wrong"
+      const refused = yield* RedisTokenStore.make({ url: wrong.href, timeout: "200 millis" }).pipe(
+        Effect.provide(logs.layer)
+      )
+      expect((yield* Effect.flip(refused.get("k"))).message).toMatch(/^Redis is not connected: WRONGPASS /)
+      expect((yield* Effect.flip(refused.get("k"))).message).toMatch(/^Redis is not connected: WRONGPASS /)
+      expect(logs.lines.filter((line) => line.includes("Redis is not reachable"))).toHaveLength(2)
+      expect(logs.lines.join("\n")).toContain("WRONGPASS")
     }))
 
   it.scopedLive("redisOptions override the store's own client defaults: an offline queue, when asked for, is kept", () =>
