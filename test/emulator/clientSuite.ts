@@ -424,7 +424,10 @@ export const clientSuite = (name: string, httpClient: Layer.Layer<HttpClient.Htt
           expect(error).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", status: 200, requestId: "req-cut-1" })
           // Whether the reset or the closed socket is seen first depends on timing.
           expect(error.message).toMatch(
-            /^POST \/v1\/fee-calculation: could not read the body of the 200 response \((ECONNRESET|UND_ERR_SOCKET)\); the service did the call$/
+            new RegExp(
+              "^POST /v1/fee-calculation: could not read the body of the 200 response \\((ECONNRESET|UND_ERR_SOCKET)\\)" +
+                "; the service did the call$"
+            )
           )
         })))
 
