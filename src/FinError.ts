@@ -64,6 +64,11 @@ export class AuthenticationError extends Schema.TaggedError<AuthenticationError>
     message: Schema.String,
     /** The status of the refusing answer (401). */
     status: Schema.optional(Schema.Number),
+    /**
+     * The wait its `Retry-After` (or `retry-after-ms`) asked for: on the token route, no token request is sent before
+     * it has passed (`maxRetryAfter` at most), a service locking out credentials after failed attempts not asked again.
+     */
+    retryAfter: Schema.optional(Schema.Duration),
     ...callFields
   }
 ) {}

@@ -3,7 +3,7 @@
  * `refreshMargin` before expiry (through the refresh token while it is valid), one request in flight however many
  * callers wait. Failures are not cached, but for the wait an answer asked for (its `Retry-After`, `maxRetryAfter` at
  * most) and refused credentials (a 401, or another 4xx but 408 and 429, on the issue route: held for at least a second
- * whatever `maxRetryAfter` says, longer when a 4xx other than 401 asked a longer `Retry-After`): until that has
+ * whatever `maxRetryAfter` says, longer when the refusal asked a longer `Retry-After`): until that has
  * passed, no token request is sent, and a caller without a usable token fails at once with it.
  *
  * @since 0.1.0

@@ -1722,6 +1722,13 @@ describe("TokenProvider", () => {
       status: 429
     }))
 
+  // Credentials refused with a wait (a service locking them out after failed attempts): not asked again before it.
+  it.effect("a token fetch answered 401 with Retry-After: no other token request before its wait has passed", () =>
+    waitKept(FinTest.json(401, { message: "Locked out" }, { "retry-after": "120" }), {
+      _tag: "AuthenticationError",
+      status: 401
+    }))
+
   // Its body lost on the way (a TransportError with the answer's status): the wait it asked for is kept all the same.
   it.effect("a token fetch answered 429 whose body is lost: its Retry-After is kept all the same", () =>
     waitKept(FinTest.failBody("ECONNRESET", 429, { "retry-after": "120" }), {

@@ -590,6 +590,7 @@ const statusError = (
     return new AuthenticationError({
       message: `Authentication failed (401) on ${spec.operation}${message ? `: ${message}` : ""}`,
       status,
+      ...(retryAfter ? { retryAfter } : {}),
       ...common
     }, TRUSTED)
   }

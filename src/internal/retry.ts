@@ -99,7 +99,8 @@ export const worthALaterTry = (error: FinError): boolean =>
 
 /** The wait the service asked for, if any. */
 export const retryAfterOf = (error: Retried | FinError): Duration.Duration | undefined =>
-  error._tag === "RateLimitError" || error._tag === "ApiError" || error._tag === "TransportError"
+  error._tag === "RateLimitError" || error._tag === "ApiError" || error._tag === "TransportError" ||
+    error._tag === "AuthenticationError"
     ? error.retryAfter
     : undefined
 
@@ -112,6 +113,8 @@ export const withRetryAfter = (error: FinError, retryAfter: Duration.Duration): 
       return new ApiError({ ...error, message: error.message, retryAfter })
     case "TransportError":
       return new TransportError({ ...error, message: error.message, retryAfter })
+    case "AuthenticationError":
+      return new AuthenticationError({ ...error, message: error.message, retryAfter })
     default:
       return error
   }
