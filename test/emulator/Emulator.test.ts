@@ -1361,6 +1361,12 @@ describe("Emulator", () => {
         expect(yield* bad("/__emulator/faults", { faults: [{ kind: "latency", millis: -1 }] })).toContain(
           "faults[0].millis"
         )
+        // `LatencyFaultRule`: "up to 600,000" milliseconds, that one included.
+        expect(yield* bad("/__emulator/faults", { faults: [{ kind: "latency", millis: 600_001 }] })).toContain(
+          "faults[0].millis: a whole number of milliseconds up to 600000"
+        )
+        yield* emulator.setFaults([{ kind: "latency", millis: 600_000, times: 1 }])
+        yield* emulator.clearFaults
         // `times` counts injections: 0 would be a rule that never acts.
         expect(yield* bad("/__emulator/faults", { faults: [{ kind: "stall", times: 0 }] })).toContain(
           "faults[0].times: a whole number greater than 0"
@@ -1369,6 +1375,12 @@ describe("Emulator", () => {
         expect(yield* bad("/__emulator/webhooks", { url: "ftp://x" })).toContain("url: an absolute http(s) URL")
         expect(yield* bad("/__emulator/webhooks", { beneficiaryId: "nope" })).toContain("beneficiaryId")
         expect(yield* bad("/__emulator/webhooks", {})).toContain("No webhook target")
+        // The reason `EmulatorError` documents for it, which a program matches on.
+        expect(yield* Effect.flip(emulator.sendWebhook())).toMatchObject({
+          _tag: "EmulatorError",
+          reason: "WebhookNotRegistered",
+          message: "No webhook target: pass a url (or register one first)"
+        })
         // An https target is one too (a receiver behind TLS).
         const https = { url: "https://127.0.0.1:1/hooks", send: false }
         const registered = yield* call(emulator.url, "POST", "/__emulator/webhooks", { body: https })
