@@ -196,8 +196,11 @@ export interface RecordedRequest {
 export type Reply =
   | {
     readonly _tag: "Respond"
+    /** The answer's status (200-599). */
     readonly status: number
+    /** The body's text, sent as it is (`json` writes it). */
     readonly body: string
+    /** The answer's headers (`json` adds `content-type: application/json` unless given one). */
     readonly headers: Readonly<Record<string, string>>
     /** The body never finishes (headers are sent). */
     readonly stallBody: boolean

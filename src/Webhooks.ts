@@ -471,6 +471,7 @@ export const verifySignature = (
  */
 export type SignedHeaders = {
   readonly "content-type": "application/json"
+  /** The hex HMAC of the body's bytes, in lower case. */
   readonly "x-fin-signature": string
   readonly "x-fin-signature-algorithm": Algorithm
 }
@@ -1301,6 +1302,7 @@ export const verify = (
  * @category models
  */
 export interface VerifiedDelivery {
+  /** The event, decoded (as `verify` gives it). */
   readonly event: WebhookEvent
   /** The position, in `secrets`, of the secret the delivery was signed with (as the handler's `Delivery.secret`). */
   readonly secret: number

@@ -107,7 +107,9 @@ export const FaultRule: Schema.Schema<FaultRule, typeof model.FaultRule.Encoded>
  * @category models
  */
 export interface InjectedFault {
+  /** The rule, as it was set. */
   readonly rule: FaultRule
+  /** How many requests it fired on. */
   readonly injected: number
 }
 
