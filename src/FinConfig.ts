@@ -20,6 +20,7 @@ import * as OptionNames from "./internal/optionNames.js"
 import * as Padded from "./internal/padded.js"
 import * as Printable from "./internal/printable.js"
 import { version } from "./internal/version.js"
+import * as Wiped from "./internal/wiped.js"
 
 /**
  * What a user passes to `FinClient.layer`. Every field but the credentials has a default.
@@ -44,7 +45,7 @@ export interface Options {
   /**
    * Overrides `environment` (a proxy, the emulator), but not with the other environment's address when `environment`
    * is given too (a `ConfigError`); https required unless the host is loopback; no credentials, query, fragment or
-   * port 0; not the service's address with `/v1` as its path (the routes add it; a gateway's `/payments/v1` is taken).
+   * port 0; no path of `/v1` alone, whatever the host (the routes add it; a gateway's `/payments/v1` is taken).
    * Blanks and a newline around it are dropped (as `new URL` drops them); a no-break or zero-width space is refused.
    */
   readonly baseUrl?: string | undefined
@@ -242,15 +243,8 @@ const checked = <A>(
   return broken === undefined ? Either.right(value) : Either.left(invalid(path, broken[1]))
 }
 
-// The secret's value; undefined for a `Redacted` wiped (`Redacted.unsafeWipe`: a layer built again after a shutdown
-// that wiped it), which `Redacted.value` would throw for: refused as no secret, a `ConfigError`, not a defect.
-const secretText = (secret: Redacted.Redacted<string>): unknown => {
-  try {
-    return Redacted.value(secret)
-  } catch {
-    return undefined
-  }
-}
+// The secret's value; undefined for a `Redacted` wiped: refused as no secret, a `ConfigError`, not a defect.
+const secretText = Wiped.valueOf
 
 // Every option checked on its own, so that all problems are told at once, not one per attempt. `environment` is
 // checked apart from the base URL it picks: a base URL given (which overrides it) is checked whatever it is.
@@ -542,8 +536,9 @@ const toOptions = ({ clientId, clientSecret, ...rest }: Partial<EnvValues>): Opt
  * a value it reads is checked where the options are resolved, and a problem then names the option (`maxRetries`);
  * `optionsFromEnv` (and `FinClient.layerFromEnv`) checks them, naming the variable.
  * Under a nested `ConfigProvider` (effect 3.22), which reads every value as a list, a value holding a comma fails the
- * whole read with a `MissingData` naming no variable ("The element at index 1 in a sequence ... was missing");
- * `optionsFromEnv` names it.
+ * whole read: with a `MissingData` naming no variable ("The element at index 1 in a sequence ... was missing"), or,
+ * when a piece does not read (`FIN_TIMEOUT=1,500 millis`), an `InvalidData` about that piece; `optionsFromEnv` names
+ * it.
  *
  * @since 0.1.0
  * @category config

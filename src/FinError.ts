@@ -52,7 +52,8 @@ export class RequestValidationError extends Schema.TaggedError<RequestValidation
 }) {}
 
 /**
- * The service refused the credentials or the token (401), after the single refresh-and-retry.
+ * The service refused the credentials (a 401 from the token call, at once) or the token (a 401 again after the single
+ * refresh-and-retry).
  *
  * @since 0.1.0
  * @category errors
@@ -154,7 +155,8 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
  * Retried (on a call that is), except a connection refused for its setup, which waiting cannot mend: a TLS handshake
  * refused on its certificate or for want of a common protocol, or an egress proxy's 4xx but 408 and 429 (its `code`:
  * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...), nor a platform client closed with its
- * layer's scope (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`).
+ * layer's scope (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`), nor a body lost after a status that is not retried when read
+ * whole (a `BodyReadFailed` whose `status` is a 4xx but 408 and 429, a 3xx or a 501: its head already refused).
  *
  * @since 0.1.0
  * @category errors

@@ -42,6 +42,7 @@ import * as Monotonic from "./internal/monotonic.js"
 import * as Outage from "./internal/outage.js"
 import * as Retry from "./internal/retry.js"
 import * as Timestamps from "./internal/timestamp.js"
+import * as Wiped from "./internal/wiped.js"
 import * as TokenStore from "./TokenStore.js"
 
 /**
@@ -1343,7 +1344,8 @@ export const layer: Layer.Layer<TokenProvider, never, FinConfig.FinConfig | Http
 export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.Layer<TokenProvider> =>
   Layer.sync(TokenProvider, () => {
     const redacted = Redacted.isRedacted(token) ? token as Redacted.Redacted<string> : Redacted.make(token)
-    const value: unknown = Redacted.value(redacted)
+    // A Redacted wiped holds no token: refused as one that cannot be sent, not with `Redacted.value`'s own Error.
+    const value = Wiped.valueOf(redacted)
     if (typeof value !== "string" || !BEARER.test(value)) {
       // Not quoted: it may be a real token.
       throw new Cause.IllegalArgumentException(

@@ -51,6 +51,7 @@ import * as Redact from "./internal/redact.js"
 import * as Signature from "./internal/signatureHeaders.js"
 import * as Spans from "./internal/spans.js"
 import * as Timestamps from "./internal/timestamp.js"
+import * as Wiped from "./internal/wiped.js"
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Signature headers and algorithms
@@ -267,12 +268,8 @@ const listsOfOne = new WeakMap<Redacted.Redacted<string>, SecretList>()
 const textOf = (secret: unknown): string | undefined => {
   if (typeof secret === "string") return secret
   if (!Redacted.isRedacted(secret)) return undefined
-  try {
-    const value: unknown = Redacted.value(secret)
-    return typeof value === "string" ? value : undefined
-  } catch {
-    return undefined
-  }
+  const value = Wiped.valueOf(secret)
+  return typeof value === "string" ? value : undefined
 }
 
 const notASecret: SecretList = { keys: [], matched: [], padded: false, notText: true }

@@ -103,7 +103,7 @@ describe("FinConfig", () => {
     Effect.gen(function*() {
       // Else "http://127.0.0.1:4010/v1" sends POST /v1/v1/oauth/token, reported as a 404 on POST /v1/oauth/token.
       expect(yield* configError({ ...base, baseUrl: "http://127.0.0.1:4010/v1" })).toContain(
-        "baseUrl must not be the service's address with /v1: the routes add it (give http://127.0.0.1:4010)"
+        "baseUrl must not have /v1 as its path: the routes add it (give http://127.0.0.1:4010)"
       )
       expect(yield* configError({ ...base, baseUrl: "https://sandbox.api.fin.com/V1/" })).toContain("(give https://sandbox.api.fin.com)")
       // A gateway's own prefix may end so (mapped onto the service's root); nor is another segment the version.

@@ -1098,18 +1098,24 @@ describe("TokenProvider", () => {
       }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.json(status, body) })), { discard: true }))
 
   // A refusal's own Retry-After asking less than the second (0, a date past; or any, with a maxRetryAfter of 0) does
-  // not end the hold: a refusal is not a wait the service asked for. Its error tells the hold that is left.
-  it.effect("a refusal asking a shorter Retry-After is still held for the second", () =>
-    Effect.forEach([["0", {}], ["5", { maxRetryAfter: "0 seconds" }]] as const, ([retryAfter, options]) =>
+  // not end the hold: a refusal is not a wait the service asked for. One asking more is kept, `maxRetryAfter` at most.
+  // Its error tells the hold that is left.
+  it.effect("a refusal asking a shorter Retry-After is still held for the second; a longer one is kept", () =>
+    Effect.forEach([
+      ["0", {}, 1000],
+      ["5", { maxRetryAfter: "0 seconds" }, 1000],
+      ["30", {}, 30_000],
+      ["30", { maxRetryAfter: "10 seconds" }, 10_000]
+    ] as const, ([retryAfter, options, held]) =>
       Effect.gen(function*() {
         const waits: Array<number | undefined> = []
         for (let i = 0; i < 3; i++) {
           const error = yield* Effect.flip(getToken)
           expect(error).toMatchObject({ _tag: "ApiError", status: 403 })
           waits.push(error._tag === "ApiError" && error.retryAfter ? Duration.toMillis(error.retryAfter) : undefined)
-          yield* advance(300)
+          yield* advance(held === 1000 ? 300 : 3000)
         }
-        expect(waits).toEqual([1000, 700, 400])
+        expect(waits).toEqual(held === 1000 ? [1000, 700, 400] : [held, held - 3000, held - 6000])
         expect(yield* count("POST /v1/oauth/token")).toBe(1)
       }).pipe(provideClient({
         "POST /v1/oauth/token": () => FinTest.json(403, { message: "invalid_client" }, { "retry-after": retryAfter })
@@ -1392,7 +1398,11 @@ describe("TokenProvider", () => {
     }).pipe(Effect.provide(TokenProvider.layerStatic("static"))))
 
   it("layerStatic refuses a token that could not be sent as a bearer: its build dies, the token not quoted", () => {
-    for (const token of ["", " ", "two words", "tok\n", Redacted.make("tab\there"), Redacted.make(42 as unknown as string)]) {
+    // A Redacted wiped (`Redacted.unsafeWipe`, a layer built again after a shutdown that wiped it) holds no token either.
+    const wiped = Redacted.make("static")
+    Redacted.unsafeWipe(wiped)
+    const refused = ["", " ", "two words", "tok\n", Redacted.make("tab\there"), Redacted.make(42 as unknown as string), wiped]
+    for (const token of refused) {
       const defect = defectOf(TokenProvider.layerStatic(token))
       expect(defect, String(token)).toEqual(illegalArgument(
         "effect-fin: TokenProvider.layerStatic: the token is not one of visible ASCII characters, 1 or more (no spaces)"

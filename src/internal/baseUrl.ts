@@ -47,7 +47,7 @@ export const parse = (input: string): Either.Either<string, ConfigError.ConfigEr
   // alone: a gateway's own prefix may end so ("/payments/v1", mapped onto the service's root).
   if (path.toLowerCase() === "/v1") {
     return Either.left(invalid(
-      `baseUrl must not be the service's address with /v1: the routes add it (give ${url.origin})`
+      `baseUrl must not have /v1 as its path: the routes add it (give ${url.origin})`
     ))
   }
   return Either.right(url.origin + path)
