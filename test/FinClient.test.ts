@@ -5,11 +5,13 @@ import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import type * as MetricState from "effect/MetricState"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -595,9 +597,10 @@ describe("FinClient", () => {
       const make = FinClient.make({ clientId: "alice", clientSecret: "a", baseUrl: "http://127.0.0.1:1" })
       const used = yield* Effect.scoped(Effect.tap(make, (client) => client.fees.calculate(quoteRequest)))
       const unused = yield* Effect.scoped(make)
+      const listed = yield* Effect.scoped(Effect.tap(make, (client) => client.subdivisions.list("CAN")))
       const http = yield* FinTest.InMemoryHttp
       const before = (yield* http.requests).length
-      for (const client of [used, unused]) {
+      for (const client of [used, unused, listed]) {
         const calls: ReadonlyArray<Effect.Effect<unknown, unknown>> = [
           client.fees.calculate(quoteRequest),
           client.subdivisions.list("USA"),
@@ -607,9 +610,21 @@ describe("FinClient", () => {
           const exit = yield* Effect.exit(call)
           expect(Exit.isInterrupted(exit)).toBe(true)
         }
+        // As the README says: a request its validation refuses is still refused as such, not interrupted.
+        const lowerCase: string = "usd"
+        const refused = client.fees.calculate({ ...quoteRequest, source_currency: lowerCase })
+        expect(Either.getLeft(yield* Effect.either(refused)).pipe(Option.map((e) => e._tag))).toEqual(
+          Option.some("RequestValidationError")
+        )
       }
+      // And an answer it already holds is still given.
+      expect((yield* listed.subdivisions.list("CAN")).source).toBe("api")
       expect((yield* http.requests).length).toBe(before)
-    }).pipe(Effect.provide(FinTest.layerHttpClient(routes))))
+    }).pipe(Effect.provide(FinTest.layerHttpClient({
+      ...routes,
+      "GET /v1/countries/CAN/subdivisions": () =>
+        FinTest.json(200, { data: { subdivisions: [{ code: "CA-ON", name: "Ontario" }] } })
+    }))))
 
   // A call in flight when its client's scope closes (`ManagedRuntime.dispose()` does not interrupt the fibers it ran)
   // ends at once as an interruption, as a call on a closed client does, and sends nothing more: its wait for a retry

@@ -3,6 +3,7 @@ import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { runBundlesBench } from "../bench/bundles.js"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const readme = readFileSync(join(root, "README.md"), "utf8")
@@ -35,6 +36,23 @@ describe("README", () => {
       .filter((file) => file.endsWith(".ts") && !notCore.test(file.replaceAll("\\", "/")))
     expect(files.length).toBeGreaterThan(20)
     expect(files.filter((file) => client.test(readFileSync(join(root, "src", file), "utf8")))).toEqual([])
+  })
+
+  // Install: what effect-fin adds to a bundle, as `npm run bench:bundles` measures it (esbuild, in memory: a second).
+  it("gives the bundle sizes bench/bundles.ts measures, each within 5%", async () => {
+    const [, snapshot, client, feePath] = (
+      /\(about (\d+) KB of the (\d+) KB effect-fin adds[\s\S]*?the fee path alone, about (\d+) KB/.exec(readme) ?? []
+    ).map(Number)
+    const [fees, whole] = await runBundlesBench()
+    const figures: ReadonlyArray<readonly [string, number | undefined, number]> = [
+      ["the fee path alone", feePath, fees!.bytes],
+      ["FinClient", client, whole!.bytes],
+      ["its snapshot", snapshot, whole!.snapshotBytes]
+    ]
+    for (const [name, said, bytes] of figures) {
+      expect(Math.abs((said ?? 0) * 1000 - bytes) / bytes, `${name}: README ${said} KB, measured ${bytes} B`)
+        .toBeLessThanOrEqual(0.05)
+    }
   })
 
   // `npm install ioredis@N` must install beside @effect/platform-node, whose @effect/experimental has ioredis as a peer.

@@ -94,7 +94,9 @@ describe("Retry.isSetupRefusal", () => {
       "ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR",
       "ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC",
       "EPROTO",
-      // A proxy that could not reach the service, or timed out, or asks to slow down.
+      // A proxy that closed the connection before answering CONNECT (README: retried), could not reach the service,
+      // or timed out, or asks to slow down.
+      "PROXY_TUNNEL_CLOSED",
       "PROXY_TUNNEL_502",
       "PROXY_TUNNEL_408",
       "PROXY_TUNNEL_429"
