@@ -235,10 +235,11 @@ const refreshFailedToo = (refresh: FinError): string => {
 
 // The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is
 // refused again. On the refresh route, the refresh token; on the issue route, the client's credentials (OAuth servers
-// answer 400 `invalid_client` too).
+// answer 400 `invalid_client` too); its page lost on the way too (a TransportError with its status): the head refused.
 const isRefusal = (error: FinError): boolean =>
   error._tag === "AuthenticationError" ||
-  (error._tag === "ApiError" && error.status >= 400 && error.status < 500 && !Retry.isRetryable(error))
+  ((error._tag === "ApiError" || error._tag === "TransportError") && error.status !== undefined &&
+    error.status >= 400 && error.status < 500 && !Retry.isRetryable(error))
 
 // How many refused access tokens a provider remembers.
 const MAX_REFUSED = 16
@@ -674,10 +675,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // Whether a fetch whose refresh failed with `e` and whose issue then failed with `f` fails with `e`: the refresh
     // asked a wait and the issue none, and, when the issue refused the credentials, a wait (as it is held) not
-    // shorter than the refusal's hold.
+    // shorter than the refusal's hold. Never a refused refresh token (a 401 with `Retry-After`): it says nothing of the
+    // issue route, whose own failure (an outage, refused credentials and their hint) is the fetch's.
     const keepsRefreshWait = (e: FinError, f: FinError): boolean => {
       const held = heldWait(e)
-      return held !== undefined && Retry.retryAfterOf(f) === undefined &&
+      return held !== undefined && !isRefusal(e) && Retry.retryAfterOf(f) === undefined &&
         (!isRefusal(f) || Duration.greaterThanOrEqualTo(held, REFUSED_CREDENTIALS_HOLD))
     }
 
@@ -1062,9 +1064,14 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // `maxRetryAfter` say: it is not a wait the service asked for. A copy of a kept refusal holds for what its
         // sender had left, not a whole second again (copies handed back and forth would otherwise hold both processes
         // for ever); one that does not say is not held.
+        // A copy of a refusal that asked a wait carries what its sender had left as `retryAfter`: held for that, up to
+        // the second, whatever `maxRetryAfter` (as a refusal is).
         const capped = heldWait(failure)
+        const asked = Retry.retryAfterOf(failure)
         const hold = copies.has(failure)
-          ? capped ?? copyLeft.get(failure)
+          ? isRefusal(failure) && capped !== undefined && asked !== undefined
+            ? Duration.max(capped, Duration.min(asked, REFUSED_CREDENTIALS_HOLD))
+            : capped ?? copyLeft.get(failure)
           : isRefusal(failure)
           ? Duration.max(capped ?? Duration.zero, REFUSED_CREDENTIALS_HOLD)
           : capped

@@ -39,7 +39,7 @@ const call = { operation: "POST /v1/fee-calculation", attempts: 2, requestId: "r
 
 const examples: ReadonlyArray<FinError> = [
   new RequestValidationError({ message: "bad", issues: [new Issue({ path: "source_amount", expected: "a number" })] }),
-  new AuthenticationError({ message: "401", status: 401, ...call }),
+  new AuthenticationError({ message: "401", status: 401, retryAfter: Duration.seconds(30), ...call }),
   new ApiError({
     status: 503,
     message: "busy",

@@ -757,8 +757,10 @@ describe("TokenProvider", () => {
     "past the token's lifetime": Effect.zipRight(tokenValue, advance(HOUR)),
     "after an invalidation (store cleared)": Effect.flatMap(TokenProvider.TokenProvider, (p) => Effect.flatMap(p.get, p.invalidate))
   }
-  for (const [when, due] of Object.entries(refreshDue)) {
-    it.effect(`${when}, a refused refresh token is not tried again when the issue after it failed too`, () =>
+  // Its 401 asking a wait (an AuthenticationError's `retryAfter`) changes nothing: the issue's error is the fetch's.
+  const refusals = { "": {}, " with Retry-After": { "retry-after": "120" } }
+  for (const [when, due] of Object.entries(refreshDue)) for (const [asked, retryAfter] of Object.entries(refusals)) {
+    it.effect(`${when}, a refused refresh token${asked} is not tried again when the issue after it failed too`, () =>
       Effect.gen(function*() {
         yield* due
         const failed = yield* Effect.fork(Effect.flip(tokenValue))
@@ -774,7 +776,7 @@ describe("TokenProvider", () => {
           // The first issue, then three failing attempts, then the service is back.
           return (request) => (++calls >= 2 && calls <= 4 ? FinTest.json(503, { message: "down" }) : tokens(request))
         })(),
-        "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" })
+        "POST /v1/oauth/refresh-token": () => FinTest.json(401, { message: "Authentication failed" }, retryAfter)
       })))
   }
 
@@ -1073,6 +1075,23 @@ describe("TokenProvider", () => {
           refusing ? FinTest.json(status, { message: "invalid_client" }) : tokens(request)
       }, { maxRetryAfter: "0 seconds" }))
     }, { discard: true }))
+
+  // Its page lost on the way (a TransportError with the answer's status): still a refusal, its head said so; neither
+  // retried nor sent again on every call.
+  it.effect("a 400 or 403 whose body was lost is a refusal held for a second too", () =>
+    Effect.forEach([400, 403], (status) =>
+      Effect.gen(function*() {
+        for (let i = 0; i < 3; i++) {
+          expect(yield* Effect.flip(getToken)).toMatchObject({ _tag: "TransportError", reason: "BodyReadFailed", status })
+          yield* advance(300)
+        }
+        expect(yield* count("POST /v1/oauth/token")).toBe(1)
+        yield* advance(100)
+        yield* Effect.flip(getToken)
+        expect(yield* count("POST /v1/oauth/token")).toBe(2)
+      }).pipe(provideClient({ "POST /v1/oauth/token": () => FinTest.failBody("ECONNRESET", status) })), {
+      discard: true
+    }))
 
   // What to check is said when the answer names the credentials (`invalid_client`, as OAuth servers write it: its
   // `error` field, kept as the error's code), not for any 400 or 403 (a gateway's, an address not allowed).

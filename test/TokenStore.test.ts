@@ -1376,25 +1376,38 @@ describe("TokenStore", () => {
   // A's credentials are refused at 0 s; at 0.9 s A fails a call from its hold (no request) while B waits on A's lock:
   // B takes that copy, held for what A had left (0.1 s), not a whole second again. Copies handed back and forth would
   // otherwise hold both processes for as long as their calls alternate, after the credentials were fixed.
-  it.scoped("a copy of a held refusal holds the process it is shared with only for what was left of it", () => {
-    const memory = TokenStore.makeMemory()
-    const slowUnlock = unlockingAfter(memory, "200 millis")
-    const rig = keptAnswerRig([() => FinTest.json(401, { message: "invalid client" })], { maxRetries: 0 })
-    return Effect.gen(function*() {
-      const a = yield* rig.client(slowUnlock)
-      const b = yield* rig.client(memory)
-      const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
-      expect(Either.isLeft(first) && first.left._tag).toBe("AuthenticationError")
-      yield* advance(900)
-      for (const result of yield* aThenBOnItsLock(a, b, 3)) {
-        expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
-      }
-      expect(rig.tokenRequests()).toBe(1)
-      yield* advance(300)
-      expect(Either.isRight(yield* calculateOn(b))).toBe(true)
-      expect(rig.tokenRequests()).toBe(2)
-    }).pipe(fixedRandom)
-  })
+  // So with a 401 that asked a wait (its copy carries the 0.1 s left as `retryAfter`) under `maxRetryAfter: 0`, which
+  // does not shorten a refusal's hold.
+  const refusals: ReadonlyArray<readonly [string, Record<string, string>, Partial<FinConfig.Options>]> = [
+    ["", {}, {}],
+    [" (a 401 asking 120 s, maxRetryAfter 0)", { "retry-after": "120" }, { maxRetryAfter: "0 seconds" }]
+  ]
+  for (const [asked, headers, options] of refusals) {
+    const name = `a copy of a held refusal holds the process it is shared with only for what was left of it${asked}`
+    it.scoped(name, () => {
+      const memory = TokenStore.makeMemory()
+      const slowUnlock = unlockingAfter(memory, "200 millis")
+      const refused = () => FinTest.json(401, { message: "invalid client" }, headers)
+      const rig = keptAnswerRig([refused], { maxRetries: 0, ...options })
+      return Effect.gen(function*() {
+        const a = yield* rig.client(slowUnlock)
+        const b = yield* rig.client(memory)
+        const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
+        expect(Either.isLeft(first) && first.left._tag).toBe("AuthenticationError")
+        yield* advance(900)
+        for (const result of yield* aThenBOnItsLock(a, b, 3)) {
+          expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
+        }
+        // Held, not merely failed once: B's next call, at once, sends nothing either.
+        const again = yield* calculateOn(b)
+        expect(Either.isLeft(again) && again.left._tag).toBe("AuthenticationError")
+        expect(rig.tokenRequests()).toBe(1)
+        yield* advance(300)
+        expect(Either.isRight(yield* calculateOn(b))).toBe(true)
+        expect(rig.tokenRequests()).toBe(2)
+      }).pipe(fixedRandom)
+    })
+  }
 
   // The same, with the record B reads telling a hold left of days (written by someone else: a store has no MAC without
   // its encryption key): B is held no longer than a refusal is, a second.
