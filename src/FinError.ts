@@ -156,7 +156,8 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
  * refused on its certificate or for want of a common protocol, or an egress proxy's 4xx but 408 and 429 (its `code`:
  * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...), nor a platform client closed with its
  * layer's scope (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`), nor a body lost after a status that is not retried when read
- * whole (a `BodyReadFailed` whose `status` is a 4xx but 408 and 429, a 3xx or a 501: its head already refused).
+ * whole (a `BodyReadFailed` whose `status` is a 4xx but 408 and 429, a 3xx or a 5xx but 500 and 502-504: its head
+ * already refused).
  *
  * @since 0.1.0
  * @category errors

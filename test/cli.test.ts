@@ -457,7 +457,7 @@ describe("effect-fin (offline commands)", () => {
     )
     expect(unknown.code).toBe(1)
     expect(unknown.stderr.trim()).toBe(
-      "effect-fin: WebhookVerificationError: the signature algorithm is not one of sha256, sha384, sha512"
+      "effect-fin: WebhookVerificationError: --algorithm is not one of sha256, sha384, sha512"
     )
     const noSecret = await cli(["webhook", "verify", "--signature", "00"], {}, body)
     expect(noSecret.stderr.trim()).toBe("effect-fin: ConfigError: FIN_WEBHOOK_SECRET is not set")
@@ -623,7 +623,7 @@ describe("effect-fin (offline commands)", () => {
       [["--signature", "zz"], "--signature is not a hex sha256 digest"],
       [["--signature", "00".repeat(32), "--algorithm", "sha512"], "--signature is not a hex sha512 digest"],
       [["--signature", "00,11"], "--signature is repeated (a list, or values joined with a comma)"],
-      [["--signature", "00".repeat(32), "--algorithm", "md5"], "the signature algorithm is not one of sha256, sha384, sha512"],
+      [["--signature", "00".repeat(32), "--algorithm", "md5"], "--algorithm is not one of sha256, sha384, sha512"],
       [["--signature", ""], "--signature is missing"]
     ] as const) {
       // Standard input left open, as a terminal's: the command must not wait for a body it will refuse anyway.

@@ -30,6 +30,7 @@ import {
   SnapshotMeta,
   writeFilesAtomically
 } from "../scripts/lib/snapshot.js"
+import * as Emulator from "../src/emulator/Emulator.js"
 
 const inputs = "data/iso-codes-4.20"
 const read = (path: string) => Fs.readFile(path, "utf8")
@@ -98,12 +99,12 @@ const brokenSource = (broken: string) =>
     return dir
   })
 
-const script = (args: ReadonlyArray<string>) =>
+const script = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(
       Path.resolve("node_modules/.bin/tsx"),
       ["scripts/snapshot-subdivisions.ts", ...args],
-      { env: { ...process.env, SOURCE_DATE_EPOCH: "" } },
+      { env: { ...process.env, SOURCE_DATE_EPOCH: "", ...env } },
       (error, stdout, stderr) =>
         resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr })
     )
@@ -946,7 +947,7 @@ describe("snapshot-subdivisions", () => {
     })
 
     // The real script in child processes: exit codes as a CI job sees them.
-    it.live("exits 0 when up to date, 1 on differences under --check, 2 on usage errors and bad sources", () =>
+    it.scopedLive("exits 0 when up to date, 1 on differences under --check, 2 on usage errors and bad sources", () =>
       Effect.gen(function*() {
         const fresh = yield* tempDir()
         yield* run(options(fresh))
@@ -960,13 +961,21 @@ describe("snapshot-subdivisions", () => {
         const target = yield* tempDir()
         yield* run(options(target))
         const before = yield* readAll(target)
+        // An API that lists nothing for a country, asked into an empty --out: measured against the committed data/.
+        const emulator = yield* Emulator.make({ subdivisions: { USA: [] } })
+        const empty = yield* tempDir()
+        const credentials = {
+          FIN_CLIENT_ID: emulator.credentials.clientId,
+          FIN_CLIENT_SECRET: emulator.credentials.clientSecret
+        }
 
-        const [upToDate, differs, noArgs, malformed] = yield* Effect.promise(() =>
+        const [upToDate, differs, noArgs, malformed, emptied] = yield* Effect.promise(() =>
           Promise.all([
             script([...source, "--out", fresh, "--check"]),
             script([...source, "--out", stale, "--check"]),
             script([]),
-            script(["--from-iso-codes", broken, "--source-version", "x", "--out", target])
+            script(["--from-iso-codes", broken, "--source-version", "x", "--out", target]),
+            script(["--from-api", "--base-url", emulator.url, "--out", empty, "--dry-run"], credentials)
           ])
         )
         expect(upToDate.code).toBe(0)
@@ -980,6 +989,8 @@ describe("snapshot-subdivisions", () => {
         expect(malformed.stderr).toContain("iso_3166-2.json: invalid data: 3166-2[0].code: expected")
         expect(malformed.stderr).toContain("Nothing was written.")
         expect(yield* readAll(target)).toEqual(before)
+        expect(emptied.code).toBe(2)
+        expect(emptied.stderr).toContain("for 1 country (USA) that the committed snapshot (none is in the output")
       }))
   })
 })

@@ -47,8 +47,9 @@ export const isSetupRefusal = (error: FinError | Retried): boolean =>
   error._tag === "TransportError" && error.code !== undefined &&
   (SystemCodes.isSetupRefusal(error.code) || SystemCodes.isClientClosed(error.code))
 
-// A body lost after the head of an answer that is not retried when read whole (a 4xx but 408 and 429, a 3xx, a 501):
-// its status says what the lost page was, and a refusal does not turn into an outage because its page was cut.
+// A body lost after the head of an answer that is not retried when read whole (a 4xx but 408 and 429, a 3xx, a 5xx but
+// 500 and 502-504): its status says what the lost page was, and a refusal does not turn into an outage because its
+// page was cut.
 const refusedWhenCut = (status: number | undefined): boolean =>
   status !== undefined && (status < 200 || status > 299) && !RETRYABLE_STATUS.has(status)
 

@@ -128,7 +128,7 @@ export const check = (
     : algorithmValue.trim().toLowerCase()
   if (!isAlgorithm(algorithm)) {
     return Either.left(
-      fail("unsupported_algorithm", `the signature algorithm is not one of ${algorithms.join(", ")}`)
+      fail("unsupported_algorithm", `${names.algorithm} is not one of ${algorithms.join(", ")}`)
     )
   }
   const hex = signature.trim()
