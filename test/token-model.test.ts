@@ -48,7 +48,7 @@ type TokenAnswer =
     readonly delayMs: number
     readonly envelope: "top" | "data"
   }
-  | { readonly kind: "unauthorized" }
+  | { readonly kind: "unauthorized"; readonly retryAfterS: number | undefined }
   | { readonly kind: "refusal"; readonly status: 400 | 403 }
   | { readonly kind: "transient"; readonly status: number; readonly retryAfterS: number | undefined }
   | { readonly kind: "reset" }
@@ -85,7 +85,12 @@ const okArb: FastCheck.Arbitrary<TokenAnswer> = FastCheck.record({
 
 const tokenAnswerArb: FastCheck.Arbitrary<TokenAnswer> = FastCheck.oneof(
   { weight: 6, arbitrary: okArb },
-  { weight: 2, arbitrary: FastCheck.constant<TokenAnswer>({ kind: "unauthorized" }) },
+  {
+    weight: 2,
+    // A service locking the credentials out may say for how long.
+    arbitrary: FastCheck.option(FastCheck.constantFrom(0, 2, 120), { nil: undefined, freq: 3 })
+      .map((retryAfterS): TokenAnswer => ({ kind: "unauthorized", retryAfterS }))
+  },
   {
     weight: 1,
     arbitrary: FastCheck.constantFrom(400 as const, 403 as const).map((status): TokenAnswer => ({
@@ -222,7 +227,11 @@ const replyOf = (
         Duration.millis(answer.delayMs)
       )
     case "unauthorized":
-      return Effect.succeed(FinTest.json(401, { message: "Unauthenticated." }))
+      return Effect.succeed(FinTest.json(
+        401,
+        { message: "Unauthenticated." },
+        answer.retryAfterS === undefined ? {} : { "retry-after": String(answer.retryAfterS) }
+      ))
     case "refusal":
       return Effect.succeed(FinTest.json(answer.status, { message: "invalid_client" }))
     case "transient":
@@ -452,14 +461,16 @@ const problemsOf = (c: Case, run: Run): ReadonlyArray<string> => {
   }
 
   // README: "one second after the service refused the client's credentials, a 401 or another 4xx but 408 and 429 on
-  // `POST /v1/oauth/token`, whatever `maxRetryAfter` [...]: until it has passed, no token request is sent".
+  // `POST /v1/oauth/token`, whatever `maxRetryAfter` [...] longer when the refusal asked a longer `Retry-After`, a
+  // 401's too: until it has passed, no token request is sent".
   // And "for the wait its last answer asked for (its `Retry-After` [...] `maxRetryAfter` at most [...])": an issue
   // answer asking more than `maxRetryAfter` ends its fetch, and its wait is kept for `maxRetryAfter`.
   run.tokens.forEach((t, i) => {
     const answeredAt = t.answeredAt
     if (t.route !== ISSUE || answeredAt === undefined) return
+    const asked = t.answer.kind === "unauthorized" ? (t.answer.retryAfterS ?? 0) * 1000 : 0
     const hold = isRefusal(t.answer)
-      ? 1000
+      ? Math.max(1000, Math.min(asked, c.maxRetryAfterMs))
       : t.answer.kind === "transient" && t.answer.retryAfterS !== undefined && c.maxRetryAfterMs > 0 &&
           t.answer.retryAfterS * 1000 > c.maxRetryAfterMs
       ? c.maxRetryAfterMs
