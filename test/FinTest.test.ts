@@ -160,6 +160,13 @@ describe("FinTest transport failures", () => {
         attempts: 1
       })
       expect(cut.message).toBe("POST /v1/fee-calculation: could not read the body of the 503 response (ECONNRESET)")
+      // Only a 2xx head says the service did the call: a redirect's does not.
+      const lost = Effect.flip(FeeService.calculate(quoteRequest))
+      const cuts = [yield* lost, yield* lost]
+      expect(cuts.map((error) => error.message)).toEqual([
+        "POST /v1/fee-calculation: could not read the body of the 302 response (ECONNRESET)",
+        "POST /v1/fee-calculation: could not read the body of the 200 response (ECONNRESET); the service did the call"
+      ])
       // A description that is no system code is only a description.
       const other = yield* Effect.flip(FeeService.calculate(quoteRequest))
       expect(other).toMatchObject({ _tag: "TransportError", reason: "RequestFailed" })
@@ -172,6 +179,8 @@ describe("FinTest transport failures", () => {
         FinTest.fail("ENOTFOUND"),
         FinTest.fail("ECONNRESET"),
         FinTest.failBody("ECONNRESET", 503),
+        FinTest.failBody("ECONNRESET", 302),
+        FinTest.failBody("ECONNRESET", 200),
         FinTest.fail("connection refused")
       )
     }, { maxRetries: 0 })))

@@ -145,6 +145,8 @@ describe("snapshot script, online", () => {
         subdivisions: 5,
         countriesWithout: 246
       })
+      // The module says where its data came from as the meta does (`Subdivisions.provenance` of a build on it).
+      expect(files["subdivisionsData.ts"]).toContain(`source: "api",\n    version: "v1",\n    sha256: "${meta.sha256}"`)
       for (const text of [...Object.values(files), result.stdout, result.stderr]) {
         expect(text).not.toContain(env.FIN_CLIENT_SECRET)
       }

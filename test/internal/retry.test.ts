@@ -179,6 +179,14 @@ describe("Retry.isRetryable", () => {
     expect([timeout("deadline"), timeout("attempt"), timeout("token")].map(Retry.isRetryable))
       .toEqual([false, true, true])
   })
+
+  // A body lost after the head: retried as its status read whole (not a 3xx, a 4xx but 408 and 429, a 501 or 505).
+  it("a lost body is retried as its status read whole is", () => {
+    const statuses = [200, 201, 302, 400, 404, 408, 422, 429, 500, 501, 502, 503, 504, 505]
+    expect(statuses.map((status) => [status, Retry.isRetryable(cut(status))])).toEqual(
+      statuses.map((status) => [status, [200, 201, 408, 429, 500, 502, 503, 504].includes(status)])
+    )
+  })
 })
 
 describe("Retry.retry", () => {
