@@ -1382,30 +1382,38 @@ describe("TokenStore", () => {
     ["", {}, {}],
     [" (a 401 asking 120 s, maxRetryAfter 0)", { "retry-after": "120" }, { maxRetryAfter: "0 seconds" }]
   ]
+  // A's refusal (A unlocking 200 ms late) taken by B through the store 900 ms on: B is held by it (three calls in turn
+  // with A, then one at once, send nothing), and asks the service again `heldFor` ms later.
+  const copyHolds = (
+    rig: ReturnType<typeof keptAnswerRig>,
+    memory: TokenStore.Service,
+    bStore: TokenStore.Service,
+    heldFor: number
+  ) =>
+    Effect.gen(function*() {
+      const a = yield* rig.client(unlockingAfter(memory, "200 millis"))
+      const b = yield* rig.client(bStore)
+      const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
+      expect(Either.isLeft(first) && first.left._tag).toBe("AuthenticationError")
+      yield* advance(900)
+      for (const result of yield* aThenBOnItsLock(a, b, 3)) {
+        expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
+      }
+      // Held, not merely failed once: B's next call, at once, sends nothing either.
+      const again = yield* calculateOn(b)
+      expect(Either.isLeft(again) && again.left._tag).toBe("AuthenticationError")
+      expect(rig.tokenRequests()).toBe(1)
+      yield* advance(heldFor)
+      expect(Either.isRight(yield* calculateOn(b))).toBe(true)
+      expect(rig.tokenRequests()).toBe(2)
+    }).pipe(fixedRandom)
+
   for (const [asked, headers, options] of refusals) {
     const name = `a copy of a held refusal holds the process it is shared with only for what was left of it${asked}`
     it.scoped(name, () => {
       const memory = TokenStore.makeMemory()
-      const slowUnlock = unlockingAfter(memory, "200 millis")
       const refused = () => FinTest.json(401, { message: "invalid client" }, headers)
-      const rig = keptAnswerRig([refused], { maxRetries: 0, ...options })
-      return Effect.gen(function*() {
-        const a = yield* rig.client(slowUnlock)
-        const b = yield* rig.client(memory)
-        const first = yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
-        expect(Either.isLeft(first) && first.left._tag).toBe("AuthenticationError")
-        yield* advance(900)
-        for (const result of yield* aThenBOnItsLock(a, b, 3)) {
-          expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
-        }
-        // Held, not merely failed once: B's next call, at once, sends nothing either.
-        const again = yield* calculateOn(b)
-        expect(Either.isLeft(again) && again.left._tag).toBe("AuthenticationError")
-        expect(rig.tokenRequests()).toBe(1)
-        yield* advance(300)
-        expect(Either.isRight(yield* calculateOn(b))).toBe(true)
-        expect(rig.tokenRequests()).toBe(2)
-      }).pipe(fixedRandom)
+      return copyHolds(keptAnswerRig([refused], { maxRetries: 0, ...options }), memory, memory, 300)
     })
   }
 
@@ -1413,7 +1421,6 @@ describe("TokenStore", () => {
   // its encryption key): B is held no longer than a refusal is, a second.
   it.scoped("a shared refusal's record telling more than a second left holds the process reading it a second", () => {
     const memory = TokenStore.makeMemory()
-    const slowUnlock = unlockingAfter(memory, "200 millis")
     const forged: TokenStore.Service = {
       ...memory,
       failure: (key) =>
@@ -1423,22 +1430,7 @@ describe("TokenStore", () => {
         )
     }
     const rig = keptAnswerRig([() => FinTest.json(401, { message: "invalid client" })], { maxRetries: 0 })
-    return Effect.gen(function*() {
-      const a = yield* rig.client(slowUnlock)
-      const b = yield* rig.client(forged)
-      yield* FinTest.advanceUntilDone(calculateOn(a), { limit: "10 seconds" })
-      yield* advance(900)
-      for (const result of yield* aThenBOnItsLock(a, b, 3)) {
-        expect(Either.isLeft(result) && result.left._tag).toBe("AuthenticationError")
-      }
-      // Held, not merely failed once: B's next call, at once, sends nothing either.
-      const again = yield* calculateOn(b)
-      expect(Either.isLeft(again) && again.left._tag).toBe("AuthenticationError")
-      expect(rig.tokenRequests()).toBe(1)
-      yield* advance(1_000)
-      expect(Either.isRight(yield* calculateOn(b))).toBe(true)
-      expect(rig.tokenRequests()).toBe(2)
-    }).pipe(fixedRandom)
+    return copyHolds(rig, memory, forged, 1_000)
   })
 
   // A was asked for 60 s, B for 20 s. At 10 s A fails from what it kept (no request), and B, waiting on A's lock, takes
