@@ -243,9 +243,6 @@ const checked = <A>(
   return broken === undefined ? Either.right(value) : Either.left(invalid(path, broken[1]))
 }
 
-// The secret's value; undefined for a `Redacted` wiped: refused as no secret, a `ConfigError`, not a defect.
-const secretText = Wiped.valueOf
-
 // Every option checked on its own, so that all problems are told at once, not one per attempt. `environment` is
 // checked apart from the base URL it picks: a base URL given (which overrides it) is checked whatever it is.
 type Checked = {
@@ -260,7 +257,8 @@ const checks = (options: Options): Checked => {
   const clientSecret = Redacted.isRedacted(options.clientSecret)
     ? options.clientSecret as Redacted.Redacted<string>
     : Redacted.make(options.clientSecret)
-  const secret = secretText(clientSecret)
+  // Undefined for a `Redacted` wiped: refused as no secret, a `ConfigError`, not a defect.
+  const secret = Wiped.valueOf(clientSecret)
   const environment = orDefault(options.environment, "sandbox")
   const knownEnvironment = environment === "sandbox" || environment === "production"
   const maxRetries = orDefault(options.maxRetries, 2)
