@@ -380,13 +380,19 @@ export const defaultRates: Readonly<Record<string, number>> = Object.freeze({
 })
 
 /**
- * Default beneficiaries: the documented example beneficiary, paid in CAD, with a developer fee.
+ * Default beneficiaries: the documented example ones, the webhook event's (the first: events default to it) and the
+ * fee calculation requests' (`ceb7e6c9-...`: those examples, sent as documented, are quoted), each paid in CAD (the
+ * documented quote's currency), with a developer fee.
  *
  * @since 0.1.0
  * @category constants
  */
 export const defaultBeneficiaries: Readonly<Record<string, Beneficiary>> = Object.freeze({
   [Webhook.exampleBeneficiaryId]: Object.freeze({
+    currency: "CAD",
+    developerFee: Object.freeze({ fixed: 0.5, percentage: 0.5 })
+  }),
+  "ceb7e6c9-ef2a-41c2-8459-38d67ec3c655": Object.freeze({
     currency: "CAD",
     developerFee: Object.freeze({ fixed: 0.5, percentage: 0.5 })
   })

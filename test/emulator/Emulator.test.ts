@@ -543,6 +543,12 @@ describe("Emulator", () => {
         expect(pair.json).toMatchObject({ message: "Unsupported currency pair USD/XYZ" })
         const unknown = yield* check({ source_amount: 1, beneficiary_id: "00000000-0000-4000-8000-000000000000" }, 404)
         expect(unknown.json).toEqual({ message: "Resource not found" })
+        // The fee route's documented request examples, sent as documented, are quoted (their beneficiary is known).
+        const documented = "ceb7e6c9-ef2a-41c2-8459-38d67ec3c655"
+        const send = { source_currency: "USD", source_amount: 3508679, destination_currency: "CAD" }
+        yield* check({ ...send, beneficiary_id: documented }, 200)
+        const receive = { source_currency: "USD", destination_amount: 59456, destination_currency: "CAD" }
+        yield* check({ ...receive, beneficiary_id: documented }, 200)
       }))
   })
 
