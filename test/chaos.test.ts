@@ -109,7 +109,7 @@ describe("chaos (reduced)", () => {
     expect(Chaos.heapFlat([30, 50, 51, 50, 70, 50, 51, 50, 49, 51, 50])).toBe(true)
   })
 
-  it.live("with a deadline shorter than the policy's retries, no call outlives it", () =>
+  it.live("with a deadline shorter than the policy's retries, token calls failing too, no call outlives it", () =>
     Effect.gen(function*() {
       // The policy's attempts and backoffs (3 x 0.3 s, then 0.5 s and 1 s jittered) pass 1.5 s: the deadline must end
       // those calls, with the error of their last attempt or a TimeoutError. 8 calls at a time, not 64: the property
@@ -120,7 +120,12 @@ describe("chaos (reduced)", () => {
         fees: 300,
         subdivisions: 0,
         concurrency: 8,
-        deadline: "1500 millis"
+        deadline: "1500 millis",
+        // The token routes fail too (the first requests of each, then some): the token step's retries and failures, a
+        // refresh token's included, go through the deadline and secrets checks, which API faults alone never reach.
+        tokenFaults: true,
+        capture: true,
+        clientSecret: "Qx7+v/9Lk&z\u00e9=Rm2pW8sT"
       })
       // Some call was retried: more than one attempt sent (how many depends on how fast a loaded machine gets to the
       // deadline, so not a count of calls with exactly two).
@@ -136,5 +141,9 @@ describe("chaos (reduced)", () => {
         0,
         0
       ])
+      // Token calls were retried (both routes' first requests fail), and nothing they said or logged holds a secret.
+      expect(report.tokenRetries).toBeGreaterThanOrEqual(2)
+      expect(report.emulatorRequests["POST /v1/oauth/refresh-token"] ?? 0).toBeGreaterThan(1)
+      expect(findLeaks(report.captured, { secret: report.secret, tokens: report.issuedTokens })).toEqual([])
     }), 60_000)
 })

@@ -49,6 +49,12 @@ export interface ChaosOptions {
   readonly seed: number
   /** The emulator's client secret (its default when not given): one with characters that encode differently. */
   readonly clientSecret?: string | undefined
+  /**
+   * Faults on the token routes too (off by default: their retries would count against `tokenRequestLimit`): the first
+   * requests of each fail (a 503, a 500, a malformed and a truncated answer, in turn), then `faultRate` / 3 of them do,
+   * so that the token calls' retries and failures (a refresh token's too) go through the secrets and deadline checks.
+   */
+  readonly tokenFaults?: boolean | undefined
 }
 
 /** The full run of the issue. */
@@ -88,6 +94,8 @@ export interface ChaosReport {
   /** Requests the API calls sent after their first (retries and 401 resends), and retries the budget refused. */
   readonly resends: number
   readonly retriesRefused: number
+  /** Retries of token calls (`effect_fin_retries_total` of operation `token`). */
+  readonly tokenRetries: number
   /** Calls that sent more requests than their span counts attempts (a retry effect-fin did not count). */
   readonly callsSentMoreThanCounted: number
   /**
@@ -136,11 +144,12 @@ export interface ChaosReport {
   readonly issuedTokens: ReadonlyArray<string>
 }
 
-// The process's count of a counter by operation, token calls left out: read before and after the run.
-const apiCount = (name: string): number =>
+// The process's count of a counter, of token calls (`operation: token`) or of the others: read before and after the
+// run.
+const countOf = (name: string, ofTokenCalls: boolean): number =>
   Metric.unsafeSnapshot().reduce((sum, pair) =>
     pair.metricKey.name === name &&
-      !pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "token")
+      pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "token") === ofTokenCalls
       ? sum + (pair.metricState as MetricState.MetricState.Counter<number>).count
       : sum, 0)
 
@@ -172,10 +181,26 @@ const faultsPerRoute = (each: number, route: typeof apiRoutes[number]): Readonly
   { kind: "malformed", rate: each, route }
 ]
 
+const tokenRoutes = ["POST /v1/oauth/token", "POST /v1/oauth/refresh-token"] as const
+
+// The first requests of a token route fail, each in one way, then a share of them.
+const tokenFaultsPerRoute = (rate: number, route: typeof tokenRoutes[number]): ReadonlyArray<Emulator.FaultRule> => [
+  { kind: "status", status: 503, times: 1, route },
+  { kind: "status", status: 500, times: 1, route },
+  { kind: "malformed", times: 1, route },
+  { kind: "truncated", times: 1, route },
+  { kind: "status", status: 503, rate, route },
+  { kind: "reset", rate, route },
+  { kind: "stallBody", rate, route }
+]
+
 // Each kind at the same per-rule rate, so that together they hit `faultRate` of requests.
-const faultRules = (rate: number): ReadonlyArray<Emulator.FaultRule> => {
+const faultRules = (rate: number, tokenFaults = false): ReadonlyArray<Emulator.FaultRule> => {
   const each = 1 - Math.pow(1 - rate, 1 / faultsPerRoute(0, apiRoutes[0]).length)
-  return apiRoutes.flatMap((route) => faultsPerRoute(each, route))
+  return [
+    ...apiRoutes.flatMap((route) => faultsPerRoute(each, route)),
+    ...(tokenFaults ? tokenRoutes.flatMap((route) => tokenFaultsPerRoute(rate / 9, route)) : [])
+  ]
 }
 
 // The call a request belongs to (set around each call, inherited by the fibers of its attempts), and the attribute of
@@ -424,7 +449,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
         accessTokenLifetime: "2 seconds",
         ...(options.clientSecret === undefined ? {} : { clientSecret: options.clientSecret })
       })
-      yield* emulator.setFaults(faultRules(options.faultRate))
+      yield* emulator.setFaults(faultRules(options.faultRate, options.tokenFaults))
       const result = yield* calls(emulator)
       // Sockets close on the next turns of the event loop.
       yield* Effect.sleep("50 millis")
@@ -443,7 +468,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       }
     }))
 
-    const refusedBefore = apiCount("effect_fin_retries_refused_total")
+    const refusedBefore = countOf("effect_fin_retries_refused_total", false)
+    const tokenRetriesBefore = countOf("effect_fin_retries_total", true)
     const result = yield* body.pipe(
       Effect.provide(Layer.setTracer(tracer)),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
@@ -475,7 +501,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       options,
       // As sent, below effect-fin: `effect_fin_retries_total` counts a retry as it is decided, before its wait.
       resends: [...sent.values()].reduce((sum, n) => sum + n - 1, 0),
-      retriesRefused: apiCount("effect_fin_retries_refused_total") - refusedBefore,
+      retriesRefused: countOf("effect_fin_retries_refused_total", false) - refusedBefore,
+      tokenRetries: countOf("effect_fin_retries_total", true) - tokenRetriesBefore,
       unhandledRejections,
       uncaughtExceptions,
       maxAttempts,
