@@ -103,6 +103,12 @@ export interface ChaosReport {
    * each retry and the 401 resend): a request sent twice, though counted twice, shows here.
    */
   readonly callsSentUnannounced: number
+  /**
+   * Calls that sent more than the policy allows them: 1 + `maxRetries`, plus one only if a 401 was answered with a
+   * fresh token (its `effect-fin.retry` event with status 401). The overall bound of `maxRetries + 2` lets a call that
+   * saw no 401 retry once too often.
+   */
+  readonly callsOverRetryPolicy: number
   readonly maxCallMillis: number
   /**
    * Calls that took longer than the deadline plus 50 ms and the stalls after their deadline (of one under way at the
@@ -245,6 +251,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     const counted = new Map<number, number>()
     // Resends each call announced on its span: its retries and the 401 resend.
     const announced = new Map<number, number>()
+    // Calls whose span announced the one resend after a 401 (outside `maxRetries`).
+    const refreshed = new Set<number>()
     const captured: Array<string> = []
     // What reaches the console or the process's streams during the run (a stray console.log, a platform warning) is
     // output too: kept for the secrets check, as well as written.
@@ -302,6 +310,7 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
           event(eventName, startTime, attributes)
           const id = eventName === "effect-fin.retry" ? callOf(parent) : undefined
           if (id !== undefined) announced.set(id, (announced.get(id) ?? 0) + 1)
+          if (id !== undefined && attributes?.["http.response.status_code"] === 401) refreshed.add(id)
           if (options.capture) captured.push(`${name} event ${eventName} ${Inspectable.format(attributes ?? {})}`)
         }
         return span
@@ -514,6 +523,9 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       ),
       callsSentMoreThanCounted: [...sent].filter(([id, n]) => n > (counted.get(id) ?? 0)).length,
       callsSentUnannounced: [...sent].filter(([id, n]) => n > 1 + (announced.get(id) ?? 0)).length,
+      callsOverRetryPolicy: [...sent].filter(([id, n]) =>
+        Math.max(n, counted.get(id) ?? 0) > 1 + options.maxRetries + (refreshed.has(id) ? 1 : 0)
+      ).length,
       liveFibersAfter,
       maxEventLoopDelayMillis,
       callsOverDeadline: overruns.filter((overrun) => overrun > 0).length,
@@ -551,6 +563,11 @@ export const summary = (report: ChaosReport): string => {
       "calls sending more than they count / announce",
       `${report.callsSentMoreThanCounted} / ${report.callsSentUnannounced}`,
       report.callsSentMoreThanCounted === 0 && report.callsSentUnannounced === 0 ? "ok" : "FAIL"
+    ],
+    [
+      "calls over maxRetries (a 401 resend aside)",
+      String(report.callsOverRetryPolicy),
+      report.callsOverRetryPolicy === 0 ? "ok" : "FAIL"
     ],
     [
       "resends sent / retries refused",
