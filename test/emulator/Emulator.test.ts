@@ -30,7 +30,14 @@ import * as FinClient from "../../src/FinClient.js"
 import * as App from "../../src/emulator/internal/app.js"
 import * as TokenProvider from "../../src/TokenProvider.js"
 import * as Webhooks from "../../src/Webhooks.js"
-import { captureLogs, eventually, forkSleeping, recordingTracer, untilSleepsMoreThan } from "../support.js"
+import {
+  captureLogs,
+  eventually,
+  forkSleeping,
+  recordingTracer,
+  untilSleepsMoreThan,
+  withWallClockSetBack
+} from "../support.js"
 
 interface Answer {
   readonly status: number
@@ -1554,6 +1561,21 @@ describe("Emulator", () => {
         const delivery = yield* emulator.sendWebhook()
         expect(delivery.event.event.created_at).toBe("2026-04-04T17:38:26.843000Z")
       }))
+
+    // On the wall clock, as a receiver's maxAge reads it: the live clock's nanoseconds are monotonic, and a wall clock
+    // stepped since the process started (an NTP step, a laptop woken) would date every event that much off.
+    it.scopedLive("created_at follows the wall clock stepped forward; events sent back to back keep their order", () =>
+      withWallClockSetBack((setBack) =>
+        Effect.gen(function*() {
+          const target = yield* receiver("whsec-test")
+          const emulator = yield* Emulator.make({ webhookSecret: "whsec-test", webhookUrl: target.url })
+          setBack(-2 * 3_600_000)
+          const first = (yield* emulator.sendWebhook()).event.event.created_at
+          const second = (yield* emulator.sendWebhook()).event.event.created_at
+          expect(Math.abs(Date.now() - Date.parse(first))).toBeLessThan(60_000)
+          expect(second > first).toBe(true)
+        })
+      ))
 
     it.scopedLive("an event's defaults (ACTIVE, the first configured beneficiary) and what a request sets", () =>
       Effect.gen(function*() {

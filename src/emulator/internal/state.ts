@@ -138,6 +138,8 @@ export interface State {
   readonly setWebhookUrl: (url: string) => Effect.Effect<void>
   readonly countWebhook: (delivered: boolean) => Effect.Effect<void>
   readonly uuid: Effect.Effect<string>
+  /** A new event's `created_at`, as the service writes it (`2026-04-04T17:38:26.843132Z`: with microseconds). */
+  readonly eventTime: Effect.Effect<string>
 }
 
 /** Builds the state; without a seed, random choices use the ambient `Random`. */
@@ -323,6 +325,18 @@ export const make = (settings: Settings): Effect.Effect<State> =>
       }-${hex(f, 4)}${hex(g, 4)}${hex(h, 4)}`
     })
 
+    // The wall clock's time (a receiver's `maxAge` reads an event's age on its own wall clock; the live clock's
+    // nanoseconds are monotonic, off the wall clock by every NTP step or suspension since the process started), with
+    // the microseconds of the high-resolution clock: kept after the last event's within a millisecond, so that events
+    // sent back to back keep their order (the two clocks do not turn a millisecond together).
+    let lastEventMicros = 0
+    const eventTime = Effect.map(Effect.all([Clock.currentTimeMillis, Clock.currentTimeNanos]), ([millis, nanos]) => {
+      const micros = Math.floor(millis) * 1000 + Number((nanos / 1_000n) % 1_000n)
+      lastEventMicros = micros <= lastEventMicros && lastEventMicros - micros < 1000 ? lastEventMicros + 1 : micros
+      const fraction = (lastEventMicros % 1_000_000).toString().padStart(6, "0")
+      return `${new Date(Math.floor(lastEventMicros / 1000)).toISOString().slice(0, 19)}.${fraction}Z`
+    })
+
     // The rate limit, a token bucket, in exact integers (floating point made 1 - 1e-16 of a request out of a whole
     // one, refusing a client that waited the Retry-After it was given): `credit` is in nanoseconds × requests, a
     // request costs `perNanos`, it grows back by `requests` a nanosecond up to `requests × perNanos`, from `creditAt`
@@ -421,7 +435,8 @@ export const make = (settings: Settings): Effect.Effect<State> =>
           if (delivered) webhooksSent += 1
           else webhooksFailed += 1
         }),
-      uuid
+      uuid,
+      eventTime
     }
     return state
   })

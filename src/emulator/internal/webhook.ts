@@ -6,7 +6,6 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -114,13 +113,6 @@ export interface BeneficiaryStatusEnvelope {
   }
 }
 
-// `2026-04-04T17:38:26.843132Z`: the service's timestamps carry microseconds.
-const microsecondIso = (nanos: bigint): string => {
-  const millis = nanos / 1_000_000n
-  const micros = (nanos / 1_000n) % 1_000_000n
-  return `${new Date(Number(millis)).toISOString().slice(0, 19)}.${micros.toString().padStart(6, "0")}Z`
-}
-
 /** Sends one event; the request has been validated. */
 export const send = (
   state: State,
@@ -145,7 +137,7 @@ export const send = (
         id: request.eventId ?? (yield* state.uuid),
         event_reference_id: beneficiaryId,
         type: "beneficiary.status",
-        created_at: request.createdAt ?? microsecondIso(yield* Clock.currentTimeNanos),
+        created_at: request.createdAt ?? (yield* state.eventTime),
         sandbox_mode: request.sandboxMode ?? settings.sandboxMode
       },
       // Field order of the documented example.
