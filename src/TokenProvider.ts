@@ -373,7 +373,7 @@ const storeOutage = () => {
   const outageOf = new WeakMap<TokenStore.TokenStoreError, Outage.Outage>()
   const unknown = Outage.make()
   const unavailable = (error: TokenStore.TokenStoreError) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    Effect.flatMap(Monotonic.millis, (now) => {
       const outage = outageOf.get(Cause.originalError(error)) ?? unknown
       return (outage.failed(error.operation, now) ? Effect.logWarning : Effect.logDebug)(
         "effect-fin: the token store is unavailable; going on without sharing tokens"
@@ -384,7 +384,7 @@ const storeOutage = () => {
       Effect.tapError(self, (error) => Effect.sync(() => outageOf.set(Cause.originalError(error), outage))).pipe(
         Effect.tap(() =>
           outage.down()
-            ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            ? Effect.flatMap(Monotonic.millis, (now) =>
               outage.answered(operation, now)
                 ? Effect.logInfo("effect-fin: the token store is available again; tokens are shared again")
                 : Effect.void)

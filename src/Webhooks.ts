@@ -2128,8 +2128,9 @@ const warnAgainAfterMillis = 60_000
 const makeReject = () => {
   // Per reason: when it was last said above Debug, and whether a new delivery was handled since.
   const said = new Map<WebhookVerificationError["reason"], { at: number; handledSince: boolean }>()
+  // On monotonic time: a wall clock set back an hour would otherwise keep an outage of 400s at Debug for that hour.
   const reject = (error: WebhookVerificationError, unread = false) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    Effect.flatMap(Monotonic.millis, (now) => {
       const status = statusOf[error.reason]
       const headers = unread || status === 413 || status === 408 ? closing : Headers.empty
       const response = status === 401 || status === 500 || status === 413 || status === 408
@@ -2382,7 +2383,7 @@ const makeApp = <const H extends object>(
     return outage
   }
   const outageBegins = (store: WebhookDedupeStoreService, error: WebhookDedupeStoreError) =>
-    Effect.map(Clock.currentTimeMillis, (now) => outageOf(store).failed(error.operation, now))
+    Effect.map(Monotonic.millis, (now) => outageOf(store).failed(error.operation, now))
 
   // A store of the user's own whose operation interrupts itself (a pool of its own shut down) has failed: left an
   // interruption, it would end the delivery as the server's shutdown does, and hold its claim until that expires.
@@ -2399,7 +2400,7 @@ const makeApp = <const H extends object>(
           : Effect.failCause(cause),
       onSuccess: (answer) =>
         outage.down()
-          ? Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          ? Effect.flatMap(Monotonic.millis, (now) =>
             outage.answered(operation, now)
               ? Effect.as(Effect.logInfo("effect-fin: webhook de-duplication store available again"), answer)
               : Effect.succeed(answer))

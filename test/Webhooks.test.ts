@@ -46,6 +46,7 @@ import {
   illegalArgument,
   recordingTracer,
   roundTrips,
+  withTestWallClockSetBack,
   withWallClockSetBack
 } from "./support.js"
 
@@ -3084,8 +3085,9 @@ describe("Webhooks.handler", () => {
 
   // A 400 after the signature verified is an authentic event refused (a payload the service changed, say): while no
   // delivery is handled, that is said at Warning again once a minute, not once for a whole outage.
+  // A minute on monotonic time: a wall clock set back an hour (an NTP step) does not hold the next warning that long.
   it.effect("signed deliveries refused as malformed warn again once a minute while none is handled", () =>
-    Effect.gen(function*() {
+    withTestWallClockSetBack((setBack) => Effect.gen(function*() {
       const { layer: capture, lines: logs } = captureLogs()
       const handle = yield* webHandler(Webhooks.handler({
         secrets: secret,
@@ -3103,7 +3105,11 @@ describe("Webhooks.handler", () => {
       yield* TestClock.adjust("1 hour")
       expect((yield* send(handle, yield* signedPost(changed("e-4")))).status).toBe(400)
       expect(warnings()).toEqual(["malformed_body", "malformed_body", "malformed_body"])
-    }))
+      setBack(3_600_000)
+      yield* TestClock.adjust("1 minute")
+      expect((yield* send(handle, yield* signedPost(changed("e-5")))).status).toBe(400)
+      expect(warnings()).toEqual(["malformed_body", "malformed_body", "malformed_body", "malformed_body"])
+    })))
 
   // A replay of one genuine delivery (a duplicate, answered 200) is no new delivery: it must not reset the warnings,
   // or an attacker holding one captured delivery warns once per forged request again.

@@ -326,6 +326,27 @@ export const withWallClockSetBack = <A, E, R>(
   )
 
 /**
+ * `self` under the `TestClock` with its wall time (`currentTimeMillis`) set back by what `setBack` was last given (an
+ * NTP step): its monotonic time (`unsafeCurrentTimeNanos`), sleeps and `TestClock.adjust` are the TestClock's own.
+ */
+export const withTestWallClockSetBack = <A, E, R>(
+  self: (setBack: (millis: number) => void) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.clock, (base) => {
+    let shift = 0
+    const wall = () => base.unsafeCurrentTimeMillis() - shift
+    const shifted = new Proxy(base, {
+      get: (target, key) => {
+        if (key === "unsafeCurrentTimeMillis") return wall
+        if (key === "currentTimeMillis") return Effect.sync(wall)
+        const value = Reflect.get(target, key, target)
+        return typeof value === "function" ? value.bind(target) : value
+      }
+    })
+    return Effect.withClock(self((millis) => void (shift = millis)), shifted)
+  })
+
+/**
  * The defect `self` (an effect, or a layer's build) dies with at once, its options refused before it does anything:
  * run synchronously, so only for refused options (valid ones would go on to connect).
  */

@@ -16,9 +16,9 @@ export const quietMillis = 60_000
 export interface Outage {
   /** Whether an outage is going on. */
   readonly down: () => boolean
-  /** Notes a failure of `operation` at `now` (epoch ms); true when it begins an outage. */
+  /** Notes a failure of `operation` at `now` (`Monotonic.millis`); true when it begins an outage. */
   readonly failed: (operation: string, now: number) => boolean
-  /** Notes an answer to `operation` at `now` (epoch ms); true when it ends the outage. */
+  /** Notes an answer to `operation` at `now` (`Monotonic.millis`); true when it ends the outage. */
   readonly answered: (operation: string, now: number) => boolean
 }
 
