@@ -35,6 +35,7 @@ import {
   quoteBody,
   quoteRequest,
   seedTokens as seed,
+  withTestWallClockSetBack,
   withWallClockSetBack
 } from "./support.js"
 import { tokenStoreContract } from "./tokenStoreContract.js"
@@ -1116,6 +1117,28 @@ describe("TokenStore", () => {
       expect(warnings[0]).toContain("token store is unavailable")
       expect(warnings[0]).toContain("read-only replica")
     }))
+
+  // The outage's end is said once, at Info: with an answer to another operation once a minute has passed with no
+  // failure, timed on monotonic time (a wall clock set back meanwhile, an NTP step, does not hold it unsaid).
+  it.effect("a store outage's end is said once a quiet minute has passed, whatever the wall clock did meanwhile", () =>
+    withTestWallClockSetBack((setBack) =>
+      Effect.gen(function*() {
+        const memory = TokenStore.makeMemory()
+        const store: TokenStore.Service = { ...memory, set: failing("set", "read-only replica") }
+        const { layer: logger, lines } = captureLogs()
+        yield* Effect.gen(function*() {
+          const provider = yield* TokenProvider.TokenProvider
+          const token = yield* provider.get
+          yield* TestClock.adjust("61 seconds")
+          setBack(3_600_000)
+          // The store's clear answers: the outage ends; the next token's set fails again, a new one.
+          yield* provider.invalidate(token)
+          yield* provider.get
+        }).pipe(withStore(store), Effect.provide(logger), Logger.withMinimumLogLevel(LogLevel.All))
+        const said = lines.filter((line) => line.includes("token store")).map((line) => line.split(" ")[0])
+        expect(said).toEqual(["WARN", "INFO", "WARN"])
+      })
+    ))
 
   // A store of the user's own that hangs, dies or interrupts itself (a queue of its own shut down) is worked around
   // like one that fails: within tokenTimeout, and with a warning, never the call's deadline, a defect or an

@@ -1570,8 +1570,9 @@ describe("Webhooks.handler", () => {
   // handler stopped for it as "webhook handler failed".
   // Renewals are asked only while handlers run: that outage ends with any answer once a minute has passed with no
   // failure, or the next one would go unsaid.
+  // The minute on monotonic time: a wall clock set back meanwhile (an NTP step) does not hold the end unsaid.
   it.effect("a store gone while handlers run: one Error line, no handler said to have failed; its end said later", () =>
-    Effect.gen(function*() {
+    withTestWallClockSetBack((setBack) => Effect.gen(function*() {
       const down = new Webhooks.WebhookDedupeStoreError({ operation: "renew", message: "connection refused" })
       const store: Webhooks.WebhookDedupeStoreService = {
         ...Webhooks.makeMemoryDedupeStore(),
@@ -1597,10 +1598,11 @@ describe("Webhooks.handler", () => {
           send(handle, request))
       expect((yield* created("c-1")).status).toBe(200)
       expect(said()).toEqual([renewFailed])
+      setBack(3_600_000)
       yield* TestClock.adjust("1 minute")
       expect((yield* created("c-2")).status).toBe(200)
       expect(said()).toEqual([renewFailed, `INFO ["effect-fin: webhook de-duplication store available again"]`])
-    }))
+    })))
 
   // A failure of another operation during an outage does not take it over: one begun by a renewal ends when a renewal
   // answers, though completions fail meanwhile (and a completion failing after that end is a new outage).
