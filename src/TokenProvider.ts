@@ -1028,8 +1028,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // Going on with a token (a stored pair handed on, after this process's own was lost, among them): its loss is to
     // be said again.
+    // At Warning once an outage: its first failed refresh, the token's loss, and going on with a token after that
+    // loss; the tries every 5 s in between, each going on with the same token, at Debug.
     const refreshWarning = (message: string, lost: boolean) => (reason: string) =>
-      Effect.logWarning(`effect-fin: the token refresh failed${message}`).pipe(
+      (lost || !refreshWarned || lostWarned ? Effect.logWarning : Effect.logDebug)(
+        `effect-fin: the token refresh failed${message}`
+      ).pipe(
         Effect.annotateLogs("error", reason),
         Effect.zipLeft(Effect.sync(() => {
           refreshWarned = true
