@@ -428,7 +428,8 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * and the test fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step
  * costs the TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test
  * timeout, give a `limit` the test's waits fit in, or a larger `step`. Either option that is not a duration above zero
- * makes it die with `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`), it dies saying so.
+ * makes it die with `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`, or a Promise
+ * runner's test without `TestContext.TestContext`), it dies saying so.
  *
  * @since 0.1.0
  * @category clock
@@ -447,8 +448,8 @@ export const advanceUntilDone = <A, E, R>(
     const step = durationOption("step", options.step, "100 millis")
     const limit = durationOption("limit", options.limit, "10 minutes")
     const notTestClock = Effect.dieMessage(
-      "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
-        "run the effect as it is there, or use it.effect"
+      "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test, or " +
+        "Effect.runPromise without TestContext.TestContext?): provide TestContext.TestContext (it.effect does)"
     )
     // A daemon, interrupted with its caller: a fiber of the caller's own would hold up the caller's end (the test's)
     // until it ended, which a finalizer that never ends never does.

@@ -119,8 +119,8 @@ describe("FinTest.advanceUntilDone", () => {
       const exit = yield* Effect.exit(FinTest.advanceUntilDone(Effect.sleep("1 millis")))
       expect(Exit.isFailure(exit) && Option.map(Cause.dieOption(exit.cause), (e) => (e as Error).message)).toEqual(
         Option.some(
-          "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test?): " +
-            "run the effect as it is there, or use it.effect"
+          "effect-fin/test: advanceUntilDone moves the TestClock, and the clock here is not one (an it.live test, or " +
+            "Effect.runPromise without TestContext.TestContext?): provide TestContext.TestContext (it.effect does)"
         )
       )
     }))
