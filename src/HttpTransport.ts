@@ -443,7 +443,7 @@ const hasNoKeys = (options: CallOptions): boolean => {
 }
 
 const requests = Metric.counter("effect_fin_requests_total", {
-  description: "Calls made through effect-fin, by operation and outcome",
+  description: "Calls made through effect-fin, by operation, outcome and the status of the last answer",
   incremental: true
 })
 const refusedRetries = Metric.counter("effect_fin_retries_refused_total", {
@@ -513,7 +513,21 @@ const byOutcome = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
       Metric.taggedWithLabels(metric, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
     )
   )
-const requestsByOutcome = byOutcome(requests)
+// By the status of the call's last answer too (`none`: there was none), so that a dashboard tells a 4xx (a request
+// the service refused) from a 5xx (the service failing), both `ApiError`. A bounded set, the service's statuses.
+const requestsOf = memo((name) =>
+  memo((outcome) =>
+    memo((status) =>
+      Metric.taggedWithLabels(requests, [
+        MetricLabel.make("operation", name),
+        MetricLabel.make("outcome", outcome),
+        MetricLabel.make("status", status)
+      ])
+    )
+  )
+)
+const requestsBy = (name: string, outcome: string, status: number | undefined) =>
+  requestsOf(name)(outcome)(status === undefined ? "none" : String(status))
 // By outcome too: the durations of calls cut at their deadline, or refused at once, are not those of answered ones.
 const latencyByOutcome = byOutcome(latency)
 
@@ -598,7 +612,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
       return Effect.gen(function*() {
         // Ended before anything is sent: counted and traced all the same, with no attempt (no latency either).
         const endedAs = (outcome: string) =>
-          Effect.zipRight(Http.annotateOutcome(0, outcome, undefined), Metric.increment(requestsByOutcome(name)(outcome)))
+          Effect.zipRight(
+            Http.annotateOutcome(0, outcome, undefined),
+            Metric.increment(requestsBy(name, outcome, undefined))
+          )
         const refused = (error: RequestValidationError) => endedAs(error._tag)
         yield* Effect.tapError(shape, refused)
         const options = yield* validateSpec(
@@ -852,9 +869,16 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                   ...(slotWaited >= 1 ? { "effect_fin.slot_wait_ms": Math.round(slotWaited) } : {})
                 }
                 : undefined
+              // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
+              // not this operation's, which was maybe never sent.
+              const lastAnswer = failure === undefined
+                ? status
+                : failure._tag === "None" || waitingForToken
+                ? lastStatus
+                : Http.statusOf(failure.value) ?? lastStatus
               const metrics = Effect.zipRight(
                 Metric.update(latencyByOutcome(name)(outcome), now - started),
-                Metric.increment(requestsByOutcome(name)(outcome))
+                Metric.increment(requestsBy(name, outcome, lastAnswer))
               )
               if (failure === undefined) {
                 return Effect.zipRight(Http.annotateOutcome(attempts, "success", status, extra), metrics)
@@ -868,11 +892,6 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 ? { ...extra, "effect_fin.failed_step": "slot" }
                 : extra
               const ended = budgetState.refused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
-              // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
-              // not this operation's, which was maybe never sent.
-              const lastAnswer = failure._tag === "None" || waitingForToken
-                ? lastStatus
-                : Http.statusOf(failure.value) ?? lastStatus
               return Effect.zipRight(Http.annotateOutcome(attempts, outcome, lastAnswer, ended), metrics)
             })
           )

@@ -767,6 +767,36 @@ describe("HttpTransport", () => {
       "GET /v1/missing": () => FinTest.json(404, { message: "Resource not found" })
     })))
 
+  // Both `ApiError`, a request the service refused (a 4xx) and the service failing (a 5xx) are told apart by the status
+  // of the call's last answer; a call that had none says `none`.
+  it.effect("effect_fin_requests_total is labelled with the last answer's status too (none without one)", () =>
+    Effect.gen(function*() {
+      const probe = (path: string) =>
+        FinTest.advanceUntilDone(Effect.either(
+          HttpTransport.request({ method: "GET", path, response: Schema.Unknown, name: "status-probe" }).pipe(
+            HttpTransport.withOptions({ maxRetries: 0, timeout: "1 second" })
+          )
+        ))
+      for (const path of ["/v1/ok", "/v1/missing", "/v1/down", "/v1/slow"]) yield* probe(path)
+      const counts = Metric.unsafeSnapshot().flatMap((pair) => {
+        const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
+        return pair.metricKey.name === "effect_fin_requests_total" && tags.operation === "status-probe"
+          ? [[`${tags.outcome} ${tags.status}`, (pair.metricState as MetricState.MetricState.Counter<number>).count]]
+          : []
+      })
+      expect(Object.fromEntries(counts)).toEqual({
+        "success 200": 1,
+        "ApiError 404": 1,
+        "ApiError 503": 1,
+        "TimeoutError none": 1
+      })
+    }).pipe(provideClient({
+      "GET /v1/ok": () => FinTest.json(200, {}),
+      "GET /v1/missing": () => FinTest.json(404, { message: "Resource not found" }),
+      "GET /v1/down": () => FinTest.json(503, { message: "Service unavailable" }),
+      "GET /v1/slow": () => FinTest.stall
+    })))
+
   it.effect("a token step that dies: the call's span says defect, and names the token step", () =>
     Effect.gen(function*() {
       const { layer: tracing, spans } = yield* recordingTracer
