@@ -69,6 +69,10 @@ describe("chaos (reduced)", () => {
       expect(report.tokenRequests).toBeGreaterThan(0)
       expect(report.tokenRequests).toBeLessThanOrEqual(Chaos.tokenRequestLimit(report))
       expect(report.liveFibersAfter).toBe(0)
+      // Nor, while the client was still open, any fiber a call left in its scope (its close interrupts them).
+      expect(report.callFibersLeft).toBe(0)
+      // Nothing left in flight by the calls, read before the layer's close destroys every socket whatever was left.
+      expect([report.clientRequestsInFlight, report.clientSocketsBusy]).toEqual([0, 0])
       expect(report.clientSocketsOpened).toBeGreaterThan(0)
       expect(report.clientSocketsLeft).toBe(0)
       expect(report.socketsAfter).toBeLessThanOrEqual(report.socketsBefore)

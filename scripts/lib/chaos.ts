@@ -5,6 +5,7 @@
  */
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type * as Undici from "@effect/platform-node/Undici"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
@@ -131,7 +132,21 @@ export interface ChaosReport {
   readonly faultsInjected: Readonly<Record<string, number>>
   /** Responses per status code the API routes sent (faults included). */
   readonly emulatorStatuses: Readonly<Record<string, number>>
+  /**
+   * Fibers the calls started (their own and what they forked, into the client's scope too) still alive once every call
+   * had ended, read before the client closed: a fiber a call left in the client's scope would be interrupted by its
+   * close, and not be among `liveFibersAfter`, though it lives as long as the client does in an application.
+   */
+  readonly callFibersLeft: number
   readonly liveFibersAfter: number
+  /**
+   * Requests the client's undici Agent still had running or queued once every call had ended, and its sockets busy
+   * (open, not free), read before its layer closed: a request left in flight (an attempt not stopped, a body still
+   * coming that is never read) holds one. Once the layer closes, the platform's `dispatcher.destroy()` destroys every
+   * socket whatever the library did, so `clientSocketsLeft` cannot show it.
+   */
+  readonly clientRequestsInFlight: number
+  readonly clientSocketsBusy: number
   /** Client sockets the run opened (seen on `net.client.socket`) still open once its HTTP client was closed. */
   readonly clientSocketsOpened: number
   readonly clientSocketsLeft: number
@@ -158,6 +173,29 @@ const countOf = (name: string, ofTokenCalls: boolean): number =>
       pair.metricKey.tags.some((tag) => tag.key === "operation" && tag.value === "token") === ofTokenCalls
       ? sum + (pair.metricState as MetricState.MetricState.Counter<number>).count
       : sum, 0)
+
+// Of an undici Agent: requests running or queued, and sockets open but not free, summed over its origins.
+const dispatcherLoad = (dispatcher: Undici.Dispatcher) => {
+  const stats = (dispatcher as Undici.Agent).stats as Readonly<
+    Record<string, { connected: number; free?: number; pending: number; queued?: number; running: number }>
+  >
+  let requests = 0
+  let busy = 0
+  for (const origin of Object.values(stats)) {
+    requests += origin.running + origin.pending + (origin.queued ?? 0)
+    // A Client (no `free`) has one socket, busy while it runs a request.
+    busy += origin.free === undefined ? Math.min(origin.connected, origin.running) : origin.connected - origin.free
+  }
+  return { requests, busy }
+}
+
+// What `read` gives once `idle` holds of it, or after 5 s: a token fetch the provider still runs once the calls have
+// ended (a refresh its callers went on without) is no call's, and ends within its own time limits and retries.
+const onceIdle = <A>(read: Effect.Effect<A>, idle: (a: A) => boolean, polls = 250): Effect.Effect<A> =>
+  Effect.flatMap(read, (a) =>
+    idle(a) || polls === 0
+      ? Effect.succeed(a)
+      : Effect.zipRight(Effect.sleep("20 millis"), onceIdle(read, idle, polls - 1)))
 
 const sockets = (): number =>
   process.getActiveResourcesInfo().filter((kind) => kind === "TCPSocketWrap" || kind === "TCPServerWrap").length
@@ -326,6 +364,8 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
     })
 
     const supervisor = yield* Supervisor.track
+    // The calls' fibers only (not the emulator's), counted once they have ended.
+    const callFibers = yield* Supervisor.track
     const started = Date.now()
     const loop = monitorEventLoopDelay({ resolution: 10 })
     loop.enable()
@@ -357,7 +397,11 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
           Effect.map(FiberRef.get(callIdRef), (id) => {
             if (id !== undefined && !request.url.includes("/oauth/")) sent.set(id, (sent.get(id) ?? 0) + 1)
           })))
-    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    ).pipe(
+      Layer.provide(NodeHttpClient.layerUndiciWithoutDispatcher),
+      // The run's own Agent, in the calls' context, so that its load is read before it is destroyed.
+      Layer.provideMerge(NodeHttpClient.dispatcherLayer)
+    )
 
     // The calls, in a scope of their own (the client and its sockets), inside the emulator's: once it closes, every
     // socket the client opened must be closed, while the emulator would still keep one open.
@@ -436,8 +480,14 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
       yield* Effect.forEach(Array.from({ length: total }, (_, i) => i), call, {
         concurrency: options.concurrency,
         discard: true
-      })
+      }).pipe(Effect.supervised(callFibers))
       yield* Fiber.interrupt(trouble)
+      const callFibersLeft = (yield* onceIdle(callFibers.value, (fibers) => fibers.length === 0)).length
+      const dispatcher = yield* NodeHttpClient.Dispatcher
+      const load = yield* onceIdle(
+        Effect.sync(() => dispatcherLoad(dispatcher)),
+        ({ busy, requests }) => requests === 0 && busy === 0
+      )
       if (options.capture) {
         // Each metric's key (name, description, labels) and its state: a frequency's keys are values of its own.
         captured.push(Inspectable.format(Metric.unsafeSnapshot().map((m) => [
@@ -449,7 +499,18 @@ export const run = (options: ChaosOptions): Effect.Effect<ChaosReport, unknown> 
             : []
         ])))
       }
-      return { calls: total, successes, failuresByTag, defects, interruptions, maxCallMillis, tokenTroubleEvents }
+      return {
+        calls: total,
+        successes,
+        failuresByTag,
+        defects,
+        interruptions,
+        maxCallMillis,
+        tokenTroubleEvents,
+        callFibersLeft,
+        clientRequestsInFlight: load.requests,
+        clientSocketsBusy: load.busy
+      }
     })).pipe(Effect.provide(countingClient))
 
     const body = Effect.scoped(Effect.gen(function*() {
@@ -595,6 +656,16 @@ export const summary = (report: ChaosReport): string => {
     ],
     ["faults injected", Object.entries(report.faultsInjected).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(", "), ""],
     ["fibers left", String(report.liveFibersAfter), report.liveFibersAfter === 0 ? "ok" : "FAIL"],
+    [
+      "calls' fibers left once they ended (client open)",
+      String(report.callFibersLeft),
+      report.callFibersLeft === 0 ? "ok" : "FAIL"
+    ],
+    [
+      "client requests in flight / sockets busy after the calls",
+      `${report.clientRequestsInFlight} / ${report.clientSocketsBusy}`,
+      report.clientRequestsInFlight === 0 && report.clientSocketsBusy === 0 ? "ok" : "FAIL"
+    ],
     [
       "client sockets left",
       `${report.clientSocketsLeft} of ${report.clientSocketsOpened} opened`,
