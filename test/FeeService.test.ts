@@ -175,6 +175,12 @@ describe("FeeService", () => {
       expect(error.issues.map((issue) => issue.path)).toEqual(Array.from({ length: 20 }, (_, i) => `extra_${i}`))
       expect(error.message).toMatch(/^Invalid fee calculation request: extra_0: expected no such key; .*; extra_19: /)
       expect(error.message).toMatch(/extra_19: expected no such key; and 5 more$/)
+      // A key of the input's own is cut as a response's is (1,024 characters, then `...`): 20 keys a megabyte long
+      // make no 20 MB message.
+      const long = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${i}${"k".repeat(1_000_000)}`, i]))
+      const cut = yield* Effect.flip(FeeService.validate(long))
+      expect(cut.issues[0]?.path).toBe(`0${"k".repeat(1023)}...`)
+      expect(cut.message.length).toBeLessThan(25_000)
     }))
 
   // Past the 20 told, unknown keys are only counted (the schema would build an issue for each, seconds for a million).

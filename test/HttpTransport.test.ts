@@ -1067,16 +1067,27 @@ describe("HttpTransport", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
       expect(error._tag).toBe("RateLimitError")
+      expect(error.message).toBe(
+        "Rate limited (429) and asked to wait 30s, more than the call's deadline leaves, on POST /v1/fee-calculation: " +
+          "status 429"
+      )
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "30" }) }, { deadline: "10 seconds" })))
 
   it.effect("Retry-After beyond the cap is refused at once however long the deadline, from a 429 and a 503", () =>
     Effect.gen(function*() {
+      const messages: Array<string> = []
       for (const code of [429, 503]) {
         const error = yield* Effect.flip(calculate)
         expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([code, 1])
+        messages.push(error.message)
       }
       expect(yield* attempts).toBe(2)
+      // Each says the wait it asked for and why it was not waited for: not one retried until the retries ran out.
+      expect(messages).toEqual([
+        "Rate limited (429) and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 429",
+        "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 503"
+      ])
     }).pipe(provideClient({
       [FEE]: FinTest.sequence(status(429, { "retry-after": "120" }), status(503, { "retry-after": "120" }))
     }, { maxRetryAfter: "60 seconds", deadline: "5 minutes" })))

@@ -683,11 +683,12 @@ const decodeError = (
   const requestId = requestIdOf(headers, redactor(spec.credentials))
   // A path may hold the answer's own keys (a record's): a credential the service echoed there is not kept either, in
   // the form a path writes it too (its control characters escaped: `\u0009`, which JSON writes `\t`, DEL). The
-  // redactor keeps only a text's start: a longer path is cut with `...`, never shortened into another key's path.
+  // redactor keeps only a text's start: a longer path is cut with `...` (by `told`), never shortened into another
+  // key's path.
   const redactPath = redactor(spec.credentials, "path")
   const { issues, summary } = Issues.told(
     found.map((issue) => {
-      const path = short(redactPath(issue.path))
+      const path = redactPath(issue.path)
       return path === issue.path ? issue : new Issue({ path, expected: issue.expected })
     })
   )

@@ -169,7 +169,21 @@ export const told = (
   uncounted = 0
 ): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
   const { first, more } = firstOf(found, uncounted)
-  return { issues: first, summary: `${summarize(first)}${more}` }
+  const kept = first.map((issue) => {
+    const path = cut(issue.path)
+    return path === issue.path ? issue : new Issue({ path, expected: issue.expected })
+  })
+  return { issues: kept, summary: `${summarize(kept)}${more}` }
+}
+
+/** The most characters of a path an error keeps (a key of the input's own, a megabyte long, is cut), then `...`. */
+export const MAX_PATH = 1024
+
+// A path no longer than MAX_PATH, never cut inside a surrogate pair (an emoji).
+const cut = (path: string): string => {
+  if (path.length <= MAX_PATH) return path
+  const last = path.charCodeAt(MAX_PATH - 1)
+  return `${path.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_PATH - 1 : MAX_PATH)}...`
 }
 
 /** The first `MAX_ISSUES` of `found`, and the end of the line telling them: `; and 5 more`, or nothing. */

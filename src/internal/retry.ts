@@ -298,6 +298,19 @@ const slowDown = (error: ApiError, limit: Limit, timeLeftOf = "the call's deadli
     ...(error.requestId === undefined ? {} : { requestId: error.requestId })
   })
 
+// A 429's message (`Rate limited (429) on <operation>: <what it said>`) with the wait it asked for and why it was not
+// waited for, as `slowDown` says a 5xx's.
+const waitRefused = (error: RateLimitError, limit: Limit, timeLeftOf = "the call's deadline"): RateLimitError => {
+  const start = error.operation === undefined ? undefined : `Rate limited (429) on ${error.operation}`
+  if (start === undefined || !error.message.startsWith(start)) return error
+  return new RateLimitError({
+    ...error,
+    message: `Rate limited (429) and asked to wait ${Duration.format(error.retryAfter ?? Duration.zero)}, ${
+      limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`
+    }, on ${error.operation}${error.message.slice(start.length)}`
+  })
+}
+
 /**
  * `self` retried under `policy(options)`. A retryable 5xx `ApiError` asking for a longer wait than `waitCap` (a 503
  * asking for two minutes), or one that does not end before `timeLeft`, ends as a `RateLimitError`, as a 429 would (a
@@ -316,6 +329,12 @@ export const retry = <A, E extends Retried, R>(
         ? Effect.flatMap(
           tooLongFor(error, options),
           (limit) => Effect.fail(limit === undefined ? error : slowDown(error, limit, options.timeLeftOf))
+        )
+        // A 429 whose wait ended the retries says so too, in the words of the 5xx's, not as one retried until spent.
+        : options.maxRetries > 0 && error._tag === "RateLimitError" && error.status === 429
+        ? Effect.flatMap(
+          tooLongFor(error, options),
+          (limit) => Effect.fail(limit === undefined ? error : waitRefused(error, limit, options.timeLeftOf))
         )
         : Effect.fail(error)
     )
