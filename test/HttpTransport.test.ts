@@ -1068,8 +1068,8 @@ describe("HttpTransport", () => {
       const error = yield* Effect.flip(calculate)
       expect(error._tag).toBe("RateLimitError")
       expect(error.message).toBe(
-        "Rate limited (429) and asked to wait 30s, more than the call's deadline leaves, on POST /v1/fee-calculation: " +
-          "status 429"
+        "Rate limited (429) and asked to wait 30s, more than the call's deadline leaves, on " +
+          "POST /v1/fee-calculation: status 429"
       )
       expect(yield* attempts).toBe(1)
     }).pipe(provideClient({ [FEE]: () => status(429, { "retry-after": "30" }) }, { deadline: "10 seconds" })))
