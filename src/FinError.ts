@@ -26,12 +26,16 @@ export class Issue extends Schema.Class<Issue>("effect-fin.Issue")({
   expected: Schema.String
 }) {}
 
+// A whole number, as a status or a count is: one JSON cannot write (NaN, Infinity) would reach another process as
+// `null`, and the error sent would not decode there.
+const Whole = Schema.Int
+
 // Fields that say which call failed and how far it got; shared by the errors of API calls.
 const callFields = {
   /** HTTP method and path of the call, e.g. `POST /v1/fee-calculation`. */
   operation: Schema.optional(Schema.String),
   /** Attempts made before giving up (the 401 refresh-retry included). */
-  attempts: Schema.optional(Schema.Number),
+  attempts: Schema.optional(Whole),
   /** The service's request id, when the response carried one. */
   requestId: Schema.optional(Schema.String)
 }
@@ -64,7 +68,7 @@ export class AuthenticationError extends Schema.TaggedError<AuthenticationError>
     /** The operation and the service's own message, if any: one line, credentials redacted, controls escaped. */
     message: Schema.String,
     /** The status of the refusing answer (401). */
-    status: Schema.optional(Schema.Number),
+    status: Schema.optional(Whole),
     /**
      * The wait its `Retry-After` (or `retry-after-ms`) asked for: on the token route, no token request is sent before
      * it has passed (`maxRetryAfter` at most), a service locking out credentials after failed attempts not asked again.
@@ -97,7 +101,7 @@ const answerFields = {
    * `status` field (on a 429 it tells a quota from a throttle), else an OAuth error's `error` (`"invalid_client"`); a
    * text one kept as `FieldError.field` is.
    */
-  code: Schema.optional(Schema.Union(Schema.String, Schema.Number)),
+  code: Schema.optional(Schema.Union(Schema.String, Schema.Finite)),
   /** The fields the service named (`errors[]` of a 422, `data` of a 400, `error.details[]`). */
   fieldErrors: Schema.optional(Schema.Array(FieldError)),
   /**
@@ -118,7 +122,7 @@ const answerFields = {
  */
 export class ApiError extends Schema.TaggedError<ApiError>("effect-fin.ApiError")("ApiError", {
   /** The HTTP status of the (last) answer. */
-  status: Schema.Number,
+  status: Whole,
   /**
    * The status, the operation and what the service said (its message and field errors, shortened): one line,
    * credentials redacted, control characters escaped.
@@ -144,7 +148,7 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
     /** The status, the operation (and the wait asked for) and the service's own message, on one line, redacted. */
     message: Schema.String,
     /** The status of the last answer: 429, or the 5xx that asked for too long a wait. */
-    status: Schema.optional(Schema.Number),
+    status: Schema.optional(Whole),
     ...answerFields,
     ...callFields
   }
@@ -178,7 +182,7 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
      */
     code: Schema.optional(Schema.String),
     /** For `BodyReadFailed`: the status of the response whose body was lost. */
-    status: Schema.optional(Schema.Number),
+    status: Schema.optional(Whole),
     /** For `BodyReadFailed`: the wait its `Retry-After` (or `retry-after-ms`) asked for; retries honour it. */
     retryAfter: Schema.optional(Schema.Duration),
     ...callFields
@@ -215,7 +219,7 @@ export class ResponseDecodeError extends Schema.TaggedError<ResponseDecodeError>
     /** The operation and what was expected where (the first 20 issues), never the value received. */
     message: Schema.String,
     /** The HTTP status of the answer that was refused. */
-    status: Schema.Number,
+    status: Whole,
     /** Each place the answer did not match (the first 20), by path, with what was expected there. */
     issues: Schema.Array(Issue),
     ...callFields

@@ -749,16 +749,20 @@ export class Unlisted extends Schema.TaggedClass<Unlisted>("effect-fin.Unlisted"
   }
 }
 
-// Any text as `Unlisted`, encoded back as the text received.
-const UnlistedFromString = Schema.transform(Schema.String, Schema.typeSchema(Unlisted), {
-  strict: true,
-  decode: (value) => new Unlisted({ value }),
-  encode: (unlisted) => unlisted.value
-})
-
-// The listed values as themselves, anything else as `Unlisted` (the listed ones match first).
+// The listed values as themselves, anything else as `Unlisted` (the listed ones match first). An `Unlisted` holding a
+// listed value (built by hand or drawn by an Arbitrary) is refused: it would encode as that value and decode back as
+// the listed one, not as itself, and a `Match.when` on the value would miss it.
 const listedOr = <const L extends ReadonlyArray<string>>(...listed: L) =>
-  Schema.Union(Schema.Literal(...listed), UnlistedFromString)
+  Schema.Union(
+    Schema.Literal(...listed),
+    Schema.transform(
+      Schema.String,
+      Schema.typeSchema(Unlisted).pipe(
+        Schema.filter((unlisted) => !listed.includes(unlisted.value), { message: () => "a value that is not listed" })
+      ),
+      { strict: true, decode: (value) => new Unlisted({ value }), encode: (unlisted) => unlisted.value }
+    )
+  )
 
 /**
  * A beneficiary type: `INDIVIDUAL`, `BUSINESS`, or a value the documentation does not list yet, as `Unlisted`.
@@ -1041,8 +1045,13 @@ export interface TransitPaymentStatusEvent extends Schema.Schema.Type<typeof Tra
 export const UnknownEvent = Schema.Struct({
   /** Always `"Unknown"`, so that matching on `type` narrows to this event. */
   type: Schema.Literal("Unknown"),
-  /** The event type as sent, e.g. a type added to the service after this version. */
-  received_type: Id,
+  /**
+   * The event type as sent, e.g. a type added to the service after this version; never a documented one, which
+   * decodes as its own event (and one built by hand would encode as that event's envelope, not decode back as itself).
+   */
+  received_type: Id.pipe(
+    Schema.filter((type) => !documented.has(type), { message: () => "an event type the documentation does not list" })
+  ),
   ...eventFields,
   /** The payload, the JSON as sent. */
   data: JsonValue
@@ -1191,7 +1200,10 @@ const fatalUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 // Every issue, not the first: a sender mending its payload is told everything wrong with it at once.
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope, { errors: "all" })
 const decodeFlat = Schema.decodeEither(WebhookEventFromEnvelope, { errors: "all" })
-const decodeUnknownEvent = Schema.decodeEither(UnknownEvent, { errors: "all" })
+// An ignored event of a documented type is kept as an `UnknownEvent` holding that type (never handed to a handler).
+const decodeUnknownEvent = Schema.decodeEither(Schema.Struct({ ...UnknownEvent.fields, received_type: Id }), {
+  errors: "all"
+})
 
 const malformed = (message: string, issue?: ParseResult.ParseIssue) => {
   if (issue === undefined) return fail("malformed_body", message)

@@ -91,6 +91,12 @@ describe("FinError", () => {
     )
     expect(read._tag === "TransportError" && [read.reason, read.retryAfter])
       .toEqual(["BodyReadFailed", Duration.seconds(3)])
+    // A figure JSON cannot write (NaN and Infinity become null) is refused when the error is made, not when another
+    // process fails to decode it.
+    expect(() => new ApiError({ status: NaN, message: "no" })).toThrow()
+    expect(() => new TimeoutError({ message: "late", kind: "attempt", timeout: Duration.seconds(1), attempts: Infinity }))
+      .toThrow()
+    expect(() => new ApiError({ status: 422, message: "no", code: Infinity })).toThrow()
     // A reason of neither kind (sent by another version, or mangled) is refused, not decoded into a TransportError.
     const stranger = { _tag: "TransportError", message: "cut", reason: "Cancelled" }
     expect(Schema.decodeUnknownEither(json)(JSON.stringify(stranger))._tag).toBe("Left")

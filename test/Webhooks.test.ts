@@ -3780,6 +3780,14 @@ describe("Webhooks schemas with effect's schema tools", () => {
     for (const [event, again] of roundTrips(Webhooks.WebhookEventFromEnvelope)) {
       expect(equivalent(again, event)).toBe(true)
     }
+    // Values no decode gives, which would encode to a body that decodes as another value (or not at all): refused.
+    const transit = Schema.decodeUnknownSync(Webhooks.WebhookEventFromEnvelope)(JSON.parse(transitBody))
+    const unknown = { ...transit, type: "Unknown" as const, received_type: "payout.settled" }
+    expect(Schema.is(Webhooks.WebhookEvent)(unknown)).toBe(true)
+    expect(Schema.is(Webhooks.WebhookEvent)({ ...unknown, received_type: "beneficiary.status" })).toBe(false)
+    expect(Schema.is(Webhooks.BeneficiaryStatus)(new Webhooks.Unlisted({ value: "SUSPENDED" }))).toBe(true)
+    expect(Schema.is(Webhooks.BeneficiaryStatus)(new Webhooks.Unlisted({ value: "ACTIVE" }))).toBe(false)
+    expect(Schema.is(Webhooks.BeneficiaryType)(new Webhooks.Unlisted({ value: "BUSINESS" }))).toBe(false)
   })
 
   it("Schema.equivalence: two decodings of one body are equivalent, whatever the event's data", () => {
