@@ -102,6 +102,19 @@ describe("effect-fin behind an HttpApi", () => {
       ({ dispose }) => Effect.promise(dispose)
     ))
 
+  it.live("hands the quote's 404 (no such beneficiary) on as a refusal, not as a 503 to retry", () =>
+    Effect.acquireUseRelease(
+      Effect.sync(() =>
+        serve(FinTest.layerClient({
+          "POST /v1/fee-calculation": () => FinTest.json(404, { message: "Resource not found" })
+        }))
+      ),
+      ({ handler }) =>
+        Effect.map(send(handler, "/quotes", JSON.stringify(quote)), (answer) =>
+          expect(answer).toEqual({ status: 422, body: { _tag: "QuoteRefused", fields: [] } })),
+      ({ dispose }) => Effect.promise(dispose)
+    ))
+
   it("documents the API with effect-fin's schemas, under names OpenAPI accepts", () => {
     const document = OpenApi.fromApi(Api)
     const names = Object.keys(document.components.schemas)

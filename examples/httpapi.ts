@@ -39,7 +39,9 @@ const refusal = (error: FinError.FinError) =>
   error._tag === "RequestValidationError"
     ? new QuoteRefused({ fields: error.issues.map((issue) => issue.path) })
     // The quote's own refusal only: a token call's error (`operation` the token route's) says nothing of the quote.
-    : error._tag === "ApiError" && error.operation === "POST /v1/fee-calculation" && error.status === 422
+    // A 404 is one too (no such beneficiary): sent again, it fails again, so not a 503 to retry.
+    : error._tag === "ApiError" && error.operation === "POST /v1/fee-calculation" &&
+        (error.status === 422 || error.status === 404)
     ? new QuoteRefused({ fields: (error.fieldErrors ?? []).map((field) => field.field) })
     : unavailable(error)
 

@@ -7,10 +7,13 @@ import { createServer } from "node:http"
 
 // On shutdown the platform stops serving before it closes the server: a request whose headers were still arriving
 // would get no answer, and hold the shutdown until its client gives up. Refused instead (503, sent again later).
+// And a delivery answered during the shutdown would keep its connection, and the process, for Node's 5 s keep-alive.
 const refusingWhenClosed = () => {
   const server = createServer()
   server.on("request", (_request, response) => {
     if (server.listenerCount("request") === 1) response.writeHead(503, { connection: "close" }).end()
+    // Once closing, each kept-alive connection ends with its answer (else it holds the shutdown for keepAliveTimeout).
+    response.on("finish", () => { if (!server.listening) setImmediate(() => server.closeIdleConnections()) })
   })
   return server
 }
