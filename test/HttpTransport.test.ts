@@ -4082,3 +4082,30 @@ it.effect("a request failing with no code before it was sent (Encode, InvalidUrl
       expect(error.message).toBe(`POST /v1/fee-calculation: could not send the request (${reason})`)
     }
   }))
+
+// Something answered, not in HTTP (a base URL whose port serves something else): said so, with what to check, as
+// node:http (a code) and undici (only the error's name) report it.
+it.effect("an answer that is not HTTP is said so, with the base URL to check, from either client's parser error", () =>
+  Effect.gen(function*() {
+    const parserError = (code?: string) =>
+      Object.assign(new Error("Response does not match the HTTP/1.1 protocol"), {
+        name: "HTTPParserError",
+        ...(code === undefined ? {} : { code })
+      })
+    const said: Array<string> = []
+    const fetchFailed = new TypeError("fetch failed", { cause: parserError() })
+    const causes = [parserError(), parserError("HPE_INVALID_CONSTANT"), fetchFailed]
+    for (const cause of causes) {
+      const error = yield* Effect.flip(quoteThrough((request) =>
+        Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause }))
+      ))
+      expect(error).toMatchObject({ _tag: "TransportError", reason: "RequestFailed" })
+      said.push(error.message)
+    }
+    const check = ": is the base URL the service's (its scheme, host and port)? The service may have got the request"
+    expect(said).toEqual([
+      `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
+      `POST /v1/fee-calculation: an answer that is not HTTP (HPE_INVALID_CONSTANT)${check}`,
+      `POST /v1/fee-calculation: an answer that is not HTTP${check}`
+    ])
+  }))

@@ -463,9 +463,15 @@ const transportFailure = (
 const requestFailure = (
   reason: HttpClientError.RequestError["reason"],
   code: string | undefined,
-  detail: string | undefined
+  detail: string | undefined,
+  cause: unknown
 ): string => {
   const why = detail === undefined ? "" : ` (${detail})`
+  if (notHttp(code, cause)) {
+    // Without a code, the request error's reason ("Transport") would say nothing more.
+    return `an answer that is not HTTP${code === undefined ? "" : why}: is the base URL the service's (its ` +
+      "scheme, host and port)? The service may have got the request"
+  }
   if (code !== undefined && SystemCodes.isClientClosed(code)) {
     return `the platform HTTP client is closed${why}: its layer's scope has ended (as a layer provided only around ` +
       "FinClient.make does once the client is made: provide it where the client is used); a request under way when " +
@@ -474,6 +480,18 @@ const requestFailure = (
   return (code === undefined ? reason !== "Transport" : SystemCodes.neverSent(code))
     ? `could not send the request${why}`
     : `no answer${why}; the service may have got the request`
+}
+
+// Something answered, not in HTTP (a base URL whose port serves something else, TLS spoken to an `http:` one):
+// node:http's parser error has a code (`HPE_INVALID_CONSTANT`), undici's often none, only its name.
+const notHttp = (code: string | undefined, cause: unknown): boolean => {
+  if (code !== undefined) return code.startsWith("HPE_")
+  let error = cause
+  for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
+    if ((error as { readonly name?: unknown }).name === "HTTPParserError") return true
+    error = (error as { readonly cause?: unknown }).cause
+  }
+  return false
 }
 
 // The errors of an attempt are built here of their schema's types, their fields in its order: not validated again by
@@ -491,7 +509,7 @@ const transportError = (
   const detail = code ?? (error._tag === "RequestError" ? error.reason : undefined)
   if (error._tag === "RequestError") {
     return new TransportError({
-      message: `${spec.operation}: ${requestFailure(error.reason, code, detail)}`,
+      message: `${spec.operation}: ${requestFailure(error.reason, code, detail, error.cause)}`,
       reason: "RequestFailed",
       ...(code === undefined ? {} : { code }),
       operation: spec.operation,
