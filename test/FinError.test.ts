@@ -94,8 +94,8 @@ describe("FinError", () => {
     // A figure JSON cannot write (NaN and Infinity become null) is refused when the error is made, not when another
     // process fails to decode it.
     expect(() => new ApiError({ status: NaN, message: "no" })).toThrow()
-    expect(() => new TimeoutError({ message: "late", kind: "attempt", timeout: Duration.seconds(1), attempts: Infinity }))
-      .toThrow()
+    const late = { message: "late", kind: "attempt", timeout: Duration.seconds(1) } as const
+    expect(() => new TimeoutError({ ...late, attempts: Infinity })).toThrow()
     expect(() => new ApiError({ status: 422, message: "no", code: Infinity })).toThrow()
     // A reason of neither kind (sent by another version, or mangled) is refused, not decoded into a TransportError.
     const stranger = { _tag: "TransportError", message: "cut", reason: "Cancelled" }
