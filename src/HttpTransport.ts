@@ -876,9 +876,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                 : failure._tag === "None" || waitingForToken
                 ? lastStatus
                 : Http.statusOf(failure.value) ?? lastStatus
+              // The count's status is the error's own where it has one (a token route's 503 too, as the caller sees
+              // it): a token service down counts as a 5xx, not as `none` or as the 401 that sent the call for a token.
+              const counted = failure?._tag === "Some" ? Http.statusOf(failure.value) ?? lastAnswer : lastAnswer
               const metrics = Effect.zipRight(
                 Metric.update(latencyByOutcome(name)(outcome), now - started),
-                Metric.increment(requestsBy(name, outcome, lastAnswer))
+                Metric.increment(requestsBy(name, outcome, counted))
               )
               if (failure === undefined) {
                 return Effect.zipRight(Http.annotateOutcome(attempts, "success", status, extra), metrics)

@@ -1066,7 +1066,8 @@ export const UnknownEvent = Schema.Struct({
 export interface UnknownEvent extends Schema.Schema.Type<typeof UnknownEvent> {}
 
 /**
- * A decoded event (flat; `type` is the discriminant).
+ * A decoded event (flat; `type` is the discriminant). To store events, encode them with `WebhookEventFromEnvelope`:
+ * an `UnknownEvent` stored flat no longer decodes once a later version documents its type.
  *
  * @since 0.1.0
  * @category schemas
@@ -1133,7 +1134,9 @@ export type WebhookEventOf<T extends EventType> = Extract<WebhookEvent, { readon
  * its bytes: timestamps to the millisecond in UTC, a `null` status left out, and fields the schemas do not name
  * dropped (in the envelope's `event` or beside `event` and `data`, for every type; in a `beneficiary.status` event's
  * `data`); verify the raw body, and store it if you need what was sent.
- * To store a decoded event as JSON, encode it with this schema: `JSON.stringify` would write its `Option`s as objects.
+ * To store a decoded event as JSON, encode it with this schema: `JSON.stringify` would write its `Option`s as objects,
+ * and the flat form (`WebhookEvent` encoded) of an `UnknownEvent` whose type a later version documents no longer
+ * decodes there, where the envelope decodes as that type's event.
  *
  * @since 0.1.0
  * @category schemas

@@ -768,34 +768,44 @@ describe("HttpTransport", () => {
     })))
 
   // Both `ApiError`, a request the service refused (a 4xx) and the service failing (a 5xx) are told apart by the status
-  // of the call's last answer; a call that had none says `none`.
+  // of the call's last answer; a call that had none says `none`. A call whose token could not be had counts with its
+  // error's status (the token route's 503), not the 401 that sent it for a new token.
   it.effect("effect_fin_requests_total is labelled with the last answer's status too (none without one)", () =>
     Effect.gen(function*() {
-      const probe = (path: string) =>
+      const probe = (path: string, name = "status-probe") =>
         FinTest.advanceUntilDone(Effect.either(
-          HttpTransport.request({ method: "GET", path, response: Schema.Unknown, name: "status-probe" }).pipe(
+          HttpTransport.request({ method: "GET", path, response: Schema.Unknown, name }).pipe(
             HttpTransport.withOptions({ maxRetries: 0, timeout: "1 second" })
           )
         ))
       for (const path of ["/v1/ok", "/v1/missing", "/v1/down", "/v1/slow"]) yield* probe(path)
-      const counts = Metric.unsafeSnapshot().flatMap((pair) => {
-        const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
-        return pair.metricKey.name === "effect_fin_requests_total" && tags.operation === "status-probe"
-          ? [[`${tags.outcome} ${tags.status}`, (pair.metricState as MetricState.MetricState.Counter<number>).count]]
-          : []
-      })
-      expect(Object.fromEntries(counts)).toEqual({
+      yield* probe("/v1/revoked", "status-probe-token")
+      const countsOf = (operation: string) =>
+        Object.fromEntries(Metric.unsafeSnapshot().flatMap((pair) => {
+          const tags = Object.fromEntries(pair.metricKey.tags.map((tag) => [tag.key, tag.value]))
+          return pair.metricKey.name === "effect_fin_requests_total" && tags.operation === operation
+            ? [[`${tags.outcome} ${tags.status}`, (pair.metricState as MetricState.MetricState.Counter<number>).count]]
+            : []
+        }))
+      expect(countsOf("status-probe")).toEqual({
         "success 200": 1,
         "ApiError 404": 1,
         "ApiError 503": 1,
         "TimeoutError none": 1
       })
+      expect(countsOf("status-probe-token")).toEqual({ "ApiError 503": 1 })
     }).pipe(provideClient({
+      "POST /v1/oauth/token": FinTest.sequence(
+        FinTest.json(200, { access_token: "t1", access_token_ttl: "2099-01-01T00:00:00Z" }),
+        FinTest.json(503, { message: "down" })
+      ),
+      "POST /v1/oauth/refresh-token": () => FinTest.json(503, { message: "down" }),
       "GET /v1/ok": () => FinTest.json(200, {}),
       "GET /v1/missing": () => FinTest.json(404, { message: "Resource not found" }),
       "GET /v1/down": () => FinTest.json(503, { message: "Service unavailable" }),
-      "GET /v1/slow": () => FinTest.stall
-    })))
+      "GET /v1/slow": () => FinTest.stall,
+      "GET /v1/revoked": () => FinTest.json(401, { message: "Authentication failed" })
+    }, { maxRetries: 0 })))
 
   it.effect("a token step that dies: the call's span says defect, and names the token step", () =>
     Effect.gen(function*() {
@@ -4094,7 +4104,8 @@ it.effect("an answer that is not HTTP is said so, with the base URL to check, fr
       })
     const said: Array<string> = []
     const fetchFailed = new TypeError("fetch failed", { cause: parserError() })
-    const causes = [parserError(), parserError("HPE_INVALID_CONSTANT"), fetchFailed]
+    // Headers past node:http's 16 KiB are an answer in HTTP all the same: its base URL is not what to check.
+    const causes = [parserError(), parserError("HPE_INVALID_CONSTANT"), fetchFailed, parserError("HPE_HEADER_OVERFLOW")]
     for (const cause of causes) {
       const error = yield* Effect.flip(quoteThrough((request) =>
         Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause }))
@@ -4106,6 +4117,7 @@ it.effect("an answer that is not HTTP is said so, with the base URL to check, fr
     expect(said).toEqual([
       `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
       `POST /v1/fee-calculation: an answer that is not HTTP (HPE_INVALID_CONSTANT)${check}`,
-      `POST /v1/fee-calculation: an answer that is not HTTP${check}`
+      `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
+      "POST /v1/fee-calculation: no answer (HPE_HEADER_OVERFLOW); the service may have got the request"
     ])
   }))

@@ -483,9 +483,12 @@ const requestFailure = (
 }
 
 // Something answered, not in HTTP (a base URL whose port serves something else, TLS spoken to an `http:` one):
-// node:http's parser error has a code (`HPE_INVALID_CONSTANT`), undici's often none, only its name.
+// node:http's parser error has a code (`HPE_INVALID_CONSTANT`), undici's often none, only its name. Only the codes of
+// a status line that is not HTTP's: an answer in HTTP that broke a limit or a rule (`HPE_HEADER_OVERFLOW`, headers
+// past 16 KiB; `HPE_INVALID_TRANSFER_ENCODING`) is the service's, its base URL right.
+const NOT_HTTP = new Set(["HPE_INVALID_CONSTANT", "HPE_INVALID_VERSION", "HPE_INVALID_STATUS"])
 const notHttp = (code: string | undefined, cause: unknown): boolean => {
-  if (code !== undefined) return code.startsWith("HPE_")
+  if (code !== undefined) return NOT_HTTP.has(code)
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
     if ((error as { readonly name?: unknown }).name === "HTTPParserError") return true
