@@ -181,6 +181,10 @@ describe("FeeService", () => {
       const cut = yield* Effect.flip(FeeService.validate(long))
       expect(cut.issues[0]?.path).toBe(`0${"k".repeat(1023)}...`)
       expect(cut.message.length).toBeLessThan(25_000)
+      // Never inside a character (an emoji's surrogate pair), and a key of exactly 1,024 characters is kept whole.
+      const edges = { [`${"e".repeat(1023)}\u{1F600}`]: 1, ["x".repeat(1024)]: 2 }
+      const edge = yield* Effect.flip(FeeService.validate(edges))
+      expect(edge.issues.map((issue) => issue.path).slice(0, 2)).toEqual([`${"e".repeat(1023)}...`, "x".repeat(1024)])
     }))
 
   // Past the 20 told, unknown keys are only counted (the schema would build an issue for each, seconds for a million).

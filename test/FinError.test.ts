@@ -94,6 +94,11 @@ describe("FinError", () => {
     // A figure JSON cannot write (NaN and Infinity become null) is refused when the error is made, not when another
     // process fails to decode it.
     expect(() => new ApiError({ status: NaN, message: "no" })).toThrow()
+    // Every error's status, not only ApiError's.
+    expect(() => new RateLimitError({ status: NaN, message: "no" })).toThrow()
+    expect(() => new AuthenticationError({ status: NaN, message: "no" })).toThrow()
+    expect(() => new TransportError({ status: NaN, message: "no", reason: "BodyReadFailed" })).toThrow()
+    expect(() => new ResponseDecodeError({ status: NaN, message: "no", issues: [] })).toThrow()
     const late = { message: "late", kind: "attempt", timeout: Duration.seconds(1) } as const
     expect(() => new TimeoutError({ ...late, attempts: Infinity })).toThrow()
     expect(() => new ApiError({ status: 422, message: "no", code: Infinity })).toThrow()

@@ -779,6 +779,12 @@ describe("HttpTransport", () => {
           )
         ))
       for (const path of ["/v1/ok", "/v1/missing", "/v1/down", "/v1/slow"]) yield* probe(path)
+      // Refused before anything was sent (an override no call could have): no answer either.
+      yield* Effect.either(
+        HttpTransport.request({ method: "GET", path: "/v1/ok", response: Schema.Unknown, name: "status-probe" }).pipe(
+          HttpTransport.withOptions({ maxRetries: -1 })
+        )
+      )
       yield* probe("/v1/revoked", "status-probe-token")
       const countsOf = (operation: string) =>
         Object.fromEntries(Metric.unsafeSnapshot().flatMap((pair) => {
@@ -791,7 +797,8 @@ describe("HttpTransport", () => {
         "success 200": 1,
         "ApiError 404": 1,
         "ApiError 503": 1,
-        "TimeoutError none": 1
+        "TimeoutError none": 1,
+        "RequestValidationError none": 1
       })
       expect(countsOf("status-probe-token")).toEqual({ "ApiError 503": 1 })
     }).pipe(provideClient({
@@ -1060,7 +1067,8 @@ describe("HttpTransport", () => {
       maxRetryAfter: "60 seconds"
     })))
 
-  // A daily quota and a per-second throttle both answer 429: what the service said tells them apart.
+  // A daily quota and a per-second throttle both answer 429: what the service said tells them apart. Not retried, its
+  // long Retry-After ended no retries, and the message does not say it did.
   it.effect("a 429 keeps the service's message and code", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(calculate)
@@ -1070,7 +1078,9 @@ describe("HttpTransport", () => {
       ])
     }).pipe(provideClient({
       [FEE]: () =>
-        FinTest.json(429, { error: { code: "daily_quota_exceeded", message: "Daily quota of 1000 quotes exceeded" } })
+        FinTest.json(429, { error: { code: "daily_quota_exceeded", message: "Daily quota of 1000 quotes exceeded" } }, {
+          "retry-after": "86400"
+        })
     }, { maxRetries: 0 })))
 
   it.effect("Retry-After beyond what is left of the deadline: RateLimitError at once", () =>

@@ -1560,6 +1560,11 @@ describe("Emulator", () => {
         yield* TestClock.setTime(Date.parse("2026-04-04T17:38:26.843Z"))
         const delivery = yield* emulator.sendWebhook()
         expect(delivery.event.event.created_at).toBe("2026-04-04T17:38:26.843000Z")
+        // Sent within the same microsecond: the next one a microsecond later, in order.
+        expect((yield* emulator.sendWebhook()).event.event.created_at).toBe("2026-04-04T17:38:26.843001Z")
+        // A clock set back (an NTP step) is followed, not held at the last event's time.
+        yield* TestClock.setTime(Date.parse("2026-04-04T16:38:26.843Z"))
+        expect((yield* emulator.sendWebhook()).event.event.created_at).toBe("2026-04-04T16:38:26.843000Z")
       }))
 
     // On the wall clock, as a receiver's maxAge reads it: the live clock's nanoseconds are monotonic, and a wall clock
