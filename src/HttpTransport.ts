@@ -869,16 +869,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
                   ...(slotWaited >= 1 ? { "effect_fin.slot_wait_ms": Math.round(slotWaited) } : {})
                 }
                 : undefined
+              const errorStatus = failure?._tag === "Some" ? Http.statusOf(failure.value) : undefined
               // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
               // not this operation's, which was maybe never sent.
-              const lastAnswer = failure === undefined
-                ? status
-                : failure._tag === "None" || waitingForToken
-                ? lastStatus
-                : Http.statusOf(failure.value) ?? lastStatus
+              const lastAnswer = failure === undefined ? status : waitingForToken ? lastStatus : errorStatus ?? lastStatus
               // The count's status is the error's own where it has one (a token route's 503 too, as the caller sees
               // it): a token service down counts as a 5xx, not as `none` or as the 401 that sent the call for a token.
-              const counted = failure?._tag === "Some" ? Http.statusOf(failure.value) ?? lastAnswer : lastAnswer
+              const counted = errorStatus ?? lastAnswer
               const metrics = Effect.zipRight(
                 Metric.update(latencyByOutcome(name)(outcome), now - started),
                 Metric.increment(requestsBy(name, outcome, counted))

@@ -44,6 +44,7 @@ import * as Issues from "./issues.js"
 import * as Monotonic from "./monotonic.js"
 import * as Printable from "./printable.js"
 import * as Redact from "./redact.js"
+import * as Short from "./short.js"
 import * as Spans from "./spans.js"
 import * as SystemCodes from "./systemCodes.js"
 import * as Turn from "./turn.js"
@@ -573,15 +574,8 @@ const normalisedBody = (text: string, json: unknown): string => {
   }
 }
 
-// The first `max` UTF-16 units of `text`, one fewer where the cut would split a surrogate pair (an emoji): half a
-// character is none, shown as U+FFFD, or refused by a strict UTF-8 encoder.
-const upTo = (text: string, max: number): string => {
-  const last = text.charCodeAt(max - 1)
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff && text.length > max ? max - 1 : max)
-}
-
 // A message no longer than an error should carry (a page of text in a `message` field, say).
-const short = (text: string, max = MAX_BODY_IN_ERROR): string => text.length > max ? `${upTo(text, max)}...` : text
+const short = (text: string, max = MAX_BODY_IN_ERROR): string => Short.short(text, max)
 
 // Text on one line (a log line, `Cause.pretty`): every run of blanks, line breaks included, one space.
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
@@ -622,7 +616,7 @@ const statusError = (
     ? {}
     : { code: typeof parsed.code === "string" ? Printable.printable(short(redact(parsed.code))) : parsed.code }
   const body = !parsed.understood && spec.keepBody && text !== ""
-    ? { body: upTo(redact(normalisedBody(text, json)), MAX_BODY_IN_ERROR) }
+    ? { body: Short.upTo(redact(normalisedBody(text, json)), MAX_BODY_IN_ERROR) }
     : {}
   const fields = parsed.fieldErrors?.map((f) =>
     new FieldError({

@@ -9,6 +9,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as SchemaAST from "effect/SchemaAST"
 import { Issue, RequestValidationError } from "../FinError.js"
 import * as Printable from "./printable.js"
+import { short } from "./short.js"
 
 // What a schema expects, in words: its own title or description (`an ISO 8601 date-time`, `a number`), else what its
 // shape is (`an object with data`), never the schema's inner workings (`(Struct (Encoded side) <-> ...)`). A
@@ -170,7 +171,7 @@ export const told = (
 ): { readonly issues: ReadonlyArray<Issue>; readonly summary: string } => {
   const { first, more } = firstOf(found, uncounted)
   const kept = first.map((issue) => {
-    const path = cut(issue.path)
+    const path = short(issue.path, MAX_PATH)
     return path === issue.path ? issue : new Issue({ path, expected: issue.expected })
   })
   return { issues: kept, summary: `${summarize(kept)}${more}` }
@@ -179,12 +180,6 @@ export const told = (
 /** The most characters of a path an error keeps (a key of the input's own, a megabyte long, is cut), then `...`. */
 export const MAX_PATH = 1024
 
-// A path no longer than MAX_PATH, never cut inside a surrogate pair (an emoji).
-const cut = (path: string): string => {
-  if (path.length <= MAX_PATH) return path
-  const last = path.charCodeAt(MAX_PATH - 1)
-  return `${path.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_PATH - 1 : MAX_PATH)}...`
-}
 
 /** The first `MAX_ISSUES` of `found`, and the end of the line telling them: `; and 5 more`, or nothing. */
 export const firstOf = <T>(
