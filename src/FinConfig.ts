@@ -405,9 +405,13 @@ const durationVar = (option: DurationName): Config.Config<Duration.Duration> => 
           () =>
             ConfigError.InvalidData(
               [],
-              `Expected a duration with its unit (e.g. "30 seconds", "500 millis") but received ${
-                OptionNames.shown(text)
-              }`
+              Durations.meant(text) === undefined
+                ? `Expected a duration with its unit (e.g. "30 seconds", "500 millis") but received ${
+                  OptionNames.shown(text)
+                }`
+                : `Expected a duration Effect reads but received ${OptionNames.shown(text)}: ${
+                  Durations.howToWrite(text)
+                }`
             )
         )),
     name

@@ -154,8 +154,15 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, timeout: 30 as unknown as FinConfig.DurationOption })).toContain(
         `timeout must say its unit ("30 seconds", Duration.seconds(30)): a bare number would be read as milliseconds`
       )
-      // Text Effect cannot read (from a config file: "30s", "15 mins") is told the form it can.
+      // Text Effect cannot read (from a config file: "30s", "15 mins") is told the form it can: the one it meant when
+      // it is a number and a unit spelled otherwise.
       expect(yield* configError({ ...base, timeout: "30s" as FinConfig.DurationOption })).toContain(
+        `timeout is not a valid duration: write "30 seconds" (a number, a space and a unit Effect reads)`
+      )
+      for (const [text, form] of [["15 mins", "15 minutes"], ["2Hours", "2 hours"], [" 1.5 ms ", "1.5 millis"]]) {
+        expect(yield* configError({ ...base, timeout: text as FinConfig.DurationOption })).toContain(`write "${form}"`)
+      }
+      expect(yield* configError({ ...base, timeout: "30 fortnights" as FinConfig.DurationOption })).toContain(
         `timeout is not a valid duration: write a number and a unit such as "30 seconds" or "500 millis"`
       )
       // @ts-expect-error a bare number
@@ -363,7 +370,12 @@ describe("FinConfig", () => {
 
   it.effect("from FIN_* variables, one wording per kind of problem: what is not set, what is empty, what is not above zero", () =>
     Effect.gen(function*() {
-      const error = yield* envError({ FIN_CLIENT_ID: "", FIN_TIMEOUT: "-5 seconds", FIN_DEADLINE: "0 seconds" })
+      const error = yield* envError({
+        FIN_CLIENT_ID: "",
+        FIN_TIMEOUT: "-5 seconds",
+        FIN_DEADLINE: "0 seconds",
+        FIN_TOKEN_TIMEOUT: "10s"
+      })
       const problems = (e: ConfigError.ConfigError): Array<string> =>
         e._op === "And" || e._op === "Or"
           ? [...problems(e.left), ...problems(e.right)]
@@ -372,6 +384,9 @@ describe("FinConfig", () => {
         "InvalidData FIN_CLIENT_ID: FIN_CLIENT_ID must be a non-empty string",
         "InvalidData FIN_DEADLINE: FIN_DEADLINE must be greater than zero",
         "InvalidData FIN_TIMEOUT: FIN_TIMEOUT must be greater than zero",
+        // A number and a unit Effect does not read: the form it does.
+        `InvalidData FIN_TOKEN_TIMEOUT: Expected a duration Effect reads but received "10s": write "10 seconds" (a ` +
+        "number, a space and a unit Effect reads)",
         "MissingData FIN_CLIENT_SECRET: FIN_CLIENT_SECRET is not set"
       ])
     }))

@@ -56,6 +56,37 @@ export const withoutUnit = (input: unknown): string | undefined =>
     }`
     : undefined
 
+// Spellings of a unit people write (in config files, from other tools) that Effect's `Duration.decode` does not read.
+const units: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(ns|nanos?|nanoseconds?)$/, "nanos"],
+  [/^(us|µs|micros?|microseconds?)$/, "micros"],
+  [/^(ms|millis?|milliseconds?)$/, "millis"],
+  [/^(s|secs?|seconds?)$/, "seconds"],
+  [/^(m|mins?|minutes?)$/, "minutes"],
+  [/^(h|hrs?|hours?)$/, "hours"],
+  [/^(d|days?)$/, "days"],
+  [/^(w|wks?|weeks?)$/, "weeks"]
+]
+
+/**
+ * The form Effect reads of a text that is a number and a unit written otherwise ("30s", "15 mins", "2 Hours", " 5
+ * seconds"); undefined for any other text. A guess shown to the user, never read in its place.
+ */
+export const meant = (text: string): string | undefined => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*$/i.exec(text)
+  if (match === null) return undefined
+  const unit = units.find(([spellings]) => spellings.test(match[2]!.toLowerCase()))
+  return unit === undefined ? undefined : `${match[1]} ${unit[1]}`
+}
+
+/** What to write instead of the text `input`, said as the end of a message. */
+export const howToWrite = (input: string): string => {
+  const form = meant(input)
+  return form === undefined
+    ? "write a number and a unit such as \"30 seconds\" or \"500 millis\""
+    : `write "${form}" (a number, a space and a unit Effect reads)`
+}
+
 /**
  * `input` as a finite duration, greater than zero unless `allowZero`, and for a `timer` at most `MAX_TIMER` and, unless
  * zero, at least a millisecond (timers count whole milliseconds: "1 nanos" would fire after about one); `Left` is what
@@ -70,9 +101,7 @@ export const check = (input: unknown, allowZero: boolean, timer = false): Either
   // Text from untyped code or a config file ("30s", "15 mins"): say the form Effect reads, as FIN_* variables do.
   if (Option.isNone(decoded)) {
     return Either.left(
-      typeof input === "string"
-        ? "is not a valid duration: write a number and a unit such as \"30 seconds\" or \"500 millis\""
-        : "is not a valid duration"
+      typeof input === "string" ? `is not a valid duration: ${howToWrite(input)}` : "is not a valid duration"
     )
   }
   const d = decoded.value
