@@ -473,10 +473,13 @@ export type SignedHeaders = {
   readonly "x-fin-signature-algorithm": Algorithm
 }
 
+// A test's own mistake in `sign`: an `IllegalArgumentException`, as every other option check's defect.
+const misused = (message: string) => Effect.die(new Cause.IllegalArgumentException(message))
+
 /**
  * Signs a body as the service would and returns the headers it would send: for users' tests. One secret, as `verify`
  * takes it: a list, an empty, padded or wiped secret, one that is not text, or an algorithm outside the allow-list
- * (past the type, from a cast) is a defect naming the mistake: a test's own bug.
+ * (past the type, from a cast) is a defect (`IllegalArgumentException`) naming the mistake: a test's own bug.
  *
  * @since 0.1.0
  * @category signing
@@ -491,13 +494,13 @@ export const sign = (
     const list = typeof secret === "string" || Redacted.isRedacted(secret) ? secretList(secret) : notASecret
     const redacted = list.keys[0]
     if (list.notText || redacted === undefined || textOf(redacted) === undefined) {
-      return Effect.dieMessage("effect-fin: a webhook secret must be one text, and not empty")
+      return misused("effect-fin: a webhook secret must be one text, and not empty")
     }
     if (list.padded) {
-      return Effect.dieMessage(`effect-fin: a webhook secret ${Padded.rule}`)
+      return misused(`effect-fin: a webhook secret ${Padded.rule}`)
     }
     if (!algorithms.includes(algorithm)) {
-      return Effect.dieMessage(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)
+      return misused(`effect-fin: the signature algorithm is not one of ${algorithms.join(", ")}`)
     }
     const bytes = toBytes(rawBody)
     if (bytes === undefined) return notBytes(rawBody)

@@ -167,7 +167,13 @@ for (const [name, cryptoLayer] of cryptoLayers) {
       Effect.gen(function*() {
         const defect = (effect: Effect.Effect<unknown>) =>
           Effect.map(Effect.exit(effect), (exit) =>
-            Exit.isFailure(exit) ? Cause.dieOption(exit.cause).pipe(Option.map((e) => (e as Error).message)) : Option.none())
+            Exit.isFailure(exit)
+              ? Cause.dieOption(exit.cause).pipe(
+                // An IllegalArgumentException, as every other option check's defect is.
+                Option.filter(Cause.isIllegalArgumentException),
+                Option.map((e) => e.message)
+              )
+              : Option.none())
         const wipedSecret = Redacted.make("whsec_wiped")
         Redacted.unsafeWipe(wipedSecret)
         for (const bad of ["", Redacted.make(""), undefined, 42, Redacted.make(42), [secretValue, "other"], wipedSecret]) {
