@@ -15,6 +15,7 @@ import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scheduler from "effect/Scheduler"
+import * as Scope from "effect/Scope"
 import { Redis } from "ioredis"
 import { type CipherGCMTypes, createDecipheriv, createHash, createHmac, hkdfSync } from "node:crypto"
 import * as Net from "node:net"
@@ -139,6 +140,32 @@ describe("RedisTokenStore", () => {
         Effect.provide(FetchHttpClient.layer)
       )
       expect((yield* emulator.counters).tokensIssued).toBe(1)
+    }))
+
+  // As the memory store's (test/TokenStore.test.ts): the lock taken for a fetch is given back when the client closes
+  // mid-fetch, not left to its lockTtl to hold every other process's fetch off.
+  it.scopedLive("a client shut down while it fetches under the lock releases it", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("lock-shutdown")
+      const emulator = yield* Emulator.make({ faults: [{ kind: "stall", route: "POST /v1/oauth/token" }] })
+      const { clientId, clientSecret } = emulator.credentials
+      const lockKey = `${prefix}:token-lock:${yield* TokenStore.keyFor(emulator.url, clientId, Redacted.make(clientSecret))}`
+      const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, lockTtl: "1 minute" })
+      const redis = yield* redisClient
+      const scope = yield* Scope.make()
+      const client = yield* Layer.buildWithScope(
+        FinClient.layer({ ...emulator.credentials, baseUrl: emulator.url }).pipe(
+          Layer.provide(Layer.succeed(TokenStore.TokenStore, store)),
+          Layer.provide(FetchHttpClient.layer)
+        ),
+        scope
+      )
+      const call = yield* Effect.fork(Effect.exit(Effect.provide(quote, client)))
+      yield* eventually(Effect.map(emulator.counters, (c) => c.faults.stall > 0), "the token request stalled")
+      expect(yield* Effect.promise(() => redis.exists(lockKey))).toBe(1)
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.join(call))).toBe(true)
+      yield* eventually(Effect.map(Effect.promise(() => redis.exists(lockKey)), (n) => n === 0), "the lock released", 50)
     }))
 
   // With no offline queue a lazy client's first command would fail ("not ready yet"), after a wait said as Redis
