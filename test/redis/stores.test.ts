@@ -149,7 +149,8 @@ describe("RedisTokenStore", () => {
       const prefix = uniquePrefix("lock-shutdown")
       const emulator = yield* Emulator.make({ faults: [{ kind: "stall", route: "POST /v1/oauth/token" }] })
       const { clientId, clientSecret } = emulator.credentials
-      const lockKey = `${prefix}:token-lock:${yield* TokenStore.keyFor(emulator.url, clientId, Redacted.make(clientSecret))}`
+      const key = yield* TokenStore.keyFor(emulator.url, clientId, Redacted.make(clientSecret))
+      const lockKey = `${prefix}:token-lock:${key}`
       const store = yield* RedisTokenStore.make({ url: redisUrl, prefix, lockTtl: "1 minute" })
       const redis = yield* redisClient
       const scope = yield* Scope.make()
@@ -165,7 +166,8 @@ describe("RedisTokenStore", () => {
       expect(yield* Effect.promise(() => redis.exists(lockKey))).toBe(1)
       yield* Scope.close(scope, Exit.void)
       expect(Exit.isInterrupted(yield* Fiber.join(call))).toBe(true)
-      yield* eventually(Effect.map(Effect.promise(() => redis.exists(lockKey)), (n) => n === 0), "the lock released", 50)
+      const released = Effect.map(Effect.promise(() => redis.exists(lockKey)), (n) => n === 0)
+      yield* eventually(released, "the lock released", 50)
     }))
 
   // With no offline queue a lazy client's first command would fail ("not ready yet"), after a wait said as Redis
