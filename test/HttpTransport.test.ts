@@ -4092,7 +4092,7 @@ it.effect("an answer with no body at all is an empty body, not a lost one", () =
 
 // A request the platform could not build (its body not encoded, its URL refused) never left: said so, though no system
 // code tells it, as a "Transport" failure without one is said as no answer.
-it.effect("a request failing with no code before it was sent (Encode, InvalidUrl) could not be sent", () =>
+it.effect("a request failing before it was sent (Encode, InvalidUrl, a port fetch blocks) could not be sent", () =>
   Effect.gen(function*() {
     for (const reason of ["Encode", "InvalidUrl"] as const) {
       const error = yield* Effect.flip(quoteThrough((request) =>
@@ -4101,6 +4101,16 @@ it.effect("a request failing with no code before it was sent (Encode, InvalidUrl
       expect(error).toMatchObject({ _tag: "TransportError", reason: "RequestFailed" })
       expect(error.message).toBe(`POST /v1/fee-calculation: could not send the request (${reason})`)
     }
+    // fetch refusing a blocked port (a base URL on 6000): its cause has no code, only the message "bad port".
+    const cause = new TypeError("fetch failed", { cause: new Error("bad port") })
+    const refused = yield* Effect.flip(quoteThrough((request) =>
+      Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause }))
+    ))
+    expect(refused).toMatchObject({ _tag: "TransportError", code: "ERR_FETCH_BAD_PORT" })
+    expect(refused.message).toBe(
+      "POST /v1/fee-calculation: could not send the request (ERR_FETCH_BAD_PORT): fetch refuses the base URL's port " +
+        "(on the Fetch standard's list of blocked ports): serve the service on another"
+    )
   }))
 
 // Something answered, not in HTTP (a base URL whose port serves something else): said so, with what to check, as

@@ -435,6 +435,10 @@ const refined = (error: object, code: string): string => {
   return status === null ? code : `PROXY_TUNNEL_${status[1]}`
 }
 
+// Our name for fetch's refusal of a port on the Fetch standard's blocked list (6000, 6665-6669, 10080...): its error
+// has no code, only the message "bad port".
+const FETCH_BAD_PORT = "ERR_FETCH_BAD_PORT"
+
 /**
  * The system's code for why the connection failed (ECONNREFUSED, ENOTFOUND, ECONNRESET, CERT_HAS_EXPIRED), found
  * along the cause chain (fetch wraps it in a TypeError). Only a code-like word is kept, never a message, which can
@@ -444,8 +448,10 @@ const refined = (error: object, code: string): string => {
 export const systemCode = (cause: unknown): string | undefined => {
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
-    const { code } = error as { readonly code?: unknown }
+    const { code, message } = error as { readonly code?: unknown; readonly message?: unknown }
     if (typeof code === "string" && CODE.test(code)) return refined(error, code)
+    // fetch refuses a blocked port before connecting: undici's cause has that message and no code.
+    if (message === "bad port") return FETCH_BAD_PORT
     error = (error as { readonly cause?: unknown }).cause
   }
   return undefined
@@ -477,6 +483,10 @@ const requestFailure = (
     return `the platform HTTP client is closed${why}: its layer's scope has ended (as a layer provided only around ` +
       "FinClient.make does once the client is made: provide it where the client is used); a request under way when " +
       "it closed may have reached the service"
+  }
+  if (code === FETCH_BAD_PORT) {
+    return `could not send the request${why}: fetch refuses the base URL's port (on the Fetch standard's list of ` +
+      "blocked ports): serve the service on another"
   }
   return (code === undefined ? reason !== "Transport" : SystemCodes.neverSent(code))
     ? `could not send the request${why}`

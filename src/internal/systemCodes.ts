@@ -27,7 +27,9 @@ const SETUP_REFUSALS: ReadonlySet<string> = new Set([
   // No protocol in common (node:http's EPROTO is named as these are: see `Http.systemCode`).
   "ERR_SSL_WRONG_VERSION_NUMBER",
   "ERR_SSL_UNSUPPORTED_PROTOCOL",
-  "ERR_SSL_NO_PROTOCOLS_AVAILABLE"
+  "ERR_SSL_NO_PROTOCOLS_AVAILABLE",
+  // fetch's refusal of a port on the Fetch standard's blocked list: no connection is ever made to it.
+  "ERR_FETCH_BAD_PORT"
 ])
 
 /** Whether `code` is a connection refused for its setup: a mistake to mend, not a failure to wait out. */
