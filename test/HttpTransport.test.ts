@@ -4090,6 +4090,33 @@ it.effect("an answer with no body at all is an empty body, not a lost one", () =
     expect([error._tag, fees]).toEqual(["ResponseDecodeError", 1])
   }))
 
+// In a browser, fetch told not to follow a redirect (as the README says) gives an "opaqueredirect" response of status
+// 0: refused as the 3xx it is, once, and said so, not as "The service answered 0".
+it.effect("a response of status 0 (a browser's opaque redirect) is an ApiError that says what it is, not retried", () =>
+  Effect.gen(function*() {
+    let fees = 0
+    const error = yield* Effect.flip(quoteThrough((request) =>
+      Effect.sync(() => {
+        fees++
+        const hidden = new Response(null, { status: 302, headers: { location: "http://elsewhere.example/" } })
+        return HttpClientResponse.fromWeb(request, new Proxy(hidden, {
+          get: (target, key) => {
+            if (key === "status") return 0
+            if (key === "type") return "opaqueredirect"
+            const value: unknown = Reflect.get(target, key)
+            return typeof value === "function" ? value.bind(target) : value
+          }
+        }))
+      })
+    ))
+    expect([error._tag, fees]).toEqual(["ApiError", 1])
+    expect(error).toMatchObject({ status: 0, attempts: 1 })
+    expect(error.message).toBe(
+      "The service answered with no status (0) on POST /v1/fee-calculation: in a browser, fetch hides so a redirect " +
+        "it did not follow (redirect: \"manual\") and the answer to a \"no-cors\" request"
+    )
+  }))
+
 // A request the platform could not build (its body not encoded, its URL refused) never left: said so, though no system
 // code tells it, as a "Transport" failure without one is said as no answer.
 it.effect("a request failing before it was sent (Encode, InvalidUrl, a port fetch blocks) could not be sent", () =>

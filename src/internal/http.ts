@@ -665,9 +665,15 @@ const statusError = (
   }, TRUSTED)
 }
 
-/** The start of every `ApiError`'s message: the whole of it when the body said nothing. */
+/**
+ * The start of every `ApiError`'s message: the whole of it when the body said nothing. A status of 0 is no HTTP
+ * status: a browser's fetch gives it for what it hides from the page.
+ */
 export const defaultMessage = (status: number, operation: string): string =>
-  `The service answered ${status} on ${operation}`
+  status === 0
+    ? `The service answered with no status (0) on ${operation}: in a browser, fetch hides so a redirect it did not ` +
+      `follow (redirect: "manual") and the answer to a "no-cors" request`
+    : `The service answered ${status} on ${operation}`
 
 // A field error's parts as a message names them: enough to say what to change (whole in `fieldErrors`).
 const FIELD_IN_MESSAGE = 64
