@@ -352,6 +352,10 @@ describe("effect-fin (offline commands)", () => {
     expect(one.stdout.trim().split("\n").at(-1)).toBe("1 subdivision of BRA (offline snapshot)")
     const none = await cli(["subdivisions", "BRA", "--search", "no such place"])
     expect([none.code, none.stdout.trim().split("\n").at(-1)]).toEqual([0, "0 subdivisions of BRA (offline snapshot)"])
+    // A blank search (`--search "$QUERY"` with the variable unset) matches nothing by definition: refused, not an
+    // empty answer and exit 0 that a script cannot tell from a search that found nothing.
+    const blank = await cli(["subdivisions", "BRA", "--search", " ", "--json"])
+    expect([blank.code, blank.stdout, JSON.parse(blank.stderr).error._tag]).toEqual([1, "", "RequestValidationError"])
   })
 
   // A negative amount as the schema says a zero one, not as a matter of notation.
@@ -490,6 +494,35 @@ describe("effect-fin (offline commands)", () => {
       ])
     } finally {
       closeSync(full)
+    }
+  })
+
+  // Standard error whose reader is gone (`2> >(logger)` with the logger stopped) loses only the logs: the answer is
+  // still written and the exit code is the command's, not Node's uncaught EPIPE at the second line written there.
+  it("a standard error that cannot be written does not stop the answer", async () => {
+    const out = join(harness.dir, "stderr-closed.txt")
+    const fd = openSync(out, "w")
+    try {
+      const port = await Effect.runPromise(closedPort)
+      const args = ["subdivisions", "--log-level", "debug", "FRA"]
+      const code = await new Promise<number | null>((resolve) => {
+        const child = spawn(process.execPath, [join(harness.dir, "bin.mjs"), ...args], {
+          stdio: ["ignore", fd, "pipe"],
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            FIN_CLIENT_ID: "id",
+            FIN_CLIENT_SECRET: "secret",
+            FIN_BASE_URL: `http://127.0.0.1:${port}`
+          }
+        })
+        child.stderr?.destroy()
+        child.on("exit", resolve)
+      })
+      expect(code).toBe(0)
+      expect(readFileSync(out, "utf8")).toMatch(/subdivisions of FRA \(offline snapshot/)
+    } finally {
+      closeSync(fd)
     }
   })
 
@@ -921,7 +954,18 @@ describe("effect-fin (offline commands)", () => {
   })
 
   it("--help works on every command", async () => {
-    for (const args of [["--help"], ["quote", "--help"], ["subdivisions", "--help"], ["webhook", "verify", "--help"]]) {
+    // After the command's options and arguments too, as a shell user types it last (not as an option's value).
+    for (
+      const args of [
+        ["--help"],
+        ["quote", "--help"],
+        ["subdivisions", "--help"],
+        ["webhook", "verify", "--help"],
+        ["quote", "--from", "USD", "--amount", "100", "--help"],
+        ["--log-level", "debug", "subdivisions", "USA", "--json", "-h"],
+        ["webhook", "verify", "--signature", "ab", "--help"]
+      ]
+    ) {
       const result = await cli(args)
       expect(result.code).toBe(0)
       expect(result.stdout).toContain("USAGE")

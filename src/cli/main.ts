@@ -299,6 +299,15 @@ const subdivisions = Command.make(
   ({ country: input, ...args }) =>
     Effect.gen(function*() {
       const country = yield* CountryCode.parse(input)
+      // A blank search matches nothing (`Subdivisions.search`): from a shell it is a query left unset, refused rather
+      // than answered with an empty list and exit 0.
+      if (Option.isSome(args.search) && args.search.value.trim() === "") {
+        const expected = "a name or part of one to search for (a blank one matches nothing)"
+        return yield* new FinError.RequestValidationError({
+          message: `Invalid search: --search: expected ${expected}`,
+          issues: [new FinError.Issue({ path: "--search", expected })]
+        })
+      }
       // Offline by flag or by configuration: no client is built, so no credentials are needed.
       const mode = yield* Config.option(Config.string("FIN_SUBDIVISION_MODE"))
       if (args.offline || Option.isSome(args.search) || Option.contains(mode, "offline")) {
@@ -761,6 +770,27 @@ const valueless = (args: ReadonlyArray<string>): string | undefined => {
     : `effect-fin: ${missing} needs a value (see effect-fin ${named.command} --help)`
 }
 
+// @effect/cli reads `--help` (`-h`) only before a command's own options and arguments: `quote --from USD --help` was
+// "Received unknown argument: '--help'". Asked after them (not as an option's value, not past a `--`), it is moved to
+// follow the command's name.
+const helpAfterCommand = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const word = commandOf(args)
+  const named = commandOptions.get(word ?? "")
+  if (word === undefined || named === undefined) return args
+  const end = args.indexOf("--")
+  const options = end === -1 ? args : args.slice(0, end)
+  // The command's words as given (`webhook verify`): the help goes after them, or is left where it is.
+  const words = named.command.split(" ")
+  const first = args.indexOf(word)
+  if (words.some((w, k) => args[first + k] !== w)) return args
+  const after = first + words.length
+  const at = options.findIndex((arg, i) =>
+    i > after && (arg === "--help" || arg === "-h") && !named.takingValues.has(options[i - 1]!)
+  )
+  if (at === -1) return args
+  return [...args.slice(0, after), args[at]!, ...args.slice(after, at), ...args.slice(at + 1)]
+}
+
 // sysexits.h's EX_TEMPFAIL: a failure worth a later try (`Retry.worthALaterTry`), so a script may run the command
 // again (a quote or a lookup changes nothing); any other failure is 1.
 const exitTryLater = 75
@@ -827,7 +857,8 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
     colourOn(stream) && !args.some((arg) => arg.includes("\x1b"))
   // A run without `--json` prints its failures as text even after one with it, in one process (a program or a test).
   const reset = Effect.sync(() => FailureLine.setJson(false))
-  return Effect.zipRight(reset, Command.run(command, { name: "effect-fin", version })(argv)).pipe(
+  const parsed = [...argv.slice(0, 2), ...helpAfterCommand(args)]
+  return Effect.zipRight(reset, Command.run(command, { name: "effect-fin", version })(parsed)).pipe(
     // Option names as written: @effect/cli's default case-insensitive matching consumes `--JSON` (or `--OFFLINE`,
     // `--FROM USD` with its value) and then finds no value under `--json`, so the option was silently dropped (a
     // table for a script that asked JSON, a network call for `--OFFLINE`). A usage error instead.

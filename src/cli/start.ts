@@ -30,6 +30,10 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   process.stderr.write(`${line}\n`)
   process.exit(1)
 })
+// Standard error that cannot be written (its reader gone) loses the logs and failure lines only, which nothing else
+// could carry: not the answer on standard output, nor the command's own exit code (Node would throw its EPIPE as
+// uncaught at the next line written there, exit 1 before the answer).
+process.stderr.on("error", () => {})
 
 NodeRuntime.runMain(Effect.provide(run(process.argv), NodeContext.layer), {
   disableErrorReporting: true,
