@@ -196,7 +196,7 @@ describe("effect-fin (offline commands)", () => {
     expect([fine.code, JSON.parse(fine.stdout).country]).toEqual([0, "USA"])
   })
 
-  it("an unknown command names every command, the snapshot tool's too; a misspelt webhook command does not", async () => {
+  it("an unknown command names every command, the snapshot tool's too; a misspelt webhook command or shell its own", async () => {
     const hint = "effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)"
     const mismatch = "Invalid subcommand for effect-fin - use one of 'quote', 'subdivisions', 'webhook', 'emulator'"
     const lines = (text: string) => text.split("\n").filter((line) => line !== "")
@@ -214,8 +214,18 @@ describe("effect-fin (offline commands)", () => {
       expect([late.code, lines(late.stderr).at(-1)], tool)
         .toEqual([2, `effect-fin: '${tool}' comes first, before any option (effect-fin ${tool} --help)`])
     }
+    // The parser's line names the commands whatever was wrong: a misspelt webhook command, a shell --completions does
+    // not know, are said as such (not offered the snapshot tool).
     const webhook = await cli(["webhook", "verfy"])
-    expect([webhook.code, lines(webhook.stderr)]).toEqual([2, [mismatch]])
+    expect([webhook.code, lines(webhook.stderr)]).toEqual([
+      2,
+      [mismatch, "effect-fin: webhook's one subcommand is verify (effect-fin webhook verify --help)"]
+    ])
+    for (const args of [["--completions", "powershell"], ["--completions=powershell"], ["--completions"]]) {
+      const shell = await cli(args)
+      expect([shell.code, lines(shell.stderr).at(-1)], args.join(" "))
+        .toEqual([2, "effect-fin: --completions takes one of sh, bash, fish, zsh"])
+    }
   })
 
   it("an option name in another letter case is a usage error, not an option silently dropped", async () => {

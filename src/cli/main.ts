@@ -665,14 +665,27 @@ export const command = Command.make("effect-fin").pipe(
 // Its subcommands, by name.
 const commands = Command.getSubcommands(command)
 
-// The line added to the parser's own when the command named (`commandOf`) is none of its subcommands: its list has no
-// `snapshot` or `cross-check`, which `run` dispatches before it, but only as the first argument.
-const commandHint = (named: string | undefined): Option.Option<string> =>
-  named === "snapshot" || named === "cross-check"
+// The shells @effect/cli's built-in `--completions` writes a script for.
+const shells = ["sh", "bash", "fish", "zsh"]
+
+// The line added to the parser's own "Invalid subcommand for effect-fin - use one of ...", which it says whatever was
+// wrong: its list has no `snapshot` or `cross-check`, which `run` dispatches before it, but only as the first
+// argument; `webhook`'s own subcommand misspelt, or a shell `--completions` does not know, are said as such.
+const commandHint = (args: ReadonlyArray<string>): Option.Option<string> => {
+  const completions = args.findIndex((arg) => arg === "--completions" || arg.startsWith("--completions="))
+  const shell = args[completions]?.startsWith("--completions=") ? args[completions]!.slice(14) : args[completions + 1]
+  if (completions !== -1 && !shells.includes(shell ?? "")) {
+    return Option.some(`effect-fin: --completions takes one of ${shells.join(", ")}`)
+  }
+  const named = commandOf(args)
+  return named === "snapshot" || named === "cross-check"
     ? Option.some(`effect-fin: '${named}' comes first, before any option (effect-fin ${named} --help)`)
+    : named === "webhook"
+    ? Option.some("effect-fin: webhook's one subcommand is verify (effect-fin webhook verify --help)")
     : HashMap.has(commands, named ?? "")
     ? Option.none()
     : Option.some("effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)")
+}
 
 // @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
 // them as plain text.
@@ -879,7 +892,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
       ValidationError.isValidationError(error)
         ? Effect.zipRight(
           ValidationError.isCommandMismatch(error)
-            ? Option.match(commandHint(commandOf(args)), { onNone: () => Effect.void, onSome: Console.error })
+            ? Option.match(commandHint(args), { onNone: () => Effect.void, onSome: Console.error })
             : Effect.void,
           Effect.sync(() => {
             process.exitCode = 2
