@@ -196,7 +196,7 @@ describe("effect-fin (offline commands)", () => {
     expect([fine.code, JSON.parse(fine.stdout).country]).toEqual([0, "USA"])
   })
 
-  it("an unknown command names every command, the snapshot tool's too; a misspelt webhook command or shell its own", async () => {
+  it("an unknown command names every command and the snapshot tool; a misspelt webhook command or shell, its fix", async () => {
     const hint = "effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)"
     const mismatch = "Invalid subcommand for effect-fin - use one of 'quote', 'subdivisions', 'webhook', 'emulator'"
     const lines = (text: string) => text.split("\n").filter((line) => line !== "")
