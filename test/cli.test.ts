@@ -1530,7 +1530,9 @@ describe("effect-fin against the emulator", () => {
     const asJson = await cli(["subdivisions", "CAN", "--json"], unreachable)
     expect(asJson.code).toBe(0)
     expect(JSON.parse(asJson.stdout)).toMatchObject({ country: "CAN", source: "snapshot" })
-    expect(asJson.stderr).toContain("serving the offline snapshot")
+    // Its log lines are JSON too, one document each: standard error is JSON lines, as its failure line is.
+    const logged = asJson.stderr.trim().split("\n").map((line) => JSON.parse(line))
+    expect(logged).toMatchObject([{ logLevel: "WARN", message: expect.stringContaining("serving the offline snapshot") }])
     // A quote has no snapshot to fall back on: exit 75, as for any failure worth trying again later.
     const quote = await cli(["quote", "--from", "USD", "--to", "CAD", "--amount", "100"], unreachable)
     expect([quote.code, quote.stderr.trim()]).toEqual([

@@ -15,6 +15,9 @@ export const setJson = (on: boolean): void => {
   json = on
 }
 
+/** Whether the command now running was given `--json`: its log lines are JSON too. */
+export const isJson = (): boolean => json
+
 /**
  * The line for a failure outside the command (`message`: "interrupted (SIGINT)", "cannot write to standard output
  * (EPIPE)"): `{"error":{"_tag":tag,"message":...}}` when the command was given `--json`, else `effect-fin: <message>`.

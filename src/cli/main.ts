@@ -705,6 +705,15 @@ const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.L
 const printableValue = (value: unknown): unknown =>
   typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
 
+// Log lines on standard error: as text, or, once a command given `--json` runs, one JSON document each (Effect's
+// structured form: message, logLevel, timestamp, annotations...), so that standard error is JSON lines as its failure
+// line is, for a script's `jq`. Escaped as the answer's JSON is.
+const stderrLogs = (colors: boolean): Logger.Logger<unknown, void> => {
+  const text = printableLogs(Logger.prettyLogger({ stderr: true, colors }))
+  const json = Logger.withConsoleError(Logger.map(Logger.structuredLogger, (entry) => Printable.json(entry)))
+  return Logger.make((options) => (FailureLine.isJson() ? json : text).log(options))
+}
+
 // The levels @effect/cli's built-in `--log-level` takes: Effect's, in lower case.
 const logLevels = ["all", "trace", "debug", "info", "warning", "error", "fatal", "none"]
 
@@ -877,12 +886,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
     // table for a script that asked JSON, a network call for `--OFFLINE`). A usage error instead.
     Effect.provide(CliConfig.layer({ isCaseSensitive: true })),
     // Logs (a fallback's warning, say) go to stderr: stdout carries only the answer, which `--json` keeps parseable.
-    Effect.provide(
-      Logger.replace(
-        Logger.defaultLogger,
-        printableLogs(Logger.prettyLogger({ stderr: true, colors: colour(process.stderr) }))
-      )
-    ),
+    Effect.provide(Logger.replace(Logger.defaultLogger, stderrLogs(colour(process.stderr)))),
     Effect.tapErrorCause((cause) => Effect.sync(() => {
       process.exitCode = Option.exists(Cause.failureOption(cause), worthRetrying) ? exitTryLater : 1
     })),
