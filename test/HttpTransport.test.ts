@@ -1,7 +1,9 @@
+import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import { inspect } from "node:util"
 import { runInNewContext } from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
@@ -2564,6 +2566,26 @@ describe("HttpTransport", () => {
         ["/v1/fee-calculation", undefined, undefined],
         ["/v1/fee-calculation", undefined, undefined]
       ])
+    }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
+
+  // The platform reads an inbound request's b3 and x-b3-* as they are: a parent span's ids may be any text its caller
+  // sent. Only trace ids are sent on (a 64-bit b3 trace id padded for traceparent); else no trace headers at all.
+  it.effect("tracePropagation under a parent from inbound headers: only well-formed ids go on", () =>
+    Effect.gen(function*() {
+      const { layer: tracing } = yield* recordingTracer
+      const under = (headers: Record<string, string>) => {
+        const parent = Option.getOrThrow(HttpTraceContext.fromHeaders(Headers.fromInput(headers)))
+        return Effect.provide(calculate.pipe(Effect.withParentSpan(parent)), tracing)
+      }
+      yield* under({ "x-b3-traceid": "evil, 00-4bf92f3577b34da6a3ce929d0e0e4736", "x-b3-spanid": "00f067aa0ba902b7" })
+      yield* under({ b3: `${"a".repeat(8_000)}-00f067aa0ba902b7` })
+      yield* under({ "x-b3-traceid": "a3ce929d0e0e4736", "x-b3-spanid": "x, y" })
+      const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
+      const sent = requests.filter((r) => r.path === "/v1/fee-calculation")
+        .map((r) => [r.headers.traceparent, r.headers.b3])
+      expect(sent.slice(0, 2)).toEqual([[undefined, undefined], [undefined, undefined]])
+      expect(sent[2]![0]).toMatch(/^00-0{16}a3ce929d0e0e4736-[0-9a-f]{16}-01$/)
+      expect(sent[2]![1]).toMatch(/^a3ce929d0e0e4736-[0-9a-f]{16}-1$/)
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
 
   it.effect("a refused spec's path is not traced, a body schema that throws is a counted defect, effect-fin's own names are refused", () =>

@@ -21,6 +21,11 @@ export const parse = (input: string): Either.Either<string, ConfigError.ConfigEr
   if (typeof input === "string" && Padded.isPadded(input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, ""))) {
     return Either.left(invalid("baseUrl must not start or end with a no-break, zero-width or other invisible space"))
   }
+  // Nor a tab or a line break inside it, which `new URL` removes without a word: "https://api.fin.com\n.evil.example"
+  // would send every call, and the client secret, to api.fin.com.evil.example.
+  if (typeof input === "string" && /[\t\n\r]/.test(input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, ""))) {
+    return Either.left(invalid("baseUrl must not hold a tab or a line break"))
+  }
   let url: URL
   try {
     url = new URL(input)

@@ -12,7 +12,6 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
@@ -1211,16 +1210,35 @@ export const annotateOutcome = (
 export const statusOf = (error: object): number | undefined =>
   "status" in error && typeof error.status === "number" ? error.status : undefined
 
+// W3C trace and span ids (lower-case hex, not all zeros); b3's 64-bit trace id too, padded for traceparent.
+const TRACE_ID = /^(?!0+$)(?:[0-9a-f]{16}|[0-9a-f]{32})$/
+const SPAN_ID = /^(?!0+$)[0-9a-f]{16}$/
+
+// The trace headers of a span, or none when its ids are no trace ids: the platform takes an inbound request's `b3` and
+// `x-b3-*` as they are (`HttpTraceContext.fromHeaders`), so a parent span's ids may be any text a caller sent, which
+// would go on to the service (a second traceparent after a comma, kilobytes), or make node:http throw (a defect).
+const traceHeadersOf = (span: Tracer.Span): Record<string, string> | undefined => {
+  const traceId = span.traceId.toLowerCase()
+  const spanId = span.spanId.toLowerCase()
+  if (!TRACE_ID.test(traceId) || !SPAN_ID.test(spanId)) return undefined
+  const parent = span.parent._tag === "Some" ? span.parent.value.spanId.toLowerCase() : undefined
+  const sampled = span.sampled ? "1" : "0"
+  return {
+    b3: `${traceId}-${spanId}-${sampled}${parent !== undefined && SPAN_ID.test(parent) ? `-${parent}` : ""}`,
+    traceparent: `00-${traceId.padStart(32, "0")}-${spanId}-0${sampled}`
+  }
+}
+
 // The trace headers of effect-fin's own span of the call (or of the token call). One made while the tracer was off is
 // marked not to propagate: no headers then, as the platform sent none (its own would read "00-noop-noop-00"), and not
 // a span of the user's around the call either, which this call does not run in.
 const withTraceHeaders = (request: HttpClientRequest.HttpClientRequest) =>
   Effect.match(Effect.currentSpan, {
     onFailure: () => request,
-    onSuccess: (span) =>
-      Context.get(span.context, Tracer.DisablePropagation)
-        ? request
-        : HttpClientRequest.setHeaders(request, HttpTraceContext.toHeaders(span))
+    onSuccess: (span) => {
+      const headers = Context.get(span.context, Tracer.DisablePropagation) ? undefined : traceHeadersOf(span)
+      return headers === undefined ? request : HttpClientRequest.setHeaders(request, headers)
+    }
   })
 
 /**

@@ -262,6 +262,10 @@ describe("Inputs from outside are validated before use", () => {
         ["baseUrl", { baseUrl: "http://localhost.evil.example" }],
         ["baseUrl", { baseUrl: "http://localhost./" }],
         ["baseUrl", { baseUrl: "http://127.0.0.1\n.evil.example" }],
+        // Refused for the line break itself, not only for leaving loopback over http (`new URL` would drop it).
+        ["baseUrl", { baseUrl: "https://api.fin.com\n.evil.example" }],
+        ["baseUrl", { baseUrl: "https://api.fin.com\t.evil.example/" }],
+        ["baseUrl", { baseUrl: "https://api.fin.com.evil\r\n.example" }],
         ["baseUrl", { baseUrl: "http://0.0.0.0:4010" }],
         // IPv4 mapped into IPv6: another machine's address is no loopback (127.0.0.1 mapped is, as 127.0.0.1 is).
         ["baseUrl", { baseUrl: "http://[::ffff:a00:1]" }],
