@@ -16,6 +16,7 @@ import {
   existsSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync
@@ -1485,6 +1486,16 @@ describe("effect-fin against the emulator", () => {
       await Effect.runPromise(Effect.provide(run(crossCheck, { dataDir }), NodeContext.layer))
       expect(process.exitCode).toBe(2)
       expect(written.join("")).toContain(join(dataDir, "subdivisions.meta.json"))
+      // Never rewritten in place: lookups answer from the built modules, so only cross-check would see the new data.
+      const before = readdirSync(dataDir).sort()
+      const inputs = fileURLToPath(new URL("../data/iso-codes-4.20", import.meta.url))
+      const over = ["node", "effect-fin", "snapshot", "--from-iso-codes", inputs, "--source-version", "4.20"]
+      const refused = vi.spyOn(console, "error").mockImplementation((text) => void written.push(String(text)))
+      await Effect.runPromise(Effect.provide(run([...over, `--out=${dataDir}/`], { dataDir }), NodeContext.layer))
+      refused.mockRestore()
+      expect(process.exitCode).toBe(2)
+      expect(written.join("")).toContain("--out is the snapshot bundled with effect-fin, which is not rewritten")
+      expect(readdirSync(dataDir).sort()).toEqual(before)
     } finally {
       process.exitCode = exitCode
       stdout.mockRestore()

@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { parseCommandLine } from "../scripts/lib/cli.js"
+import { main } from "../scripts/lib/main.js"
 import {
   buildFromIsoCodes,
   crossCheck,
@@ -171,6 +172,18 @@ describe("snapshot-subdivisions", () => {
         })
         expect(output.join("\n")).toContain("is up to date")
         expect(code).toBe(0)
+        // Installed (`effect-fin snapshot --out` the package's data/, which ships no generated module): the same.
+        const packaged = yield* tempDir()
+        for (const file of ["subdivisions.json", "subdivisions.meta.json"]) {
+          yield* Effect.promise(() => Fs.copyFile(Path.join("data", file), Path.join(packaged, file)))
+        }
+        const installed = yield* Effect.promise(() =>
+          main(["--from-iso-codes", inputs, "--source-version", "4.20", "--out", packaged, "--check"], {
+            bundledDir: packaged,
+            stdout: () => undefined
+          })
+        )
+        expect(installed).toBe(0)
       }))
 
     it("keys by alpha-3 in order, entries by code, one per line", () => {

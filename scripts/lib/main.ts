@@ -74,7 +74,7 @@ export const main = async (argv: ReadonlyArray<string>, options: MainOptions = {
     return ExitCode.ok
   }
   try {
-    return await execute(command, { ...options, env, stdout, stderr })
+    return await execute(command, { ...options, env, stdout, stderr }, argv)
   } catch (e) {
     stderr(`${e instanceof Error ? e.stack ?? e.message : String(e)}\nNothing was written.\n`)
     return ExitCode.trouble
@@ -87,7 +87,8 @@ const writeOptions = ({ allowEmptied, check, dryRun, generatedAt, modulePath, ou
 
 const execute = async (
   command: Exclude<Command, { readonly _tag: "Help" }>,
-  options: MainOptions & Required<Pick<MainOptions, "env" | "stdout" | "stderr">>
+  options: MainOptions & Required<Pick<MainOptions, "env" | "stdout" | "stderr">>,
+  argv: ReadonlyArray<string>
 ): Promise<number> => {
   const [Cause, Effect, Exit, Option, Snapshot, { errorLine }] = await Promise.all([
     import("effect/Cause"),
@@ -113,11 +114,17 @@ const execute = async (
     return ExitCode.trouble
   }
 
+  // Installed, `--out` may be the package's data/, which has no generated module: `--check` does not ask for one
+  // unless `--module` names it.
+  const moduleOptional = options.bundledDir !== undefined &&
+    !argv.some((arg) => arg === "--module" || arg.startsWith("--module="))
+
   if (command._tag === "FromIsoCodes") {
     return report(
       await Effect.runPromiseExit(Snapshot.run({
         source: Snapshot.fromIsoCodes(command.location, command.version),
         ...writeOptions(command),
+        moduleOptional,
         log
       }))
     )
@@ -163,6 +170,7 @@ const execute = async (
           onProgress: progress.update
         }),
         ...writeOptions(command),
+        moduleOptional,
         baseline: previous,
         baselineName: options.baselineDir === undefined ? undefined : "the committed snapshot",
         log

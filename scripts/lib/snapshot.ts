@@ -714,6 +714,11 @@ export interface RunOptions<R = never> {
   readonly baseline?: Snapshot | undefined
   /** What the refusal calls `baseline`. Default: the bundled snapshot. */
   readonly baselineName?: string | undefined
+  /**
+   * Under `check`, a module missing at `modulePath` is no difference: the installed command's `--out` may be the
+   * package's data/, which ships without one (its modules are built). Default: false.
+   */
+  readonly moduleOptional?: boolean | undefined
 }
 
 // The entries per country of a snapshot file that does not decode (an entry a newer rule refuses, say): any JSON
@@ -952,7 +957,9 @@ export const run = <R>(options: RunOptions<R>): Effect.Effect<number, SnapshotEr
         }
       }
     } else log(`No meta file at ${metaPath}`)
-    const moduleDiffers = committedModule !== moduleText
+    const unchecked = options.check && options.moduleOptional === true && committedModule === undefined
+    const moduleDiffers = committedModule !== moduleText && !unchecked
+    if (unchecked) log(`${options.modulePath}: none (a package's data/ ships without one); not checked`)
     if (moduleDiffers) {
       log(`${options.modulePath}: ${committedModule === undefined ? "missing" : "not in sync with the data"}`)
     }
