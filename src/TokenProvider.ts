@@ -114,11 +114,12 @@ const Timestamp = Schema.transformOrFail(Schema.String, Millis, {
 
 // The access token goes into the Authorization header as `Bearer <token>`, which RFC 6750 spells in visible ASCII: one
 // with a blank, a control or another character (which undici or fetch refuse to send, or send mangled) is refused here,
-// not cached to fail every call until it expires.
-const BEARER = /^[\x21-\x7e]+$/
+// not cached to fail every call until it expires; so is one past 8 KiB, which servers' header limits (Node's 16 KiB
+// for all of them) refuse with a 431 (a megabyte's token was sent, whole, with every call).
+const BEARER = /^[\x21-\x7e]{1,8192}$/
 const BearerToken = Schema.String.pipe(
   Schema.pattern(BEARER),
-  Schema.annotations({ title: "a token of visible ASCII characters (no spaces)" })
+  Schema.annotations({ title: "a token of 1 to 8192 visible ASCII characters (no spaces)" })
 )
 
 // An optional field sent as null (as some serialisers write an absent one) is absent, not a failed token request.
@@ -1360,7 +1361,7 @@ export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.La
     if (typeof value !== "string" || !BEARER.test(value)) {
       // Not quoted: it may be a real token.
       throw new Cause.IllegalArgumentException(
-        "effect-fin: TokenProvider.layerStatic: the token is not one of visible ASCII characters, 1 or more (no spaces)"
+        "effect-fin: TokenProvider.layerStatic: the token is not one of 1 to 8192 visible ASCII characters (no spaces)"
       )
     }
     return TokenProvider.of({ get: Effect.succeed(redacted), invalidate: () => Effect.void })

@@ -171,9 +171,9 @@ describe("TokenProvider", () => {
   // A problem is told in the envelope the service used, not also as the other envelope's "data (missing)".
   for (
     const [name, body, message] of [
-      ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a token of visible ASCII characters (no spaces); access_token_ttl: expected a string"],
-      ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a token of visible ASCII characters (no spaces); data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
-      ["neither", {}, "access_token: expected a token of visible ASCII characters (no spaces) (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["top level", { access_token: "", access_token_ttl: 5 }, "access_token: expected a token of 1 to 8192 visible ASCII characters (no spaces); access_token_ttl: expected a string"],
+      ["wrapped in data", { data: { access_token: "" } }, "data.access_token: expected a token of 1 to 8192 visible ASCII characters (no spaces); data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
+      ["neither", {}, "access_token: expected a token of 1 to 8192 visible ASCII characters (no spaces) (missing); access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
       ["wrapped, beside a null top-level token", { access_token: null, data: { access_token: "abc" } }, "data.access_token_ttl: expected a timestamp like 2025-12-28 10:34:45+00 or ISO 8601 (missing)"],
       [
         "wrapped, beside an empty top-level token",
@@ -1386,17 +1386,18 @@ describe("TokenProvider", () => {
   // It goes into the Authorization header: one no header can carry would fail every call until it expired.
   it.effect("rejects, and does not cache, a token that is not visible ASCII (it could not be sent as a bearer)", () =>
     Effect.gen(function*() {
-      for (const token of ["tök€n", "abc def", "abc\ndef"]) {
+      // Nor one past 8 KiB, which a server's header limit refuses with a 431 on every call (8 KiB itself is taken).
+      for (const token of ["tök€n", "abc def", "abc\ndef", "t".repeat(8193)]) {
         const error = yield* Effect.flip(getToken)
         expect(error).toMatchObject({ _tag: "ResponseDecodeError", operation: "POST /v1/oauth/token" })
         expect(error.message).toContain("visible ASCII")
         expect(error.message).not.toContain(token)
       }
-      expect(yield* tokenValue).toBe("token-ok")
-      expect(yield* count("POST /v1/oauth/token")).toBe(4)
+      expect(yield* tokenValue).toBe("k".repeat(8192))
+      expect(yield* count("POST /v1/oauth/token")).toBe(5)
     }).pipe(provideClient({
       "POST /v1/oauth/token": (() => {
-        const tokens = ["tök€n", "abc def", "abc\ndef", "token-ok"]
+        const tokens = ["tök€n", "abc def", "abc\ndef", "t".repeat(8193), "k".repeat(8192)]
         return () => FinTest.json(200, { access_token: tokens.shift(), access_token_ttl: "2099-01-01 00:00:00+00" })
       })()
     }, { maxRetries: 0 })))
@@ -1425,11 +1426,20 @@ describe("TokenProvider", () => {
     // A Redacted wiped (`Redacted.unsafeWipe`, a layer built again after a shutdown that wiped it) holds no token either.
     const wiped = Redacted.make("static")
     Redacted.unsafeWipe(wiped)
-    const refused = ["", " ", "two words", "tok\n", Redacted.make("tab\there"), Redacted.make(42 as unknown as string), wiped]
+    const refused = [
+      "",
+      " ",
+      "two words",
+      "tok\n",
+      "t".repeat(8193),
+      Redacted.make("tab\there"),
+      Redacted.make(42 as unknown as string),
+      wiped
+    ]
     for (const token of refused) {
       const defect = defectOf(TokenProvider.layerStatic(token))
       expect(defect, String(token)).toEqual(illegalArgument(
-        "effect-fin: TokenProvider.layerStatic: the token is not one of visible ASCII characters, 1 or more (no spaces)"
+        "effect-fin: TokenProvider.layerStatic: the token is not one of 1 to 8192 visible ASCII characters (no spaces)"
       ))
     }
   })
