@@ -707,7 +707,8 @@ const shells = ["sh", "bash", "fish", "zsh"]
 // argument; `webhook`'s own subcommand misspelt, or a shell `--completions` does not know, are said as such.
 const commandHint = (args: ReadonlyArray<string>): Option.Option<string> => {
   const completions = args.findIndex((arg) => arg === "--completions" || arg.startsWith("--completions="))
-  const shell = args[completions]?.startsWith("--completions=") ? args[completions]!.slice(14) : args[completions + 1]
+  const given = args[completions]
+  const shell = given?.startsWith("--completions=") ? given.slice("--completions=".length) : args[completions + 1]
   if (completions !== -1 && !shells.includes(shell ?? "")) {
     return Option.some(`effect-fin: --completions takes one of ${shells.join(", ")}`)
   }

@@ -18,12 +18,13 @@ export const parse = (input: string): Either.Either<string, ConfigError.ConfigEr
   // `new URL` drops C0 controls and spaces around the text (a file's newline), not a no-break space or a zero-width
   // one (a copy from a web page): after a path it would be kept in it, percent-encoded, and every call sent there.
   // (Not a string: from JavaScript, left to `new URL`'s refusal.)
-  if (typeof input === "string" && Padded.isPadded(input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, ""))) {
+  const inner = typeof input === "string" ? input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, "") : undefined
+  if (inner !== undefined && Padded.isPadded(inner)) {
     return Either.left(invalid("baseUrl must not start or end with a no-break, zero-width or other invisible space"))
   }
   // Nor a tab or a line break inside it, which `new URL` removes without a word: "https://api.fin.com\n.evil.example"
   // would send every call, and the client secret, to api.fin.com.evil.example.
-  if (typeof input === "string" && /[\t\n\r]/.test(input.replace(/^[\x00-\x20]+|[\x00-\x20]+$/g, ""))) {
+  if (inner !== undefined && /[\t\n\r]/.test(inner)) {
     return Either.left(invalid("baseUrl must not hold a tab or a line break"))
   }
   let url: URL
