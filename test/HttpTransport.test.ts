@@ -4134,8 +4134,8 @@ it.effect("a response of status 0 (a browser's opaque redirect) is an ApiError t
     expect([error._tag, fees]).toEqual(["ApiError", 1])
     expect(error).toMatchObject({ status: 0, attempts: 1 })
     expect(error.message).toBe(
-      "The service answered with no status (0) on POST /v1/fee-calculation: in a browser, fetch hides so a redirect " +
-        "it did not follow (redirect: \"manual\") and the answer to a \"no-cors\" request"
+      "The service answered with no status (0) on POST /v1/fee-calculation: fetch in a browser gives that for a " +
+        "redirect it did not follow (redirect: \"manual\") and for the answer to a \"no-cors\" request"
     )
   }))
 

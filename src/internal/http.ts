@@ -670,8 +670,8 @@ const statusError = (
  */
 export const defaultMessage = (status: number, operation: string): string =>
   status === 0
-    ? `The service answered with no status (0) on ${operation}: in a browser, fetch hides so a redirect it did not ` +
-      `follow (redirect: "manual") and the answer to a "no-cors" request`
+    ? `The service answered with no status (0) on ${operation}: fetch in a browser gives that for a redirect it did ` +
+      `not follow (redirect: "manual") and for the answer to a "no-cors" request`
     : `The service answered ${status} on ${operation}`
 
 // A field error's parts as a message names them: enough to say what to change (whole in `fieldErrors`).
