@@ -21,19 +21,30 @@ export interface KeyCache<K> {
   readonly forget: (algorithm: Algorithm, secret: string) => void
 }
 
-/** A cache that makes each entry with `prepare` on its first `get`, at most 64 per algorithm (the oldest go first). */
+/**
+ * A cache that makes each entry with `prepare` on its first `get`, at most 64 per algorithm (the least recently used
+ * go first: a secret in use is not dropped for the one-off secrets of other handlers of the process).
+ */
 export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): KeyCache<K> => {
   const caches: { readonly [A in Algorithm]: Map<string, K> } = {
     sha256: new Map(),
     sha384: new Map(),
     sha512: new Map()
   }
+  // The secret each cache holds last: one used again and again (a handler's one secret) is not moved on every use.
+  const newest: Record<Algorithm, string | undefined> = { sha256: undefined, sha384: undefined, sha512: undefined }
   return {
     get: (algorithm, secret) => {
       const cache = caches[algorithm]
       const value = Redacted.value(secret)
       let key = cache.get(value)
-      if (key === undefined) {
+      if (key !== undefined) {
+        // The newest again: a `Map` iterates in insertion order, so the first key is the least recently used.
+        if (newest[algorithm] !== value) {
+          cache.delete(value)
+          cache.set(value, key)
+        }
+      } else {
         key = prepare(algorithm, value)
         if (cache.size >= maxKeysPerAlgorithm) {
           for (const oldest of cache.keys()) {
@@ -43,6 +54,7 @@ export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): K
         }
         cache.set(value, key)
       }
+      newest[algorithm] = value
       return key
     },
     set: (algorithm, secret, key) => {
@@ -51,6 +63,7 @@ export const make = <K>(prepare: (algorithm: Algorithm, secret: string) => K): K
     },
     forget: (algorithm, secret) => {
       caches[algorithm].delete(secret)
+      if (newest[algorithm] === secret) newest[algorithm] = undefined
     }
   }
 }

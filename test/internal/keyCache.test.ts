@@ -33,6 +33,16 @@ describe("KeyCache", () => {
     expect(made).toHaveLength(66)
   })
 
+  it("drops the least recently used key: one in use outlives 64 others made after it", () => {
+    const { cache, made } = counted()
+    cache.get("sha256", Redacted.make("hot"))
+    for (let i = 0; i < 100; i++) {
+      cache.get("sha256", Redacted.make(`once${i}`))
+      cache.get("sha256", Redacted.make("hot"))
+    }
+    expect(made.filter((m) => m === "sha256:hot")).toHaveLength(1)
+  })
+
   it("set replaces only an entry it holds; forget drops one, so the next get prepares it again", () => {
     const { cache, made } = counted()
     cache.set("sha256", "absent", "stray")
