@@ -410,7 +410,7 @@ const durationVar = (option: DurationName): Config.Config<Duration.Duration> => 
                   OptionNames.shown(text)
                 }`
                 : `Expected a duration Effect reads but received ${OptionNames.shown(text)}: ${
-                  Durations.howToWrite(text)
+                  Durations.howToWrite(text, durations[option][1], durations[option][2])
                 }`
             )
         )),

@@ -158,10 +158,10 @@ export class RateLimitError extends Schema.TaggedError<RateLimitError>("effect-f
  * The request could not be sent or the response body could not be read (refused, reset, DNS, aborted body).
  * Retried (on a call that is), except a connection refused for its setup, which waiting cannot mend: a TLS handshake
  * refused on its certificate or for want of a common protocol, or an egress proxy's 4xx but 408 and 429 (its `code`:
- * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...), nor a platform client closed with its
- * layer's scope (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`), nor a body lost after a status that is not retried when read
- * whole (a `BodyReadFailed` whose `status` is a 4xx but 408 and 429, a 3xx or a 5xx but 500 and 502-504: its head
- * already refused).
+ * `CERT_HAS_EXPIRED`, `ERR_SSL_WRONG_VERSION_NUMBER`, `PROXY_TUNNEL_407`...), nor a port fetch refuses to connect to
+ * (`ERR_FETCH_BAD_PORT`), nor a platform client closed with its layer's scope (`UND_ERR_DESTROYED`, `UND_ERR_CLOSED`),
+ * nor a body lost after a status that is not retried when read whole (a `BodyReadFailed` whose `status` is a 4xx but
+ * 408 and 429, a 3xx or a 5xx but 500 and 502-504: its head already refused).
  *
  * @since 0.1.0
  * @category errors
@@ -178,7 +178,8 @@ export class TransportError extends Schema.TaggedError<TransportError>("effect-f
     reason: Schema.Literal("RequestFailed", "BodyReadFailed"),
     /**
      * The system's error code, when there was one: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, `CERT_HAS_EXPIRED`...;
-     * `PROXY_TUNNEL_<status>` when an egress proxy refused the tunnel.
+     * `PROXY_TUNNEL_<status>` when an egress proxy refused the tunnel, `ERR_FETCH_BAD_PORT` when fetch refused the
+     * port (two names of effect-fin's own: those errors have no code).
      */
     code: Schema.optional(Schema.String),
     /** For `BodyReadFailed`: the status of the response whose body was lost. */

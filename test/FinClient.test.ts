@@ -162,6 +162,13 @@ describe("FinConfig", () => {
       for (const [text, form] of [["15 mins", "15 minutes"], ["2Hours", "2 hours"], [" 1.5 ms ", "1.5 millis"]]) {
         expect(yield* configError({ ...base, timeout: text as FinConfig.DurationOption })).toContain(`write "${form}"`)
       }
+      // Not a form that is refused in its turn: that is said instead.
+      expect(yield* configError({ ...base, timeout: "0s" as FinConfig.DurationOption })).toContain(
+        `timeout is not a valid duration: its form Effect reads, "0 seconds", must be greater than zero`
+      )
+      expect(yield* configError({ ...base, timeout: "0.5ms" as FinConfig.DurationOption })).toContain(
+        `its form Effect reads, "0.5 millis", must be at least 1 millisecond`
+      )
       expect(yield* configError({ ...base, timeout: "30 fortnights" as FinConfig.DurationOption })).toContain(
         `timeout is not a valid duration: write a number and a unit such as "30 seconds" or "500 millis"`
       )
@@ -374,7 +381,9 @@ describe("FinConfig", () => {
         FIN_CLIENT_ID: "",
         FIN_TIMEOUT: "-5 seconds",
         FIN_DEADLINE: "0 seconds",
-        FIN_TOKEN_TIMEOUT: "10s"
+        FIN_TOKEN_TIMEOUT: "10s",
+        FIN_MAX_RETRY_AFTER: "0.5ms",
+        FIN_REFRESH_MARGIN: "0s"
       })
       const problems = (e: ConfigError.ConfigError): Array<string> =>
         e._op === "And" || e._op === "Or"
@@ -383,6 +392,11 @@ describe("FinConfig", () => {
       expect(problems(error).sort()).toEqual([
         "InvalidData FIN_CLIENT_ID: FIN_CLIENT_ID must be a non-empty string",
         "InvalidData FIN_DEADLINE: FIN_DEADLINE must be greater than zero",
+        // Zero where zero is allowed is the form to write; a form refused in its turn (under a millisecond) is said.
+        `InvalidData FIN_MAX_RETRY_AFTER: Expected a duration Effect reads but received "0.5ms": its form Effect ` +
+        `reads, "0.5 millis", must be at least 1 millisecond`,
+        `InvalidData FIN_REFRESH_MARGIN: Expected a duration Effect reads but received "0s": write "0 seconds" (a ` +
+        "number, a space and a unit Effect reads)",
         "InvalidData FIN_TIMEOUT: FIN_TIMEOUT must be greater than zero",
         // A number and a unit Effect does not read: the form it does.
         `InvalidData FIN_TOKEN_TIMEOUT: Expected a duration Effect reads but received "10s": write "10 seconds" (a ` +

@@ -365,8 +365,12 @@ describe("effect-fin (offline commands)", () => {
     expect([none.code, none.stdout.trim().split("\n").at(-1)]).toEqual([0, "0 subdivisions of BRA (offline snapshot)"])
     // A blank search (`--search "$QUERY"` with the variable unset) matches nothing by definition: refused, not an
     // empty answer and exit 0 that a script cannot tell from a search that found nothing.
-    const blank = await cli(["subdivisions", "BRA", "--search", " ", "--json"])
-    expect([blank.code, blank.stdout, JSON.parse(blank.stderr).error._tag]).toEqual([1, "", "RequestValidationError"])
+    // So is one of nothing the search reads (a stray ".", a zero-width space pasted from a page).
+    for (const query of [" ", ".", "\u200b"]) {
+      const blank = await cli(["subdivisions", "BRA", "--search", query, "--json"])
+      expect([blank.code, blank.stdout, JSON.parse(blank.stderr).error._tag], JSON.stringify(query))
+        .toEqual([1, "", "RequestValidationError"])
+    }
   })
 
   // A negative amount as the schema says a zero one, not as a matter of notation.

@@ -184,6 +184,14 @@ describe("snapshot-subdivisions", () => {
           })
         )
         expect(installed).toBe(0)
+        // Not another folder of the user's: its generated module missing is still a difference.
+        const own = yield* Effect.promise(() =>
+          main(["--from-iso-codes", inputs, "--source-version", "4.20", "--out", packaged, "--check"], {
+            bundledDir: "data",
+            stdout: () => undefined
+          })
+        )
+        expect(own).toBe(1)
       }))
 
     it("keys by alpha-3 in order, entries by code, one per line", () => {

@@ -3,6 +3,9 @@
  * their own so that parsing the command line loads nothing heavy).
  */
 
+import { realpathSync } from "node:fs"
+import { resolve } from "node:path"
+
 /** File names inside `--out` and inside an iso-codes source. */
 export const files = {
   data: "subdivisions.json",
@@ -20,3 +23,15 @@ export const ExitCode = { ok: 0, differences: 1, trouble: 2 } as const
 
 /** Where `--cross-check` writes its JSON report unless `--report` says otherwise (relative to the working folder). */
 export const defaultReportPath = "cross-check-report.json"
+
+/** Whether two paths name one folder, through symlinks (`node_modules/effect-fin` often is one). */
+export const sameFolder = (a: string, b: string): boolean => {
+  const real = (path: string) => {
+    try {
+      return realpathSync(path)
+    } catch {
+      return resolve(path)
+    }
+  }
+  return real(a) === real(b)
+}

@@ -11,7 +11,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import { type Command, parseCommandLine, usage, type WriteOptions } from "./cli.js"
-import { ExitCode } from "./files.js"
+import { ExitCode, sameFolder } from "./files.js"
 
 /** Where the entry reads its settings and writes its output; every field has the process's own as default. */
 export interface MainOptions {
@@ -114,9 +114,9 @@ const execute = async (
     return ExitCode.trouble
   }
 
-  // Installed, `--out` may be the package's data/, which has no generated module: `--check` does not ask for one
-  // unless `--module` names it.
-  const moduleOptional = options.bundledDir !== undefined &&
+  // Installed, `--out` may be the package's data/, which has no generated module: `--check` of it does not ask for
+  // one unless `--module` names it. Any other folder's missing module is still a difference.
+  const moduleOptional = options.bundledDir !== undefined && sameFolder(command.outDir, options.bundledDir) &&
     !argv.some((arg) => arg === "--module" || arg.startsWith("--module="))
 
   if (command._tag === "FromIsoCodes") {

@@ -51,6 +51,8 @@ import * as UndiciHttpClient from "../node/UndiciHttpClient.js"
 import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
 import * as Webhooks from "../Webhooks.js"
+import * as SubdivisionsInternal from "../internal/subdivisions.js"
+import * as Files from "../../scripts/lib/files.js"
 import * as Snapshot from "../../scripts/lib/main.js"
 import * as FailureLine from "./failureLine.js"
 import * as Render from "./render.js"
@@ -299,9 +301,10 @@ const subdivisions = Command.make(
   ({ country: input, ...args }) =>
     Effect.gen(function*() {
       const country = yield* CountryCode.parse(input)
-      // A blank search matches nothing (`Subdivisions.search`): from a shell it is a query left unset, refused rather
-      // than answered with an empty list and exit 0.
-      if (Option.isSome(args.search) && args.search.value.trim() === "") {
+      // A search of nothing once normalised matches nothing (`Subdivisions.search`): from a shell it is a query left
+      // unset ("", " "), or a stray character (".", a zero-width space), refused rather than answered with an empty
+      // list and exit 0.
+      if (Option.isSome(args.search) && SubdivisionsInternal.normalize(args.search.value) === "") {
         const expected = "a name or part of one to search for (a blank one matches nothing)"
         return yield* new FinError.RequestValidationError({
           message: `Invalid search: --search: expected ${expected}`,
@@ -612,19 +615,6 @@ const lastValue = (args: ReadonlyArray<string>, flag: string): string | undefine
   return value
 }
 
-// Whether two paths name one folder, through symlinks (`node_modules/effect-fin` often is one).
-const sameFolder = (a: string | undefined, b: string): boolean => {
-  if (a === undefined) return false
-  const real = (path: string) => {
-    try {
-      return NodeFs.realpathSync(path)
-    } catch {
-      return Path.resolve(path)
-    }
-  }
-  return real(a) === real(b)
-}
-
 // The tool's defaults are paths in the effect-fin repository. Installed, `cross-check` reads the bundled snapshot,
 // and `snapshot` writes only where `--out` says: the bundled files are never rewritten in place.
 const snapshotArgs = (
@@ -639,7 +629,8 @@ const snapshotArgs = (
     // The library answers from its built modules, not from data/: a snapshot written over the bundled one would change
     // only what `cross-check` and `effect-fin/data/subdivisions.json` read, never what lookups serve.
     const writes = sub === "snapshot" && !given("--check") && !given("--dry-run")
-    return writes && dataDir !== undefined && sameFolder(lastValue(args, "--out"), dataDir)
+    const out = lastValue(args, "--out")
+    return writes && dataDir !== undefined && out !== undefined && Files.sameFolder(out, dataDir)
       ? Either.left(
         "effect-fin snapshot: --out is the snapshot bundled with effect-fin, which is not rewritten in place (the " +
           "library's lookups answer from its built modules, not from this folder): give another --out DIR"

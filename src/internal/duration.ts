@@ -79,11 +79,16 @@ export const meant = (text: string): string | undefined => {
   return unit === undefined ? undefined : `${match[1]} ${unit[1]}`
 }
 
-/** What to write instead of the text `input`, said as the end of a message. */
-export const howToWrite = (input: string): string => {
+/**
+ * What to write instead of the text `input`, said as the end of a message: the form it meant, unless that form is
+ * refused too (`check`'s rules: "0s" where zero is not allowed), which is then said.
+ */
+export const howToWrite = (input: string, allowZero: boolean, timer: boolean): string => {
   const form = meant(input)
-  return form === undefined
-    ? "write a number and a unit such as \"30 seconds\" or \"500 millis\""
+  if (form === undefined) return "write a number and a unit such as \"30 seconds\" or \"500 millis\""
+  const refused = check(form, allowZero, timer)
+  return Either.isLeft(refused)
+    ? `its form Effect reads, "${form}", ${refused.left}`
     : `write "${form}" (a number, a space and a unit Effect reads)`
 }
 
@@ -101,7 +106,9 @@ export const check = (input: unknown, allowZero: boolean, timer = false): Either
   // Text from untyped code or a config file ("30s", "15 mins"): say the form Effect reads, as FIN_* variables do.
   if (Option.isNone(decoded)) {
     return Either.left(
-      typeof input === "string" ? `is not a valid duration: ${howToWrite(input)}` : "is not a valid duration"
+      typeof input === "string"
+        ? `is not a valid duration: ${howToWrite(input, allowZero, timer)}`
+        : "is not a valid duration"
     )
   }
   const d = decoded.value
