@@ -38,7 +38,7 @@ import * as Scope from "effect/Scope"
 import * as Supervisor from "effect/Supervisor"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
-import type * as Tracer from "effect/Tracer"
+import * as Tracer from "effect/Tracer"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import { FinError } from "../src/FinError.js"
@@ -2580,12 +2580,31 @@ describe("HttpTransport", () => {
       yield* under({ "x-b3-traceid": "evil, 00-4bf92f3577b34da6a3ce929d0e0e4736", "x-b3-spanid": "00f067aa0ba902b7" })
       yield* under({ b3: `${"a".repeat(8_000)}-00f067aa0ba902b7` })
       yield* under({ "x-b3-traceid": "a3ce929d0e0e4736", "x-b3-spanid": "x, y" })
+      // An all-zero trace id is none (W3C); upper-case hex goes on as traceparent spells it (lower case).
+      yield* under({ b3: "00000000000000000000000000000000-00f067aa0ba902b7-1" })
+      // A tracer that samples as the parent did (OpenTelemetry's default): not sampled is sent so, and b3 names the
+      // parent span.
+      const native = yield* Effect.tracer
+      const parentBased = Tracer.make({
+        span: (name, parent, context, links, startTime, kind, options) =>
+          Object.defineProperty(native.span(name, parent, context, links, startTime, kind, options), "sampled", {
+            value: Option.match(parent, { onNone: () => true, onSome: (p) => p.sampled })
+          }),
+        context: (f) => f()
+      })
+      const notSampled = HttpTraceContext.fromHeaders(Headers.fromInput({
+        b3: "4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-0"
+      }))
+      yield* Effect.withTracer(calculate.pipe(Effect.withParentSpan(Option.getOrThrow(notSampled))), parentBased)
       const requests = yield* Effect.flatMap(FinTest.InMemoryHttp, (http) => http.requests)
       const sent = requests.filter((r) => r.path === "/v1/fee-calculation")
         .map((r) => [r.headers.traceparent, r.headers.b3])
       expect(sent.slice(0, 2)).toEqual([[undefined, undefined], [undefined, undefined]])
       expect(sent[2]![0]).toMatch(/^00-0{16}a3ce929d0e0e4736-[0-9a-f]{16}-01$/)
       expect(sent[2]![1]).toMatch(/^a3ce929d0e0e4736-[0-9a-f]{16}-1$/)
+      expect(sent[3]).toEqual([undefined, undefined])
+      expect(sent[4]![0]).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-00$/)
+      expect(sent[4]![1]).toMatch(/^4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-0-00f067aa0ba902b7$/)
     }).pipe(provideClient({ [FEE]: () => ok }, { tracePropagation: true })))
 
   it.effect("a refused spec's path is not traced, a body schema that throws is a counted defect, effect-fin's own names are refused", () =>

@@ -978,6 +978,8 @@ describe("effect-fin (offline commands)", () => {
         ["webhook", "verify", "--help"],
         ["quote", "--from", "USD", "--amount", "100", "--help"],
         ["--log-level", "debug", "subdivisions", "USA", "--json", "-h"],
+        // (The parser reads that -h after a country itself; not after an option's value.)
+        ["quote", "--from", "USD", "-h"],
         ["webhook", "verify", "--signature", "ab", "--help"]
       ]
     ) {

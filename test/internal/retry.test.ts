@@ -75,6 +75,8 @@ describe("Retry.isSetupRefusal", () => {
       "ERR_SSL_SSL/TLS_ALERT_PROTOCOL_VERSION",
       "PROXY_TUNNEL_407",
       "PROXY_TUNNEL_403",
+      // fetch's refusal of a port on the Fetch standard's blocked list (6000, 10080...): no connection is ever made.
+      "ERR_FETCH_BAD_PORT",
       // Not the connection's: the platform client closed with its layer's scope (undici's dispatcher destroyed).
       "UND_ERR_DESTROYED",
       "UND_ERR_CLOSED"
@@ -123,6 +125,7 @@ describe("SystemCodes.neverSent", () => {
       // An egress proxy that opened no tunnel, whatever its reason.
       "PROXY_TUNNEL_407",
       "PROXY_TUNNEL_502",
+      "ERR_FETCH_BAD_PORT",
       // No socket could be made (this process's descriptors, or the system's, all open), or no local port was free.
       "EMFILE",
       "ENFILE",

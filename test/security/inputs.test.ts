@@ -266,6 +266,7 @@ describe("Inputs from outside are validated before use", () => {
         ["baseUrl", { baseUrl: "https://api.fin.com\n.evil.example" }],
         ["baseUrl", { baseUrl: "https://api.fin.com\t.evil.example/" }],
         ["baseUrl", { baseUrl: "https://api.fin.com.evil\r\n.example" }],
+        ["baseUrl", { baseUrl: "https://api.fin.com\r.evil.example" }],
         ["baseUrl", { baseUrl: "http://0.0.0.0:4010" }],
         // IPv4 mapped into IPv6: another machine's address is no loopback (127.0.0.1 mapped is, as 127.0.0.1 is).
         ["baseUrl", { baseUrl: "http://[::ffff:a00:1]" }],
