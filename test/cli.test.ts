@@ -19,6 +19,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync
 } from "node:fs"
 import { writeFile } from "node:fs/promises"
@@ -1502,6 +1503,29 @@ describe("effect-fin against the emulator", () => {
       expect(process.exitCode).toBe(2)
       expect(written.join("")).toContain("--out is the snapshot bundled with effect-fin, which is not rewritten")
       expect(readdirSync(dataDir).sort()).toEqual(before)
+      // Nor through a symlink to it, nor as the last of two --out (the one the tool reads).
+      const link = join(harness.dir, "bundled-data-link")
+      symlinkSync(dataDir, link)
+      for (const out of [["--out", link], ["--out", harness.dir, "--out", dataDir]]) {
+        process.exitCode = undefined
+        const refusedToo = vi.spyOn(console, "error").mockImplementation(() => undefined)
+        await Effect.runPromise(Effect.provide(run([...over, ...out], { dataDir }), NodeContext.layer))
+        expect([process.exitCode, refusedToo.mock.calls.join("")], out.join(" ")).toEqual([
+          2,
+          expect.stringContaining("--out is the snapshot bundled with effect-fin")
+        ])
+        refusedToo.mockRestore()
+      }
+      // Checked or dry-run, it writes nothing: taken (the data/ of a package ships no module, which --check skips).
+      for (const file of ["subdivisions.json", "subdivisions.meta.json"]) {
+        copyFileSync(fileURLToPath(new URL(`../data/${file}`, import.meta.url)), join(dataDir, file))
+      }
+      for (const flag of ["--check", "--dry-run"]) {
+        process.exitCode = undefined
+        await Effect.runPromise(Effect.provide(run([...over, "--out", dataDir, flag], { dataDir }), NodeContext.layer))
+        expect(process.exitCode, flag).toBe(0)
+        expect(readdirSync(dataDir).sort()).toEqual(before)
+      }
     } finally {
       process.exitCode = exitCode
       stdout.mockRestore()

@@ -177,13 +177,13 @@ describe("snapshot-subdivisions", () => {
         for (const file of ["subdivisions.json", "subdivisions.meta.json"]) {
           yield* Effect.promise(() => Fs.copyFile(Path.join("data", file), Path.join(packaged, file)))
         }
-        const installed = yield* Effect.promise(() =>
-          main(["--from-iso-codes", inputs, "--source-version", "4.20", "--out", packaged, "--check"], {
-            bundledDir: packaged,
-            stdout: () => undefined
-          })
-        )
-        expect(installed).toBe(0)
+        const installedRun = (out: string, ...more: Array<string>) =>
+          Effect.promise(() =>
+            main(["--from-iso-codes", inputs, "--source-version", "4.20", "--out", out, ...more], {
+              bundledDir: packaged,
+              stdout: () => undefined
+            })
+          )
         // Not another folder of the user's: its generated module missing is still a difference.
         const own = yield* Effect.promise(() =>
           main(["--from-iso-codes", inputs, "--source-version", "4.20", "--out", packaged, "--check"], {
@@ -192,6 +192,19 @@ describe("snapshot-subdivisions", () => {
           })
         )
         expect(own).toBe(1)
+        expect(yield* installedRun(packaged, "--check")).toBe(0)
+        // Only a module absent, and not named: one --module names, or one out of sync, is still checked.
+        const named = Path.join(packaged, "named.ts")
+        expect(yield* installedRun(packaged, "--check", "--module", named)).toBe(1)
+        const module = Path.join(packaged, "subdivisionsData.ts")
+        yield* Effect.promise(() => Fs.writeFile(module, "// not in sync\n"))
+        expect(yield* installedRun(packaged, "--check")).toBe(1)
+        yield* Effect.promise(() => Fs.rm(module))
+        // A run that writes (elsewhere) writes the module still.
+        const elsewhere = yield* tempDir()
+        expect(yield* installedRun(elsewhere)).toBe(0)
+        expect((yield* Effect.promise(() => Fs.readdir(elsewhere))).sort())
+          .toEqual(["subdivisions.json", "subdivisions.meta.json", "subdivisionsData.ts"])
       }))
 
     it("keys by alpha-3 in order, entries by code, one per line", () => {
