@@ -37,7 +37,7 @@ export interface Options {
   /**
    * The account's client secret (`FIN_CLIENT_SECRET`): prefer `Redacted` (`Config.redacted`); a plain string is
    * wrapped at once. Sent only to the token route, never logged; no whitespace (a zero-width space included) or
-   * control character (DEL and C1 too) at either end (a trailing newline).
+   * control character (DEL and C1 too) at either end (a trailing newline), no lone surrogate half.
    */
   readonly clientSecret: Redacted.Redacted<string> | string
   /** Default `"sandbox"`. */
@@ -295,6 +295,12 @@ const checks = (options: Options): Checked => {
         // sent, it would only be a 401.
         () => typeof secret !== "string" || !Padded.isPadded(secret),
         `clientSecret ${Padded.rule}`
+      ],
+      // UTF-8 sends a lone surrogate half as U+FFFD, a secret other than the one given, which two such secrets would
+      // share, and their token store key with it.
+      [
+        () => typeof secret !== "string" || !/\p{Cs}/u.test(secret),
+        "clientSecret must hold no lone surrogate halves (UTF-8 would send another secret)"
       ]
     ),
     environment: checked(environment, "environment", [

@@ -214,6 +214,14 @@ describe("FinConfig", () => {
       const padded = yield* configError({ ...base, clientSecret: Redacted.make("s3cr3t-value\n") })
       expect(padded).toContain("clientSecret must not start or end with whitespace")
       expect(padded).not.toContain("s3cr3t-value")
+      // A lone surrogate half anywhere (UTF-8 would send U+FFFD in its place), said without the secret; a whole pair,
+      // an emoji, is taken.
+      for (const clientSecret of ["s3cr\ud800t-value", "s3cr3t-value\udfff", "\udbffs3cr3t-value"]) {
+        const said = yield* configError({ ...base, clientSecret })
+        expect(said).toContain("clientSecret must hold no lone surrogate halves (UTF-8 would send another secret)")
+        expect(said).not.toContain("-value")
+      }
+      expect((yield* FinConfig.resolve({ ...base, clientSecret: "s3cr\ud83d\udd11t" })).clientId).toBe(base.clientId)
       // What trim leaves, as a webhook secret is checked: a C string's NUL, another C0 control, DEL, a C1 control, NEL,
       // a zero-width space, a soft hyphen, a direction mark or embedding.
       for (

@@ -922,6 +922,7 @@ describe("snapshot-subdivisions", () => {
         concurrency: 8,
         outDir: "data",
         modulePath: "src/internal/subdivisionsData.ts",
+        moduleNamed: false,
         generatedAt: "2025-06-01T12:00:00.000Z",
         check: false,
         dryRun: false,
@@ -959,6 +960,7 @@ describe("snapshot-subdivisions", () => {
         version: "4.20",
         outDir: "data",
         modulePath: "src/internal/subdivisionsData.ts",
+        moduleNamed: false,
         generatedAt: "2025-06-01T12:00:00.000Z",
         check: false,
         dryRun: false,
@@ -967,6 +969,7 @@ describe("snapshot-subdivisions", () => {
       expect(parse([...source, "--out", "/tmp/x", "--check"])).toMatchObject(
         Either.right({ outDir: "/tmp/x", modulePath: Path.join("/tmp/x", "subdivisionsData.ts"), check: true })
       )
+      expect(parse([...source, "--module=m.ts"])).toMatchObject(Either.right({ modulePath: "m.ts", moduleNamed: true }))
       expect(parse([...source, "--generated-at", "2025-02-03T04:05:06Z"], "0")).toMatchObject(
         Either.right({ generatedAt: "2025-02-03T04:05:06.000Z" })
       )

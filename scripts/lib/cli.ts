@@ -85,6 +85,8 @@ export interface ApiOptions {
 export interface WriteOptions {
   readonly outDir: string
   readonly modulePath: string
+  /** Whether `--module` named `modulePath` (rather than it being the default next to the data). */
+  readonly moduleNamed: boolean
   readonly generatedAt: string
   readonly check: boolean
   readonly dryRun: boolean
@@ -248,6 +250,7 @@ export const parseCommandLine = (
     outDir,
     // With --out the module goes next to the data, so a run into a temporary folder never touches src/.
     modulePath: values.module ?? (values.out === undefined ? defaultModulePath : Path.join(values.out, files.module)),
+    moduleNamed: values.module !== undefined,
     generatedAt,
     check: values.check,
     dryRun: values["dry-run"],

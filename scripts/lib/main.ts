@@ -29,7 +29,8 @@ export interface MainOptions {
   readonly program?: string
   /**
    * Where `--from-api` takes `type` and `parent` from when `--out` holds no snapshot yet: the installed command's
-   * bundled data. Default: nowhere (they stay empty).
+   * bundled data, which a run that writes is refused as its `--out` (a usage error). Default: nowhere (they stay
+   * empty).
    */
   readonly bundledDir?: string | undefined
   /**
@@ -73,22 +74,45 @@ export const main = async (argv: ReadonlyArray<string>, options: MainOptions = {
     stdout(`${usage(options.program, options.bundledDir !== undefined)}\n`)
     return ExitCode.ok
   }
+  // The library answers from its built modules, not from data/: a snapshot written over the bundled one would change
+  // only what `cross-check` and `effect-fin/data/subdivisions.json` read, never what lookups serve.
+  if (
+    command._tag !== "CrossCheck" && !command.check && !command.dryRun && options.bundledDir !== undefined &&
+    sameFolder(command.outDir, options.bundledDir)
+  ) {
+    stderr(
+      `${options.program ?? "snapshot"}: --out is the snapshot bundled with effect-fin, which is not rewritten in ` +
+        "place (the library's lookups answer from its built modules, not from this folder): give another --out DIR\n"
+    )
+    return ExitCode.trouble
+  }
   try {
-    return await execute(command, { ...options, env, stdout, stderr }, argv)
+    return await execute(command, { ...options, env, stdout, stderr })
   } catch (e) {
     stderr(`${e instanceof Error ? e.stack ?? e.message : String(e)}\nNothing was written.\n`)
     return ExitCode.trouble
   }
 }
 
-// What `Snapshot.run` takes of a command that writes a snapshot.
-const writeOptions = ({ allowEmptied, check, dryRun, generatedAt, modulePath, outDir }: WriteOptions): WriteOptions =>
-  ({ outDir, modulePath, generatedAt, check, dryRun, allowEmptied })
+// What `Snapshot.run` takes of a command that writes a snapshot. Installed, `--out` may be the package's data/, which
+// has no generated module: `--check` of it does not ask for one unless `--module` names it. Any other folder's missing
+// module is still a difference.
+const writeOptions = (
+  { allowEmptied, check, dryRun, generatedAt, moduleNamed, modulePath, outDir }: WriteOptions,
+  bundledDir: string | undefined
+) => ({
+  outDir,
+  modulePath,
+  generatedAt,
+  check,
+  dryRun,
+  allowEmptied,
+  moduleOptional: !moduleNamed && bundledDir !== undefined && sameFolder(outDir, bundledDir)
+})
 
 const execute = async (
   command: Exclude<Command, { readonly _tag: "Help" }>,
-  options: MainOptions & Required<Pick<MainOptions, "env" | "stdout" | "stderr">>,
-  argv: ReadonlyArray<string>
+  options: MainOptions & Required<Pick<MainOptions, "env" | "stdout" | "stderr">>
 ): Promise<number> => {
   const [Cause, Effect, Exit, Option, Snapshot, { errorLine }] = await Promise.all([
     import("effect/Cause"),
@@ -114,17 +138,11 @@ const execute = async (
     return ExitCode.trouble
   }
 
-  // Installed, `--out` may be the package's data/, which has no generated module: `--check` of it does not ask for
-  // one unless `--module` names it. Any other folder's missing module is still a difference.
-  const moduleOptional = options.bundledDir !== undefined && sameFolder(command.outDir, options.bundledDir) &&
-    !argv.some((arg) => arg === "--module" || arg.startsWith("--module="))
-
   if (command._tag === "FromIsoCodes") {
     return report(
       await Effect.runPromiseExit(Snapshot.run({
         source: Snapshot.fromIsoCodes(command.location, command.version),
-        ...writeOptions(command),
-        moduleOptional,
+        ...writeOptions(command, options.bundledDir),
         log
       }))
     )
@@ -169,8 +187,7 @@ const execute = async (
           concurrency: command.concurrency,
           onProgress: progress.update
         }),
-        ...writeOptions(command),
-        moduleOptional,
+        ...writeOptions(command, options.bundledDir),
         baseline: previous,
         baselineName: options.baselineDir === undefined ? undefined : "the committed snapshot",
         log

@@ -52,7 +52,6 @@ import * as Subdivisions from "../Subdivisions.js"
 import * as SubdivisionService from "../SubdivisionService.js"
 import * as Webhooks from "../Webhooks.js"
 import * as SubdivisionsInternal from "../internal/subdivisions.js"
-import * as Files from "../../scripts/lib/files.js"
 import * as Snapshot from "../../scripts/lib/main.js"
 import * as FailureLine from "./failureLine.js"
 import * as Render from "./render.js"
@@ -605,16 +604,6 @@ const bundledDataDir = (): string | undefined => {
   }
 }
 
-// The value of the last `flag` (`--out DIR` or `--out=DIR`), as `parseArgs` reads a flag given twice.
-const lastValue = (args: ReadonlyArray<string>, flag: string): string | undefined => {
-  let value: string | undefined
-  args.forEach((arg, i) => {
-    if (arg === flag) value = args[i + 1]
-    else if (arg.startsWith(`${flag}=`)) value = arg.slice(flag.length + 1)
-  })
-  return value
-}
-
 // The tool's defaults are paths in the effect-fin repository. Installed, `cross-check` reads the bundled snapshot,
 // and `snapshot` writes only where `--out` says: the bundled files are never rewritten in place.
 const snapshotArgs = (
@@ -625,18 +614,8 @@ const snapshotArgs = (
   const args = sub === "snapshot" ? rest : ["--cross-check", ...rest]
   const given = (flag: string) => args.some((arg) => arg === flag || arg.startsWith(`${flag}=`))
   if (given("--help") || given("-h")) return Either.right(args)
-  if (given("--out")) {
-    // The library answers from its built modules, not from data/: a snapshot written over the bundled one would change
-    // only what `cross-check` and `effect-fin/data/subdivisions.json` read, never what lookups serve.
-    const writes = sub === "snapshot" && !given("--check") && !given("--dry-run")
-    const out = lastValue(args, "--out")
-    return writes && dataDir !== undefined && out !== undefined && Files.sameFolder(out, dataDir)
-      ? Either.left(
-        "effect-fin snapshot: --out is the snapshot bundled with effect-fin, which is not rewritten in place (the " +
-          "library's lookups answer from its built modules, not from this folder): give another --out DIR"
-      )
-      : Either.right(args)
-  }
+  // A writing run's --out that is `dataDir` itself is refused by the tool, which knows it as its `bundledDir`.
+  if (given("--out")) return Either.right(args)
   // Never the repository's paths relative to the working folder, which `snapshot` would write into (a user's own
   // project) and `cross-check` could not read: not even where the package's data/ is not found (effect-fin bundled
   // into a program deployed without its node_modules).
