@@ -315,6 +315,23 @@ const guardedStores = (timeout: Duration.Duration) => {
         Effect.interruptible
       )
     )
+  // What a store of the user's answers to `get` is read (a wiped `Redacted`, a plain string, no `Option`): one this
+  // provider cannot read is the store's failure, worked around as any other, not a defect of every call.
+  const readable = (u: unknown): boolean => Redacted.isRedacted(u) && typeof Wiped.valueOf(u) === "string"
+  const time = (u: unknown): boolean => u === undefined || typeof u === "number"
+  const checkedGet = (op: Effect.Effect<Option.Option<TokenStore.Tokens>, TokenStore.TokenStoreError>) =>
+    Effect.filterOrFail(
+      op,
+      (stored) =>
+        Option.isOption(stored) && Option.match(stored, {
+          onNone: () => true,
+          onSome: (t) =>
+            typeof t === "object" && t !== null && readable(t.accessToken) && typeof t.refreshAt === "number" &&
+            time(t.accessUsableUntil) && (t.refreshToken === undefined || readable(t.refreshToken)) &&
+            time(t.refreshUsableUntil)
+        }),
+      () => new TokenStore.TokenStoreError({ operation: "get", message: "the store answered with no pair it can read" })
+    )
   const awaited = <A>(attempt: Fiber.Fiber<A, TokenStore.TokenStoreError>) =>
     Effect.timeoutOption(Effect.interruptible(Fiber.join(attempt)), timeout)
   const guardOp = <A>(operation: string, op: Effect.Effect<A, TokenStore.TokenStoreError>) =>
@@ -349,7 +366,7 @@ const guardedStores = (timeout: Duration.Duration) => {
       }
       safe = {
         ...store,
-        get: (key) => guardOp("get", store.get(key)),
+        get: (key) => guardOp("get", checkedGet(store.get(key))),
         set: (key, tokens, owner) => guardOp("set", store.set(key, tokens, owner)),
         clear: (key, token) => guardOp("clear", store.clear(key, token)),
         lock: (key) => guardLock(store, key),

@@ -2476,10 +2476,10 @@ const makeApp = <const H extends object>(
     eventId: string,
     referenceId: string,
     token: string,
-    claimedAt: number
+    held: { at: number }
   ): Effect.Effect<never, ClaimLost> =>
     Effect.gen(function*() {
-      let stopAt = claimedAt + claimMillis - claimMargin
+      let stopAt = held.at + claimMillis - claimMargin
       while (true) {
         // Every third of the claim's time, and sooner as its end nears (half of what is left), so that a renewal that
         // failed or was slow leaves time for another; with no time left for one, the handler stops.
@@ -2494,6 +2494,7 @@ const makeApp = <const H extends object>(
           if (!renewed.value.right) {
             return yield* Effect.fail(new ClaimLost("the claim on the event expired while its handler ran"))
           }
+          held.at = sentAt
           stopAt = sentAt + claimMillis - claimMargin
         } else {
           // Every handler running renews: one line per handler and renewal, unless the outage was said already.
@@ -2568,6 +2569,8 @@ const makeApp = <const H extends object>(
         yield* Spans.annotateOwn({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
         const referenceId = event.event_reference_id
         const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
+        // When the claim was last taken or renewed (keepClaim moves it on).
+        const renewed = { at: sentAt }
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
@@ -2619,7 +2622,7 @@ const makeApp = <const H extends object>(
                 let onward: Fiber.RuntimeFiber<void> | undefined
                 // Whether keepClaim stopped the handler (it ended first, failing or dying).
                 let stopped = false
-                const keep = keepClaim(store, event.id, referenceId, claim.token, sentAt).pipe(
+                const keep = keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
                   Effect.tapErrorCause((cause) => {
                     stopped = !Cause.isInterruptedOnly(cause)
                     return Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
@@ -2686,7 +2689,24 @@ const makeApp = <const H extends object>(
             // Counted as the store's too: an alert on failed handlers must not fire for a store's outage.
             return yield* settleAs(500, late || Option.isSome(lost) ? "store_unavailable" : "failed")
           }
-          yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
+          // The claim is still renewed while the event is marked handled: a store slow to answer must not let it lapse
+          // (a redelivery would run the handler again beside a delivery answered 200). Said when it could not be kept,
+          // unless marked meanwhile (a renewal refused as the event is done is no lost claim).
+          let marked = false
+          const keeping = yield* Effect.fork(Effect.interruptible(
+            keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
+              Effect.tapError(() =>
+                Effect.logWarning(
+                  "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
+                    "(the de-duplication store failed or was too slow): a redelivery may run the handler again"
+                ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
+              )
+            )
+          ))
+          yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl)).pipe(
+            Effect.tap(() => void (marked = true)),
+            Effect.ensuring(Fiber.interrupt(keeping))
+          )
           return yield* settleAs(200, stale ? "stale" : "handled")
         })
         // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own

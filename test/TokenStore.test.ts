@@ -286,6 +286,31 @@ describe("TokenStore", () => {
       }
     }))
 
+  it.effect("an unreadable pair from a store of one's own (a wiped Redacted, no Option) is worked round", () =>
+    Effect.gen(function*() {
+      const wiped = Redacted.make("stored-token")
+      Redacted.unsafeWipe(wiped)
+      const answers: ReadonlyArray<unknown> = [
+        Option.some({ accessToken: wiped, refreshAt: Duration.toMillis("1 hour") }),
+        Option.some({ accessToken: "stored-token", refreshAt: Duration.toMillis("1 hour") }),
+        Option.some({ accessToken: Redacted.make("t"), refreshAt: 0, accessUsableUntil: "soon" }),
+        Option.some(undefined),
+        null
+      ]
+      for (const answer of answers) {
+        const store: TokenStore.Service = { ...TokenStore.makeMemory(), get: () => Effect.succeed(answer as never) }
+        const { layer: logger, lines } = captureLogs()
+        const seen = yield* FeeService.calculate(quoteRequest).pipe(
+          Effect.zipRight(bearers),
+          withStore(store),
+          Effect.provide(logger)
+        )
+        expect(seen).toEqual(["Bearer token-1"])
+        const warned = lines.filter((line) => line.startsWith("WARN") && line.includes("token store is unavailable"))
+        expect(warned).toHaveLength(1)
+      }
+    }))
+
   it.effect("a pair that cannot be stored because the lock was lost (expired, evicted, flushed) is used, with a warning", () =>
     Effect.gen(function*() {
       const store: TokenStore.Service = { ...TokenStore.makeMemory(), set: () => Effect.succeed(false) }

@@ -3878,6 +3878,46 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
       })
     }))
 
+  // The claim is renewed while the event is marked handled: a slow `complete` must not let a redelivery run it again.
+  // Where it cannot be renewed, that is said (a redelivery may run the handler again); where it can, nothing is.
+  it.effect("a complete answered after claimTtl: its claim is kept meanwhile, a redelivery is in progress", () =>
+    Effect.gen(function*() {
+      for (const renews of [true, false]) {
+        const memory = Webhooks.makeMemoryDedupeStore()
+        let completing = false
+        const store: Webhooks.WebhookDedupeStoreService = {
+          ...memory,
+          renew: (...args) => renews || !completing ? memory.renew(...args) : Effect.succeed(false),
+          complete: (...args) =>
+            Effect.suspend(() => {
+              const first = !completing
+              completing = true
+              return Effect.delay(memory.complete(...args), first ? "4 seconds" : 0)
+            })
+        }
+        let runs = 0
+        const options = {
+          secrets: secret,
+          store,
+          claimTtl: "3 seconds",
+          handlers: { "beneficiary.status": () => Effect.sync(() => void runs++) }
+        } as const
+        const { layer: capture, lines: logs } = captureLogs()
+        const handle = yield* webHandler(Webhooks.handler(options)).pipe(Effect.provide(capture))
+        const first = yield* Effect.fork(send(handle, yield* signedPost(currentBody)))
+        for (let i = 0; i < 7; i++) yield* TestClock.adjust("500 millis")
+        const second = yield* send(handle, yield* signedPost(currentBody))
+        yield* TestClock.adjust("1 second")
+        const answers = [yield* Fiber.join(first), second].map((x) => `${x.status} ${x.body}`)
+        const warned = logs.filter((line) => line.includes("its claim could not be kept while the event was marked"))
+        expect({ runs, answers, warned: warned.length }).toEqual(
+          renews
+            ? { runs: 1, answers: [`200 {"outcome":"handled"}`, `409 {"outcome":"in_progress"}`], warned: 0 }
+            : { runs: 2, answers: [`200 {"outcome":"handled"}`, `200 {"outcome":"handled"}`], warned: 1 }
+        )
+      }
+    }))
+
   // An event no handler takes has nothing to run beside another delivery: its claim answered late, it is acknowledged
   // all the same, not answered 500 for the service to deliver again and again.
   it.effect("a claim answered after it lapsed, for an event no handler takes: acknowledged", () =>
