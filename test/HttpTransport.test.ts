@@ -1098,19 +1098,26 @@ describe("HttpTransport", () => {
   it.effect("Retry-After beyond the cap is refused at once however long the deadline, from a 429 and a 503", () =>
     Effect.gen(function*() {
       const messages: Array<string> = []
-      for (const code of [429, 503]) {
+      for (const code of [429, 503, 503]) {
         const error = yield* Effect.flip(calculate)
         expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([code, 1])
         messages.push(error.message)
       }
-      expect(yield* attempts).toBe(2)
-      // Each says the wait it asked for and why it was not waited for: not one retried until the retries ran out.
+      expect(yield* attempts).toBe(3)
+      // Each says the wait it asked for and why it was not waited for: not one retried until the retries ran out. One
+      // past all measure is said in whole milliseconds (the longest kept), not with a double's nanoseconds.
       expect(messages).toEqual([
         "Rate limited (429) and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 429",
-        "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 503"
+        "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 503",
+        "The service answered 503 and asked to wait 104249991d 8h 59m 991ms, longer than allowed, on " +
+        "POST /v1/fee-calculation: status 503"
       ])
     }).pipe(provideClient({
-      [FEE]: FinTest.sequence(status(429, { "retry-after": "120" }), status(503, { "retry-after": "120" }))
+      [FEE]: FinTest.sequence(
+        status(429, { "retry-after": "120" }),
+        status(503, { "retry-after": "120" }),
+        status(503, { "retry-after": "9".repeat(30) })
+      )
     }, { maxRetryAfter: "60 seconds", deadline: "5 minutes" })))
 
   it.effect("a Retry-After of exactly the time the deadline leaves: RateLimitError at once", () =>
@@ -2741,6 +2748,24 @@ describe("HttpTransport", () => {
     paths: error._tag === "ResponseDecodeError" ? error.issues.map((issue) => issue.path) : []
   })))
 
+  // JSON.parse makes `__proto__` an own key; `Schema.Record` builds its object by assignment, which would make the
+  // key's value the decoded object's prototype: a field read through it, in no `Object.keys` (escaped too).
+  it.effect("an answer's __proto__ key is dropped, never the prototype of a decoded Schema.Record", () =>
+    Effect.gen(function*() {
+      for (const key of ["__proto__", "\\u005f_proto__"]) {
+        const { data } = yield* HttpTransport.request({
+          method: "GET",
+          path: "/v1/thing",
+          response: Schema.Struct({ data: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+        }).pipe(provideClient({
+          "GET /v1/thing": () => FinTest.text(200, `{"data":{"USD":1,"${key}":{"EUR":5}}}`)
+        }))
+        expect(Object.getPrototypeOf(data)).toBe(Object.prototype)
+        expect(data["EUR"]).toBeUndefined()
+        expect(data).toEqual({ USD: 1 })
+      }
+    }))
+
   it.effect("a ResponseDecodeError naming the answer's own keys keeps its message on one line, without a credential", () =>
     Effect.gen(function*() {
       const { error, paths } = yield* recordKeysRefused
@@ -4192,7 +4217,17 @@ it.effect("an answer that is not HTTP is said so, with the base URL to check, fr
     const said: Array<string> = []
     const fetchFailed = new TypeError("fetch failed", { cause: parserError() })
     // Headers past node:http's 16 KiB are an answer in HTTP all the same: its base URL is not what to check.
-    const causes = [parserError(), parserError("HPE_INVALID_CONSTANT"), fetchFailed, parserError("HPE_HEADER_OVERFLOW")]
+    // undici's own messages (no code): a status line that is not HTTP's, and an HTTP answer with a header it refuses.
+    const undici = (reason: string) =>
+      Object.assign(new Error(`Response does not match the HTTP/1.1 protocol (${reason})`), { name: "HTTPParserError" })
+    const causes = [
+      parserError(),
+      parserError("HPE_INVALID_CONSTANT"),
+      fetchFailed,
+      parserError("HPE_HEADER_OVERFLOW"),
+      undici("Expected HTTP/, RTSP/ or ICE/"),
+      new TypeError("fetch failed", { cause: undici("Invalid header token") })
+    ]
     for (const cause of causes) {
       const error = yield* Effect.flip(quoteThrough((request) =>
         Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause }))
@@ -4205,6 +4240,8 @@ it.effect("an answer that is not HTTP is said so, with the base URL to check, fr
       `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
       `POST /v1/fee-calculation: an answer that is not HTTP (HPE_INVALID_CONSTANT)${check}`,
       `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
-      "POST /v1/fee-calculation: no answer (HPE_HEADER_OVERFLOW); the service may have got the request"
+      "POST /v1/fee-calculation: no answer (HPE_HEADER_OVERFLOW); the service may have got the request",
+      `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
+      "POST /v1/fee-calculation: no answer (Transport); the service may have got the request"
     ])
   }))

@@ -493,15 +493,27 @@ const requestFailure = (
 }
 
 // Something answered, not in HTTP (a base URL whose port serves something else, TLS spoken to an `http:` one):
-// node:http's parser error has a code (`HPE_INVALID_CONSTANT`), undici's often none, only its name. Only the codes of
-// a status line that is not HTTP's: an answer in HTTP that broke a limit or a rule (`HPE_HEADER_OVERFLOW`, headers
-// past 16 KiB; `HPE_INVALID_TRANSFER_ENCODING`) is the service's, its base URL right.
+// node:http's parser error has a code (`HPE_INVALID_CONSTANT`), undici's none (it looks its code up by number in a
+// table keyed by name), only its name and llhttp's reason in its message. Only the codes, or reasons, of a status
+// line that is not HTTP's: an answer in HTTP that broke a limit or a rule (`HPE_HEADER_OVERFLOW`, headers past 16 KiB;
+// `HPE_INVALID_TRANSFER_ENCODING`; undici's "Invalid header token", "Missing expected CR after response line") is the
+// service's, its base URL right.
 const NOT_HTTP = new Set(["HPE_INVALID_CONSTANT", "HPE_INVALID_VERSION", "HPE_INVALID_STATUS"])
+// undici's message: "Response does not match the HTTP/1.1 protocol (<llhttp's reason>)", a fixed phrase (no host).
+const PARSER_REASON = /^Response does not match the HTTP\/1\.1 protocol \((.{1,80})\)$/
+const STATUS_LINE_REASON = new RegExp(
+  "^(?:Expected HTTP/|Expected dot|Invalid (?:major |minor |HTTP )?version|Expected space after version|" +
+    "Invalid status code|Invalid response status)"
+)
 const notHttp = (code: string | undefined, cause: unknown): boolean => {
   if (code !== undefined) return NOT_HTTP.has(code)
   let error = cause
   for (let depth = 0; depth < 4 && typeof error === "object" && error !== null; depth++) {
-    if ((error as { readonly name?: unknown }).name === "HTTPParserError") return true
+    const { message, name } = error as { readonly message?: unknown; readonly name?: unknown }
+    if (name === "HTTPParserError") {
+      const reason = typeof message === "string" ? PARSER_REASON.exec(message)?.[1] : undefined
+      return reason === undefined || STATUS_LINE_REASON.test(reason)
+    }
     error = (error as { readonly cause?: unknown }).cause
   }
   return false
@@ -1127,7 +1139,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       // An empty answer is no JSON document, but nothing: a schema that takes no body (`Schema.Void`) accepts it.
       let json: unknown
       try {
-        json = text.trim() === "" ? undefined : JSON.parse(text)
+        json = text.trim() === "" ? undefined : parseAnswer(text)
       } catch {
         // The parser's own message quotes the body (possibly a token), so it is not kept.
         return Effect.fail(decodeError(spec, status, headers, [new Issue({ path: "", expected: "a JSON document" })]))
@@ -1145,6 +1157,15 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
     })
   )
 }
+
+// An answer's JSON without its `__proto__` keys: JSON.parse makes them own keys, but a schema that builds an object
+// by assignment (`Schema.Record`) would make one the decoded object's prototype, its fields then read through it and
+// not listed (`data.EUR` a number where the type says a record, absent from `Object.keys` and JSON). A key no answer
+// means; looked for only where one can be (written as is, or with an escape in it).
+const PROTO_KEY = /__proto__|\\u/
+const withoutProto = (key: string, value: unknown): unknown => key === "__proto__" ? undefined : value
+const parseAnswer = (text: string): unknown =>
+  PROTO_KEY.test(text) ? JSON.parse(text, withoutProto) : JSON.parse(text)
 
 /** The path of a checked `baseUrl` (origin and path, no trailing slash): `""` for the service's own address. */
 export const basePathOf = (baseUrl: string): string => baseUrl.slice(new URL(baseUrl).origin.length)

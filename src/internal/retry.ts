@@ -279,13 +279,18 @@ const saidBy = ({ message, operation, status }: ApiError): string => {
   return message.trim() === "" || message === start ? "" : `: ${message}`
 }
 
+// A wait as a message says it. `Duration.format` reads milliseconds through a double's nanoseconds, which past 2^53
+// (104 days) writes the float's noise ("8h 59m 990ms 951424ns"): whole milliseconds are said exactly.
+const saidWait = (wait: Duration.Duration | undefined): string => {
+  const millis = Math.round(Duration.toMillis(wait ?? Duration.zero))
+  return Duration.format(Number.isFinite(millis) ? Duration.nanos(BigInt(millis) * 1_000_000n) : Duration.infinity)
+}
+
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is.
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
 const slowDown = (error: ApiError, limit: Limit, timeLeftOf = "the call's deadline"): RateLimitError =>
   new RateLimitError({
-    message: `The service answered ${error.status} and asked to wait ${
-      Duration.format(error.retryAfter ?? Duration.zero)
-    }, ${limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`}${
+    message: `The service answered ${error.status} and asked to wait ${saidWait(error.retryAfter)}, ${limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`}${
       error.operation === undefined ? "" : `, on ${error.operation}`
     }${saidBy(error)}`,
     status: error.status,
@@ -305,7 +310,7 @@ const waitRefused = (error: RateLimitError, limit: Limit, timeLeftOf = "the call
   if (start === undefined || !error.message.startsWith(start)) return error
   return new RateLimitError({
     ...error,
-    message: `Rate limited (429) and asked to wait ${Duration.format(error.retryAfter ?? Duration.zero)}, ${
+    message: `Rate limited (429) and asked to wait ${saidWait(error.retryAfter)}, ${
       limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`
     }, on ${error.operation}${error.message.slice(start.length)}`
   })
