@@ -290,9 +290,9 @@ const saidWait = (wait: Duration.Duration | undefined): string => {
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
 const slowDown = (error: ApiError, limit: Limit, timeLeftOf = "the call's deadline"): RateLimitError =>
   new RateLimitError({
-    message: `The service answered ${error.status} and asked to wait ${saidWait(error.retryAfter)}, ${limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`}${
-      error.operation === undefined ? "" : `, on ${error.operation}`
-    }${saidBy(error)}`,
+    message: `The service answered ${error.status} and asked to wait ${saidWait(error.retryAfter)}, ${
+      limit === "waitCap" ? "longer than allowed" : `more than ${timeLeftOf} leaves`
+    }${error.operation === undefined ? "" : `, on ${error.operation}`}${saidBy(error)}`,
     status: error.status,
     ...(error.code === undefined ? {} : { code: error.code }),
     ...(error.fieldErrors === undefined ? {} : { fieldErrors: error.fieldErrors }),
