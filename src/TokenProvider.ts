@@ -432,6 +432,9 @@ const storeOutage = () => {
   return { unavailable, track }
 }
 
+// The lock owners a caller waited for (a failure they record is that caller's), with when it first found each.
+type WaitedFor = ReadonlyMap<string, number>
+
 /**
  * Builds the provider; its fetches run in the scope of the layer, so a caller who is interrupted does not fail the
  * others waiting for the same fetch. The pair is kept in the `TokenStore` in context (one in memory without it): a
@@ -830,7 +833,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       store: TokenStore.Service,
       owner: string,
       local: Option.Option<Refresh>,
-      waitedFor: ReadonlySet<string>
+      waitedFor: WaitedFor
     ): Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> => {
       let failure: string | undefined
       return Effect.gen(function*() {
@@ -894,7 +897,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       })
     }
 
-    const sharedFailure = (store: TokenStore.Service, waitedFor: ReadonlySet<string>) =>
+    const sharedFailure = (store: TokenStore.Service, waitedFor: WaitedFor) =>
       Effect.map(
         store.failure(key),
         Option.flatMap((f) =>
@@ -915,12 +918,25 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         )
       )
 
+    // The longest another process's fetch under the lock can take, were its settings ours: a refresh and an issue,
+    // each with every attempt timed out and every retry waiting the longest allowed; then the lock's own lifetime. A
+    // lock held by one owner for longer is one the store never expires (a store of one's own that breaks the
+    // contract): waiting on it would end every call at its deadline, for good.
+    const longestFetch = Duration.times(
+      Duration.sum(
+        Duration.times(config.tokenTimeout, config.maxRetries + 1),
+        Duration.times(config.maxRetryAfter, config.maxRetries)
+      ),
+      2
+    )
+
     // One round: the stored pair if it is still good; else the lock and a fetch under it (`bound`ed); else (someone
-    // holds the lock) the failure of an owner this process was waiting for, or None: look again later.
+    // holds the lock) the failure of an owner this process was waiting for, or None: look again later; a failure of
+    // the store once one owner has held it longer than a fetch can take (`longestFetch`, and its `lockTtl`).
     const round = (
       store: TokenStore.Service,
       local: Option.Option<Refresh>,
-      waitedFor: Set<string>,
+      waitedFor: Map<string, number>,
       seen: { stored: Option.Option<TokenStore.Tokens> },
       bound: <E>(fetching: Effect.Effect<Pair, E>) => Effect.Effect<Pair, E>
     ): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
@@ -934,10 +950,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // that waited for the lock's answer (a scope closed during the round trip) comes in before the fetch's own
         // release is in place, so it is released here too (by owner: a no-op when the fetch released it already).
         return yield* Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(store.lock(key), (lock) => {
+          Effect.flatMap(Effect.zip(store.lock(key), Monotonic.millis), ([lock, now]) => {
             if (lock._tag === "Held") {
-              waitedFor.add(lock.owner)
-              return Effect.succeed(Option.none())
+              const since = waitedFor.get(lock.owner)
+              if (since === undefined) waitedFor.set(lock.owner, now)
+              const limit = Duration.sum(longestFetch, store.lockTtl)
+              return since === undefined || now - since <= Duration.toMillis(limit)
+                ? Effect.succeed(Option.none())
+                : Effect.fail(
+                  new TokenStore.TokenStoreError({
+                    operation: "lock",
+                    message: `one owner has held the lock for over ${
+                      Duration.format(limit)
+                    }, longer than a fetch can take: the store does not expire its locks`
+                  })
+                )
             }
             return Effect.asSome(restore(bound(fetchHolding(store, lock.owner, local, waitedFor)))).pipe(
               Effect.onInterrupt(() => Effect.catchAll(store.unlock(key, lock.owner), storeUnavailable))
@@ -957,7 +984,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       local: Option.Option<Refresh>,
       own: Option.Option<Access>
     ): Effect.Effect<Pair, FinError> => {
-      const waitedFor = new Set<string>()
+      const waitedFor = new Map<string, number>()
       const seen = { stored: Option.none<TokenStore.Tokens>() }
       const stillUsable = (now: number) =>
         Option.filter(

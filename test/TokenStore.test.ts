@@ -311,6 +311,34 @@ describe("TokenStore", () => {
       }
     }))
 
+  // A store of one's own that never expires a lock (its expiry ignores lockTtl, or its unlock never matches): calls
+  // end at their deadlines while a fetch could still be under way, then the store is bypassed, said once.
+  it.effect("a lock one owner holds past the longest a fetch can take: a warning, then a fetch of its own", () =>
+    Effect.gen(function*() {
+      const store: TokenStore.Service = {
+        ...TokenStore.makeMemory(),
+        lock: () => Effect.succeed({ _tag: "Held", owner: "stuck" }),
+        waitInterval: Duration.seconds(1)
+      }
+      const { layer: logger, lines } = captureLogs()
+      const results: Array<string> = []
+      // One call after another, each to its deadline (60 s): the longest a fetch can take is 5 minutes (a refresh and
+      // an issue, 3 attempts of 10 s and 2 waits of 60 s each), and the lock's 10 s.
+      yield* Effect.gen(function*() {
+        for (let i = 0; i < 6; i++) {
+          const call = yield* Effect.fork(Effect.either(FeeService.calculate(quoteRequest)))
+          yield* TestClock.adjust("60 seconds")
+          const result = yield* Fiber.join(call)
+          results.push(Either.isRight(result) ? "quote" : result.left._tag)
+        }
+        expect(yield* bearers).toEqual(["Bearer token-1"])
+      }).pipe(withStore(store), Effect.provide(logger))
+      expect(results).toEqual([...Array(5).fill("TimeoutError"), "quote"])
+      const said = lines.filter((line) => line.includes("held the lock for over 5m 10s"))
+      expect(said).toHaveLength(1)
+      expect(said[0]).toMatch(/^WARN/)
+    }))
+
   it.effect("a pair that cannot be stored because the lock was lost (expired, evicted, flushed) is used, with a warning", () =>
     Effect.gen(function*() {
       const store: TokenStore.Service = { ...TokenStore.makeMemory(), set: () => Effect.succeed(false) }
