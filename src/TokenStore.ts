@@ -13,6 +13,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -22,7 +23,6 @@ import * as BaseUrl from "./internal/baseUrl.js"
 import * as BoundedStore from "./internal/boundedStore.js"
 import * as Digest from "./internal/digest.js"
 import * as Durations from "./internal/duration.js"
-import * as Hex from "./internal/hex.js"
 import * as Inspect from "./internal/inspect.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
@@ -162,7 +162,7 @@ export const keyFor = (
     return Effect.zipWith(
       Digest.sha256(utf8.encode(clientId)),
       Digest.hmacSha256(utf8.encode(Redacted.value(clientSecret)), utf8.encode(`effect-fin token store|${clientId}`)),
-      (id, mac) => `${url}|${Hex.fromBytes(id)}|${Hex.fromBytes(mac.subarray(0, 16))}`
+      (id, mac) => `${url}|${Encoding.encodeHex(id)}|${Encoding.encodeHex(mac.subarray(0, 16))}`
     )
   })
 

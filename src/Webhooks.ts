@@ -21,6 +21,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
@@ -38,7 +39,6 @@ import type * as FinConfig from "./FinConfig.js"
 import { type WebhookFailureReason, WebhookVerificationError } from "./FinError.js"
 import * as Bytes from "./internal/bytes.js"
 import * as Durations from "./internal/duration.js"
-import * as Hex from "./internal/hex.js"
 import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as KeyCache from "./internal/keyCache.js"
@@ -439,9 +439,10 @@ const noMatch = () => fail("bad_signature", "the signature matches none of the w
 /**
  * Checks only the signature of a delivery: `x-fin-signature` must be the hex HMAC of the raw body bytes under one of
  * `secrets`, with the algorithm of `x-fin-signature-algorithm` (default `sha256`). Pass the body exactly as received;
- * a string is taken as its UTF-8 bytes. Succeeds with the position, in `secrets`, of the secret that matched (0 for a
- * single secret): during a rotation, once no delivery matches the old secret's, it can go. To verify and decode
- * too, `verifyWithSecret` gives the event with that position, in one HMAC.
+ * a string is taken as its UTF-8 bytes; another value (a body parsed as JSON first) dies with
+ * `IllegalArgumentException` once the headers are found well formed. Succeeds with the position, in `secrets`, of the
+ * secret that matched (0 for a single secret): during a rotation, once no delivery matches the old secret's, it can go.
+ * To verify and decode too, `verifyWithSecret` gives the event with that position, in one HMAC.
  *
  * @since 0.1.0
  * @category verification
@@ -506,7 +507,7 @@ export const sign = (
     if (bytes === undefined) return notBytes(rawBody)
     return Effect.map(cryptoIn(fiber.currentContext).sign(algorithm, redacted, bytes), (mac) => ({
       "content-type": "application/json" as const,
-      "x-fin-signature": Hex.fromBytes(mac),
+      "x-fin-signature": Encoding.encodeHex(mac),
       "x-fin-signature-algorithm": algorithm
     }))
   })
@@ -1295,9 +1296,10 @@ const verifyDecoded = (
  *
  * Dies with `IllegalArgumentException` (a defect: the program's mistake, not the delivery's) when `maxAge` is not a
  * duration greater than zero and finite (an infinite one would silently switch the check off), `environment` is
- * neither `"sandbox"` nor `"production"`, or an option is none of these (nor of `HandlerOptions`, which extend them).
- * A secret with whitespace, a control or an invisible formatting character at either end, or one that is not text,
- * fails the call (`no_secret`).
+ * neither `"sandbox"` nor `"production"`, an option is none of these (nor of `HandlerOptions`, which extend them), or
+ * `rawBody` is neither a `Uint8Array` nor a string (`req.body` after `express.json()`) while the signature headers are
+ * well formed. A secret with whitespace, a control or an invisible formatting character at either end, or one that is
+ * not text, fails the call (`no_secret`).
  *
  * @since 0.1.0
  * @category verification

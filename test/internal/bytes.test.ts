@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Encoding from "effect/Encoding"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Bytes from "../../src/internal/bytes.js"
-import * as Hex from "../../src/internal/hex.js"
 
 // A stream pulled one chunk at a time: each array its own pull.
 const chunked = (...arrays: ReadonlyArray<ReadonlyArray<number>>) =>
@@ -44,11 +44,11 @@ describe("internal/bytes", () => {
     }))
 })
 
-describe("internal/hex", () => {
+describe("Encoding.encodeHex (the signatures' and store keys' hex)", () => {
   // Every byte value, as Node writes it: a wrong digit would otherwise show only as signatures that never match.
   it("writes every byte as two lower-case hex digits", () => {
     const bytes = Uint8Array.from({ length: 256 }, (_, i) => i)
-    expect(Hex.fromBytes(bytes)).toBe(Buffer.from(bytes).toString("hex"))
-    expect(Hex.fromBytes(new Uint8Array(0))).toBe("")
+    expect(Encoding.encodeHex(bytes)).toBe(Buffer.from(bytes).toString("hex"))
+    expect(Encoding.encodeHex(new Uint8Array(0))).toBe("")
   })
 })
