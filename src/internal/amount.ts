@@ -1,9 +1,10 @@
 /**
- * Amounts as decimals: the places an amount may have (the request schema, the command line and the emulator), exact
- * decimal values (the emulator's quotes, the check of a quote's amounts).
+ * Amounts as decimals: the places an amount may have (the request schema, the command line and the emulator), and
+ * the check of a quote's amounts (exact, in `BigDecimal`).
  *
  * @internal
  */
+import * as BigDecimal from "effect/BigDecimal"
 
 /**
  * Eight covers every currency's minor unit (ISO 4217 has at most 4; a satoshi is the 8th). One operation's float
@@ -33,33 +34,12 @@ const ALWAYS_HELD = 2 ** 52 / 10 ** MAX_DECIMALS
 export const heldAtPlaces = (n: number): boolean => {
   // Below this a number's step is under 10^-8: every amount of up to 8 places is told apart (every usual amount).
   if (n < ALWAYS_HELD) return true
-  const { units, scale } = decimal(n)
-  if (scale === 0) return true
-  const at = (units: bigint) => {
-    const digits = units.toString().padStart(scale + 1, "0")
-    return Number(`${digits.slice(0, -scale)}.${digits.slice(-scale)}`)
-  }
-  return at(units - 1n) !== n && at(units + 1n) !== n
+  // The exact decimal of `n` as written (the shortest text that reads back as it).
+  const { scale, value } = BigDecimal.unsafeFromNumber(n)
+  if (scale <= 0) return true
+  const at = (units: bigint) => BigDecimal.unsafeToNumber(BigDecimal.make(units, scale))
+  return at(value - 1n) !== n && at(value + 1n) !== n
 }
-
-/** A decimal value: `units / 10^scale`. */
-export interface Decimal {
-  readonly units: bigint
-  readonly scale: number
-}
-
-/** The exact decimal of `n` as written (the shortest text that reads back as it: 1.005 is 1.005, not the double just under it). */
-export const decimal = (n: number): Decimal => {
-  // A finite number's text: digits, maybe a fraction, maybe an exponent ("1e-7", "1.5e+21").
-  const [, sign = "", whole = "0", fraction = "", exponent = "0"] =
-    /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(n)) ?? []
-  const scale = fraction.length - Number(exponent)
-  const units = BigInt(`${sign}${whole}${fraction}`)
-  return scale >= 0 ? { units, scale } : { units: units * 10n ** BigInt(-scale), scale: 0 }
-}
-
-/** The units of `d` at a scale at least its own. */
-export const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** BigInt(scale - d.scale)
 
 /**
  * Whether `given` is `amount` as a service may give it back: as it is, or rounded either way to fewer places (its
@@ -67,13 +47,12 @@ export const atScale = (d: Decimal, scale: number): bigint => d.units * 10n ** B
  * `trimmed`, so a float artefact's digits (3.3000000000000003 for 3.3) do not count.
  */
 export const roundsTo = (amount: number, given: number): boolean => {
-  const a = decimal(amount)
   // Only digits past the amount asked's own places can be an artefact of working it out: one within them is the
   // service's (12345678.12345683 for 12345678.12345678 is another amount).
-  const b = decimal(decimalPlaces(given) > decimalPlaces(amount) ? trimmed(given) : given)
-  const scale = Math.max(a.scale, b.scale)
-  const off = atScale(a, scale) - atScale(b, scale)
-  return (off < 0n ? -off : off) < 10n ** BigInt(scale - b.scale)
+  const b = BigDecimal.unsafeFromNumber(decimalPlaces(given) > decimalPlaces(amount) ? trimmed(given) : given)
+  const off = BigDecimal.abs(BigDecimal.subtract(BigDecimal.unsafeFromNumber(amount), b))
+  // One unit of `given`'s last place (of its units at least: 1e21 is written with no place).
+  return BigDecimal.lessThan(off, BigDecimal.make(1n, Math.max(0, b.scale)))
 }
 
 /**

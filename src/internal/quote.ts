@@ -5,9 +5,9 @@
  * @internal
  */
 
+import * as BigDecimal from "effect/BigDecimal"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import * as Amounts from "./amount.js"
 
 /** A currency code of three upper-case letters. */
 export const CurrencyCode = Schema.String.pipe(
@@ -169,35 +169,20 @@ const rateOf = (rates: Readonly<Record<string, number>>, from: string, to: strin
   return inverse === undefined || !Number.isFinite(1 / inverse) ? undefined : 1 / inverse
 }
 
-// Quotes are computed in exact decimal (`Amounts.decimal`: the figures as written, 1.005 is 1.005, not the double just
+// Quotes are computed in exact decimal (`BigDecimal`, from the figures as written: 1.005 is 1.005, not the double just
 // under it), so half a cent rounds up wherever the figures put it, and no float error moves an amount by a cent.
+const decimal = BigDecimal.unsafeFromNumber
 
-const add = (a: Amounts.Decimal, b: Amounts.Decimal): Amounts.Decimal => {
-  const scale = Math.max(a.scale, b.scale)
-  return { units: Amounts.atScale(a, scale) + Amounts.atScale(b, scale), scale }
-}
-
-const times = (a: Amounts.Decimal, b: Amounts.Decimal): Amounts.Decimal => ({
-  units: a.units * b.units,
-  scale: a.scale + b.scale
-})
-
-const percentOf = (a: Amounts.Decimal, percentage: number): Amounts.Decimal => {
-  const product = times(a, Amounts.decimal(percentage))
-  return { units: product.units, scale: product.scale + 2 }
+const percentOf = (a: BigDecimal.BigDecimal, percentage: number): BigDecimal.BigDecimal => {
+  const product = BigDecimal.multiply(a, decimal(percentage))
+  return BigDecimal.make(product.value, product.scale + 2)
 }
 
 // To whole cents, half a cent up (away from zero).
-const toCents = (d: Amounts.Decimal): bigint => {
-  if (d.scale <= 2) return Amounts.atScale(d, 2)
-  const unit = 10n ** BigInt(d.scale - 2)
-  const cents = d.units / unit
-  const rest = d.units % unit
-  const half = (rest < 0n ? -rest : rest) * 2n >= unit
-  return half ? cents + (d.units < 0n ? -1n : 1n) : cents
-}
+const toCents = (d: BigDecimal.BigDecimal): bigint =>
+  BigDecimal.scale(BigDecimal.round(d, { scale: 2, mode: "half-from-zero" }), 2).value
 
-const ofCents = (cents: bigint): Amounts.Decimal => ({ units: cents, scale: 2 })
+const ofCents = (cents: bigint): BigDecimal.BigDecimal => BigDecimal.make(cents, 2)
 
 const amountOf = (cents: bigint): number => Number(cents) / 100
 
@@ -210,23 +195,18 @@ const MAX_AMOUNT = 2 ** 46 - 0.01
 const MAX_CENTS = BigInt(2 ** 46 * 100 - 1)
 
 // The sum of two figures in decimal, as a number (0.003 + 0.022 is 0.025, not 0.024999999999999998).
-const sum = (a: number, b: number): number => {
-  const total = add(Amounts.decimal(a), Amounts.decimal(b))
-  // Fees are never negative, so the digits are all there is.
-  const text = total.units.toString().padStart(total.scale + 1, "0")
-  return Number(total.scale === 0 ? text : `${text.slice(0, -total.scale)}.${text.slice(-total.scale)}`)
-}
+const sum = (a: number, b: number): number => BigDecimal.unsafeToNumber(BigDecimal.sum(decimal(a), decimal(b)))
 
-const centsOf = (n: number): bigint => toCents(Amounts.decimal(n))
+const centsOf = (n: number): bigint => toCents(decimal(n))
 
 // The fee on `source` cents: fixed + percentage of the source, to the cent.
 const feeOn = (source: bigint, fee: FeeRule): bigint =>
-  toCents(add(Amounts.decimal(fee.fixed), percentOf(ofCents(source), fee.percentage)))
+  toCents(BigDecimal.sum(decimal(fee.fixed), percentOf(ofCents(source), fee.percentage)))
 
 // What sending `source` cents delivers, in cents: destination = (source - fee) x rate, to the cent.
 const deliver = (source: bigint, rate: number, fee: FeeRule): bigint => {
   const left = source - feeOn(source, fee)
-  return left <= 0n ? 0n : toCents(times(ofCents(left), Amounts.decimal(rate)))
+  return left <= 0n ? 0n : toCents(BigDecimal.multiply(ofCents(left), decimal(rate)))
 }
 
 /**
