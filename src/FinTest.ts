@@ -384,6 +384,12 @@ const describeValue = (value: unknown): string => {
 
 // A route given something other than a handler (from untyped code, or past a cast), as a defect saying what to write.
 const notAHandler = (routes: Routes): Cause.IllegalArgumentException | undefined => {
+  // From untyped code: said as the layer is built, not a TypeError where it is made.
+  if (typeof routes !== "object" || routes === null) {
+    return new Cause.IllegalArgumentException(
+      `effect-fin/test: routes must be an object of handlers by route, or one handler, not ${describeValue(routes)}`
+    )
+  }
   for (const [route, handler] of Object.entries(routes)) {
     if (typeof handler !== "function") {
       return new Cause.IllegalArgumentException(
@@ -731,7 +737,7 @@ const toResponse = (request: HttpClientRequest.HttpClientRequest, reply: Reply, 
  * @category layers
  */
 export const layerHttpClient = (routes: Routes | Handler): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
-  inMemory(routes, "", typeof routes === "function" ? [] : Object.keys(routes))
+  inMemory(routes, "", typeof routes === "object" && routes !== null ? Object.keys(routes) : [])
 
 // `basePath`: the path of the client's base URL (a proxy's prefix), taken off each request's path before it is matched
 // and recorded, so that routes and counts are written as the API's paths. `own`: the routes the test wrote.
@@ -742,11 +748,11 @@ const inMemory = (
 ): Layer.Layer<HttpClient.HttpClient | InMemoryHttp> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     // The most specific route first (fewest `*` segments), whatever the order of the keys; then in the order given.
+    const refused = typeof routes === "function" ? undefined : notAHandler(routes)
+    if (refused !== undefined) return yield* Effect.die(refused)
     const table = typeof routes === "function"
       ? []
       : Object.entries(routes).sort(([a], [b]) => wildcards(a) - wildcards(b))
-    const refused = typeof routes === "function" ? undefined : notAHandler(routes)
-    if (refused !== undefined) return yield* Effect.die(refused)
     const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const unmatched = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
     const answered = yield* Ref.make<ReadonlySet<string>>(new Set())
@@ -941,7 +947,9 @@ const quoteSettings = (options: FeeServiceOptions): { readonly settings: Quote.Q
   )
   // As the emulator's: at least a second (`valid_till` is sent in whole seconds), at most 100 years. Told with the
   // other options' problems, so that one error names them all.
-  const lifetime = Durations.checkLifetime(options.quoteLifetime ?? "15 minutes")
+  const lifetime = Durations.checkLifetime(
+    (typeof options === "object" && options !== null ? options.quoteLifetime : undefined) ?? "15 minutes"
+  )
   if (Either.isLeft(decoded) || Either.isLeft(lifetime)) {
     throw invalid([
       ...(Either.isLeft(decoded) ? [Issues.describeAll(decoded.left)] : []),

@@ -75,7 +75,8 @@ export interface RequestSpec<A, I, B = unknown, J = unknown, M extends RequestMe
   readonly bodySchema?: BodyOf<M, Schema.Schema<B, J, never>> | undefined
   /**
    * Decodes a 2xx answer's JSON body into the call's value; an empty body is read as `undefined` (`Schema.Void` takes
-   * it). A body it refuses is a `ResponseDecodeError`, not retried.
+   * it). A body it refuses is a `ResponseDecodeError`, not retried. Decoded synchronously: a schema with an async
+   * transformation or filter dies (a defect naming the call), once the request was sent.
    */
   readonly response: Schema.Schema<A, I, never>
   /**

@@ -30,6 +30,7 @@ import * as Metric from "effect/Metric"
 import * as MutableHashMap from "effect/MutableHashMap"
 import type * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
@@ -3201,6 +3202,35 @@ describe("HttpTransport", () => {
           throw new Error("boom")
         }))
         expect(Exit.isFailure(thrown) && Cause.isDie(thrown.cause)).toBe(true)
+      }).pipe(answering))
+
+    // An async step in the program's own schema is its mistake, not the service's answer: a defect saying so (in a
+    // field too), not a ResponseDecodeError blaming the answer; a schema refusing the answer still is one.
+    it.effect("a response schema with an async step is a defect naming the call, not a ResponseDecodeError", () =>
+      Effect.gen(function*() {
+        const later = Schema.transformOrFail(Schema.Unknown, Schema.Unknown, {
+          decode: (id) => Effect.as(Effect.sleep("1 millis"), id),
+          encode: ParseResult.succeed
+        })
+        const responses: ReadonlyArray<Schema.Schema.AnyNoContext> = [
+          later,
+          Schema.Struct({ data: Schema.Struct({ id: later }) })
+        ]
+        for (const response of responses) {
+          const exit = yield* Effect.exit(HttpTransport.request({ method: "GET", path: "/v1/things", response }))
+          expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+          if (Exit.isFailure(exit)) {
+            expect(Cause.pretty(exit.cause)).toContain(
+              "effect-fin: the response schema of GET /v1/things does not decode synchronously"
+            )
+          }
+        }
+        const refused = yield* Effect.flip(HttpTransport.request({
+          method: "GET",
+          path: "/v1/things",
+          response: Schema.Struct({ data: Schema.Struct({ id: Schema.Number }) })
+        }))
+        expect(refused._tag).toBe("ResponseDecodeError")
       }).pipe(answering))
   })
 

@@ -1146,7 +1146,12 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
       }
       const decoded = spec.decode(json)
       if (Either.isLeft(decoded)) {
-        return Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
+        return asynchronous(decoded.left.issue)
+          ? Effect.dieMessage(
+            `effect-fin: the response schema of ${spec.operation} does not decode synchronously (an async ` +
+              "transformation or filter): HttpTransport decodes answers as they come, and the service's was read"
+          )
+          : Effect.fail(decodeError(spec, status, headers, Issues.fromParseIssue(decoded.left.issue)))
       }
       const mismatches = spec.check === undefined ? [] : checkedIssues(spec.check(decoded.right, headers))
       return mismatches === undefined
@@ -1156,6 +1161,24 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         : Effect.fail(decodeError(spec, status, headers, mismatches))
     })
   )
+}
+
+// Whether a decode stopped at an async step of the schema: the program's schema at fault, not the service's answer.
+const asynchronous = (issue: ParseResult.ParseIssue): boolean => {
+  switch (issue._tag) {
+    case "Forbidden":
+      return true
+    case "Pointer":
+    case "Refinement":
+    case "Transformation":
+      return asynchronous(issue.issue)
+    case "Composite":
+      return Array.isArray(issue.issues)
+        ? issue.issues.some(asynchronous)
+        : asynchronous(issue.issues as ParseResult.ParseIssue)
+    default:
+      return false
+  }
 }
 
 // An answer's JSON without its `__proto__` keys: JSON.parse makes them own keys, but a schema that builds an object
