@@ -919,9 +919,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       )
 
     // The longest another process's fetch under the lock can take, were its settings ours: a refresh and an issue,
-    // each with every attempt timed out and every retry waiting the longest allowed; then the lock's own lifetime. A
-    // lock held by one owner for longer is one the store never expires (a store of one's own that breaks the
-    // contract): waiting on it would end every call at its deadline, for good.
+    // each with every attempt timed out and every retry waiting the longest allowed. A lock one owner holds for longer
+    // (and its `lockTtl` more) is one the store never expires (a store of one's own that breaks the contract):
+    // waiting on it would end every call at its deadline, for good.
     const longestFetch = Duration.times(
       Duration.sum(
         Duration.times(config.tokenTimeout, config.maxRetries + 1),
