@@ -196,6 +196,16 @@ describe("effect-fin (offline commands)", () => {
     }
     const fine = await cli(["subdivisions", "--log-level", "debug", "USA", "--offline", "--json"])
     expect([fine.code, JSON.parse(fine.stdout).country]).toEqual([0, "USA"])
+    // After the command's options and arguments too, as a shell user adds it last.
+    for (
+      const args of [
+        ["subdivisions", "USA", "--offline", "--json", "--log-level", "debug"],
+        ["subdivisions", "USA", "--offline", "--log-level=debug", "--json"]
+      ]
+    ) {
+      const late = await cli(args)
+      expect([late.code, JSON.parse(late.stdout).country], args.join(" ")).toEqual([0, "USA"])
+    }
   })
 
   it("an unknown command names every command and the snapshot tool; a misspelt webhook command or shell, its fix", async () => {

@@ -797,25 +797,32 @@ const valueless = (args: ReadonlyArray<string>): string | undefined => {
     : `effect-fin: ${missing} needs a value (see effect-fin ${named.command} --help)`
 }
 
-// @effect/cli reads `--help` (`-h`) only before a command's own options and arguments: `quote --from USD --help` was
-// "Received unknown argument: '--help'". Asked after them (not as an option's value, not past a `--`), it is moved to
-// follow the command's name.
-const helpAfterCommand = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+// @effect/cli reads its own `--help` (`-h`) and `--log-level` only before a command's own options and arguments:
+// `quote --from USD --help` was "Received unknown argument: '--help'", and `--log-level debug` so too. Given after
+// them (not as an option's value, not past a `--`), they are moved to follow the command's name.
+const globalsAfterCommand = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const word = commandOf(args)
   const named = commandOptions.get(word ?? "")
   if (word === undefined || named === undefined) return args
   const end = args.indexOf("--")
   const options = end === -1 ? args : args.slice(0, end)
-  // The command's words as given (`webhook verify`): the help goes after them, or is left where it is.
+  // The command's words as given (`webhook verify`): the options go after them, or are left where they are.
   const words = named.command.split(" ")
   const first = args.indexOf(word)
   if (words.some((w, k) => args[first + k] !== w)) return args
   const after = first + words.length
-  const at = options.findIndex((arg, i) =>
-    i > after && (arg === "--help" || arg === "-h") && !named.takingValues.has(options[i - 1]!)
-  )
-  if (at === -1) return args
-  return [...args.slice(0, after), args[at]!, ...args.slice(after, at), ...args.slice(at + 1)]
+  const moved: Array<string> = []
+  const kept: Array<string> = []
+  for (let i = after; i < options.length; i++) {
+    const arg = options[i]!
+    // An option taking a value is read with it: `--search -h` searches for "-h".
+    const pair = named.takingValues.has(arg) ? options.slice(i, i + 2) : [arg]
+    i += pair.length - 1
+    const global = arg === "--help" || arg === "-h" || arg === "--log-level" || arg.startsWith("--log-level=")
+    if (global) moved.push(...pair)
+    else kept.push(...pair)
+  }
+  return moved.length === 0 ? args : [...args.slice(0, after), ...moved, ...kept, ...args.slice(options.length)]
 }
 
 // sysexits.h's EX_TEMPFAIL: a failure worth a later try (`Retry.worthALaterTry`), so a script may run the command
@@ -884,7 +891,7 @@ export const run = (argv: ReadonlyArray<string>, options: RunOptions = {}) => {
     colourOn(stream) && !args.some((arg) => arg.includes("\x1b"))
   // A run without `--json` prints its failures as text even after one with it, in one process (a program or a test).
   const reset = Effect.sync(() => FailureLine.setJson(false))
-  const parsed = [...argv.slice(0, 2), ...helpAfterCommand(args)]
+  const parsed = [...argv.slice(0, 2), ...globalsAfterCommand(args)]
   return Effect.zipRight(reset, Command.run(command, { name: "effect-fin", version })(parsed)).pipe(
     // Option names as written: @effect/cli's default case-insensitive matching consumes `--JSON` (or `--OFFLINE`,
     // `--FROM USD` with its value) and then finds no value under `--json`, so the option was silently dropped (a
