@@ -169,9 +169,13 @@ describe("FinConfig", () => {
       expect(yield* configError({ ...base, timeout: "0.5ms" as FinConfig.DurationOption })).toContain(
         `its form Effect reads, "0.5 millis", must be at least 1 millisecond`
       )
-      expect(yield* configError({ ...base, timeout: "30 fortnights" as FinConfig.DurationOption })).toContain(
-        `timeout is not a valid duration: write a number and a unit such as "30 seconds" or "500 millis"`
-      )
+      // Nor a guess where the unit may be months as well as minutes.
+      for (const timeout of ["30 fortnights", "10 M", "10M"]) {
+        expect(yield* configError({ ...base, timeout: timeout as FinConfig.DurationOption })).toContain(
+          `timeout is not a valid duration: write a number and a unit such as "30 seconds" or "500 millis"`
+        )
+      }
+      expect(yield* configError({ ...base, timeout: "10m" as FinConfig.DurationOption })).toContain(`write "10 minutes"`)
       // @ts-expect-error a bare number
       expect(yield* configError({ ...base, refreshMargin: 0 })).toContain("refreshMargin must say its unit")
       // @ts-expect-error a bigint (nanoseconds)

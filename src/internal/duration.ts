@@ -74,7 +74,8 @@ const units: ReadonlyArray<readonly [RegExp, string]> = [
  */
 export const meant = (text: string): string | undefined => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*$/i.exec(text)
-  if (match === null) return undefined
+  // A capital M alone is months as often as minutes (ISO 8601's P1M): no guess.
+  if (match === null || match[2] === "M") return undefined
   const unit = units.find(([spellings]) => spellings.test(match[2]!.toLowerCase()))
   return unit === undefined ? undefined : `${match[1]} ${unit[1]}`
 }
