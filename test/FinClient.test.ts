@@ -175,7 +175,8 @@ describe("FinConfig", () => {
           `timeout is not a valid duration: write a number and a unit such as "30 seconds" or "500 millis"`
         )
       }
-      expect(yield* configError({ ...base, timeout: "10m" as FinConfig.DurationOption })).toContain(`write "10 minutes"`)
+      expect(yield* configError({ ...base, timeout: "10m" as FinConfig.DurationOption }))
+        .toContain(`write "10 minutes"`)
       // @ts-expect-error a bare number
       expect(yield* configError({ ...base, refreshMargin: 0 })).toContain("refreshMargin must say its unit")
       // @ts-expect-error a bigint (nanoseconds)
