@@ -477,7 +477,10 @@ const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculati
   if (destination !== undefined && data.destination_currency !== destination) {
     issues.push(new Issue({ path: "data.destination_currency", expected: `${destination}, the currency asked for` }))
   }
-  if (request.source_amount !== undefined && !Amounts.roundsTo(request.source_amount, data.source_amount)) {
+  // Rounded down to nothing (0.99 answered 0), an amount asked to send is no longer one the request could ask for.
+  if (request.source_amount !== undefined && data.source_amount === 0) {
+    issues.push(new Issue({ path: "data.source_amount", expected: "an amount above 0, the amount asked to send" }))
+  } else if (request.source_amount !== undefined && !Amounts.roundsTo(request.source_amount, data.source_amount)) {
     issues.push(
       new Issue({
         path: "data.source_amount",

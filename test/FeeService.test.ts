@@ -506,7 +506,7 @@ describe("FeeService", () => {
     }))
 
   // Nothing sent delivers nothing: a receive quote with a source of 0 is not the answer, whatever its destination says.
-  it.effect("a receive quote whose source amount, or destination amount, is 0 is a ResponseDecodeError", () =>
+  it.effect("a quote whose source amount is 0, or a receive quote's destination amount, is a ResponseDecodeError", () =>
     Effect.gen(function*() {
       const receive = { source_currency: "USD", destination_amount: 100, destination_currency: "CAD" } as const
       const free = { fixed: 0, percentage: 0, total: 0, is_fee_applied: false }
@@ -540,6 +540,15 @@ describe("FeeService", () => {
       }))
       expect(small._tag === "ResponseDecodeError" && small.issues.map((i) => i.path))
         .toEqual(["data.destination_amount"])
+      // Nor a send quote whose source comes back 0: rounded down to nothing (0.99 as 0), it is no amount asked to send.
+      const send = { source_currency: "USD", source_amount: 0.99, destination_currency: "CAD" } as const
+      const none = yield* Effect.flip(FeeService.calculate(send)).pipe(provideClient({
+        "POST /v1/fee-calculation": () =>
+          FinTest.json(200, { data: { ...quoteBody.data, source_amount: 0, destination_amount: 0, fee: free } })
+      }))
+      expect(none._tag === "ResponseDecodeError" && none.issues.map((i) => [i.path, i.expected])).toEqual([
+        ["data.source_amount", "an amount above 0, the amount asked to send"]
+      ])
     }))
 
   // A service that works the destination back from the source it quotes: the source rounded up to the cent (2.23007
