@@ -1560,6 +1560,10 @@ describe("Emulator", () => {
       Effect.gen(function*() {
         const target = yield* receiver("whsec-test")
         const emulator = yield* Emulator.make({ webhookSecret: "whsec-test", webhookUrl: target.url })
+        // At a fractional millisecond near the epoch (where a test's TestClock starts, or a jittered retry wakes), the
+        // TestClock's own `currentTimeNanos` is a RangeError (0.30000000000000004 ms): read as any other time.
+        for (const _ of [1, 2, 3]) yield* TestClock.adjust(Duration.millis(0.1))
+        expect((yield* emulator.sendWebhook()).event.event.created_at).toBe("1970-01-01T00:00:00.000300Z")
         yield* TestClock.setTime(Date.parse("2026-04-04T17:38:26.843Z"))
         const delivery = yield* emulator.sendWebhook()
         expect(delivery.event.event.created_at).toBe("2026-04-04T17:38:26.843000Z")

@@ -329,8 +329,11 @@ export const make = (settings: Settings): Effect.Effect<State> =>
     // nanoseconds are monotonic, off the wall clock by every NTP step or suspension since the process started), with
     // the microseconds of the high-resolution clock: kept after the last event's within a millisecond, so that events
     // sent back to back keep their order (the two clocks do not turn a millisecond together).
+    // The nanoseconds through `unsafeCurrentTimeNanos`, which the TestClock floors (its `currentTimeNanos` is a
+    // RangeError at a fractional millisecond near the epoch, as a jittered retry's wake-up can be).
     let lastEventMicros = 0
-    const eventTime = Effect.map(Effect.all([Clock.currentTimeMillis, Clock.currentTimeNanos]), ([millis, nanos]) => {
+    const nanosNow = Effect.clockWith((clock) => Effect.sync(() => clock.unsafeCurrentTimeNanos()))
+    const eventTime = Effect.map(Effect.all([Clock.currentTimeMillis, nanosNow]), ([millis, nanos]) => {
       const micros = Math.floor(millis) * 1000 + Number((nanos / 1_000n) % 1_000n)
       lastEventMicros = micros <= lastEventMicros && lastEventMicros - micros < 1000 ? lastEventMicros + 1 : micros
       const fraction = (lastEventMicros % 1_000_000).toString().padStart(6, "0")
