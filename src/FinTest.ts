@@ -430,14 +430,14 @@ export type Handler = (request: RecordedRequest) => Reply | Effect.Effect<Reply>
  * `Retry-After`, timeouts and deadlines of the calls in it pass as they would in real time, without the test having to
  * work out how far to move the clock. Before each step the event loop turns once, so a call awaiting something quick
  * off the clock (a crypto job, a loopback socket) is not moved past it; one that waits longer may be. The clock ends a
- * whole number of steps on, at least one (how many, for a call over a socket, varies from run to run): a time that
- * must be exact is read inside `effect`, not after it. Past `limit` of
- * virtual time (default 10 minutes) it is interrupted (the clock still moving for its finalizers, up to `limit` more)
- * and the test fails with a message saying so, instead of waiting for the runner's own timeout with no hint. Each step
- * costs the TestClock a few milliseconds of real time (10 minutes in 100 ms steps: about 25 s): under a shorter test
- * timeout, give a `limit` the test's waits fit in, or a larger `step`. Either option that is not a duration above zero
- * makes it die with `IllegalArgumentException`; run where the clock is no `TestClock` (`it.live`, or a Promise
- * runner's test without `TestContext.TestContext`), it dies saying so.
+ * whole number of steps on, at least one (how many, for a call over a socket, varies from run to run): a time that must
+ * be exact is read inside `effect`, not after it. Past `limit` of virtual time (default 10 minutes) it is interrupted
+ * (the clock still moving for its finalizers, up to `limit` more) and the test fails with a message saying so, instead
+ * of waiting for the runner's own timeout with no hint. Each step costs the TestClock a few milliseconds of real time
+ * (10 minutes in 100 ms steps: about 25 s): under a shorter test timeout, give a `limit` the test's waits fit in, or a
+ * larger `step`. Either option that is not a duration above zero makes it die with `IllegalArgumentException`; run
+ * where the clock is no `TestClock` (`it.live`, or a Promise runner's test without `TestContext.TestContext`), it dies
+ * saying so.
  *
  * @since 0.1.0
  * @category clock
