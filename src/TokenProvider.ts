@@ -432,8 +432,8 @@ const storeOutage = () => {
   return { unavailable, track }
 }
 
-// The lock owners a caller waited for (a failure they record is that caller's), with when it first found each.
-type WaitedFor = ReadonlyMap<string, number>
+// The lock owners a caller waited for (a failure they record is that caller's).
+type WaitedFor = ReadonlySet<string>
 
 /**
  * Builds the provider; its fetches run in the scope of the layer, so a caller who is interrupted does not fail the
@@ -919,16 +919,21 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       )
 
     // The longest another process's fetch under the lock can take, were its settings ours: a refresh and an issue,
-    // each with every attempt timed out and every retry waiting the longest allowed. A lock one owner holds for longer
-    // (and its `lockTtl` more) is one the store never expires (a store of one's own that breaks the contract):
-    // waiting on it would end every call at its deadline, for good.
+    // each with every attempt timed out and every retry waiting the longest allowed (a `Retry-After` up to
+    // `maxRetryAfter`, or the backoff's 8 s). A lock one owner holds for longer (and its `lockTtl` more) is one the
+    // store never expires (a store of one's own that breaks the contract): waiting on it would end every call at its
+    // deadline, for good.
     const longestFetch = Duration.times(
       Duration.sum(
         Duration.times(config.tokenTimeout, config.maxRetries + 1),
-        Duration.times(config.maxRetryAfter, config.maxRetries)
+        Duration.times(Duration.max(config.maxRetryAfter, Retry.BACKOFF_CAP), config.maxRetries)
       ),
       2
     )
+    // The owner last found holding each store's lock, and since when (monotonic): kept from one fetch to the next, so
+    // that a lock the store never expires is waited on once, not again (as long, every call failing) at each refresh;
+    // forgotten once a round finds a pair or takes the lock (a store may name an owner again for a later lock).
+    const heldSince = new WeakMap<TokenStore.Service, { readonly owner: string; readonly since: number }>()
 
     // One round: the stored pair if it is still good; else the lock and a fetch under it (`bound`ed); else (someone
     // holds the lock) the failure of an owner this process was waiting for, or None: look again later; a failure of
@@ -936,14 +941,17 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     const round = (
       store: TokenStore.Service,
       local: Option.Option<Refresh>,
-      waitedFor: Map<string, number>,
+      waitedFor: Set<string>,
       seen: { stored: Option.Option<TokenStore.Tokens> },
       bound: <E>(fetching: Effect.Effect<Pair, E>) => Effect.Effect<Pair, E>
     ): Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError> =>
       Effect.gen(function*() {
         seen.stored = yield* readStored(store)
         const stored = usable(seen.stored, yield* Clock.currentTimeMillis)
-        if (Option.isSome(stored)) return Option.some(fromTokens(stored.value))
+        if (Option.isSome(stored)) {
+          heldSince.delete(store)
+          return Option.some(fromTokens(stored.value))
+        }
         const failed = yield* sharedFailure(store, waitedFor)
         if (Option.isSome(failed)) return yield* failed.value
         // Taken and used without a gap an interruption could fall into: the lock is always released. An interruption
@@ -952,10 +960,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         return yield* Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(Effect.zip(store.lock(key), Monotonic.millis), ([lock, now]) => {
             if (lock._tag === "Held") {
-              const since = waitedFor.get(lock.owner)
-              if (since === undefined) waitedFor.set(lock.owner, now)
+              waitedFor.add(lock.owner)
+              const last = heldSince.get(store)
+              const since = last !== undefined && last.owner === lock.owner ? last.since : now
+              if (last?.owner !== lock.owner) heldSince.set(store, { owner: lock.owner, since })
               const limit = Duration.sum(longestFetch, store.lockTtl)
-              return since === undefined || now - since <= Duration.toMillis(limit)
+              return now - since <= Duration.toMillis(limit)
                 ? Effect.succeed(Option.none())
                 : Effect.fail(
                   new TokenStore.TokenStoreError({
@@ -966,6 +976,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                   })
                 )
             }
+            heldSince.delete(store)
             return Effect.asSome(restore(bound(fetchHolding(store, lock.owner, local, waitedFor)))).pipe(
               Effect.onInterrupt(() => Effect.catchAll(store.unlock(key, lock.owner), storeUnavailable))
             )
@@ -984,7 +995,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       local: Option.Option<Refresh>,
       own: Option.Option<Access>
     ): Effect.Effect<Pair, FinError> => {
-      const waitedFor = new Map<string, number>()
+      const waitedFor = new Set<string>()
       const seen = { stored: Option.none<TokenStore.Tokens>() }
       const stillUsable = (now: number) =>
         Option.filter(

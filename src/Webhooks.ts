@@ -2693,18 +2693,18 @@ const makeApp = <const H extends object>(
           }
           // The claim is still renewed while the event is marked handled: a store slow to answer must not let it lapse
           // (a redelivery would run the handler again beside a delivery answered 200). Said when it could not be kept,
-          // unless marked meanwhile (a renewal refused as the event is done is no lost claim).
+          // unless marked meanwhile (a renewal refused as the event is done is no lost claim). Not for an event no
+          // handler takes: there is nothing to run again, and its claim may have lapsed before (answered late).
           let marked = false
-          const keeping = yield* Effect.fork(Effect.interruptible(
-            keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
-              Effect.tapError(() =>
-                Effect.logWarning(
-                  "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
-                    "(the de-duplication store failed or was too slow): a redelivery may run the handler again"
-                ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
-              )
+          const kept = keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
+            Effect.tapError(() =>
+              Effect.logWarning(
+                "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
+                  "(the de-duplication store failed or was too slow): a redelivery may run the handler again"
+              ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
             )
-          ))
+          )
+          const keeping = yield* Effect.fork(Effect.interruptible(userHandler === undefined ? Effect.void : kept))
           yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl)).pipe(
             Effect.tap(() => void (marked = true)),
             Effect.ensuring(Fiber.interrupt(keeping))

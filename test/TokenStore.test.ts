@@ -323,20 +323,74 @@ describe("TokenStore", () => {
       const { layer: logger, lines } = captureLogs()
       const results: Array<string> = []
       // One call after another, each to its deadline (60 s): the longest a fetch can take is 5 minutes (a refresh and
-      // an issue, 3 attempts of 10 s and 2 waits of 60 s each), and the lock's 10 s.
+      // an issue, 3 attempts of 10 s and 2 waits of 60 s each), and the lock's 10 s. The token's next fetch, an hour
+      // on, does not wait on the same owner again.
       yield* Effect.gen(function*() {
-        for (let i = 0; i < 6; i++) {
+        for (let i = 0; i < 8; i++) {
+          if (i === 6) yield* TestClock.adjust("1 hour")
           const call = yield* Effect.fork(Effect.either(FeeService.calculate(quoteRequest)))
           yield* TestClock.adjust("60 seconds")
           const result = yield* Fiber.join(call)
           results.push(Either.isRight(result) ? "quote" : result.left._tag)
         }
-        expect(yield* bearers).toEqual(["Bearer token-1"])
+        expect(yield* bearers).toEqual(["Bearer token-1", "Bearer token-2", "Bearer token-2"])
       }).pipe(withStore(store), Effect.provide(logger))
-      expect(results).toEqual([...Array(5).fill("TimeoutError"), "quote"])
+      expect(results).toEqual([...Array(5).fill("TimeoutError"), "quote", "quote", "quote"])
       const said = lines.filter((line) => line.includes("held the lock for over 5m 10s"))
       expect(said).toHaveLength(1)
       expect(said[0]).toMatch(/^WARN/)
+    }))
+
+  // A store of one's own may name the same owner for every lock it hands one process (its host name, say): once a
+  // round found the pair that owner stored, a later lock of that name is waited for anew, not taken for the first.
+  it.effect("an owner named again for a later lock, after its pair was found, is waited for anew", () =>
+    Effect.gen(function*() {
+      const memory = TokenStore.makeMemory()
+      let held = false
+      const store: TokenStore.Service = {
+        ...memory,
+        lock: (key) => held ? Effect.succeed({ _tag: "Held", owner: "host-a" }) : memory.lock(key),
+        // Few rounds: each store operation leaves the TestClock a timer to step through.
+        waitInterval: Duration.seconds(1)
+      }
+      const { layer: logger, lines } = captureLogs()
+      const seen = yield* Effect.gen(function*() {
+        // Twice, hours apart (past the 5m10s a fetch can take): host-a holds the lock for 5 s, then stores a pair.
+        for (const token of ["stored-1", "stored-2"]) {
+          held = true
+          const call = yield* Effect.fork(FeeService.calculate(quoteRequest))
+          yield* TestClock.adjust("5 seconds")
+          held = false
+          yield* seed(memory, yield* key, {
+            accessToken: Redacted.make(token),
+            refreshAt: (yield* Clock.currentTimeMillis) + Duration.toMillis("1 hour")
+          })
+          yield* TestClock.adjust("1 second")
+          yield* Fiber.join(call)
+          yield* TestClock.adjust("2 hours")
+        }
+        return [yield* bearers, yield* count("POST /v1/oauth/token")] as const
+      }).pipe(withStore(store), Effect.provide(logger))
+      expect(seen).toEqual([["Bearer stored-1", "Bearer stored-2"], 0])
+      expect(lines.filter((line) => line.startsWith("WARN"))).toEqual([])
+    }))
+
+  // Retries that asked no wait back off up to 8 s, whatever maxRetryAfter: an owner whose fetch retries that long is
+  // waited for, not taken for a store that never expires its locks (a warning, and a fetch of the waiter's own).
+  it.effect("an owner still retrying within the backoff's waits is waited for, its token shared", () =>
+    Effect.gen(function*() {
+      const slow503: FinTest.Handler = () => Effect.as(Effect.sleep("900 millis"), FinTest.json(503, { message: "no" }))
+      const options = { maxRetries: 6, tokenTimeout: "1 second", maxRetryAfter: "0 seconds" } as const
+      const rig = keptAnswerRig(Array(6).fill(slow503), options)
+      const store = TokenStore.makeMemory()
+      const { layer: logger, lines } = captureLogs()
+      const results = yield* Effect.gen(function*() {
+        const [a, b] = [yield* rig.client(store), yield* rig.client(store)]
+        return yield* aThenBOnItsLock(a, b, 400)
+      }).pipe(Effect.scoped, fixedRandom, Effect.provide(logger))
+      expect(results.map(Either.isRight)).toEqual([true, true])
+      expect(rig.tokenRequests()).toBe(7)
+      expect(lines.filter((line) => line.startsWith("WARN"))).toEqual([])
     }))
 
   it.effect("a pair that cannot be stored because the lock was lost (expired, evicted, flushed) is used, with a warning", () =>

@@ -34,6 +34,8 @@ export type Retried = AttemptError | NotRetryable
 
 const BASE = Duration.millis(500)
 const CAP = Duration.seconds(8)
+/** The longest the policy waits before a retry its error asked no wait of (`backoff`'s cap). */
+export const BACKOFF_CAP: Duration.Duration = CAP
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504])
 
 /**
