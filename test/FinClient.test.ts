@@ -219,9 +219,10 @@ describe("FinConfig", () => {
       const padded = yield* configError({ ...base, clientSecret: Redacted.make("s3cr3t-value\n") })
       expect(padded).toContain("clientSecret must not start or end with whitespace")
       expect(padded).not.toContain("s3cr3t-value")
-      // A lone surrogate half anywhere (UTF-8 would send U+FFFD in its place), said without the secret; a whole pair,
-      // an emoji, is taken.
-      for (const clientSecret of ["s3cr\ud800t-value", "s3cr3t-value\udfff", "\udbffs3cr3t-value"]) {
+      // A lone surrogate half anywhere (UTF-8 would send U+FFFD in its place), as a string or a Redacted, said without
+      // the secret; a whole pair, an emoji, is taken.
+      const halves = ["s3cr\ud800t-value", "s3cr3t-value\udfff", "\udbffs3cr3t-value", Redacted.make("s\udc00-value")]
+      for (const clientSecret of halves) {
         const said = yield* configError({ ...base, clientSecret })
         expect(said).toContain("clientSecret must hold no lone surrogate halves (UTF-8 would send another secret)")
         expect(said).not.toContain("-value")

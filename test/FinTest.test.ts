@@ -430,10 +430,12 @@ describe("FinTest.layerClient routes", () => {
         )
       }
       // No routes at all (untyped code): refused so too when built, not a TypeError where the layer is made.
-      const none = yield* Effect.exit(Effect.scoped(Layer.build(FinTest.layerHttpClient(null as never))))
-      expect(Exit.isFailure(none) && Option.map(Cause.dieOption(none.cause), (e) => (e as Error).message)).toEqual(
-        Option.some("effect-fin/test: routes must be an object of handlers by route, or one handler, not null")
-      )
+      for (const [routes, said] of [[null, "null"], [undefined, "undefined"], [5, "a number"]] as const) {
+        const none = yield* Effect.exit(Effect.scoped(Layer.build(FinTest.layerHttpClient(routes as never))))
+        expect(Exit.isFailure(none) && Option.map(Cause.dieOption(none.cause), (e) => (e as Error).message)).toEqual(
+          Option.some(`effect-fin/test: routes must be an object of handlers by route, or one handler, not ${said}`)
+        )
+      }
     }))
 
   it.effect("a route's method is checked when compiled (tsc); a route no request matches is listed as unmatched", () =>
@@ -697,11 +699,13 @@ describe("FinTest pinned behaviours", () => {
     expect(message).toContain("rates.usd/cad: is unexpected")
     expect(message).toContain("rates.USD/CAD/EUR: is unexpected")
     // No options at all, from untyped code: the same IllegalArgumentException, not a TypeError.
-    const none = Effect.runSyncExit(Effect.provide(FeeService.FeeService, FinTest.layerFeeService(null as never)))
-    expect(Exit.isFailure(none) && Option.getOrUndefined(Cause.dieOption(none.cause))).toMatchObject({
-      _tag: "IllegalArgumentException",
-      message: expect.stringContaining("FinTest.layerFeeService: Expected { readonly rates:")
-    })
+    for (const options of [null, undefined]) {
+      const none = Effect.runSyncExit(Effect.provide(FeeService.FeeService, FinTest.layerFeeService(options as never)))
+      expect(Exit.isFailure(none) && Option.getOrUndefined(Cause.dieOption(none.cause))).toMatchObject({
+        _tag: "IllegalArgumentException",
+        message: expect.stringContaining("FinTest.layerFeeService: Expected { readonly rates:")
+      })
+    }
   })
 
   it.effect("layerFeeService's valid_till is the lifetime's end cut to the whole second, never rounded up", () =>

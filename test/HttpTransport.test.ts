@@ -1099,17 +1099,19 @@ describe("HttpTransport", () => {
   it.effect("Retry-After beyond the cap is refused at once however long the deadline, from a 429 and a 503", () =>
     Effect.gen(function*() {
       const messages: Array<string> = []
-      for (const code of [429, 503, 503]) {
+      for (const code of [429, 503, 429, 503]) {
         const error = yield* Effect.flip(calculate)
         expect(error._tag === "RateLimitError" && [error.status, error.attempts]).toEqual([code, 1])
         messages.push(error.message)
       }
-      expect(yield* attempts).toBe(3)
+      expect(yield* attempts).toBe(4)
       // Each says the wait it asked for and why it was not waited for: not one retried until the retries ran out. One
       // past all measure is said in whole milliseconds (the longest kept), not with a double's nanoseconds.
       expect(messages).toEqual([
         "Rate limited (429) and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 429",
         "The service answered 503 and asked to wait 2m, longer than allowed, on POST /v1/fee-calculation: status 503",
+        "Rate limited (429) and asked to wait 104249991d 8h 59m 991ms, longer than allowed, on " +
+        "POST /v1/fee-calculation: status 429",
         "The service answered 503 and asked to wait 104249991d 8h 59m 991ms, longer than allowed, on " +
         "POST /v1/fee-calculation: status 503"
       ])
@@ -1117,6 +1119,7 @@ describe("HttpTransport", () => {
       [FEE]: FinTest.sequence(
         status(429, { "retry-after": "120" }),
         status(503, { "retry-after": "120" }),
+        status(429, { "retry-after": "9".repeat(30) }),
         status(503, { "retry-after": "9".repeat(30) })
       )
     }, { maxRetryAfter: "60 seconds", deadline: "5 minutes" })))
@@ -3212,9 +3215,13 @@ describe("HttpTransport", () => {
           decode: (id) => Effect.as(Effect.sleep("1 millis"), id),
           encode: ParseResult.succeed
         })
+        // Found through a property, a filter, a transformation, and beside a field the answer lacks.
         const responses: ReadonlyArray<Schema.Schema.AnyNoContext> = [
           later,
-          Schema.Struct({ data: Schema.Struct({ id: later }) })
+          Schema.Struct({ data: Schema.Struct({ id: later }) }),
+          Schema.Struct({ data: Schema.Struct({ id: later }) }).pipe(Schema.filter(() => true)),
+          Schema.compose(Schema.Struct({ data: later }), Schema.Struct({ data: Schema.Unknown })),
+          Schema.Struct({ data: Schema.Struct({ n: Schema.Number, id: later }) })
         ]
         for (const response of responses) {
           const exit = yield* Effect.exit(HttpTransport.request({ method: "GET", path: "/v1/things", response }))
@@ -4274,4 +4281,15 @@ it.effect("an answer that is not HTTP is said so, with the base URL to check, fr
       `POST /v1/fee-calculation: an answer that is not HTTP${check}`,
       "POST /v1/fee-calculation: no answer (Transport); the service may have got the request"
     ])
+    // Each of llhttp's reasons for a status line that is not HTTP's (undici 7's wasm parser) is said so too.
+    const statusLine = [
+      "Expected dot", "Invalid major version", "Invalid minor version", "Invalid HTTP version",
+      "Expected space after version", "Invalid status code", "Invalid response status"
+    ]
+    for (const reason of statusLine) {
+      const error = yield* Effect.flip(quoteThrough((request) =>
+        Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: undici(reason) }))
+      ))
+      expect(error.message, reason).toBe(`POST /v1/fee-calculation: an answer that is not HTTP${check}`)
+    }
   }))

@@ -290,10 +290,15 @@ describe("TokenStore", () => {
     Effect.gen(function*() {
       const wiped = Redacted.make("stored-token")
       Redacted.unsafeWipe(wiped)
+      const fresh = { accessToken: Redacted.make("t"), refreshAt: Duration.toMillis("1 hour") }
       const answers: ReadonlyArray<unknown> = [
         Option.some({ accessToken: wiped, refreshAt: Duration.toMillis("1 hour") }),
         Option.some({ accessToken: "stored-token", refreshAt: Duration.toMillis("1 hour") }),
         Option.some({ accessToken: Redacted.make("t"), refreshAt: 0, accessUsableUntil: "soon" }),
+        // The access token readable and fresh, but no refreshAt, or a refresh token or its time that cannot be read.
+        Option.some({ accessToken: Redacted.make("t") }),
+        Option.some({ ...fresh, refreshToken: wiped }),
+        Option.some({ ...fresh, refreshUsableUntil: "" }),
         Option.some(undefined),
         null
       ]

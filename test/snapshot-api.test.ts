@@ -60,6 +60,7 @@ const runMain = async (
     readonly replies?: Readonly<Record<string, FinTest.Handler>>
     readonly env?: Readonly<Record<string, string | undefined>>
     readonly isTTY?: boolean
+    readonly bundledDir?: string
   } = {}
 ) => {
   const requests: Array<string> = []
@@ -85,6 +86,7 @@ const runMain = async (
       stderr += text
     },
     isTTY: options.isTTY ?? false,
+    bundledDir: options.bundledDir,
     now: new Date("2025-03-01T00:00:00Z"),
     httpClient: FinTest.layerHttpClient(handler)
   })
@@ -196,6 +198,10 @@ describe("snapshot script, online", () => {
       expect(stale.stdout).toContain("  ~ US-TX   Texas -> Tejas")
       expect(stale.stdout).toContain("Check: the committed snapshot differs from the source.")
       expect(await readAll(out)).toEqual(before)
+      // Installed, --out the package's data/ (which ships no generated module): --check does not ask for the module.
+      await Fs.rm(Path.join(out, "subdivisionsData.ts"))
+      expect((await runMain(fromApi(out, "--check"), { served: all, bundledDir: out })).code).toBe(0)
+      expect((await runMain(fromApi(out, "--check"), { served: all })).code).toBe(1)
     })
 
     it("into an empty --out, an API answering [] where the bundled snapshot has entries is refused unless allowed", async () => {
