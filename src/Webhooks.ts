@@ -1422,12 +1422,14 @@ export const orderKey = (type: string, referenceId: string): string => `${type.r
 /**
  * Where the handler keeps which events were handled (by `event.id`) and, per `event_reference_id`, the newest
  * `created_at` handled. A claim holds the event and its reference together, so while it lives no other event of that
- * resource is handled: otherwise both could pass the stale check and the older could be applied last. Shaped for a shared
- * store such as Redis (`effect-fin/redis`): `claim` is one atomic step over the event and the reference lock (both
- * under `ttl`, so a crashed handler's claim expires), `complete` marks the event done, max-updates the reference and
- * drops the lock, `renew` extends both while the token holds them (the handler renews while it runs), `release` is a
- * compare-and-delete of both on the token. A store that fails (an operation that dies or interrupts itself too)
- * makes the handler answer 500, its claim released, so the service delivers again: nothing is lost.
+ * resource is handled: otherwise both could pass the stale check and the older could be applied last. Shaped for a
+ * shared store such as Redis (`effect-fin/redis`): `claim` is one atomic step over the event and the reference lock
+ * (both under `ttl`, so a crashed handler's claim expires), `complete` marks the event done, max-updates the reference
+ * and drops the lock, `renew` extends both while the token holds them (the handler renews while it runs and while
+ * `complete` is under way: a `renew` may come beside a `complete`, so each is one atomic step, and a `renew` of an
+ * event done answers `false`, never setting it back to pending), `release` is a compare-and-delete of both on the
+ * token. A store that fails (an operation that dies or interrupts itself too) makes the handler answer 500, its claim
+ * released, so the service delivers again: nothing is lost.
  *
  * @since 0.1.0
  * @category models

@@ -49,6 +49,9 @@ export const dedupeStoreContract = (
     expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("Done")
     expect(yield* store.lastHandled("ref-1")).toEqual(Option.some(newest))
     expect(yield* store.lastHandled("ref-3")).toEqual(Option.none())
+    // A renewal that comes after (the handler renews while `complete` is under way) answers false and keeps it done.
+    expect(yield* store.renew("evt-1", "ref-1", second, minute)).toBe(false)
+    expect((yield* store.claim("evt-1", "ref-1", minute))._tag).toBe("Done")
 
     // An older event of the reference does not move its created_at back. A release with another token keeps the
     // reference held.

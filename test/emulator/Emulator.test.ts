@@ -1482,6 +1482,8 @@ describe("Emulator", () => {
             { clientId: "client\u200b" },
             { clientId: "\u2060client" },
             { clientSecret: "secret\u007f" },
+            // A lone surrogate half anywhere in a secret (UTF-8 would send another), as FinConfig refuses it.
+            { clientSecret: "sec\ud800ret" },
             { webhookSecret: "\u200bwhsec" },
             { webhookSecret: "whsec\u0090" },
             { webhookSecret: "whsec\n" },

@@ -232,8 +232,10 @@ const ClientId = Schema.NonEmptyString.pipe(
   })
 )
 const ClientSecret = Schema.NonEmptyString.pipe(
-  Schema.filter((s) => !Padded.isPadded(s), {
-    message: () => "a client secret without whitespace, a control or an invisible formatting character at either end"
+  Schema.filter((s) => !Padded.isPadded(s) && !/\p{Cs}/u.test(s), {
+    message: () =>
+      "a client secret without whitespace, a control or an invisible formatting character at either end, or lone " +
+      "surrogates"
   })
 )
 
