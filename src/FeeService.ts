@@ -463,10 +463,10 @@ export const validate = (input: unknown): Effect.Effect<FeeCalculationRequest, R
 // A quote in other currencies than those asked for, or for another amount (a mixed-up answer, a cache in between), is
 // not this request's. With a beneficiary, the destination currency is its account's, the service's to pick. The amount
 // asked for comes back as asked (as in the documented send example), or rounded, either way, to fewer places (its
-// currency's unit): less than one unit of the answer's last place off (0.5 may come back as 1, never as 1.49, nor as 0: nothing to send). A
-// destination worked back from a source so rounded is off by less than one unit of the source's last place at the rate,
-// half a unit more for the fee taken from it (rounded to the same place: at 83.12 with a fee of 1 + 1 %, 100.39 asks a
-// source of 2.24, its fee 1.0224 is 1.02, and 1.22 delivers 101.41), plus its own rounding.
+// currency's unit): less than one unit of the answer's last place off (0.5 may come back as 1, never as 1.49, nor as 0:
+// nothing to send). A destination worked back from a source so rounded is off by less than one unit of the source's
+// last place at the rate, half a unit more for the fee taken from it (rounded to the same place: at 83.12 with a fee of
+// 1 + 1 %, 100.39 asks a source of 2.24, its fee 1.0224 is 1.02, and 1.22 delivers 101.41), plus its own rounding.
 const asked = (request: FeeCalculationRequest) => (response: typeof FeeCalculationResponse.Type): ReadonlyArray<Issue> => {
   const issues: Array<Issue> = []
   const { data } = response
