@@ -2697,12 +2697,14 @@ const makeApp = <const H extends object>(
           // (a redelivery would run the handler again beside a delivery answered 200). Said when it could not be kept,
           // unless marked meanwhile (a renewal refused as the event is done is no lost claim). Not for an event no
           // handler takes: there is nothing to run again, and its claim may have lapsed before (answered late).
+          // A renewal that dies (the store's defect) keeps it no better: said, with the defect (the fork drops it).
           let marked = false
           const kept = keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
-            Effect.tapError(() =>
-              Effect.logWarning(
+            Effect.tapErrorCause((cause) =>
+              Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning(
                 "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
-                  "(the de-duplication store failed or was too slow): a redelivery may run the handler again"
+                  "(the de-duplication store failed or was too slow): a redelivery may run the handler again",
+                ...(Cause.isDie(cause) ? [cause] : [])
               ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
             )
           )

@@ -3883,12 +3883,19 @@ describe("Webhooks.handler with a store that answers late or interrupts itself",
   // handler runs most of claimTtl (2.8 s of 3): the renewals go on from its last one, not from the claim.
   it.effect("a complete answered after claimTtl: its claim is kept meanwhile, a redelivery is in progress", () =>
     Effect.gen(function*() {
-      for (const renews of [true, false]) {
+      for (const renewal of ["renews", "refused", "dies"] as const) {
+        const renews = renewal === "renews"
         const memory = Webhooks.makeMemoryDedupeStore()
         let completing = false
         const store: Webhooks.WebhookDedupeStoreService = {
           ...memory,
-          renew: (...args) => renews || !completing ? memory.renew(...args) : Effect.succeed(false),
+          // A renewal that dies (a driver's bug in a store of the user's) keeps the claim no better than one refused.
+          renew: (...args) =>
+            renews || !completing
+              ? memory.renew(...args)
+              : renewal === "dies"
+              ? Effect.die(new Error("driver bug"))
+              : Effect.succeed(false),
           complete: (...args) =>
             Effect.suspend(() => {
               const first = !completing
