@@ -432,9 +432,6 @@ const storeOutage = () => {
   return { unavailable, track }
 }
 
-// The lock owners a caller waited for (a failure they record is that caller's).
-type WaitedFor = ReadonlySet<string>
-
 /**
  * Builds the provider; its fetches run in the scope of the layer, so a caller who is interrupted does not fail the
  * others waiting for the same fetch. The pair is kept in the `TokenStore` in context (one in memory without it): a
@@ -833,7 +830,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       store: TokenStore.Service,
       owner: string,
       local: Option.Option<Refresh>,
-      waitedFor: WaitedFor
+      waitedFor: ReadonlySet<string>
     ): Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> => {
       let failure: string | undefined
       return Effect.gen(function*() {
@@ -897,7 +894,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       })
     }
 
-    const sharedFailure = (store: TokenStore.Service, waitedFor: WaitedFor) =>
+    const sharedFailure = (store: TokenStore.Service, waitedFor: ReadonlySet<string>) =>
       Effect.map(
         store.failure(key),
         Option.flatMap((f) =>

@@ -2708,10 +2708,11 @@ const makeApp = <const H extends object>(
               ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
             )
           )
-          const keeping = yield* Effect.fork(Effect.interruptible(userHandler === undefined ? Effect.void : kept))
-          yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl)).pipe(
-            Effect.tap(() => void (marked = true)),
-            Effect.ensuring(Fiber.interrupt(keeping))
+          const completing = guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
+          yield* userHandler === undefined ? completing : Effect.flatMap(
+            Effect.fork(Effect.interruptible(kept)),
+            (keeping) =>
+              completing.pipe(Effect.tap(() => void (marked = true)), Effect.ensuring(Fiber.interrupt(keeping)))
           )
           return yield* settleAs(200, stale ? "stale" : "handled")
         })
