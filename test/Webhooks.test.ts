@@ -510,6 +510,13 @@ const signedVerify = (body: string, options?: Webhooks.VerifyOptions) =>
 describe("Webhooks decoding", () => {
   it.effect("decodes every documented type with its data kept as JSON", () =>
     Effect.gen(function*() {
+      // The 13 types of the service's WebhookEventEnvelope.type enum (service-facts 7), in its order.
+      expect(Webhooks.documentedEventTypes).toEqual([
+        "customer.created", "customer.status", "customer.rfi", "transaction.status", "virtual_account.created",
+        "virtual_account.created.v2", "virtual_account.status", "virtual_account.status.v2", "beneficiary.created",
+        "beneficiary.status", "beneficiary.liquidation.deposit", "batch.transaction.item.status",
+        "transit.payment.status"
+      ])
       for (const type of Webhooks.documentedEventTypes) {
         if (type === "beneficiary.status") continue
         const data = { anything: [1, "two", { three: null }] }
