@@ -1253,7 +1253,7 @@ const decodeBody = (
     return Effect.succeed(ignored ? { event, text, createdAt, secret, ignored } : { event, text, createdAt, secret })
   })
 
-const formatMillis = (millis: number): string => Duration.format(Duration.millis(millis))
+const formatMillis = (millis: number): string => Durations.formatMillis(Duration.millis(millis))
 
 // With `maxAge`: refused when older than that, or dated more than 5 minutes ahead of the Clock.
 const checkAge = (decoded: Decoded, options: VerifyOptions): Effect.Effect<Decoded, WebhookVerificationError> => {

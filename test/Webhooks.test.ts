@@ -746,6 +746,11 @@ describe("Webhooks decoding", () => {
         reason: "too_old",
         message: "the event was created 7m 1ms ago, over maxAge (5m)"
       })
+      // Years old, said in whole milliseconds exactly: past 104 days a double's nanoseconds add noise ("64ns").
+      yield* TestClock.adjust(Duration.sum(Duration.days(20_000), Duration.millis(42)))
+      expect(yield* Effect.flip(signedVerify(currentBody, { maxAge: "5 minutes" }))).toMatchObject({
+        message: "the event was created 20000d 7m 43ms ago, over maxAge (5m)"
+      })
       // Off by default.
       expect((yield* signedVerify(currentBody)).type).toBe("beneficiary.status")
     }))

@@ -17,9 +17,13 @@ export const isNegativeOrNaN = (input: unknown): boolean =>
 /**
  * `duration` for a message, in whole milliseconds (rounded up, or down with `Math.floor`: what is left of a limit):
  * a wait with jitter, or what is left of a deadline on the monotonic clock, would otherwise read `540ms 945801ns`.
+ * Made of exact nanoseconds: `Duration.millis` goes through a double's, which past 2^53 (104 days) writes the float's
+ * noise (`20547d 17h 38m 26s 843ms 64ns`).
  */
-export const formatMillis = (duration: Duration.Duration, round: (millis: number) => number = Math.ceil): string =>
-  Duration.format(Duration.millis(round(Duration.toMillis(duration))))
+export const formatMillis = (duration: Duration.Duration, round: (millis: number) => number = Math.ceil): string => {
+  const millis = round(Duration.toMillis(duration))
+  return Duration.format(Number.isFinite(millis) ? Duration.nanos(BigInt(millis) * 1_000_000n) : Duration.infinity)
+}
 
 /**
  * The longest a time limit may be: past 2^31 - 1 ms (24.8 days) `setTimeout`, and so Effect's clock, never fires, and

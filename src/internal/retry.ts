@@ -281,12 +281,8 @@ const saidBy = ({ message, operation, status }: ApiError): string => {
   return message.trim() === "" || message === start ? "" : `: ${message}`
 }
 
-// A wait as a message says it. `Duration.format` reads milliseconds through a double's nanoseconds, which past 2^53
-// (104 days) writes the float's noise ("8h 59m 990ms 951424ns"): whole milliseconds are said exactly.
-const saidWait = (wait: Duration.Duration | undefined): string => {
-  const millis = Math.round(Duration.toMillis(wait ?? Duration.zero))
-  return Duration.format(Number.isFinite(millis) ? Duration.nanos(BigInt(millis) * 1_000_000n) : Duration.infinity)
-}
+// A wait as a message says it, in whole milliseconds said exactly.
+const saidWait = (wait: Duration.Duration | undefined): string => Durations.formatMillis(wait ?? Duration.zero, Math.round)
 
 // A 5xx that asks for a longer wait than allowed is the service telling us to slow down, as a 429 is.
 // What the service said, kept: its message (unless the body gave none), code, field errors and body.
