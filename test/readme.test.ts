@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { dirname, join, normalize, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { runBundlesBench } from "../bench/bundles.js"
 
@@ -23,6 +23,38 @@ describe("README", () => {
     expect(links.filter((anchor) => !anchors.has(anchor))).toEqual([])
     const sections = headings.filter((title) => title !== "Contents").map(slug)
     expect(sections.filter((anchor) => !links.includes(anchor))).toEqual([])
+  })
+
+  // The reference pages under docs/: every link from the README into them, between them and within one names a file
+  // that exists and, with an #anchor, a heading of that file (the slug rule above); and the README links every page.
+  it("links to docs pages, and within and between them, only to headings they have; and links every page", () => {
+    const slug = (title: string) => title.toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, "").replaceAll(" ", "-")
+    const prose = (markdown: string) => markdown.replace(/```[\s\S]*?```/g, "")
+    const pages = readdirSync(join(root, "docs")).filter((file) => file.endsWith(".md")).map((file) => `docs/${file}`)
+    expect(pages.length).toBeGreaterThan(0)
+    const files = new Map(["README.md", ...pages].map((file) => [file, readFileSync(join(root, file), "utf8")]))
+    const anchorsOf = new Map([...files].map(([file, text]) => {
+      const slugs = [...prose(text).matchAll(/^#{1,6} (.+)$/gm)].map(([, title]) => slug(title!))
+      // Two headings of one slug would take GitHub's "-1" suffix, which this rule does not give.
+      expect(slugs.filter((anchor, i) => slugs.indexOf(anchor) !== i), `${file}: headings alike`).toEqual([])
+      return [file, new Set(slugs)]
+    }))
+    const broken: Array<string> = []
+    const linked = new Set<string>()
+    for (const [file, text] of files) {
+      for (const [, target] of prose(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!)) continue // an absolute URL
+        const [path, anchor] = target!.split("#") as [string, string | undefined]
+        const to = path === "" ? file : normalize(relative(root, join(root, dirname(file), path))).replaceAll("\\", "/")
+        if (file === "README.md") linked.add(to)
+        if (!to.startsWith("docs/") && to !== "README.md") continue // README to README is checked above
+        if (file === "README.md" && path === "") continue
+        if (!files.has(to)) broken.push(`${file}: ${target} (no such file)`)
+        else if (anchor !== undefined && !anchorsOf.get(to)!.has(anchor)) broken.push(`${file}: ${target}`)
+      }
+    }
+    expect(broken).toEqual([])
+    expect(pages.filter((page) => !linked.has(page))).toEqual([])
   })
 
   // Install: "In the core only `src/internal/http.ts` touches the platform's HTTP client" (a port of the calls to the
