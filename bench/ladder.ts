@@ -76,10 +76,9 @@ const attempt = (decode: Http.Decoder<unknown>): Http.Attempt<unknown> => ({
   body,
   decode,
   timeout: Duration.seconds(30),
-  timeoutKind: "attempt",
+  kind: "attempt",
   operation: "POST /v1/fee-calculation",
   attempt: 1,
-  keepBody: true,
   credentials: [benchToken]
 })
 

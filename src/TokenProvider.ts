@@ -552,11 +552,9 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
               return fields.access_token_ttl > current_time ? [] : expired(at)
             },
             timeout: config.tokenTimeout,
-            timeoutKind: "token",
+            kind: "token",
             operation,
             attempt,
-            keepBody: false,
-            secretBody: true,
             credentials: credentialsOf(credential, secret),
             // The status of the last answer, for the span when the fetch then ends without one (a timeout, a reset).
             onStatus: (answered) => {

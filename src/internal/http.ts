@@ -80,7 +80,7 @@ export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A>
 export const encoderFor = <B, J>(schema: Schema.Schema<B, J, never>): Decoder<J> => encoders(schema) as Decoder<J>
 
 /** What an error of an attempt is told of it. */
-type AttemptInfo = Pick<Attempt<unknown>, "operation" | "attempt" | "keepBody" | "credentials">
+type AttemptInfo = Pick<Attempt<unknown>, "operation" | "attempt" | "kind" | "credentials">
 
 /** What one attempt sends and how it reads the answer. */
 export interface Attempt<A> {
@@ -99,7 +99,12 @@ export interface Attempt<A> {
     ) => ReadonlyArray<{ readonly path: string; readonly expected: string }>)
     | undefined
   readonly timeout: Duration.Duration
-  readonly timeoutKind: "attempt" | "token"
+  /**
+   * An API call's attempt, or a token call's: the `kind` of its `TimeoutError`; a token call's body holds a credential
+   * (printed as its length only, see `opaque`) and the start of its unexplained error body is never kept in
+   * `ApiError.body`.
+   */
+  readonly kind: "attempt" | "token"
   /**
    * What is left of the call's deadline when the attempt starts: if no more than `timeout`, the attempt is cut then,
    * with `error()` (one timer for both limits: a second one would cost a fiber per call). The deadline's error wins a
@@ -110,10 +115,6 @@ export interface Attempt<A> {
   readonly operation: string
   /** 1-based number of this attempt, recorded in errors. */
   readonly attempt: number
-  /** Whether the start of an unexplained error body may be kept in `ApiError.body` (never for token calls). */
-  readonly keepBody: boolean
-  /** The body holds a credential (a token call's): printed as its length only (see `opaque`). */
-  readonly secretBody?: boolean | undefined
   /**
    * The credentials this attempt sends (bearer token, client secret, refresh token). The service's words about a
    * refused call are kept in the error, but never a credential it echoed back.
@@ -636,7 +637,7 @@ const statusError = (
   const code = parsed.code === undefined
     ? {}
     : { code: typeof parsed.code === "string" ? Printable.printable(short(redact(parsed.code))) : parsed.code }
-  const body = !parsed.understood && spec.keepBody && text !== ""
+  const body = !parsed.understood && spec.kind === "attempt" && text !== ""
     ? { body: Short.upTo(redact(normalisedBody(text, json)), MAX_BODY_IN_ERROR) }
     : {}
   const fields = parsed.fieldErrors?.map((f) =>
@@ -1062,7 +1063,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
   )
   if (spec.body !== undefined) {
     request = HttpClientRequest.bodyText(request, spec.body, "application/json")
-    if (spec.secretBody === true) opaque(request.body)
+    if (spec.kind === "token") opaque(request.body)
   }
   return client.execute(request).pipe(
     // A client of the user's that fails on a status (`HttpClient.filterStatusOk`, a common app-wide wrapper) still
@@ -1113,7 +1114,7 @@ export const execute = <A>(client: Client, spec: Attempt<A>): Effect.Effect<Succ
         : timeoutFail(response, spec.timeout, () =>
           new TimeoutError({
             message: `${spec.operation}: no complete response within ${Duration.format(spec.timeout)}`,
-            kind: spec.timeoutKind,
+            kind: spec.kind,
             timeout: spec.timeout,
             operation: spec.operation,
             attempts: spec.attempt
