@@ -42,13 +42,9 @@ export const algorithmHeader = Signature.algorithmHeader
  */
 export const algorithms = Signature.algorithms
 
-/**
- * A signature algorithm `verify` accepts (`x-fin-signature-algorithm`) and `sign` uses; one of `algorithms`.
- *
- * @since 0.1.0
- * @category models
- */
-export type Algorithm = Signature.Algorithm
+// Re-exported by its name (documented where it is declared), so a consumer's declarations can print it through this
+// module's path: `sign` and `WebhookCrypto` use it.
+export type { Algorithm } from "./internal/signatureHeaders.js"
 
 /**
  * Digest length in bytes of each algorithm.

@@ -220,6 +220,9 @@ export const statusEvent = (event: Webhooks.WebhookEvent) => event.type === "ben
 export const missing = Effect.map(SubdivisionService.crossCheck("USA"), (diff) => diff.missing[0])
 // An alias the package declares in a module without a path of its own could not be printed here (TS2742).
 export const headersOf = (headers: Webhooks.HeadersInput) => ({ headers })
+// sign and WebhookCrypto name the algorithm by the alias Webhooks exports, never by a path into dist/.
+export const signing = Webhooks.sign
+export const hmac = Webhooks.makeWebCrypto().verify
 export const fees = FinTest.layerFeeService({ rates: { "USD/CAD": 1.37 } })
 export const emulator = Emulator.layer()
 export const delivery = Emulator.Emulator.pipe(Effect.flatMap((running) => running.sendWebhook()))
@@ -263,7 +266,9 @@ export const statusRule = (rule: Emulator.FaultRule) => rule.kind === "status" ?
         "missing: Effect.Effect<Subdivisions.Subdivision, ",
         "renamed: Effect.Effect<SubdivisionService.RenamedEntry, ",
         "faults: Effect.Effect<readonly Emulator.FaultRule[], never, Emulator.Emulator>;",
-        "statusRule: (rule: Emulator.FaultRule) => Emulator.StatusFaultRule | undefined;"
+        "statusRule: (rule: Emulator.FaultRule) => Emulator.StatusFaultRule | undefined;",
+        "algorithm?: Webhooks.Algorithm) => ",
+        "hmac: (algorithm: Webhooks.Algorithm, "
       ]
     ) expect(emitted).toContain(line)
     expect(emitted).toContain(`import("effect-fin/FinError").FinError`)

@@ -8,17 +8,24 @@
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import { type WebhookFailureReason, WebhookVerificationError } from "../FinError.js"
-// Declared in `Webhooks`, not here: a consumer's emitted declarations print an alias by the module that declares it,
-// and this one has no path in `exports` (TS2742). A type-only import: no cycle at run time.
-import type { HeadersInput } from "../Webhooks.js"
+// A type-only import: no cycle at run time.
+import type { HeadersInput } from "./webhookVerify.js"
 
-// The header names, algorithms and digest lengths, exported by `Webhooks` with their documentation.
+// The header names, algorithms and digest lengths, exported by `Webhooks` with their documentation; `Algorithm`, which
+// `Webhooks` re-exports by its name, documented here: a consumer's emitted declarations print an alias through a path
+// in `exports` only when that path exports the alias itself, not another alias of it (TS2742 or a path into dist/).
 export const signatureHeader = "x-fin-signature"
 
 export const algorithmHeader = "x-fin-signature-algorithm"
 
 export const algorithms = Object.freeze(["sha256", "sha384", "sha512"] as const)
 
+/**
+ * A signature algorithm `verify` accepts (`x-fin-signature-algorithm`) and `sign` uses; one of `algorithms`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Algorithm = typeof algorithms[number]
 
 export const digestLength: { readonly [A in Algorithm]: number } = Object.freeze({ sha256: 32, sha384: 48, sha512: 64 })

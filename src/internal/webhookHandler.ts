@@ -47,7 +47,6 @@ import {
   ordered
 } from "./webhookEvents.js"
 import {
-  DEDUPE_MARGIN_MILLIS,
   type Decoded,
   MAX_FUTURE_SKEW_MILLIS,
   type Secrets,
@@ -225,6 +224,8 @@ export interface HandlerOptions<H extends Handlers> extends VerifyOptions {
  */
 export const defaultMaxBodySize = 1024 * 1024
 
+// How long a handled id is kept past maxAge and the clock skew `verify` allows (MAX_FUTURE_SKEW_MILLIS).
+const DEDUPE_MARGIN_MILLIS = 60_000
 
 const handlerSettings = (options: HandlerOptions<Handlers>) => {
   const invalid = (message: string) => invalidOption("handler", message)

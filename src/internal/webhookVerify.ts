@@ -358,8 +358,6 @@ export interface Decoded {
 
 // With `maxAge`, the clocks are trusted to agree within this (as Stripe's 5-minute signature tolerance does).
 export const MAX_FUTURE_SKEW_MILLIS = 5 * 60_000
-// How long a handled id is kept past maxAge and the skew above (see `handlerSettings`).
-export const DEDUPE_MARGIN_MILLIS = 60_000
 
 // `ignoreBOM`: a leading byte order mark is kept in the text (`Delivery.body` is the body as signed), and skipped
 // only for JSON.parse.
