@@ -95,6 +95,25 @@ describe("README", () => {
     expect(majors).toContain(major)
   })
 
+  // Every TypeScript block of the README and docs/ is type-checked by npm test's tsc: an example shown whole
+  // (examples/*.ts, the tests below), or a block held verbatim in examples/docs/, whose files add what the text
+  // says the reader has (imports, the values of the example before it).
+  it("shows only TypeScript that an example or examples/docs/ holds verbatim", () => {
+    const examples = readdirSync(join(root, "examples")).filter((file) => file.endsWith(".ts"))
+      .map((file) => readFileSync(join(root, "examples", file), "utf8"))
+    const held = readdirSync(join(root, "examples", "docs")).filter((file) => file.endsWith(".ts"))
+      .map((file) => readFileSync(join(root, "examples", "docs", file), "utf8"))
+    const pages = ["README.md", ...readdirSync(join(root, "docs")).filter((file) => file.endsWith(".md"))
+      .map((file) => `docs/${file}`)]
+    const unchecked = pages.flatMap((page) =>
+      [...readFileSync(join(root, page), "utf8").matchAll(/^```(?:ts|typescript)\n([\s\S]*?)^```/gm)]
+        .map(([, block]) => block!)
+        .filter((block) => !examples.includes(block) && !held.some((file) => file.includes(`\n${block}`)))
+        .map((block) => `${page}: ${block.split("\n")[0]}`)
+    )
+    expect(unchecked).toEqual([])
+  })
+
   it("shows examples/webhook-server.ts verbatim (type-checked by npm test)", () => {
     const example = readFileSync(join(root, "examples", "webhook-server.ts"), "utf8")
     expect(/### Mounting it in an HttpRouter\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1]).toBe(example)
