@@ -733,6 +733,11 @@ describe("Webhooks decoding", () => {
   it.effect("refuses events older than maxAge, on the Clock", () =>
     Effect.gen(function*() {
       const createdAt = DateTime.toEpochMillis(DateTime.unsafeMake("2026-04-04T17:38:26.843Z"))
+      // A limit with a fraction of a millisecond is said rounded down: never as long as the age it refused.
+      yield* TestClock.setTime(createdAt + 2)
+      expect(yield* Effect.flip(signedVerify(currentBody, { maxAge: "1500 micros" }))).toMatchObject({
+        message: "the event was created 2ms ago, over maxAge (1ms)"
+      })
       yield* TestClock.setTime(createdAt + 4 * 60_000)
       expect((yield* signedVerify(currentBody, { maxAge: "5 minutes" })).type).toBe("beneficiary.status")
       // Exactly maxAge old is not older than it.

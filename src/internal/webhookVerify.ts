@@ -411,7 +411,9 @@ const decodeBody = (
     return Effect.succeed(ignored ? { event, text, createdAt, secret, ignored } : { event, text, createdAt, secret })
   })
 
-const formatMillis = (millis: number): string => Durations.formatMillis(Duration.millis(millis))
+// An age rounded up, a limit it passed rounded down (a maxAge of "1500 micros" read "2ms ago, over maxAge (2ms)").
+const formatMillis = (millis: number, round: (millis: number) => number = Math.ceil): string =>
+  Durations.formatMillis(Duration.millis(millis), round)
 
 // With `maxAge`: refused when older than that, or dated more than 5 minutes ahead of the Clock.
 export const checkAge = (
@@ -425,7 +427,10 @@ export const checkAge = (
     // By how much, and against what limit, so that a log says whether the event or the limit is wrong.
     return age > maxAge
       ? Effect.fail(
-        fail("too_old", `the event was created ${formatMillis(age)} ago, over maxAge (${formatMillis(maxAge)})`)
+        fail(
+          "too_old",
+          `the event was created ${formatMillis(age)} ago, over maxAge (${formatMillis(maxAge, Math.floor)})`
+        )
       )
       : age < -MAX_FUTURE_SKEW_MILLIS
       ? Effect.fail(

@@ -40,6 +40,9 @@ describe("internal/duration", () => {
   it("formatMillis rounds up to whole milliseconds, or down when asked", () => {
     expect(Durations.formatMillis(Duration.nanos(540_000_001n))).toBe("541ms")
     expect(Durations.formatMillis(Duration.nanos(540_945_801n), Math.floor)).toBe("540ms")
+    // Exact past 2^53 nanoseconds (104 days), where a double's would add noise; an infinite one said, not a RangeError.
+    expect(Durations.formatMillis(Duration.millis(Number.MAX_SAFE_INTEGER))).toBe("104249991d 8h 59m 991ms")
+    expect(Durations.formatMillis(Duration.infinity)).toBe("Infinity")
   })
 
   it("a lifetime runs from 1 second to 100 years, both included", () => {
