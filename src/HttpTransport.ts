@@ -9,32 +9,30 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Equal from "effect/Equal"
+import type * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import { dual } from "effect/Function"
 import { globalValue } from "effect/GlobalValue"
-import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as FinConfig from "./FinConfig.js"
-import { Issue, RequestValidationError, TimeoutError } from "./FinError.js"
+import { RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
-import * as Durations from "./internal/duration.js"
 import * as Http from "./internal/http.js"
 import * as KnownTokens from "./internal/knownTokens.js"
 import * as Issues from "./internal/issues.js"
-import { memo } from "./internal/memo.js"
-import { durationBoundaries, retriesOf } from "./internal/metrics.js"
+import * as Metrics from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as OptionNames from "./internal/optionNames.js"
+import * as RequestBody from "./internal/requestBody.js"
 import * as Retry from "./internal/retry.js"
+import * as RetryAllowed from "./internal/retryAllowed.js"
 import * as RetryBudget from "./internal/retryBudget.js"
 import * as Slots from "./internal/slots.js"
 import * as Spans from "./internal/spans.js"
@@ -318,219 +316,346 @@ const queryString = (query: unknown): Either.Either<string, RequestValidationErr
 // A query string (`?a=1&b=2`) with its values written REDACTED (`?a=REDACTED&b=REDACTED`).
 const keysOf = (query: string): string => query.replace(/=[^&]*/g, "=REDACTED")
 
-// What JSON would write as another value than the one given (see `changedInJson`); `this[key]` is the value before
-// its `toJSON`.
-function sameInJson(this: unknown, key: string, value: unknown) {
-  if (changedInJson((this as Record<string, unknown>)[key], value, Array.isArray(this))) {
-    throw new TypeError("changed in JSON")
-  }
-  return value
-}
-
-// A plain object or list, of this realm or another (a `vm` context's): its prototype is none or an `Object.prototype`
-// (which has its own `hasOwnProperty`; another object without a prototype would hand down properties JSON leaves out).
-const isPlain = (value: object): boolean => {
-  const prototype = Object.getPrototypeOf(value)
-  return prototype === null || Array.isArray(value) || isObjectPrototype(prototype)
-}
-
-// An `Object.prototype`, of this realm or another: the end of a chain (its own accessor, `__proto__`, is no field).
-const isObjectPrototype = (prototype: object): boolean =>
-  Object.getPrototypeOf(prototype) === null && Object.prototype.hasOwnProperty.call(prototype, "hasOwnProperty")
-
-// Whether a class instance shows a field through a getter of its class (`get amount()` over a private `#cents`): JSON
-// sees only own fields, and would leave that one out without a word. A getter derived from own fields looks the same
-// from outside: such an instance is refused too (a plain object, or the class as `bodySchema`, says what to send).
-const hidesFields = (value: object): boolean => {
-  for (let prototype = Object.getPrototypeOf(value); prototype !== null; prototype = Object.getPrototypeOf(prototype)) {
-    if (isObjectPrototype(prototype)) return false
-    for (const key of Object.getOwnPropertyNames(prototype)) {
-      if (Object.getOwnPropertyDescriptor(prototype, key)!.get !== undefined && !Object.hasOwn(value, key)) return true
-    }
-  }
-  return false
-}
-
-// The built-in kind of a value, whatever its realm: `Date`, `Error`...
-const kindOf = (value: unknown): string => Object.prototype.toString.call(value).slice(8, -1)
-
-// Objects whose state JSON cannot see (`{}`), by kind.
-const opaqueKinds: ReadonlySet<string> = new Set(["Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "Error"])
-
-// Whether JSON writes `original` (as its `toJSON` left it: `value`) as another value: a number that is not finite or an
-// invalid date (null: in an amount!); nothing in a list (null there, though left out of an object, as an optional
-// field); a Redacted (its placeholder); an Effect data type (Option, BigDecimal, Duration...: its inspection form,
-// `_id` and all); a Map, a Set, an Error, any other object whose state JSON cannot see (`{}`; an Effect data class
-// with no fields is one's own `{}`); binary data (its bytes as keys, or a Buffer's `{ type, data }`); a value whose
-// `toJSON` gives nothing (left out); a function (left out of an object: an amount not called, `order.total` for
-// `order.total()`, would go missing without a word, as a symbol would).
-const changedInJson = (original: unknown, value: unknown, inList: boolean): boolean => {
-  switch (typeof value) {
-    case "number":
-      return !Number.isFinite(value)
-    case "undefined":
-      return inList || (original !== undefined && typeof original !== "function")
-    case "function":
-    case "symbol":
-      return true
-    case "string":
-      return Redacted.isRedacted(original)
-    case "object": {
-      if (value === null) return kindOf(original) === "Date"
-      // Told by kind, not `instanceof`: a Map or an ArrayBuffer of another realm (under Jest, say) is one too.
-      const kind = kindOf(value)
-      if (
-        Redacted.isRedacted(value) || opaqueKinds.has(kind) || ArrayBuffer.isView(value) || ArrayBuffer.isView(original)
-      ) return true
-      if (kind === "Number") return !Number.isFinite(Number(value))
-      if (kind === "String" || kind === "Boolean") return false
-      if (original !== value) {
-        // What a `toJSON` gave: Effect's inspection form, or an object with a `toJSON` JSON will not call.
-        if (
-          typeof original === "object" && original !== null && Inspectable.NodeInspectSymbol in original &&
-          typeof (value as { readonly _id?: unknown })._id === "string"
-        ) return true
-        if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return true
-      }
-      // An object of no own fields whose state JSON cannot see, or a class instance with a getter (Effect's data
-      // classes too: a `Data.Class` may hold a `#private` field behind one).
-      return !isPlain(value) && ((!Equal.isEqual(value) && Object.keys(value).length === 0) || hidesFields(value))
-    }
-    default:
-      return false
-  }
-}
-
-// Serialised before anything is sent (and once, not per attempt): a body JSON cannot hold (a BigInt, a cycle, a
-// function) or would change (see `sameInJson`) is the caller's mistake, a typed error, never a defect. The reason is
-// not kept: it may quote a value.
-const jsonBody = (body: unknown): Either.Either<string | undefined, RequestValidationError> => {
-  if (body === undefined) return Either.right(undefined)
-  let text: string | undefined
-  try {
-    text = JSON.stringify(body, sameInJson)
-  } catch {
-    text = undefined
-  }
-  return text === undefined
-    ? Either.left(
-      Issues.refusal(
-        "body",
-        "The request body cannot be sent as JSON",
-        "a value JSON holds as it is: numbers finite, dates valid, nothing missing in a list; no Redacted (unwrap " +
-          "it), Option, BigDecimal or other Effect data type (encode it, or give a bodySchema); no Map, Set, Error " +
-          "or binary data; no class instance showing a field through a getter (give a plain object); no function " +
-          "(call it: `order.total()`)"
-      )
-    )
-    : Either.right(text)
-}
-
-// A body as its schema sends it; the issues keep the path and what was expected, never the value (as a decode's).
-const encodedBody = <B, J>(schema: Schema.Schema<B, J, never>, body: unknown): Either.Either<J, RequestValidationError> =>
-  Either.mapLeft(
-    Http.encoderFor(schema)(body),
-    (error) => {
-      const { issues, summary } = Issues.told(Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
-        new Issue({ path: path === "" || path.startsWith("[") ? `body${path}` : `body.${path}`, expected })
-      ))
-      return new RequestValidationError({ message: `Invalid request body: ${summary}`, issues })
-    }
-  )
-
 const hasNoKeys = (options: CallOptions): boolean => {
   for (const _ in options) return false
   return !Object.hasOwn(options, CallOptionsInternal.NOT_AN_OBJECT)
 }
 
-const requests = Metric.counter("effect_fin_requests_total", {
-  description: "Calls made through effect-fin, by operation, outcome and the status of the last answer",
-  incremental: true
-})
-const refusedRetries = Metric.counter("effect_fin_retries_refused_total", {
-  description: "Retries that the client's retry budget refused, by operation",
-  incremental: true
-})
-const latency = Metric.histogram(
-  "effect_fin_request_duration_ms",
-  durationBoundaries,
-  "Duration of whole calls (retries included) in milliseconds, by operation and outcome"
-)
-
-// Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
-// new key each time. Both labels of a request count or duration go on in one step: a metric tagged twice merges its
-// label lists into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the
-// key again.
-const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
-
-// The end of an episode of refusals, told once a whole window has passed with none.
-const episodeOver = (name: string, episode: RetryBudget.Episode) =>
-  Effect.logInfo(
-    `effect-fin: the retry budget of ${name} has refused no retry for 10 s; failed calls are retried again (it ` +
-      `refused ${episode.refused} ${episode.refused === 1 ? "retry" : "retries"} over ${
-        Durations.formatMillis(Duration.millis(episode.millis))
-      })`
-  )
-
-// What became of a call's retries under its operation's budget: when the last one allowed was counted (given back if
-// the call ends before sending it), and whether one was refused (said on the span and in the error).
-interface BudgetState {
-  countedAt: number | undefined
-  refused: boolean
+// A spec read once, as checked: a spec object changed after the call was made (and the call run later, or again)
+// cannot send what was not checked, nor trace other values than those sent. (By name rather than spread: a spec's
+// fields may be getters of its class.) No spec object: its fields read as absent, as those of a spec from untyped code
+// may be (refused before use). Throws what reading it throws (a getter that throws, a revoked Proxy).
+const readSpec = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>) => {
+  const read = typeof given === "object" && given !== null ? given : {} as typeof given
+  return {
+    method: read.method,
+    path: read.path,
+    query: read.query,
+    body: read.body,
+    bodySchema: read.bodySchema,
+    response: read.response,
+    safe: read.safe,
+    name: read.name,
+    check: read.check
+  }
 }
 
-// Whether `budget` allows a retry of `operation` now, noted in `state`. A refusal is counted in the metric, and told
-// once per episode of them (a warning; the episode's end at Info, the rest at Debug).
-const retryAllowed = (
-  budget: RetryBudget.RetryBudget,
-  name: string,
-  operation: string,
-  state: BudgetState
-): Effect.Effect<boolean> =>
-  Effect.flatMap(Monotonic.millis, (now) => {
-    const verdict = budget.take(now)
-    if (verdict !== "refused" && verdict !== "spent") {
-      state.countedAt = now
-      return verdict === "allowed" ? Effect.succeed(true) : Effect.as(episodeOver(name, verdict), true)
-    }
-    state.refused = true
-    const { calls, retries } = budget.counts(now)
-    const line = `effect-fin: not retrying ${operation}: the retry budget of ${name} is spent (${retries} retries ` +
-      `for ${calls} calls in the last 10 s; retryBudget ${budget.percent}% of calls plus 10 a second)`
-    return Effect.zipRight(
-      Metric.increment(refusedRetriesOf(name)),
-      Effect.as(
-        (verdict === "spent"
-          ? Effect.logWarning(`${line}; failed calls end with their error until it has room again`)
-          : Effect.logDebug(line)).pipe(Effect.annotateLogs({ operation, retries, calls })),
-        false
+// What every call of one transport shares.
+interface Shared {
+  readonly config: FinConfig.Resolved
+  readonly tokens: TokenProvider.Service
+  readonly getBefore: DeadlineAware.GetBefore | undefined
+  readonly closing: Closing.Closing | undefined
+  readonly isClosed: () => boolean
+  readonly credentialsOf: (sent: string, secret: string) => ReadonlyArray<string>
+  readonly client: Http.Client
+  readonly headers: { readonly accept: string; readonly "user-agent": string }
+  readonly secret: string
+  readonly slots: Slots.Slots | undefined
+}
+
+// A call checked and ready to be sent.
+interface Asked<A> {
+  readonly name: string
+  readonly operation: string
+  readonly method: RequestMethod
+  readonly url: string
+  readonly body: string | undefined
+  readonly decode: Http.Decoder<A>
+  readonly check: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
+  readonly options: CallOptionsInternal.Resolved
+  readonly safe: boolean
+  // The operation's retry budget (safe calls only, unless `retryBudget` is "unlimited").
+  readonly budget: RetryBudget.RetryBudget | undefined
+}
+
+// One call on its way: its attempts, token and 401 handling, retries and deadline, and what became of it so far, which
+// its span and metrics tell at its end. Measured on monotonic time, as the timers are: the wall clock may be set back
+// during the call.
+class Call<A> {
+  private readonly deadlineAt: number
+  private attempts = 0
+  // The status of the last answer: the span's status when the call then ends without one (the deadline cut the next
+  // attempt, a reset, a response schema that threw).
+  private lastStatus: number | undefined
+  // The operation's retry budget: a retry it counted is given back if the call ends before sending it (its caller
+  // gave up during the backoff, its token or slot never came), and a refusal goes on the span.
+  private readonly budgetState: RetryAllowed.BudgetState = { countedAt: undefined, refused: false }
+  // The time spent waiting for tokens, on the span when a millisecond or more: a fetch shared with other callers is a
+  // child of the first one's span only, so another's span would show a gap with nothing in it. `waitingForToken` stays
+  // set when the token step fails, dies or is cut by the deadline: the call then ended at the token step.
+  private tokenAskedAt = 0
+  private tokenWait = 0
+  private waitingForToken = false
+  // The time spent waiting for a slot (`maxConcurrentRequests`), on the span likewise; `slotAskedAt` is set while the
+  // call waits for one, and stays set for one served only as its deadline came: either ended at that step.
+  private slotWait = 0
+  private slotAskedAt: number | undefined
+  // The token of the last request sent: the one a 401 refused.
+  private sentWith: Redacted.Redacted<string> | undefined
+  // Whether the call's first 401 has cleared its token and been tried again (a later 401 is final).
+  private refreshed = false
+
+  constructor(
+    private readonly shared: Shared,
+    private readonly asked: Asked<A>,
+    private readonly started: number
+  ) {
+    this.deadlineAt = Monotonic.plus(started, asked.options.deadline)
+  }
+
+  // No timer of its own for the deadline (a fiber per call): every wait of the call is cut at it instead, the attempts
+  // (by their own timer: the deadline's when it comes first), the token step, the 401's invalidation; the retry
+  // policy's waits end before it. The error says which step the deadline cut when it was not an attempt: a wait for a
+  // token or a slot is not the service being slow at this request (which may never have been sent), and an on-call
+  // reader should not look for it there.
+  private readonly deadlineError = () =>
+    new TimeoutError({
+      message: `${this.asked.operation}: the call did not finish within its deadline of ${
+        Duration.format(this.asked.options.deadline)
+      }${
+        this.waitingForToken
+          ? " (it was still waiting for an access token)"
+          : this.slotAskedAt !== undefined
+          ? ` (it was still waiting for one of the client's ${this.shared.config.maxConcurrentRequests} request ` +
+            "slots, maxConcurrentRequests: never sent)"
+          : ""
+      }`,
+      kind: "deadline",
+      timeout: this.asked.options.deadline,
+      operation: this.asked.operation,
+      attempts: this.attempts
+    })
+
+  private readonly answered = (status: number) => {
+    this.lastStatus = status
+  }
+
+  // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its error.
+  private readonly getToken = Effect.flatMap(Monotonic.millis, (now) => {
+    const { getBefore, tokens } = this.shared
+    // Already waiting when the 401's clear of the refused token came first: the wait counts from there.
+    if (!this.waitingForToken) this.tokenAskedAt = now
+    this.waitingForToken = true
+    return getBefore === undefined
+      ? Http.timeoutAt(tokens.get, this.deadlineAt, this.deadlineError)
+      : getBefore(this.deadlineAt, this.deadlineError)
+  }).pipe(
+    Effect.mapBoth({
+      onFailure: (error) => new Retry.NotRetryable(error),
+      onSuccess: (token) => {
+        this.waitingForToken = false
+        return token
+      }
+    })
+  )
+
+  private readonly send = (token: Redacted.Redacted<string>) =>
+    Effect.flatMap(Monotonic.millis, (now) => {
+      const { closing, slots } = this.shared
+      this.tokenWait += now - this.tokenAskedAt
+      if (slots === undefined) return this.sendNow(token, now)
+      this.slotAskedAt = now
+      // The wait for a slot is cut at the deadline; the attempt's own timeout starts once it has one.
+      return slots.withSlot(
+        (held) =>
+          Effect.flatMap(Monotonic.millis, (served) => {
+            // Served as its deadline came: it ended at the slot step all the same (its wait counted at the end).
+            if (Monotonic.reached(served, this.deadlineAt)) return Effect.fail(this.deadlineError())
+            this.slotWait += served - now
+            this.slotAskedAt = undefined
+            // The token was read before the wait: after a wait in line it is read again (at once when still fresh), so
+            // that a long line never sends one the client knows is due or expired. (Not once the client is closing: a
+            // call from an uninterruptible region goes on with the one it has.)
+            if (served === now || this.shared.isClosed()) return this.sendNow(token, served, held.keepUntil)
+            return Effect.flatMap(this.getToken, (fresh) =>
+              Effect.flatMap(Monotonic.millis, (at) => {
+                this.tokenWait += at - this.tokenAskedAt
+                return this.sendNow(fresh, at, held.keepUntil)
+              }))
+          }),
+        // Ended by the client's closing too: the attempts it waits on may be left to end on their own.
+        Http.cutAt(this.deadlineAt, this.deadlineError, closing)
       )
+    })
+
+  private sendNow(
+    token: Redacted.Redacted<string>,
+    now: number,
+    onLeft?: (fiber: Fiber.RuntimeFiber<unknown>) => void
+  ) {
+    if (Monotonic.reached(now, this.deadlineAt)) return Effect.fail(this.deadlineError())
+    const { asked, shared } = this
+    this.sentWith = token
+    this.attempts += 1
+    // A call's first request counts towards its operation's retry budget (the first one after an episode of refusals
+    // has passed also tells its end); a later one is the retry counted, sent now: nothing to give back.
+    const over = this.attempts === 1 ? asked.budget?.sent(now) : undefined
+    if (this.attempts > 1) this.budgetState.countedAt = undefined
+    const sending = Http.execute(shared.client, {
+      method: asked.method,
+      url: asked.url,
+      headers: { ...shared.headers, authorization: `Bearer ${Redacted.value(token)}` },
+      body: asked.body,
+      decode: asked.decode,
+      check: asked.check,
+      timeout: asked.options.timeout,
+      kind: "attempt",
+      deadline: { left: Monotonic.between(now, this.deadlineAt), error: this.deadlineError },
+      operation: asked.operation,
+      attempt: this.attempts,
+      credentials: shared.credentialsOf(Redacted.value(token), shared.secret),
+      onStatus: this.answered,
+      closing: shared.closing,
+      onLeft
+    })
+    return over === undefined ? sending : Effect.zipRight(RetryAllowed.episodeOver(asked.name, over), sending)
+  }
+
+  // One scheduled attempt. The first 401 of the call clears that token and tries once more with a fresh one, outside
+  // `maxRetries`; a later 401 is final, so a revoked client can never loop. Its token is left for the next call's
+  // first 401 to clear: clearing it here would cost a client whose every token is refused a second token request a
+  // call, and hold the error back while a hanging store clears it.
+  private readonly attempt = Effect.flatMap(this.getToken, (token) =>
+    this.send(token).pipe(
+      Effect.catchIf(
+        (e) => e._tag === "AuthenticationError" && e.status === 401 && !this.refreshed,
+        (refused) => {
+          const { operation } = this.asked
+          this.refreshed = true
+          return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
+            Effect.annotateLogs({ operation, status: 401 }),
+            // On the span as a retry is (with no wait): else it shows a resend with nothing to say why.
+            Effect.zipRight(Http.annotateRetry(refused, this.attempts)),
+            // Clearing the refused token is the first part of getting a fresh one: a deadline that cuts it ended the
+            // call at the token step (its message and `failed_step` say so), not in an attempt.
+            Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {
+              this.waitingForToken = true
+              this.tokenAskedAt = now
+              return Http.timeoutAt(
+                this.shared.tokens.invalidate(this.sentWith ?? token),
+                this.deadlineAt,
+                this.deadlineError
+              )
+            })),
+            Effect.zipRight(this.getToken),
+            Effect.flatMap(this.send)
+          )
+        }
+      )
+    ))
+
+  // Built by the first failure only, as the schedule is: a call that succeeds at once makes neither.
+  private policy(): Retry.PolicyOptions<Retry.Retried> {
+    const { budget, name, operation, options, safe } = this.asked
+    return {
+      maxRetries: safe ? options.maxRetries : 0,
+      operation,
+      waitCap: this.shared.config.maxRetryAfter,
+      timeLeft: Effect.map(Monotonic.millis, (now) => Monotonic.left(now, this.deadlineAt)),
+      allowed: budget === undefined ? undefined : RetryAllowed.retryAllowed(budget, name, operation, this.budgetState),
+      onRetry: (error, retry, until) =>
+        Effect.logDebug(
+          `effect-fin: retrying ${operation} after ${error._tag}${
+            error._tag === "ApiError" ? ` ${error.status}` : ""
+          } (retry ${retry} of ${options.maxRetries})`
+        ).pipe(
+          // The line's facts as annotations too, for a structured logger to filter on.
+          Effect.annotateLogs({ operation, error: error._tag, retry }),
+          Effect.zipRight(Metric.increment(Metrics.retriesOf(name))),
+          // The resend it announces counts the one after a 401 too (`attempts` so far), as the span's does.
+          Effect.zipRight(Http.annotateRetry(error, this.attempts, until))
+        )
+    }
+  }
+
+  // The call: its attempts, retried by the policy; the span's outcome and the metrics at its end, however it ends.
+  run(): Effect.Effect<A, FinError> {
+    const { closing } = this.shared
+    // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the same
+    // time, so it decides as it always did, and a call that succeeds at once never builds a schedule.
+    const retried = Effect.catchAll(this.attempt, (error) => {
+      let first: Retry.Retried | undefined = error
+      const again = Effect.suspend(() => {
+        if (first === undefined) return this.attempt
+        const e = first
+        first = undefined
+        return Effect.fail(e)
+      })
+      const retrying = Retry.retry(again, this.policy())
+      // Its waits end when the client closes, as its attempts do (which cannot stop a wait between them).
+      return closing === undefined
+        ? retrying
+        : Effect.checkInterruptible((interruptible) =>
+          interruptible ? Closing.interruptOnClose(retrying, closing) : retrying
+        )
+    })
+    let status = 0
+    return retried.pipe(
+      Effect.map((success) => {
+        status = success.status
+        return success.value
+      }),
+      Effect.mapError((e): FinError => {
+        const error = e._tag === "NotRetryable" ? e.error : e
+        // Said in the error too: read in an application's log, `attempts: 1` alone would look like no retries.
+        return this.budgetState.refused
+          ? Retry.withMessage(error, `${error.message} (not retried: the retry budget of ${this.asked.name} is spent)`)
+          : error
+      }),
+      Effect.onExit((exit) => Effect.flatMap(Monotonic.millis, (now) => this.ended(exit, status, now)))
     )
-  })
-// `metric` tagged with an operation and an outcome, each pair made once.
-const byOutcome = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
-  memo((name) =>
-    memo((outcome) =>
-      Metric.taggedWithLabels(metric, [MetricLabel.make("operation", name), MetricLabel.make("outcome", outcome)])
+  }
+
+  // One step at the end: the span's outcome (a success, a failure, a defect or an interruption) and token wait, then
+  // the metrics. `status` is the success's.
+  private ended(exit: Exit.Exit<A, FinError>, status: number, now: number): Effect.Effect<void> {
+    const { budget, name } = this.asked
+    if (this.budgetState.countedAt !== undefined) budget?.refund(this.budgetState.countedAt)
+    const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
+    // No failure: an interruption, or a defect (a platform client or a response schema that threw).
+    const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+    const outcome = failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : other
+    // A call that ended at its token step (its deadline, a fetch that failed, an interruption) waited until now: the
+    // wait that matters most.
+    const waited = this.tokenWait + (this.waitingForToken ? now - this.tokenAskedAt : 0)
+    const slotWaited = this.slotWait + (this.slotAskedAt === undefined ? 0 : now - this.slotAskedAt)
+    const extra = waited >= 1 || slotWaited >= 1
+      ? {
+        ...(waited >= 1 ? { "effect_fin.token_wait_ms": Math.round(waited) } : {}),
+        ...(slotWaited >= 1 ? { "effect_fin.slot_wait_ms": Math.round(slotWaited) } : {})
+      }
+      : undefined
+    const errorStatus = failure?._tag === "Some" ? Http.statusOf(failure.value) : undefined
+    // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not this
+    // operation's, which was maybe never sent.
+    const lastAnswer = failure === undefined
+      ? status
+      : this.waitingForToken
+      ? this.lastStatus
+      : errorStatus ?? this.lastStatus
+    // The count's status is the error's own where it has one (a token route's 503 too, as the caller sees it): a token
+    // service down counts as a 5xx, not as `none` or as the 401 that sent the call for a token.
+    const counted = errorStatus ?? lastAnswer
+    const metrics = Effect.zipRight(
+      Metric.update(Metrics.latencyByOutcome(name)(outcome), now - this.started),
+      Metric.increment(Metrics.requestsBy(name, outcome, counted))
     )
-  )
-// By the status of the call's last answer too (`none`: there was none), so that a dashboard tells a 4xx (a request
-// the service refused) from a 5xx (the service failing), both `ApiError`. A bounded set, the service's statuses.
-const requestsOf = memo((name) =>
-  memo((outcome) =>
-    memo((status) =>
-      Metric.taggedWithLabels(requests, [
-        MetricLabel.make("operation", name),
-        MetricLabel.make("outcome", outcome),
-        MetricLabel.make("status", status)
-      ])
-    )
-  )
-)
-const requestsBy = (name: string, outcome: string, status: number | undefined) =>
-  requestsOf(name)(outcome)(status === undefined ? "none" : String(status))
-// By outcome too: the durations of calls cut at their deadline, or refused at once, are not those of answered ones.
-const latencyByOutcome = byOutcome(latency)
+    if (failure === undefined) {
+      return Effect.zipRight(Http.annotateOutcome(this.attempts, "success", status, extra), metrics)
+    }
+    // An interrupted call failed at no step (its token wait says where it was).
+    const step = outcome === "interrupted"
+      ? extra
+      : this.waitingForToken
+      ? { ...extra, "effect_fin.failed_step": "token" }
+      : this.slotAskedAt !== undefined
+      ? { ...extra, "effect_fin.failed_step": "slot" }
+      : extra
+    const ended = this.budgetState.refused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
+    return Effect.zipRight(Http.annotateOutcome(this.attempts, outcome, lastAnswer, ended), metrics)
+  }
+}
 
 /**
  * Builds the transport of a client.
@@ -542,24 +667,31 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
   Effect.gen(function*() {
     const config = yield* FinConfig.FinConfig
     const tokens = yield* TokenProvider.TokenProvider
-    const getBefore = DeadlineAware.of(tokens)
     const closing = Closing.of(tokens)
-    // The other tokens of the session (its refresh token, the access token replaced), redacted as the one sent is.
-    const credentialsOf = KnownTokens.listWith(KnownTokens.of(tokens))
     let closed = false
     closing?.onClose(() => {
       closed = true
     })
-    const client = Http.configure(yield* Http.Client, config.tracePropagation)
-    const baseHeaders = { accept: "application/json", "user-agent": config.userAgent }
-    // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's settings).
-    const secret = Redacted.value(config.clientSecret)
+    const shared: Shared = {
+      config,
+      tokens,
+      getBefore: DeadlineAware.of(tokens),
+      closing,
+      isClosed: () => closed,
+      // The other tokens of the session (its refresh token, the access token replaced), redacted as the one sent is.
+      credentialsOf: KnownTokens.listWith(KnownTokens.of(tokens)),
+      client: Http.configure(yield* Http.Client, config.tracePropagation),
+      headers: { accept: "application/json", "user-agent": config.userAgent },
+      // Not sent on API calls, but never to be kept in an error either (a debugging page may dump a process's
+      // settings).
+      secret: Redacted.value(config.clientSecret),
+      // One line for every call of this client (its attempts, not its waits between them nor its token requests).
+      slots: config.maxConcurrentRequests === undefined ? undefined : Slots.make(config.maxConcurrentRequests)
+    }
     const defaults = CallOptionsInternal.resolve(config, {})
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
     const basePath = Http.basePathOf(config.baseUrl)
     const server = Http.serverAttributesOf(config.baseUrl)
-    // One line for every call of this client (its attempts, not its waits between them nor its token requests).
-    const slots = config.maxConcurrentRequests === undefined ? undefined : Slots.make(config.maxConcurrentRequests)
     // A retry budget per operation (`retryBudget`): an outage's retries are bounded across the operation's calls.
     const percent = config.retryBudget
     const budgets = new Map<string, RetryBudget.RetryBudget>()
@@ -570,28 +702,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     }
 
     const request = <A, I, B, J, M extends RequestMethod>(given: RequestSpec<A, I, B, J, M>): Effect.Effect<A, FinError> => {
-      // Read once, as checked: a spec object changed after the call was made (and the call run later, or again) cannot
-      // send what was not checked, nor trace other values than those sent.
-      // (By name rather than spread: a spec's fields may be getters of its class.)
       let shape
       let spec
       try {
         shape = specShape(given)
-        // No spec object: its fields read as absent, as those of a spec from untyped code may be (refused before use).
-        const read = typeof given === "object" && given !== null ? given : {} as typeof given
-        spec = {
-          method: read.method,
-          path: read.path,
-          query: read.query,
-          body: read.body,
-          bodySchema: read.bodySchema,
-          response: read.response,
-          safe: read.safe,
-          name: read.name,
-          check: read.check
-        }
+        spec = readSpec(given)
       } catch (defect) {
-        // A spec that cannot be read (a getter that throws, a revoked Proxy): a defect of the effect, not thrown here.
+        // A spec that cannot be read: a defect of the effect, not thrown here.
         return Effect.die(defect)
       }
       // The spec's check is given the value alone, as documented (the answer's headers are for effect-fin's own).
@@ -615,7 +732,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         const endedAs = (outcome: string) =>
           Effect.zipRight(
             Http.annotateOutcome(0, outcome, undefined),
-            Metric.increment(requestsBy(name, outcome, undefined))
+            Metric.increment(Metrics.requestsBy(name, outcome, undefined))
           )
         const refused = (error: RequestValidationError) => endedAs(error._tag)
         yield* Effect.tapError(shape, refused)
@@ -630,273 +747,30 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // A schema that throws (a transform's own bug, an invalid Date's toISOString) is a defect, counted as one.
         const encoded = spec.bodySchema === undefined
           ? Either.right(spec.body)
-          : yield* Effect.tapDefect(Effect.sync(() => encodedBody(spec.bodySchema!, spec.body)), () => endedAs("defect"))
-        const body = yield* Effect.tapError(Either.flatMap(encoded, jsonBody), refused)
+          : yield* Effect.tapDefect(
+            Effect.sync(() => RequestBody.encodedBody(spec.bodySchema!, spec.body)),
+            () => endedAs("defect")
+          )
+        const body = yield* Effect.tapError(Either.flatMap(encoded, RequestBody.jsonBody), refused)
         const query = yield* Effect.tapError(queryString(spec.query), refused)
         // Its values written REDACTED, as OpenTelemetry has it for a URL's sensitive ones: each may be personal data.
         if (pathValid && query !== "") {
           yield* Spans.annotateOwn({ "url.full": config.baseUrl + spec.path + keysOf(query) })
         }
-        const operation = `${spec.method} ${spec.path}`
-        const url = config.baseUrl + spec.path + query
-        const decode = Http.decoderFor(spec.response)
         const safe = spec.safe ?? spec.method === "GET"
-        // Measured on monotonic time, as the timers are: the wall clock may be set back during the call.
-        const started = yield* Monotonic.millis
-        const deadlineAt = Monotonic.plus(started, options.deadline)
-        let attempts = 0
-        let status = 0
-        // The operation's retry budget: a retry it counted is given back if the call ends before sending it (its
-        // caller gave up during the backoff, its token or slot never came), and a refusal goes on the span.
-        const budget = safe ? budgetOf?.(name) : undefined
-        const budgetState: BudgetState = { countedAt: undefined, refused: false }
-        // The status of the last answer: the span's status when the call then ends without one (the deadline cut the
-        // next attempt, a reset, a response schema that threw).
-        let lastStatus: number | undefined
-        const answered = (status: number) => {
-          lastStatus = status
-        }
-
-        // No timer of its own for the deadline (a fiber per call): every wait of the call is cut at it instead, the
-        // attempts (by their own timer: the deadline's when it comes first), the token step, the 401's invalidation;
-        // the retry policy's waits end before it. The error says which step the deadline cut when it was not an
-        // attempt: a wait for a token or a slot is not the service being slow at this request (which may never have
-        // been sent), and an on-call reader should not look for it there.
-        const deadlineError = () =>
-          new TimeoutError({
-            message: `${operation}: the call did not finish within its deadline of ${
-              Duration.format(options.deadline)
-            }${
-              waitingForToken
-                ? " (it was still waiting for an access token)"
-                : slotAskedAt !== undefined
-                ? ` (it was still waiting for one of the client's ${config.maxConcurrentRequests} request slots, ` +
-                  "maxConcurrentRequests: never sent)"
-                : ""
-            }`,
-            kind: "deadline",
-            timeout: options.deadline,
-            operation,
-            attempts
-          })
-
-        // The time spent waiting for tokens, on the span when a millisecond or more: a fetch shared with other callers
-        // is a child of the first one's span only, so another's span would show a gap with nothing in it.
-        let tokenAskedAt = 0
-        let tokenWait = 0
-        // The time spent waiting for a slot (`maxConcurrentRequests`), on the span likewise; `slotAskedAt` is set while
-        // the call waits for one, and stays set for one served only as its deadline came: either ended at that step.
-        let slotWait = 0
-        let slotAskedAt: number | undefined
-        // The token of the last request sent: the one a 401 refused.
-        let sentWith: Redacted.Redacted<string> | undefined
-        const send = (token: Redacted.Redacted<string>) =>
-          Effect.flatMap(Monotonic.millis, (now) => {
-            tokenWait += now - tokenAskedAt
-            if (slots === undefined) return sendNow(token, now)
-            slotAskedAt = now
-            // The wait for a slot is cut at the deadline; the attempt's own timeout starts once it has one.
-            return slots.withSlot(
-              (held) => Effect.flatMap(Monotonic.millis, (served) => {
-                // Served as its deadline came: it ended at the slot step all the same (its wait counted at the end).
-                if (Monotonic.reached(served, deadlineAt)) return Effect.fail(deadlineError())
-                slotWait += served - now
-                slotAskedAt = undefined
-                // The token was read before the wait: after a wait in line it is read again (at once when still
-                // fresh), so that a long line never sends one the client knows is due or expired.
-                // (Not once the client is closing: a call from an uninterruptible region goes on with the one it has.)
-                if (served === now || closed) return sendNow(token, served, held.keepUntil)
-                return Effect.flatMap(getToken, (fresh) =>
-                  Effect.flatMap(Monotonic.millis, (at) => {
-                    tokenWait += at - tokenAskedAt
-                    return sendNow(fresh, at, held.keepUntil)
-                  }))
-              }),
-              // Ended by the client's closing too: the attempts it waits on may be left to end on their own.
-              Http.cutAt(deadlineAt, deadlineError, closing)
-            )
-          })
-        const sendNow = (
-          token: Redacted.Redacted<string>,
-          now: number,
-          onLeft?: (fiber: Fiber.RuntimeFiber<unknown>) => void
-        ) => {
-          if (Monotonic.reached(now, deadlineAt)) return Effect.fail(deadlineError())
-          sentWith = token
-          attempts += 1
-          // A call's first request counts towards its operation's retry budget (the first one after an episode of
-          // refusals has passed also tells its end); a later one is the retry counted, sent now: nothing to give back.
-          const over = attempts === 1 ? budget?.sent(now) : undefined
-          if (attempts > 1) budgetState.countedAt = undefined
-          const sending = Http.execute(client, {
-            method: spec.method,
-            url,
-            headers: { ...baseHeaders, authorization: `Bearer ${Redacted.value(token)}` },
-            body,
-            decode,
-            check,
-            timeout: options.timeout,
-            kind: "attempt",
-            deadline: { left: Monotonic.between(now, deadlineAt), error: deadlineError },
-            operation,
-            attempt: attempts,
-            credentials: credentialsOf(Redacted.value(token), secret),
-            onStatus: answered,
-            closing,
-            onLeft
-          })
-          return over === undefined ? sending : Effect.zipRight(episodeOver(name, over), sending)
-        }
-
-        // Told this call's deadline, a shared token fetch that is to wait past it ends this call at once, with its
-        // error. `waitingForToken` stays set when the token step fails, dies or is cut by the deadline: the call then
-        // ended at the token step.
-        let waitingForToken = false
-        const getToken = Effect.flatMap(Monotonic.millis, (now) => {
-          // Already waiting when the 401's clear of the refused token came first: the wait counts from there.
-          if (!waitingForToken) tokenAskedAt = now
-          waitingForToken = true
-          return getBefore === undefined
-            ? Http.timeoutAt(tokens.get, deadlineAt, deadlineError)
-            : getBefore(deadlineAt, deadlineError)
-        }).pipe(
-          Effect.mapBoth({
-            onFailure: (error) => new Retry.NotRetryable(error),
-            onSuccess: (token) => {
-              waitingForToken = false
-              return token
-            }
-          })
-        )
-
-        // One scheduled attempt. The first 401 of the call clears that token and tries once more with a fresh one,
-        // outside `maxRetries`; a later 401 is final, so a revoked client can never loop. Its token is left for the
-        // next call's first 401 to clear: clearing it here would cost a client whose every token is refused a second
-        // token request a call, and hold the error back while a hanging store clears it.
-        let refreshed = false
-        const attempt = Effect.flatMap(getToken, (token) =>
-          send(token).pipe(
-            Effect.catchIf(
-              (e) => e._tag === "AuthenticationError" && e.status === 401 && !refreshed,
-              (refused) => {
-                refreshed = true
-                return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
-                  Effect.annotateLogs({ operation, status: 401 }),
-                  // On the span as a retry is (with no wait): else it shows a resend with nothing to say why.
-                  Effect.zipRight(Http.annotateRetry(refused, attempts)),
-                  // Clearing the refused token is the first part of getting a fresh one: a deadline that cuts it
-                  // ended the call at the token step (its message and `failed_step` say so), not in an attempt.
-                  Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {
-                    waitingForToken = true
-                    tokenAskedAt = now
-                    return Http.timeoutAt(tokens.invalidate(sentWith ?? token), deadlineAt, deadlineError)
-                  })),
-                  Effect.zipRight(getToken),
-                  Effect.flatMap(send)
-                )
-              }
-            )
-          ))
-
-        // Built by the first failure only, as the schedule is: a call that succeeds at once makes neither.
-        const policy = (): Retry.PolicyOptions<Retry.Retried> => ({
-          maxRetries: safe ? options.maxRetries : 0,
-          operation,
-          waitCap: config.maxRetryAfter,
-          timeLeft: Effect.map(Monotonic.millis, (now) => Monotonic.left(now, deadlineAt)),
-          allowed: budget === undefined ? undefined : retryAllowed(budget, name, operation, budgetState),
-          onRetry: (error, retry, until) =>
-            Effect.logDebug(
-              `effect-fin: retrying ${operation} after ${error._tag}${
-                error._tag === "ApiError" ? ` ${error.status}` : ""
-              } (retry ${retry} of ${options.maxRetries})`
-            ).pipe(
-              // The line's facts as annotations too, for a structured logger to filter on.
-              Effect.annotateLogs({ operation, error: error._tag, retry }),
-              Effect.zipRight(Metric.increment(retriesOf(name))),
-              // The resend it announces counts the one after a 401 too (`attempts` so far), as the span's does.
-              Effect.zipRight(Http.annotateRetry(error, attempts, until))
-            )
-        })
-
-        // The schedule comes into play once an attempt has failed: `Effect.retry` then sees that error first, at the
-        // same time, so it decides as it always did, and a call that succeeds at once never builds a schedule.
-        const retried = Effect.catchAll(attempt, (error) => {
-          let first: Retry.Retried | undefined = error
-          const again = Effect.suspend(() => {
-            if (first === undefined) return attempt
-            const e = first
-            first = undefined
-            return Effect.fail(e)
-          })
-          const retrying = Retry.retry(again, policy())
-          // Its waits end when the client closes, as its attempts do (which cannot stop a wait between them).
-          return closing === undefined
-            ? retrying
-            : Effect.checkInterruptible((interruptible) =>
-              interruptible ? Closing.interruptOnClose(retrying, closing) : retrying
-            )
-        })
-
-        const result = yield* retried.pipe(
-          Effect.map((success) => {
-            status = success.status
-            return success.value
-          }),
-          Effect.mapError((e): FinError => {
-            const error = e._tag === "NotRetryable" ? e.error : e
-            // Said in the error too: read in an application's log, `attempts: 1` alone would look like no retries.
-            return budgetState.refused
-              ? Retry.withMessage(error, `${error.message} (not retried: the retry budget of ${name} is spent)`)
-              : error
-          }),
-          // One step at the end: the span's outcome (a success, a failure, a defect or an interruption) and token
-          // wait, then the metrics.
-          Effect.onExit((exit) =>
-            Effect.flatMap(Monotonic.millis, (now) => {
-              if (budgetState.countedAt !== undefined) budget?.refund(budgetState.countedAt)
-              const failure = exit._tag === "Success" ? undefined : Cause.failureOption(exit.cause)
-              // No failure: an interruption, or a defect (a platform client or a response schema that threw).
-              const other = exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
-              const outcome = failure === undefined ? "success" : failure._tag === "Some" ? failure.value._tag : other
-              // A call that ended at its token step (its deadline, a fetch that failed, an interruption) waited until
-              // now: the wait that matters most.
-              const waited = tokenWait + (waitingForToken ? now - tokenAskedAt : 0)
-              const slotWaited = slotWait + (slotAskedAt === undefined ? 0 : now - slotAskedAt)
-              const extra = waited >= 1 || slotWaited >= 1
-                ? {
-                  ...(waited >= 1 ? { "effect_fin.token_wait_ms": Math.round(waited) } : {}),
-                  ...(slotWaited >= 1 ? { "effect_fin.slot_wait_ms": Math.round(slotWaited) } : {})
-                }
-                : undefined
-              const errorStatus = failure?._tag === "Some" ? Http.statusOf(failure.value) : undefined
-              // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span),
-              // not this operation's, which was maybe never sent.
-              const lastAnswer = failure === undefined ? status : waitingForToken ? lastStatus : errorStatus ?? lastStatus
-              // The count's status is the error's own where it has one (a token route's 503 too, as the caller sees
-              // it): a token service down counts as a 5xx, not as `none` or as the 401 that sent the call for a token.
-              const counted = errorStatus ?? lastAnswer
-              const metrics = Effect.zipRight(
-                Metric.update(latencyByOutcome(name)(outcome), now - started),
-                Metric.increment(requestsBy(name, outcome, counted))
-              )
-              if (failure === undefined) {
-                return Effect.zipRight(Http.annotateOutcome(attempts, "success", status, extra), metrics)
-              }
-              // An interrupted call failed at no step (its token wait says where it was).
-              const step = outcome === "interrupted"
-                ? extra
-                : waitingForToken
-                ? { ...extra, "effect_fin.failed_step": "token" }
-                : slotAskedAt !== undefined
-                ? { ...extra, "effect_fin.failed_step": "slot" }
-                : extra
-              const ended = budgetState.refused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
-              return Effect.zipRight(Http.annotateOutcome(attempts, outcome, lastAnswer, ended), metrics)
-            })
-          )
-        )
-        return result
+        const call = new Call(shared, {
+          name,
+          operation: `${spec.method} ${spec.path}`,
+          method: spec.method,
+          url: config.baseUrl + spec.path + query,
+          body,
+          decode: Http.decoderFor(spec.response),
+          check,
+          options,
+          safe,
+          budget: safe ? budgetOf?.(name) : undefined
+        }, yield* Monotonic.millis)
+        return yield* call.run()
       }).pipe(
         Effect.withSpan(`effect-fin.${name}`, {
           kind: "client",

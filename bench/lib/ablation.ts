@@ -30,7 +30,7 @@ export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
   "the call's span": [["HttpTransport.ts", /\.pipe\(\n\s*Effect\.withSpan\(`effect-fin\.\$\{name\}`[\s\S]*?\}\)\n\s*\)\n(\s*)\}/, "\n$1}"]],
   "the last step (span outcome, latency and count metrics)": [[
     "HttpTransport.ts",
-    /Effect\.onExit\(\(exit\) =>\n[\s\S]*?lastAnswer, ended\), metrics\)\n\s*\}\)\n\s*\)/,
+    "Effect.onExit((exit) => Effect.flatMap(Monotonic.millis, (now) => this.ended(exit, status, now)))",
     "(call) => call"
   ]],
   "the request's validation (FeeService schema)": [["FeeService.ts", "validate(request).pipe(", "Effect.succeed(request).pipe("]],
