@@ -11,7 +11,6 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -22,7 +21,6 @@ import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -37,7 +35,7 @@ import * as KnownTokens from "./internal/knownTokens.js"
 import { durationBoundaries, retriesOf } from "./internal/metrics.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
-import * as Timestamps from "./internal/timestamp.js"
+import * as TokenResponses from "./internal/tokenResponse.js"
 import * as TokenStoreGuard from "./internal/tokenStoreGuard.js"
 import * as Wiped from "./internal/wiped.js"
 import * as TokenStore from "./TokenStore.js"
@@ -79,9 +77,7 @@ export class TokenProvider extends Context.Tag("effect-fin/TokenProvider")<Token
  * @since 0.1.0
  * @category parsing
  */
-export const parseTimestamp = (text: string): number | undefined =>
-  // No text (a field missing from untyped JSON) is no timestamp either, rather than a TypeError.
-  typeof text === "string" ? Timestamps.toMillis(text.trim()) : undefined
+export const parseTimestamp: (text: string) => number | undefined = TokenResponses.parseTimestamp
 
 // A wait of the token fetch before it tries again (see `awaitShared`): its error, when it ends (on monotonic time), and
 // the deferred the next one is announced in.
@@ -91,43 +87,6 @@ interface RetryWait {
   readonly next: Deferred.Deferred<RetryWait>
 }
 
-// Whole milliseconds in the years 0000 to 9999 (what a decode gives), so that an `Arbitrary`'s values encode.
-const Millis = Schema.Number.annotations({ arbitrary: () => Timestamps.arbitraryMillis })
-
-const Timestamp = Schema.transformOrFail(Schema.String, Millis, {
-  strict: true,
-  decode: (text, _, ast) => {
-    const millis = parseTimestamp(text)
-    return millis === undefined ? ParseResult.fail(new ParseResult.Type(ast, text)) : ParseResult.succeed(millis)
-  },
-  // As the other timestamps are written (text the decode reads back, a year past 9999 included); a number that is no
-  // time at all (NaN, past a Date's range) is refused, not thrown as `toISOString`'s RangeError.
-  encode: (millis, _, ast) =>
-    Option.match(DateTime.make(millis), {
-      onNone: () => ParseResult.fail(new ParseResult.Type(ast, millis, "a time in epoch milliseconds")),
-      onSome: (dateTime) => Timestamps.encode(DateTime.toUtc(dateTime), ast)
-    })
-}).annotations({ title: "a timestamp like 2025-12-28 10:34:45+00 or ISO 8601" })
-
-// The access token goes into the Authorization header as `Bearer <token>`, which RFC 6750 spells in visible ASCII: one
-// with a blank, a control or another character (which undici or fetch refuse to send, or send mangled) is refused here,
-// not cached to fail every call until it expires; so is one past 8 KiB, which servers' header limits (Node's 16 KiB
-// for all of them) refuse with a 431 (a megabyte's token was sent, whole, with every call).
-const BEARER = /^[\x21-\x7e]{1,8192}$/
-const BearerToken = Schema.String.pipe(
-  Schema.pattern(BEARER),
-  Schema.annotations({ title: "a token of 1 to 8192 visible ASCII characters (no spaces)" })
-)
-
-// An optional field sent as null (as some serialisers write an absent one) is absent, not a failed token request.
-const TokenFields = Schema.Struct({
-  access_token: Schema.Redacted(BearerToken),
-  access_token_ttl: Timestamp,
-  refresh_token: Schema.optionalWith(Schema.Redacted(Schema.NonEmptyString), { nullable: true }),
-  refresh_token_ttl: Schema.optionalWith(Timestamp, { nullable: true }),
-  current_time: Schema.optionalWith(Timestamp, { nullable: true })
-})
-
 /**
  * The token response in either documented envelope (top level, or wrapped in `data`), decoded with the token
  * already `Redacted` and the timestamps as epoch milliseconds.
@@ -135,34 +94,7 @@ const TokenFields = Schema.Struct({
  * @since 0.1.0
  * @category schemas
  */
-export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: TokenFields })).pipe(
-  Schema.transform(Schema.typeSchema(TokenFields), {
-    strict: true,
-    decode: (response) => ("data" in response ? response.data : response),
-    encode: (fields) => fields
-  })
-)
-
-// `TokenResponse` (either envelope), with a failure told in the envelope the service used (`data` holding an object,
-// and no token, a null or an empty one at the top level), not also as the other's "data (missing)".
-const decodeTopLevel = Http.decoderFor(TokenFields)
-const decodeData = Http.decoderFor(Schema.Struct({ data: TokenFields }))
-// `at` is where the fields were, for an issue found in them afterwards (`data.access_token_ttl`).
-interface Located {
-  readonly fields: typeof TokenResponse.Type
-  readonly at: "" | "data."
-}
-const decodeUnwrapped: Http.Decoder<Located> = (json) =>
-  Either.map(decodeTopLevel(json), (fields) => ({ fields, at: "" as const }))
-const decodeWrapped: Http.Decoder<Located> = (json) =>
-  Either.map(decodeData(json), (response) => ({ fields: response.data, at: "data." as const }))
-const decodeTokenResponse: Http.Decoder<Located> = (json) => {
-  const wrapped = typeof json === "object" && json !== null && "data" in json && typeof json.data === "object" &&
-    json.data !== null && (!("access_token" in json) || json.access_token === null || json.access_token === "")
-  const [first, second] = wrapped ? [decodeWrapped, decodeUnwrapped] : [decodeUnwrapped, decodeWrapped]
-  const decoded = first(json)
-  return Either.isRight(decoded) ? decoded : Either.orElse(second(json), () => decoded)
-}
+export const TokenResponse = TokenResponses.TokenResponse
 
 interface Access {
   readonly token: Redacted.Redacted<string>
@@ -397,7 +329,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             url: config.baseUrl + path,
             headers,
             body: JSON.stringify(body),
-            decode: decodeTokenResponse,
+            decode: TokenResponses.decodeTokenResponse,
             // An answer already expired is refused as it comes, so its error says the attempts and request id.
             check: ({ at, fields }, answered) => {
               const { current_time = clock.unsafeCurrentTimeMillis() } = withServerTime(fields, answered, clock)
@@ -649,7 +581,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       Effect.flatMap(store.get(key), (stored) => {
         const token = Option.isSome(stored) ? Redacted.value(stored.value.accessToken) : undefined
         if (Option.isSome(stored)) knowPair(stored.value.accessToken, stored.value.refreshToken)
-        if (token === undefined || BEARER.test(token)) return Effect.succeed(stored)
+        if (token === undefined || TokenResponses.BEARER.test(token)) return Effect.succeed(stored)
         const said = ignoredStored === token
         ignoredStored = token
         return Effect.as(
@@ -1260,7 +1192,7 @@ export const layerStatic = (token: string | Redacted.Redacted<string>): Layer.La
     const redacted = Redacted.isRedacted(token) ? token as Redacted.Redacted<string> : Redacted.make(token)
     // A Redacted wiped holds no token: refused as one that cannot be sent, not with `Redacted.value`'s own Error.
     const value = Wiped.valueOf(redacted)
-    if (typeof value !== "string" || !BEARER.test(value)) {
+    if (typeof value !== "string" || !TokenResponses.BEARER.test(value)) {
       // Not quoted: it may be a real token.
       throw new Cause.IllegalArgumentException(
         "effect-fin: TokenProvider.layerStatic: the token is not one of 1 to 8192 visible ASCII characters (no spaces)"
