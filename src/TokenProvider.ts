@@ -28,6 +28,7 @@ import * as Closing from "./internal/closing.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import { detachedIfUninterruptible } from "./internal/detached.js"
 import * as Http from "./internal/http.js"
+import * as KeptAnswer from "./internal/keptAnswer.js"
 import * as KnownTokens from "./internal/knownTokens.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as Retry from "./internal/retry.js"
@@ -95,9 +96,6 @@ interface State {
   readonly refresh: Option.Option<Refresh>
   readonly pending: Option.Option<Deferred.Deferred<Redacted.Redacted<string>, FinError>>
 }
-
-// After a failed early refresh, how long the current token is used before the next refresh is tried.
-const REFRESH_PAUSE_MILLIS = 5_000
 
 // How many refused access tokens a provider remembers.
 const MAX_REFUSED = 16
@@ -185,41 +183,15 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       if (refusedAccess.size > MAX_REFUSED) refusedAccess.delete(refusedAccess.values().next().value!)
     }
 
-    // The last fetch failed with an answer that asked for a wait (its `Retry-After`, which the retries did not wait
-    // out, or refused credentials: `REFUSED_CREDENTIALS_HOLD`): until it has passed, a fetch sends nothing and fails
-    // with that answer, rather than each caller without a token sending the service another request. The store is
-    // still read: another process may have a token by then. Only a fetch's own success ends it early. `until` is
-    // monotonic: a wall clock set back must not lengthen the wait.
-    let quiet: { readonly until: number; readonly error: FinError } | undefined
-    // The kept answer as each caller gets it, the wait that is left as its `retryAfter` (a caller, or another process
-    // the failure is shared with, that honours it must not wait the whole of it again). Those handed out are
-    // remembered, so that failing with one does not start the wait again.
-    const handedOut = new WeakSet<FinError>()
-    // Kept answers another process handed out, as shared through the store: copies, not new answers of the service.
-    const copies = new WeakSet<FinError>()
-    // For a copy that carries no wait of its own (a refusal), the hold its sender had left.
-    const copyLeft = new WeakMap<FinError, Duration.Duration>()
-    // What a fiber failed with: under a span, `Effect.fail` hands on a proxy of the error (carrying the span), which
-    // neither set would know.
-    const original = (error: FinError): FinError => Cause.originalError(error)
-    // The wait kept, while it lasts.
-    const keptAt = (monotonic: number) =>
-      quiet !== undefined && !Monotonic.reached(monotonic, quiet.until) ? quiet : undefined
-    // A refusal held (it asked no wait) is handed out as it came: a `retryAfter` would tell callers to send it again.
-    const quietFailure = (kept: NonNullable<typeof quiet>, monotonic: number): FinError => {
-      const error = Retry.retryAfterOf(kept.error) === undefined
-        ? kept.error
-        : Retry.withRetryAfter(kept.error, Monotonic.between(monotonic, kept.until))
-      handedOut.add(error)
-      return error
-    }
+    // The wait the last failed fetch's answer asked for, kept; the failures handed out as its answer.
+    const answers = KeptAnswer.make(config.maxRetryAfter)
 
     // A token the service hands out again is good again.
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
       Effect.flatMap(Monotonic.millis, (monotonic) => {
-        const kept = keptAt(monotonic)
+        const kept = answers.keptAt(monotonic)
         return kept !== undefined
-          ? Effect.fail(quietFailure(kept, monotonic))
+          ? Effect.fail(answers.quietFailure(kept, monotonic))
           : Effect.tap(
             Option.isSome(previous) && now < previous.value.usableUntil &&
               Redacted.value(previous.value.token) !== endpoint.refusedRefresh
@@ -228,7 +200,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
             (pair) =>
               Effect.sync(() => {
                 refusedAccess.delete(Redacted.value(pair.access.token))
-                quiet = undefined
+                answers.end()
               })
           )
       })
@@ -291,8 +263,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         const pair = yield* fetch(refresh, now).pipe(
           Effect.tapError((error) =>
             Effect.map(Monotonic.millis, (monotonic) => {
-              const kept = handedOut.has(original(error))
-              const held = kept && Retry.retryAfterOf(error) === undefined ? keptAt(monotonic) : undefined
+              const kept = answers.handedOut.has(KeptAnswer.original(error))
+              const held = kept && Retry.retryAfterOf(error) === undefined ? answers.keptAt(monotonic) : undefined
               const left = held === undefined
                 ? {}
                 : { left: Duration.toMillis(Monotonic.between(monotonic, held.until)) }
@@ -343,12 +315,12 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           waitedFor.has(f.owner)
             ? Option.flatMap(decodeFailure(f.error), (recorded) => {
               if (recorded.kept === true) {
-                copies.add(recorded.error)
+                answers.copies.add(recorded.error)
                 // No more than a refusal is held for: a record written by someone else (a store without its MAC)
                 // must not hold this process for good.
                 if (recorded.left !== undefined) {
                   const left = Duration.millis(Math.max(0, recorded.left))
-                  copyLeft.set(recorded.error, Duration.min(left, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
+                  answers.copyLeft.set(recorded.error, Duration.min(left, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
                 }
               }
               return Option.some(recorded.error)
@@ -499,7 +471,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                 onSome: (pair) =>
                   Effect.flatMap(Monotonic.millis, (monotonic) =>
                     refreshFailed(TokenEndpoint.failedBy(cause)).pipe(
-                      Effect.as(goOnWith(pair, now, quietAfter(cause, monotonic)))
+                      Effect.as(goOnWith(pair, now, answers.quietAfter(cause, monotonic)))
                     ))
               }))
           )
@@ -536,49 +508,10 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       true
     )
 
-    const pauseRefresh = (failedAt: number, pause = REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
+    const pauseRefresh = (failedAt: number, pause = KeptAnswer.REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
       refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + pause))
     })
-
-    // After a failed fetch: the wait its answer asked for is kept (`quiet`), unless the failure is a kept answer
-    // handed out (no request was sent), for `maxRetryAfter` at most (a wait of days, a maintenance page's or a date
-    // from a clock set wrong, must not fail every call for days after the service is back); the pause before the next
-    // refresh, at least that wait.
-    const quietAfter = (cause: Cause.Cause<FinError>, monotonic: number): number => {
-      const failure = Option.getOrUndefined(Option.map(Cause.failureOption(cause), original))
-      // A wait still running is not ended by a failure that comes meanwhile (this process sent nothing: one shared
-      // by another process through the store) asking no wait, nor lengthened by a copy of a kept answer handed back
-      // and forth between processes, each read a little after it was made; a new answer asking a longer wait (the
-      // service told another process to come back later) lengthens it.
-      const running = keptAt(monotonic)
-      if (failure !== undefined && !handedOut.has(failure) && !(running !== undefined && copies.has(failure))) {
-        // A refused refresh token is followed by an issue: a fetch that fails with a refusal had its credentials
-        // refused. Such a refusal is held for the second at least, whatever its `Retry-After` (0, a date past) and
-        // `maxRetryAfter` say: it is not a wait the service asked for. A copy of a kept refusal holds for what its
-        // sender had left, not a whole second again (copies handed back and forth would otherwise hold both processes
-        // for ever); one that does not say is not held.
-        // A copy of a refusal that asked a wait carries what its sender had left as `retryAfter`: held for that, up to
-        // the second, whatever `maxRetryAfter` (as a refusal is).
-        const capped = TokenEndpoint.heldWait(failure, config.maxRetryAfter)
-        const asked = Retry.retryAfterOf(failure)
-        const hold = copies.has(failure)
-          ? TokenEndpoint.isRefusal(failure) && capped !== undefined && asked !== undefined
-            ? Duration.max(capped, Duration.min(asked, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
-            : capped ?? copyLeft.get(failure)
-          : TokenEndpoint.isRefusal(failure)
-          ? Duration.max(capped ?? Duration.zero, TokenEndpoint.REFUSED_CREDENTIALS_HOLD)
-          : capped
-        const until = hold === undefined ? undefined : Monotonic.plus(monotonic, hold)
-        if (running === undefined || (until !== undefined && until > running.until)) {
-          quiet = until === undefined ? undefined : { until, error: failure }
-        }
-      }
-      return Math.max(
-        REFRESH_PAUSE_MILLIS,
-        quiet === undefined ? 0 : Duration.toMillis(Monotonic.between(monotonic, quiet.until))
-      )
-    }
 
     // The end of a fetch: its pair becomes the state, or, failing, the state keeps a usable token (for a pause before
     // the next try, rather than each caller waiting through a failing refresh); failures are not cached, but for the
@@ -593,7 +526,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         storedDue = undefined
         const now = yield* Clock.currentTimeMillis
         const monotonic = yield* Monotonic.millis
-        const pause = Exit.isFailure(exit) ? quietAfter(exit.cause, monotonic) : REFRESH_PAUSE_MILLIS
+        const pause = Exit.isFailure(exit) ? answers.quietAfter(exit.cause, monotonic) : KeptAnswer.REFRESH_PAUSE_MILLIS
         yield* SynchronizedRef.update(ref, (latest): State =>
           Exit.isSuccess(exit)
             ? {
@@ -619,11 +552,11 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
         // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
         // first callers are told the wait kept (a `Retry-After` of two minutes is asked again after `maxRetryAfter`),
         // and callers that took another process's failure meanwhile are told this process's wait.
-        const kept = keptAt(monotonic)
+        const kept = answers.keptAt(monotonic)
         yield* Deferred.done(
           deferred,
           Exit.map(
-            Exit.mapError(exit, (error) => kept !== undefined ? quietFailure(kept, monotonic) : error),
+            Exit.mapError(exit, (error) => kept !== undefined ? answers.quietFailure(kept, monotonic) : error),
             (pair) => pair.access.token
           )
         )
