@@ -181,7 +181,7 @@ export const withOptions: {
     Effect.locallyWith(self, currentOptions, (current) => {
       // From untyped code, no object at all (`undefined` read from a config file, a bare number): refused at each call
       // inside, as an override of another name is, not a TypeError here nor no override without a word.
-      const notAnObject = CallOptionsInternal.notAnObject(options)
+      const notAnObject = OptionNames.notAnObject(options)
       if (notAnObject !== undefined) return { ...current, [CallOptionsInternal.NOT_AN_OBJECT]: notAnObject }
       const given = options as Readonly<Record<string, unknown>>
       const taken: Array<readonly [string, unknown]> = []

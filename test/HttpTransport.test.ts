@@ -1844,7 +1844,13 @@ describe("HttpTransport", () => {
 
   it.effect("overrides that are no object (from untyped code) are a RequestValidationError, not a defect", () =>
     Effect.gen(function*() {
-      for (const [given, words] of [[undefined, "undefined"], [null, "null"], [5000, "number"], ["5 seconds", "string"]] as const) {
+      for (const [given, words] of [
+        [undefined, "undefined"],
+        [null, "null"],
+        [5000, "a number"],
+        ["5 seconds", "a string"],
+        [[{ timeout: "1 second" }], "an array"]
+      ] as const) {
         const error = yield* Effect.flip(calculate.pipe(HttpTransport.withOptions(given as unknown as HttpTransport.CallOptions)))
         expect(error).toMatchObject({
           _tag: "RequestValidationError",

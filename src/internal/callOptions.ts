@@ -43,10 +43,6 @@ const NAMES: { readonly [K in keyof CallOptions]-?: true } = { timeout: true, de
  */
 export const NOT_AN_OBJECT: unique symbol = Symbol.for("effect-fin/HttpTransport/notAnObject")
 
-/** What `withOptions` was given, in words, when it is no object of options; undefined when it is one. */
-export const notAnObject = (options: unknown): string | undefined =>
-  typeof options === "object" && options !== null ? undefined : options === null ? "null" : typeof options
-
 /**
  * Whether `options` (`currentCallOptions`) override nothing: every option left undefined, and no mark of overrides that
  * were no object (a symbol key, which `Object.keys` and `Object.values` do not see), which `resolve` refuses.
