@@ -33,11 +33,10 @@ const latency = Metric.histogram(
   "Duration of whole calls (retries included) in milliseconds, by operation and outcome"
 )
 
-// Tagged metrics are made once per operation (and outcome), not on every call: `Metric.tagged` builds and hashes a
-// new key each time. Both labels of a request count or duration go on in one step: a metric tagged twice merges its
-// label lists into a new array on every update, which misses Effect's per-label-list cache and builds and hashes the
-// key again.
-// `metric` tagged with an operation and an outcome, each pair made once.
+// `metric` tagged with an operation and an outcome, each pair made once, not on every call: `Metric.tagged` builds and
+// hashes a new key each time. Both labels of a request count or duration go on in one step: a metric tagged twice
+// merges its label lists into a new array on every update, which misses Effect's per-label-list cache and builds and
+// hashes the key again.
 const byOutcome = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
   memo((name) =>
     memo((outcome) =>

@@ -16,7 +16,7 @@ const refusedRetries = Metric.counter("effect_fin_retries_refused_total", {
   description: "Retries that the client's retry budget refused, by operation",
   incremental: true
 })
-// Made once per operation (see `requestsBy` in ./metrics.ts).
+// Made once per operation, not on every call (see `byOutcome` in ./metrics.ts).
 const refusedRetriesOf = memo((name) => Metric.tagged(refusedRetries, "operation", name))
 
 /** The end of an episode of refusals, told once a whole window has passed with none. */

@@ -14,8 +14,8 @@ import * as Monotonic from "./monotonic.js"
 import * as Retry from "./retry.js"
 
 /**
- * A wait of the token fetch before it tries again (see `TokenProvider`'s `awaitShared`): its error, when it ends (on
- * monotonic time), and the deferred the next one is announced in.
+ * A wait of the token fetch before it tries again (see `pastDeadline`): its error, when it ends (on monotonic time),
+ * and the deferred the next one is announced in.
  */
 export interface RetryWait {
   readonly error: FinError
@@ -26,7 +26,7 @@ export interface RetryWait {
 /** A provider's announced waits; `waiting` is cleared when the fetch tries again or ends. */
 export interface Waits {
   // While the fetch waits to try again: the failure it retries and when its next try starts. Each wait is announced
-  // to the callers waiting on the fetch, so that one whose deadline comes first ends at once (`awaitShared`).
+  // to the callers waiting on the fetch, so that one whose deadline comes first ends at once (`pastDeadline`).
   waiting: RetryWait | undefined
   announce: Deferred.Deferred<RetryWait>
 }

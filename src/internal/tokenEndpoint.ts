@@ -393,9 +393,6 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
       })
     )
 
-  // The last fetch failed with an answer that asked for a wait (its `Retry-After`, which the retries did not wait
-  // out, or refused credentials: `REFUSED_CREDENTIALS_HOLD`): until it has passed, a fetch sends nothing and fails
-  // with that answer, rather than each caller without a token sending the service another request. The store is
   const endpoint: Endpoint = { issue, refresh, refusedRefresh: undefined }
   return endpoint
 }
