@@ -161,7 +161,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           ? Effect.fail(answers.quietFailure(kept, monotonic))
           : Effect.tap(
             Option.isSome(previous) && now < previous.value.usableUntil &&
-              Redacted.value(previous.value.token) !== endpoint.refusedRefresh
+              Redacted.value(previous.value.token) !== endpoint.refusedRefresh()
               ? endpoint.refresh(previous.value)
               : endpoint.issue,
             (pair) =>

@@ -173,7 +173,7 @@ export interface Endpoint {
    * The last refresh token the service refused: when the issue that followed failed too, the state (or the shared
    * store) still holds it, and the next fetch must not spend a call on it again.
    */
-  refusedRefresh: string | undefined
+  readonly refusedRefresh: () => string | undefined
 }
 
 /** The token requests of a provider built with `deps`. */
@@ -351,6 +351,8 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
       (!isRefusal(f) || Duration.greaterThanOrEqualTo(held, REFUSED_CREDENTIALS_HOLD))
   }
 
+  // The last refresh token the service refused (see `Endpoint`), set by `refresh`.
+  let refusedRefresh: string | undefined
   const refresh = ({ token, usableUntil }: Refresh) =>
     Effect.gen(function*() {
       yield* Effect.logDebug("effect-fin: refreshing the access token")
@@ -379,7 +381,7 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
       // held for less.
       Effect.catchAll((e) => {
         const refused = isRefusal(e)
-        if (refused) endpoint.refusedRefresh = Redacted.value(token)
+        if (refused) refusedRefresh = Redacted.value(token)
         return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
           Effect.zipRight(refused ? issue : issueWith(0)),
           Effect.mapError((f) =>
@@ -393,6 +395,5 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
       })
     )
 
-  const endpoint: Endpoint = { issue, refresh, refusedRefresh: undefined }
-  return endpoint
+  return { issue, refresh, refusedRefresh: () => refusedRefresh }
 }

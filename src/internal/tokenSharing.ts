@@ -187,7 +187,7 @@ export const make = (
   ) => {
     const refused = Option.filter(
       stored,
-      (tokens) => tokens.refreshToken !== undefined && Redacted.value(tokens.refreshToken) === endpoint.refusedRefresh
+      (tokens) => tokens.refreshToken !== undefined && Redacted.value(tokens.refreshToken) === endpoint.refusedRefresh()
     )
     return Option.match(refused, {
       onNone: () => Effect.void,
