@@ -32,19 +32,18 @@ export interface KeptAnswer {
   readonly quietAfter: (cause: Cause.Cause<FinError>, monotonic: number) => number
   /** Ends the wait: a fetch's own success. */
   readonly end: () => void
-  /** Failures handed out as the kept answer. */
-  readonly handedOut: WeakSet<FinError>
-  /** Kept answers another process handed out, read from the store. */
-  readonly copies: WeakSet<FinError>
-  /** For a copy that carries no wait of its own (a refusal), the hold its sender had left. */
-  readonly copyLeft: WeakMap<FinError, Duration.Duration>
+  /** Whether `error` (as a fiber failed with it) is the kept answer as this provider handed it out. */
+  readonly isHandedOut: (error: FinError) => boolean
+  /**
+   * Takes `error`, read from the store, as a kept answer another process handed out: a copy, not a new answer of the
+   * service; `left`, for one that carries no wait of its own (a refusal), the hold its sender had left.
+   */
+  readonly recordCopy: (error: FinError, left: Duration.Duration | undefined) => void
 }
 
-/**
- * What a fiber failed with: under a span, `Effect.fail` hands on a proxy of the error (carrying the span), which
- * neither set would know.
- */
-export const original = (error: FinError): FinError => Cause.originalError(error)
+// What a fiber failed with: under a span, `Effect.fail` hands on a proxy of the error (carrying the span), which
+// neither set would know.
+const original = (error: FinError): FinError => Cause.originalError(error)
 
 /** No wait kept yet; waits asked for are kept for `maxRetryAfter` at most. */
 export const make = (maxRetryAfter: Duration.Duration): KeptAnswer => {
@@ -117,5 +116,14 @@ export const make = (maxRetryAfter: Duration.Duration): KeptAnswer => {
     quiet = undefined
   }
 
-  return { keptAt, quietFailure, quietAfter, end, handedOut, copies, copyLeft }
+  const isHandedOut = (error: FinError) => handedOut.has(original(error))
+
+  const recordCopy = (error: FinError, left: Duration.Duration | undefined) => {
+    copies.add(error)
+    // No more than a refusal is held for: a record written by someone else (a store without its MAC) must not hold
+    // this process for good.
+    if (left !== undefined) copyLeft.set(error, Duration.min(left, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
+  }
+
+  return { keptAt, quietFailure, quietAfter, end, isHandedOut, recordCopy }
 }

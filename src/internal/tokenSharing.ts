@@ -15,7 +15,7 @@ import * as Schema from "effect/Schema"
 import type * as FinConfig from "../FinConfig.js"
 import { type FinError, FinError as FinErrorSchema } from "../FinError.js"
 import * as TokenStore from "../TokenStore.js"
-import * as KeptAnswer from "./keptAnswer.js"
+import type * as KeptAnswer from "./keptAnswer.js"
 import * as Monotonic from "./monotonic.js"
 import * as Retry from "./retry.js"
 import * as TokenEndpoint from "./tokenEndpoint.js"
@@ -150,7 +150,7 @@ export const make = (
       const pair = yield* fetch(refresh, now).pipe(
         Effect.tapError((error) =>
           Effect.map(Monotonic.millis, (monotonic) => {
-            const kept = answers.handedOut.has(KeptAnswer.original(error))
+            const kept = answers.isHandedOut(error)
             const held = kept && Retry.retryAfterOf(error) === undefined ? answers.keptAt(monotonic) : undefined
             const left = held === undefined
               ? {}
@@ -206,13 +206,10 @@ export const make = (
         waitedFor.has(f.owner)
           ? Option.flatMap(decodeFailure(f.error), (recorded) => {
             if (recorded.kept === true) {
-              answers.copies.add(recorded.error)
-              // No more than a refusal is held for: a record written by someone else (a store without its MAC)
-              // must not hold this process for good.
-              if (recorded.left !== undefined) {
-                const left = Duration.millis(Math.max(0, recorded.left))
-                answers.copyLeft.set(recorded.error, Duration.min(left, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
-              }
+              answers.recordCopy(
+                recorded.error,
+                recorded.left === undefined ? undefined : Duration.millis(Math.max(0, recorded.left))
+              )
             }
             return Option.some(recorded.error)
           })
