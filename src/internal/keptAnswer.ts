@@ -1,7 +1,9 @@
 /**
  * The wait a failed token fetch's answer asked for, kept: until it has passed, a fetch sends nothing and fails with
  * that answer (the wait that is left as its `retryAfter`); and which failures are such kept answers, or copies of
- * another process's, so that handing one out does not start the wait again.
+ * another process's, so that handing one out does not start the wait again. With it, the rules of what a failed fetch
+ * waits: which answers are refusals, the wait an answer asked for as it is kept, the hold of refused credentials, and
+ * the pause before the next refresh.
  *
  * @internal
  */
@@ -11,10 +13,35 @@ import * as Option from "effect/Option"
 import type { FinError } from "../FinError.js"
 import * as Monotonic from "./monotonic.js"
 import * as Retry from "./retry.js"
-import * as TokenEndpoint from "./tokenEndpoint.js"
 
 /** After a failed early refresh, how long the current token is used before the next refresh is tried. */
 export const REFRESH_PAUSE_MILLIS = 5_000
+
+/**
+ * The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is
+ * refused again. On the refresh route, the refresh token; on the issue route, the client's credentials (OAuth servers
+ * answer 400 `invalid_client` too); its page lost on the way too (a TransportError with its status): the head refused.
+ */
+export const isRefusal = (error: FinError): boolean =>
+  error._tag === "AuthenticationError" ||
+  ((error._tag === "ApiError" || error._tag === "TransportError") && error.status !== undefined &&
+    error.status >= 400 && error.status < 500 && !Retry.isRetryable(error))
+
+/**
+ * The wait `error` asked for, as it is kept (`maxRetryAfter` at most); none if it asked none.
+ */
+export const heldWait = (error: FinError, maxRetryAfter: Duration.Duration): Duration.Duration | undefined => {
+  const asked = Retry.retryAfterOf(error)
+  return asked === undefined ? undefined : Duration.min(asked, maxRetryAfter)
+}
+
+/**
+ * After the service refused the client's credentials (`isRefusal`, on the issue route), how long fetches fail with that
+ * answer without asking again: a revoked secret costs one token request a second, not one per call, against a service
+ * that may lock out credentials after failed attempts; short, so that a passing refusal costs little. Not a wait the
+ * service asked for: `maxRetryAfter` does not shorten it.
+ */
+export const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
 /** A wait kept: until when (monotonic), and the answer that asked for it. */
 export interface Quiet {
@@ -92,14 +119,14 @@ export const make = (maxRetryAfter: Duration.Duration): KeptAnswer => {
       // for ever); one that does not say is not held.
       // A copy of a refusal that asked a wait carries what its sender had left as `retryAfter`: held for that, up to
       // the second, whatever `maxRetryAfter` (as a refusal is).
-      const capped = TokenEndpoint.heldWait(failure, maxRetryAfter)
+      const capped = heldWait(failure, maxRetryAfter)
       const asked = Retry.retryAfterOf(failure)
       const hold = copies.has(failure)
-        ? TokenEndpoint.isRefusal(failure) && capped !== undefined && asked !== undefined
-          ? Duration.max(capped, Duration.min(asked, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
+        ? isRefusal(failure) && capped !== undefined && asked !== undefined
+          ? Duration.max(capped, Duration.min(asked, REFUSED_CREDENTIALS_HOLD))
           : capped ?? copyLeft.get(failure)
-        : TokenEndpoint.isRefusal(failure)
-        ? Duration.max(capped ?? Duration.zero, TokenEndpoint.REFUSED_CREDENTIALS_HOLD)
+        : isRefusal(failure)
+        ? Duration.max(capped ?? Duration.zero, REFUSED_CREDENTIALS_HOLD)
         : capped
       const until = hold === undefined ? undefined : Monotonic.plus(monotonic, hold)
       if (running === undefined || (until !== undefined && until > running.until)) {
@@ -122,7 +149,7 @@ export const make = (maxRetryAfter: Duration.Duration): KeptAnswer => {
     copies.add(error)
     // No more than a refusal is held for: a record written by someone else (a store without its MAC) must not hold
     // this process for good.
-    if (left !== undefined) copyLeft.set(error, Duration.min(left, TokenEndpoint.REFUSED_CREDENTIALS_HOLD))
+    if (left !== undefined) copyLeft.set(error, Duration.min(left, REFUSED_CREDENTIALS_HOLD))
   }
 
   return { keptAt, quietFailure, quietAfter, end, isHandedOut, recordCopy }

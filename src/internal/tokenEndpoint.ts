@@ -17,6 +17,7 @@ import * as Redacted from "effect/Redacted"
 import type * as FinConfig from "../FinConfig.js"
 import type { FinError } from "../FinError.js"
 import * as Http from "./http.js"
+import * as KeptAnswer from "./keptAnswer.js"
 import * as KnownTokens from "./knownTokens.js"
 import { durationBoundaries, retriesOf } from "./metrics.js"
 import * as Monotonic from "./monotonic.js"
@@ -43,14 +44,6 @@ export interface Pair {
   readonly access: Access
   readonly refresh: Option.Option<Refresh>
 }
-
-/**
- * After the service refused the client's credentials (`isRefusal`, on the issue route), how long fetches fail with that
- * answer without asking again: a revoked secret costs one token request a second, not one per call, against a service
- * that may lock out credentials after failed attempts; short, so that a passing refusal costs little. Not a wait the
- * service asked for: `maxRetryAfter` does not shorten it.
- */
-export const REFUSED_CREDENTIALS_HOLD = Duration.seconds(1)
 
 // What an issue refused for its credentials adds for the operator: the service's own words do not say what to check.
 // (The command line and `FinClient.layerFromEnv` read them as FIN_CLIENT_ID and FIN_CLIENT_SECRET.)
@@ -87,16 +80,6 @@ const refreshFailedToo = (refresh: FinError): string => {
   })`
 }
 
-/**
- * The service refused the request on its merits (a 401, another 4xx but 408 and 429): sent again as it is, it is
- * refused again. On the refresh route, the refresh token; on the issue route, the client's credentials (OAuth servers
- * answer 400 `invalid_client` too); its page lost on the way too (a TransportError with its status): the head refused.
- */
-export const isRefusal = (error: FinError): boolean =>
-  error._tag === "AuthenticationError" ||
-  ((error._tag === "ApiError" || error._tag === "TransportError") && error.status !== undefined &&
-    error.status >= 400 && error.status < 500 && !Retry.isRetryable(error))
-
 const tokenRequests = Metric.counter("effect_fin_token_requests_total", {
   description: "Token issue and refresh calls made by effect-fin",
   incremental: true
@@ -128,14 +111,6 @@ export const knowPair = (
 ) => {
   known.add(Redacted.value(access))
   if (refresh !== undefined) known.add(Redacted.value(refresh))
-}
-
-/**
- * The wait `error` asked for, as it is kept (`maxRetryAfter` at most); none if it asked none.
- */
-export const heldWait = (error: FinError, maxRetryAfter: Duration.Duration): Duration.Duration | undefined => {
-  const asked = Retry.retryAfterOf(error)
-  return asked === undefined ? undefined : Duration.min(asked, maxRetryAfter)
 }
 
 const expired = (at: string) => [
@@ -346,9 +321,9 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
   // shorter than the refusal's hold. Never a refused refresh token (a 401 with `Retry-After`): it says nothing of the
   // issue route, whose own failure (an outage, refused credentials and their hint) is the fetch's.
   const keepsRefreshWait = (e: FinError, f: FinError): boolean => {
-    const held = heldWait(e, config.maxRetryAfter)
-    return held !== undefined && !isRefusal(e) && Retry.retryAfterOf(f) === undefined &&
-      (!isRefusal(f) || Duration.greaterThanOrEqualTo(held, REFUSED_CREDENTIALS_HOLD))
+    const held = KeptAnswer.heldWait(e, config.maxRetryAfter)
+    return held !== undefined && !KeptAnswer.isRefusal(e) && Retry.retryAfterOf(f) === undefined &&
+      (!KeptAnswer.isRefusal(f) || Duration.greaterThanOrEqualTo(held, KeptAnswer.REFUSED_CREDENTIALS_HOLD))
   }
 
   // The last refresh token the service refused (see `Endpoint`), set by `refresh`.
@@ -380,7 +355,7 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
       // going every 5 s; but refused credentials, held for their second with their hint, win over a refresh's wait
       // held for less.
       Effect.catchAll((e) => {
-        const refused = isRefusal(e)
+        const refused = KeptAnswer.isRefusal(e)
         if (refused) refusedRefresh = Redacted.value(token)
         return Effect.logDebug(`effect-fin: the refresh failed (${e._tag}); issuing a new token`).pipe(
           Effect.zipRight(refused ? issue : issueWith(0)),
