@@ -2,20 +2,26 @@
  * The tokens a token provider of this library got lately (access and refresh tokens, fetched or read from its store),
  * kept by service object as `DeadlineAware` keeps its `get`: every call of its client redacts them all from the
  * service's words, not only the one it sends (an API call's error page that dumps the session's refresh token, a
- * refresh's that quotes the access token it replaces).
+ * refresh's that quotes the access token it replaces). A provider adds each pair it fetches or reads (`knowPair`).
  *
  * @internal
  */
+import * as Redacted from "effect/Redacted"
 import * as ByService from "./byService.js"
 
 // The pair in use, the pair before it, and a few more (tokens another process stored, refused ones).
 const KEPT = 8
 
-/** The tokens seen last (at most 8, the newest kept), and a function adding one. */
-export const make = (): {
+/** A provider's tokens seen last, redacted from every call's error (see `TokenProvider`'s `known`). */
+export interface Known {
+  /** Adds `token` as the newest (the empty string is no token). */
   readonly add: (token: string) => void
+  /** The tokens seen last, the newest last. */
   readonly all: () => ReadonlyArray<string>
-} => {
+}
+
+/** The tokens seen last (at most 8, the newest kept), and a function adding one. */
+export const make = (): Known => {
   const seen = new Set<string>()
   // Made again only when a token is added: every call reads it.
   let all: ReadonlyArray<string> = []
@@ -31,6 +37,16 @@ export const make = (): {
     },
     all: () => all
   }
+}
+
+/** Makes `access` and `refresh` known, to be redacted as the session's. */
+export const knowPair = (
+  known: Known,
+  access: Redacted.Redacted<string>,
+  refresh: Redacted.Redacted<string> | undefined
+) => {
+  known.add(Redacted.value(access))
+  if (refresh !== undefined) known.add(Redacted.value(refresh))
 }
 
 /**

@@ -100,19 +100,6 @@ export const failedBy = (cause: Cause.Cause<FinError>): string =>
     onSome: (error) => error._tag
   })
 
-/** The provider's tokens, redacted from every call's error (see `TokenProvider`'s `known`). */
-export type Known = ReturnType<typeof KnownTokens.make>
-
-/** Makes `access` and `refresh` known, to be redacted as the session's. */
-export const knowPair = (
-  known: Known,
-  access: Redacted.Redacted<string>,
-  refresh: Redacted.Redacted<string> | undefined
-) => {
-  known.add(Redacted.value(access))
-  if (refresh !== undefined) known.add(Redacted.value(refresh))
-}
-
 const expired = (at: string) => [
   { path: `${at}access_token_ttl`, expected: "a time after current_time (without it, the answer's Date, or now)" }
 ]
@@ -134,7 +121,7 @@ const withServerTime = (
 export interface Deps {
   readonly config: FinConfig.Resolved
   readonly client: Http.Client
-  readonly known: Known
+  readonly known: KnownTokens.Known
   readonly waits: RetryWaits.Waits
 }
 
@@ -274,7 +261,7 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
   }
 
   const toState = Effect.fn(function*(response: typeof TokenResponses.TokenResponse.Type) {
-    knowPair(known, response.access_token, response.refresh_token)
+    KnownTokens.knowPair(known, response.access_token, response.refresh_token)
     const now = yield* Clock.currentTimeMillis
     // Lifetimes are measured on the server's clock (`current_time`, or the answer's `Date`) and applied to ours: this
     // corrects skew.

@@ -16,9 +16,10 @@ import type * as FinConfig from "../FinConfig.js"
 import { type FinError, FinError as FinErrorSchema } from "../FinError.js"
 import * as TokenStore from "../TokenStore.js"
 import type * as KeptAnswer from "./keptAnswer.js"
+import * as KnownTokens from "./knownTokens.js"
 import * as Monotonic from "./monotonic.js"
 import * as Retry from "./retry.js"
-import * as TokenEndpoint from "./tokenEndpoint.js"
+import type * as TokenEndpoint from "./tokenEndpoint.js"
 import * as TokenResponses from "./tokenResponse.js"
 
 type Pair = TokenEndpoint.Pair
@@ -61,7 +62,7 @@ export interface Deps {
   readonly config: FinConfig.Resolved
   /** The store key of the provider's credentials (`TokenStore.keyFor`). */
   readonly key: string
-  readonly known: TokenEndpoint.Known
+  readonly known: KnownTokens.Known
   readonly endpoint: TokenEndpoint.Endpoint
   readonly answers: KeptAnswer.KeptAnswer
   /** Whether the service refused the access token (`invalidate`). */
@@ -99,7 +100,7 @@ export const make = (
   const readStored = (store: TokenStore.Service) =>
     Effect.flatMap(store.get(key), (stored) => {
       const token = Option.isSome(stored) ? Redacted.value(stored.value.accessToken) : undefined
-      if (Option.isSome(stored)) TokenEndpoint.knowPair(known, stored.value.accessToken, stored.value.refreshToken)
+      if (Option.isSome(stored)) KnownTokens.knowPair(known, stored.value.accessToken, stored.value.refreshToken)
       if (token === undefined || TokenResponses.BEARER.test(token)) return Effect.succeed(stored)
       const said = ignoredStored === token
       ignoredStored = token
