@@ -1,7 +1,8 @@
 /**
  * One token request and what it makes of the answer: the issue (client credentials) and the refresh (the refresh
  * token, then an issue if it fails), each sent with its retries, span and metrics, its answer made a pair of tokens
- * timed on this machine's clock.
+ * timed on this machine's clock; the last refresh token refused; and the outcome a failed request is counted by
+ * (`failedBy`), which the provider logs a failed fetch by too. The rules of what a failure holds are `KeptAnswer`'s.
  *
  * @internal
  */
@@ -92,7 +93,8 @@ const tokenLatency = Metric.histogram(
 )
 
 /**
- * What a failed fetch is logged as: its error's tag, else "interrupted" or "defect".
+ * What a failed token request is counted as (its metrics' `outcome`), and a failed fetch logged as: its error's tag,
+ * else "interrupted" or "defect".
  */
 export const failedBy = (cause: Cause.Cause<FinError>): string =>
   Option.match(Cause.failureOption(cause), {
