@@ -24,6 +24,7 @@ import type * as Tracer from "effect/Tracer"
 import type * as FinConfig from "../FinConfig.js"
 import { type WebhookFailureReason, WebhookVerificationError } from "../FinError.js"
 import * as Bytes from "./bytes.js"
+import * as ClaimRenewal from "./claimRenewal.js"
 import { memo } from "./memo.js"
 import * as Monotonic from "./monotonic.js"
 import * as Outage from "./outage.js"
@@ -301,16 +302,6 @@ type Outcome =
 interface Answer {
   readonly status: number
   readonly outcome: Outcome
-}
-
-// Why `keepClaim` stopped a running handler: the store's failure, not the handler's.
-class ClaimLost {
-  constructor(readonly reason: string) {}
-}
-
-// A renewal that died (a driver's bug in a store of the user's): the store's defect, not the handler's failure.
-class RenewalDied {
-  constructor(readonly defect: unknown) {}
 }
 
 // A delivery answered 500 (its handler failed, the store is unavailable, no secret) ends its effect-fin span as
@@ -642,7 +633,6 @@ const makeApp = <const H extends object>(
   } = handlerSettings(
     options
   )
-  const claimMillis = Duration.toMillis(claimTtl)
   // A user handler's failure as logged: as it is, unless its text holds a webhook secret (an error quoting its
   // configuration, say), which is then logged redacted, as text. The secrets are read when it is logged (rotated
   // since, maybe).
@@ -759,86 +749,6 @@ const makeApp = <const H extends object>(
       }
     })
 
-  // Renews a claim every third of its TTL for as long as it runs; fails once the claim is gone, or once it has expired
-  // (counted from when the last successful renewal was sent) while the store could not be reached. On monotonic time,
-  // as its timers: a wall clock set back would keep the handler running past its claim, one set forward stop it early.
-  // The handler stops a tenth of the claim's time before the claim could lapse, whatever its renewals do (a store that
-  // fails, or one that does not answer): from then on a redelivery may claim the event, and must not run beside it.
-  const claimMargin = claimMillis / 10
-  const unrenewed = "the claim on the event could not be renewed in time: the de-duplication store failed or was too slow"
-
-  // One renewal, its answer or failure; none (Option) when it took longer than `millis`. Guarded: a renewal of the
-  // user's store that interrupts itself is a failed one, tried again, not a lost claim.
-  const renewWithin = (
-    store: WebhookDedupeStoreService,
-    eventId: string,
-    referenceId: string,
-    token: string,
-    millis: number
-  ) =>
-    guarded(store, "renew", store.renew(eventId, referenceId, token, claimTtl)).pipe(
-      Effect.either,
-      Effect.timeoutTo({ duration: millis, onSuccess: Option.some, onTimeout: Option.none })
-    )
-
-  const keepClaim = (
-    store: WebhookDedupeStoreService,
-    eventId: string,
-    referenceId: string,
-    token: string,
-    held: { at: number }
-  ): Effect.Effect<never, ClaimLost> =>
-    Effect.gen(function*() {
-      let stopAt = held.at + claimMillis - claimMargin
-      while (true) {
-        // Every third of the claim's time, and sooner as its end nears (half of what is left), so that a renewal that
-        // failed or was slow leaves time for another; with no time left for one, the handler stops.
-        const wait = Math.min(claimMillis / 3, (stopAt - (yield* Monotonic.millis)) / 2)
-        if (wait < claimMillis / 30) return yield* Effect.fail(new ClaimLost(unrenewed))
-        yield* Effect.sleep(wait)
-        const sentAt = yield* Monotonic.millis
-        if (sentAt >= stopAt) return yield* Effect.fail(new ClaimLost(unrenewed))
-        const renewed = yield* renewWithin(store, eventId, referenceId, token, stopAt - sentAt)
-        if (Option.isNone(renewed)) return yield* Effect.fail(new ClaimLost(unrenewed))
-        if (Either.isRight(renewed.value)) {
-          if (!renewed.value.right) {
-            return yield* Effect.fail(new ClaimLost("the claim on the event expired while its handler ran"))
-          }
-          held.at = sentAt
-          stopAt = sentAt + claimMillis - claimMargin
-        } else {
-          // Every handler running renews: one line per handler and renewal, unless the outage was said already.
-          const log = (yield* outageBegins(store, renewed.value.left)) ? Effect.logError : Effect.logDebug
-          yield* log("effect-fin: could not renew a webhook claim; trying again").pipe(
-            Effect.annotateLogs({ event_id: eventId, operation: "renew", reason: renewed.value.left.message })
-          )
-        }
-      }
-    })
-
-  // After keepClaim gave up on a claim it could not renew in time, while the interrupted handler still finishes: best
-  // effort, a renewal every thirtieth of the claim's time until one succeeds, then every third; stops once the
-  // claim is found gone (another delivery may hold it by then), or once it has lapsed unrenewed.
-  const renewOnward = (store: WebhookDedupeStoreService, eventId: string, referenceId: string, token: string) =>
-    Effect.gen(function*() {
-      // keepClaim gives up a tenth of the claim's time before it lapses, or a little sooner (too little left for a
-      // renewal): past this, a renewal would find it gone.
-      let lapsesAt = (yield* Monotonic.millis) + claimMargin + claimMillis / 15
-      // First after a pause: a handler that stops at once (no finalizer to speak of) asks the store nothing more.
-      let pause = claimMillis / 30
-      while (true) {
-        yield* Effect.sleep(pause)
-        const sentAt = yield* Monotonic.millis
-        if (sentAt >= lapsesAt) return
-        const within = Math.min(claimMillis / 3, lapsesAt - sentAt)
-        const renewed = yield* renewWithin(store, eventId, referenceId, token, within)
-        const ok = Option.isSome(renewed) && Either.isRight(renewed.value)
-        if (ok && !renewed.value.right) return
-        if (ok) lapsesAt = sentAt + claimMillis
-        pause = ok ? claimMillis / 3 : claimMillis / 30
-      }
-    })
-
   const storeUnavailable = (store: WebhookDedupeStoreService, error: WebhookDedupeStoreError, eventId: string) =>
     Effect.flatMap(outageBegins(store, error), (begins) => {
       const log = begins ? Effect.logError : Effect.logDebug
@@ -879,11 +789,20 @@ const makeApp = <const H extends object>(
         yield* Spans.annotateOwn({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
         const referenceId = event.event_reference_id
         const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
-        // When the claim was last taken or renewed (keepClaim moves it on).
-        const renewed = { at: sentAt }
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
+        const renewal: ClaimRenewal.Renewal = {
+          store,
+          eventId: event.id,
+          referenceId,
+          token: claim.token,
+          claimTtl,
+          // When the claim was last taken or renewed (keepClaim moves it on).
+          held: { at: sentAt },
+          guarded,
+          outageBegins
+        }
         const userHandler = decoded.ignored ? undefined : handlerFor(event)
         // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
         // version of it, say) must never be made stale by one that was not applied.
@@ -912,11 +831,11 @@ const makeApp = <const H extends object>(
           // A claim answered late, or a slow stale check, may have left the claim lapsed (another delivery may run the
           // event now): the handler does not start then, where keepClaim would stop it only once it had begun. Nor
           // when too little is left for a renewal: keepClaim would stop it at once (its own test, below).
-          const left = sentAt + claimMillis - claimMargin - (yield* Monotonic.millis)
-          const late = userHandler !== undefined && left / 2 < claimMillis / 30
+          const now = yield* Monotonic.millis
+          const late = userHandler !== undefined && ClaimRenewal.tooLateToStart(claimTtl, sentAt, now)
           const exit = yield* Effect.exit(
             late
-              ? Effect.fail(unrenewed)
+              ? Effect.fail(ClaimRenewal.unrenewed)
               : userHandler === undefined
               ? Effect.void
               // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
@@ -927,69 +846,34 @@ const makeApp = <const H extends object>(
               // Once keepClaim gives up on a claim it could not renew, the handler is interrupted, but its finalizers
               // (a commit in a release) and uninterruptible regions still run: renewOnward goes on renewing it, as far
               // as the store answers, while the race waits for them, so a redelivery does not claim the event and run
-              // beside them (not when the claim was found gone). Forked only then: the common case is one race.
-              : Effect.suspend(() => {
-                let onward: Fiber.RuntimeFiber<void> | undefined
-                // Whether keepClaim stopped the handler (it ended first, failing or dying).
-                let stopped = false
-                const keep = keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
-                  Effect.tapErrorCause((cause) => {
-                    stopped = !Cause.isInterruptedOnly(cause)
-                    return Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
-                      ? Effect.uninterruptible(Effect.map(
-                        // Interruptible: a fiber forked here would inherit the uninterruptible region.
-                        Effect.forkDaemon(Effect.interruptible(renewOnward(store, event.id, referenceId, claim.token))),
-                        (fiber) => {
-                          onward = fiber
-                        }
-                      ))
-                      : Effect.void
-                  }),
-                  Effect.catchAllDefect((defect) => Effect.fail(new RenewalDied(defect)))
-                )
-                return Effect.raceFirst(
-                  Effect.scoped(Effect.timeoutFail(
-                    Effect.interruptible(Effect.suspend(() =>
-                      userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
-                    )),
-                    { duration: handlerTimeout, onTimeout: timedOut }
-                  )).pipe(
-                    // Stopped (its claim lost), its releases may still fail (a commit that dies): said, where the race
-                    // drops the loser's exit.
-                    Effect.onExit((exit) =>
-                      stopped && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
-                        ? Effect.annotateLogs(logFailure(exit.cause), { event_id: event.id, event_type: event.type })
-                        : Effect.void
-                    )
-                  ),
-                  Effect.interruptible(keep)
-                ).pipe(
-                  // A renewal that died in renewOnward is the store's defect too, as one in keepClaim is, not a claim
-                  // lost to an outage.
-                  Effect.exit,
-                  Effect.flatMap((result) =>
-                    onward === undefined
-                      ? result
-                      : Effect.flatMap(Fiber.interrupt(onward), (ended) =>
-                        Exit.isFailure(ended) && Cause.isDie(ended.cause)
-                          ? Effect.fail(new RenewalDied(Cause.squash(ended.cause)))
-                          : result)
-                  ),
-                  Effect.ensuring(Effect.suspend(() => onward === undefined ? Effect.void : Fiber.interrupt(onward)))
-                )
-              })
+              // beside them (not when the claim was found gone).
+              : ClaimRenewal.renewingWhile(
+                renewal,
+                Effect.scoped(Effect.timeoutFail(
+                  Effect.interruptible(Effect.suspend(() =>
+                    userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
+                  )),
+                  { duration: handlerTimeout, onTimeout: timedOut }
+                )),
+                (cause) => Effect.annotateLogs(logFailure(cause), { event_id: event.id, event_type: event.type })
+              )
           )
           if (Exit.isFailure(exit)) {
             // A store that died renewing the claim is a defect of the store's, answered as its other defects are
             // (500 from the platform, outcome defect; the claim released on the way out), not a failed handler.
             const died = Cause.failureOption(exit.cause)
-            if (Option.isSome(died) && died.value instanceof RenewalDied) return yield* Effect.die(died.value.defect)
+            if (Option.isSome(died) && died.value instanceof ClaimRenewal.RenewalDied) {
+              return yield* Effect.die(died.value.defect)
+            }
             yield* releaseClaim
             // Not "handler failed" when it never ran: the operator looks at the store, not at the handler's code.
-            const lost = Option.filter(Cause.failureOption(exit.cause), (e): e is ClaimLost => e instanceof ClaimLost)
+            const lost = Option.filter(
+              Cause.failureOption(exit.cause),
+              (e): e is ClaimRenewal.ClaimLost => e instanceof ClaimRenewal.ClaimLost
+            )
             // Stopped for its claim, the store's doing: said as the store's, at Debug once its outage was said.
             const logged = late
-              ? Effect.logWarning(`effect-fin: webhook handler not started: ${unrenewed}`)
+              ? Effect.logWarning(`effect-fin: webhook handler not started: ${ClaimRenewal.unrenewed}`)
               : Option.isSome(lost)
               ? (outageOf(store).down() ? Effect.logDebug : Effect.logWarning)(
                 `effect-fin: webhook handler stopped: ${lost.value.reason}`
@@ -1005,7 +889,7 @@ const makeApp = <const H extends object>(
           // handler takes: there is nothing to run again, and its claim may have lapsed before (answered late).
           // A renewal that dies (the store's defect) keeps it no better: said, with the defect (the fork drops it).
           let marked = false
-          const kept = keepClaim(store, event.id, referenceId, claim.token, renewed).pipe(
+          const kept = ClaimRenewal.keepClaim(renewal).pipe(
             Effect.tapErrorCause((cause) =>
               Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning(
                 "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
