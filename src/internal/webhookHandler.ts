@@ -617,6 +617,25 @@ interface Runner {
 
 const detached: Runner = { fork: Effect.forkDaemon, admit: (delivery) => delivery }
 
+// A user's handler for one event, as `handle` calls it.
+type UserHandler<R> = (event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, R>
+
+// A delivery that holds the claim on its event (its `token`, taken at `sentAt`), and what its steps need of it.
+interface Claimed<R> {
+  readonly store: WebhookDedupeStoreService
+  readonly decoded: Decoded
+  readonly token: string
+  readonly sentAt: number
+  readonly renewal: ClaimRenewal.Renewal
+  readonly userHandler: UserHandler<R> | undefined
+  // Whether the event is a status event whose order is kept (`orderKey`: `key`).
+  readonly isOrdered: boolean
+  readonly key: string
+  // What the store records once the event is handled.
+  readonly handled: Handled
+  readonly releaseClaim: Effect.Effect<void>
+}
+
 const makeApp = <const H extends object>(
   options: HandlerOptions<H & Handlers>
 ): (runner: Runner) => HttpApp.Default<never, HandlersContext<H> | Scope.Scope> => {
@@ -663,6 +682,7 @@ const makeApp = <const H extends object>(
   const timedOut = () => `the handler ran longer than handlerTimeout (${Duration.format(handlerTimeout)})`
   const verifyOptions: VerifyOptions = { maxAge, environment: options.environment }
   const { reject, verified } = makeReject()
+  type Claim = Claimed<HandlersContext<H>>
   const ownStore = makeMemoryDedupeStore()
   // Said once: a store provided beside the server rather than to it is otherwise silently replaced by this one.
   let ownStoreAnnounced = false
@@ -685,9 +705,7 @@ const makeApp = <const H extends object>(
   const unhandled = (type: string) => (options.handlers as Readonly<Record<string, unknown>>)[type] === undefined
   const handlerFor = (event: WebhookEvent) =>
     // Indexing by `event.type` picks the entry whose parameter is this very variant.
-    options.handlers[event.type] as
-      | ((event: WebhookEvent, delivery: Delivery) => Effect.Effect<unknown, unknown, HandlersContext<H>>)
-      | undefined
+    options.handlers[event.type] as UserHandler<HandlersContext<H>> | undefined
 
   // A store outage is said once at Error, its end at Info, and every delivery in between at Debug (see `Outage`): the
   // service retries each delivery, often, and a line each would flood. One outage per store: served with several (one
@@ -782,157 +800,207 @@ const makeApp = <const H extends object>(
             : reject(tooOld)
       )).pipe(Effect.catchTag("WebhookDedupeStoreError", answerStoreFailure(store, event.id))))
 
+  // What each step of `handle` works on once the event is claimed: the claim's renewal, the user's handler, what is
+  // recorded once the event is handled, the claim's release.
+  const claimedFor = (
+    store: WebhookDedupeStoreService,
+    decoded: Decoded,
+    token: string,
+    sentAt: number
+  ): Claim => {
+    const { event } = decoded
+    const referenceId = event.event_reference_id
+    const renewal: ClaimRenewal.Renewal = {
+      store,
+      eventId: event.id,
+      referenceId,
+      token,
+      claimTtl,
+      // When the claim was last taken or renewed (keepClaim moves it on).
+      held: { at: sentAt },
+      guarded,
+      outageBegins
+    }
+    const userHandler = decoded.ignored ? undefined : handlerFor(event)
+    // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
+    // version of it, say) must never be made stale by one that was not applied.
+    const isOrdered = ordered.has(event.type) && userHandler !== undefined
+    const key = orderKey(event.type, referenceId)
+    const handled: Handled = isOrdered
+      ? { referenceId, order: { key, createdAt: decoded.createdAt, ttl: orderTtl } }
+      : { referenceId }
+    // A failed release leaves the claim to expire (claimTtl): the event is late, not lost. Suspended: a store that
+    // acts when its method is called (not when the effect runs) must not release a claim that is still needed.
+    const releaseClaim = guarded(
+      store,
+      "release",
+      Effect.suspend(() => store.release(event.id, referenceId, token))
+    ).pipe(
+      Effect.catchAll(() => Effect.void)
+    )
+    return { store, decoded, token, sentAt, renewal, userHandler, isOrdered, key, handled, releaseClaim }
+  }
+
+  // Whether a newer status event of the same kind was handled for the same reference.
+  const isStale = ({ decoded, isOrdered, key, store }: Claim) =>
+    Effect.gen(function*() {
+      const last = isOrdered ? yield* guarded(store, "lastHandled", store.lastHandled(key)) : Option.none()
+      return Option.isSome(last) && last.value > decoded.createdAt
+    })
+
+  const acknowledgeStale = ({ decoded: { event }, handled, store, token }: Claim) =>
+    Effect.gen(function*() {
+      yield* guarded(store, "complete", store.complete(event.id, token, handled, dedupeTtl))
+      yield* Effect.logInfo("effect-fin: stale webhook event acknowledged, not handled").pipe(
+        Effect.annotateLogs({ event_id: event.id, event_type: event.type })
+      )
+      return yield* settleAs(200, "stale")
+    })
+
+  // The user's handler for the event, its claim renewed while it runs; none started when `late`.
+  const runUserHandler = ({ decoded, renewal, userHandler }: Claim, stale: boolean, late: boolean) =>
+    Effect.exit(
+      late
+        ? Effect.fail(ClaimRenewal.unrenewed)
+        : userHandler === undefined
+        ? Effect.void
+        // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
+        // a handler that throws before returning its effect fails here too, and frees its claim. Scoped
+        // here: what it acquires is released before its event is marked handled or released (and its resource
+        // freed), its claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release
+        // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
+        // Once keepClaim gives up on a claim it could not renew, the handler is interrupted, but its finalizers
+        // (a commit in a release) and uninterruptible regions still run: renewOnward goes on renewing it, as far
+        // as the store answers, while the race waits for them, so a redelivery does not claim the event and run
+        // beside them (not when the claim was found gone).
+        : ClaimRenewal.renewingWhile(
+          renewal,
+          Effect.scoped(Effect.timeoutFail(
+            Effect.interruptible(Effect.suspend(() =>
+              userHandler(decoded.event, { stale, body: decoded.text, secret: decoded.secret })
+            )),
+            { duration: handlerTimeout, onTimeout: timedOut }
+          )),
+          (cause) =>
+            Effect.annotateLogs(logFailure(cause), { event_id: decoded.event.id, event_type: decoded.event.type })
+        )
+    )
+
+  // The answer to a delivery whose handler failed, was stopped for its claim, or was not started (`late`).
+  const answerFailure = (
+    { decoded: { event }, releaseClaim, store }: Claim,
+    cause: Cause.Cause<unknown>,
+    late: boolean
+  ) =>
+    Effect.gen(function*() {
+      // A store that died renewing the claim is a defect of the store's, answered as its other defects are
+      // (500 from the platform, outcome defect; the claim released on the way out), not a failed handler.
+      const died = Cause.failureOption(cause)
+      if (Option.isSome(died) && died.value instanceof ClaimRenewal.RenewalDied) {
+        return yield* Effect.die(died.value.defect)
+      }
+      yield* releaseClaim
+      // Not "handler failed" when it never ran: the operator looks at the store, not at the handler's code.
+      const lost = Option.filter(
+        Cause.failureOption(cause),
+        (e): e is ClaimRenewal.ClaimLost => e instanceof ClaimRenewal.ClaimLost
+      )
+      // Stopped for its claim, the store's doing: said as the store's, at Debug once its outage was said.
+      const logged = late
+        ? Effect.logWarning(`effect-fin: webhook handler not started: ${ClaimRenewal.unrenewed}`)
+        : Option.isSome(lost)
+        ? (outageOf(store).down() ? Effect.logDebug : Effect.logWarning)(
+          `effect-fin: webhook handler stopped: ${lost.value.reason}`
+        )
+        : logFailure(cause)
+      yield* logged.pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
+      // Counted as the store's too: an alert on failed handlers must not fire for a store's outage.
+      return yield* settleAs(500, late || Option.isSome(lost) ? "store_unavailable" : "failed")
+    })
+
+  // The claim is still renewed while the event is marked handled: a store slow to answer must not let it lapse
+  // (a redelivery would run the handler again beside a delivery answered 200). Said when it could not be kept,
+  // unless marked meanwhile (a renewal refused as the event is done is no lost claim). Not for an event no
+  // handler takes: there is nothing to run again, and its claim may have lapsed before (answered late).
+  // A renewal that dies (the store's defect) keeps it no better: said, with the defect (the fork drops it).
+  const markHandled = ({ decoded: { event }, handled, renewal, store, token, userHandler }: Claim) => {
+    let marked = false
+    const kept = ClaimRenewal.keepClaim(renewal).pipe(
+      Effect.tapErrorCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning(
+          "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
+            "(the de-duplication store failed or was too slow): a redelivery may run the handler again",
+          ...(Cause.isDie(cause) ? [cause] : [])
+        ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
+      )
+    )
+    const completing = guarded(store, "complete", store.complete(event.id, token, handled, dedupeTtl))
+    return userHandler === undefined ? completing : Effect.flatMap(
+      Effect.fork(Effect.interruptible(kept)),
+      (keeping) => completing.pipe(Effect.tap(() => void (marked = true)), Effect.ensuring(Fiber.interrupt(keeping)))
+    )
+  }
+
+  // The steps of a claimed delivery: stale or not, the user's handler, the event marked handled.
+  const deliver = (claimed: Claim) =>
+    Effect.gen(function*() {
+      const stale = yield* isStale(claimed)
+      if (stale && options.deliverStale !== true) return yield* acknowledgeStale(claimed)
+      // A claim answered late, or a slow stale check, may have left the claim lapsed (another delivery may run the
+      // event now): the handler does not start then, where keepClaim would stop it only once it had begun. Nor
+      // when too little is left for a renewal: keepClaim would stop it at once (its own test, `tooLateToStart`).
+      const now = yield* Monotonic.millis
+      const late = claimed.userHandler !== undefined && ClaimRenewal.tooLateToStart(claimTtl, claimed.sentAt, now)
+      const exit = yield* runUserHandler(claimed, stale, late)
+      if (Exit.isFailure(exit)) return yield* answerFailure(claimed, exit.cause, late)
+      yield* markHandled(claimed)
+      return yield* settleAs(200, stale ? "stale" : "handled")
+    })
+
+  // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own
+  // timeout, shorter than the handler) does not stop the user's handler midway, to have it start again from
+  // scratch on every redelivery. It finishes (within handlerTimeout) and is marked handled; meanwhile a
+  // redelivery gets 409, then 200 duplicate. So it has its own span and its own scope (the request's closes
+  // when the client goes), and logs a store failure itself, answered or not. A store that failed after the
+  // claim must not hold the event and its resource until the claim expires.
+  const finish = (claimed: Claim) => {
+    const { decoded: { event }, releaseClaim, store } = claimed
+    return deliver(claimed).pipe(
+      Effect.catchTag("WebhookDedupeStoreError", (error) =>
+        Effect.zipRight(releaseClaim, storeUnavailable(store, error, event.id))),
+      // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
+      // The outcome on this span too, as the request's gets it: first, as a release that dies too (the same
+      // broken driver) would skip it. onError, not tapDefect: that release's defect joins the first rather than
+      // replacing it.
+      Effect.onError((cause) =>
+        Cause.isDie(cause)
+          ? Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), releaseClaim)
+          : Effect.void
+      ),
+      Effect.scoped,
+      (self) =>
+        spanFailingOn500(self, (answer) => answer.status, "effect-fin.webhook.handle", {
+          attributes: { "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type }
+        })
+    )
+  }
+
+  // A delivery: its event claimed (waiting while another event of its reference is handled), answered at once when
+  // it was handled before or is being handled, else run to its end (`finish`) and answered as it ended.
   const handle = (store: WebhookDedupeStoreService, decoded: Decoded, runner: Runner) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        const { createdAt, event } = decoded
+        const { event } = decoded
         yield* Spans.annotateOwn({ "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type })
-        const referenceId = event.event_reference_id
-        const { claim, sentAt } = yield* claimWaiting(store, event.id, referenceId, restore)
+        const { claim, sentAt } = yield* claimWaiting(store, event.id, event.event_reference_id, restore)
         if (claim._tag === "Done") return yield* respond(200, "duplicate")
         if (claim._tag === "InProgress") return yield* respond(409, "in_progress")
         if (claim._tag === "ReferenceBusy") return yield* respond(409, "reference_busy")
-        const renewal: ClaimRenewal.Renewal = {
-          store,
-          eventId: event.id,
-          referenceId,
-          token: claim.token,
-          claimTtl,
-          // When the claim was last taken or renewed (keepClaim moves it on).
-          held: { at: sentAt },
-          guarded,
-          outageBegins
-        }
-        const userHandler = decoded.ignored ? undefined : handlerFor(event)
-        // An event no handler takes is acknowledged and leaves no order: a status the user does handle (the other
-        // version of it, say) must never be made stale by one that was not applied.
-        const isOrdered = ordered.has(event.type) && userHandler !== undefined
-        const key = orderKey(event.type, referenceId)
-        const handled: Handled = isOrdered ? { referenceId, order: { key, createdAt, ttl: orderTtl } } : { referenceId }
-        // A failed release leaves the claim to expire (claimTtl): the event is late, not lost. Suspended: a store that
-        // acts when its method is called (not when the effect runs) must not release a claim that is still needed.
-        const releaseClaim = guarded(
-          store,
-          "release",
-          Effect.suspend(() => store.release(event.id, referenceId, claim.token))
-        ).pipe(
-          Effect.catchAll(() => Effect.void)
-        )
-        const run = Effect.gen(function*() {
-          const last = isOrdered ? yield* guarded(store, "lastHandled", store.lastHandled(key)) : Option.none()
-          const stale = Option.isSome(last) && last.value > createdAt
-          if (stale && options.deliverStale !== true) {
-            yield* guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
-            yield* Effect.logInfo("effect-fin: stale webhook event acknowledged, not handled").pipe(
-              Effect.annotateLogs({ event_id: event.id, event_type: event.type })
-            )
-            return yield* settleAs(200, "stale")
-          }
-          // A claim answered late, or a slow stale check, may have left the claim lapsed (another delivery may run the
-          // event now): the handler does not start then, where keepClaim would stop it only once it had begun. Nor
-          // when too little is left for a renewal: keepClaim would stop it at once (its own test, below).
-          const now = yield* Monotonic.millis
-          const late = userHandler !== undefined && ClaimRenewal.tooLateToStart(claimTtl, sentAt, now)
-          const exit = yield* Effect.exit(
-            late
-              ? Effect.fail(ClaimRenewal.unrenewed)
-              : userHandler === undefined
-              ? Effect.void
-              // Interruptible even where the server runs the app uninterruptibly, so the timeout can stop it. Suspended:
-              // a handler that throws before returning its effect fails here too, and frees its claim. Scoped
-              // here: what it acquires is released before its event is marked handled or released (and its resource
-              // freed), its claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release
-              // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
-              // Once keepClaim gives up on a claim it could not renew, the handler is interrupted, but its finalizers
-              // (a commit in a release) and uninterruptible regions still run: renewOnward goes on renewing it, as far
-              // as the store answers, while the race waits for them, so a redelivery does not claim the event and run
-              // beside them (not when the claim was found gone).
-              : ClaimRenewal.renewingWhile(
-                renewal,
-                Effect.scoped(Effect.timeoutFail(
-                  Effect.interruptible(Effect.suspend(() =>
-                    userHandler(event, { stale, body: decoded.text, secret: decoded.secret })
-                  )),
-                  { duration: handlerTimeout, onTimeout: timedOut }
-                )),
-                (cause) => Effect.annotateLogs(logFailure(cause), { event_id: event.id, event_type: event.type })
-              )
-          )
-          if (Exit.isFailure(exit)) {
-            // A store that died renewing the claim is a defect of the store's, answered as its other defects are
-            // (500 from the platform, outcome defect; the claim released on the way out), not a failed handler.
-            const died = Cause.failureOption(exit.cause)
-            if (Option.isSome(died) && died.value instanceof ClaimRenewal.RenewalDied) {
-              return yield* Effect.die(died.value.defect)
-            }
-            yield* releaseClaim
-            // Not "handler failed" when it never ran: the operator looks at the store, not at the handler's code.
-            const lost = Option.filter(
-              Cause.failureOption(exit.cause),
-              (e): e is ClaimRenewal.ClaimLost => e instanceof ClaimRenewal.ClaimLost
-            )
-            // Stopped for its claim, the store's doing: said as the store's, at Debug once its outage was said.
-            const logged = late
-              ? Effect.logWarning(`effect-fin: webhook handler not started: ${ClaimRenewal.unrenewed}`)
-              : Option.isSome(lost)
-              ? (outageOf(store).down() ? Effect.logDebug : Effect.logWarning)(
-                `effect-fin: webhook handler stopped: ${lost.value.reason}`
-              )
-              : logFailure(exit.cause)
-            yield* logged.pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }))
-            // Counted as the store's too: an alert on failed handlers must not fire for a store's outage.
-            return yield* settleAs(500, late || Option.isSome(lost) ? "store_unavailable" : "failed")
-          }
-          // The claim is still renewed while the event is marked handled: a store slow to answer must not let it lapse
-          // (a redelivery would run the handler again beside a delivery answered 200). Said when it could not be kept,
-          // unless marked meanwhile (a renewal refused as the event is done is no lost claim). Not for an event no
-          // handler takes: there is nothing to run again, and its claim may have lapsed before (answered late).
-          // A renewal that dies (the store's defect) keeps it no better: said, with the defect (the fork drops it).
-          let marked = false
-          const kept = ClaimRenewal.keepClaim(renewal).pipe(
-            Effect.tapErrorCause((cause) =>
-              Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning(
-                "effect-fin: webhook handled, but its claim could not be kept while the event was marked handled " +
-                  "(the de-duplication store failed or was too slow): a redelivery may run the handler again",
-                ...(Cause.isDie(cause) ? [cause] : [])
-              ).pipe(Effect.annotateLogs({ event_id: event.id, event_type: event.type }), Effect.unless(() => marked))
-            )
-          )
-          const completing = guarded(store, "complete", store.complete(event.id, claim.token, handled, dedupeTtl))
-          yield* userHandler === undefined ? completing : Effect.flatMap(
-            Effect.fork(Effect.interruptible(kept)),
-            (keeping) =>
-              completing.pipe(Effect.tap(() => void (marked = true)), Effect.ensuring(Fiber.interrupt(keeping)))
-          )
-          return yield* settleAs(200, stale ? "stale" : "handled")
-        })
-        // Once claimed, the delivery runs to its end in a fiber of its own: a client that gives up (the service's own
-        // timeout, shorter than the handler) does not stop the user's handler midway, to have it start again from
-        // scratch on every redelivery. It finishes (within handlerTimeout) and is marked handled; meanwhile a
-        // redelivery gets 409, then 200 duplicate. So it has its own span and its own scope (the request's closes
-        // when the client goes), and logs a store failure itself, answered or not. A store that failed after the
-        // claim must not hold the event and its resource until the claim expires.
-        const finish = run.pipe(
-          Effect.catchTag("WebhookDedupeStoreError", (error) =>
-            Effect.zipRight(releaseClaim, storeUnavailable(store, error, event.id))),
-          // Nor one of the user's own that died (a driver's bug): the delivery is a 500, and a redelivery runs it.
-          // The outcome on this span too, as the request's gets it: first, as a release that dies too (the same
-          // broken driver) would skip it. onError, not tapDefect: that release's defect joins the first rather than
-          // replacing it.
-          Effect.onError((cause) =>
-            Cause.isDie(cause)
-              ? Effect.zipRight(Spans.annotateOwn({ "fin.webhook.outcome": "defect" }), releaseClaim)
-              : Effect.void
-          ),
-          Effect.scoped,
-          (self) =>
-            spanFailingOn500(self, (answer) => answer.status, "effect-fin.webhook.handle", {
-              attributes: { "fin.webhook.event_id": event.id, "fin.webhook.event_type": event.type }
-            })
-        )
+        const claimed = claimedFor(store, decoded, claim.token, sentAt)
+        const finishing = finish(claimed)
         // A delivery interrupted before that (while its claim was taken) ends here, and frees the claim.
-        yield* Effect.onInterrupt(restore(Effect.void), () => releaseClaim)
-        const answer = yield* Effect.flatMap(runner.fork(finish), (fiber) => restore(Fiber.join(fiber)))
+        yield* Effect.onInterrupt(restore(Effect.void), () => claimed.releaseClaim)
+        const answer = yield* Effect.flatMap(runner.fork(finishing), (fiber) => restore(Fiber.join(fiber)))
         // A new delivery handled: the rejections' warnings start again. Not on a replay of a captured one, which
         // verifies too (a duplicate, too old, one whose handler fails and is released each time, or one older than
         // the last handled, stale each time it is replayed once its id is forgotten).
