@@ -171,7 +171,8 @@ const renewOnward = (renewal: Renewal) =>
  * Once the claim could not be renewed in time, `work`'s finalizers (a commit in a release) and uninterruptible regions
  * still run: the claim is renewed onward meanwhile, as far as the store answers (not when it was found gone), and that
  * renewal is interrupted once the race ends. A failure of `work` once stopped, which the race drops, is given to
- * `onStoppedFailure`.
+ * `onStoppedFailure`. Run it uninterruptibly (as the handler's delivery fiber is): interrupted from outside while
+ * stopped work still releases, it ends the onward renewal at once, and the claim may lapse before the release ends.
  *
  * @internal
  */
@@ -180,7 +181,6 @@ export const renewingWhile = <A, E, R>(
   work: Effect.Effect<A, E, R>,
   onStoppedFailure: (cause: Cause.Cause<E>) => Effect.Effect<void>
 ): Effect.Effect<A, E | ClaimLost | RenewalDied, R> =>
-  // Forked only then: the common case is one race.
   Effect.suspend(() => {
     let onward: Fiber.RuntimeFiber<void> | undefined
     // Whether keepClaim stopped the handler (it ended first, failing or dying).
@@ -188,6 +188,7 @@ export const renewingWhile = <A, E, R>(
     const keep = keepClaim(renewal).pipe(
       Effect.tapErrorCause((cause) => {
         stopped = !Cause.isInterruptedOnly(cause)
+        // The onward renewal forked only when the claim could not be renewed in time: the common case is one race.
         return Option.exists(Cause.failureOption(cause), (error) => error.reason === unrenewed)
           ? Effect.uninterruptible(Effect.map(
             // Interruptible: a fiber forked here would inherit the uninterruptible region.

@@ -869,10 +869,8 @@ const makeApp = <const H extends object>(
         // here: what it acquires is released before its event is marked handled or released (and its resource
         // freed), its claim renewed meanwhile; outside the timeout, which bounds the handler's work: a release
         // (a commit) ending after it would otherwise fail, and be run again by every redelivery, work done.
-        // Once keepClaim gives up on a claim it could not renew, the handler is interrupted, but its finalizers
-        // (a commit in a release) and uninterruptible regions still run: renewOnward goes on renewing it, as far
-        // as the store answers, while the race waits for them, so a redelivery does not claim the event and run
-        // beside them (not when the claim was found gone).
+        // Stopped once its claim could not be renewed, its finalizers still run with the claim renewed onward (see
+        // `renewingWhile`), so a redelivery does not claim the event and run beside them.
         : ClaimRenewal.renewingWhile(
           renewal,
           Effect.scoped(Effect.timeoutFail(
@@ -948,7 +946,8 @@ const makeApp = <const H extends object>(
       if (stale && options.deliverStale !== true) return yield* acknowledgeStale(claimed)
       // A claim answered late, or a slow stale check, may have left the claim lapsed (another delivery may run the
       // event now): the handler does not start then, where keepClaim would stop it only once it had begun. Nor
-      // when too little is left for a renewal: keepClaim would stop it at once (its own test, `tooLateToStart`).
+      // when too little is left for a renewal: keepClaim would stop it at once (`tooLateToStart`, keepClaim's first
+      // test).
       const now = yield* Monotonic.millis
       const late = claimed.userHandler !== undefined && ClaimRenewal.tooLateToStart(claimTtl, claimed.sentAt, now)
       const exit = yield* runUserHandler(claimed, stale, late)

@@ -145,6 +145,35 @@ describe("internal/claimRenewal", () => {
       expect(said.map((cause) => Cause.isDie(cause))).toEqual([true])
     }))
 
+  it.effect("a failure of work that ended by itself is not given to onStoppedFailure: the caller answers it", () =>
+    Effect.gen(function*() {
+      const { renewal } = make(() => Effect.succeed(true))
+      const said: Array<Cause.Cause<unknown>> = []
+      const work = Effect.zipRight(Effect.sleep("1500 millis"), Effect.fail("handler failed"))
+      const fiber = yield* Effect.fork(
+        ClaimRenewal.renewingWhile(renewal, work, (cause) => Effect.sync(() => said.push(cause)))
+      )
+      yield* TestClock.adjust("10 seconds")
+      expect(failureOf(yield* Fiber.await(fiber))).toBe("handler failed")
+      expect(said).toEqual([])
+    }))
+
+  it.effect("interrupted while stopped work releases, it leaves no renewal running once the release has ended", () =>
+    Effect.gen(function*() {
+      // As in the onward test: stopped at 2.7 s, renewed onward from 2.8 s while the work's release runs (to 7.7 s).
+      const { renewal, sent } = make((n) => n === 1 ? Effect.never : Effect.succeed(true))
+      const { ended, work } = endless(5000)
+      const fiber = yield* Effect.fork(ClaimRenewal.renewingWhile(renewal, work, () => Effect.void))
+      yield* TestClock.adjust("3 seconds")
+      // Its interruption waits for the work's release: the clock moves on meanwhile.
+      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* TestClock.adjust("20 seconds")
+      expect(Exit.isInterrupted(yield* Fiber.join(interrupting))).toBe(true)
+      expect(ended).toEqual([2700])
+      // A renewal left running would keep the claim, and hold the event (409), for good.
+      expect(sent.filter((at) => at > 7700)).toEqual([])
+    }))
+
   it("tooLateToStart: too little of the claim left for a renewal before its margin", () => {
     expect(ClaimRenewal.tooLateToStart(claimTtl, 0, 2500)).toBe(false)
     expect(ClaimRenewal.tooLateToStart(claimTtl, 0, 2501)).toBe(true)
