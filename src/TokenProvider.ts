@@ -29,6 +29,7 @@ import * as Http from "./internal/http.js"
 import * as KeptAnswer from "./internal/keptAnswer.js"
 import * as KnownTokens from "./internal/knownTokens.js"
 import * as Monotonic from "./internal/monotonic.js"
+import * as RefreshWarnings from "./internal/refreshWarnings.js"
 import * as RetryWaits from "./internal/retryWaits.js"
 import * as TokenEndpoint from "./internal/tokenEndpoint.js"
 import * as TokenResponses from "./internal/tokenResponse.js"
@@ -152,6 +153,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
 
     // The wait the last failed fetch's answer asked for, kept; the failures handed out as its answer.
     const answers = KeptAnswer.make(config.maxRetryAfter)
+    // The refresh warnings, each said once an outage, and the pairs handed on without a fetch.
+    const warnings = RefreshWarnings.make(isRefused)
 
     // A token the service hands out again is good again.
     const fetch = (previous: Option.Option<Refresh>, now: number): Effect.Effect<Pair, FinError> =>
@@ -197,8 +200,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
       // try.
       const goOnWith = (pair: Pair, now: number, pause?: number): Pair => {
         const handed = { ...pair, access: pauseRefresh(now, pause)(pair.access) }
-        // No token fetched: not the end of the warnings (see `refreshWarned`).
-        handedOn.add(handed)
+        // No token fetched: not the end of the warnings (see `RefreshWarnings`).
+        warnings.handOn(handed)
         return handed
       }
       const waitMillis = Duration.toMillis(store.waitInterval)
@@ -220,7 +223,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                 onTimeout: () =>
                   Effect.flatMap(
                     Clock.currentTimeMillis,
-                    (at) => Effect.as(refreshFailed("TimeoutError"), goOnWith(pair, at))
+                    (at) => Effect.as(warnings.refreshFailed("TimeoutError"), goOnWith(pair, at))
                   )
               }))
           }))
@@ -250,43 +253,13 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
                 // The fetch's wait (`quiet`) is kept, and paused for, as when the process's own token serves on.
                 onSome: (pair) =>
                   Effect.flatMap(Monotonic.millis, (monotonic) =>
-                    refreshFailed(TokenEndpoint.failedBy(cause)).pipe(
+                    warnings.refreshFailed(TokenEndpoint.failedBy(cause)).pipe(
                       Effect.as(goOnWith(pair, now, answers.quietAfter(cause, monotonic)))
                     ))
               }))
           )
         )
     }
-
-    // Whether a failed refresh was warned of since the last token fetched: the next one fetched says the end of it.
-    let refreshWarned = false
-    // Whether the token's loss was warned of since then (or since a token was last gone on with): said once, by the
-    // fetch that ended past its usable time or by the first to fail after it (the token most often runs out in the
-    // pause between two failed refreshes).
-    let lostWarned = false
-    // Pairs handed on without a fetch (a stored pair gone on with after this process's refresh failed, or waited on):
-    // their fetch's settling is no token fetched again.
-    const handedOn = new WeakSet<Pair>()
-
-    // Going on with a token (a stored pair handed on, after this process's own was lost, among them): its loss is to
-    // be said again.
-    // At Warning once an outage: its first failed refresh, the token's loss, and going on with a token after that
-    // loss; the tries every 5 s in between, each going on with the same token, at Debug.
-    const refreshWarning = (message: string, lost: boolean) => (reason: string) =>
-      (lost || !refreshWarned || lostWarned ? Effect.logWarning : Effect.logDebug)(
-        `effect-fin: the token refresh failed${message}`
-      ).pipe(
-        Effect.annotateLogs("error", reason),
-        Effect.zipLeft(Effect.sync(() => {
-          refreshWarned = true
-          lostWarned = lost
-        }))
-      )
-    const refreshFailed = refreshWarning("; going on with the current token", false)
-    const tokenLost = refreshWarning(
-      " and the current token is no longer usable; calls fail until a token is fetched",
-      true
-    )
 
     const pauseRefresh = (failedAt: number, pause = KeptAnswer.REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
@@ -316,19 +289,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
               pending: Option.none()
             }
             : { ...latest, access: Option.map(latest.access, pauseRefresh(now, pause)), pending: Option.none() })
-        // The token usable when the fetch began may have expired while it ran (a stalled token route, retried).
-        if (Option.isSome(usable) && Exit.isFailure(exit)) {
-          // Nor is one the service refused meanwhile (`invalidate`: an API call's 401): it is gone from the state.
-          yield* now < usable.value.usableUntil && !isRefused(usable.value.token)
-            ? refreshFailed(TokenEndpoint.failedBy(exit.cause))
-            : tokenLost(TokenEndpoint.failedBy(exit.cause))
-        } else if (refreshWarned && !lostWarned && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
-          yield* tokenLost(TokenEndpoint.failedBy(exit.cause))
-        } else if (refreshWarned && Exit.isSuccess(exit) && !handedOn.has(exit.value)) {
-          refreshWarned = false
-          lostWarned = false
-          yield* Effect.logInfo("effect-fin: a token was fetched again after the failed refreshes warned of")
-        }
+        // After the state's update, before the waiters are told, as the warnings always were.
+        yield* warnings.settled(exit, usable, now)
         // While a wait is kept, a failure is handed out as its answer, the wait that is left as its `retryAfter`: its
         // first callers are told the wait kept (a `Retry-After` of two minutes is asked again after `maxRetryAfter`),
         // and callers that took another process's failure meanwhile are told this process's wait.
