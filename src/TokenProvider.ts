@@ -175,95 +175,27 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           )
       })
 
-    // The rounds through a shared store: its pair read, or its lock taken and a fetch made under it.
-    const sharing = TokenSharing.make({ config, key, known, endpoint, answers, isRefused, fetch, storeUnavailable })
-
-    // Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
-    // A failing store is bypassed: this process fetches for itself. A process with no usable token of its own (`own`:
-    // see `awaitFetch`) is served as if it had the stored one, when that is due for a refresh but still usable: when
-    // the fetch fails, when its own fetch (under the lock, or without it when the store fails) hangs until the token's
-    // usable time ends (the fetch is then given up, and the lock with it), and when waiting on another process's fetch
-    // would outlast it.
-    const obtain = (
-      store: TokenStore.Service,
-      local: Option.Option<Refresh>,
-      own: Option.Option<Access>
-    ): Effect.Effect<Pair, FinError> => {
-      const waitedFor = new Set<string>()
-      const seen = { stored: Option.none<TokenStore.Tokens>() }
-      const stillUsable = (now: number) =>
-        Option.filter(
-          Option.map(seen.stored, TokenSharing.fromTokens),
-          (pair) => Option.isNone(own) && now < pair.access.usableUntil && !isRefused(pair.access.token)
-        )
-      // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next
-      // try.
-      const goOnWith = (pair: Pair, now: number, pause?: number): Pair => {
-        const handed = { ...pair, access: pauseRefresh(now, pause)(pair.access) }
-        // No token fetched: not the end of the warnings (see `RefreshWarnings`).
-        warnings.handOn(handed)
-        return handed
-      }
-      const waitMillis = Duration.toMillis(store.waitInterval)
-      // The stored pair, if still usable, made known to the callers waiting (see `storedDue`).
-      const publish = (now: number) => {
-        const pair = stillUsable(now)
-        storedDue = Option.isSome(pair) ? pair.value.access : undefined
-        return pair
-      }
-      // Given up in the background (`disconnect`): its lock's release may take up to the store's timeout.
-      const bound = <E>(fetching: Effect.Effect<Pair, E>): Effect.Effect<Pair, E> =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Option.match(publish(now), {
-            onNone: () => fetching,
-            onSome: (pair) =>
-              Effect.flatten(Effect.timeoutTo(Effect.disconnect(fetching), {
-                duration: Duration.millis(pair.access.usableUntil - now),
-                onSuccess: Effect.succeed,
-                onTimeout: () =>
-                  Effect.flatMap(
-                    Clock.currentTimeMillis,
-                    (at) => Effect.as(warnings.refreshFailed("TimeoutError"), goOnWith(pair, at))
-                  )
-              }))
-          }))
-      const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
-        sharing.round(store, local, waitedFor, seen, bound),
-        Option.match({
-          onNone: () =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Option.match(Option.filter(publish(now), (pair) => now + waitMillis >= pair.access.usableUntil), {
-                onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
-                onSome: (pair) => Effect.succeed(goOnWith(pair, now))
-              })),
-          onSome: Effect.succeed
-        })
-      )
-      return Effect.catchTag(loop, "TokenStoreError", (error) =>
-        storeUnavailable(error).pipe(
-          Effect.zipRight(Clock.currentTimeMillis),
-          Effect.flatMap((now) => bound(fetch(local, now)))
-        )).pipe(
-          // A fetch that died (a platform client that threw) is a failed fetch too, as for a process's own token
-          // (`awaitFetch`); only an interruption (the client shutting down) is passed on as it is.
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Option.match(stillUsable(now), {
-                onNone: () => Effect.failCause(cause),
-                // The fetch's wait (`quiet`) is kept, and paused for, as when the process's own token serves on.
-                onSome: (pair) =>
-                  Effect.flatMap(Monotonic.millis, (monotonic) =>
-                    warnings.refreshFailed(TokenEndpoint.failedBy(cause)).pipe(
-                      Effect.as(goOnWith(pair, now, answers.quietAfter(cause, monotonic)))
-                    ))
-              }))
-          )
-        )
-    }
-
     const pauseRefresh = (failedAt: number, pause = KeptAnswer.REFRESH_PAUSE_MILLIS) => (access: Access): Access => ({
       ...access,
       refreshAt: Math.max(access.refreshAt, Math.min(access.usableUntil, failedAt + pause))
+    })
+
+    // The rounds through a shared store: its pair read, or its lock taken and a fetch made under it; `obtain` rounds
+    // until one yields a pair.
+    const sharing = TokenSharing.make({
+      config,
+      key,
+      known,
+      endpoint,
+      answers,
+      isRefused,
+      fetch,
+      storeUnavailable,
+      warnings,
+      pauseRefresh,
+      storeDue: (access) => {
+        storedDue = access
+      }
     })
 
     // The end of a fetch: its pair becomes the state, or, failing, the state keeps a usable token (for a pause before
@@ -423,7 +355,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
           const deferred = yield* Deferred.make<Redacted.Redacted<string>, FinError>()
           // The fiber ends with the fetch's exit as its value: `settle` passes a failure on to the waiters, so the
           // runtime does not also report it as a fiber that "terminated with an unhandled error".
-          const fiber = yield* obtain(yield* storeFor, state.refresh, usable).pipe(
+          const fiber = yield* sharing.obtain(yield* storeFor, state.refresh, usable).pipe(
             Effect.onExit((exit) => settle(exit, usable, deferred)),
             Effect.interruptible,
             Effect.exit,

@@ -1,10 +1,12 @@
 /**
  * The token provider's coordination through a shared `TokenStore`: the stored pair read and checked, the lock taken and
  * renewed while this process fetches under it, a failure recorded for the processes that waited on it, and a lock one
- * owner holds for longer than any fetch can take told as the store's failure.
+ * owner holds for longer than any fetch can take told as the store's failure; and the rounds until one yields a pair
+ * (`obtain`), a stored pair still usable gone on with when this process's own fetch fails or hangs.
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -18,10 +20,12 @@ import * as TokenStore from "../TokenStore.js"
 import type * as KeptAnswer from "./keptAnswer.js"
 import * as KnownTokens from "./knownTokens.js"
 import * as Monotonic from "./monotonic.js"
+import type * as RefreshWarnings from "./refreshWarnings.js"
 import * as Retry from "./retry.js"
-import type * as TokenEndpoint from "./tokenEndpoint.js"
+import * as TokenEndpoint from "./tokenEndpoint.js"
 import * as TokenResponses from "./tokenResponse.js"
 
+type Access = TokenEndpoint.Access
 type Pair = TokenEndpoint.Pair
 type Refresh = TokenEndpoint.Refresh
 
@@ -71,27 +75,34 @@ export interface Deps {
   readonly fetch: (previous: Option.Option<Refresh>, now: number) => Effect.Effect<Pair, FinError>
   /** Says the store is unavailable (once an outage); the provider goes on without it. */
   readonly storeUnavailable: (error: TokenStore.TokenStoreError) => Effect.Effect<void>
+  /** The refresh warnings: a stored pair gone on with is said as a failed refresh, and is no token fetched. */
+  readonly warnings: RefreshWarnings.RefreshWarnings
+  /** The token, its next refresh paused after a failure at `failedAt` (`pause`, else the usual 5 s). */
+  readonly pauseRefresh: (failedAt: number, pause?: number) => (access: Access) => Access
+  /** Makes known to the callers waiting the stored pair due for a refresh but still usable (undefined: none). */
+  readonly storeDue: (access: Access | undefined) => void
 }
 
 /** A provider's rounds through its stores. */
 export interface Sharing {
   /**
-   * One round: the stored pair if it is still good; else the lock and a fetch under it (`bound`ed); else (someone
-   * holds the lock) the failure of an owner this process was waiting for, or None: look again later. `seen.stored` is
-   * the pair the round read.
+   * Rounds until one yields a pair: a lock holder that dies leaves a lock that expires, and a later round takes it.
+   * A failing store is bypassed: this process fetches for itself. A process with no usable token of its own (`own`:
+   * see the provider's `awaitFetch`) is served as if it had the stored one, when that is due for a refresh but still
+   * usable: when the fetch fails, when its own fetch (under the lock, or without it when the store fails) hangs until
+   * the token's usable time ends (the fetch is then given up, and the lock with it), and when waiting on another
+   * process's fetch would outlast it.
    */
-  readonly round: (
+  readonly obtain: (
     store: TokenStore.Service,
     local: Option.Option<Refresh>,
-    waitedFor: Set<string>,
-    seen: { stored: Option.Option<TokenStore.Tokens> },
-    bound: <E>(fetching: Effect.Effect<Pair, E>) => Effect.Effect<Pair, E>
-  ) => Effect.Effect<Option.Option<Pair>, FinError | TokenStore.TokenStoreError>
+    own: Option.Option<Access>
+  ) => Effect.Effect<Pair, FinError>
 }
 
 /** The coordination of a provider built with `deps`. */
 export const make = (
-  { answers, config, endpoint, fetch, isRefused, key, known, storeUnavailable }: Deps
+  { answers, config, endpoint, fetch, isRefused, key, known, pauseRefresh, storeDue, storeUnavailable, warnings }: Deps
 ): Sharing => {
   // A stored pair whose access token cannot be sent as a bearer token (another writer's, a damaged value) is none:
   // handed out, it would fail every call until its refresh time, never with the 401 that clears a refused one. Said
@@ -238,6 +249,7 @@ export const make = (
   // One round: the stored pair if it is still good; else the lock and a fetch under it (`bound`ed); else (someone
   // holds the lock) the failure of an owner this process was waiting for, or None: look again later; a failure of
   // the store once one owner has held it longer than a fetch can take (`longestFetch`, and its `lockTtl`).
+  // `seen.stored` is the pair the round read.
   const round = (
     store: TokenStore.Service,
     local: Option.Option<Refresh>,
@@ -284,5 +296,83 @@ export const make = (
       )
     })
 
-  return { round }
+  // See `Sharing.obtain`.
+  const obtain = (
+    store: TokenStore.Service,
+    local: Option.Option<Refresh>,
+    own: Option.Option<Access>
+  ): Effect.Effect<Pair, FinError> => {
+    const waitedFor = new Set<string>()
+    const seen = { stored: Option.none<TokenStore.Tokens>() }
+    const stillUsable = (now: number) =>
+      Option.filter(
+        Option.map(seen.stored, fromTokens),
+        (pair) => Option.isNone(own) && now < pair.access.usableUntil && !isRefused(pair.access.token)
+      )
+    // The stored pair, handed out as a process's own token would be after a failed refresh: paused before the next
+    // try.
+    const goOnWith = (pair: Pair, now: number, pause?: number): Pair => {
+      const handed = { ...pair, access: pauseRefresh(now, pause)(pair.access) }
+      // No token fetched: not the end of the warnings (see `RefreshWarnings`).
+      warnings.handOn(handed)
+      return handed
+    }
+    const waitMillis = Duration.toMillis(store.waitInterval)
+    // The stored pair, if still usable, made known to the callers waiting (see `storeDue`).
+    const publish = (now: number) => {
+      const pair = stillUsable(now)
+      storeDue(Option.isSome(pair) ? pair.value.access : undefined)
+      return pair
+    }
+    // Given up in the background (`disconnect`): its lock's release may take up to the store's timeout.
+    const bound = <E>(fetching: Effect.Effect<Pair, E>): Effect.Effect<Pair, E> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Option.match(publish(now), {
+          onNone: () => fetching,
+          onSome: (pair) =>
+            Effect.flatten(Effect.timeoutTo(Effect.disconnect(fetching), {
+              duration: Duration.millis(pair.access.usableUntil - now),
+              onSuccess: Effect.succeed,
+              onTimeout: () =>
+                Effect.flatMap(
+                  Clock.currentTimeMillis,
+                  (at) => Effect.as(warnings.refreshFailed("TimeoutError"), goOnWith(pair, at))
+                )
+            }))
+        }))
+    const loop: Effect.Effect<Pair, FinError | TokenStore.TokenStoreError> = Effect.flatMap(
+      round(store, local, waitedFor, seen, bound),
+      Option.match({
+        onNone: () =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Option.match(Option.filter(publish(now), (pair) => now + waitMillis >= pair.access.usableUntil), {
+              onNone: () => Effect.zipRight(Effect.sleep(store.waitInterval), Effect.suspend(() => loop)),
+              onSome: (pair) => Effect.succeed(goOnWith(pair, now))
+            })),
+        onSome: Effect.succeed
+      })
+    )
+    return Effect.catchTag(loop, "TokenStoreError", (error) =>
+      storeUnavailable(error).pipe(
+        Effect.zipRight(Clock.currentTimeMillis),
+        Effect.flatMap((now) => bound(fetch(local, now)))
+      )).pipe(
+        // A fetch that died (a platform client that threw) is a failed fetch too, as for a process's own token
+        // (`awaitFetch`); only an interruption (the client shutting down) is passed on as it is.
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Option.match(stillUsable(now), {
+              onNone: () => Effect.failCause(cause),
+              // The fetch's wait (`quiet`) is kept, and paused for, as when the process's own token serves on.
+              onSome: (pair) =>
+                Effect.flatMap(Monotonic.millis, (monotonic) =>
+                  warnings.refreshFailed(TokenEndpoint.failedBy(cause)).pipe(
+                    Effect.as(goOnWith(pair, now, answers.quietAfter(cause, monotonic)))
+                  ))
+            }))
+        )
+      )
+  }
+
+  return { obtain }
 }
