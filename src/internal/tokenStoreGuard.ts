@@ -46,7 +46,7 @@ export const guardedStores = (timeout: Duration.Duration) => {
       )
     )
   // What a store of the user's answers to `get` is read (a wiped `Redacted`, a plain string, no `Option`): one this
-  // provider cannot read is the store's failure, worked around as any other, not a defect of every call.
+  // provider cannot read is the store's failure, worked around as its other failures are, not a defect of every call.
   const readable = (u: unknown): boolean => Redacted.isRedacted(u) && typeof Wiped.valueOf(u) === "string"
   const time = (u: unknown): boolean => u === undefined || typeof u === "number"
   const checkedGet = (op: Effect.Effect<Option.Option<TokenStore.Tokens>, TokenStore.TokenStoreError>) =>
