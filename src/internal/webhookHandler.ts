@@ -16,15 +16,12 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type * as Tracer from "effect/Tracer"
 import type * as FinConfig from "../FinConfig.js"
 import { type WebhookFailureReason, WebhookVerificationError } from "../FinError.js"
 import * as Bytes from "./bytes.js"
 import * as ClaimRenewal from "./claimRenewal.js"
-import { memo } from "./memo.js"
 import * as Monotonic from "./monotonic.js"
 import * as Outage from "./outage.js"
 import * as Redact from "./redact.js"
@@ -57,6 +54,7 @@ import {
   ordered
 } from "./webhookEvents.js"
 import { MAX_FAILURE_TEXT, holdsSecret, renderedOrUndefined, squashedName } from "./webhookFailure.js"
+import { type Answer, deliveriesOf, rejectionsOf, respond, settleAs, spanFailingOn500 } from "./webhookOutcome.js"
 import {
   type Decoded,
   MAX_FUTURE_SKEW_MILLIS,
@@ -297,71 +295,6 @@ const handlerSettings = (options: HandlerOptions<Handlers>) => {
 // 200 ms (a shared store is not polled 40 times a second per waiting delivery).
 const firstPollMillis = 25
 const maxPollMillis = 200
-
-type Outcome =
-  | "handled"
-  | "duplicate"
-  | "stale"
-  | "in_progress"
-  | "reference_busy"
-  | "rejected"
-  | "failed"
-  | "store_unavailable"
-  | "shutting_down"
-
-interface Answer {
-  readonly status: number
-  readonly outcome: Outcome
-}
-
-// A delivery answered 500 (its handler failed, the store is unavailable, no secret) ends its effect-fin span as
-// failed, as a failed call's does: an operator's tracing shows it as an error, not only by an attribute. The span's
-// error is this marker, never the handler's own cause (logged, redacted, by itself); the answer goes out as before.
-// Its answer is kept out of what a tracer renders (`Cause.prettyErrors`: its `toString`, else all its properties as
-// JSON, the whole response with them): the span's error reads as the message alone.
-class FailedDelivery<A> {
-  readonly _tag = "effect-fin/FailedDelivery"
-  readonly message = "the webhook delivery was answered 500"
-  declare readonly value: A
-  constructor(value: A) {
-    Object.defineProperty(this, "value", { value, enumerable: false })
-  }
-  toString(): string {
-    return this.message
-  }
-}
-const spanFailingOn500 = <A, E, R>(
-  self: Effect.Effect<A, E, R>,
-  statusOf: (a: A) => number,
-  name: string,
-  options?: Tracer.SpanOptions
-): Effect.Effect<A, E, R> =>
-  self.pipe(
-    Effect.flatMap((a) => statusOf(a) === 500 ? Effect.fail(new FailedDelivery(a)) : Effect.succeed(a)),
-    Effect.withSpan(name, { ...options, captureStackTrace: false }),
-    Effect.catchIf((e): e is FailedDelivery<A> => e instanceof FailedDelivery, (e) => Effect.succeed(e.value))
-  ) as Effect.Effect<A, E, R>
-
-// The outcome, recorded on the current span.
-const settleAs = (status: number, outcome: Outcome): Effect.Effect<Answer> =>
-  Effect.as(Spans.annotateOwn({ "fin.webhook.outcome": outcome }), { status, outcome })
-
-// Each answered delivery, once, as it is answered: forged requests or a secret out of step, which the logs say once a
-// minute, are counted one by one, to alert on. Labels from two closed lists only.
-const deliveries = Metric.counter("effect_fin_webhook_deliveries_total", {
-  description: "Webhook deliveries answered, by outcome (and reason, for one rejected)",
-  incremental: true
-})
-const deliveriesOf = memo((outcome) => Metric.tagged(deliveries, "outcome", outcome))
-const rejectionsOf = memo((reason) =>
-  Metric.taggedWithLabels(deliveries, [MetricLabel.make("outcome", "rejected"), MetricLabel.make("reason", reason)])
-)
-
-const respond = (status: number, outcome: Outcome) =>
-  settleAs(status, outcome).pipe(
-    Effect.zipRight(Metric.increment(deliveriesOf(outcome))),
-    Effect.as(HttpServerResponse.unsafeJson({ outcome }, { status }))
-  )
 
 const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   missing_signature: 401,
