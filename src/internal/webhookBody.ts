@@ -22,9 +22,9 @@ export const takenAsUpgrade = (source: unknown): boolean =>
   Predicate.hasProperty(source, "upgrade") && source.upgrade === true &&
   !(Predicate.hasProperty(source, "method") && source.method === "CONNECT")
 
-export const upgradeMessage = "the delivery asked for a protocol upgrade (an Upgrade header) and the server took it as " +
-  "one: its body is not readable by the handler; whatever adds the Upgrade header on the way must leave deliveries " +
-  "as they are"
+export const upgradeMessage = "the delivery asked for a protocol upgrade (an Upgrade header) and the server took " +
+  "it as one: its body is not readable by the handler; whatever adds the Upgrade header on the way must leave " +
+  "deliveries as they are"
 
 export const readBeforeMessage = "the body was read before the handler (a body parser, or request.json()): " +
   "mount the handler where nothing reads the body first (see \"Do not parse the body before the handler\" in " +
