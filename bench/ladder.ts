@@ -26,6 +26,7 @@ import * as Supervisor from "effect/Supervisor"
 import * as FeeService from "../src/FeeService.js"
 import * as FinClient from "../src/FinClient.js"
 import * as HttpTransport from "../src/HttpTransport.js"
+import * as Codecs from "../src/internal/codecs.js"
 import * as Http from "../src/internal/http.js"
 import { benchToken, feeRequest } from "./lib/clients.js"
 import { feeResponseBody } from "./server.js"
@@ -69,7 +70,7 @@ const runtime = ManagedRuntime.make(
   )
 )
 
-const attempt = (decode: Http.Decoder<unknown>): Http.Attempt<unknown> => ({
+const attempt = (decode: Codecs.Decoder<unknown>): Http.Attempt<unknown> => ({
   method: "POST",
   url,
   headers: { accept: "application/json", authorization: `Bearer ${benchToken}` },
@@ -87,7 +88,7 @@ const main = async () => {
   const fees = await runtime.runPromise(FeeService.FeeService)
   const transport = await runtime.runPromise(HttpTransport.HttpTransport)
   const configured = Http.configure(client, false)
-  const feeDecoder: Http.Decoder<unknown> = Http.decoderFor(FeeService.FeeCalculationResponse)
+  const feeDecoder: Codecs.Decoder<unknown> = Codecs.decoderFor(FeeService.FeeCalculationResponse)
   const bare = () =>
     Effect.flatMap(configured.execute(HttpClientRequest.bodyText(HttpClientRequest.post(url), body)), (r) => r.text)
   const quote = () =>

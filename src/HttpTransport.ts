@@ -23,6 +23,7 @@ import { RequestValidationError, TimeoutError } from "./FinError.js"
 import type { FinError } from "./FinError.js"
 import * as CallOptionsInternal from "./internal/callOptions.js"
 import * as Closing from "./internal/closing.js"
+import * as Codecs from "./internal/codecs.js"
 import * as DeadlineAware from "./internal/deadlineAware.js"
 import * as Http from "./internal/http.js"
 import * as KnownTokens from "./internal/knownTokens.js"
@@ -361,7 +362,7 @@ interface Asked<A> {
   readonly method: RequestMethod
   readonly url: string
   readonly body: string | undefined
-  readonly decode: Http.Decoder<A>
+  readonly decode: Codecs.Decoder<A>
   readonly check: ((value: A) => ReadonlyArray<{ readonly path: string; readonly expected: string }>) | undefined
   readonly options: CallOptionsInternal.Resolved
   readonly safe: boolean
@@ -764,7 +765,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
           method: spec.method,
           url: config.baseUrl + spec.path + query,
           body,
-          decode: Http.decoderFor(spec.response),
+          decode: Codecs.decoderFor(spec.response),
           check,
           options,
           safe,

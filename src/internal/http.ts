@@ -22,7 +22,6 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import {
   ApiError,
@@ -38,6 +37,7 @@ import {
 } from "../FinError.js"
 import * as Bytes from "./bytes.js"
 import * as Closing from "./closing.js"
+import type { Decoder } from "./codecs.js"
 import { detachedIfUninterruptible } from "./detached.js"
 import * as Issues from "./issues.js"
 import * as Monotonic from "./monotonic.js"
@@ -53,31 +53,6 @@ export type Client = HttpClient.HttpClient
 
 /** The tag of the platform client, so layers outside this module can require it without importing the platform. */
 export const Client = HttpClient.HttpClient
-
-/** A decoder or an encoder, built once per schema (building one per call is a measurable cost on the hot path). */
-export type Decoder<A> = (u: unknown) => Either.Either<A, ParseResult.ParseError>
-
-// The parser `make` builds of a schema, built on its first use and kept while the schema lives.
-const perSchema = (make: (schema: Schema.Schema.AnyNoContext) => Decoder<unknown>) => {
-  const made = new WeakMap<Schema.Schema.AnyNoContext, Decoder<unknown>>()
-  return (schema: Schema.Schema.AnyNoContext): Decoder<unknown> => {
-    let parser = made.get(schema)
-    if (parser === undefined) made.set(schema, parser = make(schema))
-    return parser
-  }
-}
-
-const decoders = perSchema((schema) => Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" }))
-// A key the body schema does not know (a misspelt optional field of a body passed by name) is refused, not dropped.
-const encoders = perSchema((schema) =>
-  Schema.encodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
-)
-
-/** The cached decoder of `schema`. */
-export const decoderFor = <A, I>(schema: Schema.Schema<A, I, never>): Decoder<A> => decoders(schema) as Decoder<A>
-
-/** The cached encoder of `schema` (a request body's), every issue reported. */
-export const encoderFor = <B, J>(schema: Schema.Schema<B, J, never>): Decoder<J> => encoders(schema) as Decoder<J>
 
 /** What an error of an attempt is told of it. */
 type AttemptInfo = Pick<Attempt<unknown>, "operation" | "attempt" | "kind" | "credentials">

@@ -10,7 +10,7 @@ import * as Inspectable from "effect/Inspectable"
 import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
 import { Issue, RequestValidationError } from "../FinError.js"
-import * as Http from "./http.js"
+import * as Codecs from "./codecs.js"
 import * as Issues from "./issues.js"
 
 // What JSON would write as another value than the one given (see `changedInJson`); `this[key]` is the value before
@@ -129,7 +129,7 @@ export const encodedBody = <B, J>(
   body: unknown
 ): Either.Either<J, RequestValidationError> =>
   Either.mapLeft(
-    Http.encoderFor(schema)(body),
+    Codecs.encoderFor(schema)(body),
     (error) => {
       const { issues, summary } = Issues.told(Issues.fromParseIssue(error.issue).map(({ expected, path }) =>
         new Issue({ path: path === "" || path.startsWith("[") ? `body${path}` : `body.${path}`, expected })

@@ -9,7 +9,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as Http from "./http.js"
+import * as Codecs from "./codecs.js"
 import * as Timestamps from "./timestamp.js"
 
 /** See `TokenProvider.parseTimestamp`. */
@@ -67,19 +67,19 @@ export const TokenResponse = Schema.Union(TokenFields, Schema.Struct({ data: Tok
 
 // `TokenResponse` (either envelope), with a failure told in the envelope the service used (`data` holding an object,
 // and no token, a null or an empty one at the top level), not also as the other's "data (missing)".
-const decodeTopLevel = Http.decoderFor(TokenFields)
-const decodeData = Http.decoderFor(Schema.Struct({ data: TokenFields }))
+const decodeTopLevel = Codecs.decoderFor(TokenFields)
+const decodeData = Codecs.decoderFor(Schema.Struct({ data: TokenFields }))
 /** The decoded fields; `at` is where they were, for an issue found in them afterwards (`data.access_token_ttl`). */
 export interface Located {
   readonly fields: typeof TokenResponse.Type
   readonly at: "" | "data."
 }
-const decodeUnwrapped: Http.Decoder<Located> = (json) =>
+const decodeUnwrapped: Codecs.Decoder<Located> = (json) =>
   Either.map(decodeTopLevel(json), (fields) => ({ fields, at: "" as const }))
-const decodeWrapped: Http.Decoder<Located> = (json) =>
+const decodeWrapped: Codecs.Decoder<Located> = (json) =>
   Either.map(decodeData(json), (response) => ({ fields: response.data, at: "data." as const }))
 /** `TokenResponse` as it is decoded from an answer (see above). */
-export const decodeTokenResponse: Http.Decoder<Located> = (json) => {
+export const decodeTokenResponse: Codecs.Decoder<Located> = (json) => {
   const wrapped = typeof json === "object" && json !== null && "data" in json && typeof json.data === "object" &&
     json.data !== null && (!("access_token" in json) || json.access_token === null || json.access_token === "")
   const [first, second] = wrapped ? [decodeWrapped, decodeUnwrapped] : [decodeUnwrapped, decodeWrapped]
