@@ -49,9 +49,9 @@ import * as HttpTransport from "../src/HttpTransport.js"
 import * as SubdivisionService from "../src/SubdivisionService.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as Closing from "../src/internal/closing.js"
+import { parseErrorBody } from "../src/internal/errorBody.js"
 import {
   MAX_RESPONSE_BYTES,
-  parseErrorBody,
   parseRetryAfter,
   serverAttributesOf,
   timeoutFail
