@@ -52,11 +52,11 @@ import * as Closing from "../src/internal/closing.js"
 import { parseErrorBody } from "../src/internal/errorBody.js"
 import {
   MAX_RESPONSE_BYTES,
-  parseRetryAfter,
   serverAttributesOf,
   timeoutFail
 } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
+import { parseRetryAfter } from "../src/internal/retryAfter.js"
 import {
   acceptPayment,
   advance,

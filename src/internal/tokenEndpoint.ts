@@ -23,6 +23,7 @@ import * as KnownTokens from "./knownTokens.js"
 import { durationBoundaries, retriesOf } from "./metrics.js"
 import * as Monotonic from "./monotonic.js"
 import * as Retry from "./retry.js"
+import * as RetryAfter from "./retryAfter.js"
 import * as RetryWaits from "./retryWaits.js"
 import * as TokenResponses from "./tokenResponse.js"
 
@@ -113,7 +114,7 @@ const withServerTime = (
   clock: Clock.Clock
 ): typeof TokenResponses.TokenResponse.Type => {
   if (fields.current_time !== undefined) return fields
-  const date = Http.dateOf(answered, clock.unsafeCurrentTimeMillis())
+  const date = RetryAfter.dateOf(answered, clock.unsafeCurrentTimeMillis())
   // Not a Date that has the token expired already: that is no clock of the service's (a proxy's days fast, say),
   // and trusted it would refuse every token; this machine's clock decides then, as without a Date.
   return date === undefined || date >= fields.access_token_ttl ? fields : { ...fields, current_time: date }
