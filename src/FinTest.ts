@@ -39,6 +39,7 @@ import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
 import * as Timestamps from "./internal/timestamp.js"
+import * as TransportCause from "./internal/transportCause.js"
 import * as Turn from "./internal/turn.js"
 import * as TokenProvider from "./TokenProvider.js"
 
@@ -415,7 +416,7 @@ export const fail = (description = "ECONNREFUSED"): Reply => ({ _tag: "Fail", de
 
 // What a real client's failure carries: the system error, with its code when the description is one.
 const systemError = (description: string) =>
-  Object.assign(new Error(description), Http.isSystemCode(description) ? { code: description } : {})
+  Object.assign(new Error(description), TransportCause.isSystemCode(description) ? { code: description } : {})
 
 /**
  * Answers a request; may use `Clock`, `Ref`s, anything without requirements.

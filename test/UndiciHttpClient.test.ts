@@ -26,7 +26,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as FinHttp from "../src/internal/http.js"
+import { systemCode } from "../src/internal/transportCause.js"
 import { UndiciHttpClient } from "../src/node/index.js"
 import { clientSuite } from "./emulator/clientSuite.js"
 import { closedPort, eventually, startConnectProxy } from "./support.js"
@@ -396,7 +396,7 @@ describe("UndiciHttpClient", () => {
       process.env.HTTP_PROXY = closing.url
       for (const client of clients) {
         const error = yield* Effect.flip(text(client))
-        expect(error._tag === "RequestError" && FinHttp.systemCode(error.cause)).toBe("PROXY_TUNNEL_CLOSED")
+        expect(error._tag === "RequestError" && systemCode(error.cause)).toBe("PROXY_TUNNEL_CLOSED")
       }
       expect(closing.tunnels()).toEqual([host, host])
     }))

@@ -24,7 +24,7 @@ const SETUP_REFUSALS: ReadonlySet<string> = new Set([
   "HOSTNAME_MISMATCH",
   // Node's name for a certificate check failing for a reason it has no name for (a SHA-1 signature).
   "UNSPECIFIED",
-  // No protocol in common (node:http's EPROTO is named as these are: see `Http.systemCode`).
+  // No protocol in common (node:http's EPROTO is named as these are: see `TransportCause.systemCode`).
   "ERR_SSL_WRONG_VERSION_NUMBER",
   "ERR_SSL_UNSUPPORTED_PROTOCOL",
   "ERR_SSL_NO_PROTOCOLS_AVAILABLE",

@@ -3,9 +3,9 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import * as FinError from "../../src/FinError.js"
-import * as Http from "../../src/internal/http.js"
 import * as Retry from "../../src/internal/retry.js"
 import * as SystemCodes from "../../src/internal/systemCodes.js"
+import { systemCode } from "../../src/internal/transportCause.js"
 
 const call = { operation: "POST /v1/fee-calculation", attempts: 1 }
 const api = (status: number) => new FinError.ApiError({ status, message: `${status}`, ...call })
@@ -138,7 +138,7 @@ describe("SystemCodes.neverSent", () => {
   })
 })
 
-describe("Http.systemCode", () => {
+describe("TransportCause.systemCode", () => {
   // node:http's write EPROTO, as Node 20 gives it for an OpenSSL failure in the handshake.
   const eproto = (reason: string) =>
     Object.assign(
@@ -147,29 +147,29 @@ describe("Http.systemCode", () => {
     )
 
   it("names node:http's EPROTO by OpenSSL's reason, a refused tunnel by its status, a proxy's TLS by its cause", () => {
-    expect(Http.systemCode(eproto("tlsv1 alert internal error"))).toBe("ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR")
-    expect(Http.systemCode(eproto("wrong version number"))).toBe("ERR_SSL_WRONG_VERSION_NUMBER")
-    expect(Http.systemCode(eproto("ssl/tls alert bad certificate"))).toBe("ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE")
-    expect(Http.systemCode(Object.assign(new Error("write EPROTO"), { code: "EPROTO" }))).toBe("EPROTO")
+    expect(systemCode(eproto("tlsv1 alert internal error"))).toBe("ERR_SSL_TLSV1_ALERT_INTERNAL_ERROR")
+    expect(systemCode(eproto("wrong version number"))).toBe("ERR_SSL_WRONG_VERSION_NUMBER")
+    expect(systemCode(eproto("ssl/tls alert bad certificate"))).toBe("ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE")
+    expect(systemCode(Object.assign(new Error("write EPROTO"), { code: "EPROTO" }))).toBe("EPROTO")
     const aborted = (message: string) => Object.assign(new Error(message), { code: "UND_ERR_ABORTED" })
-    expect(Http.systemCode(aborted("Proxy response (407) !== 200 when HTTP Tunneling"))).toBe("PROXY_TUNNEL_407")
-    expect(Http.systemCode(aborted("Request aborted"))).toBe("UND_ERR_ABORTED")
+    expect(systemCode(aborted("Proxy response (407) !== 200 when HTTP Tunneling"))).toBe("PROXY_TUNNEL_407")
+    expect(systemCode(aborted("Request aborted"))).toBe("UND_ERR_ABORTED")
     // An https proxy's certificate for another host: undici's UND_ERR_PRX_TLS, named by its cause.
     const altName = Object.assign(new Error("Hostname/IP does not match"), { code: "ERR_TLS_CERT_ALTNAME_INVALID" })
     const proxyTls = (cause: unknown) =>
       Object.assign(new Error("Secure Proxy Connection failed", { cause }), { code: "UND_ERR_PRX_TLS" })
-    expect([Http.systemCode(proxyTls(altName)), Http.systemCode(proxyTls(undefined))])
+    expect([systemCode(proxyTls(altName)), systemCode(proxyTls(undefined))])
       .toEqual(["ERR_TLS_CERT_ALTNAME_INVALID", "UND_ERR_PRX_TLS"])
     const reset = Object.assign(new Error("x"), { code: "ECONNRESET" })
-    expect(Http.systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
+    expect(systemCode(new TypeError("fetch failed", { cause: reset }))).toBe("ECONNRESET")
     // Found up to four deep along the chain (a wrapper of the user's around fetch's TypeError).
     const fetchFailed = new TypeError("fetch failed", { cause: reset })
     const wrapped = new Error("outer", { cause: new Error("middle", { cause: fetchFailed }) })
-    expect(Http.systemCode(wrapped)).toBe("ECONNRESET")
+    expect(systemCode(wrapped)).toBe("ECONNRESET")
     // A "code" that is no code-like word (a message, a host in it, a number) is not kept: the chain is read on.
     const worded = Object.assign(new Error("x"), { code: "connect to pay.example.com failed" })
-    expect(Http.systemCode(worded)).toBeUndefined()
-    expect(Http.systemCode(Object.assign(new Error("x"), { code: "econnreset", cause: reset }))).toBe("ECONNRESET")
+    expect(systemCode(worded)).toBeUndefined()
+    expect(systemCode(Object.assign(new Error("x"), { code: "econnreset", cause: reset }))).toBe("ECONNRESET")
   })
 })
 
