@@ -31,10 +31,10 @@ import * as FinClient from "./FinClient.js"
 import type * as FinConfig from "./FinConfig.js"
 import { ApiError, FieldError } from "./FinError.js"
 import * as HttpTransport from "./HttpTransport.js"
+import * as AnswerErrors from "./internal/answerErrors.js"
 import * as Bytes from "./internal/bytes.js"
 import * as CallOptions from "./internal/callOptions.js"
 import * as Durations from "./internal/duration.js"
-import * as Http from "./internal/http.js"
 import * as Inspect from "./internal/inspect.js"
 import * as Issues from "./internal/issues.js"
 import * as Quote from "./internal/quote.js"
@@ -1007,7 +1007,7 @@ export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeServ
             if (problem._tag === "UnknownBeneficiary") {
               return yield* new ApiError({
                 status: 404,
-                message: Http.apiErrorMessage(404, operation, "Resource not found", undefined),
+                message: AnswerErrors.apiErrorMessage(404, operation, "Resource not found", undefined),
                 operation,
                 attempts: 1
               })
@@ -1015,7 +1015,7 @@ export const layerFeeService = (options: FeeServiceOptions): Layer.Layer<FeeServ
             const fieldErrors = [new FieldError({ field: problem.field, message: problem.detail })]
             return yield* new ApiError({
               status: 422,
-              message: Http.apiErrorMessage(422, operation, problem.message, fieldErrors),
+              message: AnswerErrors.apiErrorMessage(422, operation, problem.message, fieldErrors),
               fieldErrors,
               operation,
               attempts: 1

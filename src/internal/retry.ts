@@ -19,8 +19,9 @@ import {
   TimeoutError,
   TransportError
 } from "../FinError.js"
+import { defaultMessage } from "./answerErrors.js"
 import * as Durations from "./duration.js"
-import { type AttemptError, defaultMessage } from "./http.js"
+import type { AttemptError } from "./http.js"
 import * as SystemCodes from "./systemCodes.js"
 
 /** A failure that must end the call's retries at once (a token failure, already retried by the provider). */
