@@ -37,6 +37,7 @@ import * as RetryAllowed from "./internal/retryAllowed.js"
 import * as RetryBudget from "./internal/retryBudget.js"
 import * as Slots from "./internal/slots.js"
 import * as Spans from "./internal/spans.js"
+import * as TimeLimits from "./internal/timeLimits.js"
 import * as TokenProvider from "./TokenProvider.js"
 
 /**
@@ -439,7 +440,7 @@ class Call<A> {
     if (!this.waitingForToken) this.tokenAskedAt = now
     this.waitingForToken = true
     return getBefore === undefined
-      ? Http.timeoutAt(tokens.get, this.deadlineAt, this.deadlineError)
+      ? TimeLimits.timeoutAt(tokens.get, this.deadlineAt, this.deadlineError)
       : getBefore(this.deadlineAt, this.deadlineError)
   }).pipe(
     Effect.mapBoth({
@@ -476,7 +477,7 @@ class Call<A> {
               }))
           }),
         // Ended by the client's closing too: the attempts it waits on may be left to end on their own.
-        Http.cutAt(this.deadlineAt, this.deadlineError, closing)
+        TimeLimits.cutAt(this.deadlineAt, this.deadlineError, closing)
       )
     })
 
@@ -533,7 +534,7 @@ class Call<A> {
             Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {
               this.waitingForToken = true
               this.tokenAskedAt = now
-              return Http.timeoutAt(
+              return TimeLimits.timeoutAt(
                 this.shared.tokens.invalidate(this.sentWith ?? token),
                 this.deadlineAt,
                 this.deadlineError

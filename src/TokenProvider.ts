@@ -31,6 +31,7 @@ import * as KnownTokens from "./internal/knownTokens.js"
 import * as Monotonic from "./internal/monotonic.js"
 import * as RefreshWarnings from "./internal/refreshWarnings.js"
 import * as RetryWaits from "./internal/retryWaits.js"
+import * as TimeLimits from "./internal/timeLimits.js"
 import * as TokenEndpoint from "./internal/tokenEndpoint.js"
 import * as TokenResponses from "./internal/tokenResponse.js"
 import * as TokenSharing from "./internal/tokenSharing.js"
@@ -383,7 +384,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | Http.Clie
     // the lock, for a fetch) until then at most; a token at hand costs it no timer.
     const getBefore = (deadline: number | undefined, onDeadline?: () => FinError): Service["get"] => {
       const wait = (self: Service["get"]) =>
-        deadline === undefined || onDeadline === undefined ? self : Http.timeoutAt(self, deadline, onDeadline)
+        deadline === undefined || onDeadline === undefined ? self : TimeLimits.timeoutAt(self, deadline, onDeadline)
       return Effect.flatMap(SynchronizedRef.get(ref), (state) => {
         if (closing.isClosed()) return Effect.interrupt
         if (Option.isSome(state.access)) {

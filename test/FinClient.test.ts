@@ -698,7 +698,7 @@ describe("FinClient", () => {
       }))))
   }
 
-  // The same on the live clock, whose attempts are timed without a fiber of their own (Http.timeoutFail).
+  // The same on the live clock, whose attempts are timed without a fiber of their own (TimeLimits.timeoutFail).
   it.live("make: a call whose attempt stalls ends when its client's scope closes, on the live clock too", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()

@@ -50,13 +50,10 @@ import * as SubdivisionService from "../src/SubdivisionService.js"
 import * as TokenProvider from "../src/TokenProvider.js"
 import * as Closing from "../src/internal/closing.js"
 import { parseErrorBody } from "../src/internal/errorBody.js"
-import {
-  MAX_RESPONSE_BYTES,
-  serverAttributesOf,
-  timeoutFail
-} from "../src/internal/http.js"
+import { MAX_RESPONSE_BYTES, serverAttributesOf } from "../src/internal/http.js"
 import { backoff } from "../src/internal/retry.js"
 import { parseRetryAfter } from "../src/internal/retryAfter.js"
+import { timeoutFail } from "../src/internal/timeLimits.js"
 import {
   acceptPayment,
   advance,
@@ -1695,7 +1692,7 @@ describe("HttpTransport", () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
       vi.resetModules()
-      const Fresh = yield* Effect.promise(() => import("../src/internal/http.js"))
+      const Fresh = yield* Effect.promise(() => import("../src/internal/timeLimits.js"))
       const release = yield* Deferred.make<void>()
       const held = Effect.uninterruptible(Deferred.await(release))
       for (const _ of [1, 2, 3]) {

@@ -140,7 +140,7 @@ export const seedTokens = (store: TokenStore.Service, key: string, tokens: Token
 
 /**
  * Counts the listeners a client's closing has registered and not yet removed: its `onClose` is wrapped in place, so
- * whatever reads it afterwards (a transport, `Http.cutAt`) is counted.
+ * whatever reads it afterwards (a transport, `TimeLimits.cutAt`) is counted.
  */
 export const countListeners = <C extends { onClose: (f: () => void) => () => void }>(
   closing: C

@@ -23,7 +23,7 @@ export const cuts: Readonly<Record<string, ReadonlyArray<Edit>>> = {
   // The timer's two parts: with its fiber kept, this sizes the `setTimeout` alone (the piece above less this
   // one is the fiber).
   "the attempt's setTimeout alone (its fiber kept)": [[
-    "internal/http.ts",
+    "internal/timeLimits.ts",
     "timer = millis <= MAX_TIMER_MILLIS ? setTimeout(() => end(TimedOut), millis) : undefined",
     "timer = undefined"
   ]],

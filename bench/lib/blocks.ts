@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricLabel from "effect/MetricLabel"
-import * as Http from "../../src/internal/http.js"
+import * as TimeLimits from "../../src/internal/timeLimits.js"
 
 /** One building block: its cost before and after, in CPU µs per call above the bare asynchronous no-op. */
 export interface BlockRow {
@@ -62,7 +62,7 @@ const blocks: ReadonlyArray<{
     before: "Effect.timeoutFail (2 fibers)",
     after: "Http.timeoutFail (1 fiber + setTimeout)",
     beforeRun: () => Effect.timeoutFail(asyncOp, { duration, onTimeout: () => "timeout" }),
-    afterRun: () => Http.timeoutFail(asyncOp, duration, () => "timeout")
+    afterRun: () => TimeLimits.timeoutFail(asyncOp, duration, () => "timeout")
   },
   {
     operation: "the call's span",

@@ -48,7 +48,7 @@ export const of: (service: object) => Closing | undefined = registry.of
 
 /**
  * `self`, ended as an interruption once `closing` closes. It races `self` in a fiber of its own: for the waits and
- * attempts after a failure, not for a call's first attempt (`Http.timeoutFail` listens without one).
+ * attempts after a failure, not for a call's first attempt (`TimeLimits.timeoutFail` listens without one).
  */
 export const interruptOnClose = <A, E, R>(self: Effect.Effect<A, E, R>, closing: Closing): Effect.Effect<A, E, R> =>
   Effect.raceFirst(

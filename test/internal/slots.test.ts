@@ -5,9 +5,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Closing from "../../src/internal/closing.js"
-import * as Http from "../../src/internal/http.js"
 import * as Monotonic from "../../src/internal/monotonic.js"
 import * as Slots from "../../src/internal/slots.js"
+import * as TimeLimits from "../../src/internal/timeLimits.js"
 import { countListeners } from "../support.js"
 
 // A caller that holds its slot until `release`, noting when it got it; `started` waits until it has.
@@ -169,7 +169,7 @@ describe("Slots", () => {
     }))
 })
 
-describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
+describe("TimeLimits.cutAt (a wait for a slot, on the live clock)", () => {
   // A client's closing that counts the listeners registered and not yet removed.
   const countedClosing = () => countListeners({ onClose: Closing.make().onClose })
 
@@ -184,7 +184,10 @@ describe("Http.cutAt (a wait for a slot, on the live clock)", () => {
       yield* Effect.yieldNow()
       const now = yield* Monotonic.millis
       const caller = yield* Effect.fork(
-        Effect.zipRight(before, slots.withSlot(() => Effect.void, Http.cutAt(now + 60_000, () => "deadline", closing)))
+        Effect.zipRight(
+          before,
+          slots.withSlot(() => Effect.void, TimeLimits.cutAt(now + 60_000, () => "deadline", closing))
+        )
       )
       for (let i = 0; closing.listeners === 0 && i < 10_000; i++) yield* Effect.yieldNow()
       const release = Effect.zipRight(Deferred.succeed(gate, undefined), Fiber.join(holder))
