@@ -60,7 +60,7 @@ const blocks: ReadonlyArray<{
   {
     operation: "timeout around an attempt (live clock)",
     before: "Effect.timeoutFail (2 fibers)",
-    after: "Http.timeoutFail (1 fiber + setTimeout)",
+    after: "TimeLimits.timeoutFail (1 fiber + setTimeout)",
     beforeRun: () => Effect.timeoutFail(asyncOp, { duration, onTimeout: () => "timeout" }),
     afterRun: () => TimeLimits.timeoutFail(asyncOp, duration, () => "timeout")
   },
