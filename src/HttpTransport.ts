@@ -528,7 +528,7 @@ class Call<A> {
           return Effect.logDebug(`effect-fin: ${operation} got 401; refreshing the token and retrying once`).pipe(
             Effect.annotateLogs({ operation, status: 401 }),
             // On the span as a retry is (with no wait): else it shows a resend with nothing to say why.
-            Effect.zipRight(Http.annotateRetry(refused, this.attempts)),
+            Effect.zipRight(Spans.annotateRetry(refused, this.attempts)),
             // Clearing the refused token is the first part of getting a fresh one: a deadline that cuts it ended the
             // call at the token step (its message and `failed_step` say so), not in an attempt.
             Effect.zipRight(Effect.flatMap(Monotonic.millis, (now) => {
@@ -566,7 +566,7 @@ class Call<A> {
           Effect.annotateLogs({ operation, error: error._tag, retry }),
           Effect.zipRight(Metric.increment(Metrics.retriesOf(name))),
           // The resend it announces counts the one after a 401 too (`attempts` so far), as the span's does.
-          Effect.zipRight(Http.annotateRetry(error, this.attempts, until))
+          Effect.zipRight(Spans.annotateRetry(error, this.attempts, until))
         )
     }
   }
@@ -628,7 +628,7 @@ class Call<A> {
         ...(slotWaited >= 1 ? { "effect_fin.slot_wait_ms": Math.round(slotWaited) } : {})
       }
       : undefined
-    const errorStatus = failure?._tag === "Some" ? Http.statusOf(failure.value) : undefined
+    const errorStatus = failure?._tag === "Some" ? Spans.statusOf(failure.value) : undefined
     // A token that could not be had: its status is the token endpoint's (on the `effect-fin.token` span), not this
     // operation's, which was maybe never sent.
     const lastAnswer = failure === undefined
@@ -644,7 +644,7 @@ class Call<A> {
       Metric.increment(Metrics.requestsBy(name, outcome, counted))
     )
     if (failure === undefined) {
-      return Effect.zipRight(Http.annotateOutcome(this.attempts, "success", status, extra), metrics)
+      return Effect.zipRight(Spans.annotateOutcome(this.attempts, "success", status, extra), metrics)
     }
     // An interrupted call failed at no step (its token wait says where it was).
     const step = outcome === "interrupted"
@@ -655,7 +655,7 @@ class Call<A> {
       ? { ...extra, "effect_fin.failed_step": "slot" }
       : extra
     const ended = this.budgetState.refused ? { ...step, "effect_fin.retry_refused": "retry_budget" } : step
-    return Effect.zipRight(Http.annotateOutcome(this.attempts, outcome, lastAnswer, ended), metrics)
+    return Effect.zipRight(Spans.annotateOutcome(this.attempts, outcome, lastAnswer, ended), metrics)
   }
 }
 
@@ -692,8 +692,8 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
     }
     const defaults = CallOptionsInternal.resolve(config, {})
     // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
-    const basePath = Http.basePathOf(config.baseUrl)
-    const server = Http.serverAttributesOf(config.baseUrl)
+    const basePath = Spans.basePathOf(config.baseUrl)
+    const server = Spans.serverAttributesOf(config.baseUrl)
     // A retry budget per operation (`retryBudget`): an outage's retries are bounded across the operation's calls.
     const percent = config.retryBudget
     const budgets = new Map<string, RetryBudget.RetryBudget>()
@@ -733,7 +733,7 @@ export const make: Effect.Effect<Service, never, FinConfig.FinConfig | TokenProv
         // Ended before anything is sent: counted and traced all the same, with no attempt (no latency either).
         const endedAs = (outcome: string) =>
           Effect.zipRight(
-            Http.annotateOutcome(0, outcome, undefined),
+            Spans.annotateOutcome(0, outcome, undefined),
             Metric.increment(Metrics.requestsBy(name, outcome, undefined))
           )
         const refused = (error: RequestValidationError) => endedAs(error._tag)

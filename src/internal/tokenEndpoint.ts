@@ -25,6 +25,7 @@ import * as Monotonic from "./monotonic.js"
 import * as Retry from "./retry.js"
 import * as RetryAfter from "./retryAfter.js"
 import * as RetryWaits from "./retryWaits.js"
+import * as Spans from "./spans.js"
 import * as TokenResponses from "./tokenResponse.js"
 
 /** An access token and its times (epoch milliseconds, on this machine's clock). */
@@ -145,8 +146,8 @@ export interface Endpoint {
 export const make = ({ client: platformClient, config, known, waits }: Deps): Endpoint => {
   const client = Http.configure(platformClient, config.tracePropagation)
   // A gateway's prefix (`https://gw.example.com/payments`) is part of the path a span names (its url.path).
-  const basePath = Http.basePathOf(config.baseUrl)
-  const server = Http.serverAttributesOf(config.baseUrl)
+  const basePath = Spans.basePathOf(config.baseUrl)
+  const server = Spans.serverAttributesOf(config.baseUrl)
   const headers = { accept: "application/json", "user-agent": config.userAgent }
   const credentialsOf = KnownTokens.listWith(known.all)
 
@@ -215,7 +216,7 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
           Effect.logDebug(`effect-fin: retrying ${operation} after ${error._tag} (retry ${retry})`).pipe(
             Effect.annotateLogs({ operation, error: error._tag, retry }),
             Effect.zipRight(Metric.increment(retriesOf("token"))),
-            Effect.zipRight(Http.annotateRetry(error, retry, until)),
+            Effect.zipRight(Spans.annotateRetry(error, retry, until)),
             Effect.zipRight(RetryWaits.announceWait(waits, error, until))
           )
       }),
@@ -235,17 +236,17 @@ export const make = ({ client: platformClient, config, known, waits }: Deps): En
               Effect.flatMap(Monotonic.millis, (ended) =>
                 Metric.update(Metric.taggedWithLabels(tokenLatency, labels), ended - started)),
               Exit.isSuccess(exit)
-                ? Http.annotateOutcome(attempt, "success", status)
+                ? Spans.annotateOutcome(attempt, "success", status)
                 : Option.match(Cause.failureOption(exit.cause), {
                   // A fetch that died (a platform client that threw) or was interrupted (the client closing) says
                   // so on its span, as a call's span does.
                   onNone: () =>
-                    Http.annotateOutcome(
+                    Spans.annotateOutcome(
                       attempt,
                       Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect",
                       lastStatus()
                     ),
-                  onSome: (error) => Http.annotateOutcome(attempt, error._tag, Http.statusOf(error) ?? lastStatus())
+                  onSome: (error) => Spans.annotateOutcome(attempt, error._tag, Spans.statusOf(error) ?? lastStatus())
                 })
             ], { discard: true })
           })),
