@@ -29,6 +29,7 @@ import * as Render from "./render.js"
 import { printedAsJson } from "./shared.js"
 import { bundledDataDir, snapshotArgs } from "./snapshot.js"
 import { subdivisions } from "./subdivisions.js"
+import { colourOn, stderrLogs } from "./terminal.js"
 import { verify, webhook } from "./webhook.js"
 
 /**
@@ -103,33 +104,6 @@ const commandHint = (args: ReadonlyArray<string>): Option.Option<string> => {
     : HashMap.has(commands, named ?? "")
     ? Option.none()
     : Option.some("effect-fin: or 'snapshot', 'cross-check' (the subdivisions snapshot: see their --help)")
-}
-
-// @effect/cli writes its help and usage errors in colour whatever the output is: a file, a pipe (or NO_COLOR) gets
-// them as plain text.
-const noColour = () => process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== ""
-const colourOn = (stream: { readonly isTTY?: boolean | undefined }) => stream.isTTY === true && !noColour()
-
-// A log line may quote the service (a fallback's warning names its error, message and all): its text, and the text of
-// its annotations, escaped whole before the logger adds its own colour codes (the console keeps those, and would keep
-// a colour code of the service's that could hide the rest of the line).
-const printableLogs = <Output>(logger: Logger.Logger<unknown, Output>): Logger.Logger<unknown, Output> =>
-  Logger.mapInputOptions(logger, (options: Logger.Logger.Options<unknown>) => ({
-    ...options,
-    message: printableValue(options.message),
-    annotations: HashMap.map(options.annotations, printableValue)
-  }))
-
-const printableValue = (value: unknown): unknown =>
-  typeof value === "string" ? Render.printable(value) : Array.isArray(value) ? value.map(printableValue) : value
-
-// Log lines on standard error: as text, or, once a command given `--json` runs, one JSON document each (Effect's
-// structured form: message, logLevel, timestamp, annotations...), so that standard error is JSON lines as its failure
-// line is, for a script's `jq`. Escaped as the answer's JSON is.
-const stderrLogs = (colors: boolean): Logger.Logger<unknown, void> => {
-  const text = printableLogs(Logger.prettyLogger({ stderr: true, colors }))
-  const json = Logger.withConsoleError(Logger.map(Logger.structuredLogger, (entry) => Printable.json(entry)))
-  return Logger.make((options) => (FailureLine.isJson() ? json : text).log(options))
 }
 
 // The levels @effect/cli's built-in `--log-level` takes: Effect's, in lower case.
