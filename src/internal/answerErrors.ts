@@ -23,8 +23,10 @@ import * as Short from "./short.js"
 
 const MAX_BODY_IN_ERROR = 1024
 
-// The service's id of a request, kept in errors for its support: an id has a plain form (at most 128 printable
-// characters, no blank). Anything else (a page, a header a gateway echoed, with a credential in it) is not kept.
+/**
+ * The service's id of a request, kept in errors for its support: an id has a plain form (at most 128 printable
+ * characters, no blank). Anything else (a page, a header a gateway echoed, with a credential in it) is not kept.
+ */
 export const requestIdOf = (
   headers: Readonly<Record<string, string>>,
   redact: (text: string) => string
@@ -33,8 +35,10 @@ export const requestIdOf = (
   return id !== undefined && /^[\x21-\x7e]{1,128}$/.test(id) && redact(id) === id ? id : undefined
 }
 
-// The errors of an attempt are built here of their schema's types, their fields in its order: not validated again by
-// their constructor, which was most of an error's cost (some 60 µs an ApiError, on every failed call of an outage).
+/**
+ * The errors of an attempt are built here of their schema's types, their fields in its order: not validated again by
+ * their constructor, which was most of an error's cost (some 60 µs an ApiError, on every failed call of an outage).
+ */
 export const TRUSTED = true
 
 // The service's words about a refused call are kept, but never a credential it echoed back: each field is redacted
@@ -46,8 +50,10 @@ const redactors = new WeakMap<ReadonlyArray<string>, Partial<Record<"plain" | "l
 
 type Redactor = (text: string) => string
 
-// The credentials' redactor: as they are, or also in the form a message's line (`oneLine`) or a decode error's path
-// (`Printable.printable`) writes them.
+/**
+ * The credentials' redactor: as they are, or also in the form a message's line (`oneLine`) or a decode error's path
+ * (`Printable.printable`) writes them.
+ */
 export const redactor = (credentials: ReadonlyArray<string>, form: "plain" | "line" | "path" = "plain"): Redactor => {
   let made = redactors.get(credentials)
   if (made === undefined) redactors.set(credentials, made = {})

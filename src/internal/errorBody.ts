@@ -1,6 +1,7 @@
 /**
  * The service's error bodies read: its message, its code and its field errors, from any of the documented bodies
- * (service-facts 5), and whether they hold the whole body.
+ * (service-facts 5), and whether they hold the whole body; and the parse of a body's JSON, made once for both the
+ * reading and the body an error keeps.
  *
  * @internal
  */
@@ -84,7 +85,7 @@ export const parseErrorBody = (text: string): ParsedErrorBody => readErrorBody(p
 /** What `parseJson` answers for a body that is not JSON. */
 export const NOT_JSON: unique symbol = Symbol("effect-fin/NotJson")
 
-// A body's JSON, parsed once (a 4 MiB one of 300,000 keys takes about a fifth of a second), or NOT_JSON.
+/** A body's JSON, parsed once (a 4 MiB one of 300,000 keys takes about a fifth of a second), or NOT_JSON. */
 export const parseJson = (text: string): unknown => {
   // No JSON starts with `<`: a page (a gateway's 502) is not parsed only to throw, which costs more than reading it.
   if (/^\s*</.test(text)) return NOT_JSON

@@ -35,8 +35,10 @@ const refined = (error: object, code: string): string => {
   return status === null ? code : `PROXY_TUNNEL_${status[1]}`
 }
 
-// Our name for fetch's refusal of a port on the Fetch standard's blocked list (6000, 6665-6669, 10080...): its error
-// has no code, only the message "bad port".
+/**
+ * Our name for fetch's refusal of a port on the Fetch standard's blocked list (6000, 6665-6669, 10080...): its error
+ * has no code, only the message "bad port".
+ */
 export const FETCH_BAD_PORT = "ERR_FETCH_BAD_PORT"
 
 /**

@@ -8,7 +8,7 @@
 import * as Cause from "effect/Cause"
 import * as Predicate from "effect/Predicate"
 
-// A cause as Effect's loggers render it, or undefined where that throws (an error whose causes make a cycle).
+/** A cause as Effect's loggers render it, or undefined where that throws (an error whose causes make a cycle). */
 export const renderedOrUndefined = (cause: Cause.Cause<unknown>): string | undefined => {
   try {
     return Cause.pretty(cause, { renderErrorCause: true })
@@ -17,7 +17,7 @@ export const renderedOrUndefined = (cause: Cause.Cause<unknown>): string | undef
   }
 }
 
-// What a failure's error is called (its name and message), for a cause that cannot be rendered whole.
+/** What a failure's error is called (its name and message), for a cause that cannot be rendered whole. */
 export const squashedName = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   try {
@@ -28,11 +28,13 @@ export const squashedName = (cause: Cause.Cause<unknown>): string => {
   }
 }
 
-// Whether anything in the cause a logger may print (by inspecting it, serialising it, or calling `toJSON`) holds text
-// `redact` changes: every text reached through own data fields, enumerable or not (an `Error`'s message and stack, an
-// error nested in a field), enumerable getters (read as JSON reads them), a boxed string, a Map's or Set's entries,
-// and what a `toJSON` gives; bytes are not read (no logger shows them as text). A cycle is walked once. Past
-// MAX_WALKED objects, or where a field cannot be read, nothing can be told: held.
+/**
+ * Whether anything in the cause a logger may print (by inspecting it, serialising it, or calling `toJSON`) holds text
+ * `redact` changes: every text reached through own data fields, enumerable or not (an `Error`'s message and stack, an
+ * error nested in a field), enumerable getters (read as JSON reads them), a boxed string, a Map's or Set's entries, and
+ * what a `toJSON` gives; bytes are not read (no logger shows them as text). A cycle is walked once. Past MAX_WALKED
+ * objects, or where a field cannot be read, nothing can be told: held.
+ */
 export const holdsSecret = (cause: Cause.Cause<unknown>, redact: (text: string) => string): boolean => {
   const seen = new Set<object>()
   const texts: Array<string> = []
@@ -71,5 +73,5 @@ export const holdsSecret = (cause: Cause.Cause<unknown>, redact: (text: string) 
 }
 const MAX_WALKED = 10_000
 
-// The most of a failed handler's text logged once it had to be redacted: its cause and stack, not a page.
+/** The most of a failed handler's text logged once it had to be redacted: its cause and stack, not a page. */
 export const MAX_FAILURE_TEXT = 16 * 1024

@@ -24,6 +24,10 @@ type Outcome =
   | "store_unavailable"
   | "shutting_down"
 
+/**
+ * How a delivery is answered: its status, and its outcome (the response's body `{"outcome": ...}`, and the span's
+ * `fin.webhook.outcome`), which `respond` makes the response of.
+ */
 export interface Answer {
   readonly status: number
   readonly outcome: Outcome
@@ -45,6 +49,10 @@ class FailedDelivery<A> {
     return this.message
   }
 }
+/**
+ * `self` in a span `name` (no stack trace captured) that ends as failed when the status `statusOf` reads of its value
+ * is 500 (a `FailedDelivery` its error); `self`'s value is passed on all the same.
+ */
 export const spanFailingOn500 = <A, E, R>(
   self: Effect.Effect<A, E, R>,
   statusOf: (a: A) => number,
@@ -57,7 +65,7 @@ export const spanFailingOn500 = <A, E, R>(
     Effect.catchIf((e): e is FailedDelivery<A> => e instanceof FailedDelivery, (e) => Effect.succeed(e.value))
   ) as Effect.Effect<A, E, R>
 
-// The outcome, recorded on the current span.
+/** The outcome, recorded on the current span. */
 export const settleAs = (status: number, outcome: Outcome): Effect.Effect<Answer> =>
   Effect.as(Spans.annotateOwn({ "fin.webhook.outcome": outcome }), { status, outcome })
 
@@ -67,11 +75,17 @@ const deliveries = Metric.counter("effect_fin_webhook_deliveries_total", {
   description: "Webhook deliveries answered, by outcome (and reason, for one rejected)",
   incremental: true
 })
+/** The delivery counter for one outcome (`"defect"` too, for one the platform answers 500), made once per outcome. */
 export const deliveriesOf = memo((outcome) => Metric.tagged(deliveries, "outcome", outcome))
+/** The delivery counter for one rejected for `reason` (outcome `"rejected"`), made once per reason. */
 export const rejectionsOf = memo((reason) =>
   Metric.taggedWithLabels(deliveries, [MetricLabel.make("outcome", "rejected"), MetricLabel.make("reason", reason)])
 )
 
+/**
+ * A delivery answered: its outcome recorded on the current span (`settleAs`) and counted, and the response of it,
+ * `{"outcome": ...}` with `status`.
+ */
 export const respond = (status: number, outcome: Outcome) =>
   settleAs(status, outcome).pipe(
     Effect.zipRight(Metric.increment(deliveriesOf(outcome))),

@@ -26,6 +26,10 @@ const statusOf: { readonly [R in WebhookFailureReason]: number } = {
   body_timeout: 408
 }
 
+/**
+ * The headers of a response that closes its connection: for a delivery refused before its body was read whole, and a
+ * request not a POST.
+ */
 export const closing = Headers.fromInput({ connection: "close" })
 
 // 401 says nothing (the verification guide asks for no detail); 400 names the reason (the sender is authenticated by
@@ -38,6 +42,12 @@ export const closing = Headers.fromInput({ connection: "close" })
 // still count each one), as would one per real delivery with forged requests in between.
 const warnAgainAfterMillis = 60_000
 
+/**
+ * A handler's rejecter of deliveries, with its own record of what it said: `reject` answers a verification error with
+ * its reason's status (its connection closed when `unread`), logs it (above Debug once per reason: see
+ * `warnAgainAfterMillis`), records it on the span and counts it; `verified` says a new delivery was handled, so that
+ * each reason is said above Debug again once a minute has passed.
+ */
 export const makeReject = () => {
   // Per reason: when it was last said above Debug, and whether a new delivery was handled since.
   const said = new Map<WebhookVerificationError["reason"], { at: number; handledSince: boolean }>()
