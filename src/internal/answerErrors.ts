@@ -129,15 +129,13 @@ export const statusError = (
     }, TRUSTED)
   )
   const fieldErrors = fields === undefined ? {} : { fieldErrors: fields }
+  // What both errors carry after their status and message, in the order their fields were always written.
+  const rest = { ...code, ...fieldErrors, ...body, ...(retryAfter ? { retryAfter } : {}), ...common }
   if (status === 429) {
     return new RateLimitError({
       message: `Rate limited (429) on ${spec.operation}${message ? `: ${message}` : ""}`,
       status,
-      ...code,
-      ...fieldErrors,
-      ...body,
-      ...(retryAfter ? { retryAfter } : {}),
-      ...common
+      ...rest
     }, TRUSTED)
   }
   return new ApiError({
@@ -151,11 +149,7 @@ export const statusError = (
         message: redactLine(oneLine(f.message))
       }))
     ),
-    ...code,
-    ...fieldErrors,
-    ...body,
-    ...(retryAfter ? { retryAfter } : {}),
-    ...common
+    ...rest
   }, TRUSTED)
 }
 
